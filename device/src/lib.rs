@@ -1,0 +1,2 @@
+//! FairMQ devices: filled by the issue "Device framework (crate fairmq)".
+#![forbid(unsafe_code)]

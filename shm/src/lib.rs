@@ -1,0 +1,1 @@
+//! The shared-memory transport: filled by the issue "Shared-memory transport core (fairmq-shm)".

@@ -1,0 +1,197 @@
+//! Error types: one small enum per kind of operation.
+//!
+//! Transfers report [`TransferError`], whose [`code`](TransferError::code) is FairMQ's transfer code
+//! (error -1, timeout -2, interrupted -3). Setting up sockets reports [`SocketError`].
+
+use std::fmt;
+
+/// FairMQ's `TransferCode` values, as returned by the C++ API and our C ABI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(i32)]
+pub enum TransferCode {
+    /// Not an error: 0 bytes were moved. Kept for completeness of FairMQ's enum.
+    Success = 0,
+    /// The transfer failed.
+    Error = -1,
+    /// The timeout expired before the transfer could be done.
+    Timeout = -2,
+    /// The transport was interrupted while the transfer had to wait.
+    Interrupted = -3,
+}
+
+/// Why a send or receive did not happen. A failed send leaves the message with the caller.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TransferError {
+    /// The timeout expired; nothing was transferred.
+    #[error("transfer timed out")]
+    Timeout,
+    /// The transport was interrupted (a state change is pending); nothing was transferred.
+    #[error("transfer interrupted")]
+    Interrupted,
+    /// A multipart with no parts: ZeroMQ has no such message, so both transports refuse it.
+    #[error("will not send an empty multipart message")]
+    EmptyMultipart,
+    /// libzmq refused the transfer (for example `ETERM` after the context was terminated).
+    #[error("zeromq error: {0}")]
+    Zmq(#[from] zmq::Error),
+    /// A transport built on top of this one failed in its own way (bad metadata, out of memory, ...);
+    /// downcast to the transport's error type for details.
+    #[error("{0}")]
+    Transport(Box<dyn std::error::Error + Send + Sync + 'static>),
+}
+
+impl TransferError {
+    /// FairMQ's transfer code for this error: -2 timeout, -3 interrupted, -1 anything else.
+    pub fn code(&self) -> TransferCode {
+        match self {
+            TransferError::Timeout => TransferCode::Timeout,
+            TransferError::Interrupted => TransferCode::Interrupted,
+            _ => TransferCode::Error,
+        }
+    }
+}
+
+/// Result of a transfer: bytes moved (payload bytes, summed over parts), or why nothing moved.
+pub type TransferResult = Result<usize, TransferError>;
+
+/// FairMQ's integer form of a transfer result: bytes (>= 0) or -1/-2/-3.
+pub fn transfer_code(result: &TransferResult) -> i64 {
+    match result {
+        Ok(n) => i64::try_from(*n).unwrap_or(i64::MAX),
+        Err(e) => e.code() as i64,
+    }
+}
+
+/// What is wrong with an endpoint address, in FairMQ's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AddressProblem {
+    /// `tcp://` without `:port`.
+    MissingPort,
+    /// `ipc://` with nothing after it.
+    EmptyIpc,
+    /// `inproc://` with nothing after it.
+    EmptyInproc,
+    /// Neither `tcp://`, `ipc://` nor `inproc://`.
+    MissingProtocol,
+    /// `unspecified` or empty.
+    Unspecified,
+    /// The port of a tcp address is not a number in 0..=65535.
+    BadPort,
+}
+
+impl fmt::Display for AddressProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            AddressProblem::MissingPort => "missing port?",
+            AddressProblem::EmptyIpc => "empty IPC address?",
+            AddressProblem::EmptyInproc => "empty inproc address?",
+            AddressProblem::MissingProtocol => "missing protocol specifier?",
+            AddressProblem::Unspecified => "address not specified",
+            AddressProblem::BadPort => "port is not a number between 0 and 65535",
+        })
+    }
+}
+
+/// Errors creating, configuring, binding or connecting sockets and transports.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SocketError {
+    /// A socket type name FairMQ does not know.
+    #[error("Invalid channel type: '{0}'")]
+    InvalidSocketType(String),
+    /// A transport name FairMQ does not know.
+    #[error("Unknown transport provided: {0}")]
+    UnknownTransport(String),
+    /// A method other than bind/connect.
+    #[error("Invalid endpoint connection method: '{method}' for {endpoint}")]
+    InvalidMethod {
+        /// The method given.
+        method: String,
+        /// The endpoint it was given for.
+        endpoint: String,
+    },
+    /// A malformed endpoint address.
+    #[error("invalid channel address: '{address}' ({problem})")]
+    InvalidAddress {
+        /// The endpoint as given.
+        address: String,
+        /// What is wrong with it.
+        problem: AddressProblem,
+    },
+    /// The host of a tcp endpoint has no IPv4 address.
+    #[error("could not resolve hostname '{host}'")]
+    Resolve {
+        /// The host name.
+        host: String,
+    },
+    /// Auto-bind tried every attempt in the port range and none bound.
+    #[error("could not bind to any (TCP) port in the given range {min}-{max} after {attempts} attempts")]
+    AutoBindExhausted {
+        /// Lower bound of the range.
+        min: u16,
+        /// Upper bound of the range.
+        max: u16,
+        /// Attempts made.
+        attempts: u32,
+    },
+    /// `portRangeMin` greater than `portRangeMax`.
+    #[error("invalid port range: {min} > {max}")]
+    InvalidPortRange {
+        /// Lower bound given.
+        min: u16,
+        /// Upper bound given.
+        max: u16,
+    },
+    /// libzmq refused to bind.
+    #[error("Failed binding socket {socket}, address: {address}, reason: {source}")]
+    Bind {
+        /// Socket id.
+        socket: String,
+        /// Endpoint.
+        address: String,
+        /// libzmq's error.
+        source: zmq::Error,
+    },
+    /// libzmq refused to connect.
+    #[error("Failed connecting socket {socket}, address: {address}, reason: {source}")]
+    Connect {
+        /// Socket id.
+        socket: String,
+        /// Endpoint.
+        address: String,
+        /// libzmq's error.
+        source: zmq::Error,
+    },
+    /// A socket option could not be set or read.
+    #[error("failed setting {option}, reason: {source}")]
+    Option {
+        /// The ZeroMQ option name.
+        option: &'static str,
+        /// libzmq's error.
+        source: zmq::Error,
+    },
+    /// libzmq could not create a context or socket.
+    #[error("failed creating {what}, reason: {source}")]
+    Create {
+        /// "context" or "socket".
+        what: &'static str,
+        /// libzmq's error.
+        source: zmq::Error,
+    },
+    /// The operating system refused a resource (the interrupt eventfd).
+    #[error("system error: {0}")]
+    Os(#[from] nix::Error),
+}
+
+/// Errors of [`Poller::poll`](crate::Poller::poll).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PollError {
+    /// The transport was interrupted and no socket was ready.
+    #[error("poll interrupted")]
+    Interrupted,
+    /// libzmq failed the poll.
+    #[error("Polling failed, reason: {0}")]
+    Zmq(#[from] zmq::Error),
+}

@@ -1,0 +1,100 @@
+//! Interruption of blocked transfers.
+//!
+//! FairMQ polls an atomic flag every 100 ms. We keep the flag (cheap to read on the slow path) and add
+//! an eventfd that every waiting call has in its poll set: `interrupt` makes it readable, so all waiters
+//! wake at once; it stays readable (level-triggered) until `resume`, so a call that starts waiting while
+//! interrupted returns at once too.
+
+use crate::error::SocketError;
+use nix::sys::eventfd::{EfdFlags, EventFd};
+use std::os::fd::{AsFd, AsRawFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// The interrupt flag of one transport, with a file descriptor that is readable while it is set.
+#[derive(Debug)]
+pub struct Interrupter {
+    flag: AtomicBool,
+    /// Serialises interrupt/resume so the eventfd's counter matches the flag.
+    change: Mutex<()>,
+    fd: EventFd,
+}
+
+impl Interrupter {
+    /// A new, not interrupted, interrupter.
+    pub fn new() -> Result<Self, SocketError> {
+        let fd = EventFd::from_value_and_flags(0, EfdFlags::EFD_NONBLOCK | EfdFlags::EFD_CLOEXEC)?;
+        Ok(Interrupter { flag: AtomicBool::new(false), change: Mutex::new(()), fd })
+    }
+
+    /// Sets the flag and wakes every call waiting on this transport.
+    pub fn interrupt(&self) {
+        let _g = self.change.lock().unwrap_or_else(|p| p.into_inner());
+        if !self.flag.swap(true, Ordering::SeqCst) {
+            // Cannot fail: the counter is 0 here (resume drained it), far from overflow.
+            let _ = self.fd.write(1);
+        }
+    }
+
+    /// Clears the flag: calls block again.
+    pub fn resume(&self) {
+        let _g = self.change.lock().unwrap_or_else(|p| p.into_inner());
+        if self.flag.swap(false, Ordering::SeqCst) {
+            // Drains the counter; a spurious EAGAIN (nothing to drain) is harmless.
+            let _ = self.fd.read();
+        }
+    }
+
+    /// Whether the flag is set.
+    #[inline]
+    pub fn is_interrupted(&self) -> bool {
+        self.flag.load(Ordering::Acquire)
+    }
+
+    /// The descriptor that is readable while interrupted (for poll sets).
+    pub fn raw_fd(&self) -> RawFd {
+        self.fd.as_fd().as_raw_fd()
+    }
+
+    /// Sleeps for `duration` or until interrupted; returns true when interrupted.
+    pub fn sleep(&self, duration: Duration) -> bool {
+        if self.is_interrupted() {
+            return true;
+        }
+        let mut items = [zmq::PollItem::from_fd(self.raw_fd(), zmq::POLLIN)];
+        let ms = i64::try_from(duration.as_millis()).unwrap_or(i64::MAX);
+        let _ = zmq::poll(&mut items, ms);
+        self.is_interrupted()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    #[test]
+    fn interrupt_wakes_a_sleeper_and_resume_restores_sleeping() {
+        let i = Arc::new(Interrupter::new().unwrap());
+        let i2 = i.clone();
+        let t = std::thread::spawn(move || {
+            let start = Instant::now();
+            let woke = i2.sleep(Duration::from_secs(30));
+            (woke, start.elapsed())
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        i.interrupt();
+        let (woke, took) = t.join().unwrap();
+        assert!(woke);
+        assert!(took < Duration::from_secs(10), "woken by the interrupt, not the 30 s timeout");
+        i.interrupt(); // idempotent
+        assert!(i.sleep(Duration::from_secs(30)), "still interrupted: returns at once");
+        i.resume();
+        assert!(!i.is_interrupted());
+        assert!(!i.sleep(Duration::from_millis(20)), "after resume a sleep runs to its end");
+        i.resume(); // idempotent
+        assert!(!i.is_interrupted());
+    }
+}

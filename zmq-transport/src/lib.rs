@@ -1,0 +1,59 @@
+//! # fairmq-zmq: FairMQ's zeromq transport
+//!
+//! Sockets, messages and pollers with FairMQ's semantics on top of libzmq (bundled and built by
+//! cargo, no system package needed). The payload travels inside ZeroMQ frames: one message is one
+//! frame, a multipart is one ZeroMQ multipart, frame for frame, so C++ FairMQ devices on the other end
+//! of a tcp or ipc socket understand us.
+//!
+//! - Transfers return the bytes moved or a [`TransferError`] whose [`code`](TransferError::code) is
+//!   FairMQ's (-1 error, -2 timeout, -3 interrupted). Timeouts: -1 forever, 0 no wait, N ms.
+//! - A failed or timed-out send leaves the message with the caller.
+//! - [`Transport::interrupt`] wakes every blocked call at once (an eventfd in each poll set);
+//!   a transfer that can complete at once still completes while interrupted.
+//! - Counters count successful transfers; a multipart is one message.
+//!
+//! The shared-memory transport (`fairmq-shm`) moves its metadata over these sockets, so timeouts,
+//! interruption and counters are implemented once, here.
+//!
+//! ```
+//! use fairmq_zmq::{Message, SocketType, Transport};
+//!
+//! let transport = Transport::new("doc")?;
+//! let push = transport.socket(SocketType::Push, "data")?;
+//! let pull = transport.socket(SocketType::Pull, "data")?;
+//! pull.bind("inproc://doc-example")?;
+//! push.connect("inproc://doc-example")?;
+//!
+//! let mut msg = Message::from_slice(b"hello");
+//! assert_eq!(push.send(&mut msg, 1000)?, 5);
+//! let mut received = Message::new();
+//! assert_eq!(pull.receive(&mut received, 1000)?, 5);
+//! assert_eq!(received.data(), b"hello");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod counters;
+mod endpoint;
+mod error;
+mod interrupt;
+mod message;
+mod options;
+mod poller;
+mod socket;
+mod socket_type;
+mod sys;
+mod transport;
+mod transport_kind;
+
+pub use counters::{CounterSnapshot, Counters};
+pub use endpoint::{split_endpoints, validate_address, Endpoint, Method, Protocol};
+pub use error::{transfer_code, AddressProblem, PollError, SocketError, TransferCode, TransferError, TransferResult};
+pub use interrupt::Interrupter;
+pub use message::Message;
+pub use options::{AttachOptions, SocketOptions};
+pub use poller::Poller;
+pub use socket::Socket;
+pub use socket_type::SocketType;
+pub use sys::FreeFn;
+pub use transport::{Transport, TransportConfig};
+pub use transport_kind::TransportKind;

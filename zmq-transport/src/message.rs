@@ -1,0 +1,316 @@
+//! Messages of the zeromq transport: one ZeroMQ frame each.
+
+use crate::sys::{FreeFn, RawMsg};
+use std::ffi::c_void;
+use std::fmt;
+
+/// A message of the zeromq transport.
+///
+/// It owns one ZeroMQ frame. Sending moves the frame into libzmq and leaves the message empty (size 0);
+/// a send that fails or times out leaves it untouched. [`copy_from`](Message::copy_from) shares the
+/// bytes (reference counted by libzmq) instead of copying them; writing through
+/// [`data_mut`](Message::data_mut) to shared or constant bytes first makes a private copy, so a copy
+/// never sees the change.
+pub struct Message {
+    pub(crate) raw: RawMsg,
+    /// Requested alignment of received data (0: none); kept across receives (FairMQ forgets it after
+    /// the first realignment; keeping it is what a user of `Alignment` expects).
+    alignment: usize,
+}
+
+impl Message {
+    /// An empty message (size 0), typically to receive into.
+    pub fn new() -> Self {
+        Message { raw: RawMsg::empty(), alignment: 0 }
+    }
+
+    /// An empty message whose received data will be aligned to `alignment` bytes (0: no request).
+    pub fn with_receive_alignment(alignment: usize) -> Self {
+        Message { raw: RawMsg::empty(), alignment: normalized(alignment) }
+    }
+
+    /// A message of `size` bytes; the content is not initialised to anything in particular.
+    pub fn with_size(size: usize) -> Self {
+        Message { raw: RawMsg::with_size(size), alignment: 0 }
+    }
+
+    /// A message of `size` bytes whose data starts at a multiple of `alignment` (0: no request).
+    pub fn with_size_aligned(size: usize, alignment: usize) -> Self {
+        let alignment = normalized(alignment);
+        let raw = if alignment == 0 { RawMsg::with_size(size) } else { RawMsg::with_alignment(size, alignment) };
+        Message { raw, alignment }
+    }
+
+    /// A message holding a copy of `bytes`.
+    pub fn from_slice(bytes: &[u8]) -> Self {
+        Message { raw: RawMsg::copied(bytes, 0), alignment: 0 }
+    }
+
+    /// Zero-copy: the message sends the vector's bytes and drops the vector when libzmq is done.
+    pub fn from_vec(bytes: Vec<u8>) -> Self {
+        Message { raw: RawMsg::from_owner(bytes), alignment: 0 }
+    }
+
+    /// Zero-copy over any owned bytes (a `String`, `Box<[u8]>`, `Arc<[u8]>`, ...); the owner is dropped,
+    /// possibly on a ZeroMQ I/O thread, when libzmq is done with the frame.
+    pub fn from_owner<T: AsRef<[u8]> + Send + 'static>(owner: T) -> Self {
+        Message { raw: RawMsg::from_owner(owner), alignment: 0 }
+    }
+
+    /// Zero-copy over static bytes, never freed (FairMQ's `NewStaticMessage`).
+    pub fn from_static(bytes: &'static [u8]) -> Self {
+        Message { raw: RawMsg::from_static(bytes), alignment: 0 }
+    }
+
+    /// Zero-copy over a caller's buffer, released by `ffn(data, hint)` when libzmq is done with it
+    /// (FairMQ's `NewMessage(data, size, ffn, hint)`). With `ffn == None` the buffer is treated as
+    /// constant and never released.
+    ///
+    /// # Safety
+    /// `data` must be valid for reads and writes of `size` bytes until `ffn` is called (forever when
+    /// `ffn` is `None`), and nothing else may write it meanwhile. `ffn` may run on any thread.
+    pub unsafe fn from_raw_parts(data: *mut u8, size: usize, ffn: Option<FreeFn>, hint: *mut c_void) -> Self {
+        // SAFETY: the caller's contract is the one `RawMsg::from_raw_parts` requires.
+        Message { raw: unsafe { RawMsg::from_raw_parts(data, size, ffn, hint) }, alignment: 0 }
+    }
+
+    /// Size in bytes.
+    #[inline]
+    pub fn size(&self) -> usize {
+        self.raw.size()
+    }
+
+    /// Whether the size is 0.
+    pub fn is_empty(&self) -> bool {
+        self.size() == 0
+    }
+
+    /// The bytes.
+    #[inline]
+    pub fn data(&self) -> &[u8] {
+        self.raw.bytes()
+    }
+
+    /// Address of the data, null when the size is 0 (as FairMQ's `GetData`).
+    pub fn data_ptr(&self) -> *const u8 {
+        if self.size() == 0 {
+            std::ptr::null()
+        } else {
+            self.raw.data_ptr()
+        }
+    }
+
+    /// The bytes, writable. Shared or constant bytes are first copied into a private frame (with the
+    /// same alignment), so other messages never see the write.
+    #[inline]
+    pub fn data_mut(&mut self) -> &mut [u8] {
+        self.raw.bytes_mut(self.alignment)
+    }
+
+    /// Shrinks the message to its first `size` bytes without copying. Returns false (and changes
+    /// nothing) if `size` is larger than the current size. Size 0 releases the buffer at once.
+    pub fn set_used_size(&mut self, size: usize) -> bool {
+        let current = self.size();
+        if size > current {
+            log::error!("cannot set used size higher than original.");
+            return false;
+        }
+        if size == current {
+            return true;
+        }
+        if size == 0 {
+            self.raw = RawMsg::empty();
+        } else {
+            let old = std::mem::replace(&mut self.raw, RawMsg::empty());
+            self.raw = old.into_prefix_view(size);
+        }
+        true
+    }
+
+    /// Releases the content; the message becomes empty (and forgets its alignment).
+    pub fn rebuild(&mut self) {
+        *self = Message::new();
+    }
+
+    /// Releases the content and remembers an alignment for the next receive.
+    pub fn rebuild_with_receive_alignment(&mut self, alignment: usize) {
+        *self = Message::with_receive_alignment(alignment);
+    }
+
+    /// Releases the content and allocates `size` new bytes.
+    pub fn rebuild_with_size(&mut self, size: usize) {
+        *self = Message::with_size(size);
+    }
+
+    /// Releases the content and allocates `size` new bytes aligned to `alignment`.
+    pub fn rebuild_with_size_aligned(&mut self, size: usize, alignment: usize) {
+        *self = Message::with_size_aligned(size, alignment);
+    }
+
+    /// Releases the content and adopts `bytes` without copying.
+    pub fn rebuild_from_vec(&mut self, bytes: Vec<u8>) {
+        *self = Message::from_vec(bytes);
+    }
+
+    /// Releases the content and adopts a caller's buffer.
+    ///
+    /// # Safety
+    /// As for [`Message::from_raw_parts`].
+    pub unsafe fn rebuild_from_raw_parts(
+        &mut self,
+        data: *mut u8,
+        size: usize,
+        ffn: Option<FreeFn>,
+        hint: *mut c_void,
+    ) {
+        // SAFETY: the caller's contract is the one `from_raw_parts` requires.
+        *self = unsafe { Message::from_raw_parts(data, size, ffn, hint) };
+    }
+
+    /// Makes this message refer to the same bytes as `other` (shared, not copied).
+    pub fn copy_from(&mut self, other: &Message) {
+        self.raw = other.raw.share();
+        self.alignment = other.alignment;
+    }
+
+    /// The alignment requested for this message (0: none).
+    pub fn alignment(&self) -> usize {
+        self.alignment
+    }
+
+    /// Called after a successful receive: realign if the data misses the requested alignment.
+    pub(crate) fn after_receive(&mut self) {
+        let a = self.alignment;
+        if a != 0 && self.size() != 0 && self.raw.data_ptr() as usize % a != 0 {
+            self.raw = RawMsg::copied(self.raw.bytes(), a);
+        }
+    }
+
+    /// Called after a successful send: libzmq has taken the content and left an empty frame.
+    pub(crate) fn after_send(&mut self) {
+        debug_assert_eq!(self.raw.size(), 0);
+    }
+}
+
+fn normalized(alignment: usize) -> usize {
+    match alignment {
+        0 => 0,
+        a => a.next_power_of_two(),
+    }
+}
+
+impl Default for Message {
+    fn default() -> Self {
+        Message::new()
+    }
+}
+
+impl fmt::Debug for Message {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Message").field("size", &self.size()).field("alignment", &self.alignment).finish()
+    }
+}
+
+impl From<Vec<u8>> for Message {
+    fn from(v: Vec<u8>) -> Self {
+        Message::from_vec(v)
+    }
+}
+
+impl From<&[u8]> for Message {
+    fn from(v: &[u8]) -> Self {
+        Message::from_slice(v)
+    }
+}
+
+impl From<String> for Message {
+    fn from(s: String) -> Self {
+        Message::from_owner(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resize_like_fairmq_test() {
+        let mut m = Message::from_slice(b"ABCDEF");
+        assert!(m.set_used_size(5));
+        assert!(m.set_used_size(5));
+        assert!(!m.set_used_size(7));
+        assert_eq!(m.data(), b"ABCDE");
+        assert!(m.set_used_size(2));
+        assert_eq!(m.data(), b"AB");
+        let mut c = Message::new();
+        c.copy_from(&m);
+        assert_eq!(c.size(), 2);
+        let mut big = Message::with_size(1000);
+        assert!(big.set_used_size(0));
+        assert_eq!(big.size(), 0);
+        assert!(big.data_ptr().is_null());
+    }
+
+    #[test]
+    fn rebuild_variants() {
+        let mut m = Message::new();
+        assert_eq!(m.size(), 0);
+        m.rebuild_with_size(100);
+        assert_eq!(m.size(), 100);
+        m.rebuild_from_vec(b"asdf".to_vec());
+        assert_eq!(m.data(), b"asdf");
+        m.rebuild_with_size_aligned(50, 64);
+        assert_eq!(m.data_ptr() as usize % 64, 0);
+        m.rebuild_with_size_aligned(50, 32);
+        assert_eq!(m.data_ptr() as usize % 32, 0);
+        m.rebuild();
+        assert!(m.is_empty());
+    }
+
+    #[test]
+    fn aligned_messages_and_their_copies_are_aligned() {
+        for size in [100, 32] {
+            let m = Message::with_size_aligned(size, 64);
+            assert_eq!(m.data_ptr() as usize % 64, 0);
+            let mut c = Message::new();
+            c.copy_from(&m);
+            assert_eq!(c.data_ptr() as usize % 64, 0);
+        }
+    }
+
+    #[test]
+    fn writing_a_shared_message_does_not_change_its_copy() {
+        let mut a = Message::from_vec(vec![1u8; 4096]);
+        let mut b = Message::new();
+        b.copy_from(&a);
+        assert_eq!(a.data_ptr(), b.data_ptr(), "copy shares the bytes");
+        a.data_mut()[0] = 9;
+        assert_eq!(a.data()[0], 9);
+        assert_eq!(b.data()[0], 1);
+        let mut s = Message::from_static(b"static");
+        s.data_mut()[0] = b'S';
+        assert_eq!(s.data(), b"Static");
+    }
+
+    #[test]
+    fn user_buffer_free_callback_runs_once_when_released() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static FREED: AtomicUsize = AtomicUsize::new(0);
+        unsafe extern "C" fn free_it(data: *mut c_void, hint: *mut c_void) {
+            assert_eq!(hint as usize, 42);
+            // SAFETY: `data` is the boxed slice leaked below, released exactly once.
+            drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(data.cast::<u8>(), 8)) });
+            FREED.fetch_add(1, Ordering::SeqCst);
+        }
+        let buf = Box::into_raw(vec![5u8; 8].into_boxed_slice()).cast::<u8>();
+        // SAFETY: the buffer is valid until free_it runs.
+        let m = unsafe { Message::from_raw_parts(buf, 8, Some(free_it), 42 as *mut c_void) };
+        let mut c = Message::new();
+        c.copy_from(&m);
+        drop(m);
+        assert_eq!(FREED.load(Ordering::SeqCst), 0, "the copy still refers to the buffer");
+        assert_eq!(c.data(), &[5u8; 8]);
+        drop(c);
+        assert_eq!(FREED.load(Ordering::SeqCst), 1);
+    }
+}

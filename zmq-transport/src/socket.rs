@@ -1,0 +1,396 @@
+//! Sockets of the zeromq transport: options, attach, and transfers with timeouts and interruption.
+
+use crate::counters::{CounterSnapshot, Counters};
+use crate::endpoint::{resolve_tcp, split_endpoints, with_port, Method, Protocol};
+use crate::error::{SocketError, TransferError, TransferResult};
+use crate::interrupt::Interrupter;
+use crate::message::Message;
+use crate::options::{AttachOptions, SocketOptions};
+use crate::socket_type::SocketType;
+use crate::sys::{self, SockPtr};
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A socket of the zeromq transport.
+///
+/// Not `Sync`: like a ZeroMQ socket it is used by one thread at a time (it may move between threads).
+/// [`counters`](Socket::counters) can be read from other threads through
+/// [`shared_counters`](Socket::shared_counters).
+pub struct Socket {
+    zsock: zmq::Socket,
+    ptr: SockPtr,
+    id: String,
+    ty: SocketType,
+    interrupter: Arc<Interrupter>,
+    counters: Arc<Counters>,
+}
+
+impl std::fmt::Debug for Socket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Socket").field("id", &self.id).field("type", &self.ty).finish()
+    }
+}
+
+fn opt<T>(option: &'static str, r: zmq::Result<T>) -> Result<T, SocketError> {
+    r.map_err(|source| SocketError::Option { option, source })
+}
+
+/// Time left before `deadline`, rounded up to whole ms so a wait never ends just short of it.
+fn ms_until(deadline: Instant) -> Option<i64> {
+    let left = deadline.checked_duration_since(Instant::now())?;
+    if left.is_zero() {
+        return None;
+    }
+    Some(i64::try_from(left.as_micros().div_ceil(1000)).unwrap_or(i64::MAX))
+}
+
+impl Socket {
+    pub(crate) fn new(
+        ctx: &zmq::Context,
+        interrupter: Arc<Interrupter>,
+        ty: SocketType,
+        id: String,
+    ) -> Result<Socket, SocketError> {
+        let mut zsock = ctx.socket(ty.to_zmq()).map_err(|source| SocketError::Create { what: "socket", source })?;
+        // FairMQ's creation defaults; a channel then applies its own options (`set_options`).
+        opt("ZMQ_IDENTITY", zsock.set_identity(id.as_bytes()))?;
+        opt("ZMQ_LINGER", zsock.set_linger(1000))?;
+        if ty == SocketType::Sub {
+            opt("ZMQ_SUBSCRIBE", zsock.set_subscribe(b""))?;
+        }
+        let ptr = SockPtr::of(&mut zsock);
+        log::debug!("Created socket {id}");
+        Ok(Socket { zsock, ptr, id, ty, interrupter, counters: Arc::default() })
+    }
+
+    /// `<transport id>.<channel name>.<type>`, also the ZeroMQ identity.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The socket pattern.
+    pub fn socket_type(&self) -> SocketType {
+        self.ty
+    }
+
+    /// Applies a channel's options: linger and queue sizes always, kernel sizes only when non-zero.
+    pub fn set_options(&self, o: &SocketOptions) -> Result<(), SocketError> {
+        self.set_linger(o.linger)?;
+        self.set_snd_buf_size(o.snd_buf_size)?;
+        self.set_rcv_buf_size(o.rcv_buf_size)?;
+        if o.snd_kernel_size != 0 {
+            self.set_snd_kernel_size(o.snd_kernel_size)?;
+        }
+        if o.rcv_kernel_size != 0 {
+            self.set_rcv_kernel_size(o.rcv_kernel_size)?;
+        }
+        Ok(())
+    }
+
+    /// `ZMQ_LINGER`, ms.
+    pub fn set_linger(&self, ms: i32) -> Result<(), SocketError> {
+        opt("ZMQ_LINGER", self.zsock.set_linger(ms))
+    }
+    /// `ZMQ_LINGER`, ms.
+    pub fn linger(&self) -> Result<i32, SocketError> {
+        opt("ZMQ_LINGER", self.zsock.get_linger())
+    }
+    /// `ZMQ_SNDHWM`, messages.
+    pub fn set_snd_buf_size(&self, n: i32) -> Result<(), SocketError> {
+        opt("ZMQ_SNDHWM", self.zsock.set_sndhwm(n))
+    }
+    /// `ZMQ_SNDHWM`, messages.
+    pub fn snd_buf_size(&self) -> Result<i32, SocketError> {
+        opt("ZMQ_SNDHWM", self.zsock.get_sndhwm())
+    }
+    /// `ZMQ_RCVHWM`, messages.
+    pub fn set_rcv_buf_size(&self, n: i32) -> Result<(), SocketError> {
+        opt("ZMQ_RCVHWM", self.zsock.set_rcvhwm(n))
+    }
+    /// `ZMQ_RCVHWM`, messages.
+    pub fn rcv_buf_size(&self) -> Result<i32, SocketError> {
+        opt("ZMQ_RCVHWM", self.zsock.get_rcvhwm())
+    }
+    /// `ZMQ_SNDBUF`, bytes.
+    pub fn set_snd_kernel_size(&self, n: i32) -> Result<(), SocketError> {
+        opt("ZMQ_SNDBUF", self.zsock.set_sndbuf(n))
+    }
+    /// `ZMQ_SNDBUF`, bytes.
+    pub fn snd_kernel_size(&self) -> Result<i32, SocketError> {
+        opt("ZMQ_SNDBUF", self.zsock.get_sndbuf())
+    }
+    /// `ZMQ_RCVBUF`, bytes.
+    pub fn set_rcv_kernel_size(&self, n: i32) -> Result<(), SocketError> {
+        opt("ZMQ_RCVBUF", self.zsock.set_rcvbuf(n))
+    }
+    /// `ZMQ_RCVBUF`, bytes.
+    pub fn rcv_kernel_size(&self) -> Result<i32, SocketError> {
+        opt("ZMQ_RCVBUF", self.zsock.get_rcvbuf())
+    }
+
+    /// Binds one endpoint as given (no auto-bind).
+    pub fn bind(&self, address: &str) -> Result<(), SocketError> {
+        self.zsock.bind(address).map_err(|source| SocketError::Bind {
+            socket: self.id.clone(),
+            address: address.to_owned(),
+            source,
+        })
+    }
+
+    /// Connects one endpoint as given.
+    pub fn connect(&self, address: &str) -> Result<(), SocketError> {
+        self.zsock.connect(address).map_err(|source| SocketError::Connect {
+            socket: self.id.clone(),
+            address: address.to_owned(),
+            source,
+        })
+    }
+
+    /// Attaches a channel address: every endpoint is validated, bound or connected (by its modifier,
+    /// else the channel's method), tcp hosts are resolved to IPv4, and a tcp bind that fails because the
+    /// port is taken retries random ports of the range (auto-bind). Returns the address as attached, in
+    /// FairMQ's form (`@`/`+` kept where the original had a modifier, `,` between endpoints), so the
+    /// caller can write the bound port back to its configuration.
+    pub fn attach(&self, address: &str, o: &AttachOptions) -> Result<String, SocketError> {
+        let mut attached = Vec::new();
+        for ep in split_endpoints(address) {
+            let protocol = ep.validate()?;
+            let method = ep.method(o.method).ok_or_else(|| SocketError::InvalidMethod {
+                method: "unspecified".to_owned(),
+                endpoint: ep.address.to_owned(),
+            })?;
+            let resolved = resolve_tcp(ep.address)?;
+            let actual = match method {
+                Method::Bind => self.bind_auto(&resolved, protocol, o)?,
+                Method::Connect => {
+                    self.connect(&resolved)?;
+                    resolved
+                }
+            };
+            log::debug!("Attached socket {} to {actual} ({method})", self.id);
+            attached.push(match ep.modifier {
+                Some(Method::Bind) => format!("@{actual}"),
+                Some(Method::Connect) => format!("+{actual}"),
+                None => actual,
+            });
+        }
+        if attached.is_empty() {
+            // Raises the "unspecified" address error.
+            crate::endpoint::validate_address(address)?;
+        }
+        Ok(attached.join(","))
+    }
+
+    fn bind_auto(&self, address: &str, protocol: Protocol, o: &AttachOptions) -> Result<String, SocketError> {
+        let err = match self.bind(address) {
+            Ok(()) => return Ok(self.bound_address(address)),
+            Err(e) => e,
+        };
+        let retryable = matches!(&err, SocketError::Bind { source: zmq::Error::EADDRINUSE | zmq::Error::EACCES, .. });
+        if protocol != Protocol::Tcp || !o.auto_bind || !retryable {
+            return Err(err);
+        }
+        let (min, max) = (o.port_range_min, o.port_range_max);
+        if min > max {
+            return Err(SocketError::InvalidPortRange { min, max });
+        }
+        log::debug!("Could not bind to configured (TCP) port ({address}), trying random port in range {min}-{max}");
+        let span = u64::from(max - min) + 1;
+        let seed = RandomState::new();
+        for attempt in 0..AttachOptions::AUTO_BIND_ATTEMPTS {
+            let mut h = seed.build_hasher();
+            h.write_u32(attempt);
+            let port = min + (h.finish() % span) as u16;
+            let candidate = with_port(address, port);
+            if self.bind(&candidate).is_ok() {
+                return Ok(candidate);
+            }
+        }
+        log::error!(
+            "could not bind to any (TCP) port in the given range after {} attempts",
+            AttachOptions::AUTO_BIND_ATTEMPTS
+        );
+        Err(SocketError::AutoBindExhausted { min, max, attempts: AttachOptions::AUTO_BIND_ATTEMPTS })
+    }
+
+    /// For a wildcard port (`*` or 0) the port the kernel chose; otherwise the address as bound.
+    fn bound_address(&self, address: &str) -> String {
+        let wildcard = address.ends_with(":*") || address.ends_with(":0");
+        if address.starts_with("tcp://") && wildcard {
+            if let Ok(Ok(last)) = self.zsock.get_last_endpoint() {
+                if let Some((_, port)) = last.rsplit_once(':') {
+                    if let Ok(port) = port.parse::<u16>() {
+                        return with_port(address, port);
+                    }
+                }
+            }
+        }
+        address.to_owned()
+    }
+
+    /// Sends one message (one ZeroMQ frame). `timeout_ms`: -1 (any negative) waits until done or
+    /// interrupted, 0 does not wait, N waits at most N ms. On success the message is empty and the
+    /// result is its size; on any error the caller keeps the message unchanged.
+    pub fn send(&self, msg: &mut Message, timeout_ms: i32) -> TransferResult {
+        let size = msg.size();
+        self.transfer(zmq::POLLOUT, timeout_ms, |flags| sys::msg_send(&mut msg.raw, self.ptr, flags))?;
+        msg.after_send();
+        self.counters.record_tx(size);
+        Ok(size)
+    }
+
+    /// Receives one frame into `msg` (its old content is released). Returns the size received.
+    pub fn receive(&self, msg: &mut Message, timeout_ms: i32) -> TransferResult {
+        self.transfer(zmq::POLLIN, timeout_ms, |flags| sys::msg_recv(&mut msg.raw, self.ptr, flags))?;
+        msg.after_receive();
+        let size = msg.size();
+        self.counters.record_rx(size);
+        Ok(size)
+    }
+
+    /// Sends a multipart message: one ZeroMQ multipart, frame for frame. All parts leave atomically:
+    /// the call waits (or fails) only before the first frame. Empty multiparts are refused.
+    pub fn send_parts(&self, parts: &mut [Message], timeout_ms: i32) -> TransferResult {
+        let (first, rest) = match parts {
+            [] => return Err(TransferError::EmptyMultipart),
+            [single] => return self.send(single, timeout_ms),
+            [first, rest @ ..] => (first, rest),
+        };
+        let total: usize = first.size() + rest.iter().map(Message::size).sum::<usize>();
+        self.transfer(zmq::POLLOUT, timeout_ms, |flags| sys::msg_send(&mut first.raw, self.ptr, flags | zmq::SNDMORE))?;
+        let last = rest.len() - 1;
+        for (i, part) in rest.iter_mut().enumerate() {
+            let more = if i < last { zmq::SNDMORE } else { 0 };
+            self.complete(zmq::POLLOUT, |flags| sys::msg_send(&mut part.raw, self.ptr, flags | more))?;
+        }
+        self.counters.record_tx(total);
+        Ok(total)
+    }
+
+    /// Receives a multipart message and appends its parts to `parts`. Returns the total size.
+    pub fn receive_parts(&self, parts: &mut Vec<Message>, timeout_ms: i32) -> TransferResult {
+        let mut part = Message::new();
+        self.transfer(zmq::POLLIN, timeout_ms, |flags| sys::msg_recv(&mut part.raw, self.ptr, flags))?;
+        let mut total = 0;
+        loop {
+            let more = part.raw.more();
+            total += part.size();
+            parts.push(part);
+            if !more {
+                break;
+            }
+            part = Message::new();
+            self.complete(zmq::POLLIN, |flags| sys::msg_recv(&mut part.raw, self.ptr, flags))?;
+        }
+        self.counters.record_rx(total);
+        Ok(total)
+    }
+
+    /// The transfer loop: try without blocking; when libzmq would block, fail with `Interrupted` if the
+    /// transport is interrupted, `Timeout` if the time is up, else wait for the socket or the interrupt.
+    #[inline]
+    fn transfer(
+        &self,
+        events: zmq::PollEvents,
+        timeout_ms: i32,
+        mut attempt: impl FnMut(i32) -> Result<(), zmq::Error>,
+    ) -> Result<(), TransferError> {
+        let mut deadline = None;
+        loop {
+            match attempt(zmq::DONTWAIT) {
+                Ok(()) => return Ok(()),
+                Err(zmq::Error::EAGAIN | zmq::Error::EINTR) => {}
+                Err(e) => return Err(self.failed(e)),
+            }
+            self.wait(events, timeout_ms, &mut deadline)?;
+        }
+    }
+
+    #[cold]
+    fn wait(
+        &self,
+        events: zmq::PollEvents,
+        timeout_ms: i32,
+        deadline: &mut Option<Instant>,
+    ) -> Result<(), TransferError> {
+        if self.interrupter.is_interrupted() {
+            return Err(TransferError::Interrupted);
+        }
+        let wait_ms = match timeout_ms {
+            t if t < 0 => -1,
+            0 => return Err(TransferError::Timeout),
+            t => {
+                let d = *deadline.get_or_insert_with(|| Instant::now() + Duration::from_millis(t as u64));
+                ms_until(d).ok_or(TransferError::Timeout)?
+            }
+        };
+        let mut items =
+            [self.zsock.as_poll_item(events), zmq::PollItem::from_fd(self.interrupter.raw_fd(), zmq::POLLIN)];
+        match zmq::poll(&mut items, wait_ms) {
+            Ok(_) | Err(zmq::Error::EINTR) => Ok(()),
+            Err(e) => Err(self.failed(e)),
+        }
+    }
+
+    /// The remaining frames of a multipart: libzmq accepts or delivers them at once once the first
+    /// frame went through, so they are completed regardless of timeout or interruption (stopping
+    /// halfway would corrupt the message).
+    fn complete(
+        &self,
+        events: zmq::PollEvents,
+        mut attempt: impl FnMut(i32) -> Result<(), zmq::Error>,
+    ) -> Result<(), TransferError> {
+        loop {
+            match attempt(zmq::DONTWAIT) {
+                Ok(()) => return Ok(()),
+                Err(zmq::Error::EAGAIN | zmq::Error::EINTR) => {
+                    let _ = self.zsock.poll(events, 100);
+                }
+                Err(e) => return Err(self.failed(e)),
+            }
+        }
+    }
+
+    #[cold]
+    fn failed(&self, e: zmq::Error) -> TransferError {
+        if e == zmq::Error::ETERM {
+            log::debug!("Terminating socket {}", self.id);
+        } else {
+            log::error!("Failed transfer on socket {}, errno: {}, reason: {}", self.id, e.to_raw(), e.message());
+        }
+        TransferError::Zmq(e)
+    }
+
+    /// Messages and bytes moved so far.
+    pub fn counters(&self) -> CounterSnapshot {
+        self.counters.snapshot()
+    }
+
+    /// The counters themselves, for reading from another thread.
+    pub fn shared_counters(&self) -> Arc<Counters> {
+        self.counters.clone()
+    }
+
+    /// Poll item for this socket with the events its type supports (for [`Poller`](crate::Poller)).
+    pub(crate) fn poll_item(&self) -> zmq::PollItem<'_> {
+        let mut events = zmq::PollEvents::empty();
+        if self.ty.can_receive() {
+            events |= zmq::POLLIN;
+        }
+        if self.ty.can_send() {
+            events |= zmq::POLLOUT;
+        }
+        self.zsock.as_poll_item(events)
+    }
+
+    pub(crate) fn interrupter(&self) -> &Arc<Interrupter> {
+        &self.interrupter
+    }
+
+    /// The underlying `zmq` socket, for options this API does not cover.
+    pub fn as_zmq(&self) -> &zmq::Socket {
+        &self.zsock
+    }
+}

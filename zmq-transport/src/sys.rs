@@ -1,0 +1,311 @@
+//! The only place that touches `zmq_msg_t` and raw socket pointers.
+//!
+//! The safe `zmq` crate cannot build a frame over a user buffer with a free callback, and its `send`
+//! consumes the message even when libzmq refuses it (EAGAIN), which would lose a message on a timed-out
+//! send. So frames, and the send/receive calls on them, are done here with `zmq-sys` directly.
+//!
+//! Invariants kept by this module:
+//! - a [`RawMsg`] always holds an initialised `zmq_msg_t` (closed exactly once, in `Drop`);
+//! - the bytes of a frame are only handed out mutably when libzmq says the frame is not shared and it
+//!   is not a constant frame (callers check [`RawMsg::is_shared`] first, see [`RawMsg::bytes_mut`]).
+
+use std::cell::UnsafeCell;
+use std::ffi::c_void;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr::NonNull;
+
+/// `zmq_msg_t` is declared by libzmq with pointer alignment; zmq-sys's `[u8; 64]` has alignment 1.
+#[repr(C, align(8))]
+struct AlignedMsg(zmq_sys::zmq_msg_t);
+
+/// C signature of a free callback, as libzmq calls it: `ffn(data, hint)`.
+pub type FreeFn = unsafe extern "C" fn(data: *mut c_void, hint: *mut c_void);
+
+/// An owned, initialised ZeroMQ frame.
+pub(crate) struct RawMsg(UnsafeCell<AlignedMsg>);
+
+// SAFETY: a zmq_msg_t is plain data plus a pointer to heap content whose reference count is atomic;
+// libzmq allows a frame to be used from any thread as long as one thread uses it at a time, which
+// `Send` without `Sync` expresses.
+unsafe impl Send for RawMsg {}
+
+impl RawMsg {
+    fn uninit() -> Self {
+        RawMsg(UnsafeCell::new(AlignedMsg(zmq_sys::zmq_msg_t::default())))
+    }
+
+    fn ptr(&self) -> *mut zmq_sys::zmq_msg_t {
+        // `AlignedMsg` is repr(C) with the zmq_msg_t as its only field, so the addresses coincide.
+        self.0.get().cast()
+    }
+
+    /// An empty frame (size 0).
+    pub fn empty() -> Self {
+        let m = Self::uninit();
+        // SAFETY: `m.ptr()` points to writable, aligned storage for a zmq_msg_t; zmq_msg_init cannot fail.
+        unsafe { zmq_sys::zmq_msg_init(m.ptr()) };
+        m
+    }
+
+    /// A frame of `size` bytes allocated by libzmq (inline for very small sizes), content uninitialised.
+    pub fn with_size(size: usize) -> Self {
+        let m = Self::uninit();
+        // SAFETY: storage as in `empty`; on failure (ENOMEM) the message is left uninitialised, so we
+        // must not return it: treat it like any failed Rust allocation.
+        let rc = unsafe { zmq_sys::zmq_msg_init_size(m.ptr(), size) };
+        if rc != 0 {
+            std::process::abort();
+        }
+        m
+    }
+
+    /// A frame over `data[..size]` that libzmq releases by calling `ffn(data, hint)`.
+    ///
+    /// # Safety
+    /// `data` must be valid for reads (and writes, if the caller later writes through the frame) of
+    /// `size` bytes until `ffn` is called, or forever when `ffn` is `None` (a constant frame).
+    /// `ffn` may be called from any thread, including libzmq's I/O threads.
+    pub unsafe fn from_raw_parts(data: *mut u8, size: usize, ffn: Option<FreeFn>, hint: *mut c_void) -> Self {
+        let m = Self::uninit();
+        // SAFETY: storage as in `empty`; the buffer contract is the caller's (see above). libzmq only
+        // fails here on ENOMEM for its small content header.
+        let rc = unsafe { zmq_sys::zmq_msg_init_data(m.ptr(), data.cast(), size, ffn, hint) };
+        if rc != 0 {
+            std::process::abort();
+        }
+        m
+    }
+
+    /// A zero-copy frame over any owned byte container; the container is dropped when libzmq is done.
+    pub fn from_owner<T: AsRef<[u8]> + Send + 'static>(owner: T) -> Self {
+        let boxed = Box::new(owner);
+        let bytes = (*boxed).as_ref();
+        let (data, size) = (bytes.as_ptr() as *mut u8, bytes.len());
+        let hint = Box::into_raw(boxed).cast::<c_void>();
+        // SAFETY: the bytes live inside the boxed owner, which is only dropped by `drop_owner::<T>`,
+        // called by libzmq once the frame and all its copies are closed. T: Send allows that call on an
+        // I/O thread.
+        unsafe { Self::from_raw_parts(data, size, Some(drop_owner::<T>), hint) }
+    }
+
+    /// A constant frame over static bytes: nothing is freed.
+    pub fn from_static(bytes: &'static [u8]) -> Self {
+        // SAFETY: static bytes outlive every frame; with no free function libzmq marks the frame constant
+        // and never writes to it, and `is_shared` reports it as shared so we never write to it either.
+        unsafe { Self::from_raw_parts(bytes.as_ptr() as *mut u8, bytes.len(), None, std::ptr::null_mut()) }
+    }
+
+    /// A frame of `size` bytes whose first byte is aligned to `alignment` (a power of two).
+    pub fn with_alignment(size: usize, alignment: usize) -> Self {
+        debug_assert!(alignment.is_power_of_two());
+        let total = size.checked_add(alignment).unwrap_or_else(|| std::process::abort());
+        // SAFETY: plain malloc; checked for NULL below.
+        let base = unsafe { libc::malloc(total) }.cast::<u8>();
+        let Some(base) = NonNull::new(base) else { std::process::abort() };
+        let offset = alignment - (base.as_ptr() as usize % alignment);
+        // SAFETY: `offset` is in 1..=alignment, so `data .. data + size` stays inside the `size +
+        // alignment` bytes just allocated. The block is freed by `free_malloced(_, base)`.
+        unsafe {
+            let data = base.as_ptr().add(offset);
+            Self::from_raw_parts(data, size, Some(free_malloced), base.as_ptr().cast())
+        }
+    }
+
+    /// Size of the frame in bytes.
+    pub fn size(&self) -> usize {
+        // SAFETY: the frame is initialised (module invariant); zmq_msg_size only reads it.
+        unsafe { zmq_sys::zmq_msg_size(self.ptr()) }
+    }
+
+    /// Address of the first byte (inside the frame itself for very small messages).
+    pub fn data_ptr(&self) -> *mut u8 {
+        // SAFETY: initialised frame; zmq_msg_data only computes an address.
+        unsafe { zmq_sys::zmq_msg_data(self.ptr()) }.cast()
+    }
+
+    /// The frame's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        let size = self.size();
+        if size == 0 {
+            return &[];
+        }
+        // SAFETY: libzmq guarantees `size` readable bytes at `data_ptr`; they live as long as the frame
+        // (the borrow of `self`). Nobody writes them meanwhile: we only write to unshared frames through
+        // `&mut self`.
+        unsafe { std::slice::from_raw_parts(self.data_ptr(), size) }
+    }
+
+    /// The frame's bytes, writable. Shared or constant content is first replaced by a private copy
+    /// (aligned to `alignment` when non-zero), so no other frame ever sees the write.
+    pub fn bytes_mut(&mut self, alignment: usize) -> &mut [u8] {
+        if self.is_shared() {
+            *self = RawMsg::copied(self.bytes(), alignment);
+        }
+        let size = self.size();
+        if size == 0 {
+            return &mut [];
+        }
+        // SAFETY: readable as in `bytes`; exclusive because the frame is unshared and not constant (just
+        // checked) and borrowed mutably.
+        unsafe { std::slice::from_raw_parts_mut(self.data_ptr(), size) }
+    }
+
+    /// A fresh private frame holding a copy of `bytes`, aligned to `alignment` when non-zero.
+    pub fn copied(bytes: &[u8], alignment: usize) -> RawMsg {
+        let fresh = if alignment == 0 {
+            RawMsg::with_size(bytes.len())
+        } else {
+            RawMsg::with_alignment(bytes.len(), alignment)
+        };
+        if !bytes.is_empty() {
+            // SAFETY: the fresh frame has exactly `bytes.len()` writable bytes that nobody else refers to;
+            // `bytes` belongs to another frame, so the ranges do not overlap.
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), fresh.data_ptr(), bytes.len()) };
+        }
+        fresh
+    }
+
+    /// Whether the content may be referenced by another frame, or is constant.
+    pub fn is_shared(&self) -> bool {
+        // SAFETY: initialised frame; ZMQ_SHARED is a read-only property.
+        unsafe { zmq_sys::zmq_msg_get(self.ptr(), zmq_sys::ZMQ_SHARED as i32) == 1 }
+    }
+
+    /// A new frame sharing this frame's content (reference counted by libzmq, copied when tiny).
+    pub fn share(&self) -> RawMsg {
+        let dst = RawMsg::empty();
+        // SAFETY: both frames are initialised; zmq_msg_copy closes `dst` (empty) and makes it refer to
+        // the source's content, adjusting the source's flags through the pointer (hence UnsafeCell).
+        let rc = unsafe { zmq_sys::zmq_msg_copy(dst.ptr(), self.ptr()) };
+        debug_assert_eq!(rc, 0);
+        dst
+    }
+
+    /// A frame of the first `len` bytes of `self` without copying; `self` lives until the view is closed.
+    pub fn into_prefix_view(self, len: usize) -> RawMsg {
+        debug_assert!(len <= self.size());
+        // Box first: a very small frame stores its bytes inline, so the address must be taken after the
+        // frame has reached its final place.
+        let boxed = Box::new(self);
+        let data = boxed.data_ptr();
+        let hint = Box::into_raw(boxed).cast::<c_void>();
+        // SAFETY: the bytes belong to the boxed original frame, which `drop_owner::<RawMsg>` closes only
+        // when the view is released; `len` is within its size. A view of a very small original points
+        // into the boxed frame itself, whose address is stable.
+        unsafe { Self::from_raw_parts(data, len, Some(drop_owner::<RawMsg>), hint) }
+    }
+
+    /// Whether more frames of the same multipart follow this received frame.
+    pub fn more(&self) -> bool {
+        // SAFETY: initialised frame; zmq_msg_more only reads it.
+        unsafe { zmq_sys::zmq_msg_more(self.ptr()) == 1 }
+    }
+}
+
+impl Drop for RawMsg {
+    fn drop(&mut self) {
+        // SAFETY: the frame is initialised and closed only here; after this it is never used again.
+        unsafe { zmq_sys::zmq_msg_close(self.ptr()) };
+    }
+}
+
+impl std::fmt::Debug for RawMsg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RawMsg").field("size", &self.size()).finish()
+    }
+}
+
+/// Free callback for boxed owners; runs on whatever thread libzmq releases the frame on.
+unsafe extern "C" fn drop_owner<T>(_data: *mut c_void, hint: *mut c_void) {
+    // A panic must not unwind into libzmq's C++ frames; a drop that panics is abandoned (leaked).
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: `hint` came from `Box::<T>::into_raw` in this module and libzmq calls us exactly once.
+        drop(unsafe { Box::from_raw(hint.cast::<T>()) });
+    }));
+}
+
+/// Free callback for blocks from `libc::malloc` (aligned frames); `hint` is the block start.
+unsafe extern "C" fn free_malloced(_data: *mut c_void, hint: *mut c_void) {
+    // SAFETY: `hint` is the pointer malloc returned in `with_alignment`; libzmq calls us exactly once.
+    unsafe { libc::free(hint) };
+}
+
+/// A libzmq socket handle, borrowed from the `zmq::Socket` that owns and closes it.
+#[derive(Clone, Copy)]
+pub(crate) struct SockPtr(*mut c_void);
+
+// SAFETY: it is only a copy of the owning `zmq::Socket`'s handle, which is `Send`; our `Socket` keeps
+// both together and is itself not `Sync`, so only one thread uses the handle at a time.
+unsafe impl Send for SockPtr {}
+
+impl SockPtr {
+    pub fn of(socket: &mut zmq::Socket) -> Self {
+        SockPtr(socket.as_mut_ptr())
+    }
+}
+
+fn last_error() -> zmq::Error {
+    // SAFETY: zmq_errno only reads the calling thread's errno.
+    zmq::Error::from_raw(unsafe { zmq_sys::zmq_errno() })
+}
+
+/// `zmq_msg_send`: on success libzmq takes the content and leaves `msg` empty; on failure `msg` is
+/// untouched, so the caller keeps its message.
+pub(crate) fn msg_send(msg: &mut RawMsg, sock: SockPtr, flags: i32) -> Result<(), zmq::Error> {
+    // SAFETY: `msg` is initialised and exclusively borrowed; `sock` is a live socket handle (the owning
+    // zmq::Socket outlives every call, see `Socket`).
+    let rc = unsafe { zmq_sys::zmq_msg_send(msg.ptr(), sock.0, flags) };
+    if rc < 0 {
+        Err(last_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// `zmq_msg_recv`: on success the old content of `msg` is released and replaced by the received frame.
+pub(crate) fn msg_recv(msg: &mut RawMsg, sock: SockPtr, flags: i32) -> Result<(), zmq::Error> {
+    // SAFETY: as in `msg_send`.
+    let rc = unsafe { zmq_sys::zmq_msg_recv(msg.ptr(), sock.0, flags) };
+    if rc < 0 {
+        Err(last_error())
+    } else {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_report_their_bytes() {
+        assert_eq!(RawMsg::empty().size(), 0);
+        assert_eq!(RawMsg::from_owner(b"hello".to_vec()).bytes(), b"hello");
+        assert_eq!(RawMsg::from_static(b"abc").bytes(), b"abc");
+        assert!(RawMsg::from_static(b"abc").is_shared(), "constant frames must not be written");
+        for align in [8, 64, 4096] {
+            let m = RawMsg::with_alignment(100, align);
+            assert_eq!(m.data_ptr() as usize % align, 0);
+            assert_eq!(m.size(), 100);
+        }
+    }
+
+    #[test]
+    fn prefix_view_keeps_original_bytes() {
+        let m = RawMsg::from_owner((0u8..200).collect::<Vec<_>>());
+        let v = m.into_prefix_view(10);
+        assert_eq!(v.bytes(), &(0u8..10).collect::<Vec<_>>()[..]);
+        let tiny = RawMsg::from_owner(b"ABCDEF".to_vec()).into_prefix_view(2);
+        assert_eq!(tiny.bytes(), b"AB");
+    }
+
+    #[test]
+    fn shared_frames_are_reported() {
+        let m = RawMsg::from_owner(vec![7u8; 1000]);
+        assert!(!m.is_shared());
+        let c = m.share();
+        assert!(m.is_shared() && c.is_shared());
+        assert_eq!(c.bytes(), m.bytes());
+        assert_eq!(c.data_ptr(), m.data_ptr(), "large frames are shared, not copied");
+    }
+}

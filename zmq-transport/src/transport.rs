@@ -1,0 +1,110 @@
+//! The zeromq transport: one ZeroMQ context, one interrupt flag, and the sockets made from them.
+
+use crate::error::SocketError;
+use crate::interrupt::Interrupter;
+use crate::socket::Socket;
+use crate::socket_type::SocketType;
+use std::collections::hash_map::RandomState;
+use std::hash::BuildHasher;
+use std::sync::Arc;
+
+/// Settings of a transport.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransportConfig {
+    /// Transport id, normally the device id; part of every socket id. Empty: a random id.
+    pub id: String,
+    /// ZeroMQ I/O threads (FairMQ option `--io-threads`, default 1).
+    pub io_threads: i32,
+}
+
+impl Default for TransportConfig {
+    fn default() -> Self {
+        TransportConfig { id: String::new(), io_threads: 1 }
+    }
+}
+
+/// The zeromq transport (FairMQ's `zmq::TransportFactory`). Cheap to clone; all clones share one
+/// context and one interrupt flag. `inproc://` connects only sockets of the same transport.
+///
+/// The context ends when the transport and all its sockets are dropped; that is when queued outgoing
+/// messages get their linger time.
+#[derive(Clone, Debug)]
+pub struct Transport {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    id: String,
+    ctx: zmq::Context,
+    interrupter: Arc<Interrupter>,
+}
+
+impl Transport {
+    /// A transport with the given id and one I/O thread.
+    pub fn new(id: &str) -> Result<Transport, SocketError> {
+        Transport::with_config(&TransportConfig { id: id.to_owned(), ..TransportConfig::default() })
+    }
+
+    /// A transport with explicit settings.
+    pub fn with_config(config: &TransportConfig) -> Result<Transport, SocketError> {
+        let (major, minor, patch) = zmq::version();
+        log::debug!("Transport: Using ZeroMQ library, version: {major}.{minor}.{patch}");
+        let ctx = zmq::Context::new();
+        ctx.set_io_threads(config.io_threads.max(1))
+            .map_err(|source| SocketError::Create { what: "context", source })?;
+        let id = if config.id.is_empty() { random_id() } else { config.id.clone() };
+        Ok(Transport { inner: Arc::new(Inner { id, ctx, interrupter: Arc::new(Interrupter::new()?) }) })
+    }
+
+    /// The transport id.
+    pub fn id(&self) -> &str {
+        &self.inner.id
+    }
+
+    /// A socket of the given type for the channel `name`; its id is `<transport id>.<name>.<type>`.
+    pub fn socket(&self, ty: SocketType, name: &str) -> Result<Socket, SocketError> {
+        let id = format!("{}.{}.{}", self.inner.id, name, ty);
+        Socket::new(&self.inner.ctx, self.inner.interrupter.clone(), ty, id)
+    }
+
+    /// Makes every blocked transfer and poll on this transport's sockets return `Interrupted`, and
+    /// every later one that would have to wait, until [`resume`](Transport::resume).
+    pub fn interrupt(&self) {
+        self.inner.interrupter.interrupt();
+    }
+
+    /// Transfers block again.
+    pub fn resume(&self) {
+        self.inner.interrupter.resume();
+    }
+
+    /// Whether the transport is interrupted.
+    pub fn is_interrupted(&self) -> bool {
+        self.inner.interrupter.is_interrupted()
+    }
+
+    /// The interrupt flag, for transports layered on this one (their own waits must wake on it too).
+    pub fn interrupter(&self) -> &Arc<Interrupter> {
+        &self.inner.interrupter
+    }
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Transport").field("id", &self.id).finish()
+    }
+}
+
+/// A random 128-bit id in UUID text form (FairMQ uses a UUID when no id is given).
+fn random_id() -> String {
+    let a = RandomState::new().hash_one(1u8);
+    let b = RandomState::new().hash_one(2u8);
+    format!(
+        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        a >> 32,
+        (a >> 16) & 0xffff,
+        a & 0xffff,
+        b >> 48,
+        b & 0xffff_ffff_ffff
+    )
+}
