@@ -149,11 +149,11 @@ pub(crate) fn with_port(address: &str, port: u16) -> String {
 pub(crate) fn resolve_tcp(address: &str) -> Result<String, SocketError> {
     let Some(rest) = address.strip_prefix("tcp://") else { return Ok(address.to_owned()) };
     let Some((host, port)) = rest.rsplit_once(':') else { return Ok(address.to_owned()) };
-    if host == "*" || host.parse::<std::net::Ipv4Addr>().is_ok() || port == "*" {
+    if host == "*" || host.parse::<std::net::Ipv4Addr>().is_ok() {
         return Ok(address.to_owned());
     }
-    let port_num: u16 = port.parse().unwrap_or(0);
-    let ipv4 = (host, port_num)
+    // The port only matters to the resolver's API; `*` (any port) resolves like 0.
+    let ipv4 = (host, port.parse::<u16>().unwrap_or(0))
         .to_socket_addrs()
         .ok()
         .and_then(|mut addrs| addrs.find(SocketAddr::is_ipv4))

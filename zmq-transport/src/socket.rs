@@ -7,7 +7,7 @@ use crate::interrupt::Interrupter;
 use crate::message::Message;
 use crate::options::{AttachOptions, SocketOptions};
 use crate::socket_type::SocketType;
-use crate::sys::{self, SockPtr};
+use crate::sys::{self, RawMsg, SockPtr};
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
@@ -154,6 +154,8 @@ impl Socket {
     /// FairMQ's form (`@`/`+` kept where the original had a modifier, `,` between endpoints), so the
     /// caller can write the bound port back to its configuration.
     pub fn attach(&self, address: &str, o: &AttachOptions) -> Result<String, SocketError> {
+        // Check every endpoint before attaching any, so a bad list leaves the socket untouched.
+        crate::endpoint::validate_address(address)?;
         let mut attached = Vec::new();
         for ep in split_endpoints(address) {
             let protocol = ep.validate()?;
@@ -175,10 +177,6 @@ impl Socket {
                 Some(Method::Connect) => format!("+{actual}"),
                 None => actual,
             });
-        }
-        if attached.is_empty() {
-            // Raises the "unspecified" address error.
-            crate::endpoint::validate_address(address)?;
         }
         Ok(attached.join(","))
     }
@@ -242,8 +240,11 @@ impl Socket {
     }
 
     /// Receives one frame into `msg` (its old content is released). Returns the size received.
+    /// On any error `msg` is left as it was (libzmq would clear it, so we receive into a fresh frame).
     pub fn receive(&self, msg: &mut Message, timeout_ms: i32) -> TransferResult {
-        self.transfer(zmq::POLLIN, timeout_ms, |flags| sys::msg_recv(&mut msg.raw, self.ptr, flags))?;
+        let mut frame = RawMsg::empty();
+        self.transfer(zmq::POLLIN, timeout_ms, |flags| sys::msg_recv(&mut frame, self.ptr, flags))?;
+        msg.raw = frame;
         msg.after_receive();
         let size = msg.size();
         self.counters.record_rx(size);
