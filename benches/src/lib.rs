@@ -1,1 +1,42 @@
-//! Shared helpers of the benchmarks.
+//! Helpers shared by the benchmarks.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Counts messages a receiver thread has taken, so a timed batch ends only when all were delivered.
+#[derive(Clone, Debug, Default)]
+pub struct Delivered {
+    count: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Delivered {
+    /// Called by the receiver for every message; returns true when the receiver should end.
+    #[inline]
+    pub fn add_one(&self) -> bool {
+        self.count.fetch_add(1, Ordering::Release);
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// The count at which a batch of `n` more messages will be complete.
+    pub fn expect(&self, n: u64) -> u64 {
+        self.count.load(Ordering::Acquire) + n
+    }
+
+    /// Waits (spinning, then yielding) until `target` messages were received.
+    pub fn wait_for(&self, target: u64) {
+        while self.count.load(Ordering::Acquire) < target {
+            std::thread::yield_now();
+        }
+    }
+
+    /// Tells the receiver to end after its next message.
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// A temporary directory for ipc endpoints, removed on drop.
+pub fn ipc_dir() -> tempfile::TempDir {
+    tempfile::tempdir().expect("temporary directory")
+}

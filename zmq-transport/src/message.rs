@@ -29,12 +29,12 @@ impl Message {
         Message { raw: RawMsg::empty(), alignment: normalized(alignment) }
     }
 
-    /// A message of `size` bytes; the content is not initialised to anything in particular.
+    /// A message of `size` bytes, zeroed.
     pub fn with_size(size: usize) -> Self {
         Message { raw: RawMsg::with_size(size), alignment: 0 }
     }
 
-    /// A message of `size` bytes whose data starts at a multiple of `alignment` (0: no request).
+    /// A message of `size` zeroed bytes whose data starts at a multiple of `alignment` (0: no request).
     pub fn with_size_aligned(size: usize, alignment: usize) -> Self {
         let alignment = normalized(alignment);
         let raw = if alignment == 0 { RawMsg::with_size(size) } else { RawMsg::with_alignment(size, alignment) };

@@ -47,7 +47,8 @@ impl RawMsg {
         m
     }
 
-    /// A frame of `size` bytes allocated by libzmq (inline for very small sizes), content uninitialised.
+    /// A frame of `size` zeroed bytes allocated by libzmq (inline for very small sizes). Zeroed because
+    /// Rust may not read uninitialised bytes through `bytes()`; the bare `zmq` crate does the same.
     pub fn with_size(size: usize) -> Self {
         let m = Self::uninit();
         // SAFETY: storage as in `empty`; on failure (ENOMEM) the message is left uninitialised, so we
@@ -55,6 +56,10 @@ impl RawMsg {
         let rc = unsafe { zmq_sys::zmq_msg_init_size(m.ptr(), size) };
         if rc != 0 {
             std::process::abort();
+        }
+        if size != 0 {
+            // SAFETY: libzmq just allocated `size` writable bytes at `data_ptr` for this frame only.
+            unsafe { std::ptr::write_bytes(m.data_ptr(), 0, size) };
         }
         m
     }
@@ -95,12 +100,12 @@ impl RawMsg {
         unsafe { Self::from_raw_parts(bytes.as_ptr() as *mut u8, bytes.len(), None, std::ptr::null_mut()) }
     }
 
-    /// A frame of `size` bytes whose first byte is aligned to `alignment` (a power of two).
+    /// A frame of `size` zeroed bytes whose first byte is aligned to `alignment` (a power of two).
     pub fn with_alignment(size: usize, alignment: usize) -> Self {
         debug_assert!(alignment.is_power_of_two());
         let total = size.checked_add(alignment).unwrap_or_else(|| std::process::abort());
-        // SAFETY: plain malloc; checked for NULL below.
-        let base = unsafe { libc::malloc(total) }.cast::<u8>();
+        // SAFETY: plain calloc (zeroed, so the bytes may be read); checked for NULL below.
+        let base = unsafe { libc::calloc(total, 1) }.cast::<u8>();
         let Some(base) = NonNull::new(base) else { std::process::abort() };
         let offset = alignment - (base.as_ptr() as usize % alignment);
         // SAFETY: `offset` is in 1..=alignment, so `data .. data + size` stays inside the `size +
@@ -224,9 +229,9 @@ unsafe extern "C" fn drop_owner<T>(_data: *mut c_void, hint: *mut c_void) {
     }));
 }
 
-/// Free callback for blocks from `libc::malloc` (aligned frames); `hint` is the block start.
+/// Free callback for blocks from `libc::calloc` (aligned frames); `hint` is the block start.
 unsafe extern "C" fn free_malloced(_data: *mut c_void, hint: *mut c_void) {
-    // SAFETY: `hint` is the pointer malloc returned in `with_alignment`; libzmq calls us exactly once.
+    // SAFETY: `hint` is the pointer calloc returned in `with_alignment`; libzmq calls us exactly once.
     unsafe { libc::free(hint) };
 }
 
