@@ -1,0 +1,1 @@
+//! Fuzz targets: filled by the issue "Proof of speed and robustness".
