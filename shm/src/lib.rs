@@ -1,1 +1,4 @@
-//! The shared-memory transport: filled by the issue "Shared-memory transport core (fairmq-shm)".
+//! # fairmq-shm: FairMQ's shared-memory transport
+#[allow(dead_code)] // used by the segment and transport modules, which follow
+mod sys;
+pub mod tlsf;

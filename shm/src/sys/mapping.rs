@@ -1,0 +1,151 @@
+//! Shared-memory files under `/dev/shm`, mapped read-write and shared.
+//!
+//! Objects are created race-free: the creator builds and initialises the file under a private
+//! temporary name, then `link`s it to its final name, which fails if another process got there first.
+//! So an object under its final name is always fully initialised, and concurrent creators never touch
+//! each other's files.
+
+use memmap2::{MmapOptions, MmapRaw};
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
+
+/// A shared, writable mapping of a whole shared-memory file.
+pub(crate) struct Mapping {
+    map: MmapRaw,
+    path: PathBuf,
+    _file: File,
+}
+
+impl std::fmt::Debug for Mapping {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mapping").field("path", &self.path).field("len", &self.len()).finish()
+    }
+}
+
+/// Outcome of [`Mapping::create`].
+pub(crate) enum Created {
+    /// We created the object.
+    New(Mapping),
+    /// Another process had already created it (nothing of ours was left behind).
+    Exists,
+}
+
+impl Mapping {
+    /// Creates `path` with `size` bytes (sparse: only touched pages cost memory), initialised by `init`
+    /// before it becomes visible under its name. `tmp` is a name unique to this process and call.
+    pub fn create(
+        path: &Path,
+        tmp: &Path,
+        size: usize,
+        init: impl FnOnce(&Mapping) -> io::Result<()>,
+    ) -> io::Result<Created> {
+        let _ = std::fs::remove_file(tmp);
+        let file = OpenOptions::new().read(true).write(true).create_new(true).mode(0o600).open(tmp)?;
+        let result = (|| {
+            file.set_len(size as u64)?;
+            let mapping = Mapping::map(file, tmp)?;
+            init(&mapping)?;
+            match std::fs::hard_link(tmp, path) {
+                Ok(()) => Ok(Created::New(Mapping { path: path.to_owned(), ..mapping })),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(Created::Exists),
+                Err(e) => Err(e),
+            }
+        })();
+        let _ = std::fs::remove_file(tmp);
+        result
+    }
+
+    /// Opens an existing object; its size is the file's.
+    pub fn open(path: &Path) -> io::Result<Mapping> {
+        let file = OpenOptions::new().read(true).write(true).open(path)?;
+        Mapping::map(file, path)
+    }
+
+    fn map(file: File, path: &Path) -> io::Result<Mapping> {
+        let len = usize::try_from(file.metadata()?.len()).map_err(|_| io::Error::other("object too large"))?;
+        if len == 0 {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "empty shared-memory object"));
+        }
+        let map = MmapOptions::new().len(len).map_raw(&file)?;
+        Ok(Mapping { map, path: path.to_owned(), _file: file })
+    }
+
+    /// Size in bytes.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// The file this maps.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Address where this process mapped the object (page aligned). Only for local address arithmetic:
+    /// never stored in shared memory.
+    pub fn base(&self) -> *mut u8 {
+        self.map.as_mut_ptr()
+    }
+
+    /// The whole mapping as 64-bit atomic words; every word of shared bookkeeping is accessed this way
+    /// (bounds-checked indexing, no plain loads or stores that could race with another process).
+    pub fn words(&self) -> &[AtomicU64] {
+        // SAFETY: the mapping is page aligned (so 8-aligned), `len / 8` whole words lie inside it, and it
+        // stays mapped while `self` is borrowed. AtomicU64 has the size and alignment of u64, any bit
+        // pattern is valid, and its interior mutability admits concurrent writers (other processes).
+        unsafe { std::slice::from_raw_parts(self.base().cast::<AtomicU64>(), self.len() / 8) }
+    }
+
+    /// Pointer to `len` bytes at `offset`, or `None` if that range is not inside the mapping.
+    pub fn range_ptr(&self, offset: usize, len: usize) -> Option<*mut u8> {
+        let end = offset.checked_add(len)?;
+        if end > self.len() {
+            return None;
+        }
+        // SAFETY: `offset <= len()` was just checked, so the result stays inside (or one past) the mapping.
+        Some(unsafe { self.base().add(offset) })
+    }
+
+    /// Writes zeros over `len` bytes at `offset` (touching, and so allocating, those pages).
+    pub fn zero(&self, offset: usize, len: usize) -> io::Result<()> {
+        let p = self.range_ptr(offset, len).ok_or_else(|| io::Error::other("zero: range outside mapping"))?;
+        // SAFETY: the range is inside the mapping (checked); callers zero only memory nobody uses yet
+        // (free blocks under the allocator lock, or a segment before it is published).
+        unsafe { std::ptr::write_bytes(p, 0, len) };
+        Ok(())
+    }
+
+    /// Locks the whole mapping into RAM (`mlock`).
+    pub fn lock_in_memory(&self) -> io::Result<()> {
+        self.map.lock()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::Ordering;
+
+    #[test]
+    fn create_is_exclusive_and_initialised_before_visible() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("obj");
+        let first = Mapping::create(&path, &dir.path().join("t1"), 4096, |m| {
+            m.words()[0].store(42, Ordering::Relaxed);
+            Ok(())
+        })
+        .unwrap();
+        let Created::New(a) = first else { panic!("first creator must win") };
+        let second = Mapping::create(&path, &dir.path().join("t2"), 4096, |_| Ok(())).unwrap();
+        assert!(matches!(second, Created::Exists));
+        let b = Mapping::open(&path).unwrap();
+        assert_eq!(b.words()[0].load(Ordering::Relaxed), 42);
+        b.words()[1].store(7, Ordering::Relaxed);
+        assert_eq!(a.words()[1].load(Ordering::Relaxed), 7, "both map the same memory");
+        assert!(!dir.path().join("t1").exists() && !dir.path().join("t2").exists(), "no temp files left");
+        assert!(a.range_ptr(4000, 96).is_some() && a.range_ptr(4000, 97).is_none());
+        assert!(a.range_ptr(usize::MAX, 2).is_none());
+    }
+}

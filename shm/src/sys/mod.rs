@@ -1,0 +1,9 @@
+//! The operating-system layer: the only unsafe code of the crate besides message data access.
+//! Mappings of shared-memory files, robust process-shared mutexes, and futexes.
+
+pub(crate) mod futex;
+pub(crate) mod mapping;
+pub(crate) mod robust_mutex;
+
+#[cfg(not(all(target_os = "linux", target_endian = "little", target_pointer_width = "64")))]
+compile_error!("fairmq-shm supports 64-bit little-endian Linux only (futex words, /dev/shm, robust mutexes)");

@@ -1,0 +1,106 @@
+//! A process-shared, robust pthread mutex living in shared memory.
+//!
+//! If a process dies while holding it (even by SIGKILL), the kernel marks it, and the next locker gets
+//! `EOWNERDEAD`: it then repairs the data the mutex protects (the caller's `recover` closure) and marks
+//! the mutex consistent again. No other process is ever blocked forever by a dead holder.
+
+use std::io;
+
+/// Bytes reserved for a mutex in a shared layout (glibc's `pthread_mutex_t` is 40 on x86_64).
+pub(crate) const MUTEX_BYTES: usize = 64;
+const _: () = assert!(std::mem::size_of::<libc::pthread_mutex_t>() <= MUTEX_BYTES);
+
+/// A handle to a robust mutex at a fixed place in a mapping. It does not own the memory: the owner
+/// of the mapping keeps it alive as long as the handle.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RobustMutex(*mut libc::pthread_mutex_t);
+
+// SAFETY: a process-shared pthread mutex is designed to be used from any thread of any process; the
+// pointer targets shared memory that outlives every handle (see `at`).
+unsafe impl Send for RobustMutex {}
+// SAFETY: as above: all operations go through pthread calls that synchronise internally.
+unsafe impl Sync for RobustMutex {}
+
+/// Why a lock could not be taken.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    /// A previous recovery failed (its process died or it did not mark the mutex consistent).
+    #[error("shared-memory mutex is not recoverable")]
+    NotRecoverable,
+    /// Any other pthread error.
+    #[error("shared-memory mutex error: {0}")]
+    Os(io::Error),
+}
+
+impl RobustMutex {
+    /// Initialises a new mutex at `ptr`.
+    ///
+    /// # Safety
+    /// `ptr` must point to `MUTEX_BYTES` writable, 8-aligned bytes of a shared mapping that no process
+    /// uses as a mutex yet (the object is still private to its creator).
+    pub unsafe fn init(ptr: *mut u8) -> io::Result<()> {
+        let m = ptr.cast::<libc::pthread_mutex_t>();
+        // SAFETY: attr is initialised by pthread_mutexattr_init before use and destroyed after; `m` is
+        // valid and unused per the caller's contract.
+        unsafe {
+            let mut attr: libc::pthread_mutexattr_t = std::mem::zeroed();
+            check(libc::pthread_mutexattr_init(&mut attr))?;
+            let r = (|| {
+                check(libc::pthread_mutexattr_setpshared(&mut attr, libc::PTHREAD_PROCESS_SHARED))?;
+                check(libc::pthread_mutexattr_setrobust(&mut attr, libc::PTHREAD_MUTEX_ROBUST))?;
+                check(libc::pthread_mutex_init(m, &attr))
+            })();
+            libc::pthread_mutexattr_destroy(&mut attr);
+            r
+        }
+    }
+
+    /// A handle to the mutex initialised at `ptr`.
+    ///
+    /// # Safety
+    /// `ptr` must point to a mutex made by [`RobustMutex::init`], in a mapping that stays mapped as
+    /// long as the handle (and any guard) is used.
+    pub unsafe fn at(ptr: *mut u8) -> RobustMutex {
+        RobustMutex(ptr.cast())
+    }
+
+    /// Locks. If the previous holder died, `recover` runs first (still holding the lock) to restore
+    /// the protected data, and the mutex is then marked consistent.
+    pub fn lock(&self, recover: impl FnOnce()) -> Result<Guard<'_>, LockError> {
+        // SAFETY: the pointer targets a live, initialised mutex (contract of `at`).
+        let rc = unsafe { libc::pthread_mutex_lock(self.0) };
+        match rc {
+            0 => Ok(Guard(self)),
+            libc::EOWNERDEAD => {
+                // The guard unlocks even if `recover` panics; without `consistent` the mutex then
+                // becomes not recoverable, which is right: the data was not repaired.
+                let guard = Guard(self);
+                recover();
+                // SAFETY: we hold the lock in the owner-died state, the only state this call accepts.
+                check(unsafe { libc::pthread_mutex_consistent(self.0) }).map_err(LockError::Os)?;
+                Ok(guard)
+            }
+            libc::ENOTRECOVERABLE => Err(LockError::NotRecoverable),
+            e => Err(LockError::Os(io::Error::from_raw_os_error(e))),
+        }
+    }
+}
+
+/// Holds the lock until dropped.
+#[derive(Debug)]
+pub(crate) struct Guard<'a>(&'a RobustMutex);
+
+impl Drop for Guard<'_> {
+    fn drop(&mut self) {
+        // SAFETY: this guard's existence means this thread holds the lock.
+        unsafe { libc::pthread_mutex_unlock(self.0 .0) };
+    }
+}
+
+fn check(rc: libc::c_int) -> io::Result<()> {
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::from_raw_os_error(rc))
+    }
+}

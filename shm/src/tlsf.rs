@@ -1,0 +1,700 @@
+//! A TLSF (two-level segregated fit) allocator over 64-bit words, addressed by byte offsets.
+//!
+//! It lives inside a shared segment and is used by every process of a session under one robust mutex.
+//! Allocation and free are O(1): two bitmap scans find a free list whose blocks are all big enough;
+//! freed blocks coalesce with free neighbours at once, which keeps fragmentation low under mixed sizes.
+//!
+//! Crash safety: a process may die at any instruction while holding the lock. Every change of the
+//! physical block chain is *committed* by one 8-byte store of a block's `size|flags` word, written
+//! after everything that store makes reachable; so the chain of blocks from the heap start is always
+//! walkable and each block is either free or used. Free lists, bitmaps, `prev` links and statistics are
+//! derived data: [`Tlsf::recover`] rebuilds them from the chain (and merges neighbouring free blocks).
+//!
+//! Block layout (offsets are multiples of 16; a block's header is 32 bytes):
+//!
+//! | word | used block | free block |
+//! |---|---|---|
+//! | 0 | offset of the previous physical block (0: first) | same |
+//! | 1 | size in bytes, bit 0 clear | size, bit 0 set (`FREE`) |
+//! | 2 | reference count (low 32 bits), owner pid (high 32) | next free block (0: none) |
+//! | 3 | distance from block start to user data (low 32), check tag of the offset (high 32) | previous free block (0: none) |
+//!
+//! The check tag lets `free` refuse an offset that is not the start of a used block (a peer's bug),
+//! instead of treating whatever bytes lie there as a header.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed, Ordering::Release};
+
+/// Granularity and minimum alignment of blocks and user data.
+pub const ALIGN: u64 = 16;
+/// Block header size.
+pub const HDR: u64 = 32;
+/// Smallest block ever split off (a header plus 16 bytes).
+pub const MIN_BLOCK: u64 = 48;
+/// Largest alignment honoured: mappings are only page aligned in every process.
+pub const MAX_ALIGN: u64 = 4096;
+
+const FREE: u64 = 1;
+const SL_LOG2: u32 = 4;
+const SL: usize = 1 << SL_LOG2;
+const FL_SHIFT: u32 = SL_LOG2 + 4;
+const SMALL: u64 = 1 << FL_SHIFT;
+const FL_COUNT: usize = 40;
+
+// Control block word offsets (relative to the control start).
+const C_FL: usize = 0;
+const C_SL: usize = 1;
+const C_HEADS: usize = C_SL + FL_COUNT;
+const C_FREE_BYTES: usize = C_HEADS + FL_COUNT * SL;
+const C_FREE_BLOCKS: usize = C_FREE_BYTES + 1;
+const C_USED_BLOCKS: usize = C_FREE_BLOCKS + 1;
+/// Words the control block occupies.
+pub const CONTROL_WORDS: usize = C_USED_BLOCKS + 1;
+
+/// The allocator's structures are damaged (by a process writing where it must not, or a bad offset).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("shared-memory allocator structures are corrupt at offset {0}")]
+pub struct Corrupt(pub u64);
+
+type R<T> = Result<T, Corrupt>;
+
+/// A successful allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Block {
+    /// Offset of the block header.
+    pub offset: u64,
+    /// Distance from the block header to the user data.
+    pub delta: u32,
+    /// Size of the whole block.
+    pub size: u64,
+}
+
+/// Allocator statistics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Bytes in free blocks (headers included).
+    pub free_bytes: u64,
+    /// Number of free blocks.
+    pub free_blocks: u64,
+    /// Number of used blocks.
+    pub used_blocks: u64,
+    /// Size of the largest free block.
+    pub largest_free: u64,
+}
+
+/// A view of one TLSF heap: control words at `ctl` (a word index), blocks in `[start, end)` (bytes).
+#[derive(Clone, Copy)]
+pub struct Tlsf<'a> {
+    w: &'a [AtomicU64],
+    ctl: usize,
+    start: u64,
+    end: u64,
+}
+
+impl std::fmt::Debug for Tlsf<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tlsf").field("start", &self.start).field("end", &self.end).finish()
+    }
+}
+
+/// Free-list class of a block size.
+fn mapping(size: u64) -> (usize, usize) {
+    if size < SMALL {
+        (0, (size / ALIGN) as usize)
+    } else {
+        let fl = 63 - size.leading_zeros();
+        let sl = ((size >> (fl - SL_LOG2)) as usize) ^ SL;
+        (((fl - (FL_SHIFT - 1)) as usize).min(FL_COUNT - 1), sl)
+    }
+}
+
+/// Class to search for a request: rounded up so that every block of the class is big enough.
+fn mapping_search(size: u64) -> (usize, usize) {
+    if size < SMALL {
+        mapping(size)
+    } else {
+        let fl = 63 - size.leading_zeros();
+        mapping(size + (1u64 << (fl - SL_LOG2)) - 1)
+    }
+}
+
+/// Check tag stored in a used block's header, derived from its offset.
+fn tag(off: u64) -> u64 {
+    u64::from(((off >> 4) as u32).wrapping_mul(0x9E37_79B1) ^ 0x5AFE_B10C)
+}
+
+fn round_up(v: u64, a: u64) -> u64 {
+    v.div_ceil(a) * a
+}
+
+impl<'a> Tlsf<'a> {
+    /// A view; `ctl + CONTROL_WORDS` words and the heap must lie inside `w`.
+    pub fn new(w: &'a [AtomicU64], ctl: usize, start: u64, end: u64) -> Self {
+        debug_assert!(start % ALIGN == 0 && end % ALIGN == 0 && start < end);
+        debug_assert!(ctl + CONTROL_WORDS <= w.len() && (end as usize) <= w.len() * 8);
+        Tlsf { w, ctl, start, end }
+    }
+
+    /// Block size needed for `size` user bytes aligned to `align`, or `None` if it cannot fit any heap.
+    pub fn block_size_for(size: u64, align: u64) -> Option<u64> {
+        let extra = align.max(ALIGN) - ALIGN;
+        let need = HDR.checked_add(round_up(size.checked_add(extra)?, ALIGN))?;
+        Some(need.max(MIN_BLOCK))
+    }
+
+    /// Largest user size one allocation could ever get here (the whole heap in one block).
+    pub fn capacity(&self) -> u64 {
+        self.end - self.start - HDR
+    }
+
+    /// Formats an empty heap: one free block spanning it.
+    pub fn format(&self) {
+        for i in 0..CONTROL_WORDS {
+            self.w[self.ctl + i].store(0, Relaxed);
+        }
+        self.put(self.start, 0, 0);
+        self.put(self.start, 1, (self.end - self.start) | FREE);
+        // Cannot fail: the block was just written inside the heap.
+        let _ = self.insert(self.start, self.end - self.start);
+    }
+
+    // ---- word access -------------------------------------------------------------------------
+
+    fn word(&self, off: u64, i: u64) -> R<&'a AtomicU64> {
+        let idx = (off / 8).checked_add(i).ok_or(Corrupt(off))?;
+        self.w.get(idx as usize).ok_or(Corrupt(off))
+    }
+    fn get(&self, off: u64, i: u64) -> R<u64> {
+        Ok(self.word(off, i)?.load(Relaxed))
+    }
+    /// Store into a block known to be inside the heap.
+    fn put(&self, off: u64, i: u64, v: u64) {
+        self.w[(off / 8 + i) as usize].store(v, Relaxed);
+    }
+    fn commit(&self, off: u64, size_flags: u64) {
+        self.w[(off / 8 + 1) as usize].store(size_flags, Release);
+    }
+    fn c(&self, i: usize) -> &AtomicU64 {
+        &self.w[self.ctl + i]
+    }
+
+    /// Whether `off` could be a block header of this heap.
+    fn in_heap(&self, off: u64) -> bool {
+        off >= self.start && off < self.end && off % ALIGN == 0 && self.end - off >= HDR
+    }
+
+    /// Reads a block's size and free flag, checking the block lies inside the heap.
+    fn block(&self, off: u64) -> R<(u64, bool)> {
+        if !self.in_heap(off) {
+            return Err(Corrupt(off));
+        }
+        let sf = self.get(off, 1)?;
+        let size = sf & !(ALIGN - 1);
+        if size < HDR || size > self.end - off {
+            return Err(Corrupt(off));
+        }
+        Ok((size, sf & FREE != 0))
+    }
+
+    // ---- free lists --------------------------------------------------------------------------
+
+    fn head(&self, fl: usize, sl: usize) -> &AtomicU64 {
+        self.c(C_HEADS + fl * SL + sl)
+    }
+
+    fn insert(&self, off: u64, size: u64) -> R<()> {
+        let (fl, sl) = mapping(size);
+        let head = self.head(fl, sl).load(Relaxed);
+        self.put(off, 2, head);
+        self.put(off, 3, 0);
+        if head != 0 {
+            if !self.in_heap(head) {
+                return Err(Corrupt(head));
+            }
+            self.put(head, 3, off);
+        }
+        self.head(fl, sl).store(off, Relaxed);
+        self.c(C_FL).fetch_or(1 << fl, Relaxed);
+        self.c(C_SL + fl).fetch_or(1 << sl, Relaxed);
+        self.c(C_FREE_BYTES).fetch_add(size, Relaxed);
+        self.c(C_FREE_BLOCKS).fetch_add(1, Relaxed);
+        Ok(())
+    }
+
+    fn remove(&self, off: u64, size: u64) -> R<()> {
+        let (fl, sl) = mapping(size);
+        let (next, prev) = (self.get(off, 2)?, self.get(off, 3)?);
+        for link in [next, prev] {
+            if link != 0 && !self.in_heap(link) {
+                return Err(Corrupt(link));
+            }
+        }
+        if next != 0 {
+            self.put(next, 3, prev);
+        }
+        if prev != 0 {
+            self.put(prev, 2, next);
+        } else {
+            if self.head(fl, sl).load(Relaxed) != off {
+                return Err(Corrupt(off));
+            }
+            self.head(fl, sl).store(next, Relaxed);
+            if next == 0 {
+                let sl_map = self.c(C_SL + fl).fetch_and(!(1 << sl), Relaxed) & !(1 << sl);
+                if sl_map == 0 {
+                    self.c(C_FL).fetch_and(!(1 << fl), Relaxed);
+                }
+            }
+        }
+        self.c(C_FREE_BYTES).fetch_sub(size, Relaxed);
+        self.c(C_FREE_BLOCKS).fetch_sub(1, Relaxed);
+        Ok(())
+    }
+
+    fn find(&self, need: u64) -> Option<u64> {
+        self.find_good_fit(need).or_else(|| self.find_in_own_class(need))
+    }
+
+    /// The O(1) search: the first block of the next class whose every block fits.
+    fn find_good_fit(&self, need: u64) -> Option<u64> {
+        let (fl, sl) = mapping_search(need);
+        if fl >= FL_COUNT {
+            return None;
+        }
+        let mut sl_map = self.c(C_SL + fl).load(Relaxed) & (u64::MAX << sl);
+        let fl = if sl_map != 0 {
+            fl
+        } else {
+            let fl_map = self.c(C_FL).load(Relaxed) & u64::MAX.checked_shl(fl as u32 + 1).unwrap_or(0);
+            if fl_map == 0 {
+                return None;
+            }
+            let f = fl_map.trailing_zeros() as usize;
+            sl_map = self.c(C_SL + f).load(Relaxed);
+            f
+        };
+        let sl = sl_map.trailing_zeros() as usize;
+        Some(self.head(fl, sl).load(Relaxed))
+    }
+
+    /// When no larger class has a block, the request's own class may still hold one that fits (this
+    /// matters near a full heap, e.g. one request for all of it): look at a few of its blocks.
+    fn find_in_own_class(&self, need: u64) -> Option<u64> {
+        let (fl, sl) = mapping(need);
+        if fl >= FL_COUNT {
+            return None;
+        }
+        let mut b = self.head(fl, sl).load(Relaxed);
+        for _ in 0..16 {
+            match self.block(b) {
+                Ok((size, true)) if size >= need => return Some(b),
+                Ok((_, true)) => b = self.get(b, 2).ok()?,
+                _ => return None,
+            }
+        }
+        None
+    }
+
+    // ---- operations --------------------------------------------------------------------------
+
+    /// Allocates `size` user bytes aligned to `align` (a power of two, at most [`MAX_ALIGN`]) for
+    /// `owner`, with reference count 1. `Ok(None)`: no free block is big enough.
+    pub fn alloc(&self, size: u64, align: u64, owner: u32) -> R<Option<Block>> {
+        let align = align.clamp(ALIGN, MAX_ALIGN);
+        let Some(need) = Self::block_size_for(size, align) else { return Ok(None) };
+        let Some(off) = self.find(need) else { return Ok(None) };
+        let (bsize, free) = self.block(off)?;
+        if !free || bsize < need {
+            return Err(Corrupt(off));
+        }
+        self.remove(off, bsize)?;
+        let delta = round_up(off + HDR, align) - off;
+        // Fields of the used block first; the commit below makes them meaningful.
+        self.put(off, 2, (u64::from(owner) << 32) | 1);
+        self.put(off, 3, delta | (tag(off) << 32));
+        let rest = bsize - need;
+        let used = if rest >= MIN_BLOCK {
+            let r = off + need;
+            self.put(r, 0, off);
+            self.put(r, 1, rest | FREE);
+            self.commit(off, need);
+            let after = r + rest;
+            if after < self.end {
+                self.put(after, 0, r);
+            }
+            self.insert(r, rest)?;
+            need
+        } else {
+            self.commit(off, bsize);
+            bsize
+        };
+        self.c(C_USED_BLOCKS).fetch_add(1, Relaxed);
+        Ok(Some(Block { offset: off, delta: delta as u32, size: used }))
+    }
+
+    /// Validates that `off` is a used block; returns its size.
+    pub fn used_block(&self, off: u64) -> R<u64> {
+        match self.block(off)? {
+            (size, false) if self.get(off, 3)? >> 32 == tag(off) => Ok(size),
+            _ => Err(Corrupt(off)),
+        }
+    }
+
+    /// Frees the used block at `off`, merging it with free neighbours. Returns the freed block size.
+    pub fn free(&self, off: u64) -> R<u64> {
+        let size = self.used_block(off)?;
+        self.commit(off, size | FREE);
+        self.c(C_USED_BLOCKS).fetch_sub(1, Relaxed);
+        let (mut start, mut total) = (off, size);
+        let prev = self.get(off, 0)?;
+        if prev != 0 {
+            let (psize, pfree) = self.block(prev)?;
+            if pfree && prev + psize == off {
+                self.remove(prev, psize)?;
+                total += psize;
+                start = prev;
+                self.commit(start, total | FREE);
+            }
+        }
+        self.absorb_next_and_insert(start, total)?;
+        Ok(size)
+    }
+
+    /// The free block `[start, start + total)` (already committed free) swallows a free right
+    /// neighbour, fixes the following block's `prev` link, and joins its free list.
+    fn absorb_next_and_insert(&self, start: u64, mut total: u64) -> R<()> {
+        let next = start + total;
+        if next < self.end {
+            let (nsize, nfree) = self.block(next)?;
+            if nfree {
+                self.remove(next, nsize)?;
+                total += nsize;
+                self.commit(start, total | FREE);
+            }
+        }
+        if start + total < self.end {
+            self.put(start + total, 0, start);
+        }
+        self.insert(start, total)
+    }
+
+    /// Gives the tail of the used block at `off` back, keeping `keep` bytes of it (header included).
+    /// Does nothing when the tail would be too small to be a block. Returns the new block size.
+    pub fn shrink(&self, off: u64, keep: u64) -> R<u64> {
+        let size = self.used_block(off)?;
+        let keep = round_up(keep.max(MIN_BLOCK), ALIGN);
+        if keep > size || size - keep < MIN_BLOCK {
+            return Ok(size);
+        }
+        let tail = off + keep;
+        self.put(tail, 0, off);
+        self.put(tail, 1, (size - keep) | FREE);
+        self.commit(off, keep);
+        self.absorb_next_and_insert(tail, size - keep)?;
+        Ok(keep)
+    }
+
+    /// Atomic reference count and owner word of a used block (valid offset assumed checked).
+    pub fn refcount_word(&self, off: u64) -> R<&'a AtomicU64> {
+        self.word(off, 2)
+    }
+
+    /// Distance to the user data of a used block.
+    pub fn delta(&self, off: u64) -> R<u64> {
+        Ok(self.get(off, 3)? & 0xffff_ffff)
+    }
+
+    /// Rebuilds free lists, bitmaps, `prev` links and statistics from the block chain, merging
+    /// neighbouring free blocks. Run by whoever takes the lock after a holder died.
+    pub fn recover(&self) -> R<Stats> {
+        for i in 0..C_FREE_BYTES {
+            self.c(i).store(0, Relaxed);
+        }
+        for i in [C_FREE_BYTES, C_FREE_BLOCKS, C_USED_BLOCKS] {
+            self.c(i).store(0, Relaxed);
+        }
+        let (mut off, mut prev) = (self.start, 0u64);
+        let mut free_run: Option<(u64, u64)> = None;
+        let mut used = 0;
+        while off < self.end {
+            let (size, free) = self.block(off)?;
+            if free {
+                free_run = Some(match free_run {
+                    Some((s, t)) => {
+                        self.commit(s, (t + size) | FREE);
+                        (s, t + size)
+                    }
+                    None => {
+                        self.put(off, 0, prev);
+                        (off, size)
+                    }
+                });
+            } else {
+                if let Some((s, t)) = free_run.take() {
+                    self.insert(s, t)?;
+                    prev = s;
+                }
+                self.put(off, 0, prev);
+                prev = off;
+                used += 1;
+            }
+            off += size;
+        }
+        if off != self.end {
+            return Err(Corrupt(off));
+        }
+        if let Some((s, t)) = free_run {
+            self.insert(s, t)?;
+        }
+        self.c(C_USED_BLOCKS).store(used, Relaxed);
+        Ok(self.stats())
+    }
+
+    /// Current statistics.
+    pub fn stats(&self) -> Stats {
+        let fl_map = self.c(C_FL).load(Relaxed);
+        let largest = if fl_map == 0 {
+            0
+        } else {
+            let fl = 63 - fl_map.leading_zeros() as usize;
+            let sl = 63 - self.c(C_SL + fl).load(Relaxed).leading_zeros() as usize;
+            // The largest block is in the highest non-empty list; scan it (lists of the top class are short).
+            let mut best = 0;
+            let mut b = self.head(fl.min(FL_COUNT - 1), sl.min(SL - 1)).load(Relaxed);
+            let mut steps = 0;
+            while b != 0 && steps < 64 {
+                match self.block(b) {
+                    Ok((s, true)) => best = best.max(s),
+                    _ => break,
+                }
+                b = self.get(b, 2).unwrap_or(0);
+                steps += 1;
+            }
+            best
+        };
+        Stats {
+            free_bytes: self.c(C_FREE_BYTES).load(Relaxed),
+            free_blocks: self.c(C_FREE_BLOCKS).load(Relaxed),
+            used_blocks: self.c(C_USED_BLOCKS).load(Relaxed),
+            largest_free: largest,
+        }
+    }
+
+    /// Walks everything and checks every invariant (tests and the monitor's deep check).
+    pub fn check(&self) -> Result<(), String> {
+        let (mut off, mut prev, mut prev_free) = (self.start, 0u64, false);
+        let (mut free_bytes, mut free_blocks, mut used) = (0, 0, 0);
+        let mut free_set = std::collections::HashSet::new();
+        while off < self.end {
+            let (size, free) = self.block(off).map_err(|e| e.to_string())?;
+            if self.get(off, 0).unwrap_or(u64::MAX) != prev {
+                return Err(format!("block {off}: prev link is not {prev}"));
+            }
+            if free && prev_free {
+                return Err(format!("block {off}: two neighbouring free blocks"));
+            }
+            if free {
+                free_bytes += size;
+                free_blocks += 1;
+                free_set.insert(off);
+            } else {
+                used += 1;
+            }
+            prev = off;
+            prev_free = free;
+            off += size;
+        }
+        if off != self.end {
+            return Err(format!("chain ends at {off}, heap at {}", self.end));
+        }
+        let mut listed = 0;
+        for fl in 0..FL_COUNT {
+            for sl in 0..SL {
+                let mut b = self.head(fl, sl).load(Relaxed);
+                let bit = self.c(C_SL + fl).load(Relaxed) >> sl & 1 == 1;
+                if bit != (b != 0) {
+                    return Err(format!("bitmap of class ({fl},{sl}) disagrees with its list"));
+                }
+                let mut back = 0;
+                while b != 0 {
+                    if !free_set.remove(&b) {
+                        return Err(format!("list ({fl},{sl}) holds {b}, not a free block (or twice)"));
+                    }
+                    let (size, _) = self.block(b).map_err(|e| e.to_string())?;
+                    if mapping(size) != (fl, sl) || self.get(b, 3).unwrap_or(1) != back {
+                        return Err(format!("block {b} in the wrong list or with a bad back link"));
+                    }
+                    listed += 1;
+                    back = b;
+                    b = self.get(b, 2).unwrap_or(0);
+                }
+            }
+        }
+        if !free_set.is_empty() || listed != free_blocks {
+            return Err(format!("{} free blocks are in no list", free_set.len()));
+        }
+        let s = self.stats();
+        if (s.free_bytes, s.free_blocks, s.used_blocks) != (free_bytes, free_blocks, used) {
+            return Err(format!("stats {s:?} but counted free {free_bytes} B in {free_blocks}, used {used}"));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn heap(words: usize) -> Vec<AtomicU64> {
+        (0..words).map(|_| AtomicU64::new(0)).collect()
+    }
+
+    const CTL: usize = 0;
+    fn start() -> u64 {
+        round_up((CONTROL_WORDS * 8) as u64, 64)
+    }
+
+    #[test]
+    fn classes_are_monotonic_and_search_rounds_up() {
+        // Smallest size of each class, found in one ascending sweep.
+        let mut class_min = std::collections::HashMap::new();
+        let mut last = (0, 0);
+        for size in (MIN_BLOCK..1 << 21).step_by(16) {
+            let m = mapping(size);
+            assert!(m >= last, "mapping not monotonic at {size}");
+            last = m;
+            class_min.entry(m).or_insert(size);
+        }
+        for size in (MIN_BLOCK..1 << 20).step_by(16) {
+            // Every block of the class searched for `size` is at least `size`.
+            let min_of_class = class_min[&mapping_search(size)];
+            assert!(min_of_class >= size, "class searched for {size} holds {min_of_class}");
+        }
+    }
+
+    #[test]
+    fn alloc_free_round_trip_restores_one_block() {
+        let w = heap(1 << 16);
+        let t = Tlsf::new(&w, CTL, start(), (w.len() * 8) as u64);
+        t.format();
+        let initial = t.stats();
+        assert_eq!(initial.free_blocks, 1);
+        let a = t.alloc(100, 16, 7).unwrap().unwrap();
+        let b = t.alloc(5000, 4096, 7).unwrap().unwrap();
+        assert_eq!((b.offset + u64::from(b.delta)) % 4096, 0);
+        assert_eq!(t.refcount_word(a.offset).unwrap().load(Relaxed), (7 << 32) | 1);
+        t.check().unwrap();
+        t.free(a.offset).unwrap();
+        t.check().unwrap();
+        assert!(t.free(a.offset).is_err(), "double free is detected");
+        t.free(b.offset).unwrap();
+        t.check().unwrap();
+        assert_eq!(t.stats(), initial);
+    }
+
+    #[test]
+    fn out_of_memory_and_bad_offsets() {
+        let w = heap(4096);
+        let t = Tlsf::new(&w, CTL, start(), (w.len() * 8) as u64);
+        t.format();
+        assert_eq!(t.alloc(t.capacity() + 1, 16, 1).unwrap(), None);
+        let all = t.alloc(t.capacity(), 16, 1).unwrap().unwrap();
+        assert_eq!(t.alloc(1, 16, 1).unwrap(), None);
+        assert!(t.free(all.offset + 16).is_err());
+        assert!(t.free(3).is_err());
+        assert!(t.free(u64::MAX - 7).is_err());
+        t.free(all.offset).unwrap();
+        t.check().unwrap();
+    }
+
+    #[test]
+    fn shrink_returns_the_tail() {
+        let w = heap(1 << 14);
+        let t = Tlsf::new(&w, CTL, start(), (w.len() * 8) as u64);
+        t.format();
+        let free0 = t.stats().free_bytes;
+        let a = t.alloc(10_000, 16, 1).unwrap().unwrap();
+        let kept = t.shrink(a.offset, HDR + 100).unwrap();
+        assert_eq!(kept, round_up(HDR + 100, 16));
+        t.check().unwrap();
+        assert_eq!(t.stats().free_bytes, free0 - kept);
+        t.free(a.offset).unwrap();
+        assert_eq!(t.stats().free_bytes, free0);
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Alloc(u64, u32),
+        Free(usize),
+        Recover,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            4 => (prop_oneof![1u64..64, 64u64..4096, 4096u64..200_000], 0u32..4).prop_map(|(s, a)| Op::Alloc(s, a)),
+            4 => any::<usize>().prop_map(Op::Free),
+            1 => Just(Op::Recover),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        /// Random alloc/free (and recovery) sequences: live blocks never overlap, invariants hold, and
+        /// freeing everything restores the initial state.
+        #[test]
+        fn random_sequences_keep_invariants(ops in prop::collection::vec(op(), 1..200)) {
+            let w = heap(1 << 17);
+            let t = Tlsf::new(&w, CTL, start(), (w.len() * 8) as u64);
+            t.format();
+            let initial = t.stats();
+            let mut live: Vec<(u64, u64, u64)> = Vec::new(); // (data start, data end, block)
+            for op in ops {
+                match op {
+                    Op::Alloc(size, a) => {
+                        let align = 16u64 << (a * 2);
+                        if let Some(b) = t.alloc(size, align, 1).unwrap() {
+                            let data = b.offset + u64::from(b.delta);
+                            prop_assert_eq!(data % align, 0);
+                            prop_assert!(data + size <= b.offset + b.size);
+                            for &(s, e, _) in &live {
+                                prop_assert!(data + size <= s || data >= e, "overlap");
+                            }
+                            live.push((data, data + size, b.offset));
+                        }
+                    }
+                    Op::Free(i) if !live.is_empty() => {
+                        let (_, _, blk) = live.swap_remove(i % live.len());
+                        t.free(blk).unwrap();
+                    }
+                    Op::Free(_) => {}
+                    Op::Recover => { t.recover().unwrap(); }
+                }
+                t.check().map_err(TestCaseError::fail)?;
+            }
+            for (_, _, blk) in live {
+                t.free(blk).unwrap();
+            }
+            t.check().map_err(TestCaseError::fail)?;
+            prop_assert_eq!(t.stats(), initial);
+        }
+    }
+
+    #[test]
+    fn recovery_repairs_an_interrupted_free() {
+        let w = heap(1 << 14);
+        let t = Tlsf::new(&w, CTL, start(), (w.len() * 8) as u64);
+        t.format();
+        let a = t.alloc(1000, 16, 1).unwrap().unwrap();
+        let b = t.alloc(1000, 16, 1).unwrap().unwrap();
+        let _c = t.alloc(1000, 16, 1).unwrap().unwrap();
+        t.free(a.offset).unwrap();
+        // Simulate a holder killed right after the commit store of freeing `b`: flagged free, but
+        // neither merged with `a` nor listed.
+        t.commit(b.offset, b.size | FREE);
+        assert!(t.check().is_err());
+        t.recover().unwrap();
+        t.check().unwrap();
+        assert_eq!(t.stats().used_blocks, 1);
+    }
+}
