@@ -393,6 +393,20 @@ impl<'a> Tlsf<'a> {
         Ok(keep)
     }
 
+    /// The blocks of the heap in address order: (offset, size, free). Stops early at a damaged block.
+    pub fn walk(&self) -> impl Iterator<Item = (u64, u64, bool)> + '_ {
+        let mut off = self.start;
+        std::iter::from_fn(move || {
+            if off >= self.end {
+                return None;
+            }
+            let (size, free) = self.block(off).ok()?;
+            let item = (off, size, free);
+            off += size;
+            Some(item)
+        })
+    }
+
     /// Atomic reference count and owner word of a used block (valid offset assumed checked).
     pub fn refcount_word(&self, off: u64) -> R<&'a AtomicU64> {
         self.word(off, 2)

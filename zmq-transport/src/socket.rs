@@ -251,6 +251,23 @@ impl Socket {
         Ok(size)
     }
 
+    /// Sends one frame like [`send`](Socket::send) but without counting it: for transports layered on
+    /// this one, which count their own payload bytes in [`shared_counters`](Socket::shared_counters).
+    pub fn send_uncounted(&self, frame: &mut Message, timeout_ms: i32) -> Result<(), TransferError> {
+        self.transfer(zmq::POLLOUT, timeout_ms, |flags| sys::msg_send(&mut frame.raw, self.ptr, flags))?;
+        frame.after_send();
+        Ok(())
+    }
+
+    /// Receives one frame like [`receive`](Socket::receive) but without counting it (see
+    /// [`send_uncounted`](Socket::send_uncounted)).
+    pub fn receive_uncounted(&self, frame: &mut Message, timeout_ms: i32) -> Result<(), TransferError> {
+        let mut raw = RawMsg::empty();
+        self.transfer(zmq::POLLIN, timeout_ms, |flags| sys::msg_recv(&mut raw, self.ptr, flags))?;
+        frame.raw = raw;
+        Ok(())
+    }
+
     /// Sends a multipart message: one ZeroMQ multipart, frame for frame. All parts leave atomically:
     /// the call waits (or fails) only before the first frame. Empty multiparts are refused.
     pub fn send_parts(&self, parts: &mut [Message], timeout_ms: i32) -> TransferResult {

@@ -1,0 +1,131 @@
+//! Per-process caches that keep the segment lock off the per-message path.
+//!
+//! - *Magazines*: small stacks of ready blocks of one size, refilled from the segment many at a time
+//!   under one lock. A sender that allocates the same size again and again (the common case) takes the
+//!   lock once per refill instead of once per message. Blocks this process frees into its own segment
+//!   go back to their magazine without any lock.
+//! - *Deferred frees*: blocks released by this process wait in a short list and are freed in one
+//!   locked batch when the list is long, holds many bytes, or the process is about to wait anyway
+//!   (a receive that would block). So a receiver does not take the lock per message either.
+//!
+//! Cached blocks count as used in the segment; they belong to this process (their owner field says
+//! so) and are returned by [`Cache::drain`] on allocation failure and when the transport ends.
+
+use crate::segment::Segment;
+use crate::tlsf::{Block, ALIGN, HDR, MIN_BLOCK};
+use std::sync::Arc;
+
+const MAX_MAGAZINES: usize = 8;
+/// Bytes a magazine may hold; sizes whose refill would be fewer than two blocks are not cached.
+const MAGAZINE_BYTES: u64 = 4 << 20;
+const MAGAZINE_BLOCKS: usize = 64;
+const REFILL_BLOCKS: usize = 32;
+const DEFERRED_BLOCKS: usize = 64;
+const DEFERRED_BYTES: u64 = 8 << 20;
+
+struct Magazine {
+    need: u64,
+    blocks: Vec<Block>,
+}
+
+/// The caches of one transport.
+#[derive(Default)]
+pub(crate) struct Cache {
+    magazines: Vec<Magazine>,
+    deferred: Vec<(Arc<Segment>, u64)>,
+    deferred_bytes: u64,
+}
+
+/// What to do with a block whose last reference this process just dropped.
+pub(crate) enum Released {
+    /// Kept in a magazine (nothing else to do).
+    Cached,
+    /// Queued; the caller should flush when `true`.
+    Deferred(bool),
+}
+
+impl Cache {
+    /// How many blocks of class `need` a refill takes, if the class is cached at all.
+    pub fn refill_count(need: u64, align: u64) -> Option<usize> {
+        let n = (MAGAZINE_BYTES / need) as usize;
+        (align <= ALIGN && n >= 2).then(|| n.min(REFILL_BLOCKS))
+    }
+
+    /// A cached block of class `need`, if any.
+    pub fn take(&mut self, need: u64) -> Option<Block> {
+        let i = self.magazines.iter().position(|m| m.need == need)?;
+        let m = &mut self.magazines[i];
+        let b = m.blocks.pop();
+        if i > 0 {
+            self.magazines.swap(i, i - 1); // keep the busiest classes in front
+        }
+        b
+    }
+
+    /// Stores refilled blocks of class `need` (the magazine is created if needed; the least recently
+    /// used one is evicted and returned for freeing when all slots are taken).
+    pub fn stock(&mut self, need: u64, blocks: impl IntoIterator<Item = Block>) -> Vec<Block> {
+        let mut evicted = Vec::new();
+        let i = match self.magazines.iter().position(|m| m.need == need) {
+            Some(i) => i,
+            None => {
+                if self.magazines.len() == MAX_MAGAZINES {
+                    evicted = self.magazines.pop().map(|m| m.blocks).unwrap_or_default();
+                }
+                self.magazines.push(Magazine { need, blocks: Vec::new() });
+                self.magazines.len() - 1
+            }
+        };
+        self.magazines[i].blocks.extend(blocks);
+        evicted
+    }
+
+    /// Files a block this process released (reference count reached 0). `own` says whether it lies in
+    /// the segment this process allocates from.
+    pub fn release(&mut self, seg: &Arc<Segment>, block: Block, own: bool) -> Released {
+        if own && u64::from(block.delta) == HDR {
+            if let Some(m) = self
+                .magazines
+                .iter_mut()
+                .find(|m| block.size >= m.need && block.size < m.need + MIN_BLOCK && m.blocks.len() < MAGAZINE_BLOCKS)
+            {
+                m.blocks.push(block);
+                return Released::Cached;
+            }
+        }
+        self.deferred_bytes += block.size;
+        self.deferred.push((seg.clone(), block.offset));
+        Released::Deferred(self.deferred.len() >= DEFERRED_BLOCKS || self.deferred_bytes >= DEFERRED_BYTES)
+    }
+
+    /// Takes the deferred frees (to be freed outside the cache lock).
+    pub fn take_deferred(&mut self) -> Vec<(Arc<Segment>, u64)> {
+        self.deferred_bytes = 0;
+        std::mem::take(&mut self.deferred)
+    }
+
+    /// Whether frees are waiting.
+    pub fn has_deferred(&self) -> bool {
+        !self.deferred.is_empty()
+    }
+
+    /// Everything cached: deferred frees and magazine blocks of `own`.
+    pub fn drain(&mut self, own: &Arc<Segment>) -> Vec<(Arc<Segment>, u64)> {
+        let mut all = self.take_deferred();
+        for m in self.magazines.drain(..) {
+            all.extend(m.blocks.into_iter().map(|b| (own.clone(), b.offset)));
+        }
+        all
+    }
+}
+
+/// Frees blocks grouped by segment, one lock per segment.
+pub(crate) fn free_all(mut blocks: Vec<(Arc<Segment>, u64)>) {
+    blocks.sort_by_key(|(s, _)| s.id());
+    for group in blocks.chunk_by(|a, b| Arc::ptr_eq(&a.0, &b.0)) {
+        let offsets: Vec<u64> = group.iter().map(|(_, o)| *o).collect();
+        if let Err(e) = group[0].0.free(&offsets) {
+            log::error!("could not free {} blocks of segment {}: {e}", offsets.len(), group[0].0.id());
+        }
+    }
+}

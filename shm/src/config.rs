@@ -1,0 +1,132 @@
+//! Settings of the shared-memory transport, named and defaulted as FairMQ's options.
+
+use crate::error::ShmError;
+use std::time::Duration;
+
+/// What to do when the segment has no room for a message (FairMQ spec section 7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BadAllocPolicy {
+    /// Attempts before giving up; -1 forever. FairMQ's default is 1: fail at once.
+    pub max_attempts: i32,
+    /// Wait between attempts (`--bad-alloc-attempt-interval`, default 50 ms); a free that makes room
+    /// ends the wait early.
+    pub interval: Duration,
+}
+
+impl Default for BadAllocPolicy {
+    fn default() -> Self {
+        BadAllocPolicy { max_attempts: 1, interval: Duration::from_millis(50) }
+    }
+}
+
+impl BadAllocPolicy {
+    /// FairMQ's rule: `--shm-throw-bad-alloc false` retries forever (other settings ignored);
+    /// otherwise `--bad-alloc-max-attempts` if given (0 behaves like 1); otherwise 1.
+    pub fn from_options(throw_bad_alloc: bool, max_attempts: Option<i32>, interval_ms: u64) -> Self {
+        let max_attempts = if !throw_bad_alloc {
+            -1
+        } else {
+            match max_attempts {
+                Some(n) if n < 0 => -1,
+                Some(n) => n.max(1),
+                None => 1,
+            }
+        };
+        BadAllocPolicy { max_attempts, interval: Duration::from_millis(interval_ms) }
+    }
+}
+
+/// Settings of one shared-memory transport.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShmConfig {
+    /// Transport id (normally the device id), part of socket ids.
+    pub id: String,
+    /// `--session` (default "default"): names the shared-memory objects through the shmId.
+    pub session: String,
+    /// `--shmid`: an explicit shmId instead of the hash of uid and session.
+    pub shm_id: Option<u64>,
+    /// `--shm-segment-size` (default 2 GiB; sparse, so only touched pages cost memory).
+    pub segment_size: u64,
+    /// `--shm-segment-id` (default 0): the segment this transport allocates in.
+    pub segment_id: u16,
+    /// `--shm-mlock-segment`: lock the segment in RAM after opening or creating it.
+    pub mlock_segment: bool,
+    /// `--shm-mlock-segment-on-creation`: lock it only when this transport creates it.
+    pub mlock_segment_on_creation: bool,
+    /// `--shm-zero-segment`: zero its free memory after opening or creating it.
+    pub zero_segment: bool,
+    /// `--shm-zero-segment-on-creation`: zero it only when this transport creates it.
+    pub zero_segment_on_creation: bool,
+    /// Out-of-memory policy.
+    pub bad_alloc: BadAllocPolicy,
+    /// `--shm-no-cleanup`: the last transport of the session leaves its objects in place.
+    pub no_cleanup: bool,
+    /// `--shm-metadata-msg-size`: pad metadata frames to at least this many bytes.
+    pub metadata_msg_size: usize,
+    /// `--io-threads` of the metadata sockets' ZeroMQ context.
+    pub io_threads: i32,
+}
+
+impl Default for ShmConfig {
+    fn default() -> Self {
+        ShmConfig {
+            id: String::new(),
+            session: "default".to_owned(),
+            shm_id: None,
+            segment_size: 2 << 30,
+            segment_id: 0,
+            mlock_segment: false,
+            mlock_segment_on_creation: false,
+            zero_segment: false,
+            zero_segment_on_creation: false,
+            bad_alloc: BadAllocPolicy::default(),
+            no_cleanup: false,
+            metadata_msg_size: 0,
+            io_threads: 1,
+        }
+    }
+}
+
+impl ShmConfig {
+    /// Defaults with the given transport id and session.
+    pub fn new(id: &str, session: &str) -> Self {
+        ShmConfig { id: id.to_owned(), session: session.to_owned(), ..ShmConfig::default() }
+    }
+
+    /// The shmId these settings select.
+    pub fn resolved_shm_id(&self) -> String {
+        match self.shm_id {
+            Some(n) => crate::shmid::shm_id_from_number(n),
+            None => crate::shmid::shm_id(&self.session),
+        }
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), ShmError> {
+        if self.session.is_empty() {
+            return Err(ShmError::Config("session name is empty".into()));
+        }
+        if self.segment_size < crate::segment::MIN_SEGMENT_SIZE {
+            return Err(ShmError::Config(format!(
+                "segment size {} is below the minimum of {} bytes",
+                self.segment_size,
+                crate::segment::MIN_SEGMENT_SIZE
+            )));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_alloc_policy_follows_fairmq() {
+        assert_eq!(BadAllocPolicy::from_options(true, None, 50).max_attempts, 1);
+        assert_eq!(BadAllocPolicy::from_options(false, Some(3), 50).max_attempts, -1);
+        assert_eq!(BadAllocPolicy::from_options(true, Some(3), 50).max_attempts, 3);
+        assert_eq!(BadAllocPolicy::from_options(true, Some(0), 50).max_attempts, 1);
+        assert_eq!(BadAllocPolicy::from_options(true, Some(-1), 50).max_attempts, -1);
+        assert_eq!(BadAllocPolicy::from_options(true, None, 7).interval, Duration::from_millis(7));
+    }
+}

@@ -1,0 +1,78 @@
+//! Errors of the shared-memory transport.
+
+use crate::meta::MetaError;
+use crate::sys::robust_mutex::LockError;
+use crate::tlsf::Corrupt;
+use std::io;
+
+/// Everything that can go wrong in the shared-memory transport.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ShmError {
+    /// Creating, opening or removing a shared-memory object failed.
+    #[error("{what} '{name}': {source}")]
+    Io {
+        /// What was attempted.
+        what: &'static str,
+        /// Object name.
+        name: String,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// An object of ours has the wrong format (another version, or not ours).
+    #[error("shared-memory object '{name}' is not usable: {reason}")]
+    Layout {
+        /// Object name.
+        name: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The session lock failed.
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    /// Allocator structures are damaged.
+    #[error(transparent)]
+    Corrupt(#[from] Corrupt),
+    /// No memory for a message, after the configured attempts (FairMQ's `MessageBadAlloc`).
+    #[error("shmem: could not create a message of size {size}, alignment: {alignment}, free memory: {free}")]
+    BadAlloc {
+        /// Requested size.
+        size: usize,
+        /// Alignment.
+        alignment: usize,
+        /// Free bytes in the segment when giving up.
+        free: u64,
+    },
+    /// A message that can never fit the segment.
+    #[error("Requested message size ({requested}) exceeds segment size ({segment})")]
+    TooLarge {
+        /// Bytes the block would need.
+        requested: u64,
+        /// Segment size.
+        segment: u64,
+    },
+    /// Bad metadata from a peer.
+    #[error(transparent)]
+    Metadata(#[from] MetaError),
+    /// A fixed-size table in the management segment is full.
+    #[error("the session's {0} table is full")]
+    TableFull(&'static str),
+    /// An invalid configuration value.
+    #[error("invalid shared-memory configuration: {0}")]
+    Config(String),
+    /// Socket set-up failed.
+    #[error(transparent)]
+    Socket(#[from] fairmq_zmq::SocketError),
+}
+
+impl ShmError {
+    pub(crate) fn io(what: &'static str, name: &str, source: io::Error) -> ShmError {
+        ShmError::Io { what, name: name.to_owned(), source }
+    }
+}
+
+impl From<ShmError> for fairmq_zmq::TransferError {
+    fn from(e: ShmError) -> Self {
+        fairmq_zmq::TransferError::Transport(Box::new(e))
+    }
+}

@@ -1,0 +1,295 @@
+//! The management segment of a session: its lock, the registry of segments, the count of attached
+//! transports, the event counter and the heartbeat.
+//!
+//! Attaching and detaching happen under the session lock. The last transport to detach marks the
+//! segment *removed* and unlinks every object of the session while still holding the lock; a process
+//! that opened the old management segment just before sees the mark once it gets the lock, and starts
+//! over with a fresh one. So removal is idempotent and never pulls a session from under a newcomer.
+
+use crate::error::ShmError;
+use crate::naming::Names;
+use crate::sys::mapping::{Created, Mapping};
+use crate::sys::robust_mutex::{Guard, RobustMutex, MUTEX_BYTES};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+const MAGIC: u64 = u64::from_le_bytes(*b"FMQRSMNG");
+const LAYOUT: u64 = 1;
+/// Size of the management segment (sparse).
+pub const MANAGEMENT_SIZE: usize = 1 << 20;
+
+const W_MAGIC: usize = 0;
+const W_LAYOUT: usize = 1;
+const W_STATE: usize = 2;
+const W_DEVICES: usize = 3;
+const W_EVENTS: usize = 4;
+const W_HEARTBEAT: usize = 5;
+const W_REGION_COUNTER: usize = 6;
+const W_CREATOR_UID: usize = 7;
+const W_SESSION_LEN: usize = 8;
+const W_SESSION: usize = 9;
+const SESSION_MAX: usize = 256;
+const MUTEX_AT: usize = 384;
+const W_SEGMENTS: usize = 512 / 8;
+const SEGMENT_SLOTS: usize = 256;
+const SEGMENT_WORDS: usize = 4;
+
+const LIVE: u64 = 1;
+const REMOVED: u64 = 2;
+/// First automatic region id, as in FairMQ.
+pub const FIRST_REGION_ID: u64 = 1024;
+
+/// A registered managed segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegmentEntry {
+    /// Segment id.
+    pub id: u16,
+    /// Size in bytes.
+    pub size: u64,
+}
+
+/// This process's attachment to a session's management segment.
+pub struct Management {
+    map: Mapping,
+    mutex: RobustMutex,
+    names: Names,
+}
+
+impl std::fmt::Debug for Management {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Management").field("shm_id", &self.names.shm_id()).finish()
+    }
+}
+
+/// Holds the session lock.
+pub(crate) struct SessionLock<'a> {
+    m: &'a Management,
+    _g: Guard<'a>,
+}
+
+impl Management {
+    /// Attaches to the session (creating its management segment if needed) and counts one more
+    /// attached transport.
+    pub fn attach(names: &Names, session: &str) -> Result<Management, ShmError> {
+        let name = names.management();
+        let path = Names::path(&name);
+        for _ in 0..1000 {
+            let map = match Mapping::open(&path) {
+                Ok(map) => map,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    let tmp = Names::path(&names.tmp());
+                    match Mapping::create(&path, &tmp, MANAGEMENT_SIZE, |m| init(m, session)) {
+                        // Whoever created it, open it by name and count ourselves in under the lock.
+                        Ok(Created::New(_) | Created::Exists) => continue,
+                        // The remover of an old session swept our temporary file: try again.
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                        Err(e) => return Err(ShmError::io("creating management segment", &name, e)),
+                    }
+                }
+                Err(e) => return Err(ShmError::io("opening management segment", &name, e)),
+            };
+            let m = Management::from_mapping(map, names)?;
+            {
+                let lock = m.lock()?;
+                if lock.word(W_STATE).load(Ordering::Relaxed) == REMOVED {
+                    continue; // removed (and unlinked) by the last user of the previous session
+                }
+                lock.word(W_DEVICES).fetch_add(1, Ordering::Relaxed);
+            }
+            log::debug!("Attached to shared memory session '{session}' (shmid {})", names.shm_id());
+            return Ok(m);
+        }
+        Err(ShmError::Layout { name, reason: "could not attach: the session was removed again and again".into() })
+    }
+
+    /// Opens the management segment without counting as an attached transport (for the monitor).
+    pub fn open_existing(names: &Names) -> Result<Management, ShmError> {
+        let name = names.management();
+        let map =
+            Mapping::open(&Names::path(&name)).map_err(|e| ShmError::io("opening management segment", &name, e))?;
+        Management::from_mapping(map, names)
+    }
+
+    fn from_mapping(map: Mapping, names: &Names) -> Result<Management, ShmError> {
+        let bad = |reason: String| ShmError::Layout { name: names.management(), reason };
+        if map.len() < MANAGEMENT_SIZE {
+            return Err(bad(format!("size {} is too small", map.len())));
+        }
+        let w = map.words();
+        if w[W_MAGIC].load(Ordering::Acquire) != MAGIC {
+            return Err(bad("not a fairmq-rs management segment".into()));
+        }
+        let layout = w[W_LAYOUT].load(Ordering::Relaxed);
+        if layout != LAYOUT {
+            return Err(bad(format!("layout version {layout} (this build uses {LAYOUT})")));
+        }
+        let ptr = map.range_ptr(MUTEX_AT, MUTEX_BYTES).expect("size checked above");
+        // SAFETY: `init` created a robust mutex there before the magic was written; the mapping is owned
+        // by the Management, which owns the handle too.
+        let mutex = unsafe { RobustMutex::at(ptr) };
+        Ok(Management { map, mutex, names: names.clone() })
+    }
+
+    fn words(&self) -> &[AtomicU64] {
+        self.map.words()
+    }
+
+    /// Takes the session lock. The data it guards is only the registry and counters, each updated by
+    /// single stores, so a holder that died leaves nothing to repair.
+    pub(crate) fn lock(&self) -> Result<SessionLock<'_>, ShmError> {
+        let g = self.mutex.lock(|| log::warn!("a process died holding the session lock of {}", self.names.shm_id()))?;
+        Ok(SessionLock { m: self, _g: g })
+    }
+
+    /// Number of attached transports.
+    pub fn device_count(&self) -> u64 {
+        self.words()[W_DEVICES].load(Ordering::Relaxed)
+    }
+
+    /// The event counter: bumped when segments or regions are created or destroyed.
+    pub fn event_count(&self) -> u64 {
+        self.words()[W_EVENTS].load(Ordering::Acquire)
+    }
+
+    /// The heartbeat counter.
+    pub fn heartbeat(&self) -> &AtomicU64 {
+        &self.words()[W_HEARTBEAT]
+    }
+
+    /// Session name as recorded by the creator.
+    pub fn session_name(&self) -> String {
+        let w = self.words();
+        let len = (w[W_SESSION_LEN].load(Ordering::Relaxed) as usize).min(SESSION_MAX);
+        let bytes: Vec<u8> =
+            (0..SESSION_MAX / 8).flat_map(|i| w[W_SESSION + i].load(Ordering::Relaxed).to_le_bytes()).collect();
+        String::from_utf8_lossy(&bytes[..len]).into_owned()
+    }
+
+    /// Effective uid of the session's creator.
+    pub fn creator_uid(&self) -> u32 {
+        self.words()[W_CREATOR_UID].load(Ordering::Relaxed) as u32
+    }
+
+    /// Registered segments.
+    pub fn segments(&self) -> Vec<SegmentEntry> {
+        (0..SEGMENT_SLOTS).filter_map(|i| self.segment_slot(i)).collect()
+    }
+
+    fn segment_slot(&self, i: usize) -> Option<SegmentEntry> {
+        let w = self.words();
+        let base = W_SEGMENTS + i * SEGMENT_WORDS;
+        match w[base].load(Ordering::Acquire) {
+            0 => None,
+            tagged => Some(SegmentEntry { id: (tagged - 1) as u16, size: w[base + 1].load(Ordering::Relaxed) }),
+        }
+    }
+
+    /// Counts this transport out; the last one removes every object of the session unless
+    /// `no_cleanup`. Returns whether the session was removed.
+    pub fn detach(&self, no_cleanup: bool) -> Result<bool, ShmError> {
+        let lock = self.lock()?;
+        let left = lock.word(W_DEVICES).fetch_sub(1, Ordering::Relaxed).saturating_sub(1);
+        if left > 0 {
+            log::debug!("Other segment users present ({left}), skipping removal.");
+            return Ok(false);
+        }
+        if no_cleanup {
+            log::debug!("Last segment user, skipping removal (--shm-no-cleanup is true).");
+            return Ok(false);
+        }
+        log::debug!("Last segment user, removing segment.");
+        lock.word(W_STATE).store(REMOVED, Ordering::Release);
+        remove_objects(&self.names, &self.segments());
+        Ok(true)
+    }
+}
+
+impl SessionLock<'_> {
+    fn word(&self, i: usize) -> &AtomicU64 {
+        &self.m.words()[i]
+    }
+
+    /// Registers segment `id` of `size` bytes (if not yet) and bumps the event counter.
+    pub fn register_segment(&self, id: u16, size: u64) -> Result<(), ShmError> {
+        if self.m.segments().iter().any(|s| s.id == id) {
+            return Ok(());
+        }
+        let w = self.m.words();
+        let slot =
+            (0..SEGMENT_SLOTS).find(|&i| self.m.segment_slot(i).is_none()).ok_or(ShmError::TableFull("segment"))?;
+        let base = W_SEGMENTS + slot * SEGMENT_WORDS;
+        w[base + 1].store(size, Ordering::Relaxed);
+        w[base].store(u64::from(id) + 1, Ordering::Release);
+        self.word(W_EVENTS).fetch_add(1, Ordering::AcqRel);
+        Ok(())
+    }
+}
+
+fn init(m: &Mapping, session: &str) -> std::io::Result<()> {
+    let w = m.words();
+    w[W_LAYOUT].store(LAYOUT, Ordering::Relaxed);
+    w[W_STATE].store(LIVE, Ordering::Relaxed);
+    w[W_REGION_COUNTER].store(FIRST_REGION_ID, Ordering::Relaxed);
+    // SAFETY: geteuid has no preconditions.
+    w[W_CREATOR_UID].store(u64::from(unsafe { libc::geteuid() }), Ordering::Relaxed);
+    let name = &session.as_bytes()[..session.len().min(SESSION_MAX)];
+    w[W_SESSION_LEN].store(name.len() as u64, Ordering::Relaxed);
+    for (i, chunk) in name.chunks(8).enumerate() {
+        let mut b = [0u8; 8];
+        b[..chunk.len()].copy_from_slice(chunk);
+        w[W_SESSION + i].store(u64::from_le_bytes(b), Ordering::Relaxed);
+    }
+    let ptr = m.range_ptr(MUTEX_AT, MUTEX_BYTES).expect("inside the mapping");
+    // SAFETY: the object is private to its creator until linked; the range is inside it and aligned.
+    unsafe { RobustMutex::init(ptr)? };
+    w[W_MAGIC].store(MAGIC, Ordering::Release);
+    Ok(())
+}
+
+/// Unlinks every object of a session: registered segments, the management segment, and temporary
+/// files of dead creators. Missing objects are fine (removal is idempotent). Returns what was removed.
+pub fn remove_objects(names: &Names, segments: &[SegmentEntry]) -> Vec<String> {
+    let mut removed = Vec::new();
+    let mut unlink = |name: String| {
+        if std::fs::remove_file(Names::path(&name)).is_ok() {
+            log::debug!("Removed '{name}'.");
+            removed.push(name);
+        }
+    };
+    for s in segments {
+        unlink(names.segment(s.id));
+    }
+    unlink(names.management());
+    if let Ok(dir) = std::fs::read_dir(crate::naming::SHM_DIR) {
+        for entry in dir.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if let Some(pid) = names.tmp_owner(&name) {
+                if !process_alive(pid) {
+                    unlink(name);
+                }
+            }
+        }
+    }
+    removed
+}
+
+/// Removes every object whose name starts with the session's prefix, whatever state it is in (for
+/// the monitor's forced cleanup and for tests' guards). Returns the removed names.
+pub fn remove_session(names: &Names) -> Vec<String> {
+    let prefix = names.session_prefix();
+    let mut removed = Vec::new();
+    if let Ok(dir) = std::fs::read_dir(crate::naming::SHM_DIR) {
+        for entry in dir.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with(&prefix) && std::fs::remove_file(entry.path()).is_ok() {
+                removed.push(name);
+            }
+        }
+    }
+    removed
+}
+
+fn process_alive(pid: u32) -> bool {
+    // SAFETY: kill with signal 0 only checks whether the process exists.
+    let rc = unsafe { libc::kill(pid as libc::pid_t, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}

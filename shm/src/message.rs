@@ -1,0 +1,246 @@
+//! Messages of the shared-memory transport: a reference to a block of a managed segment.
+//!
+//! The block carries an atomic reference count. A message holds one reference; `copy_from` adds one
+//! (no bytes are copied, even across processes); dropping releases one, and whoever releases the
+//! last frees the block, in whatever process that is. A successful send hands the sender's reference
+//! to the receiver: the sent message is left empty and frees nothing.
+//!
+//! Bytes are readable through `data()` while the message lives. They are writable through
+//! `data_mut()` only while this message holds the only reference; otherwise `data_mut` first copies
+//! them into a block of its own, so no other holder (in any process) ever sees a write.
+
+use crate::error::ShmError;
+use crate::manager::Manager;
+use crate::meta::{MetaError, Record};
+use crate::segment::Segment;
+
+use std::sync::atomic::{fence, Ordering};
+use std::sync::Arc;
+
+/// A message of the shared-memory transport.
+pub struct Message {
+    pub(crate) mgr: Arc<Manager>,
+    body: Body,
+}
+
+enum Body {
+    Empty,
+    Block { seg: Arc<Segment>, offset: u64, delta: u32, size: usize },
+}
+
+impl std::fmt::Debug for Message {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.body {
+            Body::Empty => f.write_str("Message(empty)"),
+            Body::Block { seg, offset, size, .. } => f
+                .debug_struct("Message")
+                .field("segment", &seg.id())
+                .field("offset", offset)
+                .field("size", size)
+                .finish(),
+        }
+    }
+}
+
+impl Message {
+    pub(crate) fn empty(mgr: Arc<Manager>) -> Message {
+        Message { mgr, body: Body::Empty }
+    }
+
+    /// A message of `size` bytes (their content is whatever the block held) aligned to `align`.
+    pub(crate) fn allocate(mgr: Arc<Manager>, size: usize, align: usize) -> Result<Message, ShmError> {
+        if size == 0 {
+            return Ok(Message::empty(mgr));
+        }
+        let b = mgr.allocate(size, align)?;
+        let seg = mgr.own().clone();
+        Ok(Message { mgr, body: Body::Block { seg, offset: b.offset, delta: b.delta, size } })
+    }
+
+    /// A message holding a copy of `bytes`.
+    pub(crate) fn copy_of(mgr: Arc<Manager>, bytes: &[u8]) -> Result<Message, ShmError> {
+        let mut m = Message::allocate(mgr, bytes.len(), 0)?;
+        m.data_mut()?.copy_from_slice(bytes);
+        Ok(m)
+    }
+
+    /// Size in bytes.
+    pub fn size(&self) -> usize {
+        match self.body {
+            Body::Empty => 0,
+            Body::Block { size, .. } => size,
+        }
+    }
+
+    /// Whether the size is 0.
+    pub fn is_empty(&self) -> bool {
+        self.size() == 0
+    }
+
+    /// The bytes.
+    pub fn data(&self) -> &[u8] {
+        match &self.body {
+            Body::Empty => &[],
+            Body::Block { seg, offset, delta, size } => {
+                let p = seg.data_ptr(*offset, *delta, *size);
+                // SAFETY: the block is live while we hold our reference, and `p..p+size` lies inside the
+                // mapping (checked when the block was allocated or its record validated). No holder
+                // writes while another reference exists (see `data_mut`), and our own writes need
+                // `&mut self`, so nothing writes these bytes while this borrow lasts.
+                unsafe { std::slice::from_raw_parts(p, *size) }
+            }
+        }
+    }
+
+    /// Address of the data in this process, null when the size is 0.
+    pub fn data_ptr(&self) -> *const u8 {
+        if self.is_empty() {
+            std::ptr::null()
+        } else {
+            self.data().as_ptr()
+        }
+    }
+
+    /// The bytes, writable. If other references to the block exist, the bytes are first copied into
+    /// a new block (which can fail for lack of memory).
+    pub fn data_mut(&mut self) -> Result<&mut [u8], ShmError> {
+        if self.refcount() > 1 {
+            let mut private = Message::allocate(self.mgr.clone(), self.size(), 0)?;
+            if let Body::Block { seg, offset, delta, size } = &private.body {
+                let dst = seg.data_ptr(*offset, *delta, *size);
+                // SAFETY: `private` is a fresh block of `size` bytes referenced only by us; the source
+                // is our live block of the same size. Distinct blocks never overlap.
+                unsafe { std::ptr::copy_nonoverlapping(self.data().as_ptr(), dst, *size) };
+            }
+            std::mem::swap(self, &mut private);
+        }
+        match &mut self.body {
+            Body::Empty => Ok(&mut []),
+            Body::Block { seg, offset, delta, size } => {
+                let p = seg.data_ptr(*offset, *delta, *size);
+                // SAFETY: in bounds as in `data`; we hold the only reference (count 1), so no other
+                // message in any process reads or writes the block, and `&mut self` excludes our own.
+                Ok(unsafe { std::slice::from_raw_parts_mut(p, *size) })
+            }
+        }
+    }
+
+    /// Number of messages (in all processes) referring to this block; 1 for an empty message.
+    pub fn refcount(&self) -> u32 {
+        match &self.body {
+            Body::Empty => 1,
+            Body::Block { seg, offset, .. } => seg.refcount(*offset).load(Ordering::Acquire) as u32,
+        }
+    }
+
+    /// Makes this message refer to `other`'s block (shared, not copied).
+    pub fn copy_from(&mut self, other: &Message) {
+        let body = match &other.body {
+            Body::Empty => Body::Empty,
+            Body::Block { seg, offset, delta, size } => {
+                seg.refcount(*offset).fetch_add(1, Ordering::Relaxed);
+                Body::Block { seg: seg.clone(), offset: *offset, delta: *delta, size: *size }
+            }
+        };
+        self.release();
+        self.body = body;
+    }
+
+    /// Shrinks the message to its first `size` bytes. False (nothing changed) if larger than the
+    /// current size. Size 0 releases the block now; otherwise an unshared block gives its tail back.
+    pub fn set_used_size(&mut self, new: usize) -> bool {
+        let current = self.size();
+        if new > current {
+            log::error!("cannot set used size higher than original.");
+            return false;
+        }
+        if new == current {
+            return true;
+        }
+        if new == 0 {
+            self.release();
+            return true;
+        }
+        let unshared = self.refcount() == 1;
+        if let Body::Block { seg, offset, delta, size } = &mut self.body {
+            if unshared {
+                if let Err(e) = seg.shrink(*offset, u64::from(*delta) + new as u64) {
+                    log::error!("could not shrink message: {e}");
+                }
+            }
+            *size = new;
+        }
+        true
+    }
+
+    /// Releases the block; the message becomes empty.
+    pub fn rebuild(&mut self) {
+        self.release();
+    }
+
+    /// Releases the block and allocates `size` new bytes.
+    pub fn rebuild_with_size(&mut self, size: usize, align: usize) -> Result<(), ShmError> {
+        self.release();
+        *self = Message::allocate(self.mgr.clone(), size, align)?;
+        Ok(())
+    }
+
+    /// Releases the block and copies `bytes` into a new one.
+    pub fn rebuild_from_slice(&mut self, bytes: &[u8]) -> Result<(), ShmError> {
+        self.release();
+        *self = Message::copy_of(self.mgr.clone(), bytes)?;
+        Ok(())
+    }
+
+    /// The metadata record describing this message.
+    pub(crate) fn record(&self) -> Record {
+        match &self.body {
+            Body::Empty => Record::Empty,
+            Body::Block { seg, offset, delta, size } => {
+                Record::Block { segment: seg.id(), offset: *offset, delta: *delta, size: *size as u64 }
+            }
+        }
+    }
+
+    /// Whether the message may travel on sockets of `mgr` (same session).
+    pub(crate) fn same_session(&self, mgr: &Arc<Manager>) -> bool {
+        Arc::ptr_eq(&self.mgr, mgr) || self.mgr.names() == mgr.names()
+    }
+
+    /// After a successful send: the receiver owns our reference now.
+    pub(crate) fn hand_over(&mut self) {
+        self.body = Body::Empty;
+    }
+
+    /// A message for a received record, after checking it against this process's mappings. Takes
+    /// over the reference the sender handed over.
+    pub(crate) fn from_record(mgr: &Arc<Manager>, rec: Record) -> Result<Message, MetaError> {
+        match rec {
+            Record::Empty => Ok(Message::empty(mgr.clone())),
+            Record::Block { segment, offset, delta, size } => {
+                let seg = mgr.segment(segment)?;
+                seg.check_block(offset, delta, size)?;
+                let size = usize::try_from(size).map_err(|_| MetaError::OutOfBounds { segment, offset, size })?;
+                Ok(Message { mgr: mgr.clone(), body: Body::Block { seg, offset, delta, size } })
+            }
+            Record::Region { region, .. } => Err(MetaError::Unknown { kind: "region", id: region }),
+        }
+    }
+
+    fn release(&mut self) {
+        if let Body::Block { seg, offset, delta, .. } = std::mem::replace(&mut self.body, Body::Empty) {
+            let prev = seg.refcount(offset).fetch_sub(1, Ordering::Release);
+            if prev & 0xffff_ffff == 1 {
+                // Pairs with the other holders' Release decrements: their accesses happen before the free.
+                fence(Ordering::Acquire);
+                self.mgr.release(&seg, offset, delta);
+            }
+        }
+    }
+}
+
+impl Drop for Message {
+    fn drop(&mut self) {
+        self.release();
+    }
+}

@@ -1,0 +1,363 @@
+//! The metadata wire format: what travels over the ZeroMQ socket instead of the payload.
+//!
+//! Little-endian, fixed layouts, a version byte first. One ZeroMQ frame holds either one record (a
+//! single message) or a multipart header followed by one record per part. A one-part multipart is
+//! sent as a single record, so single and multipart calls interoperate as with the zeromq transport.
+//!
+//! | record | bytes | layout |
+//! |---|---|---|
+//! | empty message | 8 | `version u8, tag=0 u8, 6 zero bytes` |
+//! | block in a managed segment | 24 | `version u8, tag=1 u8, segment u16, delta u32, offset u64, size u64` |
+//! | piece of an unmanaged region | 40 | `version u8, tag=2 u8, region u16, flags u32, offset u64, size u64, hint u64, shared u64` |
+//! | multipart header | 8 | `version u8, tag=3 u8, 2 zero bytes, count u32`, then `count` records |
+//!
+//! `offset` of a block is its header's offset in the segment; `delta` is the distance from there to
+//! the user data. A region record's `offset` is the data's offset in the region, `shared` the handle of
+//! its shared reference count (`u64::MAX`: none). A frame may be padded with zero bytes (option
+//! `--shm-metadata-msg-size`). 24 bytes fit libzmq's inline "very small message" (33 bytes): a single
+//! message costs no allocation in libzmq on either side.
+//!
+//! [`decode`] checks the structure only; the receiver then checks every record against its mappings.
+
+/// Format version written by this build.
+pub const VERSION: u8 = 1;
+const TAG_EMPTY: u8 = 0;
+const TAG_BLOCK: u8 = 1;
+const TAG_REGION: u8 = 2;
+const TAG_MULTI: u8 = 3;
+/// Size of an empty-message record.
+pub const EMPTY_LEN: usize = 8;
+/// Size of a managed-block record.
+pub const BLOCK_LEN: usize = 24;
+/// Size of a region record.
+pub const REGION_LEN: usize = 40;
+/// Size of the multipart header.
+pub const MULTI_LEN: usize = 8;
+/// Largest single record.
+pub const MAX_RECORD_LEN: usize = REGION_LEN;
+/// `shared` value meaning "no shared reference count".
+pub const NOT_SHARED: u64 = u64::MAX;
+
+/// One message's metadata.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Record {
+    /// A message without a buffer (size 0).
+    Empty,
+    /// A block of a managed segment.
+    Block {
+        /// Segment id.
+        segment: u16,
+        /// Offset of the block header.
+        offset: u64,
+        /// From the block header to the user data.
+        delta: u32,
+        /// User size.
+        size: u64,
+    },
+    /// A piece of an unmanaged region.
+    Region {
+        /// Region id.
+        region: u16,
+        /// Reserved flags (0).
+        flags: u32,
+        /// Offset of the data in the region.
+        offset: u64,
+        /// Size of the data.
+        size: u64,
+        /// The creator's hint, returned in its release callback.
+        hint: u64,
+        /// Handle of the shared reference count, or [`NOT_SHARED`].
+        shared: u64,
+    },
+}
+
+/// Why a frame is not valid metadata.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MetaError {
+    /// Fewer bytes than the record or header needs.
+    #[error(
+        "not a valid shared-memory message: needs {need} bytes, got {got} (is the sender using the zeromq transport?)"
+    )]
+    Truncated {
+        /// Bytes required.
+        need: usize,
+        /// Bytes present.
+        got: usize,
+    },
+    /// A format version this build does not read.
+    #[error("shared-memory metadata version {0} is not supported (this build reads version {VERSION})")]
+    Version(u8),
+    /// An unknown record tag.
+    #[error("unknown shared-memory metadata record type {0}")]
+    Tag(u8),
+    /// Non-zero bytes after the last record, or in reserved fields.
+    #[error("unexpected bytes in shared-memory metadata at {0}")]
+    Garbage(usize),
+    /// A multipart frame where a single message was expected.
+    #[error("received a multipart message ({0} parts) where a single message was expected")]
+    Multipart(usize),
+    /// A record that points outside what it refers to.
+    #[error("shared-memory metadata points outside segment {segment}: offset {offset}, size {size}")]
+    OutOfBounds {
+        /// Segment or region id.
+        segment: u16,
+        /// Offset given.
+        offset: u64,
+        /// Size given.
+        size: u64,
+    },
+    /// A record whose offset is not a used block (freed, or never allocated).
+    #[error("shared-memory metadata refers to no live block: segment {segment}, offset {offset}")]
+    NotABlock {
+        /// Segment id.
+        segment: u16,
+        /// Offset given.
+        offset: u64,
+    },
+    /// A segment or region id that does not exist in this session.
+    #[error("unknown shared-memory {kind} {id}")]
+    Unknown {
+        /// "segment" or "region".
+        kind: &'static str,
+        /// The id.
+        id: u16,
+    },
+}
+
+impl Record {
+    /// Encoded size.
+    pub fn len(&self) -> usize {
+        match self {
+            Record::Empty => EMPTY_LEN,
+            Record::Block { .. } => BLOCK_LEN,
+            Record::Region { .. } => REGION_LEN,
+        }
+    }
+
+    /// Whether this is the empty record (for clippy's `len` convention: the encoding is never empty).
+    pub fn is_empty(&self) -> bool {
+        matches!(self, Record::Empty)
+    }
+
+    /// Appends the encoding to `out`.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        match *self {
+            Record::Empty => out.extend_from_slice(&[VERSION, TAG_EMPTY, 0, 0, 0, 0, 0, 0]),
+            Record::Block { segment, offset, delta, size } => {
+                out.extend_from_slice(&[VERSION, TAG_BLOCK]);
+                out.extend_from_slice(&segment.to_le_bytes());
+                out.extend_from_slice(&delta.to_le_bytes());
+                out.extend_from_slice(&offset.to_le_bytes());
+                out.extend_from_slice(&size.to_le_bytes());
+            }
+            Record::Region { region, flags, offset, size, hint, shared } => {
+                out.extend_from_slice(&[VERSION, TAG_REGION]);
+                out.extend_from_slice(&region.to_le_bytes());
+                out.extend_from_slice(&flags.to_le_bytes());
+                for v in [offset, size, hint, shared] {
+                    out.extend_from_slice(&v.to_le_bytes());
+                }
+            }
+        }
+    }
+
+    /// Decodes one record at the start of `buf`; returns it and its length.
+    pub fn decode(buf: &[u8]) -> Result<(Record, usize), MetaError> {
+        let head = need(buf, 2)?;
+        if head[0] != VERSION {
+            return Err(MetaError::Version(head[0]));
+        }
+        match head[1] {
+            TAG_EMPTY => {
+                let b = need(buf, EMPTY_LEN)?;
+                zeros(b, 2..EMPTY_LEN)?;
+                Ok((Record::Empty, EMPTY_LEN))
+            }
+            TAG_BLOCK => {
+                let b = need(buf, BLOCK_LEN)?;
+                let rec = Record::Block {
+                    segment: u16::from_le_bytes([b[2], b[3]]),
+                    delta: u32_at(b, 4),
+                    offset: u64_at(b, 8),
+                    size: u64_at(b, 16),
+                };
+                Ok((rec, BLOCK_LEN))
+            }
+            TAG_REGION => {
+                let b = need(buf, REGION_LEN)?;
+                let rec = Record::Region {
+                    region: u16::from_le_bytes([b[2], b[3]]),
+                    flags: u32_at(b, 4),
+                    offset: u64_at(b, 8),
+                    size: u64_at(b, 16),
+                    hint: u64_at(b, 24),
+                    shared: u64_at(b, 32),
+                };
+                Ok((rec, REGION_LEN))
+            }
+            t => Err(MetaError::Tag(t)),
+        }
+    }
+
+    /// Payload size the record describes.
+    pub fn size(&self) -> u64 {
+        match self {
+            Record::Empty => 0,
+            Record::Block { size, .. } | Record::Region { size, .. } => *size,
+        }
+    }
+}
+
+fn need(buf: &[u8], n: usize) -> Result<&[u8], MetaError> {
+    buf.get(..n).ok_or(MetaError::Truncated { need: n, got: buf.len() })
+}
+
+fn zeros(buf: &[u8], range: std::ops::Range<usize>) -> Result<(), MetaError> {
+    match buf[range.clone()].iter().position(|&b| b != 0) {
+        None => Ok(()),
+        Some(i) => Err(MetaError::Garbage(range.start + i)),
+    }
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().expect("length checked by `need`"))
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("length checked by `need`"))
+}
+
+/// Encodes one message's frame, zero-padded to at least `min_len` bytes.
+pub fn encode_single(rec: &Record, min_len: usize, out: &mut Vec<u8>) {
+    out.clear();
+    rec.encode(out);
+    pad(out, min_len);
+}
+
+/// Encodes a multipart frame (a single record when there is one part), zero-padded to `min_len`.
+pub fn encode_parts(records: impl ExactSizeIterator<Item = Record>, min_len: usize, out: &mut Vec<u8>) {
+    out.clear();
+    let n = records.len();
+    if n != 1 {
+        out.extend_from_slice(&[VERSION, TAG_MULTI, 0, 0]);
+        out.extend_from_slice(&(n as u32).to_le_bytes());
+    }
+    for r in records {
+        r.encode(out);
+    }
+    pad(out, min_len);
+}
+
+fn pad(out: &mut Vec<u8>, min_len: usize) {
+    if out.len() < min_len {
+        out.resize(min_len, 0);
+    }
+}
+
+/// Decodes a frame into its records (one for a single message), appending them to `out`.
+/// Returns whether the frame was a multipart. On error `out` is left as it was.
+pub fn decode(frame: &[u8], out: &mut Vec<Record>) -> Result<bool, MetaError> {
+    let start = out.len();
+    decode_into(frame, out).inspect_err(|_| out.truncate(start))
+}
+
+fn decode_into(frame: &[u8], out: &mut Vec<Record>) -> Result<bool, MetaError> {
+    let head = need(frame, 2)?;
+    if head[0] != VERSION {
+        return Err(MetaError::Version(head[0]));
+    }
+    let (count, mut at, multi) = if head[1] == TAG_MULTI {
+        let h = need(frame, MULTI_LEN)?;
+        zeros(h, 2..4)?;
+        let count = u32_at(h, 4) as usize;
+        // Every record takes at least 8 bytes: a count that cannot fit is refused before allocating.
+        if count > (frame.len() - MULTI_LEN) / EMPTY_LEN {
+            return Err(MetaError::Truncated { need: MULTI_LEN + count * EMPTY_LEN, got: frame.len() });
+        }
+        (count, MULTI_LEN, true)
+    } else {
+        (1, 0, false)
+    };
+    out.reserve(count);
+    for _ in 0..count {
+        let (rec, n) = Record::decode(&frame[at..])?;
+        out.push(rec);
+        at += n;
+    }
+    zeros(frame, at..frame.len())?;
+    Ok(multi)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn record() -> impl Strategy<Value = Record> {
+        prop_oneof![
+            Just(Record::Empty),
+            (any::<u16>(), any::<u64>(), any::<u32>(), any::<u64>())
+                .prop_map(|(segment, offset, delta, size)| Record::Block { segment, offset, delta, size }),
+            (any::<u16>(), any::<u32>(), any::<u64>(), any::<u64>(), any::<u64>(), any::<u64>()).prop_map(
+                |(region, flags, offset, size, hint, shared)| Record::Region {
+                    region,
+                    flags,
+                    offset,
+                    size,
+                    hint,
+                    shared
+                }
+            ),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn round_trip(recs in prop::collection::vec(record(), 0..20), pad in 0usize..200) {
+            let mut buf = Vec::new();
+            encode_parts(recs.iter().copied(), pad, &mut buf);
+            prop_assert!(buf.len() >= pad);
+            let mut out = Vec::new();
+            let multi = decode(&buf, &mut out).unwrap();
+            prop_assert_eq!(multi, recs.len() != 1);
+            prop_assert_eq!(out, recs);
+        }
+
+        #[test]
+        fn random_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..300)) {
+            let mut out = Vec::new();
+            let _ = decode(&bytes, &mut out);
+        }
+    }
+
+    #[test]
+    fn layout_is_fixed() {
+        let mut buf = Vec::new();
+        encode_single(&Record::Block { segment: 0x0102, offset: 0x1000, delta: 32, size: 5 }, 0, &mut buf);
+        assert_eq!(buf.len(), 24, "fits libzmq's inline small message");
+        assert_eq!(&buf[..8], &[1, 1, 2, 1, 32, 0, 0, 0]);
+        assert_eq!(&buf[8..16], &0x1000u64.to_le_bytes());
+        assert_eq!(&buf[16..], &5u64.to_le_bytes());
+    }
+
+    #[test]
+    fn corruptions_are_rejected() {
+        let mut out = Vec::new();
+        assert!(matches!(decode(&[], &mut out), Err(MetaError::Truncated { .. })));
+        assert!(matches!(decode(&[2, 1], &mut out), Err(MetaError::Version(2))));
+        assert!(matches!(decode(&[1, 9], &mut out), Err(MetaError::Tag(9))));
+        assert!(matches!(decode(&[1, 1, 0, 0], &mut out), Err(MetaError::Truncated { need: 24, got: 4 })));
+        let mut buf = Vec::new();
+        encode_single(&Record::Empty, 16, &mut buf);
+        buf[12] = 7;
+        assert!(matches!(decode(&buf, &mut out), Err(MetaError::Garbage(12))));
+        // A multipart claiming four billion parts in 8 bytes.
+        let huge = [1, 3, 0, 0, 0xff, 0xff, 0xff, 0xff];
+        assert!(matches!(decode(&huge, &mut out), Err(MetaError::Truncated { .. })));
+        // A multipart with a nested multipart header.
+        let nested = [1, 3, 0, 0, 1, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 0];
+        assert!(matches!(decode(&nested, &mut out), Err(MetaError::Tag(3))));
+        assert!(out.is_empty(), "nothing decoded from bad frames");
+    }
+}

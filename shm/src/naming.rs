@@ -1,0 +1,87 @@
+//! Every shared-memory object name of a session, made in one place.
+//!
+//! Names start with `fmqrs_<shmId>_`; C++ FairMQ's start with `fmq_`, so the two formats (which are
+//! not compatible) never open each other's objects.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Where POSIX shared memory lives on Linux.
+pub const SHM_DIR: &str = "/dev/shm";
+/// Prefix of every object of ours.
+pub const PREFIX: &str = "fmqrs_";
+
+/// Names of one session's objects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Names {
+    shm_id: String,
+}
+
+static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+impl Names {
+    /// Names for the session with this shmId.
+    pub fn new(shm_id: &str) -> Self {
+        Names { shm_id: shm_id.to_owned() }
+    }
+
+    /// The shmId.
+    pub fn shm_id(&self) -> &str {
+        &self.shm_id
+    }
+
+    /// `fmqrs_<shmId>_`: every object of the session starts with it.
+    pub fn session_prefix(&self) -> String {
+        format!("{PREFIX}{}_", self.shm_id)
+    }
+
+    /// The management segment.
+    pub fn management(&self) -> String {
+        format!("{}mng", self.session_prefix())
+    }
+
+    /// Managed segment `id`.
+    pub fn segment(&self, id: u16) -> String {
+        format!("{}m_{id}", self.session_prefix())
+    }
+
+    /// Unmanaged region `id` (as a shared-memory object, or a file name under the region's path).
+    pub fn region(&self, id: u16) -> String {
+        format!("{}rg_{id}", self.session_prefix())
+    }
+
+    /// A temporary name unique to this process and call, for race-free creation.
+    pub fn tmp(&self) -> String {
+        let n = TMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+        format!("{}tmp_{}_{n}", self.session_prefix(), std::process::id())
+    }
+
+    /// The pid in a temporary name of this session, if `name` is one.
+    pub fn tmp_owner(&self, name: &str) -> Option<u32> {
+        let rest = name.strip_prefix(&self.session_prefix())?.strip_prefix("tmp_")?;
+        rest.split('_').next()?.parse().ok()
+    }
+
+    /// Path of a shared-memory object.
+    pub fn path(name: &str) -> PathBuf {
+        PathBuf::from(SHM_DIR).join(name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_the_scheme() {
+        let n = Names::new("eca859e3");
+        assert_eq!(n.management(), "fmqrs_eca859e3_mng");
+        assert_eq!(n.segment(0), "fmqrs_eca859e3_m_0");
+        assert_eq!(n.region(1024), "fmqrs_eca859e3_rg_1024");
+        let t = n.tmp();
+        assert!(t.starts_with("fmqrs_eca859e3_tmp_"));
+        assert_eq!(n.tmp_owner(&t), Some(std::process::id()));
+        assert_eq!(n.tmp_owner("fmqrs_eca859e3_m_0"), None);
+        assert_eq!(Names::path("x"), PathBuf::from("/dev/shm/x"));
+    }
+}

@@ -1,0 +1,355 @@
+//! A managed segment: a shared-memory file holding a header, a robust mutex and a TLSF heap that
+//! every process of the session allocates from and frees to.
+//!
+//! | bytes | content |
+//! |---|---|
+//! | 0..128 | header words: magic, layout version, size, heap bounds, id, free epoch (futex), waiters, recoveries |
+//! | 128..192 | the robust process-shared mutex guarding the heap |
+//! | 192.. | TLSF control words |
+//! | `HEAP_START`..size | blocks |
+
+use crate::error::ShmError;
+use crate::sys::futex;
+use crate::sys::mapping::{Created, Mapping};
+use crate::sys::robust_mutex::{RobustMutex, MUTEX_BYTES};
+use crate::tlsf::{self, Block, Tlsf};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+const MAGIC: u64 = u64::from_le_bytes(*b"FMQRSSEG");
+/// Bumped whenever the layout changes: processes of different layouts refuse each other's segments.
+const LAYOUT: u64 = 1;
+const W_MAGIC: usize = 0;
+const W_LAYOUT: usize = 1;
+const W_SIZE: usize = 2;
+const W_HEAP_START: usize = 3;
+const W_HEAP_END: usize = 4;
+const W_ID: usize = 5;
+const W_EPOCH: usize = 6;
+const W_WAITERS: usize = 7;
+const W_RECOVERIES: usize = 8;
+const MUTEX_AT: usize = 128;
+const CTL_WORD: usize = (MUTEX_AT + MUTEX_BYTES) / 8;
+const HEAP_START: u64 = 8192;
+const _: () = assert!(((CTL_WORD + tlsf::CONTROL_WORDS) * 8) as u64 <= HEAP_START);
+
+/// Smallest segment we create (header plus a little heap).
+pub const MIN_SEGMENT_SIZE: u64 = HEAP_START + 4096;
+
+/// Memory figures of a segment.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SegmentStats {
+    /// Segment id.
+    pub id: u16,
+    /// Total size in bytes.
+    pub size: u64,
+    /// Free bytes (in free blocks).
+    pub free: u64,
+    /// Used bytes (size minus free; headers and bookkeeping included).
+    pub used: u64,
+    /// Free blocks.
+    pub free_blocks: u64,
+    /// Used blocks.
+    pub used_blocks: u64,
+    /// 1 - largest free block / free bytes: 0 when all free memory is in one piece.
+    pub fragmentation: f64,
+    /// How often the allocator was repaired after a process died holding its lock.
+    pub recoveries: u64,
+}
+
+/// One managed segment mapped in this process.
+pub struct Segment {
+    map: Mapping,
+    id: u16,
+    mutex: RobustMutex,
+    heap_end: u64,
+}
+
+impl std::fmt::Debug for Segment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Segment").field("id", &self.id).field("size", &self.size()).finish()
+    }
+}
+
+/// Options applied when a segment is created or opened.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct SegmentInit {
+    pub zero: bool,
+    pub mlock: bool,
+}
+
+impl Segment {
+    /// Creates the segment at `path` (race-free), or opens it if another process created it first.
+    /// Returns the segment and whether we created it.
+    pub(crate) fn open_or_create(path: &Path, tmp: &Path, id: u16, size: u64) -> Result<(Segment, bool), ShmError> {
+        let name = path.display().to_string();
+        let size = size / 16 * 16;
+        let created = Mapping::create(path, tmp, size as usize, |m| {
+            let w = m.words();
+            for (i, v) in [(W_LAYOUT, LAYOUT), (W_SIZE, size), (W_HEAP_START, HEAP_START), (W_HEAP_END, size)] {
+                w[i].store(v, Ordering::Relaxed);
+            }
+            w[W_ID].store(u64::from(id), Ordering::Relaxed);
+            let mutex_ptr = m.range_ptr(MUTEX_AT, MUTEX_BYTES).expect("header inside the mapping");
+            // SAFETY: the object is still private to us (not linked yet); the range is inside it and
+            // 64-aligned.
+            unsafe { RobustMutex::init(mutex_ptr)? };
+            Tlsf::new(w, CTL_WORD, HEAP_START, size).format();
+            // Magic last: a segment is only recognised once it is complete.
+            w[W_MAGIC].store(MAGIC, Ordering::Release);
+            Ok(())
+        })
+        .map_err(|e| ShmError::io("creating managed segment", &name, e))?;
+        match created {
+            Created::New(map) => Ok((Segment::from_mapping(map, id)?, true)),
+            Created::Exists => Ok((Segment::open(path, id)?, false)),
+        }
+    }
+
+    /// Opens an existing segment and checks its header.
+    pub(crate) fn open(path: &Path, id: u16) -> Result<Segment, ShmError> {
+        let name = path.display().to_string();
+        let map = Mapping::open(path).map_err(|e| ShmError::io("opening managed segment", &name, e))?;
+        Segment::from_mapping(map, id)
+    }
+
+    fn from_mapping(map: Mapping, id: u16) -> Result<Segment, ShmError> {
+        let bad = |reason: String| ShmError::Layout { name: map.path().display().to_string(), reason };
+        if map.len() < MIN_SEGMENT_SIZE as usize {
+            return Err(bad(format!("size {} is too small", map.len())));
+        }
+        let w = map.words();
+        let get = |i: usize| w[i].load(Ordering::Acquire);
+        if get(W_MAGIC) != MAGIC {
+            return Err(bad("not a fairmq-rs managed segment".into()));
+        }
+        if get(W_LAYOUT) != LAYOUT {
+            return Err(bad(format!("layout version {} (this build uses {LAYOUT})", get(W_LAYOUT))));
+        }
+        let (size, start, end) = (get(W_SIZE), get(W_HEAP_START), get(W_HEAP_END));
+        if size != map.len() as u64 || start != HEAP_START || end != size || end % 16 != 0 {
+            return Err(bad(format!("inconsistent header: size {size}, heap {start}..{end}, file {}", map.len())));
+        }
+        if get(W_ID) != u64::from(id) {
+            return Err(bad(format!("segment id {} where {id} was expected", get(W_ID))));
+        }
+        let mutex_ptr = map.range_ptr(MUTEX_AT, MUTEX_BYTES).expect("size checked above");
+        // SAFETY: the creator initialised a robust mutex there before publishing the segment (magic
+        // checked above); the mapping lives as long as this Segment, which owns the handle.
+        let mutex = unsafe { RobustMutex::at(mutex_ptr) };
+        Ok(Segment { map, id, mutex, heap_end: end })
+    }
+
+    pub(crate) fn apply(&self, init: SegmentInit) -> Result<(), ShmError> {
+        let name = self.map.path().display().to_string();
+        if init.zero {
+            self.zero_free_memory()?;
+        }
+        if init.mlock {
+            self.map
+                .lock_in_memory()
+                .map_err(|e| ShmError::io("could not lock the managed segment memory", &name, e))?;
+        }
+        Ok(())
+    }
+
+    /// Segment id.
+    pub fn id(&self) -> u16 {
+        self.id
+    }
+
+    /// Total size.
+    pub fn size(&self) -> u64 {
+        self.map.len() as u64
+    }
+
+    fn words(&self) -> &[AtomicU64] {
+        self.map.words()
+    }
+
+    fn tlsf(&self) -> Tlsf<'_> {
+        Tlsf::new(self.words(), CTL_WORD, HEAP_START, self.heap_end)
+    }
+
+    /// Runs `f` on the heap under the segment lock, repairing the heap first if a holder died.
+    fn locked<T>(&self, f: impl FnOnce(&Tlsf<'_>) -> Result<T, ShmError>) -> Result<T, ShmError> {
+        let t = self.tlsf();
+        let mut repair = Ok(());
+        let _g = self.mutex.lock(|| {
+            self.words()[W_RECOVERIES].fetch_add(1, Ordering::Relaxed);
+            log::warn!("segment {}: a process died holding the allocator lock; repairing the heap", self.id);
+            repair = t.recover().map(drop);
+        })?;
+        repair?;
+        f(&t)
+    }
+
+    /// Largest user size one message may have in this segment.
+    pub fn capacity(&self) -> u64 {
+        self.tlsf().capacity()
+    }
+
+    /// Bytes of heap a request needs, if it can ever fit.
+    pub fn needed(&self, size: u64, align: u64) -> Option<u64> {
+        Tlsf::block_size_for(size, align).filter(|&n| n <= self.heap_end - HEAP_START)
+    }
+
+    /// Allocates up to `count` blocks for `size` bytes aligned to `align` under one lock, owned by
+    /// `owner` with reference count 1. Returns how many were allocated (appended to `out`).
+    pub(crate) fn allocate(
+        &self,
+        size: u64,
+        align: u64,
+        owner: u32,
+        count: usize,
+        out: &mut Vec<Block>,
+    ) -> Result<usize, ShmError> {
+        self.locked(|t| {
+            let mut n = 0;
+            while n < count {
+                match t.alloc(size, align, owner)? {
+                    Some(b) => out.push(b),
+                    None => break,
+                }
+                n += 1;
+            }
+            Ok(n)
+        })
+    }
+
+    /// Frees blocks under one lock; wakes processes waiting for memory. Bad offsets are logged and
+    /// skipped (they come from a damaged or hostile peer), the others are freed.
+    pub(crate) fn free(&self, offsets: &[u64]) -> Result<(), ShmError> {
+        if offsets.is_empty() {
+            return Ok(());
+        }
+        self.locked(|t| {
+            for &off in offsets {
+                if let Err(e) = t.free(off) {
+                    log::error!("segment {}: refusing to free block at {off}: {e}", self.id);
+                }
+            }
+            Ok(())
+        })?;
+        if self.words()[W_WAITERS].load(Ordering::Acquire) > 0 {
+            self.wake_waiters();
+        }
+        Ok(())
+    }
+
+    /// Gives back the tail of a used block beyond `keep` bytes (header included).
+    pub(crate) fn shrink(&self, offset: u64, keep: u64) -> Result<(), ShmError> {
+        self.locked(|t| Ok(t.shrink(offset, keep).map(drop)?))
+    }
+
+    /// The reference count word of a used block (low 32 bits: count; high: owner pid).
+    pub(crate) fn refcount(&self, offset: u64) -> &AtomicU64 {
+        &self.words()[(offset / 8 + 2) as usize]
+    }
+
+    /// Checks that a peer's record names a used block of this segment whose user bytes lie inside it.
+    pub(crate) fn check_block(&self, offset: u64, delta: u32, size: u64) -> Result<(), crate::meta::MetaError> {
+        let oob = crate::meta::MetaError::OutOfBounds { segment: self.id, offset, size };
+        let data = offset.checked_add(u64::from(delta)).ok_or(oob.clone())?;
+        let end = data.checked_add(size).ok_or(oob.clone())?;
+        if offset < HEAP_START || offset % tlsf::ALIGN != 0 || u64::from(delta) < tlsf::HDR || end > self.heap_end {
+            return Err(oob);
+        }
+        let t = self.tlsf();
+        match t.used_block(offset) {
+            Ok(bsize) if end <= offset + bsize && t.delta(offset).ok() == Some(u64::from(delta)) => Ok(()),
+            Ok(_) => Err(oob),
+            Err(_) => Err(crate::meta::MetaError::NotABlock { segment: self.id, offset }),
+        }
+    }
+
+    /// Local address of user data (range checked by `check_block` or at allocation).
+    pub(crate) fn data_ptr(&self, offset: u64, delta: u32, size: usize) -> *mut u8 {
+        self.map.range_ptr((offset + u64::from(delta)) as usize, size).expect("block range checked before use")
+    }
+
+    /// Size of a used block (for cache accounting).
+    pub(crate) fn block_size(&self, offset: u64) -> u64 {
+        self.tlsf().used_block(offset).unwrap_or(0)
+    }
+
+    /// Memory figures.
+    pub fn stats(&self) -> SegmentStats {
+        let s = self.tlsf().stats();
+        let fragmentation = if s.free_bytes == 0 { 0.0 } else { 1.0 - s.largest_free as f64 / s.free_bytes as f64 };
+        SegmentStats {
+            id: self.id,
+            size: self.size(),
+            free: s.free_bytes,
+            used: self.size() - s.free_bytes,
+            free_blocks: s.free_blocks,
+            used_blocks: s.used_blocks,
+            fragmentation,
+            recoveries: self.words()[W_RECOVERIES].load(Ordering::Relaxed),
+        }
+    }
+
+    /// Checks every allocator invariant (under the lock).
+    pub fn check(&self) -> Result<(), String> {
+        self.locked(|t| Ok(t.check())).map_err(|e| e.to_string())?
+    }
+
+    /// The free epoch: bumped by frees when someone waits for memory.
+    pub(crate) fn epoch(&self) -> u32 {
+        futex::low32(&self.words()[W_EPOCH])
+    }
+
+    /// Waits until a free happens or `timeout` passes (or `wake_waiters` is called).
+    pub(crate) fn wait_for_free(&self, seen_epoch: u32, timeout: Duration) {
+        let waiters = &self.words()[W_WAITERS];
+        waiters.fetch_add(1, Ordering::AcqRel);
+        futex::wait(&self.words()[W_EPOCH], seen_epoch, timeout);
+        waiters.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// Wakes every process waiting for memory in this segment.
+    pub(crate) fn wake_waiters(&self) {
+        futex::bump_and_wake_all(&self.words()[W_EPOCH]);
+    }
+
+    /// Used blocks whose owner is `pid`: (count, bytes).
+    pub fn owned_by(&self, pid: u32) -> Result<(u64, u64), ShmError> {
+        self.locked(|t| {
+            let owned = self.owned_blocks(t, pid);
+            Ok((owned.len() as u64, owned.iter().map(|b| b.1).sum()))
+        })
+    }
+
+    /// Frees every used block owned by `pid`; returns (count, bytes). Only safe when that process is
+    /// dead and never handed those blocks to anyone: a block in flight to a receiver would be freed twice.
+    pub fn reclaim_owned_by(&self, pid: u32) -> Result<(u64, u64), ShmError> {
+        let r = self.locked(|t| {
+            let owned = self.owned_blocks(t, pid);
+            for &(off, _) in &owned {
+                t.free(off)?;
+            }
+            Ok((owned.len() as u64, owned.iter().map(|b| b.1).sum()))
+        })?;
+        self.wake_waiters();
+        Ok(r)
+    }
+
+    fn owned_blocks(&self, t: &Tlsf<'_>, pid: u32) -> Vec<(u64, u64)> {
+        t.walk()
+            .filter(|&(off, _, free)| !free && (self.refcount(off).load(Ordering::Acquire) >> 32) as u32 == pid)
+            .map(|(off, size, _)| (off, size))
+            .collect()
+    }
+
+    fn zero_free_memory(&self) -> Result<(), ShmError> {
+        self.locked(|t| {
+            for (off, size, free) in t.walk() {
+                if free && size > tlsf::HDR {
+                    let _ = self.map.zero((off + tlsf::HDR) as usize, (size - tlsf::HDR) as usize);
+                }
+            }
+            Ok(())
+        })
+    }
+}

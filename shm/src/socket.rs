@@ -1,0 +1,197 @@
+//! Sockets of the shared-memory transport: a ZeroMQ socket that carries metadata records.
+//!
+//! Timeouts, interruption, linger and the poller are those of `fairmq-zmq`; the counters count
+//! payload bytes, not metadata bytes.
+
+use crate::error::ShmError;
+use crate::manager::Manager;
+use crate::message::Message;
+use crate::meta::{self, MetaError, Record};
+use fairmq_zmq::{AttachOptions, CounterSnapshot, Counters, SocketOptions, SocketType, TransferError, TransferResult};
+use std::cell::RefCell;
+use std::sync::Arc;
+
+/// A socket of the shared-memory transport. Not `Sync`, like a ZeroMQ socket.
+pub struct Socket {
+    // Declared first: closing it may wait for linger before the manager can go.
+    z: fairmq_zmq::Socket,
+    mgr: Arc<Manager>,
+    scratch: RefCell<(Vec<u8>, Vec<Record>)>,
+}
+
+impl std::fmt::Debug for Socket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Socket").field("id", &self.z.id()).finish()
+    }
+}
+
+fn meta_error(e: MetaError) -> TransferError {
+    log::error!("{e}");
+    ShmError::Metadata(e).into()
+}
+
+impl Socket {
+    pub(crate) fn new(z: fairmq_zmq::Socket, mgr: Arc<Manager>) -> Socket {
+        Socket { z, mgr, scratch: RefCell::new((Vec::with_capacity(64), Vec::new())) }
+    }
+
+    /// `<transport id>.<channel name>.<type>`.
+    pub fn id(&self) -> &str {
+        self.z.id()
+    }
+
+    /// The socket pattern.
+    pub fn socket_type(&self) -> SocketType {
+        self.z.socket_type()
+    }
+
+    /// The metadata socket, for its options (linger, queue sizes: a multipart counts once).
+    pub fn metadata_socket(&self) -> &fairmq_zmq::Socket {
+        &self.z
+    }
+
+    /// Applies a channel's options to the metadata socket.
+    pub fn set_options(&self, o: &SocketOptions) -> Result<(), ShmError> {
+        Ok(self.z.set_options(o)?)
+    }
+
+    /// Binds or connects a channel address (see [`fairmq_zmq::Socket::attach`]).
+    pub fn attach(&self, address: &str, o: &AttachOptions) -> Result<String, ShmError> {
+        Ok(self.z.attach(address, o)?)
+    }
+
+    /// Binds one endpoint.
+    pub fn bind(&self, address: &str) -> Result<(), ShmError> {
+        Ok(self.z.bind(address)?)
+    }
+
+    /// Connects one endpoint.
+    pub fn connect(&self, address: &str) -> Result<(), ShmError> {
+        Ok(self.z.connect(address)?)
+    }
+
+    fn check_session(&self, msg: &Message) -> Result<(), TransferError> {
+        if msg.same_session(&self.mgr) {
+            Ok(())
+        } else {
+            Err(ShmError::Config("message belongs to another shared-memory session".into()).into())
+        }
+    }
+
+    fn send_frame(&self, bytes: &[u8], timeout_ms: i32) -> Result<(), TransferError> {
+        let mut frame = fairmq_zmq::Message::from_slice(bytes);
+        self.z.send_uncounted(&mut frame, timeout_ms)
+    }
+
+    /// Sends one message: only its metadata travels. On success the receiver owns the block and
+    /// `msg` is empty; on any error `msg` is unchanged.
+    pub fn send(&self, msg: &mut Message, timeout_ms: i32) -> TransferResult {
+        self.check_session(msg)?;
+        let size = msg.size();
+        {
+            let (buf, _) = &mut *self.scratch.borrow_mut();
+            meta::encode_single(&msg.record(), self.mgr.config().metadata_msg_size, buf);
+            self.send_frame(buf, timeout_ms)?;
+        }
+        msg.hand_over();
+        self.z.shared_counters().record_tx(size);
+        Ok(size)
+    }
+
+    /// Sends all parts in one metadata frame. Empty multiparts are refused (as by the zeromq transport).
+    pub fn send_parts(&self, parts: &mut [Message], timeout_ms: i32) -> TransferResult {
+        if parts.is_empty() {
+            return Err(TransferError::EmptyMultipart);
+        }
+        for p in parts.iter() {
+            self.check_session(p)?;
+        }
+        let total: usize = parts.iter().map(Message::size).sum();
+        {
+            let (buf, _) = &mut *self.scratch.borrow_mut();
+            meta::encode_parts(parts.iter().map(Message::record), self.mgr.config().metadata_msg_size, buf);
+            self.send_frame(buf, timeout_ms)?;
+        }
+        for p in parts.iter_mut() {
+            p.hand_over();
+        }
+        self.z.shared_counters().record_tx(total);
+        Ok(total)
+    }
+
+    /// Receives a frame; before blocking, frees what this process deferred (it would wait anyway).
+    fn receive_frame(&self, timeout_ms: i32) -> Result<fairmq_zmq::Message, TransferError> {
+        let mut frame = fairmq_zmq::Message::new();
+        match self.z.receive_uncounted(&mut frame, 0) {
+            Err(TransferError::Timeout) if timeout_ms != 0 => {
+                self.mgr.flush(false);
+                self.z.receive_uncounted(&mut frame, timeout_ms)?;
+            }
+            other => other?,
+        }
+        Ok(frame)
+    }
+
+    /// Turns records into messages; if any record is bad, the good ones are released (we own them)
+    /// and the error is returned.
+    fn messages(&self, records: &[Record], out: &mut Vec<Message>) -> Result<usize, TransferError> {
+        let start = out.len();
+        let mut first_error = None;
+        for &r in records {
+            match Message::from_record(&self.mgr, r) {
+                Ok(m) => out.push(m),
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        if let Some(e) = first_error {
+            out.truncate(start);
+            return Err(meta_error(e));
+        }
+        Ok(out[start..].iter().map(Message::size).sum())
+    }
+
+    /// Receives one message into `msg` (its previous block is released). A multipart frame is an
+    /// error here (its blocks are released).
+    pub fn receive(&self, msg: &mut Message, timeout_ms: i32) -> TransferResult {
+        let frame = self.receive_frame(timeout_ms)?;
+        let mut got = Vec::with_capacity(1);
+        {
+            let (_, recs) = &mut *self.scratch.borrow_mut();
+            recs.clear();
+            let multi = meta::decode(frame.data(), recs).map_err(meta_error)?;
+            self.messages(recs, &mut got)?;
+            if multi {
+                return Err(meta_error(MetaError::Multipart(recs.len())));
+            }
+        }
+        *msg = got.pop().expect("one record decoded");
+        let size = msg.size();
+        self.z.shared_counters().record_rx(size);
+        Ok(size)
+    }
+
+    /// Receives a multipart (or single) message and appends its parts to `parts`.
+    pub fn receive_parts(&self, parts: &mut Vec<Message>, timeout_ms: i32) -> TransferResult {
+        let frame = self.receive_frame(timeout_ms)?;
+        let total = {
+            let (_, recs) = &mut *self.scratch.borrow_mut();
+            recs.clear();
+            meta::decode(frame.data(), recs).map_err(meta_error)?;
+            self.messages(recs, parts)?
+        };
+        self.z.shared_counters().record_rx(total);
+        Ok(total)
+    }
+
+    /// Messages and payload bytes moved so far.
+    pub fn counters(&self) -> CounterSnapshot {
+        self.z.counters()
+    }
+
+    /// The counters, for reading from another thread.
+    pub fn shared_counters(&self) -> Arc<Counters> {
+        self.z.shared_counters()
+    }
+}

@@ -1,0 +1,154 @@
+//! The shared-memory transport: a ZeroMQ context for metadata plus the session's shared memory.
+
+use crate::config::ShmConfig;
+use crate::error::ShmError;
+use crate::manager::Manager;
+use crate::message::Message;
+use crate::segment::SegmentStats;
+use crate::socket::Socket;
+use fairmq_zmq::{SocketType, TransportConfig};
+use std::ffi::c_void;
+use std::sync::Arc;
+
+/// The shared-memory transport (FairMQ's `shmem::TransportFactory`). Cheap to clone.
+///
+/// Creating it attaches to the session (creating its objects if it is the first); when the last
+/// transport of the session is gone, the session's objects are removed (unless `no_cleanup`).
+#[derive(Clone, Debug)]
+pub struct Transport {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    // Declared first: the metadata context ends (with its linger) before the session is detached.
+    zmq: fairmq_zmq::Transport,
+    mgr: Arc<Manager>,
+}
+
+impl Transport {
+    /// Attaches to the session named by `config`.
+    pub fn new(config: &ShmConfig) -> Result<Transport, ShmError> {
+        let zmq = fairmq_zmq::Transport::with_config(&TransportConfig {
+            id: config.id.clone(),
+            io_threads: config.io_threads,
+        })?;
+        let mgr = Arc::new(Manager::new(config, zmq.interrupter().clone())?);
+        Ok(Transport { inner: Arc::new(Inner { zmq, mgr }) })
+    }
+
+    /// The transport id.
+    pub fn id(&self) -> &str {
+        self.inner.zmq.id()
+    }
+
+    /// The session's shmId.
+    pub fn shm_id(&self) -> &str {
+        self.inner.mgr.names().shm_id()
+    }
+
+    /// The settings in use.
+    pub fn config(&self) -> &ShmConfig {
+        self.inner.mgr.config()
+    }
+
+    /// A socket for the channel `name`.
+    pub fn socket(&self, ty: SocketType, name: &str) -> Result<Socket, ShmError> {
+        if matches!(ty, SocketType::Pub | SocketType::Sub | SocketType::XPub | SocketType::XSub) {
+            return Err(ShmError::Config("PUB/SUB socket type is not supported for shared memory transport".into()));
+        }
+        Ok(Socket::new(self.inner.zmq.socket(ty, name)?, self.inner.mgr.clone()))
+    }
+
+    /// An empty message (to receive into).
+    pub fn new_message(&self) -> Message {
+        Message::empty(self.inner.mgr.clone())
+    }
+
+    /// A message of `size` bytes in shared memory; its content is not initialised to anything in
+    /// particular. Fails per the out-of-memory policy.
+    pub fn new_message_with_size(&self, size: usize) -> Result<Message, ShmError> {
+        Message::allocate(self.inner.mgr.clone(), size, 0)
+    }
+
+    /// A message of `size` bytes whose data is aligned to `alignment` (at most 4096).
+    pub fn new_message_aligned(&self, size: usize, alignment: usize) -> Result<Message, ShmError> {
+        Message::allocate(self.inner.mgr.clone(), size, alignment)
+    }
+
+    /// A message holding a copy of `bytes`.
+    pub fn new_message_from_slice(&self, bytes: &[u8]) -> Result<Message, ShmError> {
+        Message::copy_of(self.inner.mgr.clone(), bytes)
+    }
+
+    /// FairMQ's `NewMessage(data, size, ffn, hint)`: the bytes are copied into shared memory and the
+    /// caller's buffer is released at once, by `ffn(data, hint)`, or by `free(data)` when `ffn` is
+    /// `None`. For `size == 0` nothing is allocated and nothing is called (as in FairMQ).
+    ///
+    /// # Safety
+    /// `data` must be valid for reads of `size` bytes, and `ffn` (or `free`) must be the right way to
+    /// release it.
+    pub unsafe fn new_message_from_raw_parts(
+        &self,
+        data: *mut u8,
+        size: usize,
+        ffn: Option<fairmq_zmq::FreeFn>,
+        hint: *mut c_void,
+    ) -> Result<Message, ShmError> {
+        if size == 0 {
+            return Ok(self.new_message());
+        }
+        // SAFETY: readable for `size` bytes (caller's contract).
+        let bytes = unsafe { std::slice::from_raw_parts(data, size) };
+        let m = self.new_message_from_slice(bytes)?;
+        // SAFETY: the caller says `ffn`/`free` releases `data`; the copy above was the last use.
+        unsafe {
+            match ffn {
+                Some(f) => f(data.cast(), hint),
+                None => libc::free(data.cast()),
+            }
+        }
+        Ok(m)
+    }
+
+    /// Makes blocked transfers, polls and out-of-memory retries of this transport return at once.
+    pub fn interrupt(&self) {
+        self.inner.zmq.interrupt();
+        self.inner.mgr.wake_allocators();
+    }
+
+    /// Transfers block again.
+    pub fn resume(&self) {
+        self.inner.zmq.resume();
+    }
+
+    /// Whether the transport is interrupted.
+    pub fn is_interrupted(&self) -> bool {
+        self.inner.zmq.is_interrupted()
+    }
+
+    /// Memory figures of the segment this transport allocates in.
+    pub fn segment_stats(&self) -> SegmentStats {
+        self.inner.mgr.own().stats()
+    }
+
+    /// Returns every block this process caches to the segment (frees happen lazily otherwise).
+    pub fn flush(&self) {
+        self.inner.mgr.flush(true);
+    }
+
+    /// Checks every invariant of the segment's allocator.
+    pub fn check_segment(&self) -> Result<(), String> {
+        self.inner.mgr.own().check()
+    }
+
+    /// The segment this transport allocates in (statistics, dead-process accounting).
+    pub fn segment(&self) -> &crate::segment::Segment {
+        self.inner.mgr.own()
+    }
+
+    /// Number of transports attached to the session.
+    pub fn attached_transports(&self) -> u64 {
+        self.inner.mgr.management().device_count()
+    }
+}
