@@ -16,11 +16,13 @@ use crate::tlsf::{Block, ALIGN, HDR, MIN_BLOCK};
 use std::sync::Arc;
 
 const MAX_MAGAZINES: usize = 8;
-/// Bytes a magazine may hold; sizes whose refill would be fewer than two blocks are not cached.
+/// Bytes a magazine may hold (at most 1/64 of the segment); sizes whose refill would be fewer than
+/// two blocks are not cached.
 const MAGAZINE_BYTES: u64 = 4 << 20;
 const MAGAZINE_BLOCKS: usize = 64;
 const REFILL_BLOCKS: usize = 32;
 const DEFERRED_BLOCKS: usize = 64;
+/// Bytes of deferred frees that trigger a flush (at most 1/64 of the segment).
 const DEFERRED_BYTES: u64 = 8 << 20;
 
 struct Magazine {
@@ -29,11 +31,12 @@ struct Magazine {
 }
 
 /// The caches of one transport.
-#[derive(Default)]
 pub(crate) struct Cache {
     magazines: Vec<Magazine>,
     deferred: Vec<(Arc<Segment>, u64)>,
     deferred_bytes: u64,
+    magazine_bytes: u64,
+    deferred_limit: u64,
 }
 
 /// What to do with a block whose last reference this process just dropped.
@@ -45,9 +48,21 @@ pub(crate) enum Released {
 }
 
 impl Cache {
+    /// Caches sized for a segment of `segment_size` bytes, so that what a process keeps cached can
+    /// never starve the others of a small segment.
+    pub fn new(segment_size: u64) -> Cache {
+        Cache {
+            magazines: Vec::new(),
+            deferred: Vec::new(),
+            deferred_bytes: 0,
+            magazine_bytes: MAGAZINE_BYTES.min(segment_size / 64),
+            deferred_limit: DEFERRED_BYTES.min(segment_size / 64),
+        }
+    }
+
     /// How many blocks of class `need` a refill takes, if the class is cached at all.
-    pub fn refill_count(need: u64, align: u64) -> Option<usize> {
-        let n = (MAGAZINE_BYTES / need) as usize;
+    pub fn refill_count(&self, need: u64, align: u64) -> Option<usize> {
+        let n = (self.magazine_bytes / need) as usize;
         (align <= ALIGN && n >= 2).then(|| n.min(REFILL_BLOCKS))
     }
 
@@ -82,8 +97,9 @@ impl Cache {
 
     /// Files a block this process released (reference count reached 0). `own` says whether it lies in
     /// the segment this process allocates from.
-    pub fn release(&mut self, seg: &Arc<Segment>, block: Block, own: bool) -> Released {
-        if own && u64::from(block.delta) == HDR {
+    /// `wanted`: some process waits for memory, so nothing is kept back.
+    pub fn release(&mut self, seg: &Arc<Segment>, block: Block, own: bool, wanted: bool) -> Released {
+        if own && !wanted && u64::from(block.delta) == HDR {
             if let Some(m) = self
                 .magazines
                 .iter_mut()
@@ -95,7 +111,9 @@ impl Cache {
         }
         self.deferred_bytes += block.size;
         self.deferred.push((seg.clone(), block.offset));
-        Released::Deferred(self.deferred.len() >= DEFERRED_BLOCKS || self.deferred_bytes >= DEFERRED_BYTES)
+        Released::Deferred(
+            wanted || self.deferred.len() >= DEFERRED_BLOCKS || self.deferred_bytes >= self.deferred_limit,
+        )
     }
 
     /// Takes the deferred frees (to be freed outside the cache lock).

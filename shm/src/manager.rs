@@ -49,13 +49,14 @@ impl Manager {
         };
         let mut segments = HashMap::new();
         segments.insert(own.id(), own.clone());
+        let cache = Mutex::new(Cache::new(own.size()));
         Ok(Manager {
             names,
             config: config.clone(),
             pid: std::process::id(),
             own,
             segments: RwLock::new(segments),
-            cache: Mutex::new(Cache::default()),
+            cache,
             interrupter,
             mng,
         })
@@ -165,12 +166,13 @@ impl Manager {
     }
 
     fn try_allocate(&self, size: u64, align: u64, need: u64) -> Result<Option<Block>, ShmError> {
-        let Some(refill) = Cache::refill_count(need, align) else {
+        let mut cache = self.cache.lock();
+        let Some(refill) = cache.refill_count(need, align) else {
+            drop(cache);
             let mut out = Vec::with_capacity(1);
             self.own.allocate(size, align, self.pid, 1, &mut out)?;
             return Ok(out.pop());
         };
-        let mut cache = self.cache.lock();
         if let Some(b) = cache.take(need) {
             drop(cache);
             self.own.refcount(b.offset).store((u64::from(self.pid) << 32) | 1, Ordering::Release);
@@ -196,7 +198,8 @@ impl Manager {
             // Record ourselves as owner while the block sits in our cache.
             seg.refcount(offset).store(u64::from(self.pid) << 32, Ordering::Relaxed);
         }
-        let flush = match self.cache.lock().release(seg, block, own) {
+        let wanted = seg.has_waiters();
+        let flush = match self.cache.lock().release(seg, block, own, wanted) {
             Released::Cached => false,
             Released::Deferred(flush) => flush,
         };

@@ -192,8 +192,8 @@ impl Message {
         Ok(())
     }
 
-    /// The metadata record describing this message.
-    pub(crate) fn record(&self) -> Record {
+    /// The metadata record that describes this message on the wire.
+    pub fn record(&self) -> Record {
         match &self.body {
             Body::Empty => Record::Empty,
             Body::Block { seg, offset, delta, size } => {

@@ -232,7 +232,7 @@ impl Segment {
             }
             Ok(())
         })?;
-        if self.words()[W_WAITERS].load(Ordering::Acquire) > 0 {
+        if self.has_waiters() {
             self.wake_waiters();
         }
         Ok(())
@@ -290,6 +290,16 @@ impl Segment {
         }
     }
 
+    /// Runs `f` while holding the allocator lock. For fault tests: a process killed inside `f` dies
+    /// holding the lock, and the next user must repair the heap.
+    #[doc(hidden)]
+    pub fn while_locked(&self, f: impl FnOnce()) -> Result<(), ShmError> {
+        self.locked(|_| {
+            f();
+            Ok(())
+        })
+    }
+
     /// Checks every allocator invariant (under the lock).
     pub fn check(&self) -> Result<(), String> {
         self.locked(|t| Ok(t.check())).map_err(|e| e.to_string())?
@@ -306,6 +316,11 @@ impl Segment {
         waiters.fetch_add(1, Ordering::AcqRel);
         futex::wait(&self.words()[W_EPOCH], seen_epoch, timeout);
         waiters.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// Whether some process waits for memory in this segment.
+    pub(crate) fn has_waiters(&self) -> bool {
+        self.words()[W_WAITERS].load(Ordering::Relaxed) > 0
     }
 
     /// Wakes every process waiting for memory in this segment.

@@ -1,0 +1,143 @@
+//! A peer process for cross-process tests of the shared-memory transport.
+//!
+//! ```text
+//! fairmq-shm-peer send <session> <address> <bind|connect> <count> <sizes,...> <sender-id>
+//! fairmq-shm-peer recv <session> <address> <bind|connect> <count> <senders>
+//! fairmq-shm-peer allocloop <session> <iterations, 0 = forever>
+//! fairmq-shm-peer holdlock <session>
+//! ```
+//! Every payload starts with its sequence number and sender id, followed by bytes derived from both;
+//! the receiver checks all of them and prints `received <messages> <bytes>`. Exit code 1 on any error.
+
+use fairmq_shm::{ShmConfig, Transport};
+use fairmq_zmq::{AttachOptions, Method, SocketType};
+use std::io::Write;
+use std::process::ExitCode;
+
+const SEGMENT_SIZE: u64 = 64 << 20;
+
+fn transport(id: &str, session: &str) -> Result<Transport, Box<dyn std::error::Error>> {
+    let mut c = ShmConfig::new(id, session);
+    c.segment_size = SEGMENT_SIZE;
+    c.bad_alloc = fairmq_shm::BadAllocPolicy::from_options(false, None, 10);
+    Ok(Transport::new(&c)?)
+}
+
+fn method(s: &str) -> Result<Method, Box<dyn std::error::Error>> {
+    Ok(s.parse::<Method>()?)
+}
+
+fn fill_byte(seq: u64, sender: u64, i: usize) -> u8 {
+    (seq.wrapping_mul(31).wrapping_add(sender * 7).wrapping_add(i as u64)) as u8
+}
+
+fn send(a: &[String]) -> Result<(), Box<dyn std::error::Error>> {
+    let (session, address, m, count) = (&a[0], &a[1], method(&a[2])?, a[3].parse::<u64>()?);
+    let sizes: Vec<usize> = a[4].split(',').map(str::parse).collect::<Result<_, _>>()?;
+    let sender: u64 = a[5].parse()?;
+    let t = transport(&format!("sender{sender}"), session)?;
+    let s = t.socket(SocketType::Push, "data")?;
+    s.metadata_socket().set_linger(-1)?;
+    s.attach(address, &AttachOptions::new(Some(m)))?;
+    for seq in 0..count {
+        let size = sizes[seq as usize % sizes.len()].max(16);
+        let mut msg = t.new_message_with_size(size)?;
+        let d = msg.data_mut()?;
+        d[..8].copy_from_slice(&seq.to_le_bytes());
+        d[8..16].copy_from_slice(&sender.to_le_bytes());
+        for (i, b) in d.iter_mut().enumerate().skip(16) {
+            *b = fill_byte(seq, sender, i);
+        }
+        s.send(&mut msg, -1)?;
+    }
+    println!("sent {count}");
+    Ok(())
+}
+
+fn recv(a: &[String]) -> Result<(), Box<dyn std::error::Error>> {
+    let (session, address, m, count, senders) =
+        (&a[0], &a[1], method(&a[2])?, a[3].parse::<u64>()?, a[4].parse::<usize>()?);
+    let t = transport("receiver", session)?;
+    let s = t.socket(SocketType::Pull, "data")?;
+    s.attach(address, &AttachOptions::new(Some(m)))?;
+    println!("ready");
+    std::io::stdout().flush()?;
+    let mut next = vec![0u64; senders];
+    let mut bytes = 0u64;
+    for _ in 0..count {
+        let mut msg = t.new_message();
+        s.receive(&mut msg, 60_000)?;
+        let d = msg.data();
+        let seq = u64::from_le_bytes(d[..8].try_into()?);
+        let sender = u64::from_le_bytes(d[8..16].try_into()?);
+        let expected = next.get_mut(sender as usize).ok_or(format!("unknown sender {sender}"))?;
+        if seq != *expected {
+            return Err(format!("sender {sender}: expected message {expected}, got {seq}").into());
+        }
+        *expected += 1;
+        if let Some(i) = d.iter().enumerate().skip(16).position(|(i, &b)| b != fill_byte(seq, sender, i)) {
+            return Err(format!("sender {sender} message {seq}: byte {} differs", i + 16).into());
+        }
+        bytes += d.len() as u64;
+    }
+    println!("received {count} {bytes}");
+    let c = s.counters();
+    println!("counters {} {}", c.messages_rx, c.bytes_rx);
+    Ok(())
+}
+
+/// Allocates and frees as fast as it can, keeping a few blocks alive, each filled with a stamp of
+/// this process; a stamp changed by someone else means a block was handed out twice.
+fn allocloop(a: &[String]) -> Result<(), Box<dyn std::error::Error>> {
+    let (session, iterations) = (&a[0], a[1].parse::<u64>()?);
+    let t = transport("allocloop", session)?;
+    let stamp = std::process::id() as u8 | 1;
+    let mut live: Vec<fairmq_shm::Message> = Vec::new();
+    let mut n = 0u64;
+    println!("running");
+    std::io::stdout().flush()?;
+    while iterations == 0 || n < iterations {
+        let size = 16 + (n.wrapping_mul(2654435761) % 70_000) as usize;
+        let mut m = t.new_message_with_size(size)?;
+        m.data_mut()?.fill(stamp);
+        live.push(m);
+        if live.len() > 8 {
+            let m = live.swap_remove((n % 8) as usize);
+            if m.data().iter().any(|&b| b != stamp) {
+                return Err("a block was handed out twice: its bytes changed under us".into());
+            }
+        }
+        n += 1;
+    }
+    println!("done {n}");
+    Ok(())
+}
+
+fn holdlock(a: &[String]) -> Result<(), Box<dyn std::error::Error>> {
+    let t = transport("holdlock", &a[0])?;
+    t.segment().while_locked(|| {
+        println!("locked");
+        let _ = std::io::stdout().flush();
+        std::thread::sleep(std::time::Duration::from_secs(3600));
+    })?;
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let need = |n: usize| args.len() > n;
+    let r = match args.first().map(String::as_str) {
+        Some("send") if need(6) => send(&args[1..]),
+        Some("recv") if need(5) => recv(&args[1..]),
+        Some("allocloop") if need(2) => allocloop(&args[1..]),
+        Some("holdlock") if need(1) => holdlock(&args[1..]),
+        _ => Err("usage: see the file's documentation (send|recv|allocloop|holdlock ...)".into()),
+    };
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("fairmq-shm-peer: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,142 @@
+//! Helpers for the shared-memory tests: a session guard that removes every object of the session
+//! (also when a test fails), and peer processes that are killed and reaped when dropped.
+#![allow(dead_code)]
+
+use fairmq_shm::{management, Names, ShmConfig, Transport};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+static NEXT: AtomicUsize = AtomicUsize::new(0);
+
+/// A unique session; its shared-memory objects are removed on drop.
+pub struct Session {
+    pub name: String,
+    names: Names,
+    _dir: tempfile::TempDir,
+}
+
+impl Session {
+    pub fn new(tag: &str) -> Session {
+        let name = format!("t{}-{}-{tag}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+        let names = Names::new(&fairmq_shm::shm_id(&name));
+        Session { name, names, _dir: tempfile::tempdir().unwrap() }
+    }
+
+    pub fn config(&self, id: &str) -> ShmConfig {
+        let mut c = ShmConfig::new(id, &self.name);
+        c.segment_size = 64 << 20;
+        c
+    }
+
+    pub fn transport(&self, id: &str) -> Transport {
+        Transport::new(&self.config(id)).expect("shm transport")
+    }
+
+    /// An ipc address in a private temporary directory.
+    pub fn ipc(&self, what: &str) -> String {
+        format!("ipc://{}/{what}", self._dir.path().display())
+    }
+
+    /// Names of this session's objects currently in /dev/shm.
+    pub fn objects(&self) -> Vec<String> {
+        let prefix = self.names.session_prefix();
+        let mut v: Vec<String> = std::fs::read_dir("/dev/shm")
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(&prefix))
+            .collect();
+        v.sort();
+        v
+    }
+
+    pub fn names(&self) -> &Names {
+        &self.names
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        management::remove_session(&self.names);
+    }
+}
+
+/// A peer process; killed and reaped on drop.
+pub struct Peer {
+    child: Child,
+    lines: Receiver<String>,
+    pub seen: Vec<String>,
+}
+
+pub fn peer(args: &[&str]) -> Peer {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fairmq-shm-peer"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn peer");
+    let out = child.stdout.take().unwrap();
+    let (tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    Peer { child, lines, seen: Vec::new() }
+}
+
+pub const GENEROUS: Duration = Duration::from_secs(60);
+
+impl Peer {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits for an output line starting with `prefix`; returns it.
+    pub fn expect_line(&mut self, prefix: &str) -> String {
+        let deadline = Instant::now() + GENEROUS;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(l) => {
+                    self.seen.push(l.clone());
+                    if l.starts_with(prefix) {
+                        return l;
+                    }
+                }
+                Err(_) => panic!("peer {} never printed '{prefix}' (saw {:?})", self.pid(), self.seen),
+            }
+        }
+    }
+
+    /// Waits for the process to end (generous timeout); returns its status.
+    pub fn wait(&mut self) -> ExitStatus {
+        let deadline = Instant::now() + GENEROUS;
+        loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                while let Ok(l) = self.lines.recv_timeout(Duration::from_millis(200)) {
+                    self.seen.push(l);
+                }
+                return s;
+            }
+            assert!(Instant::now() < deadline, "peer {} did not end in time", self.pid());
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
