@@ -2,12 +2,14 @@
 //!
 //! ```text
 //! fairmq-shm-peer send <session> <address> <bind|connect> <count> <sizes,...> <sender-id>
-//! fairmq-shm-peer recv <session> <address> <bind|connect> <count> <senders>
+//! fairmq-shm-peer recv <session> <address> <bind|connect> <count> <senders> [gaps]
 //! fairmq-shm-peer allocloop <session> <iterations, 0 = forever>
 //! fairmq-shm-peer holdlock <session>
 //! ```
 //! Every payload starts with its sequence number and sender id, followed by bytes derived from both;
 //! the receiver checks all of them and prints `received <messages> <bytes>`. Exit code 1 on any error.
+//! A receiver with count 0 receives until nothing arrives for 2 s; with `gaps`, sequence numbers of a
+//! sender must only increase (another receiver gets the rest), not follow each other.
 
 use fairmq_shm::{ShmConfig, Transport};
 use fairmq_zmq::{AttachOptions, Method, SocketType};
@@ -57,30 +59,36 @@ fn send(a: &[String]) -> Result<(), Box<dyn std::error::Error>> {
 fn recv(a: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     let (session, address, m, count, senders) =
         (&a[0], &a[1], method(&a[2])?, a[3].parse::<u64>()?, a[4].parse::<usize>()?);
+    let gaps = a.get(5).is_some_and(|g| g == "gaps");
     let t = transport("receiver", session)?;
     let s = t.socket(SocketType::Pull, "data")?;
     s.attach(address, &AttachOptions::new(Some(m)))?;
     println!("ready");
     std::io::stdout().flush()?;
     let mut next = vec![0u64; senders];
-    let mut bytes = 0u64;
-    for _ in 0..count {
+    let (mut n, mut bytes) = (0u64, 0u64);
+    while count == 0 || n < count {
         let mut msg = t.new_message();
-        s.receive(&mut msg, 60_000)?;
+        match s.receive(&mut msg, if count == 0 { 2000 } else { 60_000 }) {
+            Ok(_) => {}
+            Err(fairmq_zmq::TransferError::Timeout) if count == 0 => break,
+            Err(e) => return Err(e.into()),
+        }
         let d = msg.data();
         let seq = u64::from_le_bytes(d[..8].try_into()?);
         let sender = u64::from_le_bytes(d[8..16].try_into()?);
         let expected = next.get_mut(sender as usize).ok_or(format!("unknown sender {sender}"))?;
-        if seq != *expected {
+        if seq != *expected && !(gaps && seq > *expected) {
             return Err(format!("sender {sender}: expected message {expected}, got {seq}").into());
         }
-        *expected += 1;
+        *expected = seq + 1;
         if let Some(i) = d.iter().enumerate().skip(16).position(|(i, &b)| b != fill_byte(seq, sender, i)) {
             return Err(format!("sender {sender} message {seq}: byte {} differs", i + 16).into());
         }
         bytes += d.len() as u64;
+        n += 1;
     }
-    println!("received {count} {bytes}");
+    println!("received {n} {bytes}");
     let c = s.counters();
     println!("counters {} {}", c.messages_rx, c.bytes_rx);
     Ok(())

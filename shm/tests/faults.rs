@@ -1,0 +1,158 @@
+//! Crashes and bad input: processes killed with SIGKILL (in a tight alloc/free loop, holding the
+//! allocator lock, in the middle of a stream), and garbage metadata from a peer.
+
+mod common;
+use common::*;
+use fairmq_zmq::{Message as ZMessage, SocketType, TransferCode};
+use std::time::Duration;
+
+#[test]
+fn killed_in_an_alloc_free_loop_others_continue_and_no_block_is_lost() {
+    let s = Session::new("killloop");
+    let t = s.transport("parent");
+    t.flush();
+    let free0 = t.segment_stats().free;
+    let mut victim = peer(&["allocloop", &s.name, "0"]);
+    let mut survivor = peer(&["allocloop", &s.name, "20000"]);
+    victim.expect_line("running");
+    survivor.expect_line("running");
+    std::thread::sleep(Duration::from_millis(300));
+    let dead = victim.pid();
+    victim.kill();
+    // The parent allocates and frees too, while the survivor goes on.
+    for i in 0..2000 {
+        let mut m = t.new_message_with_size(100 + i).unwrap();
+        m.data_mut().unwrap().fill(9);
+    }
+    let status = survivor.wait();
+    assert!(status.success(), "the survivor saw no corruption and finished: {:?}", survivor.seen);
+    assert!(survivor.seen.iter().any(|l| l == "done 20000"));
+    t.flush();
+    // What the dead process held (live blocks, cached blocks) is still marked as its own:
+    let (count, bytes) = t.segment().owned_by(dead).unwrap();
+    let (rcount, rbytes) = t.segment().reclaim_owned_by(dead).unwrap();
+    assert_eq!((count, bytes), (rcount, rbytes));
+    t.check_segment().unwrap();
+    assert_eq!(t.segment_stats().free, free0, "free memory is back to where it started: nothing lost");
+    // Its live blocks plus its caches (at most 8 magazines of 64 and 64 deferred frees).
+    assert!((1..=8 * 64 + 64 + 9).contains(&count), "blocks held by the dead process: {count}");
+}
+
+#[test]
+fn killed_while_holding_the_allocator_lock() {
+    let s = Session::new("killlock");
+    let t = s.transport("parent");
+    let mut holder = peer(&["holdlock", &s.name]);
+    holder.expect_line("locked");
+    holder.kill();
+    // The next user gets the lock (owner died), repairs the heap and goes on.
+    let m = t.new_message_with_size(1000).unwrap();
+    assert_eq!(m.size(), 1000);
+    let stats = t.segment_stats();
+    assert_eq!(stats.recoveries, 1);
+    t.check_segment().unwrap();
+}
+
+#[test]
+fn sender_killed_mid_stream() {
+    let s = Session::new("killsender");
+    let t = s.transport("receiver");
+    let addr = s.ipc("stream");
+    let pull = t.socket(SocketType::Pull, "in").unwrap();
+    pull.bind(&addr).unwrap();
+    let mut tx = peer(&["send", &s.name, &addr, "connect", "100000000", "1000", "0"]);
+    let mut m = t.new_message();
+    for _ in 0..1000 {
+        pull.receive(&mut m, 30_000).unwrap();
+    }
+    tx.kill();
+    // Whatever was queued still arrives intact; then the stream simply ends.
+    let mut after = 0;
+    while pull.receive(&mut m, 1000).is_ok() {
+        assert_eq!(m.size(), 1000);
+        after += 1;
+    }
+    // A new sender works, and so does allocation.
+    let mut tx2 = peer(&["send", &s.name, &addr, "connect", "50", "2000", "0"]);
+    assert!(tx2.wait().success());
+    for _ in 0..50 {
+        pull.receive(&mut m, 30_000).unwrap();
+        assert_eq!(m.size(), 2000);
+    }
+    assert!(t.new_message_with_size(1 << 20).is_ok());
+    eprintln!("{after} messages arrived after the kill");
+}
+
+#[test]
+fn bad_metadata_is_rejected_and_nothing_breaks() {
+    let s = Session::new("badmeta");
+    let t = s.transport("r");
+    let addr = format!("{}-raw", s.ipc("meta"));
+    let pull = t.socket(SocketType::Pull, "in").unwrap();
+    pull.bind(&addr).unwrap();
+    let raw_t = fairmq_zmq::Transport::new("raw").unwrap();
+    let raw = raw_t.socket(SocketType::Push, "out").unwrap();
+    raw.connect(&addr).unwrap();
+
+    // A real block to corrupt records of.
+    let good = t.new_message_from_slice(&[5u8; 256]).unwrap();
+    let fairmq_shm::meta::Record::Block { segment, offset, delta, size } = good.record() else { panic!() };
+    let enc = |segment: u16, offset: u64, delta: u32, size: u64| {
+        let mut v = Vec::new();
+        fairmq_shm::meta::encode_single(&fairmq_shm::meta::Record::Block { segment, offset, delta, size }, 0, &mut v);
+        v
+    };
+    let mut frames: Vec<Vec<u8>> = vec![
+        vec![],
+        vec![1],
+        vec![9, 1, 0, 0],
+        b"hello from a zeromq peer".to_vec(),
+        enc(segment, offset, delta, 1 << 40),     // size beyond the segment
+        enc(segment, offset + 16, delta, size),   // not a block start
+        enc(segment, offset + 3, delta, size),    // misaligned
+        enc(segment, u64::MAX - 15, delta, size), // offset overflow
+        enc(segment, offset, 0, size),            // data inside the header
+        enc(segment, offset, delta + 4096, size), // delta not the block's
+        enc(77, offset, delta, size),             // unknown segment
+        enc(segment, 16, delta, size),            // inside the segment header
+        vec![1, 3, 0, 0, 0xff, 0xff, 0xff, 0x0f], // multipart claiming 268 M parts
+    ];
+    // Random frames too (deterministic pseudo-random bytes).
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for len in [8usize, 24, 25, 40, 64, 200] {
+        let v = (0..len)
+            .map(|i| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                if i == 0 {
+                    1
+                } else {
+                    x as u8
+                }
+            })
+            .collect();
+        frames.push(v);
+    }
+    for f in &frames {
+        raw.send(&mut ZMessage::from_slice(f), 5000).unwrap();
+        let mut m = t.new_message();
+        let e = pull.receive(&mut m, 5000).expect_err("bad metadata must be refused");
+        assert_eq!(e.code(), TransferCode::Error, "{e}");
+        assert!(m.is_empty());
+        raw.send(&mut ZMessage::from_slice(f), 5000).unwrap();
+        assert!(pull.receive_parts(&mut Vec::new(), 5000).is_err());
+    }
+    assert_eq!(pull.counters().messages_rx, 0, "nothing counted");
+    assert_eq!(good.refcount(), 1, "no forged record touched the real block");
+    assert_eq!(good.data(), &[5u8; 256][..]);
+    t.check_segment().unwrap();
+    // The socket still works for real messages.
+    let push = t.socket(SocketType::Push, "ok").unwrap();
+    push.connect(&addr).unwrap();
+    let mut m = good;
+    push.send(&mut m, 5000).unwrap();
+    let mut r = t.new_message();
+    pull.receive(&mut r, 5000).unwrap();
+    assert_eq!(r.data(), &[5u8; 256][..]);
+}
