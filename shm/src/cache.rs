@@ -13,7 +13,6 @@
 
 use crate::segment::Segment;
 use crate::tlsf::{Block, ALIGN, HDR, MIN_BLOCK};
-use std::sync::Arc;
 
 const MAX_MAGAZINES: usize = 8;
 /// Bytes a magazine may hold (at most 1/64 of the segment); sizes whose refill would be fewer than
@@ -33,7 +32,7 @@ struct Magazine {
 /// The caches of one transport.
 pub(crate) struct Cache {
     magazines: Vec<Magazine>,
-    deferred: Vec<(Arc<Segment>, u64)>,
+    deferred: Vec<(u16, u64)>,
     deferred_bytes: u64,
     magazine_bytes: u64,
     deferred_limit: u64,
@@ -62,8 +61,8 @@ impl Cache {
 
     /// How many blocks of class `need` a refill takes, if the class is cached at all.
     pub fn refill_count(&self, need: u64, align: u64) -> Option<usize> {
-        let n = (self.magazine_bytes / need) as usize;
-        (align <= ALIGN && n >= 2).then(|| n.min(REFILL_BLOCKS))
+        let n = ((self.magazine_bytes / need) as usize).min(REFILL_BLOCKS);
+        (align <= ALIGN && n >= 2).then_some(n)
     }
 
     /// A cached block of class `need`, if any.
@@ -98,7 +97,7 @@ impl Cache {
     /// Files a block this process released (reference count reached 0). `own` says whether it lies in
     /// the segment this process allocates from.
     /// `wanted`: some process waits for memory, so nothing is kept back.
-    pub fn release(&mut self, seg: &Arc<Segment>, block: Block, own: bool, wanted: bool) -> Released {
+    pub fn release(&mut self, seg: &Segment, block: Block, own: bool, wanted: bool) -> Released {
         if own && !wanted && u64::from(block.delta) == HDR {
             if let Some(m) = self
                 .magazines
@@ -110,14 +109,14 @@ impl Cache {
             }
         }
         self.deferred_bytes += block.size;
-        self.deferred.push((seg.clone(), block.offset));
+        self.deferred.push((seg.id(), block.offset));
         Released::Deferred(
             wanted || self.deferred.len() >= DEFERRED_BLOCKS || self.deferred_bytes >= self.deferred_limit,
         )
     }
 
     /// Takes the deferred frees (to be freed outside the cache lock).
-    pub fn take_deferred(&mut self) -> Vec<(Arc<Segment>, u64)> {
+    pub fn take_deferred(&mut self) -> Vec<(u16, u64)> {
         self.deferred_bytes = 0;
         std::mem::take(&mut self.deferred)
     }
@@ -128,22 +127,31 @@ impl Cache {
     }
 
     /// Everything cached: deferred frees and magazine blocks of `own`.
-    pub fn drain(&mut self, own: &Arc<Segment>) -> Vec<(Arc<Segment>, u64)> {
+    pub fn drain(&mut self, own: u16) -> Vec<(u16, u64)> {
         let mut all = self.take_deferred();
         for m in self.magazines.drain(..) {
-            all.extend(m.blocks.into_iter().map(|b| (own.clone(), b.offset)));
+            all.extend(m.blocks.into_iter().map(|b| (own, b.offset)));
         }
         all
     }
 }
 
+/// Blocks per magazine for `size`-byte blocks in a segment of `segment_size` bytes; the same rule
+/// for a process's own magazines and the segment's shared depot.
+pub(crate) fn magazine_blocks(segment_size: u64, size: u64) -> usize {
+    ((MAGAZINE_BYTES.min(segment_size / 64) / size.max(1)) as usize).min(REFILL_BLOCKS)
+}
+
 /// Frees blocks grouped by segment, one lock per segment.
-pub(crate) fn free_all(mut blocks: Vec<(Arc<Segment>, u64)>) {
-    blocks.sort_by_key(|(s, _)| s.id());
-    for group in blocks.chunk_by(|a, b| Arc::ptr_eq(&a.0, &b.0)) {
+pub(crate) fn free_all<'a>(mut blocks: Vec<(u16, u64)>, segment: impl Fn(u16) -> Option<&'a Segment>) {
+    blocks.sort_unstable();
+    for group in blocks.chunk_by(|a, b| a.0 == b.0) {
+        let id = group[0].0;
         let offsets: Vec<u64> = group.iter().map(|(_, o)| *o).collect();
-        if let Err(e) = group[0].0.free(&offsets) {
-            log::error!("could not free {} blocks of segment {}: {e}", offsets.len(), group[0].0.id());
+        match segment(id).map(|s| s.free(&offsets)) {
+            Some(Ok(())) => {}
+            Some(Err(e)) => log::error!("could not free {} blocks of segment {id}: {e}", offsets.len()),
+            None => log::error!("could not free {} blocks of unmapped segment {id}", offsets.len()),
         }
     }
 }

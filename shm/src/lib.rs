@@ -35,6 +35,7 @@
 
 mod cache;
 mod config;
+mod depot;
 mod error;
 pub mod management;
 mod manager;

@@ -10,17 +10,16 @@ use crate::naming::Names;
 use crate::segment::{Segment, SegmentInit};
 use crate::tlsf::Block;
 use fairmq_zmq::Interrupter;
-use parking_lot::{Mutex, RwLock};
-use std::collections::HashMap;
+use parking_lot::Mutex;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 pub(crate) struct Manager {
     names: Names,
     config: ShmConfig,
     pid: u32,
     own: Arc<Segment>,
-    segments: RwLock<HashMap<u16, Arc<Segment>>>,
+    segments: SegmentTable,
     cache: Mutex<Cache>,
     interrupter: Arc<Interrupter>,
     // Last: detaching may remove the session, after everything above is released.
@@ -47,19 +46,10 @@ impl Manager {
                 return Err(e);
             }
         };
-        let mut segments = HashMap::new();
-        segments.insert(own.id(), own.clone());
+        let segments = SegmentTable::default();
+        segments.insert(own.clone());
         let cache = Mutex::new(Cache::new(own.size()));
-        Ok(Manager {
-            names,
-            config: config.clone(),
-            pid: std::process::id(),
-            own,
-            segments: RwLock::new(segments),
-            cache,
-            interrupter,
-            mng,
-        })
+        Ok(Manager { names, config: config.clone(), pid: std::process::id(), own, segments, cache, interrupter, mng })
     }
 
     fn own_segment(names: &Names, mng: &Management, c: &ShmConfig) -> Result<Arc<Segment>, ShmError> {
@@ -100,24 +90,20 @@ impl Manager {
     }
 
     /// Segment `id`, mapped on first use.
-    pub fn segment(&self, id: u16) -> Result<Arc<Segment>, MetaError> {
-        if id == self.own.id() {
-            return Ok(self.own.clone());
-        }
-        if let Some(s) = self.segments.read().get(&id) {
-            return Ok(s.clone());
-        }
-        let mut map = self.segments.write();
-        if let Some(s) = map.get(&id) {
-            return Ok(s.clone());
+    pub fn segment(&self, id: u16) -> Result<&Segment, MetaError> {
+        if let Some(s) = self.segments.get(id) {
+            return Ok(s);
         }
         let seg = Segment::open(&Names::path(&self.names.segment(id)), id).map_err(|e| {
             log::error!("Could not get segment with id '{id}': {e}");
             MetaError::Unknown { kind: "segment", id }
         })?;
-        let seg = Arc::new(seg);
-        map.insert(id, seg.clone());
-        Ok(seg)
+        Ok(self.segments.insert(Arc::new(seg)))
+    }
+
+    /// A segment this manager has mapped (every message's segment is).
+    pub fn mapped(&self, id: u16) -> &Segment {
+        self.segments.get(id).expect("a message's segment is mapped before the message exists and stays mapped")
     }
 
     /// Allocates a block for `size` bytes aligned to `align` in this transport's segment, following
@@ -135,8 +121,11 @@ impl Manager {
         let bad_alloc = || ShmError::BadAlloc { size, alignment: align.max(16), free: self.own.stats().free };
         let mut attempts = 0;
         loop {
-            // What this process holds in its caches is the first place to find room.
+            // What this process holds in its caches, and the depot, are the first places to find room.
             self.flush(true);
+            if let Err(e) = self.own.drain_depot() {
+                log::error!("could not empty the depot: {e}");
+            }
             let epoch = self.own.epoch();
             if let Some(b) = self.try_allocate(size64, align64, need)? {
                 return Ok(b);
@@ -178,22 +167,23 @@ impl Manager {
             self.own.refcount(b.offset).store((u64::from(self.pid) << 32) | 1, Ordering::Release);
             return Ok(Some(b));
         }
-        let mut out = Vec::with_capacity(refill);
+        let mut out = Vec::with_capacity(refill.max(crate::depot::BLOCKS));
         self.own.allocate(size, align, self.pid, refill, &mut out)?;
         let first = out.pop();
         let evicted = cache.stock(need, out);
         drop(cache);
         if !evicted.is_empty() {
-            cache::free_all(evicted.into_iter().map(|b| (self.own.clone(), b.offset)).collect());
+            let own = self.own.id();
+            cache::free_all(evicted.into_iter().map(|b| (own, b.offset)).collect(), |id| self.segments.get(id));
         }
         Ok(first)
     }
 
     /// Called when this process dropped the last reference to a block.
-    pub fn release(&self, seg: &Arc<Segment>, offset: u64, delta: u32) {
+    pub fn release(&self, seg: &Segment, offset: u64, delta: u32) {
         let size = seg.block_size(offset);
         let block = Block { offset, delta, size };
-        let own = Arc::ptr_eq(seg, &self.own);
+        let own = seg.id() == self.own.id();
         if own {
             // Record ourselves as owner while the block sits in our cache.
             seg.refcount(offset).store(u64::from(self.pid) << 32, Ordering::Relaxed);
@@ -213,14 +203,14 @@ impl Manager {
         let blocks = {
             let mut c = self.cache.lock();
             if everything {
-                c.drain(&self.own)
+                c.drain(self.own.id())
             } else if c.has_deferred() {
                 c.take_deferred()
             } else {
                 return;
             }
         };
-        cache::free_all(blocks);
+        cache::free_all(blocks, |id| self.segments.get(id));
     }
 
     /// Wakes this process's (and others') allocations waiting for memory, so they see an interrupt.
@@ -235,5 +225,35 @@ impl Drop for Manager {
         if let Err(e) = self.mng.detach(self.config.no_cleanup) {
             log::error!("could not detach from shared memory session {}: {e}", self.names.shm_id());
         }
+    }
+}
+
+/// 256 consecutive segment ids.
+type Chunk = Box<[OnceLock<Arc<Segment>>]>;
+
+/// Segments by id: lock-free lookups; entries are added once and never removed.
+struct SegmentTable {
+    chunks: Box<[OnceLock<Chunk>]>,
+}
+
+impl Default for SegmentTable {
+    fn default() -> Self {
+        SegmentTable { chunks: (0..256).map(|_| OnceLock::new()).collect() }
+    }
+}
+
+impl SegmentTable {
+    fn get(&self, id: u16) -> Option<&Segment> {
+        let chunk = self.chunks[usize::from(id >> 8)].get()?;
+        chunk[usize::from(id & 0xff)].get().map(|s| &**s)
+    }
+
+    /// Adds `seg` unless its id is present already; returns the entry.
+    fn insert(&self, seg: Arc<Segment>) -> &Segment {
+        let id = seg.id();
+        let chunk = self.chunks[usize::from(id >> 8)].get_or_init(|| (0..256).map(|_| OnceLock::new()).collect());
+        let slot = &chunk[usize::from(id & 0xff)];
+        let _ = slot.set(seg); // a concurrent first use may have won: its mapping serves as well
+        slot.get().expect("just set")
     }
 }

@@ -12,7 +12,6 @@
 use crate::error::ShmError;
 use crate::manager::Manager;
 use crate::meta::{MetaError, Record};
-use crate::segment::Segment;
 
 use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
@@ -25,19 +24,16 @@ pub struct Message {
 
 enum Body {
     Empty,
-    Block { seg: Arc<Segment>, offset: u64, delta: u32, size: usize },
+    Block { seg: u16, offset: u64, delta: u32, size: usize },
 }
 
 impl std::fmt::Debug for Message {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.body {
             Body::Empty => f.write_str("Message(empty)"),
-            Body::Block { seg, offset, size, .. } => f
-                .debug_struct("Message")
-                .field("segment", &seg.id())
-                .field("offset", offset)
-                .field("size", size)
-                .finish(),
+            Body::Block { seg, offset, size, .. } => {
+                f.debug_struct("Message").field("segment", seg).field("offset", offset).field("size", size).finish()
+            }
         }
     }
 }
@@ -53,7 +49,7 @@ impl Message {
             return Ok(Message::empty(mgr));
         }
         let b = mgr.allocate(size, align)?;
-        let seg = mgr.own().clone();
+        let seg = mgr.own().id();
         Ok(Message { mgr, body: Body::Block { seg, offset: b.offset, delta: b.delta, size } })
     }
 
@@ -82,7 +78,7 @@ impl Message {
         match &self.body {
             Body::Empty => &[],
             Body::Block { seg, offset, delta, size } => {
-                let p = seg.data_ptr(*offset, *delta, *size);
+                let p = self.mgr.mapped(*seg).data_ptr(*offset, *delta, *size);
                 // SAFETY: the block is live while we hold our reference, and `p..p+size` lies inside the
                 // mapping (checked when the block was allocated or its record validated). No holder
                 // writes while another reference exists (see `data_mut`), and our own writes need
@@ -107,7 +103,7 @@ impl Message {
         if self.refcount() > 1 {
             let mut private = Message::allocate(self.mgr.clone(), self.size(), 0)?;
             if let Body::Block { seg, offset, delta, size } = &private.body {
-                let dst = seg.data_ptr(*offset, *delta, *size);
+                let dst = private.mgr.mapped(*seg).data_ptr(*offset, *delta, *size);
                 // SAFETY: `private` is a fresh block of `size` bytes referenced only by us; the source
                 // is our live block of the same size. Distinct blocks never overlap.
                 unsafe { std::ptr::copy_nonoverlapping(self.data().as_ptr(), dst, *size) };
@@ -117,7 +113,7 @@ impl Message {
         match &mut self.body {
             Body::Empty => Ok(&mut []),
             Body::Block { seg, offset, delta, size } => {
-                let p = seg.data_ptr(*offset, *delta, *size);
+                let p = self.mgr.mapped(*seg).data_ptr(*offset, *delta, *size);
                 // SAFETY: in bounds as in `data`; we hold the only reference (count 1), so no other
                 // message in any process reads or writes the block, and `&mut self` excludes our own.
                 Ok(unsafe { std::slice::from_raw_parts_mut(p, *size) })
@@ -129,7 +125,7 @@ impl Message {
     pub fn refcount(&self) -> u32 {
         match &self.body {
             Body::Empty => 1,
-            Body::Block { seg, offset, .. } => seg.refcount(*offset).load(Ordering::Acquire) as u32,
+            Body::Block { seg, offset, .. } => self.mgr.mapped(*seg).refcount(*offset).load(Ordering::Acquire) as u32,
         }
     }
 
@@ -138,11 +134,15 @@ impl Message {
         let body = match &other.body {
             Body::Empty => Body::Empty,
             Body::Block { seg, offset, delta, size } => {
-                seg.refcount(*offset).fetch_add(1, Ordering::Relaxed);
-                Body::Block { seg: seg.clone(), offset: *offset, delta: *delta, size: *size }
+                other.mgr.mapped(*seg).refcount(*offset).fetch_add(1, Ordering::Relaxed);
+                Body::Block { seg: *seg, offset: *offset, delta: *delta, size: *size }
             }
         };
         self.release();
+        if !Arc::ptr_eq(&self.mgr, &other.mgr) {
+            // The block's segment is mapped by `other`'s manager; take that one along.
+            self.mgr = other.mgr.clone();
+        }
         self.body = body;
     }
 
@@ -162,9 +162,10 @@ impl Message {
             return true;
         }
         let unshared = self.refcount() == 1;
+        let mgr = self.mgr.clone();
         if let Body::Block { seg, offset, delta, size } = &mut self.body {
             if unshared {
-                if let Err(e) = seg.shrink(*offset, u64::from(*delta) + new as u64) {
+                if let Err(e) = mgr.mapped(*seg).shrink(*offset, u64::from(*delta) + new as u64) {
                     log::error!("could not shrink message: {e}");
                 }
             }
@@ -197,7 +198,7 @@ impl Message {
         match &self.body {
             Body::Empty => Record::Empty,
             Body::Block { seg, offset, delta, size } => {
-                Record::Block { segment: seg.id(), offset: *offset, delta: *delta, size: *size as u64 }
+                Record::Block { segment: *seg, offset: *offset, delta: *delta, size: *size as u64 }
             }
         }
     }
@@ -218,10 +219,9 @@ impl Message {
         match rec {
             Record::Empty => Ok(Message::empty(mgr.clone())),
             Record::Block { segment, offset, delta, size } => {
-                let seg = mgr.segment(segment)?;
-                seg.check_block(offset, delta, size)?;
+                mgr.segment(segment)?.check_block(offset, delta, size)?;
                 let size = usize::try_from(size).map_err(|_| MetaError::OutOfBounds { segment, offset, size })?;
-                Ok(Message { mgr: mgr.clone(), body: Body::Block { seg, offset, delta, size } })
+                Ok(Message { mgr: mgr.clone(), body: Body::Block { seg: segment, offset, delta, size } })
             }
             Record::Region { region, .. } => Err(MetaError::Unknown { kind: "region", id: region }),
         }
@@ -229,11 +229,12 @@ impl Message {
 
     fn release(&mut self) {
         if let Body::Block { seg, offset, delta, .. } = std::mem::replace(&mut self.body, Body::Empty) {
-            let prev = seg.refcount(offset).fetch_sub(1, Ordering::Release);
+            let segment = self.mgr.mapped(seg);
+            let prev = segment.refcount(offset).fetch_sub(1, Ordering::Release);
             if prev & 0xffff_ffff == 1 {
                 // Pairs with the other holders' Release decrements: their accesses happen before the free.
                 fence(Ordering::Acquire);
-                self.mgr.release(&seg, offset, delta);
+                self.mgr.release(segment, offset, delta);
             }
         }
     }

@@ -6,8 +6,10 @@
 //! | 0..128 | header words: magic, layout version, size, heap bounds, id, free epoch (futex), waiters, recoveries |
 //! | 128..192 | the robust process-shared mutex guarding the heap |
 //! | 192.. | TLSF control words |
+//! | 8192.. | the depot of freed magazines (see `depot`) |
 //! | `HEAP_START`..size | blocks |
 
+use crate::depot::{self, Depot, DEPOT_OWNER};
 use crate::error::ShmError;
 use crate::sys::futex;
 use crate::sys::mapping::{Created, Mapping};
@@ -19,7 +21,7 @@ use std::time::Duration;
 
 const MAGIC: u64 = u64::from_le_bytes(*b"FMQRSSEG");
 /// Bumped whenever the layout changes: processes of different layouts refuse each other's segments.
-const LAYOUT: u64 = 1;
+const LAYOUT: u64 = 2;
 const W_MAGIC: usize = 0;
 const W_LAYOUT: usize = 1;
 const W_SIZE: usize = 2;
@@ -31,8 +33,9 @@ const W_WAITERS: usize = 7;
 const W_RECOVERIES: usize = 8;
 const MUTEX_AT: usize = 128;
 const CTL_WORD: usize = (MUTEX_AT + MUTEX_BYTES) / 8;
-const HEAP_START: u64 = 8192;
-const _: () = assert!(((CTL_WORD + tlsf::CONTROL_WORDS) * 8) as u64 <= HEAP_START);
+const DEPOT_WORD: usize = 8192 / 8;
+const HEAP_START: u64 = ((DEPOT_WORD + depot::WORDS) * 8).div_ceil(4096) as u64 * 4096;
+const _: () = assert!((CTL_WORD + tlsf::CONTROL_WORDS) <= DEPOT_WORD);
 
 /// Smallest segment we create (header plus a little heap).
 pub const MIN_SEGMENT_SIZE: u64 = HEAP_START + 4096;
@@ -56,6 +59,8 @@ pub struct SegmentStats {
     pub fragmentation: f64,
     /// How often the allocator was repaired after a process died holding its lock.
     pub recoveries: u64,
+    /// Bytes of freed blocks kept in the depot for reuse (counted in `used`, not in `free`).
+    pub cached: u64,
 }
 
 /// One managed segment mapped in this process.
@@ -172,6 +177,15 @@ impl Segment {
         Tlsf::new(self.words(), CTL_WORD, HEAP_START, self.heap_end)
     }
 
+    fn depot(&self) -> Depot<'_> {
+        Depot::new(self.words(), DEPOT_WORD)
+    }
+
+    /// Blocks per magazine for blocks of `size` bytes in this segment (fewer than 2: not cached).
+    pub(crate) fn magazine_blocks(&self, size: u64) -> usize {
+        crate::cache::magazine_blocks(self.size(), size)
+    }
+
     /// Runs `f` on the heap under the segment lock, repairing the heap first if a holder died.
     fn locked<T>(&self, f: impl FnOnce(&Tlsf<'_>) -> Result<T, ShmError>) -> Result<T, ShmError> {
         let t = self.tlsf();
@@ -179,10 +193,28 @@ impl Segment {
         let _g = self.mutex.lock(|| {
             self.words()[W_RECOVERIES].fetch_add(1, Ordering::Relaxed);
             log::warn!("segment {}: a process died holding the allocator lock; repairing the heap", self.id);
-            repair = t.recover().map(drop);
+            repair = self.repair(&t);
         })?;
         repair?;
         f(&t)
+    }
+
+    /// Rebuilds the heap's derived data and empties the depot into it (a cut-short deposit or take
+    /// leaves depot blocks that no slot lists; all of them carry the depot's owner mark).
+    fn repair(&self, t: &Tlsf<'_>) -> Result<(), ShmError> {
+        t.recover()?;
+        let in_depot: Vec<u64> = t
+            .walk()
+            .filter(|&(off, _, free)| {
+                !free && self.refcount(off).load(Ordering::Relaxed) == u64::from(DEPOT_OWNER) << 32
+            })
+            .map(|(off, _, _)| off)
+            .collect();
+        self.depot().clear();
+        for off in in_depot {
+            t.free(off)?;
+        }
+        Ok(())
     }
 
     /// Largest user size one message may have in this segment.
@@ -196,7 +228,8 @@ impl Segment {
     }
 
     /// Allocates up to `count` blocks for `size` bytes aligned to `align` under one lock, owned by
-    /// `owner` with reference count 1. Returns how many were allocated (appended to `out`).
+    /// `owner` with reference count 1, appended to `out`. A cache refill (`count >= 2`) takes a whole
+    /// magazine from the depot when one of the right size is there.
     pub(crate) fn allocate(
         &self,
         size: u64,
@@ -204,30 +237,72 @@ impl Segment {
         owner: u32,
         count: usize,
         out: &mut Vec<Block>,
-    ) -> Result<usize, ShmError> {
+    ) -> Result<(), ShmError> {
         self.locked(|t| {
-            let mut n = 0;
-            while n < count {
+            if count >= 2 && align <= tlsf::ALIGN {
+                if let Some(need) = Tlsf::block_size_for(size, align) {
+                    let mut offsets = Vec::with_capacity(depot::BLOCKS);
+                    if let Some(bsize) = self.depot().take(need, tlsf::MIN_BLOCK, &mut offsets) {
+                        for off in offsets {
+                            self.refcount(off).store((u64::from(owner) << 32) | 1, Ordering::Relaxed);
+                            out.push(Block { offset: off, delta: tlsf::HDR as u32, size: bsize });
+                        }
+                        return Ok(());
+                    }
+                }
+            }
+            for _ in 0..count {
                 match t.alloc(size, align, owner)? {
                     Some(b) => out.push(b),
                     None => break,
                 }
-                n += 1;
             }
-            Ok(n)
+            Ok(())
         })
     }
 
-    /// Frees blocks under one lock; wakes processes waiting for memory. Bad offsets are logged and
-    /// skipped (they come from a damaged or hostile peer), the others are freed.
+    /// Frees blocks (reference count 0) under one lock: full magazines of one size go to the depot
+    /// for the next refill, the rest back to the heap. Wakes processes waiting for memory. Bad
+    /// offsets are logged and skipped (they come from a damaged or hostile peer).
     pub(crate) fn free(&self, offsets: &[u64]) -> Result<(), ShmError> {
         if offsets.is_empty() {
             return Ok(());
         }
+        let waiting = self.has_waiters();
         self.locked(|t| {
+            let mut sized: Vec<(u64, u64)> = Vec::with_capacity(offsets.len());
             for &off in offsets {
-                if let Err(e) = t.free(off) {
-                    log::error!("segment {}: refusing to free block at {off}: {e}", self.id);
+                match t.used_block(off) {
+                    Ok(size) => sized.push((size, off)),
+                    Err(e) => log::error!("segment {}: refusing to free block at {off}: {e}", self.id),
+                }
+            }
+            sized.sort_unstable();
+            let max_depot = self.size() / 16;
+            let mut chunk = Vec::with_capacity(depot::BLOCKS);
+            for group in sized.chunk_by(|a, b| a.0 == b.0) {
+                let size = group[0].0;
+                let n = self.magazine_blocks(size);
+                let mut rest = group;
+                while !waiting && n >= 2 && rest.len() >= n {
+                    let (mag, tail) = rest.split_at(n);
+                    if mag.iter().any(|&(_, off)| t.delta(off).ok() != Some(tlsf::HDR)) {
+                        break;
+                    }
+                    chunk.clear();
+                    chunk.extend(mag.iter().map(|&(_, off)| off));
+                    for &off in &chunk {
+                        self.refcount(off).store(u64::from(DEPOT_OWNER) << 32, Ordering::Relaxed);
+                    }
+                    if !self.depot().put(size, &chunk, max_depot) {
+                        break;
+                    }
+                    rest = tail;
+                }
+                for &(_, off) in rest {
+                    if let Err(e) = t.free(off) {
+                        log::error!("segment {}: refusing to free block at {off}: {e}", self.id);
+                    }
                 }
             }
             Ok(())
@@ -235,6 +310,23 @@ impl Segment {
         if self.has_waiters() {
             self.wake_waiters();
         }
+        Ok(())
+    }
+
+    /// Returns every block of the depot to the heap (out of memory, explicit flush, zeroing).
+    pub(crate) fn drain_depot(&self) -> Result<(), ShmError> {
+        if self.depot().is_empty() {
+            return Ok(());
+        }
+        self.locked(|t| {
+            let mut offsets = Vec::new();
+            while self.depot().take(0, u64::MAX, &mut offsets).is_some() {}
+            for off in offsets {
+                t.free(off)?;
+            }
+            Ok(())
+        })?;
+        self.wake_waiters();
         Ok(())
     }
 
@@ -287,6 +379,7 @@ impl Segment {
             used_blocks: s.used_blocks,
             fragmentation,
             recoveries: self.words()[W_RECOVERIES].load(Ordering::Relaxed),
+            cached: self.depot().bytes(),
         }
     }
 
@@ -358,6 +451,7 @@ impl Segment {
     }
 
     fn zero_free_memory(&self) -> Result<(), ShmError> {
+        self.drain_depot()?;
         self.locked(|t| {
             for (off, size, free) in t.walk() {
                 if free && size > tlsf::HDR {

@@ -156,17 +156,25 @@ impl Socket {
     /// error here (its blocks are released).
     pub fn receive(&self, msg: &mut Message, timeout_ms: i32) -> TransferResult {
         let frame = self.receive_frame(timeout_ms)?;
-        let mut got = Vec::with_capacity(1);
-        {
-            let (_, recs) = &mut *self.scratch.borrow_mut();
-            recs.clear();
-            let multi = meta::decode(frame.data(), recs).map_err(meta_error)?;
-            self.messages(recs, &mut got)?;
-            if multi {
-                return Err(meta_error(MetaError::Multipart(recs.len())));
+        let data = frame.data();
+        // The common case, one record alone in its frame, without the multipart machinery.
+        let single = match Record::decode(data) {
+            Ok((rec, n)) if data[n..].iter().all(|&b| b == 0) => Some(rec),
+            _ => None,
+        };
+        let received = match single {
+            Some(rec) => Message::from_record(&self.mgr, rec).map_err(meta_error)?,
+            None => {
+                let (_, recs) = &mut *self.scratch.borrow_mut();
+                recs.clear();
+                meta::decode(data, recs).map_err(meta_error)?;
+                let mut got = Vec::with_capacity(recs.len());
+                self.messages(recs, &mut got)?;
+                // A valid frame that is not a single record is a multipart; its parts are released.
+                return Err(meta_error(MetaError::Multipart(got.len())));
             }
-        }
-        *msg = got.pop().expect("one record decoded");
+        };
+        *msg = received;
         let size = msg.size();
         self.z.shared_counters().record_rx(size);
         Ok(size)

@@ -132,9 +132,13 @@ impl Transport {
         self.inner.mgr.own().stats()
     }
 
-    /// Returns every block this process caches to the segment (frees happen lazily otherwise).
+    /// Returns every block this process caches, and the segment's depot, to the heap (frees
+    /// happen lazily otherwise).
     pub fn flush(&self) {
         self.inner.mgr.flush(true);
+        if let Err(e) = self.inner.mgr.own().drain_depot() {
+            log::error!("could not empty the depot: {e}");
+        }
     }
 
     /// Checks every invariant of the segment's allocator.

@@ -3,7 +3,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Messages and bytes moved by one socket, successful transfers only; a multipart counts as one
-/// message and its bytes are the sum of its parts. Readable from any thread (rate logging does).
+/// message and its bytes are the sum of its parts. Readable from any thread (rate logging does);
+/// written only by the thread that uses the socket, so an update is a plain load and store (no
+/// locked read-modify-write on the per-message path).
 #[derive(Debug, Default)]
 pub struct Counters {
     messages_tx: AtomicU64,
@@ -29,15 +31,15 @@ impl Counters {
     /// Records one sent message (or multipart) of `bytes` payload bytes.
     #[inline]
     pub fn record_tx(&self, bytes: usize) {
-        self.messages_tx.fetch_add(1, Ordering::Relaxed);
-        self.bytes_tx.fetch_add(bytes as u64, Ordering::Relaxed);
+        bump(&self.messages_tx, 1);
+        bump(&self.bytes_tx, bytes as u64);
     }
 
     /// Records one received message (or multipart) of `bytes` payload bytes.
     #[inline]
     pub fn record_rx(&self, bytes: usize) {
-        self.messages_rx.fetch_add(1, Ordering::Relaxed);
-        self.bytes_rx.fetch_add(bytes as u64, Ordering::Relaxed);
+        bump(&self.messages_rx, 1);
+        bump(&self.bytes_rx, bytes as u64);
     }
 
     /// The current values.
@@ -49,4 +51,10 @@ impl Counters {
             bytes_rx: self.bytes_rx.load(Ordering::Relaxed),
         }
     }
+}
+
+/// Single-writer increment: readers see the old or the new value, never a torn one.
+#[inline]
+fn bump(c: &AtomicU64, n: u64) {
+    c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
 }

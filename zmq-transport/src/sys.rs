@@ -158,7 +158,12 @@ impl RawMsg {
     /// A fresh private frame holding a copy of `bytes`, aligned to `alignment` when non-zero.
     pub fn copied(bytes: &[u8], alignment: usize) -> RawMsg {
         let fresh = if alignment == 0 {
-            RawMsg::with_size(bytes.len())
+            let m = Self::uninit();
+            // SAFETY: as in `with_size`; the bytes are overwritten below, so they need no zeroing.
+            if unsafe { zmq_sys::zmq_msg_init_size(m.ptr(), bytes.len()) } != 0 {
+                std::process::abort();
+            }
+            m
         } else {
             RawMsg::with_alignment(bytes.len(), alignment)
         };

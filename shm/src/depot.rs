@@ -1,0 +1,135 @@
+//! The segment's depot: full magazines of freed blocks, shared by all processes of the session.
+//!
+//! In a stream the same blocks cycle: the sender allocates, the receiver frees, the sender allocates
+//! again. Instead of freeing a batch of same-size blocks into the heap (merging them) and carving
+//! them out again, the receiver deposits them here as one magazine, and the sender's next refill
+//! takes that magazine whole. Both happen under the segment lock, once per magazine, in O(1) per
+//! block, without touching the heap's lists.
+//!
+//! Blocks in the depot are used blocks of the heap with reference count 0 and owner [`DEPOT_OWNER`].
+//! The depot is a cache: after a process died holding the lock, it is emptied into the heap (see
+//! `Segment`), which also catches blocks of a deposit that was cut short.
+//!
+//! Words: `[magazines, bytes]`, then `SLOTS` slots of `[block size, count, offsets...]`.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed, Ordering::Release};
+
+/// Slots (magazines) the depot holds.
+pub const SLOTS: usize = 64;
+/// Blocks per magazine, at most.
+pub const BLOCKS: usize = 32;
+const SLOT_WORDS: usize = 2 + BLOCKS;
+/// Words the depot occupies.
+pub const WORDS: usize = 2 + SLOTS * SLOT_WORDS;
+/// Owner recorded in blocks that sit in the depot.
+pub const DEPOT_OWNER: u32 = u32::MAX;
+
+/// A view of the depot at word index `at`.
+#[derive(Clone, Copy)]
+pub struct Depot<'a> {
+    w: &'a [AtomicU64],
+    at: usize,
+}
+
+impl<'a> Depot<'a> {
+    /// The depot at word `at` of `w`.
+    pub fn new(w: &'a [AtomicU64], at: usize) -> Self {
+        debug_assert!(at + WORDS <= w.len());
+        Depot { w, at }
+    }
+
+    fn word(&self, i: usize) -> &AtomicU64 {
+        &self.w[self.at + i]
+    }
+
+    fn slot(&self, s: usize, i: usize) -> &AtomicU64 {
+        self.word(2 + s * SLOT_WORDS + i)
+    }
+
+    /// Magazines held.
+    pub fn len(&self) -> usize {
+        (self.word(0).load(Relaxed) as usize).min(SLOTS)
+    }
+
+    /// Whether the depot is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes held.
+    pub fn bytes(&self) -> u64 {
+        self.word(1).load(Relaxed)
+    }
+
+    /// Stores a magazine of `offsets` (all blocks of `size` bytes) if a slot is free and the depot
+    /// would hold at most `max_bytes`. The count is committed last.
+    pub fn put(&self, size: u64, offsets: &[u64], max_bytes: u64) -> bool {
+        let n = self.len();
+        let bytes = size * offsets.len() as u64;
+        if n == SLOTS || offsets.is_empty() || offsets.len() > BLOCKS || self.bytes() + bytes > max_bytes {
+            return false;
+        }
+        self.slot(n, 0).store(size, Relaxed);
+        self.slot(n, 1).store(offsets.len() as u64, Relaxed);
+        for (i, &o) in offsets.iter().enumerate() {
+            self.slot(n, 2 + i).store(o, Relaxed);
+        }
+        self.word(1).fetch_add(bytes, Relaxed);
+        self.word(0).store(n as u64 + 1, Release);
+        true
+    }
+
+    /// Takes a magazine of blocks of at least `need` and less than `need + slack` bytes. Returns the
+    /// block size and the offsets.
+    pub fn take(&self, need: u64, slack: u64, out: &mut Vec<u64>) -> Option<u64> {
+        let n = self.len();
+        let s = (0..n).rev().find(|&s| {
+            let size = self.slot(s, 0).load(Relaxed);
+            size >= need && size < need + slack
+        })?;
+        let size = self.slot(s, 0).load(Relaxed);
+        let count = (self.slot(s, 1).load(Relaxed) as usize).min(BLOCKS);
+        out.extend((0..count).map(|i| self.slot(s, 2 + i).load(Relaxed)));
+        // Fill the hole with the last magazine, then commit the shorter depot.
+        if s != n - 1 {
+            for i in 0..SLOT_WORDS {
+                self.slot(s, i).store(self.slot(n - 1, i).load(Relaxed), Relaxed);
+            }
+        }
+        self.word(1).fetch_sub((size * count as u64).min(self.bytes()), Relaxed);
+        self.word(0).store(n as u64 - 1, Release);
+        Some(size)
+    }
+
+    /// Forgets every magazine (their blocks are the caller's to free).
+    pub fn clear(&self) {
+        self.word(0).store(0, Release);
+        self.word(1).store(0, Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn put_take_and_limits() {
+        let w: Vec<AtomicU64> = (0..WORDS).map(|_| AtomicU64::new(0)).collect();
+        let d = Depot::new(&w, 0);
+        assert!(d.put(64, &[100, 200], 1 << 20));
+        assert!(d.put(128, &[300], 1 << 20));
+        assert!(!d.put(64, &[1; 40], 1 << 20), "too many blocks for a slot");
+        assert!(!d.put(1 << 20, &[1, 2], 1 << 20), "over the byte limit");
+        assert_eq!((d.len(), d.bytes()), (2, 256));
+        let mut out = Vec::new();
+        assert_eq!(d.take(64, 48, &mut out), Some(64));
+        assert_eq!(out, [100, 200]);
+        assert_eq!(d.take(64, 48, &mut out), None, "128 is not within the slack of 64");
+        assert_eq!(d.take(100, 48, &mut out), Some(128));
+        assert!(d.is_empty() && d.bytes() == 0);
+        for i in 0..SLOTS as u64 {
+            assert!(d.put(64, &[i], u64::MAX));
+        }
+        assert!(!d.put(64, &[0], u64::MAX), "all slots taken");
+    }
+}
