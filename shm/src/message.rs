@@ -129,6 +129,21 @@ impl Message {
         }
     }
 
+    /// One more reference to the block, owned by whoever receives a record of it (publishing).
+    pub(crate) fn add_reference(&self) {
+        if let Body::Block { seg, offset, .. } = &self.body {
+            self.mgr.mapped(*seg).refcount(*offset).fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Takes back a reference of `add_reference` whose record did not go out; this message still
+    /// holds its own, so the count never reaches 0 here.
+    pub(crate) fn drop_reference(&self) {
+        if let Body::Block { seg, offset, .. } = &self.body {
+            self.mgr.mapped(*seg).refcount(*offset).fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
     /// Makes this message refer to `other`'s block (shared, not copied).
     pub fn copy_from(&mut self, other: &Message) {
         let body = match &other.body {

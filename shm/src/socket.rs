@@ -12,10 +12,19 @@ use std::cell::RefCell;
 use std::sync::Arc;
 
 /// A socket of the shared-memory transport. Not `Sync`, like a ZeroMQ socket.
+///
+/// PUB/SUB (which FairMQ refuses on shmem) is zero-copy: the publisher is a ZeroMQ ROUTER that learns
+/// its subscribers from the probe each DEALER-based subscriber sends on every connection, and sends
+/// the record to each of them in turn; the block's reference count grows by one for every subscriber
+/// that got it, so the count is exact and the last subscriber to drop its message frees the block.
+/// Like ZeroMQ's PUB, a publisher never waits: a subscriber whose queue is full misses the message.
 pub struct Socket {
     // Declared first: closing it may wait for linger before the manager can go.
     z: fairmq_zmq::Socket,
     mgr: Arc<Manager>,
+    id: String,
+    ty: SocketType,
+    subscribers: RefCell<Vec<Vec<u8>>>,
     scratch: RefCell<(Vec<u8>, Vec<Record>)>,
 }
 
@@ -25,24 +34,35 @@ impl std::fmt::Debug for Socket {
     }
 }
 
+fn not_for_sub() -> TransferError {
+    ShmError::Config("a sub socket cannot send".into()).into()
+}
+
 fn meta_error(e: MetaError) -> TransferError {
     log::error!("{e}");
     ShmError::Metadata(e).into()
 }
 
 impl Socket {
-    pub(crate) fn new(z: fairmq_zmq::Socket, mgr: Arc<Manager>) -> Socket {
-        Socket { z, mgr, scratch: RefCell::new((Vec::with_capacity(64), Vec::new())) }
+    pub(crate) fn new(z: fairmq_zmq::Socket, mgr: Arc<Manager>, ty: SocketType, id: String) -> Socket {
+        Socket {
+            z,
+            mgr,
+            id,
+            ty,
+            subscribers: RefCell::new(Vec::new()),
+            scratch: RefCell::new((Vec::with_capacity(64), Vec::new())),
+        }
     }
 
     /// `<transport id>.<channel name>.<type>`.
     pub fn id(&self) -> &str {
-        self.z.id()
+        &self.id
     }
 
     /// The socket pattern.
     pub fn socket_type(&self) -> SocketType {
-        self.z.socket_type()
+        self.ty
     }
 
     /// The metadata socket, for its options (linger, queue sizes: a multipart counts once).
@@ -87,6 +107,11 @@ impl Socket {
     /// `msg` is empty; on any error `msg` is unchanged.
     pub fn send(&self, msg: &mut Message, timeout_ms: i32) -> TransferResult {
         self.check_session(msg)?;
+        match self.ty {
+            SocketType::Pub => return self.publish(std::slice::from_mut(msg)),
+            SocketType::Sub => return Err(not_for_sub()),
+            _ => {}
+        }
         let size = msg.size();
         {
             let (buf, _) = &mut *self.scratch.borrow_mut();
@@ -106,6 +131,11 @@ impl Socket {
         for p in parts.iter() {
             self.check_session(p)?;
         }
+        match self.ty {
+            SocketType::Pub => return self.publish(parts),
+            SocketType::Sub => return Err(not_for_sub()),
+            _ => {}
+        }
         let total: usize = parts.iter().map(Message::size).sum();
         {
             let (buf, _) = &mut *self.scratch.borrow_mut();
@@ -114,6 +144,54 @@ impl Socket {
         }
         for p in parts.iter_mut() {
             p.hand_over();
+        }
+        self.z.shared_counters().record_tx(total);
+        Ok(total)
+    }
+
+    /// Learns subscribers from the probes they send when they connect.
+    fn refresh_subscribers(&self) {
+        let mut subs = self.subscribers.borrow_mut();
+        loop {
+            let mut frames = Vec::new();
+            if self.z.receive_parts_uncounted(&mut frames, 0).is_err() {
+                return;
+            }
+            if let Some(id) = frames.first().map(|f| f.data().to_vec()) {
+                if !subs.contains(&id) {
+                    subs.push(id);
+                }
+            }
+        }
+    }
+
+    /// Sends the parts' records to every subscriber, one reference each; the publisher's own
+    /// references are released afterwards (freeing blocks nobody got).
+    fn publish(&self, parts: &mut [Message]) -> TransferResult {
+        self.refresh_subscribers();
+        let total: usize = parts.iter().map(Message::size).sum();
+        {
+            let (buf, _) = &mut *self.scratch.borrow_mut();
+            if parts.len() == 1 {
+                meta::encode_single(&parts[0].record(), self.mgr.config().metadata_msg_size, buf);
+            } else {
+                meta::encode_parts(parts.iter().map(Message::record), self.mgr.config().metadata_msg_size, buf);
+            }
+            self.subscribers.borrow_mut().retain(|id| {
+                parts.iter().for_each(|p| p.add_reference());
+                let mut frames = [fairmq_zmq::Message::from_slice(id), fairmq_zmq::Message::from_slice(buf)];
+                match self.z.send_parts_uncounted(&mut frames, 0) {
+                    Ok(()) => true,
+                    Err(e) => {
+                        parts.iter().for_each(|p| p.drop_reference());
+                        // Gone (ROUTER_MANDATORY says unroutable): forget it; full queue: it misses this one.
+                        !matches!(e, TransferError::Zmq(zmq::Error::EHOSTUNREACH))
+                    }
+                }
+            });
+        }
+        for p in parts.iter_mut() {
+            p.rebuild();
         }
         self.z.shared_counters().record_tx(total);
         Ok(total)

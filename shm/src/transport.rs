@@ -8,7 +8,14 @@ use crate::segment::SegmentStats;
 use crate::socket::Socket;
 use fairmq_zmq::{SocketType, TransportConfig};
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+static SUBSCRIBER: AtomicU64 = AtomicU64::new(0);
+
+fn option_error(option: &'static str, source: zmq::Error) -> ShmError {
+    ShmError::Socket(fairmq_zmq::SocketError::Option { option, source })
+}
 
 /// The shared-memory transport (FairMQ's `shmem::TransportFactory`). Cheap to clone.
 ///
@@ -52,12 +59,29 @@ impl Transport {
         self.inner.mgr.config()
     }
 
-    /// A socket for the channel `name`.
+    /// A socket for the channel `name`. PUB/SUB is zero-copy (see [`Socket`]); XPUB/XSUB are refused.
     pub fn socket(&self, ty: SocketType, name: &str) -> Result<Socket, ShmError> {
-        if matches!(ty, SocketType::Pub | SocketType::Sub | SocketType::XPub | SocketType::XSub) {
-            return Err(ShmError::Config("PUB/SUB socket type is not supported for shared memory transport".into()));
-        }
-        Ok(Socket::new(self.inner.zmq.socket(ty, name)?, self.inner.mgr.clone()))
+        let id = format!("{}.{name}.{ty}", self.id());
+        let z = match ty {
+            SocketType::XPub | SocketType::XSub => {
+                return Err(ShmError::Config(format!("{ty} sockets are not supported by the shared memory transport")));
+            }
+            SocketType::Pub => {
+                let z = self.inner.zmq.socket(SocketType::Router, name)?;
+                z.as_zmq().set_router_mandatory(true).map_err(|source| option_error("ZMQ_ROUTER_MANDATORY", source))?;
+                z
+            }
+            SocketType::Sub => {
+                let z = self.inner.zmq.socket(SocketType::Dealer, name)?;
+                // A routing id unique to this socket: two subscribers of one device id must not clash.
+                let unique = format!("{id}.{}.{}", std::process::id(), SUBSCRIBER.fetch_add(1, Ordering::Relaxed));
+                z.as_zmq().set_identity(unique.as_bytes()).map_err(|source| option_error("ZMQ_IDENTITY", source))?;
+                z.as_zmq().set_probe_router(true).map_err(|source| option_error("ZMQ_PROBE_ROUTER", source))?;
+                z
+            }
+            _ => self.inner.zmq.socket(ty, name)?,
+        };
+        Ok(Socket::new(z, self.inner.mgr.clone(), ty, id))
     }
 
     /// An empty message (to receive into).

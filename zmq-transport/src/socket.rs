@@ -271,37 +271,52 @@ impl Socket {
     /// Sends a multipart message: one ZeroMQ multipart, frame for frame. All parts leave atomically:
     /// the call waits (or fails) only before the first frame. Empty multiparts are refused.
     pub fn send_parts(&self, parts: &mut [Message], timeout_ms: i32) -> TransferResult {
+        if let [single] = parts {
+            return self.send(single, timeout_ms);
+        }
+        let total: usize = parts.iter().map(Message::size).sum();
+        self.send_parts_uncounted(parts, timeout_ms)?;
+        self.counters.record_tx(total);
+        Ok(total)
+    }
+
+    /// Sends frames as one multipart without counting them (see
+    /// [`send_uncounted`](Socket::send_uncounted)); one frame is sent as a plain frame.
+    pub fn send_parts_uncounted(&self, parts: &mut [Message], timeout_ms: i32) -> Result<(), TransferError> {
         let (first, rest) = match parts {
             [] => return Err(TransferError::EmptyMultipart),
-            [single] => return self.send(single, timeout_ms),
+            [single] => return self.send_uncounted(single, timeout_ms),
             [first, rest @ ..] => (first, rest),
         };
-        let total: usize = first.size() + rest.iter().map(Message::size).sum::<usize>();
         self.transfer(zmq::POLLOUT, timeout_ms, |flags| sys::msg_send(&mut first.raw, self.ptr, flags | zmq::SNDMORE))?;
         let last = rest.len() - 1;
         for (i, part) in rest.iter_mut().enumerate() {
             let more = if i < last { zmq::SNDMORE } else { 0 };
             self.complete(zmq::POLLOUT, |flags| sys::msg_send(&mut part.raw, self.ptr, flags | more))?;
         }
-        self.counters.record_tx(total);
-        Ok(total)
+        Ok(())
     }
 
-    /// Receives a multipart message and appends its parts to `parts`. Returns the total size.
-    pub fn receive_parts(&self, parts: &mut Vec<Message>, timeout_ms: i32) -> TransferResult {
+    /// Receives every frame of one multipart without counting them, appended to `parts`.
+    pub fn receive_parts_uncounted(&self, parts: &mut Vec<Message>, timeout_ms: i32) -> Result<(), TransferError> {
         let mut part = Message::new();
         self.transfer(zmq::POLLIN, timeout_ms, |flags| sys::msg_recv(&mut part.raw, self.ptr, flags))?;
-        let mut total = 0;
         loop {
             let more = part.raw.more();
-            total += part.size();
             parts.push(part);
             if !more {
-                break;
+                return Ok(());
             }
             part = Message::new();
             self.complete(zmq::POLLIN, |flags| sys::msg_recv(&mut part.raw, self.ptr, flags))?;
         }
+    }
+
+    /// Receives a multipart message and appends its parts to `parts`. Returns the total size.
+    pub fn receive_parts(&self, parts: &mut Vec<Message>, timeout_ms: i32) -> TransferResult {
+        let start = parts.len();
+        self.receive_parts_uncounted(parts, timeout_ms)?;
+        let total = parts[start..].iter().map(Message::size).sum();
         self.counters.record_rx(total);
         Ok(total)
     }

@@ -1,0 +1,92 @@
+//! Zero-copy PUB/SUB on shared memory: every subscriber gets a reference to the same block, the
+//! reference count is exact, and the last holder frees it.
+
+mod common;
+use common::*;
+use fairmq_zmq::SocketType;
+use std::time::{Duration, Instant};
+
+#[test]
+fn every_subscriber_gets_the_same_block_and_the_last_frees_it() {
+    let s = Session::new("pubsub");
+    let t = s.transport("p");
+    t.flush();
+    let free0 = t.segment_stats().free;
+    let publ = t.socket(SocketType::Pub, "data").unwrap();
+    assert_eq!(publ.socket_type(), SocketType::Pub);
+    assert_eq!(publ.id(), "p.data.pub");
+    let addr = s.ipc("pub");
+    publ.bind(&addr).unwrap();
+    let subs: Vec<_> = (0..3)
+        .map(|i| {
+            let sub = t.socket(SocketType::Sub, &format!("in{i}")).unwrap();
+            sub.connect(&addr).unwrap();
+            sub
+        })
+        .collect();
+    // Subscribers announce themselves when they connect: publish until all three got one.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut got: Vec<Option<fairmq_shm::Message>> = vec![None, None, None];
+    while got.iter().any(Option::is_none) {
+        assert!(Instant::now() < deadline, "subscribers never joined");
+        let mut m = t.new_message_from_slice(b"warm-up").unwrap();
+        publ.send(&mut m, 0).unwrap();
+        assert!(m.is_empty());
+        for (i, sub) in subs.iter().enumerate() {
+            let mut r = t.new_message();
+            while sub.receive(&mut r, 20).is_ok() {
+                got[i] = Some(std::mem::replace(&mut r, t.new_message()));
+            }
+        }
+    }
+    drop(got);
+    // Now one message reaches all three: the same block, counted three times.
+    let mut m = t.new_message_from_slice(&[42u8; 4096]).unwrap();
+    assert_eq!(publ.send(&mut m, 0).unwrap(), 4096);
+    let received: Vec<_> = subs
+        .iter()
+        .map(|sub| {
+            let mut r = t.new_message();
+            sub.receive(&mut r, 10_000).unwrap();
+            r
+        })
+        .collect();
+    assert!(received.iter().all(|r| r.data() == [42u8; 4096]));
+    assert!(received.windows(2).all(|w| w[0].data_ptr() == w[1].data_ptr()), "zero-copy: one block");
+    assert_eq!(received[0].refcount(), 3);
+    drop(received);
+    // A subscriber cannot send; a multipart reaches everyone too.
+    assert!(subs[0].send(&mut t.new_message_from_slice(b"x").unwrap(), 0).is_err());
+    let mut parts = vec![t.new_message_from_slice(b"a").unwrap(), t.new_message_from_slice(b"bc").unwrap()];
+    assert_eq!(publ.send_parts(&mut parts, 0).unwrap(), 3);
+    for sub in &subs {
+        let mut p = Vec::new();
+        sub.receive_parts(&mut p, 10_000).unwrap();
+        assert_eq!(p.iter().map(|m| m.data().to_vec()).collect::<Vec<_>>(), [b"a".to_vec(), b"bc".to_vec()]);
+    }
+    // A subscriber that leaves: later messages are not counted for it and nothing leaks.
+    drop(subs);
+    std::thread::sleep(Duration::from_millis(200));
+    for _ in 0..10 {
+        publ.send(&mut t.new_message_with_size(1000).unwrap(), 0).unwrap();
+    }
+    t.flush();
+    assert_eq!(t.segment_stats().free, free0, "every block came back");
+    assert!(matches!(t.socket(SocketType::XPub, "x"), Err(fairmq_shm::ShmError::Config(_))));
+}
+
+#[test]
+fn a_publisher_without_subscribers_frees_at_once() {
+    let s = Session::new("pubnone");
+    let t = s.transport("p");
+    let publ = t.socket(SocketType::Pub, "data").unwrap();
+    publ.bind(&s.ipc("none")).unwrap();
+    t.flush();
+    let free0 = t.segment_stats().free;
+    for _ in 0..100 {
+        assert_eq!(publ.send(&mut t.new_message_with_size(10_000).unwrap(), -1).unwrap(), 10_000);
+    }
+    t.flush();
+    assert_eq!(t.segment_stats().free, free0);
+    assert_eq!(publ.counters().messages_tx, 100);
+}
