@@ -1,2 +1,67 @@
-//! FairMQ devices: filled by the issue "Device framework (crate fairmq)".
+//! # fairmq: FairMQ devices in Rust
+//!
+//! A device is a process with FairMQ's state machine (`IDLE` ... `RUNNING` ... `EXITING`) that
+//! exchanges messages over named channels; each channel uses the zeromq or the shmem transport.
+//! Options, channel configuration (`--channel-config`, JSON `--mq-config`), control modes,
+//! signals and log lines follow FairMQ, so launch scripts and configs keep working.
+//!
+//! ```no_run
+//! use fairmq::{Context, Device, HookResult, Program};
+//!
+//! struct Sampler { left: u64 }
+//!
+//! impl Device for Sampler {
+//!     fn init_task(&mut self, ctx: &Context) -> HookResult {
+//!         self.left = ctx.config().get::<u64>("max-iterations")?;
+//!         Ok(())
+//!     }
+//!     fn conditional_run(&mut self, ctx: &Context) -> HookResult<bool> {
+//!         let mut msg = ctx.new_simple_message("Hello")?;
+//!         if ctx.send(&mut msg, "data", 0).is_err() {
+//!             return Ok(false); // interrupted: a transition is pending
+//!         }
+//!         self.left -= 1;
+//!         Ok(self.left > 0)
+//!     }
+//! }
+//!
+//! fn main() -> std::process::ExitCode {
+//!     Program::new(|_config| Ok(Sampler { left: 0 }))
+//!         .options(|o| {
+//!             o.add("max-iterations", fairmq::options::Kind::U64, 1u64, "messages to send");
+//!         })
+//!         .run()
+//! }
+//! ```
 #![forbid(unsafe_code)]
+
+mod channel;
+pub mod channel_parsers;
+pub mod control;
+mod device;
+mod error;
+pub mod logging;
+pub mod network;
+pub mod options;
+pub mod properties;
+mod rate;
+mod rate_log;
+mod run_device;
+mod runner;
+pub mod state;
+pub mod state_machine;
+mod terminal;
+pub mod transport;
+pub mod transports;
+
+pub use channel::{Channel, ChannelConfig, ChannelError};
+pub use control::{ControlMode, DeviceHandle};
+pub use device::{ChannelRegistry, Context, Device};
+pub use error::{BoxError, Error, HookResult};
+pub use fairmq_zmq::{SocketType, TransferCode, TransferError, TransportKind};
+pub use properties::{Properties, Value};
+pub use rate::RateLimiter;
+pub use run_device::{config_from_args, expect_state, spawn_device, Plugin, Program};
+pub use runner::run_state_machine;
+pub use state::{State, Transition};
+pub use transport::{Message, Parts, Poller, Socket, Transport};

@@ -1,0 +1,462 @@
+//! Channels: a named configuration record (FairMQ's channel properties, defaults and validation)
+//! plus, once the device is initialised, its socket.
+
+use crate::error::Error;
+use crate::properties::{Properties, Value};
+use crate::transport::{Message, Parts, Socket, Transport};
+use fairmq_zmq::{
+    split_endpoints, AttachOptions, CounterSnapshot, Method, SocketOptions, SocketType, TransferResult, TransportKind,
+};
+use std::fmt;
+
+/// Every channel property key, as in `--channel-config`, JSON and `chans.<name>.<i>.<key>`.
+pub const PROPERTY_KEYS: [&str; 16] = [
+    "type",
+    "method",
+    "address",
+    "transport",
+    "sndBufSize",
+    "rcvBufSize",
+    "sndKernelSize",
+    "rcvKernelSize",
+    "sndTimeoutMs",
+    "rcvTimeoutMs",
+    "linger",
+    "rateLogging",
+    "portRangeMin",
+    "portRangeMax",
+    "autoBind",
+    "numSockets",
+];
+
+/// A channel configuration error (FairMQ's `ChannelConfigurationError`): the device goes to ERROR.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ChannelError {
+    /// Bad socket type.
+    #[error("Invalid channel type: '{0}'")]
+    InvalidType(String),
+    /// Endpoint without modifier and a channel method other than bind/connect.
+    #[error("Invalid endpoint connection method: '{method}' for {endpoint}")]
+    InvalidMethod {
+        /// The method.
+        method: String,
+        /// The endpoint.
+        endpoint: String,
+    },
+    /// A negative size.
+    #[error("invalid channel {what} (cannot be negative): '{value}'")]
+    Negative {
+        /// Which property, in FairMQ's words.
+        what: &'static str,
+        /// The value.
+        value: i64,
+    },
+    /// Unknown transport name.
+    #[error("Unknown transport provided: {0}")]
+    UnknownTransport(String),
+    /// A property has a value of the wrong form.
+    #[error("channel property '{key}' has an invalid value '{value}'")]
+    BadValue {
+        /// Key.
+        key: String,
+        /// Value as text.
+        value: String,
+    },
+    /// A channel name with characters FairMQ forbids.
+    #[error("channel name contains illegal character: '{0}', allowed characters are: a-z, A-Z, 0-9, -, _, [, ], #")]
+    IllegalName(char),
+}
+
+/// The configuration of one sub-channel, with FairMQ's defaults.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChannelConfig {
+    /// Channel name without index (`data`).
+    pub prefix: String,
+    /// Sub-channel index.
+    pub index: usize,
+    /// Socket type (`push`, ...; `unspecified` by default).
+    pub ty: String,
+    /// `bind`, `connect` or `unspecified`.
+    pub method: String,
+    /// Endpoints (`unspecified` by default).
+    pub address: String,
+    /// `default`, `zeromq` or `shmem`.
+    pub transport: String,
+    /// Send queue length (messages).
+    pub snd_buf_size: i32,
+    /// Receive queue length (messages).
+    pub rcv_buf_size: i32,
+    /// Kernel send buffer (bytes, 0 = system default).
+    pub snd_kernel_size: i32,
+    /// Kernel receive buffer (bytes).
+    pub rcv_kernel_size: i32,
+    /// Default send timeout (ms, -1 = forever).
+    pub snd_timeout_ms: i32,
+    /// Default receive timeout.
+    pub rcv_timeout_ms: i32,
+    /// Linger (ms).
+    pub linger: i32,
+    /// Rate log interval (s, 0 = off).
+    pub rate_logging: i32,
+    /// Auto-bind port range, low end.
+    pub port_range_min: i32,
+    /// Auto-bind port range, high end.
+    pub port_range_max: i32,
+    /// Auto-bind on a failed tcp bind.
+    pub auto_bind: bool,
+}
+
+impl ChannelConfig {
+    /// A sub-channel with FairMQ's defaults.
+    pub fn new(prefix: &str, index: usize) -> Self {
+        ChannelConfig {
+            prefix: prefix.to_owned(),
+            index,
+            ty: "unspecified".into(),
+            method: "unspecified".into(),
+            address: "unspecified".into(),
+            transport: "default".into(),
+            snd_buf_size: 1000,
+            rcv_buf_size: 1000,
+            snd_kernel_size: 0,
+            rcv_kernel_size: 0,
+            snd_timeout_ms: -1,
+            rcv_timeout_ms: -1,
+            linger: 500,
+            rate_logging: 1,
+            port_range_min: 22000,
+            port_range_max: 23000,
+            auto_bind: true,
+        }
+    }
+
+    /// Full name `data[0]`.
+    pub fn name(&self) -> String {
+        format!("{}[{}]", self.prefix, self.index)
+    }
+
+    /// Property key of this sub-channel's `key`.
+    pub fn key(&self, key: &str) -> String {
+        format!("chans.{}.{}.{key}", self.prefix, self.index)
+    }
+
+    /// Reads `chans.<prefix>.<index>.*` (missing keys keep their defaults).
+    pub fn from_properties(props: &Properties, prefix: &str, index: usize) -> Result<Self, ChannelError> {
+        let mut c = ChannelConfig::new(prefix, index);
+        for (k, v) in props.starting_with(&format!("chans.{prefix}.{index}.")) {
+            let key = k.rsplit('.').next().unwrap_or("");
+            c.set(key, &v)?;
+        }
+        Ok(c)
+    }
+
+    /// Sets one property from a value (numbers and booleans may come as text, as in JSON).
+    pub fn set(&mut self, key: &str, v: &Value) -> Result<(), ChannelError> {
+        let bad = || ChannelError::BadValue { key: key.to_owned(), value: v.to_string() };
+        let int = || -> Result<i32, ChannelError> {
+            match v {
+                Value::Int(i) => i32::try_from(*i).map_err(|_| bad()),
+                Value::UInt(u) => i32::try_from(*u).map_err(|_| bad()),
+                Value::Str(s) => s.trim().parse().map_err(|_| bad()),
+                _ => Err(bad()),
+            }
+        };
+        let text = || v.to_string();
+        match key {
+            "type" => self.ty = text(),
+            "method" => self.method = text(),
+            "address" => self.address = text(),
+            "transport" => self.transport = text(),
+            "sndBufSize" => self.snd_buf_size = int()?,
+            "rcvBufSize" => self.rcv_buf_size = int()?,
+            "sndKernelSize" => self.snd_kernel_size = int()?,
+            "rcvKernelSize" => self.rcv_kernel_size = int()?,
+            "sndTimeoutMs" => self.snd_timeout_ms = int()?,
+            "rcvTimeoutMs" => self.rcv_timeout_ms = int()?,
+            "linger" => self.linger = int()?,
+            "rateLogging" => self.rate_logging = int()?,
+            "portRangeMin" => self.port_range_min = int()?,
+            "portRangeMax" => self.port_range_max = int()?,
+            "autoBind" => {
+                self.auto_bind = match v {
+                    Value::Bool(b) => *b,
+                    Value::Str(s) => crate::options::parse_bool(s).ok_or_else(bad)?,
+                    _ => return Err(bad()),
+                }
+            }
+            _ => {} // numSockets and unknown keys do not describe one sub-channel
+        }
+        Ok(())
+    }
+
+    /// Writes every property to `props` (FairMQ's `AddChannel`).
+    pub fn write_to(&self, props: &Properties) {
+        let entries: [(&str, Value); 15] = [
+            ("type", self.ty.clone().into()),
+            ("method", self.method.clone().into()),
+            ("address", self.address.clone().into()),
+            ("transport", self.transport.clone().into()),
+            ("sndBufSize", self.snd_buf_size.into()),
+            ("rcvBufSize", self.rcv_buf_size.into()),
+            ("sndKernelSize", self.snd_kernel_size.into()),
+            ("rcvKernelSize", self.rcv_kernel_size.into()),
+            ("sndTimeoutMs", self.snd_timeout_ms.into()),
+            ("rcvTimeoutMs", self.rcv_timeout_ms.into()),
+            ("linger", self.linger.into()),
+            ("rateLogging", self.rate_logging.into()),
+            ("portRangeMin", self.port_range_min.into()),
+            ("portRangeMax", self.port_range_max.into()),
+            ("autoBind", self.auto_bind.into()),
+        ];
+        for (k, v) in entries {
+            props.set(&self.key(k), v);
+        }
+    }
+
+    /// The socket type (error if invalid).
+    pub fn socket_type(&self) -> Result<SocketType, ChannelError> {
+        self.ty.parse().map_err(|_| ChannelError::InvalidType(self.ty.clone()))
+    }
+
+    /// The transport (`Default` resolved by the device).
+    pub fn transport_kind(&self) -> Result<TransportKind, ChannelError> {
+        self.transport.parse().map_err(|_| ChannelError::UnknownTransport(self.transport.clone()))
+    }
+
+    /// The channel's method, if bind or connect.
+    pub fn method_kind(&self) -> Option<Method> {
+        self.method.parse().ok()
+    }
+
+    /// FairMQ's `Validate`: `Ok(true)` valid; `Ok(false)` not attachable yet (address unspecified or
+    /// malformed: logged); `Err` a configuration error.
+    pub fn validate(&self) -> Result<bool, ChannelError> {
+        let name = self.name();
+        if let Some(c) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || "-_[]#".contains(*c))) {
+            log::error!(
+                "channel name contains illegal character: '{c}', allowed characters are: a-z, A-Z, 0-9, -, _, [, ], #"
+            );
+            return Err(ChannelError::IllegalName(c));
+        }
+        self.socket_type()?;
+        self.transport_kind()?;
+        for (what, v) in [
+            ("send buffer size", self.snd_buf_size),
+            ("receive buffer size", self.rcv_buf_size),
+            ("send kernel transmit size", self.snd_kernel_size),
+            ("receive kernel transmit size", self.rcv_kernel_size),
+            ("socket rate logging interval", self.rate_logging),
+        ] {
+            if v < 0 {
+                return Err(ChannelError::Negative { what, value: i64::from(v) });
+            }
+        }
+        if self.address.is_empty() || self.address == "unspecified" {
+            log::debug!("Validating channel '{name}'... INVALID (address unspecified)");
+            return Ok(false);
+        }
+        for ep in split_endpoints(&self.address) {
+            if ep.modifier.is_none() && self.method_kind().is_none() {
+                return Err(ChannelError::InvalidMethod {
+                    method: self.method.clone(),
+                    endpoint: ep.address.to_owned(),
+                });
+            }
+            if let Err(e) = ep.validate() {
+                log::error!("{e}");
+                return Ok(false);
+            }
+        }
+        log::debug!("Validating channel '{name}'... VALID");
+        Ok(true)
+    }
+
+    /// Socket options from these properties.
+    pub fn socket_options(&self) -> SocketOptions {
+        SocketOptions {
+            linger: self.linger,
+            snd_buf_size: self.snd_buf_size,
+            rcv_buf_size: self.rcv_buf_size,
+            snd_kernel_size: self.snd_kernel_size,
+            rcv_kernel_size: self.rcv_kernel_size,
+        }
+    }
+
+    /// Attach options from these properties.
+    pub fn attach_options(&self) -> AttachOptions {
+        AttachOptions {
+            method: self.method_kind(),
+            auto_bind: self.auto_bind,
+            port_range_min: self.port_range_min.clamp(0, 65535) as u16,
+            port_range_max: self.port_range_max.clamp(0, 65535) as u16,
+        }
+    }
+}
+
+impl fmt::Display for ChannelConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "name: {}, type: {}, method: {}, address: {}", self.name(), self.ty, self.method, self.address)
+    }
+}
+
+/// A sub-channel of a running device: its configuration, transport and socket.
+#[derive(Debug)]
+pub struct Channel {
+    config: ChannelConfig,
+    transport: Transport,
+    socket: Socket,
+}
+
+impl Channel {
+    /// Creates the socket (FairMQ's `Channel::Init`) with the channel's options.
+    pub fn new(config: ChannelConfig, transport: Transport) -> Result<Channel, Error> {
+        let socket = transport.socket(config.socket_type()?, &config.name())?;
+        socket.set_options(&config.socket_options())?;
+        Ok(Channel { config, transport, socket })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ChannelConfig {
+        &self.config
+    }
+
+    /// Full name `data[0]`.
+    pub fn name(&self) -> String {
+        self.config.name()
+    }
+
+    /// The channel's transport.
+    pub fn transport(&self) -> &Transport {
+        &self.transport
+    }
+
+    /// The socket.
+    pub fn socket(&self) -> &Socket {
+        &self.socket
+    }
+
+    /// Binds/connects every endpoint; returns the address as attached and records it.
+    pub fn attach(&mut self) -> Result<String, Error> {
+        let attached = self.socket.attach(&self.config.address, &self.config.attach_options())?;
+        log::debug!("Attached channel {} to {attached} ({}) ({})", self.name(), self.config.method, self.config.ty);
+        self.config.address = attached.clone();
+        Ok(attached)
+    }
+
+    /// Sends with the channel's default timeout (`sndTimeoutMs`).
+    pub fn send(&self, msg: &mut Message) -> TransferResult {
+        self.send_timeout(msg, self.config.snd_timeout_ms)
+    }
+
+    /// Sends with an explicit timeout (ms; -1 forever, 0 no wait).
+    pub fn send_timeout(&self, msg: &mut Message, timeout_ms: i32) -> TransferResult {
+        self.socket.send(msg, timeout_ms, &self.transport)
+    }
+
+    /// Receives with the channel's default timeout (`rcvTimeoutMs`).
+    pub fn receive(&self, msg: &mut Message) -> TransferResult {
+        self.receive_timeout(msg, self.config.rcv_timeout_ms)
+    }
+
+    /// Receives with an explicit timeout.
+    pub fn receive_timeout(&self, msg: &mut Message, timeout_ms: i32) -> TransferResult {
+        self.socket.receive(msg, timeout_ms, &self.transport)
+    }
+
+    /// Sends a multipart message with the default timeout.
+    pub fn send_parts(&self, parts: &mut Parts) -> TransferResult {
+        self.send_parts_timeout(parts, self.config.snd_timeout_ms)
+    }
+
+    /// Sends a multipart message with an explicit timeout.
+    pub fn send_parts_timeout(&self, parts: &mut Parts, timeout_ms: i32) -> TransferResult {
+        self.socket.send_parts(parts, timeout_ms, &self.transport)
+    }
+
+    /// Receives a multipart message (appending) with the default timeout.
+    pub fn receive_parts(&self, parts: &mut Parts) -> TransferResult {
+        self.receive_parts_timeout(parts, self.config.rcv_timeout_ms)
+    }
+
+    /// Receives a multipart message with an explicit timeout.
+    pub fn receive_parts_timeout(&self, parts: &mut Parts, timeout_ms: i32) -> TransferResult {
+        self.socket.receive_parts(parts, timeout_ms)
+    }
+
+    /// An empty message of this channel's transport.
+    pub fn new_message(&self) -> Message {
+        self.transport.new_message()
+    }
+
+    /// A message of `size` bytes of this channel's transport.
+    pub fn new_message_with_size(&self, size: usize) -> Result<Message, Error> {
+        self.transport.new_message_with_size(size)
+    }
+
+    /// A copy of `bytes` as a message of this channel's transport.
+    pub fn new_simple_message(&self, bytes: &[u8]) -> Result<Message, Error> {
+        self.transport.new_simple_message(bytes)
+    }
+
+    /// Messages and bytes moved so far.
+    pub fn counters(&self) -> CounterSnapshot {
+        self.socket.counters()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ch(ty: &str, method: &str, address: &str) -> ChannelConfig {
+        ChannelConfig { ty: ty.into(), method: method.into(), address: address.into(), ..ChannelConfig::new("data", 0) }
+    }
+
+    #[test]
+    fn validation_rules_of_fairmq() {
+        assert!(
+            matches!(ChannelConfig::new("data", 0).validate(), Err(ChannelError::InvalidType(_))),
+            "default type unspecified"
+        );
+        assert_eq!(ch("pair", "unspecified", "unspecified").validate(), Ok(false), "no address");
+        assert!(matches!(ch("pair", "unspecified", "bla").validate(), Err(ChannelError::InvalidMethod { .. })));
+        for bad in ["ipc://", "verbs://", "inproc://", "tcp://", "bla"] {
+            assert_eq!(ch("pair", "bind", bad).validate(), Ok(false), "{bad}");
+        }
+        assert_eq!(ch("pair", "bind", "tcp://localhost:5555").validate(), Ok(true));
+        assert_eq!(
+            ch("pair", "unspecified", "@tcp://*:5555,+ipc:///tmp/x").validate(),
+            Ok(true),
+            "modifiers set the method"
+        );
+        for key in ["sndBufSize", "rcvBufSize", "sndKernelSize", "rcvKernelSize", "rateLogging"] {
+            let mut c = ch("push", "bind", "tcp://*:1");
+            c.set(key, &Value::Int(-1)).unwrap();
+            assert!(matches!(c.validate(), Err(ChannelError::Negative { .. })), "{key}");
+        }
+        let mut c = ch("push", "bind", "tcp://*:1");
+        c.transport = "ofi".into();
+        assert!(matches!(c.validate(), Err(ChannelError::UnknownTransport(_))));
+        let c = ChannelConfig { prefix: "da ta".into(), ..ch("push", "bind", "tcp://*:1") };
+        assert_eq!(c.validate(), Err(ChannelError::IllegalName(' ')));
+    }
+
+    #[test]
+    fn properties_round_trip_with_text_values() {
+        let p = Properties::new();
+        let mut c = ch("push", "bind", "tcp://*:5555");
+        c.linger = 1000;
+        c.auto_bind = false;
+        c.write_to(&p);
+        assert_eq!(ChannelConfig::from_properties(&p, "data", 0).unwrap(), c);
+        p.set("chans.data.0.sndBufSize", "42");
+        p.set("chans.data.0.autoBind", "true");
+        let c2 = ChannelConfig::from_properties(&p, "data", 0).unwrap();
+        assert_eq!((c2.snd_buf_size, c2.auto_bind), (42, true));
+        p.set("chans.data.0.linger", "long");
+        assert!(matches!(ChannelConfig::from_properties(&p, "data", 0), Err(ChannelError::BadValue { .. })));
+        assert_eq!(c.name(), "data[0]");
+        assert_eq!(c.to_string(), "name: data[0], type: push, method: bind, address: tcp://*:5555");
+    }
+}

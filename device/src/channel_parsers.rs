@@ -1,0 +1,235 @@
+//! Channel configuration sources: `--channel-config` strings and `--mq-config` JSON files, both in
+//! FairMQ's formats, turned into sub-channel configurations.
+
+use crate::channel::{ChannelConfig, ChannelError, PROPERTY_KEYS};
+use crate::properties::Value;
+
+/// Why a channel configuration could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A `--channel-config` token without name.
+    #[error("missing channel name in argument of option --channel-config")]
+    MissingName,
+    /// A channel property of the wrong form.
+    #[error(transparent)]
+    Channel(#[from] ChannelError),
+    /// The JSON file could not be read.
+    #[error("could not read '{path}': {source}")]
+    Io {
+        /// File.
+        path: String,
+        /// OS error.
+        source: std::io::Error,
+    },
+    /// The JSON is malformed or not FairMQ's format.
+    #[error("invalid JSON configuration: {0}")]
+    Json(String),
+    /// No device id to select the JSON entry.
+    #[error("no device ID provided. Provide with `--id` cmd option")]
+    NoDeviceId,
+}
+
+/// Expands one channel (common properties, optional per-socket overrides, `numSockets`) into
+/// its sub-channels, as FairMQ's JSON logic does.
+fn expand(
+    name: &str,
+    common: &[(String, Value)],
+    sockets: &[Vec<(String, Value)>],
+    num_sockets: usize,
+) -> Result<Vec<ChannelConfig>, ConfigError> {
+    let base = |index: usize| -> Result<ChannelConfig, ConfigError> {
+        let mut c = ChannelConfig::new(name, index);
+        for (k, v) in common {
+            c.set(k, v)?;
+        }
+        Ok(c)
+    };
+    if num_sockets > 0 {
+        return (0..num_sockets).map(base).collect();
+    }
+    if sockets.is_empty() {
+        return Ok(vec![base(0)?]);
+    }
+    sockets
+        .iter()
+        .enumerate()
+        .map(|(i, overrides)| {
+            let mut c = base(i)?;
+            for (k, v) in overrides {
+                c.set(k, v)?;
+            }
+            Ok(c)
+        })
+        .collect()
+}
+
+/// Parses `--channel-config` tokens (one channel each): `[name:]key=value,...`; every `address=`
+/// starts a sub-channel, other keys apply to the whole channel; unknown keys are ignored with a
+/// warning; parsing stops at a space.
+pub fn parse_channel_config(tokens: &[String]) -> Result<Vec<ChannelConfig>, ConfigError> {
+    let mut out = Vec::new();
+    for token in tokens {
+        let token = token.split(' ').next().unwrap_or("");
+        let (mut name, body) = match (token.find(':'), token.find('=')) {
+            (Some(c), Some(e)) if c < e => (Some(token[..c].to_owned()), &token[c + 1..]),
+            (Some(c), None) => (Some(token[..c].to_owned()), &token[c + 1..]),
+            _ => (None, token),
+        };
+        let mut common = Vec::new();
+        let mut sockets = Vec::new();
+        let mut num_sockets = 0usize;
+        for item in body.split(',').filter(|s| !s.is_empty()) {
+            let Some((k, v)) = item.split_once('=') else { continue };
+            match k {
+                "name" => name = Some(v.to_owned()),
+                "address" => sockets.push(vec![("address".to_owned(), Value::Str(v.to_owned()))]),
+                "numSockets" => {
+                    num_sockets = v.parse().map_err(|_| ChannelError::BadValue { key: k.into(), value: v.into() })?;
+                }
+                k if PROPERTY_KEYS.contains(&k) => common.push((k.to_owned(), Value::Str(v.to_owned()))),
+                _ => log::warn!("Ignoring unknown argument in --channel-config: {item}"),
+            }
+        }
+        let name = name.filter(|n| !n.is_empty()).ok_or_else(|| {
+            log::error!("missing channel name in argument of option --channel-config");
+            ConfigError::MissingName
+        })?;
+        out.extend(expand(&name, &common, &sockets, num_sockets)?);
+    }
+    Ok(out)
+}
+
+fn json_value(v: &serde_json::Value) -> Option<Value> {
+    Some(match v {
+        serde_json::Value::String(s) => Value::Str(s.clone()),
+        serde_json::Value::Bool(b) => Value::Bool(*b),
+        serde_json::Value::Number(n) => match n.as_i64() {
+            Some(i) => Value::Int(i),
+            None => Value::Str(n.to_string()),
+        },
+        _ => return None,
+    })
+}
+
+fn properties_of(obj: &serde_json::Map<String, serde_json::Value>) -> Vec<(String, Value)> {
+    obj.iter()
+        .filter(|(k, _)| PROPERTY_KEYS.contains(&k.as_str()) && *k != "numSockets")
+        .filter_map(|(k, v)| json_value(v).map(|v| (k.clone(), v)))
+        .collect()
+}
+
+/// Reads the channels of device `id` from a FairMQ JSON configuration: every entry of
+/// `fairMQOptions.devices` whose `key` (or, without key, `id`) equals `id`.
+pub fn parse_json(text: &str, id: &str) -> Result<Vec<ChannelConfig>, ConfigError> {
+    if id.is_empty() {
+        return Err(ConfigError::NoDeviceId);
+    }
+    let root: serde_json::Value = serde_json::from_str(text).map_err(|e| ConfigError::Json(e.to_string()))?;
+    let devices = root
+        .get("fairMQOptions")
+        .and_then(|o| o.get("devices"))
+        .and_then(|d| d.as_array())
+        .ok_or_else(|| ConfigError::Json("no fairMQOptions.devices array".into()))?;
+    let mut out = Vec::new();
+    for dev in devices {
+        let key = dev.get("key").or_else(|| dev.get("id")).and_then(|k| k.as_str());
+        if key != Some(id) {
+            continue;
+        }
+        let channels = dev.get("channels").and_then(|c| c.as_array()).map(Vec::as_slice).unwrap_or(&[]);
+        for ch in channels {
+            let obj = ch.as_object().ok_or_else(|| ConfigError::Json("a channel is not an object".into()))?;
+            let name = obj
+                .get("name")
+                .and_then(|n| n.as_str())
+                .ok_or_else(|| ConfigError::Json("a channel has no name".into()))?;
+            let num_sockets = match obj.get("numSockets") {
+                None => 0,
+                Some(v) => json_value(v)
+                    .and_then(|v| match v {
+                        Value::Int(i) => usize::try_from(i).ok(),
+                        Value::Str(s) => s.parse().ok(),
+                        _ => None,
+                    })
+                    .ok_or_else(|| ConfigError::Json(format!("channel {name}: bad numSockets")))?,
+            };
+            let sockets: Vec<Vec<(String, Value)>> = obj
+                .get("sockets")
+                .and_then(|s| s.as_array())
+                .map(|arr| arr.iter().filter_map(|s| s.as_object()).map(properties_of).collect())
+                .unwrap_or_default();
+            out.extend(expand(name, &properties_of(obj), &sockets, num_sockets)?);
+        }
+    }
+    Ok(out)
+}
+
+/// Reads a JSON configuration file.
+pub fn parse_json_file(path: &str, id: &str) -> Result<Vec<ChannelConfig>, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
+    parse_json(&text, id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn toks(s: &[&str]) -> Vec<String> {
+        s.iter().map(|t| (*t).to_owned()).collect()
+    }
+
+    #[test]
+    fn channel_config_strings() {
+        let c = parse_channel_config(&toks(&["name=data,type=push,method=bind,address=tcp://*:5555,rateLogging=0"]))
+            .unwrap();
+        assert_eq!(c.len(), 1);
+        assert_eq!(
+            (c[0].name(), c[0].ty.as_str(), c[0].address.as_str(), c[0].rate_logging),
+            ("data[0]".into(), "push", "tcp://*:5555", 0)
+        );
+        let c = parse_channel_config(&toks(&["data:type=push,method=bind,address=ipc:///tmp/a,address=ipc:///tmp/b"]))
+            .unwrap();
+        assert_eq!(
+            c.iter().map(|c| (c.name(), c.address.clone())).collect::<Vec<_>>(),
+            [("data[0]".to_owned(), "ipc:///tmp/a".to_owned()), ("data[1]".to_owned(), "ipc:///tmp/b".to_owned())]
+        );
+        let c = parse_channel_config(&toks(&["name=x,type=pull,numSockets=3,address=tcp://a:1"])).unwrap();
+        assert_eq!(c.len(), 3);
+        assert!(c.iter().all(|c| c.address == "unspecified"));
+        let c = parse_channel_config(&toks(&["name=x,type=pull,bogus=1 trailing=ignored"])).unwrap();
+        assert_eq!((c.len(), c[0].address.as_str()), (1, "unspecified"));
+        assert!(matches!(parse_channel_config(&toks(&["type=push"])), Err(ConfigError::MissingName)));
+        assert!(parse_channel_config(&toks(&["name=x,linger=soon"])).is_err());
+        let two = parse_channel_config(&toks(&["name=a,type=pull", "name=b,type=push,linger=1000"])).unwrap();
+        assert_eq!(two[1].linger, 1000);
+    }
+
+    const EXAMPLE: &str = r#"{
+      "fairMQOptions": { "devices": [
+        { "id": "sampler1", "channels": [
+          { "name": "data", "type": "push", "method": "bind", "rateLogging": 0,
+            "sockets": [ { "address": "tcp://*:5555" }, { "address": "tcp://*:5556", "sndBufSize": 100 } ] } ] },
+        { "key": "sink", "id": "ignored", "channels": [
+          { "name": "data", "type": "pull", "method": "connect", "address": "tcp://localhost:5555", "linger": "500" } ] },
+        { "id": "many", "channels": [ { "name": "out", "type": "push", "method": "bind", "numSockets": 2,
+            "sockets": [ { "address": "ignored" } ] } ] }
+      ] } }"#;
+
+    #[test]
+    fn json_like_fairmq() {
+        let s = parse_json(EXAMPLE, "sampler1").unwrap();
+        assert_eq!(s.len(), 2);
+        assert_eq!((s[1].address.as_str(), s[1].snd_buf_size, s[1].rate_logging), ("tcp://*:5556", 100, 0));
+        assert_eq!(s[0].snd_buf_size, 1000);
+        let k = parse_json(EXAMPLE, "sink").unwrap();
+        assert_eq!((k.len(), k[0].address.as_str()), (1, "tcp://localhost:5555"));
+        assert!(parse_json(EXAMPLE, "ignored").unwrap().is_empty(), "key wins over id");
+        let m = parse_json(EXAMPLE, "many").unwrap();
+        assert_eq!(m.len(), 2);
+        assert!(m.iter().all(|c| c.address == "unspecified"));
+        assert!(matches!(parse_json(EXAMPLE, ""), Err(ConfigError::NoDeviceId)));
+        assert!(matches!(parse_json("{", "x"), Err(ConfigError::Json(_))));
+        assert!(matches!(parse_json("{}", "x"), Err(ConfigError::Json(_))));
+    }
+}

@@ -1,0 +1,397 @@
+//! Driving a device: the controller API ([`DeviceHandle`]), FairMQ's control modes (`--control`),
+//! the startup and shutdown sequences, interactive keys, and signal handling.
+
+use crate::logging;
+use crate::state::{State, Transition};
+use crate::state_machine::{ErrorState, StateMachine, StateQueue};
+use std::io::Read;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A handle to drive a device from another thread (FairMQ's custom controllers and plugins).
+/// It keeps its own queue of entered states, so waits never miss a state.
+#[derive(Clone)]
+pub struct DeviceHandle {
+    sm: Arc<StateMachine>,
+    queue: Arc<StateQueue>,
+    key: String,
+}
+
+impl std::fmt::Debug for DeviceHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceHandle").field("key", &self.key).field("state", &self.sm.current_state()).finish()
+    }
+}
+
+impl DeviceHandle {
+    /// A handle subscribed (as `key`) to the state changes of `sm`, from now on.
+    pub fn new(sm: &Arc<StateMachine>, key: &str) -> DeviceHandle {
+        let queue = Arc::new(StateQueue::default());
+        let q = queue.clone();
+        sm.subscribe_to_state_change(key, move |s| q.push(s));
+        DeviceHandle { sm: sm.clone(), queue, key: key.to_owned() }
+    }
+
+    /// Requests a transition; returns whether it was accepted.
+    pub fn change_state(&self, t: Transition) -> bool {
+        self.sm.change_state(t)
+    }
+
+    /// The current state.
+    pub fn current_state(&self) -> State {
+        self.sm.current_state()
+    }
+
+    /// Waits (popping states seen by this handle) until `s` was entered; `Err` if the device is in
+    /// ERROR, `Ok(false)` on timeout.
+    pub fn wait_for_state(&self, s: State, timeout: Option<Duration>) -> Result<bool, ErrorState> {
+        self.queue.wait_for_state(s, timeout)
+    }
+
+    /// Pops the next state this handle saw.
+    pub fn wait_for_next_state(&self, timeout: Option<Duration>) -> Result<Option<State>, ErrorState> {
+        self.queue.wait_for_next(timeout)
+    }
+
+    /// The state machine.
+    pub fn state_machine(&self) -> &Arc<StateMachine> {
+        &self.sm
+    }
+
+    /// Requests `t` and waits until `target` is entered.
+    pub fn transition_to(&self, t: Transition, target: State, timeout: Option<Duration>) -> Result<bool, ErrorState> {
+        if !self.change_state(t) {
+            return Ok(false);
+        }
+        self.wait_for_state(target, timeout)
+    }
+
+    /// FairMQ's startup sequence, up to RUNNING; stops early (false) when `stop` becomes true.
+    pub fn run_startup_sequence(&self, stop: &AtomicBool) -> Result<bool, ErrorState> {
+        let steps = [
+            (Transition::InitDevice, State::InitializingDevice),
+            (Transition::CompleteInit, State::Initialized),
+            (Transition::Bind, State::Bound),
+            (Transition::Connect, State::DeviceReady),
+            (Transition::InitTask, State::Ready),
+            (Transition::Run, State::Running),
+        ];
+        for (t, target) in steps {
+            if stop.load(Ordering::SeqCst) {
+                return Ok(false);
+            }
+            self.change_state(t);
+            while !self.wait_for_state(target, Some(Duration::from_millis(100)))? {
+                if stop.load(Ordering::SeqCst) || self.current_state() == State::Error {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// FairMQ's shutdown sequence from whatever the live state is, until EXITING (Ok) or ERROR.
+    /// Each request is derived from the current state (so a state entered meanwhile is never missed).
+    pub fn run_shutdown_sequence(&self) -> Result<(), ErrorState> {
+        loop {
+            let s = self.current_state();
+            let request = match s {
+                State::Exiting => return Ok(()),
+                State::Error => return Err(ErrorState),
+                State::Idle => Some(Transition::End),
+                State::InitializingDevice => Some(Transition::CompleteInit),
+                State::Initialized | State::Bound | State::DeviceReady => Some(Transition::ResetDevice),
+                State::Ready => Some(Transition::ResetTask),
+                State::Running => Some(Transition::Stop),
+                _ => None, // a working state that ends by itself (Auto)
+            };
+            if let Some(t) = request {
+                if !self.sm.new_state_pending() {
+                    self.change_state(t);
+                }
+            }
+            // Wait for the state to move on (checked again every 100 ms).
+            let _ = self.wait_for_next_state(Some(Duration::from_millis(100)))?;
+        }
+    }
+}
+
+impl Drop for DeviceHandle {
+    fn drop(&mut self) {
+        if Arc::strong_count(&self.queue) == 1 {
+            self.sm.unsubscribe_from_state_change(&self.key);
+        }
+    }
+}
+
+/// `--control`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ControlMode {
+    /// Start, run, and shut down by itself when RUNNING ends.
+    Static,
+    /// Start, then keys from the terminal (`dynamic`, `interactive`, `external`).
+    Interactive,
+    /// Start, then wait for a signal.
+    Gui,
+    /// Request nothing.
+    None,
+}
+
+impl FromStr for ControlMode {
+    type Err = std::convert::Infallible;
+    fn from_str(s: &str) -> Result<ControlMode, Self::Err> {
+        Ok(match s {
+            "static" => ControlMode::Static,
+            "dynamic" | "interactive" | "external" => ControlMode::Interactive,
+            "gui" => ControlMode::Gui,
+            "none" => ControlMode::None,
+            other => {
+                log::error!(
+                    "Unrecognized control mode '{other}' requested. Ignoring and falling back to static control mode."
+                );
+                ControlMode::Static
+            }
+        })
+    }
+}
+
+/// The built-in controller: runs the mode in its own thread and handles signals.
+pub struct Controller {
+    shutdown: Arc<AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Controller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Controller").field("threads", &self.threads.len()).finish()
+    }
+}
+
+/// One controller at a time may request transitions: the mode thread, or the signal thread that
+/// takes over when a signal arrives.
+struct Shared {
+    handle: DeviceHandle,
+    shutdown_requested: AtomicBool,
+    ended: AtomicBool,
+    sequence: parking_lot::Mutex<()>,
+}
+
+impl Controller {
+    /// Starts the control mode and, with `catch_signals`, signal handling for `sm`.
+    pub fn start(
+        sm: &Arc<StateMachine>,
+        mode: ControlMode,
+        catch_signals: bool,
+        color: bool,
+    ) -> std::io::Result<Controller> {
+        let shared = Arc::new(Shared {
+            handle: DeviceHandle::new(sm, "control"),
+            shutdown_requested: AtomicBool::new(false),
+            ended: AtomicBool::new(false),
+            sequence: parking_lot::Mutex::new(()),
+        });
+        let mut threads = Vec::new();
+        let stop = Arc::new(AtomicBool::new(false));
+        if catch_signals {
+            log::debug!("Plugin 'control' is setting up signal handling for SIGINT and SIGTERM");
+            let signalled = Arc::new(AtomicBool::new(false));
+            // A SIGINT after any earlier SIGINT or SIGTERM ends the process at once (the default
+            // action); the first one only sets the flag. Registration order matters.
+            signal_hook::flag::register_conditional_default(signal_hook::consts::SIGINT, signalled.clone())?;
+            signal_hook::flag::register(signal_hook::consts::SIGINT, signalled.clone())?;
+            signal_hook::flag::register(signal_hook::consts::SIGTERM, signalled.clone())?;
+            let (s, st) = (shared.clone(), stop.clone());
+            threads.push(std::thread::spawn(move || signal_thread(&s, &signalled, &st)));
+        } else {
+            log::warn!("Signal handling (e.g. Ctrl-C) has been deactivated.");
+        }
+        match mode {
+            ControlMode::None => log::debug!("Builtin controller: disabled"),
+            mode => {
+                log::debug!(
+                    "Running builtin controller: {}",
+                    match mode {
+                        ControlMode::Static => "static",
+                        ControlMode::Gui => "gui",
+                        _ => "interactive",
+                    }
+                );
+                let s = shared.clone();
+                threads.push(std::thread::spawn(move || mode_thread(&s, mode, color)));
+            }
+        }
+        Ok(Controller { shutdown: stop, threads })
+    }
+
+    /// Stops the controller threads (after the state loop ended).
+    pub fn join(mut self) {
+        self.shutdown.store(true, Ordering::SeqCst);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+fn mode_thread(s: &Shared, mode: ControlMode, color: bool) {
+    let h = &s.handle;
+    let stop = &s.shutdown_requested;
+    let result = (|| -> Result<(), ErrorState> {
+        {
+            let _g = s.sequence.lock();
+            if !h.run_startup_sequence(stop)? {
+                return Ok(());
+            }
+        }
+        match mode {
+            ControlMode::Static => {
+                // RUNNING ends (normally by itself) or a signal arrives.
+                while !stop.load(Ordering::SeqCst) {
+                    if h.wait_for_next_state(Some(Duration::from_millis(100)))?.is_some() {
+                        break;
+                    }
+                }
+            }
+            ControlMode::Gui => {
+                while !stop.load(Ordering::SeqCst) {
+                    if h.current_state() == State::Error {
+                        return Err(ErrorState);
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                return Ok(());
+            }
+            ControlMode::Interactive => {
+                if !repl(s, color)? {
+                    return Ok(()); // stdin ended or a signal arrived: the signal thread shuts down
+                }
+            }
+            ControlMode::None => return Ok(()),
+        }
+        if stop.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        let _g = s.sequence.lock();
+        h.run_shutdown_sequence()?;
+        s.ended.store(true, Ordering::SeqCst);
+        Ok(())
+    })();
+    if result.is_err() {
+        log::debug!("control: device in ERROR, requesting no more transitions");
+    }
+}
+
+fn signal_thread(s: &Shared, signalled: &AtomicBool, stop: &AtomicBool) {
+    loop {
+        if stop.load(Ordering::SeqCst) || s.handle.current_state() == State::Error {
+            return;
+        }
+        if signalled.load(Ordering::SeqCst) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    log::info!("Received device shutdown request (signal).");
+    log::info!("Waiting for graceful device shutdown. Hit Ctrl-C again to abort immediately.");
+    s.shutdown_requested.store(true, Ordering::SeqCst);
+    let _g = s.sequence.lock();
+    if s.ended.load(Ordering::SeqCst) || s.handle.current_state() == State::Error {
+        return;
+    }
+    if s.handle.run_shutdown_sequence().is_err() {
+        log::info!("Graceful device shutdown failed. If hanging, hit Ctrl-C again to abort immediately.");
+    }
+}
+
+const HELP: &str = "Following control commands are available:\n\n \
+[h] help, [c] check current device state,\n \
+[i] init device, [b] bind, [x] connect, [j] init task,\n \
+[r] run, [s] stop,\n \
+[t] reset task, [d] reset device,\n \
+[q] end,\n \
+[k] increase log severity, [l] decrease log severity, [n] increase log verbosity, [m] decrease log verbosity\n";
+
+/// The key loop. Returns Ok(true) when `q` asks for the shutdown sequence, Ok(false) when stdin
+/// ended or a signal arrived.
+fn repl(s: &Shared, color: bool) -> Result<bool, ErrorState> {
+    let h = &s.handle;
+    let _raw = crate::terminal::RawMode::enable();
+    print_help(color);
+    let mut stdin = std::io::stdin();
+    loop {
+        if h.current_state() == State::Error {
+            return Err(ErrorState);
+        }
+        if s.shutdown_requested.load(Ordering::SeqCst) {
+            return Ok(false);
+        }
+        if !crate::terminal::stdin_ready(Duration::from_millis(100)) {
+            continue;
+        }
+        let mut b = [0u8; 1];
+        match stdin.read(&mut b) {
+            Ok(1) => {}
+            // End of input: no more keys; the device keeps running until a signal.
+            _ => {
+                while !s.shutdown_requested.load(Ordering::SeqCst) {
+                    if h.current_state() == State::Error {
+                        return Err(ErrorState);
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                return Ok(false);
+            }
+        }
+        let key = b[0] as char;
+        if key.is_whitespace() {
+            continue;
+        }
+        let _g = s.sequence.lock();
+        let request = |t: Transition, text: &str| {
+            println!("\n --> [{key}] {text}\n");
+            h.change_state(t);
+        };
+        match key {
+            'h' => print_help(color),
+            'c' => {
+                println!("\n --> [c] check current state\n");
+                crate::logging::state!("{}", h.current_state());
+            }
+            'i' => {
+                println!("\n --> [i] init device\n");
+                if h.change_state(Transition::InitDevice) {
+                    h.wait_for_state(State::InitializingDevice, Some(Duration::from_secs(10)))?;
+                    h.change_state(Transition::CompleteInit);
+                }
+            }
+            'b' => request(Transition::Bind, "bind"),
+            'x' => request(Transition::Connect, "connect"),
+            'j' => request(Transition::InitTask, "init task"),
+            'r' => request(Transition::Run, "run"),
+            's' => request(Transition::Stop, "stop"),
+            't' => request(Transition::ResetTask, "reset task"),
+            'd' => request(Transition::ResetDevice, "reset device"),
+            'k' => println!("\n --> [k] increase log severity: {}\n", logging::cycle_severity(true).name()),
+            'l' => println!("\n --> [l] decrease log severity: {}\n", logging::cycle_severity(false).name()),
+            'n' => println!("\n --> [n] increase log verbosity: {}\n", logging::cycle_verbosity(true).name()),
+            'm' => println!("\n --> [m] decrease log verbosity: {}\n", logging::cycle_verbosity(false).name()),
+            'q' => {
+                println!("\n --> [q] end\n");
+                return Ok(true);
+            }
+            other => {
+                print!("Invalid input: [{other}]. ");
+                print_help(color);
+            }
+        }
+    }
+}
+
+fn print_help(color: bool) {
+    if color {
+        println!("\x1b[01;32m{HELP}\x1b[0m");
+    } else {
+        println!("{HELP}");
+    }
+}

@@ -1,0 +1,292 @@
+//! What a device is (the [`Device`] trait of hooks) and what its hooks can use (the [`Context`]).
+
+use crate::channel::{Channel, ChannelConfig};
+use crate::error::{Error, HookResult};
+use crate::properties::Properties;
+use crate::state::{State, Transition};
+use crate::state_machine::StateMachine;
+use crate::transport::{Message, Parts, Transport};
+use fairmq_zmq::{TransferResult, TransportKind};
+use parking_lot::Mutex;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A FairMQ device: every hook has a default that does nothing (`conditional_run` returns false).
+///
+/// Hooks run on the device's state-loop thread, one at a time. An `Err` or a panic in any hook takes
+/// the device to `ERROR`. In `RUNNING`, either data handlers are called (for channels registered with
+/// [`Context::on_data`] / [`Context::on_data_parts`]) or `conditional_run` is called in a loop and
+/// `run` once after it.
+#[allow(unused_variables)]
+pub trait Device: Send {
+    /// `INITIALIZING DEVICE`, before channels exist (register data handlers, add channels).
+    fn init(&mut self, ctx: &Context) -> HookResult {
+        Ok(())
+    }
+    /// `BINDING`, after the binding channels are bound.
+    fn bind(&mut self, ctx: &Context) -> HookResult {
+        Ok(())
+    }
+    /// `CONNECTING`, after the connecting channels are connected.
+    fn connect(&mut self, ctx: &Context) -> HookResult {
+        Ok(())
+    }
+    /// `INITIALIZING TASK`: read options, register data handlers.
+    fn init_task(&mut self, ctx: &Context) -> HookResult {
+        Ok(())
+    }
+    /// `RUNNING`, once before the loop.
+    fn pre_run(&mut self, ctx: &Context) -> HookResult {
+        Ok(())
+    }
+    /// `RUNNING`, repeatedly while it returns true and no transition is pending (no data handlers).
+    fn conditional_run(&mut self, ctx: &Context) -> HookResult<bool> {
+        Ok(false)
+    }
+    /// `RUNNING`, once after the `conditional_run` loop (no data handlers).
+    fn run(&mut self, ctx: &Context) -> HookResult {
+        Ok(())
+    }
+    /// `RUNNING`, once after the loop; a transition is already pending (transports interrupted).
+    fn post_run(&mut self, ctx: &Context) -> HookResult {
+        Ok(())
+    }
+    /// `RESETTING TASK`.
+    fn reset_task(&mut self, ctx: &Context) -> HookResult {
+        Ok(())
+    }
+    /// `RESETTING DEVICE`, before the channels are destroyed.
+    fn reset(&mut self, ctx: &Context) -> HookResult {
+        Ok(())
+    }
+    /// A message arrived on sub-channel `index` of `channel` (registered with `on_data`); false
+    /// ends `RUNNING`.
+    fn handle_data(&mut self, ctx: &Context, channel: &str, msg: &mut Message, index: usize) -> HookResult<bool> {
+        Err(format!("no data handler implemented for channel '{channel}'").into())
+    }
+    /// A multipart message arrived (registered with `on_data_parts`); false ends `RUNNING`.
+    fn handle_parts(&mut self, ctx: &Context, channel: &str, parts: &mut Parts, index: usize) -> HookResult<bool> {
+        Err(format!("no multipart data handler implemented for channel '{channel}'").into())
+    }
+    /// Called before `--print-channels`: register expected channels here.
+    fn register_channel_endpoints(&self, registry: &mut ChannelRegistry) {}
+}
+
+/// Channels a device declares for `--print-channels` (`<name>:<min>:<max>`).
+#[derive(Debug, Default)]
+pub struct ChannelRegistry {
+    entries: Vec<(String, u16, u16)>,
+}
+
+impl ChannelRegistry {
+    /// Declares channel `name` with `min..=max` sub-channels; false if already declared.
+    pub fn register(&mut self, name: &str, min: u16, max: u16) -> bool {
+        if self.entries.iter().any(|e| e.0 == name) {
+            log::warn!("Registering channel: name already registered: \"{name}\"");
+            return false;
+        }
+        self.entries.push((name.to_owned(), min, max));
+        true
+    }
+
+    /// The `--print-channels` text.
+    pub fn print(&self) -> String {
+        if self.entries.is_empty() {
+            return "no channels registered.\n".into();
+        }
+        self.entries.iter().map(|(n, a, b)| format!("{n}:{a}:{b}\n")).collect()
+    }
+}
+
+/// Whether a data handler takes single messages or multiparts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum InputKind {
+    Single,
+    Parts,
+}
+
+/// What hooks use: channels, messages, configuration, and the state machine.
+pub struct Context {
+    pub(crate) id: RefCell<String>,
+    pub(crate) config: Arc<Properties>,
+    pub(crate) sm: Arc<StateMachine>,
+    pub(crate) channels: BTreeMap<String, Vec<Channel>>,
+    pub(crate) transports: Arc<Mutex<Vec<Transport>>>,
+    pub(crate) default_transport: Option<Transport>,
+    pub(crate) inputs: RefCell<Vec<(String, InputKind)>>,
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context").field("id", &self.id.borrow()).field("channels", &self.channels.keys()).finish()
+    }
+}
+
+impl Context {
+    pub(crate) fn new(config: Arc<Properties>, sm: Arc<StateMachine>) -> Context {
+        Context {
+            id: RefCell::new(String::new()),
+            config,
+            sm,
+            channels: BTreeMap::new(),
+            transports: Arc::default(),
+            default_transport: None,
+            inputs: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// The device id (read from `--id` when `INITIALIZING DEVICE` completes; empty before).
+    pub fn id(&self) -> String {
+        self.id.borrow().clone()
+    }
+
+    /// The configuration store (options, custom options, channel properties).
+    pub fn config(&self) -> &Properties {
+        &self.config
+    }
+
+    /// Whether a transition is pending: loops in hooks should end.
+    pub fn new_state_pending(&self) -> bool {
+        self.sm.new_state_pending()
+    }
+
+    /// Sleeps up to `d`, returning early (false) when a transition becomes pending.
+    pub fn wait_for(&self, d: Duration) -> bool {
+        self.sm.wait_for(d)
+    }
+
+    /// The current state.
+    pub fn current_state(&self) -> State {
+        self.sm.current_state()
+    }
+
+    /// Requests a transition (e.g. `ErrorFound`); returns whether it was accepted.
+    pub fn change_state(&self, t: Transition) -> bool {
+        self.sm.change_state(t)
+    }
+
+    /// Registers single-message data handling for `channel` (its `handle_data` is called).
+    pub fn on_data(&self, channel: &str) {
+        self.register_input(channel, InputKind::Single);
+    }
+
+    /// Registers multipart data handling for `channel` (its `handle_parts` is called).
+    pub fn on_data_parts(&self, channel: &str) {
+        self.register_input(channel, InputKind::Parts);
+    }
+
+    fn register_input(&self, channel: &str, kind: InputKind) {
+        let mut inputs = self.inputs.borrow_mut();
+        match inputs.iter_mut().find(|(n, _)| n == channel) {
+            // Multipart wins when a channel has both kinds (as in FairMQ).
+            Some(e) if kind == InputKind::Parts => e.1 = kind,
+            Some(_) => {}
+            None => inputs.push((channel.to_owned(), kind)),
+        }
+    }
+
+    /// Adds a sub-channel to the configuration (takes effect at the next `INITIALIZING DEVICE`
+    /// channel creation, i.e. when called from `init`, at once).
+    pub fn add_channel(&self, config: &ChannelConfig) -> ChannelConfig {
+        let index = self.config.channel_info().get(&config.prefix).copied().unwrap_or(0);
+        let c = ChannelConfig { index, ..config.clone() };
+        c.write_to(&self.config);
+        c
+    }
+
+    /// Sub-channel `index` of `name`.
+    pub fn channel(&self, name: &str, index: usize) -> Result<&Channel, Error> {
+        self.channels.get(name).and_then(|v| v.get(index)).ok_or_else(|| {
+            let full = format!("{name}[{index}]");
+            log::error!("GetChannel(): '{full}' does not exist.");
+            Error::NoChannel(full)
+        })
+    }
+
+    /// Number of sub-channels of `name`.
+    pub fn num_sub_channels(&self, name: &str) -> Result<usize, Error> {
+        self.channels.get(name).map(Vec::len).ok_or_else(|| Error::NoChannel(name.to_owned()))
+    }
+
+    /// All channels by name.
+    pub fn channels(&self) -> &BTreeMap<String, Vec<Channel>> {
+        &self.channels
+    }
+
+    /// Sends on `name[index]` with the channel's default timeout.
+    pub fn send(&self, msg: &mut Message, name: &str, index: usize) -> TransferResult {
+        self.channel(name, index).map_err(boxed)?.send(msg)
+    }
+
+    /// Sends with an explicit timeout (ms).
+    pub fn send_timeout(&self, msg: &mut Message, name: &str, index: usize, timeout_ms: i32) -> TransferResult {
+        self.channel(name, index).map_err(boxed)?.send_timeout(msg, timeout_ms)
+    }
+
+    /// Receives from `name[index]` with the channel's default timeout.
+    pub fn receive(&self, msg: &mut Message, name: &str, index: usize) -> TransferResult {
+        self.channel(name, index).map_err(boxed)?.receive(msg)
+    }
+
+    /// Receives with an explicit timeout (ms).
+    pub fn receive_timeout(&self, msg: &mut Message, name: &str, index: usize, timeout_ms: i32) -> TransferResult {
+        self.channel(name, index).map_err(boxed)?.receive_timeout(msg, timeout_ms)
+    }
+
+    /// Sends a multipart message.
+    pub fn send_parts(&self, parts: &mut Parts, name: &str, index: usize) -> TransferResult {
+        self.channel(name, index).map_err(boxed)?.send_parts(parts)
+    }
+
+    /// Sends a multipart message with an explicit timeout.
+    pub fn send_parts_timeout(&self, parts: &mut Parts, name: &str, index: usize, timeout_ms: i32) -> TransferResult {
+        self.channel(name, index).map_err(boxed)?.send_parts_timeout(parts, timeout_ms)
+    }
+
+    /// Receives a multipart message (appending to `parts`).
+    pub fn receive_parts(&self, parts: &mut Parts, name: &str, index: usize) -> TransferResult {
+        self.channel(name, index).map_err(boxed)?.receive_parts(parts)
+    }
+
+    /// The device's default transport (`--transport`); `None` before `INITIALIZING DEVICE` ends.
+    pub fn transport(&self) -> Option<&Transport> {
+        self.default_transport.as_ref()
+    }
+
+    fn default_transport_or_err(&self) -> Result<&Transport, Error> {
+        self.default_transport
+            .as_ref()
+            .ok_or_else(|| Error::Transport("no transport before INITIALIZING DEVICE".into()))
+    }
+
+    /// An empty message of the default transport.
+    pub fn new_message(&self) -> Result<Message, Error> {
+        Ok(self.default_transport_or_err()?.new_message())
+    }
+
+    /// A message of `size` bytes of the default transport.
+    pub fn new_message_with_size(&self, size: usize) -> Result<Message, Error> {
+        self.default_transport_or_err()?.new_message_with_size(size)
+    }
+
+    /// A copy of `bytes` as a message of the default transport (FairMQ's `NewSimpleMessage`).
+    pub fn new_simple_message(&self, bytes: impl AsRef<[u8]>) -> Result<Message, Error> {
+        self.default_transport_or_err()?.new_simple_message(bytes.as_ref())
+    }
+
+    /// A message of `size` bytes of the transport of channel `name[index]` (FairMQ's `NewMessageFor`).
+    pub fn new_message_for(&self, name: &str, index: usize, size: usize) -> Result<Message, Error> {
+        self.channel(name, index)?.new_message_with_size(size)
+    }
+
+    /// The transport of kind `kind` if the device uses it.
+    pub fn transport_of(&self, kind: TransportKind) -> Option<Transport> {
+        self.transports.lock().iter().find(|t| t.kind() == kind).cloned()
+    }
+}
+
+fn boxed(e: Error) -> fairmq_zmq::TransferError {
+    fairmq_zmq::TransferError::Transport(Box::new(e))
+}

@@ -1,0 +1,56 @@
+//! Errors of the device framework.
+
+use crate::channel::ChannelError;
+use crate::channel_parsers::ConfigError;
+use crate::properties::PropertyError;
+
+/// What user hooks return as an error: anything.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// The result of a hook.
+pub type HookResult<T = ()> = Result<T, BoxError>;
+
+/// Errors of the framework itself.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Socket or address set-up.
+    #[error(transparent)]
+    Socket(#[from] fairmq_zmq::SocketError),
+    /// Shared-memory transport.
+    #[error(transparent)]
+    Shm(#[from] fairmq_shm::ShmError),
+    /// Channel configuration.
+    #[error(transparent)]
+    Channel(#[from] ChannelError),
+    /// Configuration sources.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// Properties.
+    #[error(transparent)]
+    Property(#[from] PropertyError),
+    /// A channel that does not exist.
+    #[error("GetChannel(): '{0}' does not exist.")]
+    NoChannel(String),
+    /// An unknown transport name.
+    #[error("invalid transport type provided: {0}")]
+    Transport(String),
+    /// Binding channels failed.
+    #[error("{0} of the binding channels could not initialize. Initial configuration incomplete.")]
+    Binding(usize),
+    /// Connecting channels timed out.
+    #[error("could not connect all channels after {0} attempts")]
+    Connecting(i64),
+    /// A channel without bind/connect.
+    #[error("Cannot update configuration. Socket method (bind/connect) for channel '{0}' not specified.")]
+    NoMethod(String),
+    /// A transfer failed where the framework needed it.
+    #[error(transparent)]
+    Transfer(#[from] fairmq_zmq::TransferError),
+    /// A poll failed.
+    #[error(transparent)]
+    Poll(#[from] fairmq_zmq::PollError),
+    /// A state change was refused.
+    #[error("Invalid transition: {0}: failed to change state of a fairmq device")]
+    Transition(crate::state::Transition),
+}

@@ -1,0 +1,331 @@
+//! FairLogger-like console and file logging on top of the `log` facade.
+//!
+//! Lines look like FairMQ's: `[HH:MM:SS][STATE] IDLE ---> INITIALIZING DEVICE` (verbosity `medium`).
+//! FairMQ's severities are `trace debug info state warn error fatal nolog`; `state` (between info
+//! and warn) is logged through `log` at info level with the target [`STATE_TARGET`], `fatal` at
+//! error level with [`FATAL_TARGET`]. Library users may install their own `log` backend instead.
+
+use parking_lot::RwLock;
+use std::fs::File;
+use std::io::Write;
+use std::str::FromStr;
+use std::sync::OnceLock;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// `log` target of FairMQ's `state` severity.
+pub const STATE_TARGET: &str = "fairmq::state";
+/// `log` target of FairMQ's `fatal` severity.
+pub const FATAL_TARGET: &str = "fairmq::fatal";
+
+/// Logs at FairMQ's `state` severity.
+macro_rules! state {
+    ($($arg:tt)*) => { log::info!(target: $crate::logging::STATE_TARGET, $($arg)*) };
+}
+pub(crate) use state;
+
+/// FairMQ's severities, lowest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[allow(missing_docs)]
+pub enum Severity {
+    Trace,
+    Debug,
+    Info,
+    State,
+    Warn,
+    Error,
+    Fatal,
+    Nolog,
+}
+
+impl Severity {
+    /// Every severity, lowest first (the order `k`/`l` cycle through).
+    pub const ALL: [Severity; 8] = [
+        Severity::Trace,
+        Severity::Debug,
+        Severity::Info,
+        Severity::State,
+        Severity::Warn,
+        Severity::Error,
+        Severity::Fatal,
+        Severity::Nolog,
+    ];
+
+    /// The name as printed and as given to `--severity`.
+    pub fn name(self) -> &'static str {
+        ["trace", "debug", "info", "state", "warn", "error", "fatal", "nolog"][self as usize]
+    }
+
+    fn label(self) -> &'static str {
+        ["TRACE", "DEBUG", "INFO", "STATE", "WARN", "ERROR", "FATAL", "NOLOG"][self as usize]
+    }
+
+    fn color(self) -> &'static str {
+        ["\x1b[0;36m", "\x1b[0;34m", "\x1b[0;32m", "\x1b[0;35m", "\x1b[0;33m", "\x1b[0;31m", "\x1b[1;31m", ""]
+            [self as usize]
+    }
+
+    fn of(record: &log::Metadata<'_>) -> Severity {
+        match record.level() {
+            log::Level::Trace => Severity::Trace,
+            log::Level::Debug => Severity::Debug,
+            log::Level::Info if record.target() == STATE_TARGET => Severity::State,
+            log::Level::Info => Severity::Info,
+            log::Level::Warn => Severity::Warn,
+            log::Level::Error if record.target() == FATAL_TARGET => Severity::Fatal,
+            log::Level::Error => Severity::Error,
+        }
+    }
+}
+
+/// An unknown severity or verbosity name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {kind} '{name}'; known: {known}")]
+pub struct UnknownLogSetting {
+    /// "severity" or "verbosity".
+    pub kind: &'static str,
+    /// The name given.
+    pub name: String,
+    /// The accepted names.
+    pub known: &'static str,
+}
+
+impl FromStr for Severity {
+    type Err = UnknownLogSetting;
+    fn from_str(s: &str) -> Result<Severity, UnknownLogSetting> {
+        let s = if s == "warning" { "warn" } else { s };
+        Severity::ALL.into_iter().find(|v| v.name() == s).ok_or(UnknownLogSetting {
+            kind: "severity",
+            name: s.to_owned(),
+            known: "trace, debug, info, state, warn, error, fatal, nolog",
+        })
+    }
+}
+
+/// How much context each line carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[allow(missing_docs)]
+pub enum Verbosity {
+    Verylow,
+    Low,
+    Medium,
+    High,
+    Veryhigh,
+}
+
+impl Verbosity {
+    /// Every verbosity, lowest first.
+    pub const ALL: [Verbosity; 5] =
+        [Verbosity::Verylow, Verbosity::Low, Verbosity::Medium, Verbosity::High, Verbosity::Veryhigh];
+
+    /// The name given to `--verbosity`.
+    pub fn name(self) -> &'static str {
+        ["verylow", "low", "medium", "high", "veryhigh"][self as usize]
+    }
+}
+
+impl FromStr for Verbosity {
+    type Err = UnknownLogSetting;
+    fn from_str(s: &str) -> Result<Verbosity, UnknownLogSetting> {
+        Verbosity::ALL.into_iter().find(|v| v.name() == s).ok_or(UnknownLogSetting {
+            kind: "verbosity",
+            name: s.to_owned(),
+            known: "verylow, low, medium, high, veryhigh",
+        })
+    }
+}
+
+struct Settings {
+    console: Severity,
+    file_severity: Severity,
+    verbosity: Verbosity,
+    color: bool,
+    file: Option<File>,
+}
+
+static SETTINGS: RwLock<Settings> = RwLock::new(Settings {
+    console: Severity::Info,
+    file_severity: Severity::Debug,
+    verbosity: Verbosity::Medium,
+    color: false,
+    file: None,
+});
+
+struct Logger;
+
+impl log::Log for Logger {
+    fn enabled(&self, m: &log::Metadata<'_>) -> bool {
+        let s = SETTINGS.read();
+        let sev = Severity::of(m);
+        sev >= s.console || (s.file.is_some() && sev >= s.file_severity)
+    }
+
+    fn log(&self, record: &log::Record<'_>) {
+        let sev = Severity::of(record.metadata());
+        let s = SETTINGS.read();
+        let to_console = sev >= s.console && s.console != Severity::Nolog && s.file.is_none();
+        let to_file = s.file.is_some() && sev >= s.file_severity;
+        if !to_console && !to_file {
+            return;
+        }
+        let plain = format_line(sev, s.verbosity, record, false);
+        if to_console {
+            let line = if s.color { format_line(sev, s.verbosity, record, true) } else { plain.clone() };
+            let _ = writeln!(std::io::stdout().lock(), "{line}");
+        }
+        if to_file {
+            if let Some(mut f) = s.file.as_ref() {
+                let _ = writeln!(f, "{plain}");
+            }
+        }
+    }
+
+    fn flush(&self) {
+        let _ = std::io::stdout().flush();
+    }
+}
+
+fn clock(with_date: bool, micros: bool) -> String {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = now.as_secs();
+    let (h, m, s) = ((secs / 3600) % 24, (secs / 60) % 60, secs % 60);
+    let mut out = String::new();
+    if with_date {
+        let (y, mo, d) = civil_from_days((secs / 86400) as i64);
+        out.push_str(&format!("{y:04}-{mo:02}-{d:02} "));
+    }
+    out.push_str(&format!("{h:02}:{m:02}:{s:02}"));
+    if micros {
+        out.push_str(&format!(".{:06}", now.subsec_micros()));
+    }
+    out
+}
+
+/// Days since 1970-01-01 to (year, month, day) (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+fn format_line(sev: Severity, v: Verbosity, r: &log::Record<'_>, color: bool) -> String {
+    let label = if color { format!("{}{}\x1b[0m", sev.color(), sev.label()) } else { sev.label().to_owned() };
+    match v {
+        Verbosity::Verylow => format!("{}", r.args()),
+        Verbosity::Low => format!("[{label}] {}", r.args()),
+        Verbosity::Medium => format!("[{}][{label}] {}", clock(false, false), r.args()),
+        Verbosity::High => format!("[{}][{label}] {}", clock(true, true), r.args()),
+        Verbosity::Veryhigh => format!(
+            "[{}][{label}][{}:{}:{}] {}",
+            clock(true, true),
+            r.file().unwrap_or("?"),
+            r.line().unwrap_or(0),
+            r.target(),
+            r.args()
+        ),
+    }
+}
+
+/// Installs the logger (once per process; later calls only change settings). Returns false if
+/// another `log` backend was installed first.
+pub fn init() -> bool {
+    static INSTALLED: OnceLock<bool> = OnceLock::new();
+    *INSTALLED.get_or_init(|| {
+        let ok = log::set_logger(&Logger).is_ok();
+        if ok {
+            log::set_max_level(log::LevelFilter::Trace);
+        }
+        ok
+    })
+}
+
+/// Sets the console severity (`--severity`).
+pub fn set_console_severity(s: Severity) {
+    SETTINGS.write().console = s;
+}
+
+/// The console severity.
+pub fn console_severity() -> Severity {
+    SETTINGS.read().console
+}
+
+/// Sets the file severity (`--file-severity`).
+pub fn set_file_severity(s: Severity) {
+    SETTINGS.write().file_severity = s;
+}
+
+/// Sets the verbosity (`--verbosity`).
+pub fn set_verbosity(v: Verbosity) {
+    SETTINGS.write().verbosity = v;
+}
+
+/// The verbosity.
+pub fn verbosity() -> Verbosity {
+    SETTINGS.read().verbosity
+}
+
+/// Colors on the console (`--color`).
+pub fn set_color(on: bool) {
+    SETTINGS.write().color = on;
+}
+
+/// Logs to `<prefix>_<pid>.log` instead of the console (`--log-to-file`).
+pub fn log_to_file(prefix: &str) -> std::io::Result<()> {
+    let f = File::create(format!("{prefix}_{}.log", std::process::id()))?;
+    SETTINGS.write().file = Some(f);
+    Ok(())
+}
+
+/// Cycles the console severity up (`k` key) or down (`l` key), as the interactive controller does.
+pub fn cycle_severity(up: bool) -> Severity {
+    let mut s = SETTINGS.write();
+    let i = s.console as usize;
+    let n = Severity::ALL.len();
+    s.console = Severity::ALL[if up { (i + 1) % n } else { (i + n - 1) % n }];
+    s.console
+}
+
+/// Cycles the verbosity up (`n` key) or down (`m` key).
+pub fn cycle_verbosity(up: bool) -> Verbosity {
+    let mut s = SETTINGS.write();
+    let i = s.verbosity as usize;
+    let n = Verbosity::ALL.len();
+    s.verbosity = Verbosity::ALL[if up { (i + 1) % n } else { (i + n - 1) % n }];
+    s.verbosity
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_order() {
+        assert!(Severity::State > Severity::Info && Severity::State < Severity::Warn);
+        assert_eq!("warning".parse::<Severity>().unwrap(), Severity::Warn);
+        assert!("loud".parse::<Severity>().is_err());
+        assert_eq!("veryhigh".parse::<Verbosity>().unwrap(), Verbosity::Veryhigh);
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20_789), (2026, 12, 2));
+    }
+
+    #[test]
+    fn line_format_of_each_verbosity() {
+        let args = format_args!("IDLE ---> INITIALIZING DEVICE");
+        let r = log::Record::builder().args(args).target(STATE_TARGET).level(log::Level::Info).build();
+        let sev = Severity::of(r.metadata());
+        assert_eq!(sev, Severity::State);
+        assert_eq!(format_line(sev, Verbosity::Verylow, &r, false), "IDLE ---> INITIALIZING DEVICE");
+        assert_eq!(format_line(sev, Verbosity::Low, &r, false), "[STATE] IDLE ---> INITIALIZING DEVICE");
+        let medium = format_line(sev, Verbosity::Medium, &r, false);
+        assert!(
+            medium.len() == "[12:34:56][STATE] IDLE ---> INITIALIZING DEVICE".len() && medium.starts_with('['),
+            "{medium}"
+        );
+        assert!(format_line(sev, Verbosity::Medium, &r, true).contains("\x1b[0;35mSTATE\x1b[0m"));
+    }
+}

@@ -1,0 +1,459 @@
+//! Command-line options with FairMQ's names, defaults and parsing rules.
+//!
+//! The rules are those of FairMQ's Boost.Program_options set-up: `--key value` and `--key=value`,
+//! short `-h`/`-v`; no abbreviations; unknown options are ignored (logged at debug); a value-taking
+//! option takes the next token as its value even when it starts with `--`; flags like
+//! `--print-options` need no value; `--channel-config` takes several tokens and may repeat.
+
+use crate::properties::{Properties, Value};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// The type of an option's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Text.
+    Str,
+    /// `true/false/1/0/yes/no/on/off`.
+    Bool,
+    /// Signed integer (C++ `int`).
+    Int,
+    /// 16-bit unsigned.
+    U16,
+    /// 64-bit unsigned (C++ `uint64_t`).
+    U64,
+    /// Size (C++ `size_t`).
+    Size,
+    /// Floating point (C++ `float`).
+    Float,
+    /// Several texts, from several tokens and occurrences.
+    Strings,
+    /// No value: present means true.
+    Flag,
+}
+
+impl Kind {
+    /// Type label as `--print-options` shows it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Kind::Str => "string",
+            Kind::Bool | Kind::Flag => "bool",
+            Kind::Int => "int",
+            Kind::U16 => "unsigned short",
+            Kind::U64 => "unsigned long",
+            Kind::Size => "unsigned long",
+            Kind::Float => "float",
+            Kind::Strings => "vector<string>",
+        }
+    }
+
+    /// Converts a command-line text to a value of this kind.
+    pub fn parse(self, text: &str) -> Option<Value> {
+        Some(match self {
+            Kind::Str => Value::Str(text.to_owned()),
+            Kind::Bool | Kind::Flag => Value::Bool(parse_bool(text)?),
+            Kind::Int => Value::Int(i64::from(text.parse::<i32>().ok()?)),
+            Kind::U16 => Value::UInt(u64::from(text.parse::<u16>().ok()?)),
+            Kind::U64 | Kind::Size => Value::UInt(text.parse::<u64>().ok()?),
+            Kind::Float => Value::Float(f64::from(text.parse::<f32>().ok()?)),
+            Kind::Strings => Value::Strings(vec![text.to_owned()]),
+        })
+    }
+}
+
+/// Boost's bool words.
+pub fn parse_bool(text: &str) -> Option<bool> {
+    match text {
+        "true" | "1" | "yes" | "on" => Some(true),
+        "false" | "0" | "no" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+/// One option.
+#[derive(Debug, Clone)]
+pub struct OptionSpec {
+    /// Long name without dashes.
+    pub name: String,
+    /// Short alias.
+    pub short: Option<char>,
+    /// Value type.
+    pub kind: Kind,
+    /// Default value (set before parsing; absent: the key stays unset unless given).
+    pub default: Option<Value>,
+    /// Help text.
+    pub description: String,
+    /// Must be given.
+    pub required: bool,
+}
+
+/// A titled group of options (as `--help` prints them).
+#[derive(Debug, Clone)]
+pub struct OptionGroup {
+    /// Title.
+    pub title: String,
+    /// Options.
+    pub options: Vec<OptionSpec>,
+}
+
+impl OptionGroup {
+    /// An empty group.
+    pub fn new(title: &str) -> Self {
+        OptionGroup { title: title.to_owned(), options: Vec::new() }
+    }
+
+    /// Adds an option with a default.
+    pub fn add(&mut self, name: &str, kind: Kind, default: impl Into<Value>, description: &str) -> &mut Self {
+        self.push(name, None, kind, Some(default.into()), description, false)
+    }
+
+    /// Adds an option without default (unset unless given).
+    pub fn add_optional(&mut self, name: &str, kind: Kind, description: &str) -> &mut Self {
+        self.push(name, None, kind, None, description, false)
+    }
+
+    /// Adds a required option.
+    pub fn add_required(&mut self, name: &str, kind: Kind, description: &str) -> &mut Self {
+        self.push(name, None, kind, None, description, true)
+    }
+
+    fn push(
+        &mut self,
+        name: &str,
+        short: Option<char>,
+        kind: Kind,
+        default: Option<Value>,
+        description: &str,
+        required: bool,
+    ) -> &mut Self {
+        self.options.push(OptionSpec {
+            name: name.to_owned(),
+            short,
+            kind,
+            default,
+            description: description.to_owned(),
+            required,
+        });
+        self
+    }
+
+    /// Adds a flag with a short alias.
+    pub fn add_flag_with_short(&mut self, name: &str, short: char, description: &str) -> &mut Self {
+        self.push(name, Some(short), Kind::Flag, None, description, false)
+    }
+}
+
+/// Why the command line was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OptionsError {
+    /// A value-taking option at the end of the line.
+    #[error("the required argument for option '--{0}' is missing")]
+    MissingValue(String),
+    /// A value of the wrong form.
+    #[error("the argument ('{value}') for option '--{name}' is invalid")]
+    InvalidValue {
+        /// Option.
+        name: String,
+        /// Text given.
+        value: String,
+    },
+    /// A required option was not given.
+    #[error("the option '--{0}' is required but missing")]
+    Required(String),
+}
+
+/// The options of a program, in groups.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    groups: Vec<OptionGroup>,
+    /// Tokens that matched no option (ignored, as FairMQ does).
+    pub unregistered: Vec<String>,
+}
+
+impl Options {
+    /// Adds a group.
+    pub fn add_group(&mut self, g: OptionGroup) {
+        self.groups.push(g);
+    }
+
+    fn find(&self, long: Option<&str>, short: Option<char>) -> Option<&OptionSpec> {
+        self.groups.iter().flat_map(|g| &g.options).find(|o| match (long, short) {
+            (Some(n), _) => o.name == n,
+            (None, Some(c)) => o.short == Some(c),
+            _ => false,
+        })
+    }
+
+    /// Whether an option of this name exists.
+    pub fn has(&self, name: &str) -> bool {
+        self.find(Some(name), None).is_some()
+    }
+
+    /// Parses `args` (without the program name) into `props`: defaults first, then the line.
+    pub fn parse(&mut self, args: &[String], props: &Properties) -> Result<(), OptionsError> {
+        for o in self.groups.iter().flat_map(|g| &g.options) {
+            if let Some(d) = &o.default {
+                props.set(&o.name, d.clone());
+            }
+        }
+        let mut given: BTreeMap<String, Value> = BTreeMap::new();
+        let mut i = 0;
+        while i < args.len() {
+            let tok = &args[i];
+            i += 1;
+            let (spec, inline) = if let Some(rest) = tok.strip_prefix("--") {
+                let (name, inline) = match rest.split_once('=') {
+                    Some((n, v)) => (n, Some(v.to_owned())),
+                    None => (rest, None),
+                };
+                (self.find(Some(name), None).cloned(), inline)
+            } else if let Some(rest) = tok.strip_prefix('-').filter(|r| !r.is_empty()) {
+                let mut chars = rest.chars();
+                let c = chars.next().expect("non-empty");
+                let tail: String = chars.collect();
+                (self.find(None, Some(c)).cloned(), (!tail.is_empty()).then_some(tail))
+            } else {
+                self.unregistered.push(tok.clone());
+                continue;
+            };
+            let Some(spec) = spec else {
+                log::debug!("detected unregistered option: {tok}");
+                self.unregistered.push(tok.clone());
+                continue;
+            };
+            let texts: Vec<String> = match (spec.kind, inline) {
+                (_, Some(v)) => vec![v],
+                (Kind::Flag, None) => vec!["true".into()],
+                (Kind::Strings, None) => {
+                    let mut v = Vec::new();
+                    while i < args.len() && !args[i].starts_with('-') {
+                        v.push(args[i].clone());
+                        i += 1;
+                    }
+                    if v.is_empty() {
+                        return Err(OptionsError::MissingValue(spec.name));
+                    }
+                    v
+                }
+                (_, None) => {
+                    let Some(v) = args.get(i) else { return Err(OptionsError::MissingValue(spec.name)) };
+                    i += 1;
+                    vec![v.clone()]
+                }
+            };
+            for text in texts {
+                let value = spec
+                    .kind
+                    .parse(&text)
+                    .ok_or_else(|| OptionsError::InvalidValue { name: spec.name.clone(), value: text.clone() })?;
+                match (given.get_mut(&spec.name), value) {
+                    (Some(Value::Strings(acc)), Value::Strings(mut more)) => acc.append(&mut more),
+                    (_, v) => {
+                        given.insert(spec.name.clone(), v);
+                    }
+                }
+            }
+        }
+        for (k, v) in given {
+            props.set(&k, v);
+        }
+        Ok(())
+    }
+
+    /// Checks required options (after `--help` and friends had their chance).
+    pub fn check_required(&self, props: &Properties) -> Result<(), OptionsError> {
+        match self.groups.iter().flat_map(|g| &g.options).find(|o| o.required && !props.exists(&o.name)) {
+            Some(o) => Err(OptionsError::Required(o.name.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// `--help` text.
+    pub fn help(&self) -> String {
+        let mut out = String::new();
+        for g in &self.groups {
+            let _ = writeln!(out, "{}:", g.title);
+            for o in &g.options {
+                let mut left = match o.short {
+                    Some(c) => format!("  -{c} [ --{} ]", o.name),
+                    None => format!("  --{}", o.name),
+                };
+                if o.kind != Kind::Flag {
+                    match &o.default {
+                        Some(d) => left.push_str(&format!(" arg (={d})")),
+                        None => left.push_str(" arg"),
+                    }
+                }
+                let _ = writeln!(out, "{left:<50} {}", o.description);
+            }
+            out.push('\n');
+        }
+        out
+    }
+
+    /// `--print-options` text: `<option>:<value>:<type>:<description>` per option.
+    pub fn print_options(&self, props: &Properties) -> String {
+        let mut out = String::new();
+        for o in self.groups.iter().flat_map(|g| &g.options) {
+            let (value, label) = match props.value(&o.name) {
+                Some(v) => (v.to_string(), o.kind.label()),
+                None => (String::new(), "<unknown>"),
+            };
+            let _ = writeln!(out, "{}:{value}:{label}:{}", o.name, o.description.replace('\n', " "));
+        }
+        out
+    }
+
+    /// The debug dump FairMQ prints at start: `key = value <type> [origin]`.
+    pub fn configuration_dump(&self, props: &Properties) -> String {
+        let mut out = String::from("Configuration:\n");
+        for k in props.keys() {
+            let v = props.get_as_string(&k).unwrap_or_default();
+            let spec = self.find(Some(&k), None);
+            let origin = match spec.and_then(|s| s.default.as_ref()) {
+                Some(d) if d.to_string() == v => "[default]",
+                _ if v.is_empty() => "[empty]",
+                _ => "[provided]",
+            };
+            let label = spec.map_or("string", |s| s.kind.label());
+            let _ = writeln!(out, "{k} = {v} <{label}> {origin}");
+        }
+        out
+    }
+}
+
+/// FairMQ's general, device and control options with their defaults.
+pub fn standard() -> Options {
+    let mut o = Options::default();
+    let mut general = OptionGroup::new("FairMQ Command Line Options");
+    general
+        .add_flag_with_short("help", 'h', "Print help")
+        .add_flag_with_short("version", 'v', "Print version")
+        .add(
+            "severity",
+            Kind::Str,
+            "",
+            "Log severity level (console): trace, debug, info, state, warn, error, fatal, nolog",
+        )
+        .add(
+            "file-severity",
+            Kind::Str,
+            "debug",
+            "Log severity level (file): trace, debug, info, state, warn, error, fatal, nolog",
+        )
+        .add("verbosity", Kind::Str, "medium", "Log verbosity level: veryhigh, high, medium, low")
+        .add("color", Kind::Bool, true, "Log color (true/false)")
+        .add("log-to-file", Kind::Str, "", "Log output to a file.")
+        .add_optional(
+            "print-options",
+            Kind::Flag,
+            "Print options in machine-readable format (<option>:<computed-value>:<type>:<description>)",
+        );
+    o.add_group(general);
+
+    let mut device = OptionGroup::new("FairMQ device options");
+    device
+        .add_required("id", Kind::Str, "Device ID.")
+        .add("io-threads", Kind::Int, 1i32, "Number of I/O threads.")
+        .add("transport", Kind::Str, "zeromq", "Transport ('zeromq'/'shmem').")
+        .add("network-interface", Kind::Str, "default", "Network interface to bind on (e.g. eth0, ib0..., default will try to detect the interface of the default route).")
+        .add("init-timeout", Kind::Int, 120i32, "Timeout for the initialization in seconds (when expecting dynamic initialization).")
+        .add_optional("print-channels", Kind::Flag, "Print registered channel endpoints in a machine-readable format (<channel name>:<min num subchannels>:<max num subchannels>)")
+        .add("shm-segment-size", Kind::Size, 2u64 << 30, "Shared memory: size of the shared memory segment (in bytes).")
+        .add("shm-allocation", Kind::Str, "rbtree_best_fit", "Shared memory allocation algorithm: rbtree_best_fit/simple_seq_fit (fairmq-rs always uses its TLSF allocator).")
+        .add("shm-segment-id", Kind::U16, 0u16, "EXPERIMENTAL: Shared memory segment id for message creation.")
+        .add_optional("shmid", Kind::U64, "EXPERIMENTAL: Shared memory id (decimal) instead of the one derived from session and user id.")
+        .add("shm-mlock-segment", Kind::Bool, false, "Shared memory: mlock the shared memory segment after initialization.")
+        .add("shm-mlock-segment-on-creation", Kind::Bool, false, "Shared memory: mlock the shared memory segment only once when created.")
+        .add("shm-zero-segment", Kind::Bool, false, "Shared memory: zero the shared memory segment memory after initialization.")
+        .add("shm-zero-segment-on-creation", Kind::Bool, false, "Shared memory: zero the shared memory segment memory only once when created.")
+        .add("shm-throw-bad-alloc", Kind::Bool, true, "Throw a fair::mq::MessageBadAlloc if cannot allocate a message (retry if false).")
+        .add("shm-metadata-msg-size", Kind::Size, 0u64, "Shared memory: size of the zmq metadata message (values smaller than minimum are clamped to the minimum).")
+        .add_optional("bad-alloc-max-attempts", Kind::Int, "Maximum number of allocation attempts before throwing MessageBadAlloc. -1 is infinite.")
+        .add("bad-alloc-attempt-interval", Kind::Int, 50i32, "Interval between failed allocation attempts (in ms).")
+        .add("shm-monitor", Kind::Bool, false, "Shared memory: run monitor daemon.")
+        .add("shm-no-cleanup", Kind::Bool, false, "Shared memory: do not cleanup the memory when last device leaves.")
+        .add("rate", Kind::Float, 0.0f32, "Rate for conditional run loop (Hz).")
+        .add("session", Kind::Str, "default", "Session name.")
+        .add_optional("config-key", Kind::Str, "Use provided value instead of device id for fetching the configuration from JSON file")
+        .add_optional("mq-config", Kind::Str, "JSON input as file.")
+        .add_optional("channel-config", Kind::Strings, "Configuration of single or multiple channel(s) by comma separated key=value list");
+    o.add_group(device);
+
+    let mut control = OptionGroup::new("Control (builtin) Plugin");
+    control
+        .add(
+            "control",
+            Kind::Str,
+            "dynamic",
+            "Control mode, 'static' or 'dynamic' (aliases 'interactive' and 'external'), 'gui' or 'none'",
+        )
+        .add("catch-signals", Kind::Int, 1i32, "Enable signal handling (1/0).");
+    o.add_group(control);
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn defaults_forms_and_unknown_options() {
+        let mut o = standard();
+        let p = Properties::new();
+        o.parse(&args("--id sampler1 --rate=2.5 --sess x --transport shmem stray -v"), &p).unwrap();
+        assert_eq!(p.get::<String>("id").unwrap(), "sampler1");
+        assert_eq!(p.get::<f32>("rate").unwrap(), 2.5);
+        assert_eq!(p.get::<String>("session").unwrap(), "default", "no abbreviations");
+        assert_eq!(p.get::<String>("transport").unwrap(), "shmem");
+        assert_eq!(p.get::<i32>("init-timeout").unwrap(), 120);
+        assert_eq!(p.get::<u64>("shm-segment-size").unwrap(), 2 << 30);
+        assert!(p.get::<bool>("version").unwrap());
+        assert!(!p.exists("mq-config"));
+        assert_eq!(o.unregistered, ["--sess", "x", "stray"]);
+        o.check_required(&p).unwrap();
+    }
+
+    #[test]
+    fn value_options_take_the_next_token_even_if_it_is_an_option() {
+        let mut o = standard();
+        let p = Properties::new();
+        o.parse(&args("--id a --session --transport shmem"), &p).unwrap();
+        assert_eq!(p.get::<String>("session").unwrap(), "--transport");
+        assert_eq!(p.get::<String>("transport").unwrap(), "zeromq");
+    }
+
+    #[test]
+    fn multitoken_composing_and_errors() {
+        let mut o = standard();
+        let p = Properties::new();
+        o.parse(&args("--id a --channel-config name=a,type=push name=b,type=pull --channel-config name=c,type=pair --color false"), &p)
+            .unwrap();
+        assert_eq!(p.get::<Vec<String>>("channel-config").unwrap().len(), 3);
+        assert!(!p.get::<bool>("color").unwrap());
+        let e = standard().parse(&args("--rate fast"), &Properties::new()).unwrap_err();
+        assert_eq!(e.to_string(), "the argument ('fast') for option '--rate' is invalid");
+        let e = standard().parse(&args("--id"), &Properties::new()).unwrap_err();
+        assert_eq!(e, OptionsError::MissingValue("id".into()));
+        let p = Properties::new();
+        let mut o = standard();
+        o.parse(&[], &p).unwrap();
+        assert_eq!(o.check_required(&p), Err(OptionsError::Required("id".into())));
+        assert!(standard().parse(&args("--shm-segment-id 70000"), &Properties::new()).is_err());
+    }
+
+    #[test]
+    fn print_options_format() {
+        let mut o = standard();
+        let p = Properties::new();
+        o.parse(&args("--id x"), &p).unwrap();
+        let text = o.print_options(&p);
+        assert!(text.lines().any(|l| l == "id:x:string:Device ID."), "{text}");
+        assert!(text.lines().any(|l| l.starts_with("mq-config::<unknown>:")));
+        assert!(o.help().contains("--transport arg (=zeromq)"));
+    }
+}

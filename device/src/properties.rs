@@ -1,0 +1,357 @@
+//! The configuration store (FairMQ's `ProgOptions`): typed values by key, change subscriptions.
+//!
+//! Keys are option names (`id`, `transport`, ...) and channel properties
+//! `chans.<name>.<index>.<property>`. Values keep their type; reading converts between integer
+//! types when the value fits (FairMQ insists on the exact C++ type; a Rust user expects `u64` and
+//! `i32` reads of a small number to work).
+
+use parking_lot::{Mutex, RwLock};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+/// A typed property value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// Text.
+    Str(String),
+    /// `true`/`false`.
+    Bool(bool),
+    /// Signed integer.
+    Int(i64),
+    /// Unsigned integer.
+    UInt(u64),
+    /// Floating point.
+    Float(f64),
+    /// List of texts (e.g. `--channel-config`).
+    Strings(Vec<String>),
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Str(s) => f.write_str(s),
+            Value::Bool(b) => write!(f, "{b}"),
+            Value::Int(i) => write!(f, "{i}"),
+            Value::UInt(u) => write!(f, "{u}"),
+            Value::Float(x) => write!(f, "{x}"),
+            Value::Strings(v) => f.write_str(&v.join(", ")),
+        }
+    }
+}
+
+/// Types a property can be read as.
+pub trait FromValue: Sized {
+    /// The value as `Self`, if it has (or losslessly converts to) that type.
+    fn from_value(v: &Value) -> Option<Self>;
+}
+
+macro_rules! int_from_value {
+    ($($t:ty),*) => {$(
+        impl FromValue for $t {
+            fn from_value(v: &Value) -> Option<$t> {
+                match v {
+                    Value::Int(i) => <$t>::try_from(*i).ok(),
+                    Value::UInt(u) => <$t>::try_from(*u).ok(),
+                    _ => None,
+                }
+            }
+        }
+        impl From<$t> for Value {
+            #[allow(clippy::cast_lossless, unused_comparisons)]
+            fn from(x: $t) -> Value {
+                match i64::try_from(x) {
+                    Ok(i) => Value::Int(i),
+                    Err(_) => Value::UInt(x as u64),
+                }
+            }
+        }
+    )*};
+}
+int_from_value!(i8, i16, i32, i64, u8, u16, u32, u64, usize, isize);
+
+impl FromValue for f64 {
+    fn from_value(v: &Value) -> Option<f64> {
+        match v {
+            Value::Float(x) => Some(*x),
+            Value::Int(i) => Some(*i as f64),
+            Value::UInt(u) => Some(*u as f64),
+            _ => None,
+        }
+    }
+}
+impl FromValue for f32 {
+    fn from_value(v: &Value) -> Option<f32> {
+        f64::from_value(v).map(|x| x as f32)
+    }
+}
+impl FromValue for bool {
+    fn from_value(v: &Value) -> Option<bool> {
+        match v {
+            Value::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+}
+impl FromValue for String {
+    fn from_value(v: &Value) -> Option<String> {
+        match v {
+            Value::Str(s) => Some(s.clone()),
+            _ => None,
+        }
+    }
+}
+impl FromValue for Vec<String> {
+    fn from_value(v: &Value) -> Option<Vec<String>> {
+        match v {
+            Value::Strings(s) => Some(s.clone()),
+            Value::Str(s) => Some(vec![s.clone()]),
+            _ => None,
+        }
+    }
+}
+impl From<f64> for Value {
+    fn from(x: f64) -> Value {
+        Value::Float(x)
+    }
+}
+impl From<f32> for Value {
+    fn from(x: f32) -> Value {
+        Value::Float(f64::from(x))
+    }
+}
+impl From<bool> for Value {
+    fn from(x: bool) -> Value {
+        Value::Bool(x)
+    }
+}
+impl From<String> for Value {
+    fn from(x: String) -> Value {
+        Value::Str(x)
+    }
+}
+impl From<&str> for Value {
+    fn from(x: &str) -> Value {
+        Value::Str(x.to_owned())
+    }
+}
+impl From<Vec<String>> for Value {
+    fn from(x: Vec<String>) -> Value {
+        Value::Strings(x)
+    }
+}
+
+/// Reading a property failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PropertyError {
+    /// No such key.
+    #[error("Config has no key: {0}")]
+    NotFound(String),
+    /// The value has another type.
+    #[error("property '{key}' holds {value:?}, which is not a {wanted}")]
+    Type {
+        /// Key.
+        key: String,
+        /// The stored value.
+        value: Value,
+        /// The type asked for.
+        wanted: &'static str,
+    },
+}
+
+type Subscriber = Arc<dyn Fn(&str, &Value) + Send + Sync>;
+
+/// The store. Shared (`Arc`) by the device, its controller and plugins; thread-safe.
+#[derive(Default)]
+pub struct Properties {
+    map: RwLock<BTreeMap<String, Value>>,
+    subscribers: Mutex<Vec<(String, Subscriber)>>,
+}
+
+impl fmt::Debug for Properties {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Properties").field("keys", &self.map.read().len()).finish()
+    }
+}
+
+impl Properties {
+    /// An empty store.
+    pub fn new() -> Arc<Properties> {
+        Arc::new(Properties::default())
+    }
+
+    /// The value of `key` as `T`.
+    pub fn get<T: FromValue>(&self, key: &str) -> Result<T, PropertyError> {
+        let map = self.map.read();
+        let v = map.get(key).ok_or_else(|| PropertyError::NotFound(key.to_owned()))?;
+        T::from_value(v).ok_or_else(|| PropertyError::Type {
+            key: key.to_owned(),
+            value: v.clone(),
+            wanted: std::any::type_name::<T>(),
+        })
+    }
+
+    /// The value of `key` as `T`, or `default` if the key is absent (a type mismatch is still an error).
+    pub fn get_or<T: FromValue>(&self, key: &str, default: T) -> Result<T, PropertyError> {
+        match self.get(key) {
+            Err(PropertyError::NotFound(_)) => Ok(default),
+            other => other,
+        }
+    }
+
+    /// The raw value.
+    pub fn value(&self, key: &str) -> Option<Value> {
+        self.map.read().get(key).cloned()
+    }
+
+    /// The value as text.
+    pub fn get_as_string(&self, key: &str) -> Result<String, PropertyError> {
+        self.value(key).map(|v| v.to_string()).ok_or_else(|| PropertyError::NotFound(key.to_owned()))
+    }
+
+    /// Whether `key` is set.
+    pub fn exists(&self, key: &str) -> bool {
+        self.map.read().contains_key(key)
+    }
+
+    /// Sets `key` (inserting or replacing) and tells the subscribers.
+    pub fn set(&self, key: &str, value: impl Into<Value>) {
+        let value = value.into();
+        self.map.write().insert(key.to_owned(), value.clone());
+        self.emit(key, &value);
+    }
+
+    /// Sets `key` only if it exists; returns whether it did.
+    pub fn update(&self, key: &str, value: impl Into<Value>) -> bool {
+        let value = value.into();
+        {
+            let mut map = self.map.write();
+            match map.get_mut(key) {
+                Some(v) => *v = value.clone(),
+                None => {
+                    log::debug!("UpdateProperty failed, no property found with key '{key}'");
+                    return false;
+                }
+            }
+        }
+        self.emit(key, &value);
+        true
+    }
+
+    /// Sets many keys.
+    pub fn set_all(&self, values: impl IntoIterator<Item = (String, Value)>) {
+        for (k, v) in values {
+            self.set(&k, v);
+        }
+    }
+
+    /// Removes `key` (no event).
+    pub fn delete(&self, key: &str) {
+        self.map.write().remove(key);
+    }
+
+    /// Removes every key starting with `prefix` (no events).
+    pub fn delete_starting_with(&self, prefix: &str) {
+        self.map.write().retain(|k, _| !k.starts_with(prefix));
+    }
+
+    /// Every key, sorted.
+    pub fn keys(&self) -> Vec<String> {
+        self.map.read().keys().cloned().collect()
+    }
+
+    /// Every key starting with `prefix`, with its value.
+    pub fn starting_with(&self, prefix: &str) -> BTreeMap<String, Value> {
+        self.map
+            .read()
+            .range(prefix.to_owned()..)
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+
+    /// Channel name -> number of sub-channels (`chans.<name>.<i>.type` keys), FairMQ's `GetChannelInfo`.
+    pub fn channel_info(&self) -> BTreeMap<String, usize> {
+        let mut info = BTreeMap::new();
+        for k in self.map.read().keys() {
+            if let Some(rest) = k.strip_prefix("chans.") {
+                let mut parts = rest.rsplitn(3, '.');
+                if let (Some("type"), Some(_index), Some(name)) = (parts.next(), parts.next(), parts.next()) {
+                    *info.entry(name.to_owned()).or_insert(0) += 1;
+                }
+            }
+        }
+        info
+    }
+
+    /// Calls `cb(key, value)` on every set or update, in the setting thread; one callback per
+    /// subscriber name (subscribing again replaces it).
+    pub fn subscribe(&self, subscriber: &str, cb: impl Fn(&str, &Value) + Send + Sync + 'static) {
+        let mut subs = self.subscribers.lock();
+        subs.retain(|(s, _)| s != subscriber);
+        subs.push((subscriber.to_owned(), Arc::new(cb)));
+    }
+
+    /// Removes a subscription.
+    pub fn unsubscribe(&self, subscriber: &str) {
+        self.subscribers.lock().retain(|(s, _)| s != subscriber);
+    }
+
+    fn emit(&self, key: &str, value: &Value) {
+        let subs: Vec<Subscriber> = self.subscribers.lock().iter().map(|(_, cb)| cb.clone()).collect();
+        for cb in subs {
+            cb(key, value);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn typed_get_set_and_conversions() {
+        let p = Properties::new();
+        p.set("max-iterations", 5u64);
+        p.set("rate", 1.5f32);
+        p.set("id", "sampler1");
+        p.set("color", true);
+        assert_eq!(p.get::<u64>("max-iterations").unwrap(), 5);
+        assert_eq!(p.get::<i32>("max-iterations").unwrap(), 5, "small integers convert");
+        assert_eq!(p.get::<f32>("rate").unwrap(), 1.5);
+        assert_eq!(p.get::<String>("id").unwrap(), "sampler1");
+        assert!(matches!(p.get::<bool>("id"), Err(PropertyError::Type { .. })));
+        assert_eq!(p.get::<i32>("nope"), Err(PropertyError::NotFound("nope".into())));
+        assert_eq!(p.get_or::<i32>("nope", 7).unwrap(), 7);
+        assert_eq!(p.get_as_string("color").unwrap(), "true");
+        p.set("neg", -1i32);
+        assert!(p.get::<u32>("neg").is_err(), "no lossy conversion");
+        assert!(!p.update("missing", 1));
+        assert!(p.update("id", "sampler2"));
+    }
+
+    #[test]
+    fn subscriptions_and_channel_info() {
+        let p = Properties::new();
+        let n = Arc::new(AtomicUsize::new(0));
+        let n2 = n.clone();
+        p.subscribe("test", move |k, _| {
+            if k.starts_with("chans.") {
+                n2.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+        p.set("chans.data.0.type", "push");
+        p.set("chans.data.1.type", "push");
+        p.set("chans.ctl.0.type", "pair");
+        p.set("chans.data.0.address", "tcp://*:5555");
+        assert_eq!(n.load(Ordering::SeqCst), 4);
+        p.unsubscribe("test");
+        p.set("chans.x.0.type", "pull");
+        assert_eq!(n.load(Ordering::SeqCst), 4);
+        let info = p.channel_info();
+        assert_eq!(info.get("data"), Some(&2));
+        assert_eq!(info.get("ctl"), Some(&1));
+        assert_eq!(p.starting_with("chans.data.0.").len(), 2);
+    }
+}

@@ -1,0 +1,227 @@
+//! Running a device as a program (FairMQ's `runDevice`), and in a thread of a controlling program.
+
+use crate::control::{ControlMode, Controller, DeviceHandle};
+use crate::device::{ChannelRegistry, Device};
+use crate::error::BoxError;
+use crate::logging::{self, Severity, Verbosity};
+use crate::options::{self, OptionGroup, Options};
+use crate::properties::Properties;
+use crate::runner::run_state_machine;
+use crate::state::State;
+use crate::state_machine::{ErrorState, StateMachine};
+use std::sync::Arc;
+
+/// Code that takes part in running a device: started before the state loop with a handle to
+/// drive the device; if [`takes_control`](Plugin::takes_control) is true the builtin controller
+/// (`--control`) stands back (signals are still handled).
+pub trait Plugin: Send {
+    /// Name (also the key of its state subscription).
+    fn name(&self) -> &str;
+    /// Whether this plugin drives the device instead of the builtin controller.
+    fn takes_control(&self) -> bool {
+        false
+    }
+    /// Extra options the plugin reads.
+    fn options(&self) -> Option<OptionGroup> {
+        None
+    }
+    /// Starts the plugin (spawn threads here; return promptly).
+    fn start(&mut self, device: DeviceHandle, config: Arc<Properties>);
+    /// Called after the state loop ended: join threads here.
+    fn stop(&mut self) {}
+}
+
+/// What a device program supplies: its custom options and how to build the device.
+pub struct Program<F> {
+    custom_options: Option<OptionGroup>,
+    factory: F,
+    plugins: Vec<Box<dyn Plugin>>,
+    version: String,
+}
+
+impl<F> std::fmt::Debug for Program<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Program").field("version", &self.version).finish()
+    }
+}
+
+impl<D: Device + 'static, F: FnOnce(&Arc<Properties>) -> Result<D, BoxError>> Program<F> {
+    /// A program whose device `factory` builds from the parsed configuration.
+    pub fn new(factory: F) -> Self {
+        Program { custom_options: None, factory, plugins: Vec::new(), version: "0.0.0".into() }
+    }
+
+    /// Adds the device's own options (FairMQ's `addCustomOptions`).
+    pub fn options(mut self, add: impl FnOnce(&mut OptionGroup)) -> Self {
+        let mut g = OptionGroup::new("Custom options");
+        add(&mut g);
+        self.custom_options = Some(g);
+        self
+    }
+
+    /// Adds a plugin.
+    pub fn plugin(mut self, p: impl Plugin + 'static) -> Self {
+        self.plugins.push(Box::new(p));
+        self
+    }
+
+    /// The device version `--version` prints.
+    pub fn version(mut self, v: &str) -> Self {
+        self.version = v.to_owned();
+        self
+    }
+
+    /// Runs with the process's arguments; returns the exit code (0 EXITING, 1 ERROR or bad input).
+    pub fn run(self) -> std::process::ExitCode {
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        std::process::ExitCode::from(self.run_with_args(&args) as u8)
+    }
+
+    /// Runs with explicit arguments (without the program name); returns the exit code.
+    pub fn run_with_args(mut self, args: &[String]) -> i32 {
+        logging::init();
+        let mut opts = options::standard();
+        if let Some(g) = self.custom_options.take() {
+            opts.add_group(g);
+        }
+        for p in &self.plugins {
+            if let Some(g) = p.options() {
+                opts.add_group(g);
+            }
+        }
+        let config = Properties::new();
+        if let Err(e) = opts.parse(args, &config) {
+            log::error!("{e}");
+            eprintln!("error: {e}");
+            return 1;
+        }
+        let flag = |k: &str| config.get_or(k, false).unwrap_or(false);
+        if flag("help") {
+            print!("{}", opts.help());
+            return 0;
+        }
+        if flag("print-options") {
+            print!("{}", opts.print_options(&config));
+            return 0;
+        }
+        if let Err(e) = apply_logging(&config) {
+            log::error!("{e}");
+            eprintln!("error: {e}");
+            return 1;
+        }
+        if flag("version") {
+            println!("FairMQ version: fairmq-rs {}", env!("CARGO_PKG_VERSION"));
+            println!("User device version: {}", self.version);
+            return 0;
+        }
+        if let Err(e) = opts.check_required(&config) {
+            log::error!("{e}");
+            eprintln!("error: {e}");
+            return 1;
+        }
+        let mut device = match (self.factory)(&config) {
+            Ok(d) => d,
+            Err(e) => {
+                log::error!("getDevice(): no valid device provided ({e}). Exiting.");
+                return 1;
+            }
+        };
+        if flag("print-channels") {
+            let mut reg = ChannelRegistry::default();
+            device.register_channel_endpoints(&mut reg);
+            print!("{}", reg.print());
+            return 0;
+        }
+        log::debug!("PID: {}", std::process::id());
+        log::debug!("{}", opts.configuration_dump(&config));
+        for u in &opts.unregistered {
+            log::debug!("detected unregistered option: {u}");
+        }
+        let sm = StateMachine::new();
+        let mut plugin_takes_control = false;
+        for p in &mut self.plugins {
+            plugin_takes_control |= p.takes_control();
+            p.start(DeviceHandle::new(&sm, p.name()), config.clone());
+        }
+        let mode: ControlMode = config
+            .get_or::<String>("control", "dynamic".into())
+            .unwrap_or_default()
+            .parse()
+            .unwrap_or(ControlMode::Static);
+        let mode = if plugin_takes_control { ControlMode::None } else { mode };
+        let catch = config.get_or::<i32>("catch-signals", 1).unwrap_or(1) > 0;
+        let color = flag("color");
+        let controller = match Controller::start(&sm, mode, catch, color) {
+            Ok(c) => c,
+            Err(e) => {
+                log::error!("could not set up control: {e}");
+                return 1;
+            }
+        };
+        let result = run_state_machine(&mut device, config.clone(), sm.clone());
+        controller.join();
+        for p in &mut self.plugins {
+            p.stop();
+        }
+        drop(device);
+        match result {
+            Ok(()) => 0,
+            Err(e) => {
+                log::error!("Uncaught exception reached the top of main: {e}");
+                1
+            }
+        }
+    }
+}
+
+/// Applies `--severity` (or `$FAIRMQ_SEVERITY`), `--verbosity`, `--color`, `--log-to-file`.
+fn apply_logging(c: &Properties) -> Result<(), BoxError> {
+    logging::set_verbosity(c.get_or::<String>("verbosity", "medium".into())?.parse::<Verbosity>()?);
+    logging::set_color(c.get_or("color", true)?);
+    logging::set_file_severity(c.get_or::<String>("file-severity", "debug".into())?.parse::<Severity>()?);
+    let file = c.get_or::<String>("log-to-file", String::new())?;
+    if !file.is_empty() {
+        logging::log_to_file(&file)?;
+    }
+    let severity = std::env::var("FAIRMQ_SEVERITY").ok().unwrap_or(c.get_or::<String>("severity", String::new())?);
+    if !severity.is_empty() {
+        logging::set_console_severity(severity.parse::<Severity>()?);
+    }
+    Ok(())
+}
+
+/// Parses `args` with the standard options (and `extra` groups) into a new configuration, for
+/// devices run inside another program (see [`spawn_device`]).
+pub fn config_from_args(args: &[&str], extra: Vec<OptionGroup>) -> Result<Arc<Properties>, options::OptionsError> {
+    let mut opts: Options = options::standard();
+    for g in extra {
+        opts.add_group(g);
+    }
+    let config = Properties::new();
+    let args: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
+    opts.parse(&args, &config)?;
+    Ok(config)
+}
+
+/// Runs `device` on its own thread with `config`; the returned handle drives it (no builtin
+/// controller, no signal handling: the calling program is the controller). The thread ends when the
+/// device reaches EXITING (Ok) or ERROR.
+pub fn spawn_device<D: Device + 'static>(
+    mut device: D,
+    config: Arc<Properties>,
+) -> (DeviceHandle, std::thread::JoinHandle<Result<(), ErrorState>>) {
+    logging::init();
+    let sm = StateMachine::new();
+    let handle = DeviceHandle::new(&sm, "controller");
+    let t = std::thread::spawn(move || run_state_machine(&mut device, config, sm));
+    (handle, t)
+}
+
+/// Waits for `state` with a generous timeout; convenience for controllers.
+pub fn expect_state(h: &DeviceHandle, state: State) -> Result<(), BoxError> {
+    match h.wait_for_state(state, Some(std::time::Duration::from_secs(60))) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(format!("device did not reach {state} in time (now {})", h.current_state()).into()),
+        Err(e) => Err(e.into()),
+    }
+}

@@ -1,0 +1,399 @@
+//! The work of each state (FairMQ's `*Wrapper` functions): building channels, binding,
+//! connecting, running the hooks, and resetting.
+
+use crate::channel::{Channel, ChannelConfig};
+use crate::channel_parsers;
+use crate::device::{Context, Device, InputKind};
+use crate::error::{BoxError, Error, HookResult};
+use crate::properties::Properties;
+use crate::rate::RateLimiter;
+use crate::state::{State, Transition};
+use crate::state_machine::{ErrorState, StateMachine};
+use crate::transport::{Poller, Transport};
+use fairmq_zmq::{Counters, TransportKind};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Runs the state loop of `device` in this thread until `EXITING` (Ok) or `ERROR` (Err).
+pub fn run_state_machine(
+    device: &mut dyn Device,
+    config: Arc<Properties>,
+    sm: Arc<StateMachine>,
+) -> Result<(), ErrorState> {
+    let mut r = Runner { device, ctx: Context::new(config, sm.clone()), binding: Vec::new(), connecting: Vec::new() };
+    let transports = r.ctx.transports.clone();
+    // Every accepted transition interrupts the transports, in the requesting thread.
+    sm.subscribe_to_new_transition("device", move |t| {
+        log::trace!("device notified on new transition: {t}");
+        for tr in transports.lock().iter() {
+            tr.interrupt();
+        }
+    });
+    let resume = r.ctx.transports.clone();
+    let result = sm.run(
+        |state| {
+            log::trace!("Resuming transports for {state} state");
+            for tr in resume.lock().iter() {
+                tr.resume();
+            }
+        },
+        |state| {
+            if let Err(e) = r.work(state) {
+                log::error!("{e}");
+                sm.change_state(Transition::ErrorFound);
+            }
+        },
+    );
+    sm.unsubscribe_from_new_transition("device");
+    log::debug!("Shutting down device {}", r.ctx.id());
+    result
+}
+
+struct Runner<'a> {
+    device: &'a mut dyn Device,
+    ctx: Context,
+    binding: Vec<(String, usize)>,
+    connecting: Vec<(String, usize)>,
+}
+
+/// Calls a hook, turning a panic into an error.
+fn hook<T>(name: &str, f: impl FnOnce() -> HookResult<T>) -> Result<T, BoxError> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r.map_err(|e| format!("{name}() failed: {e}").into()),
+        Err(p) => {
+            let what =
+                p.downcast_ref::<&str>().map(|s| (*s).to_owned()).or_else(|| p.downcast_ref::<String>().cloned());
+            Err(format!("{name}() panicked: {}", what.unwrap_or_else(|| "(no message)".into())).into())
+        }
+    }
+}
+
+impl Runner<'_> {
+    fn work(&mut self, state: State) -> Result<(), BoxError> {
+        match state {
+            State::InitializingDevice => self.init_device(),
+            State::Binding => self.bind(),
+            State::Connecting => self.connect(),
+            State::InitializingTask => {
+                let (d, c) = (&mut *self.device, &self.ctx);
+                hook("InitTask", || d.init_task(c))?;
+                self.auto()
+            }
+            State::Running => self.running(),
+            State::ResettingTask => {
+                let (d, c) = (&mut *self.device, &self.ctx);
+                hook("ResetTask", || d.reset_task(c))?;
+                self.auto()
+            }
+            State::ResettingDevice => self.reset_device(),
+            _ => Ok(()),
+        }
+    }
+
+    fn sm(&self) -> &StateMachine {
+        &self.ctx.sm
+    }
+
+    fn props(&self) -> &Properties {
+        &self.ctx.config
+    }
+
+    fn auto(&self) -> Result<(), BoxError> {
+        if !self.sm().new_state_pending() && !self.sm().change_state(Transition::Auto) {
+            return Err(Error::Transition(Transition::Auto).into());
+        }
+        Ok(())
+    }
+
+    /// FairMQ's config plugin: at every entry into INITIALIZING DEVICE, the channel configuration
+    /// of `--mq-config` (or else `--channel-config`) is written into the properties. Errors are
+    /// logged, not fatal.
+    fn parse_channel_configuration(&self) {
+        let p = self.props();
+        let id = p.get::<String>("config-key").or_else(|_| p.get::<String>("id")).unwrap_or_default();
+        if id.is_empty() {
+            log::warn!("No device ID or config-key provided for the configuration parser.");
+            return;
+        }
+        let parsed = if let Ok(path) = p.get::<String>("mq-config") {
+            log::debug!("mq-config: Using default JSON parser");
+            channel_parsers::parse_json_file(&path, &id)
+        } else if let Ok(tokens) = p.get::<Vec<String>>("channel-config") {
+            log::debug!("channel-config: Parsing channel configuration");
+            channel_parsers::parse_channel_config(&tokens)
+        } else {
+            log::info!(
+                "fair::mq::plugins::Config: no channels configuration provided via --mq-config or --channel-config"
+            );
+            return;
+        };
+        match parsed {
+            Ok(chans) => chans.iter().for_each(|c| c.write_to(p)),
+            Err(e) => log::error!("{e}"),
+        }
+    }
+
+    fn init_device(&mut self) -> Result<(), BoxError> {
+        self.parse_channel_configuration();
+        // Leaving INITIALIZING DEVICE needs CompleteInit; until then controllers may configure.
+        self.sm().wait_for_pending(None);
+        *self.ctx.id.borrow_mut() = self.props().get_or::<String>("id", String::new())?;
+        let (d, c) = (&mut *self.device, &self.ctx);
+        hook("Init", || d.init(c))?;
+        let name = self.props().get_or::<String>("transport", "zeromq".into())?;
+        let default = match name.parse::<TransportKind>() {
+            Ok(TransportKind::Default) => TransportKind::Zeromq,
+            Ok(k) => k,
+            Err(_) => return Err(Error::Transport(name).into()),
+        };
+        log::debug!("Setting '{default}' as default transport for the device");
+        self.ctx.default_transport = Some(self.transport(default)?);
+        self.build_channels(default)
+    }
+
+    /// The transport of `kind`, created on first use (one per kind per device).
+    fn transport(&self, kind: TransportKind) -> Result<Transport, Error> {
+        let mut list = self.ctx.transports.lock();
+        if let Some(t) = list.iter().find(|t| t.kind() == kind) {
+            log::debug!("Reusing existing '{kind}' transport");
+            return Ok(t.clone());
+        }
+        log::debug!("Adding '{kind}' transport");
+        let t = crate::transports::create(kind, &self.ctx.id(), self.props())?;
+        list.push(t.clone());
+        Ok(t)
+    }
+
+    fn build_channels(&mut self, default: TransportKind) -> Result<(), BoxError> {
+        let interface = self.props().get_or::<String>("network-interface", "default".into())?;
+        self.binding.clear();
+        self.connecting.clear();
+        for (name, count) in self.props().channel_info() {
+            let mut subs = Vec::new();
+            for i in 0..count {
+                let mut cfg = ChannelConfig::from_properties(self.props(), &name, i)?;
+                let kind = cfg.transport_kind()?.resolve(default);
+                match cfg.method.as_str() {
+                    "bind" => {
+                        if cfg.address.is_empty() || cfg.address == "unspecified" {
+                            cfg.address = crate::network::default_bind_address(&interface);
+                        }
+                        self.binding.push((name.clone(), i));
+                    }
+                    "connect" => self.connecting.push((name.clone(), i)),
+                    _ if cfg.address.contains(['@', '+', '>']) => self.connecting.push((name.clone(), i)),
+                    _ => return Err(Error::NoMethod(cfg.name()).into()),
+                }
+                let transport = self.transport(kind)?;
+                subs.push(Channel::new(cfg, transport)?);
+            }
+            self.ctx.channels.insert(name, subs);
+        }
+        Ok(())
+    }
+
+    /// Validates and attaches one sub-channel; `Ok(false)` if it cannot be attached yet.
+    fn attach(&mut self, name: &str, i: usize) -> Result<bool, BoxError> {
+        let ch = self
+            .ctx
+            .channels
+            .get_mut(name)
+            .and_then(|v| v.get_mut(i))
+            .ok_or_else(|| Error::NoChannel(format!("{name}[{i}]")))?;
+        if !ch.config().validate()? {
+            return Ok(false);
+        }
+        let configured = ch.config().address.clone();
+        match ch.attach() {
+            Ok(actual) => {
+                if actual != configured {
+                    self.ctx.config.set(&ch.config().key("address"), actual);
+                }
+                Ok(true)
+            }
+            Err(e) => {
+                log::error!("failed to attach channel {} ({} on {configured}): {e}", ch.name(), ch.config().method);
+                Ok(false)
+            }
+        }
+    }
+
+    fn bind(&mut self) -> Result<(), BoxError> {
+        let list = std::mem::take(&mut self.binding);
+        let mut failed = 0;
+        for (name, i) in &list {
+            if !self.attach(name, *i)? {
+                failed += 1;
+            }
+        }
+        if failed > 0 {
+            return Err(Error::Binding(failed).into());
+        }
+        let (d, c) = (&mut *self.device, &self.ctx);
+        hook("Bind", || d.bind(c))?;
+        self.auto()
+    }
+
+    fn connect(&mut self) -> Result<(), BoxError> {
+        let mut left = std::mem::take(&mut self.connecting);
+        let timeout_s = i64::from(self.props().get_or::<i32>("init-timeout", 120)?);
+        let deadline = Instant::now() + Duration::from_secs(timeout_s.max(0) as u64);
+        loop {
+            let mut still = Vec::new();
+            for (name, i) in left {
+                // A controller may publish the address while we are CONNECTING.
+                let key = format!("chans.{name}.{i}.address");
+                if let Ok(addr) = self.props().get::<String>(&key) {
+                    if let Some(ch) = self.ctx.channels.get_mut(&name).and_then(|v| v.get_mut(i)) {
+                        if ch.config().address != addr {
+                            let mut cfg = ch.config().clone();
+                            cfg.address = addr;
+                            let transport = ch.transport().clone();
+                            *ch = Channel::new(cfg, transport)?;
+                        }
+                    }
+                }
+                if !self.attach(&name, i)? {
+                    still.push((name, i));
+                }
+            }
+            left = still;
+            if left.is_empty() || self.sm().new_state_pending() {
+                break;
+            }
+            if Instant::now() >= deadline {
+                for (n, i) in &left {
+                    log::error!("could not connect channel {n}[{i}]");
+                }
+                return Err(Error::Connecting(timeout_s).into());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if self.ctx.channels.is_empty() {
+            log::warn!("No channels created after finishing initialization");
+        }
+        let (d, c) = (&mut *self.device, &self.ctx);
+        hook("Connect", || d.connect(c))?;
+        self.auto()
+    }
+
+    fn running(&mut self) -> Result<(), BoxError> {
+        log::info!("fair::mq::Device running...");
+        let logger = self.start_rate_logger();
+        let result = self.run_hooks();
+        if result.is_err() {
+            self.sm().change_state(Transition::ErrorFound);
+        }
+        if let Some(h) = logger {
+            let _ = h.join();
+        }
+        result
+    }
+
+    fn run_hooks(&mut self) -> Result<(), BoxError> {
+        let (d, c) = (&mut *self.device, &self.ctx);
+        hook("PreRun", || d.pre_run(c))?;
+        let inputs = self.ctx.inputs.borrow().clone();
+        if inputs.is_empty() {
+            let rate = f64::from(self.props().get_or::<f32>("rate", 0.0)?);
+            let mut limiter = (rate > 0.001).then(|| RateLimiter::new(rate));
+            let (d, c) = (&mut *self.device, &self.ctx);
+            while !c.sm.new_state_pending() && hook("ConditionalRun", || d.conditional_run(c))? {
+                if let Some(l) = limiter.as_mut() {
+                    l.tick();
+                }
+            }
+            hook("Run", || d.run(c))?;
+        } else {
+            self.data_loop(&inputs)?;
+        }
+        if !self.sm().new_state_pending() && !self.sm().change_state(Transition::Stop) {
+            return Err(Error::Transition(Transition::Stop).into());
+        }
+        let (d, c) = (&mut *self.device, &self.ctx);
+        hook("PostRun", || d.post_run(c))
+    }
+
+    /// Data-callback mode: one input with one sub-channel is read directly; otherwise one poller over
+    /// all input sub-channels (of any transport), at most one message per ready sub-channel per
+    /// round, in registration order. A failed receive or a handler returning false ends RUNNING.
+    fn data_loop(&mut self, inputs: &[(String, InputKind)]) -> Result<(), BoxError> {
+        let (device, ctx) = (&mut *self.device, &self.ctx);
+        let mut items: Vec<(&str, usize, InputKind, &Channel)> = Vec::new();
+        for (name, kind) in inputs {
+            let subs = ctx.channels.get(name).ok_or_else(|| Error::NoChannel(name.clone()))?;
+            items.extend(subs.iter().enumerate().map(|(i, ch)| (name.as_str(), i, *kind, ch)));
+        }
+        let deliver = |device: &mut dyn Device,
+                       (name, i, kind, ch): (&str, usize, InputKind, &Channel)|
+         -> Result<bool, BoxError> {
+            match kind {
+                InputKind::Single => {
+                    let mut msg = ch.new_message();
+                    if ch.receive(&mut msg).is_err() {
+                        return Ok(false);
+                    }
+                    hook("HandleData", || device.handle_data(ctx, name, &mut msg, i))
+                }
+                InputKind::Parts => {
+                    let mut parts = Vec::new();
+                    if ch.receive_parts(&mut parts).is_err() {
+                        return Ok(false);
+                    }
+                    hook("HandleData", || device.handle_parts(ctx, name, &mut parts, i))
+                }
+            }
+        };
+        if let [single] = items[..] {
+            while !ctx.sm.new_state_pending() {
+                if !deliver(device, single)? {
+                    break;
+                }
+            }
+            return Ok(());
+        }
+        let sockets: Vec<_> = items.iter().map(|it| it.3.socket()).collect();
+        let mut poller = Poller::new(&sockets);
+        'outer: while !ctx.sm.new_state_pending() {
+            match poller.poll(200) {
+                Ok(_) | Err(fairmq_zmq::PollError::Interrupted) => {}
+                Err(e) => return Err(Error::Poll(e).into()),
+            }
+            for (idx, item) in items.iter().enumerate() {
+                if poller.check_input(idx) && !deliver(device, *item)? {
+                    break 'outer;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Channel rate logging: every second (or `rateLogging` seconds per channel) while RUNNING.
+    fn start_rate_logger(&self) -> Option<std::thread::JoinHandle<()>> {
+        let chans: Vec<(String, i32, Arc<Counters>)> = self
+            .ctx
+            .channels
+            .values()
+            .flatten()
+            .filter(|c| c.config().rate_logging > 0)
+            .map(|c| (c.name(), c.config().rate_logging, c.socket().shared_counters()))
+            .collect();
+        if chans.is_empty() {
+            return None;
+        }
+        let sm = self.ctx.sm.clone();
+        Some(std::thread::spawn(move || crate::rate_log::log_rates(&sm, &chans)))
+    }
+
+    fn reset_device(&mut self) -> Result<(), BoxError> {
+        self.ctx.transports.lock().clear();
+        let (d, c) = (&mut *self.device, &self.ctx);
+        let r = hook("Reset", || d.reset(c));
+        // Channels close here (linger applies to queued outgoing messages); receive queues are lost.
+        self.ctx.channels.clear();
+        self.ctx.default_transport = None;
+        r?;
+        self.auto()
+    }
+}

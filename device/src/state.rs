@@ -1,0 +1,269 @@
+//! Device states and transitions, with FairMQ's names and legal edges.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// A device state (FairMQ's `fair::mq::State`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(i32)]
+#[allow(missing_docs)]
+pub enum State {
+    Undefined = 0,
+    Ok = 1,
+    Error = 2,
+    Idle = 3,
+    InitializingDevice = 4,
+    Initialized = 5,
+    Binding = 6,
+    Bound = 7,
+    Connecting = 8,
+    DeviceReady = 9,
+    InitializingTask = 10,
+    Ready = 11,
+    Running = 12,
+    ResettingTask = 13,
+    ResettingDevice = 14,
+    Exiting = 15,
+}
+
+/// A transition (FairMQ's `fair::mq::Transition`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(i32)]
+#[allow(missing_docs)]
+pub enum Transition {
+    Auto = 0,
+    InitDevice = 1,
+    CompleteInit = 2,
+    Bind = 3,
+    Connect = 4,
+    InitTask = 5,
+    Run = 6,
+    Stop = 7,
+    ResetTask = 8,
+    ResetDevice = 9,
+    End = 10,
+    ErrorFound = 11,
+}
+
+impl State {
+    /// Every state.
+    pub const ALL: [State; 16] = [
+        State::Undefined,
+        State::Ok,
+        State::Error,
+        State::Idle,
+        State::InitializingDevice,
+        State::Initialized,
+        State::Binding,
+        State::Bound,
+        State::Connecting,
+        State::DeviceReady,
+        State::InitializingTask,
+        State::Ready,
+        State::Running,
+        State::ResettingTask,
+        State::ResettingDevice,
+        State::Exiting,
+    ];
+
+    /// The printed name (`"DEVICE READY"`), as in logs and `GetCurrentStateName()`.
+    pub fn name(self) -> &'static str {
+        match self {
+            State::Undefined => "UNDEFINED",
+            State::Ok => "OK",
+            State::Error => "ERROR",
+            State::Idle => "IDLE",
+            State::InitializingDevice => "INITIALIZING DEVICE",
+            State::Initialized => "INITIALIZED",
+            State::Binding => "BINDING",
+            State::Bound => "BOUND",
+            State::Connecting => "CONNECTING",
+            State::DeviceReady => "DEVICE READY",
+            State::InitializingTask => "INITIALIZING TASK",
+            State::Ready => "READY",
+            State::Running => "RUNNING",
+            State::ResettingTask => "RESETTING TASK",
+            State::ResettingDevice => "RESETTING DEVICE",
+            State::Exiting => "EXITING",
+        }
+    }
+
+    /// The state machine's internal name (`"DEVICE_READY"`), used in "No transition" logs.
+    pub fn fsm_name(self) -> String {
+        self.name().replace(' ', "_")
+    }
+
+    /// The state the transition `t` leads to from here, if the edge exists. `ErrorFound` is
+    /// accepted from every state but `ERROR` itself (a terminal state).
+    pub fn next(self, t: Transition) -> Option<State> {
+        use State::*;
+        use Transition as T;
+        Some(match (self, t) {
+            (Error, _) => return None,
+            (_, T::ErrorFound) => Error,
+            (Binding, T::Auto) => Bound,
+            (Connecting, T::Auto) => DeviceReady,
+            (InitializingTask, T::Auto) => Ready,
+            (ResettingTask, T::Auto) => DeviceReady,
+            (ResettingDevice, T::Auto) => Idle,
+            (Idle, T::InitDevice) => InitializingDevice,
+            (InitializingDevice, T::CompleteInit) => Initialized,
+            (Initialized, T::Bind) => Binding,
+            (Bound, T::Connect) => Connecting,
+            (DeviceReady, T::InitTask) => InitializingTask,
+            (Ready, T::Run) => Running,
+            (Running, T::Stop) => Ready,
+            (Ready, T::ResetTask) => ResettingTask,
+            (Initialized | Bound | DeviceReady, T::ResetDevice) => ResettingDevice,
+            (Idle, T::End) => Exiting,
+            _ => return None,
+        })
+    }
+
+    /// Whether the device works in this state (a hook runs) rather than waits for a request.
+    pub fn is_working(self) -> bool {
+        matches!(
+            self,
+            State::InitializingDevice
+                | State::Binding
+                | State::Connecting
+                | State::InitializingTask
+                | State::Running
+                | State::ResettingTask
+                | State::ResettingDevice
+        )
+    }
+}
+
+impl Transition {
+    /// Every transition.
+    pub const ALL: [Transition; 12] = [
+        Transition::Auto,
+        Transition::InitDevice,
+        Transition::CompleteInit,
+        Transition::Bind,
+        Transition::Connect,
+        Transition::InitTask,
+        Transition::Run,
+        Transition::Stop,
+        Transition::ResetTask,
+        Transition::ResetDevice,
+        Transition::End,
+        Transition::ErrorFound,
+    ];
+
+    /// The printed name (`"INIT DEVICE"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Transition::Auto => "AUTO",
+            Transition::InitDevice => "INIT DEVICE",
+            Transition::CompleteInit => "COMPLETE INIT",
+            Transition::Bind => "BIND",
+            Transition::Connect => "CONNECT",
+            Transition::InitTask => "INIT TASK",
+            Transition::Run => "RUN",
+            Transition::Stop => "STOP",
+            Transition::ResetTask => "RESET TASK",
+            Transition::ResetDevice => "RESET DEVICE",
+            Transition::End => "END",
+            Transition::ErrorFound => "ERROR FOUND",
+        }
+    }
+
+    /// The internal name (`"INIT_DEVICE"`).
+    pub fn fsm_name(self) -> String {
+        self.name().replace(' ', "_")
+    }
+}
+
+/// An unknown state or transition name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {kind} name: '{name}'")]
+pub struct UnknownName {
+    /// "state" or "transition".
+    pub kind: &'static str,
+    /// The name given.
+    pub name: String,
+}
+
+impl FromStr for State {
+    type Err = UnknownName;
+    fn from_str(s: &str) -> Result<State, UnknownName> {
+        State::ALL.into_iter().find(|st| st.name() == s).ok_or(UnknownName { kind: "state", name: s.to_owned() })
+    }
+}
+
+impl FromStr for Transition {
+    type Err = UnknownName;
+    fn from_str(s: &str) -> Result<Transition, UnknownName> {
+        Transition::ALL
+            .into_iter()
+            .find(|t| t.name() == s)
+            .ok_or(UnknownName { kind: "transition", name: s.to_owned() })
+    }
+}
+
+impl fmt::Display for State {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl fmt::Display for Transition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for s in State::ALL {
+            assert_eq!(s.name().parse::<State>().unwrap(), s);
+        }
+        for t in Transition::ALL {
+            assert_eq!(t.name().parse::<Transition>().unwrap(), t);
+        }
+        assert!("READY ".parse::<State>().is_err());
+        assert_eq!(State::DeviceReady.fsm_name(), "DEVICE_READY");
+        assert_eq!(Transition::InitDevice.fsm_name(), "INIT_DEVICE");
+    }
+
+    #[test]
+    fn every_edge_of_fairmq_and_no_other() {
+        use State::*;
+        use Transition as T;
+        let legal = [
+            (Idle, T::InitDevice, InitializingDevice),
+            (InitializingDevice, T::CompleteInit, Initialized),
+            (Initialized, T::Bind, Binding),
+            (Binding, T::Auto, Bound),
+            (Bound, T::Connect, Connecting),
+            (Connecting, T::Auto, DeviceReady),
+            (DeviceReady, T::InitTask, InitializingTask),
+            (InitializingTask, T::Auto, Ready),
+            (Ready, T::Run, Running),
+            (Running, T::Stop, Ready),
+            (Ready, T::ResetTask, ResettingTask),
+            (ResettingTask, T::Auto, DeviceReady),
+            (Initialized, T::ResetDevice, ResettingDevice),
+            (Bound, T::ResetDevice, ResettingDevice),
+            (DeviceReady, T::ResetDevice, ResettingDevice),
+            (ResettingDevice, T::Auto, Idle),
+            (Idle, T::End, Exiting),
+        ];
+        for s in State::ALL {
+            for t in Transition::ALL {
+                let expected = if t == T::ErrorFound && s != Error {
+                    Some(Error)
+                } else {
+                    legal.iter().find(|(a, b, _)| *a == s && *b == t).map(|e| e.2)
+                };
+                assert_eq!(s.next(t), expected, "{s} on {t}");
+            }
+        }
+    }
+}

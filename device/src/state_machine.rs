@@ -1,0 +1,379 @@
+//! The state machine engine: one transition pending at a time, requested from any thread; the
+//! state loop, on the device's thread, moves to the pending state and runs its work.
+//!
+//! As in FairMQ: an accepted transition only marks the next state *pending* (and calls the
+//! new-transition subscribers at once, in the requesting thread: the device interrupts its transports
+//! there); the state changes when the current state's work returns. `ErrorFound` is accepted from
+//! every state, even while another transition is pending.
+
+use crate::logging::state as log_state;
+use crate::state::{State, Transition};
+use parking_lot::{Condvar, Mutex};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+type StateCallback = Arc<dyn Fn(State) + Send + Sync>;
+type TransitionCallback = Arc<dyn Fn(Transition) + Send + Sync>;
+
+struct Inner {
+    state: State,
+    next: State,
+    pending: bool,
+    state_subs: Vec<(String, i64, StateCallback)>,
+    transition_subs: Vec<(String, TransitionCallback)>,
+}
+
+/// A device's state machine. Cheap to share (`Arc`); every method may be called from any thread.
+pub struct StateMachine {
+    inner: Mutex<Inner>,
+    changed: Condvar,
+    pending: AtomicBool,
+    current: AtomicI32,
+    queue: StateQueue,
+}
+
+impl std::fmt::Debug for StateMachine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StateMachine").field("state", &self.current_state()).finish()
+    }
+}
+
+impl Default for StateMachine {
+    fn default() -> Self {
+        StateMachine {
+            inner: Mutex::new(Inner {
+                state: State::Idle,
+                next: State::Idle,
+                pending: false,
+                state_subs: Vec::new(),
+                transition_subs: Vec::new(),
+            }),
+            changed: Condvar::new(),
+            pending: AtomicBool::new(false),
+            current: AtomicI32::new(State::Idle as i32),
+            queue: StateQueue::default(),
+        }
+    }
+}
+
+impl StateMachine {
+    /// A state machine in `IDLE`.
+    pub fn new() -> Arc<StateMachine> {
+        Arc::new(StateMachine::default())
+    }
+
+    /// Requests a transition; returns whether it was accepted.
+    pub fn change_state(&self, t: Transition) -> bool {
+        let mut g = self.inner.lock();
+        if g.pending && t != Transition::ErrorFound {
+            log_state!("Transition {t} incoming, but another state transition is already ongoing.");
+            return false;
+        }
+        // The state a pending transition leads to is where the next request applies.
+        let from = g.state;
+        let Some(next) = from.next(t) else {
+            if from != State::Error {
+                log_state!("No transition from state {} on transition {}", from.fsm_name(), t.fsm_name());
+            }
+            return false;
+        };
+        g.next = next;
+        let subs: Vec<TransitionCallback> = g.transition_subs.iter().map(|(_, cb)| cb.clone()).collect();
+        for cb in subs {
+            cb(t);
+        }
+        g.pending = true;
+        self.pending.store(true, Ordering::Release);
+        self.changed.notify_all();
+        true
+    }
+
+    /// Whether a transition is pending (the current state's work should end).
+    #[inline]
+    pub fn new_state_pending(&self) -> bool {
+        self.pending.load(Ordering::Acquire)
+    }
+
+    /// The current state.
+    pub fn current_state(&self) -> State {
+        State::ALL[self.current.load(Ordering::Acquire) as usize]
+    }
+
+    /// Waits until a transition is pending, at most `timeout` (`None`: forever); returns whether one is.
+    pub fn wait_for_pending(&self, timeout: Option<Duration>) -> bool {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let mut g = self.inner.lock();
+        while !g.pending {
+            match deadline {
+                None => self.changed.wait(&mut g),
+                Some(d) => {
+                    if self.changed.wait_until(&mut g, d).timed_out() {
+                        return g.pending;
+                    }
+                }
+            }
+        }
+        true
+    }
+
+    /// FairMQ's `WaitFor`: sleeps `d` unless a transition becomes pending; true if the full time passed.
+    pub fn wait_for(&self, d: Duration) -> bool {
+        !self.wait_for_pending(Some(d))
+    }
+
+    /// Calls `cb` for every state the loop enters (before the state's work), keyed by `key`; keys
+    /// with a numeric prefix are called in ascending order of it (others as 0), then in order of
+    /// subscription.
+    pub fn subscribe_to_state_change(&self, key: &str, cb: impl Fn(State) + Send + Sync + 'static) {
+        let group = leading_number(key);
+        let mut g = self.inner.lock();
+        g.state_subs.push((key.to_owned(), group, Arc::new(cb)));
+        g.state_subs.sort_by_key(|s| s.1);
+    }
+
+    /// Removes the subscription of `key` (no-op if there is none).
+    pub fn unsubscribe_from_state_change(&self, key: &str) {
+        let mut g = self.inner.lock();
+        if let Some(i) = g.state_subs.iter().position(|s| s.0 == key) {
+            g.state_subs.remove(i);
+        }
+    }
+
+    /// Calls `cb` for every accepted transition, in the requesting thread.
+    pub fn subscribe_to_new_transition(&self, key: &str, cb: impl Fn(Transition) + Send + Sync + 'static) {
+        self.inner.lock().transition_subs.push((key.to_owned(), Arc::new(cb)));
+    }
+
+    /// Removes the new-transition subscription of `key`.
+    pub fn unsubscribe_from_new_transition(&self, key: &str) {
+        let mut g = self.inner.lock();
+        if let Some(i) = g.transition_subs.iter().position(|s| s.0 == key) {
+            g.transition_subs.remove(i);
+        }
+    }
+
+    fn notify_state(&self, s: State) {
+        let subs: Vec<StateCallback> = self.inner.lock().state_subs.iter().map(|s| s.2.clone()).collect();
+        for cb in subs {
+            cb(s);
+        }
+    }
+
+    /// Runs the state loop in this thread until `EXITING` (Ok) or `ERROR` (Err). For each state:
+    /// `prepare(state)` (the device resumes its transports), the state-change subscribers, the
+    /// device's state queue, then `work(state)`, which returns when the state's work is done.
+    pub fn run(&self, mut prepare: impl FnMut(State), mut work: impl FnMut(State)) -> Result<(), ErrorState> {
+        log_state!("Starting FairMQ state machine --> IDLE");
+        self.notify_state(State::Idle);
+        loop {
+            let (old, new) = {
+                let mut g = self.inner.lock();
+                while !g.pending {
+                    self.changed.wait(&mut g);
+                }
+                let old = g.state;
+                g.state = g.next;
+                g.pending = false;
+                self.pending.store(false, Ordering::Release);
+                self.current.store(g.state as i32, Ordering::Release);
+                (old, g.state)
+            };
+            log_state!("{old} ---> {new}");
+            prepare(new);
+            self.notify_state(new);
+            self.queue.push(new);
+            work(new);
+            match new {
+                State::Exiting => {
+                    log_state!("Exiting FairMQ state machine");
+                    return Ok(());
+                }
+                State::Error => return Err(ErrorState),
+                _ => {}
+            }
+        }
+    }
+
+    /// The device's own queue of entered states (for `wait_for_state`).
+    pub fn queue(&self) -> &StateQueue {
+        &self.queue
+    }
+}
+
+/// The device ended in `ERROR`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("Device transitioned to error state")]
+pub struct ErrorState;
+
+/// The integer prefix of a key (as C's `strtol`), 0 if there is none.
+fn leading_number(key: &str) -> i64 {
+    let (sign, rest) = match key.strip_prefix('-') {
+        Some(r) => (-1, r),
+        None => (1, key),
+    };
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse::<i64>().map_or(0, |n| sign * n)
+}
+
+/// States in the order they were entered, for waiting on them (FairMQ's `StateQueue`).
+#[derive(Default)]
+pub struct StateQueue {
+    q: Mutex<VecDeque<State>>,
+    cv: Condvar,
+}
+
+impl std::fmt::Debug for StateQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StateQueue").field("len", &self.q.lock().len()).finish()
+    }
+}
+
+impl StateQueue {
+    /// Appends an entered state.
+    pub fn push(&self, s: State) {
+        self.q.lock().push_back(s);
+        self.cv.notify_all();
+    }
+
+    /// Pops the next state, waiting at most `timeout` (`None`: forever). `ERROR` stays at the front
+    /// and is returned as an error by every later call.
+    pub fn wait_for_next(&self, timeout: Option<Duration>) -> Result<Option<State>, ErrorState> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let mut q = self.q.lock();
+        loop {
+            match q.front().copied() {
+                Some(State::Error) => return Err(ErrorState),
+                Some(s) => {
+                    q.pop_front();
+                    return Ok(Some(s));
+                }
+                None => match deadline {
+                    None => self.cv.wait(&mut q),
+                    Some(d) => {
+                        if self.cv.wait_until(&mut q, d).timed_out() && q.is_empty() {
+                            return Ok(None);
+                        }
+                    }
+                },
+            }
+        }
+    }
+
+    /// Pops states until `target` was popped (`Ok(false)` on timeout).
+    pub fn wait_for_state(&self, target: State, timeout: Option<Duration>) -> Result<bool, ErrorState> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        loop {
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            match self.wait_for_next(left)? {
+                Some(s) if s == target => return Ok(true),
+                Some(_) => {}
+                None => return Ok(false),
+            }
+        }
+    }
+
+    /// Forgets queued states (except a queued `ERROR`).
+    pub fn clear(&self) {
+        let mut q = self.q.lock();
+        if q.front() != Some(&State::Error) {
+            q.clear();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    #[test]
+    fn one_transition_pending_at_a_time_except_error_found() {
+        let sm = StateMachine::new();
+        assert!(!sm.change_state(Transition::Connect), "illegal edge");
+        assert!(sm.change_state(Transition::InitDevice));
+        assert!(sm.new_state_pending());
+        assert!(!sm.change_state(Transition::End), "another is pending");
+        assert!(sm.change_state(Transition::ErrorFound), "ErrorFound overrides");
+    }
+
+    #[test]
+    fn loop_runs_states_and_subscribers_in_order() {
+        let sm = StateMachine::new();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let interrupts = Arc::new(AtomicUsize::new(0));
+        let (s2, i2) = (seen.clone(), interrupts.clone());
+        sm.subscribe_to_state_change("10-late", {
+            let s = seen.clone();
+            move |st| s.lock().push(format!("late {st}"))
+        });
+        sm.subscribe_to_state_change("plugin", move |st| s2.lock().push(format!("sub {st}")));
+        sm.subscribe_to_new_transition("device", move |_| {
+            i2.fetch_add(1, Ordering::SeqCst);
+        });
+        let ctl = sm.clone();
+        let controller = std::thread::spawn(move || {
+            for (t, s) in
+                [(Transition::InitDevice, State::InitializingDevice), (Transition::CompleteInit, State::Initialized)]
+            {
+                assert!(ctl.change_state(t));
+                assert!(ctl.queue().wait_for_state(s, Some(Duration::from_secs(10))).unwrap());
+            }
+            assert!(ctl.change_state(Transition::ResetDevice));
+            ctl.queue().wait_for_state(State::Idle, Some(Duration::from_secs(10))).unwrap();
+            assert!(ctl.change_state(Transition::End));
+        });
+        let sm2 = sm.clone();
+        let r = sm.run(
+            |st| seen.lock().push(format!("prepare {st}")),
+            |st| {
+                seen.lock().push(format!("work {st}"));
+                if st == State::ResettingDevice {
+                    assert!(sm2.change_state(Transition::Auto));
+                }
+            },
+        );
+        controller.join().unwrap();
+        assert_eq!(r, Ok(()));
+        let seen = seen.lock().clone();
+        assert_eq!(&seen[..2], ["sub IDLE", "late IDLE"], "subscribers in group order, initial IDLE");
+        assert_eq!(
+            &seen[2..6],
+            [
+                "prepare INITIALIZING DEVICE",
+                "sub INITIALIZING DEVICE",
+                "late INITIALIZING DEVICE",
+                "work INITIALIZING DEVICE"
+            ]
+        );
+        assert_eq!(seen.last().unwrap(), "work EXITING");
+        assert_eq!(interrupts.load(Ordering::SeqCst), 5, "every accepted transition notified");
+        assert_eq!(sm.current_state(), State::Exiting);
+    }
+
+    #[test]
+    fn error_ends_the_loop_and_the_queue_reports_it() {
+        let sm = StateMachine::new();
+        assert!(sm.change_state(Transition::ErrorFound));
+        assert_eq!(sm.run(|_| {}, |_| {}), Err(ErrorState));
+        assert_eq!(sm.queue().wait_for_next(Some(Duration::ZERO)), Err(ErrorState));
+        assert_eq!(sm.queue().wait_for_next(Some(Duration::ZERO)), Err(ErrorState), "ERROR stays");
+        assert!(!sm.change_state(Transition::InitDevice), "nothing after ERROR");
+    }
+
+    #[test]
+    fn wait_for_returns_early_when_a_transition_is_pending() {
+        let sm = StateMachine::new();
+        assert!(sm.wait_for(Duration::from_millis(20)), "full time passed");
+        let s2 = sm.clone();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            s2.change_state(Transition::InitDevice)
+        });
+        let start = Instant::now();
+        assert!(!sm.wait_for(Duration::from_secs(30)));
+        assert!(start.elapsed() < Duration::from_secs(20));
+        assert!(t.join().unwrap());
+    }
+}

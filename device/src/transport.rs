@@ -1,0 +1,392 @@
+//! One API over both transports: `Transport`, `Message`, `Socket` and `Poller` are enums (no trait
+//! objects on the hot path), so one device may mix zeromq and shmem channels.
+
+use crate::error::Error;
+use fairmq_zmq::{AttachOptions, CounterSnapshot, Counters, SocketOptions, SocketType, TransferResult, TransportKind};
+use std::sync::Arc;
+
+/// A transport: the zeromq one, or the shared-memory one.
+#[derive(Debug, Clone)]
+pub enum Transport {
+    /// Payload in ZeroMQ frames.
+    Zeromq(fairmq_zmq::Transport),
+    /// Payload in shared memory.
+    Shmem(fairmq_shm::Transport),
+}
+
+/// A message of either transport.
+#[derive(Debug)]
+pub enum Message {
+    /// A zeromq message.
+    Zeromq(fairmq_zmq::Message),
+    /// A shared-memory message.
+    Shmem(fairmq_shm::Message),
+}
+
+/// A socket of either transport.
+#[derive(Debug)]
+pub enum Socket {
+    /// A zeromq socket.
+    Zeromq(fairmq_zmq::Socket),
+    /// A shared-memory socket.
+    Shmem(fairmq_shm::Socket),
+}
+
+impl Transport {
+    /// Which transport this is.
+    pub fn kind(&self) -> TransportKind {
+        match self {
+            Transport::Zeromq(_) => TransportKind::Zeromq,
+            Transport::Shmem(_) => TransportKind::Shmem,
+        }
+    }
+
+    /// A socket of this transport for channel `name`.
+    pub fn socket(&self, ty: SocketType, name: &str) -> Result<Socket, Error> {
+        Ok(match self {
+            Transport::Zeromq(t) => Socket::Zeromq(t.socket(ty, name)?),
+            Transport::Shmem(t) => Socket::Shmem(t.socket(ty, name)?),
+        })
+    }
+
+    /// An empty message (to receive into).
+    pub fn new_message(&self) -> Message {
+        match self {
+            Transport::Zeromq(_) => Message::Zeromq(fairmq_zmq::Message::new()),
+            Transport::Shmem(t) => Message::Shmem(t.new_message()),
+        }
+    }
+
+    /// A message of `size` bytes (zeromq: zeroed; shmem: content not initialised).
+    pub fn new_message_with_size(&self, size: usize) -> Result<Message, Error> {
+        Ok(match self {
+            Transport::Zeromq(_) => Message::Zeromq(fairmq_zmq::Message::with_size(size)),
+            Transport::Shmem(t) => Message::Shmem(t.new_message_with_size(size)?),
+        })
+    }
+
+    /// A message of `size` bytes aligned to `alignment` (0: no request).
+    pub fn new_message_aligned(&self, size: usize, alignment: usize) -> Result<Message, Error> {
+        Ok(match self {
+            Transport::Zeromq(_) => Message::Zeromq(fairmq_zmq::Message::with_size_aligned(size, alignment)),
+            Transport::Shmem(t) => Message::Shmem(t.new_message_aligned(size, alignment)?),
+        })
+    }
+
+    /// A message holding a copy of `bytes` (FairMQ's `NewSimpleMessage`).
+    pub fn new_simple_message(&self, bytes: &[u8]) -> Result<Message, Error> {
+        Ok(match self {
+            Transport::Zeromq(_) => Message::Zeromq(fairmq_zmq::Message::from_slice(bytes)),
+            Transport::Shmem(t) => Message::Shmem(t.new_message_from_slice(bytes)?),
+        })
+    }
+
+    /// A message taking `bytes` (zeromq: zero-copy; shmem: copied into shared memory).
+    pub fn new_message_from_vec(&self, bytes: Vec<u8>) -> Result<Message, Error> {
+        Ok(match self {
+            Transport::Zeromq(_) => Message::Zeromq(fairmq_zmq::Message::from_vec(bytes)),
+            Transport::Shmem(t) => Message::Shmem(t.new_message_from_slice(&bytes)?),
+        })
+    }
+
+    /// A message over static bytes (FairMQ's `NewStaticMessage`; zeromq: zero-copy).
+    pub fn new_static_message(&self, bytes: &'static [u8]) -> Result<Message, Error> {
+        Ok(match self {
+            Transport::Zeromq(_) => Message::Zeromq(fairmq_zmq::Message::from_static(bytes)),
+            Transport::Shmem(t) => Message::Shmem(t.new_message_from_slice(bytes)?),
+        })
+    }
+
+    /// Makes blocked transfers return `Interrupted`.
+    pub fn interrupt(&self) {
+        match self {
+            Transport::Zeromq(t) => t.interrupt(),
+            Transport::Shmem(t) => t.interrupt(),
+        }
+    }
+
+    /// Transfers block again.
+    pub fn resume(&self) {
+        match self {
+            Transport::Zeromq(t) => t.resume(),
+            Transport::Shmem(t) => t.resume(),
+        }
+    }
+
+    /// Whether the transport is interrupted.
+    pub fn is_interrupted(&self) -> bool {
+        match self {
+            Transport::Zeromq(t) => t.is_interrupted(),
+            Transport::Shmem(t) => t.is_interrupted(),
+        }
+    }
+}
+
+impl Message {
+    /// Which transport made this message.
+    pub fn kind(&self) -> TransportKind {
+        match self {
+            Message::Zeromq(_) => TransportKind::Zeromq,
+            Message::Shmem(_) => TransportKind::Shmem,
+        }
+    }
+
+    /// Size in bytes.
+    pub fn size(&self) -> usize {
+        match self {
+            Message::Zeromq(m) => m.size(),
+            Message::Shmem(m) => m.size(),
+        }
+    }
+
+    /// Whether the size is 0.
+    pub fn is_empty(&self) -> bool {
+        self.size() == 0
+    }
+
+    /// The bytes.
+    pub fn data(&self) -> &[u8] {
+        match self {
+            Message::Zeromq(m) => m.data(),
+            Message::Shmem(m) => m.data(),
+        }
+    }
+
+    /// Address of the data, null when empty (FairMQ's `GetData`).
+    pub fn data_ptr(&self) -> *const u8 {
+        match self {
+            Message::Zeromq(m) => m.data_ptr(),
+            Message::Shmem(m) => m.data_ptr(),
+        }
+    }
+
+    /// The bytes, writable (a shared block is copied first, which can fail for lack of memory).
+    pub fn data_mut(&mut self) -> Result<&mut [u8], Error> {
+        match self {
+            Message::Zeromq(m) => Ok(m.data_mut()),
+            Message::Shmem(m) => Ok(m.data_mut()?),
+        }
+    }
+
+    /// Shrinks the message (false if `size` is larger than the current size).
+    pub fn set_used_size(&mut self, size: usize) -> bool {
+        match self {
+            Message::Zeromq(m) => m.set_used_size(size),
+            Message::Shmem(m) => m.set_used_size(size),
+        }
+    }
+
+    /// Releases the content; the message becomes empty.
+    pub fn rebuild(&mut self) {
+        match self {
+            Message::Zeromq(m) => m.rebuild(),
+            Message::Shmem(m) => m.rebuild(),
+        }
+    }
+
+    /// Releases the content and allocates `size` new bytes.
+    pub fn rebuild_with_size(&mut self, size: usize) -> Result<(), Error> {
+        match self {
+            Message::Zeromq(m) => m.rebuild_with_size(size),
+            Message::Shmem(m) => m.rebuild_with_size(size, 0)?,
+        }
+        Ok(())
+    }
+
+    /// Makes this message refer to `other`'s content: shared when both are of one transport,
+    /// copied otherwise.
+    pub fn copy_from(&mut self, other: &Message) -> Result<(), Error> {
+        match (self, other) {
+            (Message::Zeromq(a), Message::Zeromq(b)) => a.copy_from(b),
+            (Message::Shmem(a), Message::Shmem(b)) => a.copy_from(b),
+            (Message::Zeromq(a), b) => *a = fairmq_zmq::Message::from_slice(b.data()),
+            (Message::Shmem(a), b) => a.rebuild_from_slice(b.data())?,
+        }
+        Ok(())
+    }
+}
+
+/// The parts of a multipart message (FairMQ's `Parts`).
+pub type Parts = Vec<Message>;
+
+impl Socket {
+    /// Socket id `<device id>.<channel>.<type>`.
+    pub fn id(&self) -> &str {
+        match self {
+            Socket::Zeromq(s) => s.id(),
+            Socket::Shmem(s) => s.id(),
+        }
+    }
+
+    /// Which transport the socket belongs to.
+    pub fn kind(&self) -> TransportKind {
+        match self {
+            Socket::Zeromq(_) => TransportKind::Zeromq,
+            Socket::Shmem(_) => TransportKind::Shmem,
+        }
+    }
+
+    /// The socket pattern.
+    pub fn socket_type(&self) -> SocketType {
+        match self {
+            Socket::Zeromq(s) => s.socket_type(),
+            Socket::Shmem(s) => s.socket_type(),
+        }
+    }
+
+    /// Applies channel options (linger, queue and kernel buffer sizes).
+    pub fn set_options(&self, o: &SocketOptions) -> Result<(), Error> {
+        match self {
+            Socket::Zeromq(s) => s.set_options(o)?,
+            Socket::Shmem(s) => s.set_options(o)?,
+        }
+        Ok(())
+    }
+
+    /// Binds/connects a channel address; returns the address as attached.
+    pub fn attach(&self, address: &str, o: &AttachOptions) -> Result<String, Error> {
+        Ok(match self {
+            Socket::Zeromq(s) => s.attach(address, o)?,
+            Socket::Shmem(s) => s.attach(address, o)?,
+        })
+    }
+
+    /// Sends one message; a message of the other transport is first copied into one of ours.
+    pub fn send(&self, msg: &mut Message, timeout_ms: i32, transport: &Transport) -> TransferResult {
+        self.adopt(msg, transport)?;
+        match (self, msg) {
+            (Socket::Zeromq(s), Message::Zeromq(m)) => s.send(m, timeout_ms),
+            (Socket::Shmem(s), Message::Shmem(m)) => s.send(m, timeout_ms),
+            _ => unreachable!("adopt made the message the socket's kind"),
+        }
+    }
+
+    /// Receives one message into `msg` (replaced by a message of this socket's transport).
+    pub fn receive(&self, msg: &mut Message, timeout_ms: i32, transport: &Transport) -> TransferResult {
+        if msg.kind() != self.kind() {
+            *msg = transport.new_message();
+        }
+        match (self, msg) {
+            (Socket::Zeromq(s), Message::Zeromq(m)) => s.receive(m, timeout_ms),
+            (Socket::Shmem(s), Message::Shmem(m)) => s.receive(m, timeout_ms),
+            _ => unreachable!("message kind matched above"),
+        }
+    }
+
+    /// Sends all parts as one multipart message.
+    pub fn send_parts(&self, parts: &mut Parts, timeout_ms: i32, transport: &Transport) -> TransferResult {
+        for p in parts.iter_mut() {
+            self.adopt(p, transport)?;
+        }
+        match self {
+            Socket::Zeromq(s) => {
+                let mut inner: Vec<fairmq_zmq::Message> = parts
+                    .drain(..)
+                    .map(|m| match m {
+                        Message::Zeromq(m) => m,
+                        Message::Shmem(_) => unreachable!("adopted"),
+                    })
+                    .collect();
+                let r = s.send_parts(&mut inner, timeout_ms);
+                parts.extend(inner.into_iter().map(Message::Zeromq));
+                r
+            }
+            Socket::Shmem(s) => {
+                let mut inner: Vec<fairmq_shm::Message> = parts
+                    .drain(..)
+                    .map(|m| match m {
+                        Message::Shmem(m) => m,
+                        Message::Zeromq(_) => unreachable!("adopted"),
+                    })
+                    .collect();
+                let r = s.send_parts(&mut inner, timeout_ms);
+                parts.extend(inner.into_iter().map(Message::Shmem));
+                r
+            }
+        }
+    }
+
+    /// Receives a multipart message, appending its parts.
+    pub fn receive_parts(&self, parts: &mut Parts, timeout_ms: i32) -> TransferResult {
+        match self {
+            Socket::Zeromq(s) => {
+                let mut got = Vec::new();
+                let r = s.receive_parts(&mut got, timeout_ms);
+                parts.extend(got.into_iter().map(Message::Zeromq));
+                r
+            }
+            Socket::Shmem(s) => {
+                let mut got = Vec::new();
+                let r = s.receive_parts(&mut got, timeout_ms);
+                parts.extend(got.into_iter().map(Message::Shmem));
+                r
+            }
+        }
+    }
+
+    /// A message of another transport becomes one of ours (a copy; FairMQ wraps it instead).
+    fn adopt(&self, msg: &mut Message, transport: &Transport) -> Result<(), fairmq_zmq::TransferError> {
+        if msg.kind() != self.kind() {
+            let copy = if msg.is_empty() {
+                transport.new_message()
+            } else {
+                transport
+                    .new_simple_message(msg.data())
+                    .map_err(|e| fairmq_zmq::TransferError::Transport(Box::new(e)))?
+            };
+            *msg = copy;
+        }
+        Ok(())
+    }
+
+    /// Messages and bytes moved so far.
+    pub fn counters(&self) -> CounterSnapshot {
+        match self {
+            Socket::Zeromq(s) => s.counters(),
+            Socket::Shmem(s) => s.counters(),
+        }
+    }
+
+    /// The counters, readable from other threads.
+    pub fn shared_counters(&self) -> Arc<Counters> {
+        match self {
+            Socket::Zeromq(s) => s.shared_counters(),
+            Socket::Shmem(s) => s.shared_counters(),
+        }
+    }
+
+    /// The ZeroMQ socket that carries this socket's frames (payload or metadata).
+    pub fn zmq_socket(&self) -> &fairmq_zmq::Socket {
+        match self {
+            Socket::Zeromq(s) => s,
+            Socket::Shmem(s) => s.metadata_socket(),
+        }
+    }
+}
+
+/// Waits on sockets of one or both transports.
+#[derive(Debug)]
+pub struct Poller<'a>(fairmq_zmq::Poller<'a>);
+
+impl<'a> Poller<'a> {
+    /// A poller over `sockets` (index `i` is `sockets[i]`).
+    pub fn new(sockets: &[&'a Socket]) -> Self {
+        let z: Vec<&'a fairmq_zmq::Socket> = sockets.iter().map(|s| s.zmq_socket()).collect();
+        Poller(fairmq_zmq::Poller::new(&z))
+    }
+
+    /// Waits up to `timeout_ms`; returns the number of ready sockets.
+    pub fn poll(&mut self, timeout_ms: i32) -> Result<usize, fairmq_zmq::PollError> {
+        self.0.poll(timeout_ms)
+    }
+
+    /// Whether socket `i` had input at the last poll.
+    pub fn check_input(&self, i: usize) -> bool {
+        self.0.check_input(i)
+    }
+
+    /// Whether socket `i` could send at the last poll.
+    pub fn check_output(&self, i: usize) -> bool {
+        self.0.check_output(i)
+    }
+}

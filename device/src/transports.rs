@@ -1,0 +1,49 @@
+//! Creating a device's transports from its options.
+
+use crate::error::Error;
+use crate::properties::Properties;
+use crate::transport::Transport;
+use fairmq_shm::{BadAllocPolicy, ShmConfig};
+use fairmq_zmq::{TransportConfig, TransportKind};
+
+/// Shared-memory settings from the device options (`--session`, `--shm-*`, `--bad-alloc-*`, ...).
+pub fn shm_config(id: &str, p: &Properties) -> Result<ShmConfig, Error> {
+    let d = ShmConfig::default();
+    let interval = p.get_or::<i32>("bad-alloc-attempt-interval", 50)?;
+    Ok(ShmConfig {
+        id: id.to_owned(),
+        session: p.get_or::<String>("session", d.session)?,
+        shm_id: match p.get::<u64>("shmid") {
+            Ok(v) => Some(v),
+            Err(crate::properties::PropertyError::NotFound(_)) => None,
+            Err(e) => return Err(e.into()),
+        },
+        segment_size: p.get_or::<u64>("shm-segment-size", d.segment_size)?,
+        segment_id: p.get_or::<u16>("shm-segment-id", 0)?,
+        mlock_segment: p.get_or("shm-mlock-segment", false)?,
+        mlock_segment_on_creation: p.get_or("shm-mlock-segment-on-creation", false)?,
+        zero_segment: p.get_or("shm-zero-segment", false)?,
+        zero_segment_on_creation: p.get_or("shm-zero-segment-on-creation", false)?,
+        bad_alloc: BadAllocPolicy::from_options(
+            p.get_or("shm-throw-bad-alloc", true)?,
+            p.get::<i32>("bad-alloc-max-attempts").ok(),
+            u64::try_from(interval.max(0)).unwrap_or(50),
+        ),
+        no_cleanup: p.get_or("shm-no-cleanup", false)?,
+        metadata_msg_size: p.get_or::<usize>("shm-metadata-msg-size", 0)?,
+        io_threads: p.get_or::<i32>("io-threads", 1)?,
+    })
+}
+
+/// A new transport of `kind` for device `id`.
+pub fn create(kind: TransportKind, id: &str, p: &Properties) -> Result<Transport, Error> {
+    Ok(match kind {
+        TransportKind::Zeromq | TransportKind::Default => {
+            Transport::Zeromq(fairmq_zmq::Transport::with_config(&TransportConfig {
+                id: id.to_owned(),
+                io_threads: p.get_or::<i32>("io-threads", 1)?,
+            })?)
+        }
+        TransportKind::Shmem => Transport::Shmem(fairmq_shm::Transport::new(&shm_config(id, p)?)?),
+    })
+}
