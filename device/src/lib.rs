@@ -39,6 +39,7 @@ mod channel;
 pub mod channel_parsers;
 pub mod control;
 mod device;
+pub mod devices;
 mod error;
 pub mod logging;
 pub mod network;

@@ -1,0 +1,7 @@
+//! FairMQ's benchmark sampler.
+use fairmq::devices::BenchmarkSampler;
+use fairmq::Program;
+
+fn main() -> std::process::ExitCode {
+    Program::new(|_| Ok(BenchmarkSampler::default())).options(BenchmarkSampler::options).run()
+}

@@ -1,0 +1,7 @@
+//! FairMQ's builtin devices (each also a binary: `fairmq-bsampler`, `fairmq-sink`, ...).
+
+mod bsampler;
+mod sink;
+
+pub use bsampler::BenchmarkSampler;
+pub use sink::Sink;
