@@ -1,0 +1,212 @@
+//! Helpers for device tests: a device that records its hooks and fails where told, a spawned
+//! device with a controller handle, unique sessions and ipc paths, and shared-memory clean-up.
+#![allow(dead_code)]
+
+use fairmq::{
+    config_from_args, spawn_device, Context, Device, DeviceHandle, HookResult, Properties, State, Transition,
+};
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub const T: Option<Duration> = Some(Duration::from_secs(60));
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    Error,
+    Panic,
+    ErrorFound,
+}
+
+/// Records every hook call; fails in `fail_in` the way `how` says.
+#[derive(Default)]
+pub struct Recorder {
+    pub log: Arc<Mutex<Vec<&'static str>>>,
+    pub fail_in: Option<(&'static str, Failure)>,
+    pub runs: usize,
+}
+
+impl Recorder {
+    fn hook(&self, name: &'static str, ctx: &Context) -> HookResult {
+        self.log.lock().push(name);
+        match self.fail_in {
+            Some((n, how)) if n == name => match how {
+                Failure::Error => Err(format!("failure injected in {name}").into()),
+                Failure::Panic => panic!("panic injected in {name}"),
+                Failure::ErrorFound => {
+                    assert!(ctx.change_state(Transition::ErrorFound));
+                    Ok(())
+                }
+            },
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Device for Recorder {
+    fn init(&mut self, ctx: &Context) -> HookResult {
+        self.hook("init", ctx)
+    }
+    fn bind(&mut self, ctx: &Context) -> HookResult {
+        self.hook("bind", ctx)
+    }
+    fn connect(&mut self, ctx: &Context) -> HookResult {
+        self.hook("connect", ctx)
+    }
+    fn init_task(&mut self, ctx: &Context) -> HookResult {
+        self.hook("init_task", ctx)
+    }
+    fn pre_run(&mut self, ctx: &Context) -> HookResult {
+        self.hook("pre_run", ctx)
+    }
+    fn conditional_run(&mut self, ctx: &Context) -> HookResult<bool> {
+        self.hook("conditional_run", ctx)?;
+        self.runs += 1;
+        Ok(self.runs < 3)
+    }
+    fn run(&mut self, ctx: &Context) -> HookResult {
+        self.hook("run", ctx)
+    }
+    fn post_run(&mut self, ctx: &Context) -> HookResult {
+        self.hook("post_run", ctx)
+    }
+    fn reset_task(&mut self, ctx: &Context) -> HookResult {
+        self.hook("reset_task", ctx)
+    }
+    fn reset(&mut self, ctx: &Context) -> HookResult {
+        self.hook("reset", ctx)
+    }
+}
+
+/// A configuration from command-line words.
+pub fn config(args: &str) -> Arc<Properties> {
+    let v: Vec<&str> = args.split_whitespace().collect();
+    config_from_args(&v, vec![]).expect("valid test arguments")
+}
+
+/// A device running on its thread; joined (after EXITING or ERROR) on drop.
+pub struct Running {
+    pub h: DeviceHandle,
+    thread: Option<std::thread::JoinHandle<Result<(), fairmq::state_machine::ErrorState>>>,
+}
+
+pub fn spawn<D: Device + 'static>(d: D, cfg: Arc<Properties>) -> Running {
+    let (h, t) = spawn_device(d, cfg);
+    Running { h, thread: Some(t) }
+}
+
+impl Running {
+    pub fn go(&self, t: Transition, s: State) {
+        assert!(self.h.change_state(t), "{t} refused in {}", self.h.current_state());
+        assert!(self.h.wait_for_state(s, T).expect("not ERROR"), "did not reach {s}");
+    }
+
+    /// IDLE -> READY.
+    pub fn to_ready(&self) {
+        self.go(Transition::InitDevice, State::InitializingDevice);
+        self.go(Transition::CompleteInit, State::Initialized);
+        self.go(Transition::Bind, State::Bound);
+        self.go(Transition::Connect, State::DeviceReady);
+        self.go(Transition::InitTask, State::Ready);
+    }
+
+    /// READY -> EXITING.
+    pub fn from_ready_to_end(&self) {
+        self.go(Transition::ResetTask, State::DeviceReady);
+        self.go(Transition::ResetDevice, State::Idle);
+        self.go(Transition::End, State::Exiting);
+    }
+
+    /// Waits for the state loop to end; returns whether it ended in EXITING.
+    pub fn join(mut self) -> bool {
+        self.thread.take().unwrap().join().expect("state loop panicked").is_ok()
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(t) = self.thread.take() {
+            if !std::thread::panicking() {
+                let _ = t.join();
+            }
+        }
+    }
+}
+
+static NEXT: AtomicUsize = AtomicUsize::new(0);
+
+/// A unique session name whose shared memory is removed on drop.
+pub struct Session {
+    pub name: String,
+    pub dir: tempfile::TempDir,
+}
+
+impl Session {
+    pub fn new() -> Session {
+        let name = format!("dev{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+        Session { name, dir: tempfile::tempdir().unwrap() }
+    }
+    pub fn ipc(&self, what: &str) -> String {
+        format!("ipc://{}/{what}", self.dir.path().display())
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        fairmq_shm::management::remove_session(&fairmq_shm::Names::new(&fairmq_shm::shm_id(&self.name)));
+    }
+}
+
+pub const TRANSPORTS: [&str; 2] = ["zeromq", "shmem"];
+
+type Hook<T> = Option<Box<dyn FnMut(&Context) -> HookResult<T> + Send>>;
+type DataHook = Option<Box<dyn FnMut(&Context, &str, &mut fairmq::Message, usize) -> HookResult<bool> + Send>>;
+
+/// A device made of closures (unset hooks do nothing; `conditional_run` unset returns false).
+#[derive(Default)]
+pub struct Hooks {
+    pub init_task: Hook<()>,
+    pub conditional_run: Hook<bool>,
+    pub run: Hook<()>,
+    pub post_run: Hook<()>,
+    pub reset_task: Hook<()>,
+    pub handle_data: DataHook,
+}
+
+impl Device for Hooks {
+    fn init_task(&mut self, ctx: &Context) -> HookResult {
+        self.init_task.as_mut().map_or(Ok(()), |f| f(ctx))
+    }
+    fn conditional_run(&mut self, ctx: &Context) -> HookResult<bool> {
+        self.conditional_run.as_mut().map_or(Ok(false), |f| f(ctx))
+    }
+    fn run(&mut self, ctx: &Context) -> HookResult {
+        self.run.as_mut().map_or(Ok(()), |f| f(ctx))
+    }
+    fn post_run(&mut self, ctx: &Context) -> HookResult {
+        self.post_run.as_mut().map_or(Ok(()), |f| f(ctx))
+    }
+    fn reset_task(&mut self, ctx: &Context) -> HookResult {
+        self.reset_task.as_mut().map_or(Ok(()), |f| f(ctx))
+    }
+    fn handle_data(&mut self, ctx: &Context, ch: &str, m: &mut fairmq::Message, i: usize) -> HookResult<bool> {
+        self.handle_data.as_mut().map_or(Ok(false), |f| f(ctx, ch, m, i))
+    }
+}
+
+/// Arguments of a device with one channel, quiet logs, the given transport and session.
+pub fn args(id: &str, transport: &str, s: &Session, channel: &str) -> String {
+    format!(
+        "--id {id} --severity warn --transport {transport} --session {} --shm-segment-size 20000000 --channel-config {channel},rateLogging=0",
+        s.name
+    )
+}
+
+impl Running {
+    /// READY -> IDLE (for a new init cycle).
+    pub fn from_ready_to_end_but_idle(&self) {
+        self.go(Transition::ResetTask, State::DeviceReady);
+        self.go(Transition::ResetDevice, State::Idle);
+    }
+}

@@ -1,0 +1,153 @@
+//! The seed guide's first table, row by row, for both transports: what each transition does to
+//! the messages (the ids of the seed checklist in each name).
+
+mod common;
+use common::*;
+use fairmq::{State, TransferCode, Transition};
+use parking_lot::Mutex;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[test]
+fn g05_g28_send_that_waits_in_post_run_is_interrupted_and_keeps_the_message() {
+    for tr in TRANSPORTS {
+        let s = Session::new();
+        let outcome = Arc::new(Mutex::new(None));
+        let o = outcome.clone();
+        let dev = Hooks {
+            // RUNNING ends at once; PostRun runs with Stop pending, transports interrupted.
+            post_run: Some(Box::new(move |ctx| {
+                let mut msg = ctx.new_simple_message(b"kept")?;
+                let r = ctx.send(&mut msg, "data", 0).map_err(|e| e.code());
+                *o.lock() = Some((r, msg.data().to_vec()));
+                Ok(())
+            })),
+            ..Hooks::default()
+        };
+        let d = spawn(
+            dev,
+            config(&args("pusher", tr, &s, &format!("name=data,type=push,method=bind,address={}", s.ipc("nobody")))),
+        );
+        d.to_ready();
+        d.go(Transition::Run, State::Running);
+        assert!(d.h.wait_for_state(State::Ready, T).unwrap());
+        let (r, kept) = outcome.lock().clone().expect("post_run ran");
+        assert_eq!(r, Err(TransferCode::Interrupted), "{tr}");
+        assert_eq!(kept, b"kept", "{tr}: the MessagePtr keeps its message");
+        d.from_ready_to_end();
+        assert!(d.join());
+    }
+}
+
+/// A sink that counts what it receives; it stops after `stop_after` messages or when a receive
+/// waits `idle_ms` in vain.
+fn counting_sink(count: Arc<Mutex<usize>>, stop_after: usize, idle_ms: i32) -> Hooks {
+    Hooks {
+        run: Some(Box::new(move |ctx| {
+            while !ctx.new_state_pending() && *count.lock() < stop_after {
+                let mut m = ctx.channel("data", 0)?.new_message();
+                match ctx.receive_timeout(&mut m, "data", 0, idle_ms) {
+                    Ok(_) => *count.lock() += 1,
+                    Err(_) => break,
+                }
+            }
+            Ok(())
+        })),
+        ..Hooks::default()
+    }
+}
+
+fn sender(n: usize) -> Hooks {
+    let mut sent = 0;
+    Hooks {
+        conditional_run: Some(Box::new(move |ctx| {
+            let mut m = ctx.new_simple_message([sent as u8; 100])?;
+            if ctx.send(&mut m, "data", 0).is_err() {
+                return Ok(false);
+            }
+            sent += 1;
+            Ok(sent < n)
+        })),
+        ..Hooks::default()
+    }
+}
+
+#[test]
+fn g06_g07_queued_messages_wait_in_ready_and_arrive_in_the_next_run() {
+    for tr in TRANSPORTS {
+        let s = Session::new();
+        let addr = s.ipc("q");
+        let count = Arc::new(Mutex::new(0));
+        let sink = spawn(
+            counting_sink(count.clone(), 5, 10_000),
+            config(&args("sink", tr, &s, &format!("name=data,type=pull,method=bind,address={addr}"))),
+        );
+        sink.to_ready(); // the sink is bound but not running: messages queue up
+        let src = spawn(
+            sender(5),
+            config(&args("src", tr, &s, &format!("name=data,type=push,method=connect,address={addr}"))),
+        );
+        src.to_ready();
+        src.go(Transition::Run, State::Running);
+        assert!(src.h.wait_for_state(State::Ready, T).unwrap(), "{tr}: all 5 sent while the sink is in READY");
+        sink.go(Transition::Run, State::Running);
+        assert!(sink.h.wait_for_state(State::Ready, T).unwrap());
+        assert_eq!(*count.lock(), 5, "{tr}: the queued messages arrived");
+        sink.from_ready_to_end();
+        src.from_ready_to_end();
+        assert!(sink.join() && src.join());
+    }
+}
+
+#[test]
+fn g08_g12_resetting_device_loses_the_receive_queue() {
+    for tr in TRANSPORTS {
+        let s = Session::new();
+        let addr = s.ipc("r");
+        let count = Arc::new(Mutex::new(0));
+        let sink = spawn(
+            counting_sink(count.clone(), 5, 500),
+            config(&args("sink", tr, &s, &format!("name=data,type=pull,method=bind,address={addr}"))),
+        );
+        sink.to_ready();
+        let src = spawn(
+            sender(5),
+            config(&args("src", tr, &s, &format!("name=data,type=push,method=connect,address={addr}"))),
+        );
+        src.to_ready();
+        src.go(Transition::Run, State::Running);
+        assert!(src.h.wait_for_state(State::Ready, T).unwrap());
+        std::thread::sleep(Duration::from_millis(200)); // let them reach the sink's receive queue
+                                                        // The sink resets instead of running: its sockets close, the queue is gone.
+        sink.from_ready_to_end_but_idle();
+        sink.to_ready();
+        sink.go(Transition::Run, State::Running);
+        assert!(sink.h.wait_for_state(State::Ready, T).unwrap());
+        assert_eq!(*count.lock(), 0, "{tr}: nothing survived RESETTING DEVICE");
+        sink.from_ready_to_end();
+        src.from_ready_to_end();
+        assert!(sink.join() && src.join());
+    }
+}
+
+#[test]
+fn g11_g14_linger_bounds_the_time_in_resetting_device() {
+    for tr in TRANSPORTS {
+        for (linger, min_ms) in [(600, 550u64), (0, 0)] {
+            let s = Session::new();
+            let chan = format!("name=data,type=push,method=connect,address={},linger={linger}", s.ipc("absent"));
+            let src = spawn(sender(3), config(&args("src", tr, &s, &chan)));
+            src.to_ready();
+            src.go(Transition::Run, State::Running);
+            assert!(src.h.wait_for_state(State::Ready, T).unwrap(), "queued toward an absent peer");
+            src.go(Transition::ResetTask, State::DeviceReady);
+            let start = Instant::now();
+            src.go(Transition::ResetDevice, State::Idle);
+            let took = start.elapsed();
+            assert!(took >= Duration::from_millis(min_ms), "{tr} linger {linger}: left after {took:?}");
+            assert!(took < Duration::from_secs(20), "{tr} linger {linger}: bounded");
+            src.go(Transition::End, State::Exiting);
+            assert!(src.join());
+        }
+    }
+}
