@@ -20,7 +20,7 @@ fn full_cycle_calls_hooks_in_order_and_refuses_illegal_transitions() {
     // A second run cycle: READY -> RUNNING again works.
     d.go(Transition::Run, State::Running);
     assert!(d.h.wait_for_state(State::Ready, T).unwrap());
-    d.from_ready_to_end();
+    d.ready_to_exit();
     assert!(d.join(), "EXITING");
     let log = log.lock().clone();
     assert_eq!(
@@ -57,7 +57,7 @@ fn reset_device_from_initialized_and_bound_and_a_second_init_cycle() {
     d.go(Transition::Bind, State::Bound);
     d.go(Transition::ResetDevice, State::Idle);
     d.to_ready();
-    d.from_ready_to_end();
+    d.ready_to_exit();
     assert!(d.join());
 }
 
@@ -74,7 +74,7 @@ fn an_external_stop_ends_running() {
     d.to_ready();
     d.go(Transition::Run, State::Running);
     d.go(Transition::Stop, State::Ready);
-    d.from_ready_to_end();
+    d.ready_to_exit();
     assert!(d.join());
 }
 

@@ -34,7 +34,7 @@ fn g05_g28_send_that_waits_in_post_run_is_interrupted_and_keeps_the_message() {
         let (r, kept) = outcome.lock().clone().expect("post_run ran");
         assert_eq!(r, Err(TransferCode::Interrupted), "{tr}");
         assert_eq!(kept, b"kept", "{tr}: the MessagePtr keeps its message");
-        d.from_ready_to_end();
+        d.ready_to_exit();
         assert!(d.join());
     }
 }
@@ -93,8 +93,8 @@ fn g06_g07_queued_messages_wait_in_ready_and_arrive_in_the_next_run() {
         sink.go(Transition::Run, State::Running);
         assert!(sink.h.wait_for_state(State::Ready, T).unwrap());
         assert_eq!(*count.lock(), 5, "{tr}: the queued messages arrived");
-        sink.from_ready_to_end();
-        src.from_ready_to_end();
+        sink.ready_to_exit();
+        src.ready_to_exit();
         assert!(sink.join() && src.join());
     }
 }
@@ -119,13 +119,13 @@ fn g08_g12_resetting_device_loses_the_receive_queue() {
         assert!(src.h.wait_for_state(State::Ready, T).unwrap());
         std::thread::sleep(Duration::from_millis(200)); // let them reach the sink's receive queue
                                                         // The sink resets instead of running: its sockets close, the queue is gone.
-        sink.from_ready_to_end_but_idle();
+        sink.ready_to_idle();
         sink.to_ready();
         sink.go(Transition::Run, State::Running);
         assert!(sink.h.wait_for_state(State::Ready, T).unwrap());
         assert_eq!(*count.lock(), 0, "{tr}: nothing survived RESETTING DEVICE");
-        sink.from_ready_to_end();
-        src.from_ready_to_end();
+        sink.ready_to_exit();
+        src.ready_to_exit();
         assert!(sink.join() && src.join());
     }
 }

@@ -112,7 +112,7 @@ impl Running {
     }
 
     /// READY -> EXITING.
-    pub fn from_ready_to_end(&self) {
+    pub fn ready_to_exit(&self) {
         self.go(Transition::ResetTask, State::DeviceReady);
         self.go(Transition::ResetDevice, State::Idle);
         self.go(Transition::End, State::Exiting);
@@ -205,7 +205,7 @@ pub fn args(id: &str, transport: &str, s: &Session, channel: &str) -> String {
 
 impl Running {
     /// READY -> IDLE (for a new init cycle).
-    pub fn from_ready_to_end_but_idle(&self) {
+    pub fn ready_to_idle(&self) {
         self.go(Transition::ResetTask, State::DeviceReady);
         self.go(Transition::ResetDevice, State::Idle);
     }
