@@ -210,3 +210,4 @@ impl Running {
         self.go(Transition::ResetDevice, State::Idle);
     }
 }
+pub mod process;

@@ -1,0 +1,93 @@
+//! Device processes for tests: output collected line by line, killed and reaped on drop.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+pub const GENEROUS: Duration = Duration::from_secs(60);
+
+pub struct Proc {
+    child: Child,
+    lines: Receiver<String>,
+    pub seen: Vec<String>,
+    pub stdin: Option<ChildStdin>,
+}
+
+/// Starts `exe` with `args`; `stdin`: `Some(stdio)` to give it (a pty, say), `None` for a pipe.
+pub fn start(exe: &str, args: &[&str], stdin: Option<Stdio>) -> Proc {
+    let piped = stdin.is_none();
+    let mut child = Command::new(exe)
+        .args(args)
+        .stdin(stdin.unwrap_or_else(Stdio::piped))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn device");
+    let out = child.stdout.take().unwrap();
+    let stdin = if piped { child.stdin.take() } else { None };
+    let (tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for l in BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    Proc { child, lines, seen: Vec::new(), stdin }
+}
+
+impl Proc {
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// Waits for a line containing `text`.
+    pub fn expect(&mut self, text: &str) {
+        let deadline = Instant::now() + GENEROUS;
+        while !self.seen.iter().any(|l| l.contains(text)) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(l) => self.seen.push(l),
+                Err(_) => panic!("no line with '{text}'; output:\n{}", self.seen.join("\n")),
+            }
+        }
+    }
+
+    pub fn saw(&self, text: &str) -> bool {
+        self.seen.iter().any(|l| l.contains(text))
+    }
+
+    pub fn signal(&self, sig: nix::sys::signal::Signal) {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.pid()), sig).unwrap();
+    }
+
+    pub fn send_keys(&mut self, keys: &str) {
+        let s = self.stdin.as_mut().expect("piped stdin");
+        s.write_all(keys.as_bytes()).unwrap();
+        s.flush().unwrap();
+    }
+
+    /// Waits for the end (generous timeout) and collects the rest of the output.
+    pub fn wait(&mut self) -> ExitStatus {
+        let deadline = Instant::now() + GENEROUS;
+        let status = loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(Instant::now() < deadline, "device did not end; output:\n{}", self.seen.join("\n"));
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        while let Ok(l) = self.lines.recv_timeout(Duration::from_millis(300)) {
+            self.seen.push(l);
+        }
+        status
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

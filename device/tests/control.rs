@@ -1,0 +1,187 @@
+//! Control modes, signals and exit codes, with real device processes.
+
+mod common;
+use common::process::{start, Proc};
+use nix::sys::signal::Signal;
+use std::os::unix::process::ExitStatusExt;
+
+const DEVICE: &str = env!("CARGO_BIN_EXE_fairmq-test-device");
+
+fn device(extra: &str) -> Proc {
+    let mut args = vec!["--id", "testdev", "--color", "false", "--severity", "debug"];
+    args.extend(extra.split_whitespace());
+    start(DEVICE, &args, None)
+}
+
+#[test]
+fn g34_g42_static_mode_runs_and_shuts_down_by_itself() {
+    let mut d = device("--control static --runs 3");
+    assert_eq!(d.wait().code(), Some(0));
+    for line in [
+        "IDLE ---> INITIALIZING DEVICE",
+        "READY ---> RUNNING",
+        "RUNNING ---> READY",
+        "RESETTING DEVICE ---> IDLE",
+        "IDLE ---> EXITING",
+    ] {
+        assert!(d.saw(line), "missing '{line}'");
+    }
+}
+
+#[test]
+fn g09_error_or_panic_in_any_hook_exits_with_code_1_and_skips_resets() {
+    for hook in
+        ["init", "bind", "connect", "init_task", "pre_run", "conditional_run", "run", "post_run", "reset_task", "reset"]
+    {
+        for how in ["--fail-in", "--panic-in"] {
+            let mut d = device(&format!("--control static --runs 2 {how} {hook}"));
+            assert_eq!(d.wait().code(), Some(1), "{how} {hook}");
+            assert!(d.saw("---> ERROR"), "{how} {hook}");
+            if !matches!(hook, "reset_task" | "reset") {
+                assert!(!d.saw("hook: reset_task") && !d.saw("hook: reset"), "{how} {hook}: ERROR skips the resets");
+            }
+        }
+    }
+}
+
+#[test]
+fn g09_error_in_interactive_mode_exits_with_code_1() {
+    let mut d = device("--control interactive --runs 2 --fail-in post_run");
+    assert_eq!(d.wait().code(), Some(1));
+    let mut d = device("--control interactive --runs 2 --fail-in reset_task");
+    d.expect("RUNNING ---> READY");
+    d.send_keys("q");
+    assert_eq!(d.wait().code(), Some(1));
+}
+
+#[test]
+fn g35_interactive_keys_stop_and_end() {
+    let mut d = device("--control interactive");
+    d.expect("READY ---> RUNNING");
+    d.send_keys("h");
+    d.expect("Following control commands are available");
+    d.send_keys("s");
+    d.expect("RUNNING ---> READY");
+    d.send_keys("z");
+    d.expect("Invalid input: [z]");
+    d.send_keys("r");
+    d.expect("hook: pre_run");
+    d.send_keys("q");
+    assert_eq!(d.wait().code(), Some(0));
+    assert!(d.saw("IDLE ---> EXITING"));
+}
+
+#[test]
+fn g35_dynamic_mode_stays_in_ready_when_running_ends() {
+    let mut d = device("--control dynamic --runs 2");
+    d.expect("RUNNING ---> READY");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(!d.saw("READY ---> RESETTING TASK"), "dynamic control waits for keys");
+    d.send_keys("q");
+    assert_eq!(d.wait().code(), Some(0));
+}
+
+#[test]
+fn g36_gui_mode_waits_for_a_signal() {
+    let mut d = device("--control gui --runs 2");
+    d.expect("RUNNING ---> READY");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(!d.saw("READY ---> RESETTING TASK"));
+    d.signal(Signal::SIGTERM);
+    assert_eq!(d.wait().code(), Some(0));
+    assert!(d.saw("IDLE ---> EXITING"));
+}
+
+#[test]
+fn g37_none_mode_requests_nothing_but_a_signal_still_shuts_down() {
+    let mut d = device("--control none");
+    d.expect("Starting FairMQ state machine --> IDLE");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(!d.saw("IDLE ---> INITIALIZING DEVICE"));
+    d.signal(Signal::SIGINT);
+    assert_eq!(d.wait().code(), Some(0));
+    assert!(d.saw("IDLE ---> EXITING"));
+}
+
+#[test]
+fn g38_a_signal_runs_the_shutdown_sequence_from_running() {
+    for sig in [Signal::SIGINT, Signal::SIGTERM] {
+        let mut d = device("--control dynamic");
+        d.expect("READY ---> RUNNING");
+        d.signal(sig);
+        assert_eq!(d.wait().code(), Some(0), "{sig}");
+        for line in [
+            "Received device shutdown request",
+            "RUNNING ---> READY",
+            "READY ---> RESETTING TASK",
+            "RESETTING DEVICE ---> IDLE",
+            "IDLE ---> EXITING",
+        ] {
+            assert!(d.saw(line), "{sig}: missing '{line}'");
+        }
+    }
+}
+
+#[test]
+fn g38_a_second_sigint_aborts_at_once() {
+    let mut d = device("--control static --runs 2 --sleep-in reset_task");
+    d.expect("hook: reset_task");
+    d.signal(Signal::SIGINT);
+    d.expect("Received device shutdown request");
+    d.signal(Signal::SIGINT);
+    let status = d.wait();
+    assert_eq!(status.signal(), Some(Signal::SIGINT as i32), "killed by the second SIGINT: {status:?}");
+}
+
+#[test]
+fn catch_signals_0_leaves_signals_to_the_default_action() {
+    let mut d = device("--control dynamic --catch-signals 0");
+    d.expect("READY ---> RUNNING");
+    d.signal(Signal::SIGTERM);
+    assert_eq!(d.wait().signal(), Some(Signal::SIGTERM as i32));
+}
+
+#[test]
+fn bad_command_lines_exit_1_with_a_clear_message_and_info_options_exit_0() {
+    let mut d = start(DEVICE, &["--color", "false"], None);
+    assert_eq!(d.wait().code(), Some(1), "--id is required");
+    let mut d = start(DEVICE, &["--id", "x", "--rate", "fast"], None);
+    assert_eq!(d.wait().code(), Some(1));
+    let mut d =
+        start(DEVICE, &["--id", "x", "--transport", "nanomsg", "--control", "static", "--color", "false"], None);
+    assert_eq!(d.wait().code(), Some(1), "unknown transport: ERROR");
+    assert!(d.saw("invalid transport type provided: nanomsg"));
+    let mut d = start(DEVICE, &["--help"], None);
+    assert_eq!(d.wait().code(), Some(0));
+    assert!(d.saw("--transport arg (=zeromq)") && d.saw("--fail-in"));
+    let mut d = start(DEVICE, &["--print-options"], None);
+    assert_eq!(d.wait().code(), Some(0));
+    assert!(d.saw("session:default:string:Session name."));
+    let mut d = start(DEVICE, &["--version"], None);
+    assert_eq!(d.wait().code(), Some(0));
+    assert!(d.saw("FairMQ version: fairmq-rs"));
+    let mut d = start(DEVICE, &["--id", "x", "--print-channels"], None);
+    assert_eq!(d.wait().code(), Some(0));
+    assert!(d.saw("no channels registered."));
+}
+
+#[test]
+fn g35_interactive_keys_through_a_pseudo_terminal() {
+    use std::io::Write;
+    let pty = nix::pty::openpty(None, None).expect("pty");
+    let mut master = std::fs::File::from(pty.master);
+    let mut d = start(
+        DEVICE,
+        &["--id", "tty", "--color", "false", "--control", "interactive"],
+        Some(std::process::Stdio::from(pty.slave)),
+    );
+    d.expect("READY ---> RUNNING");
+    // Single keys, no Enter: the terminal is in non-canonical mode.
+    master.write_all(b"s").unwrap();
+    d.expect("RUNNING ---> READY");
+    master.write_all(b"c").unwrap();
+    d.expect("[c] check current state");
+    master.write_all(b"q").unwrap();
+    assert_eq!(d.wait().code(), Some(0));
+    assert!(d.saw("IDLE ---> EXITING"));
+}
