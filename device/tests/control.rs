@@ -185,3 +185,23 @@ fn g35_interactive_keys_through_a_pseudo_terminal() {
     assert_eq!(d.wait().code(), Some(0));
     assert!(d.saw("IDLE ---> EXITING"));
 }
+
+#[test]
+fn rate_logging_and_log_to_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let chan = format!("name=data,type=pair,method=bind,address=ipc://{}/r,rateLogging=1", dir.path().display());
+    let mut d = device(&format!("--control static --runs 120 --channel-config {chan}"));
+    d.expect("data[0]: in: 0 (0 MB) out: 0 (0 MB)");
+    assert_eq!(d.wait().code(), Some(0));
+    let prefix = dir.path().join("devlog");
+    let mut d = device(&format!("--control static --runs 2 --log-to-file {}", prefix.display()));
+    assert_eq!(d.wait().code(), Some(0));
+    assert!(!d.saw("---> EXITING"), "nothing on the console");
+    let file = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().starts_with("devlog"))
+        .expect("log file");
+    let text = std::fs::read_to_string(file.path()).unwrap();
+    assert!(text.contains("IDLE ---> EXITING") && text.contains("[STATE]"), "{text}");
+}
