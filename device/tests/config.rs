@@ -199,9 +199,7 @@ fn a_controller_can_fill_in_the_address_while_connecting() {
 #[test]
 fn mq_config_wins_over_channel_config_and_num_sockets_makes_sub_channels() {
     let s = Session::new();
-    let json = format!(
-        r#"{{ "fairMQOptions": {{ "devices": [ {{ "id": "d", "channels": [ {{ "name": "fromjson", "type": "pull", "method": "bind", "numSockets": 2 }} ] }} ] }} }}"#
-    );
+    let json = r#"{ "fairMQOptions": { "devices": [ { "id": "d", "channels": [ { "name": "fromjson", "type": "pull", "method": "bind", "numSockets": 2 } ] } ] } }"#;
     let path = s.dir.path().join("c.json");
     std::fs::write(&path, json).unwrap();
     let cfg =
