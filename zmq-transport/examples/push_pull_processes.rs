@@ -2,7 +2,7 @@
 //! which forwards them to a sink process; the sink checks every sequence number and reports rates.
 //! The last message of the sampler is an end message carrying N, so nothing is lost at the end.
 //!
-//! `cargo run --release --example quickstart [-- <messages> <size>]`
+//! `cargo run --release --example push_pull_processes [-- <messages> <size>]`
 
 use fairmq_zmq::{AttachOptions, Message, Method, SocketType, Transport};
 use std::process::{Command, ExitCode};
