@@ -4,7 +4,6 @@
 use crate::logging;
 use crate::state::{State, Transition};
 use crate::state_machine::{ErrorState, StateMachine, StateQueue};
-use std::io::Read;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -318,7 +317,6 @@ fn repl(s: &Shared, color: bool) -> Result<bool, ErrorState> {
     let h = &s.handle;
     let _raw = crate::terminal::RawMode::enable();
     print_help(color);
-    let mut stdin = std::io::stdin();
     loop {
         if h.current_state() == State::Error {
             return Err(ErrorState);
@@ -330,7 +328,7 @@ fn repl(s: &Shared, color: bool) -> Result<bool, ErrorState> {
             continue;
         }
         let mut b = [0u8; 1];
-        match stdin.read(&mut b) {
+        match crate::terminal::read_byte(&mut b) {
             Ok(1) => {}
             // End of input: no more keys; the device keeps running until a signal.
             _ => {

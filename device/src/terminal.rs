@@ -38,3 +38,9 @@ pub fn stdin_ready(timeout: Duration) -> bool {
     let ms = PollTimeout::try_from(timeout.as_millis().min(60_000) as i32).unwrap_or(PollTimeout::NONE);
     matches!(poll(&mut fds, ms), Ok(n) if n > 0)
 }
+
+/// Reads one byte straight from the stdin descriptor: std's `Stdin` buffers, and a buffered key
+/// would never wake the poll again.
+pub fn read_byte(b: &mut [u8; 1]) -> nix::Result<usize> {
+    nix::unistd::read(std::io::stdin().as_fd(), b)
+}

@@ -58,8 +58,9 @@ fn g09_error_in_interactive_mode_exits_with_code_1() {
 fn g35_interactive_keys_stop_and_end() {
     let mut d = device("--control interactive");
     d.expect("READY ---> RUNNING");
-    d.send_keys("h");
     d.expect("Following control commands are available");
+    d.send_keys("h");
+    d.expect_count("Following control commands are available", 2);
     d.send_keys("s");
     d.expect("RUNNING ---> READY");
     d.send_keys("z");

@@ -54,6 +54,18 @@ impl Proc {
         }
     }
 
+    /// Waits until `text` appeared in at least `n` lines.
+    pub fn expect_count(&mut self, text: &str, n: usize) {
+        let deadline = Instant::now() + GENEROUS;
+        while self.seen.iter().filter(|l| l.contains(text)).count() < n {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(l) => self.seen.push(l),
+                Err(_) => panic!("fewer than {n} lines with '{text}'; output:\n{}", self.seen.join("\n")),
+            }
+        }
+    }
+
     pub fn saw(&self, text: &str) -> bool {
         self.seen.iter().any(|l| l.contains(text))
     }
