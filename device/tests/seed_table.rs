@@ -151,3 +151,84 @@ fn g11_g14_linger_bounds_the_time_in_resetting_device() {
         }
     }
 }
+
+#[test]
+fn g01_g02_g03_the_devices_own_stop_interrupts_and_the_next_state_resumes() {
+    for tr in TRANSPORTS {
+        let s = Session::new();
+        let addr = s.ipc("g01");
+        let results = Arc::new(Mutex::new(Vec::new()));
+        let (r1, r2) = (results.clone(), results.clone());
+        let dev = Hooks {
+            // conditional_run unset: RUNNING ends at once and the device requests Stop itself.
+            post_run: Some(Box::new(move |ctx| {
+                // G02: a receive that would wait returns interrupted at once, even with timeout -1.
+                let start = Instant::now();
+                let mut m = ctx.channel("data", 0)?.new_message();
+                let r = ctx.receive_timeout(&mut m, "data", 0, -1).map_err(|e| e.code());
+                r1.lock().push(format!("post_run receive {r:?} quickly={}", start.elapsed() < Duration::from_secs(5)));
+                // G03: a send that can complete at once still completes while interrupted.
+                let mut out = ctx.new_simple_message(b"x")?;
+                let r = ctx.send_timeout(&mut out, "out", 0, -1).map_err(|e| e.code());
+                r1.lock().push(format!("post_run send {r:?}"));
+                Ok(())
+            })),
+            reset_task: Some(Box::new(move |ctx| {
+                // G01: RESETTING TASK resumed the transports: a receive with a timeout times out.
+                let mut m = ctx.channel("data", 0)?.new_message();
+                let r = ctx.receive_timeout(&mut m, "data", 0, 200).map_err(|e| e.code());
+                r2.lock().push(format!("reset_task receive {r:?}"));
+                Ok(())
+            })),
+            ..Hooks::default()
+        };
+        let out_addr = s.ipc("g01out");
+        let peer = fairmq_zmq::Transport::new("peer").unwrap();
+        let pull = peer.socket(fairmq_zmq::SocketType::Pull, "in").unwrap();
+        pull.bind(&out_addr).unwrap();
+        let cfg = format!(
+            "--id g01 --severity warn --transport {tr} --session {} --shm-segment-size 20000000 --channel-config \
+             name=data,type=pull,method=bind,address={addr},rateLogging=0 name=out,type=push,method=connect,address={out_addr},rateLogging=0,transport=zeromq",
+            s.name
+        );
+        let d = spawn(dev, config(&cfg));
+        d.to_ready();
+        std::thread::sleep(Duration::from_millis(100)); // let the push connect to its peer
+        d.go(Transition::Run, State::Running);
+        assert!(d.h.wait_for_state(State::Ready, T).unwrap());
+        d.ready_to_exit();
+        assert!(d.join());
+        assert_eq!(
+            results.lock().clone(),
+            [
+                format!("post_run receive Err({:?}) quickly=true", TransferCode::Interrupted),
+                "post_run send Ok(1)".to_owned(),
+                format!("reset_task receive Err({:?})", TransferCode::Timeout),
+            ],
+            "{tr}"
+        );
+    }
+}
+
+#[test]
+fn rate_limits_conditional_run() {
+    let count = Arc::new(Mutex::new(0u32));
+    let c = count.clone();
+    let dev = Hooks {
+        conditional_run: Some(Box::new(move |_| {
+            *c.lock() += 1;
+            Ok(true)
+        })),
+        ..Hooks::default()
+    };
+    let d = spawn(dev, config("--id rated --severity warn --rate 20"));
+    d.to_ready();
+    d.go(Transition::Run, State::Running);
+    std::thread::sleep(Duration::from_millis(500));
+    d.go(Transition::Stop, State::Ready);
+    let n = *count.lock();
+    // 20 Hz for 0.5 s is about 10 calls; without the limit it would be millions.
+    assert!((1..=60).contains(&n), "{n} calls");
+    d.ready_to_exit();
+    assert!(d.join());
+}
