@@ -100,8 +100,15 @@ impl Runner<'_> {
     }
 
     fn auto(&self) -> Result<(), BoxError> {
-        if !self.sm().new_state_pending() && !self.sm().change_state(Transition::Auto) {
-            return Err(Error::Transition(Transition::Auto).into());
+        self.request_unless_pending(Transition::Auto)
+    }
+
+    /// Requests `t` unless a transition is pending; losing the race to another requester (a
+    /// controller's Stop just now) is fine, a refusal without anything pending is an error.
+    fn request_unless_pending(&self, t: Transition) -> Result<(), BoxError> {
+        let sm = self.sm();
+        if !sm.new_state_pending() && !sm.change_state(t) && !sm.new_state_pending() {
+            return Err(Error::Transition(t).into());
         }
         Ok(())
     }
@@ -308,9 +315,7 @@ impl Runner<'_> {
         } else {
             self.data_loop(&inputs)?;
         }
-        if !self.sm().new_state_pending() && !self.sm().change_state(Transition::Stop) {
-            return Err(Error::Transition(Transition::Stop).into());
-        }
+        self.request_unless_pending(Transition::Stop)?;
         let (d, c) = (&mut *self.device, &self.ctx);
         hook("PostRun", || d.post_run(c))
     }

@@ -1,0 +1,396 @@
+//! The examples as end-to-end tests, ported from FairMQ's `test-ex-*.sh` scripts: real processes,
+//! `--control static`, a unique session, ipc addresses in a temporary directory, both transports.
+
+mod common;
+use common::process::{start, Proc};
+use common::*;
+use nix::sys::signal::Signal;
+use std::path::PathBuf;
+
+/// An example binary (cargo builds examples for `cargo test`, next to the test binaries).
+fn example(name: &str) -> String {
+    let exe = std::env::current_exe().unwrap();
+    let dir: PathBuf = exe.parent().unwrap().parent().unwrap().join("examples").join(name);
+    assert!(dir.exists(), "example {name} not built at {}", dir.display());
+    dir.display().to_string()
+}
+
+struct Topology<'a> {
+    s: &'a Session,
+    transport: &'a str,
+}
+
+impl Topology<'_> {
+    /// Starts `exe role --id id` with the test scripts' common options plus `extra`.
+    fn device(&self, exe: &str, role: Option<&str>, id: &str, extra: &[String]) -> Proc {
+        let mut args: Vec<String> = role.into_iter().map(String::from).collect();
+        for a in [
+            "--id",
+            id,
+            "--control",
+            "static",
+            "--color",
+            "false",
+            "--severity",
+            "info",
+            "--transport",
+            self.transport,
+            "--session",
+            &self.s.name,
+            "--shm-segment-size",
+            "100000000",
+        ] {
+            args.push(a.to_owned());
+        }
+        args.extend(extra.iter().cloned());
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        start(exe, &refs, None)
+    }
+
+    fn ipc(&self, chan: &str) -> String {
+        self.s.ipc(&format!("{chan}_{}", self.transport))
+    }
+}
+
+fn ok(p: &mut Proc) {
+    let status = p.wait();
+    assert_eq!(status.code(), Some(0), "{status:?}; output:\n{}", p.seen.join("\n"));
+}
+
+fn chan(spec: String) -> Vec<String> {
+    vec!["--channel-config".to_owned(), spec]
+}
+
+fn with(mut a: Vec<String>, more: &[&str]) -> Vec<String> {
+    a.extend(more.iter().map(|s| (*s).to_owned()));
+    a
+}
+
+#[test]
+fn example_1_1() {
+    let exe = example("ex-1-1");
+    for tr in TRANSPORTS {
+        let s = Session::new();
+        let t = Topology { s: &s, transport: tr };
+        let addr = t.ipc("data");
+        let mut sink = t.device(
+            &exe,
+            Some("sink"),
+            "sink1",
+            &with(
+                chan(format!("name=data,type=pull,method=connect,address={addr},rateLogging=0")),
+                &["--max-iterations", "1"],
+            ),
+        );
+        let mut sampler = t.device(
+            &exe,
+            Some("sampler"),
+            "sampler1",
+            &with(
+                chan(format!("name=data,type=push,method=bind,address={addr},rateLogging=0")),
+                &["--max-iterations", "1", "--rate", "1"],
+            ),
+        );
+        ok(&mut sampler);
+        ok(&mut sink);
+        assert!(sink.saw("Received: \"Hello\""), "{tr}");
+    }
+}
+
+#[test]
+fn example_1_n_1() {
+    let exe = example("ex-1-n-1");
+    for tr in TRANSPORTS {
+        let s = Session::new();
+        let t = Topology { s: &s, transport: tr };
+        let (d1, d2) = (t.ipc("data1"), t.ipc("data2"));
+        let mut sampler = t.device(
+            &exe,
+            Some("sampler"),
+            "sampler1",
+            &with(
+                chan(format!("name=data1,type=push,method=bind,address={d1},rateLogging=0")),
+                &["--max-iterations", "2"],
+            ),
+        );
+        let procs: Vec<Proc> = ["processor1", "processor2"]
+            .iter()
+            .map(|id| {
+                t.device(
+                    &exe,
+                    Some("processor"),
+                    id,
+                    &[
+                        "--channel-config".into(),
+                        format!("name=data1,type=pull,method=connect,address={d1},rateLogging=0"),
+                        format!("name=data2,type=push,method=connect,address={d2},rateLogging=0"),
+                    ],
+                )
+            })
+            .collect();
+        let mut sink = t.device(
+            &exe,
+            Some("sink"),
+            "sink1",
+            &with(
+                chan(format!("name=data2,type=pull,method=bind,address={d2},rateLogging=0")),
+                &["--max-iterations", "2"],
+            ),
+        );
+        // Sources and sinks end by themselves; then the processors get SIGINT (G27's order).
+        ok(&mut sampler);
+        ok(&mut sink);
+        for mut p in procs {
+            p.signal(Signal::SIGINT);
+            ok(&mut p);
+        }
+        assert!(sink.saw("(modified by processor"), "{tr}");
+    }
+}
+
+#[test]
+fn example_1_n_1_with_the_json_configuration() {
+    let exe = example("ex-1-n-1");
+    let s = Session::new();
+    // FairMQ's JSON as shipped, with the tcp ports moved out of the way of parallel tests.
+    let json = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/ex-1-n-1.json")).unwrap();
+    let (p1, p2) = (free_port(), free_port());
+    let json = json.replace("5555", &p1.to_string()).replace("5556", &p2.to_string());
+    let path = s.dir.path().join("ex-1-n-1.json");
+    std::fs::write(&path, json).unwrap();
+    let t = Topology { s: &s, transport: "zeromq" };
+    let cfg = ["--mq-config".to_owned(), path.display().to_string()];
+    let mut sampler = t.device(&exe, Some("sampler"), "sampler1", &with(cfg.to_vec(), &["--max-iterations", "2"]));
+    let mut proc1 =
+        t.device(&exe, Some("processor"), "processor1", &with(cfg.to_vec(), &["--config-key", "processor"]));
+    let mut sink = t.device(&exe, Some("sink"), "sink1", &with(cfg.to_vec(), &["--max-iterations", "2"]));
+    ok(&mut sampler);
+    ok(&mut sink);
+    proc1.signal(Signal::SIGINT);
+    ok(&mut proc1);
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+#[test]
+fn example_multipart_g19() {
+    let exe = example("ex-multipart");
+    for tr in TRANSPORTS {
+        let s = Session::new();
+        let t = Topology { s: &s, transport: tr };
+        let addr = t.ipc("data");
+        let mut sink =
+            t.device(&exe, Some("sink"), "sink1", &chan(format!("name=data,type=pair,method=bind,address={addr}")));
+        let mut sampler = t.device(
+            &exe,
+            Some("sampler"),
+            "sampler1",
+            &with(
+                chan(format!("name=data,type=pair,method=connect,address={addr},linger=1000")),
+                &["--max-iterations", "1"],
+            ),
+        );
+        ok(&mut sampler);
+        ok(&mut sink);
+        assert!(sink.saw("stopFlag is 1, going IDLE"), "{tr}");
+    }
+}
+
+#[test]
+fn example_req_rep() {
+    let exe = example("ex-req-rep");
+    for tr in TRANSPORTS {
+        let s = Session::new();
+        let t = Topology { s: &s, transport: tr };
+        let addr = t.ipc("data");
+        let mut server = t.device(
+            &exe,
+            Some("server"),
+            "server",
+            &with(chan(format!("name=data,type=rep,method=bind,address={addr}")), &["--max-iterations", "1"]),
+        );
+        let mut client = t.device(
+            &exe,
+            Some("client"),
+            "client",
+            &with(chan(format!("name=data,type=req,method=connect,address={addr}")), &["--max-iterations", "1"]),
+        );
+        ok(&mut client);
+        ok(&mut server);
+        assert!(client.saw("Received reply from server: \"Thank you for the \"Hello\"!\""), "{tr}");
+    }
+}
+
+#[test]
+fn example_copypush() {
+    let exe = example("ex-copypush");
+    for tr in TRANSPORTS {
+        let s = Session::new();
+        let t = Topology { s: &s, transport: tr };
+        let (a1, a2) = (t.ipc("data_1"), t.ipc("data_2"));
+        let mut sampler = t.device(
+            &exe,
+            Some("sampler"),
+            "sampler1",
+            &with(
+                chan(format!("name=data,type=push,method=bind,address={a1},address={a2}")),
+                &["--max-iterations", "1"],
+            ),
+        );
+        let mut sinks: Vec<Proc> = [("sink1", &a1), ("sink2", &a2)]
+            .iter()
+            .map(|(id, a)| {
+                t.device(
+                    &exe,
+                    Some("sink"),
+                    id,
+                    &with(chan(format!("name=data,type=pull,method=connect,address={a}")), &["--max-iterations", "1"]),
+                )
+            })
+            .collect();
+        ok(&mut sampler);
+        for s in &mut sinks {
+            ok(s);
+            assert!(s.saw("Received message: \"0\""), "{tr}");
+        }
+    }
+}
+
+#[test]
+fn example_builtin_devices() {
+    for (multipart, parts) in [("false", "1"), ("true", "2")] {
+        for tr in TRANSPORTS {
+            let s = Session::new();
+            let t = Topology { s: &s, transport: tr };
+            let bin = |n: &str| match n {
+                "bsampler" => env!("CARGO_BIN_EXE_fairmq-bsampler"),
+                "splitter" => env!("CARGO_BIN_EXE_fairmq-splitter"),
+                "proxy" => env!("CARGO_BIN_EXE_fairmq-proxy"),
+                "merger" => env!("CARGO_BIN_EXE_fairmq-merger"),
+                "multiplier" => env!("CARGO_BIN_EXE_fairmq-multiplier"),
+                _ => env!("CARGO_BIN_EXE_fairmq-sink"),
+            };
+            let q = ",sndBufSize=50,rcvBufSize=50,rateLogging=0";
+            let a = |n: &str| t.ipc(n);
+            let mp = ["--multipart", multipart];
+            let mut sink = t.device(
+                bin("sink"),
+                None,
+                "sink1",
+                &with(
+                    chan(format!("name=data5,type=pull,method=bind,address={}{q}", a("data5"))),
+                    &[mp[0], mp[1], "--max-iterations", "2", "--in-channel", "data5"],
+                ),
+            );
+            let mut others = vec![
+                t.device(
+                    bin("bsampler"),
+                    None,
+                    "bsampler1",
+                    &with(
+                        chan(format!("name=data1,type=push,method=bind,address={}{q}", a("data1"))),
+                        &[
+                            mp[0],
+                            mp[1],
+                            "--num-parts",
+                            parts,
+                            "--msg-size",
+                            "100000",
+                            "--msg-rate",
+                            "1",
+                            "--max-iterations",
+                            "0",
+                            "--out-channel",
+                            "data1",
+                        ],
+                    ),
+                ),
+                t.device(
+                    bin("splitter"),
+                    None,
+                    "splitter",
+                    &with(
+                        vec![
+                            "--channel-config".into(),
+                            format!("name=data1,type=pull,method=connect,address={}{q}", a("data1")),
+                            format!(
+                                "name=data2,type=push,method=bind,address={},address={}{q}",
+                                a("data2_1"),
+                                a("data2_2")
+                            ),
+                        ],
+                        &[mp[0], mp[1], "--in-channel", "data1", "--out-channel", "data2"],
+                    ),
+                ),
+                t.device(
+                    bin("proxy"),
+                    None,
+                    "proxy1",
+                    &with(
+                        vec![
+                            "--channel-config".into(),
+                            format!("name=data2,type=pull,method=connect,address={}{q}", a("data2_1")),
+                            format!("name=data3,type=push,method=connect,address={}{q}", a("data3_1")),
+                        ],
+                        &[mp[0], mp[1], "--in-channel", "data2", "--out-channel", "data3"],
+                    ),
+                ),
+                t.device(
+                    bin("proxy"),
+                    None,
+                    "proxy2",
+                    &with(
+                        vec![
+                            "--channel-config".into(),
+                            format!("name=data2,type=pull,method=connect,address={}{q}", a("data2_2")),
+                            format!("name=data3,type=push,method=connect,address={}{q}", a("data3_2")),
+                        ],
+                        &[mp[0], mp[1], "--in-channel", "data2", "--out-channel", "data3"],
+                    ),
+                ),
+                t.device(
+                    bin("merger"),
+                    None,
+                    "merger",
+                    &with(
+                        vec![
+                            "--channel-config".into(),
+                            format!(
+                                "name=data3,type=pull,method=bind,address={},address={}{q}",
+                                a("data3_1"),
+                                a("data3_2")
+                            ),
+                            format!("name=data4,type=push,method=connect,address={}{q}", a("data4")),
+                        ],
+                        &[mp[0], mp[1], "--in-channel", "data3", "--out-channel", "data4"],
+                    ),
+                ),
+                t.device(
+                    bin("multiplier"),
+                    None,
+                    "multiplier",
+                    &with(
+                        vec![
+                            "--channel-config".into(),
+                            format!("name=data4,type=pull,method=bind,address={}{q}", a("data4")),
+                            format!(
+                                "name=data5,type=push,method=connect,address={},address={}{q}",
+                                a("data5"),
+                                a("data5")
+                            ),
+                        ],
+                        &[mp[0], mp[1], "--in-channel", "data4", "--out-channel", "data5"],
+                    ),
+                ),
+            ];
+            ok(&mut sink);
+            assert!(sink.saw("Received 3 messages"), "{tr} multipart={multipart}: the builtin off-by-one (2 + 1)");
+            for p in &mut others {
+                p.signal(Signal::SIGINT);
+                ok(p);
+            }
+        }
+    }
+}
