@@ -394,3 +394,100 @@ fn example_builtin_devices() {
         }
     }
 }
+
+#[test]
+fn example_multiple_channels() {
+    let exe = example("ex-multiple-channels");
+    let s = Session::new();
+    let t = Topology { s: &s, transport: "zeromq" };
+    let (data, bcast) = (t.ipc("data"), t.ipc("broadcast"));
+    let mut sink = t.device(
+        &exe,
+        Some("sink"),
+        "sink1",
+        &with(
+            vec![
+                "--channel-config".into(),
+                format!("name=data,type=pull,method=connect,address={data},rateLogging=0"),
+                format!("name=broadcast,type=sub,method=connect,address={bcast},rateLogging=0"),
+            ],
+            &["--max-iterations", "1"],
+        ),
+    );
+    let mut sampler = t.device(
+        &exe,
+        Some("sampler"),
+        "sampler1",
+        &with(
+            vec![
+                "--channel-config".into(),
+                format!("name=data,type=push,method=bind,address={data},rateLogging=0"),
+                format!("name=broadcast,type=sub,method=connect,address={bcast},rateLogging=0"),
+            ],
+            &["--max-iterations", "1"],
+        ),
+    );
+    let mut broadcaster = t.device(
+        &exe,
+        Some("broadcaster"),
+        "broadcaster",
+        &chan(format!("name=broadcast,type=pub,method=bind,address={bcast},rateLogging=0")),
+    );
+    ok(&mut sampler);
+    ok(&mut sink);
+    broadcaster.signal(Signal::SIGINT);
+    ok(&mut broadcaster);
+}
+
+#[test]
+fn example_multiple_transports() {
+    let exe = example("ex-multiple-transports");
+    let s = Session::new();
+    let t = Topology { s: &s, transport: "shmem" };
+    let (d1, d2, ack) = (t.ipc("data1"), t.ipc("data2"), t.ipc("ack"));
+    let mut sampler1 = t.device(
+        &exe,
+        Some("sampler1"),
+        "sampler1",
+        &with(
+            vec![
+                "--channel-config".into(),
+                format!("name=data1,type=push,method=bind,address={d1},rateLogging=0"),
+                format!("name=ack,type=sub,method=bind,address={ack},transport=zeromq,rateLogging=0"),
+            ],
+            &["--max-iterations", "1"],
+        ),
+    );
+    let z = Topology { s: &s, transport: "zeromq" };
+    let mut sampler2 = z.device(
+        &exe,
+        Some("sampler2"),
+        "sampler2",
+        &with(chan(format!("name=data2,type=push,method=bind,address={d2},rateLogging=0")), &["--max-iterations", "1"]),
+    );
+    let mut sink = t.device(
+        &exe,
+        Some("sink"),
+        "sink1",
+        &with(
+            vec![
+                "--channel-config".into(),
+                format!("name=data1,type=pull,method=connect,address={d1},rateLogging=0"),
+                format!("name=data2,type=pull,method=connect,address={d2},transport=zeromq,rateLogging=0"),
+                format!("name=ack,type=pub,method=connect,address={ack},transport=zeromq,rateLogging=0"),
+            ],
+            &["--max-iterations", "1"],
+        ),
+    );
+    ok(&mut sink);
+    ok(&mut sampler2);
+    ok(&mut sampler1);
+    assert!(sampler1.saw("Acknowledged"));
+}
+
+#[test]
+fn example_custom_controller() {
+    let mut d = start(&example("ex-custom-controller"), &["--color", "false"], None);
+    ok(&mut d);
+    assert!(d.saw("READY ---> RUNNING") && d.saw("IDLE ---> EXITING"));
+}

@@ -87,6 +87,9 @@ impl Proc {
             if let Some(s) = self.child.try_wait().unwrap() {
                 break s;
             }
+            while let Ok(l) = self.lines.try_recv() {
+                self.seen.push(l);
+            }
             assert!(Instant::now() < deadline, "device did not end; output:\n{}", self.seen.join("\n"));
             std::thread::sleep(Duration::from_millis(10));
         };
