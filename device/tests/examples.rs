@@ -7,7 +7,8 @@ use common::*;
 use nix::sys::signal::Signal;
 use std::path::PathBuf;
 
-/// An example binary (cargo builds examples for `cargo test`, next to the test binaries).
+/// An example binary: `cargo test` (the README's command) builds the examples next to the test
+/// binaries; when only this test target is selected, run `cargo build --examples` first.
 fn example(name: &str) -> String {
     let exe = std::env::current_exe().unwrap();
     let dir: PathBuf = exe.parent().unwrap().parent().unwrap().join("examples").join(name);
@@ -490,4 +491,67 @@ fn example_custom_controller() {
     let mut d = start(&example("ex-custom-controller"), &["--color", "false"], None);
     ok(&mut d);
     assert!(d.saw("READY ---> RUNNING") && d.saw("IDLE ---> EXITING"));
+}
+
+#[test]
+fn example_n_m() {
+    let exe = example("ex-n-m");
+    for tr in TRANSPORTS {
+        let s = Session::new();
+        let t = Topology { s: &s, transport: tr };
+        let (sync, r0, r1) = (t.ipc("sync"), t.ipc("r0"), t.ipc("r1"));
+        let mut receivers: Vec<Proc> = [("receiver0", &r0), ("receiver1", &r1)]
+            .iter()
+            .map(|(id, a)| {
+                t.device(
+                    &exe,
+                    Some("receiver"),
+                    id,
+                    &with(
+                        chan(format!("name=data,type=pull,method=bind,address={a},rateLogging=0")),
+                        &["--num-senders", "2", "--max-timeframes", "5"],
+                    ),
+                )
+            })
+            .collect();
+        let mut senders: Vec<Proc> = (0..2)
+            .map(|i| {
+                t.device(
+                    &exe,
+                    Some("sender"),
+                    &format!("sender{i}"),
+                    &with(
+                        vec![
+                            "--channel-config".into(),
+                            format!("name=sync,type=sub,method=connect,address={sync},rateLogging=0"),
+                            format!("name=data,type=push,method=connect,address={r0},address={r1},rateLogging=0"),
+                        ],
+                        &["--sender-index", &i.to_string(), "--num-receivers", "2"],
+                    ),
+                )
+            })
+            .collect();
+        let mut synchronizer = t.device(
+            &exe,
+            Some("synchronizer"),
+            "sync",
+            &with(chan(format!("name=sync,type=pub,method=bind,address={sync},rateLogging=0")), &["--rate", "100"]),
+        );
+        for r in &mut receivers {
+            ok(r);
+            assert!(r.saw("Reached configured maximum number of timeframes (5)"), "{tr}");
+        }
+        synchronizer.signal(Signal::SIGINT);
+        ok(&mut synchronizer);
+        for p in &mut senders {
+            p.signal(Signal::SIGINT);
+            ok(p);
+        }
+    }
+}
+
+#[test]
+fn example_n_m_requires_its_options() {
+    let mut d = start(&example("ex-n-m"), &["receiver", "--id", "r", "--color", "false"], None);
+    assert_eq!(d.wait().code(), Some(1), "--num-senders is required");
 }
