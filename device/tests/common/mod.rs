@@ -211,3 +211,26 @@ impl Running {
     }
 }
 pub mod process;
+
+/// The end-of-data protocol of the guide's tests: every message starts with a tag byte (0 data,
+/// 1 end), a sequence number and, in an end message, the number of data messages sent.
+pub mod eod {
+    pub fn data(seq: u64) -> Vec<u8> {
+        let mut v = vec![0u8];
+        v.extend_from_slice(&seq.to_le_bytes());
+        v.extend_from_slice(&[7u8; 47]);
+        v
+    }
+    pub fn end(count: u64) -> Vec<u8> {
+        let mut v = vec![1u8];
+        v.extend_from_slice(&u64::MAX.to_le_bytes());
+        v.extend_from_slice(&count.to_le_bytes());
+        v
+    }
+    /// (is end, seq or count).
+    pub fn parse(b: &[u8]) -> (bool, u64) {
+        let tag = b[0] == 1;
+        let at = if tag { 9 } else { 1 };
+        (tag, u64::from_le_bytes(b[at..at + 8].try_into().unwrap()))
+    }
+}

@@ -1,0 +1,630 @@
+//! The seed guide "Stop a topology without losing messages", statement by statement, for both
+//! transports (ids of `seed-checklist.md` in the names), with exact counts.
+
+mod common;
+use common::*;
+use fairmq::{Context, Device, HookResult, Message, Parts, State, TransferCode, Transition};
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What a sink saw.
+#[derive(Default, Debug)]
+struct Seen {
+    data: AtomicU64,
+    ends: AtomicU64,
+    announced: AtomicU64,
+    gaps: AtomicU64,
+}
+
+/// Sends `n` data messages, then one end message carrying `n` on every sub-channel.
+struct Source {
+    n: u64,
+    sent: u64,
+    end_on_every_sub_channel: bool,
+}
+
+impl Device for Source {
+    fn conditional_run(&mut self, ctx: &Context) -> HookResult<bool> {
+        let subs = ctx.num_sub_channels("data")?;
+        if self.sent < self.n {
+            let i = (self.sent as usize) % subs;
+            let mut m = ctx.channel("data", i)?.new_simple_message(&eod::data(self.sent))?;
+            if ctx.send(&mut m, "data", i).is_err() {
+                return Ok(false);
+            }
+            self.sent += 1;
+            return Ok(true);
+        }
+        // G20: the end message's send is checked.
+        let targets = if self.end_on_every_sub_channel { subs } else { 1 };
+        for i in 0..targets {
+            let mut end = ctx.channel("data", i)?.new_simple_message(&eod::end(self.n))?;
+            ctx.send(&mut end, "data", i).map_err(|e| format!("end message not sent: {e}"))?;
+        }
+        Ok(false)
+    }
+}
+
+/// Counts data messages (checking sequence numbers per sender) and leaves RUNNING after
+/// `num_senders` end messages.
+struct SinkDev {
+    num_senders: u64,
+    seen: Arc<Seen>,
+    last: Option<u64>,
+}
+
+impl Device for SinkDev {
+    fn init_task(&mut self, ctx: &Context) -> HookResult {
+        ctx.on_data("data");
+        Ok(())
+    }
+    fn handle_data(&mut self, _: &Context, _: &str, m: &mut Message, _: usize) -> HookResult<bool> {
+        let (end, v) = eod::parse(m.data());
+        if end {
+            self.seen.announced.fetch_add(v, Ordering::SeqCst);
+            let ends = self.seen.ends.fetch_add(1, Ordering::SeqCst) + 1;
+            return Ok(ends < self.num_senders);
+        }
+        if self.num_senders == 1 && self.last.is_some_and(|l| v != l + 1) {
+            self.seen.gaps.fetch_add(1, Ordering::SeqCst);
+        }
+        self.last = Some(v);
+        self.seen.data.fetch_add(1, Ordering::SeqCst);
+        Ok(true)
+    }
+}
+
+fn sink(s: &Session, tr: &str, id: &str, addr: &str, num_senders: u64) -> (Running, Arc<Seen>) {
+    let seen = Arc::new(Seen::default());
+    let d = spawn(
+        SinkDev { num_senders, seen: seen.clone(), last: None },
+        config(&args(id, tr, s, &format!("name=data,type=pull,method=bind,address={addr}"))),
+    );
+    (d, seen)
+}
+
+fn source(s: &Session, tr: &str, id: &str, addresses: &[&str], n: u64, every: bool) -> Running {
+    let addrs: String = addresses.iter().map(|a| format!(",address={a}")).collect();
+    spawn(
+        Source { n, sent: 0, end_on_every_sub_channel: every },
+        config(&args(id, tr, s, &format!("name=data,type=push,method=connect{addrs}"))),
+    )
+}
+
+fn start_all(devs: &[&Running]) {
+    for d in devs {
+        d.to_ready();
+    }
+    for d in devs {
+        d.go(Transition::Run, State::Running);
+    }
+}
+
+fn wait_ready(d: &Running) {
+    assert!(d.h.wait_for_state(State::Ready, T).unwrap(), "did not leave RUNNING");
+}
+
+fn end_all(devs: Vec<Running>) {
+    for d in devs {
+        d.ready_to_exit();
+        assert!(d.join());
+    }
+}
+
+#[test]
+fn g17_g18_g40_end_message_carries_the_count_and_nothing_is_lost() {
+    for tr in TRANSPORTS {
+        let s = Session::new();
+        let a = s.ipc("a");
+        let (k, seen) = sink(&s, tr, "sink", &a, 1);
+        let src = source(&s, tr, "src", &[&a], 500, true);
+        start_all(&[&k, &src]);
+        wait_ready(&src);
+        wait_ready(&k); // G25: the sink ends by itself after the end message
+        assert_eq!(seen.data.load(Ordering::SeqCst), 500, "{tr}");
+        assert_eq!(seen.announced.load(Ordering::SeqCst), 500, "{tr}: G40 the end message's count matches");
+        assert_eq!(seen.gaps.load(Ordering::SeqCst), 0, "{tr}: G18 one connection keeps Send order");
+        end_all(vec![src, k]);
+    }
+}
+
+#[test]
+fn g21_g45_one_end_message_per_sub_channel_stops_every_receiver() {
+    for tr in TRANSPORTS {
+        let s = Session::new();
+        let (a, b) = (s.ipc("a"), s.ipc("b"));
+        // Problem (G45): one push socket shared by two receivers, one end message: only one stops.
+        let z = fairmq_zmq::Transport::new("shared").unwrap();
+        let (ka, sa) = sink(&s, tr, "sinka", &a, 1);
+        let (kb, sb) = sink(&s, tr, "sinkb", &b, 1);
+        let src = source(&s, tr, "src", &[&a, &b], 100, false);
+        start_all(&[&ka, &kb, &src]);
+        wait_ready(&src);
+        wait_ready(&ka);
+        assert!(
+            !kb.h.wait_for_state(State::Ready, Some(Duration::from_millis(500))).unwrap(),
+            "{tr}: the other receiver never got an end message"
+        );
+        assert_eq!(sa.data.load(Ordering::SeqCst) + sb.data.load(Ordering::SeqCst), 100);
+        kb.go(Transition::Stop, State::Ready);
+        end_all(vec![src, ka, kb]);
+        drop(z);
+        // Fix: one end message on each sub-channel.
+        let s = Session::new();
+        let (a, b) = (s.ipc("a"), s.ipc("b"));
+        let (ka, sa) = sink(&s, tr, "sinka", &a, 1);
+        let (kb, sb) = sink(&s, tr, "sinkb", &b, 1);
+        let src = source(&s, tr, "src", &[&a, &b], 100, true);
+        start_all(&[&ka, &kb, &src]);
+        for d in [&src, &ka, &kb] {
+            wait_ready(d);
+        }
+        assert_eq!(sa.data.load(Ordering::SeqCst) + sb.data.load(Ordering::SeqCst), 100, "{tr}");
+        assert_eq!(sa.announced.load(Ordering::SeqCst), 100);
+        end_all(vec![src, ka, kb]);
+    }
+}
+
+#[test]
+fn g22_g46_a_receiver_of_several_senders_waits_for_num_senders_end_messages() {
+    for tr in TRANSPORTS {
+        let s = Session::new();
+        let a = s.ipc("a");
+        let (k, seen) = sink(&s, tr, "sink", &a, 3);
+        let srcs: Vec<Running> = (0..3).map(|i| source(&s, tr, &format!("src{i}"), &[&a], 50, true)).collect();
+        start_all(&[&k]);
+        let refs: Vec<&Running> = srcs.iter().collect();
+        start_all(&refs);
+        wait_ready(&k);
+        assert_eq!(seen.ends.load(Ordering::SeqCst), 3);
+        assert_eq!(seen.data.load(Ordering::SeqCst), 150, "{tr}");
+        end_all(srcs);
+        end_all(vec![k]);
+        // G46: one sender too many expected: the sink stays in RUNNING (bounded wait), then is stopped.
+        let s = Session::new();
+        let a = s.ipc("a");
+        let (k, seen) = sink(&s, tr, "sink", &a, 2);
+        let src = source(&s, tr, "src", &[&a], 10, true);
+        start_all(&[&k, &src]);
+        wait_ready(&src);
+        assert!(
+            !k.h.wait_for_state(State::Ready, Some(Duration::from_millis(500))).unwrap(),
+            "{tr}: still waiting for the 2nd end message"
+        );
+        assert_eq!(seen.data.load(Ordering::SeqCst), 10);
+        k.go(Transition::Stop, State::Ready);
+        end_all(vec![src, k]);
+    }
+}
+
+/// Forwards data from all `in` sub-channels to `out[0]`; after the end messages of all inputs,
+/// sends one end message on each `out` sub-channel and leaves RUNNING (G23).
+struct Processor {
+    inputs: u64,
+    ended: u64,
+    forwarded: u64,
+}
+
+impl Device for Processor {
+    fn init_task(&mut self, ctx: &Context) -> HookResult {
+        ctx.on_data("in");
+        Ok(())
+    }
+    fn handle_data(&mut self, ctx: &Context, _: &str, m: &mut Message, _: usize) -> HookResult<bool> {
+        let (end, _) = eod::parse(m.data());
+        if !end {
+            ctx.send(m, "out", 0)?;
+            self.forwarded += 1;
+            return Ok(true);
+        }
+        self.ended += 1;
+        if self.ended < self.inputs {
+            return Ok(true);
+        }
+        for i in 0..ctx.num_sub_channels("out")? {
+            let mut e = ctx.channel("out", i)?.new_simple_message(&eod::end(self.forwarded))?;
+            ctx.send(&mut e, "out", i)?;
+        }
+        Ok(false)
+    }
+}
+
+#[test]
+fn g23_g25_a_processor_ends_after_all_inputs_and_the_topology_stops_in_order() {
+    for tr in TRANSPORTS {
+        let s = Session::new();
+        let (pin, kin) = (s.ipc("pin"), s.ipc("kin"));
+        let (k, seen) = sink(&s, tr, "sink", &kin, 1);
+        let p = spawn(
+            Processor { inputs: 2, ended: 0, forwarded: 0 },
+            config(&format!(
+                "--id proc --severity warn --transport {tr} --session {} --shm-segment-size 20000000 --channel-config name=in,type=pull,method=bind,address={pin},rateLogging=0 name=out,type=push,method=connect,address={kin},rateLogging=0",
+                s.name
+            )),
+        );
+        let s1 = source(&s, tr, "s1", &[&pin], 100, true);
+        let s2 = source(&s, tr, "s2", &[&pin], 60, true);
+        start_all(&[&k, &p, &s1, &s2]);
+        // Sources end first, then the processor, then the sink, each by itself.
+        for d in [&s1, &s2, &p, &k] {
+            wait_ready(d);
+        }
+        assert_eq!(seen.data.load(Ordering::SeqCst), 160, "{tr}");
+        assert_eq!(seen.announced.load(Ordering::SeqCst), 160);
+        // The controller resets only now that all sinks are in READY.
+        end_all(vec![s1, s2, p, k]);
+    }
+}
+
+/// A source that never ends by itself: it sends (with a timeout) until stopped, counting successes.
+fn endless_source(sent: Arc<AtomicU64>) -> Hooks {
+    Hooks {
+        conditional_run: Some(Box::new(move |ctx| {
+            let mut m = ctx.new_simple_message(eod::data(sent.load(Ordering::SeqCst)))?;
+            match ctx.send_timeout(&mut m, "data", 0, 100) {
+                Ok(_) => {
+                    sent.fetch_add(1, Ordering::SeqCst);
+                }
+                Err(e) if e.code() == TransferCode::Interrupted => return Ok(false),
+                Err(_) => {} // G26: the sink's queue is full, the send timed out; try again
+            }
+            Ok(true)
+        })),
+        ..Hooks::default()
+    }
+}
+
+#[test]
+fn g26_stopping_the_sink_first_loses_its_queue_stopping_the_source_first_loses_nothing() {
+    for tr in TRANSPORTS {
+        // Wrong order: the sink leaves RUNNING first; its queue fills, the source's sends time out;
+        // when the sink resets, what was queued is lost.
+        let s = Session::new();
+        let a = s.ipc("a");
+        let (k, seen) = sink(&s, tr, "sink", &a, 1);
+        let sent = Arc::new(AtomicU64::new(0));
+        let src = spawn(
+            endless_source(sent.clone()),
+            config(&format!(
+                "{},sndBufSize=10",
+                args("src", tr, &s, &format!("name=data,type=push,method=connect,address={a}"))
+            )),
+        );
+        start_all(&[&k, &src]);
+        std::thread::sleep(Duration::from_millis(300));
+        k.go(Transition::Stop, State::Ready);
+        std::thread::sleep(Duration::from_millis(500)); // the queues between them fill up
+        src.go(Transition::Stop, State::Ready);
+        k.ready_to_exit();
+        src.ready_to_exit();
+        let (sent_n, got) = (sent.load(Ordering::SeqCst), seen.data.load(Ordering::SeqCst));
+        assert!(got < sent_n, "{tr}: {sent_n} sent, {got} received: the sink's queue was lost");
+        assert!(k.join() && src.join());
+
+        // Right order: the source stops first and sends its end message; the sink drains and ends.
+        let s = Session::new();
+        let a = s.ipc("a");
+        let (k, seen) = sink(&s, tr, "sink", &a, 1);
+        let src = source(&s, tr, "src", &[&a], 2000, true);
+        start_all(&[&k, &src]);
+        wait_ready(&src);
+        wait_ready(&k);
+        assert_eq!(
+            (seen.data.load(Ordering::SeqCst), seen.announced.load(Ordering::SeqCst)),
+            (2000, 2000),
+            "{tr}: none lost"
+        );
+        end_all(vec![src, k]);
+    }
+}
+
+#[test]
+fn g29_g47_a_source_stopped_by_a_controller_sends_its_end_message_in_reset_task() {
+    for tr in TRANSPORTS {
+        let s = Session::new();
+        let a = s.ipc("a");
+        let (k, seen) = sink(&s, tr, "sink", &a, 1);
+        let sent = Arc::new(AtomicU64::new(0));
+        let post_run_result = Arc::new(Mutex::new(None));
+        let (s1, s2, pr) = (sent.clone(), sent.clone(), post_run_result.clone());
+        let mut src = endless_source(s1);
+        // G47: in post_run the end message's Send must wait (the sink's queue is full): it returns -3 ...
+        src.post_run = Some(Box::new(move |ctx| {
+            let mut e = ctx.new_simple_message(eod::end(0))?;
+            *pr.lock() = Some(ctx.send_timeout(&mut e, "data", 0, 1000).map_err(|e| e.code()));
+            Ok(())
+        }));
+        // ... in reset_task (transports not interrupted) a Send with a timeout delivers it.
+        src.reset_task = Some(Box::new(move |ctx| {
+            let mut e = ctx.new_simple_message(eod::end(s2.load(Ordering::SeqCst)))?;
+            ctx.send_timeout(&mut e, "data", 0, 5000)?;
+            Ok(())
+        }));
+        let q = ",sndBufSize=1,rcvBufSize=1";
+        let src = spawn(
+            src,
+            config(&format!("{}{q}", args("src", tr, &s, &format!("name=data,type=push,method=connect,address={a}")))),
+        );
+        start_all(&[&k, &src]);
+        std::thread::sleep(Duration::from_millis(200));
+        k.go(Transition::Stop, State::Ready); // the sink pauses: the queues fill up
+        std::thread::sleep(Duration::from_millis(500));
+        src.go(Transition::Stop, State::Ready);
+        assert_eq!(*post_run_result.lock(), Some(Err(TransferCode::Interrupted)), "{tr}: G28/G47");
+        k.go(Transition::Run, State::Running); // the sink reads again (its queue survived READY)
+        src.go(Transition::ResetTask, State::DeviceReady);
+        wait_ready(&k);
+        assert_eq!(seen.data.load(Ordering::SeqCst), sent.load(Ordering::SeqCst), "{tr}: all arrived");
+        assert_eq!(seen.announced.load(Ordering::SeqCst), sent.load(Ordering::SeqCst));
+        src.go(Transition::ResetDevice, State::Idle);
+        src.go(Transition::End, State::Exiting);
+        k.ready_to_exit();
+        assert!(src.join() && k.join());
+    }
+}
+
+#[test]
+fn g31_g32_a_sink_drains_in_post_run_then_gets_the_rest_in_reset_task() {
+    for tr in TRANSPORTS {
+        let s = Session::new();
+        let a = s.ipc("a");
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (l1, l2) = (log.clone(), log.clone());
+        let sinkdev = Hooks {
+            run: Some(Box::new(|ctx| {
+                ctx.wait_for(Duration::from_secs(60)); // until a controller stops it
+                Ok(())
+            })),
+            post_run: Some(Box::new(move |ctx| {
+                // G31: what is queued comes out, then interrupted (at once for timeout 0 and -1).
+                let mut n = 0;
+                loop {
+                    let mut m = ctx.channel("data", 0)?.new_message();
+                    match ctx.receive_timeout(&mut m, "data", 0, 0) {
+                        Ok(_) => n += 1,
+                        Err(e) => {
+                            l1.lock().push(format!("post_run {n} then {:?}", e.code()));
+                            break;
+                        }
+                    }
+                }
+                let start = Instant::now();
+                let mut m = ctx.channel("data", 0)?.new_message();
+                let r = ctx.receive_timeout(&mut m, "data", 0, -1).map_err(|e| e.code());
+                l1.lock().push(format!("post_run blocking {r:?} fast={}", start.elapsed() < Duration::from_secs(5)));
+                Ok(())
+            })),
+            reset_task: Some(Box::new(move |ctx| {
+                // G32: with a timeout, reset_task waits for more; 1 s without any ends it.
+                let mut n = 0;
+                loop {
+                    let mut m = ctx.channel("data", 0)?.new_message();
+                    if ctx.receive_timeout(&mut m, "data", 0, 1000).is_err() {
+                        break;
+                    }
+                    n += 1;
+                }
+                l2.lock().push(format!("reset_task {n}"));
+                Ok(())
+            })),
+            ..Hooks::default()
+        };
+        let k = spawn(sinkdev, config(&args("sink", tr, &s, &format!("name=data,type=pull,method=bind,address={a}"))));
+        let src = source(&s, tr, "src", &[&a], 20, true);
+        k.to_ready();
+        k.go(Transition::Run, State::Running);
+        src.to_ready();
+        src.go(Transition::Run, State::Running);
+        wait_ready(&src); // 21 messages (20 + end) now wait in the sink's queue
+        std::thread::sleep(Duration::from_millis(200));
+        k.go(Transition::Stop, State::Ready);
+        // More data after RUNNING ended (the source runs again: its end message once more):
+        // reset_task gets it.
+        src.go(Transition::Run, State::Running);
+        wait_ready(&src);
+        k.go(Transition::ResetTask, State::DeviceReady);
+        let log = log.lock().clone();
+        assert_eq!(log[0], format!("post_run 21 then {:?}", TransferCode::Interrupted), "{tr}");
+        assert_eq!(log[1], format!("post_run blocking Err({:?}) fast=true", TransferCode::Interrupted), "{tr}");
+        assert_eq!(log[2], "reset_task 1", "{tr}");
+        k.go(Transition::ResetDevice, State::Idle);
+        k.go(Transition::End, State::Exiting);
+        src.ready_to_exit();
+        assert!(k.join() && src.join());
+    }
+}
+
+#[test]
+fn g13_g44_linger_minus_one_with_an_absent_peer_holds_resetting_device_until_a_peer_takes_it() {
+    for tr in TRANSPORTS {
+        let s = Session::new();
+        let a = s.ipc("late");
+        // The source's channel with linger -1 (G44's problem).
+        let src = spawn(
+            Source { n: 3, sent: 0, end_on_every_sub_channel: true },
+            config(&format!(
+                "{},linger=-1",
+                args("src", tr, &s, &format!("name=data,type=push,method=connect,address={a}"))
+            )),
+        );
+        src.to_ready();
+        src.go(Transition::Run, State::Running);
+        wait_ready(&src);
+        src.go(Transition::ResetTask, State::DeviceReady);
+        assert!(src.h.change_state(Transition::ResetDevice));
+        assert!(
+            !src.h.wait_for_state(State::Idle, Some(Duration::from_millis(1500))).unwrap(),
+            "{tr}: stuck in RESETTING DEVICE"
+        );
+        assert_eq!(src.h.current_state(), State::ResettingDevice);
+        // A peer appears and takes the messages: the device leaves RESETTING DEVICE.
+        let (k, seen) = sink(&s, tr, "sink", &a, 1);
+        k.to_ready();
+        k.go(Transition::Run, State::Running);
+        assert!(src.h.wait_for_state(State::Idle, T).unwrap(), "{tr}");
+        wait_ready(&k);
+        assert_eq!(seen.data.load(Ordering::SeqCst), 3);
+        src.go(Transition::End, State::Exiting);
+        k.ready_to_exit();
+        assert!(src.join() && k.join());
+    }
+}
+
+#[test]
+fn g16_shmem_blocks_of_discarded_metadata_stay_until_the_session_is_removed() {
+    let s = Session::new();
+    let mut c = fairmq_shm::ShmConfig::new("observer", &s.name);
+    c.segment_size = 20_000_000;
+    let observer = fairmq_shm::Transport::new(&c).unwrap();
+    observer.flush();
+    let used0 = observer.segment_stats().used;
+    let src = spawn(
+        Source { n: 5, sent: 0, end_on_every_sub_channel: true },
+        config(&format!(
+            "{},linger=0",
+            args("src", "shmem", &s, &format!("name=data,type=push,method=connect,address={}", s.ipc("nobody")))
+        )),
+    );
+    src.to_ready();
+    src.go(Transition::Run, State::Running);
+    wait_ready(&src);
+    src.ready_to_exit();
+    assert!(src.join());
+    observer.flush();
+    // The 6 sent messages (5 + end) are nobody's now: their blocks stay allocated.
+    assert!(observer.segment_stats().used > used0, "the blocks of the discarded metadata stay");
+    drop(observer);
+    assert!(s_objects_removed(&s), "the last transport removed the session, and the blocks with it");
+}
+
+fn s_objects_removed(s: &Session) -> bool {
+    let prefix = fairmq_shm::Names::new(&fairmq_shm::shm_id(&s.name)).session_prefix();
+    !std::fs::read_dir("/dev/shm").unwrap().flatten().any(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+}
+
+/// The guide's multi-sender Sink (G24): multipart with a 4-byte header (stopFlag), size check,
+/// counting end messages up to num-senders; and a one-part end message (G30).
+struct GuideSink {
+    num_senders: i32,
+    ended: i32,
+    received: Arc<AtomicU64>,
+}
+
+impl Device for GuideSink {
+    fn init_task(&mut self, ctx: &Context) -> HookResult {
+        ctx.on_data_parts("data");
+        Ok(())
+    }
+    fn handle_parts(&mut self, _: &Context, _: &str, parts: &mut Parts, _: usize) -> HookResult<bool> {
+        if parts.is_empty() || parts[0].size() != 4 {
+            return Err("unexpected message format".into());
+        }
+        if i32::from_le_bytes(parts[0].data().try_into()?) == 1 {
+            self.ended += 1;
+            return Ok(self.ended < self.num_senders);
+        }
+        self.received.fetch_add(1, Ordering::SeqCst);
+        Ok(true)
+    }
+}
+
+#[test]
+fn g24_g30_the_guides_sink_counts_end_messages_and_accepts_a_one_part_end() {
+    for tr in TRANSPORTS {
+        let s = Session::new();
+        let a = s.ipc("a");
+        let received = Arc::new(AtomicU64::new(0));
+        let k = spawn(
+            GuideSink { num_senders: 2, ended: 0, received: received.clone() },
+            config(&args("sink", tr, &s, &format!("name=data,type=pull,method=bind,address={a}"))),
+        );
+        let sender = |id: &str, n: u32| {
+            let mut left = n;
+            spawn(
+                Hooks {
+                    conditional_run: Some(Box::new(move |ctx| {
+                        let ch = ctx.channel("data", 0)?;
+                        if left == 0 {
+                            // G30: the end message is a one-part multipart (header only).
+                            let mut end = vec![ch.new_simple_message(&1i32.to_le_bytes())?];
+                            ch.send_parts(&mut end)?;
+                            return Ok(false);
+                        }
+                        let mut p = vec![ch.new_simple_message(&0i32.to_le_bytes())?, ch.new_message_with_size(1000)?];
+                        ch.send_parts(&mut p)?;
+                        left -= 1;
+                        Ok(true)
+                    })),
+                    ..Hooks::default()
+                },
+                config(&args(id, tr, &s, &format!("name=data,type=push,method=connect,address={a}"))),
+            )
+        };
+        let (x, y) = (sender("x", 30), sender("y", 12));
+        start_all(&[&k, &x, &y]);
+        wait_ready(&k);
+        assert_eq!(received.load(Ordering::SeqCst), 42, "{tr}");
+        end_all(vec![x, y, k]);
+    }
+}
+
+#[test]
+fn g41_channel_counters_match_on_both_sides_before_resetting_device() {
+    for tr in TRANSPORTS {
+        let s = Session::new();
+        let a = s.ipc("a");
+        let counts = Arc::new(Mutex::new(Vec::new()));
+        let (c1, c2) = (counts.clone(), counts.clone());
+        let mut src = Hooks::default();
+        let mut left = 25u32;
+        src.conditional_run = Some(Box::new(move |ctx| {
+            let ch = ctx.channel("data", 0)?;
+            if left % 5 == 0 {
+                let mut p = vec![ch.new_message_with_size(10)?, ch.new_message_with_size(20)?];
+                ch.send_parts(&mut p)?;
+            } else {
+                ch.send(&mut ch.new_message_with_size(100)?)?;
+            }
+            left -= 1;
+            Ok(left > 0)
+        }));
+        src.reset_task = Some(Box::new(move |ctx| {
+            let c = ctx.channel("data", 0)?.counters();
+            c1.lock().push(("tx", c.messages_tx, c.bytes_tx));
+            Ok(())
+        }));
+        let mut snk = Hooks::default();
+        let mut got = 0;
+        snk.run = Some(Box::new(move |ctx| {
+            let ch = ctx.channel("data", 0)?;
+            while got < 25 {
+                let mut p = Vec::new();
+                ch.receive_parts(&mut p)?;
+                got += 1;
+            }
+            Ok(())
+        }));
+        snk.reset_task = Some(Box::new(move |ctx| {
+            let c = ctx.channel("data", 0)?.counters();
+            c2.lock().push(("rx", c.messages_rx, c.bytes_rx));
+            Ok(())
+        }));
+        let k = spawn(snk, config(&args("sink", tr, &s, &format!("name=data,type=pull,method=bind,address={a}"))));
+        let src = spawn(src, config(&args("src", tr, &s, &format!("name=data,type=push,method=connect,address={a}"))));
+        start_all(&[&k, &src]);
+        wait_ready(&src);
+        wait_ready(&k);
+        src.go(Transition::ResetTask, State::DeviceReady);
+        k.go(Transition::ResetTask, State::DeviceReady);
+        let c = counts.lock().clone();
+        // 20 single messages of 100 B and 5 multiparts of 30 B: 25 messages, 2150 bytes.
+        assert_eq!(c, [("tx", 25, 2150), ("rx", 25, 2150)], "{tr}");
+        for d in [src, k] {
+            d.go(Transition::ResetDevice, State::Idle);
+            d.go(Transition::End, State::Exiting);
+            assert!(d.join());
+        }
+    }
+}
