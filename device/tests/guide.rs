@@ -628,3 +628,139 @@ fn g41_channel_counters_match_on_both_sides_before_resetting_device() {
         }
     }
 }
+
+#[test]
+fn g10_g15_linger_defaults_to_500_and_is_set_from_channel_config_and_json() {
+    for tr in TRANSPORTS {
+        let s = Session::new();
+        let json = format!(
+            r#"{{ "fairMQOptions": {{ "devices": [ {{ "id": "j", "channels": [ {{ "name": "data", "type": "push", "method": "bind", "address": "{}", "linger": 2000 }} ] }} ] }} }}"#,
+            s.ipc("j")
+        );
+        let path = s.dir.path().join("l.json");
+        std::fs::write(&path, json).unwrap();
+        let lingers = Arc::new(Mutex::new(Vec::new()));
+        for extra in [
+            format!("--channel-config name=data,type=push,method=bind,address={}", s.ipc("d")),
+            format!("--channel-config name=data,type=push,method=bind,address={},linger=1000", s.ipc("c")),
+            format!("--mq-config {}", path.display()),
+        ] {
+            let l = lingers.clone();
+            let d = spawn(
+                Hooks {
+                    init_task: Some(Box::new(move |ctx| {
+                        // For shmem this is the metadata socket's option.
+                        l.lock().push(ctx.channel("data", 0)?.socket().zmq_socket().linger()?);
+                        Ok(())
+                    })),
+                    ..Hooks::default()
+                },
+                config(&format!(
+                    "--id j --severity warn --transport {tr} --session {} --shm-segment-size 20000000 {extra}",
+                    s.name
+                )),
+            );
+            d.to_ready();
+            d.ready_to_exit();
+            assert!(d.join());
+        }
+        assert_eq!(lingers.lock().clone(), [500, 1000, 2000], "{tr}");
+    }
+}
+
+#[test]
+fn g43_g15_a_static_source_that_resets_at_once_delivers_with_enough_linger() {
+    for tr in TRANSPORTS {
+        for (linger, expected) in [(0, 0u64), (3000, 3)] {
+            let s = Session::new();
+            let a = s.ipc("late");
+            let src = spawn(
+                Source { n: 3, sent: 0, end_on_every_sub_channel: true },
+                config(&format!(
+                    "{},linger={linger}",
+                    args("src", tr, &s, &format!("name=data,type=push,method=connect,address={a}"))
+                )),
+            );
+            src.to_ready();
+            src.go(Transition::Run, State::Running);
+            wait_ready(&src);
+            // As --control static does: reset at once, while the sink is not there yet.
+            src.go(Transition::ResetTask, State::DeviceReady);
+            assert!(src.h.change_state(Transition::ResetDevice));
+            std::thread::sleep(Duration::from_millis(200));
+            let (k, seen) = sink(&s, tr, "sink", &a, 1);
+            k.to_ready();
+            k.go(Transition::Run, State::Running);
+            assert!(src.h.wait_for_state(State::Idle, T).unwrap());
+            if expected > 0 {
+                wait_ready(&k);
+            } else {
+                std::thread::sleep(Duration::from_millis(500));
+                k.go(Transition::Stop, State::Ready);
+            }
+            assert_eq!(
+                seen.data.load(Ordering::SeqCst),
+                expected,
+                "{tr} linger {linger}: G43 fewer messages without linger"
+            );
+            src.go(Transition::End, State::Exiting);
+            k.ready_to_exit();
+            assert!(src.join() && k.join());
+        }
+    }
+}
+
+#[test]
+fn g33_g49_reset_task_receive_without_timeout_blocks_with_a_timeout_it_ends() {
+    for tr in TRANSPORTS {
+        let s = Session::new();
+        let a = s.ipc("rt");
+        for timeout in [-1, 300] {
+            let got = Arc::new(Mutex::new(Vec::new()));
+            let g = got.clone();
+            let d = spawn(
+                Hooks {
+                    reset_task: Some(Box::new(move |ctx| {
+                        let mut p = Vec::new();
+                        let r = ctx.channel("data", 0)?.receive_parts_timeout(&mut p, timeout);
+                        g.lock().push((r.is_ok(), p.len()));
+                        Ok(())
+                    })),
+                    ..Hooks::default()
+                },
+                config(&args("rt", tr, &s, &format!("name=data,type=pull,method=bind,address={a}"))),
+            );
+            d.to_ready();
+            assert!(d.h.change_state(Transition::ResetTask));
+            let left = d.h.wait_for_state(State::DeviceReady, Some(Duration::from_millis(1500))).unwrap();
+            if timeout < 0 {
+                assert!(!left, "{tr}: G49 stuck in RESETTING TASK");
+                // A multipart sender's message ends the wait, received into Parts (G33).
+                let helper = spawn(
+                    Hooks {
+                        run: Some(Box::new(|ctx| {
+                            let ch = ctx.channel("data", 0)?;
+                            let mut p = vec![ch.new_message_with_size(1)?, ch.new_message_with_size(2)?];
+                            ch.send_parts(&mut p)?;
+                            Ok(())
+                        })),
+                        ..Hooks::default()
+                    },
+                    config(&args("helper", tr, &s, &format!("name=data,type=push,method=connect,address={a}"))),
+                );
+                helper.to_ready();
+                helper.go(Transition::Run, State::Running);
+                assert!(d.h.wait_for_state(State::DeviceReady, T).unwrap());
+                helper.ready_to_exit();
+                assert!(helper.join());
+                assert_eq!(got.lock().clone(), [(true, 2)], "{tr}");
+            } else {
+                assert!(left, "{tr}: with a timeout RESETTING TASK ends by itself");
+                assert_eq!(got.lock().clone(), [(false, 0)]);
+            }
+            d.go(Transition::ResetDevice, State::Idle);
+            d.go(Transition::End, State::Exiting);
+            assert!(d.join());
+        }
+    }
+}
