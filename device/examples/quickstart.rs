@@ -1,13 +1,18 @@
 //! A real topology end to end, over shared memory: a sampler process sends N messages and an end
 //! message carrying N to a processor process, which forwards everything to a sink process; the
 //! sink checks every sequence number and the count, and reports rates. The devices stop in the
-//! right order by themselves (`--control static`): nothing is lost.
+//! right order by themselves (`--control static`): nothing is lost. Ctrl-C stops the topology in the
+//! guide's order: only the sampler is signalled; it sends its end message while resetting, and the
+//! processor and the sink end after it, so even then no message is lost.
 //!
-//! `cargo run --release --example quickstart [-- <messages> <size> <transport>]`
+//! `cargo run --release --example quickstart [-- <messages> <size> <transport>]` (messages 0: until Ctrl-C)
 
 use fairmq::options::Kind;
 use fairmq::{Context, Device, HookResult, Message, Program};
+use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitCode};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 const END: u64 = u64::MAX;
@@ -20,6 +25,18 @@ struct Sampler {
     count: u64,
     size: usize,
     sent: u64,
+    ended: bool,
+}
+
+impl Sampler {
+    fn send_end(&mut self, ctx: &Context, timeout_ms: i32) -> HookResult {
+        let ch = ctx.channel("data", 0)?;
+        let mut m = ch.new_message_with_size(self.size)?;
+        m.data_mut()?[..16].copy_from_slice(&[END.to_le_bytes(), self.sent.to_le_bytes()].concat());
+        ch.send_timeout(&mut m, timeout_ms)?;
+        self.ended = true;
+        Ok(())
+    }
 }
 
 impl Device for Sampler {
@@ -29,17 +46,25 @@ impl Device for Sampler {
         Ok(())
     }
     fn conditional_run(&mut self, ctx: &Context) -> HookResult<bool> {
+        if self.count > 0 && self.sent == self.count {
+            self.send_end(ctx, -1)?;
+            return Ok(false);
+        }
         let ch = ctx.channel("data", 0)?;
         let mut m = ch.new_message_with_size(self.size)?;
-        let end = self.sent == self.count;
-        let header =
-            if end { [END.to_le_bytes(), self.count.to_le_bytes()] } else { [self.sent.to_le_bytes(), [0; 8]] };
-        m.data_mut()?[..16].copy_from_slice(&header.concat());
+        m.data_mut()?[..16].copy_from_slice(&[self.sent.to_le_bytes(), [0; 8]].concat());
         if ch.send(&mut m).is_err() {
-            return Ok(false); // interrupted: a controller stops us
+            return Ok(false); // interrupted: Ctrl-C
         }
         self.sent += 1;
-        Ok(!end)
+        Ok(true)
+    }
+    fn reset_task(&mut self, ctx: &Context) -> HookResult {
+        // Stopped early: the end message goes out now (transports are not interrupted here).
+        if !self.ended {
+            self.send_end(ctx, 10_000)?;
+        }
+        Ok(())
     }
 }
 
@@ -78,11 +103,11 @@ impl Device for Sink {
             }
             let secs = self.start.map_or(0.0, |s| s.elapsed().as_secs_f64()).max(1e-9);
             log::warn!(
-                "sink: received all {} messages ({} bytes) in {secs:.3} s: {:.0} msg/s, {:.1} MB/s; none lost",
+                "sink: received all {} messages ({} bytes) in {secs:.3} s: {:.0} msg/s, {:.3} GB/s; 0 lost",
                 self.next,
                 self.bytes,
                 self.next as f64 / secs,
-                self.bytes as f64 / 1e6 / secs
+                self.bytes as f64 / 1e9 / secs
             );
             return Ok(false);
         }
@@ -113,7 +138,9 @@ fn role(name: &str, rest: &[String]) -> ExitCode {
         );
     };
     let code = match name {
-        "sampler" => Program::new(|_| Ok(Sampler { count: 0, size: 0, sent: 0 })).options(add).run_with_args(rest),
+        "sampler" => {
+            Program::new(|_| Ok(Sampler { count: 0, size: 0, sent: 0, ended: false })).options(add).run_with_args(rest)
+        }
         "processor" => Program::new(|_| Ok(Processor)).options(add).run_with_args(rest),
         _ => Program::new(|_| Ok(Sink { next: 0, bytes: 0, start: None })).options(add).run_with_args(rest),
     };
@@ -131,6 +158,8 @@ fn orchestrate(args: &[String]) -> ExitCode {
     let me = std::env::current_exe().expect("own path");
     let spawn = |role: &str, id: &str, chans: &[String]| {
         let mut c = Command::new(&me);
+        // Their own process group: Ctrl-C reaches only us, and we signal in the right order.
+        c.process_group(0);
         c.args(["--role", role, "--id", id, "--control", "static", "--color", "false", "--severity", "warn"]);
         c.args(["--transport", &transport, "--session", &session, "--shm-segment-size", "268435456"]);
         c.args(["--messages", &count, "--msg-size", &size, "--channel-config"]).args(chans);
@@ -154,11 +183,27 @@ fn orchestrate(args: &[String]) -> ExitCode {
             spawn("sampler", "sampler1", &[format!("name=data,type=push,method=connect,address={a},rateLogging=0")]),
         ),
     ];
+    let interrupted = Arc::new(AtomicBool::new(false));
+    let _ = signal_hook::flag::register(signal_hook::consts::SIGINT, interrupted.clone());
+    let mut signalled = false;
     let mut ok = true;
-    for (name, child) in devices.iter_mut() {
-        let status = child.wait().expect("wait");
-        println!("{name} exited with {status}");
-        ok &= status.success();
+    let mut done = [false; 3];
+    while done.iter().any(|d| !d) {
+        if interrupted.load(Ordering::SeqCst) && !signalled {
+            println!("Ctrl-C: stopping the sampler first; the others end after its end message");
+            let _ = Command::new("kill").args(["-INT", &devices[2].1.id().to_string()]).status();
+            signalled = true;
+        }
+        for (i, (name, child)) in devices.iter_mut().enumerate() {
+            if !done[i] {
+                if let Ok(Some(status)) = child.try_wait() {
+                    println!("{name} exited with {status}");
+                    ok &= status.success();
+                    done[i] = true;
+                }
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
     let _ = std::fs::remove_dir_all(&dir);
     if ok {

@@ -555,3 +555,17 @@ fn example_n_m_requires_its_options() {
     let mut d = start(&example("ex-n-m"), &["receiver", "--id", "r", "--color", "false"], None);
     assert_eq!(d.wait().code(), Some(1), "--num-senders is required");
 }
+
+#[test]
+fn quickstart_runs_and_ctrl_c_stops_it_in_order_losing_nothing() {
+    for tr in TRANSPORTS {
+        let mut q = start(&example("quickstart"), &["2000", "256", tr], None);
+        ok(&mut q);
+        assert!(q.saw("received all 2000 messages") && q.saw("0 lost"), "{tr}");
+    }
+    let mut q = start(&example("quickstart"), &["0", "256", "shmem"], None);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    q.signal(Signal::SIGINT);
+    ok(&mut q);
+    assert!(q.saw("stopping the sampler first") && q.saw("0 lost"));
+}
