@@ -1,1 +1,46 @@
-//! The C ABI: filled by the issue "C ABI: libfairmq_rs.so, include/fairmq_rs.h".
+//! # libfairmq_rs: the C ABI of fairmq-rs
+//!
+//! C and C++ programs use the Rust transports and devices through `include/fairmq_rs.h` (C) and
+//! `include/fairmq_rs.hpp` (header-only C++ over it).
+//!
+//! Conventions (as rustls-ffi's):
+//! - Every name starts with `fmq_`. Handles are opaque; each `_new` has a `_free`, and `_free`
+//!   accepts NULL.
+//! - Calls that can fail return `fmq_result` (`FMQ_OK` = 0, errors non-zero; `fmq_result_message`
+//!   names them, `fmq_last_error` gives the calling thread's details). Out-parameters are written only
+//!   on success. NULL arguments are checked in every build.
+//! - Transfers return FairMQ's codes: bytes (>= 0), -1 error, -2 timeout, -3 interrupted. A failed
+//!   send leaves the message with the caller.
+//! - No panic crosses the boundary: every export runs inside a guard that turns one into
+//!   `FMQ_ERROR_PANIC` (or -1 for transfers).
+//! - Thread safety: transports may be shared between threads; channels, messages, parts and pollers
+//!   are used by one thread at a time; a hook's context only during the hook.
+
+#![allow(clippy::missing_safety_doc)] // each unsafe export documents its contract in "# Safety"
+#![allow(missing_debug_implementations)] // handles are opaque to C; Debug would only expose internals
+
+mod channel;
+mod device;
+mod error;
+mod message;
+mod ptr;
+mod transport;
+
+pub use channel::*;
+pub use device::*;
+pub use error::*;
+pub use message::*;
+pub use transport::*;
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn checked_in_header_is_up_to_date() {
+        let generated = include_str!(concat!(env!("OUT_DIR"), "/fairmq_rs.h"));
+        let checked_in = include_str!("../../include/fairmq_rs.h");
+        assert!(
+            generated == checked_in,
+            "include/fairmq_rs.h is stale: run `FMQ_WRITE_HEADER=1 cargo build -p fairmq-ffi`"
+        );
+    }
+}

@@ -1,0 +1,35 @@
+// A C++ device over libfairmq_rs: receives single messages on "data" until --max-iterations
+// arrived, then logs the count and leaves RUNNING.
+#include <fairmq_rs.hpp>
+#include <fairmq_rs_run_device.hpp>
+
+#include <cstdint>
+
+namespace bpo = boost::program_options;
+
+struct CountingSink : fair::mq::Device
+{
+    CountingSink() { OnData("data", &CountingSink::HandleData); }
+
+    void InitTask() override { fMax = fConfig->GetProperty<std::uint64_t>("max-iterations"); }
+
+    bool HandleData(fair::mq::MessagePtr& msg, int /*index*/)
+    {
+        fBytes += msg->GetSize();
+        return ++fReceived < fMax;
+    }
+
+    void PostRun() override { LOG(info) << "C++ sink received " << fReceived << " messages, " << fBytes << " bytes"; }
+
+  private:
+    std::uint64_t fMax = 1;
+    std::uint64_t fReceived = 0;
+    std::uint64_t fBytes = 0;
+};
+
+void addCustomOptions(bpo::options_description& options)
+{
+    options.add_options()("max-iterations", bpo::value<std::uint64_t>()->default_value(1), "Messages to receive");
+}
+
+std::unique_ptr<fair::mq::Device> getDevice(fair::mq::ProgOptions&) { return std::make_unique<CountingSink>(); }

@@ -1,0 +1,431 @@
+//! Devices written in C: hook callbacks plus a user pointer, run by `fmq_run_device` as FairMQ's
+//! `runDevice` would run a C++ device (same options, control modes, signals and exit codes).
+
+use crate::channel::{fmq_channel, fmq_parts};
+use crate::error::*;
+use crate::message::fmq_message;
+use crate::ptr::*;
+use crate::transport::fmq_transport;
+use fairmq::options::Kind;
+use fairmq::{Context, Device, HookResult, Message, Parts, Program};
+use std::ffi::{c_char, c_void, CString};
+
+/// What a hook gets: the running device's context (channels, configuration, state). Valid only
+/// during the hook call; use it from the hook's thread only.
+#[allow(non_camel_case_types)]
+#[repr(transparent)]
+pub struct fmq_context(Context);
+
+/// A hook: returns 0 on success; anything else takes the device to ERROR.
+#[allow(non_camel_case_types)]
+pub type fmq_hook = Option<unsafe extern "C" fn(ctx: *const fmq_context, user: *mut c_void) -> i32>;
+
+/// `conditional_run`: 1 to be called again, 0 to end RUNNING, negative for ERROR.
+#[allow(non_camel_case_types)]
+pub type fmq_conditional_hook = Option<unsafe extern "C" fn(ctx: *const fmq_context, user: *mut c_void) -> i32>;
+
+/// A data handler: 1 to continue, 0 to end RUNNING, negative for ERROR. The message (or parts)
+/// belongs to the framework; the handler may send it (or keep nothing of it after returning).
+#[allow(non_camel_case_types)]
+pub type fmq_data_hook = Option<
+    unsafe extern "C" fn(
+        ctx: *const fmq_context,
+        channel: *const c_char,
+        msg: *mut fmq_message,
+        index: i32,
+        user: *mut c_void,
+    ) -> i32,
+>;
+
+/// A multipart data handler (see `fmq_data_hook`).
+#[allow(non_camel_case_types)]
+pub type fmq_parts_hook = Option<
+    unsafe extern "C" fn(
+        ctx: *const fmq_context,
+        channel: *const c_char,
+        parts: *mut fmq_parts,
+        index: i32,
+        user: *mut c_void,
+    ) -> i32,
+>;
+
+/// The hooks of a C device; NULL members do nothing (`conditional_run` NULL: RUNNING ends at once).
+#[repr(C)]
+#[derive(Clone, Copy)]
+#[allow(non_camel_case_types)]
+pub struct fmq_device_hooks {
+    /// INITIALIZING DEVICE, before channels exist.
+    pub init: fmq_hook,
+    /// INITIALIZING TASK (register data handlers with `fmq_context_on_data` here).
+    pub init_task: fmq_hook,
+    /// RUNNING, once before the loop.
+    pub pre_run: fmq_hook,
+    /// RUNNING, repeatedly (without data handlers).
+    pub conditional_run: fmq_conditional_hook,
+    /// RUNNING, once after the conditional_run loop (without data handlers).
+    pub run: fmq_hook,
+    /// RUNNING, after the loop; a transition is pending (transports interrupted).
+    pub post_run: fmq_hook,
+    /// RESETTING TASK.
+    pub reset_task: fmq_hook,
+    /// RESETTING DEVICE, before channels are destroyed.
+    pub reset: fmq_hook,
+    /// Messages of channels registered with `fmq_context_on_data`.
+    pub handle_data: fmq_data_hook,
+    /// Multiparts of channels registered with `fmq_context_on_data_parts`.
+    pub handle_parts: fmq_parts_hook,
+}
+
+/// Type of a custom option.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(non_camel_case_types)]
+pub enum fmq_option_type {
+    /// Text.
+    FMQ_OPTION_STRING,
+    /// Signed integer (int).
+    FMQ_OPTION_INT,
+    /// Unsigned 64-bit integer.
+    FMQ_OPTION_UINT64,
+    /// Floating point (float).
+    FMQ_OPTION_FLOAT,
+    /// true/false.
+    FMQ_OPTION_BOOL,
+}
+
+/// A custom option of a C device (FairMQ's `addCustomOptions`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+#[allow(non_camel_case_types)]
+pub struct fmq_option {
+    /// Name without dashes.
+    pub name: *const c_char,
+    /// Value type.
+    pub ty: fmq_option_type,
+    /// Default as text (NULL: no default, the option is then unset unless given).
+    pub default_value: *const c_char,
+    /// Help text.
+    pub description: *const c_char,
+}
+
+struct CDevice {
+    hooks: fmq_device_hooks,
+    user: *mut c_void,
+}
+
+// SAFETY: the device runs on the state-loop thread only; the C side promises (in fmq_run_device's
+// contract) that its hooks and user pointer may be used from that thread.
+unsafe impl Send for CDevice {}
+
+fn ctx_ptr(ctx: &Context) -> *const fmq_context {
+    // fmq_context is repr(transparent) over Context.
+    (ctx as *const Context).cast()
+}
+
+impl CDevice {
+    fn call(&self, name: &str, hook: fmq_hook, ctx: &Context) -> HookResult {
+        let Some(f) = hook else { return Ok(()) };
+        // SAFETY: a C hook of the caller's table, called with a context valid for the call.
+        match unsafe { f(ctx_ptr(ctx), self.user) } {
+            0 => Ok(()),
+            rc => Err(format!("{name} hook returned {rc}").into()),
+        }
+    }
+
+    fn verdict(name: &str, rc: i32) -> HookResult<bool> {
+        match rc {
+            r if r < 0 => Err(format!("{name} hook returned {r}").into()),
+            r => Ok(r > 0),
+        }
+    }
+}
+
+impl Device for CDevice {
+    fn init(&mut self, ctx: &Context) -> HookResult {
+        self.call("init", self.hooks.init, ctx)
+    }
+    fn init_task(&mut self, ctx: &Context) -> HookResult {
+        self.call("init_task", self.hooks.init_task, ctx)
+    }
+    fn pre_run(&mut self, ctx: &Context) -> HookResult {
+        self.call("pre_run", self.hooks.pre_run, ctx)
+    }
+    fn conditional_run(&mut self, ctx: &Context) -> HookResult<bool> {
+        let Some(f) = self.hooks.conditional_run else { return Ok(false) };
+        // SAFETY: as in `call`.
+        Self::verdict("conditional_run", unsafe { f(ctx_ptr(ctx), self.user) })
+    }
+    fn run(&mut self, ctx: &Context) -> HookResult {
+        self.call("run", self.hooks.run, ctx)
+    }
+    fn post_run(&mut self, ctx: &Context) -> HookResult {
+        self.call("post_run", self.hooks.post_run, ctx)
+    }
+    fn reset_task(&mut self, ctx: &Context) -> HookResult {
+        self.call("reset_task", self.hooks.reset_task, ctx)
+    }
+    fn reset(&mut self, ctx: &Context) -> HookResult {
+        self.call("reset", self.hooks.reset, ctx)
+    }
+    fn handle_data(&mut self, ctx: &Context, channel: &str, msg: &mut Message, index: usize) -> HookResult<bool> {
+        let f = self.hooks.handle_data.ok_or("no handle_data hook")?;
+        let name = CString::new(channel)?;
+        // SAFETY: the message pointer is valid for the call (fmq_message is repr(transparent)); the
+        // channel name lives until the call returns.
+        let rc = unsafe { f(ctx_ptr(ctx), name.as_ptr(), (msg as *mut Message).cast(), index as i32, self.user) };
+        Self::verdict("handle_data", rc)
+    }
+    fn handle_parts(&mut self, ctx: &Context, channel: &str, parts: &mut Parts, index: usize) -> HookResult<bool> {
+        let f = self.hooks.handle_parts.ok_or("no handle_parts hook")?;
+        let name = CString::new(channel)?;
+        // SAFETY: as in handle_data; fmq_parts is repr(transparent) over Parts.
+        let rc = unsafe { f(ctx_ptr(ctx), name.as_ptr(), (parts as *mut Parts).cast(), index as i32, self.user) };
+        Self::verdict("handle_parts", rc)
+    }
+}
+
+/// Runs a C device like FairMQ's `runDevice`: parses `argv` (FairMQ's options plus `options`),
+/// handles `--help`, `--print-options` and friends, runs the state machine under the control mode
+/// and signal handling, and returns the process exit code (0 EXITING, 1 ERROR or bad input).
+///
+/// # Safety
+/// `argv` holds `argc` strings (`argv[0]` the program name); `hooks` is valid; `options` holds
+/// `n_options` entries (or is NULL with 0); the hooks and `user` may be used from the thread running
+/// the state machine (this one) until the function returns.
+#[no_mangle]
+pub unsafe extern "C" fn fmq_run_device(
+    argc: i32,
+    argv: *const *const c_char,
+    hooks: *const fmq_device_hooks,
+    options: *const fmq_option,
+    n_options: usize,
+    user: *mut c_void,
+) -> i32 {
+    guard_value(1, || {
+        let r = (|| -> Result<i32, fmq_result> {
+            // SAFETY: contracts as documented.
+            let (args, hooks) = unsafe { (crate::transport::args(argc, argv)?, *refp(hooks, "hooks")?) };
+            if options.is_null() && n_options > 0 {
+                return Err(fail(FMQ_ERROR_NULL, "options is NULL"));
+            }
+            let mut opts = Vec::new();
+            for i in 0..n_options {
+                // SAFETY: `n_options` entries per contract.
+                let o = unsafe { &*options.add(i) };
+                // SAFETY: strings of the option table per contract (default and description may be NULL).
+                let name = unsafe { str_arg(o.name)? }.to_owned();
+                let default = if o.default_value.is_null() {
+                    None
+                } else {
+                    Some(unsafe { str_arg(o.default_value)? }.to_owned())
+                };
+                let desc =
+                    if o.description.is_null() { String::new() } else { unsafe { str_arg(o.description)? }.to_owned() };
+                opts.push((name, o.ty, default, desc));
+            }
+            let program = Program::new(move |_| Ok(CDevice { hooks, user })).options(move |g| {
+                for (name, ty, default, desc) in &opts {
+                    let kind = match ty {
+                        fmq_option_type::FMQ_OPTION_STRING => Kind::Str,
+                        fmq_option_type::FMQ_OPTION_INT => Kind::Int,
+                        fmq_option_type::FMQ_OPTION_UINT64 => Kind::U64,
+                        fmq_option_type::FMQ_OPTION_FLOAT => Kind::Float,
+                        fmq_option_type::FMQ_OPTION_BOOL => Kind::Bool,
+                    };
+                    match default.as_deref().and_then(|d| kind.parse(d)) {
+                        Some(v) => g.add(name, kind, v, desc),
+                        None => g.add_optional(name, kind, desc),
+                    };
+                }
+            });
+            Ok(program.run_with_args(args.get(1..).unwrap_or(&[])))
+        })();
+        r.unwrap_or(1)
+    })
+}
+
+/// Runs `f` on the context; `default` when `ctx` is NULL (recorded) or `f` panics.
+fn with_ctx<T: Clone>(ctx: *const fmq_context, default: T, f: impl FnOnce(&Context) -> T) -> T {
+    let fallback = default.clone();
+    guard_value(default, || {
+        // SAFETY: hooks receive a context valid for the call (contract of every fmq_context_* call).
+        match unsafe { refp(ctx, "context") } {
+            Ok(c) => f(&c.0),
+            Err(_) => fallback,
+        }
+    })
+}
+
+/// Registers single-message data handling for `channel` (call from init or init_task).
+///
+/// # Safety
+/// `ctx` is the context of the running hook; `channel` a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn fmq_context_on_data(ctx: *const fmq_context, channel: *const c_char) -> fmq_result {
+    // SAFETY: contract as documented.
+    let name = match unsafe { str_arg(channel) } {
+        Ok(n) => n.to_owned(),
+        Err(e) => return e,
+    };
+    with_ctx(ctx, FMQ_ERROR_NULL, |c| {
+        c.on_data(&name);
+        FMQ_OK
+    })
+}
+
+/// Registers multipart data handling for `channel`.
+///
+/// # Safety
+/// As for `fmq_context_on_data`.
+#[no_mangle]
+pub unsafe extern "C" fn fmq_context_on_data_parts(ctx: *const fmq_context, channel: *const c_char) -> fmq_result {
+    // SAFETY: contract as documented.
+    let name = match unsafe { str_arg(channel) } {
+        Ok(n) => n.to_owned(),
+        Err(e) => return e,
+    };
+    with_ctx(ctx, FMQ_ERROR_NULL, |c| {
+        c.on_data_parts(&name);
+        FMQ_OK
+    })
+}
+
+/// Whether a transition is pending (loops in hooks should end).
+///
+/// # Safety
+/// `ctx` is the context of the running hook.
+#[no_mangle]
+pub unsafe extern "C" fn fmq_context_new_state_pending(ctx: *const fmq_context) -> bool {
+    with_ctx(ctx, true, |c| c.new_state_pending())
+}
+
+/// Sleeps up to `ms` unless a transition becomes pending; true if the full time passed.
+///
+/// # Safety
+/// `ctx` is the context of the running hook.
+#[no_mangle]
+pub unsafe extern "C" fn fmq_context_wait_for(ctx: *const fmq_context, ms: u64) -> bool {
+    with_ctx(ctx, false, |c| c.wait_for(std::time::Duration::from_millis(ms)))
+}
+
+/// Sub-channel `index` of `name` (borrowed: valid during the hook; do not free), or NULL.
+///
+/// # Safety
+/// `ctx` is the context of the running hook; `name` a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn fmq_context_channel(
+    ctx: *const fmq_context,
+    name: *const c_char,
+    index: usize,
+) -> *const fmq_channel {
+    // SAFETY: contract as documented.
+    let Ok(name) = (unsafe { str_arg(name) }).map(str::to_owned) else { return std::ptr::null() };
+    with_ctx(ctx, std::ptr::null(), |c| match c.channel(&name, index) {
+        Ok(ch) => (ch as *const fairmq::Channel).cast(),
+        Err(e) => {
+            set_last(e.to_string());
+            std::ptr::null()
+        }
+    })
+}
+
+/// Number of sub-channels of `name` (0 if unknown).
+///
+/// # Safety
+/// As for `fmq_context_channel`.
+#[no_mangle]
+pub unsafe extern "C" fn fmq_context_num_sub_channels(ctx: *const fmq_context, name: *const c_char) -> usize {
+    // SAFETY: contract as documented.
+    let Ok(name) = (unsafe { str_arg(name) }).map(str::to_owned) else { return 0 };
+    with_ctx(ctx, 0, |c| c.num_sub_channels(&name).unwrap_or(0))
+}
+
+/// The device's default transport (borrowed), or NULL before INITIALIZING DEVICE completed.
+///
+/// # Safety
+/// `ctx` is the context of the running hook.
+#[no_mangle]
+pub unsafe extern "C" fn fmq_context_transport(ctx: *const fmq_context) -> *const fmq_transport {
+    with_ctx(ctx, std::ptr::null(), |c| {
+        c.transport().map_or(std::ptr::null(), |t| (t as *const fairmq::Transport).cast())
+    })
+}
+
+/// A property (option or channel property) as text into `buf`.
+///
+/// # Safety
+/// `ctx` is the context of the running hook; `key` NUL-terminated; `buf` valid for `len`; `written`
+/// NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn fmq_context_property(
+    ctx: *const fmq_context,
+    key: *const c_char,
+    buf: *mut c_char,
+    len: usize,
+    written: *mut usize,
+) -> fmq_result {
+    // SAFETY: contract as documented.
+    let key = match unsafe { str_arg(key) } {
+        Ok(k) => k.to_owned(),
+        Err(e) => return e,
+    };
+    with_ctx(ctx, FMQ_ERROR_NULL, |c| match c.config().get_as_string(&key) {
+        // SAFETY: contract as documented.
+        Ok(v) => unsafe { copy_out(&v, buf, len, written) },
+        Err(e) => fail(FMQ_ERROR_NOT_FOUND, e),
+    })
+}
+
+/// A numeric property (integer, unsigned or float) as int64 into `*out`.
+///
+/// # Safety
+/// As for `fmq_context_property`; `out` valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn fmq_context_property_int(
+    ctx: *const fmq_context,
+    key: *const c_char,
+    out: *mut i64,
+) -> fmq_result {
+    // SAFETY: contract as documented.
+    let key = match unsafe { str_arg(key) } {
+        Ok(k) => k.to_owned(),
+        Err(e) => return e,
+    };
+    if out.is_null() {
+        return fail(FMQ_ERROR_NULL, "out is NULL");
+    }
+    with_ctx(ctx, FMQ_ERROR_NULL, |c| {
+        match c.config().get::<i64>(&key).or_else(|_| c.config().get::<f64>(&key).map(|f| f as i64)) {
+            Ok(v) => {
+                // SAFETY: checked non-null, valid per contract.
+                unsafe { *out = v };
+                FMQ_OK
+            }
+            Err(e) => fail(FMQ_ERROR_NOT_FOUND, e),
+        }
+    })
+}
+
+/// The device id into `buf`.
+///
+/// # Safety
+/// As for `fmq_context_property`.
+#[no_mangle]
+pub unsafe extern "C" fn fmq_context_id(
+    ctx: *const fmq_context,
+    buf: *mut c_char,
+    len: usize,
+    written: *mut usize,
+) -> fmq_result {
+    // SAFETY: contract as documented.
+    with_ctx(ctx, FMQ_ERROR_NULL, |c| unsafe { copy_out(&c.id(), buf, len, written) })
+}
+
+/// Requests ErrorFound (the device goes to ERROR after the hook returns).
+///
+/// # Safety
+/// `ctx` is the context of the running hook.
+#[no_mangle]
+pub unsafe extern "C" fn fmq_context_error_found(ctx: *const fmq_context) -> bool {
+    with_ctx(ctx, false, |c| c.change_state(fairmq::Transition::ErrorFound))
+}

@@ -1,0 +1,191 @@
+//! Result codes, the thread's last error text, and the panic boundary every export goes through.
+
+use std::cell::RefCell;
+use std::ffi::{c_char, CStr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// Result of a call that is not a transfer. `FMQ_OK` is 0; errors are non-zero and namespaced.
+/// `fmq_result_message` turns a code into text; `fmq_last_error` gives the details of the last
+/// error of the calling thread.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(non_camel_case_types)]
+pub enum fmq_result {
+    /// Success.
+    FMQ_OK = 0,
+    /// A required pointer argument was NULL.
+    FMQ_ERROR_NULL = 7001,
+    /// An argument was invalid (not UTF-8, out of range, unknown name).
+    FMQ_ERROR_INVALID = 7002,
+    /// A channel or option configuration was refused.
+    FMQ_ERROR_CONFIG = 7003,
+    /// A transport could not be created or used.
+    FMQ_ERROR_TRANSPORT = 7004,
+    /// Memory for a message could not be allocated (shared-memory segment full).
+    FMQ_ERROR_ALLOC = 7005,
+    /// A channel, property or index does not exist.
+    FMQ_ERROR_NOT_FOUND = 7006,
+    /// A caller's buffer is too small (the needed size was written where the call says).
+    FMQ_ERROR_BUFFER = 7007,
+    /// Rust code panicked; the panic was stopped at the C boundary.
+    FMQ_ERROR_PANIC = 7008,
+}
+
+pub use fmq_result::*;
+
+thread_local! {
+    static LAST: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// Records the details of an error for `fmq_last_error`.
+pub(crate) fn set_last(text: impl Into<String>) {
+    let t = text.into();
+    log::debug!("fairmq-rs C ABI error: {t}");
+    LAST.with(|l| *l.borrow_mut() = t);
+}
+
+/// Records `e` and returns `code`.
+pub(crate) fn fail(code: fmq_result, e: impl std::fmt::Display) -> fmq_result {
+    set_last(e.to_string());
+    code
+}
+
+fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".into())
+}
+
+/// Runs `f`; a panic becomes `FMQ_ERROR_PANIC` instead of unwinding into C.
+pub(crate) fn guard(f: impl FnOnce() -> fmq_result) -> fmq_result {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| fail(FMQ_ERROR_PANIC, format!("panic: {}", panic_text(&*p))))
+}
+
+/// Like [`guard`] for transfers: a panic becomes -1 (FairMQ's error code).
+pub(crate) fn guard_transfer(f: impl FnOnce() -> i64) -> i64 {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        set_last(format!("panic: {}", panic_text(&*p)));
+        -1
+    })
+}
+
+/// Like [`guard`] for calls that return a value; `default` on panic.
+pub(crate) fn guard_value<T>(default: T, f: impl FnOnce() -> T) -> T {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        set_last(format!("panic: {}", panic_text(&*p)));
+        default
+    })
+}
+
+/// A NUL-terminated UTF-8 string argument.
+///
+/// # Safety
+/// `p` must be NULL or point to a NUL-terminated string valid for the call.
+pub(crate) unsafe fn str_arg<'a>(p: *const c_char) -> Result<&'a str, fmq_result> {
+    if p.is_null() {
+        return Err(fail(FMQ_ERROR_NULL, "string argument is NULL"));
+    }
+    // SAFETY: non-null and NUL-terminated per the caller's contract.
+    unsafe { CStr::from_ptr(p) }.to_str().map_err(|_| fail(FMQ_ERROR_INVALID, "string argument is not UTF-8"))
+}
+
+/// Copies `text` (NUL-terminated) into a caller's buffer; `written` gets the length without NUL,
+/// also when the buffer is too small (then `FMQ_ERROR_BUFFER`).
+///
+/// # Safety
+/// `buf` must be NULL or valid for `len` bytes; `written` NULL or valid.
+pub(crate) unsafe fn copy_out(text: &str, buf: *mut c_char, len: usize, written: *mut usize) -> fmq_result {
+    if !written.is_null() {
+        // SAFETY: valid per the caller's contract.
+        unsafe { *written = text.len() };
+    }
+    if buf.is_null() || len < text.len() + 1 {
+        return fail(FMQ_ERROR_BUFFER, format!("buffer of {len} bytes, {} needed", text.len() + 1));
+    }
+    // SAFETY: `buf` has room for the text and its NUL (checked above); the regions cannot overlap.
+    unsafe {
+        std::ptr::copy_nonoverlapping(text.as_ptr(), buf.cast::<u8>(), text.len());
+        *buf.add(text.len()) = 0;
+    }
+    FMQ_OK
+}
+
+/// Text of a result code (static, never NULL).
+#[no_mangle]
+pub extern "C" fn fmq_result_message(code: fmq_result) -> *const c_char {
+    let s: &'static CStr = match code {
+        FMQ_OK => c"success",
+        FMQ_ERROR_NULL => c"a required pointer argument was NULL",
+        FMQ_ERROR_INVALID => c"invalid argument",
+        FMQ_ERROR_CONFIG => c"invalid configuration",
+        FMQ_ERROR_TRANSPORT => c"transport error",
+        FMQ_ERROR_ALLOC => c"out of memory for a message",
+        FMQ_ERROR_NOT_FOUND => c"not found",
+        FMQ_ERROR_BUFFER => c"buffer too small",
+        FMQ_ERROR_PANIC => c"internal error (a panic was stopped at the C boundary)",
+    };
+    s.as_ptr()
+}
+
+/// Text of a transfer result: bytes (>= 0), -1 error, -2 timeout, -3 interrupted (static).
+#[no_mangle]
+pub extern "C" fn fmq_transfer_message(code: i64) -> *const c_char {
+    let s: &'static CStr = match code {
+        c if c >= 0 => c"success",
+        -2 => c"timeout",
+        -3 => c"interrupted",
+        _ => c"error",
+    };
+    s.as_ptr()
+}
+
+/// Copies the details of the calling thread's last error into `buf` (NUL-terminated).
+/// `written` (may be NULL) receives the text length. Returns `FMQ_ERROR_BUFFER` if `len` is too small.
+///
+/// # Safety
+/// `buf` must be valid for `len` bytes (or NULL with `len` 0); `written` NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn fmq_last_error(buf: *mut c_char, len: usize, written: *mut usize) -> fmq_result {
+    guard(|| {
+        let text = LAST.with(|l| l.borrow().clone());
+        // SAFETY: the caller's contract is copy_out's.
+        unsafe { copy_out(&text, buf, len, written) }
+    })
+}
+
+/// Panics inside the boundary on purpose, so C programs and tests can check that a Rust panic
+/// comes back as `FMQ_ERROR_PANIC` and never aborts or unwinds into C.
+#[no_mangle]
+pub extern "C" fn fmq_debug_panic() -> fmq_result {
+    guard(|| panic!("fmq_debug_panic was called"))
+}
+
+/// The library version (static, e.g. "0.1.0").
+#[no_mangle]
+pub extern "C" fn fmq_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
+/// Logs `message` through the fairmq-rs logger at FairMQ's `severity` (trace, debug, info, state,
+/// warn, error, fatal), so C and C++ devices' lines look like the Rust devices' lines. An unknown
+/// severity logs at info.
+///
+/// # Safety
+/// `severity` and `message` are NUL-terminated strings (or NULL: nothing is logged).
+#[no_mangle]
+pub unsafe extern "C" fn fmq_log(severity: *const c_char, message: *const c_char) {
+    guard_value((), || {
+        // SAFETY: contract as documented.
+        let (Ok(sev), Ok(msg)) = (unsafe { str_arg(severity) }, unsafe { str_arg(message) }) else { return };
+        match sev {
+            "trace" => log::trace!("{msg}"),
+            "debug" => log::debug!("{msg}"),
+            "state" => log::info!(target: fairmq::logging::STATE_TARGET, "{msg}"),
+            "warn" | "warning" => log::warn!("{msg}"),
+            "error" => log::error!("{msg}"),
+            "fatal" => log::error!(target: fairmq::logging::FATAL_TARGET, "{msg}"),
+            _ => log::info!("{msg}"),
+        }
+    });
+}

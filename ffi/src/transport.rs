@@ -1,0 +1,106 @@
+//! Transports by name, configured with FairMQ's options.
+
+use crate::error::*;
+use crate::ptr::*;
+use fairmq::{Transport, TransportKind};
+use std::ffi::c_char;
+
+/// A transport ("zeromq" or "shmem"). Thread-safe: may be used from several threads at once.
+#[allow(non_camel_case_types)]
+#[repr(transparent)]
+pub struct fmq_transport(pub(crate) Transport);
+
+/// Collects `argc` strings from `argv`.
+///
+/// # Safety
+/// `argv` must be NULL (with `argc` 0) or hold `argc` valid NUL-terminated strings.
+pub(crate) unsafe fn args(argc: i32, argv: *const *const c_char) -> Result<Vec<String>, fmq_result> {
+    let n = usize::try_from(argc).map_err(|_| fail(FMQ_ERROR_INVALID, "argc is negative"))?;
+    if n > 0 && argv.is_null() {
+        return Err(fail(FMQ_ERROR_NULL, "argv is NULL"));
+    }
+    (0..n)
+        .map(|i| {
+            // SAFETY: `argv` holds `argc` entries per the caller's contract.
+            let p = unsafe { *argv.add(i) };
+            // SAFETY: each entry is a NUL-terminated string per the contract.
+            unsafe { str_arg(p) }.map(str::to_owned)
+        })
+        .collect()
+}
+
+/// Creates a transport of `kind` ("zeromq" or "shmem") for device `id`, configured by FairMQ
+/// options in `argv` (e.g. `--session s1 --shm-segment-size 100000000`; may be empty).
+/// On success `*out` owns the new transport (free with `fmq_transport_free`).
+///
+/// # Safety
+/// `kind` and `id` are NUL-terminated strings; `argv` holds `argc` strings; `out` is valid.
+#[no_mangle]
+pub unsafe extern "C" fn fmq_transport_new(
+    kind: *const c_char,
+    id: *const c_char,
+    argc: i32,
+    argv: *const *const c_char,
+    out: *mut *mut fmq_transport,
+) -> fmq_result {
+    guard(|| {
+        code((|| {
+            check_out(out)?;
+            // SAFETY: contracts as documented above.
+            let (kind, id, argv) = unsafe { (str_arg(kind)?, str_arg(id)?, args(argc, argv)?) };
+            let kind = match kind.parse::<TransportKind>() {
+                Ok(TransportKind::Default) | Ok(TransportKind::Zeromq) => TransportKind::Zeromq,
+                Ok(k) => k,
+                Err(e) => return Err(fail(FMQ_ERROR_INVALID, e)),
+            };
+            let mut words: Vec<&str> = vec!["--id", id];
+            words.extend(argv.iter().map(String::as_str));
+            let config = fairmq::config_from_args(&words, vec![]).map_err(|e| fail(FMQ_ERROR_CONFIG, e))?;
+            let t = fairmq::transports::create(kind, id, &config).map_err(|e| fail(FMQ_ERROR_TRANSPORT, e))?;
+            // SAFETY: `out` was checked and is valid per the contract.
+            unsafe { give(out, fmq_transport(t)) };
+            Ok(FMQ_OK)
+        })())
+    })
+}
+
+/// Frees a transport (NULL is fine). Sockets and messages made from it keep it alive until they
+/// are freed too; the last one ends the context (linger applies) and may remove the session.
+///
+/// # Safety
+/// `t` is NULL or from `fmq_transport_new`, and not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn fmq_transport_free(t: *mut fmq_transport) {
+    // SAFETY: contract of `take`.
+    guard_value((), || unsafe { take(t) });
+}
+
+/// Makes blocked transfers of this transport return -3 until `fmq_transport_resume`.
+///
+/// # Safety
+/// `t` is a valid transport.
+#[no_mangle]
+pub unsafe extern "C" fn fmq_transport_interrupt(t: *const fmq_transport) -> fmq_result {
+    guard(|| {
+        // SAFETY: valid per the contract.
+        code(unsafe { refp(t, "transport") }.map(|t| {
+            t.0.interrupt();
+            FMQ_OK
+        }))
+    })
+}
+
+/// Transfers of this transport block again.
+///
+/// # Safety
+/// `t` is a valid transport.
+#[no_mangle]
+pub unsafe extern "C" fn fmq_transport_resume(t: *const fmq_transport) -> fmq_result {
+    guard(|| {
+        // SAFETY: valid per the contract.
+        code(unsafe { refp(t, "transport") }.map(|t| {
+            t.0.resume();
+            FMQ_OK
+        }))
+    })
+}
