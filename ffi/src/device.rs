@@ -217,10 +217,15 @@ pub unsafe extern "C" fn fmq_run_device(
                 let default = if o.default_value.is_null() {
                     None
                 } else {
+                    // SAFETY: a non-NULL default is a NUL-terminated string per contract.
                     Some(unsafe { str_arg(o.default_value)? }.to_owned())
                 };
-                let desc =
-                    if o.description.is_null() { String::new() } else { unsafe { str_arg(o.description)? }.to_owned() };
+                let desc = if o.description.is_null() {
+                    String::new()
+                } else {
+                    // SAFETY: a non-NULL description is a NUL-terminated string per contract.
+                    unsafe { str_arg(o.description)? }.to_owned()
+                };
                 opts.push((name, o.ty, default, desc));
             }
             let program = Program::new(move |_| Ok(CDevice { hooks, user })).options(move |g| {

@@ -118,8 +118,8 @@ pub unsafe extern "C" fn fmq_message_new_data(
             return Err(fail(FMQ_ERROR_NULL, "data is NULL"));
         }
         Ok(match t {
-            // SAFETY: the buffer contract is the caller's, exactly what from_raw_parts requires.
             Transport::Zeromq(_) => {
+                // SAFETY: the buffer contract is the caller's, exactly what from_raw_parts requires.
                 Message::Zeromq(unsafe { fairmq_zmq::Message::from_raw_parts(data.cast(), size, ffn, hint) })
             }
             Transport::Shmem(s) => Message::Shmem(
