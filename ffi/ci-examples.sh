@@ -11,7 +11,10 @@ session="ci-c-$$"
 cleanup() {
   pkill -P $$ 2>/dev/null || true
   rm -rf "$work"
-  rm -f /dev/shm/fmqrs_"$(printf '%s' "$(id -u)$session" | sha256sum | cut -c1-8)"_* 2>/dev/null || true
+  # Every session this script used (the shmId is the first 4 bytes of SHA-256 of uid and session).
+  for s in "$session" "$session-rt-zeromq" "$session-rt-shmem"; do
+    rm -f /dev/shm/fmqrs_"$(printf '%s' "$(id -u)$s" | sha256sum | cut -c1-8)"_* 2>/dev/null || true
+  done
   rm -f /tmp/fmqrs-c-* 2>/dev/null || true
 }
 trap cleanup EXIT
