@@ -198,7 +198,7 @@ impl Message {
     pub fn copy_from(&mut self, other: &Message) -> Result<(), Error> {
         match (self, other) {
             (Message::Zeromq(a), Message::Zeromq(b)) => a.copy_from(b),
-            (Message::Shmem(a), Message::Shmem(b)) => a.copy_from(b),
+            (Message::Shmem(a), Message::Shmem(b)) => a.copy_from(b)?,
             (Message::Zeromq(a), b) => *a = fairmq_zmq::Message::from_slice(b.data()),
             (Message::Shmem(a), b) => a.rebuild_from_slice(b.data())?,
         }

@@ -60,6 +60,42 @@ pub enum ShmError {
     /// An invalid configuration value.
     #[error("invalid shared-memory configuration: {0}")]
     Config(String),
+    /// An explicit region id this session used before (ids are unique per session, as in FairMQ).
+    #[error("Unmanaged Region with id {id} has already been registered. Only unique IDs per session are allowed.")]
+    RegionIdTaken {
+        /// The id.
+        id: u16,
+    },
+    /// This process already controls a region of this id.
+    #[error("Unmanaged Region with id {id} already exists. Only unique IDs per session are allowed.")]
+    RegionExists {
+        /// The id.
+        id: u16,
+    },
+    /// A region opened by id has another size than asked for.
+    #[error("Created/opened region size ({mapped}) does not match configured size ({configured})")]
+    RegionSizeMismatch {
+        /// Size of the existing region.
+        mapped: u64,
+        /// Size asked for.
+        configured: u64,
+    },
+    /// A region message whose bytes are not all inside the region.
+    #[error("trying to create region message with data from outside the region (offset {offset}, size {size}, region size {region_size})")]
+    OutsideRegion {
+        /// Offset asked for.
+        offset: u64,
+        /// Size asked for.
+        size: u64,
+        /// The region's size.
+        region_size: u64,
+    },
+    /// A region that belongs to another transport or session.
+    #[error("region {id} belongs to another shared-memory session")]
+    ForeignRegion {
+        /// The id.
+        id: u16,
+    },
     /// Socket set-up failed.
     #[error(transparent)]
     Socket(#[from] fairmq_zmq::SocketError),

@@ -33,16 +33,23 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod ack_queue;
+mod acks;
 mod cache;
 mod config;
 mod depot;
 mod error;
+mod events;
+pub mod liveness;
 pub mod management;
 mod manager;
 mod message;
 pub mod meta;
 mod naming;
 mod poller;
+mod region;
+mod region_map;
+pub mod registry;
 pub mod segment;
 mod shmid;
 mod socket;
@@ -52,9 +59,12 @@ mod transport;
 
 pub use config::{BadAllocPolicy, ShmConfig};
 pub use error::ShmError;
+pub use events::{RegionEvent, RegionInfo};
 pub use message::Message;
 pub use naming::Names;
 pub use poller::Poller;
+pub use region::{BulkCallback, Region, RegionBlock, RegionCallback, RegionConfig, SingleCallback};
+pub use registry::RegionEntry;
 pub use segment::{Segment, SegmentStats};
 pub use shmid::{shm_id, shm_id_for, shm_id_from_number, shm_id_number};
 pub use socket::Socket;

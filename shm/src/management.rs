@@ -1,5 +1,14 @@
 //! The management segment of a session: its lock, the registry of segments, the count of attached
-//! transports, the event counter and the heartbeat.
+//! transports, the event counter and the heartbeat. The region registry (`registry`) and the
+//! process slots (`liveness`) live in it too.
+//!
+//! | bytes | content |
+//! |---|---|
+//! | 0..384 | header words: magic, layout, state, devices, events, heartbeat, region counter, uid, session |
+//! | 384..448 | the session lock (robust mutex) |
+//! | 512..8704 | segment registry: 256 slots of 4 words |
+//! | 16 KiB..48 KiB | process slots (`liveness`): 256 of 128 bytes |
+//! | 64 KiB..576 KiB | region registry (`registry`): 1024 slots of 512 bytes |
 //!
 //! Attaching and detaching happen under the session lock. The last transport to detach marks the
 //! segment *removed* and unlinks every object of the session while still holding the lock; a process
@@ -13,7 +22,7 @@ use crate::sys::robust_mutex::{Guard, RobustMutex, MUTEX_BYTES};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 const MAGIC: u64 = u64::from_le_bytes(*b"FMQRSMNG");
-const LAYOUT: u64 = 1;
+const LAYOUT: u64 = 2;
 /// Size of the management segment (sparse).
 pub const MANAGEMENT_SIZE: usize = 1 << 20;
 
@@ -23,7 +32,7 @@ const W_STATE: usize = 2;
 const W_DEVICES: usize = 3;
 const W_EVENTS: usize = 4;
 const W_HEARTBEAT: usize = 5;
-const W_REGION_COUNTER: usize = 6;
+pub(crate) const W_REGION_COUNTER: usize = 6;
 const W_CREATOR_UID: usize = 7;
 const W_SESSION_LEN: usize = 8;
 const W_SESSION: usize = 9;
@@ -129,8 +138,18 @@ impl Management {
         Ok(Management { map, mutex, names: names.clone() })
     }
 
-    fn words(&self) -> &[AtomicU64] {
+    pub(crate) fn words(&self) -> &[AtomicU64] {
         self.map.words()
+    }
+
+    /// Pointer to `len` bytes at `offset` of the segment (for the mutexes of process slots).
+    pub(crate) fn range_ptr(&self, offset: usize, len: usize) -> Option<*mut u8> {
+        self.map.range_ptr(offset, len)
+    }
+
+    /// The session's object names.
+    pub fn names(&self) -> &Names {
+        &self.names
     }
 
     /// Takes the session lock. The data it guards is only the registry and counters, each updated by
@@ -187,7 +206,9 @@ impl Management {
     /// `no_cleanup`. Returns whether the session was removed.
     pub fn detach(&self, no_cleanup: bool) -> Result<bool, ShmError> {
         let lock = self.lock()?;
-        let left = lock.word(W_DEVICES).fetch_sub(1, Ordering::Relaxed).saturating_sub(1);
+        // Transports of dead processes never detach: count them out, so the last live one cleans up.
+        lock.sweep_dead()?;
+        let left = lock.count_out_dead();
         if left > 0 {
             log::debug!("Other segment users present ({left}), skipping removal.");
             return Ok(false);
@@ -198,14 +219,32 @@ impl Management {
         }
         log::debug!("Last segment user, removing segment.");
         lock.word(W_STATE).store(REMOVED, Ordering::Release);
-        remove_objects(&self.names, &self.segments());
+        remove_objects(&self.names, &self.segments(), &crate::registry::regions(self));
         Ok(true)
     }
 }
 
 impl SessionLock<'_> {
-    fn word(&self, i: usize) -> &AtomicU64 {
+    pub(crate) fn word(&self, i: usize) -> &AtomicU64 {
         &self.m.words()[i]
+    }
+
+    /// The management segment this lock guards.
+    pub(crate) fn management(&self) -> &Management {
+        self.m
+    }
+
+    /// Bumps the event counter (segments or regions appeared or went).
+    pub(crate) fn bump_events(&self) {
+        self.word(W_EVENTS).fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Counts one transport out (a dead process's, or our own); returns how many are left.
+    pub(crate) fn count_out_dead(&self) -> u64 {
+        let w = self.word(W_DEVICES);
+        let left = w.load(Ordering::Relaxed).saturating_sub(1);
+        w.store(left, Ordering::Relaxed);
+        left
     }
 
     /// Registers segment `id` of `size` bytes (if not yet) and bumps the event counter.
@@ -219,7 +258,7 @@ impl SessionLock<'_> {
         let base = W_SEGMENTS + slot * SEGMENT_WORDS;
         w[base + 1].store(size, Ordering::Relaxed);
         w[base].store(u64::from(id) + 1, Ordering::Release);
-        self.word(W_EVENTS).fetch_add(1, Ordering::AcqRel);
+        self.bump_events();
         Ok(())
     }
 }
@@ -241,20 +280,32 @@ fn init(m: &Mapping, session: &str) -> std::io::Result<()> {
     let ptr = m.range_ptr(MUTEX_AT, MUTEX_BYTES).expect("inside the mapping");
     // SAFETY: the object is private to its creator until linked; the range is inside it and aligned.
     unsafe { RobustMutex::init(ptr)? };
+    crate::liveness::init_slots(m)?;
     w[W_MAGIC].store(MAGIC, Ordering::Release);
     Ok(())
 }
 
-/// Unlinks every object of a session: registered segments, the management segment, and temporary
-/// files of dead creators. Missing objects are fine (removal is idempotent). Returns what was removed.
-pub fn remove_objects(names: &Names, segments: &[SegmentEntry]) -> Vec<String> {
+/// Unlinks every object of a session: registered regions (also file-backed ones), registered
+/// segments, the management segment, and temporary files of dead creators. Missing objects are fine
+/// (removal is idempotent). Returns what was removed.
+pub fn remove_objects(names: &Names, segments: &[SegmentEntry], regions: &[crate::RegionEntry]) -> Vec<String> {
     let mut removed = Vec::new();
+    for r in regions {
+        let data = r.data_path(names);
+        if std::fs::remove_file(&data).is_ok() {
+            log::debug!("Removed '{}'.", data.display());
+            removed.push(data.display().to_string());
+        }
+    }
     let mut unlink = |name: String| {
         if std::fs::remove_file(Names::path(&name)).is_ok() {
             log::debug!("Removed '{name}'.");
             removed.push(name);
         }
     };
+    for r in regions {
+        unlink(names.region_queue(r.id));
+    }
     for s in segments {
         unlink(names.segment(s.id));
     }
@@ -288,7 +339,7 @@ pub fn remove_session(names: &Names) -> Vec<String> {
     removed
 }
 
-fn process_alive(pid: u32) -> bool {
+pub(crate) fn process_alive(pid: u32) -> bool {
     // SAFETY: kill with signal 0 only checks whether the process exists.
     let rc = unsafe { libc::kill(pid as libc::pid_t, 0) };
     rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)

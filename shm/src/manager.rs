@@ -1,12 +1,16 @@
 //! Per-transport shared-memory state: the session attachment, the segment this transport allocates
 //! in, segments of peers (mapped on first use), the caches, and the out-of-memory policy.
 
+use crate::ack_queue::{Ack, AckQueue};
+use crate::acks::Acks;
 use crate::cache::{self, Cache, Released};
 use crate::config::ShmConfig;
 use crate::error::ShmError;
+use crate::liveness::Heartbeat;
 use crate::management::Management;
 use crate::meta::MetaError;
 use crate::naming::Names;
+use crate::region_map::RegionMap;
 use crate::segment::{Segment, SegmentInit};
 use crate::tlsf::Block;
 use fairmq_zmq::Interrupter;
@@ -22,8 +26,10 @@ pub(crate) struct Manager {
     segments: SegmentTable,
     cache: Mutex<Cache>,
     interrupter: Arc<Interrupter>,
+    acks: Acks,
+    heartbeat: Option<Heartbeat>,
     // Last: detaching may remove the session, after everything above is released.
-    mng: Management,
+    mng: Arc<Management>,
 }
 
 impl std::fmt::Debug for Manager {
@@ -38,8 +44,9 @@ impl Manager {
         let shm_id = config.resolved_shm_id();
         log::debug!("Generated shmid '{shm_id}' out of session id '{}'.", config.session);
         let names = Names::new(&shm_id);
-        let mng = Management::attach(&names, &config.session)?;
-        let own = match Self::own_segment(&names, &mng, config) {
+        let mng = Arc::new(Management::attach(&names, &config.session)?);
+        let started = Self::own_segment(&names, &mng, config).and_then(|own| Ok((own, Heartbeat::start(mng.clone())?)));
+        let (own, heartbeat) = match started {
             Ok(s) => s,
             Err(e) => {
                 let _ = mng.detach(config.no_cleanup);
@@ -49,7 +56,39 @@ impl Manager {
         let segments = SegmentTable::default();
         segments.insert(own.clone());
         let cache = Mutex::new(Cache::new(own.size()));
-        Ok(Manager { names, config: config.clone(), pid: std::process::id(), own, segments, cache, interrupter, mng })
+        let mgr = Manager {
+            names,
+            config: config.clone(),
+            pid: std::process::id(),
+            own,
+            segments,
+            cache,
+            interrupter,
+            acks: Acks::default(),
+            heartbeat: Some(heartbeat),
+            mng,
+        };
+        mgr.sweep_dead();
+        Ok(mgr)
+    }
+
+    /// Counts dead processes out of the session and frees what they held in their caches here.
+    pub fn sweep_dead(&self) -> Vec<u32> {
+        let dead = match self.mng.lock().and_then(|l| l.sweep_dead()) {
+            Ok(d) => d,
+            Err(e) => {
+                log::error!("could not look for dead processes: {e}");
+                return Vec::new();
+            }
+        };
+        for &pid in &dead {
+            match self.own.reclaim_cached_of(pid) {
+                Ok((n, bytes)) if n > 0 => log::info!("freed {n} blocks ({bytes} bytes) cached by dead process {pid}"),
+                Ok(_) => {}
+                Err(e) => log::error!("could not free the blocks of dead process {pid}: {e}"),
+            }
+        }
+        dead
     }
 
     fn own_segment(names: &Names, mng: &Management, c: &ShmConfig) -> Result<Arc<Segment>, ShmError> {
@@ -89,6 +128,36 @@ impl Manager {
         &self.mng
     }
 
+    pub fn acks(&self) -> &Acks {
+        &self.acks
+    }
+
+    /// Region `id`, mapped as a viewer on first use (a message of it arrived).
+    pub fn region_view(&self, id: u16) -> Result<Arc<RegionMap>, MetaError> {
+        if let Some(r) = self.acks.get(id) {
+            return Ok(r);
+        }
+        let unknown = MetaError::Unknown { kind: "region", id };
+        let Some(entry) = crate::registry::find(&self.mng, id).filter(|e| !e.destroyed) else {
+            log::error!(
+                "Could not get remote region with id '{id}'. Does the region creator run with the same session id?"
+            );
+            return Err(unknown);
+        };
+        let data = RegionMap::map_data(&entry, &self.names, false).map_err(|e| {
+            log::error!("Could not get remote region for id '{id}': {e}");
+            unknown.clone()
+        })?;
+        // Without its queue (a controller gone) pieces can still be read; acknowledgements are dropped.
+        let queue = AckQueue::open(&Names::path(&self.names.region_queue(id))).ok();
+        log::debug!("Opened unmanaged shared memory region: {} (viewer)", entry.data_path(&self.names).display());
+        Ok(self.acks.insert(Arc::new(RegionMap::new(entry, data, queue, false))))
+    }
+
+    /// The last reference to a piece of region `map` is gone.
+    pub fn release_region_piece(&self, map: &RegionMap, offset: u64, size: u64, hint: u64) {
+        self.acks.released(map, Ack { offset, size, hint });
+    }
     /// Segment `id`, mapped on first use.
     pub fn segment(&self, id: u16) -> Result<&Segment, MetaError> {
         if let Some(s) = self.segments.get(id) {
@@ -184,10 +253,9 @@ impl Manager {
         let size = seg.block_size(offset);
         let block = Block { offset, delta, size };
         let own = seg.id() == self.own.id();
-        if own {
-            // Record ourselves as owner while the block sits in our cache.
-            seg.refcount(offset).store(u64::from(self.pid) << 32, Ordering::Relaxed);
-        }
+        // Record ourselves as owner while the block sits in our cache or deferred list: if we die,
+        // the blocks with our pid and no reference are exactly those, and can be freed for us.
+        seg.refcount(offset).store(u64::from(self.pid) << 32, Ordering::Relaxed);
         let wanted = seg.has_waiters();
         let flush = match self.cache.lock().release(seg, block, own, wanted) {
             Released::Cached => false,
@@ -222,6 +290,8 @@ impl Manager {
 impl Drop for Manager {
     fn drop(&mut self) {
         self.flush(true);
+        self.acks.shutdown();
+        drop(self.heartbeat.take());
         if let Err(e) = self.mng.detach(self.config.no_cleanup) {
             log::error!("could not detach from shared memory session {}: {e}", self.names.shm_id());
         }

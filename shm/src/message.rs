@@ -5,16 +5,22 @@
 //! last frees the block, in whatever process that is. A successful send hands the sender's reference
 //! to the receiver: the sent message is left empty and frees nothing.
 //!
+//! A message can also refer to a piece of an unmanaged region. Such a piece has no reference count
+//! until the message is first copied; then a small block of a managed segment holds the count, and
+//! whoever releases the last reference acknowledges the piece to the region's creator.
+//!
 //! Bytes are readable through `data()` while the message lives. They are writable through
 //! `data_mut()` only while this message holds the only reference; otherwise `data_mut` first copies
 //! them into a block of its own, so no other holder (in any process) ever sees a write.
 
 use crate::error::ShmError;
 use crate::manager::Manager;
-use crate::meta::{MetaError, Record};
+use crate::meta::{MetaError, RcHandle, Record};
+use crate::region::Region;
+use crate::region_map::RegionMap;
 
 use std::sync::atomic::{fence, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// A message of the shared-memory transport.
 pub struct Message {
@@ -25,6 +31,18 @@ pub struct Message {
 enum Body {
     Empty,
     Block { seg: u16, offset: u64, delta: u32, size: usize },
+    Region(Piece),
+}
+
+/// A piece of an unmanaged region.
+struct Piece {
+    map: Arc<RegionMap>,
+    offset: u64,
+    size: usize,
+    hint: u64,
+    /// The shared reference count, made by the first copy (set once, hence the `OnceLock`: copying
+    /// takes `&self`).
+    rc: OnceLock<RcHandle>,
 }
 
 impl std::fmt::Debug for Message {
@@ -34,6 +52,12 @@ impl std::fmt::Debug for Message {
             Body::Block { seg, offset, size, .. } => {
                 f.debug_struct("Message").field("segment", seg).field("offset", offset).field("size", size).finish()
             }
+            Body::Region(p) => f
+                .debug_struct("Message")
+                .field("region", &p.map.id())
+                .field("offset", &p.offset)
+                .field("size", &p.size)
+                .finish(),
         }
     }
 }
@@ -53,6 +77,29 @@ impl Message {
         Ok(Message { mgr, body: Body::Block { seg, offset: b.offset, delta: b.delta, size } })
     }
 
+    /// A message referring to `size` bytes at `offset` of `region`, zero-copy; `hint` comes back in the
+    /// region's release callback.
+    pub(crate) fn from_region(
+        mgr: Arc<Manager>,
+        region: &Region,
+        offset: usize,
+        size: usize,
+        hint: u64,
+    ) -> Result<Message, ShmError> {
+        let map = region.map().clone();
+        if region.manager().names() != mgr.names() {
+            return Err(ShmError::ForeignRegion { id: map.id() });
+        }
+        map.check(offset as u64, size as u64).map_err(|_| ShmError::OutsideRegion {
+            offset: offset as u64,
+            size: size as u64,
+            region_size: map.size(),
+        })?;
+        map.made_message();
+        let piece = Piece { map, offset: offset as u64, size, hint, rc: OnceLock::new() };
+        Ok(Message { mgr, body: Body::Region(piece) })
+    }
+
     /// A message holding a copy of `bytes`.
     pub(crate) fn copy_of(mgr: Arc<Manager>, bytes: &[u8]) -> Result<Message, ShmError> {
         let mut m = Message::allocate(mgr, bytes.len(), 0)?;
@@ -62,9 +109,18 @@ impl Message {
 
     /// Size in bytes.
     pub fn size(&self) -> usize {
-        match self.body {
+        match &self.body {
             Body::Empty => 0,
-            Body::Block { size, .. } => size,
+            Body::Block { size, .. } => *size,
+            Body::Region(p) => p.size,
+        }
+    }
+
+    /// The region and offset of a region message (`None` for other messages).
+    pub fn region_piece(&self) -> Option<(u16, u64)> {
+        match &self.body {
+            Body::Region(p) => Some((p.map.id(), p.offset)),
+            _ => None,
         }
     }
 
@@ -84,6 +140,14 @@ impl Message {
                 // writes while another reference exists (see `data_mut`), and our own writes need
                 // `&mut self`, so nothing writes these bytes while this borrow lasts.
                 unsafe { std::slice::from_raw_parts(p, *size) }
+            }
+            Body::Region(p) => {
+                let ptr = p.map.ptr(p.offset, p.size);
+                // SAFETY: the range was checked against the region when the message was made or its
+                // record validated, and the mapping lives as long as `p.map`. The region's creator
+                // does not rewrite a piece before its acknowledgement (FairMQ's contract), which
+                // comes only after this message is gone.
+                unsafe { std::slice::from_raw_parts(ptr, p.size) }
             }
         }
     }
@@ -118,40 +182,84 @@ impl Message {
                 // message in any process reads or writes the block, and `&mut self` excludes our own.
                 Ok(unsafe { std::slice::from_raw_parts_mut(p, *size) })
             }
+            Body::Region(p) => {
+                let ptr = p.map.ptr(p.offset, p.size);
+                // SAFETY: in bounds as in `data`; this is the only message referring to the piece
+                // (count 1), and `&mut self` excludes our own readers.
+                Ok(unsafe { std::slice::from_raw_parts_mut(ptr, p.size) })
+            }
         }
     }
 
     /// Number of messages (in all processes) referring to this block; 1 for an empty message.
     pub fn refcount(&self) -> u32 {
-        match &self.body {
-            Body::Empty => 1,
-            Body::Block { seg, offset, .. } => self.mgr.mapped(*seg).refcount(*offset).load(Ordering::Acquire) as u32,
+        match self.count_word() {
+            None => 1,
+            Some(w) => w.load(Ordering::Acquire) as u32,
         }
     }
 
-    /// One more reference to the block, owned by whoever receives a record of it (publishing).
+    /// The shared reference count of the block, or of the region piece once copied.
+    fn count_word(&self) -> Option<&std::sync::atomic::AtomicU64> {
+        match &self.body {
+            Body::Empty => None,
+            Body::Block { seg, offset, .. } => Some(self.mgr.mapped(*seg).refcount(*offset)),
+            Body::Region(p) => p.rc.get().map(|h| self.mgr.mapped(h.segment).refcount(h.offset)),
+        }
+    }
+
+    /// Makes sure the message has a shared reference count (region pieces get one on first use),
+    /// before references are added for other holders.
+    pub(crate) fn share(&self) -> Result<(), ShmError> {
+        let Body::Region(p) = &self.body else { return Ok(()) };
+        if p.rc.get().is_some() {
+            return Ok(());
+        }
+        let b = self.mgr.allocate(8, 0)?;
+        let seg = self.mgr.own().id();
+        let delta = u16::try_from(b.delta).expect("an unaligned 8-byte block starts right after its header");
+        if p.rc.set(RcHandle { segment: seg, offset: b.offset, delta }).is_err() {
+            // Another thread made one first: give ours back.
+            let own = self.mgr.own();
+            own.refcount(b.offset).fetch_sub(1, Ordering::Relaxed);
+            self.mgr.release(own, b.offset, b.delta);
+        }
+        Ok(())
+    }
+
+    /// One more reference, owned by whoever receives a record of this message (publishing). Call
+    /// [`Message::share`] first.
     pub(crate) fn add_reference(&self) {
-        if let Body::Block { seg, offset, .. } = &self.body {
-            self.mgr.mapped(*seg).refcount(*offset).fetch_add(1, Ordering::Relaxed);
+        if let Some(w) = self.count_word() {
+            w.fetch_add(1, Ordering::Relaxed);
         }
     }
 
     /// Takes back a reference of `add_reference` whose record did not go out; this message still
     /// holds its own, so the count never reaches 0 here.
     pub(crate) fn drop_reference(&self) {
-        if let Body::Block { seg, offset, .. } = &self.body {
-            self.mgr.mapped(*seg).refcount(*offset).fetch_sub(1, Ordering::Relaxed);
+        if let Some(w) = self.count_word() {
+            w.fetch_sub(1, Ordering::Relaxed);
         }
     }
 
-    /// Makes this message refer to `other`'s block (shared, not copied).
-    pub fn copy_from(&mut self, other: &Message) {
+    /// Makes this message refer to `other`'s block or region piece (shared, not copied). Fails only
+    /// when the first copy of a region piece finds no room for its reference count.
+    pub fn copy_from(&mut self, other: &Message) -> Result<(), ShmError> {
+        other.share()?;
+        other.add_reference();
         let body = match &other.body {
             Body::Empty => Body::Empty,
             Body::Block { seg, offset, delta, size } => {
-                other.mgr.mapped(*seg).refcount(*offset).fetch_add(1, Ordering::Relaxed);
                 Body::Block { seg: *seg, offset: *offset, delta: *delta, size: *size }
             }
+            Body::Region(p) => Body::Region(Piece {
+                map: p.map.clone(),
+                offset: p.offset,
+                size: p.size,
+                hint: p.hint,
+                rc: p.rc.clone(),
+            }),
         };
         self.release();
         if !Arc::ptr_eq(&self.mgr, &other.mgr) {
@@ -159,6 +267,7 @@ impl Message {
             self.mgr = other.mgr.clone();
         }
         self.body = body;
+        Ok(())
     }
 
     /// Shrinks the message to its first `size` bytes. False (nothing changed) if larger than the
@@ -172,19 +281,24 @@ impl Message {
         if new == current {
             return true;
         }
-        if new == 0 {
+        if new == 0 && !matches!(self.body, Body::Region(_)) {
             self.release();
             return true;
         }
         let unshared = self.refcount() == 1;
         let mgr = self.mgr.clone();
-        if let Body::Block { seg, offset, delta, size } = &mut self.body {
-            if unshared {
-                if let Err(e) = mgr.mapped(*seg).shrink(*offset, u64::from(*delta) + new as u64) {
-                    log::error!("could not shrink message: {e}");
+        match &mut self.body {
+            Body::Block { seg, offset, delta, size } => {
+                if unshared {
+                    if let Err(e) = mgr.mapped(*seg).shrink(*offset, u64::from(*delta) + new as u64) {
+                        log::error!("could not shrink message: {e}");
+                    }
                 }
+                *size = new;
             }
-            *size = new;
+            // A region piece only gets shorter: the region's memory is the creator's.
+            Body::Region(p) => p.size = new,
+            Body::Empty => {}
         }
         true
     }
@@ -215,6 +329,13 @@ impl Message {
             Body::Block { seg, offset, delta, size } => {
                 Record::Block { segment: *seg, offset: *offset, delta: *delta, size: *size as u64 }
             }
+            Body::Region(p) => Record::Region {
+                region: p.map.id(),
+                offset: p.offset,
+                size: p.size as u64,
+                hint: p.hint,
+                rc: p.rc.get().copied(),
+            },
         }
     }
 
@@ -238,19 +359,48 @@ impl Message {
                 let size = usize::try_from(size).map_err(|_| MetaError::OutOfBounds { segment, offset, size })?;
                 Ok(Message { mgr: mgr.clone(), body: Body::Block { seg: segment, offset, delta, size } })
             }
-            Record::Region { region, .. } => Err(MetaError::Unknown { kind: "region", id: region }),
+            Record::Region { region, offset, size, hint, rc } => {
+                let map = mgr.region_view(region)?;
+                map.check(offset, size)?;
+                if let Some(h) = rc {
+                    mgr.segment(h.segment)?.check_block(h.offset, u32::from(h.delta), 8)?;
+                }
+                let size =
+                    usize::try_from(size).map_err(|_| MetaError::OutOfBounds { segment: region, offset, size })?;
+                let piece = Piece { map, offset, size, hint, rc: rc.map(OnceLock::from).unwrap_or_default() };
+                Ok(Message { mgr: mgr.clone(), body: Body::Region(piece) })
+            }
         }
     }
 
     fn release(&mut self) {
-        if let Body::Block { seg, offset, delta, .. } = std::mem::replace(&mut self.body, Body::Empty) {
-            let segment = self.mgr.mapped(seg);
-            let prev = segment.refcount(offset).fetch_sub(1, Ordering::Release);
-            if prev & 0xffff_ffff == 1 {
-                // Pairs with the other holders' Release decrements: their accesses happen before the free.
-                fence(Ordering::Acquire);
-                self.mgr.release(segment, offset, delta);
+        match std::mem::replace(&mut self.body, Body::Empty) {
+            Body::Empty => {}
+            Body::Block { seg, offset, delta, .. } => {
+                self.drop_block_reference(seg, offset, delta);
             }
+            Body::Region(p) => {
+                if let Some(h) = p.rc.get() {
+                    if !self.drop_block_reference(h.segment, h.offset, u32::from(h.delta)) {
+                        return; // other messages still refer to the piece
+                    }
+                }
+                self.mgr.release_region_piece(&p.map, p.offset, p.size as u64, p.hint);
+            }
+        }
+    }
+
+    /// Drops one reference to a block, freeing it if it was the last; returns whether it was.
+    fn drop_block_reference(&self, seg: u16, offset: u64, delta: u32) -> bool {
+        let segment = self.mgr.mapped(seg);
+        let prev = segment.refcount(offset).fetch_sub(1, Ordering::Release);
+        if prev & 0xffff_ffff == 1 {
+            // Pairs with the other holders' Release decrements: their accesses happen before the free.
+            fence(Ordering::Acquire);
+            self.mgr.release(segment, offset, delta);
+            true
+        } else {
+            false
         }
     }
 }

@@ -8,12 +8,13 @@
 //! |---|---|---|
 //! | empty message | 8 | `version u8, tag=0 u8, 6 zero bytes` |
 //! | block in a managed segment | 24 | `version u8, tag=1 u8, segment u16, delta u32, offset u64, size u64` |
-//! | piece of an unmanaged region | 40 | `version u8, tag=2 u8, region u16, flags u32, offset u64, size u64, hint u64, shared u64` |
+//! | piece of an unmanaged region | 40 | `version u8, tag=2 u8, region u16, rc segment u16, rc delta u16, offset u64, size u64, hint u64, rc offset u64` |
 //! | multipart header | 8 | `version u8, tag=3 u8, 2 zero bytes, count u32`, then `count` records |
 //!
 //! `offset` of a block is its header's offset in the segment; `delta` is the distance from there to
-//! the user data. A region record's `offset` is the data's offset in the region, `shared` the handle of
-//! its shared reference count (`u64::MAX`: none). A frame may be padded with zero bytes (option
+//! the user data. A region record's `offset` is the data's offset in the region; a region message
+//! that was copied has a shared reference count, a small block of a managed segment named by `rc`
+//! (`rc offset = u64::MAX`, segment and delta 0: none). A frame may be padded with zero bytes (option
 //! `--shm-metadata-msg-size`). 24 bytes fit libzmq's inline "very small message" (33 bytes): a single
 //! message costs no allocation in libzmq on either side.
 //!
@@ -35,8 +36,19 @@ pub const REGION_LEN: usize = 40;
 pub const MULTI_LEN: usize = 8;
 /// Largest single record.
 pub const MAX_RECORD_LEN: usize = REGION_LEN;
-/// `shared` value meaning "no shared reference count".
+/// `rc offset` value meaning "no shared reference count".
 pub const NOT_SHARED: u64 = u64::MAX;
+
+/// Where a copied region message keeps its reference count: a block of a managed segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RcHandle {
+    /// Segment id.
+    pub segment: u16,
+    /// Offset of the block header.
+    pub offset: u64,
+    /// From the block header to its user data.
+    pub delta: u16,
+}
 
 /// One message's metadata.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,16 +70,14 @@ pub enum Record {
     Region {
         /// Region id.
         region: u16,
-        /// Reserved flags (0).
-        flags: u32,
         /// Offset of the data in the region.
         offset: u64,
         /// Size of the data.
         size: u64,
         /// The creator's hint, returned in its release callback.
         hint: u64,
-        /// Handle of the shared reference count, or [`NOT_SHARED`].
-        shared: u64,
+        /// The shared reference count, if the message was copied.
+        rc: Option<RcHandle>,
     },
 }
 
@@ -151,11 +161,14 @@ impl Record {
                 out.extend_from_slice(&offset.to_le_bytes());
                 out.extend_from_slice(&size.to_le_bytes());
             }
-            Record::Region { region, flags, offset, size, hint, shared } => {
+            Record::Region { region, offset, size, hint, rc } => {
+                let (rc_segment, rc_delta, rc_offset) =
+                    rc.map_or((0, 0, NOT_SHARED), |r| (r.segment, r.delta, r.offset));
                 out.extend_from_slice(&[VERSION, TAG_REGION]);
                 out.extend_from_slice(&region.to_le_bytes());
-                out.extend_from_slice(&flags.to_le_bytes());
-                for v in [offset, size, hint, shared] {
+                out.extend_from_slice(&rc_segment.to_le_bytes());
+                out.extend_from_slice(&rc_delta.to_le_bytes());
+                for v in [offset, size, hint, rc_offset] {
                     out.extend_from_slice(&v.to_le_bytes());
                 }
             }
@@ -186,13 +199,23 @@ impl Record {
             }
             TAG_REGION => {
                 let b = need(buf, REGION_LEN)?;
+                let rc_offset = u64_at(b, 32);
+                let rc = if rc_offset == NOT_SHARED {
+                    zeros(b, 4..8)?;
+                    None
+                } else {
+                    Some(RcHandle {
+                        segment: u16::from_le_bytes([b[4], b[5]]),
+                        delta: u16::from_le_bytes([b[6], b[7]]),
+                        offset: rc_offset,
+                    })
+                };
                 let rec = Record::Region {
                     region: u16::from_le_bytes([b[2], b[3]]),
-                    flags: u32_at(b, 4),
                     offset: u64_at(b, 8),
                     size: u64_at(b, 16),
                     hint: u64_at(b, 24),
-                    shared: u64_at(b, 32),
+                    rc,
                 };
                 Ok((rec, REGION_LEN))
             }
@@ -299,16 +322,20 @@ mod tests {
             Just(Record::Empty),
             (any::<u16>(), any::<u64>(), any::<u32>(), any::<u64>())
                 .prop_map(|(segment, offset, delta, size)| Record::Block { segment, offset, delta, size }),
-            (any::<u16>(), any::<u32>(), any::<u64>(), any::<u64>(), any::<u64>(), any::<u64>()).prop_map(
-                |(region, flags, offset, size, hint, shared)| Record::Region {
+            (
+                any::<u16>(),
+                any::<u64>(),
+                any::<u64>(),
+                any::<u64>(),
+                prop::option::of((any::<u16>(), 0..NOT_SHARED, any::<u16>()))
+            )
+                .prop_map(|(region, offset, size, hint, rc)| Record::Region {
                     region,
-                    flags,
                     offset,
                     size,
                     hint,
-                    shared
-                }
-            ),
+                    rc: rc.map(|(segment, offset, delta)| RcHandle { segment, offset, delta }),
+                }),
         ]
     }
 

@@ -50,6 +50,16 @@ impl Names {
         format!("{}rg_{id}", self.session_prefix())
     }
 
+    /// The acknowledgement queue of region `id`.
+    pub fn region_queue(&self, id: u16) -> String {
+        format!("{}rgq_{id}", self.session_prefix())
+    }
+
+    /// The lock file a running `fairmq-shmmonitor` holds for the session.
+    pub fn monitor_lock(&self) -> String {
+        format!("{}ms", self.session_prefix())
+    }
+
     /// A temporary name unique to this process and call, for race-free creation.
     pub fn tmp(&self) -> String {
         let n = TMP_COUNTER.fetch_add(1, Ordering::Relaxed);
@@ -78,6 +88,8 @@ mod tests {
         assert_eq!(n.management(), "fmqrs_eca859e3_mng");
         assert_eq!(n.segment(0), "fmqrs_eca859e3_m_0");
         assert_eq!(n.region(1024), "fmqrs_eca859e3_rg_1024");
+        assert_eq!(n.region_queue(1024), "fmqrs_eca859e3_rgq_1024");
+        assert_eq!(n.monitor_lock(), "fmqrs_eca859e3_ms");
         let t = n.tmp();
         assert!(t.starts_with("fmqrs_eca859e3_tmp_"));
         assert_eq!(n.tmp_owner(&t), Some(std::process::id()));

@@ -356,6 +356,11 @@ impl Segment {
         }
     }
 
+    /// Address of the segment's first byte in this process (for region events).
+    pub(crate) fn base_address(&self) -> usize {
+        self.map.base() as usize
+    }
+
     /// Local address of user data (range checked by `check_block` or at allocation).
     pub(crate) fn data_ptr(&self, offset: u64, delta: u32, size: usize) -> *mut u8 {
         self.map.range_ptr((offset + u64::from(delta)) as usize, size).expect("block range checked before use")
@@ -440,6 +445,27 @@ impl Segment {
             Ok((owned.len() as u64, owned.iter().map(|b| b.1).sum()))
         })?;
         self.wake_waiters();
+        Ok(r)
+    }
+
+    /// Frees the blocks a dead process held in its caches (owner `pid`, no reference left): provably
+    /// unused, since a block in flight or held by anyone has a count of at least 1. Returns (count,
+    /// bytes).
+    pub fn reclaim_cached_of(&self, pid: u32) -> Result<(u64, u64), ShmError> {
+        let r = self.locked(|t| {
+            let cached: Vec<(u64, u64)> = t
+                .walk()
+                .filter(|&(off, _, free)| !free && self.refcount(off).load(Ordering::Acquire) == u64::from(pid) << 32)
+                .map(|(off, size, _)| (off, size))
+                .collect();
+            for &(off, _) in &cached {
+                t.free(off)?;
+            }
+            Ok((cached.len() as u64, cached.iter().map(|b| b.1).sum()))
+        })?;
+        if r.0 > 0 {
+            self.wake_waiters();
+        }
         Ok(r)
     }
 

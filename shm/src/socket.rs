@@ -168,6 +168,9 @@ impl Socket {
     /// Sends the parts' records to every subscriber, one reference each; the publisher's own
     /// references are released afterwards (freeing blocks nobody got).
     fn publish(&self, parts: &mut [Message]) -> TransferResult {
+        for p in parts.iter() {
+            p.share()?;
+        }
         self.refresh_subscribers();
         let total: usize = parts.iter().map(Message::size).sum();
         {

@@ -2,8 +2,10 @@
 
 use crate::config::ShmConfig;
 use crate::error::ShmError;
+use crate::events::{RegionInfo, Subscription};
 use crate::manager::Manager;
 use crate::message::Message;
+use crate::region::{Region, RegionCallback, RegionConfig};
 use crate::segment::SegmentStats;
 use crate::socket::Socket;
 use fairmq_zmq::{SocketType, TransportConfig};
@@ -31,6 +33,20 @@ struct Inner {
     // Declared first: the metadata context ends (with its linger) before the session is detached.
     zmq: fairmq_zmq::Transport,
     mgr: Arc<Manager>,
+    events: parking_lot::Mutex<Option<Subscription>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Its thread holds the manager: stop it before the manager can go.
+        drop(self.events.lock().take());
+    }
+}
+
+impl std::fmt::Debug for Subscription {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Subscription")
+    }
 }
 
 impl Transport {
@@ -41,7 +57,7 @@ impl Transport {
             io_threads: config.io_threads,
         })?;
         let mgr = Arc::new(Manager::new(config, zmq.interrupter().clone())?);
-        Ok(Transport { inner: Arc::new(Inner { zmq, mgr }) })
+        Ok(Transport { inner: Arc::new(Inner { zmq, mgr, events: parking_lot::Mutex::new(None) }) })
     }
 
     /// The transport id.
@@ -133,6 +149,67 @@ impl Transport {
             }
         }
         Ok(m)
+    }
+
+    /// Creates an unmanaged region of `size` bytes (or opens the registered region `config.id` of an
+    /// external creator); `callback` hears of every piece released by its last holder.
+    pub fn create_region(
+        &self,
+        size: usize,
+        callback: RegionCallback,
+        config: &RegionConfig,
+    ) -> Result<Region, ShmError> {
+        Region::create(&self.inner.mgr, size as u64, callback, config)
+    }
+
+    /// A message referring to `size` bytes at `offset` of `region`, without copying; `hint` comes
+    /// back in the region's callback once the last holder released it.
+    pub fn new_message_from_region(
+        &self,
+        region: &Region,
+        offset: usize,
+        size: usize,
+        hint: u64,
+    ) -> Result<Message, ShmError> {
+        Message::from_region(self.inner.mgr.clone(), region, offset, size, hint)
+    }
+
+    /// Every managed segment and unmanaged region of the session (FairMQ's `GetRegionInfo`).
+    pub fn region_info(&self) -> Vec<RegionInfo> {
+        crate::events::region_info(&self.inner.mgr)
+    }
+
+    /// Calls `callback` (on a thread of its own) for every segment and region of the session as it
+    /// appears or is destroyed, starting with those that exist. A second subscription replaces the
+    /// first.
+    pub fn subscribe_to_region_events(
+        &self,
+        callback: impl FnMut(RegionInfo) + Send + 'static,
+    ) -> Result<(), ShmError> {
+        let mut events = self.inner.events.lock();
+        if events.take().is_some() {
+            log::warn!("Already subscribed. Overwriting previous subscription.");
+        }
+        let sub = Subscription::start(self.inner.mgr.clone(), Box::new(callback))
+            .map_err(|e| ShmError::io("starting the region event thread", "fmq-region-events", e))?;
+        *events = Some(sub);
+        Ok(())
+    }
+
+    /// Whether a region event subscription runs.
+    pub fn subscribed_to_region_events(&self) -> bool {
+        self.inner.events.lock().is_some()
+    }
+
+    /// Ends the region event subscription (waits for its thread).
+    pub fn unsubscribe_from_region_events(&self) {
+        drop(self.inner.events.lock().take());
+    }
+
+    /// Counts dead processes out of the session now (also done on every attach and detach) and frees
+    /// the blocks they held in their caches; returns their pids.
+    pub fn sweep_dead_processes(&self) -> Vec<u32> {
+        self.inner.mgr.sweep_dead()
     }
 
     /// Makes blocked transfers, polls and out-of-memory retries of this transport return at once.

@@ -106,7 +106,7 @@ fn copies_share_the_block_and_the_last_holder_frees_it() {
     let free0 = t.segment_stats().free;
     let mut a = t.new_message_from_slice(b"shared bytes").unwrap();
     let mut b = t.new_message();
-    b.copy_from(&a);
+    b.copy_from(&a).unwrap();
     assert_eq!(a.data_ptr(), b.data_ptr(), "zero-copy");
     assert_eq!((a.refcount(), b.refcount()), (2, 2));
     // Writing through a shared message copies first: the other holder keeps its bytes.
@@ -116,7 +116,7 @@ fn copies_share_the_block_and_the_last_holder_frees_it() {
     assert_eq!((a.refcount(), b.refcount()), (1, 1));
     // Sending a copy: the receiver holds a reference to the same block.
     let mut c = t.new_message();
-    c.copy_from(&b);
+    c.copy_from(&b).unwrap();
     let (pull, push) = linked(&t, SocketType::Pull, SocketType::Push, &format!("inproc://{}", s.name));
     push.send(&mut c, LONG).unwrap();
     let mut r = t.new_message();
@@ -155,7 +155,7 @@ fn message_api_resize_rebuild_align() {
         let a = t.new_message_aligned(100, align).unwrap();
         assert_eq!(a.data_ptr() as usize % align, 0);
         let mut c = t.new_message();
-        c.copy_from(&a);
+        c.copy_from(&a).unwrap();
         assert_eq!(c.data_ptr() as usize % align, 0);
     }
     // User buffer with free callback: copied, then released at once.

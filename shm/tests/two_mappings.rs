@@ -48,7 +48,7 @@ proptest! {
                 Op::Copy { which, via_b } if !live.is_empty() => {
                     let (src, st) = &live[which % live.len()];
                     let mut c = if via_b { b.new_message() } else { a.new_message() };
-                    c.copy_from(src);
+                    c.copy_from(src).unwrap();
                     let st = *st;
                     live.push((c, st));
                 }

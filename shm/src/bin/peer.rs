@@ -5,7 +5,14 @@
 //! fairmq-shm-peer recv <session> <address> <bind|connect> <count> <senders> [gaps]
 //! fairmq-shm-peer allocloop <session> <iterations, 0 = forever>
 //! fairmq-shm-peer holdlock <session>
+//! fairmq-shm-peer regionsink <session> <address> <count> <plain|copy|parts>
+//! fairmq-shm-peer regionsrc <session> <address> <count> <size> <wait|hold> [path]
+//! fairmq-shm-peer regionevents <session> <region events to see>
 //! ```
+//! Region pieces carry `region_byte(offset + i)` at byte `i`; the sink checks every byte it gets
+//! (`copy`: keeps a copy of each message, drops the original at once and the copies at the end;
+//! `parts`: receives multiparts). The source makes a region, sends `count` pieces and then waits for
+//! every acknowledgement (`wait`, prints `acked <n>`) or sleeps until killed (`hold`).
 //! Every payload starts with its sequence number and sender id, followed by bytes derived from both;
 //! the receiver checks all of them and prints `received <messages> <bytes>`. Exit code 1 on any error.
 //! A receiver with count 0 receives until nothing arrives for 2 s; with `gaps`, sequence numbers of a
@@ -131,6 +138,109 @@ fn holdlock(a: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// The byte a test region holds at `offset`.
+pub fn region_byte(offset: u64) -> u8 {
+    (offset.wrapping_mul(7) ^ (offset >> 8)) as u8
+}
+
+fn regionsink(a: &[String]) -> Result<(), Box<dyn std::error::Error>> {
+    let (session, address, count, mode) = (&a[0], &a[1], a[2].parse::<u64>()?, a[3].as_str());
+    let t = transport("regionsink", session)?;
+    let s = t.socket(SocketType::Pull, "data")?;
+    s.connect(address)?;
+    println!("ready");
+    std::io::stdout().flush()?;
+    let (mut n, mut bytes, mut copies) = (0u64, 0u64, Vec::new());
+    while n < count {
+        let mut got = Vec::new();
+        if mode == "parts" {
+            s.receive_parts(&mut got, 60_000)?;
+        } else {
+            let mut m = t.new_message();
+            s.receive(&mut m, 60_000)?;
+            got.push(m);
+        }
+        for m in got {
+            let (_, offset) = m.region_piece().ok_or("not a region message")?;
+            if let Some(i) = m.data().iter().enumerate().position(|(i, &b)| b != region_byte(offset + i as u64)) {
+                return Err(format!("piece at {offset}: byte {i} differs").into());
+            }
+            if mode == "copy" {
+                let mut c = t.new_message();
+                c.copy_from(&m)?;
+                if c.refcount() != 2 {
+                    return Err(format!("a copy should share the piece: count {}", c.refcount()).into());
+                }
+                copies.push(c);
+            }
+            bytes += m.size() as u64;
+            n += 1;
+        }
+    }
+    drop(copies);
+    println!("received {n} {bytes}");
+    Ok(())
+}
+
+fn regionsrc(a: &[String]) -> Result<(), Box<dyn std::error::Error>> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    let (session, address, count, size, mode) = (&a[0], &a[1], a[2].parse::<u64>()?, a[3].parse::<usize>()?, &a[4]);
+    let t = transport("regionsrc", session)?;
+    let acked = Arc::new(AtomicU64::new(0));
+    let counter = acked.clone();
+    let cfg = fairmq_shm::RegionConfig { path: a.get(5).cloned().unwrap_or_default(), ..Default::default() };
+    let cb = fairmq_shm::RegionCallback::Bulk(Box::new(move |b| {
+        counter.fetch_add(b.len() as u64, Ordering::Relaxed);
+    }));
+    let region = t.create_region(size * 16, cb, &cfg)?;
+    for off in 0..region.size() {
+        region.write(off, &[region_byte(off as u64)])?;
+    }
+    let s = t.socket(SocketType::Push, "data")?;
+    s.metadata_socket().set_linger(-1)?;
+    s.bind(address)?;
+    println!("region {}", region.id());
+    std::io::stdout().flush()?;
+    for i in 0..count {
+        let mut m = t.new_message_from_region(&region, (i as usize % 16) * size, size, i)?;
+        s.send(&mut m, -1)?;
+    }
+    println!("sent {count}");
+    std::io::stdout().flush()?;
+    if mode == "hold" {
+        std::thread::sleep(std::time::Duration::from_secs(3600));
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while acked.load(Ordering::Relaxed) < count && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    println!("acked {}", acked.load(Ordering::Relaxed));
+    Ok(())
+}
+
+fn regionevents(a: &[String]) -> Result<(), Box<dyn std::error::Error>> {
+    let (session, want) = (&a[0], a[1].parse::<usize>()?);
+    let t = transport("regionevents", session)?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    t.subscribe_to_region_events(move |info| {
+        let _ = tx.send(info);
+    })?;
+    println!("subscribed");
+    std::io::stdout().flush()?;
+    let mut seen = 0;
+    while seen < want {
+        let info = rx.recv_timeout(std::time::Duration::from_secs(60))?;
+        println!("event {} {} {} {} {}", info.managed, info.id, info.size, info.flags, info.event);
+        std::io::stdout().flush()?;
+        if !info.managed {
+            seen += 1;
+        }
+    }
+    t.unsubscribe_from_region_events();
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let need = |n: usize| args.len() > n;
@@ -139,7 +249,10 @@ fn main() -> ExitCode {
         Some("recv") if need(5) => recv(&args[1..]),
         Some("allocloop") if need(2) => allocloop(&args[1..]),
         Some("holdlock") if need(1) => holdlock(&args[1..]),
-        _ => Err("usage: see the file's documentation (send|recv|allocloop|holdlock ...)".into()),
+        Some("regionsink") if need(4) => regionsink(&args[1..]),
+        Some("regionsrc") if need(5) => regionsrc(&args[1..]),
+        Some("regionevents") if need(2) => regionevents(&args[1..]),
+        _ => Err("usage: see the file's documentation (send|recv|allocloop|holdlock|region... ...)".into()),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

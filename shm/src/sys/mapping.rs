@@ -46,7 +46,7 @@ impl Mapping {
         let file = OpenOptions::new().read(true).write(true).create_new(true).mode(0o600).open(tmp)?;
         let result = (|| {
             file.set_len(size as u64)?;
-            let mapping = Mapping::map(file, tmp)?;
+            let mapping = Mapping::map(file, tmp, false)?;
             init(&mapping)?;
             match std::fs::hard_link(tmp, path) {
                 Ok(()) => Ok(Created::New(Mapping { path: path.to_owned(), ..mapping })),
@@ -60,16 +60,26 @@ impl Mapping {
 
     /// Opens an existing object; its size is the file's.
     pub fn open(path: &Path) -> io::Result<Mapping> {
-        let file = OpenOptions::new().read(true).write(true).open(path)?;
-        Mapping::map(file, path)
+        Mapping::open_with(path, false)
     }
 
-    fn map(file: File, path: &Path) -> io::Result<Mapping> {
+    /// Opens an existing object; with `populate`, its pages are faulted in at once (`MAP_POPULATE`).
+    pub fn open_with(path: &Path, populate: bool) -> io::Result<Mapping> {
+        let file = OpenOptions::new().read(true).write(true).open(path)?;
+        Mapping::map(file, path, populate)
+    }
+
+    fn map(file: File, path: &Path, populate: bool) -> io::Result<Mapping> {
         let len = usize::try_from(file.metadata()?.len()).map_err(|_| io::Error::other("object too large"))?;
         if len == 0 {
             return Err(io::Error::new(io::ErrorKind::InvalidData, "empty shared-memory object"));
         }
-        let map = MmapOptions::new().len(len).map_raw(&file)?;
+        let mut options = MmapOptions::new();
+        options.len(len);
+        if populate {
+            options.populate();
+        }
+        let map = options.map_raw(&file)?;
         Ok(Mapping { map, path: path.to_owned(), _file: file })
     }
 

@@ -86,6 +86,37 @@ impl RobustMutex {
     }
 }
 
+/// What [`RobustMutex::try_lock`] found.
+pub(crate) enum TryLock<'a> {
+    /// Nobody held it; now we do.
+    Acquired(Guard<'a>),
+    /// A live thread holds it.
+    Busy,
+    /// Its holder died; we hold it now (and it is consistent again).
+    OwnerDied(Guard<'a>),
+}
+
+impl RobustMutex {
+    /// Locks without waiting, telling a live holder from a dead one: the kernel hands the lock of a
+    /// thread that ended without unlocking (a killed process) to the next locker, marked owner-died.
+    pub fn try_lock(&self) -> Result<TryLock<'_>, LockError> {
+        // SAFETY: the pointer targets a live, initialised mutex (contract of `at`).
+        let rc = unsafe { libc::pthread_mutex_trylock(self.0) };
+        match rc {
+            0 => Ok(TryLock::Acquired(Guard(self))),
+            libc::EBUSY => Ok(TryLock::Busy),
+            libc::EOWNERDEAD => {
+                let guard = Guard(self);
+                // SAFETY: we hold the lock in the owner-died state, the only state this call accepts.
+                check(unsafe { libc::pthread_mutex_consistent(self.0) }).map_err(LockError::Os)?;
+                Ok(TryLock::OwnerDied(guard))
+            }
+            libc::ENOTRECOVERABLE => Err(LockError::NotRecoverable),
+            e => Err(LockError::Os(io::Error::from_raw_os_error(e))),
+        }
+    }
+}
+
 /// Holds the lock until dropped.
 #[derive(Debug)]
 pub(crate) struct Guard<'a>(&'a RobustMutex);

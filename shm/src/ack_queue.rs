@@ -1,0 +1,226 @@
+//! A region's acknowledgement queue (`fmqrs_<shmId>_rgq_<r>`): released pieces of the region travel
+//! back to the region's controller through it.
+//!
+//! A ring of `(offset, size, hint)` entries. Producers (any process that released pieces) append
+//! under a robust mutex: entries first, then one store of `tail`, so a producer killed half-way
+//! leaves nothing visible. The single consumer (the controller's receiver thread) reads `[head,
+//! tail)` without the lock and advances `head`. Two futex words wake the consumer on new entries
+//! and producers on freed space. Producers drop acknowledgements when no consumer is registered
+//! (a region created without a callback), so a queue never fills with acks nobody will read.
+//!
+//! Everything read here may have been written by a faulty process: indices are checked, and the
+//! consumer validates every entry against the region before use.
+
+use crate::error::ShmError;
+use crate::naming::Names;
+use crate::sys::futex;
+use crate::sys::mapping::{Created, Mapping};
+use crate::sys::robust_mutex::{RobustMutex, MUTEX_BYTES};
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+const MAGIC: u64 = u64::from_le_bytes(*b"FMQRSRGQ");
+const LAYOUT: u64 = 1;
+/// Entries the ring holds (24 bytes each; the file is sparse).
+pub const CAPACITY: u64 = 1 << 16;
+const W_MAGIC: usize = 0;
+const W_LAYOUT: usize = 1;
+const W_CAPACITY: usize = 2;
+const W_HEAD: usize = 3;
+const W_TAIL: usize = 4;
+const W_DATA: usize = 5;
+const W_SPACE: usize = 6;
+const W_CONSUMER: usize = 7;
+const MUTEX_AT: usize = 128;
+const ENTRIES_WORD: usize = 4096 / 8;
+const ENTRY_WORDS: usize = 3;
+const SIZE: usize = ENTRIES_WORD * 8 + CAPACITY as usize * ENTRY_WORDS * 8;
+
+/// One released piece of a region, as it travels back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ack {
+    /// Offset of the piece in the region.
+    pub offset: u64,
+    /// Its size.
+    pub size: u64,
+    /// The hint given when its message was made.
+    pub hint: u64,
+}
+
+/// A mapped acknowledgement queue.
+pub(crate) struct AckQueue {
+    map: Mapping,
+    mutex: RobustMutex,
+}
+
+impl std::fmt::Debug for AckQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AckQueue").field("path", &self.map.path()).finish()
+    }
+}
+
+impl AckQueue {
+    /// Opens the queue of region `id`, creating it if needed.
+    pub fn open_or_create(names: &Names, id: u16) -> Result<AckQueue, ShmError> {
+        let name = names.region_queue(id);
+        let path = Names::path(&name);
+        for _ in 0..100 {
+            match AckQueue::open(&path) {
+                Ok(q) => return Ok(q),
+                Err(ShmError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+            match Mapping::create(&path, &Names::path(&names.tmp()), SIZE, init) {
+                Ok(Created::New(_) | Created::Exists) => continue,
+                Err(e) => return Err(ShmError::io("creating region queue", &name, e)),
+            }
+        }
+        Err(ShmError::Layout { name, reason: "created and removed again and again".into() })
+    }
+
+    /// Opens an existing queue.
+    pub fn open(path: &Path) -> Result<AckQueue, ShmError> {
+        let name = path.display().to_string();
+        let map = Mapping::open(path).map_err(|e| ShmError::io("opening region queue", &name, e))?;
+        let bad = |reason: &str| ShmError::Layout { name: name.clone(), reason: reason.into() };
+        if map.len() < SIZE {
+            return Err(bad("too small"));
+        }
+        let w = map.words();
+        if w[W_MAGIC].load(Ordering::Acquire) != MAGIC || w[W_LAYOUT].load(Ordering::Relaxed) != LAYOUT {
+            return Err(bad("not a fairmq-rs region queue of this version"));
+        }
+        if w[W_CAPACITY].load(Ordering::Relaxed) != CAPACITY {
+            return Err(bad("unexpected capacity"));
+        }
+        let ptr = map.range_ptr(MUTEX_AT, MUTEX_BYTES).expect("size checked");
+        // SAFETY: `init` made a robust mutex there before the magic was written; the queue owns both
+        // the mapping and the handle.
+        let mutex = unsafe { RobustMutex::at(ptr) };
+        Ok(AckQueue { map, mutex })
+    }
+
+    fn word(&self, i: usize) -> &std::sync::atomic::AtomicU64 {
+        &self.map.words()[i]
+    }
+
+    /// Registers `pid` as the consumer unless a live process other than `pid` is.
+    pub fn claim_consumer(&self, pid: u32) -> Result<(), u32> {
+        let w = self.word(W_CONSUMER);
+        loop {
+            let cur = w.load(Ordering::Acquire);
+            if cur != 0 && cur != u64::from(pid) && crate::management::process_alive(cur as u32) {
+                return Err(cur as u32);
+            }
+            if w.compare_exchange(cur, u64::from(pid), Ordering::AcqRel, Ordering::Acquire).is_ok() {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Gives up the consumer role (if `pid` holds it); later acknowledgements are dropped.
+    pub fn release_consumer(&self, pid: u32) {
+        let _ = self.word(W_CONSUMER).compare_exchange(u64::from(pid), 0, Ordering::AcqRel, Ordering::Relaxed);
+        futex::bump_and_wake_all(self.word(W_SPACE));
+    }
+
+    /// Whether someone reads this queue.
+    pub fn has_consumer(&self) -> bool {
+        self.word(W_CONSUMER).load(Ordering::Acquire) != 0
+    }
+
+    /// Appends as many of `acks` as fit; returns how many did.
+    pub fn push(&self, acks: &[Ack]) -> Result<usize, ShmError> {
+        let n = {
+            // Nothing to repair after a dead holder: its entries past `tail` were never published.
+            let _g = self.mutex.lock(|| log::warn!("a process died while acknowledging region blocks"))?;
+            let head = self.word(W_HEAD).load(Ordering::Acquire);
+            let tail = self.word(W_TAIL).load(Ordering::Relaxed);
+            let used = tail.wrapping_sub(head);
+            if used > CAPACITY {
+                return Err(ShmError::Layout {
+                    name: self.map.path().display().to_string(),
+                    reason: format!("corrupt indices: head {head}, tail {tail}"),
+                });
+            }
+            let n = (CAPACITY - used).min(acks.len() as u64) as usize;
+            let w = self.map.words();
+            for (i, a) in acks[..n].iter().enumerate() {
+                let at = ENTRIES_WORD + ((tail + i as u64) % CAPACITY) as usize * ENTRY_WORDS;
+                w[at].store(a.offset, Ordering::Relaxed);
+                w[at + 1].store(a.size, Ordering::Relaxed);
+                w[at + 2].store(a.hint, Ordering::Relaxed);
+            }
+            self.word(W_TAIL).store(tail + n as u64, Ordering::Release);
+            n
+        };
+        if n > 0 {
+            futex::bump_and_wake_all(self.word(W_DATA));
+        }
+        Ok(n)
+    }
+
+    /// The consumer: moves up to `max` entries into `out`; returns how many.
+    pub fn pop(&self, max: usize, out: &mut Vec<Ack>) -> usize {
+        let head = self.word(W_HEAD).load(Ordering::Relaxed);
+        let tail = self.word(W_TAIL).load(Ordering::Acquire);
+        let avail = tail.wrapping_sub(head);
+        if avail > CAPACITY {
+            log::error!("region queue {} has corrupt indices; dropping its content", self.map.path().display());
+            self.word(W_HEAD).store(tail, Ordering::Release);
+            return 0;
+        }
+        let n = avail.min(max as u64) as usize;
+        let w = self.map.words();
+        for i in 0..n {
+            let at = ENTRIES_WORD + ((head + i as u64) % CAPACITY) as usize * ENTRY_WORDS;
+            out.push(Ack {
+                offset: w[at].load(Ordering::Relaxed),
+                size: w[at + 1].load(Ordering::Relaxed),
+                hint: w[at + 2].load(Ordering::Relaxed),
+            });
+        }
+        if n > 0 {
+            self.word(W_HEAD).store(head + n as u64, Ordering::Release);
+            futex::bump_and_wake_all(self.word(W_SPACE));
+        }
+        n
+    }
+
+    /// The value to pass to [`AckQueue::wait_for_data`].
+    pub fn data_epoch(&self) -> u32 {
+        futex::low32(self.word(W_DATA))
+    }
+
+    /// Sleeps until entries were pushed after `epoch` was read, at most `timeout`.
+    pub fn wait_for_data(&self, epoch: u32, timeout: Duration) {
+        futex::wait(self.word(W_DATA), epoch, timeout);
+    }
+
+    /// The value to pass to [`AckQueue::wait_for_space`].
+    pub fn space_epoch(&self) -> u32 {
+        futex::low32(self.word(W_SPACE))
+    }
+
+    /// Sleeps until the consumer took entries after `epoch` was read, at most `timeout`.
+    pub fn wait_for_space(&self, epoch: u32, timeout: Duration) {
+        futex::wait(self.word(W_SPACE), epoch, timeout);
+    }
+
+    /// Wakes the consumer (to see a stop request).
+    pub fn wake_consumer(&self) {
+        futex::bump_and_wake_all(self.word(W_DATA));
+    }
+}
+
+fn init(m: &Mapping) -> std::io::Result<()> {
+    let w = m.words();
+    w[W_LAYOUT].store(LAYOUT, Ordering::Relaxed);
+    w[W_CAPACITY].store(CAPACITY, Ordering::Relaxed);
+    let ptr = m.range_ptr(MUTEX_AT, MUTEX_BYTES).expect("inside the mapping");
+    // SAFETY: the object is private to its creator until linked; the range is inside it and aligned.
+    unsafe { RobustMutex::init(ptr)? };
+    w[W_MAGIC].store(MAGIC, Ordering::Release);
+    Ok(())
+}

@@ -1,0 +1,414 @@
+//! Unmanaged regions (FairMQ's `UnmanagedRegion`): big buffers the user fills (readout software
+//! writes detector data straight into them) and sends pieces of as messages, zero-copy. When the
+//! last reference to a piece is released, in whatever process, the region's creator gets its
+//! callback with the piece's (data, size, hint), or the bulk callback with a batch of them.
+//!
+//! A region is a shared-memory object `fmqrs_<shmId>_rg_<id>` or, with a path, a file
+//! `<path>fmqrs_<shmId>_rg_<id>`; both are registered in the session (found by id by other
+//! processes, announced in region events, removed by cleanup and by the monitor).
+
+use crate::ack_queue::{Ack, AckQueue};
+use crate::error::ShmError;
+use crate::manager::Manager;
+use crate::region_map::{RegionMap, BATCH};
+use crate::registry::RegionEntry;
+use crate::sys::mapping::{Created, Mapping};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Settings of a region (FairMQ's `RegionConfig`, same defaults).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegionConfig {
+    /// Lock the region in RAM after creating or opening it.
+    pub lock: bool,
+    /// Zero the whole region after creating or opening it.
+    pub zero: bool,
+    /// The creator removes the region when its handle is dropped (false: it outlives the handle, e.g.
+    /// a region an external process keeps alive).
+    pub remove_on_destruction: bool,
+    /// `mmap` flags: `MAP_POPULATE` (fault in every page) and `MAP_LOCKED` (like `lock`) are honoured;
+    /// any other flag is refused. For huge pages, use a path on a hugetlbfs mount.
+    pub creation_flags: i32,
+    /// Flags for the user, reported in region events.
+    pub user_flags: u64,
+    /// Accepted for FairMQ compatibility and shown by the monitor. Reference counts of copied region
+    /// messages always live in the managed segment (FairMQ's `rcSegmentSize = 0` mode).
+    pub rc_segment_size: u64,
+    /// Non-empty: the region is the file `<path>fmqrs_<shmId>_rg_<id>` (a plain prefix: include the
+    /// trailing `/`).
+    pub path: String,
+    /// An explicit id; otherwise the next automatic one (the first is 1024).
+    pub id: Option<u16>,
+    /// How long the creator keeps waiting for outstanding acknowledgements when the handle is
+    /// dropped (FairMQ: 100 ms). It stops earlier once every piece is acknowledged.
+    pub linger: Duration,
+}
+
+impl Default for RegionConfig {
+    fn default() -> Self {
+        RegionConfig {
+            lock: false,
+            zero: false,
+            remove_on_destruction: true,
+            creation_flags: 0,
+            user_flags: 0,
+            rc_segment_size: 100_000_000,
+            path: String::new(),
+            id: None,
+            linger: Duration::from_millis(100),
+        }
+    }
+}
+
+/// A released piece of a region, as the creator's callback sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RegionBlock {
+    /// Address of the piece in the creator's mapping.
+    pub ptr: *mut u8,
+    /// Offset of the piece in the region.
+    pub offset: u64,
+    /// Size of the piece.
+    pub size: usize,
+    /// The hint given when its message was made.
+    pub hint: u64,
+}
+
+/// A callback called once per released piece.
+pub type SingleCallback = Box<dyn FnMut(&RegionBlock) + Send>;
+/// A callback called once per batch of released pieces.
+pub type BulkCallback = Box<dyn FnMut(&[RegionBlock]) + Send>;
+
+/// What the creator is told when pieces come back.
+pub enum RegionCallback {
+    /// Nothing (acknowledgements are not even sent).
+    None,
+    /// Once per released piece.
+    Single(SingleCallback),
+    /// Once per batch of released pieces (up to 256).
+    Bulk(BulkCallback),
+}
+
+impl std::fmt::Debug for RegionCallback {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RegionCallback::None => "None",
+            RegionCallback::Single(_) => "Single",
+            RegionCallback::Bulk(_) => "Bulk",
+        })
+    }
+}
+
+/// A region this transport created (or adopted from an external creator).
+pub struct Region {
+    map: Arc<RegionMap>,
+    mgr: Arc<Manager>,
+    receiver: Option<Receiver>,
+    linger_ms: AtomicU64,
+    remove_on_destruction: bool,
+}
+
+impl std::fmt::Debug for Region {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Region").field("id", &self.id()).field("size", &self.size()).finish()
+    }
+}
+
+impl Region {
+    /// Creates region `cfg.id` (or the next automatic id) of `size` bytes, or adopts an existing
+    /// registered one of that id (external creator), and starts delivering `callback`.
+    pub(crate) fn create(
+        mgr: &Arc<Manager>,
+        size: u64,
+        callback: RegionCallback,
+        cfg: &RegionConfig,
+    ) -> Result<Region, ShmError> {
+        const SUPPORTED: i32 = libc::MAP_POPULATE | libc::MAP_LOCKED;
+        if cfg.creation_flags & !SUPPORTED != 0 {
+            return Err(ShmError::Config(format!(
+                "unsupported region creation flags {:#x}: MAP_POPULATE and MAP_LOCKED are supported",
+                cfg.creation_flags
+            )));
+        }
+        let map = open_as_controller(mgr, size, cfg)?;
+        let data = map.mapping();
+        if cfg.lock || cfg.creation_flags & libc::MAP_LOCKED != 0 {
+            data.lock_in_memory().map_err(|e| ShmError::io("Could not lock region", &name_of(mgr, &map.entry), e))?;
+        }
+        if cfg.zero {
+            data.zero(0, data.len()).map_err(|e| ShmError::io("zeroing region", &name_of(mgr, &map.entry), e))?;
+        }
+        let mut region = Region {
+            map: map.clone(),
+            mgr: mgr.clone(),
+            receiver: None,
+            linger_ms: AtomicU64::new(cfg.linger.as_millis() as u64),
+            remove_on_destruction: cfg.remove_on_destruction,
+        };
+        if !matches!(callback, RegionCallback::None) {
+            let q = map.queue().ok_or_else(|| ShmError::Config("region has no acknowledgement queue".into()))?;
+            q.claim_consumer(std::process::id()).map_err(|pid| {
+                ShmError::Config(format!("region {} already has a controller with a callback (pid {pid})", map.id()))
+            })?;
+            region.receiver = Some(Receiver::start(map, callback)?);
+        }
+        Ok(region)
+    }
+
+    /// Region id.
+    pub fn id(&self) -> u16 {
+        self.map.id()
+    }
+
+    /// Size in bytes.
+    pub fn size(&self) -> usize {
+        self.map.size() as usize
+    }
+
+    /// Address of the first byte in this process. Any process of the session may read the region
+    /// at any time; write only pieces that no message currently refers to.
+    pub fn data_ptr(&self) -> *mut u8 {
+        self.map.base()
+    }
+
+    /// Copies `bytes` into the region at `offset`.
+    pub fn write(&self, offset: usize, bytes: &[u8]) -> Result<(), ShmError> {
+        self.map.check(offset as u64, bytes.len() as u64)?;
+        let dst = self.map.ptr(offset as u64, bytes.len());
+        // SAFETY: the range lies inside the mapping (checked); the caller writes pieces no message
+        // refers to (documented contract), so no reader of a message sees the bytes change.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, bytes.len()) };
+        Ok(())
+    }
+
+    /// How long dropping the handle waits for outstanding acknowledgements.
+    pub fn linger(&self) -> Duration {
+        Duration::from_millis(self.linger_ms.load(Ordering::Relaxed))
+    }
+
+    /// Sets the linger.
+    pub fn set_linger(&self, linger: Duration) {
+        self.linger_ms.store(linger.as_millis() as u64, Ordering::Relaxed);
+    }
+
+    /// Messages made from this region whose pieces were not acknowledged yet.
+    pub fn outstanding(&self) -> i64 {
+        self.map.outstanding.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn map(&self) -> &Arc<RegionMap> {
+        &self.map
+    }
+
+    pub(crate) fn manager(&self) -> &Arc<Manager> {
+        &self.mgr
+    }
+}
+
+fn name_of(mgr: &Manager, e: &RegionEntry) -> String {
+    e.data_path(mgr.names()).display().to_string()
+}
+
+/// Under the session lock: picks the id, creates (and registers) or opens the region's object, and
+/// its queue.
+fn open_as_controller(mgr: &Arc<Manager>, size: u64, cfg: &RegionConfig) -> Result<Arc<RegionMap>, ShmError> {
+    let names = mgr.names();
+    let lock = mgr.management().lock()?;
+    let id = match cfg.id {
+        Some(id) => id,
+        None => lock.next_region_id()?,
+    };
+    if let Some(existing) = mgr.acks().get(id) {
+        if existing.controlled.swap(true, Ordering::AcqRel) {
+            return Err(ShmError::RegionExists { id });
+        }
+        return Ok(existing); // viewed so far: this process controls it now
+    }
+    let registered = crate::registry::find(mgr.management(), id);
+    let (entry, data) = match registered {
+        Some(e) if e.destroyed => return Err(ShmError::RegionIdTaken { id }),
+        Some(e) => {
+            if size != 0 && size != e.size {
+                return Err(ShmError::RegionSizeMismatch { mapped: e.size, configured: size });
+            }
+            let populate = cfg.creation_flags & libc::MAP_POPULATE != 0;
+            let data = RegionMap::map_data(&e, names, populate)?;
+            log::debug!("Opened unmanaged shared memory region: {} (controller)", name_of(mgr, &e));
+            (e, data)
+        }
+        None => {
+            if size == 0 {
+                return Err(ShmError::Config(format!("region {id}: size must be greater than 0")));
+            }
+            let entry = RegionEntry {
+                id,
+                size,
+                creation_flags: cfg.creation_flags,
+                user_flags: cfg.user_flags,
+                rc_segment_size: cfg.rc_segment_size,
+                path: cfg.path.clone(),
+                creator: std::process::id(),
+                destroyed: false,
+            };
+            let data = create_object(mgr, &entry, cfg.creation_flags & libc::MAP_POPULATE != 0)?;
+            lock.register_region(&entry).inspect_err(|_| {
+                let _ = std::fs::remove_file(entry.data_path(names));
+            })?;
+            log::debug!("Created unmanaged shared memory region: {} (controller)", name_of(mgr, &entry));
+            (entry, data)
+        }
+    };
+    let queue = AckQueue::open_or_create(names, id)?;
+    drop(lock);
+    Ok(mgr.acks().insert(Arc::new(RegionMap::new(entry, data, Some(queue), true))))
+}
+
+/// Creates the region's object race-free. Every creation happens under the session lock and
+/// registers at once, so an object that exists but is not registered is a leftover of a session
+/// that was never cleaned: it is replaced.
+fn create_object(mgr: &Manager, e: &RegionEntry, populate: bool) -> Result<Mapping, ShmError> {
+    let path = e.data_path(mgr.names());
+    let name = path.display().to_string();
+    let tmp = if e.path.is_empty() {
+        crate::Names::path(&mgr.names().tmp())
+    } else {
+        std::path::PathBuf::from(format!("{}{}", e.path, mgr.names().tmp()))
+    };
+    let size = usize::try_from(e.size).map_err(|_| ShmError::Config(format!("region size {} too large", e.size)))?;
+    for attempt in 0..2 {
+        match Mapping::create(&path, &tmp, size, |_| Ok(())) {
+            Ok(Created::New(_)) => {
+                return Mapping::open_with(&path, populate).map_err(|err| ShmError::io("opening region", &name, err));
+            }
+            Ok(Created::Exists) if attempt == 0 => {
+                log::warn!("removing leftover region object '{name}' of an earlier session");
+                std::fs::remove_file(&path).map_err(|err| ShmError::io("removing leftover region", &name, err))?;
+            }
+            Ok(Created::Exists) => break,
+            Err(err) => return Err(ShmError::io("Failed to initialize file for shared memory region", &name, err)),
+        }
+    }
+    Err(ShmError::RegionExists { id: e.id })
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        let id = self.id();
+        // Our own releases first, so the receiver sees them before it stops.
+        let linger = self.linger();
+        self.map.flush(Instant::now() + linger, false);
+        if let Some(r) = self.receiver.take() {
+            r.stop(linger);
+        }
+        if let Some(q) = self.map.queue() {
+            q.release_consumer(std::process::id());
+        }
+        self.map.controlled.store(false, Ordering::Release);
+        let names = self.mgr.names();
+        let lock = match self.mgr.management().lock() {
+            Ok(l) => l,
+            Err(e) => {
+                log::error!("could not destroy region {id}: {e}");
+                return;
+            }
+        };
+        if self.remove_on_destruction {
+            lock.mark_region_destroyed(id);
+            let path = self.map.entry.data_path(names);
+            if std::fs::remove_file(&path).is_ok() {
+                log::trace!("Region '{}' destroyed.", path.display());
+            }
+            let _ = std::fs::remove_file(crate::Names::path(&names.region_queue(id)));
+            self.mgr.acks().remove(id);
+        } else {
+            log::debug!(
+                "Skipping removal of {} unmanaged region, because RegionConfig::removeOnDestruction is false",
+                names.region(id)
+            );
+        }
+    }
+}
+
+/// The controller's thread that takes acknowledgements off the queue and calls the callback.
+struct Receiver {
+    stop: Arc<(AtomicU64, std::sync::atomic::AtomicBool)>,
+    thread: JoinHandle<()>,
+    map: Arc<RegionMap>,
+}
+
+impl Receiver {
+    fn start(map: Arc<RegionMap>, callback: RegionCallback) -> Result<Receiver, ShmError> {
+        let stop = Arc::new((AtomicU64::new(0), std::sync::atomic::AtomicBool::new(false)));
+        let (m, s) = (map.clone(), stop.clone());
+        let thread = std::thread::Builder::new()
+            .name(format!("fmq-region-{}", map.id()))
+            .spawn(move || receive(&m, callback, &s))
+            .map_err(|e| ShmError::io("starting the region acknowledgement receiver", "fmq-region", e))?;
+        Ok(Receiver { stop, thread, map })
+    }
+
+    /// Stops after the outstanding pieces are acknowledged, or after `linger`.
+    fn stop(self, linger: Duration) {
+        self.stop.0.store(linger.as_millis() as u64, Ordering::Relaxed);
+        self.stop.1.store(true, Ordering::Release);
+        if let Some(q) = self.map.queue() {
+            q.wake_consumer();
+        }
+        let _ = self.thread.join();
+    }
+}
+
+fn receive(map: &RegionMap, mut callback: RegionCallback, stop: &(AtomicU64, std::sync::atomic::AtomicBool)) {
+    let q = map.queue().expect("a region with a callback has a queue");
+    let mut acks = Vec::with_capacity(BATCH);
+    let mut blocks = Vec::with_capacity(BATCH);
+    let mut deadline = None;
+    loop {
+        let epoch = q.data_epoch();
+        acks.clear();
+        if q.pop(BATCH, &mut acks) > 0 {
+            deliver(map, &mut callback, &acks, &mut blocks);
+            continue;
+        }
+        if stop.1.load(Ordering::Acquire) {
+            let d =
+                *deadline.get_or_insert_with(|| Instant::now() + Duration::from_millis(stop.0.load(Ordering::Relaxed)));
+            let now = Instant::now();
+            if map.outstanding.load(Ordering::Acquire) <= 0 || now >= d {
+                let left = map.outstanding.load(Ordering::Acquire);
+                if left > 0 {
+                    log::debug!("region {}: stopped with {left} pieces not acknowledged", map.id());
+                }
+                return;
+            }
+            q.wait_for_data(epoch, (d - now).min(Duration::from_millis(100)));
+        } else {
+            q.wait_for_data(epoch, Duration::from_millis(100));
+        }
+    }
+}
+
+fn deliver(map: &RegionMap, callback: &mut RegionCallback, acks: &[Ack], blocks: &mut Vec<RegionBlock>) {
+    blocks.clear();
+    for a in acks {
+        match map.check(a.offset, a.size) {
+            Ok(()) => blocks.push(RegionBlock {
+                ptr: map.ptr(a.offset, a.size as usize),
+                offset: a.offset,
+                size: a.size as usize,
+                hint: a.hint,
+            }),
+            Err(e) => log::error!("region {}: invalid acknowledgement dropped: {e}", map.id()),
+        }
+    }
+    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match callback {
+        RegionCallback::None => {}
+        RegionCallback::Single(f) => blocks.iter().for_each(f),
+        RegionCallback::Bulk(f) => f(blocks),
+    }));
+    if run.is_err() {
+        log::error!("region {}: the release callback panicked", map.id());
+    }
+    map.outstanding.fetch_sub(blocks.len() as i64, Ordering::AcqRel);
+}

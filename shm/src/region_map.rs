@@ -1,0 +1,161 @@
+//! One process's mapping of an unmanaged region: its bytes, its acknowledgement queue, and the
+//! acknowledgements this process collected but has not sent yet.
+//!
+//! The controller (the process that created or adopted the region) and every viewer (a process
+//! that received a message of it) hold one. Pieces released here are batched (FairMQ: up to 256,
+//! sent at least every 500 ms) and pushed to the queue by the transport's ack thread (`acks`).
+
+use crate::ack_queue::{Ack, AckQueue};
+use crate::error::ShmError;
+use crate::meta::MetaError;
+use crate::registry::RegionEntry;
+use crate::sys::mapping::Mapping;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Acknowledgements sent in one go (FairMQ's batch size).
+pub(crate) const BATCH: usize = 256;
+
+pub(crate) struct RegionMap {
+    pub entry: RegionEntry,
+    data: Mapping,
+    queue: Option<AckQueue>,
+    pending: Mutex<Vec<Ack>>,
+    /// Messages made from the region minus pieces acknowledged (controller only).
+    pub outstanding: AtomicI64,
+    pub controlled: AtomicBool,
+}
+
+impl std::fmt::Debug for RegionMap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegionMap").field("id", &self.entry.id).field("size", &self.entry.size).finish()
+    }
+}
+
+impl RegionMap {
+    /// Wraps a mapped region whose size was checked against `entry`.
+    pub fn new(entry: RegionEntry, data: Mapping, queue: Option<AckQueue>, controlled: bool) -> RegionMap {
+        debug_assert!(data.len() as u64 >= entry.size);
+        RegionMap {
+            entry,
+            data,
+            queue,
+            pending: Mutex::new(Vec::new()),
+            outstanding: AtomicI64::new(0),
+            controlled: AtomicBool::new(controlled),
+        }
+    }
+
+    /// Opens the bytes of a registered region, refusing a file shorter than the registry says
+    /// (touching past its end would raise SIGBUS).
+    pub fn map_data(entry: &RegionEntry, names: &crate::Names, populate: bool) -> Result<Mapping, ShmError> {
+        let path = entry.data_path(names);
+        let name = path.display().to_string();
+        let data = Mapping::open_with(&path, populate).map_err(|e| ShmError::io("opening region", &name, e))?;
+        if (data.len() as u64) < entry.size {
+            return Err(ShmError::RegionSizeMismatch { mapped: data.len() as u64, configured: entry.size });
+        }
+        Ok(data)
+    }
+
+    pub fn id(&self) -> u16 {
+        self.entry.id
+    }
+
+    pub fn size(&self) -> u64 {
+        self.entry.size
+    }
+
+    pub fn queue(&self) -> Option<&AckQueue> {
+        self.queue.as_ref()
+    }
+
+    pub fn mapping(&self) -> &Mapping {
+        &self.data
+    }
+
+    /// Local address of the region's first byte.
+    pub fn base(&self) -> *mut u8 {
+        self.data.base()
+    }
+
+    /// Checks that `size` bytes at `offset` lie inside the region.
+    pub fn check(&self, offset: u64, size: u64) -> Result<(), MetaError> {
+        match offset.checked_add(size) {
+            Some(end) if end <= self.size() => Ok(()),
+            _ => Err(MetaError::OutOfBounds { segment: self.id(), offset, size }),
+        }
+    }
+
+    /// Pointer to `size` bytes at `offset` (checked by `check` before any message exists).
+    pub fn ptr(&self, offset: u64, size: usize) -> *mut u8 {
+        self.data.range_ptr(offset as usize, size).expect("region range checked before use")
+    }
+
+    /// Notes a released piece; true when a batch is full and should go out now.
+    pub fn released(&self, ack: Ack) -> bool {
+        let mut p = self.pending.lock();
+        p.push(ack);
+        p.len() >= BATCH
+    }
+
+    /// Pushes what is pending to the queue, in batches, waiting for room until `deadline`. What did
+    /// not fit by then stays pending when `keep` (the next round sends it), else it is dropped with
+    /// an error. Without a consumer (a region created without callback) acknowledgements are dropped.
+    pub fn flush(&self, deadline: Instant, keep: bool) {
+        let mut acks = std::mem::take(&mut *self.pending.lock());
+        if acks.is_empty() {
+            return;
+        }
+        let Some(q) = self.queue.as_ref().filter(|q| q.has_consumer()) else {
+            log::trace!("region {}: no one takes acknowledgements, {} dropped", self.id(), acks.len());
+            return;
+        };
+        let mut sent = 0;
+        while sent < acks.len() {
+            let epoch = q.space_epoch();
+            let end = (sent + BATCH).min(acks.len());
+            match q.push(&acks[sent..end]) {
+                Ok(n) => sent += n,
+                Err(e) => {
+                    log::error!("region {}: cannot acknowledge {} blocks: {e}", self.id(), acks.len() - sent);
+                    return;
+                }
+            }
+            if sent == acks.len() {
+                return;
+            }
+            if !q.has_consumer() {
+                log::debug!(
+                    "region {}: its controller left, {} acknowledgements dropped",
+                    self.id(),
+                    acks.len() - sent
+                );
+                return;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            q.wait_for_space(epoch, (deadline - now).min(Duration::from_millis(10)));
+        }
+        let rest = acks.split_off(sent);
+        if keep {
+            let mut p = self.pending.lock();
+            let newer = std::mem::replace(&mut *p, rest);
+            p.extend(newer);
+        } else {
+            log::error!(
+                "region {}: acknowledgement queue stayed full, {} acknowledgements lost",
+                self.id(),
+                rest.len()
+            );
+        }
+    }
+
+    /// Counts a message made from the region.
+    pub fn made_message(&self) {
+        self.outstanding.fetch_add(1, Ordering::Relaxed);
+    }
+}
