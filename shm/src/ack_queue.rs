@@ -161,6 +161,12 @@ impl AckQueue {
         Ok(n)
     }
 
+    /// Acknowledgements waiting for the consumer.
+    pub fn pending(&self) -> u64 {
+        let head = self.word(W_HEAD).load(Ordering::Acquire);
+        self.word(W_TAIL).load(Ordering::Acquire).wrapping_sub(head).min(CAPACITY)
+    }
+
     /// The consumer: moves up to `max` entries into `out`; returns how many.
     pub fn pop(&self, max: usize, out: &mut Vec<Ack>) -> usize {
         let head = self.word(W_HEAD).load(Ordering::Relaxed);

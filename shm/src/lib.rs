@@ -45,6 +45,7 @@ pub mod management;
 mod manager;
 mod message;
 pub mod meta;
+pub mod monitor;
 mod naming;
 mod poller;
 mod region;

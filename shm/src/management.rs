@@ -169,8 +169,13 @@ impl Management {
         self.words()[W_EVENTS].load(Ordering::Acquire)
     }
 
+    /// The heartbeat counter's value.
+    pub fn heartbeat_count(&self) -> u64 {
+        self.words()[W_HEARTBEAT].load(Ordering::Relaxed)
+    }
+
     /// The heartbeat counter.
-    pub fn heartbeat(&self) -> &AtomicU64 {
+    pub(crate) fn heartbeat(&self) -> &AtomicU64 {
         &self.words()[W_HEARTBEAT]
     }
 
@@ -326,11 +331,19 @@ pub fn remove_objects(names: &Names, segments: &[SegmentEntry], regions: &[crate
 /// Removes every object whose name starts with the session's prefix, whatever state it is in (for
 /// the monitor's forced cleanup and for tests' guards). Returns the removed names.
 pub fn remove_session(names: &Names) -> Vec<String> {
+    remove_session_except(names, None)
+}
+
+/// [`remove_session`], sparing the object named `keep`.
+pub fn remove_session_except(names: &Names, keep: Option<&str>) -> Vec<String> {
     let prefix = names.session_prefix();
     let mut removed = Vec::new();
     if let Ok(dir) = std::fs::read_dir(crate::naming::SHM_DIR) {
         for entry in dir.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
+            if keep == Some(name.as_str()) {
+                continue;
+            }
             if name.starts_with(&prefix) && std::fs::remove_file(entry.path()).is_ok() {
                 removed.push(name);
             }

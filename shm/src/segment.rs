@@ -448,6 +448,19 @@ impl Segment {
         Ok(r)
     }
 
+    /// Every used block: (offset, size, owner pid, reference count), for the monitor's debug view.
+    pub fn used_blocks(&self) -> Result<Vec<(u64, u64, u32, u32)>, ShmError> {
+        self.locked(|t| {
+            Ok(t.walk()
+                .filter(|&(_, _, free)| !free)
+                .map(|(off, size, _)| {
+                    let rc = self.refcount(off).load(Ordering::Acquire);
+                    (off, size, (rc >> 32) as u32, rc as u32)
+                })
+                .collect())
+        })
+    }
+
     /// Frees the blocks a dead process held in its caches (owner `pid`, no reference left): provably
     /// unused, since a block in flight or held by anyone has a count of at least 1. Returns (count,
     /// bytes).

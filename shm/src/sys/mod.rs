@@ -1,6 +1,7 @@
 //! The operating-system layer: the only unsafe code of the crate besides message data access.
-//! Mappings of shared-memory files, robust process-shared mutexes, and futexes.
+//! Mappings of shared-memory files, robust process-shared mutexes, futexes and file locks.
 
+pub(crate) mod flock;
 pub(crate) mod futex;
 pub(crate) mod mapping;
 pub(crate) mod robust_mutex;

@@ -1,0 +1,369 @@
+//! What `fairmq-shmmonitor` does, as a library: report a session, clean it, list every session, and
+//! watch one (FairMQ's `fair::mq::shmem::Monitor`).
+//!
+//! Watching follows FairMQ: a session whose heartbeats stopped for `timeout` is cleaned. Beyond
+//! FairMQ, every tick also tries the liveness slot of each attached transport (`liveness`): a
+//! process that died is counted out at once and the blocks it held in its caches are freed; when
+//! the last transport of a session died, the session is cleaned without waiting for the timeout.
+
+use crate::ack_queue::AckQueue;
+use crate::error::ShmError;
+use crate::management::Management;
+use crate::naming::Names;
+use crate::segment::Segment;
+use crate::sys::flock;
+use std::fmt::Write as _;
+use std::fs::{File, OpenOptions};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// How often the watch loop looks at the session (FairMQ: 100 ms).
+pub const WATCH_INTERVAL: Duration = Duration::from_millis(100);
+
+/// The lock a running monitor holds for a session (FairMQ's named mutex `fmq_<id>_ms`): it tells
+/// devices that a monitor runs, and keeps a second monitor of the session from starting. The file
+/// is removed when the monitor ends; if the monitor is killed, the kernel drops the lock and the
+/// next monitor takes the file over.
+#[derive(Debug)]
+pub struct MonitorLock {
+    _file: File,
+    path: std::path::PathBuf,
+}
+
+impl MonitorLock {
+    /// Takes the lock; `None` if another monitor of the session holds it.
+    pub fn acquire(names: &Names) -> Result<Option<MonitorLock>, ShmError> {
+        let name = names.monitor_lock();
+        let path = Names::path(&name);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| ShmError::io("opening the monitor lock", &name, e))?;
+        if !flock::try_exclusive(&file).map_err(|e| ShmError::io("locking the monitor lock", &name, e))? {
+            return Ok(None);
+        }
+        Ok(Some(MonitorLock { _file: file, path }))
+    }
+}
+
+impl Drop for MonitorLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Whether a monitor runs for the session.
+pub fn monitor_running(names: &Names) -> bool {
+    match File::open(Names::path(&names.monitor_lock())) {
+        Ok(f) => flock::held_by_other(&f).unwrap_or(false),
+        Err(_) => false,
+    }
+}
+
+fn remove(name: &str, path: &Path, out: &mut Vec<(String, bool)>) {
+    let removed = std::fs::remove_file(path).is_ok();
+    if removed {
+        log::info!("Successfully removed '{name}'.");
+    } else {
+        log::debug!("Did not remove '{name}'. Already removed?");
+    }
+    out.push((name.to_owned(), removed));
+}
+
+/// Removes every object of the session the registries know (regions, also file-backed ones, their
+/// queues, segments, the management segment) and leftovers under the session's prefix; the monitor
+/// lock stays. Returns each name and whether it was removed.
+pub fn cleanup(shm_id: &str) -> Vec<(String, bool)> {
+    let names = Names::new(shm_id);
+    log::info!("Cleaning up for shared memory id '{shm_id}'...");
+    let mut out = Vec::new();
+    match Management::open_existing(&names) {
+        Err(_) => {
+            log::info!("Did not find '{}' management segment. No regions to cleanup.", names.management());
+        }
+        Ok(m) => {
+            let regions = crate::registry::regions(&m);
+            log::info!("Found {} unmanaged regions...", regions.len());
+            for r in &regions {
+                log::info!(
+                    "Found UnmanagedRegion with id: {}, path: '{}', flags: {}, fDestroyed: {}.",
+                    r.id,
+                    r.path,
+                    r.creation_flags,
+                    u8::from(r.destroyed)
+                );
+                let data = r.data_path(&names);
+                remove(&data.display().to_string(), &data, &mut out);
+                let q = names.region_queue(r.id);
+                remove(&q, &Names::path(&q), &mut out);
+            }
+            let segments = m.segments();
+            log::info!("Found {} managed segments...", segments.len());
+            for s in &segments {
+                let n = names.segment(s.id);
+                remove(&n, &Names::path(&n), &mut out);
+            }
+            let mng = names.management();
+            remove(&mng, &Names::path(&mng), &mut out);
+        }
+    }
+    let lock = names.monitor_lock();
+    for leftover in crate::management::remove_session_except(&names, Some(&lock)) {
+        log::info!("Successfully removed '{leftover}'.");
+        out.push((leftover, true));
+    }
+    out
+}
+
+/// [`cleanup`] plus the monitor lock (what `fairmq-shmmonitor -c` runs).
+pub fn cleanup_full(shm_id: &str) -> Vec<(String, bool)> {
+    let mut out = cleanup(shm_id);
+    let names = Names::new(shm_id);
+    let lock = names.monitor_lock();
+    let path = Names::path(&lock);
+    if path.exists() {
+        remove(&lock, &path, &mut out);
+    }
+    out
+}
+
+/// The segment report (FairMQ's `PrintShm`): segments with free and used memory, regions,
+/// attached processes. `None` if the session has no management segment.
+pub fn report(shm_id: &str) -> Option<String> {
+    let names = Names::new(shm_id);
+    let m = Management::open_existing(&names).ok()?;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "shm id: {shm_id}, session: {}, creator id: {}, devices: {}, managed segments:",
+        m.session_name(),
+        m.creator_uid(),
+        m.device_count()
+    );
+    for seg in m.segments() {
+        match Segment::open(&Names::path(&names.segment(seg.id)), seg.id) {
+            Ok(sg) => {
+                let st = sg.stats();
+                let _ = writeln!(
+                    s,
+                    "   [{}]: total: {}, msgs: {}, free: {}, used: {}",
+                    seg.id, st.size, st.used_blocks, st.free, st.used
+                );
+            }
+            Err(e) => {
+                let _ = writeln!(s, "   [{}]: total: {}, cannot open: {e}", seg.id, seg.size);
+            }
+        }
+    }
+    let total = crate::management::MANAGEMENT_SIZE;
+    let _ = writeln!(s, "   [m]: total: {total}, heartbeat: {}, events: {}", m.heartbeat_count(), m.event_count());
+    let regions = crate::registry::regions(&m);
+    if !regions.is_empty() {
+        let _ = writeln!(s, "   unmanaged regions:");
+        for r in regions {
+            let state = if r.destroyed { "destroyed" } else { "alive" };
+            let pending = AckQueue::open(&Names::path(&names.region_queue(r.id))).map(|q| q.pending()).ok();
+            let _ = write!(s, "      [{}]: {state}, size: {}, user flags: {}", r.id, r.size, r.user_flags);
+            if !r.path.is_empty() {
+                let _ = write!(s, ", path: '{}'", r.path);
+            }
+            match pending {
+                Some(p) => {
+                    let _ = writeln!(s, ", acknowledgements pending: {p}");
+                }
+                None => s.push('\n'),
+            }
+        }
+    }
+    let procs = crate::liveness::attached(&m);
+    let list: Vec<String> = procs.iter().map(|a| a.pid.to_string()).collect();
+    let _ = writeln!(s, "   attached processes: {}", if list.is_empty() { "none".into() } else { list.join(", ") });
+    Some(s)
+}
+
+/// Every used block of every segment with its owner (FairMQ's `--debug`, which needs a debug build
+/// there; here owners are always recorded).
+pub fn debug_info(shm_id: &str) -> String {
+    let names = Names::new(shm_id);
+    let Ok(m) = Management::open_existing(&names) else { return "no segments found".into() };
+    let mut s = String::new();
+    for seg in m.segments() {
+        let Ok(sg) = Segment::open(&Names::path(&names.segment(seg.id)), seg.id) else { continue };
+        let Ok(blocks) = sg.used_blocks() else { continue };
+        let _ = writeln!(s, "found {} messages.", blocks.len());
+        for (off, size, pid, count) in blocks {
+            let _ = writeln!(s, "segment: {:>3}, offset: {off:>12}, size: {size:>10}, creator PID: {pid}, references: {count}", seg.id);
+        }
+    }
+    s
+}
+
+/// Every session found in `dir` (FairMQ's `--list-all`).
+pub fn list_all(dir: &Path) -> String {
+    let mut s = String::new();
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) => return format!("error: {e}"),
+    };
+    let mut names: Vec<String> = entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    if names.is_empty() {
+        return format!("directory \"{}\" is empty.", dir.display());
+    }
+    names.sort();
+    for name in names {
+        let Some(rest) = name.strip_prefix(crate::naming::PREFIX) else {
+            log::debug!("The file '{name}' does not belong to FairMQ, skipping...");
+            continue;
+        };
+        if let Some(id) = rest.strip_suffix("_mng") {
+            let _ = writeln!(s, "\nFound shmid '{id}':");
+            match report(id) {
+                Some(r) => s.push_str(&r),
+                None => {
+                    let _ = writeln!(s, "could not open file for shmid '{id}'");
+                }
+            }
+        }
+    }
+    s
+}
+
+/// What one sweep for dead processes found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Sweep {
+    /// Pids of transports found dead (counted out of the session).
+    pub dead: Vec<u32>,
+    /// Blocks (and bytes) freed from their caches.
+    pub freed: (u64, u64),
+    /// Whether the session was cleaned because no transport is left.
+    pub cleaned: bool,
+}
+
+/// Looks for dead processes in the session, counts them out, frees their cached blocks in every
+/// segment and, if they were the last ones, cleans the session.
+pub fn sweep(shm_id: &str) -> Result<Sweep, ShmError> {
+    let names = Names::new(shm_id);
+    let m = Management::open_existing(&names)?;
+    let (dead, left) = {
+        let lock = m.lock()?;
+        (lock.sweep_dead()?, m.device_count())
+    };
+    let mut out = Sweep { dead, ..Sweep::default() };
+    if out.dead.is_empty() {
+        return Ok(out);
+    }
+    for seg in m.segments() {
+        let Ok(sg) = Segment::open(&Names::path(&names.segment(seg.id)), seg.id) else { continue };
+        for &pid in &out.dead {
+            if let Ok((n, b)) = sg.reclaim_cached_of(pid) {
+                out.freed.0 += n;
+                out.freed.1 += b;
+            }
+        }
+    }
+    if left == 0 {
+        log::info!("every process of session {shm_id} died ({:?}), cleaning...", out.dead);
+        drop(m);
+        cleanup(shm_id);
+        out.cleaned = true;
+    }
+    Ok(out)
+}
+
+/// What a watch step decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Keep watching.
+    Continue,
+    /// Self-destruct: stop the monitor.
+    Stop,
+}
+
+/// The monitor mode's loop state (FairMQ's `Watch` and `CheckHeartbeats`).
+#[derive(Debug)]
+pub struct Watcher {
+    shm_id: String,
+    names: Names,
+    timeout: Duration,
+    self_destruct: bool,
+    started: Instant,
+    last_heartbeat: Instant,
+    last_count: u64,
+    triggered: bool,
+    seen_once: bool,
+}
+
+impl Watcher {
+    /// Watches `shm_id`: clean after `timeout` without heartbeats; with `self_destruct`, stop once
+    /// the session was seen and then went away (or was never seen within twice the timeout).
+    pub fn new(shm_id: &str, timeout: Duration, self_destruct: bool) -> Watcher {
+        let now = Instant::now();
+        Watcher {
+            shm_id: shm_id.to_owned(),
+            names: Names::new(shm_id),
+            timeout,
+            self_destruct,
+            started: now,
+            last_heartbeat: now,
+            last_count: 0,
+            triggered: false,
+            seen_once: false,
+        }
+    }
+
+    /// One look at the session.
+    pub fn step(&mut self) -> Step {
+        let now = Instant::now();
+        let Ok(m) = Management::open_existing(&self.names) else {
+            self.triggered = false;
+            if self.self_destruct {
+                if self.seen_once {
+                    log::info!("self destructing (segment has been observed and cleaned up orderly)");
+                    return Step::Stop;
+                }
+                if now.duration_since(self.started) > 2 * self.timeout {
+                    cleanup(&self.shm_id);
+                    log::info!("self destructing (no segments observed within (timeout * 2) since start)");
+                    return Step::Stop;
+                }
+            }
+            return Step::Continue;
+        };
+        self.seen_once = true;
+        let count = m.heartbeat_count();
+        if count != self.last_count {
+            self.last_count = count;
+            self.triggered = true;
+            self.last_heartbeat = now;
+        }
+        drop(m);
+        match sweep(&self.shm_id) {
+            Ok(s) if s.cleaned => {
+                self.triggered = false;
+                if self.self_destruct {
+                    log::info!("self destructing (segment has been observed and cleaned up by the monitor)");
+                    return Step::Stop;
+                }
+                return Step::Continue;
+            }
+            Ok(s) if !s.dead.is_empty() => {
+                log::info!("processes {:?} died; freed {} cached blocks ({} bytes)", s.dead, s.freed.0, s.freed.1);
+            }
+            Ok(_) => {}
+            Err(e) => log::debug!("sweep of {}: {e}", self.shm_id),
+        }
+        if self.triggered && now.duration_since(self.last_heartbeat) > self.timeout {
+            log::info!("no heartbeats since over {} milliseconds, cleaning...", self.timeout.as_millis());
+            cleanup(&self.shm_id);
+            self.triggered = false;
+            if self.self_destruct {
+                log::info!("self destructing (segment has been observed and cleaned up by the monitor)");
+                return Step::Stop;
+            }
+        }
+        Step::Continue
+    }
+}
