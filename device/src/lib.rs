@@ -51,7 +51,7 @@ mod run_device;
 mod runner;
 pub mod state;
 pub mod state_machine;
-mod terminal;
+pub mod terminal;
 pub mod transport;
 pub mod transports;
 

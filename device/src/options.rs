@@ -137,6 +137,18 @@ impl OptionGroup {
         self
     }
 
+    /// Adds an option with a short alias and a default.
+    pub fn add_with_short(
+        &mut self,
+        name: &str,
+        short: char,
+        kind: Kind,
+        default: impl Into<Value>,
+        description: &str,
+    ) -> &mut Self {
+        self.push(name, Some(short), kind, Some(default.into()), description, false)
+    }
+
     /// Adds a flag with a short alias.
     pub fn add_flag_with_short(&mut self, name: &str, short: char, description: &str) -> &mut Self {
         self.push(name, Some(short), Kind::Flag, None, description, false)

@@ -32,6 +32,7 @@ pub fn shm_config(id: &str, p: &Properties) -> Result<ShmConfig, Error> {
         no_cleanup: p.get_or("shm-no-cleanup", false)?,
         metadata_msg_size: p.get_or::<usize>("shm-metadata-msg-size", 0)?,
         io_threads: p.get_or::<i32>("io-threads", 1)?,
+        monitor: p.get_or("shm-monitor", false)?,
     })
 }
 

@@ -65,6 +65,8 @@ pub struct ShmConfig {
     pub metadata_msg_size: usize,
     /// `--io-threads` of the metadata sockets' ZeroMQ context.
     pub io_threads: i32,
+    /// `--shm-monitor`: start a `fairmq-shmmonitor` daemon for the session if none runs.
+    pub monitor: bool,
 }
 
 impl Default for ShmConfig {
@@ -83,6 +85,7 @@ impl Default for ShmConfig {
             no_cleanup: false,
             metadata_msg_size: 0,
             io_threads: 1,
+            monitor: false,
         }
     }
 }

@@ -96,6 +96,9 @@ pub enum ShmError {
         /// The id.
         id: u16,
     },
+    /// `--shm-monitor`: the monitor daemon did not take its lock in time.
+    #[error("Did not get response from fairmq-shmmonitor after {0} milliseconds. Exiting.")]
+    MonitorStart(u64),
     /// Socket set-up failed.
     #[error(transparent)]
     Socket(#[from] fairmq_zmq::SocketError),

@@ -45,6 +45,12 @@ impl Manager {
         log::debug!("Generated shmid '{shm_id}' out of session id '{}'.", config.session);
         let names = Names::new(&shm_id);
         let mng = Arc::new(Management::attach(&names, &config.session)?);
+        if config.monitor {
+            if let Err(e) = crate::monitor::start_daemon(&names) {
+                let _ = mng.detach(config.no_cleanup);
+                return Err(e);
+            }
+        }
         let started = Self::own_segment(&names, &mng, config).and_then(|own| Ok((own, Heartbeat::start(mng.clone())?)));
         let (own, heartbeat) = match started {
             Ok(s) => s,
@@ -239,6 +245,10 @@ impl Manager {
         let mut out = Vec::with_capacity(refill.max(crate::depot::BLOCKS));
         self.own.allocate(size, align, self.pid, refill, &mut out)?;
         let first = out.pop();
+        // Stocked blocks carry no reference, only our pid: if we die, a sweep frees exactly them.
+        for b in &out {
+            self.own.refcount(b.offset).store(u64::from(self.pid) << 32, Ordering::Relaxed);
+        }
         let evicted = cache.stock(need, out);
         drop(cache);
         if !evicted.is_empty() {

@@ -14,11 +14,16 @@ use crate::segment::Segment;
 use crate::sys::flock;
 use std::fmt::Write as _;
 use std::fs::{File, OpenOptions};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// How often the watch loop looks at the session (FairMQ: 100 ms).
 pub const WATCH_INTERVAL: Duration = Duration::from_millis(100);
+/// The monitor's executable name.
+pub const MONITOR_BINARY: &str = "fairmq-shmmonitor";
+const START_POLL: Duration = Duration::from_millis(10);
+const START_POLLS: u32 = 1000;
 
 /// The lock a running monitor holds for a session (FairMQ's named mutex `fmq_<id>_ms`): it tells
 /// devices that a monitor runs, and keeps a second monitor of the session from starting. The file
@@ -61,6 +66,63 @@ pub fn monitor_running(names: &Names) -> bool {
         Ok(f) => flock::held_by_other(&f).unwrap_or(false),
         Err(_) => false,
     }
+}
+
+/// The monitor binary: in `$FAIRMQ_PATH` first, then in `$PATH`.
+fn find_monitor_binary() -> Option<PathBuf> {
+    let dirs = std::env::var_os("FAIRMQ_PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .chain(std::env::var_os("PATH").into_iter().flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>()));
+    dirs.map(|d| d.join(MONITOR_BINARY)).find(|p| p.is_file())
+}
+
+/// Starts `fairmq-shmmonitor -x -m --shmid <id> -d -t 2000` for the session unless a monitor runs
+/// (what `--shm-monitor true` does, as FairMQ's `Manager::StartMonitor`). A missing binary is only a
+/// warning; a daemon that does not take its lock within 10 s is an error.
+pub fn start_daemon(names: &Names) -> Result<(), ShmError> {
+    let shm_id = names.shm_id();
+    if monitor_running(names) {
+        log::debug!("Found fairmq-shmmonitor for shared memory id {shm_id}");
+        return Ok(());
+    }
+    log::debug!("no fairmq-shmmonitor found for shared memory id {shm_id}, starting...");
+    let Some(exe) = find_monitor_binary() else {
+        log::warn!("could not find fairmq-shmmonitor in \"$FAIRMQ_PATH:$PATH\"");
+        return Ok(());
+    };
+    let mut cmd = Command::new(&exe);
+    cmd.args(["-x", "-m", "--shmid", shm_id, "-d", "-t", "2000"]);
+    if std::env::var("FAIRMQ_SHMMONITOR_VERBOSE").as_deref() == Ok("true") {
+        cmd.arg("--verbose");
+    }
+    let mut launcher = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| ShmError::io("starting", &exe.display().to_string(), e))?;
+    // The launcher exits once it has started the daemon; it is reaped here or by a thread.
+    let started = (0..START_POLLS).any(|_| {
+        if monitor_running(names) {
+            return true;
+        }
+        std::thread::sleep(START_POLL);
+        false
+    });
+    match launcher.try_wait() {
+        Ok(Some(_)) => {}
+        _ => {
+            std::thread::spawn(move || launcher.wait());
+        }
+    }
+    if !started {
+        let ms = START_POLL.as_millis() as u64 * u64::from(START_POLLS);
+        log::error!("Did not get response from fairmq-shmmonitor after {ms} milliseconds. Exiting.");
+        return Err(ShmError::MonitorStart(ms));
+    }
+    log::debug!("Started fairmq-shmmonitor for shared memory id {shm_id}");
+    Ok(())
 }
 
 fn remove(name: &str, path: &Path, out: &mut Vec<(String, bool)>) {
@@ -195,10 +257,48 @@ pub fn debug_info(shm_id: &str) -> String {
         let Ok(blocks) = sg.used_blocks() else { continue };
         let _ = writeln!(s, "found {} messages.", blocks.len());
         for (off, size, pid, count) in blocks {
-            let _ = writeln!(s, "segment: {:>3}, offset: {off:>12}, size: {size:>10}, creator PID: {pid}, references: {count}", seg.id);
+            let _ = writeln!(
+                s,
+                "segment: {:>3}, offset: {off:>12}, size: {size:>10}, creator PID: {pid}, references: {count}",
+                seg.id
+            );
         }
     }
     s
+}
+
+/// Forgets every allocation in the session's segments and removes its regions' acknowledgement
+/// queues (FairMQ's experimental `ResetContent`, for reuse after a crash; only sound when no process
+/// uses the session). Returns the report lines (FairMQ prints them to stdout).
+pub fn reset_content(shm_id: &str) -> Vec<String> {
+    let names = Names::new(shm_id);
+    let mut out = vec![format!("Resetting segments content for shared memory id '{shm_id}'...")];
+    let m = match Management::open_existing(&names) {
+        Ok(m) => m,
+        Err(e) => {
+            out.push(format!("Could not find '{}' segment. Nothing to cleanup.", names.management()));
+            out.push(e.to_string());
+            return out;
+        }
+    };
+    let segments = m.segments();
+    out.push(format!("Found info for {} managed segments", segments.len()));
+    for seg in segments {
+        let name = names.segment(seg.id);
+        out.push(format!("Resetting content of segment '{name}'..."));
+        match Segment::open(&Names::path(&name), seg.id).and_then(|s| s.reset_content()) {
+            Ok(()) => out.push("Done.".into()),
+            Err(e) => out.push(format!("Error resetting content of segment '{name}': {e}")),
+        }
+    }
+    for r in crate::registry::regions(&m) {
+        let q = names.region_queue(r.id);
+        if std::fs::remove_file(Names::path(&q)).is_ok() {
+            out.push(format!("Removed '{q}'."));
+        }
+    }
+    out.push(format!("Done resetting segment content for shared memory id '{shm_id}'."));
+    out
 }
 
 /// Every session found in `dir` (FairMQ's `--list-all`).

@@ -448,6 +448,18 @@ impl Segment {
         Ok(r)
     }
 
+    /// Forgets every allocation: the heap becomes one free block and the depot empty (FairMQ's
+    /// experimental `ResetContent`; only sound when no process of the session uses the segment).
+    pub fn reset_content(&self) -> Result<(), ShmError> {
+        self.locked(|t| {
+            self.depot().clear();
+            t.format();
+            Ok(())
+        })?;
+        self.wake_waiters();
+        Ok(())
+    }
+
     /// Every used block: (offset, size, owner pid, reference count), for the monitor's debug view.
     pub fn used_blocks(&self) -> Result<Vec<(u64, u64, u32, u32)>, ShmError> {
         self.locked(|t| {

@@ -39,6 +39,42 @@ fn killed_in_an_alloc_free_loop_others_continue_and_no_block_is_lost() {
 }
 
 #[test]
+fn a_sweep_frees_what_a_dead_sender_cached_and_keeps_what_it_sent() {
+    let s = Session::new("sweep");
+    let t = s.transport("receiver");
+    t.flush();
+    let free0 = t.segment_stats().free;
+    let addr = s.ipc("sweep");
+    let pull = t.socket(SocketType::Pull, "data").unwrap();
+    pull.bind(&addr).unwrap();
+    // 5 messages of 1000 bytes: the sender's cache refilled a magazine, so it holds unsent blocks.
+    let mut sender = peer(&["send", &s.name, &addr, "connect", "5", "1000", "1", "hold"]);
+    let mut got = Vec::new();
+    for _ in 0..5 {
+        let mut m = t.new_message();
+        pull.receive(&mut m, 60_000).unwrap();
+        got.push(m);
+    }
+    sender.expect_line("sent 5");
+    let dead = sender.pid();
+    let (held, _) = t.segment().owned_by(dead).unwrap();
+    assert!(held > 5, "the sender's cache holds blocks besides the 5 sent: {held}");
+    sender.kill();
+    assert_eq!(t.sweep_dead_processes(), vec![dead]);
+    assert_eq!(t.attached_transports(), 1, "the dead sender was counted out");
+    // What it sent is still alive in our hands (count 1): untouched, still its own.
+    assert_eq!(t.segment().owned_by(dead).unwrap().0, 5);
+    for (seq, m) in got.iter().enumerate() {
+        assert_eq!(&m.data()[..8], &(seq as u64).to_le_bytes(), "message {seq} intact after the sweep");
+    }
+    drop(got);
+    t.flush();
+    assert_eq!(t.segment().owned_by(dead).unwrap().0, 0);
+    t.check_segment().unwrap();
+    assert_eq!(t.segment_stats().free, free0, "every block of the dead sender came back exactly once");
+}
+
+#[test]
 fn killed_while_holding_the_allocator_lock() {
     let s = Session::new("killlock");
     let t = s.transport("parent");

@@ -16,9 +16,17 @@ pub struct Proc {
 
 /// Starts `exe` with `args`; `stdin`: `Some(stdio)` to give it (a pty, say), `None` for a pipe.
 pub fn start(exe: &str, args: &[&str], stdin: Option<Stdio>) -> Proc {
+    spawn(Command::new(exe).args(args), stdin)
+}
+
+/// [`start`] with extra environment variables and a piped stdin.
+pub fn start_with_env(exe: &str, args: &[&str], env: &[(&str, &str)]) -> Proc {
+    spawn(Command::new(exe).args(args).envs(env.iter().copied()), None)
+}
+
+fn spawn(cmd: &mut Command, stdin: Option<Stdio>) -> Proc {
     let piped = stdin.is_none();
-    let mut child = Command::new(exe)
-        .args(args)
+    let mut child = cmd
         .stdin(stdin.unwrap_or_else(Stdio::piped))
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())

@@ -1,7 +1,7 @@
 //! A peer process for cross-process tests of the shared-memory transport.
 //!
 //! ```text
-//! fairmq-shm-peer send <session> <address> <bind|connect> <count> <sizes,...> <sender-id>
+//! fairmq-shm-peer send <session> <address> <bind|connect> <count> <sizes,...> <sender-id> [hold]
 //! fairmq-shm-peer recv <session> <address> <bind|connect> <count> <senders> [gaps]
 //! fairmq-shm-peer allocloop <session> <iterations, 0 = forever>
 //! fairmq-shm-peer holdlock <session>
@@ -13,6 +13,7 @@
 //! (`copy`: keeps a copy of each message, drops the original at once and the copies at the end;
 //! `parts`: receives multiparts). The source makes a region, sends `count` pieces and then waits for
 //! every acknowledgement (`wait`, prints `acked <n>`) or sleeps until killed (`hold`).
+//! A sender with `hold` sleeps after its last message until killed.
 //! Every payload starts with its sequence number and sender id, followed by bytes derived from both;
 //! the receiver checks all of them and prints `received <messages> <bytes>`. Exit code 1 on any error.
 //! A receiver with count 0 receives until nothing arrives for 2 s; with `gaps`, sequence numbers of a
@@ -60,6 +61,12 @@ fn send(a: &[String]) -> Result<(), Box<dyn std::error::Error>> {
         s.send(&mut msg, -1)?;
     }
     println!("sent {count}");
+    if a.get(6).is_some_and(|h| h == "hold") {
+        std::io::stdout().flush()?;
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(3600));
+        }
+    }
     Ok(())
 }
 
