@@ -281,6 +281,33 @@ impl Context {
         self.channel(name, index)?.new_message_with_size(size)
     }
 
+    /// An unmanaged region of the transport of channel `name[index]` (FairMQ's
+    /// `NewUnmanagedRegionFor`).
+    pub fn new_unmanaged_region_for(
+        &self,
+        name: &str,
+        index: usize,
+        size: usize,
+        callback: crate::region::RegionCallback,
+        config: &crate::region::RegionConfig,
+    ) -> Result<crate::region::UnmanagedRegion, Error> {
+        self.channel(name, index)?.transport().create_region(size, callback, config)
+    }
+
+    /// A message for channel `name[index]` referring to `size` bytes at `offset` of `region`
+    /// (FairMQ's `NewMessageFor` with a region).
+    pub fn new_message_for_region(
+        &self,
+        name: &str,
+        index: usize,
+        region: &crate::region::UnmanagedRegion,
+        offset: usize,
+        size: usize,
+        hint: u64,
+    ) -> Result<Message, Error> {
+        self.channel(name, index)?.transport().new_message_from_region(region, offset, size, hint)
+    }
+
     /// The transport of kind `kind` if the device uses it.
     pub fn transport_of(&self, kind: TransportKind) -> Option<Transport> {
         self.transports.lock().iter().find(|t| t.kind() == kind).cloned()

@@ -50,6 +50,17 @@ pub enum Error {
     /// A poll failed.
     #[error(transparent)]
     Poll(#[from] fairmq_zmq::PollError),
+    /// A region operation of the zeromq transport.
+    #[error(transparent)]
+    Region(#[from] fairmq_zmq::RegionError),
+    /// A message asked of one transport for a region of the other.
+    #[error("region type ({region}) does not match message type ({message})")]
+    RegionKind {
+        /// The region's transport.
+        region: fairmq_zmq::TransportKind,
+        /// The message's transport.
+        message: fairmq_zmq::TransportKind,
+    },
     /// A state change was refused.
     #[error("Invalid transition: {0}: failed to change state of a fairmq device")]
     Transition(crate::state::Transition),

@@ -225,6 +225,47 @@ fn example_req_rep() {
 }
 
 #[test]
+fn example_region() {
+    let exe = example("ex-region");
+    for tr in TRANSPORTS {
+        let s = Session::new();
+        let t = Topology { s: &s, transport: tr };
+        let addr = t.ipc("data");
+        let mut sampler = t.device(
+            &exe,
+            Some("sampler"),
+            "sampler1",
+            &with(
+                chan(format!("name=data,type=push,method=bind,address={addr}")),
+                &["--max-iterations", "1", "--msg-size", "1000000", "--region-linger", "500"],
+            ),
+        );
+        let mut sink = t.device(
+            &exe,
+            Some("sink"),
+            "sink1",
+            &with(chan(format!("name=data,type=pull,method=connect,address={addr}")), &["--max-iterations", "1"]),
+        );
+        ok(&mut sink);
+        ok(&mut sampler);
+        assert!(
+            sink.saw("Received 1 messages, 64 parts, 64000000 bytes, every byte checked."),
+            "{tr}: {:?}",
+            sink.seen
+        );
+        assert!(sampler.saw("All acknowledgements received."), "{tr}: {:?}", sampler.seen);
+        assert!(sampler.saw("Region event: managed: false, id: "), "{tr}: {:?}", sampler.seen);
+        let prefix = format!("fmqrs_{}_", fairmq_shm::shm_id(&s.name));
+        let left: Vec<_> = std::fs::read_dir("/dev/shm")
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+            .collect();
+        assert!(left.is_empty(), "{tr}: the region and the session are gone: {left:?}");
+    }
+}
+
+#[test]
 fn example_copypush() {
     let exe = example("ex-copypush");
     for tr in TRANSPORTS {

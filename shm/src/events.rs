@@ -7,6 +7,7 @@
 //! destroyed now.
 
 use crate::manager::Manager;
+pub use fairmq_zmq::region_types::{RegionEvent, RegionInfo};
 use std::collections::HashMap;
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
@@ -14,54 +15,6 @@ use std::time::Duration;
 
 /// How often a subscription looks at the event counter (FairMQ: 50 ms).
 pub const EVENT_POLL: Duration = Duration::from_millis(50);
-
-/// What happened to a region or segment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum RegionEvent {
-    /// It exists (first sighting).
-    Created,
-    /// Its creator destroyed it.
-    Destroyed,
-    /// Reported by the zeromq transport only: regions are local to the process.
-    LocalOnly,
-}
-
-impl std::fmt::Display for RegionEvent {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            RegionEvent::Created => "created",
-            RegionEvent::Destroyed => "destroyed",
-            RegionEvent::LocalOnly => "local_only",
-        })
-    }
-}
-
-/// A segment or region of the session (FairMQ's `RegionInfo`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RegionInfo {
-    /// A managed segment (true) or an unmanaged region.
-    pub managed: bool,
-    /// Its id.
-    pub id: u16,
-    /// Its address in this process (0 when destroyed).
-    pub ptr: usize,
-    /// Its size (0 when destroyed).
-    pub size: u64,
-    /// The creator's user flags (0 for segments).
-    pub flags: u64,
-    /// Created or destroyed.
-    pub event: RegionEvent,
-}
-
-impl std::fmt::Display for RegionInfo {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "managed: {}, id: {}, ptr: {:#x}, size: {}, flags: {}, event: {}",
-            self.managed, self.id, self.ptr, self.size, self.flags, self.event
-        )
-    }
-}
 
 /// Every segment and region of the session. Live regions are mapped (as a viewer) to learn their
 /// address, as in FairMQ.

@@ -13,92 +13,11 @@ use crate::manager::Manager;
 use crate::region_map::{RegionMap, BATCH};
 use crate::registry::RegionEntry;
 use crate::sys::mapping::{Created, Mapping};
+pub use fairmq_zmq::region_types::{BulkCallback, RegionBlock, RegionCallback, RegionConfig, SingleCallback};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-/// Settings of a region (FairMQ's `RegionConfig`, same defaults).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RegionConfig {
-    /// Lock the region in RAM after creating or opening it.
-    pub lock: bool,
-    /// Zero the whole region after creating or opening it.
-    pub zero: bool,
-    /// The creator removes the region when its handle is dropped (false: it outlives the handle, e.g.
-    /// a region an external process keeps alive).
-    pub remove_on_destruction: bool,
-    /// `mmap` flags: `MAP_POPULATE` (fault in every page) and `MAP_LOCKED` (like `lock`) are honoured;
-    /// any other flag is refused. For huge pages, use a path on a hugetlbfs mount.
-    pub creation_flags: i32,
-    /// Flags for the user, reported in region events.
-    pub user_flags: u64,
-    /// Accepted for FairMQ compatibility and shown by the monitor. Reference counts of copied region
-    /// messages always live in the managed segment (FairMQ's `rcSegmentSize = 0` mode).
-    pub rc_segment_size: u64,
-    /// Non-empty: the region is the file `<path>fmqrs_<shmId>_rg_<id>` (a plain prefix: include the
-    /// trailing `/`).
-    pub path: String,
-    /// An explicit id; otherwise the next automatic one (the first is 1024).
-    pub id: Option<u16>,
-    /// How long the creator keeps waiting for outstanding acknowledgements when the handle is
-    /// dropped (FairMQ: 100 ms). It stops earlier once every piece is acknowledged.
-    pub linger: Duration,
-}
-
-impl Default for RegionConfig {
-    fn default() -> Self {
-        RegionConfig {
-            lock: false,
-            zero: false,
-            remove_on_destruction: true,
-            creation_flags: 0,
-            user_flags: 0,
-            rc_segment_size: 100_000_000,
-            path: String::new(),
-            id: None,
-            linger: Duration::from_millis(100),
-        }
-    }
-}
-
-/// A released piece of a region, as the creator's callback sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RegionBlock {
-    /// Address of the piece in the creator's mapping.
-    pub ptr: *mut u8,
-    /// Offset of the piece in the region.
-    pub offset: u64,
-    /// Size of the piece.
-    pub size: usize,
-    /// The hint given when its message was made.
-    pub hint: u64,
-}
-
-/// A callback called once per released piece.
-pub type SingleCallback = Box<dyn FnMut(&RegionBlock) + Send>;
-/// A callback called once per batch of released pieces.
-pub type BulkCallback = Box<dyn FnMut(&[RegionBlock]) + Send>;
-
-/// What the creator is told when pieces come back.
-pub enum RegionCallback {
-    /// Nothing (acknowledgements are not even sent).
-    None,
-    /// Once per released piece.
-    Single(SingleCallback),
-    /// Once per batch of released pieces (up to 256).
-    Bulk(BulkCallback),
-}
-
-impl std::fmt::Debug for RegionCallback {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            RegionCallback::None => "None",
-            RegionCallback::Single(_) => "Single",
-            RegionCallback::Bulk(_) => "Bulk",
-        })
-    }
-}
 
 /// A region this transport created (or adopted from an external creator).
 pub struct Region {

@@ -39,6 +39,8 @@ mod interrupt;
 mod message;
 mod options;
 mod poller;
+mod region;
+pub mod region_types;
 mod socket;
 mod socket_type;
 mod sys;
@@ -52,6 +54,10 @@ pub use interrupt::Interrupter;
 pub use message::Message;
 pub use options::{AttachOptions, SocketOptions};
 pub use poller::Poller;
+pub use region::{Region, RegionError};
+pub use region_types::{
+    BulkCallback, RegionBlock, RegionCallback, RegionConfig, RegionEvent, RegionInfo, SingleCallback,
+};
 pub use socket::Socket;
 pub use socket_type::SocketType;
 pub use sys::FreeFn;

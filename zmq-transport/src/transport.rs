@@ -2,6 +2,9 @@
 
 use crate::error::SocketError;
 use crate::interrupt::Interrupter;
+use crate::message::Message;
+use crate::region::{Region, RegionError, RegionEvents};
+use crate::region_types::{RegionCallback, RegionConfig, RegionInfo};
 use crate::socket::Socket;
 use crate::socket_type::SocketType;
 use std::collections::hash_map::RandomState;
@@ -37,6 +40,13 @@ struct Inner {
     id: String,
     ctx: zmq::Context,
     interrupter: Arc<Interrupter>,
+    regions: Arc<RegionEvents>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.regions.unsubscribe();
+    }
 }
 
 impl Transport {
@@ -53,7 +63,8 @@ impl Transport {
         ctx.set_io_threads(config.io_threads.max(1))
             .map_err(|source| SocketError::Create { what: "context", source })?;
         let id = if config.id.is_empty() { random_id() } else { config.id.clone() };
-        Ok(Transport { inner: Arc::new(Inner { id, ctx, interrupter: Arc::new(Interrupter::new()?) }) })
+        let interrupter = Arc::new(Interrupter::new()?);
+        Ok(Transport { inner: Arc::new(Inner { id, ctx, interrupter, regions: RegionEvents::new() }) })
     }
 
     /// The transport id.
@@ -81,6 +92,56 @@ impl Transport {
     /// Whether the transport is interrupted.
     pub fn is_interrupted(&self) -> bool {
         self.inner.interrupter.is_interrupted()
+    }
+
+    /// Creates an unmanaged region of `size` zeroed bytes; `callback` hears of every piece a message
+    /// was made from (at once: the message holds a copy).
+    pub fn create_region(
+        &self,
+        size: usize,
+        callback: RegionCallback,
+        config: &RegionConfig,
+    ) -> Result<Region, RegionError> {
+        Region::create(&self.inner.regions, size, callback, config)
+    }
+
+    /// A message holding a copy of `size` bytes at `offset` of `region` (FairMQ's zeromq behaviour);
+    /// the region's callback gets the piece with `hint` before this returns.
+    pub fn new_message_from_region(
+        &self,
+        region: &Region,
+        offset: usize,
+        size: usize,
+        hint: u64,
+    ) -> Result<Message, RegionError> {
+        if !region.belongs_to(&self.inner.regions) {
+            return Err(RegionError::ForeignRegion { id: region.id() });
+        }
+        region.message(offset, size, hint)
+    }
+
+    /// The live regions of this transport.
+    pub fn region_info(&self) -> Vec<RegionInfo> {
+        self.inner.regions.info()
+    }
+
+    /// Calls `callback` (on a thread of its own, in order) for every region event of this
+    /// transport, starting with those queued since its creation; replaces an earlier subscription.
+    pub fn subscribe_to_region_events(
+        &self,
+        callback: impl FnMut(RegionInfo) + Send + 'static,
+    ) -> Result<(), RegionError> {
+        self.inner.regions.subscribe(Box::new(callback))
+    }
+
+    /// Whether a region event subscription runs.
+    pub fn subscribed_to_region_events(&self) -> bool {
+        self.inner.regions.subscribed()
+    }
+
+    /// Ends the region event subscription (waits for its thread).
+    pub fn unsubscribe_from_region_events(&self) {
+        self.inner.regions.unsubscribe();
     }
 
     /// The interrupt flag, for transports layered on this one (their own waits must wake on it too).

@@ -1,0 +1,150 @@
+//! Unmanaged regions over both transports (FairMQ's `UnmanagedRegion`): big buffers the user fills
+//! and sends pieces of as messages. On shmem a piece travels zero-copy and its creator hears of it
+//! when the last holder, in any process, released it; on zeromq the message holds a copy and the
+//! creator hears of the piece at once (as in FairMQ).
+
+use crate::error::Error;
+use crate::transport::{Message, Transport};
+use fairmq_zmq::TransportKind;
+pub use fairmq_zmq::{
+    BulkCallback, RegionBlock, RegionCallback, RegionConfig, RegionEvent, RegionInfo, SingleCallback,
+};
+use std::time::Duration;
+
+/// A region of either transport.
+#[derive(Debug)]
+pub enum UnmanagedRegion {
+    /// A private buffer of the zeromq transport.
+    Zeromq(fairmq_zmq::Region),
+    /// A shared-memory region of the session.
+    Shmem(fairmq_shm::Region),
+}
+
+impl UnmanagedRegion {
+    /// Which transport made it.
+    pub fn kind(&self) -> TransportKind {
+        match self {
+            UnmanagedRegion::Zeromq(_) => TransportKind::Zeromq,
+            UnmanagedRegion::Shmem(_) => TransportKind::Shmem,
+        }
+    }
+
+    /// Region id.
+    pub fn id(&self) -> u16 {
+        match self {
+            UnmanagedRegion::Zeromq(r) => r.id(),
+            UnmanagedRegion::Shmem(r) => r.id(),
+        }
+    }
+
+    /// Size in bytes.
+    pub fn size(&self) -> usize {
+        match self {
+            UnmanagedRegion::Zeromq(r) => r.size(),
+            UnmanagedRegion::Shmem(r) => r.size(),
+        }
+    }
+
+    /// Address of the first byte in this process (FairMQ's `GetData`), for code that fills the
+    /// region in place; [`write`](Self::write) is the safe way.
+    pub fn data_ptr(&self) -> *mut u8 {
+        match self {
+            UnmanagedRegion::Zeromq(r) => r.data_ptr(),
+            UnmanagedRegion::Shmem(r) => r.data_ptr(),
+        }
+    }
+
+    /// Copies `bytes` into the region at `offset` (write only pieces no message refers to).
+    pub fn write(&self, offset: usize, bytes: &[u8]) -> Result<(), Error> {
+        match self {
+            UnmanagedRegion::Zeromq(r) => Ok(r.write(offset, bytes)?),
+            UnmanagedRegion::Shmem(r) => Ok(r.write(offset, bytes)?),
+        }
+    }
+
+    /// How long dropping the region waits for outstanding acknowledgements (zeromq: zero).
+    pub fn linger(&self) -> Duration {
+        match self {
+            UnmanagedRegion::Zeromq(r) => r.linger(),
+            UnmanagedRegion::Shmem(r) => r.linger(),
+        }
+    }
+
+    /// Sets the linger (ignored by zeromq, whose acknowledgements are local).
+    pub fn set_linger(&self, linger: Duration) {
+        match self {
+            UnmanagedRegion::Zeromq(r) => r.set_linger(linger),
+            UnmanagedRegion::Shmem(r) => r.set_linger(linger),
+        }
+    }
+}
+
+impl Transport {
+    /// Creates an unmanaged region of `size` bytes (FairMQ's `CreateUnmanagedRegion`); `callback`
+    /// hears of every piece released by its last holder.
+    pub fn create_region(
+        &self,
+        size: usize,
+        callback: RegionCallback,
+        config: &RegionConfig,
+    ) -> Result<UnmanagedRegion, Error> {
+        Ok(match self {
+            Transport::Zeromq(t) => UnmanagedRegion::Zeromq(t.create_region(size, callback, config)?),
+            Transport::Shmem(t) => UnmanagedRegion::Shmem(t.create_region(size, callback, config)?),
+        })
+    }
+
+    /// A message referring to `size` bytes at `offset` of `region` (zeromq: a copy); `hint` comes
+    /// back in the region's callback.
+    pub fn new_message_from_region(
+        &self,
+        region: &UnmanagedRegion,
+        offset: usize,
+        size: usize,
+        hint: u64,
+    ) -> Result<Message, Error> {
+        Ok(match (self, region) {
+            (Transport::Zeromq(t), UnmanagedRegion::Zeromq(r)) => {
+                Message::Zeromq(t.new_message_from_region(r, offset, size, hint)?)
+            }
+            (Transport::Shmem(t), UnmanagedRegion::Shmem(r)) => {
+                Message::Shmem(t.new_message_from_region(r, offset, size, hint)?)
+            }
+            _ => return Err(Error::RegionKind { region: region.kind(), message: self.kind() }),
+        })
+    }
+
+    /// Segments and regions this transport knows of (zeromq: its live regions; shmem: every segment
+    /// and region of the session).
+    pub fn region_info(&self) -> Vec<RegionInfo> {
+        match self {
+            Transport::Zeromq(t) => t.region_info(),
+            Transport::Shmem(t) => t.region_info(),
+        }
+    }
+
+    /// Calls `callback` on a thread of its own for every region event; replaces an earlier
+    /// subscription.
+    pub fn subscribe_to_region_events(&self, callback: impl FnMut(RegionInfo) + Send + 'static) -> Result<(), Error> {
+        match self {
+            Transport::Zeromq(t) => Ok(t.subscribe_to_region_events(callback)?),
+            Transport::Shmem(t) => Ok(t.subscribe_to_region_events(callback)?),
+        }
+    }
+
+    /// Whether a region event subscription runs.
+    pub fn subscribed_to_region_events(&self) -> bool {
+        match self {
+            Transport::Zeromq(t) => t.subscribed_to_region_events(),
+            Transport::Shmem(t) => t.subscribed_to_region_events(),
+        }
+    }
+
+    /// Ends the region event subscription.
+    pub fn unsubscribe_from_region_events(&self) {
+        match self {
+            Transport::Zeromq(t) => t.unsubscribe_from_region_events(),
+            Transport::Shmem(t) => t.unsubscribe_from_region_events(),
+        }
+    }
+}

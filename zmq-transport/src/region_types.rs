@@ -1,0 +1,135 @@
+//! What both transports' unmanaged regions share: their settings, the released pieces a creator
+//! is told about, and region events (FairMQ's `RegionConfig`, `RegionBlock`, `RegionInfo`).
+
+use std::time::Duration;
+
+/// Settings of a region (FairMQ's `RegionConfig`, same defaults). The zeromq transport honours
+/// `lock` and `zero` only: its regions are private heap buffers with ids 1, 2, 3, ...
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegionConfig {
+    /// Lock the region in RAM after creating or opening it.
+    pub lock: bool,
+    /// Zero the whole region after creating or opening it.
+    pub zero: bool,
+    /// The creator removes the region when its handle is dropped (false: it outlives the handle, e.g.
+    /// a region an external process keeps alive).
+    pub remove_on_destruction: bool,
+    /// `mmap` flags: `MAP_POPULATE` (fault in every page) and `MAP_LOCKED` (like `lock`) are honoured;
+    /// any other flag is refused by the shmem transport. For huge pages, use a path on a hugetlbfs mount.
+    pub creation_flags: i32,
+    /// Flags for the user, reported in region events.
+    pub user_flags: u64,
+    /// Accepted for FairMQ compatibility and shown by the monitor. Reference counts of copied region
+    /// messages always live in the managed segment (FairMQ's `rcSegmentSize = 0` mode).
+    pub rc_segment_size: u64,
+    /// Non-empty: the region is the file `<path>fmqrs_<shmId>_rg_<id>` (a plain prefix: include the
+    /// trailing `/`).
+    pub path: String,
+    /// An explicit id; otherwise the next automatic one (shmem: the first is 1024).
+    pub id: Option<u16>,
+    /// How long the creator keeps waiting for outstanding acknowledgements when the handle is
+    /// dropped (FairMQ: 100 ms). It stops earlier once every piece is acknowledged.
+    pub linger: Duration,
+}
+
+impl Default for RegionConfig {
+    fn default() -> Self {
+        RegionConfig {
+            lock: false,
+            zero: false,
+            remove_on_destruction: true,
+            creation_flags: 0,
+            user_flags: 0,
+            rc_segment_size: 100_000_000,
+            path: String::new(),
+            id: None,
+            linger: Duration::from_millis(100),
+        }
+    }
+}
+
+/// A released piece of a region, as the creator's callback sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RegionBlock {
+    /// Address of the piece in the creator's mapping.
+    pub ptr: *mut u8,
+    /// Offset of the piece in the region.
+    pub offset: u64,
+    /// Size of the piece.
+    pub size: usize,
+    /// The hint given when its message was made.
+    pub hint: u64,
+}
+
+/// A callback called once per released piece.
+pub type SingleCallback = Box<dyn FnMut(&RegionBlock) + Send>;
+/// A callback called once per batch of released pieces.
+pub type BulkCallback = Box<dyn FnMut(&[RegionBlock]) + Send>;
+
+/// What the creator is told when pieces come back.
+pub enum RegionCallback {
+    /// Nothing (acknowledgements are not even sent).
+    None,
+    /// Once per released piece.
+    Single(SingleCallback),
+    /// Once per batch of released pieces (up to 256).
+    Bulk(BulkCallback),
+}
+
+impl std::fmt::Debug for RegionCallback {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RegionCallback::None => "None",
+            RegionCallback::Single(_) => "Single",
+            RegionCallback::Bulk(_) => "Bulk",
+        })
+    }
+}
+
+/// What happened to a region or segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RegionEvent {
+    /// It exists (first sighting).
+    Created,
+    /// Its creator destroyed it.
+    Destroyed,
+    /// Reported by the zeromq transport only: regions are local to the process.
+    LocalOnly,
+}
+
+impl std::fmt::Display for RegionEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RegionEvent::Created => "created",
+            RegionEvent::Destroyed => "destroyed",
+            RegionEvent::LocalOnly => "local_only",
+        })
+    }
+}
+
+/// A segment or region of the session (FairMQ's `RegionInfo`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RegionInfo {
+    /// A managed segment (true) or an unmanaged region.
+    pub managed: bool,
+    /// Its id.
+    pub id: u16,
+    /// Its address in this process (0 when destroyed).
+    pub ptr: usize,
+    /// Its size (0 when destroyed).
+    pub size: u64,
+    /// The creator's user flags (0 for segments).
+    pub flags: u64,
+    /// Created or destroyed.
+    pub event: RegionEvent,
+}
+
+impl std::fmt::Display for RegionInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "managed: {}, id: {}, ptr: {:#x}, size: {}, flags: {}, event: {}",
+            self.managed, self.id, self.ptr, self.size, self.flags, self.event
+        )
+    }
+}
