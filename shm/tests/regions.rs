@@ -408,3 +408,26 @@ fn a_region_without_callback_sends_no_acknowledgements() {
     let line = send_to_sink(&s, &t, &region, 70_000, 64, "plain");
     assert_eq!(line, "received 70000 4480000");
 }
+
+#[test]
+fn the_monitor_cleans_the_file_backed_region_of_a_killed_creator() {
+    use fairmq_shm::monitor::{Step, Watcher, WATCH_INTERVAL};
+    let s = Session::new("rgkilled");
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = format!("{}/", dir.path().display());
+    let mut src = peer(&["regionsrc", &s.name, &s.ipc("rk"), "0", "4096", "hold", &prefix]);
+    src.expect_line("sent 0");
+    let file = dir.path().join(s.names().region(1024));
+    assert!(file.exists(), "the creator made its region file");
+    src.kill();
+    assert!(file.exists() && !s.objects().is_empty(), "a killed creator leaves everything behind");
+    // A long heartbeat timeout: the monitor notices the dead process through its liveness slot.
+    let mut w = Watcher::new(s.names().shm_id(), Duration::from_secs(600), true);
+    let deadline = Instant::now() + GENEROUS;
+    while w.step() == Step::Continue {
+        assert!(Instant::now() < deadline, "the monitor never cleaned the session");
+        std::thread::sleep(WATCH_INTERVAL);
+    }
+    assert!(!file.exists(), "the region file is gone");
+    assert!(s.objects().is_empty(), "{:?}", s.objects());
+}
