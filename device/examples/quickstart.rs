@@ -59,10 +59,15 @@ impl Device for Sampler {
         self.sent += 1;
         Ok(true)
     }
+    fn post_run(&mut self, _: &Context) -> HookResult {
+        // What was sent is final once RUNNING ended: the count to compare with the sink's.
+        log::warn!("sampler: sent {} data messages", self.sent);
+        Ok(())
+    }
     fn reset_task(&mut self, ctx: &Context) -> HookResult {
         // Stopped early: the end message goes out now (transports are not interrupted here).
         if !self.ended {
-            self.send_end(ctx, 10_000)?;
+            self.send_end(ctx, 5_000)?;
         }
         Ok(())
     }
@@ -94,7 +99,10 @@ impl Device for Sink {
         Ok(())
     }
     fn handle_data(&mut self, _: &Context, _: &str, m: &mut Message, _: usize) -> HookResult<bool> {
-        self.start.get_or_insert_with(Instant::now);
+        if self.start.is_none() {
+            self.start = Some(Instant::now());
+            log::warn!("sink: data flows");
+        }
         let seq = seq_of(m);
         if seq == END {
             let announced = u64::from_le_bytes(m.data()[8..16].try_into()?);
@@ -117,6 +125,10 @@ impl Device for Sink {
         self.next += 1;
         self.bytes += m.size() as u64;
         Ok(true)
+    }
+    fn post_run(&mut self, _: &Context) -> HookResult {
+        log::warn!("sink: received {} data messages", self.next);
+        Ok(())
     }
 }
 

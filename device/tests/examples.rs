@@ -67,8 +67,10 @@ fn with(mut a: Vec<String>, more: &[&str]) -> Vec<String> {
     a
 }
 
+/// G42: the 1-1 test pattern (`--max-iterations 1 --control static`); a lost message would leave
+/// the sink in RUNNING and the test would fail by its timeout.
 #[test]
-fn example_1_1() {
+fn g42_example_1_1() {
     let exe = example("ex-1-1");
     for tr in TRANSPORTS {
         let s = Session::new();
@@ -587,6 +589,107 @@ fn example_n_m() {
         for p in &mut senders {
             p.signal(Signal::SIGINT);
             ok(p);
+        }
+    }
+}
+
+/// G30: a one-part message (here the 1-1 sampler's) makes the multipart example's sink, which
+/// expects seven parts, fail with an error and exit code 1, not hang.
+#[test]
+fn g30_the_multipart_sink_fails_on_a_one_part_message() {
+    for tr in TRANSPORTS {
+        let s = Session::new();
+        let t = Topology { s: &s, transport: tr };
+        let addr = t.ipc("data");
+        let mut sink = t.device(
+            &example("ex-multipart"),
+            Some("sink"),
+            "sink1",
+            &chan(format!("name=data,type=pull,method=bind,address={addr},rateLogging=0")),
+        );
+        let mut sampler = t.device(
+            &example("ex-1-1"),
+            Some("sampler"),
+            "sampler1",
+            &with(
+                chan(format!("name=data,type=push,method=connect,address={addr},rateLogging=0,linger=2000")),
+                &["--max-iterations", "1"],
+            ),
+        );
+        ok(&mut sampler);
+        assert_eq!(sink.wait().code(), Some(1), "{tr}: {:?}", sink.seen);
+        assert!(sink.saw("Number of received parts != 7") && sink.saw("---> ERROR"), "{tr}: {:?}", sink.seen);
+    }
+}
+
+/// The quickstart's devices as separate processes, each counting what it moved (G39). A Ctrl-C in
+/// every terminal at once (G27, G48) loses the messages in flight; signalling the source first,
+/// so the others end after its end message, loses none.
+#[test]
+fn g27_g39_g48_signalling_every_device_at_once_loses_messages_the_source_first_loses_none() {
+    let exe = example("quickstart");
+    for tr in TRANSPORTS {
+        for all_at_once in [true, false] {
+            let s = Session::new();
+            let (a, b) = (s.ipc("data1"), s.ipc("data2"));
+            let dev = |role: &str, id: &str, chans: &[String]| {
+                let mut args: Vec<String> = ["--role", role, "--id", id, "--control", "static", "--color", "false"]
+                    .iter()
+                    .map(|x| (*x).to_owned())
+                    .collect();
+                for x in ["--severity", "warn", "--transport", tr, "--session", &s.name, "--messages", "0"] {
+                    args.push(x.to_owned());
+                }
+                args.extend(["--msg-size".into(), "256".into(), "--shm-segment-size".into(), "100000000".into()]);
+                args.push("--channel-config".into());
+                args.extend(chans.iter().cloned());
+                let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+                start(&exe, &refs, None)
+            };
+            let mut sink =
+                dev("sink", "sink1", &[format!("name=data,type=pull,method=bind,address={b},rateLogging=0")]);
+            let mut processor = dev(
+                "processor",
+                "processor1",
+                &[
+                    format!("name=in,type=pull,method=bind,address={a},rateLogging=0"),
+                    format!("name=out,type=push,method=connect,address={b},rateLogging=0"),
+                ],
+            );
+            let mut sampler =
+                dev("sampler", "sampler1", &[format!("name=data,type=push,method=connect,address={a},rateLogging=0")]);
+            sink.expect("sink: data flows");
+            std::thread::sleep(std::time::Duration::from_millis(300)); // the queues between them fill
+            if all_at_once {
+                for p in [&sampler, &processor, &sink] {
+                    p.signal(Signal::SIGINT);
+                }
+            } else {
+                sampler.signal(Signal::SIGINT);
+            }
+            for p in [&mut sampler, &mut processor, &mut sink] {
+                p.wait();
+            }
+            let count = |p: &Proc, prefix: &str| -> u64 {
+                let line = p
+                    .seen
+                    .iter()
+                    .filter(|l| l.ends_with(" data messages"))
+                    .find_map(|l| l.split(prefix).nth(1))
+                    .unwrap_or_else(|| panic!("no '{prefix}' in {:?}", p.seen));
+                line.split_whitespace().next().unwrap().parse().unwrap()
+            };
+            let (sent, received) = (count(&sampler, "sampler: sent "), count(&sink, "sink: received "));
+            if all_at_once {
+                assert!(received < sent, "{tr}: {sent} sent, {received} received: the messages in flight are lost");
+                assert!(!sink.saw("0 lost"), "{tr}");
+            } else {
+                assert_eq!(received, sent, "{tr}: none lost");
+                assert!(sink.saw(&format!("received all {sent} messages")) && sink.saw("0 lost"), "{tr}");
+                for p in [&mut sampler, &mut processor, &mut sink] {
+                    assert_eq!(p.wait().code(), Some(0), "{tr}: {:?}", p.seen);
+                }
+            }
         }
     }
 }

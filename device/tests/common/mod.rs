@@ -210,6 +210,7 @@ impl Running {
         self.go(Transition::ResetDevice, State::Idle);
     }
 }
+pub mod guide;
 pub mod process;
 
 /// The end-of-data protocol of the guide's tests: every message starts with a tag byte (0 data,
