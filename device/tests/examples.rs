@@ -303,6 +303,43 @@ fn example_copypush() {
 }
 
 #[test]
+fn bsampler_same_msg_and_memset_send_exact_counts_and_the_sink_writes_a_file() {
+    for tr in TRANSPORTS {
+        let s = Session::new();
+        let t = Topology { s: &s, transport: tr };
+        let addr = t.ipc("data");
+        let out = s.dir.path().join(format!("sink-{tr}.bin"));
+        let out_s = out.display().to_string();
+        let mut sink = t.device(
+            env!("CARGO_BIN_EXE_fairmq-sink"),
+            None,
+            "sink1",
+            &with(
+                chan(format!("name=data,type=pull,method=bind,address={addr},rateLogging=0")),
+                // FairMQ's counting: max-iterations 9 means 10 messages, on both sides.
+                &["--max-iterations", "9", "--out-filename", &out_s, "--max-file-size", "0"],
+            ),
+        );
+        let mut sampler = t.device(
+            env!("CARGO_BIN_EXE_fairmq-bsampler"),
+            None,
+            "bsampler1",
+            &with(
+                chan(format!("name=data,type=push,method=connect,address={addr},rateLogging=0,linger=2000")),
+                &["--max-iterations", "9", "--msg-size", "4096", "--same-msg", "true", "--memset", "true"],
+            ),
+        );
+        ok(&mut sampler);
+        ok(&mut sink);
+        assert!(sampler.saw("Done 9 iterations"), "{tr}: {:?}", sampler.seen);
+        assert!(sink.saw("Received 10 messages") && sink.saw("Received 40960 bytes"), "{tr}: {:?}", sink.seen);
+        let written = std::fs::read(&out).unwrap();
+        assert_eq!(written.len(), 40960, "{tr}: every byte in the file");
+        assert!(written.iter().all(|&b| b == 0), "{tr}: --memset zeroed them");
+    }
+}
+
+#[test]
 fn example_builtin_devices() {
     for (multipart, parts) in [("false", "1"), ("true", "2")] {
         for tr in TRANSPORTS {

@@ -90,6 +90,9 @@ fn g06_g07_queued_messages_wait_in_ready_and_arrive_in_the_next_run() {
         src.to_ready();
         src.go(Transition::Run, State::Running);
         assert!(src.h.wait_for_state(State::Ready, T).unwrap(), "{tr}: all 5 sent while the sink is in READY");
+        // G07: through RESETTING TASK and DEVICE READY and back, the channels and queues stay.
+        sink.go(Transition::ResetTask, State::DeviceReady);
+        sink.go(Transition::InitTask, State::Ready);
         sink.go(Transition::Run, State::Running);
         assert!(sink.h.wait_for_state(State::Ready, T).unwrap());
         assert_eq!(*count.lock(), 5, "{tr}: the queued messages arrived");
@@ -133,7 +136,8 @@ fn g08_g12_resetting_device_loses_the_receive_queue() {
 #[test]
 fn g11_g14_linger_bounds_the_time_in_resetting_device() {
     for tr in TRANSPORTS {
-        for (linger, min_ms) in [(600, 550u64), (0, 0)] {
+        let mut took = Vec::new();
+        for linger in [3000, 0] {
             let s = Session::new();
             let chan = format!("name=data,type=push,method=connect,address={},linger={linger}", s.ipc("absent"));
             let src = spawn(sender(3), config(&args("src", tr, &s, &chan)));
@@ -143,12 +147,15 @@ fn g11_g14_linger_bounds_the_time_in_resetting_device() {
             src.go(Transition::ResetTask, State::DeviceReady);
             let start = Instant::now();
             src.go(Transition::ResetDevice, State::Idle);
-            let took = start.elapsed();
-            assert!(took >= Duration::from_millis(min_ms), "{tr} linger {linger}: left after {took:?}");
-            assert!(took < Duration::from_secs(20), "{tr} linger {linger}: bounded");
+            took.push(start.elapsed());
             src.go(Transition::End, State::Exiting);
             assert!(src.join());
         }
+        // G11: about linger ms (bounded, not forever); G14: linger 0 discards at once, measured
+        // side by side with the 3 s linger of the same run.
+        assert!(took[0] >= Duration::from_millis(2900), "{tr}: linger 3000 waited {:?}", took[0]);
+        assert!(took[0] < Duration::from_secs(30), "{tr}: bounded: {:?}", took[0]);
+        assert!(took[1] * 2 < took[0], "{tr}: linger 0 took {:?}, linger 3000 {:?}", took[1], took[0]);
     }
 }
 
@@ -182,18 +189,16 @@ fn g01_g02_g03_the_devices_own_stop_interrupts_and_the_next_state_resumes() {
             })),
             ..Hooks::default()
         };
+        // No peer is needed for G03: a connecting push socket queues at once (its pipe exists from
+        // the connect on), so the send can complete without waiting, on either transport.
         let out_addr = s.ipc("g01out");
-        let peer = fairmq_zmq::Transport::new("peer").unwrap();
-        let pull = peer.socket(fairmq_zmq::SocketType::Pull, "in").unwrap();
-        pull.bind(&out_addr).unwrap();
         let cfg = format!(
             "--id g01 --severity warn --transport {tr} --session {} --shm-segment-size 20000000 --channel-config \
-             name=data,type=pull,method=bind,address={addr},rateLogging=0 name=out,type=push,method=connect,address={out_addr},rateLogging=0,transport=zeromq",
+             name=data,type=pull,method=bind,address={addr},rateLogging=0 name=out,type=push,method=connect,address={out_addr},rateLogging=0",
             s.name
         );
         let d = spawn(dev, config(&cfg));
         d.to_ready();
-        std::thread::sleep(Duration::from_millis(100)); // let the push connect to its peer
         d.go(Transition::Run, State::Running);
         assert!(d.h.wait_for_state(State::Ready, T).unwrap());
         d.ready_to_exit();

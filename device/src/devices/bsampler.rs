@@ -6,7 +6,8 @@ use crate::{Context, Device, HookResult, RateLimiter};
 use std::time::Instant;
 
 /// Sends `max-iterations + 1` messages (FairMQ's count; 0 = until stopped) of `msg-size` bytes on
-/// `out-channel[0]`, optionally as multiparts, zeroed, aligned, at `msg-rate`.
+/// `out-channel[0]`, optionally as multiparts, zeroed, aligned, at `msg-rate`; with `same-msg`,
+/// copies of one message (FairMQ's older `--same-msg`: shmem shares one block, nothing allocated).
 #[derive(Debug, Default)]
 pub struct BenchmarkSampler {
     channel: String,
@@ -17,6 +18,7 @@ pub struct BenchmarkSampler {
     alignment: usize,
     max_iterations: u64,
     rate: f32,
+    same_msg: bool,
 }
 
 impl BenchmarkSampler {
@@ -29,7 +31,13 @@ impl BenchmarkSampler {
             .add("msg-size", Kind::Size, 1_000_000u64, "Message size in bytes")
             .add("msg-alignment", Kind::Size, 0u64, "Message alignment")
             .add("max-iterations", Kind::U64, 0u64, "Number of run iterations (0 - infinite)")
-            .add("msg-rate", Kind::Float, 0.0f32, "Msg rate limit in maximum number of messages per second");
+            .add("msg-rate", Kind::Float, 0.0f32, "Msg rate limit in maximum number of messages per second")
+            .add(
+                "same-msg",
+                Kind::Bool,
+                false,
+                "Re-send the same message (copies sharing one buffer) instead of allocating each",
+            );
     }
 }
 
@@ -44,6 +52,7 @@ impl Device for BenchmarkSampler {
         self.alignment = c.get("msg-alignment")?;
         self.max_iterations = c.get("max-iterations")?;
         self.rate = c.get("msg-rate")?;
+        self.same_msg = c.get("same-msg")?;
         Ok(())
     }
 
@@ -57,12 +66,23 @@ impl Device for BenchmarkSampler {
             self.msg_size,
             self.max_iterations
         );
-        let make = || -> HookResult<crate::Message> {
+        let fresh = || -> HookResult<crate::Message> {
             let mut m = ch.transport().new_message_aligned(self.msg_size, self.alignment)?;
             if self.memset {
                 m.data_mut()?.fill(0);
             }
             Ok(m)
+        };
+        let original = if self.same_msg { Some(fresh()?) } else { None };
+        let make = || -> HookResult<crate::Message> {
+            match &original {
+                Some(o) => {
+                    let mut m = ch.transport().new_message();
+                    m.copy_from(o)?;
+                    Ok(m)
+                }
+                None => fresh(),
+            }
         };
         while !ctx.new_state_pending() {
             let ok = if self.multipart {
