@@ -182,6 +182,24 @@ fn g35_interactive_keys_through_a_pseudo_terminal() {
     d.expect("RUNNING ---> READY");
     master.write_all(b"c").unwrap();
     d.expect("[c] check current state");
+    // The whole cycle by keys: t d, then i b x j r s, then q.
+    for (key, line) in [
+        ("t", "RESETTING TASK ---> DEVICE READY"),
+        ("d", "RESETTING DEVICE ---> IDLE"),
+        ("i", "INITIALIZING DEVICE ---> INITIALIZED"),
+        ("b", "BINDING ---> BOUND"),
+        ("x", "CONNECTING ---> DEVICE READY"),
+        ("j", "INITIALIZING TASK ---> READY"),
+        ("r", "READY ---> RUNNING"),
+        ("s", "RUNNING ---> READY"),
+    ] {
+        let seen = d.seen.iter().filter(|l| l.contains(line)).count();
+        master.write_all(key.as_bytes()).unwrap();
+        d.expect_count(line, seen + 1);
+    }
+    let helps = d.seen.iter().filter(|l| l.contains("[c] check current device state")).count();
+    master.write_all(b"h").unwrap();
+    d.expect_count("[c] check current device state", helps + 1);
     master.write_all(b"q").unwrap();
     assert_eq!(d.wait().code(), Some(0));
     assert!(d.saw("IDLE ---> EXITING"));
