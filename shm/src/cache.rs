@@ -15,14 +15,15 @@ use crate::segment::Segment;
 use crate::tlsf::{Block, ALIGN, HDR, MIN_BLOCK};
 
 const MAX_MAGAZINES: usize = 8;
-/// Bytes a magazine may hold (at most 1/64 of the segment); sizes whose refill would be fewer than
-/// two blocks are not cached.
-const MAGAZINE_BYTES: u64 = 4 << 20;
+/// A magazine holds at most this share of the segment, so large messages are cached too (a few
+/// per magazine): without that every large message took the segment lock on both sides. Sizes
+/// whose refill would be fewer than two blocks are not cached.
+const MAGAZINE_SHARE: u64 = 32;
 const MAGAZINE_BLOCKS: usize = 64;
 const REFILL_BLOCKS: usize = 32;
 const DEFERRED_BLOCKS: usize = 64;
-/// Bytes of deferred frees that trigger a flush (at most 1/64 of the segment).
-const DEFERRED_BYTES: u64 = 8 << 20;
+/// Deferred frees are flushed once they hold this share of the segment.
+const DEFERRED_SHARE: u64 = 32;
 
 struct Magazine {
     need: u64,
@@ -54,8 +55,8 @@ impl Cache {
             magazines: Vec::new(),
             deferred: Vec::new(),
             deferred_bytes: 0,
-            magazine_bytes: MAGAZINE_BYTES.min(segment_size / 64),
-            deferred_limit: DEFERRED_BYTES.min(segment_size / 64),
+            magazine_bytes: segment_size / MAGAZINE_SHARE,
+            deferred_limit: segment_size / DEFERRED_SHARE,
         }
     }
 
@@ -139,7 +140,7 @@ impl Cache {
 /// Blocks per magazine for `size`-byte blocks in a segment of `segment_size` bytes; the same rule
 /// for a process's own magazines and the segment's shared depot.
 pub(crate) fn magazine_blocks(segment_size: u64, size: u64) -> usize {
-    ((MAGAZINE_BYTES.min(segment_size / 64) / size.max(1)) as usize).min(REFILL_BLOCKS)
+    ((segment_size / MAGAZINE_SHARE / size.max(1)) as usize).min(REFILL_BLOCKS)
 }
 
 /// Frees blocks grouped by segment, one lock per segment.

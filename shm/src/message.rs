@@ -69,6 +69,12 @@ impl Message {
 
     /// A message of `size` bytes (their content is whatever the block held) aligned to `align`.
     pub(crate) fn allocate(mgr: Arc<Manager>, size: usize, align: usize) -> Result<Message, ShmError> {
+        if align as u64 > crate::tlsf::MAX_ALIGN || (align != 0 && !align.is_power_of_two()) {
+            return Err(ShmError::Config(format!(
+                "message alignment {align} is not a power of two up to {}",
+                crate::tlsf::MAX_ALIGN
+            )));
+        }
         if size == 0 {
             return Ok(Message::empty(mgr));
         }

@@ -149,6 +149,16 @@ impl Socket {
         Ok(total)
     }
 
+    /// A publisher's number of known subscribers (those whose probe arrived; FairMQ's
+    /// `GetNumberOfConnectedPeers`); 0 for other socket types.
+    pub fn connected_subscribers(&self) -> usize {
+        if self.ty != SocketType::Pub {
+            return 0;
+        }
+        self.refresh_subscribers();
+        self.subscribers.borrow().len()
+    }
+
     /// Learns subscribers from the probes they send when they connect.
     fn refresh_subscribers(&self) {
         let mut subs = self.subscribers.borrow_mut();

@@ -90,3 +90,41 @@ fn a_publisher_without_subscribers_frees_at_once() {
     assert_eq!(t.segment_stats().free, free0);
     assert_eq!(publ.counters().messages_tx, 100);
 }
+
+#[test]
+fn subscribers_in_other_processes_get_every_message_once_and_every_block_comes_back() {
+    let s = Session::new("pubsubx");
+    let t = s.transport("publisher");
+    t.flush();
+    let free0 = t.segment_stats().free;
+    let addr = s.ipc("pubx");
+    let publ = t.socket(SocketType::Pub, "data").unwrap();
+    publ.bind(&addr).unwrap();
+    let mut subs: Vec<Peer> = (0..2).map(|_| peer(&["recv", &s.name, &addr, "connect", "500", "1", "sub"])).collect();
+    for p in &mut subs {
+        p.expect_line("ready");
+    }
+    let deadline = Instant::now() + GENEROUS;
+    while publ.connected_subscribers() < 2 {
+        assert!(Instant::now() < deadline, "the subscribers' probes never arrived");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // 500 messages stay below the queues' limit, so a subscriber misses none (a publisher never
+    // waits: a full subscriber queue would drop).
+    for seq in 0..500u64 {
+        let mut m = t.new_message_with_size(1000).unwrap();
+        let d = m.data_mut().unwrap();
+        d[..8].copy_from_slice(&seq.to_le_bytes());
+        d[8..16].copy_from_slice(&0u64.to_le_bytes());
+        for (i, b) in d.iter_mut().enumerate().skip(16) {
+            *b = (seq.wrapping_mul(31).wrapping_add(i as u64)) as u8;
+        }
+        assert_eq!(publ.send(&mut m, 0).unwrap(), 1000);
+    }
+    for p in &mut subs {
+        p.expect_line("received 500 500000");
+        assert!(p.wait().success(), "{:?}", p.seen);
+    }
+    t.flush();
+    assert_eq!(t.segment_stats().free, free0, "the last subscriber of each block freed it");
+}

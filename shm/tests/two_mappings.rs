@@ -3,6 +3,7 @@
 
 mod common;
 use common::*;
+use fairmq_shm::meta::Record;
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]
@@ -59,17 +60,26 @@ proptest! {
                 Op::Flush => { a.flush(); b.flush(); }
                 _ => {}
             }
-            // No two distinct live blocks overlap (copies share one block exactly).
-            let mut ranges: Vec<(usize, usize)> = live
+            // No two distinct live blocks overlap, compared by (segment, offset) whichever mapping
+            // made them (copies share one block exactly).
+            let mut ranges: Vec<(u16, u64, u64)> = live
                 .iter()
-                .filter(|(m, _)| !m.is_empty())
-                .map(|(m, _)| (m.data_ptr() as usize, m.data_ptr() as usize + m.size()))
+                .filter_map(|(m, _)| match m.record() {
+                    Record::Block { segment, offset, delta, size } => {
+                        let start = offset + u64::from(delta);
+                        Some((segment, start, start + size))
+                    }
+                    _ => None,
+                })
                 .collect();
             ranges.sort();
             ranges.dedup();
             for w in ranges.windows(2) {
-                prop_assert!(w[0].1 <= w[1].0 || w[0] == w[1], "blocks overlap: {:?}", w);
+                prop_assert!(w[0].0 != w[1].0 || w[0].2 <= w[1].1, "blocks overlap: {:?}", w);
             }
+        }
+        for (m, st) in &live {
+            prop_assert!(m.data().iter().all(|&x| x == *st), "bytes changed under a live message");
         }
         drop(live);
         a.flush();

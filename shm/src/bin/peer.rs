@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! fairmq-shm-peer send <session> <address> <bind|connect> <count> <sizes,...> <sender-id> [hold]
-//! fairmq-shm-peer recv <session> <address> <bind|connect> <count> <senders> [gaps]
+//! fairmq-shm-peer recv <session> <address> <bind|connect> <count> <senders> [gaps|sub]
 //! fairmq-shm-peer allocloop <session> <iterations, 0 = forever>
 //! fairmq-shm-peer holdlock <session>
 //! fairmq-shm-peer regionsink <session> <address> <count> <plain|copy|parts>
@@ -17,7 +17,8 @@
 //! Every payload starts with its sequence number and sender id, followed by bytes derived from both;
 //! the receiver checks all of them and prints `received <messages> <bytes>`. Exit code 1 on any error.
 //! A receiver with count 0 receives until nothing arrives for 2 s; with `gaps`, sequence numbers of a
-//! sender must only increase (another receiver gets the rest), not follow each other.
+//! sender must only increase (another receiver gets the rest), not follow each other; with `sub`,
+//! the receiver is a subscriber (SUB) instead of a PULL socket.
 
 use fairmq_shm::{ShmConfig, Transport};
 use fairmq_zmq::{AttachOptions, Method, SocketType};
@@ -74,8 +75,9 @@ fn recv(a: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     let (session, address, m, count, senders) =
         (&a[0], &a[1], method(&a[2])?, a[3].parse::<u64>()?, a[4].parse::<usize>()?);
     let gaps = a.get(5).is_some_and(|g| g == "gaps");
+    let ty = if a.get(5).is_some_and(|g| g == "sub") { SocketType::Sub } else { SocketType::Pull };
     let t = transport("receiver", session)?;
-    let s = t.socket(SocketType::Pull, "data")?;
+    let s = t.socket(ty, "data")?;
     s.attach(address, &AttachOptions::new(Some(m)))?;
     println!("ready");
     std::io::stdout().flush()?;
