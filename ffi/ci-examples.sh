@@ -163,8 +163,10 @@ ASAN_OPTIONS=detect_leaks=0 expect_exit "$work/asan-region.log" "$work/c-region-
 wait $sink
 expect "$work/asan-region.log" "10 messages of 64 parts sent, 640 of 640 pieces acknowledged, 0 bad"
 
-# A CMake project finds the package.
+# A CMake project finds the package and links both its targets.
 cmake -S "$ex/cmake" -B "$work/cmake-build" -DCMAKE_PREFIX_PATH="$prefix" > "$work/cmake.log"
 cmake --build "$work/cmake-build" > "$work/cmake-build.log"
 test -x "$work/cmake-build/guide_sink"
+"$work/cmake-build/zmq_clash_static" "$session-clash" "$work" > "$work/cmake-zmq-clash.log"
+expect "$work/cmake-zmq-clash.log" "ok$"
 echo "C and C++ examples: all passed"

@@ -144,6 +144,8 @@ inline RegionInfo ToRegionInfo(const fmq_region_info& i)
 /// Region event callbacks by the transport handle they were subscribed through. A callback is
 /// deleted only after a call that ended the subscription using it (fmq_transport_subscribe_region_events
 /// and _unsubscribe wait for the old subscription's thread), so the library never calls a deleted one.
+/// Freeing a transport handle does not delete its callback: channels and messages may keep the
+/// transport, and so the subscription, alive after the handle is gone.
 struct EventSubscriptions {
     std::mutex mutex;
     std::map<const fmq_transport*, std::shared_ptr<RegionEventCallback>> callbacks;
