@@ -12,7 +12,8 @@
 //! - Transfers return FairMQ's codes: bytes (>= 0), -1 error, -2 timeout, -3 interrupted. A failed
 //!   send leaves the message with the caller.
 //! - No panic crosses the boundary: every export runs inside a guard that turns one into
-//!   `FMQ_ERROR_PANIC` (or -1 for transfers).
+//!   `FMQ_ERROR_PANIC` (or -1 for transfers); a test checks each export's body starts with one.
+//!   Callbacks into C (regions, region events) are called through the same kind of guard.
 //! - Thread safety: transports and regions may be shared between threads; channels, messages, parts
 //!   and pollers are used by one thread at a time; a hook's context only during the hook. Region and
 //!   region-event callbacks run on threads of the library (each function says which).

@@ -100,8 +100,10 @@ impl UserPtr {
     }
 }
 
-/// Runs a C callback; a Rust panic, or a foreign exception that came through the C-unwind ABI, is
-/// stopped here and logged: nothing unwinds into the transport's threads.
+/// Runs a C callback so that nothing unwinds into the transport's threads: a Rust panic is stopped
+/// here and logged. A C++ exception is a bug of the callback; the C-unwind ABI of the callback types
+/// makes it defined behaviour: Rust either stops it here too or aborts the process (which of the two
+/// is unspecified), where a plain "C" callback that unwinds would be undefined behaviour.
 pub(crate) fn contain(what: &str, f: impl FnOnce()) {
     if catch_unwind(AssertUnwindSafe(f)).is_err() {
         log::error!("{what} unwound (a panic or an exception); stopped at the C boundary");
