@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The C and C++ examples in CI: built with the system compilers against the installed library
 # (strict warnings; once under AddressSanitizer), then run against Rust devices with exact counts.
+# Needs cmake and the system libzmq's headers (libzmq3-dev); .ci/run installs them.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -12,12 +13,16 @@ cleanup() {
   pkill -P $$ 2>/dev/null || true
   rm -rf "$work"
   # Every session this script used (the shmId is the first 4 bytes of SHA-256 of uid and session).
-  for s in "$session" "$session-rt-zeromq" "$session-rt-shmem"; do
+  for s in "$session" "$session-rt-zeromq" "$session-rt-shmem" "$session-clash" "$session-cpp-zeromq" \
+    "$session-cpp-shmem"; do
     rm -f /dev/shm/fmqrs_"$(printf '%s' "$(id -u)$s" | sha256sum | cut -c1-8)"_* 2>/dev/null || true
   done
   rm -f /tmp/fmqrs-c-* 2>/dev/null || true
 }
 trap cleanup EXIT
+command -v cmake > /dev/null || { echo "cmake is missing (apt-get install -y cmake)"; exit 1; }
+pkg-config --exists libzmq && [ -f "$(pkg-config --variable=includedir libzmq)/zmq.h" ] ||
+  { echo "the system libzmq (zmq.h, libzmq.pc) is missing (apt-get install -y libzmq3-dev)"; exit 1; }
 prefix="$work/prefix"
 ffi/install.sh "$prefix" release > /dev/null
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
@@ -31,19 +36,51 @@ libs="$(pkg-config --libs fairmq_rs)"
 leaked=$(nm -D --defined-only "$prefix/lib/libfairmq_rs.so" | awk '{print $3}' | grep -v '^fmq_' || true)
 if [ -n "$leaked" ]; then echo "symbols other than fmq_* exported:"; echo "$leaked" | head; exit 1; fi
 readelf -d "$prefix/lib/libfairmq_rs.so" | grep -q 'SONAME.*libfairmq_rs.so.0' || { echo "no versioned soname"; exit 1; }
+# Nor from the static library (install.sh isolates it): every defined GLOBAL or WEAK symbol is fmq_*.
+# readelf, not nm: see install.sh.
+syms=$(readelf -sW "$prefix/lib/libfairmq_rs.a" | awk '($5=="GLOBAL" || $5=="WEAK") && $7!="UND" {print $8}')
+leaked=$(grep -v '^fmq_' <<< "$syms" || true)
+if [ -n "$leaked" ]; then echo "libfairmq_rs.a defines symbols other than fmq_*:"; echo "$leaked" | head; exit 1; fi
+[ "$(grep -c '^fmq_' <<< "$syms")" -gt 60 ] || { echo "libfairmq_rs.a lacks the fmq_* symbols"; exit 1; }
 
 cc -std=c11 $cflags "$ex/sampler.c" -o "$work/c-sampler" $libs
 cc -std=c11 $cflags "$ex/panic.c" -o "$work/c-panic" $libs
 cc -std=c11 $cflags "$ex/roundtrip.c" -o "$work/c-roundtrip" $libs
+cc -std=c11 $cflags "$ex/region_sampler.c" -o "$work/c-region-sampler" $libs
 c++ -std=c++17 $cflags "$ex/guide_sink.cpp" -o "$work/guide-sink" $libs
 c++ -std=c++17 $cflags "$ex/counting_sink.cpp" -o "$work/counting-sink" $libs
-cc -std=c11 $cflags -fsanitize=address -fno-omit-frame-pointer "$ex/sampler.c" -o "$work/c-sampler-asan" $libs
+c++ -std=c++17 $cflags "$ex/region_sampler.cpp" -o "$work/cpp-region-sampler" $libs
+c++ -std=c++17 $cflags "$ex/cpp_api.cpp" -o "$work/cpp-api" $libs
+asan="-fsanitize=address -fno-omit-frame-pointer"
+cc -std=c11 $cflags $asan "$ex/sampler.c" -o "$work/c-sampler-asan" $libs
+cc -std=c11 $cflags $asan "$ex/region_sampler.c" -o "$work/c-region-sampler-asan" $libs
 # The static library links too (pkg-config --static adds what it needs).
-cc -std=c11 $cflags "$ex/panic.c" -o "$work/c-panic-static" "$prefix/lib/libfairmq_rs.a" $(pkg-config --static --libs-only-l fairmq_rs | sed 's/-lfairmq_rs//')
+static_deps=$(pkg-config --static --libs-only-l fairmq_rs | sed 's/-lfairmq_rs//')
+cc -std=c11 $cflags "$ex/panic.c" -o "$work/c-panic-static" "$prefix/lib/libfairmq_rs.a" $static_deps
+# ... also beside the system libzmq, in either link order: the archive's libzmq is its own.
+zmq_cflags=$(pkg-config --cflags libzmq)
+zmq_libs=$(pkg-config --libs libzmq)
+cc -std=c11 $cflags $zmq_cflags "$ex/zmq_clash.c" -o "$work/zmq-clash" "$prefix/lib/libfairmq_rs.a" $zmq_libs $static_deps
+cc -std=c11 $cflags $zmq_cflags "$ex/zmq_clash.c" -o "$work/zmq-clash-zmq-first" $zmq_libs "$prefix/lib/libfairmq_rs.a" $static_deps
 
 "$work/c-panic" > "$work/panic.log"; grep -q '^ok$' "$work/panic.log"
 "$work/c-panic-static" > "$work/panic-static.log"; grep -q '^ok$' "$work/panic-static.log"
 for t in zeromq shmem; do "$work/c-roundtrip" "$t" "$session-rt-$t"; done
+for t in zeromq shmem; do
+  "$work/cpp-api" "$t" "$session-cpp-$t" "$work" > "$work/cpp-api-$t.log" 2>&1 || { cat "$work/cpp-api-$t.log"; exit 1; }
+done
+
+# The program's zmq_* come from the system's libzmq.so (an undefined dynamic symbol), not from the
+# archive, whose copy stays local to it.
+for b in zmq-clash zmq-clash-zmq-first; do
+  "$work/$b" "$session-clash" "$work" > "$work/$b.log"
+  grep -q 'ok$' "$work/$b.log" || { echo "$b failed:"; cat "$work/$b.log"; exit 1; }
+  # (Lists first, then grep: `grep -q` in a pipe may end it early, which pipefail counts as failure.)
+  undefined=$(readelf --dyn-syms -W "$work/$b" | awk '$7=="UND" {print $8}')
+  grep -Eq '^zmq_ctx_new(@|$)' <<< "$undefined" || { echo "$b: zmq_ctx_new is not taken from the system libzmq"; exit 1; }
+  defined=$(readelf -sW "$work/$b" | awk '($5=="GLOBAL" || $5=="WEAK") && $7!="UND" {print $8}')
+  if grep -q '^zmq_' <<< "$defined"; then echo "$b defines zmq_* symbols globally"; exit 1; fi
+done
 
 common="--control static --color false --severity info --session $session --shm-segment-size 100000000"
 expect() { # file text
@@ -80,7 +117,37 @@ for t in zeromq shmem; do
   expect "$work/guide-sink-$t.log" "Received 30 data messages"
 done
 
-# Once under AddressSanitizer.
+# Region samplers (C with bulk and single callbacks, C++) to the Rust sink: 20 multiparts of 64
+# region pieces; each sampler checks it got exactly 20 * 64 acknowledgements before it exits.
+expect_exit() { # log command...: runs the command, which must succeed
+  local log=$1; shift
+  "$@" > "$log" 2>&1 || { echo "failed ($?): $*"; cat "$log"; exit 1; }
+}
+for t in zeromq shmem; do
+  for s in c-bulk c-single cpp; do
+    a="ipc://$work/region-$t-$s"
+    "$bin/fairmq-sink" --id sink1 $common --transport $t --multipart true --max-iterations 19 \
+      --channel-config "name=data,type=pull,method=bind,address=$a,rateLogging=0" > "$work/region-sink-$t-$s.log" & sink=$!
+    chan="name=data,type=push,method=connect,address=$a,rateLogging=0,linger=2000"
+    case $s in
+      c-bulk) expect_exit "$work/region-$t-$s.log" "$work/c-region-sampler" --id rsampler $common --transport $t \
+        --max-iterations 20 --callback bulk --channel-config "$chan" ;;
+      c-single) expect_exit "$work/region-$t-$s.log" "$work/c-region-sampler" --id rsampler $common --transport $t \
+        --max-iterations 20 --callback single --channel-config "$chan" ;;
+      cpp) expect_exit "$work/region-$t-$s.log" "$work/cpp-region-sampler" --id rsampler $common --transport $t \
+        --max-iterations 20 --channel-config "$chan" ;;
+    esac
+    wait $sink
+    expect "$work/region-sink-$t-$s.log" "Received 20 messages"
+    expect "$work/region-sink-$t-$s.log" "Received 1280000 bytes"
+    case $s in
+      cpp) expect "$work/region-$t-$s.log" "20 messages of 64 parts sent, 1280 of 1280 pieces acknowledged, region event seen" ;;
+      *) expect "$work/region-$t-$s.log" "20 messages of 64 parts sent, 1280 of 1280 pieces acknowledged, 0 bad, hints ok, region event seen" ;;
+    esac
+  done
+done
+
+# Once under AddressSanitizer (and the region sampler's callbacks on the region's thread too).
 a="ipc://$work/asan"
 "$bin/fairmq-sink" --id sink1 $common --transport zeromq --multipart true --max-iterations 20 \
   --channel-config "name=data,type=pull,method=bind,address=$a,rateLogging=0" > "$work/asan-sink.log" & sink=$!
@@ -88,13 +155,18 @@ ASAN_OPTIONS=detect_leaks=0 "$work/c-sampler-asan" --id asan $common --transport
   --channel-config "name=data,type=push,method=connect,address=$a,rateLogging=0,linger=2000" > "$work/asan.log" 2>&1
 wait $sink
 expect "$work/asan-sink.log" "Received 21 messages"
+a="ipc://$work/asan-region"
+"$bin/fairmq-sink" --id sink1 $common --transport shmem --multipart true --max-iterations 9 \
+  --channel-config "name=data,type=pull,method=bind,address=$a,rateLogging=0" > "$work/asan-region-sink.log" & sink=$!
+ASAN_OPTIONS=detect_leaks=0 expect_exit "$work/asan-region.log" "$work/c-region-sampler-asan" --id asan $common \
+  --transport shmem --max-iterations 10 --channel-config "name=data,type=push,method=connect,address=$a,rateLogging=0,linger=2000"
+wait $sink
+expect "$work/asan-region.log" "10 messages of 64 parts sent, 640 of 640 pieces acknowledged, 0 bad"
 
-# A CMake project finds the package.
-if command -v cmake > /dev/null; then
-  cmake -S "$ex/cmake" -B "$work/cmake-build" -DCMAKE_PREFIX_PATH="$prefix" > "$work/cmake.log"
-  cmake --build "$work/cmake-build" > "$work/cmake-build.log"
-  test -x "$work/cmake-build/guide_sink"
-else
-  echo "cmake not found: skipping the find_package(fairmq_rs) check"
-fi
+# A CMake project finds the package and links both its targets.
+cmake -S "$ex/cmake" -B "$work/cmake-build" -DCMAKE_PREFIX_PATH="$prefix" > "$work/cmake.log"
+cmake --build "$work/cmake-build" > "$work/cmake-build.log"
+test -x "$work/cmake-build/guide_sink"
+"$work/cmake-build/zmq_clash_static" "$session-clash" "$work" > "$work/cmake-zmq-clash.log"
+expect "$work/cmake-zmq-clash.log" "ok$"
 echo "C and C++ examples: all passed"

@@ -2,6 +2,11 @@
 # Installs libfairmq_rs (shared with versioned soname links, and static), its headers, a
 # pkg-config file and a CMake package into PREFIX. Build first: cargo build --release -p fairmq-ffi
 # Usage: ffi/install.sh PREFIX [PROFILE=release]
+#
+# The static library is installed isolated: cargo's archive defines the bundled libzmq's zmq_* and
+# zmq:: symbols (and Rust's std) globally, which clash with a system libzmq that the same program
+# links (a C++ FairMQ program does). So all its members are linked into one relocatable object in
+# which every global symbol but fmq_* is made local, and that object is archived alone.
 set -euo pipefail
 prefix=$(mkdir -p "$1" && cd "$1" && pwd)
 profile=${2:-release}
@@ -13,7 +18,24 @@ mkdir -p "$prefix/lib/pkgconfig" "$prefix/lib/cmake/fairmq_rs" "$prefix/include"
 install -m 755 "$target/libfairmq_rs.so" "$prefix/lib/libfairmq_rs.so.$version"
 ln -sf "libfairmq_rs.so.$version" "$prefix/lib/libfairmq_rs.so.$major"
 ln -sf "libfairmq_rs.so.$major" "$prefix/lib/libfairmq_rs.so"
-install -m 644 "$target/libfairmq_rs.a" "$prefix/lib/libfairmq_rs.a"
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+ld -r --whole-archive "$target/libfairmq_rs.a" -o "$work/fairmq_rs.o"
+# readelf, not GNU nm: nm (and plain ar) auto-load the LLVM gold plugin from /usr/lib/bfd-plugins,
+# which aborts with "Invalid encoding" on this object.
+readelf -sW "$work/fairmq_rs.o" | awk '$5=="GLOBAL" && $7!="UND" {print $8}' | grep '^fmq_' | sort -u > "$work/keep"
+test -s "$work/keep" || { echo "no fmq_* symbols in $target/libfairmq_rs.a" >&2; exit 1; }
+objcopy --keep-global-symbols="$work/keep" "$work/fairmq_rs.o" "$work/libfairmq_rs.o"
+# An explicit plugin keeps ar from loading the LLVM one (see above); without gcc's, plain ar.
+plugin=$(gcc --print-file-name=liblto_plugin.so 2>/dev/null || true)
+rm -f "$prefix/lib/libfairmq_rs.a"
+if [ -n "$plugin" ] && [ -f "$plugin" ]; then
+  ar --plugin "$plugin" rcs "$prefix/lib/libfairmq_rs.a" "$work/libfairmq_rs.o"
+else
+  ar rcs "$prefix/lib/libfairmq_rs.a" "$work/libfairmq_rs.o"
+fi
+chmod 644 "$prefix/lib/libfairmq_rs.a"
 install -m 644 "$root/include/fairmq_rs.h" "$root/include/fairmq_rs.hpp" "$root/include/fairmq_rs_run_device.hpp" "$prefix/include/"
 sed -e "s|@PREFIX@|$prefix|g" -e "s|@VERSION@|$version|g" "$root/ffi/fairmq_rs.pc.in" > "$prefix/lib/pkgconfig/fairmq_rs.pc"
 sed -e "s|@VERSION@|$version|g" -e "s|@MAJOR@|$major|g" "$root/ffi/fairmq_rsConfig.cmake.in" > "$prefix/lib/cmake/fairmq_rs/fairmq_rsConfig.cmake"

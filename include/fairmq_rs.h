@@ -64,35 +64,19 @@ typedef enum {
 } fmq_result;
 
 /**
- * Type of a custom option.
- */
-typedef enum {
-  /**
-   * Text.
-   */
-  FMQ_OPTION_STRING,
-  /**
-   * Signed integer (int).
-   */
-  FMQ_OPTION_INT,
-  /**
-   * Unsigned 64-bit integer.
-   */
-  FMQ_OPTION_UINT64,
-  /**
-   * Floating point (float).
-   */
-  FMQ_OPTION_FLOAT,
-  /**
-   * true/false.
-   */
-  FMQ_OPTION_BOOL,
-} fmq_option_type;
-
-/**
  * A poller over `n` channels (of either transport). The channels must outlive the poller.
+ * Not thread-safe: use it from one thread at a time, and while `fmq_poller_poll` runs no other
+ * thread may use the channels it polls (their sockets are ZeroMQ sockets, which are not
+ * thread-safe). The results of `fmq_poller_check_input`/`_output` are those of the last poll.
  */
 typedef struct fmq_poller fmq_poller;
+
+/**
+ * An unmanaged region of either transport. Thread-safe: id, size, data, linger and
+ * `fmq_message_new_region` may be used from several threads at once; `fmq_region_free` only when
+ * no other call on it runs, and never from inside its own callback.
+ */
+typedef struct fmq_region fmq_region;
 
 /**
  * Messages and payload bytes moved by a channel (successful transfers; a multipart counts once).
@@ -192,6 +176,12 @@ typedef struct {
 } fmq_device_hooks;
 
 /**
+ * Type of a custom option: one of the `FMQ_OPTION_*` constants. An integer rather than an enum
+ * because C may store any value in it; `fmq_run_device` refuses unknown ones (`FMQ_ERROR_INVALID`).
+ */
+typedef int32_t fmq_option_type;
+
+/**
  * A custom option of a C device (FairMQ's `addCustomOptions`).
  */
 typedef struct {
@@ -200,7 +190,7 @@ typedef struct {
    */
   const char *name;
   /**
-   * Value type.
+   * Value type: one of the `FMQ_OPTION_*` constants.
    */
   fmq_option_type ty;
   /**
@@ -217,6 +207,169 @@ typedef struct {
  * Release function of a user buffer: `ffn(data, hint)`.
  */
 typedef void (*fmq_free_fn)(void *data, void *hint);
+
+/**
+ * Settings of a region (FairMQ's `RegionConfig`). Fill it with `fmq_region_config_init` first,
+ * then change what you need, so that fields added later get their defaults.
+ */
+typedef struct {
+  /**
+   * Region id (0 to 65535), or -1 for the transport's next automatic id (default -1). shmem
+   * adopts an existing region of that id made by another process; zeromq ignores the field.
+   */
+  int32_t id;
+  /**
+   * NULL or "" (default): a shared-memory object; otherwise a directory prefix (with its trailing
+   * '/') for a file-backed region, e.g. on a hugetlbfs mount. shmem only.
+   */
+  const char *path;
+  /**
+   * Lock the region in RAM after creating it (default false).
+   */
+  bool lock;
+  /**
+   * Zero the region after creating it (default false).
+   */
+  bool zero;
+  /**
+   * Remove the region when its handle is freed (default true); false keeps it for other processes.
+   */
+  bool remove_on_destruction;
+  /**
+   * `mmap` flags: MAP_POPULATE and MAP_LOCKED (default 0). shmem only.
+   */
+  int32_t creation_flags;
+  /**
+   * Flags for the user, reported in region events (default 0).
+   */
+  uint64_t user_flags;
+  /**
+   * Accepted for FairMQ compatibility (default 100000000).
+   */
+  uint64_t rc_segment_size;
+  /**
+   * How long `fmq_region_free` waits for outstanding acknowledgements, in ms (default 100).
+   */
+  uint32_t linger_ms;
+} fmq_region_config;
+
+/**
+ * A released piece of a region, as the region's callback sees it.
+ */
+typedef struct {
+  /**
+   * Address of the piece in this process (the creator's).
+   */
+  void *ptr;
+  /**
+   * Offset of the piece in the region.
+   */
+  uint64_t offset;
+  /**
+   * Size of the piece in bytes.
+   */
+  size_t size;
+  /**
+   * The hint given to `fmq_message_new_region`.
+   */
+  uint64_t hint;
+} fmq_region_block;
+
+/**
+ * Called once per released piece with `user` of `fmq_region_new`. Must not unwind (a C++
+ * exception) or longjmp out: the C-unwind ABI makes an escaping exception defined behaviour (it
+ * is stopped and logged, or aborts the process), never a silent corruption, but it is a bug.
+ */
+typedef void (*fmq_region_callback)(const fmq_region_block *block, void *user);
+
+/**
+ * Called once per batch of `n` released pieces (up to 256) with `user` of `fmq_region_new`; the
+ * array is valid during the call only. Same rules as `fmq_region_callback`.
+ */
+typedef void (*fmq_region_bulk_callback)(const fmq_region_block *blocks, size_t n, void *user);
+
+/**
+ * What happened to a region or segment: one of the `FMQ_REGION_*` constants (an integer, so that
+ * C code may hold any value in it).
+ */
+typedef int32_t fmq_region_event;
+
+/**
+ * A segment or region of the session (FairMQ's `RegionInfo`).
+ */
+typedef struct {
+  /**
+   * A managed segment (true) or an unmanaged region.
+   */
+  bool managed;
+  /**
+   * Its id.
+   */
+  uint16_t id;
+  /**
+   * Its address in this process (NULL when destroyed).
+   */
+  void *ptr;
+  /**
+   * Its size (0 when destroyed).
+   */
+  uint64_t size;
+  /**
+   * The creator's user flags (0 for segments).
+   */
+  uint64_t flags;
+  /**
+   * One of the `FMQ_REGION_*` constants.
+   */
+  fmq_region_event event;
+} fmq_region_info;
+
+/**
+ * Called once per region event with `user` of `fmq_transport_subscribe_region_events`; `info` is
+ * valid during the call only. Must not unwind (a C++ exception) or longjmp out (see
+ * `fmq_region_callback`).
+ */
+typedef void (*fmq_region_event_callback)(const fmq_region_info *info, void *user);
+
+/**
+ * Option type: text.
+ */
+#define FMQ_OPTION_STRING 0
+
+/**
+ * Option type: signed integer (int).
+ */
+#define FMQ_OPTION_INT 1
+
+/**
+ * Option type: unsigned 64-bit integer.
+ */
+#define FMQ_OPTION_UINT64 2
+
+/**
+ * Option type: floating point (float).
+ */
+#define FMQ_OPTION_FLOAT 3
+
+/**
+ * Option type: true/false.
+ */
+#define FMQ_OPTION_BOOL 4
+
+/**
+ * Region event: it exists (first sighting).
+ */
+#define FMQ_REGION_CREATED 0
+
+/**
+ * Region event: its creator destroyed it.
+ */
+#define FMQ_REGION_DESTROYED 1
+
+/**
+ * Region event: reported by the zeromq transport only, whose regions are local to the process.
+ */
+#define FMQ_REGION_LOCAL_ONLY 2
 
 #ifdef __cplusplus
 extern "C" {
@@ -497,9 +650,10 @@ fmq_result fmq_context_id(const fmq_context *ctx, char *buf, size_t len, size_t 
 bool fmq_context_error_found(const fmq_context *ctx);
 
 /**
- * Text of a result code (static, never NULL).
+ * Text of a result code (static, never NULL). Takes an `int`, not `fmq_result`, so that any value a
+ * C caller holds is valid here: an unknown code gives "unknown result code".
  */
-const char *fmq_result_message(fmq_result code);
+const char *fmq_result_message(int code);
 
 /**
  * Text of a transfer result: bytes (>= 0), -1 error, -2 timeout, -3 interrupted (static).
@@ -660,6 +814,154 @@ fmq_result fmq_message_rebuild_size(fmq_message *m, size_t size);
  * `dst` and `src` are valid, distinct messages.
  */
 fmq_result fmq_message_copy(fmq_message *dst, const fmq_message *src);
+
+/**
+ * Fills `*cfg` with the defaults (those of FairMQ's `RegionConfig`).
+ *
+ * # Safety
+ * `cfg` is valid for a write.
+ */
+fmq_result fmq_region_config_init(fmq_region_config *cfg);
+
+/**
+ * Creates a region of `size` bytes on transport `t` (FairMQ's `CreateUnmanagedRegion`), configured
+ * by `cfg` (NULL: the defaults). Give at most one of `callback` (once per released piece) and
+ * `bulk_callback` (once per batch); with neither, releases are not reported. `*out` owns the region
+ * (free with `fmq_region_free`).
+ *
+ * Where callbacks run: shmem, on the region's own thread ("fmq-region-<id>"), when the last holder
+ * of a piece, in any process, released it; zeromq, on the thread calling `fmq_message_new_region`,
+ * inside that call (the message holds a copy, so the piece is free at once). A callback must not
+ * free its region, nor (zeromq) make messages from it: it runs under the region's lock.
+ *
+ * # Safety
+ * `t` is a valid transport; `cfg` NULL or valid (its `path` NULL or NUL-terminated); `user` may be
+ * used by the callbacks from the threads named above until `fmq_region_free` returned; `out` is
+ * valid for a write.
+ */
+fmq_result fmq_region_new(const fmq_transport *t,
+                          size_t size,
+                          const fmq_region_config *cfg,
+                          fmq_region_callback callback,
+                          fmq_region_bulk_callback bulk_callback,
+                          void *user,
+                          fmq_region **out);
+
+/**
+ * Frees a region (NULL is fine). shmem waits up to the region's linger for outstanding
+ * acknowledgements (their callbacks still run), then removes the region unless configured not to;
+ * no callback runs after this returns. Free it after the messages made from it.
+ *
+ * # Safety
+ * `r` is NULL or an owned region, not used afterwards; not called from the region's callback.
+ */
+void fmq_region_free(fmq_region *r);
+
+/**
+ * The region's id, or -1 for NULL.
+ *
+ * # Safety
+ * `r` is NULL or a valid region.
+ */
+int32_t fmq_region_id(const fmq_region *r);
+
+/**
+ * The region's size in bytes (0 for NULL).
+ *
+ * # Safety
+ * `r` is NULL or a valid region.
+ */
+size_t fmq_region_size(const fmq_region *r);
+
+/**
+ * The region's first byte in this process (FairMQ's `GetData`), for filling it in place; NULL
+ * for NULL. Write only pieces that no message refers to (not yet sent, or acknowledged).
+ *
+ * # Safety
+ * `r` is NULL or a valid region; the pointer is valid for `fmq_region_size` bytes until the region
+ * is freed.
+ */
+void *fmq_region_data(const fmq_region *r);
+
+/**
+ * Sets how long `fmq_region_free` waits for outstanding acknowledgements (ms; zeromq ignores it,
+ * its acknowledgements are immediate).
+ *
+ * # Safety
+ * `r` is a valid region.
+ */
+fmq_result fmq_region_set_linger(const fmq_region *r, uint32_t linger_ms);
+
+/**
+ * The region's linger in ms (0 for NULL; zeromq: always 0).
+ *
+ * # Safety
+ * `r` is NULL or a valid region.
+ */
+uint32_t fmq_region_get_linger(const fmq_region *r);
+
+/**
+ * A message of transport `t` referring to `size` bytes at `offset` of `region` (FairMQ's
+ * `NewMessage(region, data, size, hint)`; shmem: zero-copy, zeromq: a copy). `hint` comes back in
+ * the region's callback. The region must be of the same transport kind (else
+ * `FMQ_ERROR_INVALID`), and the piece inside it. `*out` owns the message.
+ *
+ * # Safety
+ * `t` is a valid transport, `region` a valid region; `out` is valid for a write.
+ */
+fmq_result fmq_message_new_region(const fmq_transport *t,
+                                  const fmq_region *region,
+                                  size_t offset,
+                                  size_t size,
+                                  uint64_t hint,
+                                  fmq_message **out);
+
+/**
+ * Calls `callback(info, user)` for every region event of transport `t`, starting with the segments
+ * and regions already known, on a thread of the transport's own (one thread per subscription, so calls
+ * never overlap). Replaces an earlier subscription of the same transport (waiting for its thread).
+ *
+ * # Safety
+ * `t` is a valid transport; `callback` and `user` may be used from that thread until the
+ * subscription ends: `fmq_transport_unsubscribe_region_events` or a later subscription returned, or
+ * the transport ended (its last handle, channel and message freed). The callback must not
+ * (un)subscribe itself.
+ */
+fmq_result fmq_transport_subscribe_region_events(const fmq_transport *t,
+                                                 fmq_region_event_callback callback,
+                                                 void *user);
+
+/**
+ * Ends the region event subscription of transport `t` (none: nothing happens); no callback runs
+ * after this returns.
+ *
+ * # Safety
+ * `t` is a valid transport; not called from the event callback.
+ */
+fmq_result fmq_transport_unsubscribe_region_events(const fmq_transport *t);
+
+/**
+ * Whether a region event subscription of transport `t` runs (false for NULL).
+ *
+ * # Safety
+ * `t` is NULL or a valid transport.
+ */
+bool fmq_transport_subscribed_to_region_events(const fmq_transport *t);
+
+/**
+ * The segments and regions transport `t` knows of (FairMQ's `GetRegionInfo`; zeromq: its live
+ * regions, shmem: every segment and region of the session) into `out[0..len]`. `*count` (may be
+ * NULL) gets how many there are, also when `len` is too small: then nothing is written and the
+ * result is `FMQ_ERROR_BUFFER`.
+ *
+ * # Safety
+ * `t` is a valid transport; `out` valid for `len` entries (or NULL with `len` 0); `count` NULL or
+ * valid for a write.
+ */
+fmq_result fmq_transport_region_info(const fmq_transport *t,
+                                     fmq_region_info *out,
+                                     size_t len,
+                                     size_t *count);
 
 /**
  * Creates a transport of `kind` ("zeromq" or "shmem") for device `id`, configured by FairMQ

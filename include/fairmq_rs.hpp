@@ -6,8 +6,11 @@
 // The subset of boost::program_options that addCustomOptions uses is provided, so that
 // `options.add_options()("name", bpo::value<int>()->default_value(1), "help")` keeps working.
 //
-// Thread safety follows the C ABI: transports are thread-safe, everything else is used by one
-// thread at a time; a device's hooks all run on its state-loop thread.
+// Thread safety follows the C ABI: transports and regions are thread-safe, everything else is used
+// by one thread at a time; a device's hooks all run on its state-loop thread. Region callbacks and
+// region event callbacks run on threads of the library (see UnmanagedRegion and
+// TransportFactory::SubscribeToRegionEvents); exceptions they throw are caught and logged here, so
+// none reaches the library. Needs C++17 (std::optional in RegionConfig).
 #ifndef FAIRMQ_RS_HPP
 #define FAIRMQ_RS_HPP
 
@@ -19,9 +22,13 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <ostream>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -63,6 +70,104 @@ inline std::string read_text(const std::function<fmq_result(char*, size_t, size_
 }
 } // namespace detail
 
+class Message;
+using MessagePtr = std::unique_ptr<Message>;
+class UnmanagedRegion;
+using UnmanagedRegionPtr = std::unique_ptr<UnmanagedRegion>;
+
+/// FairMQ's free function of a user buffer: ffn(data, hint).
+using fairmq_free_fn = void(void* data, void* hint);
+
+/// A released piece of a region (FairMQ's RegionBlock).
+struct RegionBlock {
+    RegionBlock(void* p, size_t s, void* h) : ptr(p), size(s), hint(h) {}
+    void* ptr;
+    size_t size;
+    void* hint;
+};
+/// Called once per released piece: (data, size, hint).
+using RegionCallback = std::function<void(void*, size_t, void*)>;
+/// Called once per batch of released pieces.
+using RegionBulkCallback = std::function<void(const std::vector<RegionBlock>&)>;
+
+/// What happened to a region or segment.
+enum class RegionEvent : int { created = FMQ_REGION_CREATED, destroyed = FMQ_REGION_DESTROYED, local_only = FMQ_REGION_LOCAL_ONLY };
+inline std::ostream& operator<<(std::ostream& os, RegionEvent e)
+{
+    switch (e) {
+        case RegionEvent::created: return os << "created";
+        case RegionEvent::destroyed: return os << "destroyed";
+        case RegionEvent::local_only: return os << "local_only";
+    }
+    return os << "unknown(" << static_cast<int>(e) << ")";
+}
+
+/// A segment or region of the session (FairMQ's RegionInfo).
+struct RegionInfo {
+    bool managed = true;
+    uint16_t id = 0;
+    void* ptr = nullptr;
+    size_t size = 0;
+    int64_t flags = 0;
+    RegionEvent event = RegionEvent::created;
+};
+using RegionEventCallback = std::function<void(RegionInfo)>;
+
+/// Settings of a region (FairMQ's RegionConfig, same defaults). zeromq honours lock and zero only.
+struct RegionConfig {
+    RegionConfig() = default;
+    RegionConfig(bool l, bool z) : lock(l), zero(z) {}
+    bool lock = false;
+    bool zero = false;
+    bool removeOnDestruction = true;
+    int creationFlags = 0;
+    uint64_t userFlags = 0;
+    uint64_t rcSegmentSize = 10000000;
+    std::string path;
+    std::optional<uint16_t> id;
+    uint32_t linger = 100;
+};
+
+namespace detail {
+inline RegionInfo ToRegionInfo(const fmq_region_info& i)
+{
+    RegionInfo r;
+    r.managed = i.managed;
+    r.id = i.id;
+    r.ptr = i.ptr;
+    r.size = static_cast<size_t>(i.size);
+    r.flags = static_cast<int64_t>(i.flags);
+    r.event = static_cast<RegionEvent>(i.event);
+    return r;
+}
+
+/// Region event callbacks by the transport handle they were subscribed through. A callback is
+/// deleted only after a call that ended the subscription using it (fmq_transport_subscribe_region_events
+/// and _unsubscribe wait for the old subscription's thread), so the library never calls a deleted one.
+/// Freeing a transport handle does not delete its callback: channels and messages may keep the
+/// transport, and so the subscription, alive after the handle is gone.
+struct EventSubscriptions {
+    std::mutex mutex;
+    std::map<const fmq_transport*, std::shared_ptr<RegionEventCallback>> callbacks;
+};
+inline EventSubscriptions& Subscriptions()
+{
+    static EventSubscriptions s;
+    return s;
+}
+/// Runs on the transport's event thread: nothing may be thrown into the library.
+inline void RegionEventTrampoline(const fmq_region_info* info, void* user) noexcept
+{
+    try {
+        (*static_cast<RegionEventCallback*>(user))(ToRegionInfo(*info));
+    } catch (const std::exception& e) {
+        fmq_log("error", (std::string("region event callback: ") + e.what()).c_str());
+    } catch (...) {
+        fmq_log("error", "region event callback: unknown exception");
+    }
+}
+} // namespace detail
+
 /// A transport ("zeromq" or "shmem"). Copies share it.
 class TransportFactory {
   public:
@@ -79,6 +184,45 @@ class TransportFactory {
     const fmq_transport* Raw() const { return fRaw; }
     void Interrupt() const { fmq_transport_interrupt(fRaw); }
     void Resume() const { fmq_transport_resume(fRaw); }
+
+    MessagePtr CreateMessage(size_t size = 0) const;
+    MessagePtr CreateMessage(void* data, size_t size, fairmq_free_fn* ffn, void* hint = nullptr) const;
+    MessagePtr CreateMessage(UnmanagedRegionPtr& region, void* data, size_t size, void* hint = nullptr) const;
+    UnmanagedRegionPtr CreateUnmanagedRegion(size_t size, RegionCallback callback, const RegionConfig& cfg = RegionConfig()) const;
+    UnmanagedRegionPtr CreateUnmanagedRegion(size_t size, RegionBulkCallback callback, const RegionConfig& cfg = RegionConfig()) const;
+
+    /// Calls `callback` on a thread of the transport for every region event, starting with the
+    /// segments and regions already known; replaces an earlier subscription.
+    void SubscribeToRegionEvents(RegionEventCallback callback) const
+    {
+        auto cb = std::make_shared<RegionEventCallback>(std::move(callback));
+        detail::check(fmq_transport_subscribe_region_events(fRaw, detail::RegionEventTrampoline, cb.get()), "SubscribeToRegionEvents");
+        auto& s = detail::Subscriptions();
+        std::lock_guard<std::mutex> lock(s.mutex);
+        s.callbacks[fRaw] = std::move(cb);
+    }
+    bool SubscribedToRegionEvents() const { return fmq_transport_subscribed_to_region_events(fRaw); }
+    void UnsubscribeFromRegionEvents() const
+    {
+        detail::check(fmq_transport_unsubscribe_region_events(fRaw), "UnsubscribeFromRegionEvents");
+        auto& s = detail::Subscriptions();
+        std::lock_guard<std::mutex> lock(s.mutex);
+        s.callbacks.erase(fRaw);
+    }
+    std::vector<RegionInfo> GetRegionInfo() const
+    {
+        std::vector<fmq_region_info> raw(16);
+        size_t n = 0;
+        fmq_result r = fmq_transport_region_info(fRaw, raw.data(), raw.size(), &n);
+        while (r == FMQ_ERROR_BUFFER) {
+            raw.resize(n + 16); // regions may appear between the two calls
+            r = fmq_transport_region_info(fRaw, raw.data(), raw.size(), &n);
+        }
+        detail::check(r, "GetRegionInfo");
+        std::vector<RegionInfo> out;
+        for (size_t i = 0; i < n; ++i) out.push_back(detail::ToRegionInfo(raw[i]));
+        return out;
+    }
 
   private:
     std::shared_ptr<fmq_transport> fOwned;
@@ -115,7 +259,6 @@ class Message {
     fmq_message* fMsg;
     bool fOwned;
 };
-using MessagePtr = std::unique_ptr<Message>;
 
 inline MessagePtr NewMessage(const fmq_transport* t, size_t size = 0)
 {
@@ -128,6 +271,131 @@ inline MessagePtr NewSimpleMessage(const fmq_transport* t, const void* data, siz
     fmq_message* m = nullptr;
     detail::check(fmq_message_new_copy(t, data, size, &m), "NewSimpleMessage");
     return std::make_unique<Message>(m, true);
+}
+/// FairMQ's NewMessage(data, size, ffn, hint): zeromq takes the buffer and calls ffn(data, hint)
+/// when done (possibly on another thread); shmem copies it and calls ffn at once.
+inline MessagePtr NewMessage(const fmq_transport* t, void* data, size_t size, fairmq_free_fn* ffn, void* hint = nullptr)
+{
+    fmq_message* m = nullptr;
+    detail::check(fmq_message_new_data(t, data, size, ffn, hint, &m), "NewMessage");
+    return std::make_unique<Message>(m, true);
+}
+
+/// An unmanaged region (FairMQ's UnmanagedRegion): fill it through GetData(), send pieces of it with
+/// NewMessage(t, region, data, size, hint). The callback hears of every piece released by its last
+/// holder: shmem, on the region's own thread (in any process' release); zeromq, at once, on the
+/// thread making the message (which holds a copy), inside that call. The callback must not
+/// destroy the region nor (zeromq) make messages from it; what it throws is caught and logged.
+/// Destroying the region waits up to its linger for outstanding acknowledgements (shmem).
+class UnmanagedRegion {
+  public:
+    UnmanagedRegion(const fmq_transport* t, size_t size, RegionCallback callback, const RegionConfig& cfg = RegionConfig())
+        : fCallbacks(new Callbacks{std::move(callback), nullptr})
+    {
+        Create(t, size, cfg);
+    }
+    UnmanagedRegion(const fmq_transport* t, size_t size, RegionBulkCallback callback, const RegionConfig& cfg = RegionConfig())
+        : fCallbacks(new Callbacks{nullptr, std::move(callback)})
+    {
+        Create(t, size, cfg);
+    }
+    /// A region whose releases are not reported.
+    UnmanagedRegion(const fmq_transport* t, size_t size, const RegionConfig& cfg)
+        : fCallbacks(new Callbacks{nullptr, nullptr})
+    {
+        Create(t, size, cfg);
+    }
+    /// Frees the region first: no callback runs after that, so the callbacks can go.
+    ~UnmanagedRegion() { fmq_region_free(fRegion); }
+    UnmanagedRegion(const UnmanagedRegion&) = delete;
+    UnmanagedRegion& operator=(const UnmanagedRegion&) = delete;
+
+    void* GetData() const { return fmq_region_data(fRegion); }
+    size_t GetSize() const { return fmq_region_size(fRegion); }
+    uint16_t GetId() const { return static_cast<uint16_t>(fmq_region_id(fRegion)); }
+    void SetLinger(uint32_t ms) { detail::check(fmq_region_set_linger(fRegion, ms), "SetLinger"); }
+    uint32_t GetLinger() const { return fmq_region_get_linger(fRegion); }
+    const fmq_region* Raw() const { return fRegion; }
+
+  private:
+    struct Callbacks {
+        RegionCallback single;
+        RegionBulkCallback bulk;
+    };
+    static void Single(const fmq_region_block* b, void* user) noexcept
+    {
+        try {
+            static_cast<Callbacks*>(user)->single(b->ptr, b->size, reinterpret_cast<void*>(static_cast<uintptr_t>(b->hint)));
+        } catch (const std::exception& e) {
+            fmq_log("error", (std::string("region callback: ") + e.what()).c_str());
+        } catch (...) {
+            fmq_log("error", "region callback: unknown exception");
+        }
+    }
+    static void Bulk(const fmq_region_block* blocks, size_t n, void* user) noexcept
+    {
+        try {
+            std::vector<RegionBlock> v;
+            v.reserve(n);
+            for (size_t i = 0; i < n; ++i) v.emplace_back(blocks[i].ptr, blocks[i].size, reinterpret_cast<void*>(static_cast<uintptr_t>(blocks[i].hint)));
+            static_cast<Callbacks*>(user)->bulk(v);
+        } catch (const std::exception& e) {
+            fmq_log("error", (std::string("region bulk callback: ") + e.what()).c_str());
+        } catch (...) {
+            fmq_log("error", "region bulk callback: unknown exception");
+        }
+    }
+    void Create(const fmq_transport* t, size_t size, const RegionConfig& cfg)
+    {
+        fmq_region_config c;
+        detail::check(fmq_region_config_init(&c), "RegionConfig");
+        c.id = cfg.id ? static_cast<int32_t>(*cfg.id) : -1;
+        c.path = cfg.path.empty() ? nullptr : cfg.path.c_str();
+        c.lock = cfg.lock;
+        c.zero = cfg.zero;
+        c.remove_on_destruction = cfg.removeOnDestruction;
+        c.creation_flags = cfg.creationFlags;
+        c.user_flags = cfg.userFlags;
+        c.rc_segment_size = cfg.rcSegmentSize;
+        c.linger_ms = cfg.linger;
+        detail::check(fmq_region_new(t, size, &c, fCallbacks->single ? Single : nullptr, fCallbacks->bulk ? Bulk : nullptr, fCallbacks.get(), &fRegion),
+                      "CreateUnmanagedRegion");
+    }
+
+    std::unique_ptr<Callbacks> fCallbacks;
+    fmq_region* fRegion = nullptr;
+};
+
+/// A message referring to `size` bytes at `data` inside `region` (FairMQ's NewMessage with a
+/// region; shmem: zero-copy, zeromq: a copy); `hint` comes back in the region's callback.
+inline MessagePtr NewMessage(const fmq_transport* t, const UnmanagedRegionPtr& region, void* data, size_t size, void* hint = nullptr)
+{
+    if (!region) throw Error("NewMessage: no region");
+    auto base = reinterpret_cast<uintptr_t>(region->GetData());
+    auto at = reinterpret_cast<uintptr_t>(data);
+    if (at < base) throw Error("NewMessage: data is not inside the region");
+    fmq_message* m = nullptr;
+    detail::check(fmq_message_new_region(t, region->Raw(), static_cast<size_t>(at - base), size, static_cast<uint64_t>(reinterpret_cast<uintptr_t>(hint)), &m),
+                  "NewMessage(region)");
+    return std::make_unique<Message>(m, true);
+}
+
+inline MessagePtr TransportFactory::CreateMessage(size_t size) const { return NewMessage(fRaw, size); }
+inline MessagePtr TransportFactory::CreateMessage(void* data, size_t size, fairmq_free_fn* ffn, void* hint) const
+{
+    return NewMessage(fRaw, data, size, ffn, hint);
+}
+inline MessagePtr TransportFactory::CreateMessage(UnmanagedRegionPtr& region, void* data, size_t size, void* hint) const
+{
+    return NewMessage(fRaw, region, data, size, hint);
+}
+inline UnmanagedRegionPtr TransportFactory::CreateUnmanagedRegion(size_t size, RegionCallback callback, const RegionConfig& cfg) const
+{
+    return std::make_unique<UnmanagedRegion>(fRaw, size, std::move(callback), cfg);
+}
+inline UnmanagedRegionPtr TransportFactory::CreateUnmanagedRegion(size_t size, RegionBulkCallback callback, const RegionConfig& cfg) const
+{
+    return std::make_unique<UnmanagedRegion>(fRaw, size, std::move(callback), cfg);
 }
 
 /// The parts of a multipart message.
@@ -180,13 +448,14 @@ class Parts {
 /// A sub-channel (borrowed from the device, or owned when made directly).
 class Channel {
   public:
-    explicit Channel(const fmq_channel* borrowed) : fCh(borrowed) {}
-    Channel(const TransportFactory& t, const std::string& spec)
+    explicit Channel(const fmq_channel* borrowed) : fCh(borrowed), fTransport(fmq_channel_transport(borrowed)) {}
+    Channel(const TransportFactory& t, const std::string& spec) : fTransport(nullptr)
     {
         fmq_channel* c = nullptr;
         detail::check(fmq_channel_new(t.Raw(), spec.c_str(), &c), "fmq_channel_new");
         fOwned = std::shared_ptr<fmq_channel>(c, fmq_channel_free);
         fCh = c;
+        fTransport = TransportFactory(fmq_channel_transport(c));
     }
     int64_t Send(MessagePtr& m, int timeoutMs = -1) const { return fmq_channel_send(fCh, m->Raw(), timeoutMs); }
     int64_t Receive(MessagePtr& m, int timeoutMs = -1) const { return fmq_channel_receive(fCh, m->Raw(), timeoutMs); }
@@ -202,7 +471,13 @@ class Channel {
         p.Refresh();
         return r;
     }
-    MessagePtr NewMessage(size_t size = 0) const { return fair::mq::NewMessage(fmq_channel_transport(fCh), size); }
+    MessagePtr NewMessage(size_t size = 0) const { return fair::mq::NewMessage(fTransport.Raw(), size); }
+    MessagePtr NewMessage(void* data, size_t size, fairmq_free_fn* ffn, void* hint = nullptr) const
+    {
+        return fair::mq::NewMessage(fTransport.Raw(), data, size, ffn, hint);
+    }
+    /// The channel's transport (borrowed: valid while the channel lives), as FairMQ's Transport().
+    const TransportFactory* Transport() const { return &fTransport; }
     std::string GetAddress() const
     {
         return detail::read_text([&](char* b, size_t l, size_t* n) { return fmq_channel_address(fCh, b, l, n); });
@@ -222,7 +497,49 @@ class Channel {
   private:
     std::shared_ptr<fmq_channel> fOwned;
     const fmq_channel* fCh = nullptr;
+    TransportFactory fTransport;
 };
+
+/// Waits for input or output on several channels (FairMQ's Poller). Used from one thread at a
+/// time, and no other thread may use its channels while Poll runs; the channels must outlive it.
+class Poller {
+  public:
+    /// Over `channels` in order: CheckInput(i) is about channels[i]. `offsets` names groups of
+    /// them: CheckInput(name, j) is about channels[offsets[name] + j].
+    explicit Poller(const std::vector<const fmq_channel*>& channels, std::map<std::string, size_t> offsets = {})
+        : fOffsets(std::move(offsets))
+    {
+        detail::check(fmq_poller_new(channels.data(), channels.size(), &fPoller), "NewPoller");
+    }
+    explicit Poller(const std::vector<Channel>& channels) : Poller(Raws(channels)) {}
+    ~Poller() { fmq_poller_free(fPoller); }
+    Poller(const Poller&) = delete;
+    Poller& operator=(const Poller&) = delete;
+
+    /// Waits up to timeoutMs (-1 forever); the number of ready channels, or -3 (interrupted) or -1.
+    int64_t Poll(int timeoutMs) { return fmq_poller_poll(fPoller, timeoutMs); }
+    bool CheckInput(int index) const { return fmq_poller_check_input(fPoller, static_cast<size_t>(index)); }
+    bool CheckOutput(int index) const { return fmq_poller_check_output(fPoller, static_cast<size_t>(index)); }
+    bool CheckInput(const std::string& channel, int index) const { return CheckInput(Offset(channel) + index); }
+    bool CheckOutput(const std::string& channel, int index) const { return CheckOutput(Offset(channel) + index); }
+
+  private:
+    static std::vector<const fmq_channel*> Raws(const std::vector<Channel>& channels)
+    {
+        std::vector<const fmq_channel*> raw;
+        for (auto& c : channels) raw.push_back(c.Raw());
+        return raw;
+    }
+    int Offset(const std::string& channel) const
+    {
+        auto it = fOffsets.find(channel);
+        if (it == fOffsets.end()) throw Error("Poller: channel '" + channel + "' is not polled");
+        return static_cast<int>(it->second);
+    }
+    fmq_poller* fPoller = nullptr;
+    std::map<std::string, size_t> fOffsets;
+};
+using PollerPtr = std::unique_ptr<Poller>;
 
 /// The configuration (FairMQ's ProgOptions) as seen from a running device.
 class ProgOptions {
@@ -339,7 +656,53 @@ class Device {
     int64_t Send(Parts& p, const std::string& ch, int i = 0, int timeoutMs = -1) const { return GetChannel(ch, i).Send(p, timeoutMs); }
     int64_t Receive(Parts& p, const std::string& ch, int i = 0, int timeoutMs = -1) const { return GetChannel(ch, i).Receive(p, timeoutMs); }
     MessagePtr NewMessage(size_t size = 0) const { return fair::mq::NewMessage(fmq_context_transport(fCtx), size); }
+    MessagePtr NewMessage(void* data, size_t size, fairmq_free_fn* ffn, void* hint = nullptr) const
+    {
+        return fair::mq::NewMessage(fmq_context_transport(fCtx), data, size, ffn, hint);
+    }
     MessagePtr NewMessageFor(const std::string& ch, int i, size_t size = 0) const { return GetChannel(ch, i).NewMessage(size); }
+    MessagePtr NewMessageFor(const std::string& ch, int i, void* data, size_t size, fairmq_free_fn* ffn, void* hint = nullptr) const
+    {
+        return GetChannel(ch, i).NewMessage(data, size, ffn, hint);
+    }
+    /// A message of channel ch[i]'s transport referring to `size` bytes at `data` inside `region`.
+    MessagePtr NewMessageFor(const std::string& ch, int i, const UnmanagedRegionPtr& region, void* data, size_t size, void* hint = nullptr) const
+    {
+        return fair::mq::NewMessage(fmq_channel_transport(GetChannel(ch, i).Raw()), region, data, size, hint);
+    }
+    /// An unmanaged region of channel ch[i]'s transport (see UnmanagedRegion for the callbacks).
+    UnmanagedRegionPtr NewUnmanagedRegionFor(const std::string& ch, int i, size_t size, RegionCallback callback, const RegionConfig& cfg = RegionConfig()) const
+    {
+        return std::make_unique<UnmanagedRegion>(fmq_channel_transport(GetChannel(ch, i).Raw()), size, std::move(callback), cfg);
+    }
+    UnmanagedRegionPtr NewUnmanagedRegionFor(const std::string& ch, int i, size_t size, RegionBulkCallback callback, const RegionConfig& cfg = RegionConfig()) const
+    {
+        return std::make_unique<UnmanagedRegion>(fmq_channel_transport(GetChannel(ch, i).Raw()), size, std::move(callback), cfg);
+    }
+    /// A poller over every sub-channel of the named channels: CheckInput(name, j) as in FairMQ.
+    template<typename... Names>
+    PollerPtr NewPoller(const std::string& name, const Names&... more) const
+    {
+        return NewPoller(std::vector<std::string>{name, more...});
+    }
+    PollerPtr NewPoller(const std::vector<std::string>& names) const
+    {
+        std::vector<const fmq_channel*> channels;
+        std::map<std::string, size_t> offsets;
+        for (auto& n : names) {
+            offsets[n] = channels.size();
+            size_t subs = GetNumSubChannels(n);
+            if (subs == 0) throw std::out_of_range("NewPoller(): channel '" + n + "' does not exist.");
+            for (size_t j = 0; j < subs; ++j) channels.push_back(GetChannel(n, static_cast<int>(j)).Raw());
+        }
+        return std::make_unique<Poller>(channels, std::move(offsets));
+    }
+    /// The device's default transport (borrowed), as FairMQ's Transport().
+    const TransportFactory* Transport() const
+    {
+        fTransport = TransportFactory(fmq_context_transport(fCtx));
+        return &fTransport;
+    }
     template<typename T>
     MessagePtr NewSimpleMessage(const T& v) const
     {
@@ -364,6 +727,7 @@ class Device {
     friend struct detail::Hooks;
     ProgOptions fOptions;
     const fmq_context* fCtx = nullptr;
+    mutable TransportFactory fTransport{nullptr};
     std::map<std::string, std::function<bool(MessagePtr&, int)>> fMsgHandlers;
     std::map<std::string, std::function<bool(Parts&, int)>> fPartsHandlers;
     std::vector<std::pair<std::string, bool>> fPending;

@@ -1,4 +1,5 @@
-/* A Rust panic reached from C comes back as an error code: the process neither aborts nor unwinds. */
+/* A Rust panic reached from C comes back as an error code, the process neither aborting nor unwinding;
+ * bad arguments (NULL, unknown codes and option types) come back as error codes too. */
 #include "fairmq_rs.h"
 
 #include <stdio.h>
@@ -17,6 +18,22 @@ int main(void)
     if (fmq_channel_send(NULL, NULL, 0) != -1) return 3;
     fmq_transport* t = NULL;
     if (fmq_transport_new("nanomsg", "x", 0, NULL, &t) != FMQ_ERROR_INVALID || t != NULL) return 4;
+    /* Codes are passed as int: an unknown one gets a text, not undefined behaviour. */
+    if (strcmp(fmq_result_message(12345), "unknown result code") != 0) return 5;
+    if (strcmp(fmq_result_message(FMQ_ERROR_NULL), "a required pointer argument was NULL") != 0) return 6;
+    /* An option type that is none of the FMQ_OPTION_* constants is refused before the device runs. */
+    const char* args[] = {"panic"};
+    fmq_device_hooks hooks;
+    memset(&hooks, 0, sizeof hooks);
+    fmq_option bad = {"bad", 99, NULL, "an option of no known type"};
+    if (fmq_run_device(1, args, &hooks, &bad, 1, NULL) != 1) return 7;
+    fmq_last_error(detail, sizeof detail, &n);
+    if (strstr(detail, "unknown type 99") == NULL) return 8;
+    /* Regions: NULL checks, and out-parameters stay untouched on failure. */
+    fmq_region* region = NULL;
+    if (fmq_region_new(NULL, 100, NULL, NULL, NULL, NULL, &region) != FMQ_ERROR_NULL || region != NULL) return 9;
+    if (fmq_region_id(NULL) != -1 || fmq_region_data(NULL) != NULL || fmq_region_size(NULL) != 0) return 10;
+    if (fmq_transport_subscribe_region_events(NULL, NULL, NULL) != FMQ_ERROR_NULL) return 11;
     printf("ok\n");
     return 0;
 }

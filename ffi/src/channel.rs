@@ -283,6 +283,9 @@ pub unsafe extern "C" fn fmq_parts_clear(p: *mut fmq_parts) -> fmq_result {
 }
 
 /// A poller over `n` channels (of either transport). The channels must outlive the poller.
+/// Not thread-safe: use it from one thread at a time, and while `fmq_poller_poll` runs no other
+/// thread may use the channels it polls (their sockets are ZeroMQ sockets, which are not
+/// thread-safe). The results of `fmq_poller_check_input`/`_output` are those of the last poll.
 #[allow(non_camel_case_types)]
 pub struct fmq_poller {
     channels: Vec<*const fmq_channel>,

@@ -76,21 +76,32 @@ pub struct fmq_device_hooks {
     pub handle_parts: fmq_parts_hook,
 }
 
-/// Type of a custom option.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Type of a custom option: one of the `FMQ_OPTION_*` constants. An integer rather than an enum
+/// because C may store any value in it; `fmq_run_device` refuses unknown ones (`FMQ_ERROR_INVALID`).
 #[allow(non_camel_case_types)]
-pub enum fmq_option_type {
-    /// Text.
-    FMQ_OPTION_STRING,
-    /// Signed integer (int).
-    FMQ_OPTION_INT,
-    /// Unsigned 64-bit integer.
-    FMQ_OPTION_UINT64,
-    /// Floating point (float).
-    FMQ_OPTION_FLOAT,
-    /// true/false.
-    FMQ_OPTION_BOOL,
+pub type fmq_option_type = i32;
+
+/// Option type: text.
+pub const FMQ_OPTION_STRING: fmq_option_type = 0;
+/// Option type: signed integer (int).
+pub const FMQ_OPTION_INT: fmq_option_type = 1;
+/// Option type: unsigned 64-bit integer.
+pub const FMQ_OPTION_UINT64: fmq_option_type = 2;
+/// Option type: floating point (float).
+pub const FMQ_OPTION_FLOAT: fmq_option_type = 3;
+/// Option type: true/false.
+pub const FMQ_OPTION_BOOL: fmq_option_type = 4;
+
+/// The option kind of an `FMQ_OPTION_*` value.
+fn option_kind(ty: fmq_option_type) -> Option<Kind> {
+    match ty {
+        FMQ_OPTION_STRING => Some(Kind::Str),
+        FMQ_OPTION_INT => Some(Kind::Int),
+        FMQ_OPTION_UINT64 => Some(Kind::U64),
+        FMQ_OPTION_FLOAT => Some(Kind::Float),
+        FMQ_OPTION_BOOL => Some(Kind::Bool),
+        _ => None,
+    }
 }
 
 /// A custom option of a C device (FairMQ's `addCustomOptions`).
@@ -100,7 +111,7 @@ pub enum fmq_option_type {
 pub struct fmq_option {
     /// Name without dashes.
     pub name: *const c_char,
-    /// Value type.
+    /// Value type: one of the `FMQ_OPTION_*` constants.
     pub ty: fmq_option_type,
     /// Default as text (NULL: no default, the option is then unset unless given).
     pub default_value: *const c_char,
@@ -214,6 +225,8 @@ pub unsafe extern "C" fn fmq_run_device(
                 let o = unsafe { &*options.add(i) };
                 // SAFETY: strings of the option table per contract (default and description may be NULL).
                 let name = unsafe { str_arg(o.name)? }.to_owned();
+                let kind = option_kind(o.ty)
+                    .ok_or_else(|| fail(FMQ_ERROR_INVALID, format!("option '{name}': unknown type {}", o.ty)))?;
                 let default = if o.default_value.is_null() {
                     None
                 } else {
@@ -226,17 +239,11 @@ pub unsafe extern "C" fn fmq_run_device(
                     // SAFETY: a non-NULL description is a NUL-terminated string per contract.
                     unsafe { str_arg(o.description)? }.to_owned()
                 };
-                opts.push((name, o.ty, default, desc));
+                opts.push((name, kind, default, desc));
             }
             let program = Program::new(move |_| Ok(CDevice { hooks, user })).options(move |g| {
-                for (name, ty, default, desc) in &opts {
-                    let kind = match ty {
-                        fmq_option_type::FMQ_OPTION_STRING => Kind::Str,
-                        fmq_option_type::FMQ_OPTION_INT => Kind::Int,
-                        fmq_option_type::FMQ_OPTION_UINT64 => Kind::U64,
-                        fmq_option_type::FMQ_OPTION_FLOAT => Kind::Float,
-                        fmq_option_type::FMQ_OPTION_BOOL => Kind::Bool,
-                    };
+                for (name, kind, default, desc) in &opts {
+                    let kind = *kind;
                     match default.as_deref().and_then(|d| kind.parse(d)) {
                         Some(v) => g.add(name, kind, v, desc),
                         None => g.add_optional(name, kind, desc),
@@ -249,14 +256,14 @@ pub unsafe extern "C" fn fmq_run_device(
     })
 }
 
-/// Runs `f` on the context; `default` when `ctx` is NULL (recorded) or `f` panics.
-fn with_ctx<T: Clone>(ctx: *const fmq_context, default: T, f: impl FnOnce(&Context) -> T) -> T {
-    let fallback = default.clone();
+/// Runs `f` on the context inside the panic boundary; `default` when `ctx` is NULL (recorded) or
+/// `f` panics.
+fn with_ctx<T: Copy>(ctx: *const fmq_context, default: T, f: impl FnOnce(&Context) -> T) -> T {
     guard_value(default, || {
         // SAFETY: hooks receive a context valid for the call (contract of every fmq_context_* call).
         match unsafe { refp(ctx, "context") } {
             Ok(c) => f(&c.0),
-            Err(_) => fallback,
+            Err(_) => default,
         }
     })
 }
@@ -267,14 +274,15 @@ fn with_ctx<T: Clone>(ctx: *const fmq_context, default: T, f: impl FnOnce(&Conte
 /// `ctx` is the context of the running hook; `channel` a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn fmq_context_on_data(ctx: *const fmq_context, channel: *const c_char) -> fmq_result {
-    // SAFETY: contract as documented.
-    let name = match unsafe { str_arg(channel) } {
-        Ok(n) => n.to_owned(),
-        Err(e) => return e,
-    };
     with_ctx(ctx, FMQ_ERROR_NULL, |c| {
-        c.on_data(&name);
-        FMQ_OK
+        // SAFETY: contract as documented.
+        match unsafe { str_arg(channel) } {
+            Ok(name) => {
+                c.on_data(name);
+                FMQ_OK
+            }
+            Err(e) => e,
+        }
     })
 }
 
@@ -284,14 +292,15 @@ pub unsafe extern "C" fn fmq_context_on_data(ctx: *const fmq_context, channel: *
 /// As for `fmq_context_on_data`.
 #[no_mangle]
 pub unsafe extern "C" fn fmq_context_on_data_parts(ctx: *const fmq_context, channel: *const c_char) -> fmq_result {
-    // SAFETY: contract as documented.
-    let name = match unsafe { str_arg(channel) } {
-        Ok(n) => n.to_owned(),
-        Err(e) => return e,
-    };
     with_ctx(ctx, FMQ_ERROR_NULL, |c| {
-        c.on_data_parts(&name);
-        FMQ_OK
+        // SAFETY: contract as documented.
+        match unsafe { str_arg(channel) } {
+            Ok(name) => {
+                c.on_data_parts(name);
+                FMQ_OK
+            }
+            Err(e) => e,
+        }
     })
 }
 
@@ -323,13 +332,15 @@ pub unsafe extern "C" fn fmq_context_channel(
     name: *const c_char,
     index: usize,
 ) -> *const fmq_channel {
-    // SAFETY: contract as documented.
-    let Ok(name) = (unsafe { str_arg(name) }).map(str::to_owned) else { return std::ptr::null() };
-    with_ctx(ctx, std::ptr::null(), |c| match c.channel(&name, index) {
-        Ok(ch) => (ch as *const fairmq::Channel).cast(),
-        Err(e) => {
-            set_last(e.to_string());
-            std::ptr::null()
+    with_ctx(ctx, std::ptr::null(), |c| {
+        // SAFETY: contract as documented.
+        let Ok(name) = (unsafe { str_arg(name) }) else { return std::ptr::null() };
+        match c.channel(name, index) {
+            Ok(ch) => (ch as *const fairmq::Channel).cast(),
+            Err(e) => {
+                set_last(e.to_string());
+                std::ptr::null()
+            }
         }
     })
 }
@@ -340,9 +351,10 @@ pub unsafe extern "C" fn fmq_context_channel(
 /// As for `fmq_context_channel`.
 #[no_mangle]
 pub unsafe extern "C" fn fmq_context_num_sub_channels(ctx: *const fmq_context, name: *const c_char) -> usize {
-    // SAFETY: contract as documented.
-    let Ok(name) = (unsafe { str_arg(name) }).map(str::to_owned) else { return 0 };
-    with_ctx(ctx, 0, |c| c.num_sub_channels(&name).unwrap_or(0))
+    with_ctx(ctx, 0, |c| {
+        // SAFETY: contract as documented.
+        unsafe { str_arg(name) }.map_or(0, |name| c.num_sub_channels(name).unwrap_or(0))
+    })
 }
 
 /// The device's default transport (borrowed), or NULL before INITIALIZING DEVICE completed.
@@ -369,15 +381,17 @@ pub unsafe extern "C" fn fmq_context_property(
     len: usize,
     written: *mut usize,
 ) -> fmq_result {
-    // SAFETY: contract as documented.
-    let key = match unsafe { str_arg(key) } {
-        Ok(k) => k.to_owned(),
-        Err(e) => return e,
-    };
-    with_ctx(ctx, FMQ_ERROR_NULL, |c| match c.config().get_as_string(&key) {
+    with_ctx(ctx, FMQ_ERROR_NULL, |c| {
         // SAFETY: contract as documented.
-        Ok(v) => unsafe { copy_out(&v, buf, len, written) },
-        Err(e) => fail(FMQ_ERROR_NOT_FOUND, e),
+        let key = match unsafe { str_arg(key) } {
+            Ok(k) => k,
+            Err(e) => return e,
+        };
+        match c.config().get_as_string(key) {
+            // SAFETY: contract as documented.
+            Ok(v) => unsafe { copy_out(&v, buf, len, written) },
+            Err(e) => fail(FMQ_ERROR_NOT_FOUND, e),
+        }
     })
 }
 
@@ -391,16 +405,16 @@ pub unsafe extern "C" fn fmq_context_property_int(
     key: *const c_char,
     out: *mut i64,
 ) -> fmq_result {
-    // SAFETY: contract as documented.
-    let key = match unsafe { str_arg(key) } {
-        Ok(k) => k.to_owned(),
-        Err(e) => return e,
-    };
-    if out.is_null() {
-        return fail(FMQ_ERROR_NULL, "out is NULL");
-    }
     with_ctx(ctx, FMQ_ERROR_NULL, |c| {
-        match c.config().get::<i64>(&key).or_else(|_| c.config().get::<f64>(&key).map(|f| f as i64)) {
+        // SAFETY: contract as documented.
+        let key = match unsafe { str_arg(key) } {
+            Ok(k) => k,
+            Err(e) => return e,
+        };
+        if out.is_null() {
+            return fail(FMQ_ERROR_NULL, "out is NULL");
+        }
+        match c.config().get::<i64>(key).or_else(|_| c.config().get::<f64>(key).map(|f| f as i64)) {
             Ok(v) => {
                 // SAFETY: checked non-null, valid per contract.
                 unsafe { *out = v };

@@ -1,7 +1,7 @@
 //! Result codes, the thread's last error text, and the panic boundary every export goes through.
 
 use std::cell::RefCell;
-use std::ffi::{c_char, CStr};
+use std::ffi::{c_char, c_int, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// Result of a call that is not a transfer. `FMQ_OK` is 0; errors are non-zero and namespaced.
@@ -111,33 +111,42 @@ pub(crate) unsafe fn copy_out(text: &str, buf: *mut c_char, len: usize, written:
     FMQ_OK
 }
 
-/// Text of a result code (static, never NULL).
+/// Text of a result code (static, never NULL). Takes an `int`, not `fmq_result`, so that any value a
+/// C caller holds is valid here: an unknown code gives "unknown result code".
 #[no_mangle]
-pub extern "C" fn fmq_result_message(code: fmq_result) -> *const c_char {
-    let s: &'static CStr = match code {
-        FMQ_OK => c"success",
-        FMQ_ERROR_NULL => c"a required pointer argument was NULL",
-        FMQ_ERROR_INVALID => c"invalid argument",
-        FMQ_ERROR_CONFIG => c"invalid configuration",
-        FMQ_ERROR_TRANSPORT => c"transport error",
-        FMQ_ERROR_ALLOC => c"out of memory for a message",
-        FMQ_ERROR_NOT_FOUND => c"not found",
-        FMQ_ERROR_BUFFER => c"buffer too small",
-        FMQ_ERROR_PANIC => c"internal error (a panic was stopped at the C boundary)",
-    };
-    s.as_ptr()
+pub extern "C" fn fmq_result_message(code: c_int) -> *const c_char {
+    guard_value(c"unknown result code".as_ptr(), || result_text(code).as_ptr())
+}
+
+/// The text of `code`; a C `int` is matched against the enumerators' values (converting it to
+/// `fmq_result` first would be undefined behaviour for a value that is none of them).
+fn result_text(code: c_int) -> &'static CStr {
+    const CODES: [(fmq_result, &CStr); 9] = [
+        (FMQ_OK, c"success"),
+        (FMQ_ERROR_NULL, c"a required pointer argument was NULL"),
+        (FMQ_ERROR_INVALID, c"invalid argument"),
+        (FMQ_ERROR_CONFIG, c"invalid configuration"),
+        (FMQ_ERROR_TRANSPORT, c"transport error"),
+        (FMQ_ERROR_ALLOC, c"out of memory for a message"),
+        (FMQ_ERROR_NOT_FOUND, c"not found"),
+        (FMQ_ERROR_BUFFER, c"buffer too small"),
+        (FMQ_ERROR_PANIC, c"internal error (a panic was stopped at the C boundary)"),
+    ];
+    CODES.iter().find(|(c, _)| *c as c_int == code).map_or(c"unknown result code", |(_, text)| text)
 }
 
 /// Text of a transfer result: bytes (>= 0), -1 error, -2 timeout, -3 interrupted (static).
 #[no_mangle]
 pub extern "C" fn fmq_transfer_message(code: i64) -> *const c_char {
-    let s: &'static CStr = match code {
-        c if c >= 0 => c"success",
-        -2 => c"timeout",
-        -3 => c"interrupted",
-        _ => c"error",
-    };
-    s.as_ptr()
+    guard_value(c"error".as_ptr(), || {
+        let s: &'static CStr = match code {
+            c if c >= 0 => c"success",
+            -2 => c"timeout",
+            -3 => c"interrupted",
+            _ => c"error",
+        };
+        s.as_ptr()
+    })
 }
 
 /// Copies the details of the calling thread's last error into `buf` (NUL-terminated).
@@ -161,10 +170,13 @@ pub extern "C" fn fmq_debug_panic() -> fmq_result {
     guard(|| panic!("fmq_debug_panic was called"))
 }
 
+/// The version, NUL-terminated for C.
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
+
 /// The library version (static, e.g. "0.1.0").
 #[no_mangle]
 pub extern "C" fn fmq_version() -> *const c_char {
-    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+    guard_value(VERSION.as_ptr().cast(), || VERSION.as_ptr().cast())
 }
 
 /// Logs `message` through the fairmq-rs logger at FairMQ's `severity` (trace, debug, info, state,
@@ -188,4 +200,20 @@ pub unsafe extern "C" fn fmq_log(severity: *const c_char, message: *const c_char
             _ => log::info!("{msg}"),
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn result_message_takes_any_int() {
+        // SAFETY: the returned pointers are static NUL-terminated strings.
+        let text = |c: c_int| unsafe { CStr::from_ptr(fmq_result_message(c)) }.to_str().unwrap();
+        assert_eq!(text(FMQ_OK as c_int), "success");
+        assert_eq!(text(FMQ_ERROR_PANIC as c_int), "internal error (a panic was stopped at the C boundary)");
+        for unknown in [-1, 1, 7000, 7009, c_int::MAX, c_int::MIN] {
+            assert_eq!(text(unknown), "unknown result code");
+        }
+    }
 }

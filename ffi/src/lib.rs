@@ -12,24 +12,32 @@
 //! - Transfers return FairMQ's codes: bytes (>= 0), -1 error, -2 timeout, -3 interrupted. A failed
 //!   send leaves the message with the caller.
 //! - No panic crosses the boundary: every export runs inside a guard that turns one into
-//!   `FMQ_ERROR_PANIC` (or -1 for transfers).
-//! - Thread safety: transports may be shared between threads; channels, messages, parts and pollers
-//!   are used by one thread at a time; a hook's context only during the hook.
+//!   `FMQ_ERROR_PANIC` (or -1 for transfers); a test checks each export's body starts with one.
+//!   Callbacks into C (regions, region events) are called through the same kind of guard.
+//! - Thread safety: transports and regions may be shared between threads; channels, messages, parts
+//!   and pollers are used by one thread at a time; a hook's context only during the hook. Region and
+//!   region-event callbacks run on threads of the library (each function says which).
 
 #![allow(clippy::missing_safety_doc)] // each unsafe export documents its contract in "# Safety"
 #![allow(missing_debug_implementations)] // handles are opaque to C; Debug would only expose internals
 
+#[cfg(test)]
+mod boundary_test;
 mod channel;
 mod device;
 mod error;
 mod message;
 mod ptr;
+mod region;
+mod region_events;
 mod transport;
 
 pub use channel::*;
 pub use device::*;
 pub use error::*;
 pub use message::*;
+pub use region::*;
+pub use region_events::*;
 pub use transport::*;
 
 #[cfg(test)]

@@ -15,7 +15,8 @@ pub struct fmq_message(pub(crate) Message);
 #[allow(non_camel_case_types)]
 pub type fmq_free_fn = Option<unsafe extern "C" fn(data: *mut c_void, hint: *mut c_void)>;
 
-fn new_with(
+/// Makes a message of transport `t` with `f` inside the panic boundary; `*out` only on success.
+pub(crate) fn new_with(
     t: *const fmq_transport,
     out: *mut *mut fmq_message,
     f: impl FnOnce(&Transport) -> Result<Message, fmq_result>,
