@@ -154,23 +154,25 @@ fn example_1_n_1() {
 #[test]
 fn example_1_n_1_with_the_json_configuration() {
     let exe = example("ex-1-n-1");
-    let s = Session::new();
-    // FairMQ's JSON as shipped, with the tcp ports moved out of the way of parallel tests.
-    let json = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/ex-1-n-1.json")).unwrap();
-    let (p1, p2) = (free_port(), free_port());
-    let json = json.replace("5555", &p1.to_string()).replace("5556", &p2.to_string());
-    let path = s.dir.path().join("ex-1-n-1.json");
-    std::fs::write(&path, json).unwrap();
-    let t = Topology { s: &s, transport: "zeromq" };
-    let cfg = ["--mq-config".to_owned(), path.display().to_string()];
-    let mut sampler = t.device(&exe, Some("sampler"), "sampler1", &with(cfg.to_vec(), &["--max-iterations", "2"]));
-    let mut proc1 =
-        t.device(&exe, Some("processor"), "processor1", &with(cfg.to_vec(), &["--config-key", "processor"]));
-    let mut sink = t.device(&exe, Some("sink"), "sink1", &with(cfg.to_vec(), &["--max-iterations", "2"]));
-    ok(&mut sampler);
-    ok(&mut sink);
-    proc1.signal(Signal::SIGINT);
-    ok(&mut proc1);
+    for tr in TRANSPORTS {
+        let s = Session::new();
+        // FairMQ's JSON as shipped, with the tcp ports moved out of the way of parallel tests.
+        let json = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/ex-1-n-1.json")).unwrap();
+        let (p1, p2) = (free_port(), free_port());
+        let json = json.replace("5555", &p1.to_string()).replace("5556", &p2.to_string());
+        let path = s.dir.path().join("ex-1-n-1.json");
+        std::fs::write(&path, json).unwrap();
+        let t = Topology { s: &s, transport: tr };
+        let cfg = ["--mq-config".to_owned(), path.display().to_string()];
+        let mut sampler = t.device(&exe, Some("sampler"), "sampler1", &with(cfg.to_vec(), &["--max-iterations", "2"]));
+        let mut proc1 =
+            t.device(&exe, Some("processor"), "processor1", &with(cfg.to_vec(), &["--config-key", "processor"]));
+        let mut sink = t.device(&exe, Some("sink"), "sink1", &with(cfg.to_vec(), &["--max-iterations", "2"]));
+        ok(&mut sampler);
+        ok(&mut sink);
+        proc1.signal(Signal::SIGINT);
+        ok(&mut proc1);
+    }
 }
 
 fn free_port() -> u16 {
@@ -479,45 +481,47 @@ fn example_builtin_devices() {
 #[test]
 fn example_multiple_channels() {
     let exe = example("ex-multiple-channels");
-    let s = Session::new();
-    let t = Topology { s: &s, transport: "zeromq" };
-    let (data, bcast) = (t.ipc("data"), t.ipc("broadcast"));
-    let mut sink = t.device(
-        &exe,
-        Some("sink"),
-        "sink1",
-        &with(
-            vec![
-                "--channel-config".into(),
-                format!("name=data,type=pull,method=connect,address={data},rateLogging=0"),
-                format!("name=broadcast,type=sub,method=connect,address={bcast},rateLogging=0"),
-            ],
-            &["--max-iterations", "1"],
-        ),
-    );
-    let mut sampler = t.device(
-        &exe,
-        Some("sampler"),
-        "sampler1",
-        &with(
-            vec![
-                "--channel-config".into(),
-                format!("name=data,type=push,method=bind,address={data},rateLogging=0"),
-                format!("name=broadcast,type=sub,method=connect,address={bcast},rateLogging=0"),
-            ],
-            &["--max-iterations", "1"],
-        ),
-    );
-    let mut broadcaster = t.device(
-        &exe,
-        Some("broadcaster"),
-        "broadcaster",
-        &chan(format!("name=broadcast,type=pub,method=bind,address={bcast},rateLogging=0")),
-    );
-    ok(&mut sampler);
-    ok(&mut sink);
-    broadcaster.signal(Signal::SIGINT);
-    ok(&mut broadcaster);
+    for tr in TRANSPORTS {
+        let s = Session::new();
+        let t = Topology { s: &s, transport: tr };
+        let (data, bcast) = (t.ipc("data"), t.ipc("broadcast"));
+        let mut sink = t.device(
+            &exe,
+            Some("sink"),
+            "sink1",
+            &with(
+                vec![
+                    "--channel-config".into(),
+                    format!("name=data,type=pull,method=connect,address={data},rateLogging=0"),
+                    format!("name=broadcast,type=sub,method=connect,address={bcast},rateLogging=0"),
+                ],
+                &["--max-iterations", "1"],
+            ),
+        );
+        let mut sampler = t.device(
+            &exe,
+            Some("sampler"),
+            "sampler1",
+            &with(
+                vec![
+                    "--channel-config".into(),
+                    format!("name=data,type=push,method=bind,address={data},rateLogging=0"),
+                    format!("name=broadcast,type=sub,method=connect,address={bcast},rateLogging=0"),
+                ],
+                &["--max-iterations", "1"],
+            ),
+        );
+        let mut broadcaster = t.device(
+            &exe,
+            Some("broadcaster"),
+            "broadcaster",
+            &chan(format!("name=broadcast,type=pub,method=bind,address={bcast},rateLogging=0")),
+        );
+        ok(&mut sampler);
+        ok(&mut sink);
+        broadcaster.signal(Signal::SIGINT);
+        ok(&mut broadcaster);
+    }
 }
 
 #[test]
