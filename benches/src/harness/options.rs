@@ -4,6 +4,7 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// `cargo run --release -p fairmq-benches --bin throughput -- [OPTIONS]`
 #[derive(Parser, Debug)]
@@ -49,6 +50,9 @@ pub struct Options {
     /// Seconds each sender sends (and each ping process measures) per run.
     #[arg(long, default_value_t = 1.0)]
     pub seconds: f64,
+    /// Seconds of warm-up before each timed window (senders send this much longer).
+    #[arg(long, default_value_t = 0.25)]
+    pub warmup: f64,
     /// Runs per cell; tables show the median and the min-max.
     #[arg(long, default_value_t = 3)]
     pub runs: usize,
@@ -183,9 +187,12 @@ pub struct RoleArgs {
     /// Parts per multipart.
     #[arg(long, default_value_t = 1)]
     pub parts: usize,
-    /// Seconds to send or to measure.
+    /// Seconds to measure.
     #[arg(long)]
     pub seconds: f64,
+    /// Seconds of warm-up before the measurement.
+    #[arg(long)]
+    pub warmup: f64,
     /// ZeroMQ endpoint, or iceoryx2 service name.
     #[arg(long)]
     pub address: String,
@@ -218,6 +225,7 @@ impl RoleArgs {
             ("--size", self.size.to_string()),
             ("--parts", self.parts.to_string()),
             ("--seconds", self.seconds.to_string()),
+            ("--warmup", self.warmup.to_string()),
             ("--address", self.address.clone()),
             ("--session", self.session.clone()),
             ("--scratch", self.scratch.display().to_string()),
@@ -232,6 +240,21 @@ impl RoleArgs {
             a.push("--busy-poll".into());
         }
         a
+    }
+
+    /// How long a sender sends: the warm-up, then the measured time.
+    pub fn send_duration(&self) -> Duration {
+        Duration::from_secs_f64(self.warmup + self.seconds)
+    }
+
+    /// The warm-up.
+    pub fn warmup(&self) -> Duration {
+        Duration::from_secs_f64(self.warmup)
+    }
+
+    /// The measured time.
+    pub fn duration(&self) -> Duration {
+        Duration::from_secs_f64(self.seconds)
     }
 }
 
@@ -286,6 +309,7 @@ mod tests {
             size: 1024,
             parts: 8,
             seconds: 0.5,
+            warmup: 0.1,
             address: "ipc:///tmp/x".into(),
             session: "s".into(),
             scratch: "/tmp".into(),

@@ -38,6 +38,7 @@ pub struct Runner {
     scratch: tempfile::TempDir,
     prefix: String,
     seconds: f64,
+    warmup: f64,
     segment_size: usize,
     busy_poll: bool,
     timeout: Duration,
@@ -52,9 +53,10 @@ impl Runner {
             scratch: tempfile::Builder::new().prefix("fairmq-bench-").tempdir()?,
             prefix: format!("fmqb{}_", std::process::id()),
             seconds: o.seconds,
+            warmup: o.warmup,
             segment_size: o.segment_size,
             busy_poll: o.busy_poll,
-            timeout: Duration::from_secs_f64(o.timeout.unwrap_or(30.0 + 10.0 * o.seconds)),
+            timeout: Duration::from_secs_f64(o.timeout.unwrap_or(30.0 + 10.0 * (o.seconds + o.warmup))),
             cells: 0,
         })
     }
@@ -73,6 +75,7 @@ impl Runner {
             size,
             parts,
             seconds: self.seconds,
+            warmup: self.warmup,
             address,
             session,
             scratch: self.scratch.path().to_owned(),
@@ -101,7 +104,7 @@ impl Runner {
         let per_message = if system == System::Iceoryx2 { parts as f64 } else { 1.0 };
         let messages = units / per_message;
         if messages < 1.0 || seconds <= 0.0 {
-            return Err(format!("{}: the receiver got no messages", system.name()));
+            return Err(format!("{}: no messages after the warm-up (raise --seconds)", system.name()));
         }
         let rate = messages / seconds;
         Ok(Rate { messages: rate, bytes: rate * (parts * size) as f64 })

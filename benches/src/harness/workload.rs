@@ -12,8 +12,12 @@ pub fn clock_batch(size: usize, parts: usize) -> u64 {
     ((4 << 20) / bytes).clamp(1, 64) as u64
 }
 
-/// Calls `send(seq)` until `duration` passed (checking the clock once per `batch` calls); returns the
-/// number of calls. The caller sends its end marker afterwards.
+/// Fewest sends of a sender, whatever the time: a 1 GiB multipart can take longer than the whole
+/// run, and the receiver needs messages after its warm-up to time anything.
+pub const MIN_SENDS: u64 = 8;
+
+/// Calls `send(seq)` until `duration` passed (checking the clock once per `batch` calls) and at least
+/// [`MIN_SENDS`] times; returns the number of calls. The caller sends its end marker afterwards.
 pub fn send_for(duration: Duration, batch: u64, mut send: impl FnMut(u64)) -> u64 {
     let start = Instant::now();
     let mut seq = 0;
@@ -22,7 +26,7 @@ pub fn send_for(duration: Duration, batch: u64, mut send: impl FnMut(u64)) -> u6
             send(seq);
             seq += 1;
         }
-        if start.elapsed() >= duration {
+        if seq >= MIN_SENDS && start.elapsed() >= duration {
             return seq;
         }
     }
@@ -31,27 +35,40 @@ pub fn send_for(duration: Duration, batch: u64, mut send: impl FnMut(u64)) -> u6
 /// What a receiver counted.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Tally {
-    /// Units received (messages or multiparts; samples for iceoryx2), end markers excluded.
+    /// Units (messages or multiparts; samples for iceoryx2) received in the timed window.
     pub units: u64,
-    /// From the first unit to the last end marker.
+    /// Length of the timed window.
     pub seconds: f64,
 }
 
 /// Receives until `senders` end markers arrived. `recv` receives one unit (touching it in `touch`
 /// mode) and returns its payload bytes: 0 is an end marker.
-pub fn receive_until_end(senders: usize, mut recv: impl FnMut() -> usize) -> Tally {
-    let mut units = 0u64;
+///
+/// Units arriving within `warmup` of the first are not timed (fresh segments, page faults, cold
+/// caches and connection set-up belong to no steady state). The timed window opens when the first
+/// unit after the warm-up has arrived, which is therefore not counted (it ends the interval before
+/// the window: counting it would credit a whole transfer to a zero-length window), and closes at
+/// the last end marker, which each sender sends right after its last unit. The clock is read per
+/// unit only during the warm-up.
+pub fn receive_until_end(senders: usize, warmup: Duration, mut recv: impl FnMut() -> usize) -> Tally {
     let mut ends = 0;
-    let mut start = None;
+    let mut first: Option<Instant> = None;
+    let mut window: Option<Instant> = None;
+    let mut units = 0u64;
     while ends < senders {
         if recv() == 0 {
             ends += 1;
-        } else {
-            start.get_or_insert_with(Instant::now);
+        } else if window.is_some() {
             units += 1;
+        } else {
+            let now = Instant::now();
+            let first = *first.get_or_insert(now);
+            if now.duration_since(first) >= warmup {
+                window = Some(now);
+            }
         }
     }
-    Tally { units, seconds: start.map_or(0.0, |s| s.elapsed().as_secs_f64()) }
+    Tally { units, seconds: window.map_or(0.0, |w| w.elapsed().as_secs_f64()) }
 }
 
 /// The byte a touching sender writes into every byte of message `seq` (never 0, so a block that was
@@ -84,6 +101,31 @@ pub fn read(mode: Mode, buf: &[u8]) {
     }
 }
 
+/// Busy-waiting for a peer: spin a little, then give the CPU away on every further attempt.
+///
+/// Pure spinning is right with a core per process (iceoryx2's own benchmark does it), but on a
+/// machine where the peer shares our core it burns whole scheduler slices: a round trip becomes
+/// milliseconds and a stream moves one receive buffer per slice. Yielding after a short spin costs
+/// nothing on an idle machine (the peer answers within the spin) and lets a peer on our core run.
+#[derive(Debug, Default)]
+pub struct Spin(u32);
+
+impl Spin {
+    /// Spins before the first yield (a `pause` is tens of ns: about 10 us in all).
+    const SPINS: u32 = 256;
+
+    /// One more wait.
+    #[inline]
+    pub fn wait(&mut self) {
+        if self.0 < Self::SPINS {
+            self.0 += 1;
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
 /// Round-trip times of a ping process.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Latency {
@@ -95,12 +137,12 @@ pub struct Latency {
     pub count: u64,
 }
 
-/// Runs `round_trip(seq)` for a warm-up (a tenth of the time, at least 100 round trips) and then for
-/// `duration`, timing each one (a round trip is microseconds, so one clock read each is affordable).
-pub fn ping_for(duration: Duration, mut round_trip: impl FnMut(u64)) -> Latency {
+/// Runs `round_trip(seq)` for `warmup` (and at least 100 round trips), then for `duration`, timing
+/// each one (a round trip is microseconds, so one clock read each is affordable).
+pub fn ping_for(warmup: Duration, duration: Duration, mut round_trip: impl FnMut(u64)) -> Latency {
     let warm = Instant::now();
     let mut seq = 0;
-    while seq < 100 || warm.elapsed() < duration / 10 {
+    while seq < 100 || warm.elapsed() < warmup {
         round_trip(seq);
         seq += 1;
     }
@@ -160,9 +202,14 @@ mod tests {
 
     #[test]
     fn receiver_counts_until_every_end() {
+        // The first unit opens the window (no warm-up), the others are counted.
         let mut script = [64, 64, 0, 64, 0].into_iter();
-        let t = receive_until_end(2, || script.next().unwrap());
-        assert_eq!(t.units, 3);
+        let t = receive_until_end(2, Duration::ZERO, || script.next().unwrap());
+        assert_eq!(t.units, 2);
+        // Units within the warm-up are not counted.
+        let mut script = [64, 64, 64, 0].into_iter();
+        let t = receive_until_end(1, Duration::from_secs(3600), || script.next().unwrap());
+        assert_eq!((t.units, t.seconds), (0, 0.0));
     }
 
     #[test]

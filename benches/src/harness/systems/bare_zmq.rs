@@ -2,7 +2,6 @@
 
 use super::super::options::RoleArgs;
 use super::super::workload::{self, Latency, Tally};
-use std::time::Duration;
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -32,7 +31,7 @@ pub fn receiver(a: &RoleArgs) -> Res<Tally> {
     s.bind(&a.address)?;
     workload::announce_ready();
     let mut m = zmq::Message::new();
-    Ok(workload::receive_until_end(a.senders, || receive_all(&s, &mut m, a.mode, 0).expect("receive")))
+    Ok(workload::receive_until_end(a.senders, a.warmup(), || receive_all(&s, &mut m, a.mode, 0).expect("receive")))
 }
 
 /// Sends fresh (zero-filled) messages or multiparts for `seconds`, then an empty message.
@@ -43,7 +42,7 @@ pub fn sender(a: &RoleArgs) -> Res<()> {
     s.set_sndhwm(workload::zmq_hwm(a.size, a.parts))?;
     s.connect(&a.address)?;
     let (mode, size, parts) = (a.mode, a.size, a.parts);
-    workload::send_for(Duration::from_secs_f64(a.seconds), workload::clock_batch(size, parts), |seq| {
+    workload::send_for(a.send_duration(), workload::clock_batch(size, parts), |seq| {
         for i in 0..parts {
             let mut m = zmq::Message::with_size(size);
             workload::write(mode, &mut m, seq);
@@ -69,13 +68,14 @@ fn pair(a: &RoleArgs, bind: bool) -> Res<(zmq::Context, zmq::Socket)> {
     Ok((ctx, s))
 }
 
-/// Receives one message, spinning on non-blocking attempts with `--busy-poll`.
+/// Receives one message, polling without blocking (spin, then yield) with `--busy-poll`.
 fn receive(s: &zmq::Socket, m: &mut zmq::Message, a: &RoleArgs) -> usize {
     if a.busy_poll {
+        let mut spin = workload::Spin::default();
         loop {
             match receive_all(s, m, a.mode, zmq::DONTWAIT) {
                 Ok(n) => return n,
-                Err(zmq::Error::EAGAIN) => std::hint::spin_loop(),
+                Err(zmq::Error::EAGAIN) => spin.wait(),
                 Err(e) => panic!("receive: {e}"),
             }
         }
@@ -102,7 +102,7 @@ pub fn pong(a: &RoleArgs) -> Res<()> {
 pub fn ping(a: &RoleArgs) -> Res<Latency> {
     let (_ctx, s) = pair(a, false)?;
     let mut r = zmq::Message::new();
-    let lat = workload::ping_for(Duration::from_secs_f64(a.seconds), |seq| {
+    let lat = workload::ping_for(a.warmup(), a.duration(), |seq| {
         let mut m = zmq::Message::with_size(a.size);
         workload::write(a.mode, &mut m, seq);
         s.send(m, 0).expect("send");

@@ -3,7 +3,6 @@
 use super::super::options::RoleArgs;
 use super::super::workload::{self, Latency, Tally};
 use fairmq_zmq::{Message, Socket, SocketType, TransferError, Transport};
-use std::time::Duration;
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -16,7 +15,7 @@ pub fn receiver(a: &RoleArgs) -> Res<Tally> {
     workload::announce_ready();
     let mode = a.mode;
     let tally = if a.parts == 1 {
-        workload::receive_until_end(a.senders, || {
+        workload::receive_until_end(a.senders, a.warmup(), || {
             let mut m = Message::new();
             let n = s.receive(&mut m, -1).expect("receive");
             workload::read(mode, m.data());
@@ -24,7 +23,7 @@ pub fn receiver(a: &RoleArgs) -> Res<Tally> {
         })
     } else {
         let mut parts = Vec::with_capacity(a.parts);
-        workload::receive_until_end(a.senders, || {
+        workload::receive_until_end(a.senders, a.warmup(), || {
             parts.clear();
             let n = s.receive_parts(&mut parts, -1).expect("receive");
             for p in &parts {
@@ -49,7 +48,7 @@ pub fn sender(a: &RoleArgs) -> Res<()> {
         workload::write(mode, m.data_mut(), seq);
         m
     };
-    let duration = Duration::from_secs_f64(a.seconds);
+    let duration = a.send_duration();
     let batch = workload::clock_batch(size, parts);
     if parts == 1 {
         workload::send_for(duration, batch, |seq| {
@@ -81,13 +80,14 @@ fn pair(a: &RoleArgs, bind: bool) -> Res<(Transport, Socket)> {
     Ok((t, s))
 }
 
-/// Receives into `m`, spinning on non-blocking attempts with `--busy-poll`.
+/// Receives into `m`, polling without blocking (spin, then yield) with `--busy-poll`.
 fn receive(s: &Socket, m: &mut Message, busy: bool) -> usize {
     if busy {
+        let mut spin = workload::Spin::default();
         loop {
             match s.receive(m, 0) {
                 Ok(n) => return n,
-                Err(TransferError::Timeout) => std::hint::spin_loop(),
+                Err(TransferError::Timeout) => spin.wait(),
                 Err(e) => panic!("receive: {e}"),
             }
         }
@@ -116,7 +116,7 @@ pub fn pong(a: &RoleArgs) -> Res<()> {
 /// Times round trips: a fresh message out, the answer in.
 pub fn ping(a: &RoleArgs) -> Res<Latency> {
     let (_t, s) = pair(a, false)?;
-    let lat = workload::ping_for(Duration::from_secs_f64(a.seconds), |seq| {
+    let lat = workload::ping_for(a.warmup(), a.duration(), |seq| {
         let mut m = Message::with_size(a.size);
         workload::write(a.mode, m.data_mut(), seq);
         s.send(&mut m, -1).expect("send");

@@ -93,14 +93,15 @@ fn publish(p: &Publisher<Service, [u8], ()>, mode: Mode, size: usize, seq: u64) 
     sample.send().expect("send");
 }
 
-/// Busy-polls for the next sample; returns its length (after reading it in `touch` mode).
+/// Busy-polls (spin, then yield) for the next sample; returns its length (after reading it in `touch` mode).
 fn take(sub: &Subscriber<Service, [u8], ()>, mode: Mode) -> usize {
+    let mut spin = workload::Spin::default();
     loop {
         if let Some(sample) = sub.receive().expect("receive") {
             workload::read(mode, sample.payload());
             return sample.payload().len();
         }
-        std::hint::spin_loop();
+        spin.wait();
     }
 }
 
@@ -110,7 +111,7 @@ pub fn receiver(a: &RoleArgs) -> Res<Tally> {
     let svc = service(&node, &a.address, a.size, a.senders)?;
     let sub = svc.subscriber_builder().create()?;
     workload::announce_ready();
-    Ok(workload::receive_until_end(a.senders, || take(&sub, a.mode)))
+    Ok(workload::receive_until_end(a.senders, a.warmup(), || take(&sub, a.mode)))
 }
 
 /// Publishes `parts` samples per multipart for `seconds`, then an empty sample.
@@ -120,7 +121,7 @@ pub fn sender(a: &RoleArgs) -> Res<()> {
     let p = publisher(&svc, a.size)?;
     await_subscriber(&svc)?;
     let (mode, size, parts) = (a.mode, a.size, a.parts);
-    workload::send_for(Duration::from_secs_f64(a.seconds), workload::clock_batch(size, parts), |seq| {
+    workload::send_for(a.send_duration(), workload::clock_batch(size, parts), |seq| {
         for _ in 0..parts {
             publish(&p, mode, size, seq);
         }
@@ -155,7 +156,7 @@ pub fn ping(a: &RoleArgs) -> Res<Latency> {
     let p = publisher(&ping, a.size)?;
     await_subscriber(&ping)?;
     await_subscriber(&pong)?;
-    let lat = workload::ping_for(Duration::from_secs_f64(a.seconds), |seq| {
+    let lat = workload::ping_for(a.warmup(), a.duration(), |seq| {
         publish(&p, a.mode, a.size, seq);
         take(&sub, a.mode);
     });

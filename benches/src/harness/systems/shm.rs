@@ -8,7 +8,6 @@ use super::super::workload::{self, Latency, Tally};
 use crate::session::SessionGuard;
 use fairmq_shm::{BadAllocPolicy, Message, ShmConfig, Transport};
 use fairmq_zmq::SocketType;
-use std::time::Duration;
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -28,7 +27,7 @@ pub fn receiver(a: &RoleArgs) -> Res<Tally> {
     workload::announce_ready();
     let mode = a.mode;
     let tally = if a.parts == 1 {
-        workload::receive_until_end(a.senders, || {
+        workload::receive_until_end(a.senders, a.warmup(), || {
             let mut m = t.new_message();
             let n = s.receive(&mut m, -1).expect("receive");
             workload::read(mode, m.data());
@@ -36,7 +35,7 @@ pub fn receiver(a: &RoleArgs) -> Res<Tally> {
         })
     } else {
         let mut parts: Vec<Message> = Vec::with_capacity(a.parts);
-        workload::receive_until_end(a.senders, || {
+        workload::receive_until_end(a.senders, a.warmup(), || {
             parts.clear();
             let n = s.receive_parts(&mut parts, -1).expect("receive");
             for p in &parts {
@@ -61,7 +60,7 @@ pub fn sender(a: &RoleArgs) -> Res<()> {
         workload::write(mode, m.data_mut().expect("sole owner"), seq);
         m
     };
-    let duration = Duration::from_secs_f64(a.seconds);
+    let duration = a.send_duration();
     let batch = workload::clock_batch(size, parts);
     if parts == 1 {
         workload::send_for(duration, batch, |seq| {
@@ -93,13 +92,14 @@ fn pair(a: &RoleArgs, id: &str, bind: bool) -> Res<(Transport, fairmq_shm::Socke
     Ok((t, s))
 }
 
-/// Receives into `m`, spinning on non-blocking attempts with `--busy-poll`.
+/// Receives into `m`, polling without blocking (spin, then yield) with `--busy-poll`.
 fn receive(s: &fairmq_shm::Socket, m: &mut Message, busy: bool) -> usize {
     if busy {
+        let mut spin = workload::Spin::default();
         loop {
             match s.receive(m, 0) {
                 Ok(n) => return n,
-                Err(fairmq_zmq::TransferError::Timeout) => std::hint::spin_loop(),
+                Err(fairmq_zmq::TransferError::Timeout) => spin.wait(),
                 Err(e) => panic!("receive: {e}"),
             }
         }
@@ -131,7 +131,7 @@ pub fn pong(a: &RoleArgs) -> Res<()> {
 pub fn ping(a: &RoleArgs) -> Res<Latency> {
     let _guard = SessionGuard::on_panic(&a.session);
     let (t, s) = pair(a, "ping", false)?;
-    let lat = workload::ping_for(Duration::from_secs_f64(a.seconds), |seq| {
+    let lat = workload::ping_for(a.warmup(), a.duration(), |seq| {
         let mut m = t.new_message_with_size(a.size).expect("allocate");
         workload::write(a.mode, m.data_mut().expect("sole owner"), seq);
         s.send(&mut m, -1).expect("send");
