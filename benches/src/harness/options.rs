@@ -47,7 +47,7 @@ pub struct Options {
     /// Parts per multipart of the throughput table.
     #[arg(long, value_delimiter = ',', default_value = "1,8,64")]
     pub parts: Vec<usize>,
-    /// Seconds each sender sends (and each ping process measures) per run.
+    /// Seconds measured per run (senders send --warmup seconds longer; ping measures this long).
     #[arg(long, default_value_t = 1.0)]
     pub seconds: f64,
     /// Seconds of warm-up before each timed window (senders send this much longer).

@@ -21,7 +21,8 @@ type Res<T> = Result<T, Box<dyn std::error::Error>>;
 type Service = ipc::Service;
 
 fn node(a: &RoleArgs) -> Res<Node<Service>> {
-    set_log_level(LogLevel::Warn);
+    // Errors only: it warns that no config file was loaded, which is intended (we pass our own).
+    set_log_level(LogLevel::Error);
     let mut config = Config::default();
     config.global.prefix = FileName::new(a.prefix.as_bytes())?;
     let root = a.scratch.join("iceoryx2");
