@@ -1,4 +1,9 @@
-//! Helpers shared by the benchmarks.
+//! Benchmarks of fairmq-rs: criterion micro-benchmarks (`benches/`) and a cross-process harness
+//! (`src/bin/throughput.rs`, built from the [`harness`] modules) that compares fairmq-shm, fairmq-zmq,
+//! bare libzmq and (with the `iceoryx2` feature) iceoryx2 side by side. See `benches/README.md`.
+
+pub mod harness;
+pub mod session;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;

@@ -1,0 +1,62 @@
+//! Shared-memory sessions owned by one benchmark: a unique name, and removal of every object of the
+//! session when the owner is done, also when it panics.
+//!
+//! The transports of a session remove its objects when the last of them detaches; the guards here
+//! catch what that cannot: a process that panicked or was killed while attached.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+/// A session name no other benchmark (in this or another process) uses: `prefix`, pid and a counter.
+pub fn unique_session(prefix: &str) -> String {
+    format!("{prefix}-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+/// Removes the objects of a shared-memory session when dropped, whether the owner ended normally
+/// or by a panic. Drop it after every transport of the session in this process.
+#[derive(Debug)]
+pub struct SessionGuard {
+    session: String,
+    only_on_panic: bool,
+}
+
+impl SessionGuard {
+    /// A guard for the session `session`, removing it on every drop.
+    pub fn new(session: &str) -> Self {
+        SessionGuard { session: session.to_owned(), only_on_panic: false }
+    }
+
+    /// A guard that removes the session only when dropped by a panic: for a process that shares the
+    /// session with others still attached (they would lose it if we removed it on a normal exit; a
+    /// normal exit detaches, and the last transport removes the objects itself).
+    pub fn on_panic(session: &str) -> Self {
+        SessionGuard { session: session.to_owned(), only_on_panic: true }
+    }
+
+    /// The session name.
+    pub fn session(&self) -> &str {
+        &self.session
+    }
+
+    /// Removes the session's objects now; returns their names.
+    pub fn remove(&self) -> Vec<String> {
+        remove_session(&self.session)
+    }
+}
+
+impl Drop for SessionGuard {
+    fn drop(&mut self) {
+        if !self.only_on_panic || std::thread::panicking() {
+            let removed = self.remove();
+            if std::thread::panicking() && !removed.is_empty() {
+                eprintln!("removed {} shared-memory objects of session {}", removed.len(), self.session);
+            }
+        }
+    }
+}
+
+/// Removes every object of `session` from /dev/shm; returns their names.
+pub fn remove_session(session: &str) -> Vec<String> {
+    fairmq_shm::management::remove_session(&fairmq_shm::Names::new(&fairmq_shm::shm_id(session)))
+}
