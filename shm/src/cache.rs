@@ -25,9 +25,15 @@ const DEFERRED_BLOCKS: usize = 64;
 /// Deferred frees are flushed once they hold this share of the segment.
 const DEFERRED_SHARE: u64 = 32;
 
+/// Blocks the first refill of a size class takes; each later refill of the class takes twice as
+/// many, up to the class's cap. A pattern cycling through more classes than there are magazines
+/// then evicts and refills few blocks per miss, while a steady stream soon refills in bulk.
+const FIRST_REFILL: usize = 4;
+
 struct Magazine {
     need: u64,
     blocks: Vec<Block>,
+    refills: u32,
 }
 
 /// The caches of one transport.
@@ -62,8 +68,12 @@ impl Cache {
 
     /// How many blocks of class `need` a refill takes, if the class is cached at all.
     pub fn refill_count(&self, need: u64, align: u64) -> Option<usize> {
-        let n = ((self.magazine_bytes / need) as usize).min(REFILL_BLOCKS);
-        (align <= ALIGN && n >= 2).then_some(n)
+        let cap = ((self.magazine_bytes / need) as usize).min(REFILL_BLOCKS);
+        if align > ALIGN || cap < 2 {
+            return None;
+        }
+        let refills = self.magazines.iter().find(|m| m.need == need).map_or(0, |m| m.refills);
+        Some((FIRST_REFILL << refills.min(8)).min(cap))
     }
 
     /// A cached block of class `need`, if any.
@@ -87,11 +97,13 @@ impl Cache {
                 if self.magazines.len() == MAX_MAGAZINES {
                     evicted = self.magazines.pop().map(|m| m.blocks).unwrap_or_default();
                 }
-                self.magazines.push(Magazine { need, blocks: Vec::new() });
+                self.magazines.push(Magazine { need, blocks: Vec::new(), refills: 0 });
                 self.magazines.len() - 1
             }
         };
-        self.magazines[i].blocks.extend(blocks);
+        let m = &mut self.magazines[i];
+        m.refills = m.refills.saturating_add(1);
+        m.blocks.extend(blocks);
         evicted
     }
 
