@@ -221,12 +221,36 @@ impl Manager {
             if self.interrupter.is_interrupted() {
                 return Err(bad_alloc());
             }
+            // A stream of large messages fills the segment often; the receiver frees in batches
+            // within microseconds. Yielding to it for a moment is far cheaper than sleeping on the
+            // futex and being woken (and does not make every free of the receiver wake us).
+            if self.spin_for_memory(need) {
+                if let Some(b) = self.try_allocate(size64, align64, need)? {
+                    return Ok(b);
+                }
+            }
             // Woken early by any free in the segment, or by an interrupt of this transport.
             self.own.wait_for_free(epoch, policy.interval);
             if self.interrupter.is_interrupted() {
                 return Err(bad_alloc());
             }
         }
+    }
+
+    /// Yields the processor a few hundred times, watching whether `need` bytes became free (in the
+    /// heap or the depot); true when they did.
+    fn spin_for_memory(&self, need: u64) -> bool {
+        const SPINS: u32 = 1024;
+        for _ in 0..SPINS {
+            std::thread::yield_now();
+            if self.interrupter.is_interrupted() {
+                return false;
+            }
+            if self.own.available_hint() >= need {
+                return true;
+            }
+        }
+        false
     }
 
     fn try_allocate(&self, size: u64, align: u64, need: u64) -> Result<Option<Block>, ShmError> {

@@ -371,6 +371,12 @@ impl Segment {
         self.tlsf().used_block(offset).unwrap_or(0)
     }
 
+    /// Free bytes in the heap plus bytes of freed blocks in the depot, read without the lock (a
+    /// hint for a process waiting for memory, not a promise).
+    pub(crate) fn available_hint(&self) -> u64 {
+        self.tlsf().free_bytes_hint() + self.depot().bytes()
+    }
+
     /// Memory figures.
     pub fn stats(&self) -> SegmentStats {
         let s = self.tlsf().stats();

@@ -463,6 +463,11 @@ impl<'a> Tlsf<'a> {
         Ok(self.stats())
     }
 
+    /// The free-bytes counter (read without the lock by callers that only want a hint).
+    pub fn free_bytes_hint(&self) -> u64 {
+        self.c(C_FREE_BYTES).load(Relaxed)
+    }
+
     /// Current statistics.
     pub fn stats(&self) -> Stats {
         let fl_map = self.c(C_FL).load(Relaxed);
