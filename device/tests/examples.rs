@@ -259,12 +259,7 @@ fn example_region() {
         );
         assert!(sampler.saw("All acknowledgements received."), "{tr}: {:?}", sampler.seen);
         assert!(sampler.saw("Region event: managed: false, id: "), "{tr}: {:?}", sampler.seen);
-        let prefix = format!("fmqrs_{}_", fairmq_shm::shm_id(&s.name));
-        let left: Vec<_> = std::fs::read_dir("/dev/shm")
-            .unwrap()
-            .flatten()
-            .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
-            .collect();
+        let left = s.objects();
         assert!(left.is_empty(), "{tr}: the region and the session are gone: {left:?}");
     }
 }

@@ -440,12 +440,6 @@ fn a_session_removed_by_the_monitor_while_devices_run() {
         assert_eq!(p.wait().code(), Some(0), "{:?}", p.seen);
         assert!(!p.seen.iter().any(|l| l.contains("panicked")));
     }
-    let prefix = format!("fmqrs_{}_", fairmq_shm::shm_id(&s.name));
-    let left: Vec<String> = std::fs::read_dir("/dev/shm")
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(&prefix))
-        .collect();
+    let left = s.objects();
     assert!(left.is_empty(), "{left:?}");
 }

@@ -26,19 +26,6 @@ fn shm_id(s: &Session) -> String {
     fairmq_shm::shm_id(&s.name)
 }
 
-/// The session's objects in /dev/shm.
-fn objects(s: &Session) -> Vec<String> {
-    let prefix = format!("fmqrs_{}_", shm_id(s));
-    let mut v: Vec<String> = std::fs::read_dir("/dev/shm")
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(&prefix))
-        .collect();
-    v.sort();
-    v
-}
-
 fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + GENEROUS;
     while !done() {
@@ -120,7 +107,7 @@ fn view_reports_segments_devices_and_messages_of_a_live_session() {
     assert_eq!(out.lines().filter(|l| l.contains(&mine)).count(), 3, "{out}");
     drop(held);
     drop(t);
-    assert!(objects(&s).is_empty(), "the last transport removes the session");
+    assert!(s.objects().is_empty(), "the last transport removes the session");
 }
 
 #[test]
@@ -145,12 +132,12 @@ fn cleanup_removes_everything_a_killed_topology_left() {
     let (mut sampler, mut sink) = topology(&s);
     kill(&mut sampler);
     kill(&mut sink);
-    let left = objects(&s);
+    let left = s.objects();
     assert!(left.iter().any(|n| n.ends_with("_mng")) && left.iter().any(|n| n.ends_with("_m_0")), "{left:?}");
     let (code, out) = monitor_output(&["-c", "-s", &s.name]);
     assert_eq!(code, Some(0));
     assert!(out.contains(&format!("Successfully removed 'fmqrs_{}_mng'.", shm_id(&s))), "{out}");
-    assert!(objects(&s).is_empty(), "left: {:?}", objects(&s));
+    assert!(s.objects().is_empty(), "left: {:?}", s.objects());
     // Idempotent: a second cleanup finds nothing and still succeeds.
     let (code, out) = monitor_output(&["--cleanup", "--shmid", &shm_id(&s)]);
     assert_eq!(code, Some(0));
@@ -170,7 +157,7 @@ fn monitor_mode_cleans_a_killed_topology_at_once_and_self_destructs() {
     let out = m.seen.join("\n");
     assert!(out.contains("died"), "{out}");
     assert!(out.contains("self destructing"), "{out}");
-    assert!(objects(&s).is_empty(), "left: {:?}", objects(&s));
+    assert!(s.objects().is_empty(), "left: {:?}", s.objects());
 }
 
 #[test]
@@ -183,11 +170,11 @@ fn monitor_mode_cleans_after_the_heartbeat_timeout_when_devices_hang() {
     sampler.signal(Signal::SIGSTOP);
     sink.signal(Signal::SIGSTOP);
     m.expect("no heartbeats since over 1000 milliseconds, cleaning...");
-    wait_until("the session's removal", || objects(&s).iter().all(|n| n.ends_with("_ms")));
+    wait_until("the session's removal", || s.objects().iter().all(|n| n.ends_with("_ms")));
     m.signal(Signal::SIGINT);
     assert_eq!(m.wait().code(), Some(0));
     assert!(m.saw("signal: 2"), "{:?}", m.seen);
-    assert!(objects(&s).is_empty(), "the monitor lock goes with the monitor: {:?}", objects(&s));
+    assert!(s.objects().is_empty(), "the monitor lock goes with the monitor: {:?}", s.objects());
     kill(&mut sampler);
     kill(&mut sink);
 }
@@ -206,7 +193,7 @@ fn one_monitor_per_session_and_cleanup_on_exit() {
     first.signal(Signal::SIGTERM);
     assert_eq!(first.wait().code(), Some(0));
     assert!(first.saw("signal: 15"));
-    assert!(objects(&s).is_empty(), "--clean-on-exit removed the session and the lock: {:?}", objects(&s));
+    assert!(s.objects().is_empty(), "--clean-on-exit removed the session and the lock: {:?}", s.objects());
     drop(t);
 }
 
@@ -222,7 +209,7 @@ fn interactive_keys_view_only_refuses_to_close() {
     m.expect("[z] --> invalid input.");
     m.send_keys("x");
     m.expect("[x] --> cannot close because in view only mode");
-    assert!(!objects(&s).is_empty());
+    assert!(!s.objects().is_empty());
     m.send_keys("q");
     assert_eq!(m.wait().code(), Some(0));
     assert!(m.saw("[q] --> quitting."));
@@ -238,11 +225,11 @@ fn interactive_x_closes_the_memory() {
     m.send_keys("x");
     m.expect("[x] --> closing shared memory:");
     m.expect("No segments found.");
-    assert!(objects(&s).iter().all(|n| n.ends_with("_ms")), "{:?}", objects(&s));
+    assert!(s.objects().iter().all(|n| n.ends_with("_ms")), "{:?}", s.objects());
     m.send_keys("q");
     assert_eq!(m.wait().code(), Some(0));
     drop(t);
-    assert!(objects(&s).is_empty(), "{:?}", objects(&s));
+    assert!(s.objects().is_empty(), "{:?}", s.objects());
 }
 
 #[test]
@@ -275,7 +262,7 @@ fn device_with_shm_monitor_starts_a_daemon_that_ends_with_the_session() {
     assert_eq!(d.wait().code(), Some(0));
     assert!(d.saw(&format!("Started fairmq-shmmonitor for shared memory id {}", shm_id(&s))), "{:?}", d.seen);
     // The daemon (-x) ends once the session is gone, and takes its lock file with it.
-    wait_until("the daemon's end", || objects(&s).is_empty());
+    wait_until("the daemon's end", || s.objects().is_empty());
 }
 
 #[test]

@@ -150,6 +150,19 @@ impl Session {
     pub fn ipc(&self, what: &str) -> String {
         format!("ipc://{}/{what}", self.dir.path().display())
     }
+
+    /// Names of this session's objects now in /dev/shm.
+    pub fn objects(&self) -> Vec<String> {
+        let prefix = format!("fmqrs_{}_", fairmq_shm::shm_id(&self.name));
+        let mut v: Vec<String> = std::fs::read_dir("/dev/shm")
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(&prefix))
+            .collect();
+        v.sort();
+        v
+    }
 }
 
 impl Drop for Session {
