@@ -194,6 +194,13 @@ impl AckQueue {
         n
     }
 
+    /// Overwrites the ring's indices as a faulty producer could (for the fuzzing harness, which
+    /// checks that the queue survives any values there).
+    pub(crate) fn force_indices(&self, head: u64, tail: u64) {
+        self.word(W_HEAD).store(head, Ordering::Release);
+        self.word(W_TAIL).store(tail, Ordering::Release);
+    }
+
     /// The value to pass to [`AckQueue::wait_for_data`].
     pub fn data_epoch(&self) -> u32 {
         futex::low32(self.word(W_DATA))
