@@ -28,7 +28,22 @@ pub enum ConfigError {
     /// No device id to select the JSON entry.
     #[error("no device ID provided. Provide with `--id` cmd option")]
     NoDeviceId,
+    /// A `numSockets` beyond what a channel can have.
+    #[error(
+        "channel {channel}: numSockets {requested} is more than the {MAX_SUB_CHANNELS} sub-channels a channel may have"
+    )]
+    TooManySockets {
+        /// Channel name.
+        channel: String,
+        /// The `numSockets` given.
+        requested: usize,
+    },
 }
+
+/// Most sub-channels one channel may have. libzmq opens at most 1023 sockets per context by
+/// default, so a channel with more could never be built; refusing it at once turns a typo such as
+/// `numSockets=10000000000` into an error instead of a device that allocates until it is killed.
+pub const MAX_SUB_CHANNELS: usize = 1024;
 
 /// Expands one channel (common properties, optional per-socket overrides, `numSockets`) into
 /// its sub-channels, as FairMQ's JSON logic does.
@@ -45,6 +60,9 @@ fn expand(
         }
         Ok(c)
     };
+    if num_sockets > MAX_SUB_CHANNELS {
+        return Err(ConfigError::TooManySockets { channel: name.to_owned(), requested: num_sockets });
+    }
     if num_sockets > 0 {
         return (0..num_sockets).map(base).collect();
     }
@@ -201,6 +219,11 @@ mod tests {
         assert_eq!((c.len(), c[0].address.as_str()), (1, "unspecified"));
         assert!(matches!(parse_channel_config(&toks(&["type=push"])), Err(ConfigError::MissingName)));
         assert!(parse_channel_config(&toks(&["name=x,linger=soon"])).is_err());
+        assert_eq!(parse_channel_config(&toks(&["name=x,numSockets=1024"])).unwrap().len(), MAX_SUB_CHANNELS);
+        assert!(matches!(
+            parse_channel_config(&toks(&["name=x,numSockets=10000000000"])),
+            Err(ConfigError::TooManySockets { requested: 10_000_000_000, .. })
+        ));
         let two = parse_channel_config(&toks(&["name=a,type=pull", "name=b,type=push,linger=1000"])).unwrap();
         assert_eq!(two[1].linger, 1000);
     }
@@ -229,6 +252,8 @@ mod tests {
         assert_eq!(m.len(), 2);
         assert!(m.iter().all(|c| c.address == "unspecified"));
         assert!(matches!(parse_json(EXAMPLE, ""), Err(ConfigError::NoDeviceId)));
+        let huge = EXAMPLE.replace(r#""numSockets": 2"#, r#""numSockets": 9223372036854775807"#);
+        assert!(matches!(parse_json(&huge, "many"), Err(ConfigError::TooManySockets { .. })));
         assert!(matches!(parse_json("{", "x"), Err(ConfigError::Json(_))));
         assert!(matches!(parse_json("{}", "x"), Err(ConfigError::Json(_))));
     }

@@ -41,6 +41,9 @@ pub mod control;
 mod device;
 pub mod devices;
 mod error;
+/// Entry points of the fuzz targets (`fuzz/`) and of the test replaying their corpora.
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod logging;
 pub mod network;
 pub mod options;

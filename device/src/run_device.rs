@@ -73,8 +73,15 @@ impl<D: Device + 'static, F: FnOnce(&Arc<Properties>) -> Result<D, BoxError>> Pr
 
     /// Runs with the process's arguments; returns the exit code (0 EXITING, 1 ERROR or bad input).
     pub fn run(self) -> std::process::ExitCode {
-        let args: Vec<String> = std::env::args().skip(1).collect();
-        std::process::ExitCode::from(self.run_with_args(&args) as u8)
+        // `std::env::args` would panic on an argument that is not UTF-8: refuse it like any bad input.
+        let args: Result<Vec<String>, _> = std::env::args_os().skip(1).map(std::ffi::OsString::into_string).collect();
+        match args {
+            Ok(args) => std::process::ExitCode::from(self.run_with_args(&args) as u8),
+            Err(bad) => {
+                eprintln!("error: the argument {bad:?} is not valid UTF-8");
+                std::process::ExitCode::from(1)
+            }
+        }
     }
 
     /// Runs with explicit arguments (without the program name); returns the exit code.

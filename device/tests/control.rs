@@ -224,3 +224,16 @@ fn rate_logging_and_log_to_file() {
     let text = std::fs::read_to_string(file.path()).unwrap();
     assert!(text.contains("IDLE ---> EXITING") && text.contains("[STATE]"), "{text}");
 }
+
+#[test]
+fn an_argument_that_is_not_utf8_is_refused_not_a_panic() {
+    use std::os::unix::ffi::OsStrExt;
+    let out = std::process::Command::new(DEVICE)
+        .args(["--id", "testdev", "--session"])
+        .arg(std::ffi::OsStr::from_bytes(b"caf\xe9"))
+        .output()
+        .expect("starting the device");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("is not valid UTF-8") && !stderr.contains("panicked"), "{stderr}");
+}

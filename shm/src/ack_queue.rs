@@ -36,6 +36,7 @@ const MUTEX_AT: usize = 128;
 const ENTRIES_WORD: usize = 4096 / 8;
 const ENTRY_WORDS: usize = 3;
 const SIZE: usize = ENTRIES_WORD * 8 + CAPACITY as usize * ENTRY_WORDS * 8;
+const _: () = assert!(CAPACITY.is_power_of_two(), "slots must stay in order when the indices wrap");
 
 /// One released piece of a region, as it travels back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,12 +148,12 @@ impl AckQueue {
             let n = (CAPACITY - used).min(acks.len() as u64) as usize;
             let w = self.map.words();
             for (i, a) in acks[..n].iter().enumerate() {
-                let at = ENTRIES_WORD + ((tail + i as u64) % CAPACITY) as usize * ENTRY_WORDS;
+                let at = slot(tail.wrapping_add(i as u64));
                 w[at].store(a.offset, Ordering::Relaxed);
                 w[at + 1].store(a.size, Ordering::Relaxed);
                 w[at + 2].store(a.hint, Ordering::Relaxed);
             }
-            self.word(W_TAIL).store(tail + n as u64, Ordering::Release);
+            self.word(W_TAIL).store(tail.wrapping_add(n as u64), Ordering::Release);
             n
         };
         if n > 0 {
@@ -180,7 +181,7 @@ impl AckQueue {
         let n = avail.min(max as u64) as usize;
         let w = self.map.words();
         for i in 0..n {
-            let at = ENTRIES_WORD + ((head + i as u64) % CAPACITY) as usize * ENTRY_WORDS;
+            let at = slot(head.wrapping_add(i as u64));
             out.push(Ack {
                 offset: w[at].load(Ordering::Relaxed),
                 size: w[at + 1].load(Ordering::Relaxed),
@@ -188,10 +189,17 @@ impl AckQueue {
             });
         }
         if n > 0 {
-            self.word(W_HEAD).store(head + n as u64, Ordering::Release);
+            self.word(W_HEAD).store(head.wrapping_add(n as u64), Ordering::Release);
             futex::bump_and_wake_all(self.word(W_SPACE));
         }
         n
+    }
+
+    /// Overwrites the ring's indices as a faulty producer could (for the fuzzing harness, which
+    /// checks that the queue survives any values there).
+    pub(crate) fn force_indices(&self, head: u64, tail: u64) {
+        self.word(W_HEAD).store(head, Ordering::Release);
+        self.word(W_TAIL).store(tail, Ordering::Release);
     }
 
     /// The value to pass to [`AckQueue::wait_for_data`].
@@ -218,6 +226,13 @@ impl AckQueue {
     pub fn wake_consumer(&self) {
         futex::bump_and_wake_all(self.word(W_DATA));
     }
+}
+
+/// First word of the entry at ring index `index`. Indices only ever grow and wrap around at
+/// `u64::MAX` (a faulty process may have put them anywhere); `CAPACITY` divides 2^64, so the slots
+/// stay in order across the wrap.
+fn slot(index: u64) -> usize {
+    ENTRIES_WORD + (index % CAPACITY) as usize * ENTRY_WORDS
 }
 
 fn init(m: &Mapping) -> std::io::Result<()> {

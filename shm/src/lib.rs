@@ -40,6 +40,9 @@ mod config;
 mod depot;
 mod error;
 mod events;
+/// Entry points of the fuzz targets (`fuzz/`) and of the test replaying their corpora.
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod liveness;
 pub mod management;
 mod manager;

@@ -285,9 +285,7 @@ fn receive(map: &RegionMap, mut callback: RegionCallback, stop: &(AtomicU64, std
     let mut deadline = None;
     loop {
         let epoch = q.data_epoch();
-        acks.clear();
-        if q.pop(BATCH, &mut acks) > 0 {
-            deliver(map, &mut callback, &acks, &mut blocks);
+        if take_batch(map, q, &mut callback, &mut acks, &mut blocks) > 0 {
             continue;
         }
         if stop.1.load(Ordering::Acquire) {
@@ -306,6 +304,23 @@ fn receive(map: &RegionMap, mut callback: RegionCallback, stop: &(AtomicU64, std
             q.wait_for_data(epoch, Duration::from_millis(100));
         }
     }
+}
+
+/// Takes up to one batch off `q` into `acks` and delivers its valid pieces; returns how many
+/// acknowledgements it took (0: the queue was empty). What `q` holds was written by other processes.
+pub(crate) fn take_batch(
+    map: &RegionMap,
+    q: &AckQueue,
+    callback: &mut RegionCallback,
+    acks: &mut Vec<Ack>,
+    blocks: &mut Vec<RegionBlock>,
+) -> usize {
+    acks.clear();
+    let n = q.pop(BATCH, acks);
+    if n > 0 {
+        deliver(map, callback, acks, blocks);
+    }
+    n
 }
 
 fn deliver(map: &RegionMap, callback: &mut RegionCallback, acks: &[Ack], blocks: &mut Vec<RegionBlock>) {

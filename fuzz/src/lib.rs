@@ -1,1 +1,0 @@
-//! Fuzz targets: filled by the issue "Proof of speed and robustness".

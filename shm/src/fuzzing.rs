@@ -1,0 +1,354 @@
+//! Entry points for the fuzz targets in `fuzz/` and for the test that replays their corpora
+//! (`tests/fuzz_corpus.rs`). Not part of the API: hidden, and may change at any time.
+//!
+//! Each entry point takes arbitrary bytes, hands them to the code that reads what another process
+//! wrote, and panics only when an invariant breaks; the fuzzer reports that panic as a finding, the
+//! replay test as a failure. The checks run against a fixture built once per process: a small
+//! managed segment with a few live blocks, and an unmanaged region with its acknowledgement queue.
+//! Their files are unlinked as soon as they are mapped, so a fuzzer killed at any point leaves
+//! nothing behind in `/dev/shm`.
+
+use crate::ack_queue::{Ack, AckQueue, CAPACITY};
+use crate::meta::{self, Record};
+use crate::naming::Names;
+use crate::region::{take_batch, RegionBlock, RegionCallback};
+use crate::region_map::RegionMap;
+use crate::registry::RegionEntry;
+use crate::segment::{Segment, MIN_SEGMENT_SIZE};
+use crate::sys::mapping::{Created, Mapping};
+use crate::tlsf::{self, Block};
+use parking_lot::Mutex;
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+
+/// Id of the fixture's managed segment (any other id is unknown to the fixture).
+pub const SEGMENT_ID: u16 = 0;
+/// Id of the fixture's region.
+pub const REGION_ID: u16 = 1024;
+/// Size of the fixture's region.
+pub const REGION_SIZE: u64 = 64 << 10;
+const SEGMENT_SIZE: u64 = MIN_SEGMENT_SIZE + (64 << 10);
+/// User sizes and alignments of the fixture's live blocks (an aligned one has a larger delta).
+const BLOCKS: [(u64, u64); 5] = [(8, 0), (1, 0), (100, 0), (1000, 4096), (4096, 0)];
+
+struct Fixture {
+    segment: Segment,
+    blocks: Vec<Block>,
+    region: RegionMap,
+    /// One acknowledgement run at a time: the replay test may call in from several threads.
+    acks: Mutex<()>,
+}
+
+fn fixture() -> &'static Fixture {
+    static FIXTURE: OnceLock<Fixture> = OnceLock::new();
+    FIXTURE.get_or_init(|| Fixture::new().expect("could not build the fuzzing fixture"))
+}
+
+impl Fixture {
+    fn new() -> Result<Fixture, crate::ShmError> {
+        let names = Names::new(&format!("fuzz{}", std::process::id()));
+        let tmp = || Names::path(&names.tmp());
+
+        let seg_path = Names::path(&names.segment(SEGMENT_ID));
+        let _ = std::fs::remove_file(&seg_path); // a leftover of an earlier process with our pid
+        let (segment, _) = Segment::open_or_create(&seg_path, &tmp(), SEGMENT_ID, SEGMENT_SIZE)?;
+        let _ = std::fs::remove_file(&seg_path);
+        let mut blocks = Vec::new();
+        for (size, align) in BLOCKS {
+            segment.allocate(size, align, std::process::id(), 1, &mut blocks)?;
+        }
+        assert_eq!(blocks.len(), BLOCKS.len(), "the fixture segment is large enough");
+
+        let entry = RegionEntry {
+            id: REGION_ID,
+            size: REGION_SIZE,
+            creation_flags: 0,
+            user_flags: 0,
+            rc_segment_size: 0,
+            path: String::new(),
+            creator: std::process::id(),
+            destroyed: false,
+        };
+        let data_path = entry.data_path(&names);
+        let _ = std::fs::remove_file(&data_path);
+        let io = |e| crate::ShmError::io("creating the fuzzing region", &data_path.display().to_string(), e);
+        let data = match Mapping::create(&data_path, &tmp(), REGION_SIZE as usize, |_| Ok(())).map_err(io)? {
+            Created::New(m) => m,
+            Created::Exists => return Err(crate::ShmError::RegionExists { id: REGION_ID }),
+        };
+        let _ = std::fs::remove_file(&data_path);
+        let queue = AckQueue::open_or_create(&names, REGION_ID)?;
+        let _ = std::fs::remove_file(Names::path(&names.region_queue(REGION_ID)));
+        let region = RegionMap::new(entry, data, Some(queue), true);
+        Ok(Fixture { segment, blocks, region, acks: Mutex::new(()) })
+    }
+
+    /// Checks a received record as the receiving transport does, against what the fixture knows
+    /// to be live. Ids the fixture does not have are refused by lookup before any check, as in a
+    /// real session, so they need no check here.
+    fn check_record(&self, rec: &Record) {
+        match *rec {
+            Record::Empty => {}
+            Record::Block { segment, offset, delta, size } => {
+                if segment == SEGMENT_ID {
+                    self.check_block(offset, delta, size);
+                }
+            }
+            Record::Region { region, offset, size, rc, .. } => {
+                if region == REGION_ID {
+                    let inside = offset.checked_add(size).is_some_and(|end| end <= REGION_SIZE);
+                    assert_eq!(self.region.check(offset, size).is_ok(), inside, "region piece {offset}+{size}");
+                    if inside {
+                        // Panics if the piece were outside the mapping.
+                        let _ = self.region.ptr(offset, size as usize);
+                    }
+                }
+                if let Some(h) = rc.filter(|h| h.segment == SEGMENT_ID) {
+                    // The shared count of a copied region message: an 8-byte block.
+                    self.check_block(h.offset, u32::from(h.delta), 8);
+                }
+            }
+        }
+    }
+
+    /// A block reference must be accepted exactly when it names a live block and stays inside it.
+    fn check_block(&self, offset: u64, delta: u32, size: u64) {
+        let accepted = self.segment.check_block(offset, delta, size).is_ok();
+        let live = self.blocks.iter().any(|b| {
+            b.offset == offset
+                && b.delta == delta
+                && offset
+                    .checked_add(u64::from(delta))
+                    .and_then(|d| d.checked_add(size))
+                    .is_some_and(|end| end <= b.offset + b.size)
+        });
+        assert_eq!(accepted, live, "block reference offset {offset}, delta {delta}, size {size}");
+        if accepted {
+            // Panics if the data were outside the mapping.
+            let _ = self.segment.data_ptr(offset, delta, size as usize);
+        }
+    }
+}
+
+/// Target `meta_record`: one metadata record (a single message's frame, or one record of a
+/// multipart frame). A decoded record re-encodes to exactly the bytes it came from, and the checks
+/// against the mappings accept it exactly when it refers to live memory.
+pub fn meta_record(data: &[u8]) {
+    let Ok((rec, n)) = Record::decode(data) else { return };
+    assert_eq!(n, rec.len());
+    let mut again = Vec::new();
+    rec.encode(&mut again);
+    assert_eq!(again, data[..n], "{rec:?} does not re-encode to its bytes");
+    fixture().check_record(&rec);
+}
+
+/// Target `meta_batch`: a whole metadata frame, single or multipart, maybe padded. A frame that
+/// decodes re-encodes to the same bytes (a one-part multipart to the single record that the
+/// encoder sends instead); a frame that does not leaves the output untouched.
+pub fn meta_batch(data: &[u8]) {
+    let before = [Record::Empty];
+    let mut out = before.to_vec();
+    let Ok(multi) = meta::decode(data, &mut out) else {
+        assert_eq!(out, before, "a refused frame left records behind");
+        return;
+    };
+    let recs = &out[1..];
+    let mut frame = Vec::new();
+    meta::encode_parts(recs.iter().copied(), data.len(), &mut frame);
+    if multi && recs.len() == 1 {
+        let mut again = Vec::new();
+        assert_eq!(meta::decode(&frame, &mut again), Ok(false));
+        assert_eq!(again, recs);
+    } else {
+        assert_eq!(multi, recs.len() != 1);
+        assert_eq!(frame, data, "{recs:?} does not re-encode to its frame");
+    }
+    let fx = fixture();
+    for rec in recs {
+        fx.check_record(rec);
+    }
+}
+
+/// Target `region_acks`: what another process can leave in a region's acknowledgement queue.
+///
+/// Input: byte 0 bit 0 set: corrupt indices; bytes 1..9 the ring's head (little-endian); bytes
+/// 9..17 pick how far apart corrupt indices are; then 24-byte acknowledgements (offset, size, hint)
+/// that a producer pushes. Missing bytes read as zero.
+///
+/// Corrupt indices make a push fail and a pop drop everything, after which the queue works again;
+/// at any head position the acknowledgements come out in order, and the creator's callback sees
+/// exactly those inside the region, at their place in its mapping.
+pub fn region_acks(data: &[u8]) {
+    let byte = |i: usize| data.get(i).copied().unwrap_or(0);
+    let word = |at: usize| u64::from_le_bytes(std::array::from_fn(|i| byte(at + i)));
+    let corrupt = byte(0) & 1 != 0;
+    let head = word(1);
+    let acks: Vec<Ack> = data
+        .get(17..)
+        .unwrap_or(&[])
+        .chunks(24)
+        .map(|c| {
+            let w = |i: usize| u64::from_le_bytes(std::array::from_fn(|j| c.get(i * 8 + j).copied().unwrap_or(0)));
+            Ack { offset: w(0), size: w(1), hint: w(2) }
+        })
+        .collect();
+
+    let fx = fixture();
+    let _one_at_a_time = fx.acks.lock();
+    let q = fx.region.queue().expect("the fixture region has a queue");
+    let base = fx.region.base() as usize;
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let mut callback = RegionCallback::Bulk(Box::new(move |blocks: &[RegionBlock]| {
+        let mut sink = sink.lock();
+        for b in blocks {
+            let end = b.offset.checked_add(b.size as u64);
+            assert!(end.is_some_and(|end| end <= REGION_SIZE), "delivered a piece outside the region: {b:?}");
+            assert_eq!(b.ptr as usize, base + b.offset as usize, "delivered piece at the wrong address");
+            sink.push(Ack { offset: b.offset, size: b.size as u64, hint: b.hint });
+        }
+    }));
+    let mut drain = || {
+        let (mut popped, mut batch, mut blocks) = (Vec::new(), Vec::new(), Vec::new());
+        while take_batch(&fx.region, q, &mut callback, &mut batch, &mut blocks) > 0 {
+            popped.extend_from_slice(&batch);
+        }
+        popped
+    };
+
+    if corrupt {
+        let apart = CAPACITY + 1 + word(9) % (u64::MAX - CAPACITY);
+        q.force_indices(head, head.wrapping_add(apart));
+        assert!(q.push(&acks).is_err(), "pushed into a queue with corrupt indices");
+        assert!(drain().is_empty(), "popped from a queue with corrupt indices");
+    } else {
+        q.force_indices(head, head);
+    }
+    let pushed = q.push(&acks).expect("the queue's indices are sound");
+    assert_eq!(pushed, acks.len().min(CAPACITY as usize));
+    let popped = drain();
+    assert_eq!(popped, acks[..pushed], "acknowledgements lost, duplicated or reordered");
+    let inside: Vec<Ack> =
+        popped.into_iter().filter(|a| a.offset.checked_add(a.size).is_some_and(|end| end <= REGION_SIZE)).collect();
+    assert_eq!(*seen.lock(), inside, "the callback saw other pieces than the valid ones");
+    assert_eq!(q.pending(), 0);
+}
+
+/// Seed inputs for the shared-memory targets, made by the encoder against the fixture (so they
+/// name its live blocks): `(target, name, bytes)`.
+pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
+    let fx = fixture();
+    let b = |i: usize| {
+        let blk = fx.blocks[i];
+        Record::Block { segment: SEGMENT_ID, offset: blk.offset, delta: blk.delta, size: BLOCKS[i].0 }
+    };
+    let rc = crate::meta::RcHandle { segment: SEGMENT_ID, offset: fx.blocks[0].offset, delta: tlsf::HDR as u16 };
+    let piece = |offset, size, rc| Record::Region { region: REGION_ID, offset, size, hint: 7, rc };
+    let records = [
+        ("empty", Record::Empty),
+        ("block", b(2)),
+        ("aligned-block", b(3)),
+        ("block-too-long", Record::Block { segment: SEGMENT_ID, offset: fx.blocks[1].offset, delta: 32, size: 5000 }),
+        ("unknown-block", Record::Block { segment: SEGMENT_ID, offset: 1 << 20, delta: 32, size: 1 }),
+        ("region", piece(4096, 100, None)),
+        ("region-copied", piece(0, REGION_SIZE, Some(rc))),
+        ("region-outside", piece(REGION_SIZE - 8, 16, None)),
+    ];
+    let mut out = Vec::new();
+    for (name, rec) in records {
+        let mut bytes = Vec::new();
+        rec.encode(&mut bytes);
+        out.push(("meta_record", name.to_owned(), bytes));
+    }
+    let frames: [(&str, Vec<Record>, usize); 6] = [
+        ("single", vec![b(2)], 0),
+        ("single-padded", vec![b(4)], 64),
+        ("no-parts", vec![], 0),
+        ("three-parts", vec![b(0), Record::Empty, piece(16, 32, Some(rc))], 0),
+        ("many-parts-padded", (0..BLOCKS.len()).map(b).collect(), 256),
+        ("region", vec![piece(0, 1, None)], 0),
+    ];
+    for (name, recs, pad) in frames {
+        let mut bytes = Vec::new();
+        meta::encode_parts(recs.into_iter(), pad, &mut bytes);
+        out.push(("meta_batch", name.to_owned(), bytes));
+    }
+    // A one-part multipart, which our encoder never sends but a peer may.
+    let mut one = vec![meta::VERSION, 3, 0, 0, 1, 0, 0, 0];
+    b(1).encode(&mut one);
+    out.push(("meta_batch", "one-part-multipart".to_owned(), one));
+
+    let acks = |corrupt: bool, head: u64, list: &[(u64, u64)]| {
+        let mut v = vec![u8::from(corrupt)];
+        v.extend_from_slice(&head.to_le_bytes());
+        v.extend_from_slice(&12345u64.to_le_bytes());
+        for (i, &(offset, size)) in list.iter().enumerate() {
+            for w in [offset, size, i as u64] {
+                v.extend_from_slice(&w.to_le_bytes());
+            }
+        }
+        v
+    };
+    let valid = [(0, 100), (4096, 4096), (REGION_SIZE - 1, 1)];
+    let mixed = [(0, 1), (REGION_SIZE, 1), (u64::MAX, 2), (8, REGION_SIZE)];
+    for (name, bytes) in [
+        ("fresh", acks(false, 0, &valid)),
+        ("ring-wraps", acks(false, CAPACITY - 2, &valid)),
+        ("invalid-pieces", acks(false, 77, &mixed)),
+        ("corrupt-indices", acks(true, 5, &valid)),
+    ] {
+        out.push(("region_acks", name.to_owned(), bytes));
+    }
+    out
+}
+
+/// Runs `run` on every file of `<fuzz_dir>/corpus/<target>` and `<fuzz_dir>/artifacts/<target>`
+/// (the crash files kept as regressions); returns how many it ran. A failure names its file.
+pub fn replay(fuzz_dir: &Path, target: &str, run: impl Fn(&[u8])) -> usize {
+    let mut files = Vec::new();
+    for kind in ["corpus", "artifacts"] {
+        let dir = fuzz_dir.join(kind).join(target);
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue }; // no crash files yet
+        for e in entries {
+            let path = e.unwrap_or_else(|e| panic!("listing {}: {e}", dir.display())).path();
+            let hidden = path.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.'));
+            if path.is_file() && !hidden {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    for path in &files {
+        let data = std::fs::read(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&data))).is_err() {
+            panic!("fuzz input {} fails (see the panic above)", path.display());
+        }
+    }
+    files.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seeds_pass_their_targets() {
+        for (target, name, bytes) in seeds() {
+            match target {
+                "meta_record" => meta_record(&bytes),
+                "meta_batch" => meta_batch(&bytes),
+                "region_acks" => region_acks(&bytes),
+                t => panic!("seed {name} of unknown target {t}"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_fixture_accepts_its_blocks_and_nothing_else() {
+        let fx = fixture();
+        for (b, (size, _)) in fx.blocks.iter().zip(BLOCKS) {
+            assert!(fx.segment.check_block(b.offset, b.delta, size).is_ok());
+            assert!(fx.segment.check_block(b.offset + 16, b.delta, size).is_err());
+        }
+    }
+}
