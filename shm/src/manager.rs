@@ -268,10 +268,11 @@ impl Manager {
         }
         let mut out = Vec::with_capacity(refill.max(crate::depot::BLOCKS));
         self.own.allocate(size, align, self.pid, refill, &mut out)?;
+        // Refilled blocks carry no reference, only our pid (if we die, a sweep frees exactly
+        // those); the one handed out now gets its reference.
         let first = out.pop();
-        // Stocked blocks carry no reference, only our pid: if we die, a sweep frees exactly them.
-        for b in &out {
-            self.own.refcount(b.offset).store(u64::from(self.pid) << 32, Ordering::Relaxed);
+        if let Some(b) = &first {
+            self.own.refcount(b.offset).store((u64::from(self.pid) << 32) | 1, Ordering::Release);
         }
         let evicted = cache.stock(need, out);
         drop(cache);

@@ -228,8 +228,10 @@ impl Segment {
     }
 
     /// Allocates up to `count` blocks for `size` bytes aligned to `align` under one lock, owned by
-    /// `owner` with reference count 1, appended to `out`. A cache refill (`count >= 2`) takes a whole
-    /// magazine from the depot when one of the right size is there.
+    /// `owner`, appended to `out`. A single block gets reference count 1. A cache refill
+    /// (`count >= 2`) gets count 0 on every block (the cache marks the one it hands out), so a sweep
+    /// after the owner's death can tell cached blocks from blocks in use; it takes a whole magazine
+    /// from the depot when one of the right size is there.
     pub(crate) fn allocate(
         &self,
         size: u64,
@@ -244,7 +246,7 @@ impl Segment {
                     let mut offsets = Vec::with_capacity(depot::BLOCKS);
                     if let Some(bsize) = self.depot().take(need, tlsf::MIN_BLOCK, &mut offsets) {
                         for off in offsets {
-                            self.refcount(off).store((u64::from(owner) << 32) | 1, Ordering::Relaxed);
+                            self.refcount(off).store(u64::from(owner) << 32, Ordering::Relaxed);
                             out.push(Block { offset: off, delta: tlsf::HDR as u32, size: bsize });
                         }
                         return Ok(());
@@ -253,7 +255,13 @@ impl Segment {
             }
             for _ in 0..count {
                 match t.alloc(size, align, owner)? {
-                    Some(b) => out.push(b),
+                    Some(b) => {
+                        if count >= 2 {
+                            // The header line was just written: cheap to mark as cached.
+                            self.refcount(b.offset).store(u64::from(owner) << 32, Ordering::Relaxed);
+                        }
+                        out.push(b)
+                    }
                     None => break,
                 }
             }
