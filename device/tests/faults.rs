@@ -151,11 +151,16 @@ fn sender(
 }
 
 fn device(s: &Session, tr: &str, exe: &str, id: &str, extra: &[String]) -> Proc {
-    let mut args: Vec<String> = ["--id", id, "--control", "static", "--color", "false", "--severity", "info"]
+    launch(s, tr, exe, id, "static", "64000000", extra)
+}
+
+/// A device process with `--control <control>` and a segment of `segment` bytes.
+fn launch(s: &Session, tr: &str, exe: &str, id: &str, control: &str, segment: &str, extra: &[String]) -> Proc {
+    let mut args: Vec<String> = ["--id", id, "--control", control, "--color", "false", "--severity", "info"]
         .iter()
         .map(|x| (*x).to_owned())
         .collect();
-    for x in ["--transport", tr, "--session", &s.name, "--shm-segment-size", "64000000"] {
+    for x in ["--transport", tr, "--session", &s.name, "--shm-segment-size", segment] {
         args.push(x.to_owned());
     }
     args.extend(extra.iter().cloned());
@@ -314,60 +319,24 @@ fn a_full_segment_under_load_follows_each_bad_alloc_policy() {
     ] {
         let s = Session::new();
         let address = s.ipc("data");
-        let mut sink = start(
-            env!("CARGO_BIN_EXE_fairmq-sink"),
-            &[
-                "--id",
-                "sink1",
-                "--control",
-                "interactive",
-                "--color",
-                "false",
-                "--severity",
-                "info",
-                "--transport",
-                "shmem",
-                "--session",
-                &s.name,
-                "--shm-segment-size",
-                "8000000",
-                "--channel-config",
-                &format!("name=data,type=pull,method=bind,address={address},rateLogging=1"),
-            ],
-            None,
-        );
+        let chan = |kind: &str, method: &str, rate: u8| {
+            vec![
+                "--channel-config".to_owned(),
+                format!("name=data,type={kind},method={method},address={address},rateLogging={rate}"),
+            ]
+        };
+        let sink_exe = env!("CARGO_BIN_EXE_fairmq-sink");
+        let mut sink = launch(&s, "shmem", sink_exe, "sink1", "interactive", "8000000", &chan("pull", "bind", 1));
         sink.expect("READY ---> RUNNING");
         sink.send_keys("s"); // the sink stops reading: its queue holds every block sent to it
         sink.expect("RUNNING ---> READY");
-        let mut args: Vec<String> = [
-            "--id",
-            "sampler1",
-            "--control",
-            "static",
-            "--color",
-            "false",
-            "--severity",
-            "info",
-            "--transport",
-            "shmem",
-            "--session",
-            &s.name,
-            "--shm-segment-size",
-            "8000000",
-            "--msg-size",
-            "100000",
-            // 201 messages of 100 kB: 20 MB through an 8 MB segment.
-            "--max-iterations",
-            "200",
-        ]
-        .iter()
-        .map(|x| (*x).to_string())
-        .collect();
+        // 201 messages of 100 kB: 20 MB through an 8 MB segment.
+        let mut args: Vec<String> =
+            ["--msg-size", "100000", "--max-iterations", "200"].iter().map(|x| (*x).to_string()).collect();
         args.extend(policy.iter().map(|x| (*x).to_string()));
-        args.push("--channel-config".into());
-        args.push(format!("name=data,type=push,method=connect,address={address},rateLogging=0"));
-        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-        let mut sampler = start(env!("CARGO_BIN_EXE_fairmq-bsampler"), &refs, None);
+        args.extend(chan("push", "connect", 0));
+        let sampler_exe = env!("CARGO_BIN_EXE_fairmq-bsampler");
+        let mut sampler = launch(&s, "shmem", sampler_exe, "sampler1", "static", "8000000", &args);
         if fails {
             assert_eq!(sampler.wait().code(), Some(1), "{policy:?}: {:?}", sampler.seen);
             assert!(sampler.saw("shmem: could not create a message of size 100000"), "{policy:?}: {:?}", sampler.seen);

@@ -129,7 +129,7 @@ fn g11_g13_g44_linger_minus_one_holds_resetting_device_a_finite_linger_bounds_it
             // The end message's Send waits for a peer; the controller stops the source.
             std::thread::sleep(SETTLE);
             src.h.change_state(Transition::Stop);
-            assert!(src.h.wait_for_state(State::Ready, T).is_ok());
+            assert!(src.h.wait_for_state(State::Ready, T).unwrap(), "{tr}: back in READY");
             src.go(Transition::ResetTask, State::DeviceReady);
             let start = Instant::now();
             assert!(src.h.change_state(Transition::ResetDevice));

@@ -29,8 +29,14 @@ fn a_region_of_the_other_transport_is_refused_with_fairmqs_message() {
     assert_eq!(e.to_string(), "region type (zeromq) does not match message type (shmem)");
     let e = z.new_message_from_region(&mr, 0, 10, 0).unwrap_err();
     assert_eq!(e.to_string(), "region type (shmem) does not match message type (zeromq)");
-    assert!(z.new_message_from_region(&zr, 990, 11, 0).is_err(), "outside the region");
-    assert!(m.new_message_from_region(&mr, 990, 11, 0).is_err(), "outside the region");
+    assert!(matches!(
+        z.new_message_from_region(&zr, 990, 11, 0),
+        Err(Error::Region(fairmq_zmq::RegionError::OutsideRegion { offset: 990, size: 11, region_size: 1000 }))
+    ));
+    assert!(matches!(
+        m.new_message_from_region(&mr, 990, 11, 0),
+        Err(Error::Shm(fairmq_shm::ShmError::OutsideRegion { offset: 990, size: 11, region_size: 1000 }))
+    ));
 }
 
 #[test]

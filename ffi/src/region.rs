@@ -184,22 +184,13 @@ pub unsafe extern "C" fn fmq_region_config_init(cfg: *mut fmq_region_config) -> 
     })
 }
 
-/// The Rust configuration of a C one.
-///
-/// # Safety
-/// `c.path` is NULL or a NUL-terminated string.
-unsafe fn rust_config(c: &fmq_region_config) -> Result<RegionConfig, fmq_result> {
+/// The Rust configuration of a C one whose `path` was already read (`path`).
+fn rust_config(c: &fmq_region_config, path: String) -> Result<RegionConfig, fmq_result> {
     let id = match c.id {
         -1 => None,
         id => {
             Some(u16::try_from(id).map_err(|_| fail(FMQ_ERROR_INVALID, format!("region id {id} (0 to 65535 or -1)")))?)
         }
-    };
-    let path = if c.path.is_null() {
-        String::new()
-    } else {
-        // SAFETY: a non-NULL path is a NUL-terminated string per the contract.
-        unsafe { str_arg(c.path) }?.to_owned()
     };
     Ok(RegionConfig {
         lock: c.lock,
@@ -247,7 +238,14 @@ pub unsafe extern "C" fn fmq_region_new(
                 RegionConfig::default()
             } else {
                 // SAFETY: a non-NULL cfg is valid, its path NULL or NUL-terminated (contract).
-                unsafe { rust_config(&*cfg) }?
+                let c = unsafe { &*cfg };
+                let path = if c.path.is_null() {
+                    String::new()
+                } else {
+                    // SAFETY: a non-NULL path is a NUL-terminated string per the contract.
+                    unsafe { str_arg(c.path) }?.to_owned()
+                };
+                rust_config(c, path)?
             };
             let callback = region_callback(callback, bulk_callback, UserPtr::new(user))?;
             let region = t.0.create_region(size, callback, &config).map_err(|e| fail(FMQ_ERROR_TRANSPORT, e))?;

@@ -315,14 +315,9 @@ pub fn remove_objects(names: &Names, segments: &[SegmentEntry], regions: &[crate
         unlink(names.segment(s.id));
     }
     unlink(names.management());
-    if let Ok(dir) = std::fs::read_dir(crate::naming::SHM_DIR) {
-        for entry in dir.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if let Some(pid) = names.tmp_owner(&name) {
-                if !process_alive(pid) {
-                    unlink(name);
-                }
-            }
+    for name in session_objects(names) {
+        if names.tmp_owner(&name).is_some_and(|pid| !process_alive(pid)) {
+            unlink(name);
         }
     }
     removed
@@ -336,20 +331,25 @@ pub fn remove_session(names: &Names) -> Vec<String> {
 
 /// [`remove_session`], sparing the object named `keep`.
 pub fn remove_session_except(names: &Names, keep: Option<&str>) -> Vec<String> {
+    session_objects(names)
+        .into_iter()
+        .filter(|name| keep != Some(name.as_str()) && std::fs::remove_file(Names::path(name)).is_ok())
+        .collect()
+}
+
+/// Names of the session's objects now in `/dev/shm`, sorted.
+pub fn session_objects(names: &Names) -> Vec<String> {
     let prefix = names.session_prefix();
-    let mut removed = Vec::new();
-    if let Ok(dir) = std::fs::read_dir(crate::naming::SHM_DIR) {
-        for entry in dir.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if keep == Some(name.as_str()) {
-                continue;
-            }
-            if name.starts_with(&prefix) && std::fs::remove_file(entry.path()).is_ok() {
-                removed.push(name);
-            }
-        }
-    }
-    removed
+    let mut found: Vec<String> = match std::fs::read_dir(crate::naming::SHM_DIR) {
+        Ok(dir) => dir
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(&prefix))
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    found.sort();
+    found
 }
 
 pub(crate) fn process_alive(pid: u32) -> bool {

@@ -346,7 +346,12 @@ pub struct Sweep {
 /// segment and, if they were the last ones, cleans the session.
 pub fn sweep(shm_id: &str) -> Result<Sweep, ShmError> {
     let names = Names::new(shm_id);
-    let m = Management::open_existing(&names)?;
+    sweep_open(Management::open_existing(&names)?, &names)
+}
+
+/// [`sweep`] with the management segment already open (closed before a cleanup).
+fn sweep_open(m: Management, names: &Names) -> Result<Sweep, ShmError> {
+    let shm_id = names.shm_id();
     let (dead, left) = {
         let lock = m.lock()?;
         (lock.sweep_dead()?, m.device_count())
@@ -439,16 +444,8 @@ impl Watcher {
             self.triggered = true;
             self.last_heartbeat = now;
         }
-        drop(m);
-        match sweep(&self.shm_id) {
-            Ok(s) if s.cleaned => {
-                self.triggered = false;
-                if self.self_destruct {
-                    log::info!("self destructing (segment has been observed and cleaned up by the monitor)");
-                    return Step::Stop;
-                }
-                return Step::Continue;
-            }
+        match sweep_open(m, &self.names) {
+            Ok(s) if s.cleaned => return self.cleaned(),
             Ok(s) if !s.dead.is_empty() => {
                 log::info!("processes {:?} died; freed {} cached blocks ({} bytes)", s.dead, s.freed.0, s.freed.1);
             }
@@ -458,11 +455,17 @@ impl Watcher {
         if self.triggered && now.duration_since(self.last_heartbeat) > self.timeout {
             log::info!("no heartbeats since over {} milliseconds, cleaning...", self.timeout.as_millis());
             cleanup(&self.shm_id);
-            self.triggered = false;
-            if self.self_destruct {
-                log::info!("self destructing (segment has been observed and cleaned up by the monitor)");
-                return Step::Stop;
-            }
+            return self.cleaned();
+        }
+        Step::Continue
+    }
+
+    /// After the monitor cleaned the session: watch for the next one, or self-destruct.
+    fn cleaned(&mut self) -> Step {
+        self.triggered = false;
+        if self.self_destruct {
+            log::info!("self destructing (segment has been observed and cleaned up by the monitor)");
+            return Step::Stop;
         }
         Step::Continue
     }

@@ -240,13 +240,15 @@ impl Segment {
         count: usize,
         out: &mut Vec<Block>,
     ) -> Result<(), ShmError> {
+        let refill = count >= 2;
+        let cached = u64::from(owner) << 32;
         self.locked(|t| {
-            if count >= 2 && align <= tlsf::ALIGN {
+            if refill && align <= tlsf::ALIGN {
                 if let Some(need) = Tlsf::block_size_for(size, align) {
                     let mut offsets = Vec::with_capacity(depot::BLOCKS);
                     if let Some(bsize) = self.depot().take(need, tlsf::MIN_BLOCK, &mut offsets) {
                         for off in offsets {
-                            self.refcount(off).store(u64::from(owner) << 32, Ordering::Relaxed);
+                            self.refcount(off).store(cached, Ordering::Relaxed);
                             out.push(Block { offset: off, delta: tlsf::HDR as u32, size: bsize });
                         }
                         return Ok(());
@@ -256,9 +258,9 @@ impl Segment {
             for _ in 0..count {
                 match t.alloc(size, align, owner)? {
                     Some(b) => {
-                        if count >= 2 {
-                            // The header line was just written: cheap to mark as cached.
-                            self.refcount(b.offset).store(u64::from(owner) << 32, Ordering::Relaxed);
+                        if refill {
+                            // The allocator gave it count 1; its header line is hot, so this is cheap.
+                            self.refcount(b.offset).store(cached, Ordering::Relaxed);
                         }
                         out.push(b)
                     }

@@ -151,13 +151,7 @@ fn run(opts: &Options, p: &Properties) -> Result<(), String> {
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register_usize(sig, signal.clone(), sig as usize).map_err(|e| e.to_string())?;
     }
-    let terminating = || match signal.load(Ordering::Relaxed) {
-        0 => false,
-        n => {
-            log::info!("signal: {n}");
-            true
-        }
-    };
+    let terminating = || signal.load(Ordering::Relaxed) != 0;
     if interactive {
         let interval = Duration::from_millis(p.get("interval").map_err(|e| e.to_string())?);
         interact(&shm_id, view, interval, terminating);
@@ -167,6 +161,10 @@ fn run(opts: &Options, p: &Properties) -> Result<(), String> {
         while !terminating() && w.step() == Step::Continue {
             std::thread::sleep(WATCH_INTERVAL);
         }
+    }
+    match signal.load(Ordering::Relaxed) {
+        0 => {}
+        n => log::info!("signal: {n}"),
     }
     if flag(p, "clean-on-exit") {
         monitor::cleanup(&shm_id);

@@ -153,15 +153,7 @@ impl Session {
 
     /// Names of this session's objects now in /dev/shm.
     pub fn objects(&self) -> Vec<String> {
-        let prefix = format!("fmqrs_{}_", fairmq_shm::shm_id(&self.name));
-        let mut v: Vec<String> = std::fs::read_dir("/dev/shm")
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| n.starts_with(&prefix))
-            .collect();
-        v.sort();
-        v
+        fairmq_shm::management::session_objects(&fairmq_shm::Names::new(&fairmq_shm::shm_id(&self.name)))
     }
 }
 

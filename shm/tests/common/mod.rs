@@ -42,15 +42,7 @@ impl Session {
 
     /// Names of this session's objects currently in /dev/shm.
     pub fn objects(&self) -> Vec<String> {
-        let prefix = self.names.session_prefix();
-        let mut v: Vec<String> = std::fs::read_dir("/dev/shm")
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| n.starts_with(&prefix))
-            .collect();
-        v.sort();
-        v
+        management::session_objects(&self.names)
     }
 
     pub fn names(&self) -> &Names {
