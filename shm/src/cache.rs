@@ -36,10 +36,13 @@ struct Magazine {
     refills: u32,
 }
 
+/// A block to free: segment, offset, slot.
+pub(crate) type Freed = (u16, u64, u32);
+
 /// The caches of one transport.
 pub(crate) struct Cache {
     magazines: Vec<Magazine>,
-    deferred: Vec<(u16, u64)>,
+    deferred: Vec<Freed>,
     deferred_bytes: u64,
     magazine_bytes: u64,
     deferred_limit: u64,
@@ -122,14 +125,14 @@ impl Cache {
             }
         }
         self.deferred_bytes += block.size;
-        self.deferred.push((seg.id(), block.offset));
+        self.deferred.push((seg.id(), block.offset, block.slot));
         Released::Deferred(
             wanted || self.deferred.len() >= DEFERRED_BLOCKS || self.deferred_bytes >= self.deferred_limit,
         )
     }
 
     /// Takes the deferred frees (to be freed outside the cache lock).
-    pub fn take_deferred(&mut self) -> Vec<(u16, u64)> {
+    pub fn take_deferred(&mut self) -> Vec<Freed> {
         self.deferred_bytes = 0;
         std::mem::take(&mut self.deferred)
     }
@@ -140,10 +143,10 @@ impl Cache {
     }
 
     /// Everything cached: deferred frees and magazine blocks of `own`.
-    pub fn drain(&mut self, own: u16) -> Vec<(u16, u64)> {
+    pub fn drain(&mut self, own: u16) -> Vec<Freed> {
         let mut all = self.take_deferred();
         for m in self.magazines.drain(..) {
-            all.extend(m.blocks.into_iter().map(|b| (own, b.offset)));
+            all.extend(m.blocks.into_iter().map(|b| (own, b.offset, b.slot)));
         }
         all
     }
@@ -156,11 +159,11 @@ pub(crate) fn magazine_blocks(segment_size: u64, size: u64) -> usize {
 }
 
 /// Frees blocks grouped by segment, one lock per segment.
-pub(crate) fn free_all<'a>(mut blocks: Vec<(u16, u64)>, segment: impl Fn(u16) -> Option<&'a Segment>) {
+pub(crate) fn free_all<'a>(mut blocks: Vec<Freed>, segment: impl Fn(u16) -> Option<&'a Segment>) {
     blocks.sort_unstable();
     for group in blocks.chunk_by(|a, b| a.0 == b.0) {
         let id = group[0].0;
-        let offsets: Vec<u64> = group.iter().map(|(_, o)| *o).collect();
+        let offsets: Vec<(u64, u32)> = group.iter().map(|&(_, o, slot)| (o, slot)).collect();
         match segment(id).map(|s| s.free(&offsets)) {
             Some(Ok(())) => {}
             Some(Err(e)) => log::error!("could not free {} blocks of segment {id}: {e}", offsets.len()),

@@ -14,7 +14,7 @@ use crate::naming::Names;
 use crate::region::{take_batch, RegionBlock, RegionCallback};
 use crate::region_map::RegionMap;
 use crate::registry::RegionEntry;
-use crate::segment::{Segment, MIN_SEGMENT_SIZE};
+use crate::segment::Segment;
 use crate::sys::mapping::{Created, Mapping};
 use crate::tlsf::{self, Block};
 use parking_lot::Mutex;
@@ -27,7 +27,9 @@ pub const SEGMENT_ID: u16 = 0;
 pub const REGION_ID: u16 = 1024;
 /// Size of the fixture's region.
 pub const REGION_SIZE: u64 = 64 << 10;
-const SEGMENT_SIZE: u64 = MIN_SEGMENT_SIZE + (64 << 10);
+/// Large enough for a slot table, so records are checked through slots (and through headers for
+/// blocks without one, which the fixture also has).
+const SEGMENT_SIZE: u64 = 2 << 20;
 /// User sizes and alignments of the fixture's live blocks (an aligned one has a larger delta).
 const BLOCKS: [(u64, u64); 5] = [(8, 0), (1, 0), (100, 0), (1000, 4096), (4096, 0)];
 
@@ -54,10 +56,19 @@ impl Fixture {
         let (segment, _) = Segment::open_or_create(&seg_path, &tmp(), SEGMENT_ID, SEGMENT_SIZE)?;
         let _ = std::fs::remove_file(&seg_path);
         let mut blocks = Vec::new();
-        for (size, align) in BLOCKS {
-            segment.allocate(size, align, std::process::id(), 1, &mut blocks)?;
+        let pid = std::process::id();
+        let (last, first) = BLOCKS.split_last().expect("blocks");
+        for &(size, align) in first {
+            segment.allocate(size, align, pid, 1, &mut blocks)?;
         }
+        // Small blocks take the remaining slots, so the last named block has none.
+        let mut fillers = Vec::new();
+        while fillers.last().is_none_or(|b: &Block| b.slot != crate::slots::NO_SLOT) {
+            segment.allocate(8, 0, pid, 1, &mut fillers)?;
+        }
+        segment.allocate(last.0, last.1, pid, 1, &mut blocks)?;
         assert_eq!(blocks.len(), BLOCKS.len(), "the fixture segment is large enough");
+        blocks.extend(fillers);
 
         let entry = RegionEntry {
             id: REGION_ID,
@@ -89,9 +100,9 @@ impl Fixture {
     fn check_record(&self, rec: &Record) {
         match *rec {
             Record::Empty => {}
-            Record::Block { segment, offset, delta, size } => {
+            Record::Block { segment, offset, delta, size, slot } => {
                 if segment == SEGMENT_ID {
-                    self.check_block(offset, delta, size);
+                    self.check_block(offset, delta, size, Some(slot));
                 }
             }
             Record::Region { region, offset, size, rc, .. } => {
@@ -105,17 +116,23 @@ impl Fixture {
                 }
                 if let Some(h) = rc.filter(|h| h.segment == SEGMENT_ID) {
                     // The shared count of a copied region message: an 8-byte block.
-                    self.check_block(h.offset, u32::from(h.delta), 8);
+                    self.check_block(h.offset, u32::from(h.delta), 8, None);
                 }
             }
         }
     }
 
-    /// A block reference must be accepted exactly when it names a live block and stays inside it.
-    fn check_block(&self, offset: u64, delta: u32, size: u64) {
-        let accepted = self.segment.check_block(offset, delta, size).is_ok();
+    /// A block reference must be accepted exactly when it names a live block (and its slot, when
+    /// the reference has one) and stays inside it.
+    fn check_block(&self, offset: u64, delta: u32, size: u64, slot: Option<u32>) {
+        let accepted = match slot {
+            Some(slot) => self.segment.check_block(offset, delta, size, slot),
+            None => self.segment.check_any_block(offset, delta, size),
+        }
+        .is_ok();
         let live = self.blocks.iter().any(|b| {
             b.offset == offset
+                && slot.is_none_or(|s| s == b.slot)
                 && b.delta == delta
                 && offset
                     .checked_add(u64::from(delta))
@@ -238,18 +255,22 @@ pub fn region_acks(data: &[u8]) {
 /// name its live blocks): `(target, name, bytes)`.
 pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
     let fx = fixture();
-    let b = |i: usize| {
+    let block = |i: usize, size: u64, slot: u32| {
         let blk = fx.blocks[i];
-        Record::Block { segment: SEGMENT_ID, offset: blk.offset, delta: blk.delta, size: BLOCKS[i].0 }
+        Record::Block { segment: SEGMENT_ID, offset: blk.offset, delta: blk.delta, size, slot }
     };
+    let b = |i: usize| block(i, BLOCKS[i].0, fx.blocks[i].slot);
     let rc = crate::meta::RcHandle { segment: SEGMENT_ID, offset: fx.blocks[0].offset, delta: tlsf::HDR as u16 };
     let piece = |offset, size, rc| Record::Region { region: REGION_ID, offset, size, hint: 7, rc };
     let records = [
         ("empty", Record::Empty),
         ("block", b(2)),
         ("aligned-block", b(3)),
-        ("block-too-long", Record::Block { segment: SEGMENT_ID, offset: fx.blocks[1].offset, delta: 32, size: 5000 }),
-        ("unknown-block", Record::Block { segment: SEGMENT_ID, offset: 1 << 20, delta: 32, size: 1 }),
+        ("block-too-long", block(1, 5000, fx.blocks[1].slot)),
+        ("unknown-block", Record::Block { segment: SEGMENT_ID, offset: 1 << 20, delta: 32, size: 1, slot: 7 }),
+        ("block-wrong-slot", block(2, BLOCKS[2].0, fx.blocks[1].slot)),
+        ("slotted-block-without-slot", block(2, BLOCKS[2].0, u32::MAX)),
+        ("unslotted-block", b(BLOCKS.len() - 1)),
         ("region", piece(4096, 100, None)),
         ("region-copied", piece(0, REGION_SIZE, Some(rc))),
         ("region-outside", piece(REGION_SIZE - 8, 16, None)),
@@ -347,8 +368,11 @@ mod tests {
     fn the_fixture_accepts_its_blocks_and_nothing_else() {
         let fx = fixture();
         for (b, (size, _)) in fx.blocks.iter().zip(BLOCKS) {
-            assert!(fx.segment.check_block(b.offset, b.delta, size).is_ok());
-            assert!(fx.segment.check_block(b.offset + 16, b.delta, size).is_err());
+            assert!(fx.segment.check_block(b.offset, b.delta, size, b.slot).is_ok());
+            assert!(fx.segment.check_block(b.offset + 16, b.delta, size, b.slot).is_err());
+            assert!(fx.segment.check_any_block(b.offset, b.delta, size).is_ok());
         }
+        let slotted: Vec<bool> = fx.blocks[..BLOCKS.len()].iter().map(|b| b.slot != u32::MAX).collect();
+        assert_eq!(slotted, [true, true, true, true, false], "the last block is made without a slot");
     }
 }

@@ -56,6 +56,7 @@ mod region_map;
 pub mod registry;
 pub mod segment;
 mod shmid;
+mod slots;
 mod socket;
 mod sys;
 pub mod tlsf;

@@ -263,7 +263,7 @@ impl Manager {
         };
         if let Some(b) = cache.take(need) {
             drop(cache);
-            self.own.refcount(b.offset).store((u64::from(self.pid) << 32) | 1, Ordering::Release);
+            self.own.rc(b.offset, b.slot).store((u64::from(self.pid) << 32) | 1, Ordering::Release);
             return Ok(Some(b));
         }
         let mut out = Vec::with_capacity(refill.max(crate::depot::BLOCKS));
@@ -272,25 +272,25 @@ impl Manager {
         // those); the one handed out now gets its reference.
         let first = out.pop();
         if let Some(b) = &first {
-            self.own.refcount(b.offset).store((u64::from(self.pid) << 32) | 1, Ordering::Release);
+            self.own.rc(b.offset, b.slot).store((u64::from(self.pid) << 32) | 1, Ordering::Release);
         }
         let evicted = cache.stock(need, out);
         drop(cache);
         if !evicted.is_empty() {
             let own = self.own.id();
-            cache::free_all(evicted.into_iter().map(|b| (own, b.offset)).collect(), |id| self.segments.get(id));
+            cache::free_all(evicted.into_iter().map(|b| (own, b.offset, b.slot)).collect(), |id| self.segments.get(id));
         }
         Ok(first)
     }
 
     /// Called when this process dropped the last reference to a block.
-    pub fn release(&self, seg: &Segment, offset: u64, delta: u32) {
-        let size = seg.block_size(offset);
-        let block = Block { offset, delta, size };
+    pub fn release(&self, seg: &Segment, offset: u64, delta: u32, slot: u32) {
+        let size = seg.block_size(offset, slot);
+        let block = Block { offset, delta, size, slot };
         let own = seg.id() == self.own.id();
         // Record ourselves as owner while the block sits in our cache or deferred list: if we die,
         // the blocks with our pid and no reference are exactly those, and can be freed for us.
-        seg.refcount(offset).store(u64::from(self.pid) << 32, Ordering::Relaxed);
+        seg.rc(offset, slot).store(u64::from(self.pid) << 32, Ordering::Relaxed);
         let wanted = seg.has_waiters();
         let flush = match self.cache.lock().release(seg, block, own, wanted) {
             Released::Cached => false,

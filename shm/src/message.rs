@@ -30,7 +30,7 @@ pub struct Message {
 
 enum Body {
     Empty,
-    Block { seg: u16, offset: u64, delta: u32, size: usize },
+    Block { seg: u16, offset: u64, delta: u32, size: usize, slot: u32 },
     Region(Piece),
 }
 
@@ -80,7 +80,7 @@ impl Message {
         }
         let b = mgr.allocate(size, align)?;
         let seg = mgr.own().id();
-        Ok(Message { mgr, body: Body::Block { seg, offset: b.offset, delta: b.delta, size } })
+        Ok(Message { mgr, body: Body::Block { seg, offset: b.offset, delta: b.delta, size, slot: b.slot } })
     }
 
     /// A message referring to `size` bytes at `offset` of `region`, zero-copy; `hint` comes back in the
@@ -139,7 +139,7 @@ impl Message {
     pub fn data(&self) -> &[u8] {
         match &self.body {
             Body::Empty => &[],
-            Body::Block { seg, offset, delta, size } => {
+            Body::Block { seg, offset, delta, size, .. } => {
                 let p = self.mgr.mapped(*seg).data_ptr(*offset, *delta, *size);
                 // SAFETY: the block is live while we hold our reference, and `p..p+size` lies inside the
                 // mapping (checked when the block was allocated or its record validated). No holder
@@ -172,7 +172,7 @@ impl Message {
     pub fn data_mut(&mut self) -> Result<&mut [u8], ShmError> {
         if self.refcount() > 1 {
             let mut private = Message::allocate(self.mgr.clone(), self.size(), 0)?;
-            if let Body::Block { seg, offset, delta, size } = &private.body {
+            if let Body::Block { seg, offset, delta, size, .. } = &private.body {
                 let dst = private.mgr.mapped(*seg).data_ptr(*offset, *delta, *size);
                 // SAFETY: `private` is a fresh block of `size` bytes referenced only by us; the source
                 // is our live block of the same size. Distinct blocks never overlap.
@@ -182,7 +182,7 @@ impl Message {
         }
         match &mut self.body {
             Body::Empty => Ok(&mut []),
-            Body::Block { seg, offset, delta, size } => {
+            Body::Block { seg, offset, delta, size, .. } => {
                 let p = self.mgr.mapped(*seg).data_ptr(*offset, *delta, *size);
                 // SAFETY: in bounds as in `data`; we hold the only reference (count 1), so no other
                 // message in any process reads or writes the block, and `&mut self` excludes our own.
@@ -209,8 +209,8 @@ impl Message {
     fn count_word(&self) -> Option<&std::sync::atomic::AtomicU64> {
         match &self.body {
             Body::Empty => None,
-            Body::Block { seg, offset, .. } => Some(self.mgr.mapped(*seg).refcount(*offset)),
-            Body::Region(p) => p.rc.get().map(|h| self.mgr.mapped(h.segment).refcount(h.offset)),
+            Body::Block { seg, offset, slot, .. } => Some(self.mgr.mapped(*seg).rc(*offset, *slot)),
+            Body::Region(p) => p.rc.get().map(|h| self.mgr.mapped(h.segment).block_rc(h.offset)),
         }
     }
 
@@ -227,8 +227,8 @@ impl Message {
         if p.rc.set(RcHandle { segment: seg, offset: b.offset, delta }).is_err() {
             // Another thread made one first: give ours back.
             let own = self.mgr.own();
-            own.refcount(b.offset).fetch_sub(1, Ordering::Relaxed);
-            self.mgr.release(own, b.offset, b.delta);
+            own.rc(b.offset, b.slot).fetch_sub(1, Ordering::Relaxed);
+            self.mgr.release(own, b.offset, b.delta, b.slot);
         }
         Ok(())
     }
@@ -256,8 +256,8 @@ impl Message {
         other.add_reference();
         let body = match &other.body {
             Body::Empty => Body::Empty,
-            Body::Block { seg, offset, delta, size } => {
-                Body::Block { seg: *seg, offset: *offset, delta: *delta, size: *size }
+            Body::Block { seg, offset, delta, size, slot } => {
+                Body::Block { seg: *seg, offset: *offset, delta: *delta, size: *size, slot: *slot }
             }
             Body::Region(p) => Body::Region(Piece {
                 map: p.map.clone(),
@@ -294,9 +294,9 @@ impl Message {
         let unshared = self.refcount() == 1;
         let mgr = self.mgr.clone();
         match &mut self.body {
-            Body::Block { seg, offset, delta, size } => {
+            Body::Block { seg, offset, delta, size, slot } => {
                 if unshared {
-                    if let Err(e) = mgr.mapped(*seg).shrink(*offset, u64::from(*delta) + new as u64) {
+                    if let Err(e) = mgr.mapped(*seg).shrink(*offset, *slot, u64::from(*delta) + new as u64) {
                         log::error!("could not shrink message: {e}");
                     }
                 }
@@ -332,8 +332,8 @@ impl Message {
     pub fn record(&self) -> Record {
         match &self.body {
             Body::Empty => Record::Empty,
-            Body::Block { seg, offset, delta, size } => {
-                Record::Block { segment: *seg, offset: *offset, delta: *delta, size: *size as u64 }
+            Body::Block { seg, offset, delta, size, slot } => {
+                Record::Block { segment: *seg, offset: *offset, delta: *delta, size: *size as u64, slot: *slot }
             }
             Body::Region(p) => Record::Region {
                 region: p.map.id(),
@@ -360,16 +360,16 @@ impl Message {
     pub(crate) fn from_record(mgr: &Arc<Manager>, rec: Record) -> Result<Message, MetaError> {
         match rec {
             Record::Empty => Ok(Message::empty(mgr.clone())),
-            Record::Block { segment, offset, delta, size } => {
-                mgr.segment(segment)?.check_block(offset, delta, size)?;
+            Record::Block { segment, offset, delta, size, slot } => {
+                mgr.segment(segment)?.check_block(offset, delta, size, slot)?;
                 let size = usize::try_from(size).map_err(|_| MetaError::OutOfBounds { segment, offset, size })?;
-                Ok(Message { mgr: mgr.clone(), body: Body::Block { seg: segment, offset, delta, size } })
+                Ok(Message { mgr: mgr.clone(), body: Body::Block { seg: segment, offset, delta, size, slot } })
             }
             Record::Region { region, offset, size, hint, rc } => {
                 let map = mgr.region_view(region)?;
                 map.check(offset, size)?;
                 if let Some(h) = rc {
-                    mgr.segment(h.segment)?.check_block(h.offset, u32::from(h.delta), 8)?;
+                    mgr.segment(h.segment)?.check_any_block(h.offset, u32::from(h.delta), 8)?;
                 }
                 let size =
                     usize::try_from(size).map_err(|_| MetaError::OutOfBounds { segment: region, offset, size })?;
@@ -382,12 +382,13 @@ impl Message {
     fn release(&mut self) {
         match std::mem::replace(&mut self.body, Body::Empty) {
             Body::Empty => {}
-            Body::Block { seg, offset, delta, .. } => {
-                self.drop_block_reference(seg, offset, delta);
+            Body::Block { seg, offset, delta, slot, .. } => {
+                self.drop_block_reference(seg, offset, delta, slot);
             }
             Body::Region(p) => {
                 if let Some(h) = p.rc.get() {
-                    if !self.drop_block_reference(h.segment, h.offset, u32::from(h.delta)) {
+                    let slot = self.mgr.mapped(h.segment).slot_of_block(h.offset);
+                    if !self.drop_block_reference(h.segment, h.offset, u32::from(h.delta), slot) {
                         return; // other messages still refer to the piece
                     }
                 }
@@ -397,13 +398,13 @@ impl Message {
     }
 
     /// Drops one reference to a block, freeing it if it was the last; returns whether it was.
-    fn drop_block_reference(&self, seg: u16, offset: u64, delta: u32) -> bool {
+    fn drop_block_reference(&self, seg: u16, offset: u64, delta: u32, slot: u32) -> bool {
         let segment = self.mgr.mapped(seg);
-        let prev = segment.refcount(offset).fetch_sub(1, Ordering::Release);
+        let prev = segment.rc(offset, slot).fetch_sub(1, Ordering::Release);
         if prev & 0xffff_ffff == 1 {
             // Pairs with the other holders' Release decrements: their accesses happen before the free.
             fence(Ordering::Acquire);
-            self.mgr.release(segment, offset, delta);
+            self.mgr.release(segment, offset, delta, slot);
             true
         } else {
             false

@@ -7,21 +7,22 @@
 //! | record | bytes | layout |
 //! |---|---|---|
 //! | empty message | 8 | `version u8, tag=0 u8, 6 zero bytes` |
-//! | block in a managed segment | 24 | `version u8, tag=1 u8, segment u16, delta u32, offset u64, size u64` |
+//! | block in a managed segment | 28 | `version u8, tag=1 u8, segment u16, delta u32, offset u64, size u64, slot u32` |
 //! | piece of an unmanaged region | 40 | `version u8, tag=2 u8, region u16, rc segment u16, rc delta u16, offset u64, size u64, hint u64, rc offset u64` |
 //! | multipart header | 8 | `version u8, tag=3 u8, 2 zero bytes, count u32`, then `count` records |
 //!
 //! `offset` of a block is its header's offset in the segment; `delta` is the distance from there to
-//! the user data. A region record's `offset` is the data's offset in the region; a region message
+//! the user data; `slot` its entry in the segment's slot table (`u32::MAX`: none), where the
+//! receiver checks the record and finds the reference count without touching the block. A region record's `offset` is the data's offset in the region; a region message
 //! that was copied has a shared reference count, a small block of a managed segment named by `rc`
 //! (`rc offset = u64::MAX`, segment and delta 0: none). A frame may be padded with zero bytes (option
-//! `--shm-metadata-msg-size`). 24 bytes fit libzmq's inline "very small message" (33 bytes): a single
+//! `--shm-metadata-msg-size`). 28 bytes fit libzmq's inline "very small message" (33 bytes): a single
 //! message costs no allocation in libzmq on either side.
 //!
 //! [`decode`] checks the structure only; the receiver then checks every record against its mappings.
 
 /// Format version written by this build.
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
 const TAG_EMPTY: u8 = 0;
 const TAG_BLOCK: u8 = 1;
 const TAG_REGION: u8 = 2;
@@ -29,7 +30,7 @@ const TAG_MULTI: u8 = 3;
 /// Size of an empty-message record.
 pub const EMPTY_LEN: usize = 8;
 /// Size of a managed-block record.
-pub const BLOCK_LEN: usize = 24;
+pub const BLOCK_LEN: usize = 28;
 /// Size of a region record.
 pub const REGION_LEN: usize = 40;
 /// Size of the multipart header.
@@ -65,6 +66,8 @@ pub enum Record {
         delta: u32,
         /// User size.
         size: u64,
+        /// Slot in the segment's slot table (`u32::MAX`: none).
+        slot: u32,
     },
     /// A piece of an unmanaged region.
     Region {
@@ -154,12 +157,13 @@ impl Record {
     pub fn encode(&self, out: &mut Vec<u8>) {
         match *self {
             Record::Empty => out.extend_from_slice(&[VERSION, TAG_EMPTY, 0, 0, 0, 0, 0, 0]),
-            Record::Block { segment, offset, delta, size } => {
+            Record::Block { segment, offset, delta, size, slot } => {
                 out.extend_from_slice(&[VERSION, TAG_BLOCK]);
                 out.extend_from_slice(&segment.to_le_bytes());
                 out.extend_from_slice(&delta.to_le_bytes());
                 out.extend_from_slice(&offset.to_le_bytes());
                 out.extend_from_slice(&size.to_le_bytes());
+                out.extend_from_slice(&slot.to_le_bytes());
             }
             Record::Region { region, offset, size, hint, rc } => {
                 let (rc_segment, rc_delta, rc_offset) =
@@ -194,6 +198,7 @@ impl Record {
                     delta: u32_at(b, 4),
                     offset: u64_at(b, 8),
                     size: u64_at(b, 16),
+                    slot: u32_at(b, 24),
                 };
                 Ok((rec, BLOCK_LEN))
             }
@@ -320,8 +325,8 @@ mod tests {
     fn record() -> impl Strategy<Value = Record> {
         prop_oneof![
             Just(Record::Empty),
-            (any::<u16>(), any::<u64>(), any::<u32>(), any::<u64>())
-                .prop_map(|(segment, offset, delta, size)| Record::Block { segment, offset, delta, size }),
+            (any::<u16>(), any::<u64>(), any::<u32>(), any::<u64>(), any::<u32>())
+                .prop_map(|(segment, offset, delta, size, slot)| Record::Block { segment, offset, delta, size, slot }),
             (
                 any::<u16>(),
                 any::<u64>(),
@@ -361,29 +366,31 @@ mod tests {
     #[test]
     fn layout_is_fixed() {
         let mut buf = Vec::new();
-        encode_single(&Record::Block { segment: 0x0102, offset: 0x1000, delta: 32, size: 5 }, 0, &mut buf);
-        assert_eq!(buf.len(), 24, "fits libzmq's inline small message");
-        assert_eq!(&buf[..8], &[1, 1, 2, 1, 32, 0, 0, 0]);
+        let rec = Record::Block { segment: 0x0102, offset: 0x1000, delta: 32, size: 5, slot: 0x0a0b0c0d };
+        encode_single(&rec, 0, &mut buf);
+        assert_eq!(buf.len(), 28, "fits libzmq's inline small message (33 bytes)");
+        assert_eq!(&buf[..8], &[2, 1, 2, 1, 32, 0, 0, 0]);
         assert_eq!(&buf[8..16], &0x1000u64.to_le_bytes());
-        assert_eq!(&buf[16..], &5u64.to_le_bytes());
+        assert_eq!(&buf[16..24], &5u64.to_le_bytes());
+        assert_eq!(&buf[24..], &[0x0d, 0x0c, 0x0b, 0x0a]);
     }
 
     #[test]
     fn corruptions_are_rejected() {
         let mut out = Vec::new();
         assert!(matches!(decode(&[], &mut out), Err(MetaError::Truncated { .. })));
-        assert!(matches!(decode(&[2, 1], &mut out), Err(MetaError::Version(2))));
-        assert!(matches!(decode(&[1, 9], &mut out), Err(MetaError::Tag(9))));
-        assert!(matches!(decode(&[1, 1, 0, 0], &mut out), Err(MetaError::Truncated { need: 24, got: 4 })));
+        assert!(matches!(decode(&[1, 1], &mut out), Err(MetaError::Version(1))), "version 1 (24-byte blocks) is gone");
+        assert!(matches!(decode(&[2, 9], &mut out), Err(MetaError::Tag(9))));
+        assert!(matches!(decode(&[2, 1, 0, 0], &mut out), Err(MetaError::Truncated { need: 28, got: 4 })));
         let mut buf = Vec::new();
         encode_single(&Record::Empty, 16, &mut buf);
         buf[12] = 7;
         assert!(matches!(decode(&buf, &mut out), Err(MetaError::Garbage(12))));
         // A multipart claiming four billion parts in 8 bytes.
-        let huge = [1, 3, 0, 0, 0xff, 0xff, 0xff, 0xff];
+        let huge = [2, 3, 0, 0, 0xff, 0xff, 0xff, 0xff];
         assert!(matches!(decode(&huge, &mut out), Err(MetaError::Truncated { .. })));
         // A multipart with a nested multipart header.
-        let nested = [1, 3, 0, 0, 1, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 0];
+        let nested = [2, 3, 0, 0, 1, 0, 0, 0, 2, 3, 0, 0, 0, 0, 0, 0];
         assert!(matches!(decode(&nested, &mut out), Err(MetaError::Tag(3))));
         assert!(out.is_empty(), "nothing decoded from bad frames");
     }

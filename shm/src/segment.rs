@@ -3,14 +3,16 @@
 //!
 //! | bytes | content |
 //! |---|---|
-//! | 0..128 | header words: magic, layout version, size, heap bounds, id, free epoch (futex), waiters, recoveries |
+//! | 0..128 | header words: magic, layout version, size, heap bounds, id, free epoch (futex), waiters, recoveries, slot table place, slots, free slot list, slots ever used |
 //! | 128..192 | the robust process-shared mutex guarding the heap |
 //! | 192.. | TLSF control words |
 //! | 8192.. | the depot of freed magazines (see `depot`) |
-//! | `HEAP_START`..size | blocks |
+//! | `HEAP_START`..`heap end` | blocks |
+//! | `heap end`..size | the slot table (see `slots`; none in segments under 1 MiB) |
 
 use crate::depot::{self, Depot, DEPOT_OWNER};
 use crate::error::ShmError;
+use crate::slots::{self, Entry, Slots, NO_SLOT, SLOTTED};
 use crate::sys::futex;
 use crate::sys::mapping::{Created, Mapping};
 use crate::sys::robust_mutex::{RobustMutex, MUTEX_BYTES};
@@ -21,7 +23,7 @@ use std::time::Duration;
 
 const MAGIC: u64 = u64::from_le_bytes(*b"FMQRSSEG");
 /// Bumped whenever the layout changes: processes of different layouts refuse each other's segments.
-const LAYOUT: u64 = 2;
+const LAYOUT: u64 = 3;
 const W_MAGIC: usize = 0;
 const W_LAYOUT: usize = 1;
 const W_SIZE: usize = 2;
@@ -31,6 +33,10 @@ const W_ID: usize = 5;
 const W_EPOCH: usize = 6;
 const W_WAITERS: usize = 7;
 const W_RECOVERIES: usize = 8;
+const W_SLOTS_AT: usize = 9;
+const W_NSLOTS: usize = 10;
+const W_SLOT_HEAD: usize = 11;
+const W_SLOT_HW: usize = 12;
 const MUTEX_AT: usize = 128;
 const CTL_WORD: usize = (MUTEX_AT + MUTEX_BYTES) / 8;
 const DEPOT_WORD: usize = 8192 / 8;
@@ -69,6 +75,7 @@ pub struct Segment {
     id: u16,
     mutex: RobustMutex,
     heap_end: u64,
+    nslots: u32,
 }
 
 impl std::fmt::Debug for Segment {
@@ -92,7 +99,15 @@ impl Segment {
         let size = size / 16 * 16;
         let created = Mapping::create(path, tmp, size as usize, |m| {
             let w = m.words();
-            for (i, v) in [(W_LAYOUT, LAYOUT), (W_SIZE, size), (W_HEAP_START, HEAP_START), (W_HEAP_END, size)] {
+            let end = size - slots::table_bytes(size);
+            for (i, v) in [
+                (W_LAYOUT, LAYOUT),
+                (W_SIZE, size),
+                (W_HEAP_START, HEAP_START),
+                (W_HEAP_END, end),
+                (W_SLOTS_AT, end),
+                (W_NSLOTS, u64::from(slots::count_for(size))),
+            ] {
                 w[i].store(v, Ordering::Relaxed);
             }
             w[W_ID].store(u64::from(id), Ordering::Relaxed);
@@ -100,7 +115,7 @@ impl Segment {
             // SAFETY: the object is still private to us (not linked yet); the range is inside it and
             // 64-aligned.
             unsafe { RobustMutex::init(mutex_ptr)? };
-            Tlsf::new(w, CTL_WORD, HEAP_START, size).format();
+            Tlsf::new(w, CTL_WORD, HEAP_START, end).format();
             // Magic last: a segment is only recognised once it is complete.
             w[W_MAGIC].store(MAGIC, Ordering::Release);
             Ok(())
@@ -133,7 +148,13 @@ impl Segment {
             return Err(bad(format!("layout version {} (this build uses {LAYOUT})", get(W_LAYOUT))));
         }
         let (size, start, end) = (get(W_SIZE), get(W_HEAP_START), get(W_HEAP_END));
-        if size != map.len() as u64 || start != HEAP_START || end != size || end % 16 != 0 {
+        let nslots = slots::count_for(size);
+        let consistent = size == map.len() as u64
+            && start == HEAP_START
+            && end == size - slots::table_bytes(size)
+            && get(W_SLOTS_AT) == end
+            && get(W_NSLOTS) == u64::from(nslots);
+        if !consistent {
             return Err(bad(format!("inconsistent header: size {size}, heap {start}..{end}, file {}", map.len())));
         }
         if get(W_ID) != u64::from(id) {
@@ -143,7 +164,7 @@ impl Segment {
         // SAFETY: the creator initialised a robust mutex there before publishing the segment (magic
         // checked above); the mapping lives as long as this Segment, which owns the handle.
         let mutex = unsafe { RobustMutex::at(mutex_ptr) };
-        Ok(Segment { map, id, mutex, heap_end: end })
+        Ok(Segment { map, id, mutex, heap_end: end, nslots })
     }
 
     pub(crate) fn apply(&self, init: SegmentInit) -> Result<(), ShmError> {
@@ -181,6 +202,10 @@ impl Segment {
         Depot::new(self.words(), DEPOT_WORD)
     }
 
+    fn slots(&self) -> Slots<'_> {
+        Slots::new(self.words(), (self.heap_end / 8) as usize, self.nslots, W_SLOT_HEAD, W_SLOT_HW)
+    }
+
     /// Blocks per magazine for blocks of `size` bytes in this segment (fewer than 2: not cached).
     pub(crate) fn magazine_blocks(&self, size: u64) -> usize {
         crate::cache::magazine_blocks(self.size(), size)
@@ -199,20 +224,51 @@ impl Segment {
         f(&t)
     }
 
-    /// Rebuilds the heap's derived data and empties the depot into it (a cut-short deposit or take
-    /// leaves depot blocks that no slot lists; all of them carry the depot's owner mark).
+    /// Rebuilds the heap's derived data and the slot table's free list, and empties the depot into
+    /// the heap (a cut-short deposit or take leaves depot blocks that no slot of it lists; all of
+    /// them carry the depot's owner mark).
     fn repair(&self, t: &Tlsf<'_>) -> Result<(), ShmError> {
         t.recover()?;
-        let in_depot: Vec<u64> = t
-            .walk()
-            .filter(|&(off, _, free)| {
-                !free && self.refcount(off).load(Ordering::Relaxed) == u64::from(DEPOT_OWNER) << 32
-            })
-            .map(|(off, _, _)| off)
-            .collect();
+        let mut in_use = Vec::new();
+        let mut in_depot = Vec::new();
+        for (off, _, free) in t.walk() {
+            if free {
+                continue;
+            }
+            let slot = self.slot_of(off);
+            if slot != NO_SLOT {
+                in_use.push(slot);
+            }
+            if self.block_rc(off).load(Ordering::Relaxed) == u64::from(DEPOT_OWNER) << 32 {
+                in_depot.push((off, slot));
+            }
+        }
+        self.slots().rebuild(&in_use);
         self.depot().clear();
-        for off in in_depot {
-            t.free(off)?;
+        for (off, slot) in in_depot {
+            self.free_to_heap(t, off, slot)?;
+        }
+        Ok(())
+    }
+
+    /// The slot of the used block at `off` (from its header), if it has a valid one.
+    fn slot_of(&self, off: u64) -> u32 {
+        let Ok(word) = self.tlsf().refcount_word(off) else { return NO_SLOT };
+        let h = word.load(Ordering::Acquire);
+        let slot = h as u32;
+        match self.slots().entry(slot) {
+            Some(e) if (h >> 32) as u32 == SLOTTED && e.offset == off => slot,
+            _ => NO_SLOT,
+        }
+    }
+
+    /// Returns a used block (and its slot) to the heap.
+    fn free_to_heap(&self, t: &Tlsf<'_>, off: u64, slot: u32) -> Result<(), ShmError> {
+        t.free(off)?;
+        // After the free: a crash in between leaves a slot no used block points to, which a
+        // rebuild frees; the other order could leave a used block pointing to a reused slot.
+        if slot != NO_SLOT {
+            self.slots().give_back(slot);
         }
         Ok(())
     }
@@ -231,7 +287,8 @@ impl Segment {
     /// `owner`, appended to `out`. A single block gets reference count 1. A cache refill
     /// (`count >= 2`) gets count 0 on every block (the cache marks the one it hands out), so a sweep
     /// after the owner's death can tell cached blocks from blocks in use; it takes a whole magazine
-    /// from the depot when one of the right size is there.
+    /// from the depot when one of the right size is there. Each block gets a slot while the table
+    /// has free ones.
     pub(crate) fn allocate(
         &self,
         size: u64,
@@ -241,50 +298,62 @@ impl Segment {
         out: &mut Vec<Block>,
     ) -> Result<(), ShmError> {
         let refill = count >= 2;
-        let cached = u64::from(owner) << 32;
+        let rc = (u64::from(owner) << 32) | u64::from(!refill);
         self.locked(|t| {
+            let slots = self.slots();
             if refill && align <= tlsf::ALIGN {
                 if let Some(need) = Tlsf::block_size_for(size, align) {
-                    let mut offsets = Vec::with_capacity(depot::BLOCKS);
-                    if let Some(bsize) = self.depot().take(need, tlsf::MIN_BLOCK, &mut offsets) {
-                        for off in offsets {
-                            self.refcount(off).store(cached, Ordering::Relaxed);
-                            out.push(Block { offset: off, delta: tlsf::HDR as u32, size: bsize });
+                    let mut taken = Vec::with_capacity(depot::BLOCKS);
+                    if let Some(bsize) = self.depot().take(need, tlsf::MIN_BLOCK, &mut taken) {
+                        for slot in taken.into_iter().map(|s| s as u32) {
+                            // Deposited blocks all have slots (see `free`); skip a damaged entry.
+                            let Some(e) = slots.entry(slot) else { continue };
+                            slots.rc(slot).store(rc, Ordering::Relaxed);
+                            out.push(Block { offset: e.offset, delta: tlsf::HDR as u32, size: bsize, slot });
                         }
                         return Ok(());
                     }
                 }
             }
             for _ in 0..count {
-                match t.alloc(size, align, owner)? {
-                    Some(b) => {
-                        if refill {
-                            // The allocator gave it count 1; its header line is hot, so this is cheap.
-                            self.refcount(b.offset).store(cached, Ordering::Relaxed);
-                        }
-                        out.push(b)
+                let Some(mut b) = t.alloc(size, align, owner)? else { break };
+                let entry = Entry { offset: b.offset, size: b.size, delta: u64::from(b.delta) };
+                match slots.take(entry, rc) {
+                    Some(slot) => {
+                        // The header line is hot: pointing it to the slot is cheap here.
+                        self.header_word(b.offset)
+                            .store((u64::from(SLOTTED) << 32) | u64::from(slot), Ordering::Release);
+                        b.slot = slot;
                     }
-                    None => break,
+                    None => self.header_word(b.offset).store(rc, Ordering::Relaxed),
                 }
+                out.push(b);
             }
             Ok(())
         })
     }
 
-    /// Frees blocks (reference count 0) under one lock: full magazines of one size go to the depot
-    /// for the next refill, the rest back to the heap. Wakes processes waiting for memory. Bad
-    /// offsets are logged and skipped (they come from a damaged or hostile peer).
-    pub(crate) fn free(&self, offsets: &[u64]) -> Result<(), ShmError> {
-        if offsets.is_empty() {
+    /// Frees blocks (reference count 0; `(offset, slot)`) under one lock: full magazines of one size
+    /// go to the depot for the next refill, the rest back to the heap. Wakes processes waiting for
+    /// memory. Bad offsets are logged and skipped (they come from a damaged or hostile peer).
+    pub(crate) fn free(&self, blocks: &[(u64, u32)]) -> Result<(), ShmError> {
+        if blocks.is_empty() {
             return Ok(());
         }
         let waiting = self.has_waiters();
         self.locked(|t| {
-            let mut sized: Vec<(u64, u64)> = Vec::with_capacity(offsets.len());
-            for &off in offsets {
-                match t.used_block(off) {
-                    Ok(size) => sized.push((size, off)),
-                    Err(e) => log::error!("segment {}: refusing to free block at {off}: {e}", self.id),
+            let slots = self.slots();
+            // (block size, offset, slot, data distance)
+            let mut sized: Vec<(u64, u64, u32, u64)> = Vec::with_capacity(blocks.len());
+            for &(off, slot) in blocks {
+                let known = if slot == NO_SLOT {
+                    t.used_block(off).ok().zip(t.delta(off).ok())
+                } else {
+                    slots.entry(slot).filter(|e| e.offset == off).map(|e| (e.size, e.delta))
+                };
+                match known {
+                    Some((size, delta)) => sized.push((size, off, slot, delta)),
+                    None => log::error!("segment {}: refusing to free block at {off}: not a used block", self.id),
                 }
             }
             sized.sort_unstable();
@@ -296,21 +365,21 @@ impl Segment {
                 let mut rest = group;
                 while !waiting && n >= 2 && rest.len() >= n {
                     let (mag, tail) = rest.split_at(n);
-                    if mag.iter().any(|&(_, off)| t.delta(off).ok() != Some(tlsf::HDR)) {
+                    if mag.iter().any(|&(_, _, slot, delta)| slot == NO_SLOT || delta != tlsf::HDR) {
                         break;
                     }
                     chunk.clear();
-                    chunk.extend(mag.iter().map(|&(_, off)| off));
-                    for &off in &chunk {
-                        self.refcount(off).store(u64::from(DEPOT_OWNER) << 32, Ordering::Relaxed);
+                    chunk.extend(mag.iter().map(|&(_, _, slot, _)| u64::from(slot)));
+                    for &(_, _, slot, _) in mag {
+                        slots.rc(slot).store(u64::from(DEPOT_OWNER) << 32, Ordering::Relaxed);
                     }
                     if !self.depot().put(size, &chunk, max_depot) {
                         break;
                     }
                     rest = tail;
                 }
-                for &(_, off) in rest {
-                    if let Err(e) = t.free(off) {
+                for &(_, off, slot, _) in rest {
+                    if let Err(e) = self.free_to_heap(t, off, slot) {
                         log::error!("segment {}: refusing to free block at {off}: {e}", self.id);
                     }
                 }
@@ -329,10 +398,13 @@ impl Segment {
             return Ok(());
         }
         self.locked(|t| {
-            let mut offsets = Vec::new();
-            while self.depot().take(0, u64::MAX, &mut offsets).is_some() {}
-            for off in offsets {
-                t.free(off)?;
+            let mut taken = Vec::new();
+            while self.depot().take(0, u64::MAX, &mut taken).is_some() {}
+            for slot in taken.into_iter().map(|s| s as u32) {
+                match self.slots().entry(slot) {
+                    Some(e) => self.free_to_heap(t, e.offset, slot)?,
+                    None => log::error!("segment {}: the depot lists slot {slot}, which holds no block", self.id),
+                }
             }
             Ok(())
         })?;
@@ -341,29 +413,86 @@ impl Segment {
     }
 
     /// Gives back the tail of a used block beyond `keep` bytes (header included).
-    pub(crate) fn shrink(&self, offset: u64, keep: u64) -> Result<(), ShmError> {
-        self.locked(|t| Ok(t.shrink(offset, keep).map(drop)?))
+    pub(crate) fn shrink(&self, offset: u64, slot: u32, keep: u64) -> Result<(), ShmError> {
+        self.locked(|t| {
+            let size = t.shrink(offset, keep)?;
+            if slot != NO_SLOT {
+                self.slots().resize(slot, size);
+            }
+            Ok(())
+        })
     }
 
-    /// The reference count word of a used block (low 32 bits: count; high: owner pid).
-    pub(crate) fn refcount(&self, offset: u64) -> &AtomicU64 {
+    /// Header word 2 of a block: its count and owner, or the slot that holds them.
+    fn header_word(&self, offset: u64) -> &AtomicU64 {
         &self.words()[(offset / 8 + 2) as usize]
     }
 
-    /// Checks that a peer's record names a used block of this segment whose user bytes lie inside it.
-    pub(crate) fn check_block(&self, offset: u64, delta: u32, size: u64) -> Result<(), crate::meta::MetaError> {
+    /// The count word of a block with a known slot (checked on receipt or set at allocation):
+    /// low 32 bits the count, high 32 the owner pid.
+    pub(crate) fn rc(&self, offset: u64, slot: u32) -> &AtomicU64 {
+        if slot == NO_SLOT {
+            self.header_word(offset)
+        } else {
+            self.slots().rc(slot)
+        }
+    }
+
+    /// The count word of a used block found by its offset alone (heap walks, region counts).
+    pub(crate) fn block_rc(&self, offset: u64) -> &AtomicU64 {
+        self.rc(offset, self.slot_of(offset))
+    }
+
+    /// The slot of a used block found by its offset alone (`NO_SLOT` if it has none).
+    pub(crate) fn slot_of_block(&self, offset: u64) -> u32 {
+        self.slot_of(offset)
+    }
+
+    /// Checks that a peer's record names a used block of this segment whose user bytes lie inside
+    /// it: through its slot when it names one (without touching the block), else through the header
+    /// (and then the block must have no slot: its header word is no count).
+    pub(crate) fn check_block(
+        &self,
+        offset: u64,
+        delta: u32,
+        size: u64,
+        slot: u32,
+    ) -> Result<(), crate::meta::MetaError> {
         let oob = crate::meta::MetaError::OutOfBounds { segment: self.id, offset, size };
         let data = offset.checked_add(u64::from(delta)).ok_or(oob.clone())?;
         let end = data.checked_add(size).ok_or(oob.clone())?;
         if offset < HEAP_START || offset % tlsf::ALIGN != 0 || u64::from(delta) < tlsf::HDR || end > self.heap_end {
             return Err(oob);
         }
-        let t = self.tlsf();
-        match t.used_block(offset) {
-            Ok(bsize) if end <= offset + bsize && t.delta(offset).ok() == Some(u64::from(delta)) => Ok(()),
-            Ok(_) => Err(oob),
-            Err(_) => Err(crate::meta::MetaError::NotABlock { segment: self.id, offset }),
+        let (bsize, bdelta) = if slot == NO_SLOT {
+            let t = self.tlsf();
+            let slotted = || (self.header_word(offset).load(Ordering::Acquire) >> 32) as u32 == SLOTTED;
+            match t.used_block(offset) {
+                Ok(bsize) if !slotted() => (bsize, t.delta(offset).ok()),
+                _ => return Err(crate::meta::MetaError::NotABlock { segment: self.id, offset }),
+            }
+        } else {
+            match self.slots().entry(slot) {
+                Some(e) if e.offset == offset => (e.size, Some(e.delta)),
+                _ => return Err(crate::meta::MetaError::NotABlock { segment: self.id, offset }),
+            }
+        };
+        if end <= offset + bsize && bdelta == Some(u64::from(delta)) {
+            Ok(())
+        } else {
+            Err(oob)
         }
+    }
+
+    /// [`Segment::check_block`] for a block named by its offset alone (a region message's shared
+    /// count): its slot, if any, is looked up in its header.
+    pub(crate) fn check_any_block(&self, offset: u64, delta: u32, size: u64) -> Result<(), crate::meta::MetaError> {
+        let slot = if offset >= HEAP_START && offset % tlsf::ALIGN == 0 && offset < self.heap_end {
+            self.slot_of(offset)
+        } else {
+            NO_SLOT
+        };
+        self.check_block(offset, delta, size, slot)
     }
 
     /// Address of the segment's first byte in this process (for region events).
@@ -377,8 +506,11 @@ impl Segment {
     }
 
     /// Size of a used block (for cache accounting).
-    pub(crate) fn block_size(&self, offset: u64) -> u64 {
-        self.tlsf().used_block(offset).unwrap_or(0)
+    pub(crate) fn block_size(&self, offset: u64, slot: u32) -> u64 {
+        match self.slots().entry(slot) {
+            Some(e) if e.offset == offset => e.size,
+            _ => self.tlsf().used_block(offset).unwrap_or(0),
+        }
     }
 
     /// Free bytes in the heap plus bytes of freed blocks in the depot, read without the lock (a
@@ -456,7 +588,7 @@ impl Segment {
         let r = self.locked(|t| {
             let owned = self.owned_blocks(t, pid);
             for &(off, _) in &owned {
-                t.free(off)?;
+                self.free_to_heap(t, off, self.slot_of(off))?;
             }
             Ok((owned.len() as u64, owned.iter().map(|b| b.1).sum()))
         })?;
@@ -469,6 +601,7 @@ impl Segment {
     pub fn reset_content(&self) -> Result<(), ShmError> {
         self.locked(|t| {
             self.depot().clear();
+            self.slots().clear();
             t.format();
             Ok(())
         })?;
@@ -482,7 +615,7 @@ impl Segment {
             Ok(t.walk()
                 .filter(|&(_, _, free)| !free)
                 .map(|(off, size, _)| {
-                    let rc = self.refcount(off).load(Ordering::Acquire);
+                    let rc = self.block_rc(off).load(Ordering::Acquire);
                     (off, size, (rc >> 32) as u32, rc as u32)
                 })
                 .collect())
@@ -496,11 +629,11 @@ impl Segment {
         let r = self.locked(|t| {
             let cached: Vec<(u64, u64)> = t
                 .walk()
-                .filter(|&(off, _, free)| !free && self.refcount(off).load(Ordering::Acquire) == u64::from(pid) << 32)
+                .filter(|&(off, _, free)| !free && self.block_rc(off).load(Ordering::Acquire) == u64::from(pid) << 32)
                 .map(|(off, size, _)| (off, size))
                 .collect();
             for &(off, _) in &cached {
-                t.free(off)?;
+                self.free_to_heap(t, off, self.slot_of(off))?;
             }
             Ok((cached.len() as u64, cached.iter().map(|b| b.1).sum()))
         })?;
@@ -512,7 +645,7 @@ impl Segment {
 
     fn owned_blocks(&self, t: &Tlsf<'_>, pid: u32) -> Vec<(u64, u64)> {
         t.walk()
-            .filter(|&(off, _, free)| !free && (self.refcount(off).load(Ordering::Acquire) >> 32) as u32 == pid)
+            .filter(|&(off, _, free)| !free && (self.block_rc(off).load(Ordering::Acquire) >> 32) as u32 == pid)
             .map(|(off, size, _)| (off, size))
             .collect()
     }

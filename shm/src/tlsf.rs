@@ -66,6 +66,8 @@ pub struct Block {
     pub delta: u32,
     /// Size of the whole block.
     pub size: u64,
+    /// Its slot in the segment's slot table (`slots::NO_SLOT`: none, the count is in the header).
+    pub slot: u32,
 }
 
 /// Allocator statistics.
@@ -328,7 +330,7 @@ impl<'a> Tlsf<'a> {
             bsize
         };
         self.c(C_USED_BLOCKS).fetch_add(1, Relaxed);
-        Ok(Some(Block { offset: off, delta: delta as u32, size: used }))
+        Ok(Some(Block { offset: off, delta: delta as u32, size: used, slot: crate::slots::NO_SLOT }))
     }
 
     /// Validates that `off` is a used block; returns its size.

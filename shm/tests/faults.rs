@@ -132,26 +132,32 @@ fn bad_metadata_is_rejected_and_nothing_breaks() {
 
     // A real block to corrupt records of.
     let good = t.new_message_from_slice(&[5u8; 256]).unwrap();
-    let fairmq_shm::meta::Record::Block { segment, offset, delta, size } = good.record() else { panic!() };
-    let enc = |segment: u16, offset: u64, delta: u32, size: u64| {
+    let fairmq_shm::meta::Record::Block { segment, offset, delta, size, slot } = good.record() else { panic!() };
+    assert_ne!(slot, u32::MAX, "a block of a default segment has a slot");
+    let enc_slot = |segment: u16, offset: u64, delta: u32, size: u64, slot: u32| {
         let mut v = Vec::new();
-        fairmq_shm::meta::encode_single(&fairmq_shm::meta::Record::Block { segment, offset, delta, size }, 0, &mut v);
+        let rec = fairmq_shm::meta::Record::Block { segment, offset, delta, size, slot };
+        fairmq_shm::meta::encode_single(&rec, 0, &mut v);
         v
     };
+    let enc = |segment: u16, offset: u64, delta: u32, size: u64| enc_slot(segment, offset, delta, size, slot);
     let mut frames: Vec<Vec<u8>> = vec![
         vec![],
         vec![1],
         vec![9, 1, 0, 0],
         b"hello from a zeromq peer".to_vec(),
-        enc(segment, offset, delta, 1 << 40),     // size beyond the segment
-        enc(segment, offset + 16, delta, size),   // not a block start
-        enc(segment, offset + 3, delta, size),    // misaligned
-        enc(segment, u64::MAX - 15, delta, size), // offset overflow
-        enc(segment, offset, 0, size),            // data inside the header
-        enc(segment, offset, delta + 4096, size), // delta not the block's
-        enc(77, offset, delta, size),             // unknown segment
-        enc(segment, 16, delta, size),            // inside the segment header
-        vec![1, 3, 0, 0, 0xff, 0xff, 0xff, 0x0f], // multipart claiming 268 M parts
+        enc(segment, offset, delta, 1 << 40),             // size beyond the segment
+        enc(segment, offset + 16, delta, size),           // not a block start
+        enc(segment, offset + 3, delta, size),            // misaligned
+        enc(segment, u64::MAX - 15, delta, size),         // offset overflow
+        enc(segment, offset, 0, size),                    // data inside the header
+        enc(segment, offset, delta + 4096, size),         // delta not the block's
+        enc(77, offset, delta, size),                     // unknown segment
+        enc(segment, 16, delta, size),                    // inside the segment header
+        enc_slot(segment, offset, delta, size, slot + 1), // another slot (free)
+        enc_slot(segment, offset, delta, size, u32::MAX), // no slot, but the block has one
+        enc_slot(segment, offset, delta, size, u32::MAX - 1), // a slot beyond the table
+        vec![2, 3, 0, 0, 0xff, 0xff, 0xff, 0x0f],         // multipart claiming 268 M parts
     ];
     // Random frames too (deterministic pseudo-random bytes).
     let mut x = 0x9e37_79b9_7f4a_7c15u64;
@@ -162,7 +168,7 @@ fn bad_metadata_is_rejected_and_nothing_breaks() {
                 x ^= x >> 7;
                 x ^= x << 17;
                 if i == 0 {
-                    1
+                    fairmq_shm::meta::VERSION
                 } else {
                     x as u8
                 }

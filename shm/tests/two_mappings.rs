@@ -65,7 +65,7 @@ proptest! {
             let mut ranges: Vec<(u16, u64, u64)> = live
                 .iter()
                 .filter_map(|(m, _)| match m.record() {
-                    Record::Block { segment, offset, delta, size } => {
+                    Record::Block { segment, offset, delta, size, .. } => {
                         let start = offset + u64::from(delta);
                         Some((segment, start, start + size))
                     }

@@ -1,0 +1,216 @@
+//! The segment's slot table: reference counts and validation data of used blocks, packed densely.
+//!
+//! A block's header sits at the block's start, so for large messages every header is on a page of
+//! its own, and a stream touches a new page (a TLB miss, often a cache miss from the other core) on
+//! every step: allocation, receipt, release, free. A slot keeps what those steps need (the count and
+//! owner, the block's offset, size and data distance) in 32 bytes of one table, and slots are reused
+//! last-freed-first, so a stream cycles through a few pages of it whatever the message size.
+//!
+//! A block gets a slot when it is carved from the heap (if one is free) and keeps it until it goes
+//! back to the heap; the depot holds slot numbers. The block's header word 2 then holds
+//! [`SLOTTED`]`<< 32 | slot` instead of the count, so a heap walk finds the slot of each block.
+//! Blocks without a slot (table full) keep their count in the header, as before.
+//!
+//! Entry words: `[count | owner << 32, block offset (0: slot free), block size (next free slot + 1
+//! when free), data distance]`. The free list and the high-water mark are changed under the segment
+//! lock only; after a process died holding it, [`Slots::rebuild`] derives both from the heap.
+
+use std::sync::atomic::{AtomicU64, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
+
+/// Owner value in a block header meaning "the count is in slot (low 32 bits)".
+pub const SLOTTED: u32 = u32::MAX - 1;
+/// A block without a slot.
+pub const NO_SLOT: u32 = u32::MAX;
+/// Bytes per slot.
+pub const SLOT_BYTES: u64 = 32;
+const SLOT_WORDS: usize = 4;
+/// At most this many slots per segment (32 MiB of table, sparse until used).
+const MAX_SLOTS: u64 = 1 << 20;
+
+/// Slots for a segment of `size` bytes: one per 4 KiB, none below 1 MiB (the table would cost a
+/// noticeable share of a tiny heap).
+pub fn count_for(size: u64) -> u32 {
+    if size < (1 << 20) {
+        0
+    } else {
+        (size / 4096).min(MAX_SLOTS) as u32
+    }
+}
+
+/// Bytes the table of a segment of `size` bytes occupies (whole pages).
+pub fn table_bytes(size: u64) -> u64 {
+    (u64::from(count_for(size)) * SLOT_BYTES).div_ceil(4096) * 4096
+}
+
+/// What a slot says about its block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entry {
+    /// Offset of the block header.
+    pub offset: u64,
+    /// Block size.
+    pub size: u64,
+    /// Distance from the header to the user data.
+    pub delta: u64,
+}
+
+/// A view of the slot table: entries from word `at`, `n` of them; free-list head and high-water
+/// mark in words `head` and `hw` (head holds slot + 1, 0 for none).
+#[derive(Clone, Copy)]
+pub struct Slots<'a> {
+    w: &'a [AtomicU64],
+    at: usize,
+    n: u32,
+    head: usize,
+    hw: usize,
+}
+
+impl<'a> Slots<'a> {
+    /// The table over `w`.
+    pub fn new(w: &'a [AtomicU64], at: usize, n: u32, head: usize, hw: usize) -> Self {
+        debug_assert!(at + n as usize * SLOT_WORDS <= w.len());
+        Slots { w, at, n, head, hw }
+    }
+
+    fn word(&self, slot: u32, i: usize) -> &'a AtomicU64 {
+        &self.w[self.at + slot as usize * SLOT_WORDS + i]
+    }
+
+    /// The count word of `slot` (`slot < len()` checked by the caller).
+    pub fn rc(&self, slot: u32) -> &'a AtomicU64 {
+        self.word(slot, 0)
+    }
+
+    /// The block `slot` describes, if it is in use (`None` also for a slot number out of range).
+    pub fn entry(&self, slot: u32) -> Option<Entry> {
+        if slot >= self.n {
+            return None;
+        }
+        let offset = self.word(slot, 1).load(Acquire);
+        (offset != 0).then(|| Entry {
+            offset,
+            size: self.word(slot, 2).load(Relaxed),
+            delta: self.word(slot, 3).load(Relaxed),
+        })
+    }
+
+    /// Takes a free slot for the block `e` with count word `rc` (under the segment lock).
+    pub fn take(&self, e: Entry, rc: u64) -> Option<u32> {
+        let head = self.w[self.head].load(Relaxed);
+        let slot = if head != 0 {
+            let s = (head - 1) as u32;
+            if s >= self.n {
+                return None; // damaged list: leave it to a rebuild, allocate without a slot
+            }
+            self.w[self.head].store(self.word(s, 2).load(Relaxed), Relaxed);
+            s
+        } else {
+            let hw = self.w[self.hw].load(Relaxed);
+            if hw >= u64::from(self.n) {
+                return None;
+            }
+            self.w[self.hw].store(hw + 1, Relaxed);
+            hw as u32
+        };
+        self.word(slot, 0).store(rc, Relaxed);
+        self.word(slot, 2).store(e.size, Relaxed);
+        self.word(slot, 3).store(e.delta, Relaxed);
+        self.word(slot, 1).store(e.offset, Release);
+        Some(slot)
+    }
+
+    /// Records a new size for the block of `slot` (it was shrunk).
+    pub fn resize(&self, slot: u32, size: u64) {
+        if slot < self.n {
+            self.word(slot, 2).store(size, Relaxed);
+        }
+    }
+
+    /// Returns `slot` to the free list (under the segment lock; its block is back in the heap).
+    pub fn give_back(&self, slot: u32) {
+        if slot >= self.n {
+            return;
+        }
+        self.word(slot, 1).store(0, Release);
+        self.word(slot, 2).store(self.w[self.head].load(Relaxed), Relaxed);
+        self.w[self.head].store(u64::from(slot) + 1, Relaxed);
+    }
+
+    /// Empties the table (the heap was formatted).
+    pub fn clear(&self) {
+        self.w[self.head].store(0, Relaxed);
+        self.w[self.hw].store(0, Relaxed);
+    }
+
+    /// Rebuilds the free list after a process died holding the lock: `in_use` lists the slots that
+    /// used blocks point to (already checked against their entries); every other slot below the
+    /// high-water mark is free.
+    pub fn rebuild(&self, in_use: &[u32]) {
+        let hw = self.w[self.hw].load(Relaxed).min(u64::from(self.n)) as u32;
+        self.w[self.hw].store(u64::from(hw), Relaxed);
+        let mut used = vec![false; hw as usize];
+        for &s in in_use {
+            if s < hw {
+                used[s as usize] = true;
+            }
+        }
+        self.w[self.head].store(0, Relaxed);
+        for s in (0..hw).rev().filter(|&s| !used[s as usize]) {
+            self.give_back(s);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(n: u32) -> Vec<AtomicU64> {
+        (0..2 + n as usize * SLOT_WORDS).map(|_| AtomicU64::new(0)).collect()
+    }
+
+    #[test]
+    fn take_give_back_and_reuse_last_freed_first() {
+        let w = table(3);
+        let s = Slots::new(&w, 2, 3, 0, 1);
+        let e = |o| Entry { offset: o, size: 96, delta: 32 };
+        assert_eq!(s.take(e(4096), 7), Some(0));
+        assert_eq!(s.take(e(8192), 7), Some(1));
+        assert_eq!(s.take(e(12288), 7), Some(2));
+        assert_eq!(s.take(e(16384), 7), None, "table full");
+        assert_eq!(s.entry(1), Some(e(8192)));
+        assert_eq!(s.rc(1).load(Relaxed), 7);
+        s.give_back(1);
+        s.give_back(0);
+        assert_eq!(s.entry(1), None, "a free slot describes no block");
+        assert_eq!(s.take(e(20480), 1), Some(0), "last freed first");
+        assert_eq!(s.take(e(24576), 1), Some(1));
+        assert_eq!(s.entry(3), None, "out of range");
+    }
+
+    #[test]
+    fn rebuild_frees_what_no_block_uses() {
+        let w = table(4);
+        let s = Slots::new(&w, 2, 4, 0, 1);
+        for o in 1..=4 {
+            s.take(Entry { offset: o * 4096, size: 64, delta: 32 }, 0).unwrap();
+        }
+        w[0].store(99, Relaxed); // a damaged head
+        s.rebuild(&[1, 3]);
+        assert_eq!(s.entry(1).map(|e| e.offset), Some(8192));
+        assert_eq!(s.entry(0), None);
+        let mut got =
+            vec![s.take(Entry { offset: 1, size: 1, delta: 1 }, 0), s.take(Entry { offset: 1, size: 1, delta: 1 }, 0)];
+        got.sort();
+        assert_eq!(got, [Some(0), Some(2)]);
+        assert_eq!(s.take(Entry { offset: 1, size: 1, delta: 1 }, 0), None);
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(count_for(1 << 19), 0);
+        assert_eq!(count_for(2 << 30), 1 << 19);
+        assert_eq!(count_for(1 << 40), 1 << 20);
+        assert_eq!(table_bytes(2 << 30), 16 << 20);
+        assert_eq!(table_bytes(0), 0);
+    }
+}
