@@ -112,7 +112,8 @@ impl Cache {
 
     /// Files a block this process released (reference count reached 0). `own` says whether it lies in
     /// the segment this process allocates from.
-    /// `wanted`: some process waits for memory, so nothing is kept back.
+    /// `wanted`: some process waits for memory, so nothing is kept in a magazine and deferred frees
+    /// go back as soon as they make a magazine of this block's size.
     pub fn release(&mut self, seg: &Segment, block: Block, own: bool, wanted: bool) -> Released {
         if own && !wanted && u64::from(block.delta) == HDR {
             if let Some(m) = self
@@ -126,9 +127,10 @@ impl Cache {
         }
         self.deferred_bytes += block.size;
         self.deferred.push((seg.id(), block.offset, block.slot));
-        Released::Deferred(
-            wanted || self.deferred.len() >= DEFERRED_BLOCKS || self.deferred_bytes >= self.deferred_limit,
-        )
+        // A process waits for memory: give back soon, but a whole magazine at a time when blocks
+        // of one size stream through (the waiter's next refill takes it from the depot as it is).
+        let soon = wanted && self.deferred.len() >= seg.magazine_blocks(block.size).max(1);
+        Released::Deferred(soon || self.deferred.len() >= DEFERRED_BLOCKS || self.deferred_bytes >= self.deferred_limit)
     }
 
     /// Takes the deferred frees (to be freed outside the cache lock).

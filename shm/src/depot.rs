@@ -61,21 +61,35 @@ impl<'a> Depot<'a> {
         self.word(1).load(Relaxed)
     }
 
-    /// Stores a magazine of `offsets` (all blocks of `size` bytes) if a slot is free and the depot
-    /// would hold at most `max_bytes`. The count is committed last.
+    /// Stores a magazine of `offsets` (all blocks of `size` bytes) if the depot would hold at most
+    /// `max_bytes`: appended to a magazine of the same size that has room (short magazines, from a
+    /// receiver that freed what it had before blocking, would otherwise use up the slots), else in a
+    /// free slot. The count is committed last.
     pub fn put(&self, size: u64, offsets: &[u64], max_bytes: u64) -> bool {
         let n = self.len();
         let bytes = size * offsets.len() as u64;
-        if n == SLOTS || offsets.is_empty() || offsets.len() > BLOCKS || self.bytes() + bytes > max_bytes {
+        if offsets.is_empty() || offsets.len() > BLOCKS || self.bytes() + bytes > max_bytes {
             return false;
         }
-        self.slot(n, 0).store(size, Relaxed);
-        self.slot(n, 1).store(offsets.len() as u64, Relaxed);
+        let count = |s: usize| (self.slot(s, 1).load(Relaxed) as usize).min(BLOCKS);
+        let joined =
+            (0..n).rev().find(|&s| self.slot(s, 0).load(Relaxed) == size && count(s) + offsets.len() <= BLOCKS);
+        let (s, at) = match joined {
+            Some(s) => (s, count(s)),
+            None if n < SLOTS => {
+                self.slot(n, 0).store(size, Relaxed);
+                (n, 0)
+            }
+            None => return false,
+        };
         for (i, &o) in offsets.iter().enumerate() {
-            self.slot(n, 2 + i).store(o, Relaxed);
+            self.slot(s, 2 + at + i).store(o, Relaxed);
         }
         self.word(1).fetch_add(bytes, Relaxed);
-        self.word(0).store(n as u64 + 1, Release);
+        self.slot(s, 1).store((at + offsets.len()) as u64, Release);
+        if s == n {
+            self.word(0).store(n as u64 + 1, Release);
+        }
         true
     }
 
@@ -120,16 +134,18 @@ mod tests {
         assert!(d.put(128, &[300], 1 << 20));
         assert!(!d.put(64, &[1; 40], 1 << 20), "too many blocks for a slot");
         assert!(!d.put(1 << 20, &[1, 2], 1 << 20), "over the byte limit");
-        assert_eq!((d.len(), d.bytes()), (2, 256));
+        assert!(d.put(64, &[400], 1 << 20), "joins the first magazine of its size");
+        assert_eq!((d.len(), d.bytes()), (2, 320));
         let mut out = Vec::new();
         assert_eq!(d.take(64, 48, &mut out), Some(64));
-        assert_eq!(out, [100, 200]);
+        assert_eq!(out, [100, 200, 400]);
         assert_eq!(d.take(64, 48, &mut out), None, "128 is not within the slack of 64");
         assert_eq!(d.take(100, 48, &mut out), Some(128));
         assert!(d.is_empty() && d.bytes() == 0);
         for i in 0..SLOTS as u64 {
-            assert!(d.put(64, &[i], u64::MAX));
+            assert!(d.put(64 + i * 16, &[i; BLOCKS], u64::MAX));
         }
-        assert!(!d.put(64, &[0], u64::MAX), "all slots taken");
+        assert!(!d.put(64, &[0], u64::MAX), "all slots taken, each full");
+        assert!(!d.put(4096, &[0], u64::MAX), "all slots taken");
     }
 }

@@ -196,14 +196,20 @@ impl Manager {
         let bad_alloc = || ShmError::BadAlloc { size, alignment: align.max(16), free: self.own.stats().free };
         let mut attempts = 0;
         loop {
-            // What this process holds in its caches, and the depot, are the first places to find room.
-            self.flush(true);
-            if let Err(e) = self.own.drain_depot() {
-                log::error!("could not empty the depot: {e}");
-            }
+            // What this process holds in its caches, and the depot, are the first places to find
+            // room: a magazine of our size in the depot serves as it is, others go back to the heap.
             let epoch = self.own.epoch();
+            self.flush(true);
             if let Some(b) = self.try_allocate(size64, align64, need)? {
                 return Ok(b);
+            }
+            if self.own.depot_bytes() > 0 {
+                if let Err(e) = self.own.drain_depot() {
+                    log::error!("could not empty the depot: {e}");
+                }
+                if let Some(b) = self.try_allocate(size64, align64, need)? {
+                    return Ok(b);
+                }
             }
             attempts += 1;
             if policy.max_attempts >= 0 && attempts >= policy.max_attempts {
@@ -230,7 +236,7 @@ impl Manager {
                 }
             }
             // Woken early by any free in the segment, or by an interrupt of this transport.
-            self.own.wait_for_free(epoch, policy.interval);
+            self.own.wait_for_free(epoch, policy.interval, need);
             if self.interrupter.is_interrupted() {
                 return Err(bad_alloc());
             }

@@ -3,7 +3,7 @@
 //!
 //! | bytes | content |
 //! |---|---|
-//! | 0..128 | header words: magic, layout version, size, heap bounds, id, free epoch (futex), waiters, recoveries, slot table place, slots, free slot list, slots ever used |
+//! | 0..128 | header words: magic, layout version, size, heap bounds, id, free epoch (futex), waiters, recoveries, slot table place, slots, free slot list, slots ever used, block size the waiters need |
 //! | 128..192 | the robust process-shared mutex guarding the heap |
 //! | 192.. | TLSF control words |
 //! | 8192.. | the depot of freed magazines (see `depot`) |
@@ -37,6 +37,7 @@ const W_SLOTS_AT: usize = 9;
 const W_NSLOTS: usize = 10;
 const W_SLOT_HEAD: usize = 11;
 const W_SLOT_HW: usize = 12;
+const W_WANT: usize = 13;
 const MUTEX_AT: usize = 128;
 const CTL_WORD: usize = (MUTEX_AT + MUTEX_BYTES) / 8;
 const DEPOT_WORD: usize = 8192 / 8;
@@ -333,8 +334,8 @@ impl Segment {
         })
     }
 
-    /// Frees blocks (reference count 0; `(offset, slot)`) under one lock: full magazines of one size
-    /// go to the depot for the next refill, the rest back to the heap. Wakes processes waiting for
+    /// Frees blocks (reference count 0; `(offset, slot)`) under one lock: blocks of a cached size go
+    /// to the depot in magazines for the next refill, the rest back to the heap. Wakes processes waiting for
     /// memory. Bad offsets are logged and skipped (they come from a damaged or hostile peer).
     pub(crate) fn free(&self, blocks: &[(u64, u32)]) -> Result<(), ShmError> {
         if blocks.is_empty() {
@@ -343,6 +344,8 @@ impl Segment {
         let waiting = self.has_waiters();
         self.locked(|t| {
             let slots = self.slots();
+            // A waiter for another size needs the heap's merged free space, not magazines.
+            let deposit = |size: u64| !waiting || self.waiters_take(size);
             // (block size, offset, slot, data distance)
             let mut sized: Vec<(u64, u64, u32, u64)> = Vec::with_capacity(blocks.len());
             for &(off, slot) in blocks {
@@ -357,14 +360,16 @@ impl Segment {
                 }
             }
             sized.sort_unstable();
-            let max_depot = self.size() / 16;
+            let max_depot = self.size() / 4;
             let mut chunk = Vec::with_capacity(depot::BLOCKS);
             for group in sized.chunk_by(|a, b| a.0 == b.0) {
                 let size = group[0].0;
                 let n = self.magazine_blocks(size);
                 let mut rest = group;
-                while !waiting && n >= 2 && rest.len() >= n {
-                    let (mag, tail) = rest.split_at(n);
+                // Whole magazines, and the rest of the group as a shorter one (a receiver that is
+                // about to block frees what it has, and the sender's refill takes it as it is).
+                while deposit(size) && n >= 2 && !rest.is_empty() {
+                    let (mag, tail) = rest.split_at(n.min(rest.len()));
                     if mag.iter().any(|&(_, _, slot, delta)| slot == NO_SLOT || delta != tlsf::HDR) {
                         break;
                     }
@@ -390,6 +395,11 @@ impl Segment {
             self.wake_waiters();
         }
         Ok(())
+    }
+
+    /// Bytes of freed blocks waiting in the depot.
+    pub(crate) fn depot_bytes(&self) -> u64 {
+        self.depot().bytes()
     }
 
     /// Returns every block of the depot to the heap (out of memory, explicit flush, zeroing).
@@ -556,12 +566,24 @@ impl Segment {
         futex::low32(&self.words()[W_EPOCH])
     }
 
-    /// Waits until a free happens or `timeout` passes (or `wake_waiters` is called).
-    pub(crate) fn wait_for_free(&self, seen_epoch: u32, timeout: Duration) {
-        let waiters = &self.words()[W_WAITERS];
-        waiters.fetch_add(1, Ordering::AcqRel);
+    /// Waits until a free happens or `timeout` passes (or `wake_waiters` is called); `need` is the
+    /// block size the caller waits for.
+    pub(crate) fn wait_for_free(&self, seen_epoch: u32, timeout: Duration, need: u64) {
+        let (waiters, want) = (&self.words()[W_WAITERS], &self.words()[W_WANT]);
+        if waiters.fetch_add(1, Ordering::AcqRel) == 0 {
+            want.store(need, Ordering::Release);
+        } else if want.load(Ordering::Acquire) != need {
+            want.store(0, Ordering::Release); // waiters for different sizes: wants anything
+        }
         futex::wait(&self.words()[W_EPOCH], seen_epoch, timeout);
         waiters.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// Whether a process waiting for memory could use a magazine of `size`-byte blocks from the
+    /// depot (it waits for exactly that size class), so frees may keep them together for it.
+    fn waiters_take(&self, size: u64) -> bool {
+        let want = self.words()[W_WANT].load(Ordering::Acquire);
+        size >= want && size < want + tlsf::MIN_BLOCK
     }
 
     /// Whether some process waits for memory in this segment.

@@ -6,7 +6,7 @@
 //!   and clean-up of shared memory.
 //! - [`systems`]: one module per system (fairmq-shm, fairmq-zmq, bare zmq, iceoryx2), all built on
 //!   the shared loops of [`workload`].
-//! - [`sections`]: the tables: throughput, latency, parts, senders, allocator.
+//! - [`sections`]: the tables: throughput, flatness against size, latency, parts, senders, allocator.
 //! - [`report`]: summaries and formatting.
 
 pub mod options;
@@ -40,6 +40,7 @@ pub fn run(o: &Options) -> Result<(), Box<dyn std::error::Error>> {
             Section::Parts => sections::scaling::parts(&mut runner, o, &chosen, missing_iceoryx2),
             Section::Senders => sections::scaling::senders(&mut runner, o, &chosen, missing_iceoryx2),
             Section::Alloc => sections::alloc::run(o),
+            Section::Flat => sections::flat::run(&mut runner, o),
         }
     }
     Ok(())

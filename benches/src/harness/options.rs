@@ -33,7 +33,7 @@ pub enum RoleCommand {
 #[derive(Args, Debug, Clone)]
 pub struct Options {
     /// Sections to run, comma separated.
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "throughput,latency,parts,senders,alloc")]
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "throughput,flat,latency,parts,senders,alloc")]
     pub sections: Vec<Section>,
     /// Systems to compare, comma separated (fairmq-shm is the reference of the ratios).
     #[arg(long, value_enum, value_delimiter = ',', default_value = "fairmq-shm,fairmq-zmq,bare-zmq,iceoryx2")]
@@ -106,6 +106,8 @@ pub enum Section {
     Senders,
     /// Allocator time against segment fragmentation.
     Alloc,
+    /// fairmq-shm messages/s against payload size, sizes interleaved.
+    Flat,
 }
 
 /// A system under test.
