@@ -360,7 +360,6 @@ impl Segment {
                 }
             }
             sized.sort_unstable();
-            let max_depot = self.size() / 4;
             let mut chunk = Vec::with_capacity(depot::BLOCKS);
             for group in sized.chunk_by(|a, b| a.0 == b.0) {
                 let size = group[0].0;
@@ -378,7 +377,7 @@ impl Segment {
                     for &(_, _, slot, _) in mag {
                         slots.rc(slot).store(u64::from(DEPOT_OWNER) << 32, Ordering::Relaxed);
                     }
-                    if !self.depot().put(size, &chunk, max_depot) {
+                    if !self.depot().put(size, &chunk) {
                         break;
                     }
                     rest = tail;
