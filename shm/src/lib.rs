@@ -1,6 +1,6 @@
 //! # fairmq-shm: FairMQ's shared-memory transport
 //!
-//! Payloads live in a shared-memory segment; only a 24-byte metadata record per message travels over
+//! Payloads live in a shared-memory segment; only a 28-byte metadata record per message travels over
 //! a ZeroMQ socket, so sending 16 MiB costs what sending 64 B does.
 //!
 //! - A session (`--session`) names its objects `fmqrs_<shmId>_*` under `/dev/shm` (see [`shm_id`]).
@@ -8,7 +8,10 @@
 //! - The segment's allocator (TLSF, O(1), coalescing) is shared by all processes of the session and
 //!   survives a process killed while holding its lock.
 //! - Blocks are reference counted in shared memory: [`Message::copy_from`] shares a block across
-//!   processes without copying it; the last holder frees it.
+//!   processes without copying it; the last holder frees it. The counts (and what a receiver checks
+//!   a record against) sit in a dense slot table, not in the blocks, so no step of a transfer
+//!   touches the pages of a large payload; freed blocks of a stream's size cycle through the
+//!   segment's depot back to the sender without going through the heap.
 //! - Metadata from peers is validated (segment known, block live, bounds) before use.
 //! - Sockets, timeouts, interruption, counters and pollers behave as in `fairmq-zmq`.
 //!

@@ -176,7 +176,7 @@ fn main() {
             let (q1, med, q3) = quartiles(ratio);
             println!(
                 "| {proto} | {} | {} | {} | {med:.3} ({q1:.3}-{q3:.3}) |",
-                if size >= 1024 { format!("{} KiB", size / 1024) } else { format!("{size} B") },
+                fairmq_benches::harness::report::size(size),
                 fmt_time(quartiles(tb).1),
                 fmt_time(quartiles(tf).1),
             );

@@ -3,13 +3,14 @@
 //! the way a row of the throughput table compares systems. Each run's rate of a size is divided by
 //! the same run's rate at the first size; the table shows the median of those ratios.
 
-use super::super::options::{Options, System};
+use super::super::options::{Mode, Options, System};
 use super::super::report::{self, Summary};
 use super::super::spawn::Runner;
 
-/// Prints one table per mode.
+/// Prints the table, in FairMQ's benchmark mode only: in `touch` mode the bytes are moved, so the
+/// rate follows the memory bandwidth, not the per-message cost this section is about.
 pub fn run(runner: &mut Runner, o: &Options) {
-    for &mode in &o.modes {
+    for mode in o.modes.iter().copied().filter(|&m| m == Mode::Fairmq) {
         println!(
             "\n### fairmq-shm against payload size, mode `{}`, sizes interleaved: {} runs of {} s per size, segment {}",
             mode.name(),
