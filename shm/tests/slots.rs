@@ -116,3 +116,41 @@ fn a_repair_keeps_the_slots_of_live_blocks() {
     t.check_segment().unwrap();
     assert_eq!(t.segment_stats().free, free0, "nothing lost or freed twice across the repair");
 }
+
+#[test]
+fn blocks_kept_in_the_depot_never_make_another_size_fail() {
+    let s = Session::new("depotfull");
+    let small = |id: &str| {
+        let mut c = s.config(id);
+        c.segment_size = 8 << 20;
+        Transport::new(&c).unwrap() // default policy: one attempt, then an error
+    };
+    let (tx, rx) = (small("tx"), small("rx"));
+    let free0 = tx.segment_stats().free;
+    // A stream of 64 KiB messages: the receiver frees them (in batches, as they go) into the
+    // session's segment, whose depot keeps them for the sender's next refill.
+    let addr = s.ipc("stream");
+    let pull = rx.socket(SocketType::Pull, "in").unwrap();
+    pull.bind(&addr).unwrap();
+    let push = tx.socket(SocketType::Push, "out").unwrap();
+    push.connect(&addr).unwrap();
+    let mut held = Vec::new();
+    for _ in 0..96 {
+        let mut m = tx.new_message_with_size(64 << 10).unwrap();
+        push.send(&mut m, 10_000).unwrap();
+        let mut r = rx.new_message();
+        pull.receive(&mut r, 10_000).unwrap();
+        held.push(r);
+    }
+    drop(held);
+    let cached = tx.segment_stats().cached;
+    assert!(cached >= 64 * (64 << 10), "the depot keeps the stream's blocks: {cached} bytes");
+    // Most of the segment in one piece: only there once the depot went back to the heap.
+    let big = tx.new_message_with_size(6 << 20).expect("the depot gives way to another size");
+    assert_eq!(tx.segment_stats().cached, 0);
+    drop(big);
+    rx.flush();
+    tx.flush();
+    tx.check_segment().unwrap();
+    assert_eq!(tx.segment_stats().free, free0, "every block back in the heap");
+}
