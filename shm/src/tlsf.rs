@@ -16,7 +16,7 @@
 //! |---|---|---|
 //! | 0 | offset of the previous physical block (0: first) | same |
 //! | 1 | size in bytes, bit 0 clear | size, bit 0 set (`FREE`) |
-//! | 2 | reference count (low 32 bits), owner pid (high 32) | next free block (0: none) |
+//! | 2 | reference count (low 32 bits), owner pid (high 32); or, for a block with a slot in the segment's slot table, a mark and the slot number (see `slots`) | next free block (0: none) |
 //! | 3 | distance from block start to user data (low 32), check tag of the offset (high 32) | previous free block (0: none) |
 //!
 //! The check tag lets `free` refuse an offset that is not the start of a used block (a peer's bug),
