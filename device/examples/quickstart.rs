@@ -177,6 +177,10 @@ fn orchestrate(args: &[String]) -> ExitCode {
         c.args(["--messages", &count, "--msg-size", &size, "--channel-config"]).args(chans);
         c.spawn().expect("spawn device")
     };
+    // The senders' linger: how long a device that ends keeps delivering what it queued. FairMQ's
+    // default (500 ms) drops the tail of the stream when the receiver is held up longer (a loaded
+    // machine, a debug build); the guide's remedy is a linger that covers the slowest drain.
+    let linger = "linger=10000";
     let mut devices = [
         ("sink", spawn("sink", "sink1", &[format!("name=data,type=pull,method=bind,address={b},rateLogging=0")])),
         (
@@ -186,13 +190,17 @@ fn orchestrate(args: &[String]) -> ExitCode {
                 "processor1",
                 &[
                     format!("name=in,type=pull,method=bind,address={a},rateLogging=0"),
-                    format!("name=out,type=push,method=connect,address={b},rateLogging=0"),
+                    format!("name=out,type=push,method=connect,address={b},rateLogging=0,{linger}"),
                 ],
             ),
         ),
         (
             "sampler",
-            spawn("sampler", "sampler1", &[format!("name=data,type=push,method=connect,address={a},rateLogging=0")]),
+            spawn(
+                "sampler",
+                "sampler1",
+                &[format!("name=data,type=push,method=connect,address={a},rateLogging=0,{linger}")],
+            ),
         ),
     ];
     let interrupted = Arc::new(AtomicBool::new(false));
