@@ -48,7 +48,7 @@ fn multipart(c: &mut Criterion) {
     for n in [8u64, 64] {
         g.throughput(Throughput::Elements(n));
         let records: Vec<Record> = (0..n).map(block).collect();
-        let mut buf = Vec::with_capacity(8 + 24 * n as usize);
+        let mut buf = Vec::with_capacity(fairmq_shm::meta::MULTI_LEN + fairmq_shm::meta::BLOCK_LEN * n as usize);
         g.bench_with_input(BenchmarkId::new("encode", n), &records, |b, records| {
             b.iter(|| {
                 encode_parts(black_box(records).iter().copied(), 0, &mut buf);

@@ -78,7 +78,6 @@ impl Device for Sampler {
             }
             // Pieces of a message the transport kept (a failed send) are acknowledged when dropped.
             let _ = ctx.send_parts(&mut parts, &self.chan, 0);
-            drop(parts);
             n += 1;
             if self.max > 0 && n >= self.max {
                 log::info!("Configured maximum number of iterations reached. Leaving RUNNING state.");

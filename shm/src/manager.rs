@@ -203,13 +203,14 @@ impl Manager {
             if let Some(b) = self.try_allocate(size64, align64, need)? {
                 return Ok(b);
             }
-            if self.own.depot_bytes() > 0 {
-                if let Err(e) = self.own.drain_depot() {
-                    log::error!("could not empty the depot: {e}");
+            match self.own.drain_depot() {
+                Ok(true) => {
+                    if let Some(b) = self.try_allocate(size64, align64, need)? {
+                        return Ok(b);
+                    }
                 }
-                if let Some(b) = self.try_allocate(size64, align64, need)? {
-                    return Ok(b);
-                }
+                Ok(false) => {}
+                Err(e) => log::error!("could not empty the depot: {e}"),
             }
             attempts += 1;
             if policy.max_attempts >= 0 && attempts >= policy.max_attempts {
@@ -261,17 +262,21 @@ impl Manager {
 
     fn try_allocate(&self, size: u64, align: u64, need: u64) -> Result<Option<Block>, ShmError> {
         let mut cache = self.cache.lock();
+        // A cached block first: the common case needs nothing else (magazines hold blocks of the
+        // heap's own alignment only).
+        if align <= crate::tlsf::ALIGN {
+            if let Some(b) = cache.take(need) {
+                drop(cache);
+                self.own.rc(b.offset, b.slot).store((u64::from(self.pid) << 32) | 1, Ordering::Release);
+                return Ok(Some(b));
+            }
+        }
         let Some(refill) = cache.refill_count(need, align) else {
             drop(cache);
             let mut out = Vec::with_capacity(1);
             self.own.allocate(size, align, self.pid, 1, &mut out)?;
             return Ok(out.pop());
         };
-        if let Some(b) = cache.take(need) {
-            drop(cache);
-            self.own.rc(b.offset, b.slot).store((u64::from(self.pid) << 32) | 1, Ordering::Release);
-            return Ok(Some(b));
-        }
         let mut out = Vec::with_capacity(refill.max(crate::depot::BLOCKS));
         self.own.allocate(size, align, self.pid, refill, &mut out)?;
         // Refilled blocks carry no reference, only our pid (if we die, a sweep frees exactly

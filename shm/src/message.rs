@@ -387,7 +387,7 @@ impl Message {
             }
             Body::Region(p) => {
                 if let Some(h) = p.rc.get() {
-                    let slot = self.mgr.mapped(h.segment).slot_of_block(h.offset);
+                    let slot = self.mgr.mapped(h.segment).slot_of(h.offset);
                     if !self.drop_block_reference(h.segment, h.offset, u32::from(h.delta), slot) {
                         return; // other messages still refer to the piece
                     }

@@ -240,7 +240,7 @@ impl Segment {
             if slot != NO_SLOT {
                 in_use.push(slot);
             }
-            if self.block_rc(off).load(Ordering::Relaxed) == u64::from(DEPOT_OWNER) << 32 {
+            if self.rc(off, slot).load(Ordering::Relaxed) == u64::from(DEPOT_OWNER) << 32 {
                 in_depot.push((off, slot));
             }
         }
@@ -252,8 +252,10 @@ impl Segment {
         Ok(())
     }
 
-    /// The slot of the used block at `off` (from its header), if it has a valid one.
-    fn slot_of(&self, off: u64) -> u32 {
+    /// The slot of the used block at `off` (from its header), `NO_SLOT` if it has no valid one
+    /// (any offset is safe: words outside the mapping read as no slot, and a slot counts only when
+    /// its entry names `off`).
+    pub(crate) fn slot_of(&self, off: u64) -> u32 {
         let Ok(word) = self.tlsf().refcount_word(off) else { return NO_SLOT };
         let h = word.load(Ordering::Acquire);
         let slot = h as u32;
@@ -396,15 +398,11 @@ impl Segment {
         Ok(())
     }
 
-    /// Bytes of freed blocks waiting in the depot.
-    pub(crate) fn depot_bytes(&self) -> u64 {
-        self.depot().bytes()
-    }
-
-    /// Returns every block of the depot to the heap (out of memory, explicit flush, zeroing).
-    pub(crate) fn drain_depot(&self) -> Result<(), ShmError> {
+    /// Returns every block of the depot to the heap (out of memory, explicit flush, zeroing);
+    /// false when the depot was empty.
+    pub(crate) fn drain_depot(&self) -> Result<bool, ShmError> {
         if self.depot().is_empty() {
-            return Ok(());
+            return Ok(false);
         }
         self.locked(|t| {
             let mut taken = Vec::new();
@@ -418,7 +416,7 @@ impl Segment {
             Ok(())
         })?;
         self.wake_waiters();
-        Ok(())
+        Ok(true)
     }
 
     /// Gives back the tail of a used block beyond `keep` bytes (header included).
@@ -450,11 +448,6 @@ impl Segment {
     /// The count word of a used block found by its offset alone (heap walks, region counts).
     pub(crate) fn block_rc(&self, offset: u64) -> &AtomicU64 {
         self.rc(offset, self.slot_of(offset))
-    }
-
-    /// The slot of a used block found by its offset alone (`NO_SLOT` if it has none).
-    pub(crate) fn slot_of_block(&self, offset: u64) -> u32 {
-        self.slot_of(offset)
     }
 
     /// Checks that a peer's record names a used block of this segment whose user bytes lie inside
@@ -496,12 +489,7 @@ impl Segment {
     /// [`Segment::check_block`] for a block named by its offset alone (a region message's shared
     /// count): its slot, if any, is looked up in its header.
     pub(crate) fn check_any_block(&self, offset: u64, delta: u32, size: u64) -> Result<(), crate::meta::MetaError> {
-        let slot = if offset >= HEAP_START && offset % tlsf::ALIGN == 0 && offset < self.heap_end {
-            self.slot_of(offset)
-        } else {
-            NO_SLOT
-        };
-        self.check_block(offset, delta, size, slot)
+        self.check_block(offset, delta, size, self.slot_of(offset))
     }
 
     /// Address of the segment's first byte in this process (for region events).

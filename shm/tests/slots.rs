@@ -17,9 +17,17 @@ fn slot_of(m: &fairmq_shm::Message) -> u32 {
     }
 }
 
-/// Sends `n` messages of 64 bytes (each filled with its number) from `tx` to `rx` over ipc and
+/// A transport of session `s` whose segment has `segment_size` bytes (default policy: one
+/// allocation attempt, then an error).
+fn transport(s: &Session, id: &str, segment_size: u64) -> Transport {
+    let mut c = s.config(id);
+    c.segment_size = segment_size;
+    Transport::new(&c).unwrap()
+}
+
+/// Sends `n` messages of `size` bytes (each filled with its number) from `tx` to `rx` over ipc and
 /// returns them received, all alive at once.
-fn send_and_hold(s: &Session, tx: &Transport, rx: &Transport, n: usize) -> Vec<fairmq_shm::Message> {
+fn send_and_hold(s: &Session, tx: &Transport, rx: &Transport, n: usize, size: usize) -> Vec<fairmq_shm::Message> {
     let addr = s.ipc("held");
     let pull = rx.socket(SocketType::Pull, "in").unwrap();
     pull.bind(&addr).unwrap();
@@ -27,7 +35,7 @@ fn send_and_hold(s: &Session, tx: &Transport, rx: &Transport, n: usize) -> Vec<f
     push.connect(&addr).unwrap();
     let mut got = Vec::new();
     for i in 0..n {
-        let mut m = tx.new_message_from_slice(&[i as u8; 64]).unwrap();
+        let mut m = tx.new_message_from_slice(&vec![i as u8; size]).unwrap();
         push.send(&mut m, 10_000).unwrap();
         let mut r = rx.new_message();
         pull.receive(&mut r, 10_000).unwrap();
@@ -39,15 +47,10 @@ fn send_and_hold(s: &Session, tx: &Transport, rx: &Transport, n: usize) -> Vec<f
 #[test]
 fn blocks_beyond_the_slot_table_have_none_and_work_the_same() {
     let s = Session::new("slotsfull");
-    let small = |id: &str| {
-        let mut c = s.config(id);
-        c.segment_size = 1 << 20; // 256 slots
-        Transport::new(&c).unwrap()
-    };
-    let (tx, rx) = (small("tx"), small("rx"));
+    let (tx, rx) = (transport(&s, "tx", 1 << 20), transport(&s, "rx", 1 << 20)); // 256 slots
     tx.flush();
     let free0 = tx.segment_stats().free;
-    let held = send_and_hold(&s, &tx, &rx, 400);
+    let held = send_and_hold(&s, &tx, &rx, 400, 64);
     let slots: Vec<u32> = held.iter().map(slot_of).collect();
     let without = slots.iter().filter(|&&s| s == NO_SLOT).count();
     let with: HashSet<u32> = slots.iter().copied().filter(|&s| s != NO_SLOT).collect();
@@ -75,13 +78,8 @@ fn blocks_beyond_the_slot_table_have_none_and_work_the_same() {
 #[test]
 fn a_segment_under_one_mib_has_no_slot_table() {
     let s = Session::new("noslots");
-    let small = |id: &str| {
-        let mut c = s.config(id);
-        c.segment_size = 512 << 10;
-        Transport::new(&c).unwrap()
-    };
-    let (tx, rx) = (small("tx"), small("rx"));
-    let held = send_and_hold(&s, &tx, &rx, 50);
+    let (tx, rx) = (transport(&s, "tx", 512 << 10), transport(&s, "rx", 512 << 10));
+    let held = send_and_hold(&s, &tx, &rx, 50, 64);
     assert!(held.iter().all(|m| slot_of(m) == NO_SLOT));
     assert!(held.iter().enumerate().all(|(i, m)| m.data() == [i as u8; 64]));
     drop(held);
@@ -120,29 +118,11 @@ fn a_repair_keeps_the_slots_of_live_blocks() {
 #[test]
 fn blocks_kept_in_the_depot_never_make_another_size_fail() {
     let s = Session::new("depotfull");
-    let small = |id: &str| {
-        let mut c = s.config(id);
-        c.segment_size = 8 << 20;
-        Transport::new(&c).unwrap() // default policy: one attempt, then an error
-    };
-    let (tx, rx) = (small("tx"), small("rx"));
+    let (tx, rx) = (transport(&s, "tx", 8 << 20), transport(&s, "rx", 8 << 20));
     let free0 = tx.segment_stats().free;
-    // A stream of 64 KiB messages: the receiver frees them (in batches, as they go) into the
+    // 96 messages of 64 KiB: the receiver drops them and frees them in batches into the
     // session's segment, whose depot keeps them for the sender's next refill.
-    let addr = s.ipc("stream");
-    let pull = rx.socket(SocketType::Pull, "in").unwrap();
-    pull.bind(&addr).unwrap();
-    let push = tx.socket(SocketType::Push, "out").unwrap();
-    push.connect(&addr).unwrap();
-    let mut held = Vec::new();
-    for _ in 0..96 {
-        let mut m = tx.new_message_with_size(64 << 10).unwrap();
-        push.send(&mut m, 10_000).unwrap();
-        let mut r = rx.new_message();
-        pull.receive(&mut r, 10_000).unwrap();
-        held.push(r);
-    }
-    drop(held);
+    drop(send_and_hold(&s, &tx, &rx, 96, 64 << 10));
     let cached = tx.segment_stats().cached;
     assert!(cached >= 64 * (64 << 10), "the depot keeps the stream's blocks: {cached} bytes");
     // Most of the segment in one piece: only there once the depot went back to the heap.

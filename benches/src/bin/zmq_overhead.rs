@@ -9,6 +9,7 @@
 //!
 //! `cargo run --release -p fairmq-benches --bin zmq_overhead [-- --rounds 21 --batch-ms 40]`
 
+use fairmq_benches::harness::report;
 use fairmq_benches::{ipc_dir, Delivered};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -116,16 +117,6 @@ fn quartiles(mut v: Vec<f64>) -> (f64, f64, f64) {
     (at(0.25), at(0.5), at(0.75))
 }
 
-fn fmt_time(s: f64) -> String {
-    if s >= 1e-3 {
-        format!("{:.2} ms", s * 1e3)
-    } else if s >= 1e-6 {
-        format!("{:.2} µs", s * 1e6)
-    } else {
-        format!("{:.0} ns", s * 1e9)
-    }
-}
-
 fn arg(args: &[String], name: &str, default: u64) -> u64 {
     match args.iter().position(|a| a == name) {
         None => default,
@@ -176,9 +167,9 @@ fn main() {
             let (q1, med, q3) = quartiles(ratio);
             println!(
                 "| {proto} | {} | {} | {} | {med:.3} ({q1:.3}-{q3:.3}) |",
-                fairmq_benches::harness::report::size(size),
-                fmt_time(quartiles(tb).1),
-                fmt_time(quartiles(tf).1),
+                report::size(size),
+                report::duration_ns(quartiles(tb).1 * 1e9),
+                report::duration_ns(quartiles(tf).1 * 1e9),
             );
         }
     }
