@@ -11,7 +11,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use fairmq_benches::session::{unique_session, SessionGuard};
 use fairmq_benches::{ipc_dir, Delivered};
 use fairmq_zmq::SocketType;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const SIZES: [usize; 4] = [64, 1024, 64 * 1024, 1024 * 1024];
 
@@ -38,13 +38,11 @@ fn fairmq_zmq(c: &mut Criterion) {
         });
         g.bench_with_input(BenchmarkId::new("inproc", size), &size, |b, &size| {
             b.iter_custom(|iters| {
-                let start = Instant::now();
-                let target = delivered.expect(iters);
-                for _ in 0..iters {
-                    push.send(&mut Message::with_size(size), -1).expect("send");
-                }
-                delivered.wait_for(target);
-                start.elapsed()
+                delivered.time_batch(iters, |n| {
+                    for _ in 0..n {
+                        push.send(&mut Message::with_size(size), -1).expect("send");
+                    }
+                })
             })
         });
         delivered.stop();
@@ -81,14 +79,12 @@ fn fairmq_shm(c: &mut Criterion, proto: &str, base: &str) {
         });
         g.bench_with_input(BenchmarkId::new(proto, size), &size, |b, &size| {
             b.iter_custom(|iters| {
-                let start = Instant::now();
-                let target = delivered.expect(iters);
-                for _ in 0..iters {
-                    let mut m = t.new_message_with_size(size).expect("allocate");
-                    push.send(&mut m, -1).expect("send");
-                }
-                delivered.wait_for(target);
-                start.elapsed()
+                delivered.time_batch(iters, |n| {
+                    for _ in 0..n {
+                        let mut m = t.new_message_with_size(size).expect("allocate");
+                        push.send(&mut m, -1).expect("send");
+                    }
+                })
             })
         });
         delivered.stop();

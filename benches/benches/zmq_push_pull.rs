@@ -8,7 +8,7 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use fairmq_benches::{ipc_dir, Delivered};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const SIZES: [usize; 4] = [64, 1024, 64 * 1024, 1024 * 1024];
 
@@ -40,14 +40,11 @@ fn bench_fairmq(c: &mut Criterion, proto: &str, addr: &str) {
         });
         group.bench_with_input(BenchmarkId::new("fairmq-zmq", size), &size, |b, &size| {
             b.iter_custom(|iters| {
-                let start = Instant::now();
-                let target = delivered.expect(iters);
-                for _ in 0..iters {
-                    let mut m = Message::with_size(size);
-                    push.send(&mut m, -1).unwrap();
-                }
-                delivered.wait_for(target);
-                start.elapsed()
+                delivered.time_batch(iters, |n| {
+                    for _ in 0..n {
+                        push.send(&mut Message::with_size(size), -1).unwrap();
+                    }
+                })
             })
         });
         delivered.stop();
@@ -79,13 +76,11 @@ fn bench_bare(c: &mut Criterion, proto: &str, addr: &str) {
         });
         group.bench_with_input(BenchmarkId::new("bare-zmq", size), &size, |b, &size| {
             b.iter_custom(|iters| {
-                let start = Instant::now();
-                let target = delivered.expect(iters);
-                for _ in 0..iters {
-                    push.send(zmq::Message::with_size(size), 0).unwrap();
-                }
-                delivered.wait_for(target);
-                start.elapsed()
+                delivered.time_batch(iters, |n| {
+                    for _ in 0..n {
+                        push.send(zmq::Message::with_size(size), 0).unwrap();
+                    }
+                })
             })
         });
         delivered.stop();

@@ -35,6 +35,17 @@ impl Delivered {
         }
     }
 
+    /// Times a batch: `send(n)` sends `n` messages, and the batch ends only when the receiver has
+    /// taken all of them (the target is fixed before the first send, so nothing queued but
+    /// undelivered is ever counted).
+    pub fn time_batch(&self, n: u64, send: impl FnOnce(u64)) -> std::time::Duration {
+        let start = std::time::Instant::now();
+        let target = self.expect(n);
+        send(n);
+        self.wait_for(target);
+        start.elapsed()
+    }
+
     /// Tells the receiver to end after its next message.
     pub fn stop(&self) {
         self.stop.store(true, Ordering::Relaxed);

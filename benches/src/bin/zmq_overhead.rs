@@ -12,7 +12,7 @@
 use fairmq_benches::harness::report;
 use fairmq_benches::{ipc_dir, Delivered};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const SIZES: [usize; 4] = [64, 1024, 64 * 1024, 1024 * 1024];
 
@@ -27,11 +27,8 @@ struct Pipe {
 impl Pipe {
     /// Time per message of a batch of `n` messages of `size` bytes, all delivered.
     fn batch(&mut self, size: usize, n: u64) -> f64 {
-        let start = Instant::now();
-        let target = self.delivered.expect(n);
-        (self.send)(size, n);
-        self.delivered.wait_for(target);
-        start.elapsed().as_secs_f64() / n as f64
+        let send = &mut self.send;
+        self.delivered.time_batch(n, |n| send(size, n)).as_secs_f64() / n as f64
     }
 }
 
