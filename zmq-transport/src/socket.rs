@@ -21,6 +21,8 @@ use std::time::{Duration, Instant};
 pub struct Socket {
     zsock: zmq::Socket,
     ptr: SockPtr,
+    /// libzmq's `ZMQ_FD`: readable while commands for the socket wait to be processed.
+    zfd: std::os::fd::RawFd,
     id: String,
     ty: SocketType,
     interrupter: Arc<Interrupter>,
@@ -61,8 +63,9 @@ impl Socket {
             opt("ZMQ_SUBSCRIBE", zsock.set_subscribe(b""))?;
         }
         let ptr = SockPtr::of(&mut zsock);
+        let zfd = opt("ZMQ_FD", zsock.get_fd())?;
         log::debug!("Created socket {id}");
-        Ok(Socket { zsock, ptr, id, ty, interrupter, counters: Arc::default() })
+        Ok(Socket { zsock, ptr, zfd, id, ty, interrupter, counters: Arc::default() })
     }
 
     /// `<transport id>.<channel name>.<type>`, also the ZeroMQ identity.
@@ -233,7 +236,7 @@ impl Socket {
     /// result is its size; on any error the caller keeps the message unchanged.
     pub fn send(&self, msg: &mut Message, timeout_ms: i32) -> TransferResult {
         let size = msg.size();
-        self.transfer(zmq::POLLOUT, timeout_ms, |flags| sys::msg_send(&mut msg.raw, self.ptr, flags))?;
+        self.transfer(timeout_ms, |flags| sys::msg_send(&mut msg.raw, self.ptr, flags))?;
         msg.after_send();
         self.counters.record_tx(size);
         Ok(size)
@@ -243,7 +246,7 @@ impl Socket {
     /// On any error `msg` is left as it was (libzmq would clear it, so we receive into a fresh frame).
     pub fn receive(&self, msg: &mut Message, timeout_ms: i32) -> TransferResult {
         let mut frame = RawMsg::empty();
-        self.transfer(zmq::POLLIN, timeout_ms, |flags| sys::msg_recv(&mut frame, self.ptr, flags))?;
+        self.transfer(timeout_ms, |flags| sys::msg_recv(&mut frame, self.ptr, flags))?;
         msg.raw = frame;
         msg.after_receive();
         let size = msg.size();
@@ -254,7 +257,7 @@ impl Socket {
     /// Sends one frame like [`send`](Socket::send) but without counting it: for transports layered on
     /// this one, which count their own payload bytes in [`shared_counters`](Socket::shared_counters).
     pub fn send_uncounted(&self, frame: &mut Message, timeout_ms: i32) -> Result<(), TransferError> {
-        self.transfer(zmq::POLLOUT, timeout_ms, |flags| sys::msg_send(&mut frame.raw, self.ptr, flags))?;
+        self.transfer(timeout_ms, |flags| sys::msg_send(&mut frame.raw, self.ptr, flags))?;
         frame.after_send();
         Ok(())
     }
@@ -263,7 +266,7 @@ impl Socket {
     /// [`send_uncounted`](Socket::send_uncounted)).
     pub fn receive_uncounted(&self, frame: &mut Message, timeout_ms: i32) -> Result<(), TransferError> {
         let mut raw = RawMsg::empty();
-        self.transfer(zmq::POLLIN, timeout_ms, |flags| sys::msg_recv(&mut raw, self.ptr, flags))?;
+        self.transfer(timeout_ms, |flags| sys::msg_recv(&mut raw, self.ptr, flags))?;
         frame.raw = raw;
         Ok(())
     }
@@ -288,7 +291,7 @@ impl Socket {
             [single] => return self.send_uncounted(single, timeout_ms),
             [first, rest @ ..] => (first, rest),
         };
-        self.transfer(zmq::POLLOUT, timeout_ms, |flags| sys::msg_send(&mut first.raw, self.ptr, flags | zmq::SNDMORE))?;
+        self.transfer(timeout_ms, |flags| sys::msg_send(&mut first.raw, self.ptr, flags | zmq::SNDMORE))?;
         let last = rest.len() - 1;
         for (i, part) in rest.iter_mut().enumerate() {
             let more = if i < last { zmq::SNDMORE } else { 0 };
@@ -300,7 +303,7 @@ impl Socket {
     /// Receives every frame of one multipart without counting them, appended to `parts`.
     pub fn receive_parts_uncounted(&self, parts: &mut Vec<Message>, timeout_ms: i32) -> Result<(), TransferError> {
         let mut part = Message::new();
-        self.transfer(zmq::POLLIN, timeout_ms, |flags| sys::msg_recv(&mut part.raw, self.ptr, flags))?;
+        self.transfer(timeout_ms, |flags| sys::msg_recv(&mut part.raw, self.ptr, flags))?;
         loop {
             let more = part.raw.more();
             parts.push(part);
@@ -326,7 +329,6 @@ impl Socket {
     #[inline]
     fn transfer(
         &self,
-        events: zmq::PollEvents,
         timeout_ms: i32,
         mut attempt: impl FnMut(i32) -> Result<(), zmq::Error>,
     ) -> Result<(), TransferError> {
@@ -337,17 +339,12 @@ impl Socket {
                 Err(zmq::Error::EAGAIN | zmq::Error::EINTR) => {}
                 Err(e) => return Err(self.failed(e)),
             }
-            self.wait(events, timeout_ms, &mut deadline)?;
+            self.wait(timeout_ms, &mut deadline)?;
         }
     }
 
     #[cold]
-    fn wait(
-        &self,
-        events: zmq::PollEvents,
-        timeout_ms: i32,
-        deadline: &mut Option<Instant>,
-    ) -> Result<(), TransferError> {
+    fn wait(&self, timeout_ms: i32, deadline: &mut Option<Instant>) -> Result<(), TransferError> {
         if self.interrupter.is_interrupted() {
             return Err(TransferError::Interrupted);
         }
@@ -359,12 +356,17 @@ impl Socket {
                 ms_until(d).ok_or(TransferError::Timeout)?
             }
         };
-        let mut items =
-            [self.zsock.as_poll_item(events), zmq::PollItem::from_fd(self.interrupter.raw_fd(), zmq::POLLIN)];
-        match zmq::poll(&mut items, wait_ms) {
-            Ok(_) | Err(zmq::Error::EINTR) => Ok(()),
-            Err(e) => Err(self.failed(e)),
-        }
+        // One poll on the socket's command descriptor and the interrupter: libzmq's own blocking
+        // call waits the same way (zmq_poll costs three more system calls per wait). A message or
+        // free space arriving comes as a command, which makes the descriptor readable until it is
+        // processed; one that came before this wait and is still unprocessed returns it at once.
+        let wait_ms = i32::try_from(wait_ms).unwrap_or(i32::MAX);
+        sys::wait_readable([self.zfd, self.interrupter.raw_fd()], wait_ms)
+            .map_err(|e| self.failed(zmq::Error::from_raw(e.raw_os_error().unwrap_or(libc::EINVAL))))?;
+        // The descriptor only says commands are pending: process them now (ZMQ_EVENTS does; a send
+        // attempt may skip them for up to a millisecond) so the retry sees what they activated.
+        self.zsock.get_events().map_err(|e| self.failed(e))?;
+        Ok(())
     }
 
     /// The remaining frames of a multipart: libzmq accepts or delivers them at once once the first

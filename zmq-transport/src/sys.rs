@@ -283,6 +283,23 @@ pub(crate) fn msg_recv(msg: &mut RawMsg, sock: SockPtr, flags: i32) -> Result<()
     }
 }
 
+/// Waits until one of `fds` is readable or `timeout_ms` passed (negative: no limit). An
+/// interrupting signal (EINTR) counts as a wake-up; the caller re-checks what it waits for anyway.
+pub(crate) fn wait_readable(fds: [std::os::fd::RawFd; 2], timeout_ms: i32) -> std::io::Result<()> {
+    let mut set = fds.map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 });
+    // SAFETY: `set` is a live array of two initialised pollfd records for the duration of the call;
+    // poll only writes their `revents`. The descriptors are owned by the caller's socket and
+    // interrupter, which outlive the call (a closed descriptor would only be reported, not used).
+    let rc = unsafe { libc::poll(set.as_mut_ptr(), set.len() as libc::nfds_t, timeout_ms) };
+    match rc {
+        -1 => match std::io::Error::last_os_error() {
+            e if e.kind() == std::io::ErrorKind::Interrupted => Ok(()),
+            e => Err(e),
+        },
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
