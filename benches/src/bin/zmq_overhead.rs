@@ -7,6 +7,12 @@
 //! of milliseconds apart. The ratio of a round cancels what the machine did in that moment; the
 //! median over the rounds is the layer's cost, the quartiles how sure that is.
 //!
+//! glibc hands out each fresh 1 MiB buffer as a new mapping and trims its heap as they go, so at
+//! large sizes a batch's time is mostly page faults, which come and go with the allocator's state
+//! (quartiles of 0.8-1.8 at 1 MiB). The binary runs itself again with `GLIBC_TUNABLES` raising the
+//! mapping and trim thresholds (unless the caller set that variable): buffers are reused, and what
+//! remains is the transports' own cost.
+//!
 //! `cargo run --release -p fairmq-benches --bin zmq_overhead [-- --rounds 21 --batch-ms 40]`
 
 use fairmq_benches::harness::report;
@@ -52,8 +58,9 @@ fn fairmq_pipe(address: &str) -> Pipe {
     let delivered = Delivered::default();
     let d = delivered.clone();
     let receiver = std::thread::spawn(move || {
-        let mut m = Message::new();
-        while pull.receive(&mut m, -1).is_ok() {
+        // A fresh message per receive, dropped at once, as FairMQ's sink does (one reused message
+        // would keep each payload alive until the next arrived, which changes what malloc reuses).
+        while pull.receive(&mut Message::new(), -1).is_ok() {
             if d.add_one() {
                 break;
             }
@@ -85,8 +92,7 @@ fn bare_pipe(address: &str) -> Pipe {
     let delivered = Delivered::default();
     let d = delivered.clone();
     let receiver = std::thread::spawn(move || {
-        let mut m = zmq::Message::new();
-        while pull.recv(&mut m, 0).is_ok() {
+        while pull.recv(&mut zmq::Message::new(), 0).is_ok() {
             if d.add_one() {
                 break;
             }
@@ -124,11 +130,19 @@ fn arg(args: &[String], name: &str, default: u64) -> u64 {
     }
 }
 
+/// Malloc settings under which fresh buffers of up to 32 MiB come from a heap that is not trimmed.
+const TUNABLES: &str = "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824";
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.iter().any(|a| a == "--help" || a == "-h") {
         println!("usage: zmq_overhead [--rounds N (21)] [--batch-ms MS (40)]");
         return;
+    }
+    if std::env::var_os("GLIBC_TUNABLES").is_none() {
+        let me = std::env::current_exe().expect("own path");
+        let status = std::process::Command::new(me).args(&args).env("GLIBC_TUNABLES", TUNABLES).status();
+        std::process::exit(status.ok().and_then(|s| s.code()).unwrap_or(1));
     }
     let rounds = arg(&args, "--rounds", 21).max(1);
     let batch = Duration::from_millis(arg(&args, "--batch-ms", 40).max(1));
