@@ -162,7 +162,10 @@ pub(crate) fn magazine_blocks(segment_size: u64, size: u64) -> usize {
 
 /// Frees blocks grouped by segment, one lock per segment.
 pub(crate) fn free_all<'a>(mut blocks: Vec<Freed>, segment: impl Fn(u16) -> Option<&'a Segment>) {
-    blocks.sort_unstable();
+    // Usually all in one segment: grouping needs no sort then (it showed in a receiver's profile).
+    if blocks.windows(2).any(|w| w[0].0 != w[1].0) {
+        blocks.sort_unstable_by_key(|b| b.0);
+    }
     for group in blocks.chunk_by(|a, b| a.0 == b.0) {
         let id = group[0].0;
         let offsets: Vec<(u64, u32)> = group.iter().map(|&(_, o, slot)| (o, slot)).collect();

@@ -361,7 +361,10 @@ impl Segment {
                     None => log::error!("segment {}: refusing to free block at {off}: not a used block", self.id),
                 }
             }
-            sized.sort_unstable();
+            // Grouped by size; a stream's batch is usually one size already (no sort under the lock).
+            if sized.windows(2).any(|w| w[0].0 != w[1].0) {
+                sized.sort_unstable_by_key(|b| b.0);
+            }
             let mut chunk = Vec::with_capacity(depot::BLOCKS);
             for group in sized.chunk_by(|a, b| a.0 == b.0) {
                 let size = group[0].0;

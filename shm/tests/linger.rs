@@ -58,3 +58,52 @@ fn with_linger_a_closing_sender_still_delivers() {
 fn with_linger_zero_queued_metadata_is_dropped() {
     assert_eq!(delivered_after_sender_closed(0), 0);
 }
+
+/// The quickstart's loss: a processor ends (linger 10 s) with more records queued than the sink's
+/// queue and the kernel hold, while the sink reads slowly. Every message must arrive, in order, and
+/// every block must come back to the segment.
+#[test]
+fn g12_linger_delivers_a_backlog_beyond_the_queues_to_a_slow_peer() {
+    let s = Session::new("lingerbacklog");
+    let receiver = s.transport("receiver");
+    let pull = receiver.socket(SocketType::Pull, "in").unwrap();
+    pull.metadata_socket().set_rcv_buf_size(100).unwrap();
+    pull.attach(&s.ipc("b"), &AttachOptions::new(Some(Method::Bind))).unwrap();
+    let (session, addr) = (s.config("sender"), s.ipc("b"));
+    let (sent_tx, sent_rx) = std::sync::mpsc::channel();
+    let sender = std::thread::spawn(move || {
+        let t = fairmq_shm::Transport::new(&session).unwrap();
+        let push = t.socket(SocketType::Push, "out").unwrap();
+        push.metadata_socket().set_snd_buf_size(100).unwrap();
+        push.metadata_socket().set_linger(10_000).unwrap();
+        push.attach(&addr, &AttachOptions::new(Some(Method::Connect))).unwrap();
+        let mut sent = 0u64;
+        // Until everything is full: the receiver does not read yet.
+        while push.send(&mut t.new_message_from_slice(&[sent.to_le_bytes(); 8].concat()).unwrap(), 300).is_ok() {
+            sent += 1;
+        }
+        sent_tx.send(sent).unwrap();
+    });
+    let sent = sent_rx.recv().unwrap();
+    assert!(sent > 400, "the backlog must exceed both queues (sent {sent})");
+    let mut got = 0u64;
+    loop {
+        let mut m = receiver.new_message();
+        match pull.receive(&mut m, 2000) {
+            Ok(_) => {
+                assert_eq!(m.data(), &[got.to_le_bytes(); 8].concat()[..], "in order, none skipped");
+                got += 1;
+                if got % 20 == 0 {
+                    std::thread::sleep(Duration::from_millis(1)); // slow: the queue stays full
+                }
+            }
+            Err(TransferError::Timeout) => break,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    sender.join().unwrap();
+    assert_eq!(got, sent, "every queued message arrives");
+    receiver.flush();
+    let stats = receiver.segment_stats();
+    assert_eq!(stats.used_blocks, 0, "every block came back: {stats:?}");
+}
