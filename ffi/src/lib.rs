@@ -30,6 +30,8 @@ mod message;
 mod ptr;
 mod region;
 mod region_events;
+#[cfg(test)]
+mod region_test;
 mod transport;
 
 pub use channel::*;

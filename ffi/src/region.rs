@@ -349,18 +349,19 @@ pub unsafe extern "C" fn fmq_message_new_region(
     new_with(t, out, |t| {
         // SAFETY: valid per the contract.
         let r = &unsafe { refp(region, "region") }?.0;
-        if offset.checked_add(size).is_none_or(|end| end > r.size()) {
-            return Err(fail(
-                FMQ_ERROR_INVALID,
-                format!("piece at {offset} of {size} bytes is outside the region of {} bytes", r.size()),
-            ));
-        }
-        if r.kind() != t.kind() {
-            return Err(fail(
-                FMQ_ERROR_INVALID,
-                format!("region type ({}) does not match message type ({})", r.kind(), t.kind()),
-            ));
-        }
-        t.new_message_from_region(r, offset, size, hint).map_err(|e| fail(FMQ_ERROR_TRANSPORT, e))
+        t.new_message_from_region(r, offset, size, hint).map_err(|e| fail(region_message_code(&e), e))
     })
+}
+
+/// A piece outside the region, or a region of another transport, is the caller's mistake; the
+/// transports check both (one place for the rule), we only sort their errors into codes.
+fn region_message_code(e: &fairmq::Error) -> fmq_result {
+    match e {
+        fairmq::Error::RegionKind { .. }
+        | fairmq::Error::Region(
+            fairmq_zmq::RegionError::OutsideRegion { .. } | fairmq_zmq::RegionError::ForeignRegion { .. },
+        )
+        | fairmq::Error::Shm(fairmq_shm::ShmError::OutsideRegion { .. }) => FMQ_ERROR_INVALID,
+        _ => FMQ_ERROR_TRANSPORT,
+    }
 }

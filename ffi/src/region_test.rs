@@ -1,0 +1,98 @@
+//! `fmq_message_new_region` through the C ABI: pieces outside the region and regions of another
+//! transport are refused with `FMQ_ERROR_INVALID` (the transports' checks, sorted into codes).
+
+use crate::*;
+use std::ffi::{c_char, CString};
+use std::ptr::{null, null_mut};
+
+/// A transport made through the C ABI, freed on drop.
+struct T(*mut fmq_transport);
+
+impl T {
+    fn new(kind: &str, args: &[&str]) -> T {
+        let kind = CString::new(kind).unwrap();
+        let id = CString::new("region-test").unwrap();
+        let args: Vec<CString> = args.iter().map(|a| CString::new(*a).unwrap()).collect();
+        let argv: Vec<*const c_char> = args.iter().map(|a| a.as_ptr()).collect();
+        let mut t = null_mut();
+        // SAFETY: NUL-terminated strings and an argv of argv.len() of them, alive for the call.
+        let rc = unsafe { fmq_transport_new(kind.as_ptr(), id.as_ptr(), argv.len() as i32, argv.as_ptr(), &mut t) };
+        assert_eq!(rc, FMQ_OK);
+        T(t)
+    }
+
+    fn region(&self, size: usize) -> *mut fmq_region {
+        let mut r = null_mut();
+        // SAFETY: a valid transport, default configuration, no callbacks, a valid out pointer.
+        let rc = unsafe { fmq_region_new(self.0, size, null(), None, None, null_mut(), &mut r) };
+        assert_eq!(rc, FMQ_OK);
+        r
+    }
+
+    /// The result of asking this transport for a message over a piece of `r`; frees the message.
+    fn piece(&self, r: *mut fmq_region, offset: usize, size: usize) -> fmq_result {
+        let mut m = null_mut();
+        // SAFETY: valid transport and region, a valid out pointer; `m` is ours when returned.
+        let rc = unsafe { fmq_message_new_region(self.0, r, offset, size, 7, &mut m) };
+        // SAFETY: NULL or the message just made.
+        unsafe { fmq_message_free(m) };
+        rc
+    }
+}
+
+impl Drop for T {
+    fn drop(&mut self) {
+        // SAFETY: made by fmq_transport_new, not used afterwards.
+        unsafe { fmq_transport_free(self.0) };
+    }
+}
+
+/// Removes a shmem session's objects when the test ends, also when it fails before freeing its
+/// regions and transports (declare it first: it is dropped last).
+struct Session(String);
+
+impl Session {
+    fn new(tag: &str) -> Session {
+        Session(format!("ffi{tag}{}", std::process::id()))
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        fairmq_shm::management::remove_session(&fairmq_shm::Names::new(&fairmq_shm::shm_id(&self.0)));
+    }
+}
+
+fn free(r: *mut fmq_region) {
+    // SAFETY: made by fmq_region_new, not used afterwards.
+    unsafe { fmq_region_free(r) };
+}
+
+#[test]
+fn pieces_outside_the_region_are_invalid_on_both_transports() {
+    let session = Session::new("region");
+    let shm_args = ["--session", session.0.as_str(), "--shm-segment-size", "10000000"];
+    for t in [T::new("zeromq", &[]), T::new("shmem", &shm_args)] {
+        let r = t.region(4096);
+        assert_eq!(t.piece(r, 0, 4096), FMQ_OK, "the whole region");
+        assert_eq!(t.piece(r, 4000, 96), FMQ_OK, "the last bytes");
+        assert_eq!(t.piece(r, 4000, 97), FMQ_ERROR_INVALID, "one byte past the end");
+        assert_eq!(t.piece(r, 5000, 0), FMQ_ERROR_INVALID, "beyond the end");
+        assert_eq!(t.piece(r, usize::MAX, 2), FMQ_ERROR_INVALID, "offset + size overflows");
+        free(r);
+    }
+}
+
+#[test]
+fn regions_of_another_transport_are_invalid() {
+    let session = Session::new("regionkind");
+    let (z, z2) = (T::new("zeromq", &[]), T::new("zeromq", &[]));
+    let shm = T::new("shmem", &["--session", session.0.as_str(), "--shm-segment-size", "10000000"]);
+    let (zr, sr) = (z.region(1024), shm.region(1024));
+    assert_eq!(shm.piece(zr, 0, 10), FMQ_ERROR_INVALID, "a zeromq region on shmem");
+    assert_eq!(z.piece(sr, 0, 10), FMQ_ERROR_INVALID, "a shmem region on zeromq");
+    assert_eq!(z2.piece(zr, 0, 10), FMQ_ERROR_INVALID, "another zeromq transport's region");
+    assert_eq!(z.piece(zr, 0, 10), FMQ_OK);
+    free(zr);
+    free(sr);
+}
