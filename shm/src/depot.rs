@@ -19,6 +19,8 @@ pub const SLOTS: usize = 256;
 /// Blocks per magazine, at most.
 pub const BLOCKS: usize = 32;
 const SLOT_WORDS: usize = 2 + BLOCKS;
+/// How many of the newest magazines a deposit tries to join before it takes a slot of its own.
+const JOIN_WINDOW: usize = 8;
 /// Words the depot occupies.
 pub const WORDS: usize = 2 + SLOTS * SLOT_WORDS;
 /// Owner recorded in blocks that sit in the depot.
@@ -74,8 +76,11 @@ impl<'a> Depot<'a> {
             return false;
         }
         let count = |s: usize| (self.slot(s, 1).load(Relaxed) as usize).min(BLOCKS);
-        let joined =
-            (0..n).rev().find(|&s| self.slot(s, 0).load(Relaxed) == size && count(s) + offsets.len() <= BLOCKS);
+        // Only the newest magazines are tried (a stream's own is at the top): the scan runs under
+        // the segment lock and must not grow with a depot full of other sizes.
+        let joined = (n.saturating_sub(JOIN_WINDOW)..n)
+            .rev()
+            .find(|&s| self.slot(s, 0).load(Relaxed) == size && count(s) + offsets.len() <= BLOCKS);
         let (s, at) = match joined {
             Some(s) => (s, count(s)),
             None if n < SLOTS => {
@@ -149,5 +154,25 @@ mod tests {
         }
         assert!(!d.put(64, &[0]), "all slots taken, each full");
         assert!(!d.put(4096, &[0]), "all slots taken");
+    }
+
+    #[test]
+    fn a_deposit_joins_only_one_of_the_newest_magazines() {
+        let w: Vec<AtomicU64> = (0..WORDS).map(|_| AtomicU64::new(0)).collect();
+        let d = Depot::new(&w, 0);
+        assert!(d.put(64, &[1]));
+        for i in 0..JOIN_WINDOW as u64 - 1 {
+            assert!(d.put(1000 + i * 16, &[i]));
+        }
+        assert!(d.put(64, &[2]), "still within the window: joins");
+        assert_eq!(d.len(), JOIN_WINDOW);
+        assert!(d.put(5000, &[3]));
+        assert!(d.put(64, &[4]), "the 64-byte magazine is beyond the window: a slot of its own");
+        assert_eq!(d.len(), JOIN_WINDOW + 2);
+        let mut out = Vec::new();
+        assert_eq!(d.take(64, 16, &mut out), Some(64));
+        assert_eq!(out, [4], "the newest magazine of the size first");
+        assert_eq!(d.take(64, 16, &mut out), Some(64));
+        assert_eq!(out, [4, 1, 2]);
     }
 }
