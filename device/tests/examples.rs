@@ -353,6 +353,11 @@ fn example_builtin_devices() {
             let q = ",sndBufSize=50,rcvBufSize=50,rateLogging=0";
             let a = |n: &str| t.ipc(n);
             let mp = ["--multipart", multipart];
+            // A device between two channels: its input and output specs and their names.
+            let relay = |kind: &str, id: &str, input: String, output: String, (i, o): (&str, &str)| {
+                let flags = [mp[0], mp[1], "--in-channel", i, "--out-channel", o];
+                t.device(bin(kind), None, id, &with(vec!["--channel-config".into(), input, output], &flags))
+            };
             let mut sink = t.device(
                 bin("sink"),
                 None,
@@ -385,82 +390,40 @@ fn example_builtin_devices() {
                         ],
                     ),
                 ),
-                t.device(
-                    bin("splitter"),
-                    None,
+                relay(
                     "splitter",
-                    &with(
-                        vec![
-                            "--channel-config".into(),
-                            format!("name=data1,type=pull,method=connect,address={}{q}", a("data1")),
-                            format!(
-                                "name=data2,type=push,method=bind,address={},address={}{q}",
-                                a("data2_1"),
-                                a("data2_2")
-                            ),
-                        ],
-                        &[mp[0], mp[1], "--in-channel", "data1", "--out-channel", "data2"],
-                    ),
+                    "splitter",
+                    format!("name=data1,type=pull,method=connect,address={}{q}", a("data1")),
+                    format!("name=data2,type=push,method=bind,address={},address={}{q}", a("data2_1"), a("data2_2")),
+                    ("data1", "data2"),
                 ),
-                t.device(
-                    bin("proxy"),
-                    None,
+                relay(
+                    "proxy",
                     "proxy1",
-                    &with(
-                        vec![
-                            "--channel-config".into(),
-                            format!("name=data2,type=pull,method=connect,address={}{q}", a("data2_1")),
-                            format!("name=data3,type=push,method=connect,address={}{q}", a("data3_1")),
-                        ],
-                        &[mp[0], mp[1], "--in-channel", "data2", "--out-channel", "data3"],
-                    ),
+                    format!("name=data2,type=pull,method=connect,address={}{q}", a("data2_1")),
+                    format!("name=data3,type=push,method=connect,address={}{q}", a("data3_1")),
+                    ("data2", "data3"),
                 ),
-                t.device(
-                    bin("proxy"),
-                    None,
+                relay(
+                    "proxy",
                     "proxy2",
-                    &with(
-                        vec![
-                            "--channel-config".into(),
-                            format!("name=data2,type=pull,method=connect,address={}{q}", a("data2_2")),
-                            format!("name=data3,type=push,method=connect,address={}{q}", a("data3_2")),
-                        ],
-                        &[mp[0], mp[1], "--in-channel", "data2", "--out-channel", "data3"],
-                    ),
+                    format!("name=data2,type=pull,method=connect,address={}{q}", a("data2_2")),
+                    format!("name=data3,type=push,method=connect,address={}{q}", a("data3_2")),
+                    ("data2", "data3"),
                 ),
-                t.device(
-                    bin("merger"),
-                    None,
+                relay(
                     "merger",
-                    &with(
-                        vec![
-                            "--channel-config".into(),
-                            format!(
-                                "name=data3,type=pull,method=bind,address={},address={}{q}",
-                                a("data3_1"),
-                                a("data3_2")
-                            ),
-                            format!("name=data4,type=push,method=connect,address={}{q}", a("data4")),
-                        ],
-                        &[mp[0], mp[1], "--in-channel", "data3", "--out-channel", "data4"],
-                    ),
+                    "merger",
+                    format!("name=data3,type=pull,method=bind,address={},address={}{q}", a("data3_1"), a("data3_2")),
+                    format!("name=data4,type=push,method=connect,address={}{q}", a("data4")),
+                    ("data3", "data4"),
                 ),
-                t.device(
-                    bin("multiplier"),
-                    None,
+                relay(
                     "multiplier",
-                    &with(
-                        vec![
-                            "--channel-config".into(),
-                            format!("name=data4,type=pull,method=bind,address={}{q}", a("data4")),
-                            format!(
-                                "name=data5,type=push,method=connect,address={},address={}{q}",
-                                a("data5"),
-                                a("data5")
-                            ),
-                        ],
-                        &[mp[0], mp[1], "--in-channel", "data4", "--out-channel", "data5"],
-                    ),
+                    "multiplier",
+                    format!("name=data4,type=pull,method=bind,address={}{q}", a("data4")),
+                    format!("name=data5,type=push,method=connect,address={},address={}{q}", a("data5"), a("data5")),
+                    ("data4", "data5"),
                 ),
             ];
             ok(&mut sink);
