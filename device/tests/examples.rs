@@ -48,6 +48,11 @@ impl Topology<'_> {
         start(exe, &refs, None)
     }
 
+    /// `device` in `role` with one channel (`spec`) and `flags`.
+    fn role(&self, exe: &str, role: &str, id: &str, spec: String, flags: &[&str]) -> Proc {
+        self.device(exe, Some(role), id, &with(chan(spec), flags))
+    }
+
     fn ipc(&self, chan: &str) -> String {
         self.s.ipc(&format!("{chan}_{}", self.transport))
     }
@@ -76,23 +81,19 @@ fn g42_example_1_1() {
         let s = Session::new();
         let t = Topology { s: &s, transport: tr };
         let addr = t.ipc("data");
-        let mut sink = t.device(
+        let mut sink = t.role(
             &exe,
-            Some("sink"),
+            "sink",
             "sink1",
-            &with(
-                chan(format!("name=data,type=pull,method=connect,address={addr},rateLogging=0")),
-                &["--max-iterations", "1"],
-            ),
+            format!("name=data,type=pull,method=connect,address={addr},rateLogging=0"),
+            &["--max-iterations", "1"],
         );
-        let mut sampler = t.device(
+        let mut sampler = t.role(
             &exe,
-            Some("sampler"),
+            "sampler",
             "sampler1",
-            &with(
-                chan(format!("name=data,type=push,method=bind,address={addr},rateLogging=0")),
-                &["--max-iterations", "1", "--rate", "1"],
-            ),
+            format!("name=data,type=push,method=bind,address={addr},rateLogging=0"),
+            &["--max-iterations", "1", "--rate", "1"],
         );
         ok(&mut sampler);
         ok(&mut sink);
@@ -107,14 +108,12 @@ fn example_1_n_1() {
         let s = Session::new();
         let t = Topology { s: &s, transport: tr };
         let (d1, d2) = (t.ipc("data1"), t.ipc("data2"));
-        let mut sampler = t.device(
+        let mut sampler = t.role(
             &exe,
-            Some("sampler"),
+            "sampler",
             "sampler1",
-            &with(
-                chan(format!("name=data1,type=push,method=bind,address={d1},rateLogging=0")),
-                &["--max-iterations", "2"],
-            ),
+            format!("name=data1,type=push,method=bind,address={d1},rateLogging=0"),
+            &["--max-iterations", "2"],
         );
         let procs: Vec<Proc> = ["processor1", "processor2"]
             .iter()
@@ -131,14 +130,12 @@ fn example_1_n_1() {
                 )
             })
             .collect();
-        let mut sink = t.device(
+        let mut sink = t.role(
             &exe,
-            Some("sink"),
+            "sink",
             "sink1",
-            &with(
-                chan(format!("name=data2,type=pull,method=bind,address={d2},rateLogging=0")),
-                &["--max-iterations", "2"],
-            ),
+            format!("name=data2,type=pull,method=bind,address={d2},rateLogging=0"),
+            &["--max-iterations", "2"],
         );
         // Sources and sinks end by themselves; then the processors get SIGINT (G27's order).
         ok(&mut sampler);
@@ -188,14 +185,12 @@ fn example_multipart_g19() {
         let addr = t.ipc("data");
         let mut sink =
             t.device(&exe, Some("sink"), "sink1", &chan(format!("name=data,type=pair,method=bind,address={addr}")));
-        let mut sampler = t.device(
+        let mut sampler = t.role(
             &exe,
-            Some("sampler"),
+            "sampler",
             "sampler1",
-            &with(
-                chan(format!("name=data,type=pair,method=connect,address={addr},linger=1000")),
-                &["--max-iterations", "1"],
-            ),
+            format!("name=data,type=pair,method=connect,address={addr},linger=1000"),
+            &["--max-iterations", "1"],
         );
         ok(&mut sampler);
         ok(&mut sink);
@@ -210,17 +205,19 @@ fn example_req_rep() {
         let s = Session::new();
         let t = Topology { s: &s, transport: tr };
         let addr = t.ipc("data");
-        let mut server = t.device(
+        let mut server = t.role(
             &exe,
-            Some("server"),
             "server",
-            &with(chan(format!("name=data,type=rep,method=bind,address={addr}")), &["--max-iterations", "1"]),
+            "server",
+            format!("name=data,type=rep,method=bind,address={addr}"),
+            &["--max-iterations", "1"],
         );
-        let mut client = t.device(
+        let mut client = t.role(
             &exe,
-            Some("client"),
             "client",
-            &with(chan(format!("name=data,type=req,method=connect,address={addr}")), &["--max-iterations", "1"]),
+            "client",
+            format!("name=data,type=req,method=connect,address={addr}"),
+            &["--max-iterations", "1"],
         );
         ok(&mut client);
         ok(&mut server);
@@ -235,20 +232,19 @@ fn example_region() {
         let s = Session::new();
         let t = Topology { s: &s, transport: tr };
         let addr = t.ipc("data");
-        let mut sampler = t.device(
+        let mut sampler = t.role(
             &exe,
-            Some("sampler"),
+            "sampler",
             "sampler1",
-            &with(
-                chan(format!("name=data,type=push,method=bind,address={addr}")),
-                &["--max-iterations", "1", "--msg-size", "1000000", "--region-linger", "500"],
-            ),
+            format!("name=data,type=push,method=bind,address={addr}"),
+            &["--max-iterations", "1", "--msg-size", "1000000", "--region-linger", "500"],
         );
-        let mut sink = t.device(
+        let mut sink = t.role(
             &exe,
-            Some("sink"),
+            "sink",
             "sink1",
-            &with(chan(format!("name=data,type=pull,method=connect,address={addr}")), &["--max-iterations", "1"]),
+            format!("name=data,type=pull,method=connect,address={addr}"),
+            &["--max-iterations", "1"],
         );
         ok(&mut sink);
         ok(&mut sampler);
@@ -271,23 +267,22 @@ fn example_copypush() {
         let s = Session::new();
         let t = Topology { s: &s, transport: tr };
         let (a1, a2) = (t.ipc("data_1"), t.ipc("data_2"));
-        let mut sampler = t.device(
+        let mut sampler = t.role(
             &exe,
-            Some("sampler"),
+            "sampler",
             "sampler1",
-            &with(
-                chan(format!("name=data,type=push,method=bind,address={a1},address={a2}")),
-                &["--max-iterations", "1"],
-            ),
+            format!("name=data,type=push,method=bind,address={a1},address={a2}"),
+            &["--max-iterations", "1"],
         );
         let mut sinks: Vec<Proc> = [("sink1", &a1), ("sink2", &a2)]
             .iter()
             .map(|(id, a)| {
-                t.device(
+                t.role(
                     &exe,
-                    Some("sink"),
+                    "sink",
                     id,
-                    &with(chan(format!("name=data,type=pull,method=connect,address={a}")), &["--max-iterations", "1"]),
+                    format!("name=data,type=pull,method=connect,address={a}"),
+                    &["--max-iterations", "1"],
                 )
             })
             .collect();
@@ -545,14 +540,12 @@ fn example_n_m() {
         let mut receivers: Vec<Proc> = [("receiver0", &r0), ("receiver1", &r1)]
             .iter()
             .map(|(id, a)| {
-                t.device(
+                t.role(
                     &exe,
-                    Some("receiver"),
+                    "receiver",
                     id,
-                    &with(
-                        chan(format!("name=data,type=pull,method=bind,address={a},rateLogging=0")),
-                        &["--num-senders", "2", "--max-timeframes", "5"],
-                    ),
+                    format!("name=data,type=pull,method=bind,address={a},rateLogging=0"),
+                    &["--num-senders", "2", "--max-timeframes", "5"],
                 )
             })
             .collect();
@@ -573,11 +566,12 @@ fn example_n_m() {
                 )
             })
             .collect();
-        let mut synchronizer = t.device(
+        let mut synchronizer = t.role(
             &exe,
-            Some("synchronizer"),
+            "synchronizer",
             "sync",
-            &with(chan(format!("name=sync,type=pub,method=bind,address={sync},rateLogging=0")), &["--rate", "100"]),
+            format!("name=sync,type=pub,method=bind,address={sync},rateLogging=0"),
+            &["--rate", "100"],
         );
         for r in &mut receivers {
             ok(r);
@@ -606,14 +600,12 @@ fn g30_the_multipart_sink_fails_on_a_one_part_message() {
             "sink1",
             &chan(format!("name=data,type=pull,method=bind,address={addr},rateLogging=0")),
         );
-        let mut sampler = t.device(
+        let mut sampler = t.role(
             &example("ex-1-1"),
-            Some("sampler"),
+            "sampler",
             "sampler1",
-            &with(
-                chan(format!("name=data,type=push,method=connect,address={addr},rateLogging=0,linger=2000")),
-                &["--max-iterations", "1"],
-            ),
+            format!("name=data,type=push,method=connect,address={addr},rateLogging=0,linger=2000"),
+            &["--max-iterations", "1"],
         );
         ok(&mut sampler);
         assert_eq!(sink.wait().code(), Some(1), "{tr}: {:?}", sink.seen);
