@@ -198,7 +198,6 @@ impl Manager {
         loop {
             // What this process holds in its caches, and the depot, are the first places to find
             // room: a magazine of our size in the depot serves as it is, others go back to the heap.
-            let epoch = self.own.epoch();
             self.flush(true);
             if let Some(b) = self.try_allocate(size64, align64, need)? {
                 return Ok(b);
@@ -236,8 +235,16 @@ impl Manager {
                     return Ok(b);
                 }
             }
-            // Woken early by any free in the segment, or by an interrupt of this transport.
-            self.own.wait_for_free(epoch, policy.interval, need);
+            // Counted as waiting, one more look, then sleep: a free after the count wakes us (or
+            // the interval passes, or an interrupt of this transport comes); one before it, the
+            // look sees.
+            let waiting = self.own.start_waiting(need);
+            let epoch = waiting.arm();
+            if let Some(b) = self.try_allocate(size64, align64, need)? {
+                return Ok(b);
+            }
+            waiting.sleep(epoch, policy.interval);
+            drop(waiting);
             if self.interrupter.is_interrupted() {
                 return Err(bad_alloc());
             }

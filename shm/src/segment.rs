@@ -3,7 +3,7 @@
 //!
 //! | bytes | content |
 //! |---|---|
-//! | 0..128 | header words: magic, layout version, size, heap bounds, id, free epoch (futex), waiters, recoveries, slot table place, slots, free slot list, slots ever used, block size the waiters need |
+//! | 0..128 | header words: magic, layout version, size, heap bounds, id, free epoch (futex), waiters, recoveries, slot table place, slots, free slot list, slots ever used, block size the waiters need, wake issued |
 //! | 128..192 | the robust process-shared mutex guarding the heap |
 //! | 192.. | TLSF control words |
 //! | 8192.. | the depot of freed magazines (see `depot`) |
@@ -23,7 +23,7 @@ use std::time::Duration;
 
 const MAGIC: u64 = u64::from_le_bytes(*b"FMQRSSEG");
 /// Bumped whenever the layout changes: processes of different layouts refuse each other's segments.
-const LAYOUT: u64 = 3;
+const LAYOUT: u64 = 4;
 const W_MAGIC: usize = 0;
 const W_LAYOUT: usize = 1;
 const W_SIZE: usize = 2;
@@ -38,6 +38,8 @@ const W_NSLOTS: usize = 10;
 const W_SLOT_HEAD: usize = 11;
 const W_SLOT_HW: usize = 12;
 const W_WANT: usize = 13;
+/// 1 once a wake was issued since a waiter last armed: later frees skip the system call.
+const W_WAKE: usize = 14;
 const MUTEX_AT: usize = 128;
 const CTL_WORD: usize = (MUTEX_AT + MUTEX_BYTES) / 8;
 const DEPOT_WORD: usize = 8192 / 8;
@@ -551,22 +553,16 @@ impl Segment {
         self.locked(|t| Ok(t.check())).map_err(|e| e.to_string())?
     }
 
-    /// The free epoch: bumped by frees when someone waits for memory.
-    pub(crate) fn epoch(&self) -> u32 {
-        futex::low32(&self.words()[W_EPOCH])
-    }
-
-    /// Waits until a free happens or `timeout` passes (or `wake_waiters` is called); `need` is the
-    /// block size the caller waits for.
-    pub(crate) fn wait_for_free(&self, seen_epoch: u32, timeout: Duration, need: u64) {
+    /// Counts the caller as waiting for `need`-byte blocks until the returned guard drops: frees
+    /// wake it from now on, also between its last look for memory and its sleep.
+    pub(crate) fn start_waiting(&self, need: u64) -> Waiting<'_> {
         let (waiters, want) = (&self.words()[W_WAITERS], &self.words()[W_WANT]);
         if waiters.fetch_add(1, Ordering::AcqRel) == 0 {
             want.store(need, Ordering::Release);
         } else if want.load(Ordering::Acquire) != need {
             want.store(0, Ordering::Release); // waiters for different sizes: wants anything
         }
-        futex::wait(&self.words()[W_EPOCH], seen_epoch, timeout);
-        waiters.fetch_sub(1, Ordering::AcqRel);
+        Waiting { seg: self }
     }
 
     /// Whether a process waiting for memory could use a magazine of `size`-byte blocks from the
@@ -581,9 +577,13 @@ impl Segment {
         self.words()[W_WAITERS].load(Ordering::Relaxed) > 0
     }
 
-    /// Wakes every process waiting for memory in this segment.
+    /// Wakes every process waiting for memory in this segment. Once per arming: a receiver frees
+    /// in small batches, and a woken sender may wait for a processor long enough for dozens more,
+    /// each a system call (with a page-table walk for the shared futex) the receiver paid for.
     pub(crate) fn wake_waiters(&self) {
-        futex::bump_and_wake_all(&self.words()[W_EPOCH]);
+        if self.words()[W_WAKE].swap(1, Ordering::SeqCst) == 0 {
+            futex::bump_and_wake_all(&self.words()[W_EPOCH]);
+        }
     }
 
     /// Used blocks whose owner is `pid`: (count, bytes).
@@ -672,5 +672,31 @@ impl Segment {
             }
             Ok(())
         })
+    }
+}
+
+/// A process waiting for memory in a segment (see [`Segment::start_waiting`]).
+pub(crate) struct Waiting<'a> {
+    seg: &'a Segment,
+}
+
+impl Waiting<'_> {
+    /// The free epoch, read before a look for memory. Arms the wake first: a free from now on
+    /// bumps the epoch, so the sleep that follows a failed look cannot miss it; a free before is
+    /// seen by the look.
+    pub(crate) fn arm(&self) -> u32 {
+        self.seg.words()[W_WAKE].store(0, Ordering::SeqCst);
+        futex::low32(&self.seg.words()[W_EPOCH])
+    }
+
+    /// Sleeps until a free after [`arm`](Waiting::arm) returned `epoch`, a wake, or `timeout`.
+    pub(crate) fn sleep(&self, epoch: u32, timeout: Duration) {
+        futex::wait(&self.seg.words()[W_EPOCH], epoch, timeout);
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.seg.words()[W_WAITERS].fetch_sub(1, Ordering::AcqRel);
     }
 }
