@@ -361,7 +361,9 @@ fn region_message_code(e: &fairmq::Error) -> fmq_result {
         | fairmq::Error::Region(
             fairmq_zmq::RegionError::OutsideRegion { .. } | fairmq_zmq::RegionError::ForeignRegion { .. },
         )
-        | fairmq::Error::Shm(fairmq_shm::ShmError::OutsideRegion { .. }) => FMQ_ERROR_INVALID,
+        | fairmq::Error::Shm(fairmq_shm::ShmError::OutsideRegion { .. } | fairmq_shm::ShmError::ForeignRegion { .. }) => {
+            FMQ_ERROR_INVALID
+        }
         _ => FMQ_ERROR_TRANSPORT,
     }
 }

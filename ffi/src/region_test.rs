@@ -85,14 +85,17 @@ fn pieces_outside_the_region_are_invalid_on_both_transports() {
 
 #[test]
 fn regions_of_another_transport_are_invalid() {
-    let session = Session::new("regionkind");
+    let (session, other) = (Session::new("regionkind"), Session::new("regionother"));
     let (z, z2) = (T::new("zeromq", &[]), T::new("zeromq", &[]));
     let shm = T::new("shmem", &["--session", session.0.as_str(), "--shm-segment-size", "10000000"]);
+    let shm2 = T::new("shmem", &["--session", other.0.as_str(), "--shm-segment-size", "10000000"]);
     let (zr, sr) = (z.region(1024), shm.region(1024));
     assert_eq!(shm.piece(zr, 0, 10), FMQ_ERROR_INVALID, "a zeromq region on shmem");
     assert_eq!(z.piece(sr, 0, 10), FMQ_ERROR_INVALID, "a shmem region on zeromq");
     assert_eq!(z2.piece(zr, 0, 10), FMQ_ERROR_INVALID, "another zeromq transport's region");
+    assert_eq!(shm2.piece(sr, 0, 10), FMQ_ERROR_INVALID, "another shmem session's region");
     assert_eq!(z.piece(zr, 0, 10), FMQ_OK);
+    assert_eq!(shm.piece(sr, 0, 10), FMQ_OK);
     free(zr);
     free(sr);
 }

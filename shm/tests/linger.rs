@@ -78,8 +78,8 @@ fn g12_linger_delivers_a_backlog_beyond_the_queues_to_a_slow_peer() {
         push.metadata_socket().set_linger(10_000).unwrap();
         push.attach(&addr, &AttachOptions::new(Some(Method::Connect))).unwrap();
         let mut sent = 0u64;
-        // Until everything is full: the receiver does not read yet.
-        while push.send(&mut t.new_message_from_slice(&[sent.to_le_bytes(); 8].concat()).unwrap(), 300).is_ok() {
+        // Until everything is full (a send waits 1 s in vain): the receiver does not read yet.
+        while push.send(&mut t.new_message_from_slice(&[sent.to_le_bytes(); 8].concat()).unwrap(), 1000).is_ok() {
             sent += 1;
         }
         sent_tx.send(sent).unwrap();

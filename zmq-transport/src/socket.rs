@@ -21,7 +21,8 @@ use std::time::{Duration, Instant};
 pub struct Socket {
     zsock: zmq::Socket,
     ptr: SockPtr,
-    /// libzmq's `ZMQ_FD`: readable while commands for the socket wait to be processed.
+    /// libzmq's `ZMQ_FD`: becomes readable when a command arrives for a socket that has processed
+    /// all it had (a message or room to send may come with it); processing commands resets it.
     zfd: std::os::fd::RawFd,
     id: String,
     ty: SocketType,
@@ -365,8 +366,10 @@ impl Socket {
             .map_err(|e| self.failed(zmq::Error::from_raw(e.raw_os_error().unwrap_or(libc::EINVAL))))?;
         // The descriptor only says commands are pending: process them now (ZMQ_EVENTS does; a send
         // attempt may skip them for up to a millisecond) so the retry sees what they activated.
-        self.zsock.get_events().map_err(|e| self.failed(e))?;
-        Ok(())
+        match self.zsock.get_events() {
+            Ok(_) | Err(zmq::Error::EINTR) => Ok(()),
+            Err(e) => Err(self.failed(e)),
+        }
     }
 
     /// The remaining frames of a multipart: libzmq accepts or delivers them at once once the first

@@ -296,6 +296,8 @@ pub(crate) fn wait_readable(fds: [std::os::fd::RawFd; 2], timeout_ms: i32) -> st
             e if e.kind() == std::io::ErrorKind::Interrupted => Ok(()),
             e => Err(e),
         },
+        // A closed descriptor would be reported at once, again and again: an error, not a wake-up.
+        _ if set.iter().any(|p| p.revents & libc::POLLNVAL != 0) => Err(std::io::Error::from_raw_os_error(libc::EBADF)),
         _ => Ok(()),
     }
 }

@@ -84,8 +84,8 @@ fn backlog_beyond_the_queues(proto: Proto) -> (usize, usize) {
         push.set_linger(10_000).unwrap();
         push.attach(&address, &AttachOptions::new(Some(Method::Connect))).unwrap();
         let mut sent = 0u64;
-        // Until everything is full: the receiver does not read yet.
-        while push.send(&mut Message::from_slice(&sent.to_le_bytes()), 300).is_ok() {
+        // Until everything is full (a send waits 1 s in vain): the receiver does not read yet.
+        while push.send(&mut Message::from_slice(&sent.to_le_bytes()), 1000).is_ok() {
             sent += 1;
         }
         sent_tx.send(sent as usize).unwrap();
@@ -112,7 +112,9 @@ fn backlog_beyond_the_queues(proto: Proto) -> (usize, usize) {
 }
 
 /// libzmq 4.3.4 dropped what was still in the kernel when the sender hung up on a receiver with a
-/// full queue (hundreds of messages here); the vendored libzmq reads it first.
+/// full queue (hundreds of messages here over ipc); the vendored libzmq reads it first. Over tcp a
+/// FIN raises no hang-up while input is stopped, so stock libzmq passes there too: that half
+/// guards the patched engine against a regression.
 #[test]
 fn g12_linger_delivers_a_backlog_beyond_the_queues_to_a_slow_peer() {
     for proto in [Proto::Ipc, Proto::Tcp] {

@@ -328,7 +328,12 @@ bool zmq::stream_engine_base_t::in_event_internal ()
 
 void zmq::stream_engine_base_t::out_event ()
 {
-    zmq_assert (!_io_error);
+    //  fairmq-rs patch: while a hung-up connection is drained (_io_error set,
+    //  descriptor out of the poller), a heartbeat timer or a PING read from the
+    //  drained data may ask for output: there is nobody to write to (upstream
+    //  asserted here, which the drain would make reachable).
+    if (unlikely (_io_error))
+        return;
 
     //  If write buffer is empty, try to read new data from the encoder.
     if (!_outsize) {
@@ -444,15 +449,17 @@ bool zmq::stream_engine_base_t::restart_input ()
 
     if (rc == -1 && errno == EAGAIN)
         _session->flush ();
-    else if (_io_error) {
+    else if (rc == -1) {
+        //  fairmq-rs patch: a protocol error is reported as one, also after
+        //  a hang-up (the drain below must start with everything decoded).
+        error (protocol_error);
+        return false;
+    } else if (_io_error) {
         //  fairmq-rs patch: the peer hung up while our input was stopped
         //  (receive queue full). Upstream reports the error here and the
         //  data the peer sent before closing, still in the kernel, is lost.
         //  Read it first; the error comes once the socket is empty.
         return drain_after_hangup ();
-    } else if (rc == -1) {
-        error (protocol_error);
-        return false;
     }
 
     else {
@@ -497,9 +504,10 @@ bool zmq::stream_engine_base_t::drain_after_hangup ()
             if (rc == -1)
                 break;
         }
+        const int err = errno;
         _session->flush ();
         if (rc == -1) {
-            if (errno == EAGAIN)
+            if (err == EAGAIN)
                 //  The queue is full again: input stays stopped and the next
                 //  restart_input goes on from here.
                 return true;
