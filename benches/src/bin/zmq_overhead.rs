@@ -9,7 +9,7 @@
 //!
 //! glibc hands out each fresh 1 MiB buffer as a new mapping and trims its heap as they go, so at
 //! large sizes a batch's time is mostly page faults, which come and go with the allocator's state
-//! (quartiles of 0.8-1.8 at 1 MiB). The binary runs itself again with `GLIBC_TUNABLES` raising the
+//! (quartiles as wide as 0.7-2.1 at 1 MiB). The binary runs itself again with `GLIBC_TUNABLES` raising the
 //! mapping and trim thresholds (unless the caller set that variable): buffers are reused, and what
 //! remains is the transports' own cost.
 //!
