@@ -1,9 +1,11 @@
 //! Interruption of blocked transfers.
 //!
-//! FairMQ polls an atomic flag every 100 ms. We keep the flag (cheap to read on the slow path) and add
-//! an eventfd that every waiting call has in its poll set: `interrupt` makes it readable, so all waiters
-//! wake at once; it stays readable (level-triggered) until `resume`, so a call that starts waiting while
-//! interrupted returns at once too.
+//! FairMQ polls an atomic flag every 100 ms. We keep the flag (cheap to read) and add an eventfd:
+//! every socket of the transport hands it to the vendored libzmq (`ZMQ_FAIRMQ_WAKE_FD`), whose
+//! blocking send and receive poll it beside the socket's own descriptor, and the poller puts it in
+//! its poll set. `interrupt` makes it readable, so all waiters wake at once; it stays readable
+//! (level-triggered) until `resume`, so a call that starts waiting while interrupted returns at once
+//! too.
 
 use crate::error::SocketError;
 use nix::sys::eventfd::{EfdFlags, EventFd};

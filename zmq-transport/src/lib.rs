@@ -8,7 +8,8 @@
 //! - Transfers return the bytes moved or a [`TransferError`] whose [`code`](TransferError::code) is
 //!   FairMQ's (-1 error, -2 timeout, -3 interrupted). Timeouts: -1 forever, 0 no wait, N ms.
 //! - A failed or timed-out send leaves the message with the caller.
-//! - [`Transport::interrupt`] wakes every blocked call at once (an eventfd in each poll set);
+//! - [`Transport::interrupt`] wakes every blocked call at once (an eventfd that libzmq's own
+//!   blocking wait watches, see `interrupt`);
 //!   a transfer that can complete at once still completes while interrupted.
 //! - Counters count successful transfers; a multipart is one message.
 //!

@@ -21,9 +21,8 @@ use std::time::{Duration, Instant};
 pub struct Socket {
     zsock: zmq::Socket,
     ptr: SockPtr,
-    /// libzmq's `ZMQ_FD`: becomes readable when a command arrives for a socket that has processed
-    /// all it had (a message or room to send may come with it); processing commands resets it.
-    zfd: std::os::fd::RawFd,
+    /// The send and receive timeouts last set on the libzmq socket (ms, -1: none).
+    timeouts: std::cell::Cell<(i32, i32)>,
     id: String,
     ty: SocketType,
     interrupter: Arc<Interrupter>,
@@ -34,6 +33,13 @@ impl std::fmt::Debug for Socket {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Socket").field("id", &self.id).field("type", &self.ty).finish()
     }
+}
+
+/// Which way a transfer goes (for its timeout option).
+#[derive(Clone, Copy)]
+enum Dir {
+    Send,
+    Receive,
 }
 
 fn opt<T>(option: &'static str, r: zmq::Result<T>) -> Result<T, SocketError> {
@@ -64,9 +70,10 @@ impl Socket {
             opt("ZMQ_SUBSCRIBE", zsock.set_subscribe(b""))?;
         }
         let ptr = SockPtr::of(&mut zsock);
-        let zfd = opt("ZMQ_FD", zsock.get_fd())?;
+        // Blocking calls on this socket end when the transport is interrupted (vendored libzmq).
+        sys::set_wake_fd(ptr, interrupter.raw_fd()).map_err(|source| SocketError::Option { option: "ZMQ_FAIRMQ_WAKE_FD", source })?;
         log::debug!("Created socket {id}");
-        Ok(Socket { zsock, ptr, zfd, id, ty, interrupter, counters: Arc::default() })
+        Ok(Socket { zsock, ptr, timeouts: std::cell::Cell::new((-1, -1)), id, ty, interrupter, counters: Arc::default() })
     }
 
     /// `<transport id>.<channel name>.<type>`, also the ZeroMQ identity.
@@ -237,7 +244,7 @@ impl Socket {
     /// result is its size; on any error the caller keeps the message unchanged.
     pub fn send(&self, msg: &mut Message, timeout_ms: i32) -> TransferResult {
         let size = msg.size();
-        self.transfer(timeout_ms, |flags| sys::msg_send(&mut msg.raw, self.ptr, flags))?;
+        self.transfer(Dir::Send, timeout_ms, |flags| sys::msg_send(&mut msg.raw, self.ptr, flags))?;
         msg.after_send();
         self.counters.record_tx(size);
         Ok(size)
@@ -247,7 +254,7 @@ impl Socket {
     /// On any error `msg` is left as it was (libzmq would clear it, so we receive into a fresh frame).
     pub fn receive(&self, msg: &mut Message, timeout_ms: i32) -> TransferResult {
         let mut frame = RawMsg::empty();
-        self.transfer(timeout_ms, |flags| sys::msg_recv(&mut frame, self.ptr, flags))?;
+        self.transfer(Dir::Receive, timeout_ms, |flags| sys::msg_recv(&mut frame, self.ptr, flags))?;
         msg.raw = frame;
         msg.after_receive();
         let size = msg.size();
@@ -258,7 +265,7 @@ impl Socket {
     /// Sends one frame like [`send`](Socket::send) but without counting it: for transports layered on
     /// this one, which count their own payload bytes in [`shared_counters`](Socket::shared_counters).
     pub fn send_uncounted(&self, frame: &mut Message, timeout_ms: i32) -> Result<(), TransferError> {
-        self.transfer(timeout_ms, |flags| sys::msg_send(&mut frame.raw, self.ptr, flags))?;
+        self.transfer(Dir::Send, timeout_ms, |flags| sys::msg_send(&mut frame.raw, self.ptr, flags))?;
         frame.after_send();
         Ok(())
     }
@@ -267,7 +274,7 @@ impl Socket {
     /// [`send_uncounted`](Socket::send_uncounted)).
     pub fn receive_uncounted(&self, frame: &mut Message, timeout_ms: i32) -> Result<(), TransferError> {
         let mut raw = RawMsg::empty();
-        self.transfer(timeout_ms, |flags| sys::msg_recv(&mut raw, self.ptr, flags))?;
+        self.transfer(Dir::Receive, timeout_ms, |flags| sys::msg_recv(&mut raw, self.ptr, flags))?;
         frame.raw = raw;
         Ok(())
     }
@@ -292,7 +299,7 @@ impl Socket {
             [single] => return self.send_uncounted(single, timeout_ms),
             [first, rest @ ..] => (first, rest),
         };
-        self.transfer(timeout_ms, |flags| sys::msg_send(&mut first.raw, self.ptr, flags | zmq::SNDMORE))?;
+        self.transfer(Dir::Send, timeout_ms, |flags| sys::msg_send(&mut first.raw, self.ptr, flags | zmq::SNDMORE))?;
         let last = rest.len() - 1;
         for (i, part) in rest.iter_mut().enumerate() {
             let more = if i < last { zmq::SNDMORE } else { 0 };
@@ -304,7 +311,7 @@ impl Socket {
     /// Receives every frame of one multipart without counting them, appended to `parts`.
     pub fn receive_parts_uncounted(&self, parts: &mut Vec<Message>, timeout_ms: i32) -> Result<(), TransferError> {
         let mut part = Message::new();
-        self.transfer(timeout_ms, |flags| sys::msg_recv(&mut part.raw, self.ptr, flags))?;
+        self.transfer(Dir::Receive, timeout_ms, |flags| sys::msg_recv(&mut part.raw, self.ptr, flags))?;
         loop {
             let more = part.raw.more();
             parts.push(part);
@@ -325,51 +332,75 @@ impl Socket {
         Ok(total)
     }
 
-    /// The transfer loop: try without blocking; when libzmq would block, fail with `Interrupted` if the
-    /// transport is interrupted, `Timeout` if the time is up, else wait for the socket or the interrupt.
+    /// One transfer with FairMQ's timeout semantics. Not interrupted: libzmq's own blocking call,
+    /// bounded by the socket's send or receive timeout (set to `timeout_ms` for this call). The
+    /// vendored libzmq also ends that wait, with EINTR, when the interrupter's descriptor becomes
+    /// readable (`sys::set_wake_fd`), so a blocked call waits exactly as libzmq's does (one poll)
+    /// and still returns promptly on `interrupt()`. Interrupted: one attempt that does not wait.
     #[inline]
     fn transfer(
         &self,
+        dir: Dir,
         timeout_ms: i32,
         mut attempt: impl FnMut(i32) -> Result<(), zmq::Error>,
     ) -> Result<(), TransferError> {
+        if timeout_ms == 0 || self.interrupter.is_interrupted() {
+            return self.at_once(timeout_ms, &mut attempt);
+        }
+        self.set_timeout(dir, timeout_ms)?;
         let mut deadline = None;
         loop {
-            match attempt(zmq::DONTWAIT) {
+            match attempt(0) {
                 Ok(()) => return Ok(()),
-                Err(zmq::Error::EAGAIN | zmq::Error::EINTR) => {}
+                Err(zmq::Error::EAGAIN) => return Err(TransferError::Timeout),
+                Err(zmq::Error::EINTR) if self.interrupter.is_interrupted() => {
+                    // A transfer that can complete at once still completes while interrupted.
+                    return self.at_once(timeout_ms, &mut attempt);
+                }
+                // A signal: go on with the time that is left.
+                Err(zmq::Error::EINTR) => {
+                    if timeout_ms > 0 {
+                        let d = *deadline
+                            .get_or_insert_with(|| Instant::now() + Duration::from_millis(timeout_ms as u64));
+                        let left = ms_until(d).ok_or(TransferError::Timeout)?;
+                        self.set_timeout(dir, i32::try_from(left).unwrap_or(i32::MAX))?;
+                    }
+                }
                 Err(e) => return Err(self.failed(e)),
             }
-            self.wait(timeout_ms, &mut deadline)?;
         }
     }
 
+    /// One attempt that does not wait: what cannot be done now is a timeout (`timeout_ms` 0) or
+    /// an interruption.
     #[cold]
-    fn wait(&self, timeout_ms: i32, deadline: &mut Option<Instant>) -> Result<(), TransferError> {
-        if self.interrupter.is_interrupted() {
-            return Err(TransferError::Interrupted);
-        }
-        let wait_ms = match timeout_ms {
-            t if t < 0 => -1,
-            0 => return Err(TransferError::Timeout),
-            t => {
-                let d = *deadline.get_or_insert_with(|| Instant::now() + Duration::from_millis(t as u64));
-                ms_until(d).ok_or(TransferError::Timeout)?
+    fn at_once(
+        &self,
+        timeout_ms: i32,
+        attempt: &mut impl FnMut(i32) -> Result<(), zmq::Error>,
+    ) -> Result<(), TransferError> {
+        match attempt(zmq::DONTWAIT) {
+            Ok(()) => Ok(()),
+            Err(zmq::Error::EAGAIN | zmq::Error::EINTR) if self.interrupter.is_interrupted() => {
+                Err(TransferError::Interrupted)
             }
-        };
-        // One poll on the socket's command descriptor and the interrupter: libzmq's own blocking
-        // call waits the same way (zmq_poll costs three more system calls per wait). A message or
-        // free space arriving comes as a command, which makes the descriptor readable until it is
-        // processed; one that came before this wait and is still unprocessed returns it at once.
-        let wait_ms = i32::try_from(wait_ms).unwrap_or(i32::MAX);
-        sys::wait_readable([self.zfd, self.interrupter.raw_fd()], wait_ms)
-            .map_err(|e| self.failed(zmq::Error::from_raw(e.raw_os_error().unwrap_or(libc::EINVAL))))?;
-        // The descriptor only says commands are pending: process them now (ZMQ_EVENTS does; a send
-        // attempt may skip them for up to a millisecond) so the retry sees what they activated.
-        match self.zsock.get_events() {
-            Ok(_) | Err(zmq::Error::EINTR) => Ok(()),
+            Err(zmq::Error::EAGAIN | zmq::Error::EINTR) if timeout_ms == 0 => Err(TransferError::Timeout),
+            // Interrupted when the call began, resumed since: still an interruption.
+            Err(zmq::Error::EAGAIN | zmq::Error::EINTR) => Err(TransferError::Interrupted),
             Err(e) => Err(self.failed(e)),
         }
+    }
+
+    /// Sets `ZMQ_SNDTIMEO` or `ZMQ_RCVTIMEO` (negative: no limit) unless it already has that value.
+    fn set_timeout(&self, dir: Dir, ms: i32) -> Result<(), TransferError> {
+        let ms = ms.max(-1);
+        let (send, receive) = self.timeouts.get();
+        let r = match dir {
+            Dir::Send if send != ms => self.zsock.set_sndtimeo(ms).map(|()| self.timeouts.set((ms, receive))),
+            Dir::Receive if receive != ms => self.zsock.set_rcvtimeo(ms).map(|()| self.timeouts.set((send, ms))),
+            _ => Ok(()),
+        };
+        r.map_err(|e| self.failed(e))
     }
 
     /// The remaining frames of a multipart: libzmq accepts or delivers them at once once the first

@@ -283,22 +283,21 @@ pub(crate) fn msg_recv(msg: &mut RawMsg, sock: SockPtr, flags: i32) -> Result<()
     }
 }
 
-/// Waits until one of `fds` is readable or `timeout_ms` passed (negative: no limit). An
-/// interrupting signal (EINTR) counts as a wake-up; the caller re-checks what it waits for anyway.
-pub(crate) fn wait_readable(fds: [std::os::fd::RawFd; 2], timeout_ms: i32) -> std::io::Result<()> {
-    let mut set = fds.map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 });
-    // SAFETY: `set` is a live array of two initialised pollfd records for the duration of the call;
-    // poll only writes their `revents`. The descriptors are owned by the caller's socket and
-    // interrupter, which outlive the call (a closed descriptor would only be reported, not used).
-    let rc = unsafe { libc::poll(set.as_mut_ptr(), set.len() as libc::nfds_t, timeout_ms) };
-    match rc {
-        -1 => match std::io::Error::last_os_error() {
-            e if e.kind() == std::io::ErrorKind::Interrupted => Ok(()),
-            e => Err(e),
-        },
-        // A closed descriptor would be reported at once, again and again: an error, not a wake-up.
-        _ if set.iter().any(|p| p.revents & libc::POLLNVAL != 0) => Err(std::io::Error::from_raw_os_error(libc::EBADF)),
-        _ => Ok(()),
+/// The vendored libzmq's socket option (see vendor/zeromq-src/PATCHES.md): while this descriptor
+/// is readable, the socket's blocking send and receive fail with EINTR.
+const ZMQ_FAIRMQ_WAKE_FD: i32 = 0x464d57;
+
+/// Makes `fd` interrupt the blocking calls of `sock` (see [`ZMQ_FAIRMQ_WAKE_FD`]).
+pub(crate) fn set_wake_fd(sock: SockPtr, fd: std::os::fd::RawFd) -> Result<(), zmq::Error> {
+    let value: i32 = fd;
+    // SAFETY: `sock` is a live socket handle; the option value is an int read during the call.
+    let rc = unsafe {
+        zmq_sys::zmq_setsockopt(sock.0, ZMQ_FAIRMQ_WAKE_FD, (&value as *const i32).cast(), std::mem::size_of::<i32>())
+    };
+    if rc < 0 {
+        Err(last_error())
+    } else {
+        Ok(())
     }
 }
 

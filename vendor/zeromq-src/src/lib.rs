@@ -176,6 +176,9 @@ impl Build {
     /// against the compiled lib from rust code.
     pub fn build(&mut self) {
         let vendor = Path::new(env!("CARGO_MANIFEST_DIR")).join("vendor");
+        // fairmq-rs: this copy is patched in place; rebuild libzmq when its sources change.
+        println!("cargo:rerun-if-changed={}", vendor.join("src").display());
+        println!("cargo:rerun-if-changed={}", vendor.join("include").display());
 
         let mut build = cc::Build::new();
         build

@@ -54,6 +54,9 @@ class mailbox_t ZMQ_FINAL : public i_mailbox
 
     bool valid () const;
 
+    //  fairmq-rs patch: see signaler_t::set_wake_fd.
+    void set_wake_fd (fd_t fd_) { _signaler.set_wake_fd (fd_); }
+
 #ifdef HAVE_FORK
     // close the file descriptors in the signaller. This is used in a forked
     // child process to close the file descriptors so that they do not interfere

@@ -115,7 +115,7 @@ static int close_wait_ms (int fd_, unsigned int max_ms_ = 2000)
 }
 #endif
 
-zmq::signaler_t::signaler_t ()
+zmq::signaler_t::signaler_t () : _wake (retired_fd)
 {
     //  Create the socketpair for signaling.
     if (make_fdpair (&_r, &_w) == 0) {
@@ -168,6 +168,11 @@ zmq::signaler_t::~signaler_t ()
 zmq::fd_t zmq::signaler_t::get_fd () const
 {
     return _r;
+}
+
+void zmq::signaler_t::set_wake_fd (fd_t fd_)
+{
+    _wake = fd_;
 }
 
 void zmq::signaler_t::send ()
@@ -240,6 +245,30 @@ int zmq::signaler_t::wait (int timeout_) const
 #endif
 
 #ifdef ZMQ_POLL_BASED_ON_POLL
+    if (_wake != retired_fd && timeout_ != 0) {
+        //  fairmq-rs patch: a blocking wait also ends when the wake
+        //  descriptor is readable, as if a signal had interrupted it.
+        struct pollfd pfds[2];
+        pfds[0].fd = _r;
+        pfds[0].events = POLLIN;
+        pfds[0].revents = 0;
+        pfds[1].fd = _wake;
+        pfds[1].events = POLLIN;
+        pfds[1].revents = 0;
+        const int rc2 = poll (pfds, 2, timeout_);
+        if (unlikely (rc2 < 0)) {
+            errno_assert (errno == EINTR);
+            return -1;
+        }
+        if (unlikely (rc2 == 0)) {
+            errno = EAGAIN;
+            return -1;
+        }
+        if (pfds[0].revents & POLLIN)
+            return 0;
+        errno = EINTR;
+        return -1;
+    }
     struct pollfd pfd;
     pfd.fd = _r;
     pfd.events = POLLIN;

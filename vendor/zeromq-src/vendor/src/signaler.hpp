@@ -60,6 +60,10 @@ class signaler_t
 
     bool valid () const;
 
+    //  fairmq-rs patch: a descriptor that interrupts blocking waits while it
+    //  is readable (retired_fd: none). Waits with timeout 0 ignore it.
+    void set_wake_fd (fd_t fd_);
+
 #ifdef HAVE_FORK
     // close the file descriptors in a forked child process so that they
     // do not interfere with the context in the parent process.
@@ -67,6 +71,9 @@ class signaler_t
 #endif
 
   private:
+    //  fairmq-rs patch: see set_wake_fd.
+    fd_t _wake;
+
     //  Underlying write & read file descriptor
     //  Will be -1 if an error occurred during initialization, e.g. we
     //  exceeded the number of available handles

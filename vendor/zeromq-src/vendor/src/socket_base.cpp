@@ -107,6 +107,11 @@
 #include "peer.hpp"
 #include "channel.hpp"
 
+//  fairmq-rs patch: socket option taking a file descriptor (int) that makes
+//  blocking send and receive on the socket fail with EINTR while it is
+//  readable. Outside libzmq's option range; fairmq-rs passes the same number.
+#define ZMQ_FAIRMQ_WAKE_FD 0x464d57
+
 void zmq::socket_base_t::inprocs_t::emplace (const char *endpoint_uri_,
                                              pipe_t *pipe_)
 {
@@ -433,6 +438,19 @@ int zmq::socket_base_t::setsockopt (int option_,
     if (unlikely (_ctx_terminated)) {
         errno = ETERM;
         return -1;
+    }
+
+    //  fairmq-rs patch: a descriptor whose readability interrupts this
+    //  socket's blocking send and receive (they fail with EINTR); -1: none.
+    if (option_ == ZMQ_FAIRMQ_WAKE_FD) {
+        if (_thread_safe || optvallen_ != sizeof (int)) {
+            errno = EINVAL;
+            return -1;
+        }
+        const int fd = *static_cast<const int *> (optval_);
+        static_cast<mailbox_t *> (_mailbox)->set_wake_fd (
+          fd < 0 ? retired_fd : static_cast<fd_t> (fd));
+        return 0;
     }
 
     //  First, check whether specific socket type overloads the option.
