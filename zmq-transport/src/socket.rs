@@ -71,9 +71,18 @@ impl Socket {
         }
         let ptr = SockPtr::of(&mut zsock);
         // Blocking calls on this socket end when the transport is interrupted (vendored libzmq).
-        sys::set_wake_fd(ptr, interrupter.raw_fd()).map_err(|source| SocketError::Option { option: "ZMQ_FAIRMQ_WAKE_FD", source })?;
+        sys::set_wake_fd(ptr, interrupter.raw_fd())
+            .map_err(|source| SocketError::Option { option: "ZMQ_FAIRMQ_WAKE_FD", source })?;
         log::debug!("Created socket {id}");
-        Ok(Socket { zsock, ptr, timeouts: std::cell::Cell::new((-1, -1)), id, ty, interrupter, counters: Arc::default() })
+        Ok(Socket {
+            zsock,
+            ptr,
+            timeouts: std::cell::Cell::new((-1, -1)),
+            id,
+            ty,
+            interrupter,
+            counters: Arc::default(),
+        })
     }
 
     /// `<transport id>.<channel name>.<type>`, also the ZeroMQ identity.
@@ -360,8 +369,8 @@ impl Socket {
                 // A signal: go on with the time that is left.
                 Err(zmq::Error::EINTR) => {
                     if timeout_ms > 0 {
-                        let d = *deadline
-                            .get_or_insert_with(|| Instant::now() + Duration::from_millis(timeout_ms as u64));
+                        let d =
+                            *deadline.get_or_insert_with(|| Instant::now() + Duration::from_millis(timeout_ms as u64));
                         let left = ms_until(d).ok_or(TransferError::Timeout)?;
                         self.set_timeout(dir, i32::try_from(left).unwrap_or(i32::MAX))?;
                     }
