@@ -3,12 +3,28 @@
 //! output) and `fairmq-proxy` (one input to one output).
 
 use crate::options::{Kind, OptionGroup};
-use crate::{ChannelRegistry, Context, Device, HookResult, Message, Parts, Poller};
+use crate::{Channel, ChannelRegistry, Context, Device, HookResult, Message, Parts, Poller};
 
 fn io_options(o: &mut OptionGroup) {
     o.add("in-channel", Kind::Str, "data-in", "Name of the input channel")
         .add("out-channel", Kind::Str, "data-out", "Name of the output channel")
         .add("multipart", Kind::Bool, true, "Handle payloads as multipart messages");
+}
+
+/// Moves one message (or multipart) from `input` to `out`, as FairMQ's merger and proxy do: false
+/// (logged as FairMQ logs it) when either transfer did not complete.
+fn relay(input: &Channel, out: &Channel, multipart: bool) -> bool {
+    let ok = if multipart {
+        let mut p = Parts::new();
+        input.receive_parts(&mut p).is_ok() && out.send_parts(&mut p).is_ok()
+    } else {
+        let mut m = input.new_message();
+        input.receive(&mut m).is_ok() && out.send(&mut m).is_ok()
+    };
+    if !ok {
+        log::debug!("Transfer interrupted");
+    }
+    ok
 }
 
 /// Sends each input message to the next sub-channel of the output channel, round robin.
@@ -98,15 +114,7 @@ impl Device for Merger {
                 if !poller.check_input(i) {
                     continue;
                 }
-                let ok = if self.multipart {
-                    let mut p = Parts::new();
-                    ch.receive_parts(&mut p).is_ok() && out.send_parts(&mut p).is_ok()
-                } else {
-                    let mut m = ch.new_message();
-                    ch.receive(&mut m).is_ok() && out.send(&mut m).is_ok()
-                };
-                if !ok {
-                    log::debug!("Transfer interrupted");
+                if !relay(ch, out, self.multipart) {
                     break;
                 }
             }
@@ -212,15 +220,7 @@ impl Device for Proxy {
     fn run(&mut self, ctx: &Context) -> HookResult {
         let (input, out) = (ctx.channel(&self.input, 0)?, ctx.channel(&self.out, 0)?);
         while !ctx.new_state_pending() {
-            let ok = if self.multipart {
-                let mut p = Parts::new();
-                input.receive_parts(&mut p).is_ok() && out.send_parts(&mut p).is_ok()
-            } else {
-                let mut m = input.new_message();
-                input.receive(&mut m).is_ok() && out.send(&mut m).is_ok()
-            };
-            if !ok {
-                log::debug!("Transfer interrupted");
+            if !relay(input, out, self.multipart) {
                 break;
             }
         }
