@@ -400,7 +400,15 @@ impl Message {
     /// Drops one reference to a block, freeing it if it was the last; returns whether it was.
     fn drop_block_reference(&self, seg: u16, offset: u64, delta: u32, slot: u32) -> bool {
         let segment = self.mgr.mapped(seg);
-        let prev = segment.rc(offset, slot).fetch_sub(1, Ordering::Release);
+        let rc = segment.rc(offset, slot);
+        // The sole holder (the usual case for a received message): nobody else can add a reference
+        // (that takes one), so the count needs no locked decrement; `release` overwrites the word.
+        // Acquire pairs with the Release decrements of earlier holders, as the fence below does.
+        if rc.load(Ordering::Acquire) & 0xffff_ffff == 1 {
+            self.mgr.release(segment, offset, delta, slot);
+            return true;
+        }
+        let prev = rc.fetch_sub(1, Ordering::Release);
         if prev & 0xffff_ffff == 1 {
             // Pairs with the other holders' Release decrements: their accesses happen before the free.
             fence(Ordering::Acquire);

@@ -123,6 +123,20 @@ fn copies_share_the_block_and_the_last_holder_frees_it() {
     pull.receive(&mut r, LONG).unwrap();
     assert_eq!(r.data_ptr(), b.data_ptr());
     assert_eq!(r.refcount(), 2);
+    // A receiver that drops its copy first leaves the block to the other holders.
+    let mut d = t.new_message();
+    d.copy_from(&b).unwrap();
+    push.send(&mut d, LONG).unwrap();
+    let mut r2 = t.new_message();
+    pull.receive(&mut r2, LONG).unwrap();
+    assert_eq!(r2.refcount(), 3);
+    drop(r2);
+    t.flush();
+    let mut fresh = t.new_message_from_slice(b"fresh bytes!").unwrap();
+    fresh.data_mut().unwrap().fill(b'x');
+    assert_ne!(fresh.data_ptr(), b.data_ptr(), "the block was not freed while held");
+    assert_eq!((b.data(), r.refcount()), (&b"shared bytes"[..], 2));
+    drop(fresh);
     drop(b);
     assert_eq!(r.refcount(), 1);
     drop((a, r));
