@@ -2,20 +2,19 @@
 //! `ex-1-n-1 sampler|processor|sink <device options>`; `ex-1-n-1.json` holds FairMQ's config.
 
 use fairmq::options::Kind;
-use fairmq::{Context, Device, HookResult, Message, Program};
+use fairmq::{Context, Device, HookResult, Iterations, Message, Program};
 use std::time::Duration;
 
 #[derive(Default)]
 struct Sampler {
     text: String,
-    max: u64,
-    n: u64,
+    iterations: Iterations,
 }
 
 impl Device for Sampler {
     fn init_task(&mut self, ctx: &Context) -> HookResult {
         self.text = ctx.config().get("text")?;
-        self.max = ctx.config().get("max-iterations")?;
+        self.iterations = Iterations::from_config(ctx)?;
         Ok(())
     }
     fn conditional_run(&mut self, ctx: &Context) -> HookResult<bool> {
@@ -24,9 +23,7 @@ impl Device for Sampler {
         if ctx.send(&mut msg, "data1", 0).is_err() {
             return Ok(false);
         }
-        self.n += 1;
-        if self.max > 0 && self.n >= self.max {
-            log::info!("Configured maximum number of iterations reached. Leaving RUNNING state.");
+        if self.iterations.count() {
             return Ok(false);
         }
         ctx.wait_for(Duration::from_secs(1));
@@ -51,46 +48,31 @@ impl Device for Processor {
 
 #[derive(Default)]
 struct Sink {
-    max: u64,
-    n: u64,
+    iterations: Iterations,
 }
 
 impl Device for Sink {
     fn init_task(&mut self, ctx: &Context) -> HookResult {
-        self.max = ctx.config().get("max-iterations")?;
+        self.iterations = Iterations::from_config(ctx)?;
         ctx.on_data("data2");
         Ok(())
     }
     fn handle_data(&mut self, _: &Context, _: &str, m: &mut Message, _: usize) -> HookResult<bool> {
         log::info!("Received: \"{}\"", String::from_utf8_lossy(m.data()));
-        self.n += 1;
-        if self.max > 0 && self.n >= self.max {
-            log::info!("Configured maximum number of iterations reached. Leaving RUNNING state.");
-            return Ok(false);
-        }
-        Ok(true)
+        Ok(!self.iterations.count())
     }
 }
 
 fn main() -> std::process::ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let rest = &args[1.min(args.len())..];
-    let max = |o: &mut fairmq::options::OptionGroup| {
-        o.add("max-iterations", Kind::U64, 0u64, "Maximum number of iterations (0 - infinite)");
-    };
-    let code = match args.first().map(String::as_str) {
-        Some("sampler") => Program::new(|_| Ok(Sampler::default()))
+    let max = |o: &mut fairmq::options::OptionGroup| Iterations::add_option(o, 0);
+    fairmq::run_role("ex-1-n-1", &["sampler", "processor", "sink"], |role, args| match role {
+        "sampler" => Program::new(|_| Ok(Sampler::default()))
             .options(|o| {
                 o.add("text", Kind::Str, "Hello", "Text to send out");
                 max(o);
             })
-            .run_with_args(rest),
-        Some("processor") => Program::new(|_| Ok(Processor)).run_with_args(rest),
-        Some("sink") => Program::new(|_| Ok(Sink::default())).options(max).run_with_args(rest),
-        _ => {
-            eprintln!("usage: ex-1-n-1 sampler|processor|sink <options>");
-            1
-        }
-    };
-    std::process::ExitCode::from(code as u8)
+            .run_with_args(args),
+        "processor" => Program::new(|_| Ok(Processor)).run_with_args(args),
+        _ => Program::new(|_| Ok(Sink::default())).options(max).run_with_args(args),
+    })
 }

@@ -1,8 +1,7 @@
 //! FairMQ's multipart example: seven parts per message, the first a header whose stop flag marks
 //! the last message. `ex-multipart sampler|sink <options>`.
 
-use fairmq::options::Kind;
-use fairmq::{Context, Device, HookResult, Parts, Program};
+use fairmq::{Context, Device, HookResult, Iterations, Parts, Program};
 use std::time::Duration;
 
 /// `struct Header { int32_t stopFlag; }` on the wire (little-endian).
@@ -12,18 +11,17 @@ fn header(stop: bool) -> [u8; 4] {
 
 #[derive(Default)]
 struct Sampler {
-    max: u64,
-    n: u64,
+    iterations: Iterations,
 }
 
 impl Device for Sampler {
     fn init_task(&mut self, ctx: &Context) -> HookResult {
-        self.max = ctx.config().get("max-iterations")?;
+        self.iterations = Iterations::from_config(ctx)?;
         Ok(())
     }
     fn conditional_run(&mut self, ctx: &Context) -> HookResult<bool> {
         let ch = ctx.channel("data", 0)?;
-        let last = self.max > 0 && self.n == self.max - 1;
+        let last = self.iterations.next_is_last();
         let mut parts: Parts = vec![ch.new_simple_message(&header(last))?, ch.new_message_with_size(1000)?];
         let mut more: Parts = [500, 600, 700].iter().map(|&n| ch.new_message_with_size(n)).collect::<Result<_, _>>()?;
         parts.append(&mut more);
@@ -31,9 +29,7 @@ impl Device for Sampler {
         parts.push(ch.new_message_with_size(100)?);
         log::info!("Sending header with stopFlag: {}", i32::from(last));
         let _ = ch.send_parts(&mut parts);
-        self.n += 1;
-        if self.max > 0 && self.n >= self.max {
-            log::info!("Configured maximum number of iterations reached. Leaving RUNNING state.");
+        if self.iterations.count() {
             return Ok(false);
         }
         ctx.wait_for(Duration::from_secs(1));
@@ -67,24 +63,10 @@ impl Device for Sink {
 }
 
 fn main() -> std::process::ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let rest = &args[1.min(args.len())..];
-    let code = match args.first().map(String::as_str) {
-        Some("sampler") => Program::new(|_| Ok(Sampler::default()))
-            .options(|o| {
-                o.add(
-                    "max-iterations",
-                    Kind::U64,
-                    5u64,
-                    "Maximum number of iterations of Run/ConditionalRun/OnData (0 - infinite)",
-                );
-            })
-            .run_with_args(rest),
-        Some("sink") => Program::new(|_| Ok(Sink)).run_with_args(rest),
-        _ => {
-            eprintln!("usage: ex-multipart sampler|sink <options>");
-            1
+    fairmq::run_role("ex-multipart", &["sampler", "sink"], |role, args| match role {
+        "sampler" => {
+            Program::new(|_| Ok(Sampler::default())).options(|o| Iterations::add_option(o, 5)).run_with_args(args)
         }
-    };
-    std::process::ExitCode::from(code as u8)
+        _ => Program::new(|_| Ok(Sink)).run_with_args(args),
+    })
 }

@@ -3,25 +3,24 @@
 //! `ex-multiple-channels sampler|broadcaster|sink <options>`.
 
 use fairmq::options::Kind;
-use fairmq::{Context, Device, HookResult, Message, Poller, Program};
+use fairmq::{Context, Device, HookResult, Iterations, Message, Poller, Program};
 use std::time::Duration;
 
 #[derive(Default)]
 struct Sampler {
     text: String,
-    max: u64,
+    iterations: Iterations,
 }
 
 impl Device for Sampler {
     fn init_task(&mut self, ctx: &Context) -> HookResult {
         self.text = ctx.config().get("text")?;
-        self.max = ctx.config().get("max-iterations")?;
+        self.iterations = Iterations::from_config(ctx)?;
         Ok(())
     }
     fn run(&mut self, ctx: &Context) -> HookResult {
         let (data, bcast) = (ctx.channel("data", 0)?, ctx.channel("broadcast", 0)?);
         let mut poller = Poller::new(&[data.socket(), bcast.socket()]);
-        let mut sent = 0;
         while !ctx.new_state_pending() {
             let _ = poller.poll(100);
             if poller.check_input(1) {
@@ -35,9 +34,7 @@ impl Device for Sampler {
                 let mut m = data.new_simple_message(self.text.as_bytes())?;
                 if data.send(&mut m).is_ok() {
                     log::info!("Sent \"{}\"", self.text);
-                    sent += 1;
-                    if self.max > 0 && sent >= self.max {
-                        log::info!("Configured maximum number of iterations reached. Leaving RUNNING state.");
+                    if self.iterations.count() {
                         break;
                     }
                 }
@@ -68,7 +65,7 @@ struct Sink {
 
 impl Device for Sink {
     fn init_task(&mut self, ctx: &Context) -> HookResult {
-        self.max = ctx.config().get("max-iterations")?;
+        self.max = ctx.config().get(fairmq::iterations::OPTION)?;
         ctx.on_data("broadcast");
         ctx.on_data("data");
         Ok(())
@@ -92,24 +89,15 @@ impl Device for Sink {
 }
 
 fn main() -> std::process::ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let rest = &args[1.min(args.len())..];
-    let max = |o: &mut fairmq::options::OptionGroup| {
-        o.add("max-iterations", Kind::U64, 0u64, "Maximum number of iterations (0 - infinite)");
-    };
-    let code = match args.first().map(String::as_str) {
-        Some("sampler") => Program::new(|_| Ok(Sampler::default()))
+    let max = |o: &mut fairmq::options::OptionGroup| Iterations::add_option(o, 0);
+    fairmq::run_role("ex-multiple-channels", &["sampler", "broadcaster", "sink"], |role, args| match role {
+        "sampler" => Program::new(|_| Ok(Sampler::default()))
             .options(|o| {
                 o.add("text", Kind::Str, "Hello", "Text to send out");
                 max(o);
             })
-            .run_with_args(rest),
-        Some("broadcaster") => Program::new(|_| Ok(Broadcaster)).run_with_args(rest),
-        Some("sink") => Program::new(|_| Ok(Sink::default())).options(max).run_with_args(rest),
-        _ => {
-            eprintln!("usage: ex-multiple-channels sampler|broadcaster|sink <options>");
-            1
-        }
-    };
-    std::process::ExitCode::from(code as u8)
+            .run_with_args(args),
+        "broadcaster" => Program::new(|_| Ok(Broadcaster)).run_with_args(args),
+        _ => Program::new(|_| Ok(Sink::default())).options(max).run_with_args(args),
+    })
 }

@@ -2,19 +2,17 @@
 //! zeromq, sampler2 sends over zeromq, the sink reads both inputs (two transports in one device)
 //! and acks sampler1. `ex-multiple-transports sampler1|sampler2|sink <options>`.
 
-use fairmq::options::Kind;
-use fairmq::{Context, Device, HookResult, Message, Program};
+use fairmq::{Context, Device, HookResult, Iterations, Message, Program};
 
 #[derive(Default)]
 struct Sampler1 {
-    max: u64,
-    n: u64,
+    iterations: Iterations,
     acks: u64,
 }
 
 impl Device for Sampler1 {
     fn init_task(&mut self, ctx: &Context) -> HookResult {
-        self.max = ctx.config().get("max-iterations")?;
+        self.iterations = Iterations::from_config(ctx)?;
         Ok(())
     }
     fn conditional_run(&mut self, ctx: &Context) -> HookResult<bool> {
@@ -22,9 +20,9 @@ impl Device for Sampler1 {
         if ctx.send(&mut m, "data1", 0).is_err() {
             return Ok(false);
         }
-        self.n += 1;
+        let done = self.iterations.count();
         self.count_acks(ctx)?;
-        Ok(!(self.max > 0 && self.n >= self.max))
+        Ok(!done)
     }
     fn post_run(&mut self, ctx: &Context) -> HookResult {
         // Acks travel over PUB/SUB, which may drop them while the subscription is on its way; what
@@ -47,13 +45,12 @@ impl Sampler1 {
 
 #[derive(Default)]
 struct Sampler2 {
-    max: u64,
-    n: u64,
+    iterations: Iterations,
 }
 
 impl Device for Sampler2 {
     fn init_task(&mut self, ctx: &Context) -> HookResult {
-        self.max = ctx.config().get("max-iterations")?;
+        self.iterations = Iterations::from_config(ctx)?;
         Ok(())
     }
     fn conditional_run(&mut self, ctx: &Context) -> HookResult<bool> {
@@ -61,8 +58,7 @@ impl Device for Sampler2 {
         if ctx.send(&mut m, "data2", 0).is_err() {
             return Ok(false);
         }
-        self.n += 1;
-        Ok(!(self.max > 0 && self.n >= self.max))
+        Ok(!self.iterations.count())
     }
 }
 
@@ -75,7 +71,7 @@ struct Sink {
 
 impl Device for Sink {
     fn init_task(&mut self, ctx: &Context) -> HookResult {
-        self.max = ctx.config().get("max-iterations")?;
+        self.max = ctx.config().get(fairmq::iterations::OPTION)?;
         ctx.on_data("data1");
         ctx.on_data("data2");
         Ok(())
@@ -94,19 +90,10 @@ impl Device for Sink {
 }
 
 fn main() -> std::process::ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let rest = &args[1.min(args.len())..];
-    let max = |o: &mut fairmq::options::OptionGroup| {
-        o.add("max-iterations", Kind::U64, 0u64, "Maximum number of iterations (0 - infinite)");
-    };
-    let code = match args.first().map(String::as_str) {
-        Some("sampler1") => Program::new(|_| Ok(Sampler1::default())).options(max).run_with_args(rest),
-        Some("sampler2") => Program::new(|_| Ok(Sampler2::default())).options(max).run_with_args(rest),
-        Some("sink") => Program::new(|_| Ok(Sink::default())).options(max).run_with_args(rest),
-        _ => {
-            eprintln!("usage: ex-multiple-transports sampler1|sampler2|sink <options>");
-            1
-        }
-    };
-    std::process::ExitCode::from(code as u8)
+    let max = |o: &mut fairmq::options::OptionGroup| Iterations::add_option(o, 0);
+    fairmq::run_role("ex-multiple-transports", &["sampler1", "sampler2", "sink"], |role, args| match role {
+        "sampler1" => Program::new(|_| Ok(Sampler1::default())).options(max).run_with_args(args),
+        "sampler2" => Program::new(|_| Ok(Sampler2::default())).options(max).run_with_args(args),
+        _ => Program::new(|_| Ok(Sink::default())).options(max).run_with_args(args),
+    })
 }

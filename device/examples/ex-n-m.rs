@@ -104,28 +104,21 @@ impl Device for Receiver {
 }
 
 fn main() -> std::process::ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let rest = &args[1.min(args.len())..];
-    let code = match args.first().map(String::as_str) {
-        Some("synchronizer") => Program::new(|_| Ok(Synchronizer::default())).run_with_args(rest),
-        Some("sender") => Program::new(|_| Ok(Sender::default()))
+    fairmq::run_role("ex-n-m", &["synchronizer", "sender", "receiver"], |role, args| match role {
+        "synchronizer" => Program::new(|_| Ok(Synchronizer::default())).run_with_args(args),
+        "sender" => Program::new(|_| Ok(Sender::default()))
             .options(|o| {
                 o.add("sender-index", Kind::Int, 0i32, "Sender Index")
                     .add("subtimeframe-size", Kind::Int, 1000i32, "Subtimeframe size in bytes")
                     .add_required("num-receivers", Kind::Int, "Number of EPNs");
             })
-            .run_with_args(rest),
-        Some("receiver") => Program::new(|_| Ok(Receiver::default()))
+            .run_with_args(args),
+        _ => Program::new(|_| Ok(Receiver::default()))
             .options(|o| {
                 o.add("buffer-timeout", Kind::Int, 1000i32, "Buffer timeout in milliseconds")
                     .add_required("num-senders", Kind::Int, "Number of senders")
                     .add("max-timeframes", Kind::Int, 0i32, "Maximum number of timeframes to receive (0 - infinite)");
             })
-            .run_with_args(rest),
-        _ => {
-            eprintln!("usage: ex-n-m synchronizer|sender|receiver <options>");
-            1
-        }
-    };
-    std::process::ExitCode::from(code as u8)
+            .run_with_args(args),
+    })
 }

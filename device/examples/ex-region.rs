@@ -10,7 +10,7 @@
 
 use fairmq::options::Kind;
 use fairmq::region::{RegionBlock, RegionCallback, RegionConfig};
-use fairmq::{Context, Device, HookResult, Parts, Program, RateLimiter, UnmanagedRegion};
+use fairmq::{Context, Device, HookResult, Iterations, Parts, Program, RateLimiter, UnmanagedRegion};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,7 +27,7 @@ fn pattern(offset: usize) -> u8 {
 struct Sampler {
     chan: String,
     size: usize,
-    max: u64,
+    iterations: Iterations,
     rate: f64,
     region: Option<UnmanagedRegion>,
     unacked: Arc<AtomicI64>,
@@ -38,7 +38,7 @@ impl Device for Sampler {
         let c = ctx.config();
         self.chan = c.get("chan-name")?;
         self.size = c.get::<i64>("msg-size")?.try_into()?;
-        self.max = c.get("max-iterations")?;
+        self.iterations = Iterations::from_config(ctx)?;
         self.rate = c.get("sampling-rate")?;
         let external: bool = c.get("external-region")?;
         if self.size > REGION_SIZE {
@@ -69,7 +69,6 @@ impl Device for Sampler {
     fn run(&mut self, ctx: &Context) -> HookResult {
         let region = self.region.as_ref().ok_or("no region")?;
         let mut limiter = (self.rate > 0.0).then(|| RateLimiter::new(self.rate));
-        let mut n = 0;
         while !ctx.new_state_pending() {
             let mut parts: Parts = Vec::with_capacity(PARTS);
             for _ in 0..PARTS {
@@ -78,9 +77,7 @@ impl Device for Sampler {
             }
             // Pieces of a message the transport kept (a failed send) are acknowledged when dropped.
             let _ = ctx.send_parts(&mut parts, &self.chan, 0);
-            n += 1;
-            if self.max > 0 && n >= self.max {
-                log::info!("Configured maximum number of iterations reached. Leaving RUNNING state.");
+            if self.iterations.count() {
                 break;
             }
             if let Some(l) = limiter.as_mut() {
@@ -107,18 +104,18 @@ impl Device for Sampler {
 #[derive(Default)]
 struct Sink {
     chan: String,
-    max: u64,
+    iterations: Iterations,
 }
 
 impl Device for Sink {
     fn init_task(&mut self, ctx: &Context) -> HookResult {
         self.chan = ctx.config().get("chan-name")?;
-        self.max = ctx.config().get("max-iterations")?;
+        self.iterations = Iterations::from_config(ctx)?;
         Ok(())
     }
 
     fn run(&mut self, ctx: &Context) -> HookResult {
-        let (mut n, mut pieces, mut bytes) = (0u64, 0u64, 0u64);
+        let (mut pieces, mut bytes) = (0u64, 0u64);
         while !ctx.new_state_pending() {
             let mut parts: Parts = Vec::new();
             if ctx.receive_parts(&mut parts, &self.chan, 0).is_err() {
@@ -126,33 +123,30 @@ impl Device for Sink {
             }
             for p in &parts {
                 if let Some(i) = p.data().iter().enumerate().position(|(i, &b)| b != pattern(i)) {
+                    let n = self.iterations.done();
                     return Err(format!("part of message {n}: byte {i} is not the region's").into());
                 }
                 pieces += 1;
                 bytes += p.size() as u64;
             }
-            n += 1;
-            if self.max > 0 && n >= self.max {
-                log::info!("Configured maximum number of iterations reached. Leaving RUNNING state.");
+            if self.iterations.count() {
                 break;
             }
         }
+        let n = self.iterations.done();
         log::info!("Received {n} messages, {pieces} parts, {bytes} bytes, every byte checked.");
         Ok(())
     }
 }
 
 fn main() -> std::process::ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let rest = &args[1.min(args.len())..];
-    let code = match args.first().map(String::as_str) {
-        Some("sampler") => Program::new(|_| Ok(Sampler::default()))
+    fairmq::run_role("ex-region", &["sampler", "sink"], |role, args| match role {
+        "sampler" => Program::new(|_| Ok(Sampler::default()))
             .options(|o| {
                 o.add("chan-name", Kind::Str, "data", "name of the output channel")
                     .add("msg-size", Kind::Int, 1000i64, "Message size in bytes")
                     .add("sampling-rate", Kind::Float, 0.0f32, "Sampling rate in Hz (0: as fast as possible)")
                     .add("region-linger", Kind::U64, 100u64, "Linger period for regions (ms)")
-                    .add("max-iterations", Kind::U64, 0u64, "Maximum number of iterations of Run (0 - infinite)")
                     .add("external-region", Kind::Bool, false, "Use region created by another process")
                     .add(
                         "rc-segment-size",
@@ -160,22 +154,14 @@ fn main() -> std::process::ExitCode {
                         10_000_000u64,
                         "Size of the reference count segment for the region",
                     );
+                Iterations::add_option(o, 0);
             })
-            .run_with_args(rest),
-        Some("sink") => Program::new(|_| Ok(Sink::default()))
+            .run_with_args(args),
+        _ => Program::new(|_| Ok(Sink::default()))
             .options(|o| {
-                o.add("chan-name", Kind::Str, "data", "name of the input channel").add(
-                    "max-iterations",
-                    Kind::U64,
-                    0u64,
-                    "Maximum number of iterations of Run (0 - infinite)",
-                );
+                o.add("chan-name", Kind::Str, "data", "name of the input channel");
+                Iterations::add_option(o, 0);
             })
-            .run_with_args(rest),
-        _ => {
-            eprintln!("usage: ex-region sampler|sink <device options>");
-            1
-        }
-    };
-    std::process::ExitCode::from(code as u8)
+            .run_with_args(args),
+    })
 }

@@ -1,20 +1,19 @@
 //! FairMQ's req-rep example: a client asks, a server answers. `ex-req-rep client|server <options>`.
 
 use fairmq::options::Kind;
-use fairmq::{Context, Device, HookResult, Message, Program};
+use fairmq::{Context, Device, HookResult, Iterations, Message, Program};
 use std::time::Duration;
 
 #[derive(Default)]
 struct Client {
     text: String,
-    max: u64,
-    n: u64,
+    iterations: Iterations,
 }
 
 impl Device for Client {
     fn init_task(&mut self, ctx: &Context) -> HookResult {
         self.text = ctx.config().get("text")?;
-        self.max = ctx.config().get("max-iterations")?;
+        self.iterations = Iterations::from_config(ctx)?;
         Ok(())
     }
     fn conditional_run(&mut self, ctx: &Context) -> HookResult<bool> {
@@ -26,9 +25,7 @@ impl Device for Client {
                 let mut reply = ch.new_message();
                 if ch.receive(&mut reply).is_ok() {
                     log::info!("Received reply from server: \"{}\"", String::from_utf8_lossy(reply.data()));
-                    self.n += 1;
-                    if self.max > 0 && self.n >= self.max {
-                        log::info!("Configured maximum number of iterations reached. Leaving RUNNING state.");
+                    if self.iterations.count() {
                         return Ok(false);
                     }
                     ctx.wait_for(Duration::from_secs(1));
@@ -43,13 +40,12 @@ impl Device for Client {
 
 #[derive(Default)]
 struct Server {
-    max: u64,
-    n: u64,
+    iterations: Iterations,
 }
 
 impl Device for Server {
     fn init_task(&mut self, ctx: &Context) -> HookResult {
-        self.max = ctx.config().get("max-iterations")?;
+        self.iterations = Iterations::from_config(ctx)?;
         ctx.on_data("data");
         Ok(())
     }
@@ -62,33 +58,19 @@ impl Device for Server {
         if !matches!(ctx.send(&mut reply, "data", 0), Ok(n) if n > 0) {
             return Ok(false);
         }
-        self.n += 1;
-        if self.max > 0 && self.n >= self.max {
-            log::info!("Configured maximum number of iterations reached. Leaving RUNNING state.");
-            return Ok(false);
-        }
-        Ok(true)
+        Ok(!self.iterations.count())
     }
 }
 
 fn main() -> std::process::ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let rest = &args[1.min(args.len())..];
-    let max = |o: &mut fairmq::options::OptionGroup| {
-        o.add("max-iterations", Kind::U64, 0u64, "Maximum number of iterations (0 - infinite)");
-    };
-    let code = match args.first().map(String::as_str) {
-        Some("client") => Program::new(|_| Ok(Client::default()))
+    let max = |o: &mut fairmq::options::OptionGroup| Iterations::add_option(o, 0);
+    fairmq::run_role("ex-req-rep", &["client", "server"], |role, args| match role {
+        "client" => Program::new(|_| Ok(Client::default()))
             .options(|o| {
                 o.add("text", Kind::Str, "Hello", "Text to send out");
                 max(o);
             })
-            .run_with_args(rest),
-        Some("server") => Program::new(|_| Ok(Server::default())).options(max).run_with_args(rest),
-        _ => {
-            eprintln!("usage: ex-req-rep client|server <options>");
-            1
-        }
-    };
-    std::process::ExitCode::from(code as u8)
+            .run_with_args(args),
+        _ => Program::new(|_| Ok(Server::default())).options(max).run_with_args(args),
+    })
 }

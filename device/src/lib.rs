@@ -44,6 +44,7 @@ mod error;
 /// Entry points of the fuzz targets (`fuzz/`) and of the test replaying their corpora.
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod iterations;
 pub mod logging;
 pub mod network;
 pub mod options;
@@ -64,10 +65,11 @@ pub use control::{ControlMode, DeviceHandle};
 pub use device::{ChannelRegistry, Context, Device};
 pub use error::{BoxError, Error, HookResult};
 pub use fairmq_zmq::{SocketType, TransferCode, TransferError, TransportKind};
+pub use iterations::Iterations;
 pub use properties::{Properties, Value};
 pub use rate::RateLimiter;
 pub use region::UnmanagedRegion;
-pub use run_device::{config_from_args, expect_state, spawn_device, Plugin, Program};
+pub use run_device::{config_from_args, expect_state, run_role, spawn_device, Plugin, Program};
 pub use runner::run_state_machine;
 pub use state::{State, Transition};
 pub use transport::{Message, Parts, Poller, Socket, Transport};

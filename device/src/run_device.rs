@@ -73,14 +73,9 @@ impl<D: Device + 'static, F: FnOnce(&Arc<Properties>) -> Result<D, BoxError>> Pr
 
     /// Runs with the process's arguments; returns the exit code (0 EXITING, 1 ERROR or bad input).
     pub fn run(self) -> std::process::ExitCode {
-        // `std::env::args` would panic on an argument that is not UTF-8: refuse it like any bad input.
-        let args: Result<Vec<String>, _> = std::env::args_os().skip(1).map(std::ffi::OsString::into_string).collect();
-        match args {
+        match process_args() {
             Ok(args) => std::process::ExitCode::from(self.run_with_args(&args) as u8),
-            Err(bad) => {
-                eprintln!("error: the argument {bad:?} is not valid UTF-8");
-                std::process::ExitCode::from(1)
-            }
+            Err(code) => code,
         }
     }
 
@@ -177,6 +172,35 @@ impl<D: Device + 'static, F: FnOnce(&Arc<Properties>) -> Result<D, BoxError>> Pr
                 log::error!("Uncaught exception reached the top of main: {e}");
                 1
             }
+        }
+    }
+}
+
+/// The process's arguments without the program name. `std::env::args` would panic on an argument
+/// that is not UTF-8: it is refused like any bad input (message, exit code 1).
+fn process_args() -> Result<Vec<String>, std::process::ExitCode> {
+    std::env::args_os().skip(1).map(std::ffi::OsString::into_string).collect::<Result<_, _>>().map_err(|bad| {
+        eprintln!("error: the argument {bad:?} is not valid UTF-8");
+        std::process::ExitCode::from(1)
+    })
+}
+
+/// Runs one of the devices a program holds, chosen by its first argument
+/// (`<program> <role> <device options>`, as this crate's examples are built): `run` gets the role,
+/// one of `roles`, and the arguments after it, and returns the exit code (usually that of
+/// [`Program::run_with_args`]). A missing or unknown role prints the usage and exits with 1.
+pub fn run_role(program: &str, roles: &[&str], run: impl FnOnce(&str, &[String]) -> i32) -> std::process::ExitCode {
+    let args = match process_args() {
+        Ok(args) => args,
+        Err(code) => return code,
+    };
+    match args.split_first() {
+        Some((role, rest)) if roles.contains(&role.as_str()) => {
+            std::process::ExitCode::from(u8::try_from(run(role, rest)).unwrap_or(1))
+        }
+        _ => {
+            eprintln!("usage: {program} {} <device options>", roles.join("|"));
+            std::process::ExitCode::from(1)
         }
     }
 }

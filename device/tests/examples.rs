@@ -72,6 +72,18 @@ fn with(mut a: Vec<String>, more: &[&str]) -> Vec<String> {
     a
 }
 
+/// A program of several devices refuses a missing or unknown role with its usage (exit code 1).
+#[test]
+fn an_example_without_a_known_role_prints_its_usage() {
+    let exe = example("ex-copypush");
+    for args in [&[][..], &["nosuchrole", "--id", "x"][..]] {
+        let out = std::process::Command::new(&exe).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("usage: ex-copypush sampler|sink <device options>"), "{args:?}: {err}");
+    }
+}
+
 /// G42: the 1-1 test pattern (`--max-iterations 1 --control static`); a lost message would leave
 /// the sink in RUNNING and the test would fail by its timeout.
 #[test]
