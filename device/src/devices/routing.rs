@@ -11,6 +11,15 @@ fn io_options(o: &mut OptionGroup) {
         .add("multipart", Kind::Bool, true, "Handle payloads as multipart messages");
 }
 
+/// Registers the data callback for `input`: per multipart or per message.
+fn on_input(ctx: &Context, input: &str, multipart: bool) {
+    if multipart {
+        ctx.on_data_parts(input);
+    } else {
+        ctx.on_data(input);
+    }
+}
+
 /// Moves one message (or multipart) from `input` to `out`, as FairMQ's merger and proxy do: false
 /// (logged as FairMQ logs it) when either transfer did not complete.
 fn relay(input: &Channel, out: &Channel, multipart: bool) -> bool {
@@ -56,11 +65,7 @@ impl Device for Splitter {
         self.multipart = ctx.config().get("multipart")?;
         self.outputs = ctx.num_sub_channels(&self.out)?;
         self.next = 0;
-        if self.multipart {
-            ctx.on_data_parts(&input);
-        } else {
-            ctx.on_data(&input);
-        }
+        on_input(ctx, &input, self.multipart);
         Ok(())
     }
     fn handle_data(&mut self, ctx: &Context, _: &str, m: &mut Message, _: usize) -> HookResult<bool> {
@@ -155,11 +160,7 @@ impl Device for Multiplier {
         let input: String = ctx.config().get("in-channel")?;
         self.outs = ctx.config().get("out-channel")?;
         self.multipart = ctx.config().get("multipart")?;
-        if self.multipart {
-            ctx.on_data_parts(&input);
-        } else {
-            ctx.on_data(&input);
-        }
+        on_input(ctx, &input, self.multipart);
         Ok(())
     }
     fn handle_data(&mut self, ctx: &Context, _: &str, m: &mut Message, _: usize) -> HookResult<bool> {
