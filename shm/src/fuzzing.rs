@@ -127,7 +127,7 @@ impl Fixture {
     fn check_block(&self, offset: u64, delta: u32, size: u64, slot: Option<u32>) {
         let accepted = match slot {
             Some(slot) => self.segment.check_block(offset, delta, size, slot),
-            None => self.segment.check_any_block(offset, delta, size),
+            None => self.segment.check_any_block(offset, delta, size).map(|_| ()),
         }
         .is_ok();
         let live = self.blocks.iter().any(|b| {

@@ -42,7 +42,15 @@ struct Piece {
     hint: u64,
     /// The shared reference count, made by the first copy (set once, hence the `OnceLock`: copying
     /// takes `&self`).
-    rc: OnceLock<RcHandle>,
+    rc: OnceLock<SharedCount>,
+}
+
+/// Where a region piece's shared count lives: the block (as records name it) and its slot, looked
+/// up once, so that adding and dropping references touches only the slot.
+#[derive(Clone, Copy)]
+struct SharedCount {
+    handle: RcHandle,
+    slot: u32,
 }
 
 impl std::fmt::Debug for Message {
@@ -210,7 +218,7 @@ impl Message {
         match &self.body {
             Body::Empty => None,
             Body::Block { seg, offset, slot, .. } => Some(self.mgr.mapped(*seg).rc(*offset, *slot)),
-            Body::Region(p) => p.rc.get().map(|h| self.mgr.mapped(h.segment).block_rc(h.offset)),
+            Body::Region(p) => p.rc.get().map(|c| self.mgr.mapped(c.handle.segment).rc(c.handle.offset, c.slot)),
         }
     }
 
@@ -224,7 +232,8 @@ impl Message {
         let b = self.mgr.allocate(8, 0)?;
         let seg = self.mgr.own().id();
         let delta = u16::try_from(b.delta).expect("an unaligned 8-byte block starts right after its header");
-        if p.rc.set(RcHandle { segment: seg, offset: b.offset, delta }).is_err() {
+        let count = SharedCount { handle: RcHandle { segment: seg, offset: b.offset, delta }, slot: b.slot };
+        if p.rc.set(count).is_err() {
             // Another thread made one first: give ours back.
             let own = self.mgr.own();
             own.rc(b.offset, b.slot).fetch_sub(1, Ordering::Relaxed);
@@ -340,7 +349,7 @@ impl Message {
                 offset: p.offset,
                 size: p.size as u64,
                 hint: p.hint,
-                rc: p.rc.get().copied(),
+                rc: p.rc.get().map(|c| c.handle),
             },
         }
     }
@@ -368,12 +377,16 @@ impl Message {
             Record::Region { region, offset, size, hint, rc } => {
                 let map = mgr.region_view(region)?;
                 map.check(offset, size)?;
-                if let Some(h) = rc {
-                    mgr.segment(h.segment)?.check_any_block(h.offset, u32::from(h.delta), 8)?;
-                }
+                let count = match rc {
+                    Some(h) => {
+                        let slot = mgr.segment(h.segment)?.check_any_block(h.offset, u32::from(h.delta), 8)?;
+                        OnceLock::from(SharedCount { handle: h, slot })
+                    }
+                    None => OnceLock::new(),
+                };
                 let size =
                     usize::try_from(size).map_err(|_| MetaError::OutOfBounds { segment: region, offset, size })?;
-                let piece = Piece { map, offset, size, hint, rc: rc.map(OnceLock::from).unwrap_or_default() };
+                let piece = Piece { map, offset, size, hint, rc: count };
                 Ok(Message { mgr: mgr.clone(), body: Body::Region(piece) })
             }
         }
@@ -386,8 +399,7 @@ impl Message {
                 self.drop_block_reference(seg, offset, delta, slot);
             }
             Body::Region(p) => {
-                if let Some(h) = p.rc.get() {
-                    let slot = self.mgr.mapped(h.segment).slot_of(h.offset);
+                if let Some(&SharedCount { handle: h, slot }) = p.rc.get() {
                     if !self.drop_block_reference(h.segment, h.offset, u32::from(h.delta), slot) {
                         return; // other messages still refer to the piece
                     }

@@ -492,9 +492,10 @@ impl Segment {
     }
 
     /// [`Segment::check_block`] for a block named by its offset alone (a region message's shared
-    /// count): its slot, if any, is looked up in its header.
-    pub(crate) fn check_any_block(&self, offset: u64, delta: u32, size: u64) -> Result<(), crate::meta::MetaError> {
-        self.check_block(offset, delta, size, self.slot_of(offset))
+    /// count): its slot, if any, is looked up in its header and returned.
+    pub(crate) fn check_any_block(&self, offset: u64, delta: u32, size: u64) -> Result<u32, crate::meta::MetaError> {
+        let slot = self.slot_of(offset);
+        self.check_block(offset, delta, size, slot).map(|()| slot)
     }
 
     /// Address of the segment's first byte in this process (for region events).

@@ -22,16 +22,18 @@ fn linked(
     (sa, sb)
 }
 
-fn addresses(s: &Session) -> Vec<String> {
-    vec![format!("inproc://{}", s.name), s.ipc("x"), "tcp://127.0.0.1:*".to_owned()]
+/// One address per protocol for the endpoint `what`.
+fn addresses(s: &Session, what: &str) -> [String; 3] {
+    [format!("inproc://{}-{what}", s.name), s.ipc(what), "tcp://127.0.0.1:*".to_owned()]
 }
 
 #[test]
 fn push_pull_pair_req_rep_over_every_protocol() {
     let s = Session::new("patterns");
     let t = s.transport("p");
-    for addr in addresses(&s) {
-        let (pull, push) = linked(&t, SocketType::Pull, SocketType::Push, &addr);
+    let [push_pull, pair, req_rep] = ["x", "y", "z"].map(|what| addresses(&s, what));
+    for (protocol, addr) in push_pull.iter().enumerate() {
+        let (pull, push) = linked(&t, SocketType::Pull, SocketType::Push, addr);
         for i in 0..50u8 {
             let mut m = t.new_message_from_slice(&[i; 300]).unwrap();
             assert_eq!(push.send(&mut m, LONG).unwrap(), 300);
@@ -42,8 +44,7 @@ fn push_pull_pair_req_rep_over_every_protocol() {
             assert_eq!(pull.receive(&mut r, LONG).unwrap(), 300);
             assert_eq!(r.data(), &[i; 300][..], "{addr}");
         }
-        let (a, b) =
-            linked(&t, SocketType::Pair, SocketType::Pair, &addr.replace('x', "y").replace("inproc://", "inproc://y"));
+        let (a, b) = linked(&t, SocketType::Pair, SocketType::Pair, &pair[protocol]);
         b.send(&mut t.new_message_from_slice(b"ping").unwrap(), LONG).unwrap();
         let mut r = t.new_message();
         a.receive(&mut r, LONG).unwrap();
@@ -51,8 +52,7 @@ fn push_pull_pair_req_rep_over_every_protocol() {
         a.send(&mut r, LONG).unwrap();
         b.receive(&mut r, LONG).unwrap();
         assert_eq!(r.data(), b"ping", "the same block travelled back");
-        let (rep, req) =
-            linked(&t, SocketType::Rep, SocketType::Req, &addr.replace('x', "z").replace("inproc://", "inproc://z"));
+        let (rep, req) = linked(&t, SocketType::Rep, SocketType::Req, &req_rep[protocol]);
         req.send(&mut t.new_message_from_slice(b"question").unwrap(), LONG).unwrap();
         rep.receive(&mut r, LONG).unwrap();
         assert_eq!(r.data(), b"question");
