@@ -71,7 +71,7 @@ pub fn attached(m: &Management) -> Vec<Attached> {
 impl SessionLock<'_> {
     /// Finds transports whose process died (their slot's mutex is owner-died), frees their slots and
     /// counts them out of the session. Returns their pids (one entry per dead transport).
-    pub(crate) fn sweep_dead(&self) -> Result<Vec<u32>, ShmError> {
+    pub(crate) fn sweep_dead(&self) -> Vec<u32> {
         let m = self.management();
         let mut dead = Vec::new();
         for slot in 0..SLOTS {
@@ -80,7 +80,14 @@ impl SessionLock<'_> {
                 continue;
             }
             let mx = mutex(m, slot);
-            let state = mx.try_lock()?;
+            // One slot in a bad state must not hide the other slots' dead processes.
+            let state = match mx.try_lock() {
+                Ok(state) => state,
+                Err(e) => {
+                    log::error!("liveness slot {slot} of process {pid}: {e}");
+                    continue;
+                }
+            };
             match state {
                 // Starting (not locked yet) or leaving (unlocked, slot not freed yet): alive either way.
                 TryLock::Acquired(guard) => drop(guard),
@@ -94,7 +101,7 @@ impl SessionLock<'_> {
                 }
             };
         }
-        Ok(dead)
+        dead
     }
 }
 

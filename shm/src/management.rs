@@ -212,7 +212,7 @@ impl Management {
     pub fn detach(&self, no_cleanup: bool) -> Result<bool, ShmError> {
         let lock = self.lock()?;
         // Transports of dead processes never detach: count them out, so the last live one cleans up.
-        lock.sweep_dead()?;
+        lock.sweep_dead();
         let left = lock.count_out_dead();
         if left > 0 {
             log::debug!("Other segment users present ({left}), skipping removal.");

@@ -80,7 +80,7 @@ impl Manager {
 
     /// Counts dead processes out of the session and frees what they held in their caches here.
     pub fn sweep_dead(&self) -> Vec<u32> {
-        let dead = match self.mng.lock().and_then(|l| l.sweep_dead()) {
+        let dead = match self.mng.lock().map(|l| l.sweep_dead()) {
             Ok(d) => d,
             Err(e) => {
                 log::error!("could not look for dead processes: {e}");

@@ -354,7 +354,7 @@ fn sweep_open(m: Management, names: &Names) -> Result<Sweep, ShmError> {
     let shm_id = names.shm_id();
     let (dead, left) = {
         let lock = m.lock()?;
-        (lock.sweep_dead()?, m.device_count())
+        (lock.sweep_dead(), m.device_count())
     };
     let mut out = Sweep { dead, ..Sweep::default() };
     if out.dead.is_empty() {
@@ -450,7 +450,7 @@ impl Watcher {
                 log::info!("processes {:?} died; freed {} cached blocks ({} bytes)", s.dead, s.freed.0, s.freed.1);
             }
             Ok(_) => {}
-            Err(e) => log::debug!("sweep of {}: {e}", self.shm_id),
+            Err(e) => log::warn!("could not look for dead processes of {}: {e}", self.shm_id),
         }
         if self.triggered && now.duration_since(self.last_heartbeat) > self.timeout {
             log::info!("no heartbeats since over {} milliseconds, cleaning...", self.timeout.as_millis());

@@ -530,7 +530,7 @@ impl Segment {
             id: self.id,
             size: self.size(),
             free: s.free_bytes,
-            used: self.size() - s.free_bytes,
+            used: self.size().saturating_sub(s.free_bytes),
             free_blocks: s.free_blocks,
             used_blocks: s.used_blocks,
             fragmentation,

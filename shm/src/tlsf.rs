@@ -470,27 +470,30 @@ impl<'a> Tlsf<'a> {
         self.c(C_FREE_BYTES).load(Relaxed)
     }
 
-    /// Current statistics.
+    /// Current statistics. Read without the lock too (the monitor, an out-of-memory message), while
+    /// another process changes the heap: the maps and lists may then disagree, which must give a
+    /// rough figure, never a panic.
     pub fn stats(&self) -> Stats {
-        let fl_map = self.c(C_FL).load(Relaxed);
-        let largest = if fl_map == 0 {
-            0
-        } else {
-            let fl = 63 - fl_map.leading_zeros() as usize;
-            let sl = 63 - self.c(C_SL + fl).load(Relaxed).leading_zeros() as usize;
-            // The largest block is in the highest non-empty list; scan it (lists of the top class are short).
-            let mut best = 0;
-            let mut b = self.head(fl.min(FL_COUNT - 1), sl.min(SL - 1)).load(Relaxed);
-            let mut steps = 0;
-            while b != 0 && steps < 64 {
-                match self.block(b) {
-                    Ok((s, true)) => best = best.max(s),
-                    _ => break,
+        let highest = |map: u64| (map != 0).then(|| 63 - map.leading_zeros() as usize);
+        let fl = highest(self.c(C_FL).load(Relaxed)).map(|fl| fl.min(FL_COUNT - 1));
+        let sl = fl.and_then(|fl| highest(self.c(C_SL + fl).load(Relaxed)).map(|sl| (fl, sl.min(SL - 1))));
+        let largest = match sl {
+            None => 0,
+            Some((fl, sl)) => {
+                // The largest block is in the highest non-empty list; scan it (lists of the top class are short).
+                let mut best = 0;
+                let mut b = self.head(fl, sl).load(Relaxed);
+                let mut steps = 0;
+                while b != 0 && steps < 64 {
+                    match self.block(b) {
+                        Ok((s, true)) => best = best.max(s),
+                        _ => break,
+                    }
+                    b = self.get(b, 2).unwrap_or(0);
+                    steps += 1;
                 }
-                b = self.get(b, 2).unwrap_or(0);
-                steps += 1;
+                best
             }
-            best
         };
         Stats {
             free_bytes: self.c(C_FREE_BYTES).load(Relaxed),
@@ -591,6 +594,21 @@ mod tests {
             let min_of_class = class_min[&mapping_search(size)];
             assert!(min_of_class >= size, "class searched for {size} holds {min_of_class}");
         }
+    }
+
+    #[test]
+    fn stats_read_while_the_maps_disagree_do_not_panic() {
+        let w = heap(1 << 16);
+        let t = Tlsf::new(&w, CTL, start(), (w.len() * 8) as u64);
+        t.format();
+        // What a reader without the lock can see halfway through another process's change: a first
+        // level marked non-empty whose second-level map is already empty, or bits beyond the classes.
+        let fl = 63 - t.c(C_FL).load(Relaxed).leading_zeros() as usize;
+        t.c(C_SL + fl).store(0, Relaxed);
+        assert_eq!(t.stats().largest_free, 0);
+        t.c(C_FL).store(u64::MAX, Relaxed);
+        t.c(C_SL + FL_COUNT - 1).store(u64::MAX, Relaxed);
+        let _ = t.stats();
     }
 
     #[test]
