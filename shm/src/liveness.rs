@@ -7,13 +7,18 @@
 //!   releases the mutex marked *owner died*; whoever tries it next learns at once, without waiting for
 //!   a heartbeat timeout, that this transport is gone, and counts it out of the session.
 //!
-//! Slots are claimed and swept under the session lock.
+//! The occupied slots *are* the session's count of attached transports. A slot's pid is published
+//! only while its mutex is held, and cleared before the mutex is let go: the heartbeat thread locks
+//! the mutex and then writes the pid, and a leaving transport clears the pid (deciding, in the same
+//! step, whether it was the last) before its thread unlocks. Both steps run under the session lock.
+//! So a process killed at any moment is either counted (its mutex turns owner-died) or already
+//! gone from the count; no moment leaves a slot that nobody can free.
 
 use crate::error::ShmError;
 use crate::management::{Management, SessionLock};
 use crate::sys::mapping::Mapping;
-use crate::sys::robust_mutex::{RobustMutex, TryLock, MUTEX_BYTES};
-use std::sync::atomic::Ordering;
+use crate::sys::robust_mutex::{Guard, RobustMutex, TryLock, MUTEX_BYTES};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -58,6 +63,11 @@ pub struct Attached {
     pub since: u64,
 }
 
+/// Number of occupied slots: the transports attached to the session.
+pub(crate) fn count(m: &Management) -> u64 {
+    (0..SLOTS).filter(|&s| word(m, s, W_PID).load(Ordering::Acquire) != 0).count() as u64
+}
+
 /// Transports attached to the session, by their slots.
 pub fn attached(m: &Management) -> Vec<Attached> {
     (0..SLOTS)
@@ -69,7 +79,8 @@ pub fn attached(m: &Management) -> Vec<Attached> {
 }
 
 impl SessionLock<'_> {
-    /// Finds transports whose process died (their slot's mutex is owner-died), frees their slots and
+    /// Finds transports whose process died (their slot's mutex is owner-died, or not held at all,
+    /// which a live transport's never is while its pid is published) and frees their slots, which
     /// counts them out of the session. Returns their pids (one entry per dead transport).
     pub(crate) fn sweep_dead(&self) -> Vec<u32> {
         let m = self.management();
@@ -89,17 +100,17 @@ impl SessionLock<'_> {
                 }
             };
             match state {
-                // Starting (not locked yet) or leaving (unlocked, slot not freed yet): alive either way.
-                TryLock::Acquired(guard) => drop(guard),
-                TryLock::Busy => {}
-                TryLock::OwnerDied(guard) => {
+                TryLock::Busy => continue,
+                TryLock::OwnerDied(guard) => drop(guard),
+                TryLock::Acquired(guard) => {
                     drop(guard);
-                    word(m, slot, W_PID).store(0, Ordering::Release);
-                    let left = self.count_out_dead();
-                    log::warn!("process {pid} died without detaching from the session; {left} transports remain");
-                    dead.push(pid as u32);
+                    log::warn!("liveness slot {slot} names process {pid} but nobody holds it");
                 }
-            };
+            }
+            word(m, slot, W_PID).store(0, Ordering::Release);
+            let left = count(m);
+            log::warn!("process {pid} died without detaching from the session; {left} transports remain");
+            dead.push(pid as u32);
         }
         dead
     }
@@ -110,35 +121,42 @@ pub(crate) struct Heartbeat {
     stop: Option<mpsc::Sender<()>>,
     thread: Option<JoinHandle<()>>,
     slot: usize,
+    /// Whether the slot was given up (by [`Heartbeat::leave`]).
+    left: AtomicBool,
     mng: Arc<Management>,
 }
 
+/// Why a heartbeat could not start.
+pub(crate) enum StartError {
+    /// The session was removed since it was opened: open it again.
+    Removed,
+    /// Anything else.
+    Failed(ShmError),
+}
+
+impl From<ShmError> for StartError {
+    fn from(e: ShmError) -> Self {
+        StartError::Failed(e)
+    }
+}
+
 impl Heartbeat {
-    /// Claims a slot and starts beating; returns once the slot's mutex is held.
-    pub fn start(mng: Arc<Management>) -> Result<Heartbeat, ShmError> {
-        let slot = {
-            let _lock = mng.lock()?;
-            let slot = (0..SLOTS)
-                .find(|&s| word(&mng, s, W_PID).load(Ordering::Relaxed) == 0)
-                .ok_or(ShmError::TableFull("process"))?;
-            let since = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-            word(&mng, slot, W_SINCE).store(since, Ordering::Relaxed);
-            word(&mng, slot, W_PID).store(u64::from(std::process::id()), Ordering::Release);
-            slot
-        };
+    /// Starts the heartbeat thread, which claims a slot (counting this transport into the session)
+    /// and holds its mutex from before the slot names us; returns once it does.
+    pub fn start(mng: Arc<Management>) -> Result<Heartbeat, StartError> {
         let (stop_tx, stop_rx) = mpsc::channel::<()>();
-        let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<(), ShmError>>(1);
+        let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<usize, StartError>>(1);
         let m = mng.clone();
         let spawned = std::thread::Builder::new().name("fmq-heartbeat".into()).spawn(move || {
-            let mx = mutex(&m, slot);
-            let guard = match mx.lock(|| {}) {
-                Ok(g) => g,
+            let handles: Vec<RobustMutex> = (0..SLOTS).map(|slot| mutex(&m, slot)).collect();
+            let (slot, guard) = match claim(&m, &handles) {
+                Ok(claimed) => claimed,
                 Err(e) => {
-                    let _ = ready_tx.send(Err(e.into()));
+                    let _ = ready_tx.send(Err(e));
                     return;
                 }
             };
-            let _ = ready_tx.send(Ok(()));
+            let _ = ready_tx.send(Ok(slot));
             loop {
                 m.heartbeat().fetch_add(1, Ordering::Relaxed);
                 match stop_rx.recv_timeout(HEARTBEAT_INTERVAL) {
@@ -148,28 +166,163 @@ impl Heartbeat {
             }
             drop(guard);
         });
-        let mut hb = Heartbeat { stop: Some(stop_tx), thread: None, slot, mng };
-        match spawned {
-            Ok(t) => hb.thread = Some(t),
-            Err(e) => return Err(ShmError::io("starting the heartbeat thread", "fmq-heartbeat", e)),
-        }
+        let thread = spawned.map_err(|e| ShmError::io("starting the heartbeat thread", "fmq-heartbeat", e))?;
         match ready_rx.recv() {
-            Ok(Ok(())) => Ok(hb),
-            Ok(Err(e)) => Err(e),
-            Err(_) => Err(ShmError::Config("the heartbeat thread ended before it started".into())),
+            Ok(Ok(slot)) => {
+                Ok(Heartbeat { stop: Some(stop_tx), thread: Some(thread), slot, left: AtomicBool::new(false), mng })
+            }
+            Ok(Err(e)) => {
+                let _ = thread.join();
+                Err(e)
+            }
+            Err(_) => Err(ShmError::Config("the heartbeat thread ended before it started".into()).into()),
+        }
+    }
+
+    /// Gives up the slot, which counts this transport out of the session (under `lock`, so the
+    /// caller can decide in the same step whether it was the last). The mutex stays held until the
+    /// heartbeat is dropped.
+    pub fn leave(&self, lock: &SessionLock<'_>) {
+        if !self.left.swap(true, Ordering::AcqRel) {
+            word(lock.management(), self.slot, W_PID).store(0, Ordering::Release);
         }
     }
 }
 
+/// Claims a free slot for this process: under the session lock, takes a free slot's mutex (one
+/// whose last holder died after leaving is owner-died: taken as well; one whose holder is still
+/// between leaving and unlocking is busy: skipped) and only then writes the pid.
+fn claim<'a>(m: &Management, handles: &'a [RobustMutex]) -> Result<(usize, Guard<'a>), StartError> {
+    let lock = m.lock()?;
+    if lock.removed() {
+        return Err(StartError::Removed);
+    }
+    for (slot, mx) in handles.iter().enumerate() {
+        if word(m, slot, W_PID).load(Ordering::Relaxed) != 0 {
+            continue;
+        }
+        let guard = match mx.try_lock().map_err(ShmError::from)? {
+            TryLock::Acquired(g) | TryLock::OwnerDied(g) => g,
+            TryLock::Busy => continue,
+        };
+        let since = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+        word(m, slot, W_SINCE).store(since, Ordering::Relaxed);
+        word(m, slot, W_PID).store(u64::from(std::process::id()), Ordering::Release);
+        drop(lock);
+        return Ok((slot, guard));
+    }
+    Err(ShmError::TableFull("process").into())
+}
+
 impl Drop for Heartbeat {
     fn drop(&mut self) {
+        if !self.left.load(Ordering::Acquire) {
+            match self.mng.lock() {
+                Ok(lock) => self.leave(&lock),
+                Err(e) => log::error!("could not free the liveness slot: {e}"),
+            }
+        }
         drop(self.stop.take());
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-        match self.mng.lock() {
-            Ok(_lock) => word(&self.mng, self.slot, W_PID).store(0, Ordering::Release),
-            Err(e) => log::error!("could not free the liveness slot: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::naming::Names;
+
+    /// A session of its own, removed when the test ends, also when it fails.
+    struct Scratch(Names);
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            crate::monitor::cleanup_full(self.0.shm_id());
         }
+    }
+
+    fn scratch(tag: &str) -> Scratch {
+        Scratch(Names::new(&crate::shm_id(&format!("liveness-{}-{tag}", std::process::id()))))
+    }
+
+    /// Holds slot `slot`'s mutex on a thread of its own until `release` says what to do: `true`
+    /// unlocks, `false` ends the thread still holding it (the kernel marks the mutex owner-died).
+    fn hold(m: &Arc<Management>, slot: usize) -> (mpsc::Sender<bool>, JoinHandle<()>) {
+        let (tx, rx) = mpsc::channel::<bool>();
+        let (held_tx, held_rx) = mpsc::channel();
+        let m = m.clone();
+        let t = std::thread::spawn(move || {
+            let mx = mutex(&m, slot);
+            let guard = mx.lock(|| {}).unwrap();
+            held_tx.send(()).unwrap();
+            if !rx.recv().unwrap() {
+                std::mem::forget(guard);
+            }
+        });
+        held_rx.recv().unwrap();
+        (tx, t)
+    }
+
+    #[test]
+    fn slots_count_the_transports_and_the_last_to_leave_removes_the_session() {
+        let s = scratch("count");
+        let (m, a) = Management::attach(&s.0, "s").unwrap();
+        let (_, b) = Management::attach(&s.0, "s").unwrap();
+        assert_eq!(m.device_count(), 2);
+        assert!(!m.detach(a, false).unwrap(), "one is left: the session stays");
+        assert_eq!(m.device_count(), 1);
+        assert!(m.detach(b, false).unwrap(), "the last one removes the session");
+        assert!(Management::open_existing(&s.0).is_err());
+    }
+
+    #[test]
+    fn a_slot_that_names_a_process_nobody_holds_is_counted_out() {
+        let s = scratch("unheld");
+        let (m, hb) = Management::attach(&s.0, "s").unwrap();
+        word(&m, 7, W_PID).store(4_000_000, Ordering::Release);
+        assert_eq!(m.device_count(), 2);
+        assert_eq!(m.lock().unwrap().sweep_dead(), [4_000_000]);
+        assert_eq!(m.device_count(), 1);
+        assert!(m.detach(hb, false).unwrap());
+    }
+
+    #[test]
+    fn a_newcomer_skips_a_slot_still_held_and_reuses_one_whose_holder_died() {
+        let s = scratch("reuse");
+        let (m, first) = Management::attach(&s.0, "s").unwrap();
+        assert_eq!(first.slot, 0);
+        // Slot 1: a transport that has left (no pid) but whose thread has not let go yet. Slot 2: one
+        // killed in that moment (owner-died).
+        let (busy, busy_thread) = hold(&m, 1);
+        let (died, died_thread) = hold(&m, 2);
+        died.send(false).unwrap();
+        died_thread.join().unwrap();
+        let (_, second) = Management::attach(&s.0, "s").unwrap();
+        assert_eq!(second.slot, 2, "the busy slot is skipped, the dead holder's slot is taken");
+        assert_eq!(m.device_count(), 2);
+        assert!(m.lock().unwrap().sweep_dead().is_empty(), "both holders are alive");
+        busy.send(true).unwrap();
+        busy_thread.join().unwrap();
+        assert!(!m.detach(second, false).unwrap());
+        assert!(m.detach(first, false).unwrap());
+    }
+
+    #[test]
+    fn a_transport_killed_after_leaving_is_not_counted_twice() {
+        let s = scratch("twice");
+        let (m, keep) = Management::attach(&s.0, "s").unwrap();
+        let (_, gone) = Management::attach(&s.0, "s").unwrap();
+        // It gave up its slot; its thread dies before letting go of the mutex.
+        gone.leave(&m.lock().unwrap());
+        assert_eq!(m.device_count(), 1);
+        let slot = gone.slot;
+        std::mem::forget(gone);
+        let mx = mutex(&m, slot);
+        assert!(matches!(mx.try_lock().unwrap(), TryLock::Busy), "its heartbeat thread still holds the mutex");
+        assert!(m.lock().unwrap().sweep_dead().is_empty(), "a free slot is nobody's to count out");
+        assert_eq!(m.device_count(), 1);
+        assert!(m.detach(keep, false).unwrap());
     }
 }

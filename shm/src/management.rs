@@ -4,7 +4,7 @@
 //!
 //! | bytes | content |
 //! |---|---|
-//! | 0..384 | header words: magic, layout, state, devices, events, heartbeat, region counter, uid, session |
+//! | 0..384 | header words: magic, layout, state, (unused), events, heartbeat, region counter, uid, session |
 //! | 384..448 | the session lock (robust mutex) |
 //! | 512..8704 | segment registry: 256 slots of 4 words |
 //! | 16 KiB..48 KiB | process slots (`liveness`): 256 of 128 bytes |
@@ -16,20 +16,22 @@
 //! over with a fresh one. So removal is idempotent and never pulls a session from under a newcomer.
 
 use crate::error::ShmError;
+use crate::liveness::{Heartbeat, StartError};
 use crate::naming::Names;
 use crate::sys::mapping::{Created, Mapping};
 use crate::sys::robust_mutex::{Guard, RobustMutex, MUTEX_BYTES};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 const MAGIC: u64 = u64::from_le_bytes(*b"FMQRSMNG");
-const LAYOUT: u64 = 2;
+const LAYOUT: u64 = 3;
 /// Size of the management segment (sparse).
 pub const MANAGEMENT_SIZE: usize = 1 << 20;
 
 const W_MAGIC: usize = 0;
 const W_LAYOUT: usize = 1;
 const W_STATE: usize = 2;
-const W_DEVICES: usize = 3;
+// Word 3 held a count of attached transports up to layout 2; the liveness slots are the count now.
 const W_EVENTS: usize = 4;
 const W_HEARTBEAT: usize = 5;
 pub(crate) const W_REGION_COUNTER: usize = 6;
@@ -76,9 +78,9 @@ pub(crate) struct SessionLock<'a> {
 }
 
 impl Management {
-    /// Attaches to the session (creating its management segment if needed) and counts one more
-    /// attached transport.
-    pub fn attach(names: &Names, session: &str) -> Result<Management, ShmError> {
+    /// Attaches to the session (creating its management segment if needed): the returned heartbeat
+    /// holds a liveness slot, which counts this transport in (see `liveness`).
+    pub(crate) fn attach(names: &Names, session: &str) -> Result<(Arc<Management>, Heartbeat), ShmError> {
         let name = names.management();
         let path = Names::path(&name);
         for _ in 0..1000 {
@@ -96,16 +98,16 @@ impl Management {
                 }
                 Err(e) => return Err(ShmError::io("opening management segment", &name, e)),
             };
-            let m = Management::from_mapping(map, names)?;
-            {
-                let lock = m.lock()?;
-                if lock.word(W_STATE).load(Ordering::Relaxed) == REMOVED {
-                    continue; // removed (and unlinked) by the last user of the previous session
+            let m = Arc::new(Management::from_mapping(map, names)?);
+            match Heartbeat::start(m.clone()) {
+                Ok(hb) => {
+                    log::debug!("Attached to shared memory session '{session}' (shmid {})", names.shm_id());
+                    return Ok((m, hb));
                 }
-                lock.word(W_DEVICES).fetch_add(1, Ordering::Relaxed);
+                // Removed (and unlinked) by the last user of the previous session.
+                Err(StartError::Removed) => continue,
+                Err(StartError::Failed(e)) => return Err(e),
             }
-            log::debug!("Attached to shared memory session '{session}' (shmid {})", names.shm_id());
-            return Ok(m);
         }
         Err(ShmError::Layout { name, reason: "could not attach: the session was removed again and again".into() })
     }
@@ -159,9 +161,9 @@ impl Management {
         Ok(SessionLock { m: self, _g: g })
     }
 
-    /// Number of attached transports.
+    /// Number of attached transports (their liveness slots).
     pub fn device_count(&self) -> u64 {
-        self.words()[W_DEVICES].load(Ordering::Relaxed)
+        crate::liveness::count(self)
     }
 
     /// The event counter: bumped when segments or regions are created or destroyed.
@@ -207,13 +209,15 @@ impl Management {
         }
     }
 
-    /// Counts this transport out; the last one removes every object of the session unless
-    /// `no_cleanup`. Returns whether the session was removed.
-    pub fn detach(&self, no_cleanup: bool) -> Result<bool, ShmError> {
+    /// Counts this transport out (its heartbeat gives up its slot); the last one removes every object
+    /// of the session unless `no_cleanup`. Returns whether the session was removed. Both happen in
+    /// one step under the session lock; the heartbeat's mutex is let go only afterwards.
+    pub(crate) fn detach(&self, heartbeat: Heartbeat, no_cleanup: bool) -> Result<bool, ShmError> {
         let lock = self.lock()?;
         // Transports of dead processes never detach: count them out, so the last live one cleans up.
         lock.sweep_dead();
-        let left = lock.count_out_dead();
+        heartbeat.leave(&lock);
+        let left = crate::liveness::count(self);
         if left > 0 {
             log::debug!("Other segment users present ({left}), skipping removal.");
             return Ok(false);
@@ -244,12 +248,9 @@ impl SessionLock<'_> {
         self.word(W_EVENTS).fetch_add(1, Ordering::AcqRel);
     }
 
-    /// Counts one transport out (a dead process's, or our own); returns how many are left.
-    pub(crate) fn count_out_dead(&self) -> u64 {
-        let w = self.word(W_DEVICES);
-        let left = w.load(Ordering::Relaxed).saturating_sub(1);
-        w.store(left, Ordering::Relaxed);
-        left
+    /// Whether the last transport of the session removed it (a newcomer must open a new one).
+    pub(crate) fn removed(&self) -> bool {
+        self.word(W_STATE).load(Ordering::Relaxed) == REMOVED
     }
 
     /// Registers segment `id` of `size` bytes (if not yet) and bumps the event counter.

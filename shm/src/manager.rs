@@ -44,18 +44,12 @@ impl Manager {
         let shm_id = config.resolved_shm_id();
         log::debug!("Generated shmid '{shm_id}' out of session id '{}'.", config.session);
         let names = Names::new(&shm_id);
-        let mng = Arc::new(Management::attach(&names, &config.session)?);
-        if config.monitor {
-            if let Err(e) = crate::monitor::start_daemon(&names) {
-                let _ = mng.detach(config.no_cleanup);
-                return Err(e);
-            }
-        }
-        let started = Self::own_segment(&names, &mng, config).and_then(|own| Ok((own, Heartbeat::start(mng.clone())?)));
-        let (own, heartbeat) = match started {
-            Ok(s) => s,
+        let (mng, heartbeat) = Management::attach(&names, &config.session)?;
+        let started = if config.monitor { crate::monitor::start_daemon(&names) } else { Ok(()) };
+        let own = match started.and_then(|()| Self::own_segment(&names, &mng, config)) {
+            Ok(own) => own,
             Err(e) => {
-                let _ = mng.detach(config.no_cleanup);
+                let _ = mng.detach(heartbeat, config.no_cleanup);
                 return Err(e);
             }
         };
@@ -344,8 +338,8 @@ impl Drop for Manager {
     fn drop(&mut self) {
         self.flush(true);
         self.acks.shutdown();
-        drop(self.heartbeat.take());
-        if let Err(e) = self.mng.detach(self.config.no_cleanup) {
+        let Some(heartbeat) = self.heartbeat.take() else { return };
+        if let Err(e) = self.mng.detach(heartbeat, self.config.no_cleanup) {
             log::error!("could not detach from shared memory session {}: {e}", self.names.shm_id());
         }
     }

@@ -484,7 +484,7 @@ impl Segment {
                 _ => return Err(crate::meta::MetaError::NotABlock { segment: self.id, offset }),
             }
         };
-        if end <= offset + bsize && bdelta == Some(u64::from(delta)) {
+        if end <= offset.saturating_add(bsize) && bdelta == Some(u64::from(delta)) {
             Ok(())
         } else {
             Err(oob)
