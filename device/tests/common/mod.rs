@@ -111,8 +111,12 @@ impl Running {
         self.go(Transition::InitTask, State::Ready);
     }
 
-    /// READY -> EXITING.
+    /// READY -> EXITING. A device whose run ended leaves RUNNING by itself, perhaps a moment after
+    /// the test saw the effect of its last transfer: that is waited for first.
     pub fn ready_to_exit(&self) {
+        if self.h.current_state() == State::Running {
+            assert!(self.h.wait_for_state(State::Ready, T).expect("not ERROR"), "did not leave RUNNING");
+        }
         self.go(Transition::ResetTask, State::DeviceReady);
         self.go(Transition::ResetDevice, State::Idle);
         self.go(Transition::End, State::Exiting);
