@@ -1,6 +1,6 @@
-//! The management segment of a session: its lock, the registry of segments, the count of attached
-//! transports, the event counter and the heartbeat. The region registry (`registry`) and the
-//! process slots (`liveness`) live in it too.
+//! The management segment of a session: its lock, the registry of segments, the event counter and
+//! the heartbeat. The region registry (`registry`) and the process slots (`liveness`, whose occupied
+//! slots are the count of attached transports) live in it too.
 //!
 //! | bytes | content |
 //! |---|---|
