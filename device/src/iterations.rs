@@ -43,7 +43,7 @@ impl Iterations {
     }
 
     /// Whether the limit is reached.
-    pub fn reached(&self) -> bool {
+    fn reached(&self) -> bool {
         self.max > 0 && self.done >= self.max
     }
 

@@ -247,8 +247,8 @@ mod tests {
         Scratch(Names::new(&crate::shm_id(&format!("liveness-{}-{tag}", std::process::id()))))
     }
 
-    /// Holds slot `slot`'s mutex on a thread of its own until `release` says what to do: `true`
-    /// unlocks, `false` ends the thread still holding it (the kernel marks the mutex owner-died).
+    /// Holds slot `slot`'s mutex on a thread of its own until told through the returned sender:
+    /// `true` unlocks, `false` ends the thread still holding it (the kernel marks it owner-died).
     fn hold(m: &Arc<Management>, slot: usize) -> (mpsc::Sender<bool>, JoinHandle<()>) {
         let (tx, rx) = mpsc::channel::<bool>();
         let (held_tx, held_rx) = mpsc::channel();
@@ -310,19 +310,19 @@ mod tests {
     }
 
     #[test]
-    fn a_transport_killed_after_leaving_is_not_counted_twice() {
+    fn a_transport_that_left_is_not_counted_again_while_its_thread_still_holds_the_mutex() {
         let s = scratch("twice");
         let (m, keep) = Management::attach(&s.0, "s").unwrap();
         let (_, gone) = Management::attach(&s.0, "s").unwrap();
-        // It gave up its slot; its thread dies before letting go of the mutex.
+        // It gave up its slot; a kill now would leave the mutex owner-died but the slot free.
         gone.leave(&m.lock().unwrap());
         assert_eq!(m.device_count(), 1);
-        let slot = gone.slot;
-        std::mem::forget(gone);
-        let mx = mutex(&m, slot);
+        let mx = mutex(&m, gone.slot);
         assert!(matches!(mx.try_lock().unwrap(), TryLock::Busy), "its heartbeat thread still holds the mutex");
         assert!(m.lock().unwrap().sweep_dead().is_empty(), "a free slot is nobody's to count out");
         assert_eq!(m.device_count(), 1);
+        drop(gone);
+        assert_eq!(m.device_count(), 1, "dropping a heartbeat that left frees nothing more");
         assert!(m.detach(keep, false).unwrap());
     }
 }

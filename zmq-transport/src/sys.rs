@@ -70,6 +70,8 @@ impl RawMsg {
     /// `data` must be valid for reads (and writes, if the caller later writes through the frame) of
     /// `size` bytes until `ffn` is called, or forever when `ffn` is `None` (a constant frame).
     /// `ffn` may be called from any thread, including libzmq's I/O threads.
+    // SAFETY: unsafe to call because the buffer's lifetime is the caller's promise (above); the body
+    // only hands it to libzmq.
     pub unsafe fn from_raw_parts(data: *mut u8, size: usize, ffn: Option<FreeFn>, hint: *mut c_void) -> Self {
         let m = Self::uninit();
         // SAFETY: storage as in `empty`; the buffer contract is the caller's (see above). libzmq only
@@ -226,6 +228,7 @@ impl std::fmt::Debug for RawMsg {
 }
 
 /// Free callback for boxed owners; runs on whatever thread libzmq releases the frame on.
+// SAFETY: called only by libzmq, once per frame made in this module with `hint` from `Box::into_raw`.
 unsafe extern "C" fn drop_owner<T>(_data: *mut c_void, hint: *mut c_void) {
     // A panic must not unwind into libzmq's C++ frames; a drop that panics is abandoned (leaked).
     let _ = catch_unwind(AssertUnwindSafe(|| {
@@ -235,6 +238,7 @@ unsafe extern "C" fn drop_owner<T>(_data: *mut c_void, hint: *mut c_void) {
 }
 
 /// Free callback for blocks from `libc::calloc` (aligned frames); `hint` is the block start.
+// SAFETY: called only by libzmq, once per aligned frame, with the `hint` `with_alignment` gave it.
 unsafe extern "C" fn free_malloced(_data: *mut c_void, hint: *mut c_void) {
     // SAFETY: `hint` is the pointer calloc returned in `with_alignment`; libzmq calls us exactly once.
     unsafe { libc::free(hint) };
