@@ -27,6 +27,28 @@ fn g17_g18_g40_end_message_carries_the_count_and_nothing_is_lost() {
     }
 }
 
+/// G40: a message lost on the way (here: never sent) shows in the end message's count and, by the
+/// sequence numbers, which one it was.
+#[test]
+fn g40_the_end_messages_count_and_the_sequence_numbers_show_a_lost_message() {
+    for tr in TRANSPORTS {
+        let s = Session::new();
+        let a = s.ipc("a");
+        let (k, seen) = sink(&s, tr, "sink", &a, 1);
+        let src = spawn(
+            Source { n: 50, sent: 0, end_on_every_sub_channel: true, skip: Some(17) },
+            config(&args("src", tr, &s, &format!("name=data,type=push,method=connect,address={a}"))),
+        );
+        start_all(&[&k, &src]);
+        wait_ready(&src);
+        wait_ready(&k);
+        let (data, announced) = (seen.data.load(Ordering::SeqCst), seen.announced.load(Ordering::SeqCst));
+        assert_eq!((data, announced), (49, 50), "{tr}: the count shows one missing");
+        assert_eq!(*seen.missing.lock(), [17], "{tr}: the sequence numbers show which");
+        end_all(vec![src, k]);
+    }
+}
+
 #[test]
 fn g21_g45_one_end_message_per_sub_channel_stops_every_receiver() {
     for tr in TRANSPORTS {
@@ -146,8 +168,9 @@ fn g26_stopping_the_sink_first_loses_its_queue_stopping_the_source_first_loses_n
         let a = s.ipc("a");
         let (k, seen) = sink(&s, tr, "sink", &a, 1);
         let sent = Arc::new(AtomicU64::new(0));
+        let timed_out = Arc::new(AtomicU64::new(0));
         let src = spawn(
-            endless_source(sent.clone()),
+            endless_source_counting(sent.clone(), timed_out.clone()),
             config(&format!(
                 "{},sndBufSize=10",
                 args("src", tr, &s, &format!("name=data,type=push,method=connect,address={a}"))
@@ -156,8 +179,15 @@ fn g26_stopping_the_sink_first_loses_its_queue_stopping_the_source_first_loses_n
         start_all(&[&k, &src]);
         std::thread::sleep(Duration::from_millis(300));
         k.go(Transition::Stop, State::Ready);
-        std::thread::sleep(Duration::from_millis(500)); // the queues between them fill up
+        // The queues between them fill up, then the source's sends wait until their timeout.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while timed_out.load(Ordering::SeqCst) == 0 {
+            assert!(Instant::now() < deadline, "{tr}: no send of the source timed out");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let sent_when_full = sent.load(Ordering::SeqCst);
         src.go(Transition::Stop, State::Ready);
+        assert!(sent.load(Ordering::SeqCst) - sent_when_full < 20, "{tr}: the full queues took (almost) nothing more");
         k.ready_to_exit();
         src.ready_to_exit();
         let (sent_n, got) = (sent.load(Ordering::SeqCst), seen.data.load(Ordering::SeqCst));
@@ -198,7 +228,15 @@ fn g29_g47_a_source_stopped_by_a_controller_sends_its_end_message_in_reset_task(
             Ok(())
         }));
         // ... in reset_task (transports not interrupted) a Send with a timeout delivers it.
+        let refused = Arc::new(Mutex::new(Vec::new()));
+        let rf = refused.clone();
         src.reset_task = Some(Box::new(move |ctx| {
+            // G29: in RESETTING TASK only Auto and ErrorFound are accepted.
+            for t in
+                [Transition::Stop, Transition::Run, Transition::ResetTask, Transition::ResetDevice, Transition::End]
+            {
+                rf.lock().push((t, ctx.change_state(t)));
+            }
             let mut e = ctx.new_simple_message(eod::end(s2.load(Ordering::SeqCst)))?;
             ctx.send_timeout(&mut e, "data", 0, 5000)?;
             Ok(())
@@ -217,6 +255,8 @@ fn g29_g47_a_source_stopped_by_a_controller_sends_its_end_message_in_reset_task(
         k.go(Transition::Run, State::Running); // the sink reads again (its queue survived READY)
         src.go(Transition::ResetTask, State::DeviceReady);
         wait_ready(&k);
+        assert!(refused.lock().iter().all(|&(_, accepted)| !accepted), "{tr}: {:?}", refused.lock());
+        assert_eq!(refused.lock().len(), 5, "{tr}");
         assert_eq!(seen.data.load(Ordering::SeqCst), sent.load(Ordering::SeqCst), "{tr}: all arrived");
         assert_eq!(seen.announced.load(Ordering::SeqCst), sent.load(Ordering::SeqCst));
         src.go(Transition::ResetDevice, State::Idle);
@@ -255,6 +295,11 @@ fn g31_g32_a_sink_drains_in_post_run_then_gets_the_rest_in_reset_task() {
                 let mut m = ctx.channel("data", 0)?.new_message();
                 let r = ctx.receive_timeout(&mut m, "data", 0, -1).map_err(|e| e.code());
                 l1.lock().push(format!("post_run blocking {r:?} fast={}", start.elapsed() < Duration::from_secs(5)));
+                // ... and one with a timeout does not wait for it.
+                let start = Instant::now();
+                let r = ctx.receive_timeout(&mut m, "data", 0, 3000).map_err(|e| e.code());
+                l1.lock()
+                    .push(format!("post_run 3000 ms {r:?} fast={}", start.elapsed() < Duration::from_millis(2500)));
                 Ok(())
             })),
             reset_task: Some(Box::new(move |ctx| {
@@ -289,7 +334,8 @@ fn g31_g32_a_sink_drains_in_post_run_then_gets_the_rest_in_reset_task() {
         let log = log.lock().clone();
         assert_eq!(log[0], format!("post_run 21 then {:?}", TransferCode::Interrupted), "{tr}");
         assert_eq!(log[1], format!("post_run blocking Err({:?}) fast=true", TransferCode::Interrupted), "{tr}");
-        assert_eq!(log[2], "reset_task 1", "{tr}");
+        assert_eq!(log[2], format!("post_run 3000 ms Err({:?}) fast=true", TransferCode::Interrupted), "{tr}");
+        assert_eq!(log[3], "reset_task 1", "{tr}");
         k.go(Transition::ResetDevice, State::Idle);
         k.go(Transition::End, State::Exiting);
         src.ready_to_exit();
@@ -305,8 +351,12 @@ fn g16_shmem_blocks_of_discarded_metadata_stay_until_the_session_is_removed() {
     let observer = fairmq_shm::Transport::new(&c).unwrap();
     observer.flush();
     let used0 = observer.segment_stats().used;
+    let referenced = |t: &fairmq_shm::Transport| {
+        t.segment().used_blocks().unwrap().iter().filter(|&&(_, _, _, count)| count >= 1).count()
+    };
+    let referenced0 = referenced(&observer);
     let src = spawn(
-        Source { n: 5, sent: 0, end_on_every_sub_channel: true },
+        Source { n: 5, sent: 0, end_on_every_sub_channel: true, skip: None },
         config(&format!(
             "{},linger=0",
             args("src", "shmem", &s, &format!("name=data,type=push,method=connect,address={}", s.ipc("nobody")))
@@ -320,6 +370,7 @@ fn g16_shmem_blocks_of_discarded_metadata_stay_until_the_session_is_removed() {
     observer.flush();
     // The 6 sent messages (5 + end) are nobody's now: their blocks stay allocated.
     assert!(observer.segment_stats().used > used0, "the blocks of the discarded metadata stay");
+    assert_eq!(referenced(&observer) - referenced0, 6, "exactly the 6 blocks, still referenced");
     drop(observer);
     assert!(s.objects().is_empty(), "the last transport removed the session, and the blocks with it");
 }
@@ -495,7 +546,7 @@ fn g43_g15_a_static_source_that_resets_at_once_delivers_with_enough_linger() {
             let s = Session::new();
             let a = s.ipc("late");
             let src = spawn(
-                Source { n: 3, sent: 0, end_on_every_sub_channel: true },
+                Source { n: 3, sent: 0, end_on_every_sub_channel: true, skip: None },
                 config(&format!(
                     "{},linger={linger}",
                     args("src", tr, &s, &format!("name=data,type=push,method=connect,address={a}"))

@@ -121,8 +121,10 @@ fn g11_g13_g44_linger_minus_one_holds_resetting_device_a_finite_linger_bounds_it
             let s = Session::new();
             let a = s.ipc("nobody");
             let spec = format!("name=data,type=push,method=connect,address={a},linger={linger}");
-            let src =
-                spawn(Source { n: 3, sent: 0, end_on_every_sub_channel: true }, config(&args("src", tr, &s, &spec)));
+            let src = spawn(
+                Source { n: 3, sent: 0, end_on_every_sub_channel: true, skip: None },
+                config(&args("src", tr, &s, &spec)),
+            );
             src.to_ready();
             assert!(src.h.change_state(Transition::Run));
             // The end message's Send waits for a peer; the controller stops the source.
@@ -170,8 +172,10 @@ fn g21_g45_one_end_message_on_a_shared_push_socket_stops_only_one_sink() {
         let (ka, sa) = sink_on(&s, tr, "sinka", &pull, 1);
         let (kb, sb) = sink_on(&s, tr, "sinkb", &pull, 1);
         let push = format!("name=data,type=push,method=bind,address={a}");
-        let src =
-            spawn(Source { n: 100, sent: 0, end_on_every_sub_channel: true }, config(&args("src", tr, &s, &push)));
+        let src = spawn(
+            Source { n: 100, sent: 0, end_on_every_sub_channel: true, skip: None },
+            config(&args("src", tr, &s, &push)),
+        );
         src.to_ready();
         ka.to_ready();
         kb.to_ready();

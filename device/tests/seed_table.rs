@@ -5,6 +5,7 @@ mod common;
 use common::*;
 use fairmq::{State, TransferCode, Transition};
 use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -39,21 +40,173 @@ fn g05_g28_send_that_waits_in_post_run_is_interrupted_and_keeps_the_message() {
     }
 }
 
-/// A sink that counts what it receives; it stops after `stop_after` messages or when a receive
+/// A sink that counts what it receives; each run stops after `per_run` messages or when a receive
 /// waits `idle_ms` in vain.
-fn counting_sink(count: Arc<Mutex<usize>>, stop_after: usize, idle_ms: i32) -> Hooks {
+fn counting_sink(count: Arc<Mutex<usize>>, per_run: usize, idle_ms: i32) -> Hooks {
     Hooks {
         run: Some(Box::new(move |ctx| {
-            while !ctx.new_state_pending() && *count.lock() < stop_after {
+            let mut this_run = 0;
+            while !ctx.new_state_pending() && this_run < per_run {
                 let mut m = ctx.channel("data", 0)?.new_message();
                 match ctx.receive_timeout(&mut m, "data", 0, idle_ms) {
-                    Ok(_) => *count.lock() += 1,
+                    Ok(_) => {
+                        this_run += 1;
+                        *count.lock() += 1;
+                    }
                     Err(_) => break,
                 }
             }
             Ok(())
         })),
         ..Hooks::default()
+    }
+}
+
+/// A hook that tries to receive on `data` with `timeout` ms and logs the outcome as `"<hook> <result>"`;
+/// `waiting` (if given) is set just before the receive starts.
+fn probe(log: &Arc<Mutex<Vec<String>>>, hook: &'static str, timeout: i32, waiting: Option<Arc<AtomicBool>>) -> Probe {
+    let log = log.clone();
+    Some(Box::new(move |ctx| {
+        let mut m = ctx.channel("data", 0)?.new_message();
+        if let Some(w) = &waiting {
+            w.store(true, Ordering::SeqCst);
+        }
+        let r = ctx.receive_timeout(&mut m, "data", 0, timeout).map_err(|e| e.code());
+        log.lock().push(format!("{hook} {r:?}"));
+        Ok(())
+    }))
+}
+
+type Probe = Option<Box<dyn FnMut(&fairmq::Context) -> fairmq::HookResult + Send>>;
+
+/// Waits (60 s at most) until `flag` is set.
+fn wait_flag(flag: &AtomicBool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !flag.load(Ordering::SeqCst) {
+        assert!(Instant::now() < deadline, "the hook never started waiting");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn g01_every_transition_interrupts_and_the_state_it_enters_resumes() {
+    for tr in TRANSPORTS {
+        let s = Session::new();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let waiting = Arc::new(AtomicBool::new(false));
+        // In every state a transition enters, a receive with a timeout times out (resumed); in
+        // RUNNING a receive without one waits until the controller's Stop interrupts it.
+        let dev = Hooks {
+            init_task: probe(&log, "init_task", 200, None),
+            pre_run: probe(&log, "pre_run", 200, None),
+            run: probe(&log, "run", -1, Some(waiting.clone())),
+            reset_task: probe(&log, "reset_task", 200, None),
+            reset: probe(&log, "reset", 200, None),
+            ..Hooks::default()
+        };
+        let chan = format!("name=data,type=pull,method=bind,address={}", s.ipc("g01all"));
+        let d = spawn(dev, config(&args("g01all", tr, &s, &chan)));
+        d.to_ready();
+        for _ in 0..2 {
+            waiting.store(false, Ordering::SeqCst);
+            d.go(Transition::Run, State::Running);
+            wait_flag(&waiting);
+            d.go(Transition::Stop, State::Ready);
+        }
+        d.ready_to_exit();
+        assert!(d.join());
+        let (timeout, interrupted) = (TransferCode::Timeout, TransferCode::Interrupted);
+        let want: Vec<String> = [
+            ("init_task", timeout),
+            ("pre_run", timeout),
+            ("run", interrupted),
+            ("pre_run", timeout),
+            ("run", interrupted),
+            ("reset_task", timeout),
+            ("reset", timeout),
+        ]
+        .iter()
+        .map(|(h, c)| format!("{h} Err({c:?})"))
+        .collect();
+        assert_eq!(*log.lock(), want, "{tr}");
+    }
+}
+
+/// G05: a Send already waiting in RUNNING (no peer to take it) when the controller's Stop comes
+/// returns interrupted; the caller still owns the message, and a peer that connects afterwards
+/// receives nothing.
+#[test]
+fn g05_a_send_waiting_in_run_when_stop_comes_is_interrupted_and_keeps_the_message() {
+    for tr in TRANSPORTS {
+        let s = Session::new();
+        let addr = s.ipc("late");
+        let outcome = Arc::new(Mutex::new(None));
+        let waiting = Arc::new(AtomicBool::new(false));
+        let (o, w) = (outcome.clone(), waiting.clone());
+        let dev = Hooks {
+            run: Some(Box::new(move |ctx| {
+                let mut msg = ctx.new_simple_message(b"kept")?;
+                w.store(true, Ordering::SeqCst);
+                let r = ctx.send_timeout(&mut msg, "data", 0, -1).map_err(|e| e.code());
+                *o.lock() = Some((r, msg.data().to_vec()));
+                Ok(())
+            })),
+            ..Hooks::default()
+        };
+        let d = spawn(dev, config(&args("pusher", tr, &s, &format!("name=data,type=push,method=bind,address={addr}"))));
+        d.to_ready();
+        d.go(Transition::Run, State::Running);
+        wait_flag(&waiting);
+        std::thread::sleep(Duration::from_millis(100)); // most likely inside the send by now
+        d.go(Transition::Stop, State::Ready);
+        let (r, kept) = outcome.lock().clone().expect("run's send returned");
+        assert_eq!(r, Err(TransferCode::Interrupted), "{tr}");
+        assert_eq!(kept, b"kept", "{tr}: the caller still owns the message");
+        let count = Arc::new(Mutex::new(0));
+        let sink = spawn(
+            counting_sink(count.clone(), 1, 1000),
+            config(&args("sink", tr, &s, &format!("name=data,type=pull,method=connect,address={addr}"))),
+        );
+        sink.to_ready();
+        sink.go(Transition::Run, State::Running);
+        assert!(sink.h.wait_for_state(State::Ready, T).unwrap());
+        assert_eq!(*count.lock(), 0, "{tr}: the interrupted message was not sent");
+        sink.ready_to_exit();
+        d.ready_to_exit();
+        assert!(sink.join() && d.join());
+    }
+}
+
+/// G06: when RUNNING ends, what is still queued stays: a sink that takes 2 messages per run finds
+/// the rest of the 5 queued ones in its next runs.
+#[test]
+fn g06_messages_queued_when_running_ends_stay_for_the_next_run() {
+    for tr in TRANSPORTS {
+        let s = Session::new();
+        let addr = s.ipc("q6");
+        let count = Arc::new(Mutex::new(0));
+        let sink = spawn(
+            counting_sink(count.clone(), 2, 10_000),
+            config(&args("sink", tr, &s, &format!("name=data,type=pull,method=bind,address={addr}"))),
+        );
+        sink.to_ready();
+        let src = spawn(
+            sender(5),
+            config(&args("src", tr, &s, &format!("name=data,type=push,method=connect,address={addr}"))),
+        );
+        src.to_ready();
+        src.go(Transition::Run, State::Running);
+        assert!(src.h.wait_for_state(State::Ready, T).unwrap(), "{tr}: all 5 sent");
+        let mut after = Vec::new();
+        for _ in 0..2 {
+            sink.go(Transition::Run, State::Running);
+            assert!(sink.h.wait_for_state(State::Ready, T).unwrap());
+            after.push(*count.lock());
+        }
+        assert_eq!(after, [2, 4], "{tr}: each run found what the one before left queued");
+        sink.ready_to_exit();
+        src.ready_to_exit();
+        assert!(sink.join() && src.join());
     }
 }
 
@@ -73,7 +226,7 @@ fn sender(n: usize) -> Hooks {
 }
 
 #[test]
-fn g06_g07_queued_messages_wait_in_ready_and_arrive_in_the_next_run() {
+fn g07_queued_messages_wait_in_ready_and_arrive_in_the_next_run() {
     for tr in TRANSPORTS {
         let s = Session::new();
         let addr = s.ipc("q");
@@ -102,17 +255,27 @@ fn g06_g07_queued_messages_wait_in_ready_and_arrive_in_the_next_run() {
     }
 }
 
+/// G08, G12: RESETTING DEVICE calls reset() and destroys the channels: the sink's receive queue is
+/// lost even with a long linger on its socket; the channel made again receives what comes next.
 #[test]
-fn g08_g12_resetting_device_loses_the_receive_queue() {
+fn g08_g12_resetting_device_calls_reset_and_loses_the_receive_queue() {
     for tr in TRANSPORTS {
         let s = Session::new();
         let addr = s.ipc("r");
         let count = Arc::new(Mutex::new(0));
+        let resets = Arc::new(Mutex::new(0));
+        let r = resets.clone();
+        let mut sinkdev = counting_sink(count.clone(), 10, 2000);
+        sinkdev.reset = Some(Box::new(move |_| {
+            *r.lock() += 1;
+            Ok(())
+        }));
         let sink = spawn(
-            counting_sink(count.clone(), 5, 500),
-            config(&args("sink", tr, &s, &format!("name=data,type=pull,method=bind,address={addr}"))),
+            sinkdev,
+            config(&args("sink", tr, &s, &format!("name=data,type=pull,method=bind,address={addr},linger=5000"))),
         );
         sink.to_ready();
+        // sender(5) sends 5 in its first run and 1 in each later one.
         let src = spawn(
             sender(5),
             config(&args("src", tr, &s, &format!("name=data,type=push,method=connect,address={addr}"))),
@@ -120,13 +283,16 @@ fn g08_g12_resetting_device_loses_the_receive_queue() {
         src.to_ready();
         src.go(Transition::Run, State::Running);
         assert!(src.h.wait_for_state(State::Ready, T).unwrap());
-        std::thread::sleep(Duration::from_millis(200)); // let them reach the sink's receive queue
+        std::thread::sleep(Duration::from_millis(500)); // let them reach the sink's receive queue
                                                         // The sink resets instead of running: its sockets close, the queue is gone.
         sink.ready_to_idle();
+        assert_eq!(*resets.lock(), 1, "{tr}: reset() was called");
         sink.to_ready();
+        src.go(Transition::Run, State::Running); // one fresh message
+        assert!(src.h.wait_for_state(State::Ready, T).unwrap());
         sink.go(Transition::Run, State::Running);
         assert!(sink.h.wait_for_state(State::Ready, T).unwrap());
-        assert_eq!(*count.lock(), 0, "{tr}: nothing survived RESETTING DEVICE");
+        assert_eq!(*count.lock(), 1, "{tr}: only the fresh message; nothing survived RESETTING DEVICE");
         sink.ready_to_exit();
         src.ready_to_exit();
         assert!(sink.join() && src.join());
@@ -154,7 +320,7 @@ fn g11_g14_linger_bounds_the_time_in_resetting_device() {
         // G11: about linger ms (bounded, not forever); G14: linger 0 discards at once, measured
         // side by side with the 3 s linger of the same run.
         assert!(took[0] >= Duration::from_millis(2900), "{tr}: linger 3000 waited {:?}", took[0]);
-        assert!(took[0] < Duration::from_secs(30), "{tr}: bounded: {:?}", took[0]);
+        assert!(took[0] < Duration::from_secs(10), "{tr}: bounded: {:?}", took[0]);
         assert!(took[1] * 2 < took[0], "{tr}: linger 0 took {:?}, linger 3000 {:?}", took[1], took[0]);
     }
 }

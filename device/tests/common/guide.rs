@@ -13,18 +13,27 @@ pub struct Seen {
     pub ends: AtomicU64,
     pub announced: AtomicU64,
     pub gaps: AtomicU64,
+    /// Sequence numbers a single sender's stream skipped.
+    pub missing: parking_lot::Mutex<Vec<u64>>,
 }
 
-/// Sends `n` data messages, then one end message carrying `n` on every sub-channel.
+/// Sends `n` data messages (sequence numbers 0..n, all but `skip`), then one end message carrying
+/// `n` on every sub-channel.
 pub struct Source {
     pub n: u64,
     pub sent: u64,
     pub end_on_every_sub_channel: bool,
+    /// A sequence number not sent (a message lost on the way, for G40).
+    pub skip: Option<u64>,
 }
 
 impl Device for Source {
     fn conditional_run(&mut self, ctx: &Context) -> HookResult<bool> {
         let subs = ctx.num_sub_channels("data")?;
+        if self.skip == Some(self.sent) {
+            self.sent += 1;
+            return Ok(true);
+        }
         if self.sent < self.n {
             let i = (self.sent as usize) % subs;
             let mut m = ctx.channel("data", i)?.new_simple_message(&eod::data(self.sent))?;
@@ -64,8 +73,10 @@ impl Device for SinkDev {
             let ends = self.seen.ends.fetch_add(1, Ordering::SeqCst) + 1;
             return Ok(ends < self.num_senders);
         }
-        if self.num_senders == 1 && self.last.is_some_and(|l| v != l + 1) {
+        let next = self.last.map_or(0, |l| l + 1);
+        if self.num_senders == 1 && v != next {
             self.seen.gaps.fetch_add(1, Ordering::SeqCst);
+            self.seen.missing.lock().extend(next..v);
         }
         self.last = Some(v);
         self.seen.data.fetch_add(1, Ordering::SeqCst);
@@ -87,7 +98,7 @@ pub fn sink_on(s: &Session, tr: &str, id: &str, spec: &str, num_senders: u64) ->
 pub fn source(s: &Session, tr: &str, id: &str, addresses: &[&str], n: u64, every: bool) -> Running {
     let addrs: String = addresses.iter().map(|a| format!(",address={a}")).collect();
     spawn(
-        Source { n, sent: 0, end_on_every_sub_channel: every },
+        Source { n, sent: 0, end_on_every_sub_channel: every, skip: None },
         config(&args(id, tr, s, &format!("name=data,type=push,method=connect{addrs}"))),
     )
 }
@@ -114,6 +125,11 @@ pub fn end_all(devs: Vec<Running>) {
 
 /// A source that never ends by itself: it sends (with a timeout) until stopped, counting successes.
 pub fn endless_source(sent: Arc<AtomicU64>) -> Hooks {
+    endless_source_counting(sent, Arc::new(AtomicU64::new(0)))
+}
+
+/// [`endless_source`] that also counts the sends that timed out.
+pub fn endless_source_counting(sent: Arc<AtomicU64>, timed_out: Arc<AtomicU64>) -> Hooks {
     Hooks {
         conditional_run: Some(Box::new(move |ctx| {
             let mut m = ctx.new_simple_message(eod::data(sent.load(Ordering::SeqCst)))?;
@@ -122,7 +138,11 @@ pub fn endless_source(sent: Arc<AtomicU64>) -> Hooks {
                     sent.fetch_add(1, Ordering::SeqCst);
                 }
                 Err(e) if e.code() == TransferCode::Interrupted => return Ok(false),
-                Err(_) => {} // G26: the sink's queue is full, the send timed out; try again
+                Err(e) if e.code() == TransferCode::Timeout => {
+                    // G26: the sink's queue is full, the send timed out; try again
+                    timed_out.fetch_add(1, Ordering::SeqCst);
+                }
+                Err(e) => return Err(e.into()),
             }
             Ok(true)
         })),

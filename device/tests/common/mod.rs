@@ -176,16 +176,21 @@ type DataHook = Option<Box<dyn FnMut(&Context, &str, &mut fairmq::Message, usize
 #[derive(Default)]
 pub struct Hooks {
     pub init_task: Hook<()>,
+    pub pre_run: Hook<()>,
     pub conditional_run: Hook<bool>,
     pub run: Hook<()>,
     pub post_run: Hook<()>,
     pub reset_task: Hook<()>,
+    pub reset: Hook<()>,
     pub handle_data: DataHook,
 }
 
 impl Device for Hooks {
     fn init_task(&mut self, ctx: &Context) -> HookResult {
         self.init_task.as_mut().map_or(Ok(()), |f| f(ctx))
+    }
+    fn pre_run(&mut self, ctx: &Context) -> HookResult {
+        self.pre_run.as_mut().map_or(Ok(()), |f| f(ctx))
     }
     fn conditional_run(&mut self, ctx: &Context) -> HookResult<bool> {
         self.conditional_run.as_mut().map_or(Ok(false), |f| f(ctx))
@@ -198,6 +203,9 @@ impl Device for Hooks {
     }
     fn reset_task(&mut self, ctx: &Context) -> HookResult {
         self.reset_task.as_mut().map_or(Ok(()), |f| f(ctx))
+    }
+    fn reset(&mut self, ctx: &Context) -> HookResult {
+        self.reset.as_mut().map_or(Ok(()), |f| f(ctx))
     }
     fn handle_data(&mut self, ctx: &Context, ch: &str, m: &mut fairmq::Message, i: usize) -> HookResult<bool> {
         self.handle_data.as_mut().map_or(Ok(false), |f| f(ctx, ch, m, i))
