@@ -15,7 +15,7 @@ typedef struct fmq_channel fmq_channel;
 typedef struct fmq_message fmq_message;
 /** The parts of a multipart message; one thread at a time. Free with fmq_parts_free. */
 typedef struct fmq_parts fmq_parts;
-/** A running device's context, valid during a hook call only. */
+/** A running device's context, valid during a hook call only and only on the hook's thread. */
 typedef struct fmq_context fmq_context;
 
 
@@ -101,7 +101,8 @@ typedef struct {
 } fmq_counters;
 
 /**
- * A hook: returns 0 on success; anything else takes the device to ERROR.
+ * A hook: returns 0 on success; anything else takes the device to ERROR. Hooks must not throw (C++):
+ * an exception that reaches the library ends the process.
  */
 typedef int32_t (*fmq_hook)(const fmq_context *ctx, void *user);
 
@@ -204,7 +205,8 @@ typedef struct {
 } fmq_option;
 
 /**
- * Release function of a user buffer: `ffn(data, hint)`.
+ * Release function of a user buffer: `ffn(data, hint)`, possibly called on another thread (zeromq:
+ * one of its I/O threads); it must not throw (C++).
  */
 typedef void (*fmq_free_fn)(void *data, void *hint);
 
@@ -466,10 +468,11 @@ fmq_parts *fmq_parts_new(void);
 void fmq_parts_free(fmq_parts *p);
 
 /**
- * Appends `m`, taking ownership of it (the handle `m` is consumed and must not be used or freed).
+ * Appends `m`, taking ownership of it. The handle `m` is consumed in every case and must not be
+ * used or freed afterwards: when the call fails (`p` NULL), the message is freed.
  *
  * # Safety
- * `p` is valid; `m` an owned message handle.
+ * `p` is valid or NULL; `m` an owned message handle or NULL.
  */
 fmq_result fmq_parts_add(fmq_parts *p, fmq_message *m);
 
@@ -662,14 +665,13 @@ const char *fmq_transfer_message(int64_t code);
 
 /**
  * Copies the details of the calling thread's last error into `buf` (NUL-terminated).
- * `written` (may be NULL) receives the text length. Returns `FMQ_ERROR_BUFFER` if `len` is too small.
+ * `written` (may be NULL) receives the text length. Returns `FMQ_ERROR_BUFFER` if `len` is too
+ * small; the last error stays what it was, so a first call with `len` 0 can ask for the length.
  *
  * # Safety
  * `buf` must be valid for `len` bytes (or NULL with `len` 0); `written` NULL or valid.
  */
-fmq_result fmq_last_error(char *buf,
-                          size_t len,
-                          size_t *written);
+fmq_result fmq_last_error(char *buf, size_t len, size_t *written);
 
 /**
  * Panics inside the boundary on purpose, so C programs and tests can check that a Rust panic
@@ -808,10 +810,11 @@ fmq_result fmq_message_rebuild(fmq_message *m);
 fmq_result fmq_message_rebuild_size(fmq_message *m, size_t size);
 
 /**
- * Makes `dst` refer to `src`'s content (shared where the transport allows, else copied).
+ * Makes `dst` refer to `src`'s content (shared where the transport allows, else copied). The same
+ * message as both `dst` and `src` is left as it is.
  *
  * # Safety
- * `dst` and `src` are valid, distinct messages.
+ * `dst` and `src` are valid messages.
  */
 fmq_result fmq_message_copy(fmq_message *dst, const fmq_message *src);
 

@@ -47,10 +47,13 @@ class Error : public std::runtime_error {
 namespace detail {
 inline std::string last_error()
 {
-    char buf[512];
     size_t n = 0;
-    fmq_last_error(buf, sizeof buf, &n);
-    return std::string(buf, n < sizeof buf ? n : sizeof buf - 1);
+    fmq_last_error(nullptr, 0, &n); // asks for the length; the error text stays
+    std::vector<char> buf(n + 1);
+    if (fmq_last_error(buf.data(), buf.size(), &n) != FMQ_OK) {
+        return std::string();
+    }
+    return std::string(buf.data(), n);
 }
 inline void check(fmq_result r, const char* what)
 {

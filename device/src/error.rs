@@ -20,6 +20,9 @@ pub enum Error {
     /// Shared-memory transport.
     #[error(transparent)]
     Shm(#[from] fairmq_shm::ShmError),
+    /// A zeromq message's bytes could not be allocated.
+    #[error(transparent)]
+    Alloc(#[from] fairmq_zmq::AllocError),
     /// Channel configuration.
     #[error(transparent)]
     Channel(#[from] ChannelError),

@@ -60,7 +60,7 @@ impl Transport {
     /// A message of `size` bytes (zeromq: zeroed; shmem: content not initialised).
     pub fn new_message_with_size(&self, size: usize) -> Result<Message, Error> {
         Ok(match self {
-            Transport::Zeromq(_) => Message::Zeromq(fairmq_zmq::Message::with_size(size)),
+            Transport::Zeromq(_) => Message::Zeromq(fairmq_zmq::Message::try_with_size(size)?),
             Transport::Shmem(t) => Message::Shmem(t.new_message_with_size(size)?),
         })
     }
@@ -68,7 +68,7 @@ impl Transport {
     /// A message of `size` bytes aligned to `alignment` (0: no request).
     pub fn new_message_aligned(&self, size: usize, alignment: usize) -> Result<Message, Error> {
         Ok(match self {
-            Transport::Zeromq(_) => Message::Zeromq(fairmq_zmq::Message::with_size_aligned(size, alignment)),
+            Transport::Zeromq(_) => Message::Zeromq(fairmq_zmq::Message::try_with_size_aligned(size, alignment)?),
             Transport::Shmem(t) => Message::Shmem(t.new_message_aligned(size, alignment)?),
         })
     }
@@ -187,7 +187,7 @@ impl Message {
     /// Releases the content and allocates `size` new bytes.
     pub fn rebuild_with_size(&mut self, size: usize) -> Result<(), Error> {
         match self {
-            Message::Zeromq(m) => m.rebuild_with_size(size),
+            Message::Zeromq(m) => m.try_rebuild_with_size_aligned(size, 0)?,
             Message::Shmem(m) => m.rebuild_with_size(size, 0)?,
         }
         Ok(())

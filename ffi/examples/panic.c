@@ -8,7 +8,7 @@
 int main(void)
 {
     fmq_result r = fmq_debug_panic();
-    char detail[256];
+    char detail[256] = ""; /* left empty if the text does not fit */
     size_t n = 0;
     fmq_last_error(detail, sizeof detail, &n);
     printf("fmq_debug_panic returned %d (%s): %s\n", (int)r, fmq_result_message(r), detail);

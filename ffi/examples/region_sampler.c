@@ -59,7 +59,7 @@ static void on_event(const fmq_region_info* info, void* user)
 
 static int32_t fail(const char* what)
 {
-    char e[256];
+    char e[256] = ""; /* left empty if the text does not fit */
     fmq_last_error(e, sizeof e, NULL);
     char line[400];
     snprintf(line, sizeof line, "C region sampler: %s: %s", what, e);
@@ -130,7 +130,8 @@ static int32_t conditional_run(const fmq_context* ctx, void* user)
         int64_t rc = fmq_channel_send_parts(ch, parts, -1);
         /* Parts a failed send left here are released now, and acknowledged like sent ones. */
         fmq_parts_free(parts);
-        if (rc < 0) return 0; /* interrupted: a state change is pending */
+        if (rc == -3) return 0; /* interrupted: a state change is pending */
+        if (rc < 0) return fail(fmq_transfer_message(rc));
         s->sent++;
         return 1;
     }

@@ -44,7 +44,9 @@ struct RegionSampler : fair::mq::Device
             for (int j = 0; j < kParts; ++j) {
                 parts.AddPart(NewMessageFor("data", 0, fRegion, base + j * fMsgSize, static_cast<size_t>(fMsgSize)));
             }
-            if (Send(parts, "data") < 0) return false; // interrupted: a state change is pending
+            int64_t rc = Send(parts, "data");
+            if (rc == static_cast<int64_t>(fair::mq::TransferCode::interrupted)) return false; // a state change is pending
+            if (rc < 0) throw std::runtime_error("send failed"); // the device goes to ERROR
             ++fSent;
             return true;
         }

@@ -10,7 +10,7 @@
 #define CHECK(cond)                                                                                 \
     do {                                                                                           \
         if (!(cond)) {                                                                             \
-            char e[256];                                                                           \
+            char e[256] = "";                                                                      \
             fmq_last_error(e, sizeof e, NULL);                                                     \
             fprintf(stderr, "%s:%d: check failed: %s (last error: %s)\n", __FILE__, __LINE__, #cond, e); \
             return 1;                                                                              \

@@ -36,17 +36,26 @@ static int32_t conditional_run(const fmq_context* ctx, void* user)
     const fmq_transport* t = fmq_channel_transport(ch);
     int32_t stop = s->sent >= s->max ? 1 : 0;
     fmq_parts* parts = fmq_parts_new();
-    int rc = add_part(parts, t, &stop, sizeof stop);
-    if (rc == 0 && !stop) {
+    if (!parts || add_part(parts, t, &stop, sizeof stop) != 0) {
+        fmq_parts_free(parts);
+        fprintf(stderr, "could not build the header part\n");
+        return -1;
+    }
+    if (!stop) {
         fmq_message* payload = NULL;
-        rc = fmq_message_new_size(t, (size_t)s->size, &payload) == FMQ_OK ? 0 : -1;
-        if (rc == 0) {
-            void* d = fmq_message_data(payload);
-            if (d) memset(d, (int)(s->sent & 0xff), (size_t)s->size);
-            rc = fmq_parts_add(parts, payload) == FMQ_OK ? 0 : -1;
+        if (fmq_message_new_size(t, (size_t)s->size, &payload) != FMQ_OK) {
+            fmq_parts_free(parts);
+            fprintf(stderr, "could not allocate a payload of %llu bytes\n", (unsigned long long)s->size);
+            return -1;
+        }
+        void* d = fmq_message_data(payload);
+        if (d) memset(d, (int)(s->sent & 0xff), (size_t)s->size); /* NULL only for size 0 */
+        if (fmq_parts_add(parts, payload) != FMQ_OK) { /* consumes payload even on failure */
+            fmq_parts_free(parts);
+            return -1;
         }
     }
-    int64_t sent = rc == 0 ? fmq_channel_send_parts(ch, parts, -1) : -1;
+    int64_t sent = fmq_channel_send_parts(ch, parts, -1);
     fmq_parts_free(parts);
     if (sent < 0) {
         fprintf(stderr, "send failed: %s\n", fmq_transfer_message(sent));

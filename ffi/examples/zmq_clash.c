@@ -12,7 +12,7 @@
 #define CHECK(cond)                                                                                    \
     do {                                                                                              \
         if (!(cond)) {                                                                                \
-            char e[256];                                                                              \
+            char e[256] = "";                                                                            \
             fmq_last_error(e, sizeof e, NULL);                                                        \
             fprintf(stderr, "%s:%d: check failed: %s (fmq: %s; zmq: %s)\n", __FILE__, __LINE__, #cond, e, \
                     zmq_strerror(zmq_errno()));                                                       \

@@ -221,21 +221,22 @@ pub unsafe extern "C" fn fmq_parts_free(p: *mut fmq_parts) {
     guard_value((), || unsafe { take(p) });
 }
 
-/// Appends `m`, taking ownership of it (the handle `m` is consumed and must not be used or freed).
+/// Appends `m`, taking ownership of it. The handle `m` is consumed in every case and must not be
+/// used or freed afterwards: when the call fails (`p` NULL), the message is freed.
 ///
 /// # Safety
-/// `p` is valid; `m` an owned message handle.
+/// `p` is valid or NULL; `m` an owned message handle or NULL.
 #[no_mangle]
 pub unsafe extern "C" fn fmq_parts_add(p: *mut fmq_parts, m: *mut fmq_message) -> fmq_result {
     guard(|| {
         code((|| {
-            // SAFETY: valid per contract.
-            let parts = unsafe { mutp(p, "parts")? };
             if m.is_null() {
                 return Err(fail(FMQ_ERROR_NULL, "message is NULL"));
             }
-            // SAFETY: an owned handle from `give`; consumed here.
+            // SAFETY: an owned handle from `give`; consumed here (dropped if `p` is bad).
             let msg = unsafe { Box::from_raw(m) };
+            // SAFETY: valid or NULL per contract.
+            let parts = unsafe { mutp(p, "parts")? };
             parts.0.push(msg.0);
             Ok(FMQ_OK)
         })())

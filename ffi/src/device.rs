@@ -16,19 +16,20 @@ use std::ffi::{c_char, c_void, CString};
 #[repr(transparent)]
 pub struct fmq_context(Context);
 
-/// A hook: returns 0 on success; anything else takes the device to ERROR.
+/// A hook: returns 0 on success; anything else takes the device to ERROR. Hooks must not throw (C++):
+/// an exception that reaches the library ends the process.
 #[allow(non_camel_case_types)]
-pub type fmq_hook = Option<unsafe extern "C" fn(ctx: *const fmq_context, user: *mut c_void) -> i32>;
+pub type fmq_hook = Option<unsafe extern "C-unwind" fn(ctx: *const fmq_context, user: *mut c_void) -> i32>;
 
 /// `conditional_run`: 1 to be called again, 0 to end RUNNING, negative for ERROR.
 #[allow(non_camel_case_types)]
-pub type fmq_conditional_hook = Option<unsafe extern "C" fn(ctx: *const fmq_context, user: *mut c_void) -> i32>;
+pub type fmq_conditional_hook = Option<unsafe extern "C-unwind" fn(ctx: *const fmq_context, user: *mut c_void) -> i32>;
 
 /// A data handler: 1 to continue, 0 to end RUNNING, negative for ERROR. The message (or parts)
 /// belongs to the framework; the handler may send it (or keep nothing of it after returning).
 #[allow(non_camel_case_types)]
 pub type fmq_data_hook = Option<
-    unsafe extern "C" fn(
+    unsafe extern "C-unwind" fn(
         ctx: *const fmq_context,
         channel: *const c_char,
         msg: *mut fmq_message,
@@ -40,7 +41,7 @@ pub type fmq_data_hook = Option<
 /// A multipart data handler (see `fmq_data_hook`).
 #[allow(non_camel_case_types)]
 pub type fmq_parts_hook = Option<
-    unsafe extern "C" fn(
+    unsafe extern "C-unwind" fn(
         ctx: *const fmq_context,
         channel: *const c_char,
         parts: *mut fmq_parts,
@@ -268,13 +269,25 @@ fn with_ctx<T: Copy>(ctx: *const fmq_context, default: T, f: impl FnOnce(&Contex
     })
 }
 
+/// [`with_ctx`] for calls that return a result code: `FMQ_ERROR_NULL` for a NULL context,
+/// `FMQ_ERROR_PANIC` when `f` panics.
+fn with_ctx_code(ctx: *const fmq_context, f: impl FnOnce(&Context) -> fmq_result) -> fmq_result {
+    guard(|| {
+        // SAFETY: hooks receive a context valid for the call (contract of every fmq_context_* call).
+        match unsafe { refp(ctx, "context") } {
+            Ok(c) => f(&c.0),
+            Err(e) => e,
+        }
+    })
+}
+
 /// Registers single-message data handling for `channel` (call from init or init_task).
 ///
 /// # Safety
 /// `ctx` is the context of the running hook; `channel` a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn fmq_context_on_data(ctx: *const fmq_context, channel: *const c_char) -> fmq_result {
-    with_ctx(ctx, FMQ_ERROR_NULL, |c| {
+    with_ctx_code(ctx, |c| {
         // SAFETY: contract as documented.
         match unsafe { str_arg(channel) } {
             Ok(name) => {
@@ -292,7 +305,7 @@ pub unsafe extern "C" fn fmq_context_on_data(ctx: *const fmq_context, channel: *
 /// As for `fmq_context_on_data`.
 #[no_mangle]
 pub unsafe extern "C" fn fmq_context_on_data_parts(ctx: *const fmq_context, channel: *const c_char) -> fmq_result {
-    with_ctx(ctx, FMQ_ERROR_NULL, |c| {
+    with_ctx_code(ctx, |c| {
         // SAFETY: contract as documented.
         match unsafe { str_arg(channel) } {
             Ok(name) => {
@@ -381,7 +394,7 @@ pub unsafe extern "C" fn fmq_context_property(
     len: usize,
     written: *mut usize,
 ) -> fmq_result {
-    with_ctx(ctx, FMQ_ERROR_NULL, |c| {
+    with_ctx_code(ctx, |c| {
         // SAFETY: contract as documented.
         let key = match unsafe { str_arg(key) } {
             Ok(k) => k,
@@ -405,7 +418,7 @@ pub unsafe extern "C" fn fmq_context_property_int(
     key: *const c_char,
     out: *mut i64,
 ) -> fmq_result {
-    with_ctx(ctx, FMQ_ERROR_NULL, |c| {
+    with_ctx_code(ctx, |c| {
         // SAFETY: contract as documented.
         let key = match unsafe { str_arg(key) } {
             Ok(k) => k,
@@ -414,14 +427,18 @@ pub unsafe extern "C" fn fmq_context_property_int(
         if out.is_null() {
             return fail(FMQ_ERROR_NULL, "out is NULL");
         }
-        match c.config().get::<i64>(key).or_else(|_| c.config().get::<f64>(key).map(|f| f as i64)) {
-            Ok(v) => {
-                // SAFETY: checked non-null, valid per contract.
-                unsafe { *out = v };
-                FMQ_OK
-            }
-            Err(e) => fail(FMQ_ERROR_NOT_FOUND, e),
-        }
+        let v = match c.config().get::<i64>(key) {
+            Ok(v) => v,
+            Err(e) => match c.config().get::<f64>(key) {
+                // 2^63 is the first float beyond i64 (`as` would saturate there without a word).
+                Ok(f) if (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&f) => f as i64,
+                Ok(f) => return fail(FMQ_ERROR_INVALID, format!("property '{key}' ({f}) does not fit an int64")),
+                Err(_) => return fail(FMQ_ERROR_NOT_FOUND, e),
+            },
+        };
+        // SAFETY: checked non-null, valid per contract.
+        unsafe { *out = v };
+        FMQ_OK
     })
 }
 
@@ -437,7 +454,7 @@ pub unsafe extern "C" fn fmq_context_id(
     written: *mut usize,
 ) -> fmq_result {
     // SAFETY: contract as documented.
-    with_ctx(ctx, FMQ_ERROR_NULL, |c| unsafe { copy_out(&c.id(), buf, len, written) })
+    with_ctx_code(ctx, |c| unsafe { copy_out(&c.id(), buf, len, written) })
 }
 
 /// Requests ErrorFound (the device goes to ERROR after the hook returns).

@@ -41,7 +41,17 @@ thread_local! {
 pub(crate) fn set_last(text: impl Into<String>) {
     let t = text.into();
     log::debug!("fairmq-rs C ABI error: {t}");
-    LAST.with(|l| *l.borrow_mut() = t);
+    record(t);
+}
+
+/// Stores the text only: this runs outside `catch_unwind` on the panic path, so it must not panic
+/// itself (no logging; the thread-local may already be gone while the thread exits).
+fn record(text: String) {
+    let _ = LAST.try_with(|l| {
+        if let Ok(mut last) = l.try_borrow_mut() {
+            *last = text;
+        }
+    });
 }
 
 /// Records `e` and returns `code`.
@@ -59,13 +69,16 @@ fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
 
 /// Runs `f`; a panic becomes `FMQ_ERROR_PANIC` instead of unwinding into C.
 pub(crate) fn guard(f: impl FnOnce() -> fmq_result) -> fmq_result {
-    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| fail(FMQ_ERROR_PANIC, format!("panic: {}", panic_text(&*p))))
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        record(format!("panic: {}", panic_text(&*p)));
+        FMQ_ERROR_PANIC
+    })
 }
 
 /// Like [`guard`] for transfers: a panic becomes -1 (FairMQ's error code).
 pub(crate) fn guard_transfer(f: impl FnOnce() -> i64) -> i64 {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
-        set_last(format!("panic: {}", panic_text(&*p)));
+        record(format!("panic: {}", panic_text(&*p)));
         -1
     })
 }
@@ -73,7 +86,7 @@ pub(crate) fn guard_transfer(f: impl FnOnce() -> i64) -> i64 {
 /// Like [`guard`] for calls that return a value; `default` on panic.
 pub(crate) fn guard_value<T>(default: T, f: impl FnOnce() -> T) -> T {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
-        set_last(format!("panic: {}", panic_text(&*p)));
+        record(format!("panic: {}", panic_text(&*p)));
         default
     })
 }
@@ -96,12 +109,25 @@ pub(crate) unsafe fn str_arg<'a>(p: *const c_char) -> Result<&'a str, fmq_result
 /// # Safety
 /// `buf` must be NULL or valid for `len` bytes; `written` NULL or valid.
 pub(crate) unsafe fn copy_out(text: &str, buf: *mut c_char, len: usize, written: *mut usize) -> fmq_result {
+    // SAFETY: the caller's contract is ours.
+    match unsafe { copy_text(text, buf, len, written) } {
+        FMQ_OK => FMQ_OK,
+        code => fail(code, format!("buffer of {len} bytes, {} needed", text.len() + 1)),
+    }
+}
+
+/// [`copy_out`] without recording a too-small buffer as the last error (for `fmq_last_error`,
+/// whose text must survive the first call that asks for its length).
+///
+/// # Safety
+/// As [`copy_out`].
+unsafe fn copy_text(text: &str, buf: *mut c_char, len: usize, written: *mut usize) -> fmq_result {
     if !written.is_null() {
         // SAFETY: valid per the caller's contract.
         unsafe { *written = text.len() };
     }
     if buf.is_null() || len < text.len() + 1 {
-        return fail(FMQ_ERROR_BUFFER, format!("buffer of {len} bytes, {} needed", text.len() + 1));
+        return FMQ_ERROR_BUFFER;
     }
     // SAFETY: `buf` has room for the text and its NUL (checked above); the regions cannot overlap.
     unsafe {
@@ -150,16 +176,17 @@ pub extern "C" fn fmq_transfer_message(code: i64) -> *const c_char {
 }
 
 /// Copies the details of the calling thread's last error into `buf` (NUL-terminated).
-/// `written` (may be NULL) receives the text length. Returns `FMQ_ERROR_BUFFER` if `len` is too small.
+/// `written` (may be NULL) receives the text length. Returns `FMQ_ERROR_BUFFER` if `len` is too
+/// small; the last error stays what it was, so a first call with `len` 0 can ask for the length.
 ///
 /// # Safety
 /// `buf` must be valid for `len` bytes (or NULL with `len` 0); `written` NULL or valid.
 #[no_mangle]
 pub unsafe extern "C" fn fmq_last_error(buf: *mut c_char, len: usize, written: *mut usize) -> fmq_result {
     guard(|| {
-        let text = LAST.with(|l| l.borrow().clone());
-        // SAFETY: the caller's contract is copy_out's.
-        unsafe { copy_out(&text, buf, len, written) }
+        let text = LAST.try_with(|l| l.borrow().clone()).unwrap_or_default();
+        // SAFETY: the caller's contract is copy_text's.
+        unsafe { copy_text(&text, buf, len, written) }
     })
 }
 
@@ -215,5 +242,22 @@ mod tests {
         for unknown in [-1, 1, 7000, 7009, c_int::MAX, c_int::MIN] {
             assert_eq!(text(unknown), "unknown result code");
         }
+    }
+
+    #[test]
+    fn asking_for_the_last_errors_length_keeps_the_error() {
+        set_last("the real error");
+        let mut n = 0usize;
+        // SAFETY: NULL buffer with length 0 and a valid `written`, as documented.
+        assert_eq!(unsafe { fmq_last_error(std::ptr::null_mut(), 0, &mut n) }, FMQ_ERROR_BUFFER);
+        assert_eq!(n, "the real error".len());
+        let mut short = [0 as c_char; 4];
+        // SAFETY: the buffer is valid for its length.
+        assert_eq!(unsafe { fmq_last_error(short.as_mut_ptr(), short.len(), &mut n) }, FMQ_ERROR_BUFFER);
+        let mut buf = vec![0 as c_char; n + 1];
+        // SAFETY: the buffer is valid for its length.
+        assert_eq!(unsafe { fmq_last_error(buf.as_mut_ptr(), buf.len(), std::ptr::null_mut()) }, FMQ_OK);
+        // SAFETY: fmq_last_error wrote a NUL-terminated string into `buf`.
+        assert_eq!(unsafe { CStr::from_ptr(buf.as_ptr()) }.to_str().unwrap(), "the real error");
     }
 }

@@ -11,7 +11,8 @@ use std::ffi::c_void;
 #[repr(transparent)]
 pub struct fmq_message(pub(crate) Message);
 
-/// Release function of a user buffer: `ffn(data, hint)`.
+/// Release function of a user buffer: `ffn(data, hint)`, possibly called on another thread (zeromq:
+/// one of its I/O threads); it must not throw (C++).
 #[allow(non_camel_case_types)]
 pub type fmq_free_fn = Option<unsafe extern "C" fn(data: *mut c_void, hint: *mut c_void)>;
 
@@ -245,15 +246,19 @@ pub unsafe extern "C" fn fmq_message_rebuild_size(m: *mut fmq_message, size: usi
     })
 }
 
-/// Makes `dst` refer to `src`'s content (shared where the transport allows, else copied).
+/// Makes `dst` refer to `src`'s content (shared where the transport allows, else copied). The same
+/// message as both `dst` and `src` is left as it is.
 ///
 /// # Safety
-/// `dst` and `src` are valid, distinct messages.
+/// `dst` and `src` are valid messages.
 #[no_mangle]
 pub unsafe extern "C" fn fmq_message_copy(dst: *mut fmq_message, src: *const fmq_message) -> fmq_result {
     guard(|| {
+        if std::ptr::eq(dst.cast_const(), src) && !src.is_null() {
+            return FMQ_OK; // a `&mut` and a `&` to one message would be undefined behaviour
+        }
         code((|| {
-            // SAFETY: valid and distinct per contract.
+            // SAFETY: valid per contract, and distinct (checked above).
             let (d, s) = unsafe { (mutp(dst, "dst")?, refp(src, "src")?) };
             d.0.copy_from(&s.0).map_err(alloc_err)?;
             Ok(FMQ_OK)

@@ -52,6 +52,17 @@ impl TransferError {
     }
 }
 
+/// A message's bytes could not be allocated (a size no allocation can hold, or the system is out of
+/// memory). FairMQ's zeromq transport throws with the same words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("failed initializing message with size {size}, alignment {alignment}")]
+pub struct AllocError {
+    /// The size asked for.
+    pub size: usize,
+    /// The alignment asked for (0: none).
+    pub alignment: usize,
+}
+
 /// Result of a transfer: bytes moved (payload bytes, summed over parts), or why nothing moved.
 pub type TransferResult = Result<usize, TransferError>;
 

@@ -50,7 +50,9 @@ mod transport_kind;
 
 pub use counters::{CounterSnapshot, Counters};
 pub use endpoint::{split_endpoints, validate_address, Endpoint, Method, Protocol};
-pub use error::{transfer_code, AddressProblem, PollError, SocketError, TransferCode, TransferError, TransferResult};
+pub use error::{
+    transfer_code, AddressProblem, AllocError, PollError, SocketError, TransferCode, TransferError, TransferResult,
+};
 pub use interrupt::Interrupter;
 pub use message::Message;
 pub use options::{AttachOptions, SocketOptions};

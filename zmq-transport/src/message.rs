@@ -1,5 +1,6 @@
 //! Messages of the zeromq transport: one ZeroMQ frame each.
 
+use crate::error::AllocError;
 use crate::sys::{FreeFn, RawMsg};
 use std::ffi::c_void;
 use std::fmt;
@@ -29,16 +30,29 @@ impl Message {
         Message { raw: RawMsg::empty(), alignment: normalized(alignment) }
     }
 
-    /// A message of `size` bytes, zeroed.
+    /// A message of `size` bytes, zeroed. Aborts when they cannot be allocated, as `Vec` does; see
+    /// [`Message::try_with_size`] for sizes that come from outside.
     pub fn with_size(size: usize) -> Self {
         Message { raw: RawMsg::with_size(size), alignment: 0 }
     }
 
+    /// A message of `size` zeroed bytes, or an error when they cannot be allocated.
+    pub fn try_with_size(size: usize) -> Result<Self, AllocError> {
+        Self::try_with_size_aligned(size, 0)
+    }
+
     /// A message of `size` zeroed bytes whose data starts at a multiple of `alignment` (0: no request).
+    /// Aborts when they cannot be allocated.
     pub fn with_size_aligned(size: usize, alignment: usize) -> Self {
+        Self::try_with_size_aligned(size, alignment).unwrap_or_else(|_| std::process::abort())
+    }
+
+    /// [`Message::with_size_aligned`], or an error when the bytes cannot be allocated.
+    pub fn try_with_size_aligned(size: usize, alignment: usize) -> Result<Self, AllocError> {
         let alignment = normalized(alignment);
-        let raw = if alignment == 0 { RawMsg::with_size(size) } else { RawMsg::with_alignment(size, alignment) };
-        Message { raw, alignment }
+        let raw =
+            if alignment == 0 { RawMsg::try_with_size(size) } else { RawMsg::try_with_alignment(size, alignment) };
+        raw.map(|raw| Message { raw, alignment }).ok_or(AllocError { size, alignment })
     }
 
     /// A message holding a copy of `bytes`.
@@ -145,6 +159,14 @@ impl Message {
     /// Releases the content and allocates `size` new bytes aligned to `alignment`.
     pub fn rebuild_with_size_aligned(&mut self, size: usize, alignment: usize) {
         *self = Message::with_size_aligned(size, alignment);
+    }
+
+    /// [`Message::rebuild_with_size_aligned`], or an error (the message left empty) when the bytes
+    /// cannot be allocated.
+    pub fn try_rebuild_with_size_aligned(&mut self, size: usize, alignment: usize) -> Result<(), AllocError> {
+        *self = Message::new();
+        *self = Message::try_with_size_aligned(size, alignment)?;
+        Ok(())
     }
 
     /// Releases the content and adopts `bytes` without copying.

@@ -49,19 +49,31 @@ impl RawMsg {
 
     /// A frame of `size` zeroed bytes allocated by libzmq (inline for very small sizes). Zeroed because
     /// Rust may not read uninitialised bytes through `bytes()`; the bare `zmq` crate does the same.
+    /// Aborts when the bytes cannot be allocated, as Rust's own allocations do.
     pub fn with_size(size: usize) -> Self {
+        Self::try_with_size(size).unwrap_or_else(|| std::process::abort())
+    }
+
+    /// [`RawMsg::with_size`], or `None` when the bytes cannot be allocated.
+    pub fn try_with_size(size: usize) -> Option<Self> {
+        // libzmq adds its header's size to `size` unchecked: a size near usize::MAX would wrap into a
+        // small allocation that claims to be huge. No allocation can exceed isize::MAX anyway.
+        if size > isize::MAX as usize {
+            return None;
+        }
         let m = Self::uninit();
-        // SAFETY: storage as in `empty`; on failure (ENOMEM) the message is left uninitialised, so we
-        // must not return it: treat it like any failed Rust allocation.
+        // SAFETY: storage as in `empty`; on failure (ENOMEM) the message is left uninitialised, so it
+        // is forgotten, never returned or closed (its storage is inline: nothing leaks).
         let rc = unsafe { zmq_sys::zmq_msg_init_size(m.ptr(), size) };
         if rc != 0 {
-            std::process::abort();
+            std::mem::forget(m);
+            return None;
         }
         if size != 0 {
             // SAFETY: libzmq just allocated `size` writable bytes at `data_ptr` for this frame only.
             unsafe { std::ptr::write_bytes(m.data_ptr(), 0, size) };
         }
-        m
+        Some(m)
     }
 
     /// A frame over `data[..size]` that libzmq releases by calling `ffn(data, hint)`.
@@ -102,19 +114,19 @@ impl RawMsg {
         unsafe { Self::from_raw_parts(bytes.as_ptr() as *mut u8, bytes.len(), None, std::ptr::null_mut()) }
     }
 
-    /// A frame of `size` zeroed bytes whose first byte is aligned to `alignment` (a power of two).
-    pub fn with_alignment(size: usize, alignment: usize) -> Self {
+    /// A frame of `size` zeroed bytes whose first byte is aligned to `alignment` (a power of two), or
+    /// `None` when the bytes cannot be allocated.
+    pub fn try_with_alignment(size: usize, alignment: usize) -> Option<Self> {
         debug_assert!(alignment.is_power_of_two());
-        let total = size.checked_add(alignment).unwrap_or_else(|| std::process::abort());
+        let total = size.checked_add(alignment).filter(|&t| t <= isize::MAX as usize)?;
         // SAFETY: plain calloc (zeroed, so the bytes may be read); checked for NULL below.
-        let base = unsafe { libc::calloc(total, 1) }.cast::<u8>();
-        let Some(base) = NonNull::new(base) else { std::process::abort() };
+        let base = NonNull::new(unsafe { libc::calloc(total, 1) }.cast::<u8>())?;
         let offset = alignment - (base.as_ptr() as usize % alignment);
         // SAFETY: `offset` is in 1..=alignment, so `data .. data + size` stays inside the `size +
         // alignment` bytes just allocated. The block is freed by `free_malloced(_, base)`.
         unsafe {
             let data = base.as_ptr().add(offset);
-            Self::from_raw_parts(data, size, Some(free_malloced), base.as_ptr().cast())
+            Some(Self::from_raw_parts(data, size, Some(free_malloced), base.as_ptr().cast()))
         }
     }
 
@@ -167,7 +179,7 @@ impl RawMsg {
             }
             m
         } else {
-            RawMsg::with_alignment(bytes.len(), alignment)
+            RawMsg::try_with_alignment(bytes.len(), alignment).unwrap_or_else(|| std::process::abort())
         };
         if !bytes.is_empty() {
             // SAFETY: the fresh frame has exactly `bytes.len()` writable bytes that nobody else refers to;
@@ -238,9 +250,9 @@ unsafe extern "C" fn drop_owner<T>(_data: *mut c_void, hint: *mut c_void) {
 }
 
 /// Free callback for blocks from `libc::calloc` (aligned frames); `hint` is the block start.
-// SAFETY: called only by libzmq, once per aligned frame, with the `hint` `with_alignment` gave it.
+// SAFETY: called only by libzmq, once per aligned frame, with the `hint` `try_with_alignment` gave it.
 unsafe extern "C" fn free_malloced(_data: *mut c_void, hint: *mut c_void) {
-    // SAFETY: `hint` is the pointer calloc returned in `with_alignment`; libzmq calls us exactly once.
+    // SAFETY: `hint` is the pointer calloc returned in `try_with_alignment`; libzmq calls us exactly once.
     unsafe { libc::free(hint) };
 }
 
@@ -316,10 +328,20 @@ mod tests {
         assert_eq!(RawMsg::from_static(b"abc").bytes(), b"abc");
         assert!(RawMsg::from_static(b"abc").is_shared(), "constant frames must not be written");
         for align in [8, 64, 4096] {
-            let m = RawMsg::with_alignment(100, align);
+            let m = RawMsg::try_with_alignment(100, align).unwrap();
             assert_eq!(m.data_ptr() as usize % align, 0);
             assert_eq!(m.size(), 100);
         }
+    }
+
+    #[test]
+    fn sizes_no_allocation_can_hold_are_refused_not_wrapped() {
+        for size in [usize::MAX, usize::MAX - 16, isize::MAX as usize + 1] {
+            assert!(RawMsg::try_with_size(size).is_none(), "{size}");
+            assert!(RawMsg::try_with_alignment(size, 64).is_none(), "{size}");
+        }
+        assert!(RawMsg::try_with_alignment(isize::MAX as usize - 8, 64).is_none(), "size + alignment too large");
+        assert_eq!(RawMsg::try_with_size(40).unwrap().bytes(), [0; 40]);
     }
 
     #[test]
