@@ -135,7 +135,10 @@ impl AckQueue {
     pub fn push(&self, acks: &[Ack]) -> Result<usize, ShmError> {
         let n = {
             // Nothing to repair after a dead holder: its entries past `tail` were never published.
-            let _g = self.mutex.lock(|| log::warn!("a process died while acknowledging region blocks"))?;
+            let _g = self.mutex.lock(|| {
+                log::warn!("a process died while acknowledging region blocks");
+                true
+            })?;
             let head = self.word(W_HEAD).load(Ordering::Acquire);
             let tail = self.word(W_TAIL).load(Ordering::Relaxed);
             let used = tail.wrapping_sub(head);

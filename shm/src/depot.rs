@@ -71,7 +71,7 @@ impl<'a> Depot<'a> {
     /// touching a cold header page), and an allocation of another size that finds no room empties it.
     pub fn put(&self, size: u64, offsets: &[u64]) -> bool {
         let n = self.len();
-        let bytes = size * offsets.len() as u64;
+        let bytes = size.saturating_mul(offsets.len() as u64);
         if offsets.is_empty() || offsets.len() > BLOCKS {
             return false;
         }
@@ -117,7 +117,7 @@ impl<'a> Depot<'a> {
                 self.slot(s, i).store(self.slot(n - 1, i).load(Relaxed), Relaxed);
             }
         }
-        self.word(1).fetch_sub((size * count as u64).min(self.bytes()), Relaxed);
+        self.word(1).fetch_sub(size.saturating_mul(count as u64).min(self.bytes()), Relaxed);
         self.word(0).store(n as u64 - 1, Release);
         Some(size)
     }

@@ -255,7 +255,7 @@ mod tests {
         let m = m.clone();
         let t = std::thread::spawn(move || {
             let mx = mutex(&m, slot);
-            let guard = mx.lock(|| {}).unwrap();
+            let guard = mx.lock(|| true).unwrap();
             held_tx.send(()).unwrap();
             if !rx.recv().unwrap() {
                 std::mem::forget(guard);
@@ -271,9 +271,9 @@ mod tests {
         let (m, a) = Management::attach(&s.0, "s").unwrap();
         let (_, b) = Management::attach(&s.0, "s").unwrap();
         assert_eq!(m.device_count(), 2);
-        assert!(!m.detach(a, false).unwrap(), "one is left: the session stays");
+        assert!(!m.detach(a, false).unwrap().removed, "one is left: the session stays");
         assert_eq!(m.device_count(), 1);
-        assert!(m.detach(b, false).unwrap(), "the last one removes the session");
+        assert!(m.detach(b, false).unwrap().removed, "the last one removes the session");
         assert!(Management::open_existing(&s.0).is_err());
     }
 
@@ -285,7 +285,7 @@ mod tests {
         assert_eq!(m.device_count(), 2);
         assert_eq!(m.lock().unwrap().sweep_dead(), [4_000_000]);
         assert_eq!(m.device_count(), 1);
-        assert!(m.detach(hb, false).unwrap());
+        assert!(m.detach(hb, false).unwrap().removed);
     }
 
     #[test]
@@ -305,8 +305,8 @@ mod tests {
         assert!(m.lock().unwrap().sweep_dead().is_empty(), "both holders are alive");
         busy.send(true).unwrap();
         busy_thread.join().unwrap();
-        assert!(!m.detach(second, false).unwrap());
-        assert!(m.detach(first, false).unwrap());
+        assert!(!m.detach(second, false).unwrap().removed);
+        assert!(m.detach(first, false).unwrap().removed);
     }
 
     #[test]
@@ -323,6 +323,6 @@ mod tests {
         assert_eq!(m.device_count(), 1);
         drop(gone);
         assert_eq!(m.device_count(), 1, "dropping a heartbeat that left frees nothing more");
-        assert!(m.detach(keep, false).unwrap());
+        assert!(m.detach(keep, false).unwrap().removed);
     }
 }

@@ -157,7 +157,10 @@ impl Management {
     /// Takes the session lock. The data it guards is only the registry and counters, each updated by
     /// single stores, so a holder that died leaves nothing to repair.
     pub(crate) fn lock(&self) -> Result<SessionLock<'_>, ShmError> {
-        let g = self.mutex.lock(|| log::warn!("a process died holding the session lock of {}", self.names.shm_id()))?;
+        let g = self.mutex.lock(|| {
+            log::warn!("a process died holding the session lock of {}", self.names.shm_id());
+            true
+        })?;
         Ok(SessionLock { m: self, _g: g })
     }
 
@@ -210,27 +213,38 @@ impl Management {
     }
 
     /// Counts this transport out (its heartbeat gives up its slot); the last one removes every object
-    /// of the session unless `no_cleanup`. Returns whether the session was removed. Both happen in
-    /// one step under the session lock; the heartbeat's mutex is let go only afterwards.
-    pub(crate) fn detach(&self, heartbeat: Heartbeat, no_cleanup: bool) -> Result<bool, ShmError> {
+    /// of the session unless `no_cleanup`. Both happen in one step under the session lock; the
+    /// heartbeat's mutex is let go only afterwards. Dead processes found on the way are counted out
+    /// too and returned: their cached blocks are the caller's to free (unless the session is gone).
+    pub(crate) fn detach(&self, heartbeat: Heartbeat, no_cleanup: bool) -> Result<Detached, ShmError> {
         let lock = self.lock()?;
         // Transports of dead processes never detach: count them out, so the last live one cleans up.
-        lock.sweep_dead();
+        let dead = lock.sweep_dead();
         heartbeat.leave(&lock);
         let left = crate::liveness::count(self);
+        let kept = Detached { removed: false, dead };
         if left > 0 {
             log::debug!("Other segment users present ({left}), skipping removal.");
-            return Ok(false);
+            return Ok(kept);
         }
         if no_cleanup {
             log::debug!("Last segment user, skipping removal (--shm-no-cleanup is true).");
-            return Ok(false);
+            return Ok(kept);
         }
         log::debug!("Last segment user, removing segment.");
         lock.word(W_STATE).store(REMOVED, Ordering::Release);
         remove_objects(&self.names, &self.segments(), &crate::registry::regions(self));
-        Ok(true)
+        Ok(Detached { removed: true, ..kept })
     }
+}
+
+/// What [`Management::detach`] did.
+#[derive(Debug)]
+pub(crate) struct Detached {
+    /// Whether this was the last transport and the session's objects were removed.
+    pub removed: bool,
+    /// Processes found dead and counted out.
+    pub dead: Vec<u32>,
 }
 
 impl SessionLock<'_> {

@@ -81,14 +81,31 @@ impl Manager {
                 return Vec::new();
             }
         };
-        for &pid in &dead {
-            match self.own.reclaim_cached_of(pid) {
-                Ok((n, bytes)) if n > 0 => log::info!("freed {n} blocks ({bytes} bytes) cached by dead process {pid}"),
-                Ok(_) => {}
-                Err(e) => log::error!("could not free the blocks of dead process {pid}: {e}"),
+        self.reclaim_cached_of(&dead);
+        dead
+    }
+
+    /// Frees what the `dead` processes held in their caches, in every segment of the session (a
+    /// process caches blocks of its own segment and defers frees into its peers').
+    fn reclaim_cached_of(&self, dead: &[u32]) {
+        if dead.is_empty() {
+            return;
+        }
+        for entry in self.mng.segments() {
+            let Ok(seg) = self.segment(entry.id) else { continue };
+            for &pid in dead {
+                match seg.reclaim_cached_of(pid) {
+                    Ok((n, bytes)) if n > 0 => {
+                        log::info!(
+                            "freed {n} blocks ({bytes} bytes) of segment {} cached by dead process {pid}",
+                            entry.id
+                        )
+                    }
+                    Ok(_) => {}
+                    Err(e) => log::error!("could not free the blocks of dead process {pid}: {e}"),
+                }
             }
         }
-        dead
     }
 
     fn own_segment(names: &Names, mng: &Management, c: &ShmConfig) -> Result<Arc<Segment>, ShmError> {
@@ -339,8 +356,10 @@ impl Drop for Manager {
         self.flush(true);
         self.acks.shutdown();
         let Some(heartbeat) = self.heartbeat.take() else { return };
-        if let Err(e) = self.mng.detach(heartbeat, self.config.no_cleanup) {
-            log::error!("could not detach from shared memory session {}: {e}", self.names.shm_id());
+        match self.mng.detach(heartbeat, self.config.no_cleanup) {
+            Ok(d) if !d.removed => self.reclaim_cached_of(&d.dead),
+            Ok(_) => {}
+            Err(e) => log::error!("could not detach from shared memory session {}: {e}", self.names.shm_id()),
         }
     }
 }

@@ -45,6 +45,8 @@ const CTL_WORD: usize = (MUTEX_AT + MUTEX_BYTES) / 8;
 const DEPOT_WORD: usize = 8192 / 8;
 const HEAP_START: u64 = ((DEPOT_WORD + depot::WORDS) * 8).div_ceil(4096) as u64 * 4096;
 const _: () = assert!((CTL_WORD + tlsf::CONTROL_WORDS) <= DEPOT_WORD);
+/// The count word of a block in the depot: no reference, owner [`DEPOT_OWNER`].
+const DEPOSITED: u64 = (DEPOT_OWNER as u64) << 32;
 
 /// Smallest segment we create (header plus a little heap).
 pub const MIN_SEGMENT_SIZE: u64 = HEAP_START + 4096;
@@ -218,12 +220,15 @@ impl Segment {
     fn locked<T>(&self, f: impl FnOnce(&Tlsf<'_>) -> Result<T, ShmError>) -> Result<T, ShmError> {
         let t = self.tlsf();
         let mut repair = Ok(());
-        let _g = self.mutex.lock(|| {
+        let locked = self.mutex.lock(|| {
             self.words()[W_RECOVERIES].fetch_add(1, Ordering::Relaxed);
             log::warn!("segment {}: a process died holding the allocator lock; repairing the heap", self.id);
             repair = self.repair(&t);
-        })?;
+            repair.is_ok()
+        });
+        // A failed repair leaves the lock not recoverable; its own error says more.
         repair?;
+        let _g = locked?;
         f(&t)
     }
 
@@ -242,16 +247,14 @@ impl Segment {
             if slot != NO_SLOT {
                 in_use.push(slot);
             }
-            if self.rc(off, slot).load(Ordering::Relaxed) == u64::from(DEPOT_OWNER) << 32 {
+            if self.rc(off, slot).load(Ordering::Relaxed) == DEPOSITED {
                 in_depot.push((off, slot));
             }
         }
         self.slots().rebuild(&in_use);
         self.depot().clear();
-        for (off, slot) in in_depot {
-            self.free_to_heap(t, off, slot)?;
-        }
-        Ok(())
+        // Every block goes back even if one cannot (the first error is reported).
+        in_depot.into_iter().map(|(off, slot)| self.free_to_heap(t, off, slot)).fold(Ok(()), Result::and)
     }
 
     /// The slot of the used block at `off` (from its header), `NO_SLOT` if it has no valid one
@@ -311,8 +314,13 @@ impl Segment {
                     let mut taken = Vec::with_capacity(depot::BLOCKS);
                     if let Some(bsize) = self.depot().take(need, tlsf::MIN_BLOCK, &mut taken) {
                         for slot in taken.into_iter().map(|s| s as u32) {
-                            // Deposited blocks all have slots (see `free`); skip a damaged entry.
+                            // Deposited blocks all have slots (see `free`) and say so in their
+                            // count word; skip a damaged entry.
                             let Some(e) = slots.entry(slot) else { continue };
+                            if slots.rc(slot).load(Ordering::Relaxed) != DEPOSITED {
+                                log::error!("segment {}: the depot lists slot {slot}, not deposited", self.id);
+                                continue;
+                            }
                             slots.rc(slot).store(rc, Ordering::Relaxed);
                             out.push(Block { offset: e.offset, delta: tlsf::HDR as u32, size: bsize, slot });
                         }
@@ -376,13 +384,16 @@ impl Segment {
                 // about to block frees what it has, and the sender's refill takes it as it is).
                 while deposit(size) && n >= 2 && !rest.is_empty() {
                     let (mag, tail) = rest.split_at(n.min(rest.len()));
-                    if mag.iter().any(|&(_, _, slot, delta)| slot == NO_SLOT || delta != tlsf::HDR) {
+                    if mag.iter().any(|&(_, _, slot, delta)| {
+                        // An already deposited block (freed twice) would be handed out twice.
+                        slot == NO_SLOT || delta != tlsf::HDR || slots.rc(slot).load(Ordering::Relaxed) == DEPOSITED
+                    }) {
                         break;
                     }
                     chunk.clear();
                     chunk.extend(mag.iter().map(|&(_, _, slot, _)| u64::from(slot)));
                     for &(_, _, slot, _) in mag {
-                        slots.rc(slot).store(u64::from(DEPOT_OWNER) << 32, Ordering::Relaxed);
+                        slots.rc(slot).store(DEPOSITED, Ordering::Relaxed);
                     }
                     if !self.depot().put(size, &chunk) {
                         break;
@@ -471,19 +482,26 @@ impl Segment {
         if offset < HEAP_START || offset % tlsf::ALIGN != 0 || u64::from(delta) < tlsf::HDR || end > self.heap_end {
             return Err(oob);
         }
+        let not_a_block = crate::meta::MetaError::NotABlock { segment: self.id, offset };
         let (bsize, bdelta) = if slot == NO_SLOT {
             let t = self.tlsf();
             let slotted = || (self.header_word(offset).load(Ordering::Acquire) >> 32) as u32 == SLOTTED;
             match t.used_block(offset) {
                 Ok(bsize) if !slotted() => (bsize, t.delta(offset).ok()),
-                _ => return Err(crate::meta::MetaError::NotABlock { segment: self.id, offset }),
+                _ => return Err(not_a_block),
             }
         } else {
             match self.slots().entry(slot) {
                 Some(e) if e.offset == offset => (e.size, Some(e.delta)),
-                _ => return Err(crate::meta::MetaError::NotABlock { segment: self.id, offset }),
+                _ => return Err(not_a_block),
             }
         };
+        // A record hands over a reference, so the block has at least one: a count of 0 is a block
+        // that was freed into a cache or the depot (a stale or repeated record); taking it would
+        // alias whatever the block is handed out for next.
+        if self.rc(offset, slot).load(Ordering::Acquire) as u32 == 0 {
+            return Err(not_a_block);
+        }
         if end <= offset.saturating_add(bsize) && bdelta == Some(u64::from(delta)) {
             Ok(())
         } else {
@@ -570,7 +588,7 @@ impl Segment {
     /// depot (it waits for exactly that size class), so frees may keep them together for it.
     fn waiters_take(&self, size: u64) -> bool {
         let want = self.words()[W_WANT].load(Ordering::Acquire);
-        size >= want && size < want + tlsf::MIN_BLOCK
+        size >= want && size < want.saturating_add(tlsf::MIN_BLOCK)
     }
 
     /// Whether some process waits for memory in this segment.
@@ -682,12 +700,15 @@ pub(crate) struct Waiting<'a> {
 }
 
 impl Waiting<'_> {
-    /// The free epoch, read before a look for memory. Arms the wake first: a free from now on
-    /// bumps the epoch, so the sleep that follows a failed look cannot miss it; a free before is
-    /// seen by the look.
+    /// The free epoch, read before a look for memory; then arms the wake, so the first free from
+    /// then on bumps the epoch and the sleep that follows a failed look cannot miss it (a free
+    /// before is seen by the look). The epoch is read first: read after arming, it could already
+    /// include the bump of a free whose memory the look then misses (taken by another process),
+    /// and later frees, seeing the wake issued, would not bump it again.
     pub(crate) fn arm(&self) -> u32 {
+        let epoch = futex::low32(&self.seg.words()[W_EPOCH]);
         self.seg.words()[W_WAKE].store(0, Ordering::SeqCst);
-        futex::low32(&self.seg.words()[W_EPOCH])
+        epoch
     }
 
     /// Sleeps until a free after [`arm`](Waiting::arm) returned `epoch`, a wake, or `timeout`.

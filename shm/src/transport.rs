@@ -123,7 +123,8 @@ impl Transport {
 
     /// FairMQ's `NewMessage(data, size, ffn, hint)`: the bytes are copied into shared memory and the
     /// caller's buffer is released at once, by `ffn(data, hint)`, or by `free(data)` when `ffn` is
-    /// `None`. For `size == 0` nothing is allocated and nothing is called (as in FairMQ).
+    /// `None`. For `size == 0` nothing is allocated and the buffer is released all the same (as in
+    /// FairMQ, whose empty chunk counts as initialised).
     ///
     /// # Safety
     /// `data` must be valid for reads of `size` bytes, and `ffn` (or `free`) must be the right way to
@@ -135,12 +136,12 @@ impl Transport {
         ffn: Option<fairmq_zmq::FreeFn>,
         hint: *mut c_void,
     ) -> Result<Message, ShmError> {
-        if size == 0 {
-            return Ok(self.new_message());
-        }
-        // SAFETY: readable for `size` bytes (caller's contract).
-        let bytes = unsafe { std::slice::from_raw_parts(data, size) };
-        let m = self.new_message_from_slice(bytes)?;
+        let m = if size == 0 {
+            self.new_message()
+        } else {
+            // SAFETY: readable for `size` bytes (caller's contract).
+            self.new_message_from_slice(unsafe { std::slice::from_raw_parts(data, size) })?
+        };
         // SAFETY: the caller says `ffn`/`free` releases `data`; the copy above was the last use.
         unsafe {
             match ffn {

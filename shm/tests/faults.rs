@@ -38,6 +38,34 @@ fn killed_in_an_alloc_free_loop_others_continue_and_no_block_is_lost() {
     assert!((1..=8 * 64 + 64 + 9).contains(&count), "blocks held by the dead process: {count}");
 }
 
+/// A transport that detaches counts dead processes out on the way; it must free what they cached,
+/// or nobody would (a dead process is found only once).
+#[test]
+fn a_transport_that_detaches_frees_what_a_dead_process_cached() {
+    let s = Session::new("detachsweep");
+    let t = s.transport("observer");
+    let leaving = s.transport("leaving");
+    t.flush();
+    let free0 = t.segment_stats().free;
+    let mut victim = peer(&["allocloop", &s.name, "0"]);
+    victim.expect_line("running");
+    std::thread::sleep(Duration::from_millis(200));
+    let dead = victim.pid();
+    victim.kill();
+    let cached = |t: &fairmq_shm::Transport| {
+        t.segment().used_blocks().unwrap().iter().filter(|&&(_, _, owner, count)| owner == dead && count == 0).count()
+    };
+    assert!(cached(&t) > 0, "the dead process left blocks in its caches");
+    drop(leaving);
+    assert_eq!(cached(&t), 0, "the detaching transport freed them");
+    assert_eq!(t.sweep_dead_processes(), Vec::<u32>::new(), "and counted the dead process out");
+    // What it held alive (count 1) stays its own until reclaimed explicitly.
+    t.segment().reclaim_owned_by(dead).unwrap();
+    t.flush();
+    t.check_segment().unwrap();
+    assert_eq!(t.segment_stats().free, free0, "nothing lost");
+}
+
 #[test]
 fn a_sweep_frees_what_a_dead_sender_cached_and_keeps_what_it_sent() {
     let s = Session::new("sweep");
@@ -159,6 +187,15 @@ fn bad_metadata_is_rejected_and_nothing_breaks() {
         enc_slot(segment, offset, delta, size, u32::MAX - 1), // a slot beyond the table
         vec![2, 3, 0, 0, 0xff, 0xff, 0xff, 0x0f],         // multipart claiming 268 M parts
     ];
+    // The record of a block freed since (a stale or repeated record): the block is in a cache now,
+    // with no reference, and must not be taken (the next allocation would alias it).
+    let gone = t.new_message_from_slice(&[6u8; 256]).unwrap();
+    let fairmq_shm::meta::Record::Block { segment: gs, offset: go, delta: gd, size: gz, slot: gl } = gone.record()
+    else {
+        panic!()
+    };
+    drop(gone);
+    frames.push(enc_slot(gs, go, gd, gz, gl));
     // Random frames too (deterministic pseudo-random bytes).
     let mut x = 0x9e37_79b9_7f4a_7c15u64;
     for len in [8usize, 24, 25, 40, 64, 200] {

@@ -186,6 +186,12 @@ fn message_api_resize_rebuild_align() {
     let u = unsafe { t.new_message_from_raw_parts(buf, 4, Some(ffn), 7 as *mut _) }.unwrap();
     assert_eq!(FREED.load(Ordering::SeqCst), 1);
     assert_eq!(u.data(), b"wxyz");
+    // An empty buffer is released too (nothing to copy, but it is the message's to release).
+    let buf = Box::into_raw(b"wxyz".to_vec().into_boxed_slice()).cast::<u8>();
+    // SAFETY: valid for 4 bytes (0 are read), released by ffn.
+    let e = unsafe { t.new_message_from_raw_parts(buf, 0, Some(ffn), 7 as *mut _) }.unwrap();
+    assert_eq!(FREED.load(Ordering::SeqCst), 2);
+    assert!(e.is_empty());
 }
 
 #[test]

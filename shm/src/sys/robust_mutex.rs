@@ -65,8 +65,10 @@ impl RobustMutex {
     }
 
     /// Locks. If the previous holder died, `recover` runs first (still holding the lock) to restore
-    /// the protected data, and the mutex is then marked consistent.
-    pub fn lock(&self, recover: impl FnOnce()) -> Result<Guard<'_>, LockError> {
+    /// the protected data; the mutex is then marked consistent if it says it did, else unlocked
+    /// unrepaired (so it becomes not recoverable: every later locker gets a clear error instead of
+    /// half-repaired data) and [`LockError::NotRecoverable`] returned.
+    pub fn lock(&self, recover: impl FnOnce() -> bool) -> Result<Guard<'_>, LockError> {
         // SAFETY: the pointer targets a live, initialised mutex (contract of `at`).
         let rc = unsafe { libc::pthread_mutex_lock(self.0) };
         match rc {
@@ -75,7 +77,9 @@ impl RobustMutex {
                 // The guard unlocks even if `recover` panics; without `consistent` the mutex then
                 // becomes not recoverable, which is right: the data was not repaired.
                 let guard = Guard(self);
-                recover();
+                if !recover() {
+                    return Err(LockError::NotRecoverable);
+                }
                 // SAFETY: we hold the lock in the owner-died state, the only state this call accepts.
                 check(unsafe { libc::pthread_mutex_consistent(self.0) }).map_err(LockError::Os)?;
                 Ok(guard)
