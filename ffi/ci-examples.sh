@@ -105,6 +105,7 @@ for t in zeromq shmem; do
     --channel-config "name=data,type=push,method=connect,address=$a,rateLogging=0,linger=2000" > "$work/rust-sampler-$t.log"
   wait $sink
   expect "$work/cpp-sink-$t.log" "C++ sink received 50 messages, 50000 bytes"
+  expect "$work/cpp-sink-$t.log" "C++ sink kept 5 messages, 5000 bytes"
 
   # The guide's C++ Sink, unchanged but for its includes, fed by the C sampler.
   a="ipc://$work/guide-$t"

@@ -113,7 +113,8 @@ typedef int32_t (*fmq_conditional_hook)(const fmq_context *ctx, void *user);
 
 /**
  * A data handler: 1 to continue, 0 to end RUNNING, negative for ERROR. The message (or parts)
- * belongs to the framework; the handler may send it (or keep nothing of it after returning).
+ * belongs to the framework: the handler may send it, or move it into a message of its own with
+ * `fmq_message_take` to keep it; nothing else of it may be kept after returning.
  */
 typedef int32_t (*fmq_data_hook)(const fmq_context *ctx,
                                  const char *channel,
@@ -778,7 +779,9 @@ size_t fmq_message_size(const fmq_message *m);
 
 /**
  * Writable data pointer (NULL when empty or on error). A block shared with copies is copied first
- * (`fmq_last_error` tells if that failed). Valid until the message is changed or freed.
+ * (`fmq_last_error` tells if that failed). A shmem region message points into the region itself,
+ * as in FairMQ (write only pieces no other message refers to). Valid until the message is changed
+ * or freed.
  *
  * # Safety
  * `m` is NULL or a valid message used by this thread only.
@@ -808,6 +811,16 @@ fmq_result fmq_message_rebuild(fmq_message *m);
  * `m` is a valid message.
  */
 fmq_result fmq_message_rebuild_size(fmq_message *m, size_t size);
+
+/**
+ * Moves `m`'s content into a new message `*out` (free it with `fmq_message_free`); `m` is left
+ * empty. A data handler's message belongs to the framework: this is how a handler keeps it beyond
+ * the call.
+ *
+ * # Safety
+ * `m` is a valid message; `out` is valid for a write.
+ */
+fmq_result fmq_message_take(fmq_message *m, fmq_message **out);
 
 /**
  * Makes `dst` refer to `src`'s content (shared where the transport allows, else copied). The same

@@ -786,7 +786,10 @@ struct Hooks {
     {
         return Guarded("HandleData", [&] {
             Device* d = Dev(c, u);
-            MessagePtr msg = std::make_unique<Message>(m, false);
+            // The handler owns its message, as in FairMQ: it may keep it (std::move) beyond the call.
+            fmq_message* owned = nullptr;
+            detail::check(fmq_message_take(m, &owned), "taking the received message");
+            MessagePtr msg = std::make_unique<Message>(owned, true);
             return d->fMsgHandlers.at(ch)(msg, i) ? 1 : 0;
         });
     }

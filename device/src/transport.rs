@@ -184,6 +184,14 @@ impl Message {
         }
     }
 
+    /// Moves the content into a new message of the same transport; this one becomes empty.
+    pub fn take(&mut self) -> Message {
+        match self {
+            Message::Zeromq(m) => Message::Zeromq(std::mem::take(m)),
+            Message::Shmem(m) => Message::Shmem(m.take()),
+        }
+    }
+
     /// Releases the content and allocates `size` new bytes.
     pub fn rebuild_with_size(&mut self, size: usize) -> Result<(), Error> {
         match self {

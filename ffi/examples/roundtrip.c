@@ -57,6 +57,13 @@ int main(int argc, char** argv)
     CHECK(fmq_message_copy(c, r) == FMQ_OK && fmq_message_size(c) == 2);
     CHECK(fmq_message_rebuild_size(c, 100) == FMQ_OK && fmq_message_size(c) == 100);
     CHECK(fmq_message_rebuild(c) == FMQ_OK && fmq_message_size(c) == 0 && fmq_message_data(c) == NULL);
+    /* Take: the content moves to a new handle, the old one is left empty; copying onto itself is a no-op. */
+    fmq_message* kept = NULL;
+    CHECK(fmq_message_copy(c, r) == FMQ_OK && fmq_message_take(c, &kept) == FMQ_OK);
+    CHECK(fmq_message_size(c) == 0 && fmq_message_size(kept) == 2 && memcmp(fmq_message_data(kept), "he", 2) == 0);
+    CHECK(fmq_message_copy(kept, kept) == FMQ_OK && fmq_message_size(kept) == 2);
+    CHECK(fmq_message_take(c, NULL) == FMQ_ERROR_NULL);
+    fmq_message_free(kept);
     fmq_message* al = NULL;
     CHECK(fmq_message_new_aligned(t, 100, 64, &al) == FMQ_OK && ((uintptr_t)fmq_message_data(al) % 64) == 0);
     char* buf = malloc(8);

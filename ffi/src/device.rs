@@ -26,7 +26,8 @@ pub type fmq_hook = Option<unsafe extern "C-unwind" fn(ctx: *const fmq_context, 
 pub type fmq_conditional_hook = Option<unsafe extern "C-unwind" fn(ctx: *const fmq_context, user: *mut c_void) -> i32>;
 
 /// A data handler: 1 to continue, 0 to end RUNNING, negative for ERROR. The message (or parts)
-/// belongs to the framework; the handler may send it (or keep nothing of it after returning).
+/// belongs to the framework: the handler may send it, or move it into a message of its own with
+/// `fmq_message_take` to keep it; nothing else of it may be kept after returning.
 #[allow(non_camel_case_types)]
 pub type fmq_data_hook = Option<
     unsafe extern "C-unwind" fn(

@@ -188,7 +188,9 @@ pub unsafe extern "C" fn fmq_message_size(m: *const fmq_message) -> usize {
 }
 
 /// Writable data pointer (NULL when empty or on error). A block shared with copies is copied first
-/// (`fmq_last_error` tells if that failed). Valid until the message is changed or freed.
+/// (`fmq_last_error` tells if that failed). A shmem region message points into the region itself,
+/// as in FairMQ (write only pieces no other message refers to). Valid until the message is changed
+/// or freed.
 ///
 /// # Safety
 /// `m` is NULL or a valid message used by this thread only.
@@ -197,6 +199,11 @@ pub unsafe extern "C" fn fmq_message_data(m: *mut fmq_message) -> *mut c_void {
     guard_value(std::ptr::null_mut(), || {
         // SAFETY: valid per contract.
         match unsafe { mutp(m, "message") } {
+            // No Rust reference is made to the region's bytes: C writes through the pointer under
+            // FairMQ's contract (Rust's `data_mut` would copy the piece, as it cannot check that).
+            Ok(m) if matches!(&m.0, Message::Shmem(s) if s.region_piece().is_some()) => {
+                m.0.data_ptr().cast_mut().cast()
+            }
             Ok(m) if m.0.size() > 0 => match m.0.data_mut() {
                 Ok(d) => d.as_mut_ptr().cast(),
                 Err(e) => {
@@ -243,6 +250,27 @@ pub unsafe extern "C" fn fmq_message_rebuild_size(m: *mut fmq_message, size: usi
     guard(|| {
         // SAFETY: valid per contract.
         code(unsafe { mutp(m, "message") }.and_then(|m| m.0.rebuild_with_size(size).map(|_| FMQ_OK).map_err(alloc_err)))
+    })
+}
+
+/// Moves `m`'s content into a new message `*out` (free it with `fmq_message_free`); `m` is left
+/// empty. A data handler's message belongs to the framework: this is how a handler keeps it beyond
+/// the call.
+///
+/// # Safety
+/// `m` is a valid message; `out` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn fmq_message_take(m: *mut fmq_message, out: *mut *mut fmq_message) -> fmq_result {
+    guard(|| {
+        code((|| {
+            check_out(out)?;
+            // SAFETY: valid per contract.
+            let m = unsafe { mutp(m, "message")? };
+            let taken = fmq_message(m.0.take());
+            // SAFETY: checked non-null, valid per contract.
+            unsafe { give(out, taken) };
+            Ok(FMQ_OK)
+        })())
     })
 }
 

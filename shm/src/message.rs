@@ -10,8 +10,10 @@
 //! whoever releases the last reference acknowledges the piece to the region's creator.
 //!
 //! Bytes are readable through `data()` while the message lives. They are writable through
-//! `data_mut()` only while this message holds the only reference; otherwise `data_mut` first copies
-//! them into a block of its own, so no other holder (in any process) ever sees a write.
+//! `data_mut()` only while this message holds the only reference to a block; otherwise `data_mut`
+//! first copies them into a block of its own, so no other holder (in any process) ever sees a
+//! write. A region piece is always copied first: the region's memory is its creator's, and other
+//! messages made from the same bytes count no reference to them.
 
 use crate::error::ShmError;
 use crate::manager::Manager;
@@ -175,10 +177,10 @@ impl Message {
         }
     }
 
-    /// The bytes, writable. If other references to the block exist, the bytes are first copied into
-    /// a new block (which can fail for lack of memory).
+    /// The bytes, writable. If other references to the block exist, or the message is a region
+    /// piece, the bytes are first copied into a new block (which can fail for lack of memory).
     pub fn data_mut(&mut self) -> Result<&mut [u8], ShmError> {
-        if self.refcount() > 1 {
+        if self.refcount() > 1 || matches!(self.body, Body::Region(_)) {
             let mut private = Message::allocate(self.mgr.clone(), self.size(), 0)?;
             if let Body::Block { seg, offset, delta, size, .. } = &private.body {
                 let dst = private.mgr.mapped(*seg).data_ptr(*offset, *delta, *size);
@@ -196,12 +198,7 @@ impl Message {
                 // message in any process reads or writes the block, and `&mut self` excludes our own.
                 Ok(unsafe { std::slice::from_raw_parts_mut(p, *size) })
             }
-            Body::Region(p) => {
-                let ptr = p.map.ptr(p.offset, p.size);
-                // SAFETY: in bounds as in `data`; this is the only message referring to the piece
-                // (count 1), and `&mut self` excludes our own readers.
-                Ok(unsafe { std::slice::from_raw_parts_mut(ptr, p.size) })
-            }
+            Body::Region(_) => unreachable!("a region piece was copied into a block of its own above"),
         }
     }
 
@@ -321,6 +318,13 @@ impl Message {
     /// Releases the block; the message becomes empty.
     pub fn rebuild(&mut self) {
         self.release();
+    }
+
+    /// Moves the content into a new message (no bytes copied, no reference added); this one
+    /// becomes empty.
+    pub fn take(&mut self) -> Message {
+        let empty = Message::empty(self.mgr.clone());
+        std::mem::replace(self, empty)
     }
 
     /// Releases the block and allocates `size` new bytes.

@@ -193,6 +193,25 @@ fn writing_a_shared_piece_copies_it_first() {
     assert_eq!(a.refcount(), 1);
 }
 
+/// Two messages made from the same bytes count no references to each other: writing either copies
+/// it first, so the other never sees the write (and nothing aliases the region's memory).
+#[test]
+fn writing_a_region_message_copies_it_even_when_it_looks_unshared() {
+    let s = Session::new("rgcow2");
+    let t = s.transport("a");
+    let acked = Arc::new(Mutex::new(Acked::default()));
+    let region = t.create_region(4096, bulk(&acked), &RegionConfig::default()).unwrap();
+    fill(&region);
+    let mut a = t.new_message_from_region(&region, 0, 16, 1).unwrap();
+    let b = t.new_message_from_region(&region, 0, 16, 2).unwrap();
+    assert_eq!((a.refcount(), b.refcount()), (1, 1));
+    a.data_mut().unwrap()[0] ^= 0xff;
+    assert!(a.region_piece().is_none(), "a has a block of its own now");
+    assert_eq!(b.data()[0], region_byte(0), "b (and the region) untouched");
+    assert_eq!(a.data()[0], region_byte(0) ^ 0xff);
+    assert_eq!(&a.data()[1..], &b.data()[1..], "the rest was copied");
+}
+
 #[test]
 fn pieces_released_at_shutdown_arrive_within_the_linger() {
     let s = Session::new("rglinger");
