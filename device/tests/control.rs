@@ -37,6 +37,10 @@ fn g09_error_or_panic_in_any_hook_exits_with_code_1_and_skips_resets() {
             let mut d = device(&format!("--control static --runs 2 {how} {hook}"));
             assert_eq!(d.wait().code(), Some(1), "{how} {hook}");
             assert!(d.saw("---> ERROR"), "{how} {hook}");
+            // In ERROR the control plugin requests nothing more: no transition follows but leaving.
+            let at = d.seen.iter().position(|l| l.contains("---> ERROR")).unwrap();
+            let later: Vec<&String> = d.seen[at + 1..].iter().filter(|l| l.contains("--->")).collect();
+            assert!(later.iter().all(|l| l.contains("ERROR ---> EXITING")), "{how} {hook}: {later:?}");
             if !matches!(hook, "reset_task" | "reset") {
                 assert!(!d.saw("hook: reset_task") && !d.saw("hook: reset"), "{how} {hook}: ERROR skips the resets");
             }
@@ -74,12 +78,34 @@ fn g35_interactive_keys_stop_and_end() {
 
 #[test]
 fn g35_dynamic_mode_stays_in_ready_when_running_ends() {
-    let mut d = device("--control dynamic --runs 2");
-    d.expect("RUNNING ---> READY");
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    assert!(!d.saw("READY ---> RESETTING TASK"), "dynamic control waits for keys");
-    d.send_keys("q");
-    assert_eq!(d.wait().code(), Some(0));
+    // No --control (dynamic is the default), dynamic and external: the same keys.
+    for mode in ["", "--control dynamic", "--control external"] {
+        let mut d = device(&format!("{mode} --runs 2"));
+        d.expect("RUNNING ---> READY");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert!(!d.saw("READY ---> RESETTING TASK"), "{mode:?}: the device waits for keys in READY");
+        d.send_keys("r");
+        d.expect_count("READY ---> RUNNING", 2);
+        d.expect_count("RUNNING ---> READY", 2);
+        d.send_keys("q");
+        assert_eq!(d.wait().code(), Some(0), "{mode:?}");
+        for line in ["READY ---> RESETTING TASK", "RESETTING DEVICE ---> IDLE", "IDLE ---> EXITING"] {
+            assert!(d.saw(line), "{mode:?}: q ran the shutdown sequence: missing '{line}'");
+        }
+    }
+}
+
+#[test]
+fn g35_s_stops_a_running_device_in_every_key_mode() {
+    for mode in ["", "--control dynamic", "--control external"] {
+        let mut d = device(mode);
+        d.expect("READY ---> RUNNING");
+        d.send_keys("s");
+        d.expect("RUNNING ---> READY");
+        d.send_keys("q");
+        assert_eq!(d.wait().code(), Some(0), "{mode:?}");
+        assert!(d.saw("IDLE ---> EXITING"), "{mode:?}");
+    }
 }
 
 #[test]

@@ -136,26 +136,30 @@ impl Device for Processor {
 fn g23_g25_a_processor_ends_after_all_inputs_and_the_topology_stops_in_order() {
     for tr in TRANSPORTS {
         let s = Session::new();
-        let (pin, kin) = (s.ipc("pin"), s.ipc("kin"));
+        let (pin, kin, kin2) = (s.ipc("pin"), s.ipc("kin"), s.ipc("kin2"));
         let (k, seen) = sink(&s, tr, "sink", &kin, 1);
+        // A second output sub-channel: its sink gets no data, only the end message.
+        let (k2, seen2) = sink(&s, tr, "sink2", &kin2, 1);
         let p = spawn(
             Processor { inputs: 2, ended: 0, forwarded: 0 },
             config(&format!(
-                "--id proc --severity warn --transport {tr} --session {} --shm-segment-size 20000000 --channel-config name=in,type=pull,method=bind,address={pin},rateLogging=0 name=out,type=push,method=connect,address={kin},rateLogging=0",
+                "--id proc --severity warn --transport {tr} --session {} --shm-segment-size 20000000 --channel-config name=in,type=pull,method=bind,address={pin},rateLogging=0 name=out,type=push,method=connect,address={kin},address={kin2},rateLogging=0",
                 s.name
             )),
         );
         let s1 = source(&s, tr, "s1", &[&pin], 100, true);
         let s2 = source(&s, tr, "s2", &[&pin], 60, true);
-        start_all(&[&k, &p, &s1, &s2]);
-        // Sources end first, then the processor, then the sink, each by itself.
-        for d in [&s1, &s2, &p, &k] {
+        start_all(&[&k, &k2, &p, &s1, &s2]);
+        // Sources end first, then the processor, then the sinks, each by itself.
+        for d in [&s1, &s2, &p, &k, &k2] {
             wait_ready(d);
         }
         assert_eq!(seen.data.load(Ordering::SeqCst), 160, "{tr}");
         assert_eq!(seen.announced.load(Ordering::SeqCst), 160);
+        assert_eq!(seen.ends.load(Ordering::SeqCst), 1, "{tr}: one end message on each output");
+        assert_eq!((seen2.data.load(Ordering::SeqCst), seen2.ends.load(Ordering::SeqCst)), (0, 1), "{tr}");
         // The controller resets only now that all sinks are in READY.
-        end_all(vec![s1, s2, p, k]);
+        end_all(vec![s1, s2, p, k, k2]);
     }
 }
 
@@ -381,6 +385,8 @@ struct GuideSink {
     num_senders: i32,
     ended: i32,
     received: Arc<AtomicU64>,
+    /// The PostRun log line.
+    logged: Arc<Mutex<Option<String>>>,
 }
 
 impl Device for GuideSink {
@@ -399,6 +405,12 @@ impl Device for GuideSink {
         self.received.fetch_add(1, Ordering::SeqCst);
         Ok(true)
     }
+    fn post_run(&mut self, _: &Context) -> HookResult {
+        let line = format!("Received {} messages!", self.received.load(Ordering::SeqCst));
+        log::info!("{line}");
+        *self.logged.lock() = Some(line);
+        Ok(())
+    }
 }
 
 #[test]
@@ -407,8 +419,9 @@ fn g24_g30_the_guides_sink_counts_end_messages_and_accepts_a_one_part_end() {
         let s = Session::new();
         let a = s.ipc("a");
         let received = Arc::new(AtomicU64::new(0));
+        let logged = Arc::new(Mutex::new(None));
         let k = spawn(
-            GuideSink { num_senders: 2, ended: 0, received: received.clone() },
+            GuideSink { num_senders: 2, ended: 0, received: received.clone(), logged: logged.clone() },
             config(&args("sink", tr, &s, &format!("name=data,type=pull,method=bind,address={a}"))),
         );
         let sender = |id: &str, n: u32| {
@@ -437,43 +450,77 @@ fn g24_g30_the_guides_sink_counts_end_messages_and_accepts_a_one_part_end() {
         start_all(&[&k, &x, &y]);
         wait_ready(&k);
         assert_eq!(received.load(Ordering::SeqCst), 42, "{tr}");
+        assert_eq!(logged.lock().as_deref(), Some("Received 42 messages!"), "{tr}: the PostRun count log");
         end_all(vec![x, y, k]);
+
+        // The size check: a first part that is no 4-byte header takes the sink to ERROR.
+        let s = Session::new();
+        let a = s.ipc("a");
+        let k = spawn(
+            GuideSink { num_senders: 1, ended: 0, received: Arc::new(AtomicU64::new(0)), logged: Default::default() },
+            config(&args("sink", tr, &s, &format!("name=data,type=pull,method=bind,address={a}"))),
+        );
+        let bad = spawn(
+            Hooks {
+                conditional_run: Some(Box::new(|ctx| {
+                    let ch = ctx.channel("data", 0)?;
+                    ch.send_parts(&mut vec![ch.new_simple_message(b"abc")?])?;
+                    Ok(false)
+                })),
+                ..Hooks::default()
+            },
+            config(&args("bad", tr, &s, &format!("name=data,type=push,method=connect,address={a}"))),
+        );
+        start_all(&[&k, &bad]);
+        assert!(k.h.wait_for_state(State::Ready, T).is_err(), "{tr}: the sink went to ERROR");
+        assert!(!k.join(), "{tr}: its state loop ended in ERROR, not EXITING");
+        end_all(vec![bad]);
     }
 }
 
+/// G41: the channel counters count successful transfers only (a multipart as one message), from
+/// the socket's creation across runs, and are readable until RESETTING DEVICE.
 #[test]
-fn g41_channel_counters_match_on_both_sides_before_resetting_device() {
+fn g41_channel_counters_count_successful_transfers_across_runs() {
     for tr in TRANSPORTS {
         let s = Session::new();
         let a = s.ipc("a");
         let counts = Arc::new(Mutex::new(Vec::new()));
         let (c1, c2) = (counts.clone(), counts.clone());
+        let left = Arc::new(AtomicU64::new(0));
+        let (l1, l2) = (left.clone(), left.clone());
         let mut src = Hooks::default();
-        let mut left = 25u32;
+        src.pre_run = Some(Box::new(move |ctx| {
+            l1.store(25, Ordering::SeqCst);
+            // A transfer that fails (nobody takes it) counts nothing.
+            let mut m = ctx.new_simple_message(b"never sent")?;
+            assert_eq!(ctx.send_timeout(&mut m, "nobody", 0, 0).map_err(|e| e.code()), Err(TransferCode::Timeout));
+            Ok(())
+        }));
         src.conditional_run = Some(Box::new(move |ctx| {
             let ch = ctx.channel("data", 0)?;
-            if left % 5 == 0 {
+            let n = l2.fetch_sub(1, Ordering::SeqCst);
+            if n % 5 == 0 {
                 let mut p = vec![ch.new_message_with_size(10)?, ch.new_message_with_size(20)?];
                 ch.send_parts(&mut p)?;
             } else {
                 ch.send(&mut ch.new_message_with_size(100)?)?;
             }
-            left -= 1;
-            Ok(left > 0)
+            Ok(n > 1)
         }));
         src.reset_task = Some(Box::new(move |ctx| {
-            let c = ctx.channel("data", 0)?.counters();
-            c1.lock().push(("tx", c.messages_tx, c.bytes_tx));
+            for name in ["data", "nobody"] {
+                let c = ctx.channel(name, 0)?.counters();
+                c1.lock().push((name, c.messages_tx, c.bytes_tx));
+            }
             Ok(())
         }));
         let mut snk = Hooks::default();
-        let mut got = 0;
         snk.run = Some(Box::new(move |ctx| {
             let ch = ctx.channel("data", 0)?;
-            while got < 25 {
+            for _ in 0..25 {
                 let mut p = Vec::new();
                 ch.receive_parts(&mut p)?;
-                got += 1;
             }
             Ok(())
         }));
@@ -483,15 +530,25 @@ fn g41_channel_counters_match_on_both_sides_before_resetting_device() {
             Ok(())
         }));
         let k = spawn(snk, config(&args("sink", tr, &s, &format!("name=data,type=pull,method=bind,address={a}"))));
-        let src = spawn(src, config(&args("src", tr, &s, &format!("name=data,type=push,method=connect,address={a}"))));
+        let chans = format!(
+            "name=data,type=push,method=connect,address={a} name=nobody,type=push,method=bind,address={}",
+            s.ipc("nobody")
+        );
+        let src = spawn(src, config(&args("src", tr, &s, &chans)));
         start_all(&[&k, &src]);
-        wait_ready(&src);
-        wait_ready(&k);
+        for run in 0..2 {
+            if run > 0 {
+                k.go(Transition::Run, State::Running);
+                src.go(Transition::Run, State::Running);
+            }
+            wait_ready(&src);
+            wait_ready(&k);
+        }
         src.go(Transition::ResetTask, State::DeviceReady);
         k.go(Transition::ResetTask, State::DeviceReady);
         let c = counts.lock().clone();
-        // 20 single messages of 100 B and 5 multiparts of 30 B: 25 messages, 2150 bytes.
-        assert_eq!(c, [("tx", 25, 2150), ("rx", 25, 2150)], "{tr}");
+        // Per run 20 single messages of 100 B and 5 multiparts of 30 B: 25 messages, 2150 bytes.
+        assert_eq!(c, [("data", 50, 4300), ("nobody", 0, 0), ("rx", 50, 4300)], "{tr}");
         for d in [src, k] {
             d.go(Transition::ResetDevice, State::Idle);
             d.go(Transition::End, State::Exiting);
