@@ -10,6 +10,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// A hook closure of the test devices.
+type Hook<T = ()> = Option<Box<dyn FnMut(&Context) -> HookResult<T> + Send>>;
+
 #[test]
 fn g17_g18_g40_end_message_carries_the_count_and_nothing_is_lost() {
     for tr in TRANSPORTS {
@@ -489,15 +492,14 @@ fn g41_channel_counters_count_successful_transfers_across_runs() {
         let (c1, c2) = (counts.clone(), counts.clone());
         let left = Arc::new(AtomicU64::new(0));
         let (l1, l2) = (left.clone(), left.clone());
-        let mut src = Hooks::default();
-        src.pre_run = Some(Box::new(move |ctx| {
+        let pre_run: Hook = Some(Box::new(move |ctx| {
             l1.store(25, Ordering::SeqCst);
             // A transfer that fails (nobody takes it) counts nothing.
             let mut m = ctx.new_simple_message(b"never sent")?;
             assert_eq!(ctx.send_timeout(&mut m, "nobody", 0, 0).map_err(|e| e.code()), Err(TransferCode::Timeout));
             Ok(())
         }));
-        src.conditional_run = Some(Box::new(move |ctx| {
+        let conditional_run: Hook<bool> = Some(Box::new(move |ctx| {
             let ch = ctx.channel("data", 0)?;
             let n = l2.fetch_sub(1, Ordering::SeqCst);
             if n % 5 == 0 {
@@ -508,15 +510,15 @@ fn g41_channel_counters_count_successful_transfers_across_runs() {
             }
             Ok(n > 1)
         }));
-        src.reset_task = Some(Box::new(move |ctx| {
+        let reset_task: Hook = Some(Box::new(move |ctx| {
             for name in ["data", "nobody"] {
                 let c = ctx.channel(name, 0)?.counters();
                 c1.lock().push((name, c.messages_tx, c.bytes_tx));
             }
             Ok(())
         }));
-        let mut snk = Hooks::default();
-        snk.run = Some(Box::new(move |ctx| {
+        let src = Hooks { pre_run, conditional_run, reset_task, ..Hooks::default() };
+        let run: Hook = Some(Box::new(move |ctx| {
             let ch = ctx.channel("data", 0)?;
             for _ in 0..25 {
                 let mut p = Vec::new();
@@ -524,11 +526,12 @@ fn g41_channel_counters_count_successful_transfers_across_runs() {
             }
             Ok(())
         }));
-        snk.reset_task = Some(Box::new(move |ctx| {
+        let sink_reset_task: Hook = Some(Box::new(move |ctx| {
             let c = ctx.channel("data", 0)?.counters();
             c2.lock().push(("rx", c.messages_rx, c.bytes_rx));
             Ok(())
         }));
+        let snk = Hooks { run, reset_task: sink_reset_task, ..Hooks::default() };
         let k = spawn(snk, config(&args("sink", tr, &s, &format!("name=data,type=pull,method=bind,address={a}"))));
         let chans = format!(
             "name=data,type=push,method=connect,address={a} name=nobody,type=push,method=bind,address={}",
