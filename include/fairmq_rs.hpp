@@ -144,14 +144,13 @@ inline RegionInfo ToRegionInfo(const fmq_region_info& i)
     return r;
 }
 
-/// Region event callbacks by the transport handle they were subscribed through. A callback is
-/// deleted only after a call that ended the subscription using it (fmq_transport_subscribe_region_events
-/// and _unsubscribe wait for the old subscription's thread), so the library never calls a deleted one.
-/// Freeing a transport handle does not delete its callback: channels and messages may keep the
-/// transport, and so the subscription, alive after the handle is gone.
+/// Region event callbacks are never deleted: a subscription may outlive the handle it was made
+/// through (channels and messages keep the transport alive), and a new handle can get the freed
+/// one's address, so no key tells for sure that the library no longer calls a callback. A replaced
+/// or unsubscribed callback is retired instead (a few bytes per subscription, for the process's life).
 struct EventSubscriptions {
     std::mutex mutex;
-    std::map<const fmq_transport*, std::shared_ptr<RegionEventCallback>> callbacks;
+    std::vector<std::shared_ptr<RegionEventCallback>> callbacks;
 };
 inline EventSubscriptions& Subscriptions()
 {
@@ -185,8 +184,8 @@ class TransportFactory {
     }
     explicit TransportFactory(const fmq_transport* borrowed) : fRaw(borrowed) {}
     const fmq_transport* Raw() const { return fRaw; }
-    void Interrupt() const { fmq_transport_interrupt(fRaw); }
-    void Resume() const { fmq_transport_resume(fRaw); }
+    void Interrupt() const { detail::check(fmq_transport_interrupt(fRaw), "Interrupt"); }
+    void Resume() const { detail::check(fmq_transport_resume(fRaw), "Resume"); }
 
     MessagePtr CreateMessage(size_t size = 0) const;
     MessagePtr CreateMessage(void* data, size_t size, fairmq_free_fn* ffn, void* hint = nullptr) const;
@@ -202,15 +201,12 @@ class TransportFactory {
         detail::check(fmq_transport_subscribe_region_events(fRaw, detail::RegionEventTrampoline, cb.get()), "SubscribeToRegionEvents");
         auto& s = detail::Subscriptions();
         std::lock_guard<std::mutex> lock(s.mutex);
-        s.callbacks[fRaw] = std::move(cb);
+        s.callbacks.push_back(std::move(cb));
     }
     bool SubscribedToRegionEvents() const { return fmq_transport_subscribed_to_region_events(fRaw); }
     void UnsubscribeFromRegionEvents() const
     {
         detail::check(fmq_transport_unsubscribe_region_events(fRaw), "UnsubscribeFromRegionEvents");
-        auto& s = detail::Subscriptions();
-        std::lock_guard<std::mutex> lock(s.mutex);
-        s.callbacks.erase(fRaw);
     }
     std::vector<RegionInfo> GetRegionInfo() const
     {
@@ -488,7 +484,7 @@ class Channel {
     fmq_counters Counters() const
     {
         fmq_counters c{};
-        fmq_channel_counters(fCh, &c);
+        detail::check(fmq_channel_counters(fCh, &c), "Counters");
         return c;
     }
     uint64_t GetMessagesTx() const { return Counters().messages_tx; }
@@ -749,7 +745,9 @@ struct Hooks {
     static void Register(Device* d)
     {
         for (auto& p : d->fPending) {
-            p.second ? fmq_context_on_data_parts(d->fCtx, p.first.c_str()) : fmq_context_on_data(d->fCtx, p.first.c_str());
+            detail::check(p.second ? fmq_context_on_data_parts(d->fCtx, p.first.c_str())
+                                   : fmq_context_on_data(d->fCtx, p.first.c_str()),
+                          "OnData");
         }
         d->fPending.clear();
     }

@@ -76,7 +76,9 @@ impl Device for Sampler {
                 self.unacked.fetch_add(1, Ordering::AcqRel);
             }
             // Pieces of a message the transport kept (a failed send) are acknowledged when dropped.
-            let _ = ctx.send_parts(&mut parts, &self.chan, 0);
+            if let Err(e) = ctx.send_parts(&mut parts, &self.chan, 0) {
+                log::warn!("send failed: {e}");
+            }
             if self.iterations.count() {
                 break;
             }
@@ -118,7 +120,10 @@ impl Device for Sink {
         let (mut pieces, mut bytes) = (0u64, 0u64);
         while !ctx.new_state_pending() {
             let mut parts: Parts = Vec::new();
-            if ctx.receive_parts(&mut parts, &self.chan, 0).is_err() {
+            if let Err(e) = ctx.receive_parts(&mut parts, &self.chan, 0) {
+                if e.code() != fairmq::TransferCode::Interrupted {
+                    log::warn!("receive failed: {e}");
+                }
                 continue;
             }
             for p in &parts {

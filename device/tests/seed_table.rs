@@ -30,8 +30,7 @@ fn g05_g28_send_that_waits_in_post_run_is_interrupted_and_keeps_the_message() {
             config(&args("pusher", tr, &s, &format!("name=data,type=push,method=bind,address={}", s.ipc("nobody")))),
         );
         d.to_ready();
-        d.go(Transition::Run, State::Running);
-        assert!(d.h.wait_for_state(State::Ready, T).unwrap());
+        d.run_once();
         let (r, kept) = outcome.lock().clone().expect("post_run ran");
         assert_eq!(r, Err(TransferCode::Interrupted), "{tr}");
         assert_eq!(kept, b"kept", "{tr}: the MessagePtr keeps its message");
@@ -163,13 +162,9 @@ fn g05_a_send_waiting_in_run_when_stop_comes_is_interrupted_and_keeps_the_messag
         assert_eq!(r, Err(TransferCode::Interrupted), "{tr}");
         assert_eq!(kept, b"kept", "{tr}: the caller still owns the message");
         let count = Arc::new(Mutex::new(0));
-        let sink = spawn(
-            counting_sink(count.clone(), 1, 1000),
-            config(&args("sink", tr, &s, &format!("name=data,type=pull,method=connect,address={addr}"))),
-        );
+        let sink = on_data(counting_sink(count.clone(), 1, 1000), "sink", tr, &s, "pull", "connect", &addr);
         sink.to_ready();
-        sink.go(Transition::Run, State::Running);
-        assert!(sink.h.wait_for_state(State::Ready, T).unwrap());
+        sink.run_once();
         assert_eq!(*count.lock(), 0, "{tr}: the interrupted message was not sent");
         sink.ready_to_exit();
         d.ready_to_exit();
@@ -185,22 +180,14 @@ fn g06_messages_queued_when_running_ends_stay_for_the_next_run() {
         let s = Session::new();
         let addr = s.ipc("q6");
         let count = Arc::new(Mutex::new(0));
-        let sink = spawn(
-            counting_sink(count.clone(), 2, 10_000),
-            config(&args("sink", tr, &s, &format!("name=data,type=pull,method=bind,address={addr}"))),
-        );
+        let sink = on_data(counting_sink(count.clone(), 2, 10_000), "sink", tr, &s, "pull", "bind", &addr);
         sink.to_ready();
-        let src = spawn(
-            sender(5),
-            config(&args("src", tr, &s, &format!("name=data,type=push,method=connect,address={addr}"))),
-        );
+        let src = on_data(sender(5), "src", tr, &s, "push", "connect", &addr);
         src.to_ready();
-        src.go(Transition::Run, State::Running);
-        assert!(src.h.wait_for_state(State::Ready, T).unwrap(), "{tr}: all 5 sent");
+        src.run_once();
         let mut after = Vec::new();
         for _ in 0..2 {
-            sink.go(Transition::Run, State::Running);
-            assert!(sink.h.wait_for_state(State::Ready, T).unwrap());
+            sink.run_once();
             after.push(*count.lock());
         }
         assert_eq!(after, [2, 4], "{tr}: each run found what the one before left queued");
@@ -208,6 +195,11 @@ fn g06_messages_queued_when_running_ends_stay_for_the_next_run() {
         src.ready_to_exit();
         assert!(sink.join() && src.join());
     }
+}
+
+/// A device of `hooks` with one channel `name=data,type=<kind>,method=<method>,address=<addr>`.
+fn on_data(hooks: Hooks, id: &str, tr: &str, s: &Session, kind: &str, method: &str, addr: &str) -> Running {
+    spawn(hooks, config(&args(id, tr, s, &format!("name=data,type={kind},method={method},address={addr}"))))
 }
 
 fn sender(n: usize) -> Hooks {
@@ -231,23 +223,15 @@ fn g07_queued_messages_wait_in_ready_and_arrive_in_the_next_run() {
         let s = Session::new();
         let addr = s.ipc("q");
         let count = Arc::new(Mutex::new(0));
-        let sink = spawn(
-            counting_sink(count.clone(), 5, 10_000),
-            config(&args("sink", tr, &s, &format!("name=data,type=pull,method=bind,address={addr}"))),
-        );
+        let sink = on_data(counting_sink(count.clone(), 5, 10_000), "sink", tr, &s, "pull", "bind", &addr);
         sink.to_ready(); // the sink is bound but not running: messages queue up
-        let src = spawn(
-            sender(5),
-            config(&args("src", tr, &s, &format!("name=data,type=push,method=connect,address={addr}"))),
-        );
+        let src = on_data(sender(5), "src", tr, &s, "push", "connect", &addr);
         src.to_ready();
-        src.go(Transition::Run, State::Running);
-        assert!(src.h.wait_for_state(State::Ready, T).unwrap(), "{tr}: all 5 sent while the sink is in READY");
+        src.run_once();
         // G07: through RESETTING TASK and DEVICE READY and back, the channels and queues stay.
         sink.go(Transition::ResetTask, State::DeviceReady);
         sink.go(Transition::InitTask, State::Ready);
-        sink.go(Transition::Run, State::Running);
-        assert!(sink.h.wait_for_state(State::Ready, T).unwrap());
+        sink.run_once();
         assert_eq!(*count.lock(), 5, "{tr}: the queued messages arrived");
         sink.ready_to_exit();
         src.ready_to_exit();
@@ -276,22 +260,16 @@ fn g08_g12_resetting_device_calls_reset_and_loses_the_receive_queue() {
         );
         sink.to_ready();
         // sender(5) sends 5 in its first run and 1 in each later one.
-        let src = spawn(
-            sender(5),
-            config(&args("src", tr, &s, &format!("name=data,type=push,method=connect,address={addr}"))),
-        );
+        let src = on_data(sender(5), "src", tr, &s, "push", "connect", &addr);
         src.to_ready();
-        src.go(Transition::Run, State::Running);
-        assert!(src.h.wait_for_state(State::Ready, T).unwrap());
+        src.run_once();
         std::thread::sleep(Duration::from_millis(500)); // let them reach the sink's receive queue
                                                         // The sink resets instead of running: its sockets close, the queue is gone.
         sink.ready_to_idle();
         assert_eq!(*resets.lock(), 1, "{tr}: reset() was called");
         sink.to_ready();
-        src.go(Transition::Run, State::Running); // one fresh message
-        assert!(src.h.wait_for_state(State::Ready, T).unwrap());
-        sink.go(Transition::Run, State::Running);
-        assert!(sink.h.wait_for_state(State::Ready, T).unwrap());
+        src.run_once(); // one fresh message
+        sink.run_once();
         assert_eq!(*count.lock(), 1, "{tr}: only the fresh message; nothing survived RESETTING DEVICE");
         sink.ready_to_exit();
         src.ready_to_exit();
@@ -308,8 +286,7 @@ fn g11_g14_linger_bounds_the_time_in_resetting_device() {
             let chan = format!("name=data,type=push,method=connect,address={},linger={linger}", s.ipc("absent"));
             let src = spawn(sender(3), config(&args("src", tr, &s, &chan)));
             src.to_ready();
-            src.go(Transition::Run, State::Running);
-            assert!(src.h.wait_for_state(State::Ready, T).unwrap(), "queued toward an absent peer");
+            src.run_once();
             src.go(Transition::ResetTask, State::DeviceReady);
             let start = Instant::now();
             src.go(Transition::ResetDevice, State::Idle);
@@ -365,8 +342,7 @@ fn g01_g02_g03_the_devices_own_stop_interrupts_and_the_next_state_resumes() {
         );
         let d = spawn(dev, config(&cfg));
         d.to_ready();
-        d.go(Transition::Run, State::Running);
-        assert!(d.h.wait_for_state(State::Ready, T).unwrap());
+        d.run_once();
         d.ready_to_exit();
         assert!(d.join());
         assert_eq!(

@@ -29,6 +29,11 @@ int main(void)
     if (fmq_run_device(1, args, &hooks, &bad, 1, NULL) != 1) return 7;
     fmq_last_error(detail, sizeof detail, &n);
     if (strstr(detail, "unknown type 99") == NULL) return 8;
+    fmq_option bad_default = {"count", FMQ_OPTION_UINT64, "many", "a default that is no number"};
+    if (fmq_run_device(1, args, &hooks, &bad_default, 1, NULL) != 1) return 18;
+    memset(detail, 0, sizeof detail);
+    fmq_last_error(detail, sizeof detail, &n);
+    if (strstr(detail, "default 'many' is not of its type") == NULL) return 19;
     /* Regions: NULL checks, and out-parameters stay untouched on failure. */
     fmq_region* region = NULL;
     if (fmq_region_new(NULL, 100, NULL, NULL, NULL, NULL, &region) != FMQ_ERROR_NULL || region != NULL) return 9;

@@ -235,6 +235,9 @@ pub unsafe extern "C" fn fmq_run_device(
                     // SAFETY: a non-NULL default is a NUL-terminated string per contract.
                     Some(unsafe { str_arg(o.default_value)? }.to_owned())
                 };
+                if let Some(d) = default.as_deref().filter(|d| kind.parse(d).is_none()) {
+                    return Err(fail(FMQ_ERROR_INVALID, format!("option '{name}': default '{d}' is not of its type")));
+                }
                 let desc = if o.description.is_null() {
                     String::new()
                 } else {
@@ -246,6 +249,7 @@ pub unsafe extern "C" fn fmq_run_device(
             let program = Program::new(move |_| Ok(CDevice { hooks, user })).options(move |g| {
                 for (name, kind, default, desc) in &opts {
                     let kind = *kind;
+                    // Defaults were checked above: `None` here means none was given.
                     match default.as_deref().and_then(|d| kind.parse(d)) {
                         Some(v) => g.add(name, kind, v, desc),
                         None => g.add_optional(name, kind, desc),

@@ -111,6 +111,12 @@ impl Running {
         self.go(Transition::InitTask, State::Ready);
     }
 
+    /// READY -> RUNNING, then waits until the run ends by itself (back in READY).
+    pub fn run_once(&self) {
+        self.go(Transition::Run, State::Running);
+        assert!(self.h.wait_for_state(State::Ready, T).expect("not ERROR"), "did not leave RUNNING");
+    }
+
     /// READY -> EXITING. A device whose run ended leaves RUNNING by itself, perhaps a moment after
     /// the test saw the effect of its last transfer: that is waited for first.
     pub fn ready_to_exit(&self) {
