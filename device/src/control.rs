@@ -28,8 +28,14 @@ impl DeviceHandle {
     /// A handle subscribed (as `key`) to the state changes of `sm`, from now on.
     pub fn new(sm: &Arc<StateMachine>, key: &str) -> DeviceHandle {
         let queue = Arc::new(StateQueue::default());
-        let q = queue.clone();
-        sm.subscribe_to_state_change(key, move |s| q.push(s));
+        // Weak: the subscription must not keep the queue alive, or no handle would ever see itself
+        // as the last one and unsubscribe (see Drop).
+        let q = Arc::downgrade(&queue);
+        sm.subscribe_to_state_change(key, move |s| {
+            if let Some(q) = q.upgrade() {
+                q.push(s);
+            }
+        });
         DeviceHandle { sm: sm.clone(), queue, key: key.to_owned() }
     }
 
@@ -253,11 +259,13 @@ fn mode_thread(s: &Shared, mode: ControlMode, color: bool) {
                 }
             }
             ControlMode::Gui => {
+                // Until a signal, or until the device ended some other way (a plugin drove it).
                 while !stop.load(Ordering::SeqCst) {
-                    if h.current_state() == State::Error {
-                        return Err(ErrorState);
+                    match h.current_state() {
+                        State::Error => return Err(ErrorState),
+                        State::Exiting => return Ok(()),
+                        _ => std::thread::sleep(Duration::from_millis(100)),
                     }
-                    std::thread::sleep(Duration::from_millis(100));
                 }
                 return Ok(());
             }
@@ -333,10 +341,11 @@ fn repl(s: &Shared, color: bool) -> Result<bool, ErrorState> {
             // End of input: no more keys; the device keeps running until a signal.
             _ => {
                 while !s.shutdown_requested.load(Ordering::SeqCst) {
-                    if h.current_state() == State::Error {
-                        return Err(ErrorState);
+                    match h.current_state() {
+                        State::Error => return Err(ErrorState),
+                        State::Exiting => return Ok(false),
+                        _ => std::thread::sleep(Duration::from_millis(100)),
                     }
-                    std::thread::sleep(Duration::from_millis(100));
                 }
                 return Ok(false);
             }

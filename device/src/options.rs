@@ -172,6 +172,12 @@ pub enum OptionsError {
     /// A required option was not given.
     #[error("the option '--{0}' is required but missing")]
     Required(String),
+    /// A single-value option given twice (Boost's words).
+    #[error("option '--{0}' cannot be specified more than once")]
+    Repeated(String),
+    /// `--name=` with nothing after the sign (Boost's words).
+    #[error("the argument for option '--{0}' should follow immediately after the equal sign")]
+    EmptyInline(String),
 }
 
 /// The options of a program, in groups.
@@ -233,7 +239,11 @@ impl Options {
                 self.unregistered.push(tok.clone());
                 continue;
             };
+            if spec.kind != Kind::Strings && given.contains_key(&spec.name) {
+                return Err(OptionsError::Repeated(spec.name));
+            }
             let texts: Vec<String> = match (spec.kind, inline) {
+                (_, Some(v)) if v.is_empty() => return Err(OptionsError::EmptyInline(spec.name)),
                 (_, Some(v)) => vec![v],
                 (Kind::Flag, None) => vec!["true".into()],
                 (Kind::Strings, None) => {
@@ -456,6 +466,11 @@ mod tests {
         o.parse(&[], &p).unwrap();
         assert_eq!(o.check_required(&p), Err(OptionsError::Required("id".into())));
         assert!(standard().parse(&args("--shm-segment-id 70000"), &Properties::new()).is_err());
+        // Boost refuses a single-value option given twice and an empty value after '='.
+        let e = standard().parse(&args("--id a --control static --control dynamic"), &Properties::new()).unwrap_err();
+        assert_eq!(e.to_string(), "option '--control' cannot be specified more than once");
+        let e = standard().parse(&args("--id="), &Properties::new()).unwrap_err();
+        assert_eq!(e, OptionsError::EmptyInline("id".into()));
     }
 
     #[test]

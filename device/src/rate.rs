@@ -16,9 +16,15 @@ pub struct RateLimiter {
 }
 
 impl RateLimiter {
-    /// A limiter for `rate` calls per second (`rate <= 0`: a 1 ns period).
+    /// A limiter for `rate` calls per second (`rate <= 0`: a 1 ns period; below one call an hour,
+    /// one call an hour, so that the period's arithmetic cannot overflow).
     pub fn new(rate: f64) -> Self {
-        let period = if rate > 0.0 { Duration::from_secs_f64(1.0 / rate) } else { Duration::from_nanos(1) };
+        const LONGEST: Duration = Duration::from_secs(3600);
+        let period = if rate > 0.0 {
+            Duration::try_from_secs_f64(1.0 / rate).map_or(LONGEST, |p| p.min(LONGEST))
+        } else {
+            Duration::from_nanos(1)
+        };
         let min_k = (Duration::from_millis(5).as_nanos() / period.as_nanos().max(1)).max(1) as u64;
         RateLimiter { period, min_k, k: min_k, count: 0, sleep: Duration::ZERO, mean: None, last: Instant::now() }
     }
@@ -29,7 +35,15 @@ impl RateLimiter {
         if self.count < self.k {
             return;
         }
-        let now = Instant::now();
+        let sleep = self.adjust(Instant::now());
+        if !sleep.is_zero() {
+            // The next measurement spans the calls and this sleep, so the sleep converges.
+            std::thread::sleep(sleep);
+        }
+    }
+
+    /// Measures the last `k` calls (ending `now`) and returns the sleep per measurement.
+    fn adjust(&mut self, now: Instant) -> Duration {
         let w = (now - self.last) / self.k as u32;
         self.last = now;
         self.count = 0;
@@ -53,16 +67,25 @@ impl RateLimiter {
                 self.sleep += (p - w) * self.k as u32 * 7 / 8;
             }
         }
-        if !self.sleep.is_zero() {
-            // The next measurement spans the calls and this sleep, so the sleep converges.
-            std::thread::sleep(self.sleep);
-        }
+        self.sleep
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn absurd_rates_do_not_panic() {
+        for rate in [1e-20, 3e-18, f64::MIN_POSITIVE, 1e300, f64::INFINITY, f64::NAN, -1.0] {
+            let mut r = RateLimiter::new(rate);
+            assert!(r.period <= Duration::from_secs(3600), "{rate}");
+            let start = r.last;
+            for i in [1u64, 1000, 1 << 40] {
+                r.adjust(start + Duration::from_nanos(i)); // computes without sleeping
+            }
+        }
+    }
 
     #[test]
     fn converges_towards_the_rate() {

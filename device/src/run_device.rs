@@ -157,6 +157,9 @@ impl<D: Device + 'static, F: FnOnce(&Arc<Properties>) -> Result<D, BoxError>> Pr
             Ok(c) => c,
             Err(e) => {
                 log::error!("could not set up control: {e}");
+                for p in &mut self.plugins {
+                    p.stop();
+                }
                 return 1;
             }
         };

@@ -162,8 +162,9 @@ impl StateMachine {
     }
 
     /// Runs the state loop in this thread until `EXITING` (Ok) or `ERROR` (Err). For each state:
-    /// `prepare(state)` (the device resumes its transports), the state-change subscribers, the
-    /// device's state queue, then `work(state)`, which returns when the state's work is done.
+    /// `prepare(state)` (the device resumes its transports; called under the state lock, before the
+    /// state is published), the state-change subscribers, the device's state queue, then
+    /// `work(state)`, which returns when the state's work is done.
     pub fn run(&self, mut prepare: impl FnMut(State), mut work: impl FnMut(State)) -> Result<(), ErrorState> {
         log_state!("Starting FairMQ state machine --> IDLE");
         self.notify_state(State::Idle);
@@ -176,12 +177,15 @@ impl StateMachine {
                 let old = g.state;
                 g.state = g.next;
                 g.pending = false;
+                // Resumed under the lock that requests take to interrupt: a transition requested
+                // once the new state is visible interrupts after this resume, never before it (a
+                // Stop that came in between was undone, and post_run ran uninterrupted).
+                prepare(g.state);
                 self.pending.store(false, Ordering::Release);
                 self.current.store(g.state as i32, Ordering::Release);
                 (old, g.state)
             };
             log_state!("{old} ---> {new}");
-            prepare(new);
             self.notify_state(new);
             self.queue.push(new);
             work(new);

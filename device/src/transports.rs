@@ -10,6 +10,15 @@ use fairmq_zmq::{TransportConfig, TransportKind};
 pub fn shm_config(id: &str, p: &Properties) -> Result<ShmConfig, Error> {
     let d = ShmConfig::default();
     let interval = p.get_or::<i32>("bad-alloc-attempt-interval", 50)?;
+    // FairMQ accepts its two Boost allocators and refuses anything else at transport creation;
+    // either name gets our TLSF allocator.
+    let allocation = p.get_or::<String>("shm-allocation", "rbtree_best_fit".into())?;
+    if !matches!(allocation.as_str(), "rbtree_best_fit" | "simple_seq_fit") {
+        return Err(fairmq_shm::ShmError::Config(format!(
+            "Provided shared memory allocation algorithm '{allocation}' is not supported. Supported are \"rbtree_best_fit\"/\"simple_seq_fit\""
+        ))
+        .into());
+    }
     Ok(ShmConfig {
         id: id.to_owned(),
         session: p.get_or::<String>("session", d.session)?,
@@ -47,4 +56,22 @@ pub fn create(kind: TransportKind, id: &str, p: &Properties) -> Result<Transport
         }
         TransportKind::Shmem => Transport::Shmem(fairmq_shm::Transport::new(&shm_config(id, p)?)?),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::properties::Value;
+
+    #[test]
+    fn only_fairmqs_allocator_names_are_accepted() {
+        let p = Properties::new();
+        for ok in ["rbtree_best_fit", "simple_seq_fit"] {
+            p.set("shm-allocation", Value::Str(ok.into()));
+            assert!(shm_config("d", &p).is_ok(), "{ok}");
+        }
+        p.set("shm-allocation", Value::Str("foo".into()));
+        let e = shm_config("d", &p).unwrap_err().to_string();
+        assert!(e.contains("'foo' is not supported"), "{e}");
+    }
 }

@@ -28,14 +28,16 @@ pub struct CounterSnapshot {
 }
 
 impl Counters {
-    /// Records one sent message (or multipart) of `bytes` payload bytes.
+    /// Records one sent message (or multipart) of `bytes` payload bytes. Single writer: call only
+    /// from the thread that uses the socket (the counters are bumped without a locked instruction).
     #[inline]
     pub fn record_tx(&self, bytes: usize) {
         bump(&self.messages_tx, 1);
         bump(&self.bytes_tx, bytes as u64);
     }
 
-    /// Records one received message (or multipart) of `bytes` payload bytes.
+    /// Records one received message (or multipart) of `bytes` payload bytes (single writer, as
+    /// [`Counters::record_tx`]).
     #[inline]
     pub fn record_rx(&self, bytes: usize) {
         bump(&self.messages_rx, 1);

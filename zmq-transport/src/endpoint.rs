@@ -93,6 +93,8 @@ impl<'a> Endpoint<'a> {
 fn protocol_of(address: &str) -> Result<Protocol, AddressProblem> {
     if address.is_empty() || address == "unspecified" {
         Err(AddressProblem::Unspecified)
+    } else if address.contains('\0') {
+        Err(AddressProblem::Nul)
     } else if let Some(rest) = address.strip_prefix("tcp://") {
         let (_, port) = rest.rsplit_once(':').ok_or(AddressProblem::MissingPort)?;
         if port == "*" || port.parse::<u16>().is_ok() {
@@ -182,6 +184,8 @@ mod tests {
         assert_eq!(problem("bla"), AddressProblem::MissingProtocol);
         assert_eq!(problem("tcp://host:70000"), AddressProblem::BadPort);
         assert_eq!(problem("unspecified"), AddressProblem::Unspecified);
+        assert_eq!(problem("ipc://a\0b"), AddressProblem::Nul, "libzmq would get a cut C string");
+        assert_eq!(problem("inproc://x\0"), AddressProblem::Nul);
         assert_eq!(Endpoint::parse("tcp://localhost:5555").validate().unwrap(), Protocol::Tcp);
         assert_eq!(Endpoint::parse("@ipc:///tmp/x").validate().unwrap(), Protocol::Ipc);
         assert_eq!(Endpoint::parse(">inproc://a").validate().unwrap(), Protocol::Inproc);

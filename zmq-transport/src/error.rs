@@ -89,6 +89,8 @@ pub enum AddressProblem {
     Unspecified,
     /// The port of a tcp address is not a number in 0..=65535.
     BadPort,
+    /// A NUL character, which no endpoint can hold (libzmq takes C strings).
+    Nul,
 }
 
 impl fmt::Display for AddressProblem {
@@ -98,6 +100,7 @@ impl fmt::Display for AddressProblem {
             AddressProblem::EmptyIpc => "empty IPC address?",
             AddressProblem::EmptyInproc => "empty inproc address?",
             AddressProblem::MissingProtocol => "missing protocol specifier?",
+            AddressProblem::Nul => "NUL character in the address?",
             AddressProblem::Unspecified => "address not specified",
             AddressProblem::BadPort => "port is not a number between 0 and 65535",
         })

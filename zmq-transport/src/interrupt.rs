@@ -61,13 +61,22 @@ impl Interrupter {
 
     /// Sleeps for `duration` or until interrupted; returns true when interrupted.
     pub fn sleep(&self, duration: Duration) -> bool {
-        if self.is_interrupted() {
-            return true;
+        let deadline = std::time::Instant::now().checked_add(duration);
+        loop {
+            if self.is_interrupted() {
+                return true;
+            }
+            let left = match deadline {
+                Some(d) => d.saturating_duration_since(std::time::Instant::now()),
+                None => Duration::MAX,
+            };
+            if left.is_zero() {
+                return false;
+            }
+            // A signal ends the poll early (EINTR): sleep on for the rest.
+            let mut items = [zmq::PollItem::from_fd(self.raw_fd(), zmq::POLLIN)];
+            let _ = zmq::poll(&mut items, i64::try_from(left.as_micros().div_ceil(1000)).unwrap_or(i64::MAX));
         }
-        let mut items = [zmq::PollItem::from_fd(self.raw_fd(), zmq::POLLIN)];
-        let ms = i64::try_from(duration.as_millis()).unwrap_or(i64::MAX);
-        let _ = zmq::poll(&mut items, ms);
-        self.is_interrupted()
     }
 }
 

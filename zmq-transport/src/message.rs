@@ -65,9 +65,11 @@ impl Message {
         Message { raw: RawMsg::from_owner(bytes), alignment: 0 }
     }
 
-    /// Zero-copy over any owned bytes (a `String`, `Box<[u8]>`, `Arc<[u8]>`, ...); the owner is dropped,
-    /// possibly on a ZeroMQ I/O thread, when libzmq is done with the frame.
-    pub fn from_owner<T: AsRef<[u8]> + Send + 'static>(owner: T) -> Self {
+    /// Zero-copy over owned bytes that the owner grants exclusive access to (`Box<[u8]>`, a `Vec`,
+    /// `bytes::BytesMut`, ...: anything `AsMut<[u8]>`); the owner is dropped, possibly on a ZeroMQ
+    /// I/O thread, when libzmq is done with the frame. Shared bytes (`Arc<[u8]>`): copy them with
+    /// [`Message::from_slice`], since the receiver of a message may write to it.
+    pub fn from_owner<T: AsMut<[u8]> + Send + 'static>(owner: T) -> Self {
         Message { raw: RawMsg::from_owner(owner), alignment: 0 }
     }
 
@@ -134,6 +136,10 @@ impl Message {
         }
         if size == 0 {
             self.raw = RawMsg::empty();
+        } else if self.raw.is_shared() {
+            // A view would be a frame of its own over bytes other frames (or constant memory)
+            // refer to, writable by whoever holds it: copy the prefix instead.
+            self.raw = RawMsg::copied(&self.raw.bytes()[..size], self.alignment);
         } else {
             let old = std::mem::replace(&mut self.raw, RawMsg::empty());
             self.raw = old.into_prefix_view(size);
@@ -204,7 +210,10 @@ impl Message {
     pub(crate) fn after_receive(&mut self) {
         let a = self.alignment;
         if a != 0 && self.size() != 0 && self.raw.data_ptr() as usize % a != 0 {
-            self.raw = RawMsg::copied(self.raw.bytes(), a);
+            match RawMsg::try_copied(self.raw.bytes(), a) {
+                Some(aligned) => self.raw = aligned,
+                None => log::error!("could not realign a received message of {} bytes to {a}", self.size()),
+            }
         }
     }
 
@@ -217,7 +226,9 @@ impl Message {
 fn normalized(alignment: usize) -> usize {
     match alignment {
         0 => 0,
-        a => a.next_power_of_two(),
+        // Beyond the largest power of two no allocation can honour it: `usize::MAX` makes the
+        // allocation fail (an error from the `try_` constructors) instead of overflowing here.
+        a => a.checked_next_power_of_two().unwrap_or(usize::MAX),
     }
 }
 
@@ -247,13 +258,28 @@ impl From<&[u8]> for Message {
 
 impl From<String> for Message {
     fn from(s: String) -> Self {
-        Message::from_owner(s)
+        Message::from_vec(s.into_bytes())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shortened_copy_or_static_message_is_copied_before_a_write() {
+        let original = Message::from_vec((0u8..100).collect());
+        let mut copy = Message::new();
+        copy.copy_from(&original);
+        assert!(copy.set_used_size(10));
+        copy.data_mut()[0] = 0xff;
+        assert_eq!(original.data()[0], 0, "the original's bytes are untouched");
+        static BYTES: [u8; 8] = *b"constant";
+        let mut s = Message::from_static(&BYTES);
+        assert!(s.set_used_size(4));
+        s.data_mut()[0] = b'C';
+        assert_eq!((&BYTES[..], s.data()), (&b"constant"[..], &b"Cons"[..]));
+    }
 
     #[test]
     fn resize_like_fairmq_test() {

@@ -40,6 +40,13 @@ impl<'a> Poller<'a> {
     /// Waits up to `timeout_ms` (-1: forever, 0: no wait) until some socket is ready. Returns the number
     /// of ready sockets (0 on timeout).
     pub fn poll(&mut self, timeout_ms: i32) -> Result<usize, PollError> {
+        if self.items.is_empty() {
+            // Nothing can ever become ready (and libzmq would sleep "forever" as -1000 us, wrapped).
+            if timeout_ms > 0 {
+                std::thread::sleep(Duration::from_millis(timeout_ms as u64));
+            }
+            return Ok(0);
+        }
         let deadline = (timeout_ms > 0).then(|| Instant::now() + Duration::from_millis(timeout_ms as u64));
         loop {
             let interrupted = self.interrupters.iter().any(|i| i.is_interrupted());

@@ -42,6 +42,16 @@ enum Dir {
     Receive,
 }
 
+/// What became of a frame after the first of a multipart.
+enum Rest {
+    /// Queued for the peer.
+    Sent,
+    /// The peer went away mid-message: libzmq took the frame and dropped it.
+    Dropped,
+    /// The peer went away mid-message and nothing can be sent any more.
+    NoPeer,
+}
+
 fn opt<T>(option: &'static str, r: zmq::Result<T>) -> Result<T, SocketError> {
     r.map_err(|source| SocketError::Option { option, source })
 }
@@ -309,12 +319,49 @@ impl Socket {
             [first, rest @ ..] => (first, rest),
         };
         self.transfer(Dir::Send, timeout_ms, |flags| sys::msg_send(&mut first.raw, self.ptr, flags | zmq::SNDMORE))?;
-        let last = rest.len() - 1;
-        for (i, part) in rest.iter_mut().enumerate() {
-            let more = if i < last { zmq::SNDMORE } else { 0 };
-            self.complete(zmq::POLLOUT, |flags| sys::msg_send(&mut part.raw, self.ptr, flags | more))?;
+        let n = rest.len();
+        let mut lost = false;
+        for i in 0..n {
+            let more = if i + 1 < n { zmq::SNDMORE } else { 0 };
+            let part = &mut rest[i];
+            match self.send_rest(i + 1 == n, |flags| sys::msg_send(&mut part.raw, self.ptr, flags | more))? {
+                Rest::Sent => {}
+                Rest::Dropped => lost = true,
+                Rest::NoPeer => {
+                    lost = true;
+                    rest[i..].iter_mut().for_each(Message::rebuild);
+                    break;
+                }
+            }
+        }
+        if lost {
+            log::warn!("socket {}: the peer went away in the middle of a multipart message: it is lost", self.id);
         }
         Ok(())
+    }
+
+    /// Hands a frame after the first of a multipart to libzmq without waiting. Its queue limit
+    /// counts whole messages, so once the first frame went through the rest are taken at once;
+    /// libzmq refuses one only when the peer's pipe died mid-message. A load-balancing socket (push,
+    /// dealer, req) then drops the rest of the message: frames with more to come are taken and
+    /// discarded when offered again, and a refused last frame must not be offered again (it would
+    /// go to another peer as a message of its own). A pair socket has no pipe left at all.
+    fn send_rest(
+        &self,
+        last: bool,
+        mut attempt: impl FnMut(i32) -> Result<(), zmq::Error>,
+    ) -> Result<Rest, TransferError> {
+        let refused = |e: zmq::Error| matches!(e, zmq::Error::EAGAIN | zmq::Error::EINTR);
+        match attempt(zmq::DONTWAIT) {
+            Ok(()) => Ok(Rest::Sent),
+            Err(e) if refused(e) && last => Ok(Rest::Dropped),
+            Err(e) if refused(e) => match attempt(zmq::DONTWAIT) {
+                Ok(()) => Ok(Rest::Dropped),
+                Err(e) if refused(e) => Ok(Rest::NoPeer),
+                Err(e) => Err(self.failed(e)),
+            },
+            Err(e) => Err(self.failed(e)),
+        }
     }
 
     /// Receives every frame of one multipart without counting them, appended to `parts`.
@@ -357,7 +404,7 @@ impl Socket {
             return self.at_once(timeout_ms, &mut attempt);
         }
         self.set_timeout(dir, timeout_ms)?;
-        let mut deadline = None;
+        let deadline = (timeout_ms > 0).then(|| Instant::now() + Duration::from_millis(timeout_ms as u64));
         loop {
             match attempt(0) {
                 Ok(()) => return Ok(()),
@@ -368,9 +415,7 @@ impl Socket {
                 }
                 // A signal: go on with the time that is left.
                 Err(zmq::Error::EINTR) => {
-                    if timeout_ms > 0 {
-                        let d =
-                            *deadline.get_or_insert_with(|| Instant::now() + Duration::from_millis(timeout_ms as u64));
+                    if let Some(d) = deadline {
                         let left = ms_until(d).ok_or(TransferError::Timeout)?;
                         self.set_timeout(dir, i32::try_from(left).unwrap_or(i32::MAX))?;
                     }
@@ -412,9 +457,8 @@ impl Socket {
         r.map_err(|e| self.failed(e))
     }
 
-    /// The remaining frames of a multipart: libzmq accepts or delivers them at once once the first
-    /// frame went through, so they are completed regardless of timeout or interruption (stopping
-    /// halfway would corrupt the message).
+    /// The remaining frames of a received multipart: libzmq delivers whole messages, so they are
+    /// there once the first frame is; they are taken regardless of timeout or interruption.
     fn complete(
         &self,
         events: zmq::PollEvents,

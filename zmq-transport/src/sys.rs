@@ -95,15 +95,18 @@ impl RawMsg {
         m
     }
 
-    /// A zero-copy frame over any owned byte container; the container is dropped when libzmq is done.
-    pub fn from_owner<T: AsRef<[u8]> + Send + 'static>(owner: T) -> Self {
-        let boxed = Box::new(owner);
-        let bytes = (*boxed).as_ref();
-        let (data, size) = (bytes.as_ptr() as *mut u8, bytes.len());
+    /// A zero-copy frame over an owned byte container that grants exclusive access (`AsMut`: a
+    /// `Vec`, a `Box<[u8]>`, ...): receivers may write to the bytes, even across inproc, so shared
+    /// containers such as `Arc<[u8]>` cannot be used. The container is dropped when libzmq is done.
+    pub fn from_owner<T: AsMut<[u8]> + Send + 'static>(owner: T) -> Self {
+        let mut boxed = Box::new(owner);
+        let bytes = (*boxed).as_mut();
+        let (data, size) = (bytes.as_mut_ptr(), bytes.len());
         let hint = Box::into_raw(boxed).cast::<c_void>();
         // SAFETY: the bytes live inside the boxed owner, which is only dropped by `drop_owner::<T>`,
         // called by libzmq once the frame and all its copies are closed. T: Send allows that call on an
-        // I/O thread.
+        // I/O thread. The owner is the only way to the bytes (AsMut), so whoever holds the frame may
+        // write to them.
         unsafe { Self::from_raw_parts(data, size, Some(drop_owner::<T>), hint) }
     }
 
@@ -117,7 +120,9 @@ impl RawMsg {
     /// A frame of `size` zeroed bytes whose first byte is aligned to `alignment` (a power of two), or
     /// `None` when the bytes cannot be allocated.
     pub fn try_with_alignment(size: usize, alignment: usize) -> Option<Self> {
-        debug_assert!(alignment.is_power_of_two());
+        if !alignment.is_power_of_two() {
+            return None;
+        }
         let total = size.checked_add(alignment).filter(|&t| t <= isize::MAX as usize)?;
         // SAFETY: plain calloc (zeroed, so the bytes may be read); checked for NULL below.
         let base = NonNull::new(unsafe { libc::calloc(total, 1) }.cast::<u8>())?;
@@ -169,24 +174,31 @@ impl RawMsg {
         unsafe { std::slice::from_raw_parts_mut(self.data_ptr(), size) }
     }
 
-    /// A fresh private frame holding a copy of `bytes`, aligned to `alignment` when non-zero.
+    /// A fresh private frame holding a copy of `bytes`, aligned to `alignment` when non-zero. Aborts
+    /// when it cannot be allocated, as Rust's own allocations do.
     pub fn copied(bytes: &[u8], alignment: usize) -> RawMsg {
+        Self::try_copied(bytes, alignment).unwrap_or_else(|| std::process::abort())
+    }
+
+    /// [`RawMsg::copied`], or `None` when the copy cannot be allocated.
+    pub fn try_copied(bytes: &[u8], alignment: usize) -> Option<RawMsg> {
         let fresh = if alignment == 0 {
             let m = Self::uninit();
             // SAFETY: as in `with_size`; the bytes are overwritten below, so they need no zeroing.
             if unsafe { zmq_sys::zmq_msg_init_size(m.ptr(), bytes.len()) } != 0 {
-                std::process::abort();
+                std::mem::forget(m); // uninitialised: never closed (inline storage, nothing leaks)
+                return None;
             }
             m
         } else {
-            RawMsg::try_with_alignment(bytes.len(), alignment).unwrap_or_else(|| std::process::abort())
+            RawMsg::try_with_alignment(bytes.len(), alignment)?
         };
         if !bytes.is_empty() {
             // SAFETY: the fresh frame has exactly `bytes.len()` writable bytes that nobody else refers to;
             // `bytes` belongs to another frame, so the ranges do not overlap.
             unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), fresh.data_ptr(), bytes.len()) };
         }
-        fresh
+        Some(fresh)
     }
 
     /// Whether the content may be referenced by another frame, or is constant.
