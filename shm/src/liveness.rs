@@ -28,6 +28,8 @@ const SLOTS: usize = 256;
 const SLOT_BYTES: usize = 128;
 const W_PID: usize = 0;
 const W_SINCE: usize = 1;
+/// The attachment's owner mark: what its blocks carry as owner in their count words.
+const W_OWNER: usize = 2;
 const MUTEX_OFF: usize = 64;
 const _: () = assert!(MUTEX_OFF + MUTEX_BYTES <= SLOT_BYTES && FIRST_BYTE + SLOTS * SLOT_BYTES <= 64 << 10);
 /// How often a transport bumps the heartbeat (FairMQ: 100 ms).
@@ -61,6 +63,25 @@ pub struct Attached {
     pub pid: u32,
     /// When it attached (seconds since the Unix epoch).
     pub since: u64,
+    /// The owner mark of the blocks this transport allocates or caches. Not the pid: processes in
+    /// different pid namespaces can share /dev/shm (and a pid can be reused), and a sweep that frees
+    /// a dead owner's cached blocks must never free a live one's.
+    pub owner: u32,
+}
+
+/// A transport found dead and counted out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Dead {
+    /// Its process id (for the logs).
+    pub pid: u32,
+    /// Its owner mark (for freeing what it cached).
+    pub owner: u32,
+}
+
+/// Owner marks that blocks can never carry: 0 (none), and the two the segment reserves (a count
+/// kept in a slot, a block in the depot).
+fn usable_owner(o: u32) -> bool {
+    o != 0 && o < u32::MAX - 1
 }
 
 /// Number of occupied slots: the transports attached to the session.
@@ -73,7 +94,11 @@ pub fn attached(m: &Management) -> Vec<Attached> {
     (0..SLOTS)
         .filter_map(|s| match word(m, s, W_PID).load(Ordering::Acquire) {
             0 => None,
-            pid => Some(Attached { pid: pid as u32, since: word(m, s, W_SINCE).load(Ordering::Relaxed) }),
+            pid => Some(Attached {
+                pid: pid as u32,
+                since: word(m, s, W_SINCE).load(Ordering::Relaxed),
+                owner: word(m, s, W_OWNER).load(Ordering::Relaxed) as u32,
+            }),
         })
         .collect()
 }
@@ -81,8 +106,8 @@ pub fn attached(m: &Management) -> Vec<Attached> {
 impl SessionLock<'_> {
     /// Finds transports whose process died (their slot's mutex is owner-died, or not held at all,
     /// which a live transport's never is while its pid is published) and frees their slots, which
-    /// counts them out of the session. Returns their pids (one entry per dead transport).
-    pub(crate) fn sweep_dead(&self) -> Vec<u32> {
+    /// counts them out of the session. Returns them (one entry per dead transport).
+    pub(crate) fn sweep_dead(&self) -> Vec<Dead> {
         let m = self.management();
         let mut dead = Vec::new();
         for slot in 0..SLOTS {
@@ -110,7 +135,7 @@ impl SessionLock<'_> {
             word(m, slot, W_PID).store(0, Ordering::Release);
             let left = count(m);
             log::warn!("process {pid} died without detaching from the session; {left} transports remain");
-            dead.push(pid as u32);
+            dead.push(Dead { pid: pid as u32, owner: word(m, slot, W_OWNER).load(Ordering::Relaxed) as u32 });
         }
         dead
     }
@@ -121,6 +146,7 @@ pub(crate) struct Heartbeat {
     stop: Option<mpsc::Sender<()>>,
     thread: Option<JoinHandle<()>>,
     slot: usize,
+    owner: u32,
     /// Whether the slot was given up (by [`Heartbeat::leave`]).
     left: AtomicBool,
     mng: Arc<Management>,
@@ -145,18 +171,18 @@ impl Heartbeat {
     /// and holds its mutex from before the slot names us; returns once it does.
     pub fn start(mng: Arc<Management>) -> Result<Heartbeat, StartError> {
         let (stop_tx, stop_rx) = mpsc::channel::<()>();
-        let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<usize, StartError>>(1);
+        let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<(usize, u32), StartError>>(1);
         let m = mng.clone();
         let spawned = std::thread::Builder::new().name("fmq-heartbeat".into()).spawn(move || {
             let handles: Vec<RobustMutex> = (0..SLOTS).map(|slot| mutex(&m, slot)).collect();
-            let (slot, guard) = match claim(&m, &handles) {
+            let (slot, owner, guard) = match claim(&m, &handles) {
                 Ok(claimed) => claimed,
                 Err(e) => {
                     let _ = ready_tx.send(Err(e));
                     return;
                 }
             };
-            let _ = ready_tx.send(Ok(slot));
+            let _ = ready_tx.send(Ok((slot, owner)));
             loop {
                 m.heartbeat().fetch_add(1, Ordering::Relaxed);
                 match stop_rx.recv_timeout(HEARTBEAT_INTERVAL) {
@@ -168,15 +194,25 @@ impl Heartbeat {
         });
         let thread = spawned.map_err(|e| ShmError::io("starting the heartbeat thread", "fmq-heartbeat", e))?;
         match ready_rx.recv() {
-            Ok(Ok(slot)) => {
-                Ok(Heartbeat { stop: Some(stop_tx), thread: Some(thread), slot, left: AtomicBool::new(false), mng })
-            }
+            Ok(Ok((slot, owner))) => Ok(Heartbeat {
+                stop: Some(stop_tx),
+                thread: Some(thread),
+                slot,
+                owner,
+                left: AtomicBool::new(false),
+                mng,
+            }),
             Ok(Err(e)) => {
                 let _ = thread.join();
                 Err(e)
             }
             Err(_) => Err(ShmError::Config("the heartbeat thread ended before it started".into()).into()),
         }
+    }
+
+    /// The owner mark of this transport's blocks (unique among the attached transports).
+    pub fn owner(&self) -> u32 {
+        self.owner
     }
 
     /// Gives up the slot, which counts this transport out of the session (under `lock`, so the
@@ -189,10 +225,29 @@ impl Heartbeat {
     }
 }
 
+/// A new owner mark: random, usable, and unlike every occupied slot's (under the session lock).
+fn new_owner(m: &Management, slot: usize) -> u32 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_usize(slot);
+    h.write_u32(std::process::id());
+    h.write_u128(SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0));
+    loop {
+        let o = h.finish() as u32;
+        let taken = (0..SLOTS).any(|s| {
+            word(m, s, W_PID).load(Ordering::Relaxed) != 0 && word(m, s, W_OWNER).load(Ordering::Relaxed) as u32 == o
+        });
+        if usable_owner(o) && !taken {
+            return o;
+        }
+        h.write_u8(0);
+    }
+}
+
 /// Claims a free slot for this process: under the session lock, takes a free slot's mutex (one
 /// whose last holder died after leaving is owner-died: taken as well; one whose holder is still
-/// between leaving and unlocking is busy: skipped) and only then writes the pid.
-fn claim<'a>(m: &Management, handles: &'a [RobustMutex]) -> Result<(usize, Guard<'a>), StartError> {
+/// between leaving and unlocking is busy: skipped) and only then writes the owner mark and the pid.
+fn claim<'a>(m: &Management, handles: &'a [RobustMutex]) -> Result<(usize, u32, Guard<'a>), StartError> {
     let lock = m.lock()?;
     if lock.removed() {
         return Err(StartError::Removed);
@@ -207,9 +262,11 @@ fn claim<'a>(m: &Management, handles: &'a [RobustMutex]) -> Result<(usize, Guard
         };
         let since = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
         word(m, slot, W_SINCE).store(since, Ordering::Relaxed);
+        let owner = new_owner(m, slot);
+        word(m, slot, W_OWNER).store(u64::from(owner), Ordering::Relaxed);
         word(m, slot, W_PID).store(u64::from(std::process::id()), Ordering::Release);
         drop(lock);
-        return Ok((slot, guard));
+        return Ok((slot, owner, guard));
     }
     Err(ShmError::TableFull("process").into())
 }
@@ -227,6 +284,14 @@ impl Drop for Heartbeat {
             let _ = t.join();
         }
     }
+}
+
+/// Makes slot `slot` name process `pid` with owner mark `owner` while nobody holds its mutex: what
+/// a sweep finds of a transport that died (for tests of what sweeps free).
+#[cfg(test)]
+pub(crate) fn fake_dead_transport(m: &Management, slot: usize, pid: u32, owner: u32) {
+    word(m, slot, W_OWNER).store(u64::from(owner), Ordering::Relaxed);
+    word(m, slot, W_PID).store(u64::from(pid), Ordering::Release);
 }
 
 #[cfg(test)]
@@ -271,6 +336,11 @@ mod tests {
         let (m, a) = Management::attach(&s.0, "s").unwrap();
         let (_, b) = Management::attach(&s.0, "s").unwrap();
         assert_eq!(m.device_count(), 2);
+        // One process, two transports: two owner marks (a sweep frees by mark, never by pid).
+        assert_ne!(a.owner(), b.owner());
+        assert!(usable_owner(a.owner()) && usable_owner(b.owner()));
+        let marks: Vec<u32> = attached(&m).iter().map(|x| x.owner).collect();
+        assert!(marks.contains(&a.owner()) && marks.contains(&b.owner()), "{marks:?}");
         assert!(!m.detach(a, false).unwrap().removed, "one is left: the session stays");
         assert_eq!(m.device_count(), 1);
         assert!(m.detach(b, false).unwrap().removed, "the last one removes the session");
@@ -281,9 +351,10 @@ mod tests {
     fn a_slot_that_names_a_process_nobody_holds_is_counted_out() {
         let s = scratch("unheld");
         let (m, hb) = Management::attach(&s.0, "s").unwrap();
+        word(&m, 7, W_OWNER).store(77, Ordering::Relaxed);
         word(&m, 7, W_PID).store(4_000_000, Ordering::Release);
         assert_eq!(m.device_count(), 2);
-        assert_eq!(m.lock().unwrap().sweep_dead(), [4_000_000]);
+        assert_eq!(m.lock().unwrap().sweep_dead(), [Dead { pid: 4_000_000, owner: 77 }]);
         assert_eq!(m.device_count(), 1);
         assert!(m.detach(hb, false).unwrap().removed);
     }

@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 const MAGIC: u64 = u64::from_le_bytes(*b"FMQRSMNG");
-const LAYOUT: u64 = 3;
+const LAYOUT: u64 = 4;
 /// Size of the management segment (sparse).
 pub const MANAGEMENT_SIZE: usize = 1 << 20;
 
@@ -243,8 +243,8 @@ impl Management {
 pub(crate) struct Detached {
     /// Whether this was the last transport and the session's objects were removed.
     pub removed: bool,
-    /// Processes found dead and counted out.
-    pub dead: Vec<u32>,
+    /// Transports found dead and counted out.
+    pub dead: Vec<crate::liveness::Dead>,
 }
 
 impl SessionLock<'_> {

@@ -6,7 +6,7 @@ use crate::acks::Acks;
 use crate::cache::{self, Cache, Released};
 use crate::config::ShmConfig;
 use crate::error::ShmError;
-use crate::liveness::Heartbeat;
+use crate::liveness::{Dead, Heartbeat};
 use crate::management::Management;
 use crate::meta::MetaError;
 use crate::naming::Names;
@@ -21,7 +21,8 @@ use std::sync::{Arc, OnceLock};
 pub(crate) struct Manager {
     names: Names,
     config: ShmConfig,
-    pid: u32,
+    /// The owner mark of the blocks this transport allocates or caches (see `liveness::Attached`).
+    owner: u32,
     own: Arc<Segment>,
     segments: SegmentTable,
     cache: Mutex<Cache>,
@@ -59,7 +60,7 @@ impl Manager {
         let mgr = Manager {
             names,
             config: config.clone(),
-            pid: std::process::id(),
+            owner: heartbeat.owner(),
             own,
             segments,
             cache,
@@ -72,7 +73,8 @@ impl Manager {
         Ok(mgr)
     }
 
-    /// Counts dead processes out of the session and frees what they held in their caches here.
+    /// Counts dead processes out of the session and frees what they held in their caches; returns
+    /// their pids.
     pub fn sweep_dead(&self) -> Vec<u32> {
         let dead = match self.mng.lock().map(|l| l.sweep_dead()) {
             Ok(d) => d,
@@ -82,19 +84,24 @@ impl Manager {
             }
         };
         self.reclaim_cached_of(&dead);
-        dead
+        dead.iter().map(|d| d.pid).collect()
     }
 
-    /// Frees what the `dead` processes held in their caches, in every segment of the session (a
+    /// The owner mark of this transport's blocks.
+    pub fn owner(&self) -> u32 {
+        self.owner
+    }
+
+    /// Frees what the `dead` transports held in their caches, in every segment of the session (a
     /// process caches blocks of its own segment and defers frees into its peers').
-    fn reclaim_cached_of(&self, dead: &[u32]) {
+    fn reclaim_cached_of(&self, dead: &[Dead]) {
         if dead.is_empty() {
             return;
         }
         for entry in self.mng.segments() {
             let Ok(seg) = self.segment(entry.id) else { continue };
-            for &pid in dead {
-                match seg.reclaim_cached_of(pid) {
+            for &Dead { pid, owner } in dead {
+                match seg.reclaim_cached_of(owner) {
                     Ok((n, bytes)) if n > 0 => {
                         log::info!(
                             "freed {n} blocks ({bytes} bytes) of segment {} cached by dead process {pid}",
@@ -285,23 +292,23 @@ impl Manager {
         if align <= crate::tlsf::ALIGN {
             if let Some(b) = cache.take(need) {
                 drop(cache);
-                self.own.rc(b.offset, b.slot).store((u64::from(self.pid) << 32) | 1, Ordering::Release);
+                self.own.rc(b.offset, b.slot).store((u64::from(self.owner) << 32) | 1, Ordering::Release);
                 return Ok(Some(b));
             }
         }
         let Some(refill) = cache.refill_count(need, align) else {
             drop(cache);
             let mut out = Vec::with_capacity(1);
-            self.own.allocate(size, align, self.pid, 1, &mut out)?;
+            self.own.allocate(size, align, self.owner, 1, &mut out)?;
             return Ok(out.pop());
         };
         let mut out = Vec::with_capacity(refill.max(crate::depot::BLOCKS));
-        self.own.allocate(size, align, self.pid, refill, &mut out)?;
+        self.own.allocate(size, align, self.owner, refill, &mut out)?;
         // Refilled blocks carry no reference, only our pid (if we die, a sweep frees exactly
         // those); the one handed out now gets its reference.
         let first = out.pop();
         if let Some(b) = &first {
-            self.own.rc(b.offset, b.slot).store((u64::from(self.pid) << 32) | 1, Ordering::Release);
+            self.own.rc(b.offset, b.slot).store((u64::from(self.owner) << 32) | 1, Ordering::Release);
         }
         let evicted = cache.stock(need, out);
         drop(cache);
@@ -319,7 +326,7 @@ impl Manager {
         let own = seg.id() == self.own.id();
         // Record ourselves as owner while the block sits in our cache or deferred list: if we die,
         // the blocks with our pid and no reference are exactly those, and can be freed for us.
-        seg.rc(offset, slot).store(u64::from(self.pid) << 32, Ordering::Relaxed);
+        seg.rc(offset, slot).store(u64::from(self.owner) << 32, Ordering::Relaxed);
         let wanted = seg.has_waiters();
         let flush = match self.cache.lock().release(seg, block, own, wanted) {
             Released::Cached => false,
@@ -391,5 +398,45 @@ impl SegmentTable {
         let slot = &chunk[usize::from(id & 0xff)];
         let _ = slot.set(seg); // a concurrent first use may have won: its mapping serves as well
         slot.get().expect("just set")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Removes the session when the test ends, also when it fails.
+    struct Scratch(String);
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            crate::monitor::cleanup_full(&self.0);
+        }
+    }
+
+    /// Processes in different pid namespaces can share /dev/shm, so a dead transport can have a
+    /// live one's pid: the sweep frees the dead one's cached blocks by its owner mark, and leaves
+    /// the live one's alone.
+    #[test]
+    fn a_sweep_frees_by_owner_mark_not_by_pid() {
+        let mut c = ShmConfig::new("live", &format!("mgr-owner-{}", std::process::id()));
+        c.segment_size = 8 << 20;
+        let _scratch = Scratch(c.resolved_shm_id());
+        let live = Manager::new(&c, Arc::new(Interrupter::new().unwrap())).unwrap();
+        // A block cached by the live transport (count 0, its mark).
+        let b = live.allocate(100, 0).unwrap();
+        // A dead transport of the same pid, with a cached block of its own.
+        let dead_mark = live.owner() ^ 0x5a5a;
+        let d = live.allocate(100, 0).unwrap();
+        live.own().rc(d.offset, d.slot).store(u64::from(dead_mark) << 32, Ordering::Relaxed);
+        live.release(live.own(), b.offset, b.delta, b.slot);
+        let (cached, _) = live.own().owned_by(live.owner()).unwrap();
+        assert!(cached >= 1);
+        assert_eq!(live.own().owned_by(dead_mark).unwrap().0, 1);
+        crate::liveness::fake_dead_transport(&live.mng, 200, std::process::id(), dead_mark);
+        assert_eq!(live.sweep_dead(), [std::process::id()]);
+        assert_eq!(live.own().owned_by(dead_mark).unwrap().0, 0, "the dead transport's block was freed");
+        assert_eq!(live.own().owned_by(live.owner()).unwrap().0, cached, "the live one's cache is untouched");
+        live.own().check().unwrap();
     }
 }

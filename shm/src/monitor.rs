@@ -251,16 +251,23 @@ pub fn report(shm_id: &str) -> Option<String> {
 pub fn debug_info(shm_id: &str) -> String {
     let names = Names::new(shm_id);
     let Ok(m) = Management::open_existing(&names) else { return "no segments found".into() };
+    // Blocks carry their transport's owner mark; the attached transports tell whose pid that is.
+    let attached = crate::liveness::attached(&m);
+    let creator = |owner: u32| match attached.iter().find(|a| a.owner == owner) {
+        Some(a) => a.pid.to_string(),
+        None => format!("unknown (owner mark {owner}, not attached)"),
+    };
     let mut s = String::new();
     for seg in m.segments() {
         let Ok(sg) = Segment::open(&Names::path(&names.segment(seg.id)), seg.id) else { continue };
         let Ok(blocks) = sg.used_blocks() else { continue };
         let _ = writeln!(s, "found {} messages.", blocks.len());
-        for (off, size, pid, count) in blocks {
+        for (off, size, owner, count) in blocks {
             let _ = writeln!(
                 s,
-                "segment: {:>3}, offset: {off:>12}, size: {size:>10}, creator PID: {pid}, references: {count}",
-                seg.id
+                "segment: {:>3}, offset: {off:>12}, size: {size:>10}, creator PID: {}, references: {count}",
+                seg.id,
+                creator(owner)
             );
         }
     }
@@ -356,14 +363,14 @@ fn sweep_open(m: Management, names: &Names) -> Result<Sweep, ShmError> {
         let lock = m.lock()?;
         (lock.sweep_dead(), m.device_count())
     };
-    let mut out = Sweep { dead, ..Sweep::default() };
+    let mut out = Sweep { dead: dead.iter().map(|d| d.pid).collect(), ..Sweep::default() };
     if out.dead.is_empty() {
         return Ok(out);
     }
     for seg in m.segments() {
         let Ok(sg) = Segment::open(&Names::path(&names.segment(seg.id)), seg.id) else { continue };
-        for &pid in &out.dead {
-            if let Ok((n, b)) = sg.reclaim_cached_of(pid) {
+        for d in &dead {
+            if let Ok((n, b)) = sg.reclaim_cached_of(d.owner) {
                 out.freed.0 += n;
                 out.freed.1 += b;
             }

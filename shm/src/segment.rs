@@ -605,19 +605,19 @@ impl Segment {
         }
     }
 
-    /// Used blocks whose owner is `pid`: (count, bytes).
-    pub fn owned_by(&self, pid: u32) -> Result<(u64, u64), ShmError> {
+    /// Used blocks whose owner mark is `owner` (see `liveness::Attached::owner`): (count, bytes).
+    pub fn owned_by(&self, owner: u32) -> Result<(u64, u64), ShmError> {
         self.locked(|t| {
-            let owned = self.owned_blocks(t, pid);
+            let owned = self.owned_blocks(t, owner);
             Ok((owned.len() as u64, owned.iter().map(|b| b.1).sum()))
         })
     }
 
-    /// Frees every used block owned by `pid`; returns (count, bytes). Only safe when that process is
+    /// Frees every used block of owner mark `owner`; returns (count, bytes). Only safe when that transport is
     /// dead and never handed those blocks to anyone: a block in flight to a receiver would be freed twice.
-    pub fn reclaim_owned_by(&self, pid: u32) -> Result<(u64, u64), ShmError> {
+    pub fn reclaim_owned_by(&self, owner: u32) -> Result<(u64, u64), ShmError> {
         let r = self.locked(|t| {
-            let owned = self.owned_blocks(t, pid);
+            let owned = self.owned_blocks(t, owner);
             for &(off, _) in &owned {
                 self.free_to_heap(t, off, self.slot_of(off))?;
             }
@@ -640,7 +640,7 @@ impl Segment {
         Ok(())
     }
 
-    /// Every used block: (offset, size, owner pid, reference count), for the monitor's debug view.
+    /// Every used block: (offset, size, owner mark, reference count), for the monitor's debug view.
     pub fn used_blocks(&self) -> Result<Vec<(u64, u64, u32, u32)>, ShmError> {
         self.locked(|t| {
             Ok(t.walk()
@@ -653,14 +653,14 @@ impl Segment {
         })
     }
 
-    /// Frees the blocks a dead process held in its caches (owner `pid`, no reference left): provably
+    /// Frees the blocks a dead process held in its caches (owner mark `owner`, no reference left): provably
     /// unused, since a block in flight or held by anyone has a count of at least 1. Returns (count,
     /// bytes).
-    pub fn reclaim_cached_of(&self, pid: u32) -> Result<(u64, u64), ShmError> {
+    pub fn reclaim_cached_of(&self, owner: u32) -> Result<(u64, u64), ShmError> {
         let r = self.locked(|t| {
             let cached: Vec<(u64, u64)> = t
                 .walk()
-                .filter(|&(off, _, free)| !free && self.block_rc(off).load(Ordering::Acquire) == u64::from(pid) << 32)
+                .filter(|&(off, _, free)| !free && self.block_rc(off).load(Ordering::Acquire) == u64::from(owner) << 32)
                 .map(|(off, size, _)| (off, size))
                 .collect();
             for &(off, _) in &cached {
@@ -674,9 +674,9 @@ impl Segment {
         Ok(r)
     }
 
-    fn owned_blocks(&self, t: &Tlsf<'_>, pid: u32) -> Vec<(u64, u64)> {
+    fn owned_blocks(&self, t: &Tlsf<'_>, owner: u32) -> Vec<(u64, u64)> {
         t.walk()
-            .filter(|&(off, _, free)| !free && (self.block_rc(off).load(Ordering::Acquire) >> 32) as u32 == pid)
+            .filter(|&(off, _, free)| !free && (self.block_rc(off).load(Ordering::Acquire) >> 32) as u32 == owner)
             .map(|(off, size, _)| (off, size))
             .collect()
     }

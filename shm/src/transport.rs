@@ -257,4 +257,14 @@ impl Transport {
     pub fn attached_transports(&self) -> u64 {
         self.inner.mgr.management().device_count()
     }
+
+    /// The transports attached to the session: pids and the owner marks their blocks carry.
+    pub fn attached(&self) -> Vec<crate::liveness::Attached> {
+        crate::liveness::attached(self.inner.mgr.management())
+    }
+
+    /// The owner mark of this transport's blocks.
+    pub fn owner(&self) -> u32 {
+        self.inner.mgr.owner()
+    }
 }

@@ -6,6 +6,11 @@ use common::*;
 use fairmq_zmq::{Message as ZMessage, SocketType, TransferCode};
 use std::time::Duration;
 
+/// The owner mark of the blocks of process `pid`'s transport (read while it is attached).
+fn owner_of(t: &fairmq_shm::Transport, pid: u32) -> u32 {
+    t.attached().iter().find(|a| a.pid == pid).expect("the process is attached").owner
+}
+
 #[test]
 fn killed_in_an_alloc_free_loop_others_continue_and_no_block_is_lost() {
     let s = Session::new("killloop");
@@ -17,7 +22,7 @@ fn killed_in_an_alloc_free_loop_others_continue_and_no_block_is_lost() {
     victim.expect_line("running");
     survivor.expect_line("running");
     std::thread::sleep(Duration::from_millis(300));
-    let dead = victim.pid();
+    let dead = owner_of(&t, victim.pid());
     victim.kill();
     // The parent allocates and frees too, while the survivor goes on.
     for i in 0..2000 {
@@ -50,7 +55,7 @@ fn a_transport_that_detaches_frees_what_a_dead_process_cached() {
     let mut victim = peer(&["allocloop", &s.name, "0"]);
     victim.expect_line("running");
     std::thread::sleep(Duration::from_millis(200));
-    let dead = victim.pid();
+    let dead = owner_of(&t, victim.pid());
     victim.kill();
     let cached = |t: &fairmq_shm::Transport| {
         t.segment().used_blocks().unwrap().iter().filter(|&&(_, _, owner, count)| owner == dead && count == 0).count()
@@ -84,20 +89,20 @@ fn a_sweep_frees_what_a_dead_sender_cached_and_keeps_what_it_sent() {
         got.push(m);
     }
     sender.expect_line("sent 5");
-    let dead = sender.pid();
-    let (held, _) = t.segment().owned_by(dead).unwrap();
+    let (dead, mark) = (sender.pid(), owner_of(&t, sender.pid()));
+    let (held, _) = t.segment().owned_by(mark).unwrap();
     assert!(held > 5, "the sender's cache holds blocks besides the 5 sent: {held}");
     sender.kill();
     assert_eq!(t.sweep_dead_processes(), vec![dead]);
     assert_eq!(t.attached_transports(), 1, "the dead sender was counted out");
     // What it sent is still alive in our hands (count 1): untouched, still its own.
-    assert_eq!(t.segment().owned_by(dead).unwrap().0, 5);
+    assert_eq!(t.segment().owned_by(mark).unwrap().0, 5);
     for (seq, m) in got.iter().enumerate() {
         assert_eq!(&m.data()[..8], &(seq as u64).to_le_bytes(), "message {seq} intact after the sweep");
     }
     drop(got);
     t.flush();
-    assert_eq!(t.segment().owned_by(dead).unwrap().0, 0);
+    assert_eq!(t.segment().owned_by(mark).unwrap().0, 0);
     t.check_segment().unwrap();
     assert_eq!(t.segment_stats().free, free0, "every block of the dead sender came back exactly once");
 }
