@@ -60,10 +60,15 @@ impl Names {
         format!("{}ms", self.session_prefix())
     }
 
-    /// A temporary name unique to this process and call, for race-free creation.
+    /// A temporary name unique to this process and call, for race-free creation. A random part
+    /// keeps processes apart that share /dev/shm but not a pid namespace (the same pid, the same
+    /// counter).
     pub fn tmp(&self) -> String {
+        use std::hash::{BuildHasher, Hasher};
         let n = TMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-        format!("{}tmp_{}_{n}", self.session_prefix(), std::process::id())
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u64(n);
+        format!("{}tmp_{}_{:08x}_{n}", self.session_prefix(), std::process::id(), h.finish() as u32)
     }
 
     /// The pid in a temporary name of this session, if `name` is one.
@@ -93,6 +98,7 @@ mod tests {
         let t = n.tmp();
         assert!(t.starts_with("fmqrs_eca859e3_tmp_"));
         assert_eq!(n.tmp_owner(&t), Some(std::process::id()));
+        assert_ne!(n.tmp(), n.tmp(), "unique per call");
         assert_eq!(n.tmp_owner("fmqrs_eca859e3_m_0"), None);
         assert_eq!(Names::path("x"), PathBuf::from("/dev/shm/x"));
     }

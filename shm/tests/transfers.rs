@@ -175,6 +175,8 @@ fn message_api_resize_rebuild_align() {
     // User buffer with free callback: copied, then released at once.
     use std::sync::atomic::{AtomicUsize, Ordering};
     static FREED: AtomicUsize = AtomicUsize::new(0);
+    // SAFETY: unsafe to call because `data` must be the 4-byte boxed slice leaked below (contract of
+    // a free callback); only the transport calls it, once per buffer.
     unsafe extern "C" fn ffn(data: *mut std::ffi::c_void, hint: *mut std::ffi::c_void) {
         assert_eq!(hint as usize, 7);
         // SAFETY: the buffer is the leaked boxed slice below, released exactly once.

@@ -344,6 +344,8 @@ mod tests {
     fn user_buffer_free_callback_runs_once_when_released() {
         use std::sync::atomic::{AtomicUsize, Ordering};
         static FREED: AtomicUsize = AtomicUsize::new(0);
+        // SAFETY: unsafe to call because `data` must be the boxed slice leaked below (contract of a
+        // free callback); only libzmq calls it, once per buffer.
         unsafe extern "C" fn free_it(data: *mut c_void, hint: *mut c_void) {
             assert_eq!(hint as usize, 42);
             // SAFETY: `data` is the boxed slice leaked below, released exactly once.
