@@ -259,21 +259,25 @@ fn g08_g12_resetting_device_calls_reset_and_loses_the_receive_queue() {
             config(&args("sink", tr, &s, &format!("name=data,type=pull,method=bind,address={addr},linger=5000"))),
         );
         sink.to_ready();
-        // sender(5) sends 5 in its first run and 1 in each later one.
         let src = on_data(sender(5), "src", tr, &s, "push", "connect", &addr);
         src.to_ready();
         src.run_once();
-        std::thread::sleep(Duration::from_millis(500)); // let them reach the sink's receive queue
-                                                        // The sink resets instead of running: its sockets close, the queue is gone.
+        // The source ends: its linger flushes its queue to the sink, so all 5 now wait on the
+        // sink's side, and nothing is left that a reconnect could deliver again.
+        src.ready_to_exit();
+        assert!(src.join());
+        // The sink resets instead of running: its sockets close, the queue is gone.
         sink.ready_to_idle();
         assert_eq!(*resets.lock(), 1, "{tr}: reset() was called");
         sink.to_ready();
-        src.run_once(); // one fresh message
+        let fresh = on_data(sender(1), "fresh", tr, &s, "push", "connect", &addr);
+        fresh.to_ready();
+        fresh.run_once();
         sink.run_once();
         assert_eq!(*count.lock(), 1, "{tr}: only the fresh message; nothing survived RESETTING DEVICE");
         sink.ready_to_exit();
-        src.ready_to_exit();
-        assert!(sink.join() && src.join());
+        fresh.ready_to_exit();
+        assert!(sink.join() && fresh.join());
     }
 }
 
