@@ -54,7 +54,8 @@ impl UnmanagedRegion {
         }
     }
 
-    /// Copies `bytes` into the region at `offset` (write only pieces no message refers to).
+    /// Copies `bytes` into the region at `offset`; shmem refuses bytes a message of this process
+    /// still refers to (write only pieces no message refers to, in any process).
     pub fn write(&self, offset: usize, bytes: &[u8]) -> Result<(), Error> {
         match self {
             UnmanagedRegion::Zeromq(r) => Ok(r.write(offset, bytes)?),

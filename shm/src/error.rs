@@ -90,6 +90,16 @@ pub enum ShmError {
         /// The region's size.
         region_size: u64,
     },
+    /// A write through a region to bytes that messages of this process refer to.
+    #[error("region {id}: {size} bytes at offset {offset} are in use by messages; write pieces no message refers to")]
+    RegionPieceInUse {
+        /// The region.
+        id: u16,
+        /// Offset asked for.
+        offset: u64,
+        /// Size asked for.
+        size: u64,
+    },
     /// A region that belongs to another transport or session.
     #[error("region {id} belongs to another shared-memory session")]
     ForeignRegion {

@@ -45,6 +45,28 @@ struct Piece {
     /// The shared reference count, made by the first copy (set once, hence the `OnceLock`: copying
     /// takes `&self`).
     rc: OnceLock<SharedCount>,
+    /// The bytes counted as in use by this process while the piece lives (see `Region::write`).
+    _held: Held,
+}
+
+/// Counts a region's bytes as held by a message of this process until dropped.
+struct Held {
+    map: Arc<RegionMap>,
+    offset: u64,
+    size: u64,
+}
+
+impl Held {
+    fn new(map: &Arc<RegionMap>, offset: u64, size: u64) -> Held {
+        map.hold(offset, size);
+        Held { map: map.clone(), offset, size }
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.map.unhold(self.offset, self.size);
+    }
 }
 
 /// Where a region piece's shared count lives: the block (as records name it) and its slot, looked
@@ -112,7 +134,8 @@ impl Message {
             region_size: map.size(),
         })?;
         map.made_message();
-        let piece = Piece { map, offset: offset as u64, size, hint, rc: OnceLock::new() };
+        let _held = Held::new(&map, offset as u64, size as u64);
+        let piece = Piece { map, offset: offset as u64, size, hint, rc: OnceLock::new(), _held };
         Ok(Message { mgr, body: Body::Region(piece) })
     }
 
@@ -271,6 +294,7 @@ impl Message {
                 size: p.size,
                 hint: p.hint,
                 rc: p.rc.clone(),
+                _held: Held::new(&p.map, p.offset, p.size as u64),
             }),
         };
         self.release();
@@ -390,7 +414,8 @@ impl Message {
                 };
                 let size =
                     usize::try_from(size).map_err(|_| MetaError::OutOfBounds { segment: region, offset, size })?;
-                let piece = Piece { map, offset, size, hint, rc: count };
+                let _held = Held::new(&map, offset, size as u64);
+                let piece = Piece { map, offset, size, hint, rc: count, _held };
                 Ok(Message { mgr: mgr.clone(), body: Body::Region(piece) })
             }
         }

@@ -91,14 +91,21 @@ impl Region {
         self.map.base()
     }
 
-    /// Copies `bytes` into the region at `offset`.
+    /// Copies `bytes` into the region at `offset`. Refused while a message of this process refers
+    /// to any of those bytes (its `data()` could be reading them); messages in other processes are
+    /// FairMQ's contract: write only pieces that were acknowledged or never sent.
     pub fn write(&self, offset: usize, bytes: &[u8]) -> Result<(), ShmError> {
-        self.map.check(offset as u64, bytes.len() as u64)?;
-        let dst = self.map.ptr(offset as u64, bytes.len());
-        // SAFETY: the range lies inside the mapping (checked); the caller writes pieces no message
-        // refers to (documented contract), so no reader of a message sees the bytes change.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, bytes.len()) };
-        Ok(())
+        let (off, len) = (offset as u64, bytes.len() as u64);
+        self.map.check(off, len)?;
+        let dst = self.map.ptr(off, bytes.len());
+        self.map
+            .write_unheld(off, len, || {
+                // SAFETY: the range lies inside the mapping (checked); no message of this process
+                // refers to it, and none can take it while this runs (the held ranges' lock is
+                // ours), so no `&[u8]` of ours sees the bytes change.
+                unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, bytes.len()) }
+            })
+            .ok_or(ShmError::RegionPieceInUse { id: self.map.id(), offset: off, size: len })
     }
 
     /// How long dropping the handle waits for outstanding acknowledgements.

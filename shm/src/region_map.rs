@@ -11,6 +11,7 @@ use crate::meta::MetaError;
 use crate::registry::RegionEntry;
 use crate::sys::mapping::Mapping;
 use parking_lot::Mutex;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -25,6 +26,9 @@ pub(crate) struct RegionMap {
     /// Messages made from the region minus pieces acknowledged (controller only).
     pub outstanding: AtomicI64,
     pub controlled: AtomicBool,
+    /// Byte ranges that messages of this process refer to now, with how many: a write through the
+    /// region must not touch them while a message's `data()` may borrow them.
+    held: Mutex<BTreeMap<(u64, u64), u32>>,
 }
 
 impl std::fmt::Debug for RegionMap {
@@ -44,6 +48,7 @@ impl RegionMap {
             pending: Mutex::new(Vec::new()),
             outstanding: AtomicI64::new(0),
             controlled: AtomicBool::new(controlled),
+            held: Mutex::new(BTreeMap::new()),
         }
     }
 
@@ -157,5 +162,31 @@ impl RegionMap {
     /// Counts a message made from the region.
     pub fn made_message(&self) {
         self.outstanding.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A message of this process refers to `size` bytes at `offset` from now on.
+    pub fn hold(&self, offset: u64, size: u64) {
+        *self.held.lock().entry((offset, offset.saturating_add(size))).or_insert(0) += 1;
+    }
+
+    /// A message of this process no longer refers to the bytes it [held](RegionMap::hold).
+    pub fn unhold(&self, offset: u64, size: u64) {
+        let mut held = self.held.lock();
+        let key = (offset, offset.saturating_add(size));
+        if let Some(n) = held.get_mut(&key) {
+            *n -= 1;
+            if *n == 0 {
+                held.remove(&key);
+            }
+        }
+    }
+
+    /// Runs `write` unless a message of this process refers to a byte of `offset..offset + size`;
+    /// no message can take such a byte while it runs.
+    pub fn write_unheld<T>(&self, offset: u64, size: u64, write: impl FnOnce() -> T) -> Option<T> {
+        let held = self.held.lock();
+        let end = offset.saturating_add(size);
+        let overlaps = held.range(..(end, 0)).any(|(&(s, e), _)| e > s && s < end && e > offset);
+        (!overlaps).then(write)
     }
 }

@@ -193,6 +193,31 @@ fn writing_a_shared_piece_copies_it_first() {
     assert_eq!(a.refcount(), 1);
 }
 
+/// A write through the region is refused while a message of this process refers to any of its
+/// bytes (the message's `data()` could be reading them), also through a copy; it goes through
+/// beside the pieces in use and once they are released.
+#[test]
+fn a_write_to_bytes_a_message_refers_to_is_refused() {
+    let s = Session::new("rgheld");
+    let t = s.transport("a");
+    let region = t.create_region(4096, RegionCallback::None, &RegionConfig::default()).unwrap();
+    fill(&region);
+    let m = t.new_message_from_region(&region, 100, 50, 0).unwrap();
+    let mut c = t.new_message();
+    c.copy_from(&m).unwrap();
+    for (offset, len) in [(100, 50), (149, 1), (0, 101), (120, 5), (0, 4096)] {
+        let e = region.write(offset, &vec![0u8; len]).unwrap_err();
+        assert!(matches!(e, fairmq_shm::ShmError::RegionPieceInUse { .. }), "{offset}+{len}: {e}");
+    }
+    region.write(0, &[1u8; 100]).unwrap();
+    region.write(150, &[1u8; 10]).unwrap();
+    assert_eq!(m.data(), &(100..150).map(region_byte).collect::<Vec<_>>()[..], "the piece is unchanged");
+    drop(m);
+    assert!(region.write(100, &[2u8; 50]).is_err(), "the copy still refers to the piece");
+    drop(c);
+    region.write(100, &[2u8; 50]).unwrap();
+}
+
 /// Two messages made from the same bytes count no references to each other: writing either copies
 /// it first, so the other never sees the write (and nothing aliases the region's memory).
 #[test]
