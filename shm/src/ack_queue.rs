@@ -106,23 +106,25 @@ impl AckQueue {
         &self.map.words()[i]
     }
 
-    /// Registers `pid` as the consumer unless a live process other than `pid` is.
-    pub fn claim_consumer(&self, pid: u32) -> Result<(), u32> {
+    /// Registers the transport of owner mark `me` as the consumer unless another transport that
+    /// is `attached` (by its mark) is; returns the holder's mark if so. Marks, not pids: a pid can
+    /// name another process in another pid namespace sharing /dev/shm.
+    pub fn claim_consumer(&self, me: u32, attached: impl Fn(u32) -> bool) -> Result<(), u32> {
         let w = self.word(W_CONSUMER);
         loop {
             let cur = w.load(Ordering::Acquire);
-            if cur != 0 && cur != u64::from(pid) && crate::management::process_alive(cur as u32) {
+            if cur != 0 && cur != u64::from(me) && attached(cur as u32) {
                 return Err(cur as u32);
             }
-            if w.compare_exchange(cur, u64::from(pid), Ordering::AcqRel, Ordering::Acquire).is_ok() {
+            if w.compare_exchange(cur, u64::from(me), Ordering::AcqRel, Ordering::Acquire).is_ok() {
                 return Ok(());
             }
         }
     }
 
-    /// Gives up the consumer role (if `pid` holds it); later acknowledgements are dropped.
-    pub fn release_consumer(&self, pid: u32) {
-        let _ = self.word(W_CONSUMER).compare_exchange(u64::from(pid), 0, Ordering::AcqRel, Ordering::Relaxed);
+    /// Gives up the consumer role (if mark `me` holds it); later acknowledgements are dropped.
+    pub fn release_consumer(&self, me: u32) {
+        let _ = self.word(W_CONSUMER).compare_exchange(u64::from(me), 0, Ordering::AcqRel, Ordering::Relaxed);
         futex::bump_and_wake_all(self.word(W_SPACE));
     }
 

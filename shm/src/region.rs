@@ -67,7 +67,9 @@ impl Region {
         };
         if !matches!(callback, RegionCallback::None) {
             let q = map.queue().ok_or_else(|| ShmError::Config("region has no acknowledgement queue".into()))?;
-            q.claim_consumer(std::process::id()).map_err(|pid| {
+            let attached = || crate::liveness::attached(mgr.management());
+            q.claim_consumer(mgr.owner(), |mark| attached().iter().any(|a| a.owner == mark)).map_err(|mark| {
+                let pid = attached().iter().find(|a| a.owner == mark).map_or(0, |a| a.pid);
                 ShmError::Config(format!("region {} already has a controller with a callback (pid {pid})", map.id()))
             })?;
             region.receiver = Some(Receiver::start(map, callback)?);
@@ -228,7 +230,7 @@ impl Drop for Region {
             r.stop(linger);
         }
         if let Some(q) = self.map.queue() {
-            q.release_consumer(std::process::id());
+            q.release_consumer(self.mgr.owner());
         }
         self.map.controlled.store(false, Ordering::Release);
         let names = self.mgr.names();

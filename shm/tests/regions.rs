@@ -442,6 +442,28 @@ fn an_external_region_is_adopted_by_id() {
     drop(kept);
 }
 
+/// One consumer of acknowledgements per region: a second transport that adopts the region with a
+/// callback is refused while the first lives, also in the same process (the consumer is a
+/// transport's owner mark, not a pid), and takes over once the first is gone.
+#[test]
+fn a_region_has_one_controller_with_a_callback_at_a_time() {
+    let s = Session::new("rgtwoctl");
+    let cfg = RegionConfig { id: Some(101), remove_on_destruction: false, ..Default::default() };
+    let first = s.transport("first");
+    let acked = Arc::new(Mutex::new(Acked::default()));
+    let region = first.create_region(64 << 10, bulk(&acked), &cfg).unwrap();
+    let second = s.transport("second");
+    let e = second.create_region(0, bulk(&acked), &cfg).unwrap_err().to_string();
+    assert!(
+        e.contains("already has a controller with a callback") && e.contains(&std::process::id().to_string()),
+        "{e}"
+    );
+    drop(region);
+    let adopted = second.create_region(0, bulk(&acked), &cfg).unwrap();
+    assert_eq!(adopted.id(), 101);
+    drop(adopted);
+}
+
 #[test]
 fn a_region_without_callback_sends_no_acknowledgements() {
     let s = Session::new("rgnocb");
