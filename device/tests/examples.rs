@@ -53,6 +53,22 @@ impl Topology<'_> {
         self.device(exe, Some(role), id, &with(chan(spec), flags))
     }
 
+    /// `role` with one channel named `data` of `kind` and `method` at `addr`, with `extra` channel
+    /// properties (",rateLogging=0", ...), and `flags`.
+    #[allow(clippy::too_many_arguments)]
+    fn data(
+        &self,
+        exe: &str,
+        role: &str,
+        id: &str,
+        (kind, method): (&str, &str),
+        addr: &str,
+        extra: &str,
+        flags: &[&str],
+    ) -> Proc {
+        self.role(exe, role, id, format!("name=data,type={kind},method={method},address={addr}{extra}"), flags)
+    }
+
     fn ipc(&self, chan: &str) -> String {
         self.s.ipc(&format!("{chan}_{}", self.transport))
     }
@@ -93,18 +109,15 @@ fn g42_example_1_1() {
         let s = Session::new();
         let t = Topology { s: &s, transport: tr };
         let addr = t.ipc("data");
-        let mut sink = t.role(
-            &exe,
-            "sink",
-            "sink1",
-            format!("name=data,type=pull,method=connect,address={addr},rateLogging=0"),
-            &["--max-iterations", "1"],
-        );
-        let mut sampler = t.role(
+        let mut sink =
+            t.data(&exe, "sink", "sink1", ("pull", "connect"), &addr, ",rateLogging=0", &["--max-iterations", "1"]);
+        let mut sampler = t.data(
             &exe,
             "sampler",
             "sampler1",
-            format!("name=data,type=push,method=bind,address={addr},rateLogging=0"),
+            ("push", "bind"),
+            &addr,
+            ",rateLogging=0",
             &["--max-iterations", "1", "--rate", "1"],
         );
         ok(&mut sampler);
@@ -197,13 +210,8 @@ fn example_multipart_g19() {
         let addr = t.ipc("data");
         let mut sink =
             t.device(&exe, Some("sink"), "sink1", &chan(format!("name=data,type=pair,method=bind,address={addr}")));
-        let mut sampler = t.role(
-            &exe,
-            "sampler",
-            "sampler1",
-            format!("name=data,type=pair,method=connect,address={addr},linger=1000"),
-            &["--max-iterations", "1"],
-        );
+        let mut sampler =
+            t.data(&exe, "sampler", "sampler1", ("pair", "connect"), &addr, ",linger=1000", &["--max-iterations", "1"]);
         ok(&mut sampler);
         ok(&mut sink);
         assert!(sink.saw("stopFlag is 1, going IDLE"), "{tr}");
@@ -217,20 +225,8 @@ fn example_req_rep() {
         let s = Session::new();
         let t = Topology { s: &s, transport: tr };
         let addr = t.ipc("data");
-        let mut server = t.role(
-            &exe,
-            "server",
-            "server",
-            format!("name=data,type=rep,method=bind,address={addr}"),
-            &["--max-iterations", "1"],
-        );
-        let mut client = t.role(
-            &exe,
-            "client",
-            "client",
-            format!("name=data,type=req,method=connect,address={addr}"),
-            &["--max-iterations", "1"],
-        );
+        let mut server = t.data(&exe, "server", "server", ("rep", "bind"), &addr, "", &["--max-iterations", "1"]);
+        let mut client = t.data(&exe, "client", "client", ("req", "connect"), &addr, "", &["--max-iterations", "1"]);
         ok(&mut client);
         ok(&mut server);
         assert!(client.saw("Received reply from server: \"Thank you for the \"Hello\"!\""), "{tr}");
@@ -244,20 +240,16 @@ fn example_region() {
         let s = Session::new();
         let t = Topology { s: &s, transport: tr };
         let addr = t.ipc("data");
-        let mut sampler = t.role(
+        let mut sampler = t.data(
             &exe,
             "sampler",
             "sampler1",
-            format!("name=data,type=push,method=bind,address={addr}"),
+            ("push", "bind"),
+            &addr,
+            "",
             &["--max-iterations", "1", "--msg-size", "1000000", "--region-linger", "500"],
         );
-        let mut sink = t.role(
-            &exe,
-            "sink",
-            "sink1",
-            format!("name=data,type=pull,method=connect,address={addr}"),
-            &["--max-iterations", "1"],
-        );
+        let mut sink = t.data(&exe, "sink", "sink1", ("pull", "connect"), &addr, "", &["--max-iterations", "1"]);
         ok(&mut sink);
         ok(&mut sampler);
         assert!(
@@ -279,24 +271,18 @@ fn example_copypush() {
         let s = Session::new();
         let t = Topology { s: &s, transport: tr };
         let (a1, a2) = (t.ipc("data_1"), t.ipc("data_2"));
-        let mut sampler = t.role(
+        let mut sampler = t.data(
             &exe,
             "sampler",
             "sampler1",
-            format!("name=data,type=push,method=bind,address={a1},address={a2}"),
+            ("push", "bind"),
+            &a1,
+            &format!(",address={a2}"),
             &["--max-iterations", "1"],
         );
         let mut sinks: Vec<Proc> = [("sink1", &a1), ("sink2", &a2)]
             .iter()
-            .map(|(id, a)| {
-                t.role(
-                    &exe,
-                    "sink",
-                    id,
-                    format!("name=data,type=pull,method=connect,address={a}"),
-                    &["--max-iterations", "1"],
-                )
-            })
+            .map(|(id, a)| t.data(&exe, "sink", id, ("pull", "connect"), a, "", &["--max-iterations", "1"]))
             .collect();
         ok(&mut sampler);
         for s in &mut sinks {
@@ -552,11 +538,13 @@ fn example_n_m() {
         let mut receivers: Vec<Proc> = [("receiver0", &r0), ("receiver1", &r1)]
             .iter()
             .map(|(id, a)| {
-                t.role(
+                t.data(
                     &exe,
                     "receiver",
                     id,
-                    format!("name=data,type=pull,method=bind,address={a},rateLogging=0"),
+                    ("pull", "bind"),
+                    a,
+                    ",rateLogging=0",
                     &["--num-senders", "2", "--max-timeframes", "5"],
                 )
             })
@@ -612,11 +600,13 @@ fn g30_the_multipart_sink_fails_on_a_one_part_message() {
             "sink1",
             &chan(format!("name=data,type=pull,method=bind,address={addr},rateLogging=0")),
         );
-        let mut sampler = t.role(
+        let mut sampler = t.data(
             &example("ex-1-1"),
             "sampler",
             "sampler1",
-            format!("name=data,type=push,method=connect,address={addr},rateLogging=0,linger=2000"),
+            ("push", "connect"),
+            &addr,
+            ",rateLogging=0,linger=2000",
             &["--max-iterations", "1"],
         );
         ok(&mut sampler);
