@@ -232,8 +232,7 @@ impl Management {
             return Ok(kept);
         }
         log::debug!("Last segment user, removing segment.");
-        lock.word(W_STATE).store(REMOVED, Ordering::Release);
-        remove_objects(&self.names, &self.segments(), &crate::registry::regions(self));
+        lock.remove_session();
         Ok(Detached { removed: true, ..kept })
     }
 }
@@ -260,6 +259,14 @@ impl SessionLock<'_> {
     /// Bumps the event counter (segments or regions appeared or went).
     pub(crate) fn bump_events(&self) {
         self.word(W_EVENTS).fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Marks the session removed (a newcomer that opened it will open a new one) and removes its
+    /// objects, in one step under this lock, so nobody attaches in between. Returns their names.
+    pub(crate) fn remove_session(&self) -> Vec<String> {
+        self.word(W_STATE).store(REMOVED, Ordering::Release);
+        let m = self.management();
+        remove_objects(&m.names, &m.segments(), &crate::registry::regions(m))
     }
 
     /// Whether the last transport of the session removed it (a newcomer must open a new one).

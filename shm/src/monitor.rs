@@ -359,14 +359,23 @@ pub fn sweep(shm_id: &str) -> Result<Sweep, ShmError> {
 /// [`sweep`] with the management segment already open (closed before a cleanup).
 fn sweep_open(m: Management, names: &Names) -> Result<Sweep, ShmError> {
     let shm_id = names.shm_id();
-    let (dead, left) = {
-        let lock = m.lock()?;
-        (lock.sweep_dead(), m.device_count())
-    };
+    let lock = m.lock()?;
+    let dead = lock.sweep_dead();
     let mut out = Sweep { dead: dead.iter().map(|d| d.pid).collect(), ..Sweep::default() };
     if out.dead.is_empty() {
         return Ok(out);
     }
+    if m.device_count() == 0 {
+        // Decided and done under the session lock, as a last transport's detach does: a process
+        // attaching meanwhile either came before (and is counted) or finds the session removed.
+        log::info!("every process of session {shm_id} died ({:?}), cleaning...", out.dead);
+        for name in lock.remove_session() {
+            log::info!("Successfully removed '{name}'.");
+        }
+        out.cleaned = true;
+        return Ok(out);
+    }
+    drop(lock);
     for seg in m.segments() {
         let Ok(sg) = Segment::open(&Names::path(&names.segment(seg.id)), seg.id) else { continue };
         for d in &dead {
@@ -375,12 +384,6 @@ fn sweep_open(m: Management, names: &Names) -> Result<Sweep, ShmError> {
                 out.freed.1 += b;
             }
         }
-    }
-    if left == 0 {
-        log::info!("every process of session {shm_id} died ({:?}), cleaning...", out.dead);
-        drop(m);
-        cleanup(shm_id);
-        out.cleaned = true;
     }
     Ok(out)
 }
@@ -461,7 +464,16 @@ impl Watcher {
         }
         if self.triggered && now.duration_since(self.last_heartbeat) > self.timeout {
             log::info!("no heartbeats since over {} milliseconds, cleaning...", self.timeout.as_millis());
-            cleanup(&self.shm_id);
+            // Under the session lock with the removed mark, as a last detach does, so a process
+            // attaching at this moment opens a new session instead of one being removed.
+            let locked = Management::open_existing(&self.names).and_then(|m| Ok(m.lock()?.remove_session()));
+            match locked {
+                Ok(removed) => removed.iter().for_each(|n| log::info!("Successfully removed '{n}'.")),
+                Err(e) => {
+                    log::warn!("could not lock session {} ({e}): removing its objects anyway", self.shm_id);
+                    cleanup(&self.shm_id);
+                }
+            }
             return self.cleaned();
         }
         Step::Continue

@@ -51,30 +51,47 @@ impl Region {
             )));
         }
         let map = open_as_controller(mgr, size, cfg)?;
+        // Until the `Region` exists, a failure only gives up control: the region's `Drop` would
+        // remove it, and an adopted region is its creator's (another process may be using it).
+        let undo = |e: ShmError| {
+            map.controlled.store(false, Ordering::Release);
+            e
+        };
         let data = map.mapping();
         if cfg.lock || cfg.creation_flags & libc::MAP_LOCKED != 0 {
-            data.lock_in_memory().map_err(|e| ShmError::io("Could not lock region", &name_of(mgr, &map.entry), e))?;
+            data.lock_in_memory()
+                .map_err(|e| undo(ShmError::io("Could not lock region", &name_of(mgr, &map.entry), e)))?;
         }
         if cfg.zero {
-            data.zero(0, data.len()).map_err(|e| ShmError::io("zeroing region", &name_of(mgr, &map.entry), e))?;
+            data.zero(0, data.len()).map_err(|e| undo(ShmError::io("zeroing region", &name_of(mgr, &map.entry), e)))?;
         }
-        let mut region = Region {
-            map: map.clone(),
-            mgr: mgr.clone(),
-            receiver: None,
-            linger_ms: AtomicU64::new(cfg.linger.as_millis() as u64),
-            remove_on_destruction: cfg.remove_on_destruction,
-        };
-        if !matches!(callback, RegionCallback::None) {
-            let q = map.queue().ok_or_else(|| ShmError::Config("region has no acknowledgement queue".into()))?;
+        let receiver = if matches!(callback, RegionCallback::None) {
+            None
+        } else {
+            let q = map.queue().ok_or_else(|| undo(ShmError::Config("region has no acknowledgement queue".into())))?;
             let attached = || crate::liveness::attached(mgr.management());
             q.claim_consumer(mgr.owner(), |mark| attached().iter().any(|a| a.owner == mark)).map_err(|mark| {
                 let pid = attached().iter().find(|a| a.owner == mark).map_or(0, |a| a.pid);
-                ShmError::Config(format!("region {} already has a controller with a callback (pid {pid})", map.id()))
+                undo(ShmError::Config(format!(
+                    "region {} already has a controller with a callback (pid {pid})",
+                    map.id()
+                )))
             })?;
-            region.receiver = Some(Receiver::start(map, callback)?);
-        }
-        Ok(region)
+            match Receiver::start(map.clone(), callback) {
+                Ok(r) => Some(r),
+                Err(e) => {
+                    q.release_consumer(mgr.owner());
+                    return Err(undo(e));
+                }
+            }
+        };
+        Ok(Region {
+            map,
+            mgr: mgr.clone(),
+            receiver,
+            linger_ms: AtomicU64::new(cfg.linger.as_millis() as u64),
+            remove_on_destruction: cfg.remove_on_destruction,
+        })
     }
 
     /// Region id.
@@ -180,8 +197,13 @@ fn open_as_controller(mgr: &Arc<Manager>, size: u64, cfg: &RegionConfig) -> Resu
                 destroyed: false,
             };
             let data = create_object(mgr, &entry, cfg.creation_flags & libc::MAP_POPULATE != 0)?;
-            lock.register_region(&entry).inspect_err(|_| {
+            // The queue exists before the registry names the region: a viewer that finds the
+            // region (an event subscriber can, at once) also finds its queue, or its
+            // acknowledgements would be dropped for good.
+            let registered = AckQueue::open_or_create(names, id).and_then(|_| lock.register_region(&entry));
+            registered.inspect_err(|_| {
                 let _ = std::fs::remove_file(entry.data_path(names));
+                let _ = std::fs::remove_file(crate::Names::path(&names.region_queue(id)));
             })?;
             log::debug!("Created unmanaged shared memory region: {} (controller)", name_of(mgr, &entry));
             (entry, data)

@@ -38,8 +38,10 @@ struct Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        // Its thread holds the manager: stop it before the manager can go.
-        drop(self.events.lock().take());
+        // Its thread holds the manager: stop it before the manager can go (joined outside the
+        // lock, which its callback may take).
+        let old = self.events.lock().take();
+        drop(old);
     }
 }
 
@@ -187,13 +189,16 @@ impl Transport {
         &self,
         callback: impl FnMut(RegionInfo) + Send + 'static,
     ) -> Result<(), ShmError> {
-        let mut events = self.inner.events.lock();
-        if events.take().is_some() {
+        // The old subscription's thread is joined outside the lock: its callback may take it.
+        let old = self.inner.events.lock().take();
+        if old.is_some() {
             log::warn!("Already subscribed. Overwriting previous subscription.");
         }
+        drop(old);
         let sub = Subscription::start(self.inner.mgr.clone(), Box::new(callback))
             .map_err(|e| ShmError::io("starting the region event thread", "fmq-region-events", e))?;
-        *events = Some(sub);
+        let replaced = self.inner.events.lock().replace(sub);
+        drop(replaced); // another thread subscribed meanwhile: the newest wins
         Ok(())
     }
 
@@ -204,7 +209,8 @@ impl Transport {
 
     /// Ends the region event subscription (waits for its thread).
     pub fn unsubscribe_from_region_events(&self) {
-        drop(self.inner.events.lock().take());
+        let old = self.inner.events.lock().take();
+        drop(old); // joined outside the lock, which its callback may take
     }
 
     /// Counts dead processes out of the session now (also done on every attach and detach) and frees

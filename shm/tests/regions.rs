@@ -453,11 +453,19 @@ fn a_region_has_one_controller_with_a_callback_at_a_time() {
     let acked = Arc::new(Mutex::new(Acked::default()));
     let region = first.create_region(64 << 10, bulk(&acked), &cfg).unwrap();
     let second = s.transport("second");
-    let e = second.create_region(0, bulk(&acked), &cfg).unwrap_err().to_string();
+    // Refused, and the refused adopter (which would remove the region on destruction) leaves it alone.
+    let removing = RegionConfig { id: Some(101), ..Default::default() };
+    assert!(removing.remove_on_destruction);
+    let e = second.create_region(0, bulk(&acked), &removing).unwrap_err().to_string();
     assert!(
         e.contains("already has a controller with a callback") && e.contains(&std::process::id().to_string()),
         "{e}"
     );
+    assert!(!fairmq_shm::registry::find(&management(&s), 101).unwrap().destroyed, "still registered");
+    assert!(std::path::Path::new(&format!("/dev/shm/{}", s.names().region(101))).exists(), "still there");
+    let m = first.new_message_from_region(&region, 0, 10, 1).unwrap();
+    assert_eq!(m.size(), 10, "the first controller's region still works");
+    drop(m);
     drop(region);
     let adopted = second.create_region(0, bulk(&acked), &cfg).unwrap();
     assert_eq!(adopted.id(), 101);
