@@ -250,6 +250,12 @@ fn new_owner(m: &Management, slot: usize) -> u32 {
 fn claim<'a>(m: &Management, handles: &'a [RobustMutex]) -> Result<(usize, u32, Guard<'a>), StartError> {
     let lock = m.lock()?;
     if lock.removed() {
+        // Still under its name: its remover died between marking and unlinking (a live remover
+        // holds this lock until it is done). Finish the removal, so the next attempt starts anew.
+        if m.still_linked() {
+            log::warn!("session {} was left half removed; removing the rest", m.names().shm_id());
+            lock.remove_session();
+        }
         return Err(StartError::Removed);
     }
     for (slot, mx) in handles.iter().enumerate() {
@@ -345,6 +351,25 @@ mod tests {
         assert_eq!(m.device_count(), 1);
         assert!(m.detach(b, false).unwrap().removed, "the last one removes the session");
         assert!(Management::open_existing(&s.0).is_err());
+    }
+
+    #[test]
+    fn a_session_left_half_removed_is_finished_and_made_anew() {
+        let s = scratch("halfremoved");
+        let (m, hb) = Management::attach(&s.0, "s").unwrap();
+        // The last transport is killed after marking the session removed, before unlinking it.
+        {
+            let lock = m.lock().unwrap();
+            hb.leave(&lock);
+            lock.mark_removed();
+        }
+        drop(hb); // its thread ends (the slot was already given up)
+        assert!(m.still_linked());
+        let (fresh, hb2) = Management::attach(&s.0, "s").expect("a newcomer gets a new session");
+        assert!(!m.still_linked(), "the old management segment was removed");
+        assert!(fresh.still_linked());
+        assert_eq!(fresh.device_count(), 1);
+        assert!(fresh.detach(hb2, false).unwrap().removed);
     }
 
     #[test]

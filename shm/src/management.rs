@@ -65,6 +65,13 @@ pub struct Management {
     names: Names,
 }
 
+impl Management {
+    /// Whether the session's name still refers to this management segment.
+    pub(crate) fn still_linked(&self) -> bool {
+        self.map.still_linked()
+    }
+}
+
 impl std::fmt::Debug for Management {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Management").field("shm_id", &self.names.shm_id()).finish()
@@ -267,6 +274,13 @@ impl SessionLock<'_> {
         self.word(W_STATE).store(REMOVED, Ordering::Release);
         let m = self.management();
         remove_objects(&m.names, &m.segments(), &crate::registry::regions(m))
+    }
+
+    /// Marks the session removed without removing anything: what a remover killed between the two
+    /// steps leaves (for tests).
+    #[cfg(test)]
+    pub(crate) fn mark_removed(&self) {
+        self.word(W_STATE).store(REMOVED, Ordering::Release);
     }
 
     /// Whether the last transport of the session removed it (a newcomer must open a new one).

@@ -93,6 +93,15 @@ impl Mapping {
         &self.path
     }
 
+    /// Whether the name still refers to the object this maps (not unlinked, not replaced).
+    pub fn still_linked(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        match (self._file.metadata(), std::fs::metadata(&self.path)) {
+            (Ok(ours), Ok(named)) => ours.dev() == named.dev() && ours.ino() == named.ino(),
+            _ => false,
+        }
+    }
+
     /// Address where this process mapped the object (page aligned). Only for local address arithmetic:
     /// never stored in shared memory.
     pub fn base(&self) -> *mut u8 {
