@@ -128,9 +128,12 @@ impl AckQueue {
         futex::bump_and_wake_all(self.word(W_SPACE));
     }
 
-    /// Whether someone reads this queue.
-    pub fn has_consumer(&self) -> bool {
-        self.word(W_CONSUMER).load(Ordering::Acquire) != 0
+    /// The owner mark of the transport that reads this queue, if one registered.
+    pub fn consumer(&self) -> Option<u32> {
+        match self.word(W_CONSUMER).load(Ordering::Acquire) {
+            0 => None,
+            mark => Some(mark as u32),
+        }
     }
 
     /// Appends as many of `acks` as fit; returns how many did.

@@ -90,7 +90,7 @@ impl Fixture {
         let _ = std::fs::remove_file(&data_path);
         let queue = AckQueue::open_or_create(&names, REGION_ID)?;
         let _ = std::fs::remove_file(Names::path(&names.region_queue(REGION_ID)));
-        let region = RegionMap::new(entry, data, Some(queue), true);
+        let region = RegionMap::new(entry, data, Some(queue), true, None);
         Ok(Fixture { segment, blocks, region, acks: Mutex::new(()) })
     }
 

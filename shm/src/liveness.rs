@@ -141,6 +141,19 @@ impl SessionLock<'_> {
     }
 }
 
+/// Whether the transport of owner mark `owner` is attached and alive: its slot's mutex is held
+/// (a dead holder's turns owner-died; the next sweep counts such a slot out). Unknown marks are
+/// not alive; a slot in a bad state is taken for alive.
+pub(crate) fn owner_alive(m: &Management, owner: u32) -> bool {
+    (0..SLOTS)
+        .filter(|&s| word(m, s, W_PID).load(Ordering::Acquire) != 0)
+        .filter(|&s| word(m, s, W_OWNER).load(Ordering::Relaxed) as u32 == owner)
+        .any(|s| match mutex(m, s).try_lock() {
+            Ok(TryLock::Busy) | Err(_) => true,
+            Ok(TryLock::OwnerDied(_) | TryLock::Acquired(_)) => false,
+        })
+}
+
 /// A transport's heartbeat thread, which also holds its liveness slot.
 pub(crate) struct Heartbeat {
     stop: Option<mpsc::Sender<()>>,

@@ -152,6 +152,11 @@ impl Manager {
         &self.mng
     }
 
+    /// The session's management segment, shared (for what outlives a call, such as region maps).
+    pub(crate) fn management_shared(&self) -> Arc<Management> {
+        self.mng.clone()
+    }
+
     pub fn acks(&self) -> &Acks {
         &self.acks
     }
@@ -175,7 +180,7 @@ impl Manager {
         // Without its queue (a controller gone) pieces can still be read; acknowledgements are dropped.
         let queue = AckQueue::open(&Names::path(&self.names.region_queue(id))).ok();
         log::debug!("Opened unmanaged shared memory region: {} (viewer)", entry.data_path(&self.names).display());
-        Ok(self.acks.insert(Arc::new(RegionMap::new(entry, data, queue, false))))
+        Ok(self.acks.insert(Arc::new(RegionMap::new(entry, data, queue, false, Some(self.mng.clone())))))
     }
 
     /// The last reference to a piece of region `map` is gone.

@@ -211,7 +211,7 @@ fn open_as_controller(mgr: &Arc<Manager>, size: u64, cfg: &RegionConfig) -> Resu
     };
     let queue = AckQueue::open_or_create(names, id)?;
     drop(lock);
-    Ok(mgr.acks().insert(Arc::new(RegionMap::new(entry, data, Some(queue), true))))
+    Ok(mgr.acks().insert(Arc::new(RegionMap::new(entry, data, Some(queue), true, Some(mgr.management_shared())))))
 }
 
 /// Creates the region's object race-free. Every creation happens under the session lock and

@@ -7,12 +7,14 @@
 
 use crate::ack_queue::{Ack, AckQueue};
 use crate::error::ShmError;
+use crate::management::Management;
 use crate::meta::MetaError;
 use crate::registry::RegionEntry;
 use crate::sys::mapping::Mapping;
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Acknowledgements sent in one go (FairMQ's batch size).
@@ -29,6 +31,8 @@ pub(crate) struct RegionMap {
     /// Byte ranges that messages of this process refer to now, with how many: a write through the
     /// region must not touch them while a message's `data()` may borrow them.
     held: Mutex<BTreeMap<(u64, u64), u32>>,
+    /// The session, to tell whether the queue's consumer still lives (`None`: trust its mark).
+    mng: Option<Arc<Management>>,
 }
 
 impl std::fmt::Debug for RegionMap {
@@ -39,7 +43,13 @@ impl std::fmt::Debug for RegionMap {
 
 impl RegionMap {
     /// Wraps a mapped region whose size was checked against `entry`.
-    pub fn new(entry: RegionEntry, data: Mapping, queue: Option<AckQueue>, controlled: bool) -> RegionMap {
+    pub fn new(
+        entry: RegionEntry,
+        data: Mapping,
+        queue: Option<AckQueue>,
+        controlled: bool,
+        mng: Option<Arc<Management>>,
+    ) -> RegionMap {
         debug_assert!(data.len() as u64 >= entry.size);
         RegionMap {
             entry,
@@ -49,6 +59,7 @@ impl RegionMap {
             outstanding: AtomicI64::new(0),
             controlled: AtomicBool::new(controlled),
             held: Mutex::new(BTreeMap::new()),
+            mng,
         }
     }
 
@@ -113,7 +124,7 @@ impl RegionMap {
         if acks.is_empty() {
             return;
         }
-        let Some(q) = self.queue.as_ref().filter(|q| q.has_consumer()) else {
+        let Some(q) = self.queue.as_ref().filter(|q| self.consumer_alive(q)) else {
             log::trace!("region {}: no one takes acknowledgements, {} dropped", self.id(), acks.len());
             return;
         };
@@ -131,7 +142,7 @@ impl RegionMap {
             if sent == acks.len() {
                 return;
             }
-            if !q.has_consumer() {
+            if !self.consumer_alive(q) {
                 log::debug!(
                     "region {}: its controller left, {} acknowledgements dropped",
                     self.id(),
@@ -156,6 +167,16 @@ impl RegionMap {
                 self.id(),
                 rest.len()
             );
+        }
+    }
+
+    /// Whether the queue's consumer is registered and (as far as the session tells) alive: a
+    /// controller killed without cleanup leaves its mark, and pushes would wait for it in vain.
+    fn consumer_alive(&self, q: &AckQueue) -> bool {
+        match (q.consumer(), &self.mng) {
+            (None, _) => false,
+            (Some(_), None) => true,
+            (Some(mark), Some(m)) => crate::liveness::owner_alive(m, mark),
         }
     }
 

@@ -472,6 +472,35 @@ fn a_region_has_one_controller_with_a_callback_at_a_time() {
     drop(adopted);
 }
 
+/// A controller killed without cleanup leaves its mark as the queue's consumer; a viewer releasing
+/// more pieces than the queue holds drops the rest at once instead of waiting for room nobody makes
+/// (each ack round, and 5 s when the viewer's transport ends).
+#[test]
+fn acknowledgements_for_a_dead_controller_do_not_stall_the_viewer() {
+    const N: usize = 70_000; // more than the queue holds (1 << 16)
+    let s = Session::new("rgdeadctl");
+    let addr = s.ipc("dc");
+    let mut src = peer(&["regionsrc", &s.name, &addr, &N.to_string(), "64", "hold"]);
+    src.expect_line("region");
+    let t = s.transport("viewer");
+    let pull = t.socket(SocketType::Pull, "in").unwrap();
+    pull.connect(&addr).unwrap();
+    let mut held = Vec::with_capacity(N);
+    for _ in 0..N {
+        let mut m = t.new_message();
+        pull.receive(&mut m, 60_000).unwrap();
+        held.push(m);
+    }
+    src.expect_line(&format!("sent {N}"));
+    src.kill();
+    drop(held);
+    drop(pull);
+    let start = Instant::now();
+    drop(t);
+    let took = start.elapsed();
+    assert!(took < Duration::from_secs(4), "the viewer's transport ended after {took:?}");
+}
+
 #[test]
 fn a_region_without_callback_sends_no_acknowledgements() {
     let s = Session::new("rgnocb");
