@@ -40,23 +40,39 @@ impl MonitorLock {
     pub fn acquire(names: &Names) -> Result<Option<MonitorLock>, ShmError> {
         let name = names.monitor_lock();
         let path = Names::path(&name);
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(|e| ShmError::io("opening the monitor lock", &name, e))?;
-        if !flock::try_exclusive(&file).map_err(|e| ShmError::io("locking the monitor lock", &name, e))? {
-            return Ok(None);
+        loop {
+            let file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&path)
+                .map_err(|e| ShmError::io("opening the monitor lock", &name, e))?;
+            if !flock::try_exclusive(&file).map_err(|e| ShmError::io("locking the monitor lock", &name, e))? {
+                return Ok(None);
+            }
+            // A monitor that ends unlinks the file while still holding it: a file we locked after
+            // that is no longer the session's lock (another monitor may be making a new one), so
+            // take the lock again by name.
+            if same_file(&file, &path) {
+                return Ok(Some(MonitorLock { _file: file, path }));
+            }
         }
-        Ok(Some(MonitorLock { _file: file, path }))
     }
 }
 
 impl Drop for MonitorLock {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Whether `path` names the open `file`.
+fn same_file(file: &File, path: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
     }
 }
 
@@ -487,5 +503,26 @@ impl Watcher {
             return Step::Stop;
         }
         Step::Continue
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lock_file_its_last_holder_unlinked_is_not_taken_over() {
+        let names = Names::new(&crate::shm_id(&format!("monlock-{}", std::process::id())));
+        let path = Names::path(&names.monitor_lock());
+        let a = MonitorLock::acquire(&names).unwrap().expect("free");
+        assert!(MonitorLock::acquire(&names).unwrap().is_none(), "held");
+        let stale = File::open(&path).unwrap(); // a second monitor opened the file just now
+        drop(a); // unlinks, then unlocks
+        assert!(flock::try_exclusive(&stale).unwrap(), "the old file can be locked");
+        assert!(!same_file(&stale, &path), "but it is no longer the session's lock");
+        let b = MonitorLock::acquire(&names).unwrap().expect("the lock by name is free");
+        assert!(same_file(&b._file, &path));
+        drop(b);
+        assert!(!path.exists());
     }
 }
