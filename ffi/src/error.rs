@@ -95,6 +95,7 @@ pub(crate) fn guard_value<T>(default: T, f: impl FnOnce() -> T) -> T {
 ///
 /// # Safety
 /// `p` must be NULL or point to a NUL-terminated string valid for the call.
+// SAFETY: unsafe to call because `p` is dereferenced as a C string (contract above).
 pub(crate) unsafe fn str_arg<'a>(p: *const c_char) -> Result<&'a str, fmq_result> {
     if p.is_null() {
         return Err(fail(FMQ_ERROR_NULL, "string argument is NULL"));
@@ -108,6 +109,7 @@ pub(crate) unsafe fn str_arg<'a>(p: *const c_char) -> Result<&'a str, fmq_result
 ///
 /// # Safety
 /// `buf` must be NULL or valid for `len` bytes; `written` NULL or valid.
+// SAFETY: unsafe to call because `buf` and `written` are written through (contract above).
 pub(crate) unsafe fn copy_out(text: &str, buf: *mut c_char, len: usize, written: *mut usize) -> fmq_result {
     // SAFETY: the caller's contract is ours.
     match unsafe { copy_text(text, buf, len, written) } {
@@ -121,6 +123,7 @@ pub(crate) unsafe fn copy_out(text: &str, buf: *mut c_char, len: usize, written:
 ///
 /// # Safety
 /// As [`copy_out`].
+// SAFETY: unsafe to call because `buf` and `written` are written through (contract above).
 unsafe fn copy_text(text: &str, buf: *mut c_char, len: usize, written: *mut usize) -> fmq_result {
     if !written.is_null() {
         // SAFETY: valid per the caller's contract.

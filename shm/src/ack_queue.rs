@@ -107,13 +107,13 @@ impl AckQueue {
     }
 
     /// Registers the transport of owner mark `me` as the consumer unless another transport that
-    /// is `attached` (by its mark) is; returns the holder's mark if so. Marks, not pids: a pid can
+    /// is `alive` (by its mark) is; returns the holder's mark if so. Marks, not pids: a pid can
     /// name another process in another pid namespace sharing /dev/shm.
-    pub fn claim_consumer(&self, me: u32, attached: impl Fn(u32) -> bool) -> Result<(), u32> {
+    pub fn claim_consumer(&self, me: u32, alive: impl Fn(u32) -> bool) -> Result<(), u32> {
         let w = self.word(W_CONSUMER);
         loop {
             let cur = w.load(Ordering::Acquire);
-            if cur != 0 && cur != u64::from(me) && attached(cur as u32) {
+            if cur != 0 && cur != u64::from(me) && alive(cur as u32) {
                 return Err(cur as u32);
             }
             if w.compare_exchange(cur, u64::from(me), Ordering::AcqRel, Ordering::Acquire).is_ok() {

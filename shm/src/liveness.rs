@@ -239,21 +239,15 @@ impl Heartbeat {
 }
 
 /// A new owner mark: random, usable, and unlike every occupied slot's (under the session lock).
-fn new_owner(m: &Management, slot: usize) -> u32 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_usize(slot);
-    h.write_u32(std::process::id());
-    h.write_u128(SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0));
+fn new_owner(m: &Management) -> u32 {
     loop {
-        let o = h.finish() as u32;
+        let o = crate::naming::random_u32();
         let taken = (0..SLOTS).any(|s| {
             word(m, s, W_PID).load(Ordering::Relaxed) != 0 && word(m, s, W_OWNER).load(Ordering::Relaxed) as u32 == o
         });
         if usable_owner(o) && !taken {
             return o;
         }
-        h.write_u8(0);
     }
 }
 
@@ -281,7 +275,7 @@ fn claim<'a>(m: &Management, handles: &'a [RobustMutex]) -> Result<(usize, u32, 
         };
         let since = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
         word(m, slot, W_SINCE).store(since, Ordering::Relaxed);
-        let owner = new_owner(m, slot);
+        let owner = new_owner(m);
         word(m, slot, W_OWNER).store(u64::from(owner), Ordering::Relaxed);
         word(m, slot, W_PID).store(u64::from(std::process::id()), Ordering::Release);
         drop(lock);

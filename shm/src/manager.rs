@@ -148,13 +148,8 @@ impl Manager {
         &self.own
     }
 
-    pub fn management(&self) -> &Management {
+    pub fn management(&self) -> &Arc<Management> {
         &self.mng
-    }
-
-    /// The session's management segment, shared (for what outlives a call, such as region maps).
-    pub(crate) fn management_shared(&self) -> Arc<Management> {
-        self.mng.clone()
     }
 
     pub fn acks(&self) -> &Acks {

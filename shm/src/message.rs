@@ -36,7 +36,8 @@ enum Body {
     Region(Piece),
 }
 
-/// A piece of an unmanaged region.
+/// A piece of an unmanaged region. While it lives, its bytes count as in use by this process
+/// (see `Region::write`).
 struct Piece {
     map: Arc<RegionMap>,
     offset: u64,
@@ -45,27 +46,20 @@ struct Piece {
     /// The shared reference count, made by the first copy (set once, hence the `OnceLock`: copying
     /// takes `&self`).
     rc: OnceLock<SharedCount>,
-    /// The bytes counted as in use by this process while the piece lives (see `Region::write`).
-    _held: Held,
+    /// The size counted as held (`size` may shrink later, through `set_used_size`).
+    held: u64,
 }
 
-/// Counts a region's bytes as held by a message of this process until dropped.
-struct Held {
-    map: Arc<RegionMap>,
-    offset: u64,
-    size: u64,
-}
-
-impl Held {
-    fn new(map: &Arc<RegionMap>, offset: u64, size: u64) -> Held {
-        map.hold(offset, size);
-        Held { map: map.clone(), offset, size }
+impl Piece {
+    fn new(map: Arc<RegionMap>, offset: u64, size: usize, hint: u64, rc: OnceLock<SharedCount>) -> Piece {
+        map.hold(offset, size as u64);
+        Piece { map, offset, size, hint, rc, held: size as u64 }
     }
 }
 
-impl Drop for Held {
+impl Drop for Piece {
     fn drop(&mut self) {
-        self.map.unhold(self.offset, self.size);
+        self.map.unhold(self.offset, self.held);
     }
 }
 
@@ -134,8 +128,7 @@ impl Message {
             region_size: map.size(),
         })?;
         map.made_message();
-        let _held = Held::new(&map, offset as u64, size as u64);
-        let piece = Piece { map, offset: offset as u64, size, hint, rc: OnceLock::new(), _held };
+        let piece = Piece::new(map, offset as u64, size, hint, OnceLock::new());
         Ok(Message { mgr, body: Body::Region(piece) })
     }
 
@@ -288,14 +281,7 @@ impl Message {
             Body::Block { seg, offset, delta, size, slot } => {
                 Body::Block { seg: *seg, offset: *offset, delta: *delta, size: *size, slot: *slot }
             }
-            Body::Region(p) => Body::Region(Piece {
-                map: p.map.clone(),
-                offset: p.offset,
-                size: p.size,
-                hint: p.hint,
-                rc: p.rc.clone(),
-                _held: Held::new(&p.map, p.offset, p.size as u64),
-            }),
+            Body::Region(p) => Body::Region(Piece::new(p.map.clone(), p.offset, p.size, p.hint, p.rc.clone())),
         };
         self.release();
         if !Arc::ptr_eq(&self.mgr, &other.mgr) {
@@ -414,8 +400,7 @@ impl Message {
                 };
                 let size =
                     usize::try_from(size).map_err(|_| MetaError::OutOfBounds { segment: region, offset, size })?;
-                let _held = Held::new(&map, offset, size as u64);
-                let piece = Piece { map, offset, size, hint, rc: count, _held };
+                let piece = Piece::new(map, offset, size, hint, count);
                 Ok(Message { mgr: mgr.clone(), body: Body::Region(piece) })
             }
         }

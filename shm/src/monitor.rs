@@ -12,6 +12,7 @@ use crate::management::Management;
 use crate::naming::Names;
 use crate::segment::Segment;
 use crate::sys::flock;
+use crate::sys::mapping::names_file;
 use std::fmt::Write as _;
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -54,7 +55,7 @@ impl MonitorLock {
             // A monitor that ends unlinks the file while still holding it: a file we locked after
             // that is no longer the session's lock (another monitor may be making a new one), so
             // take the lock again by name.
-            if same_file(&file, &path) {
+            if names_file(&file, &path) {
                 return Ok(Some(MonitorLock { _file: file, path }));
             }
         }
@@ -64,15 +65,6 @@ impl MonitorLock {
 impl Drop for MonitorLock {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
-    }
-}
-
-/// Whether `path` names the open `file`.
-fn same_file(file: &File, path: &std::path::Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (file.metadata(), std::fs::metadata(path)) {
-        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
-        _ => false,
     }
 }
 
@@ -519,9 +511,9 @@ mod tests {
         let stale = File::open(&path).unwrap(); // a second monitor opened the file just now
         drop(a); // unlinks, then unlocks
         assert!(flock::try_exclusive(&stale).unwrap(), "the old file can be locked");
-        assert!(!same_file(&stale, &path), "but it is no longer the session's lock");
+        assert!(!names_file(&stale, &path), "but it is no longer the session's lock");
         let b = MonitorLock::acquire(&names).unwrap().expect("the lock by name is free");
-        assert!(same_file(&b._file, &path));
+        assert!(names_file(&b._file, &path));
         drop(b);
         assert!(!path.exists());
     }

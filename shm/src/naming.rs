@@ -64,11 +64,8 @@ impl Names {
     /// keeps processes apart that share /dev/shm but not a pid namespace (the same pid, the same
     /// counter).
     pub fn tmp(&self) -> String {
-        use std::hash::{BuildHasher, Hasher};
         let n = TMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u64(n);
-        format!("{}tmp_{}_{:08x}_{n}", self.session_prefix(), std::process::id(), h.finish() as u32)
+        format!("{}tmp_{}_{:08x}_{n}", self.session_prefix(), std::process::id(), random_u32())
     }
 
     /// The pid in a temporary name of this session, if `name` is one.
@@ -81,6 +78,12 @@ impl Names {
     pub fn path(name: &str) -> PathBuf {
         PathBuf::from(SHM_DIR).join(name)
     }
+}
+
+/// A random number, different on every call (std's randomly keyed hasher: no extra dependency).
+pub(crate) fn random_u32() -> u32 {
+    use std::hash::{BuildHasher, Hasher};
+    std::collections::hash_map::RandomState::new().build_hasher().finish() as u32
 }
 
 #[cfg(test)]

@@ -69,14 +69,16 @@ impl Region {
             None
         } else {
             let q = map.queue().ok_or_else(|| undo(ShmError::Config("region has no acknowledgement queue".into())))?;
-            let attached = || crate::liveness::attached(mgr.management());
-            q.claim_consumer(mgr.owner(), |mark| attached().iter().any(|a| a.owner == mark)).map_err(|mark| {
-                let pid = attached().iter().find(|a| a.owner == mark).map_or(0, |a| a.pid);
-                undo(ShmError::Config(format!(
-                    "region {} already has a controller with a callback (pid {pid})",
-                    map.id()
-                )))
-            })?;
+            q.claim_consumer(mgr.owner(), |mark| crate::liveness::owner_alive(mgr.management(), mark)).map_err(
+                |mark| {
+                    let attached = crate::liveness::attached(mgr.management());
+                    let pid = attached.iter().find(|a| a.owner == mark).map_or(0, |a| a.pid);
+                    undo(ShmError::Config(format!(
+                        "region {} already has a controller with a callback (pid {pid})",
+                        map.id()
+                    )))
+                },
+            )?;
             match Receiver::start(map.clone(), callback) {
                 Ok(r) => Some(r),
                 Err(e) => {
@@ -211,7 +213,7 @@ fn open_as_controller(mgr: &Arc<Manager>, size: u64, cfg: &RegionConfig) -> Resu
     };
     let queue = AckQueue::open_or_create(names, id)?;
     drop(lock);
-    Ok(mgr.acks().insert(Arc::new(RegionMap::new(entry, data, Some(queue), true, Some(mgr.management_shared())))))
+    Ok(mgr.acks().insert(Arc::new(RegionMap::new(entry, data, Some(queue), true, Some(mgr.management().clone())))))
 }
 
 /// Creates the region's object race-free. Every creation happens under the session lock and

@@ -131,6 +131,7 @@ impl Transport {
     /// # Safety
     /// `data` must be valid for reads of `size` bytes, and `ffn` (or `free`) must be the right way to
     /// release it.
+    // SAFETY: unsafe to call because `data` is read and then released (contract above).
     pub unsafe fn new_message_from_raw_parts(
         &self,
         data: *mut u8,

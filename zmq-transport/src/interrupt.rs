@@ -12,7 +12,7 @@ use nix::sys::eventfd::{EfdFlags, EventFd};
 use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The interrupt flag of one transport, with a file descriptor that is readable while it is set.
 #[derive(Debug)]
@@ -61,23 +61,31 @@ impl Interrupter {
 
     /// Sleeps for `duration` or until interrupted; returns true when interrupted.
     pub fn sleep(&self, duration: Duration) -> bool {
-        let deadline = std::time::Instant::now().checked_add(duration);
+        let deadline = Instant::now().checked_add(duration);
         loop {
             if self.is_interrupted() {
                 return true;
             }
-            let left = match deadline {
-                Some(d) => d.saturating_duration_since(std::time::Instant::now()),
-                None => Duration::MAX,
+            let ms = match deadline.map(ms_until) {
+                Some(Some(ms)) => ms,
+                Some(None) => return false,
+                None => -1, // beyond the clock's range: for ever
             };
-            if left.is_zero() {
-                return false;
-            }
             // A signal ends the poll early (EINTR): sleep on for the rest.
             let mut items = [zmq::PollItem::from_fd(self.raw_fd(), zmq::POLLIN)];
-            let _ = zmq::poll(&mut items, i64::try_from(left.as_micros().div_ceil(1000)).unwrap_or(i64::MAX));
+            let _ = zmq::poll(&mut items, ms);
         }
     }
+}
+
+/// Time left before `deadline`, rounded up to whole ms so a wait never ends just short of it;
+/// `None` once it passed.
+pub(crate) fn ms_until(deadline: Instant) -> Option<i64> {
+    let left = deadline.checked_duration_since(Instant::now())?;
+    if left.is_zero() {
+        return None;
+    }
+    Some(i64::try_from(left.as_micros().div_ceil(1000)).unwrap_or(i64::MAX))
 }
 
 #[cfg(test)]

@@ -85,6 +85,7 @@ impl Message {
     /// # Safety
     /// `data` must be valid for reads and writes of `size` bytes until `ffn` is called (forever when
     /// `ffn` is `None`), and nothing else may write it meanwhile. `ffn` may run on any thread.
+    // SAFETY: unsafe to call because the buffer's lifetime is the caller's promise (contract above).
     pub unsafe fn from_raw_parts(data: *mut u8, size: usize, ffn: Option<FreeFn>, hint: *mut c_void) -> Self {
         // SAFETY: the caller's contract is the one `RawMsg::from_raw_parts` requires.
         Message { raw: unsafe { RawMsg::from_raw_parts(data, size, ffn, hint) }, alignment: 0 }
@@ -184,6 +185,7 @@ impl Message {
     ///
     /// # Safety
     /// As for [`Message::from_raw_parts`].
+    // SAFETY: unsafe to call because the buffer's lifetime is the caller's promise (contract above).
     pub unsafe fn rebuild_from_raw_parts(
         &mut self,
         data: *mut u8,

@@ -3,7 +3,7 @@
 use crate::counters::{CounterSnapshot, Counters};
 use crate::endpoint::{resolve_tcp, split_endpoints, with_port, Method, Protocol};
 use crate::error::{SocketError, TransferError, TransferResult};
-use crate::interrupt::Interrupter;
+use crate::interrupt::{ms_until, Interrupter};
 use crate::message::Message;
 use crate::options::{AttachOptions, SocketOptions};
 use crate::socket_type::SocketType;
@@ -54,15 +54,6 @@ enum Rest {
 
 fn opt<T>(option: &'static str, r: zmq::Result<T>) -> Result<T, SocketError> {
     r.map_err(|source| SocketError::Option { option, source })
-}
-
-/// Time left before `deadline`, rounded up to whole ms so a wait never ends just short of it.
-fn ms_until(deadline: Instant) -> Option<i64> {
-    let left = deadline.checked_duration_since(Instant::now())?;
-    if left.is_zero() {
-        return None;
-    }
-    Some(i64::try_from(left.as_micros().div_ceil(1000)).unwrap_or(i64::MAX))
 }
 
 impl Socket {

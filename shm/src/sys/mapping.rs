@@ -33,6 +33,15 @@ pub(crate) enum Created {
     Exists,
 }
 
+/// Whether `path` names the open `file` (it was not unlinked, nor replaced by another file).
+pub(crate) fn names_file(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::metadata(path)) {
+        (Ok(ours), Ok(named)) => ours.dev() == named.dev() && ours.ino() == named.ino(),
+        _ => false,
+    }
+}
+
 impl Mapping {
     /// Creates `path` with `size` bytes (sparse: only touched pages cost memory), initialised by `init`
     /// before it becomes visible under its name. `tmp` is a name unique to this process and call.
@@ -95,11 +104,7 @@ impl Mapping {
 
     /// Whether the name still refers to the object this maps (not unlinked, not replaced).
     pub fn still_linked(&self) -> bool {
-        use std::os::unix::fs::MetadataExt;
-        match (self._file.metadata(), std::fs::metadata(&self.path)) {
-            (Ok(ours), Ok(named)) => ours.dev() == named.dev() && ours.ino() == named.ino(),
-            _ => false,
-        }
+        names_file(&self._file, &self.path)
     }
 
     /// Address where this process mapped the object (page aligned). Only for local address arithmetic:

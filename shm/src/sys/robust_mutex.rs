@@ -38,6 +38,7 @@ impl RobustMutex {
     /// # Safety
     /// `ptr` must point to `MUTEX_BYTES` writable, 8-aligned bytes of a shared mapping that no process
     /// uses as a mutex yet (the object is still private to its creator).
+    // SAFETY: unsafe to call because `ptr` is written as a mutex (contract above).
     pub unsafe fn init(ptr: *mut u8) -> io::Result<()> {
         let m = ptr.cast::<libc::pthread_mutex_t>();
         // SAFETY: attr is initialised by pthread_mutexattr_init before use and destroyed after; `m` is
@@ -60,6 +61,7 @@ impl RobustMutex {
     /// # Safety
     /// `ptr` must point to a mutex made by [`RobustMutex::init`], in a mapping that stays mapped as
     /// long as the handle (and any guard) is used.
+    // SAFETY: unsafe to call because every later lock dereferences `ptr` (contract above).
     pub unsafe fn at(ptr: *mut u8) -> RobustMutex {
         RobustMutex(ptr.cast())
     }
