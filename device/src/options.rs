@@ -395,6 +395,7 @@ pub fn standard() -> Options {
         .add("bad-alloc-attempt-interval", Kind::Int, 50i32, "Interval between failed allocation attempts (in ms).")
         .add("shm-monitor", Kind::Bool, false, "Shared memory: run monitor daemon.")
         .add("shm-no-cleanup", Kind::Bool, false, "Shared memory: do not cleanup the memory when last device leaves.")
+        .add("shm-lanes", Kind::Bool, true, "Shared memory: pass metadata between single peers (PAIR, PUSH connected to one endpoint) through a ring in the segment instead of a ZeroMQ message each (fairmq-rs).")
         .add("rate", Kind::Float, 0.0f32, "Rate for conditional run loop (Hz).")
         .add("session", Kind::Str, "default", "Session name.")
         .add_optional("config-key", Kind::Str, "Use provided value instead of device id for fetching the configuration from JSON file")

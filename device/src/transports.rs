@@ -42,6 +42,7 @@ pub fn shm_config(id: &str, p: &Properties) -> Result<ShmConfig, Error> {
         metadata_msg_size: p.get_or::<usize>("shm-metadata-msg-size", 0)?,
         io_threads: p.get_or::<i32>("io-threads", 1)?,
         monitor: p.get_or("shm-monitor", false)?,
+        lanes: p.get_or("shm-lanes", true)?,
     })
 }
 

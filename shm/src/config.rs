@@ -67,6 +67,10 @@ pub struct ShmConfig {
     pub io_threads: i32,
     /// `--shm-monitor`: start a `fairmq-shmmonitor` daemon for the session if none runs.
     pub monitor: bool,
+    /// `--shm-lanes`: records between a sender with a single peer (PAIR, or PUSH connected to one
+    /// endpoint) and its receiver travel through a ring in the segment instead of one ZeroMQ
+    /// message each (see the `lane` module). Off: every record goes through ZeroMQ.
+    pub lanes: bool,
 }
 
 impl Default for ShmConfig {
@@ -86,6 +90,7 @@ impl Default for ShmConfig {
             metadata_msg_size: 0,
             io_threads: 1,
             monitor: false,
+            lanes: true,
         }
     }
 }

@@ -54,6 +54,14 @@ pub enum ShmError {
     /// Bad metadata from a peer.
     #[error(transparent)]
     Metadata(#[from] MetaError),
+    /// A peer's lane (see `lane`) is damaged; the lane was dropped.
+    #[error("shared-memory lane of socket {socket}: {source}")]
+    Lane {
+        /// The receiving socket.
+        socket: String,
+        /// What is wrong.
+        source: crate::lane::LaneError,
+    },
     /// A fixed-size table in the management segment is full.
     #[error("the session's {0} table is full")]
     TableFull(&'static str),

@@ -46,6 +46,8 @@ mod events;
 /// Entry points of the fuzz targets (`fuzz/`) and of the test replaying their corpora.
 #[doc(hidden)]
 pub mod fuzzing;
+mod lane;
+mod lanes;
 pub mod liveness;
 pub mod management;
 mod manager;

@@ -136,6 +136,16 @@ impl Manager {
         Ok(Arc::new(seg))
     }
 
+    /// Whether the transport is interrupted (a waiting transfer gives up).
+    pub fn interrupted(&self) -> bool {
+        self.interrupter.is_interrupted()
+    }
+
+    /// Whether a transport with this owner mark is attached and alive.
+    pub fn owner_alive(&self, owner: u32) -> bool {
+        crate::liveness::owner_alive(&self.mng, owner)
+    }
+
     pub fn names(&self) -> &Names {
         &self.names
     }

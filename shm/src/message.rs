@@ -235,6 +235,17 @@ impl Message {
         }
     }
 
+    /// A block message's bytes as shared words (a lane's ring); `None` for other messages and for
+    /// sizes that are not whole words.
+    pub(crate) fn words(&self) -> Option<&[std::sync::atomic::AtomicU64]> {
+        match &self.body {
+            Body::Block { seg, offset, delta, size, .. } => {
+                self.mgr.mapped(*seg).block_words(*offset, *delta, *size as u64)
+            }
+            _ => None,
+        }
+    }
+
     /// Makes sure the message has a shared reference count (region pieces get one on first use),
     /// before references are added for other holders.
     pub(crate) fn share(&self) -> Result<(), ShmError> {

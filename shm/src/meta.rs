@@ -10,6 +10,10 @@
 //! | block in a managed segment | 28 | `version u8, tag=1 u8, segment u16, delta u32, offset u64, size u64, slot u32` |
 //! | piece of an unmanaged region | 40 | `version u8, tag=2 u8, region u16, rc segment u16, rc delta u16, offset u64, size u64, hint u64, rc offset u64` |
 //! | multipart header | 8 | `version u8, tag=3 u8, 2 zero bytes, count u32`, then `count` records |
+//! | lane offer (control) | 8 + 28 | `version u8, tag=4 u8, 6 zero bytes`, then the lane's block record |
+//! | wake (control) | 8 | `version u8, tag=5 u8, 6 zero bytes` |
+//!
+//! Control frames travel on the socket only (see `lane`); they carry no message.
 //!
 //! `offset` of a block is its header's offset in the segment; `delta` is the distance from there to
 //! the user data; `slot` its entry in the segment's slot table (`u32::MAX`: none), where the
@@ -27,6 +31,8 @@ const TAG_EMPTY: u8 = 0;
 const TAG_BLOCK: u8 = 1;
 const TAG_REGION: u8 = 2;
 const TAG_MULTI: u8 = 3;
+const TAG_LANE: u8 = 4;
+const TAG_WAKE: u8 = 5;
 /// Size of an empty-message record.
 pub const EMPTY_LEN: usize = 8;
 /// Size of a managed-block record.
@@ -280,6 +286,45 @@ pub fn encode_parts(records: impl ExactSizeIterator<Item = Record>, min_len: usi
 fn pad(out: &mut Vec<u8>, min_len: usize) {
     if out.len() < min_len {
         out.resize(min_len, 0);
+    }
+}
+
+/// A frame that carries no message: it sets up or wakes a lane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Control {
+    /// The sender's lane, a block handed over like a message's.
+    Lane(Record),
+    /// The reader of a lane went to sleep and has something to read now.
+    Wake,
+}
+
+/// Encodes a lane offer for the lane's block record.
+pub fn encode_lane_offer(block: &Record, out: &mut Vec<u8>) {
+    out.clear();
+    out.extend_from_slice(&[VERSION, TAG_LANE, 0, 0, 0, 0, 0, 0]);
+    block.encode(out);
+}
+
+/// A wake frame.
+pub const WAKE_FRAME: [u8; 8] = [VERSION, TAG_WAKE, 0, 0, 0, 0, 0, 0];
+
+/// The control frame `frame` is, `None` when it is a message frame (or not ours: [`decode`] says).
+pub fn control(frame: &[u8]) -> Option<Result<Control, MetaError>> {
+    match frame {
+        [VERSION, TAG_WAKE, ..] => Some((|| {
+            zeros(need(frame, 8)?, 2..frame.len())?;
+            Ok(Control::Wake)
+        })()),
+        [VERSION, TAG_LANE, ..] => Some((|| {
+            zeros(need(frame, 8)?, 2..8)?;
+            let (rec, n) = Record::decode(&frame[8..])?;
+            zeros(frame, 8 + n..frame.len())?;
+            match rec {
+                Record::Block { .. } => Ok(Control::Lane(rec)),
+                _ => Err(MetaError::Tag(frame[9])),
+            }
+        })()),
+        _ => None,
     }
 }
 

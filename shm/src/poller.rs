@@ -1,4 +1,4 @@
-//! Waiting on several shared-memory sockets: readiness is that of their metadata sockets.
+//! Waiting on several shared-memory sockets: readiness is that of their metadata sockets and lanes.
 
 use crate::socket::Socket;
 use fairmq_zmq::PollError;
@@ -10,8 +10,9 @@ pub struct Poller<'a>(fairmq_zmq::Poller<'a>);
 impl<'a> Poller<'a> {
     /// A poller over `sockets`; index `i` is `sockets[i]`.
     pub fn new(sockets: &[&'a Socket]) -> Self {
-        let inner: Vec<&'a fairmq_zmq::Socket> = sockets.iter().map(|s| s.metadata_socket()).collect();
-        Poller(fairmq_zmq::Poller::new(&inner))
+        let inner: Vec<(&'a fairmq_zmq::Socket, Option<&'a dyn fairmq_zmq::PollHook>)> =
+            sockets.iter().map(|&s| (s.metadata_socket(), Some(s as &dyn fairmq_zmq::PollHook))).collect();
+        Poller(fairmq_zmq::Poller::with_hooks(&inner))
     }
 
     /// Waits up to `timeout_ms` for readiness; returns the number of ready sockets.

@@ -526,6 +526,17 @@ impl Segment {
         self.map.range_ptr((offset + u64::from(delta)) as usize, size).expect("block range checked before use")
     }
 
+    /// The words of a block's user bytes (a lane's ring), `None` when they are not whole words
+    /// inside the mapping (range checked by `check_block` or at allocation).
+    pub(crate) fn block_words(&self, offset: u64, delta: u32, size: u64) -> Option<&[AtomicU64]> {
+        let start = offset.checked_add(u64::from(delta))?;
+        if start % 8 != 0 || size % 8 != 0 {
+            return None;
+        }
+        let (first, n) = (usize::try_from(start / 8).ok()?, usize::try_from(size / 8).ok()?);
+        self.words().get(first..first.checked_add(n)?)
+    }
+
     /// Size of a used block (for cache accounting).
     pub(crate) fn block_size(&self, offset: u64, slot: u32) -> u64 {
         match self.slots().entry(slot) {

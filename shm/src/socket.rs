@@ -4,6 +4,7 @@
 //! payload bytes, not metadata bytes.
 
 use crate::error::ShmError;
+use crate::lanes::{Deadline, Got, Readers, Writer};
 use crate::manager::Manager;
 use crate::message::Message;
 use crate::meta::{self, MetaError, Record};
@@ -26,6 +27,50 @@ pub struct Socket {
     ty: SocketType,
     subscribers: RefCell<Vec<Vec<u8>>>,
     scratch: RefCell<(Vec<u8>, Vec<Record>)>,
+    lanes: Box<LaneState>,
+}
+
+/// The socket's lanes (boxed: most sockets of a device use few of them).
+#[derive(Default)]
+struct LaneState {
+    writer: RefCell<Writer>,
+    readers: RefCell<Readers>,
+    /// A frame the poller took off the socket to see whether it carries a message (it did).
+    stash: RefCell<Option<fairmq_zmq::Message>>,
+    frame: RefCell<Vec<u8>>,
+}
+
+/// What a look at the socket found.
+enum Polled {
+    Frame(fairmq_zmq::Message),
+    /// A control frame, handled.
+    Control,
+    Nothing,
+}
+
+/// A received metadata frame.
+enum Frame {
+    Zmq(fairmq_zmq::Message),
+    /// In `lanes.frame`.
+    Lane,
+    /// A frame too large for a lane, in a block of its own.
+    Block(Message),
+}
+
+impl Drop for Socket {
+    fn drop(&mut self) {
+        self.lanes.writer.get_mut().close(&self.mgr);
+        self.lanes.readers.get_mut().close(&self.mgr);
+        if let Some(f) = self.lanes.stash.get_mut().take() {
+            // Messages received but never taken: their blocks go back (ZeroMQ drops such frames).
+            let mut recs = Vec::new();
+            if meta::decode(f.data(), &mut recs).is_ok() {
+                recs.into_iter().filter_map(|r| Message::from_record(&self.mgr, r).ok()).for_each(drop);
+            }
+        }
+        // A lane freed here is a large block: back to the segment now, not when the list is long.
+        self.mgr.flush(false);
+    }
 }
 
 impl std::fmt::Debug for Socket {
@@ -52,6 +97,7 @@ impl Socket {
             ty,
             subscribers: RefCell::new(Vec::new()),
             scratch: RefCell::new((Vec::with_capacity(64), Vec::new())),
+            lanes: Box::default(),
         }
     }
 
@@ -98,7 +144,21 @@ impl Socket {
         }
     }
 
+    /// Whether records go through a lane: the socket has a single peer (PAIR, or PUSH connected to
+    /// one endpoint and bound to none), so the lane reaches whoever ZeroMQ would have picked.
+    fn uses_lane(&self) -> bool {
+        self.mgr.config().lanes
+            && match self.ty {
+                SocketType::Pair => true,
+                SocketType::Push => self.z.endpoint_counts() == (0, 1),
+                _ => false,
+            }
+    }
+
     fn send_frame(&self, bytes: &[u8], timeout_ms: i32) -> Result<(), TransferError> {
+        if self.uses_lane() {
+            return self.lanes.writer.borrow_mut().send(&self.mgr, &self.z, bytes, Deadline::new(timeout_ms));
+        }
         let mut frame = fairmq_zmq::Message::from_slice(bytes);
         self.z.send_uncounted(&mut frame, timeout_ms)
     }
@@ -210,17 +270,80 @@ impl Socket {
         Ok(total)
     }
 
-    /// Receives a frame; before blocking, frees what this process deferred (it would wait anyway).
-    fn receive_frame(&self, timeout_ms: i32) -> Result<fairmq_zmq::Message, TransferError> {
+    /// Handles a control frame (lane offer, wake); false for a frame that carries messages.
+    fn control(&self, frame: &fairmq_zmq::Message) -> Result<bool, TransferError> {
+        match meta::control(frame.data()) {
+            None => Ok(false),
+            Some(Ok(meta::Control::Wake)) => Ok(true),
+            Some(Ok(meta::Control::Lane(rec))) => {
+                self.lanes.readers.borrow_mut().attach(&self.mgr, rec, &self.id).inspect_err(|e| log::error!("{e}"))?;
+                Ok(true)
+            }
+            Some(Err(e)) => Err(meta_error(e)),
+        }
+    }
+
+    fn take_from_lanes(&self) -> Result<Option<Frame>, TransferError> {
+        let mut readers = self.lanes.readers.borrow_mut();
+        if readers.is_empty() {
+            return Ok(None);
+        }
+        let got = readers.take(&self.mgr, &mut self.lanes.frame.borrow_mut(), &self.id);
+        match got.inspect_err(|e| log::error!("{e}"))? {
+            None => Ok(None),
+            Some(Got::Frame) => Ok(Some(Frame::Lane)),
+            Some(Got::Indirect(m)) => Ok(Some(Frame::Block(m))),
+        }
+    }
+
+    /// A frame from the socket without waiting.
+    fn poll_socket(&self) -> Result<Polled, TransferError> {
         let mut frame = fairmq_zmq::Message::new();
         match self.z.receive_uncounted(&mut frame, 0) {
-            Err(TransferError::Timeout) if timeout_ms != 0 => {
-                self.mgr.flush(false);
-                self.z.receive_uncounted(&mut frame, timeout_ms)?;
-            }
-            other => other?,
+            Ok(()) if self.control(&frame)? => Ok(Polled::Control),
+            Ok(()) => Ok(Polled::Frame(frame)),
+            Err(TransferError::Timeout) => Ok(Polled::Nothing),
+            Err(e) => Err(e),
         }
-        Ok(frame)
+    }
+
+    /// Receives a frame from the lanes or the socket. Before sleeping it looks at the lanes a little
+    /// longer, frees what this process deferred (it would wait anyway) and marks its lanes' reader
+    /// asleep, so a writer wakes it through the socket.
+    fn receive_frame(&self, timeout_ms: i32) -> Result<Frame, TransferError> {
+        if let Some(f) = self.lanes.stash.borrow_mut().take() {
+            return Ok(Frame::Zmq(f));
+        }
+        let deadline = Deadline::new(timeout_ms);
+        loop {
+            if let Some(f) = self.take_from_lanes()? {
+                return Ok(f);
+            }
+            match self.poll_socket()? {
+                Polled::Frame(f) => return Ok(Frame::Zmq(f)),
+                Polled::Control => continue, // a new lane may have input
+                Polled::Nothing => {}
+            }
+            if deadline.no_wait() {
+                return Err(TransferError::Timeout);
+            }
+            if !self.lanes.readers.borrow().is_empty() && self.lanes.readers.borrow().spin() {
+                continue;
+            }
+            self.mgr.flush(false);
+            if !self.lanes.readers.borrow_mut().sleep(&self.mgr) {
+                continue;
+            }
+            let mut frame = fairmq_zmq::Message::new();
+            let r = self.z.receive_uncounted(&mut frame, deadline.ms_left());
+            self.lanes.readers.borrow().wake_up();
+            match r {
+                Ok(()) if self.control(&frame)? => {}
+                Ok(()) => return Ok(Frame::Zmq(frame)),
+                Err(TransferError::Timeout) if !deadline.passed() => {}
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     /// Turns records into messages; if any record is bad, the good ones are released (we own them)
@@ -247,7 +370,15 @@ impl Socket {
     /// error here (its blocks are released).
     pub fn receive(&self, msg: &mut Message, timeout_ms: i32) -> TransferResult {
         let frame = self.receive_frame(timeout_ms)?;
-        let data = frame.data();
+        let lane_frame;
+        let data: &[u8] = match &frame {
+            Frame::Zmq(f) => f.data(),
+            Frame::Lane => {
+                lane_frame = self.lanes.frame.borrow();
+                &lane_frame
+            }
+            Frame::Block(m) => m.data(),
+        };
         // The common case, one record alone in its frame, without the multipart machinery.
         let single = match Record::decode(data) {
             Ok((rec, n)) if data[n..].iter().all(|&b| b == 0) => Some(rec),
@@ -274,10 +405,19 @@ impl Socket {
     /// Receives a multipart (or single) message and appends its parts to `parts`.
     pub fn receive_parts(&self, parts: &mut Vec<Message>, timeout_ms: i32) -> TransferResult {
         let frame = self.receive_frame(timeout_ms)?;
+        let lane_frame;
+        let data: &[u8] = match &frame {
+            Frame::Zmq(f) => f.data(),
+            Frame::Lane => {
+                lane_frame = self.lanes.frame.borrow();
+                &lane_frame
+            }
+            Frame::Block(m) => m.data(),
+        };
         let total = {
             let (_, recs) = &mut *self.scratch.borrow_mut();
             recs.clear();
-            meta::decode(frame.data(), recs).map_err(meta_error)?;
+            meta::decode(data, recs).map_err(meta_error)?;
             self.messages(recs, parts)?
         };
         self.z.shared_counters().record_rx(total);
@@ -292,5 +432,37 @@ impl Socket {
     /// The counters, for reading from another thread.
     pub fn shared_counters(&self) -> Arc<Counters> {
         self.z.shared_counters()
+    }
+}
+
+impl fairmq_zmq::PollHook for Socket {
+    fn input_ready(&self) -> bool {
+        loop {
+            if self.lanes.stash.borrow().is_some() || self.lanes.readers.borrow().any_ready() {
+                return true;
+            }
+            match self.poll_socket() {
+                Ok(Polled::Frame(f)) => {
+                    *self.lanes.stash.borrow_mut() = Some(f);
+                    return true;
+                }
+                Ok(Polled::Control) => {}
+                Ok(Polled::Nothing) | Err(TransferError::Interrupted | TransferError::Timeout) => return false,
+                // A bad frame: the receive that follows reports it.
+                Err(_) => return true,
+            }
+        }
+    }
+
+    fn output_ready(&self) -> bool {
+        !self.uses_lane() || self.lanes.writer.borrow().has_room()
+    }
+
+    fn arm(&self) -> bool {
+        self.lanes.readers.borrow_mut().sleep(&self.mgr)
+    }
+
+    fn disarm(&self) {
+        self.lanes.readers.borrow().wake_up();
     }
 }

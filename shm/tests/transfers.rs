@@ -140,6 +140,7 @@ fn copies_share_the_block_and_the_last_holder_frees_it() {
     drop(b);
     assert_eq!(r.refcount(), 1);
     drop((a, r));
+    drop((pull, push)); // and their lane
     t.flush();
     assert_eq!(t.segment_stats().free, free0, "every block came back");
     t.check_segment().unwrap();

@@ -56,7 +56,7 @@ pub use error::{
 pub use interrupt::Interrupter;
 pub use message::Message;
 pub use options::{AttachOptions, SocketOptions};
-pub use poller::Poller;
+pub use poller::{PollHook, Poller};
 pub use region::{Region, RegionError};
 pub use region_types::{
     BulkCallback, RegionBlock, RegionCallback, RegionConfig, RegionEvent, RegionInfo, SingleCallback,

@@ -13,6 +13,24 @@ pub struct Poller<'a> {
     items: Vec<zmq::PollItem<'a>>,
     sockets: usize,
     interrupters: Vec<Arc<Interrupter>>,
+    hooks: Vec<Option<&'a dyn PollHook>>,
+    /// Readiness of hooked sockets at the last poll: (input, output).
+    hooked: Vec<(bool, bool)>,
+}
+
+/// What a transport layered on a socket adds to its readiness: input that does not pass through
+/// the socket (or frames on it that carry none), and a wait of its own. Used by the shared-memory
+/// transport's lanes.
+pub trait PollHook {
+    /// Whether a receive would find input now; may take frames off the socket that carry none.
+    fn input_ready(&self) -> bool;
+    /// Whether a send could go out now, given that the socket could.
+    fn output_ready(&self) -> bool;
+    /// About to wait in the socket: from now on input must wake it. False (and nothing armed) when
+    /// input arrived meanwhile.
+    fn arm(&self) -> bool;
+    /// The wait is over.
+    fn disarm(&self);
 }
 
 impl std::fmt::Debug for Poller<'_> {
@@ -24,9 +42,16 @@ impl std::fmt::Debug for Poller<'_> {
 impl<'a> Poller<'a> {
     /// A poller over `sockets`; index `i` in `check_input`/`check_output` is `sockets[i]`.
     pub fn new(sockets: &[&'a Socket]) -> Self {
+        Self::with_hooks(&sockets.iter().map(|&s| (s, None)).collect::<Vec<_>>())
+    }
+
+    /// A poller over sockets of which some have a [`PollHook`].
+    pub fn with_hooks(entries: &[(&'a Socket, Option<&'a dyn PollHook>)]) -> Self {
+        let sockets: Vec<&'a Socket> = entries.iter().map(|e| e.0).collect();
+        let hooks = entries.iter().map(|e| e.1).collect();
         let mut items: Vec<_> = sockets.iter().map(|s| s.poll_item()).collect();
         let mut interrupters: Vec<Arc<Interrupter>> = Vec::new();
-        for s in sockets {
+        for s in &sockets {
             if !interrupters.iter().any(|i| Arc::ptr_eq(i, s.interrupter())) {
                 interrupters.push(s.interrupter().clone());
             }
@@ -34,7 +59,7 @@ impl<'a> Poller<'a> {
         for i in &interrupters {
             items.push(zmq::PollItem::from_fd(i.raw_fd(), zmq::POLLIN));
         }
-        Poller { items, sockets: sockets.len(), interrupters }
+        Poller { items, sockets: sockets.len(), interrupters, hooks, hooked: vec![(false, false); sockets.len()] }
     }
 
     /// Waits up to `timeout_ms` (-1: forever, 0: no wait) until some socket is ready. Returns the number
@@ -59,12 +84,15 @@ impl<'a> Poller<'a> {
                     i64::try_from(left.as_micros().div_ceil(1000)).unwrap_or(i64::MAX)
                 }
             };
-            match zmq::poll(&mut self.items, wait) {
+            let (early, wait) = self.before_wait(wait);
+            let polled = zmq::poll(&mut self.items, wait);
+            self.after_wait(early, wait);
+            match polled {
                 Ok(_) => {}
                 Err(zmq::Error::EINTR) => continue,
                 Err(e) => return Err(PollError::Zmq(e)),
             }
-            let ready = self.items[..self.sockets].iter().filter(|i| !i.get_revents().is_empty()).count();
+            let ready = (0..self.sockets).filter(|&i| self.check_input(i) || self.check_output(i)).count();
             if ready > 0 {
                 return Ok(ready);
             }
@@ -82,12 +110,59 @@ impl<'a> Poller<'a> {
 
     /// Whether socket `index` had input at the last poll (false for an index out of range).
     pub fn check_input(&self, index: usize) -> bool {
-        index < self.sockets && self.items[index].is_readable()
+        match self.hooks.get(index) {
+            Some(Some(_)) => self.hooked[index].0,
+            Some(None) => self.items[index].is_readable(),
+            None => false,
+        }
     }
 
     /// Whether socket `index` could send at the last poll (false for an index out of range).
     pub fn check_output(&self, index: usize) -> bool {
-        index < self.sockets && self.items[index].is_writable()
+        match self.hooks.get(index) {
+            Some(Some(_)) => self.hooked[index].1,
+            Some(None) => self.items[index].is_writable(),
+            None => false,
+        }
+    }
+
+    /// Hooked sockets: input ready without waiting means no wait; otherwise they are armed.
+    /// Returns whether input was found early and the wait to use.
+    fn before_wait(&mut self, wait: i64) -> (bool, i64) {
+        let mut early = false;
+        for (i, h) in self.hooks.iter().enumerate() {
+            if let Some(h) = h {
+                self.hooked[i].0 = h.input_ready();
+                early |= self.hooked[i].0;
+            }
+        }
+        if early || wait == 0 {
+            return (early, 0);
+        }
+        for (i, h) in self.hooks.iter().enumerate() {
+            if let Some(h) = h {
+                if !h.arm() {
+                    self.hooks[..i].iter().flatten().for_each(|h| h.disarm());
+                    return (true, 0);
+                }
+            }
+        }
+        (false, wait)
+    }
+
+    /// Disarms what `before_wait` armed and computes the hooked sockets' readiness.
+    fn after_wait(&mut self, early: bool, wait: i64) {
+        let armed = !early && wait != 0;
+        for (i, h) in self.hooks.iter().enumerate() {
+            if let Some(h) = h {
+                if armed {
+                    h.disarm();
+                }
+                // The socket's own input may be only wake frames: the hook decides.
+                let input = self.hooked[i].0 || h.input_ready();
+                self.hooked[i] = (input, self.items[i].is_writable() && h.output_ready());
+            }
+        }
     }
 
     /// Number of sockets polled.

@@ -23,6 +23,8 @@ pub struct Socket {
     ptr: SockPtr,
     /// The send and receive timeouts last set on the libzmq socket (ms, -1: none).
     timeouts: std::cell::Cell<(i32, i32)>,
+    /// Endpoints bound and connected so far.
+    endpoints: std::cell::Cell<(u32, u32)>,
     id: String,
     ty: SocketType,
     interrupter: Arc<Interrupter>,
@@ -79,6 +81,7 @@ impl Socket {
             zsock,
             ptr,
             timeouts: std::cell::Cell::new((-1, -1)),
+            endpoints: std::cell::Cell::new((0, 0)),
             id,
             ty,
             interrupter,
@@ -157,7 +160,15 @@ impl Socket {
             socket: self.id.clone(),
             address: address.to_owned(),
             source,
-        })
+        })?;
+        let (b, c) = self.endpoints.get();
+        self.endpoints.set((b + 1, c));
+        Ok(())
+    }
+
+    /// How many endpoints this socket bound and connected (so whether it can have more than one peer).
+    pub fn endpoint_counts(&self) -> (u32, u32) {
+        self.endpoints.get()
     }
 
     /// Connects one endpoint as given.
@@ -166,7 +177,10 @@ impl Socket {
             socket: self.id.clone(),
             address: address.to_owned(),
             source,
-        })
+        })?;
+        let (b, c) = self.endpoints.get();
+        self.endpoints.set((b, c + 1));
+        Ok(())
     }
 
     /// Attaches a channel address: every endpoint is validated, bound or connected (by its modifier,

@@ -1,0 +1,430 @@
+//! A lane: a single-writer, single-reader ring of metadata frames inside one block of the segment.
+//!
+//! Through libzmq every record costs a whole libzmq message on both sides and two I/O threads that
+//! compete with the application threads for processors. Between one sender and one receiver the
+//! records go through a lane instead: the writer copies a frame into the ring and publishes it with
+//! one store, the reader takes it with one load. ZeroMQ stays for what it does well: the lane is
+//! offered over the socket (so it reaches the peer libzmq connected, after everything sent before),
+//! and a reader that sleeps in its socket is woken by a small frame there.
+//!
+//! Layout, in 64-bit words (hot words on cache lines of their own):
+//!
+//! | word | content | written by |
+//! |---|---|---|
+//! | 0 | magic | writer, once |
+//! | 1 | ring capacity in bytes (a power of two) | writer, once |
+//! | 2 | writer's owner mark | writer, once |
+//! | 3 | reader's owner mark, 0 while unclaimed | reader, by CAS |
+//! | 4 | closed bits: [`WRITER_CLOSED`], [`READER_CLOSED`] | each side, once |
+//! | 8 | tail: bytes ever published | writer |
+//! | 16 | head: bytes ever consumed | reader |
+//! | 24 | reader asleep (1) | reader sets, writer takes |
+//! | 32 | writer waiting for room (1) | writer sets, reader takes |
+//! | 40 | room futex: bumped when a waiting writer may go on | reader |
+//!
+//! The ring starts at word [`HEADER_WORDS`]. An entry is a word `length | kind << 32` and the frame's
+//! bytes in whole words. An entry never wraps: a [`KIND_SKIP`] entry fills the end of the ring.
+//! Everything in the ring comes from another process: [`Ring::open`] and [`Ring::peek`] check every
+//! field and index before use.
+
+use std::sync::atomic::{fence, AtomicU64, Ordering};
+
+const MAGIC: u64 = u64::from_le_bytes(*b"FMQLANE1");
+const W_MAGIC: usize = 0;
+const W_CAPACITY: usize = 1;
+const W_WRITER: usize = 2;
+const W_READER: usize = 3;
+const W_CLOSED: usize = 4;
+const W_TAIL: usize = 8;
+const W_HEAD: usize = 16;
+const W_ASLEEP: usize = 24;
+const W_WAITING: usize = 32;
+const W_ROOM: usize = 40;
+/// Words before the ring.
+pub const HEADER_WORDS: usize = 64;
+/// The writer closed its end.
+pub const WRITER_CLOSED: u64 = 1;
+/// The reader closed its end.
+pub const READER_CLOSED: u64 = 2;
+/// An entry holding a frame.
+pub const KIND_FRAME: u32 = 1;
+/// Filler up to the end of the ring.
+const KIND_SKIP: u32 = 2;
+/// An entry holding one record of a block whose bytes are the frame (frames too large for the ring).
+pub const KIND_INDIRECT: u32 = 3;
+/// Smallest and largest ring, in bytes.
+pub const MIN_CAPACITY: u64 = 4096;
+pub const MAX_CAPACITY: u64 = 16 << 20;
+
+/// Why a lane's shared words cannot be trusted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LaneError {
+    #[error("not a lane (bad magic or capacity)")]
+    Header,
+    #[error("lane ring corrupt: head {head}, tail {tail}, capacity {capacity}")]
+    Indices { head: u64, tail: u64, capacity: u64 },
+    #[error("lane entry corrupt at {at}: kind {kind}, length {len}")]
+    Entry { at: u64, kind: u32, len: u32 },
+}
+
+/// Bytes a lane with a ring of `capacity` bytes needs.
+pub fn block_bytes(capacity: u64) -> u64 {
+    HEADER_WORDS as u64 * 8 + capacity
+}
+
+/// The largest frame an entry holds; larger ones travel indirectly.
+pub fn max_inline(capacity: u64) -> usize {
+    (capacity / 4) as usize
+}
+
+/// One entry taken by the reader: its kind and where its bytes are, until [`Ring::consume`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entry {
+    pub kind: u32,
+    pub len: usize,
+    at: u64,
+    next: u64,
+}
+
+/// A view of a lane's words.
+#[derive(Clone, Copy)]
+pub struct Ring<'a> {
+    w: &'a [AtomicU64],
+    capacity: u64,
+}
+
+fn words_for(len: usize) -> u64 {
+    len.div_ceil(8) as u64
+}
+
+impl<'a> Ring<'a> {
+    /// Lays out a new lane over `w` (its writer's, not yet offered): everything zero but the header.
+    pub fn init(w: &'a [AtomicU64], capacity: u64, writer: u32) -> Ring<'a> {
+        debug_assert!(capacity.is_power_of_two() && w.len() as u64 * 8 >= block_bytes(capacity));
+        for word in &w[..HEADER_WORDS] {
+            word.store(0, Ordering::Relaxed);
+        }
+        w[W_CAPACITY].store(capacity, Ordering::Relaxed);
+        w[W_WRITER].store(u64::from(writer), Ordering::Relaxed);
+        w[W_MAGIC].store(MAGIC, Ordering::Release);
+        Ring { w, capacity }
+    }
+
+    /// A lane a peer offered, after checking its header against the block that holds it.
+    pub fn open(w: &'a [AtomicU64]) -> Result<Ring<'a>, LaneError> {
+        if w.len() < HEADER_WORDS || w[W_MAGIC].load(Ordering::Acquire) != MAGIC {
+            return Err(LaneError::Header);
+        }
+        let capacity = w[W_CAPACITY].load(Ordering::Relaxed);
+        let fits = capacity.checked_add(HEADER_WORDS as u64 * 8).is_some_and(|b| b <= w.len() as u64 * 8);
+        if !capacity.is_power_of_two() || !(MIN_CAPACITY..=MAX_CAPACITY).contains(&capacity) || !fits {
+            return Err(LaneError::Header);
+        }
+        Ok(Ring { w, capacity })
+    }
+
+    /// A lane opened before (by `init` or `open`), with the capacity found then: a peer changing
+    /// the header later cannot move any index outside `w`.
+    pub fn reopen(w: &'a [AtomicU64], capacity: u64) -> Ring<'a> {
+        debug_assert!(w.len() as u64 * 8 >= block_bytes(capacity));
+        Ring { w, capacity }
+    }
+
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    fn word(&self, i: usize) -> &'a AtomicU64 {
+        &self.w[i]
+    }
+
+    fn ring_word(&self, pos: u64) -> &'a AtomicU64 {
+        &self.w[HEADER_WORDS + ((pos % self.capacity) / 8) as usize]
+    }
+
+    pub fn writer(&self) -> u32 {
+        self.word(W_WRITER).load(Ordering::Relaxed) as u32
+    }
+
+    pub fn reader(&self) -> u32 {
+        self.word(W_READER).load(Ordering::Acquire) as u32
+    }
+
+    /// The reader claims the lane; false when it was claimed already (a repeated offer).
+    pub fn claim(&self, reader: u32) -> bool {
+        self.word(W_READER).compare_exchange(0, u64::from(reader), Ordering::AcqRel, Ordering::Acquire).is_ok()
+    }
+
+    /// Marks one end closed; returns the bits set before.
+    pub fn close(&self, bit: u64) -> u64 {
+        self.word(W_CLOSED).fetch_or(bit, Ordering::AcqRel)
+    }
+
+    pub fn closed(&self) -> u64 {
+        self.word(W_CLOSED).load(Ordering::Acquire)
+    }
+
+    fn indices(&self) -> Result<(u64, u64), LaneError> {
+        let head = self.word(W_HEAD).load(Ordering::Acquire);
+        let tail = self.word(W_TAIL).load(Ordering::Acquire);
+        match tail.checked_sub(head) {
+            Some(used) if used <= self.capacity && head % 8 == 0 && tail % 8 == 0 => Ok((head, tail)),
+            _ => Err(LaneError::Indices { head, tail, capacity: self.capacity }),
+        }
+    }
+
+    /// Whether nothing is waiting to be read.
+    pub fn is_empty(&self) -> Result<bool, LaneError> {
+        self.indices().map(|(h, t)| h == t)
+    }
+
+    /// Writer: appends an entry of `kind` holding `frame`; false when the ring has no room for it.
+    pub fn push(&self, kind: u32, frame: &[u8]) -> Result<bool, LaneError> {
+        debug_assert!(frame.len() <= max_inline(self.capacity));
+        let (head, tail) = self.indices()?;
+        let need = 8 + words_for(frame.len()) * 8;
+        let to_end = self.capacity - tail % self.capacity;
+        let skip = if to_end < need { to_end } else { 0 };
+        if tail + skip + need - head > self.capacity {
+            return Ok(false);
+        }
+        let mut at = tail;
+        if skip > 0 {
+            self.ring_word(at).store(u64::from(KIND_SKIP) << 32, Ordering::Relaxed);
+            at += skip;
+        }
+        self.ring_word(at).store(frame.len() as u64 | u64::from(kind) << 32, Ordering::Relaxed);
+        for (i, chunk) in frame.chunks(8).enumerate() {
+            let mut b = [0u8; 8];
+            b[..chunk.len()].copy_from_slice(chunk);
+            self.ring_word(at + 8 + i as u64 * 8).store(u64::from_le_bytes(b), Ordering::Relaxed);
+        }
+        self.word(W_TAIL).store(at + need, Ordering::Release);
+        Ok(true)
+    }
+
+    /// Writer, after publishing: whether the reader went to sleep and must be woken (the writer that
+    /// sees it asleep takes the flag, so one wake per sleep).
+    pub fn reader_needs_wake(&self) -> bool {
+        // Pairs with the fence in `sleep`: either the reader sees the new tail or we see it asleep.
+        fence(Ordering::SeqCst);
+        let asleep = self.word(W_ASLEEP);
+        asleep.load(Ordering::Relaxed) == 1 && asleep.swap(0, Ordering::AcqRel) == 1
+    }
+
+    /// Reader: the next entry, if any, skipping filler. The entry's bytes stay valid until `consume`.
+    pub fn peek(&self) -> Result<Option<Entry>, LaneError> {
+        let (mut head, tail) = self.indices()?;
+        loop {
+            if head == tail {
+                return Ok(None);
+            }
+            let word = self.ring_word(head).load(Ordering::Relaxed);
+            let (len, kind) = (word as u32, (word >> 32) as u32);
+            let to_end = self.capacity - head % self.capacity;
+            let bad = LaneError::Entry { at: head, kind, len };
+            if kind == KIND_SKIP {
+                if len != 0 || head + to_end > tail {
+                    return Err(bad);
+                }
+                head += to_end;
+                continue;
+            }
+            let need = 8 + words_for(len as usize) * 8;
+            let known = kind == KIND_FRAME || kind == KIND_INDIRECT;
+            if !known || len as usize > max_inline(self.capacity) || need > to_end || head + need > tail {
+                return Err(bad);
+            }
+            return Ok(Some(Entry { kind, len: len as usize, at: head + 8, next: head + need }));
+        }
+    }
+
+    /// Reader: copies an entry's bytes into `out` (replacing its content).
+    pub fn read(&self, e: &Entry, out: &mut Vec<u8>) {
+        out.clear();
+        let mut left = e.len;
+        let mut pos = e.at;
+        while left > 0 {
+            let b = self.ring_word(pos).load(Ordering::Relaxed).to_le_bytes();
+            let n = left.min(8);
+            out.extend_from_slice(&b[..n]);
+            left -= n;
+            pos += 8;
+        }
+    }
+
+    /// Reader: frees an entry's room; wakes a writer that waits for room.
+    pub fn consume(&self, e: &Entry) {
+        self.word(W_HEAD).store(e.next, Ordering::Release);
+        // Pairs with the fence in `wait_for_room`.
+        fence(Ordering::SeqCst);
+        let waiting = self.word(W_WAITING);
+        if waiting.load(Ordering::Relaxed) == 1 && waiting.swap(0, Ordering::AcqRel) == 1 {
+            crate::sys::futex::bump_and_wake_all(self.word(W_ROOM));
+        }
+    }
+
+    /// Reader: drops everything unread (the lane is being abandoned); returns the entries, oldest
+    /// first, for their blocks to be released.
+    pub fn take_all(&self, out: &mut Vec<(u32, Vec<u8>)>) -> Result<(), LaneError> {
+        while let Some(e) = self.peek()? {
+            let mut bytes = Vec::new();
+            self.read(&e, &mut bytes);
+            self.word(W_HEAD).store(e.next, Ordering::Release);
+            out.push((e.kind, bytes));
+        }
+        Ok(())
+    }
+
+    /// Reader, before sleeping in its socket: marks itself asleep; returns false (and stays awake)
+    /// when something arrived meanwhile.
+    pub fn sleep(&self) -> Result<bool, LaneError> {
+        self.word(W_ASLEEP).store(1, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        if self.is_empty()? {
+            return Ok(true);
+        }
+        self.word(W_ASLEEP).store(0, Ordering::Relaxed);
+        Ok(false)
+    }
+
+    /// Reader, awake again. A writer may have taken the flag already and sent a wake frame; the
+    /// reader skips such frames.
+    pub fn wake_up(&self) {
+        self.word(W_ASLEEP).store(0, Ordering::Relaxed);
+    }
+
+    /// Writer: announces that it waits for room; returns the futex value to wait on, or `None` when
+    /// room appeared meanwhile (for `need` bytes; `need` as in `push`).
+    pub fn wait_for_room(&self, frame_len: usize) -> Result<Option<u32>, LaneError> {
+        let seen = crate::sys::futex::low32(self.word(W_ROOM));
+        self.word(W_WAITING).store(1, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        if self.has_room(frame_len)? {
+            self.word(W_WAITING).store(0, Ordering::Relaxed);
+            return Ok(None);
+        }
+        Ok(Some(seen))
+    }
+
+    /// The word a waiting writer sleeps on.
+    pub fn room_word(&self) -> &'a AtomicU64 {
+        self.word(W_ROOM)
+    }
+
+    /// Whether a frame of `frame_len` bytes fits now.
+    pub fn has_room(&self, frame_len: usize) -> Result<bool, LaneError> {
+        let (head, tail) = self.indices()?;
+        let need = 8 + words_for(frame_len) * 8;
+        let to_end = self.capacity - tail % self.capacity;
+        let skip = if to_end < need { to_end } else { 0 };
+        Ok(tail + skip + need - head <= self.capacity)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(capacity: u64) -> Vec<AtomicU64> {
+        (0..block_bytes(capacity) / 8).map(|_| AtomicU64::new(0)).collect()
+    }
+
+    fn take(r: &Ring<'_>) -> Option<(u32, Vec<u8>)> {
+        let e = r.peek().unwrap()?;
+        let mut out = Vec::new();
+        r.read(&e, &mut out);
+        r.consume(&e);
+        Some((e.kind, out))
+    }
+
+    #[test]
+    fn frames_come_out_in_order_across_wraps() {
+        let w = words(MIN_CAPACITY);
+        let writer = Ring::init(&w, MIN_CAPACITY, 7);
+        let reader = Ring::open(&w).unwrap();
+        assert!(reader.claim(9) && !reader.claim(10));
+        assert_eq!(writer.reader(), 9);
+        let mut next_in = 0u32;
+        let mut next_out = 0u32;
+        for round in 0..2000u32 {
+            let len = (round as usize * 13) % 300 + 1;
+            while writer.push(KIND_FRAME, &vec![next_in as u8; len]).unwrap() {
+                next_in += 1;
+                if next_in % 3 == 0 {
+                    break;
+                }
+            }
+            while let Some((kind, bytes)) = take(&reader) {
+                assert_eq!(kind, KIND_FRAME);
+                assert!(!bytes.is_empty() && bytes.iter().all(|&b| b == next_out as u8));
+                next_out += 1;
+            }
+        }
+        assert_eq!(next_in, next_out);
+        assert!(next_in > 2000, "{next_in}");
+    }
+
+    #[test]
+    fn a_full_ring_refuses_and_then_has_room() {
+        let w = words(MIN_CAPACITY);
+        let r = Ring::init(&w, MIN_CAPACITY, 1);
+        let frame = [5u8; 28];
+        let mut n = 0;
+        while r.push(KIND_FRAME, &frame).unwrap() {
+            n += 1;
+        }
+        assert_eq!(n, MIN_CAPACITY / 40);
+        assert!(!r.has_room(28).unwrap());
+        assert_eq!(r.wait_for_room(28).unwrap(), Some(0));
+        take(&r).unwrap();
+        assert_eq!(futex_value(&r), 1, "a consume wakes a waiting writer");
+        assert!(r.has_room(28).unwrap() && r.push(KIND_FRAME, &frame).unwrap());
+    }
+
+    fn futex_value(r: &Ring<'_>) -> u32 {
+        crate::sys::futex::low32(r.room_word())
+    }
+
+    #[test]
+    fn a_sleeping_reader_is_woken_once() {
+        let w = words(MIN_CAPACITY);
+        let r = Ring::init(&w, MIN_CAPACITY, 1);
+        assert!(r.sleep().unwrap());
+        r.push(KIND_FRAME, b"x").unwrap();
+        assert!(r.reader_needs_wake());
+        r.push(KIND_FRAME, b"y").unwrap();
+        assert!(!r.reader_needs_wake());
+        assert!(!r.sleep().unwrap(), "data waiting: no sleep");
+    }
+
+    #[test]
+    fn corrupt_words_are_errors_not_panics() {
+        let w = words(MIN_CAPACITY);
+        let r = Ring::init(&w, MIN_CAPACITY, 1);
+        r.push(KIND_FRAME, b"hello").unwrap();
+        w[W_TAIL].store(MIN_CAPACITY * 3, Ordering::Relaxed);
+        assert!(matches!(r.peek(), Err(LaneError::Indices { .. })));
+        w[W_TAIL].store(16, Ordering::Relaxed);
+        w[HEADER_WORDS].store(u64::from(u32::MAX) | 1 << 32, Ordering::Relaxed);
+        assert!(matches!(r.peek(), Err(LaneError::Entry { .. })));
+        w[HEADER_WORDS].store(9 << 32, Ordering::Relaxed);
+        assert!(matches!(r.peek(), Err(LaneError::Entry { kind: 9, .. })));
+        w[HEADER_WORDS].store(u64::from(KIND_SKIP) << 32, Ordering::Relaxed);
+        assert!(matches!(r.peek(), Err(LaneError::Entry { .. })), "a skip must reach the end of the ring");
+        w[W_CAPACITY].store(MIN_CAPACITY + 8, Ordering::Relaxed);
+        assert!(matches!(Ring::open(&w), Err(LaneError::Header)));
+        w[W_CAPACITY].store(MIN_CAPACITY * 2, Ordering::Relaxed);
+        assert!(matches!(Ring::open(&w), Err(LaneError::Header)), "capacity beyond the block");
+        w[W_MAGIC].store(0, Ordering::Relaxed);
+        assert!(matches!(Ring::open(&w[..10]), Err(LaneError::Header)));
+    }
+
+    #[test]
+    fn each_end_closes_once_and_sees_the_other() {
+        let w = words(MIN_CAPACITY);
+        let r = Ring::init(&w, MIN_CAPACITY, 1);
+        assert_eq!(r.close(WRITER_CLOSED), 0);
+        assert_eq!(r.close(READER_CLOSED), WRITER_CLOSED);
+    }
+}

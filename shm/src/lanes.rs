@@ -1,0 +1,442 @@
+//! The lanes of one socket: the lane it writes (when it has a single peer) and the lanes it reads.
+//!
+//! Life of a lane: the writer allocates it in its segment, holds one reference and hands the other
+//! over in an offer frame on the socket; the reader that receives the offer claims it. Each side
+//! drops its reference when it is done, the last one frees the block.
+//!
+//! Nothing sent is dropped because a lane ends: when the reader closes its end (or dies), the
+//! writer takes back what it did not read and sends it again first, on a new lane to whichever
+//! peer the socket has then. When the writer closes, the reader still reads what is there; when
+//! both close, the second one releases what is left (as ZeroMQ drops a closed socket's queue).
+
+use crate::error::ShmError;
+use crate::lane::{self, LaneError, Ring, KIND_FRAME, KIND_INDIRECT, READER_CLOSED, WRITER_CLOSED};
+use crate::manager::Manager;
+use crate::message::Message;
+use crate::meta::{self, Record};
+use fairmq_zmq::TransferError;
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Ring bytes of a lane: about 1600 single-message entries.
+const CAPACITY: u64 = 64 << 10;
+/// How long a side looks again before it sleeps: a wake costs two system calls and a ZeroMQ
+/// message, what the lane saves; a peer busy on another processor usually comes back sooner.
+const SPIN: Duration = Duration::from_micros(40);
+/// Longest futex sleep of a writer waiting for room, so it notices interruption and a dead reader.
+const WAIT_SLICE: Duration = Duration::from_millis(5);
+/// How often a sleeping reader checks that the writers of its idle lanes still live.
+const SWEEP_EVERY: Duration = Duration::from_secs(1);
+
+/// An entry taken out of a lane: its kind and frame.
+type Taken = (u32, Vec<u8>);
+
+/// When a transfer must end: `None` waits for ever.
+#[derive(Clone, Copy)]
+pub(crate) struct Deadline(Option<Instant>, bool);
+
+impl Deadline {
+    pub(crate) fn new(timeout_ms: i32) -> Deadline {
+        let at = (timeout_ms > 0).then(|| Instant::now() + Duration::from_millis(timeout_ms as u64));
+        Deadline(at, timeout_ms == 0)
+    }
+
+    /// Whether the call may not wait at all.
+    pub(crate) fn no_wait(&self) -> bool {
+        self.1
+    }
+
+    pub(crate) fn passed(&self) -> bool {
+        self.1 || self.0.is_some_and(|d| Instant::now() >= d)
+    }
+
+    /// What is left, as a ZeroMQ timeout (-1: for ever, 0: passed).
+    pub(crate) fn ms_left(&self) -> i32 {
+        match self.0 {
+            _ if self.1 => 0,
+            None => -1,
+            Some(d) => {
+                let left = d.saturating_duration_since(Instant::now());
+                i32::try_from(left.as_micros().div_ceil(1000)).unwrap_or(i32::MAX)
+            }
+        }
+    }
+
+    fn slice(&self) -> Duration {
+        self.0.map_or(WAIT_SLICE, |d| d.saturating_duration_since(Instant::now()).min(WAIT_SLICE))
+    }
+}
+
+struct LaneBlock {
+    block: Message,
+    capacity: u64,
+}
+
+impl LaneBlock {
+    fn ring(&self) -> Ring<'_> {
+        Ring::reopen(self.block.words().expect("a lane block is whole words"), self.capacity)
+    }
+}
+
+/// Frees the blocks of entries nobody will read: their messages are dropped.
+fn release_entries(mgr: &Arc<Manager>, entries: impl IntoIterator<Item = Taken>) -> usize {
+    let mut records = Vec::new();
+    let mut dropped = 0;
+    for (kind, frame) in entries {
+        records.clear();
+        if kind == KIND_INDIRECT {
+            let mut inner = Vec::new();
+            if meta::decode(&frame, &mut inner).is_ok() {
+                for holder in inner.into_iter().filter_map(|r| Message::from_record(mgr, r).ok()) {
+                    let _ = meta::decode(holder.data(), &mut records);
+                }
+            }
+        } else {
+            let _ = meta::decode(&frame, &mut records);
+        }
+        dropped += records.iter().filter_map(|&r| Message::from_record(mgr, r).ok()).count();
+    }
+    dropped
+}
+
+/// Turns a frame for the lane into an entry: frames too large for the ring travel in a block of
+/// their own whose record is the entry (`Ok(None)` when the frame fits).
+fn indirect(mgr: &Arc<Manager>, frame: &[u8], capacity: u64) -> Result<Option<(Message, Vec<u8>)>, ShmError> {
+    if frame.len() <= lane::max_inline(capacity) {
+        return Ok(None);
+    }
+    let holder = Message::copy_of(mgr.clone(), frame)?;
+    let mut entry = Vec::new();
+    meta::encode_single(&holder.record(), 0, &mut entry);
+    Ok(Some((holder, entry)))
+}
+
+/// The lane a socket with a single peer writes, and entries taken back from lanes whose reader left.
+#[derive(Default)]
+pub(crate) struct Writer {
+    lane: Option<LaneBlock>,
+    resend: VecDeque<Taken>,
+}
+
+enum Wait {
+    Room,
+    ReaderGone,
+}
+
+impl Writer {
+    /// Sends `frame` through the lane (offering a new one first if needed). On error nothing of
+    /// `frame` was sent; on success its records belong to the reader.
+    pub(crate) fn send(
+        &mut self,
+        mgr: &Arc<Manager>,
+        z: &fairmq_zmq::Socket,
+        frame: &[u8],
+        deadline: Deadline,
+    ) -> Result<(), TransferError> {
+        let mut holder = indirect(mgr, frame, CAPACITY)?;
+        let (kind, entry) = match &holder {
+            Some((_, e)) => (KIND_INDIRECT, e.as_slice()),
+            None => (KIND_FRAME, frame),
+        };
+        loop {
+            if self.lane.as_ref().is_some_and(|l| l.ring().closed() & READER_CLOSED != 0) {
+                self.retire(mgr, false);
+            }
+            if self.lane.is_none() {
+                self.offer(mgr, z, deadline)?;
+            }
+            match self.push_resent(mgr, deadline)? {
+                Wait::ReaderGone => {
+                    self.retire(mgr, true);
+                    continue;
+                }
+                Wait::Room => {}
+            }
+            match self.push(mgr, kind, entry, deadline)? {
+                Wait::ReaderGone => {
+                    self.retire(mgr, true);
+                    continue;
+                }
+                Wait::Room => break,
+            }
+        }
+        if let Some((mut h, _)) = holder.take() {
+            h.hand_over();
+        }
+        self.wake_reader(z);
+        Ok(())
+    }
+
+    fn offer(&mut self, mgr: &Arc<Manager>, z: &fairmq_zmq::Socket, deadline: Deadline) -> Result<(), TransferError> {
+        let block = Message::allocate(mgr.clone(), lane::block_bytes(CAPACITY) as usize, 64)?;
+        let words = block.words().ok_or(ShmError::Config("a lane block is not whole words".into()))?;
+        Ring::init(words, CAPACITY, mgr.owner());
+        block.add_reference(); // the reader's, handed over with the offer
+        let mut frame = Vec::with_capacity(40);
+        meta::encode_lane_offer(&block.record(), &mut frame);
+        let mut zframe = fairmq_zmq::Message::from_slice(&frame);
+        if let Err(e) = z.send_uncounted(&mut zframe, deadline.ms_left()) {
+            block.drop_reference();
+            return Err(e);
+        }
+        self.lane = Some(LaneBlock { block, capacity: CAPACITY });
+        Ok(())
+    }
+
+    fn push_resent(&mut self, mgr: &Arc<Manager>, deadline: Deadline) -> Result<Wait, TransferError> {
+        while let Some((kind, frame)) = self.resend.pop_front() {
+            match self.push(mgr, kind, &frame, deadline) {
+                Ok(Wait::Room) => {}
+                other => {
+                    self.resend.push_front((kind, frame));
+                    return other;
+                }
+            }
+        }
+        Ok(Wait::Room)
+    }
+
+    /// Appends one entry, waiting for room within `deadline`.
+    fn push(&self, mgr: &Arc<Manager>, kind: u32, entry: &[u8], deadline: Deadline) -> Result<Wait, TransferError> {
+        let l = self.lane.as_ref().expect("a lane was offered");
+        let ring = l.ring();
+        let lane_error = |source: LaneError| ShmError::Lane { socket: "(writer)".into(), source };
+        let mut spun = false;
+        loop {
+            if ring.push(kind, entry).map_err(lane_error)? {
+                return Ok(Wait::Room);
+            }
+            if mgr.interrupted() {
+                return Err(TransferError::Interrupted);
+            }
+            if deadline.passed() {
+                return Err(TransferError::Timeout);
+            }
+            let reader = ring.reader();
+            if ring.closed() & READER_CLOSED != 0 || (reader != 0 && !mgr.owner_alive(reader)) {
+                return Ok(Wait::ReaderGone);
+            }
+            if !spun {
+                spun = true;
+                let until = Instant::now() + SPIN;
+                while Instant::now() < until && !ring.has_room(entry.len()).map_err(lane_error)? {
+                    std::hint::spin_loop();
+                }
+                continue;
+            }
+            if let Some(seen) = ring.wait_for_room(entry.len()).map_err(lane_error)? {
+                crate::sys::futex::wait(ring.room_word(), seen, deadline.slice());
+            }
+        }
+    }
+
+    /// After publishing: a reader asleep in its socket gets a wake frame (one per sleep). A full
+    /// queue means frames wait for it anyway, so a failed wake changes nothing.
+    fn wake_reader(&self, z: &fairmq_zmq::Socket) {
+        if let Some(l) = &self.lane {
+            if l.ring().reader_needs_wake() {
+                let mut f = fairmq_zmq::Message::from_slice(&meta::WAKE_FRAME);
+                let _ = z.send_uncounted(&mut f, 0);
+            }
+        }
+    }
+
+    /// Drops a lane whose reader left or died, keeping what it did not read for the next lane.
+    fn retire(&mut self, mgr: &Arc<Manager>, check_dead: bool) {
+        let Some(l) = self.lane.take() else { return };
+        let ring = l.ring();
+        let reader = ring.reader();
+        // A reader that closed its end dropped its reference itself (and may have exited since).
+        let closed = ring.closed() & READER_CLOSED != 0;
+        let dead = check_dead && !closed && reader != 0 && !mgr.owner_alive(reader);
+        let mut unread = Vec::new();
+        if let Err(e) = ring.take_all(&mut unread) {
+            log::error!("lane of a gone reader is damaged, {} of its messages are lost: {e}", unread.len());
+        }
+        ring.close(WRITER_CLOSED);
+        if dead {
+            l.block.drop_reference(); // the dead reader's
+        }
+        log::debug!("lane reader {reader:#x} left; {} entries go out again on a new lane", unread.len());
+        for e in unread.into_iter().rev() {
+            self.resend.push_front(e);
+        }
+    }
+
+    /// Whether a message could go out now without waiting for room.
+    pub(crate) fn has_room(&self) -> bool {
+        self.lane.as_ref().is_none_or(|l| l.ring().has_room(meta::BLOCK_LEN).unwrap_or(false))
+    }
+
+    /// The socket closes: a reader still reads what is in the lane, also one that claims it later
+    /// (its offer may still wait in ZeroMQ's queue, which linger delivers without the reader's
+    /// help). A lane whose offer never reaches a peer stays in the segment until the session ends.
+    pub(crate) fn close(&mut self, mgr: &Arc<Manager>) {
+        if let Some(l) = self.lane.take() {
+            let ring = l.ring();
+            let reader = ring.reader();
+            let before = ring.close(WRITER_CLOSED);
+            let dead = reader != 0 && before & READER_CLOSED == 0 && !mgr.owner_alive(reader);
+            if before & READER_CLOSED != 0 || dead {
+                let mut left = Vec::new();
+                let _ = ring.take_all(&mut left);
+                self.resend.extend(left);
+            }
+            if dead {
+                l.block.drop_reference(); // the dead reader's
+            }
+        }
+        let n = release_entries(mgr, self.resend.drain(..));
+        if n > 0 {
+            log::warn!("{n} messages sent to a peer that left were dropped when the socket closed");
+        }
+    }
+}
+
+/// The lanes a socket reads.
+#[derive(Default)]
+pub(crate) struct Readers {
+    lanes: Vec<LaneBlock>,
+    next: usize,
+    last_sweep: Option<Instant>,
+}
+
+/// What `Readers::take` found.
+pub(crate) enum Got {
+    Frame,
+    Indirect(Message),
+}
+
+impl Readers {
+    /// Claims a lane a peer offered (a lane claimed already is not ours: our reference goes back).
+    pub(crate) fn attach(&mut self, mgr: &Arc<Manager>, rec: Record, socket: &str) -> Result<(), ShmError> {
+        let block = Message::from_record(mgr, rec)?;
+        let lane_error = |source| ShmError::Lane { socket: socket.to_owned(), source };
+        let words = block.words().ok_or(lane_error(LaneError::Header))?;
+        let ring = Ring::open(words).map_err(lane_error)?;
+        let capacity = ring.capacity();
+        if ring.claim(mgr.owner()) {
+            self.lanes.push(LaneBlock { block, capacity });
+        }
+        Ok(())
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.lanes.is_empty()
+    }
+
+    /// Takes the next entry of any lane, in turn, into `out`.
+    pub(crate) fn take(
+        &mut self,
+        mgr: &Arc<Manager>,
+        out: &mut Vec<u8>,
+        socket: &str,
+    ) -> Result<Option<Got>, ShmError> {
+        let n = self.lanes.len();
+        for k in 0..n {
+            let i = (self.next + k) % n;
+            let ring = self.lanes[i].ring();
+            match ring.peek() {
+                Ok(None) => continue,
+                Ok(Some(e)) => {
+                    ring.read(&e, out);
+                    ring.consume(&e);
+                    self.next = i + 1;
+                    if e.kind == KIND_FRAME {
+                        return Ok(Some(Got::Frame));
+                    }
+                    let mut recs = Vec::new();
+                    meta::decode(out, &mut recs)?;
+                    return match recs[..] {
+                        [rec @ Record::Block { .. }] => Ok(Some(Got::Indirect(Message::from_record(mgr, rec)?))),
+                        _ => Err(meta::MetaError::Garbage(0).into()),
+                    };
+                }
+                Err(source) => {
+                    // A damaged lane cannot be read on: give it up (its writer takes back nothing).
+                    let l = self.lanes.remove(i);
+                    l.ring().close(READER_CLOSED | WRITER_CLOSED);
+                    return Err(ShmError::Lane { socket: socket.to_owned(), source });
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Whether some lane has an entry.
+    pub(crate) fn any_ready(&self) -> bool {
+        self.lanes.iter().any(|l| !l.ring().is_empty().unwrap_or(false))
+    }
+
+    /// Looks at the lanes until `SPIN` passed or one has an entry.
+    pub(crate) fn spin(&self) -> bool {
+        let until = Instant::now() + SPIN;
+        loop {
+            if self.any_ready() {
+                return true;
+            }
+            if Instant::now() >= until {
+                return false;
+            }
+            std::hint::spin_loop();
+        }
+    }
+
+    /// Before sleeping in the socket: marks every lane's reader asleep; false (nothing marked) when
+    /// an entry arrived meanwhile. Drops idle lanes whose writer closed or died.
+    pub(crate) fn sleep(&mut self, mgr: &Arc<Manager>) -> bool {
+        self.sweep(mgr);
+        for (i, l) in self.lanes.iter().enumerate() {
+            if !l.ring().sleep().unwrap_or(false) {
+                self.lanes[..=i].iter().for_each(|l| l.ring().wake_up());
+                return false;
+            }
+        }
+        true
+    }
+
+    pub(crate) fn wake_up(&self) {
+        self.lanes.iter().for_each(|l| l.ring().wake_up());
+    }
+
+    fn sweep(&mut self, mgr: &Arc<Manager>) {
+        let check_alive = self.last_sweep.is_none_or(|t| t.elapsed() >= SWEEP_EVERY);
+        if check_alive {
+            self.last_sweep = Some(Instant::now());
+        }
+        self.lanes.retain(|l| {
+            let ring = l.ring();
+            if !ring.is_empty().unwrap_or(false) {
+                return true;
+            }
+            let closed = ring.closed() & WRITER_CLOSED != 0;
+            let dead = !closed && check_alive && !mgr.owner_alive(ring.writer());
+            if closed || dead {
+                ring.close(READER_CLOSED);
+            }
+            if dead {
+                l.block.drop_reference(); // the dead writer's
+            }
+            !(closed || dead)
+        });
+    }
+
+    /// The socket closes: a writer still there takes back what was not read (and sends it again);
+    /// otherwise it is released here.
+    pub(crate) fn close(&mut self, mgr: &Arc<Manager>) {
+        for l in self.lanes.drain(..) {
+            let ring = l.ring();
+            let before = ring.close(READER_CLOSED);
+            let dead = before & WRITER_CLOSED == 0 && !mgr.owner_alive(ring.writer());
+            if before & WRITER_CLOSED != 0 || dead {
+                let mut left = Vec::new();
+                let _ = ring.take_all(&mut left);
+                release_entries(mgr, left);
+            }
+            if dead {
+                l.block.drop_reference(); // the dead writer's
+            }
+        }
+    }
+}
