@@ -26,6 +26,8 @@ const CAPACITY: u64 = 64 << 10;
 const SPIN: Duration = Duration::from_micros(40);
 /// Longest futex sleep of a writer waiting for room, so it notices interruption and a dead reader.
 const WAIT_SLICE: Duration = Duration::from_millis(5);
+/// How long a lane may stay unclaimed before it is offered again (ZeroMQ reconnects every 100 ms).
+const REOFFER: Duration = Duration::from_millis(250);
 /// How often a sleeping reader checks that the writers of its idle lanes still live.
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
@@ -71,6 +73,9 @@ impl Deadline {
 struct LaneBlock {
     block: Message,
     capacity: u64,
+    /// Writer: when the lane was last offered (an offer sent just as the peer went away is lost
+    /// with the connection; until a reader claims the lane it is offered again).
+    offered: std::cell::Cell<Instant>,
 }
 
 impl LaneBlock {
@@ -145,15 +150,17 @@ impl Writer {
             }
             if self.lane.is_none() {
                 self.offer(mgr, z, deadline)?;
+            } else {
+                self.reoffer_if_unclaimed(z);
             }
-            match self.push_resent(mgr, deadline)? {
+            match self.push_resent(mgr, z, deadline)? {
                 Wait::ReaderGone => {
                     self.retire(mgr, true);
                     continue;
                 }
                 Wait::Room => {}
             }
-            match self.push(mgr, kind, entry, deadline)? {
+            match self.push(mgr, z, kind, entry, deadline)? {
                 Wait::ReaderGone => {
                     self.retire(mgr, true);
                     continue;
@@ -180,13 +187,36 @@ impl Writer {
             block.drop_reference();
             return Err(e);
         }
-        self.lane = Some(LaneBlock { block, capacity: CAPACITY });
+        self.lane = Some(LaneBlock { block, capacity: CAPACITY, offered: std::cell::Cell::new(Instant::now()) });
         Ok(())
     }
 
-    fn push_resent(&mut self, mgr: &Arc<Manager>, deadline: Deadline) -> Result<Wait, TransferError> {
+    /// Offers an unclaimed lane again once `REOFFER` passed. Each offer hands over a reference: a
+    /// reader that claimed the lane already drops the extra one; a lost offer keeps the block
+    /// allocated until the session ends (a lane, never messages).
+    fn reoffer_if_unclaimed(&self, z: &fairmq_zmq::Socket) {
+        let Some(l) = &self.lane else { return };
+        if l.ring().reader() != 0 || l.offered.get().elapsed() < REOFFER {
+            return;
+        }
+        l.block.add_reference();
+        let mut frame = Vec::with_capacity(40);
+        meta::encode_lane_offer(&l.block.record(), &mut frame);
+        let mut zframe = fairmq_zmq::Message::from_slice(&frame);
+        match z.send_uncounted(&mut zframe, 0) {
+            Ok(()) => l.offered.set(Instant::now()),
+            Err(_) => l.block.drop_reference(),
+        }
+    }
+
+    fn push_resent(
+        &mut self,
+        mgr: &Arc<Manager>,
+        z: &fairmq_zmq::Socket,
+        deadline: Deadline,
+    ) -> Result<Wait, TransferError> {
         while let Some((kind, frame)) = self.resend.pop_front() {
-            match self.push(mgr, kind, &frame, deadline) {
+            match self.push(mgr, z, kind, &frame, deadline) {
                 Ok(Wait::Room) => {}
                 other => {
                     self.resend.push_front((kind, frame));
@@ -198,7 +228,14 @@ impl Writer {
     }
 
     /// Appends one entry, waiting for room within `deadline`.
-    fn push(&self, mgr: &Arc<Manager>, kind: u32, entry: &[u8], deadline: Deadline) -> Result<Wait, TransferError> {
+    fn push(
+        &self,
+        mgr: &Arc<Manager>,
+        z: &fairmq_zmq::Socket,
+        kind: u32,
+        entry: &[u8],
+        deadline: Deadline,
+    ) -> Result<Wait, TransferError> {
         let l = self.lane.as_ref().expect("a lane was offered");
         let ring = l.ring();
         let lane_error = |source: LaneError| ShmError::Lane { socket: "(writer)".into(), source };
@@ -225,6 +262,7 @@ impl Writer {
                 }
                 continue;
             }
+            self.reoffer_if_unclaimed(z);
             if let Some(seen) = ring.wait_for_room(entry.len()).map_err(lane_error)? {
                 crate::sys::futex::wait(ring.room_word(), seen, deadline.slice());
             }
@@ -317,7 +355,7 @@ impl Readers {
         let ring = Ring::open(words).map_err(lane_error)?;
         let capacity = ring.capacity();
         if ring.claim(mgr.owner()) {
-            self.lanes.push(LaneBlock { block, capacity });
+            self.lanes.push(LaneBlock { block, capacity, offered: std::cell::Cell::new(Instant::now()) });
         }
         Ok(())
     }

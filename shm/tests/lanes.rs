@@ -1,0 +1,220 @@
+//! Lanes: records between a sender with a single peer and its receiver go through a ring in the
+//! segment. Order, waiting for room (timeout, interruption), frames too large for the ring, a
+//! reader that leaves (what it did not read goes to the next one), and the poller.
+
+mod common;
+use common::*;
+use fairmq_shm::{Message, Poller, Transport};
+use fairmq_zmq::{SocketType, TransferCode};
+use std::time::{Duration, Instant};
+
+const LONG: i32 = 30_000;
+/// Single-record entries a lane's ring holds (64 KiB of 40-byte entries).
+const RING_ENTRIES: usize = (64 << 10) / 40;
+
+fn numbered(t: &Transport, seq: u64) -> Message {
+    t.new_message_from_slice(&seq.to_le_bytes()).unwrap()
+}
+
+fn seq_of(m: &Message) -> u64 {
+    u64::from_le_bytes(m.data()[..8].try_into().unwrap())
+}
+
+#[test]
+fn messages_and_large_multiparts_arrive_in_order_and_everything_comes_back() {
+    let s = Session::new("laneorder");
+    let t = s.transport("t");
+    t.flush();
+    let free0 = t.segment_stats().free;
+    let addr = s.ipc("order");
+    {
+        let pull = t.socket(SocketType::Pull, "in").unwrap();
+        pull.bind(&addr).unwrap();
+        let push = t.socket(SocketType::Push, "out").unwrap();
+        push.connect(&addr).unwrap();
+        let (mut next, mut expected) = (0u64, 0u64);
+        let mut m = t.new_message();
+        for round in 0..20 {
+            for _ in 0..500 {
+                push.send(&mut numbered(&t, next), LONG).unwrap();
+                next += 1;
+            }
+            // 1000 parts: a 28 KB metadata frame, larger than a lane entry may be.
+            let mut parts: Vec<Message> = (0..1000).map(|i| numbered(&t, 1_000_000 * (round + 1) + i)).collect();
+            push.send_parts(&mut parts, LONG).unwrap();
+            assert!(parts.iter().all(Message::is_empty), "sent parts are handed over");
+            for _ in 0..500 {
+                pull.receive(&mut m, LONG).unwrap();
+                assert_eq!(seq_of(&m), expected);
+                expected += 1;
+            }
+            let mut parts = Vec::new();
+            pull.receive_parts(&mut parts, LONG).unwrap();
+            assert_eq!(parts.len(), 1000);
+            for (i, p) in parts.iter().enumerate() {
+                assert_eq!(seq_of(p), 1_000_000 * (round + 1) + i as u64);
+            }
+        }
+        assert_eq!(pull.receive(&mut m, 0).unwrap_err().code(), TransferCode::Timeout, "nothing more");
+        assert_eq!(push.counters().messages_tx, 20 * 501);
+        assert_eq!(pull.counters().messages_rx, 20 * 501);
+    }
+    t.flush();
+    t.check_segment().unwrap();
+    assert_eq!(t.segment_stats().free, free0, "every block came back, the lane's too");
+}
+
+#[test]
+fn a_full_lane_times_out_or_is_interrupted_and_the_sender_keeps_its_message() {
+    let s = Session::new("lanefull");
+    let t = s.transport("t");
+    let addr = s.ipc("full");
+    let pull = t.socket(SocketType::Pull, "in").unwrap();
+    pull.bind(&addr).unwrap();
+    let push = t.socket(SocketType::Push, "out").unwrap();
+    push.connect(&addr).unwrap();
+    let mut sent = 0u64;
+    loop {
+        let mut m = numbered(&t, sent);
+        match push.send(&mut m, 100) {
+            Ok(_) => sent += 1,
+            Err(e) => {
+                assert_eq!(e.code(), TransferCode::Timeout);
+                assert_eq!(seq_of(&m), sent, "the caller keeps the message");
+                assert_eq!(m.refcount(), 1);
+                break;
+            }
+        }
+    }
+    assert_eq!(sent as usize, RING_ENTRIES, "the ring's room, not ZeroMQ's queue, bounds the lane");
+    // Interrupted: at once, message kept; after resume the send waits again (and times out).
+    t.interrupt();
+    let mut m = numbered(&t, sent);
+    let start = Instant::now();
+    assert_eq!(push.send(&mut m, -1).unwrap_err().code(), TransferCode::Interrupted);
+    assert!(start.elapsed() < Duration::from_secs(20));
+    t.resume();
+    assert_eq!(push.send(&mut m, 50).unwrap_err().code(), TransferCode::Timeout);
+    // A reader that takes one makes room for exactly that one.
+    let mut r = t.new_message();
+    pull.receive(&mut r, LONG).unwrap();
+    assert_eq!(seq_of(&r), 0);
+    push.send(&mut m, LONG).unwrap();
+    for expected in 1..=sent {
+        pull.receive(&mut r, LONG).unwrap();
+        assert_eq!(seq_of(&r), expected);
+    }
+}
+
+#[test]
+fn a_sender_waiting_for_room_is_woken_by_an_interrupt_from_another_thread() {
+    let s = Session::new("lanewake");
+    let t = s.transport("t");
+    let addr = s.ipc("wake");
+    let pull = t.socket(SocketType::Pull, "in").unwrap();
+    pull.bind(&addr).unwrap();
+    let push = t.socket(SocketType::Push, "out").unwrap();
+    push.connect(&addr).unwrap();
+    for i in 0..RING_ENTRIES as u64 {
+        push.send(&mut numbered(&t, i), LONG).unwrap();
+    }
+    let t2 = t.clone();
+    let waker = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(200));
+        t2.interrupt();
+    });
+    let mut m = numbered(&t, 99);
+    assert_eq!(push.send(&mut m, -1).unwrap_err().code(), TransferCode::Interrupted);
+    waker.join().unwrap();
+    assert_eq!(seq_of(&m), 99);
+}
+
+#[test]
+fn what_a_reader_that_left_did_not_read_goes_to_the_next_reader() {
+    let s = Session::new("laneleft");
+    let t = s.transport("t");
+    t.flush();
+    let free0 = t.segment_stats().free;
+    let addr = s.ipc("left");
+    {
+        let push = t.socket(SocketType::Push, "out").unwrap();
+        push.connect(&addr).unwrap();
+        let first = t.socket(SocketType::Pull, "first").unwrap();
+        first.bind(&addr).unwrap();
+        for i in 0..10 {
+            push.send(&mut numbered(&t, i), LONG).unwrap();
+        }
+        let mut m = t.new_message();
+        for i in 0..3 {
+            first.receive(&mut m, LONG).unwrap();
+            assert_eq!(seq_of(&m), i);
+        }
+        drop(first); // 7 unread in its lane
+        let second = t.socket(SocketType::Pull, "second").unwrap();
+        second.bind(&addr).unwrap();
+        push.send(&mut numbered(&t, 10), LONG).unwrap();
+        // The new lane's offer may be lost with the old connection (ZeroMQ reconnects later); the
+        // writer's next send after a while offers it again.
+        std::thread::sleep(Duration::from_millis(400));
+        push.send(&mut numbered(&t, 11), LONG).unwrap();
+        for i in 3..=11 {
+            second.receive(&mut m, LONG).unwrap();
+            assert_eq!(seq_of(&m), i, "sent again first, in order, then the new one");
+        }
+        assert_eq!(second.receive(&mut m, 200).unwrap_err().code(), TransferCode::Timeout, "each exactly once");
+    }
+    t.flush();
+    assert_eq!(t.segment_stats().free, free0, "both lanes and every message came back");
+}
+
+#[test]
+fn the_poller_sees_lane_input_and_not_the_wake_frames() {
+    let s = Session::new("lanepoll");
+    let t = s.transport("t");
+    let addr = s.ipc("poll");
+    let pull = t.socket(SocketType::Pull, "in").unwrap();
+    pull.bind(&addr).unwrap();
+    let push = t.socket(SocketType::Push, "out").unwrap();
+    push.connect(&addr).unwrap();
+    let mut poller = Poller::new(&[&pull]);
+    assert_eq!(poller.poll(50).unwrap(), 0);
+    let mut m = t.new_message();
+    for i in 0..50 {
+        push.send(&mut numbered(&t, i), LONG).unwrap();
+        assert_eq!(poller.poll(10_000).unwrap(), 1, "message {i}");
+        assert!(poller.check_input(0));
+        pull.receive(&mut m, 0).unwrap();
+        assert_eq!(seq_of(&m), i);
+        // The reader slept in the poll: the writer's wake frame must not look like input.
+        assert_eq!(poller.poll(20).unwrap(), 0, "after message {i}");
+        assert!(!poller.check_input(0));
+    }
+}
+
+#[test]
+fn a_bound_sender_and_lanes_turned_off_use_the_socket() {
+    let s = Session::new("lanenot");
+    let mut c = s.config("off");
+    c.lanes = false;
+    let off = Transport::new(&c).unwrap();
+    let t = s.transport("on");
+    for (tx, bind_sender) in [(&off, false), (&t, true)] {
+        let addr = s.ipc(&format!("not-{bind_sender}"));
+        let pull = t.socket(SocketType::Pull, "in").unwrap();
+        let push = tx.socket(SocketType::Push, "out").unwrap();
+        if bind_sender {
+            push.bind(&addr).unwrap();
+            pull.connect(&addr).unwrap();
+        } else {
+            pull.bind(&addr).unwrap();
+            push.connect(&addr).unwrap();
+        }
+        let mut msg = numbered(tx, 7);
+        let used = t.segment_stats().used_blocks;
+        push.send(&mut msg, LONG).unwrap();
+        assert_eq!(t.segment_stats().used_blocks, used, "no lane block was allocated");
+        let mut m = t.new_message();
+        pull.receive(&mut m, LONG).unwrap();
+        assert_eq!(seq_of(&m), 7);
+    }
+}
