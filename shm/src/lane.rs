@@ -14,7 +14,7 @@
 //! | 0 | magic | writer, once |
 //! | 1 | ring capacity in bytes (a power of two) | writer, once |
 //! | 2 | writer's owner mark | writer, once |
-//! | 3 | reader's owner mark, 0 while unclaimed | reader, by CAS |
+//! | 3 | reader's owner mark, 0 while unclaimed, [`ORPHANED`] when the writer left first | by CAS |
 //! | 4 | closed bits: [`WRITER_CLOSED`], [`READER_CLOSED`] | each side, once |
 //! | 8 | tail: bytes ever published | writer |
 //! | 16 | head: bytes ever consumed | reader |
@@ -42,6 +42,8 @@ const W_WAITING: usize = 32;
 const W_ROOM: usize = 40;
 /// Words before the ring.
 pub const HEADER_WORDS: usize = 64;
+/// Reader mark of a lane whose writer closed before any reader claimed it.
+pub const ORPHANED: u32 = u32::MAX;
 /// The writer closed its end.
 pub const WRITER_CLOSED: u64 = 1;
 /// The reader closed its end.
@@ -75,6 +77,17 @@ pub fn block_bytes(capacity: u64) -> u64 {
 /// The largest frame an entry holds; larger ones travel indirectly.
 pub fn max_inline(capacity: u64) -> usize {
     (capacity / 4) as usize
+}
+
+/// What a reader's claim found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Claim {
+    /// Claimed while its writer was there.
+    Fresh,
+    /// Claimed after its writer left (the writer's reference is the reader's now).
+    Orphaned,
+    /// Another claim came first (a repeated offer).
+    Taken,
 }
 
 /// One entry taken by the reader: its kind and where its bytes are, until [`Ring::consume`].
@@ -150,9 +163,25 @@ impl<'a> Ring<'a> {
         self.word(W_READER).load(Ordering::Acquire) as u32
     }
 
-    /// The reader claims the lane; false when it was claimed already (a repeated offer).
-    pub fn claim(&self, reader: u32) -> bool {
-        self.word(W_READER).compare_exchange(0, u64::from(reader), Ordering::AcqRel, Ordering::Acquire).is_ok()
+    /// The reader claims the lane.
+    pub fn claim(&self, reader: u32) -> Claim {
+        let w = self.word(W_READER);
+        let mark = u64::from(reader);
+        match w.compare_exchange(0, mark, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => Claim::Fresh,
+            Err(v) if v == u64::from(ORPHANED) => {
+                match w.compare_exchange(v, mark, Ordering::AcqRel, Ordering::Acquire) {
+                    Ok(_) => Claim::Orphaned,
+                    Err(_) => Claim::Taken,
+                }
+            }
+            Err(_) => Claim::Taken,
+        }
+    }
+
+    /// The writer leaves a lane nobody claimed yet; false when a reader claimed it first.
+    pub fn orphan(&self) -> bool {
+        self.word(W_READER).compare_exchange(0, u64::from(ORPHANED), Ordering::AcqRel, Ordering::Acquire).is_ok()
     }
 
     /// Marks one end closed; returns the bits set before.
@@ -181,13 +210,7 @@ impl<'a> Ring<'a> {
     /// Writer: appends an entry of `kind` holding `frame`; false when the ring has no room for it.
     pub fn push(&self, kind: u32, frame: &[u8]) -> Result<bool, LaneError> {
         debug_assert!(frame.len() <= max_inline(self.capacity));
-        let (head, tail) = self.indices()?;
-        let need = 8 + words_for(frame.len()) * 8;
-        let to_end = self.capacity - tail % self.capacity;
-        let skip = if to_end < need { to_end } else { 0 };
-        if tail + skip + need - head > self.capacity {
-            return Ok(false);
-        }
+        let Some((tail, skip, need)) = self.room_for(frame.len())? else { return Ok(false) };
         let mut at = tail;
         if skip > 0 {
             self.ring_word(at).store(u64::from(KIND_SKIP) << 32, Ordering::Relaxed);
@@ -314,11 +337,17 @@ impl<'a> Ring<'a> {
 
     /// Whether a frame of `frame_len` bytes fits now.
     pub fn has_room(&self, frame_len: usize) -> Result<bool, LaneError> {
+        Ok(self.room_for(frame_len)?.is_some())
+    }
+
+    /// Where an entry for a frame of `frame_len` bytes goes: the tail, the filler to skip first (an
+    /// entry never wraps) and the entry's bytes; `None` when that does not fit now.
+    fn room_for(&self, frame_len: usize) -> Result<Option<(u64, u64, u64)>, LaneError> {
         let (head, tail) = self.indices()?;
         let need = 8 + words_for(frame_len) * 8;
         let to_end = self.capacity - tail % self.capacity;
         let skip = if to_end < need { to_end } else { 0 };
-        Ok(tail + skip + need - head <= self.capacity)
+        Ok((tail + skip + need - head <= self.capacity).then_some((tail, skip, need)))
     }
 }
 
@@ -343,8 +372,9 @@ mod tests {
         let w = words(MIN_CAPACITY);
         let writer = Ring::init(&w, MIN_CAPACITY, 7);
         let reader = Ring::open(&w).unwrap();
-        assert!(reader.claim(9) && !reader.claim(10));
+        assert_eq!((reader.claim(9), reader.claim(10)), (Claim::Fresh, Claim::Taken));
         assert_eq!(writer.reader(), 9);
+        assert!(!writer.orphan(), "claimed: not the writer's to leave");
         let mut next_in = 0u32;
         let mut next_out = 0u32;
         for round in 0..2000u32 {
@@ -418,6 +448,16 @@ mod tests {
         assert!(matches!(Ring::open(&w), Err(LaneError::Header)), "capacity beyond the block");
         w[W_MAGIC].store(0, Ordering::Relaxed);
         assert!(matches!(Ring::open(&w[..10]), Err(LaneError::Header)));
+    }
+
+    #[test]
+    fn a_lane_its_writer_left_goes_to_the_first_claim() {
+        let w = words(MIN_CAPACITY);
+        let r = Ring::init(&w, MIN_CAPACITY, 1);
+        assert!(r.orphan());
+        assert_eq!(r.reader(), ORPHANED);
+        assert_eq!((r.claim(5), r.claim(6)), (Claim::Orphaned, Claim::Taken));
+        assert_eq!(r.reader(), 5);
     }
 
     #[test]

@@ -1,8 +1,11 @@
 //! The lanes of one socket: the lane it writes (when it has a single peer) and the lanes it reads.
 //!
-//! Life of a lane: the writer allocates it in its segment, holds one reference and hands the other
-//! over in an offer frame on the socket; the reader that receives the offer claims it. Each side
-//! drops its reference when it is done, the last one frees the block.
+//! Life of a lane: the writer allocates it in its segment and offers it in a frame on the socket
+//! (again if nobody claims it for a while: an offer sent as the peer went away is lost with the
+//! connection). An offer hands over no reference, so a lost one leaks nothing: the reader that
+//! claims the lane takes a reference of its own. Each side drops its reference when it is done,
+//! the last one frees the block; a writer that leaves before any claim leaves its reference to the
+//! first claimant.
 //!
 //! Nothing sent is dropped because a lane ends: when the reader closes its end (or dies), the
 //! writer takes back what it did not read and sends it again first, on a new lane to whichever
@@ -10,11 +13,12 @@
 //! both close, the second one releases what is left (as ZeroMQ drops a closed socket's queue).
 
 use crate::error::ShmError;
-use crate::lane::{self, LaneError, Ring, KIND_FRAME, KIND_INDIRECT, READER_CLOSED, WRITER_CLOSED};
+use crate::lane::{self, Claim, LaneError, Ring, KIND_FRAME, KIND_INDIRECT, READER_CLOSED, WRITER_CLOSED};
 use crate::manager::Manager;
 use crate::message::Message;
 use crate::meta::{self, Record};
 use fairmq_zmq::TransferError;
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -34,48 +38,51 @@ const SWEEP_EVERY: Duration = Duration::from_secs(1);
 /// An entry taken out of a lane: its kind and frame.
 type Taken = (u32, Vec<u8>);
 
-/// When a transfer must end: `None` waits for ever.
+/// When a transfer must end, from its timeout (-1 for ever, 0 no wait, N ms).
 #[derive(Clone, Copy)]
-pub(crate) struct Deadline(Option<Instant>, bool);
+pub(crate) enum Deadline {
+    Now,
+    Never,
+    At(Instant),
+}
 
 impl Deadline {
     pub(crate) fn new(timeout_ms: i32) -> Deadline {
-        let at = (timeout_ms > 0).then(|| Instant::now() + Duration::from_millis(timeout_ms as u64));
-        Deadline(at, timeout_ms == 0)
-    }
-
-    /// Whether the call may not wait at all.
-    pub(crate) fn no_wait(&self) -> bool {
-        self.1
+        match timeout_ms {
+            0 => Deadline::Now,
+            t if t < 0 => Deadline::Never,
+            t => Deadline::At(Instant::now() + Duration::from_millis(t as u64)),
+        }
     }
 
     pub(crate) fn passed(&self) -> bool {
-        self.1 || self.0.is_some_and(|d| Instant::now() >= d)
+        match self {
+            Deadline::Now => true,
+            Deadline::Never => false,
+            Deadline::At(d) => Instant::now() >= *d,
+        }
     }
 
     /// What is left, as a ZeroMQ timeout (-1: for ever, 0: passed).
     pub(crate) fn ms_left(&self) -> i32 {
-        match self.0 {
-            _ if self.1 => 0,
-            None => -1,
-            Some(d) => {
-                let left = d.saturating_duration_since(Instant::now());
-                i32::try_from(left.as_micros().div_ceil(1000)).unwrap_or(i32::MAX)
-            }
+        match self {
+            Deadline::Now => 0,
+            Deadline::Never => -1,
+            Deadline::At(d) => fairmq_zmq::ms_until(*d).map_or(0, |ms| i32::try_from(ms).unwrap_or(i32::MAX)),
         }
     }
 
     fn slice(&self) -> Duration {
-        self.0.map_or(WAIT_SLICE, |d| d.saturating_duration_since(Instant::now()).min(WAIT_SLICE))
+        match self {
+            Deadline::At(d) => d.saturating_duration_since(Instant::now()).min(WAIT_SLICE),
+            _ => WAIT_SLICE,
+        }
     }
 }
 
 struct LaneBlock {
     block: Message,
     capacity: u64,
-    /// Writer: when the lane was last offered (an offer sent just as the peer went away is lost
-    /// with the connection; until a reader claims the lane it is offered again).
-    offered: std::cell::Cell<Instant>,
 }
 
 impl LaneBlock {
@@ -84,25 +91,45 @@ impl LaneBlock {
     }
 }
 
-/// Frees the blocks of entries nobody will read: their messages are dropped.
-fn release_entries(mgr: &Arc<Manager>, entries: impl IntoIterator<Item = Taken>) -> usize {
+/// Frees the blocks of a metadata frame nobody will receive: its messages are dropped (the records
+/// are checked like received ones). Returns how many.
+pub(crate) fn release_frame(mgr: &Arc<Manager>, frame: &[u8]) -> usize {
     let mut records = Vec::new();
+    let _ = meta::decode(frame, &mut records);
+    records.into_iter().filter_map(|r| Message::from_record(mgr, r).ok()).count()
+}
+
+/// [`release_frame`] for lane entries: an indirect entry's frame is in the block it names, which
+/// goes too.
+fn release_entries(mgr: &Arc<Manager>, entries: impl IntoIterator<Item = Taken>) -> usize {
+    let mut holders = Vec::new();
     let mut dropped = 0;
     for (kind, frame) in entries {
-        records.clear();
-        if kind == KIND_INDIRECT {
-            let mut inner = Vec::new();
-            if meta::decode(&frame, &mut inner).is_ok() {
-                for holder in inner.into_iter().filter_map(|r| Message::from_record(mgr, r).ok()) {
-                    let _ = meta::decode(holder.data(), &mut records);
-                }
-            }
-        } else {
-            let _ = meta::decode(&frame, &mut records);
+        if kind != KIND_INDIRECT {
+            dropped += release_frame(mgr, &frame);
+            continue;
         }
-        dropped += records.iter().filter_map(|&r| Message::from_record(mgr, r).ok()).count();
+        holders.clear();
+        let _ = meta::decode(&frame, &mut holders);
+        for holder in holders.drain(..).filter_map(|r| Message::from_record(mgr, r).ok()) {
+            dropped += release_frame(mgr, holder.data());
+        }
     }
     dropped
+}
+
+/// Looks at `ready` until it holds (true) or `SPIN` passed (false).
+fn spin_until(mut ready: impl FnMut() -> bool) -> bool {
+    let until = Instant::now() + SPIN;
+    loop {
+        if ready() {
+            return true;
+        }
+        if Instant::now() >= until {
+            return false;
+        }
+        std::hint::spin_loop();
+    }
 }
 
 /// Turns a frame for the lane into an entry: frames too large for the ring travel in a block of
@@ -121,6 +148,9 @@ fn indirect(mgr: &Arc<Manager>, frame: &[u8], capacity: u64) -> Result<Option<(M
 #[derive(Default)]
 pub(crate) struct Writer {
     lane: Option<LaneBlock>,
+    /// When the lane was last offered (an offer sent just as the peer went away is lost with the
+    /// connection; until a reader claims the lane it is offered again).
+    offered: Cell<Option<Instant>>,
     resend: VecDeque<Taken>,
 }
 
@@ -145,33 +175,37 @@ impl Writer {
             None => (KIND_FRAME, frame),
         };
         loop {
-            if self.lane.as_ref().is_some_and(|l| l.ring().closed() & READER_CLOSED != 0) {
-                self.retire(mgr, false);
-            }
-            if self.lane.is_none() {
+            let Some(l) = &self.lane else {
                 self.offer(mgr, z, deadline)?;
-            } else {
-                self.reoffer_if_unclaimed(z);
+                continue;
+            };
+            if l.ring().closed() & READER_CLOSED != 0 {
+                self.retire(mgr, false);
+                continue;
             }
-            match self.push_resent(mgr, z, deadline)? {
-                Wait::ReaderGone => {
+            if !self.resend.is_empty() {
+                if let Wait::ReaderGone = self.push_resent(mgr, z, deadline)? {
                     self.retire(mgr, true);
                     continue;
                 }
-                Wait::Room => {}
             }
-            match self.push(mgr, z, kind, entry, deadline)? {
-                Wait::ReaderGone => {
-                    self.retire(mgr, true);
-                    continue;
-                }
-                Wait::Room => break,
+            let l = self.lane.as_ref().expect("a lane is there");
+            let ring = l.ring();
+            self.reoffer_if_unclaimed(l, &ring, z);
+            if let Wait::ReaderGone = self.push(mgr, z, l, &ring, kind, entry, deadline)? {
+                self.retire(mgr, true);
+                continue;
             }
+            // A reader asleep in its socket gets a wake frame (one per sleep). A full queue means
+            // frames wait for it anyway, so a failed wake changes nothing.
+            if ring.reader_needs_wake() {
+                let _ = z.send_uncounted(&mut fairmq_zmq::Message::from_slice(&meta::WAKE_FRAME), 0);
+            }
+            break;
         }
         if let Some((mut h, _)) = holder.take() {
             h.hand_over();
         }
-        self.wake_reader(z);
         Ok(())
     }
 
@@ -179,33 +213,25 @@ impl Writer {
         let block = Message::allocate(mgr.clone(), lane::block_bytes(CAPACITY) as usize, 64)?;
         let words = block.words().ok_or(ShmError::Config("a lane block is not whole words".into()))?;
         Ring::init(words, CAPACITY, mgr.owner());
-        block.add_reference(); // the reader's, handed over with the offer
-        let mut frame = Vec::with_capacity(40);
-        meta::encode_lane_offer(&block.record(), &mut frame);
-        let mut zframe = fairmq_zmq::Message::from_slice(&frame);
-        if let Err(e) = z.send_uncounted(&mut zframe, deadline.ms_left()) {
-            block.drop_reference();
-            return Err(e);
-        }
-        self.lane = Some(LaneBlock { block, capacity: CAPACITY, offered: std::cell::Cell::new(Instant::now()) });
+        let lane = LaneBlock { block, capacity: CAPACITY };
+        self.send_offer(&lane, z, deadline.ms_left())?;
+        self.lane = Some(lane);
         Ok(())
     }
 
-    /// Offers an unclaimed lane again once `REOFFER` passed. Each offer hands over a reference: a
-    /// reader that claimed the lane already drops the extra one; a lost offer keeps the block
-    /// allocated until the session ends (a lane, never messages).
-    fn reoffer_if_unclaimed(&self, z: &fairmq_zmq::Socket) {
-        let Some(l) = &self.lane else { return };
-        if l.ring().reader() != 0 || l.offered.get().elapsed() < REOFFER {
-            return;
-        }
-        l.block.add_reference();
+    /// Sends an offer of `l` on the socket.
+    fn send_offer(&self, l: &LaneBlock, z: &fairmq_zmq::Socket, timeout_ms: i32) -> Result<(), TransferError> {
         let mut frame = Vec::with_capacity(40);
         meta::encode_lane_offer(&l.block.record(), &mut frame);
-        let mut zframe = fairmq_zmq::Message::from_slice(&frame);
-        match z.send_uncounted(&mut zframe, 0) {
-            Ok(()) => l.offered.set(Instant::now()),
-            Err(_) => l.block.drop_reference(),
+        z.send_uncounted(&mut fairmq_zmq::Message::from_slice(&frame), timeout_ms)?;
+        self.offered.set(Some(Instant::now()));
+        Ok(())
+    }
+
+    /// Offers an unclaimed lane again once `REOFFER` passed.
+    fn reoffer_if_unclaimed(&self, l: &LaneBlock, ring: &Ring<'_>, z: &fairmq_zmq::Socket) {
+        if ring.reader() == 0 && self.offered.get().is_none_or(|t| t.elapsed() >= REOFFER) {
+            let _ = self.send_offer(l, z, 0);
         }
     }
 
@@ -215,8 +241,10 @@ impl Writer {
         z: &fairmq_zmq::Socket,
         deadline: Deadline,
     ) -> Result<Wait, TransferError> {
+        let l = self.lane.as_ref().expect("a lane was offered");
+        let ring = l.ring();
         while let Some((kind, frame)) = self.resend.pop_front() {
-            match self.push(mgr, z, kind, &frame, deadline) {
+            match self.push(mgr, z, l, &ring, kind, &frame, deadline) {
                 Ok(Wait::Room) => {}
                 other => {
                     self.resend.push_front((kind, frame));
@@ -227,17 +255,18 @@ impl Writer {
         Ok(Wait::Room)
     }
 
-    /// Appends one entry, waiting for room within `deadline`.
+    /// Appends one entry to `l`, waiting for room within `deadline`.
+    #[allow(clippy::too_many_arguments)] // the lane and its ring view, made once per send
     fn push(
         &self,
         mgr: &Arc<Manager>,
         z: &fairmq_zmq::Socket,
+        l: &LaneBlock,
+        ring: &Ring<'_>,
         kind: u32,
         entry: &[u8],
         deadline: Deadline,
     ) -> Result<Wait, TransferError> {
-        let l = self.lane.as_ref().expect("a lane was offered");
-        let ring = l.ring();
         let lane_error = |source: LaneError| ShmError::Lane { socket: "(writer)".into(), source };
         let mut spun = false;
         loop {
@@ -256,26 +285,13 @@ impl Writer {
             }
             if !spun {
                 spun = true;
-                let until = Instant::now() + SPIN;
-                while Instant::now() < until && !ring.has_room(entry.len()).map_err(lane_error)? {
-                    std::hint::spin_loop();
-                }
+                // A damaged ring ends the spin; the next push reports it.
+                spin_until(|| ring.has_room(entry.len()).unwrap_or(true));
                 continue;
             }
-            self.reoffer_if_unclaimed(z);
+            self.reoffer_if_unclaimed(l, ring, z);
             if let Some(seen) = ring.wait_for_room(entry.len()).map_err(lane_error)? {
                 crate::sys::futex::wait(ring.room_word(), seen, deadline.slice());
-            }
-        }
-    }
-
-    /// After publishing: a reader asleep in its socket gets a wake frame (one per sleep). A full
-    /// queue means frames wait for it anyway, so a failed wake changes nothing.
-    fn wake_reader(&self, z: &fairmq_zmq::Socket) {
-        if let Some(l) = &self.lane {
-            if l.ring().reader_needs_wake() {
-                let mut f = fairmq_zmq::Message::from_slice(&meta::WAKE_FRAME);
-                let _ = z.send_uncounted(&mut f, 0);
             }
         }
     }
@@ -311,8 +327,13 @@ impl Writer {
     /// (its offer may still wait in ZeroMQ's queue, which linger delivers without the reader's
     /// help). A lane whose offer never reaches a peer stays in the segment until the session ends.
     pub(crate) fn close(&mut self, mgr: &Arc<Manager>) {
-        if let Some(l) = self.lane.take() {
+        if let Some(mut l) = self.lane.take() {
             let ring = l.ring();
+            if ring.orphan() {
+                ring.close(WRITER_CLOSED);
+                l.block.hand_over(); // our reference is the first claimant's
+                return self.release_resend(mgr);
+            }
             let reader = ring.reader();
             let before = ring.close(WRITER_CLOSED);
             let dead = reader != 0 && before & READER_CLOSED == 0 && !mgr.owner_alive(reader);
@@ -325,6 +346,11 @@ impl Writer {
                 l.block.drop_reference(); // the dead reader's
             }
         }
+        self.release_resend(mgr);
+    }
+
+    /// Drops what was taken back from a reader that left and could not go out again.
+    fn release_resend(&mut self, mgr: &Arc<Manager>) {
         let n = release_entries(mgr, self.resend.drain(..));
         if n > 0 {
             log::warn!("{n} messages sent to a peer that left were dropped when the socket closed");
@@ -347,16 +373,26 @@ pub(crate) enum Got {
 }
 
 impl Readers {
-    /// Claims a lane a peer offered (a lane claimed already is not ours: our reference goes back).
+    /// Claims a lane a peer offered, with a reference of our own (the offer handed over none).
     pub(crate) fn attach(&mut self, mgr: &Arc<Manager>, rec: Record, socket: &str) -> Result<(), ShmError> {
-        let block = Message::from_record(mgr, rec)?;
-        let lane_error = |source| ShmError::Lane { socket: socket.to_owned(), source };
-        let words = block.words().ok_or(lane_error(LaneError::Header))?;
-        let ring = Ring::open(words).map_err(lane_error)?;
-        let capacity = ring.capacity();
-        if ring.claim(mgr.owner()) {
-            self.lanes.push(LaneBlock { block, capacity, offered: std::cell::Cell::new(Instant::now()) });
+        let mut block = Message::from_record(mgr, rec)?;
+        let opened = block.words().ok_or(LaneError::Header).and_then(|w| Ring::open(w).map(|r| r.capacity()));
+        let capacity = match opened {
+            Ok(c) => c,
+            Err(source) => {
+                block.hand_over(); // not ours to drop
+                return Err(ShmError::Lane { socket: socket.to_owned(), source });
+            }
+        };
+        // Taken before the claim, so a claim never holds a block without its reference.
+        block.add_reference();
+        let lane = LaneBlock { block, capacity };
+        match lane.ring().claim(mgr.owner()) {
+            Claim::Fresh => {}
+            Claim::Orphaned => lane.block.drop_reference(), // the writer left us its own
+            Claim::Taken => return Ok(()),                  // a repeated offer: ours goes back
         }
+        self.lanes.push(lane);
         Ok(())
     }
 
@@ -407,18 +443,9 @@ impl Readers {
         self.lanes.iter().any(|l| !l.ring().is_empty().unwrap_or(false))
     }
 
-    /// Looks at the lanes until `SPIN` passed or one has an entry.
+    /// Looks at the lanes until `SPIN` passed or one has an entry (at once false without lanes).
     pub(crate) fn spin(&self) -> bool {
-        let until = Instant::now() + SPIN;
-        loop {
-            if self.any_ready() {
-                return true;
-            }
-            if Instant::now() >= until {
-                return false;
-            }
-            std::hint::spin_loop();
-        }
+        !self.lanes.is_empty() && spin_until(|| self.any_ready())
     }
 
     /// Before sleeping in the socket: marks every lane's reader asleep; false (nothing marked) when

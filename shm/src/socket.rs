@@ -4,7 +4,7 @@
 //! payload bytes, not metadata bytes.
 
 use crate::error::ShmError;
-use crate::lanes::{Deadline, Got, Readers, Writer};
+use crate::lanes::{release_frame, Deadline, Got, Readers, Writer};
 use crate::manager::Manager;
 use crate::message::Message;
 use crate::meta::{self, MetaError, Record};
@@ -63,10 +63,7 @@ impl Drop for Socket {
         self.lanes.readers.get_mut().close(&self.mgr);
         if let Some(f) = self.lanes.stash.get_mut().take() {
             // Messages received but never taken: their blocks go back (ZeroMQ drops such frames).
-            let mut recs = Vec::new();
-            if meta::decode(f.data(), &mut recs).is_ok() {
-                recs.into_iter().filter_map(|r| Message::from_record(&self.mgr, r).ok()).for_each(drop);
-            }
+            release_frame(&self.mgr, f.data());
         }
         // A lane freed here is a large block: back to the segment now, not when the list is long.
         self.mgr.flush(false);
@@ -327,10 +324,10 @@ impl Socket {
                 Polled::Control => continue, // a new lane may have input
                 Polled::Nothing => {}
             }
-            if deadline.no_wait() {
+            if matches!(deadline, Deadline::Now) {
                 return Err(TransferError::Timeout);
             }
-            if !self.lanes.readers.borrow().is_empty() && self.lanes.readers.borrow().spin() {
+            if self.lanes.readers.borrow().spin() {
                 continue;
             }
             self.mgr.flush(false);
@@ -346,6 +343,19 @@ impl Socket {
                 Err(TransferError::Timeout) if !deadline.passed() => {}
                 Err(e) => return Err(e),
             }
+        }
+    }
+
+    /// Receives a frame and hands its bytes to `use_frame`, wherever they are.
+    fn receive_with<T>(
+        &self,
+        timeout_ms: i32,
+        use_frame: impl FnOnce(&[u8]) -> Result<T, TransferError>,
+    ) -> Result<T, TransferError> {
+        match self.receive_frame(timeout_ms)? {
+            Frame::Zmq(f) => use_frame(f.data()),
+            Frame::Lane => use_frame(&self.lanes.frame.borrow()),
+            Frame::Block(m) => use_frame(m.data()),
         }
     }
 
@@ -372,34 +382,21 @@ impl Socket {
     /// Receives one message into `msg` (its previous block is released). A multipart frame is an
     /// error here (its blocks are released).
     pub fn receive(&self, msg: &mut Message, timeout_ms: i32) -> TransferResult {
-        let frame = self.receive_frame(timeout_ms)?;
-        let lane_frame;
-        let data: &[u8] = match &frame {
-            Frame::Zmq(f) => f.data(),
-            Frame::Lane => {
-                lane_frame = self.lanes.frame.borrow();
-                &lane_frame
+        *msg = self.receive_with(timeout_ms, |data| {
+            // The common case, one record alone in its frame, without the multipart machinery.
+            if let Ok((rec, n)) = Record::decode(data) {
+                if data[n..].iter().all(|&b| b == 0) {
+                    return Message::from_record(&self.mgr, rec).map_err(meta_error);
+                }
             }
-            Frame::Block(m) => m.data(),
-        };
-        // The common case, one record alone in its frame, without the multipart machinery.
-        let single = match Record::decode(data) {
-            Ok((rec, n)) if data[n..].iter().all(|&b| b == 0) => Some(rec),
-            _ => None,
-        };
-        let received = match single {
-            Some(rec) => Message::from_record(&self.mgr, rec).map_err(meta_error)?,
-            None => {
-                let (_, recs) = &mut *self.scratch.borrow_mut();
-                recs.clear();
-                meta::decode(data, recs).map_err(meta_error)?;
-                let mut got = Vec::with_capacity(recs.len());
-                self.messages(recs, &mut got)?;
-                // A valid frame that is not a single record is a multipart; its parts are released.
-                return Err(meta_error(MetaError::Multipart(got.len())));
-            }
-        };
-        *msg = received;
+            let (_, recs) = &mut *self.scratch.borrow_mut();
+            recs.clear();
+            meta::decode(data, recs).map_err(meta_error)?;
+            let mut got = Vec::with_capacity(recs.len());
+            self.messages(recs, &mut got)?;
+            // A valid frame that is not a single record is a multipart; its parts are released.
+            Err(meta_error(MetaError::Multipart(got.len())))
+        })?;
         let size = msg.size();
         self.z.shared_counters().record_rx(size);
         Ok(size)
@@ -407,22 +404,12 @@ impl Socket {
 
     /// Receives a multipart (or single) message and appends its parts to `parts`.
     pub fn receive_parts(&self, parts: &mut Vec<Message>, timeout_ms: i32) -> TransferResult {
-        let frame = self.receive_frame(timeout_ms)?;
-        let lane_frame;
-        let data: &[u8] = match &frame {
-            Frame::Zmq(f) => f.data(),
-            Frame::Lane => {
-                lane_frame = self.lanes.frame.borrow();
-                &lane_frame
-            }
-            Frame::Block(m) => m.data(),
-        };
-        let total = {
+        let total = self.receive_with(timeout_ms, |data| {
             let (_, recs) = &mut *self.scratch.borrow_mut();
             recs.clear();
             meta::decode(data, recs).map_err(meta_error)?;
-            self.messages(recs, parts)?
-        };
+            self.messages(recs, parts)
+        })?;
         self.z.shared_counters().record_rx(total);
         Ok(total)
     }
@@ -449,9 +436,10 @@ impl fairmq_zmq::PollHook for Socket {
                     *self.lanes.stash.borrow_mut() = Some(f);
                     return true;
                 }
-                Ok(Polled::Control) => {}
+                // A bad control frame was logged and dropped: look on.
+                Ok(Polled::Control) | Err(TransferError::Transport(_)) => {}
                 Ok(Polled::Nothing) | Err(TransferError::Interrupted | TransferError::Timeout) => return false,
-                // A bad frame: the receive that follows reports it.
+                // The socket failed: the receive that follows reports it.
                 Err(_) => return true,
             }
         }

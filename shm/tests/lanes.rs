@@ -28,10 +28,7 @@ fn messages_and_large_multiparts_arrive_in_order_and_everything_comes_back() {
     let free0 = t.segment_stats().free;
     let addr = s.ipc("order");
     {
-        let pull = t.socket(SocketType::Pull, "in").unwrap();
-        pull.bind(&addr).unwrap();
-        let push = t.socket(SocketType::Push, "out").unwrap();
-        push.connect(&addr).unwrap();
+        let (pull, push) = linked(&t, SocketType::Pull, SocketType::Push, &addr);
         let (mut next, mut expected) = (0u64, 0u64);
         let mut m = t.new_message();
         for round in 0..20 {
@@ -69,10 +66,7 @@ fn a_full_lane_times_out_or_is_interrupted_and_the_sender_keeps_its_message() {
     let s = Session::new("lanefull");
     let t = s.transport("t");
     let addr = s.ipc("full");
-    let pull = t.socket(SocketType::Pull, "in").unwrap();
-    pull.bind(&addr).unwrap();
-    let push = t.socket(SocketType::Push, "out").unwrap();
-    push.connect(&addr).unwrap();
+    let (pull, push) = linked(&t, SocketType::Pull, SocketType::Push, &addr);
     let mut sent = 0u64;
     loop {
         let mut m = numbered(&t, sent);
@@ -111,10 +105,7 @@ fn a_sender_waiting_for_room_is_woken_by_an_interrupt_from_another_thread() {
     let s = Session::new("lanewake");
     let t = s.transport("t");
     let addr = s.ipc("wake");
-    let pull = t.socket(SocketType::Pull, "in").unwrap();
-    pull.bind(&addr).unwrap();
-    let push = t.socket(SocketType::Push, "out").unwrap();
-    push.connect(&addr).unwrap();
+    let (_pull, push) = linked(&t, SocketType::Pull, SocketType::Push, &addr);
     for i in 0..RING_ENTRIES as u64 {
         push.send(&mut numbered(&t, i), LONG).unwrap();
     }
@@ -172,10 +163,7 @@ fn the_poller_sees_lane_input_and_not_the_wake_frames() {
     let s = Session::new("lanepoll");
     let t = s.transport("t");
     let addr = s.ipc("poll");
-    let pull = t.socket(SocketType::Pull, "in").unwrap();
-    pull.bind(&addr).unwrap();
-    let push = t.socket(SocketType::Push, "out").unwrap();
-    push.connect(&addr).unwrap();
+    let (pull, push) = linked(&t, SocketType::Pull, SocketType::Push, &addr);
     let mut poller = Poller::new(&[&pull]);
     assert_eq!(poller.poll(50).unwrap(), 0);
     let mut m = t.new_message();

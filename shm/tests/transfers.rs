@@ -4,23 +4,10 @@
 mod common;
 use common::*;
 use fairmq_shm::meta::Record;
-use fairmq_zmq::{AttachOptions, Method, SocketType, TransferError};
+use fairmq_zmq::{SocketType, TransferError};
 use std::time::{Duration, Instant};
 
 const LONG: i32 = 10_000;
-
-fn linked(
-    t: &fairmq_shm::Transport,
-    a: SocketType,
-    b: SocketType,
-    address: &str,
-) -> (fairmq_shm::Socket, fairmq_shm::Socket) {
-    let sa = t.socket(a, "a").unwrap();
-    let sb = t.socket(b, "b").unwrap();
-    let bound = sa.attach(address, &AttachOptions::new(Some(Method::Bind))).unwrap();
-    sb.connect(&bound).unwrap();
-    (sa, sb)
-}
 
 /// One address per protocol for the endpoint `what`.
 fn addresses(s: &Session, what: &str) -> [String; 3] {

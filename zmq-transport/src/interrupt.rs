@@ -80,7 +80,7 @@ impl Interrupter {
 
 /// Time left before `deadline`, rounded up to whole ms so a wait never ends just short of it;
 /// `None` once it passed.
-pub(crate) fn ms_until(deadline: Instant) -> Option<i64> {
+pub fn ms_until(deadline: Instant) -> Option<i64> {
     let left = deadline.checked_duration_since(Instant::now())?;
     if left.is_zero() {
         return None;

@@ -53,7 +53,7 @@ pub use endpoint::{split_endpoints, validate_address, Endpoint, Method, Protocol
 pub use error::{
     transfer_code, AddressProblem, AllocError, PollError, SocketError, TransferCode, TransferError, TransferResult,
 };
-pub use interrupt::Interrupter;
+pub use interrupt::{ms_until, Interrupter};
 pub use message::Message;
 pub use options::{AttachOptions, SocketOptions};
 pub use poller::{PollHook, Poller};

@@ -142,6 +142,8 @@ impl<'a> Poller<'a> {
         for (i, h) in self.hooks.iter().enumerate() {
             if let Some(h) = h {
                 if !h.arm() {
+                    // Its input arrived meanwhile.
+                    self.hooked[i].0 = true;
                     self.hooks[..i].iter().flatten().for_each(|h| h.disarm());
                     return (true, 0);
                 }
@@ -155,12 +157,13 @@ impl<'a> Poller<'a> {
         let armed = !early && wait != 0;
         for (i, h) in self.hooks.iter().enumerate() {
             if let Some(h) = h {
+                // After a wait the socket's own input may be only wake frames: the hook decides.
+                // Without one, what `before_wait` found stands.
                 if armed {
                     h.disarm();
+                    self.hooked[i].0 = h.input_ready();
                 }
-                // The socket's own input may be only wake frames: the hook decides.
-                let input = self.hooked[i].0 || h.input_ready();
-                self.hooked[i] = (input, self.items[i].is_writable() && h.output_ready());
+                self.hooked[i].1 = self.items[i].is_writable() && h.output_ready();
             }
         }
     }

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use fairmq_shm::{management, Names, ShmConfig, Transport};
+use fairmq_zmq::{AttachOptions, Method, SocketType};
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -131,4 +132,18 @@ impl Drop for Peer {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// Two sockets of `t`, the first bound to `address`, the second connected to it.
+pub fn linked(
+    t: &fairmq_shm::Transport,
+    a: SocketType,
+    b: SocketType,
+    address: &str,
+) -> (fairmq_shm::Socket, fairmq_shm::Socket) {
+    let sa = t.socket(a, "a").unwrap();
+    let sb = t.socket(b, "b").unwrap();
+    let bound = sa.attach(address, &AttachOptions::new(Some(Method::Bind))).unwrap();
+    sb.connect(&bound).unwrap();
+    (sa, sb)
 }
