@@ -49,14 +49,13 @@ pub fn sender(a: &RoleArgs) -> Res<()> {
         m
     };
     let duration = a.send_duration();
-    let batch = workload::clock_batch(size, parts);
     if parts == 1 {
-        workload::send_for(duration, batch, |seq| {
+        workload::send_for(duration, |seq| {
             s.send(&mut fresh(seq), -1).expect("send");
         });
     } else {
         let mut msgs = Vec::with_capacity(parts);
-        workload::send_for(duration, batch, |seq| {
+        workload::send_for(duration, |seq| {
             msgs.clear();
             msgs.extend((0..parts).map(|_| fresh(seq)));
             s.send_parts(&mut msgs, -1).expect("send");
