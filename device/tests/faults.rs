@@ -256,6 +256,44 @@ fn a_receiver_killed_mid_stream_the_sender_goes_on_and_a_new_one_gets_the_rest()
     }
 }
 
+/// The same with the receiver bound and the sender connected to it alone, so that shmem records
+/// travel through a lane (a ring in the segment) rather than the socket. May be lost: what the
+/// killed receiver had taken from the ring. What it had not taken yet the sender sends again, first,
+/// to the next receiver: everything from the first message that receiver gets arrives once, in order.
+#[test]
+fn a_lane_receiver_killed_mid_stream_its_unread_records_reach_the_next_receiver() {
+    for tr in TRANSPORTS {
+        let s = Session::new();
+        let t = tester(&s, tr);
+        let address = s.ipc("data");
+        let mut sink = device(
+            &s,
+            tr,
+            env!("CARGO_BIN_EXE_fairmq-sink"),
+            "sink1",
+            &["--channel-config".into(), format!("name=data,type=pull,method=bind,address={address},rateLogging=1")],
+        );
+        sink.expect("data[0]: in: ");
+        let stop = Arc::new(AtomicBool::new(false));
+        let sending = sender(&t, &address, Method::Connect, u64::MAX, stop.clone());
+        // Killed once it has received (a rate line with a non-zero rate).
+        let mut lines = 1;
+        while !sink.seen.iter().any(|l| l.contains("data[0]: in: ") && !l.contains("data[0]: in: 0 (")) {
+            lines += 1;
+            sink.expect_count("data[0]: in: ", lines);
+        }
+        kill(&mut sink);
+        let collector = Collector::start(&t, &address, Method::Bind);
+        collector.wait_for("traffic to the new receiver", |c| c.count() >= 2000);
+        stop.store(true, Ordering::SeqCst);
+        let (sent, _open) = sending.join().unwrap();
+        collector.wait_for("the last message", |c| c.max() == Some(sent - 1));
+        let seqs = collector.finish();
+        let first = seqs[0];
+        assert_eq!(seqs, (first..sent).collect::<Vec<_>>(), "{tr}: everything after the first one, once, in order");
+    }
+}
+
 /// May be lost: nothing the receiver took; messages the killed sender had not sent yet never
 /// existed. The receiver survives and keeps working with a new sender.
 #[test]

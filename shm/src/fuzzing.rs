@@ -251,6 +251,73 @@ pub fn region_acks(data: &[u8]) {
     assert_eq!(q.pending(), 0);
 }
 
+/// Target `lane_words`: what a peer can leave in the block of a lane (see `lane.rs`).
+///
+/// Byte 0, bit 0 clear, *raw*: the following bytes fill the block's words (room for a ring of
+/// twice the smallest capacity; missing bytes read as zero; bit 1 set keeps a valid magic, so the
+/// fuzzer need not guess it). A reader opens the lane and reads until it is empty or refuses a word:
+/// nothing panics or reads outside the block, no entry is longer than an entry may be, and no more
+/// entries come out than the ring holds. A writer then pushes into what is left, and a reader that
+/// abandons the lane takes the rest: both refuse corrupt words or stay inside the ring.
+///
+/// Bit 0 set, *round trip*: bytes 1..3 the start index in words, then frames as a length byte (in
+/// units of 4 bytes) and the bytes. A writer pushes each frame, a reader drains the ring whenever it
+/// is full and at the end: the frames come out whole, in order and once, from any start (so across
+/// every kind of wrap).
+pub fn lane_words(data: &[u8]) {
+    use crate::lane::{block_bytes, max_inline, Ring, KIND_FRAME, MIN_CAPACITY};
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+    let byte = |i: usize| data.get(i).copied().unwrap_or(0);
+    let words: Vec<AtomicU64> = (0..block_bytes(2 * MIN_CAPACITY) / 8).map(|_| AtomicU64::new(0)).collect();
+    let fresh = Ring::init(&words, MIN_CAPACITY, 1);
+    let drain = |r: &Ring<'_>, out: &mut Vec<Vec<u8>>| {
+        let mut bytes = Vec::new();
+        let mut n = 0;
+        while let Ok(Some(e)) = r.peek() {
+            assert!(e.len <= max_inline(r.capacity()), "an entry longer than an entry may be: {e:?}");
+            r.read(&e, &mut bytes);
+            assert_eq!(bytes.len(), e.len);
+            r.consume(&e);
+            out.push(bytes.clone());
+            n += 1;
+            assert!(n <= r.capacity() / 8, "more entries than the ring holds");
+        }
+    };
+    if byte(0) & 1 == 0 {
+        let magic = words[0].load(Relaxed);
+        for (w, chunk) in words.iter().zip(data.get(1..).unwrap_or(&[]).chunks(8)) {
+            w.store(u64::from_le_bytes(std::array::from_fn(|i| chunk.get(i).copied().unwrap_or(0))), Relaxed);
+        }
+        if byte(0) & 2 != 0 {
+            words[0].store(magic, Relaxed);
+        }
+        let Ok(r) = Ring::open(&words) else { return };
+        drain(&r, &mut Vec::new());
+        let frame = &data[..data.len().min(max_inline(r.capacity()))];
+        let _ = r.push(KIND_FRAME, frame);
+        let mut rest = Vec::new();
+        if r.take_all(&mut rest).is_ok() {
+            assert!(rest.len() as u64 <= r.capacity() / 8, "more entries than the ring holds");
+        }
+        return;
+    }
+    let start = u64::from(u16::from_le_bytes([byte(1), byte(2)])) * 8;
+    fresh.force_indices(start, start);
+    let (mut sent, mut got) = (Vec::new(), Vec::new());
+    let mut frames = data.get(3..).unwrap_or(&[]);
+    while let Some((&len, rest)) = frames.split_first() {
+        let (frame, tail) = rest.split_at((usize::from(len) * 4).min(rest.len()));
+        frames = tail;
+        if !fresh.push(KIND_FRAME, frame).expect("sound indices") {
+            drain(&fresh, &mut got);
+            assert!(fresh.push(KIND_FRAME, frame).expect("sound indices"), "an empty ring refused a frame");
+        }
+        sent.push(frame.to_vec());
+    }
+    drain(&fresh, &mut got);
+    assert_eq!(got, sent, "frames lost, changed, duplicated or reordered");
+}
+
 /// Seed inputs for the shared-memory targets, made by the encoder against the fixture (so they
 /// name its live blocks): `(target, name, bytes)`.
 pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
@@ -320,7 +387,52 @@ pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
     ] {
         out.push(("region_acks", name.to_owned(), bytes));
     }
+    out.extend(lane_seeds());
     out
+}
+
+/// Seeds of `lane_words`: lanes a writer filled (intact, and with targeted corruptions of an entry,
+/// the indices and the header) and round trips that wrap.
+fn lane_seeds() -> Vec<(&'static str, String, Vec<u8>)> {
+    use crate::lane::{block_bytes, Ring, KIND_FRAME, KIND_INDIRECT, MIN_CAPACITY};
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+    let raw = |damage: &dyn Fn(&[AtomicU64])| {
+        let words: Vec<AtomicU64> = (0..block_bytes(2 * MIN_CAPACITY) / 8).map(|_| AtomicU64::new(0)).collect();
+        let r = Ring::init(&words, MIN_CAPACITY, 1);
+        r.force_indices(4000, 4000);
+        for (i, frame) in [&b"one"[..], &[7; 100], &[9; 28], &[1; 1000]].into_iter().enumerate() {
+            let kind = if i == 2 { KIND_INDIRECT } else { KIND_FRAME };
+            assert!(r.push(kind, frame).expect("a fresh lane"), "the seed frames fit");
+        }
+        damage(&words);
+        let mut v = vec![2u8];
+        v.extend(words.iter().flat_map(|w| w.load(Relaxed).to_le_bytes()));
+        v
+    };
+    // Word indices as lane.rs lays them out: capacity 1, head 16, first ring word 64.
+    let entry = 64 + (4000 % MIN_CAPACITY as usize) / 8;
+    let round_trip = |start: u16, frames: &[(u8, u8)]| {
+        let mut v = vec![1u8];
+        v.extend_from_slice(&start.to_le_bytes());
+        for &(len, fill) in frames {
+            v.push(len);
+            v.extend(std::iter::repeat_n(fill, usize::from(len) * 4));
+        }
+        v
+    };
+    vec![
+        ("lane_words", "raw-intact".to_owned(), raw(&|_| {})),
+        ("lane_words", "raw-entry-too-long".to_owned(), raw(&|w| w[entry].store(5000 | 1 << 32, Relaxed))),
+        ("lane_words", "raw-unknown-kind".to_owned(), raw(&|w| w[entry].store(3 | 9 << 32, Relaxed))),
+        ("lane_words", "raw-head-past-tail".to_owned(), raw(&|w| w[16].store(1 << 40, Relaxed))),
+        ("lane_words", "raw-capacity-beyond-block".to_owned(), raw(&|w| w[1].store(4 * MIN_CAPACITY, Relaxed))),
+        ("lane_words", "round-trip-small".to_owned(), round_trip(0, &[(1, 3), (0, 0), (2, 4)])),
+        (
+            "lane_words",
+            "round-trip-wraps".to_owned(),
+            round_trip(500, &[(200, 1), (255, 2), (100, 3), (255, 4), (9, 5)]),
+        ),
+    ]
 }
 
 /// Runs `run` on every file of `<fuzz_dir>/corpus/<target>` and `<fuzz_dir>/artifacts/<target>`
@@ -359,6 +471,7 @@ mod tests {
                 "meta_record" => meta_record(&bytes),
                 "meta_batch" => meta_batch(&bytes),
                 "region_acks" => region_acks(&bytes),
+                "lane_words" => lane_words(&bytes),
                 t => panic!("seed {name} of unknown target {t}"),
             }
         }

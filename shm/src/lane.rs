@@ -58,6 +58,9 @@ pub const KIND_INDIRECT: u32 = 3;
 pub const MIN_CAPACITY: u64 = 4096;
 pub const MAX_CAPACITY: u64 = 16 << 20;
 
+/// Largest head or tail a sound lane has.
+const MAX_INDEX: u64 = 1 << 62;
+
 /// Why a lane's shared words cannot be trusted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LaneError {
@@ -193,13 +196,23 @@ impl<'a> Ring<'a> {
         self.word(W_CLOSED).load(Ordering::Acquire)
     }
 
+    /// Head and tail, checked: in order, at most a ring apart, word-aligned, and far below the end
+    /// of the index space (2^62 bytes are never published), so no index arithmetic can overflow.
     fn indices(&self) -> Result<(u64, u64), LaneError> {
         let head = self.word(W_HEAD).load(Ordering::Acquire);
         let tail = self.word(W_TAIL).load(Ordering::Acquire);
         match tail.checked_sub(head) {
-            Some(used) if used <= self.capacity && head % 8 == 0 && tail % 8 == 0 => Ok((head, tail)),
+            Some(used) if used <= self.capacity && head % 8 == 0 && tail % 8 == 0 && tail <= MAX_INDEX => {
+                Ok((head, tail))
+            }
             _ => Err(LaneError::Indices { head, tail, capacity: self.capacity }),
         }
+    }
+
+    /// Sets head and tail, as a peer could (for the fuzz target).
+    pub(crate) fn force_indices(&self, head: u64, tail: u64) {
+        self.word(W_HEAD).store(head, Ordering::Relaxed);
+        self.word(W_TAIL).store(tail, Ordering::Relaxed);
     }
 
     /// Whether nothing is waiting to be read.
@@ -435,6 +448,9 @@ mod tests {
         r.push(KIND_FRAME, b"hello").unwrap();
         w[W_TAIL].store(MIN_CAPACITY * 3, Ordering::Relaxed);
         assert!(matches!(r.peek(), Err(LaneError::Indices { .. })));
+        r.force_indices(u64::MAX - 7, u64::MAX - 7);
+        assert!(matches!(r.push(KIND_FRAME, b"x"), Err(LaneError::Indices { .. })), "indices near the end");
+        r.force_indices(0, 0);
         w[W_TAIL].store(16, Ordering::Relaxed);
         w[HEADER_WORDS].store(u64::from(u32::MAX) | 1 << 32, Ordering::Relaxed);
         assert!(matches!(r.peek(), Err(LaneError::Entry { .. })));

@@ -33,6 +33,11 @@ fn region_acks() {
 }
 
 #[test]
+fn lane_words() {
+    replay("lane_words", fuzzing::lane_words);
+}
+
+#[test]
 fn seeds_are_in_the_corpus() {
     let write = std::env::var_os("FAIRMQ_FUZZ_WRITE_SEEDS").is_some_and(|v| v == "1");
     for (target, name, bytes) in fuzzing::seeds() {
