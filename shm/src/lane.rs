@@ -289,15 +289,29 @@ impl<'a> Ring<'a> {
         }
     }
 
-    /// Reader: frees an entry's room; wakes a writer that waits for room.
+    /// Reader: frees an entry's room; wakes a writer that waits for room once the ring is down to
+    /// its low-water mark.
     pub fn consume(&self, e: &Entry) {
         self.word(W_HEAD).store(e.next, Ordering::Release);
         // Pairs with the fence in `wait_for_room`.
         fence(Ordering::SeqCst);
         let waiting = self.word(W_WAITING);
-        if waiting.load(Ordering::Relaxed) == 1 && waiting.swap(0, Ordering::AcqRel) == 1 {
-            crate::sys::futex::bump_and_wake_all(self.word(W_ROOM));
+        if waiting.load(Ordering::Relaxed) == 1 {
+            // The tail stands still while its writer waits; a corrupt one wakes it (it then sees
+            // the damage itself).
+            let used = self.word(W_TAIL).load(Ordering::Relaxed).saturating_sub(e.next);
+            if self.capacity.saturating_sub(used) >= self.low_water() && waiting.swap(0, Ordering::AcqRel) == 1 {
+                crate::sys::futex::bump_and_wake_all(self.word(W_ROOM));
+            }
         }
+    }
+
+    /// Free bytes a waiting writer waits for: half the ring, and always room for the largest entry
+    /// after a filler (under `capacity / 4 + 16` bytes each). As libzmq's pipes do with their
+    /// low-water mark, a writer faster than its reader then sleeps once per half ring, not once per
+    /// entry; with more writers than processors, its sleeping leaves the processor to the reader.
+    fn low_water(&self) -> u64 {
+        self.capacity / 2 + 64
     }
 
     /// Reader: drops everything unread (the lane is being abandoned); returns the entries, oldest
@@ -330,13 +344,14 @@ impl<'a> Ring<'a> {
         self.word(W_ASLEEP).store(0, Ordering::Relaxed);
     }
 
-    /// Writer: announces that it waits for room; returns the futex value to wait on, or `None` when
-    /// room appeared meanwhile (for `need` bytes; `need` as in `push`).
-    pub fn wait_for_room(&self, frame_len: usize) -> Result<Option<u32>, LaneError> {
+    /// Writer: announces that it waits for room down to the low-water mark; returns the futex value
+    /// to wait on, or `None` when the ring got there meanwhile.
+    pub fn wait_for_room(&self) -> Result<Option<u32>, LaneError> {
         let seen = crate::sys::futex::low32(self.word(W_ROOM));
         self.word(W_WAITING).store(1, Ordering::Relaxed);
         fence(Ordering::SeqCst);
-        if self.has_room(frame_len)? {
+        let (head, tail) = self.indices()?;
+        if self.capacity - (tail - head) >= self.low_water() {
             self.word(W_WAITING).store(0, Ordering::Relaxed);
             return Ok(None);
         }
@@ -419,10 +434,20 @@ mod tests {
         }
         assert_eq!(n, MIN_CAPACITY / 40);
         assert!(!r.has_room(28).unwrap());
-        assert_eq!(r.wait_for_room(28).unwrap(), Some(0));
+        assert_eq!(r.wait_for_room().unwrap(), Some(0));
         take(&r).unwrap();
-        assert_eq!(futex_value(&r), 1, "a consume wakes a waiting writer");
-        assert!(r.has_room(28).unwrap() && r.push(KIND_FRAME, &frame).unwrap());
+        assert!(r.has_room(28).unwrap(), "one entry fits again");
+        assert_eq!(futex_value(&r), 0, "but a waiting writer sleeps on down to the low-water mark");
+        let mut taken = 1;
+        while futex_value(&r) == 0 {
+            take(&r).unwrap();
+            taken += 1;
+        }
+        assert_eq!(taken, (MIN_CAPACITY / 2 + 64).div_ceil(40), "woken once half the ring is free");
+        assert_eq!(r.wait_for_room().unwrap(), None, "no sleep while the ring is below the mark");
+        while take(&r).is_some() {}
+        assert_eq!(futex_value(&r), 1, "one wake per wait");
+        assert!(r.push(KIND_FRAME, &frame).unwrap());
     }
 
     fn futex_value(r: &Ring<'_>) -> u32 {

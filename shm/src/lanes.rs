@@ -268,7 +268,6 @@ impl Writer {
         deadline: Deadline,
     ) -> Result<Wait, TransferError> {
         let lane_error = |source: LaneError| ShmError::Lane { socket: "(writer)".into(), source };
-        let mut spun = false;
         loop {
             if ring.push(kind, entry).map_err(lane_error)? {
                 return Ok(Wait::Room);
@@ -283,14 +282,10 @@ impl Writer {
             if ring.closed() & READER_CLOSED != 0 || (reader != 0 && !mgr.owner_alive(reader)) {
                 return Ok(Wait::ReaderGone);
             }
-            if !spun {
-                spun = true;
-                // A damaged ring ends the spin; the next push reports it.
-                spin_until(|| ring.has_room(entry.len()).unwrap_or(true));
-                continue;
-            }
+            // No spinning on a full ring: its reader has a ring's worth of work, and sleeping
+            // until half of it is done costs one wake per half ring.
             self.reoffer_if_unclaimed(l, ring, z);
-            if let Some(seen) = ring.wait_for_room(entry.len()).map_err(lane_error)? {
+            if let Some(seen) = ring.wait_for_room().map_err(lane_error)? {
                 crate::sys::futex::wait(ring.room_word(), seen, deadline.slice());
             }
         }

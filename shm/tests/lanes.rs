@@ -120,6 +120,36 @@ fn a_sender_waiting_for_room_is_woken_by_an_interrupt_from_another_thread() {
     assert_eq!(seq_of(&m), 99);
 }
 
+/// A writer that waits for room sleeps until its reader has emptied half the ring (as libzmq's
+/// pipes wait for their low-water mark); the reader's consumes wake it however they go: in bursts,
+/// one at a time, with pauses, or all at once.
+#[test]
+fn a_sender_waiting_for_room_is_woken_by_its_reader_and_nothing_is_lost() {
+    let s = Session::new("lanelow");
+    let t = s.transport("t");
+    let addr = s.ipc("low");
+    let (pull, push) = linked(&t, SocketType::Pull, SocketType::Push, &addr);
+    let total = 10 * RING_ENTRIES as u64;
+    let t2 = t.clone();
+    let writer = std::thread::spawn(move || {
+        for i in 0..total {
+            push.send(&mut numbered(&t2, i), LONG).unwrap();
+        }
+        push
+    });
+    let mut m = t.new_message();
+    for expected in 0..total {
+        if expected % 700 == 0 {
+            std::thread::sleep(Duration::from_millis(5)); // lets the writer fill the ring
+        }
+        pull.receive(&mut m, LONG).unwrap();
+        assert_eq!(seq_of(&m), expected);
+    }
+    let push = writer.join().unwrap();
+    assert_eq!(push.counters().messages_tx, total);
+    assert_eq!(pull.receive(&mut m, 0).unwrap_err().code(), TransferCode::Timeout, "nothing more");
+}
+
 #[test]
 fn what_a_reader_that_left_did_not_read_goes_to_the_next_reader() {
     let s = Session::new("laneleft");
