@@ -26,7 +26,9 @@ const DEFERRED_BLOCKS: usize = 64;
 /// blocks). Only blocks over a few MiB reach it first: a receiver of 16 MiB messages in a 2 GiB
 /// segment then takes the segment lock once per 15 messages, not per 4 (which cost a fifth of the
 /// stream's rate), and the sender's next refill takes those 15 from the depot at once. A process
-/// that waits for memory still gets blocks back a magazine at a time (see [`Cache::release`]).
+/// that waits for memory (also one about to report out of memory) gets blocks back a magazine at
+/// a time (see [`Cache::release`]); a receiver gives back everything when it finds nothing to
+/// receive.
 const DEFERRED_SHARE: u64 = 8;
 
 /// Blocks the first refill of a size class takes; each later refill of the class takes twice as

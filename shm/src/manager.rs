@@ -241,6 +241,15 @@ impl Manager {
             }
             attempts += 1;
             if policy.max_attempts >= 0 && attempts >= policy.max_attempts {
+                // Other processes may hold freed blocks of this segment in their caches: counted
+                // as waiting, they give them back at their next release. Before the error, give
+                // a busy peer that moment (a retrying policy does so in its sleep below).
+                let _waiting = self.own.start_waiting(need);
+                if self.spin_for_memory(need) {
+                    if let Some(b) = self.try_allocate(size64, align64, need)? {
+                        return Ok(b);
+                    }
+                }
                 return Err(bad_alloc());
             }
             if attempts == 1 {

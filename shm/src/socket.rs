@@ -325,6 +325,9 @@ impl Socket {
                 Polled::Nothing => {}
             }
             if matches!(deadline, Deadline::Now) {
+                // A receiver that polls gives back what it freed when it finds nothing, as one
+                // that blocks does before it sleeps.
+                self.mgr.flush(false);
                 return Err(TransferError::Timeout);
             }
             if self.lanes.readers.borrow().spin() {

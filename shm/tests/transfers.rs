@@ -4,7 +4,7 @@
 mod common;
 use common::*;
 use fairmq_shm::meta::Record;
-use fairmq_zmq::{SocketType, TransferError};
+use fairmq_zmq::{AttachOptions, Method, SocketType, TransferCode, TransferError};
 use std::time::{Duration, Instant};
 
 const LONG: i32 = 10_000;
@@ -278,6 +278,38 @@ fn out_of_memory_follows_the_policy() {
     assert!(matches!(e, fairmq_shm::ShmError::BadAlloc { .. }), "{e}");
     h.join().unwrap();
     drop(got);
+}
+
+/// A receiver keeps the blocks it freed for a moment (to free them in one locked batch); one that
+/// polls and finds nothing gives them back, as one that blocks does before it sleeps, so they do
+/// not stay out of reach of other processes' allocations.
+#[test]
+fn a_receiver_that_polls_and_finds_nothing_gives_back_what_it_freed() {
+    let s = Session::new("pollfree");
+    let mut c = s.config("sender");
+    c.segment_size = 8 << 20;
+    let sender = fairmq_shm::Transport::new(&c).unwrap();
+    let receiver = fairmq_shm::Transport::new(&s.config("receiver")).unwrap();
+    let pull = receiver.socket(SocketType::Pull, "in").unwrap();
+    let bound = pull.attach(&s.ipc("pollfree"), &AttachOptions::new(Some(Method::Bind))).unwrap();
+    let push = sender.socket(SocketType::Push, "out").unwrap();
+    push.connect(&bound).unwrap();
+    for _ in 0..3 {
+        push.send(&mut sender.new_message_with_size(100_000).unwrap(), 5000).unwrap();
+    }
+    sender.flush();
+    let mut m = receiver.new_message();
+    for _ in 0..3 {
+        pull.receive(&mut m, 5000).unwrap();
+        m = receiver.new_message(); // drops the received one
+    }
+    let available = |t: &fairmq_shm::Transport| {
+        let st = t.segment_stats();
+        st.free + st.cached
+    };
+    let held = available(&sender);
+    assert_eq!(pull.receive(&mut m, 0).unwrap_err().code(), TransferCode::Timeout);
+    assert!(available(&sender) >= held + 300_000, "the three blocks came back: {} -> {}", held, available(&sender));
 }
 
 #[test]

@@ -10,15 +10,17 @@ use std::time::{Duration, Instant};
 pub const MIN_SENDS: u64 = 8;
 
 /// Calls `send(seq)` until `duration` passed and at least [`MIN_SENDS`] times; returns the number
-/// of calls. The caller sends its end marker afterwards.
+/// of calls. `bytes` is the payload of one call. The caller sends its end marker afterwards.
 ///
 /// The clock is read once per batch, and the batch adapts to what a send costs: reading it per
 /// message (~25 ns here) would cap a fast loop, and a batch sized from the payload alone charged that
 /// cost to a zero-copy transport's large messages (16 MiB in 250 ns). A batch grows while it takes
-/// under [`BATCH_SHORT`] and shrinks past [`BATCH_LONG`], so the run outlasts `duration` by a few
-/// milliseconds at most, however slow a send is.
-pub fn send_for(duration: Duration, mut send: impl FnMut(u64)) -> u64 {
+/// under [`BATCH_SHORT`] and shrinks past [`BATCH_LONG`]; it never moves more than
+/// [`BATCH_BYTES`], so sends that turn slow within a batch (a queue filled up) overrun the duration
+/// by a few tens of milliseconds at most.
+pub fn send_for(duration: Duration, bytes: usize, mut send: impl FnMut(u64)) -> u64 {
     let start = Instant::now();
+    let cap = (BATCH_BYTES / bytes.max(1) as u64).clamp(1, MAX_BATCH);
     let (mut seq, mut batch, mut last) = (0, 1u64, start);
     loop {
         for _ in 0..batch {
@@ -29,7 +31,7 @@ pub fn send_for(duration: Duration, mut send: impl FnMut(u64)) -> u64 {
         if seq >= MIN_SENDS && now.duration_since(start) >= duration {
             return seq;
         }
-        batch = next_batch(batch, now.duration_since(last));
+        batch = next_batch(batch, now.duration_since(last)).min(cap);
         last = now;
     }
 }
@@ -39,6 +41,8 @@ const BATCH_SHORT: Duration = Duration::from_micros(100);
 /// A batch that took more than this halves.
 const BATCH_LONG: Duration = Duration::from_millis(2);
 const MAX_BATCH: u64 = 1024;
+/// Most payload bytes of one batch.
+const BATCH_BYTES: u64 = 64 << 20;
 
 /// The size of the next batch after one of `batch` sends took `took`.
 fn next_batch(batch: u64, took: Duration) -> u64 {
@@ -240,9 +244,13 @@ mod tests {
         assert_eq!(next_batch(1, Duration::from_secs(1)), 1);
         // A loop of slow sends still ends soon after the duration and after at least MIN_SENDS.
         let start = Instant::now();
-        let n = send_for(Duration::from_millis(20), |_| std::thread::sleep(Duration::from_millis(3)));
+        let n = send_for(Duration::from_millis(20), 64, |_| std::thread::sleep(Duration::from_millis(3)));
         assert!(n >= MIN_SENDS);
         assert!(start.elapsed() < Duration::from_secs(5), "a batch of slow sends must shrink");
+        // Large payloads: a batch never holds more than BATCH_BYTES.
+        let mut calls = 0;
+        send_for(Duration::ZERO, 16 << 20, |_| calls += 1);
+        assert!((MIN_SENDS..=MIN_SENDS + 3).contains(&calls), "batches of 16 MiB sends hold at most 4: {calls}");
     }
 
     #[test]

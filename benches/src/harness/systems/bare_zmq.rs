@@ -42,7 +42,7 @@ pub fn sender(a: &RoleArgs) -> Res<()> {
     s.set_sndhwm(workload::zmq_hwm(a.size, a.parts))?;
     s.connect(&a.address)?;
     let (mode, size, parts) = (a.mode, a.size, a.parts);
-    workload::send_for(a.send_duration(), |seq| {
+    workload::send_for(a.send_duration(), size * parts, |seq| {
         for i in 0..parts {
             let mut m = zmq::Message::with_size(size);
             workload::write(mode, &mut m, seq);

@@ -122,7 +122,7 @@ pub fn sender(a: &RoleArgs) -> Res<()> {
     let p = publisher(&svc, a.size)?;
     await_subscriber(&svc)?;
     let (mode, size, parts) = (a.mode, a.size, a.parts);
-    workload::send_for(a.send_duration(), |seq| {
+    workload::send_for(a.send_duration(), size * parts, |seq| {
         for _ in 0..parts {
             publish(&p, mode, size, seq);
         }

@@ -62,12 +62,12 @@ pub fn sender(a: &RoleArgs) -> Res<()> {
     };
     let duration = a.send_duration();
     if parts == 1 {
-        workload::send_for(duration, |seq| {
+        workload::send_for(duration, size * parts, |seq| {
             s.send(&mut fresh(seq), -1).expect("send");
         });
     } else {
         let mut msgs = Vec::with_capacity(parts);
-        workload::send_for(duration, |seq| {
+        workload::send_for(duration, size * parts, |seq| {
             msgs.clear();
             msgs.extend((0..parts).map(|_| fresh(seq)));
             s.send_parts(&mut msgs, -1).expect("send");
