@@ -25,10 +25,12 @@ use std::time::{Duration, Instant};
 
 /// Ring bytes of a lane: about 1600 single-message entries.
 const CAPACITY: u64 = 64 << 10;
-/// How long a side looks again before it sleeps: a wake costs two system calls and a ZeroMQ
-/// message, what the lane saves; a peer busy on another processor usually comes back sooner.
+/// How long a reader with empty lanes looks again before it sleeps: a wake costs two system calls
+/// and a ZeroMQ message, what the lane saves; a writer busy on another processor usually comes back
+/// sooner. (A writer with a full ring does not spin: see `Writer::push`.)
 const SPIN: Duration = Duration::from_micros(40);
-/// Longest futex sleep of a writer waiting for room, so it notices interruption and a dead reader.
+/// Longest futex sleep of a writer waiting for room, so it notices interruption and a dead reader
+/// (and room short of the low-water mark, when its reader stopped reading before it).
 const WAIT_SLICE: Duration = Duration::from_millis(5);
 /// How long a lane may stay unclaimed before it is offered again (ZeroMQ reconnects every 100 ms).
 const REOFFER: Duration = Duration::from_millis(250);
