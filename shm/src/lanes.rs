@@ -23,8 +23,26 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Ring bytes of a lane: about 1600 single-message entries.
+/// Smallest ring of a lane: about 1600 single-message entries, more than ZeroMQ's default send
+/// queue (1000) holds.
 const CAPACITY: u64 = 64 << 10;
+/// Bytes of an entry holding one single-message record.
+const SINGLE_ENTRY: u64 = 8 + (meta::BLOCK_LEN as u64).div_ceil(8) * 8;
+
+/// Ring bytes of a lane for a socket whose send queue holds `hwm` messages (ZeroMQ's SNDHWM; 0 for
+/// no limit): room for at least that many records, as the socket would queue, but no more than a
+/// sixty-fourth of the segment the lane lives in (and at least [`CAPACITY`] where it fits).
+fn capacity_for(hwm: i32, segment: u64) -> u64 {
+    let wanted = match u64::try_from(hwm) {
+        Ok(n) if n > 0 => (n * SINGLE_ENTRY).next_power_of_two(),
+        _ => lane::MAX_CAPACITY,
+    };
+    let share = match segment / 64 {
+        0 => 0,
+        n => 1 << n.ilog2(),
+    };
+    wanted.clamp(CAPACITY, lane::MAX_CAPACITY).min(share).max(lane::MIN_CAPACITY)
+}
 /// How long a reader with empty lanes looks again before it sleeps: a wake costs two system calls
 /// and a ZeroMQ message, what the lane saves; a writer busy on another processor usually comes back
 /// sooner. (A writer with a full ring does not spin: see `Writer::push`.)
@@ -150,6 +168,9 @@ fn indirect(mgr: &Arc<Manager>, frame: &[u8], capacity: u64) -> Result<Option<(M
 #[derive(Default)]
 pub(crate) struct Writer {
     lane: Option<LaneBlock>,
+    /// Ring bytes of this writer's lanes, fixed at its first send (entries taken back from a lane
+    /// whose reader left must fit the next one).
+    capacity: u64,
     /// When the lane was last offered (an offer sent just as the peer went away is lost with the
     /// connection; until a reader claims the lane it is offered again).
     offered: Cell<Option<Instant>>,
@@ -171,7 +192,10 @@ impl Writer {
         frame: &[u8],
         deadline: Deadline,
     ) -> Result<(), TransferError> {
-        let mut holder = indirect(mgr, frame, CAPACITY)?;
+        if self.capacity == 0 {
+            self.capacity = capacity_for(z.snd_buf_size().unwrap_or(0), mgr.own().size());
+        }
+        let mut holder = indirect(mgr, frame, self.capacity)?;
         let (kind, entry) = match &holder {
             Some((_, e)) => (KIND_INDIRECT, e.as_slice()),
             None => (KIND_FRAME, frame),
@@ -212,10 +236,11 @@ impl Writer {
     }
 
     fn offer(&mut self, mgr: &Arc<Manager>, z: &fairmq_zmq::Socket, deadline: Deadline) -> Result<(), TransferError> {
-        let block = Message::allocate(mgr.clone(), lane::block_bytes(CAPACITY) as usize, 64)?;
+        let capacity = self.capacity;
+        let block = Message::allocate(mgr.clone(), lane::block_bytes(capacity) as usize, 64)?;
         let words = block.words().ok_or(ShmError::Config("a lane block is not whole words".into()))?;
-        Ring::init(words, CAPACITY, mgr.owner());
-        let lane = LaneBlock { block, capacity: CAPACITY };
+        Ring::init(words, capacity, mgr.owner());
+        let lane = LaneBlock { block, capacity };
         self.send_offer(&lane, z, deadline.ms_left())?;
         self.lane = Some(lane);
         Ok(())
@@ -500,5 +525,23 @@ impl Readers {
                 l.block.drop_reference(); // the dead writer's
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lane_holds_what_the_send_queue_would() {
+        const GIB: u64 = 1 << 30;
+        assert_eq!(SINGLE_ENTRY, 40);
+        assert_eq!(capacity_for(1000, 2 * GIB), 64 << 10, "ZeroMQ's default queue: the smallest ring");
+        assert_eq!(capacity_for(10_000, 2 * GIB), 512 << 10, "10 000 records of 40 bytes, rounded up");
+        assert_eq!(capacity_for(0, 2 * GIB), lane::MAX_CAPACITY, "no limit: the largest ring");
+        assert_eq!(capacity_for(i32::MAX, 2 * GIB), lane::MAX_CAPACITY);
+        assert_eq!(capacity_for(0, 8 << 20), 128 << 10, "a sixty-fourth of a small segment");
+        assert_eq!(capacity_for(1000, 1 << 20), 16 << 10);
+        assert_eq!(capacity_for(1000, 100 << 10), lane::MIN_CAPACITY);
     }
 }

@@ -120,6 +120,28 @@ fn a_sender_waiting_for_room_is_woken_by_an_interrupt_from_another_thread() {
     assert_eq!(seq_of(&m), 99);
 }
 
+/// A send queue set larger than ZeroMQ's default sizes the lane: it holds at least as many
+/// records as the socket would queue (rounded up to a power-of-two ring).
+#[test]
+fn a_lane_holds_as_many_records_as_the_send_queue_is_set_to() {
+    let s = Session::new("lanehwm");
+    let t = s.transport("t");
+    let addr = s.ipc("hwm");
+    let (pull, push) = linked(&t, SocketType::Pull, SocketType::Push, &addr);
+    push.metadata_socket().set_snd_buf_size(10_000).unwrap();
+    push.send(&mut numbered(&t, 0), LONG).unwrap();
+    let mut sent = 1;
+    while push.send(&mut numbered(&t, sent), 0).is_ok() {
+        sent += 1;
+    }
+    assert_eq!(sent, (512 << 10) / 40, "10 000 records of 40 bytes: a 512 KiB ring");
+    let mut m = t.new_message();
+    for i in 0..sent {
+        pull.receive(&mut m, LONG).unwrap();
+        assert_eq!(seq_of(&m), i);
+    }
+}
+
 /// A writer that waits for room sleeps until its reader has emptied half the ring (as libzmq's
 /// pipes wait for their low-water mark); the reader's consumes wake it however they go: in bursts,
 /// one at a time, with pauses, or all at once.
