@@ -144,7 +144,8 @@ impl Socket {
     /// Whether records go through a lane: the socket has a single peer (PAIR, or PUSH connected to
     /// one endpoint and bound to none), so the lane reaches whoever ZeroMQ would have picked.
     /// A send queue limited below ZeroMQ's default (1000) keeps its limit: the socket, not a lane
-    /// of about 1600 records, carries the records then.
+    /// (whose smallest ring holds about 1600 records), carries the records then. A larger limit
+    /// sizes the ring (see `lanes::capacity_for`).
     fn uses_lane(&self) -> bool {
         self.mgr.config().lanes
             && self.z.snd_buf_size().is_ok_and(|n| n == 0 || n >= 1000)
