@@ -226,34 +226,57 @@ fn a_processor_killed_mid_stream_loses_only_what_it_held() {
     }
 }
 
-/// May be lost: what the killed receiver held. The sender goes on (its sends time out and keep
-/// their messages while no receiver is there); a new receiver gets everything after that, in order.
-#[test]
-fn a_receiver_killed_mid_stream_the_sender_goes_on_and_a_new_one_gets_the_rest() {
+/// A sink device on `address`, bound or connected, once it has received (a rate line with a
+/// non-zero rate).
+fn receiving_sink(s: &Session, tr: &str, address: &str, method: &str) -> Proc {
+    let mut sink = device(
+        s,
+        tr,
+        env!("CARGO_BIN_EXE_fairmq-sink"),
+        "sink1",
+        &["--channel-config".into(), format!("name=data,type=pull,method={method},address={address},rateLogging=1")],
+    );
+    let mut lines = 1;
+    sink.expect("data[0]: in: ");
+    while !sink.seen.iter().any(|l| l.contains("data[0]: in: ") && !l.contains("data[0]: in: 0 (")) {
+        lines += 1;
+        sink.expect_count("data[0]: in: ", lines);
+    }
+    sink
+}
+
+/// A sender attached to `address` with `sending` streams to a sink device attached the other way;
+/// the sink is killed mid-stream and a collector takes its place: everything from the first
+/// message the collector gets arrives once, in order, up to the sender's last.
+fn a_killed_receiver_is_replaced(sending: Method) {
+    let (sink_method, collector_method) = match sending {
+        Method::Bind => ("connect", Method::Connect),
+        Method::Connect => ("bind", Method::Bind),
+    };
     for tr in TRANSPORTS {
         let s = Session::new();
         let t = tester(&s, tr);
         let address = s.ipc("data");
         let stop = Arc::new(AtomicBool::new(false));
-        let sending = sender(&t, &address, Method::Bind, u64::MAX, stop.clone());
-        let mut sink = device(
-            &s,
-            tr,
-            env!("CARGO_BIN_EXE_fairmq-sink"),
-            "sink1",
-            &["--channel-config".into(), format!("name=data,type=pull,method=connect,address={address},rateLogging=1")],
-        );
-        sink.expect("data[0]: in: ");
+        let sender = sender(&t, &address, sending, u64::MAX, stop.clone());
+        let mut sink = receiving_sink(&s, tr, &address, sink_method);
         kill(&mut sink);
-        let collector = Collector::start(&t, &address, Method::Connect);
+        let collector = Collector::start(&t, &address, collector_method);
         collector.wait_for("traffic to the new receiver", |c| c.count() >= 2000);
         stop.store(true, Ordering::SeqCst);
-        let (sent, _open) = sending.join().unwrap();
+        let (sent, _open) = sender.join().unwrap();
         collector.wait_for("the last message", |c| c.max() == Some(sent - 1));
         let seqs = collector.finish();
         let first = seqs[0];
         assert_eq!(seqs, (first..sent).collect::<Vec<_>>(), "{tr}: everything after the first one, once, in order");
     }
+}
+
+/// May be lost: what the killed receiver held. The sender goes on (its sends time out and keep
+/// their messages while no receiver is there); a new receiver gets everything after that, in order.
+#[test]
+fn a_receiver_killed_mid_stream_the_sender_goes_on_and_a_new_one_gets_the_rest() {
+    a_killed_receiver_is_replaced(Method::Bind);
 }
 
 /// The same with the receiver bound and the sender connected to it alone, so that shmem records
@@ -262,36 +285,7 @@ fn a_receiver_killed_mid_stream_the_sender_goes_on_and_a_new_one_gets_the_rest()
 /// to the next receiver: everything from the first message that receiver gets arrives once, in order.
 #[test]
 fn a_lane_receiver_killed_mid_stream_its_unread_records_reach_the_next_receiver() {
-    for tr in TRANSPORTS {
-        let s = Session::new();
-        let t = tester(&s, tr);
-        let address = s.ipc("data");
-        let mut sink = device(
-            &s,
-            tr,
-            env!("CARGO_BIN_EXE_fairmq-sink"),
-            "sink1",
-            &["--channel-config".into(), format!("name=data,type=pull,method=bind,address={address},rateLogging=1")],
-        );
-        sink.expect("data[0]: in: ");
-        let stop = Arc::new(AtomicBool::new(false));
-        let sending = sender(&t, &address, Method::Connect, u64::MAX, stop.clone());
-        // Killed once it has received (a rate line with a non-zero rate).
-        let mut lines = 1;
-        while !sink.seen.iter().any(|l| l.contains("data[0]: in: ") && !l.contains("data[0]: in: 0 (")) {
-            lines += 1;
-            sink.expect_count("data[0]: in: ", lines);
-        }
-        kill(&mut sink);
-        let collector = Collector::start(&t, &address, Method::Bind);
-        collector.wait_for("traffic to the new receiver", |c| c.count() >= 2000);
-        stop.store(true, Ordering::SeqCst);
-        let (sent, _open) = sending.join().unwrap();
-        collector.wait_for("the last message", |c| c.max() == Some(sent - 1));
-        let seqs = collector.finish();
-        let first = seqs[0];
-        assert_eq!(seqs, (first..sent).collect::<Vec<_>>(), "{tr}: everything after the first one, once, in order");
-    }
+    a_killed_receiver_is_replaced(Method::Connect);
 }
 
 /// May be lost: nothing the receiver took; messages the killed sender had not sent yet never

@@ -20,6 +20,15 @@ fn seq_of(m: &Message) -> u64 {
     u64::from_le_bytes(m.data()[..8].try_into().unwrap())
 }
 
+/// Receives the messages numbered `seqs`, in that order.
+fn receive_in_order(t: &Transport, pull: &fairmq_shm::Socket, seqs: std::ops::Range<u64>) {
+    let mut m = t.new_message();
+    for expected in seqs {
+        pull.receive(&mut m, LONG).unwrap();
+        assert_eq!(seq_of(&m), expected);
+    }
+}
+
 #[test]
 fn messages_and_large_multiparts_arrive_in_order_and_everything_comes_back() {
     let s = Session::new("laneorder");
@@ -40,11 +49,8 @@ fn messages_and_large_multiparts_arrive_in_order_and_everything_comes_back() {
             let mut parts: Vec<Message> = (0..1000).map(|i| numbered(&t, 1_000_000 * (round + 1) + i)).collect();
             push.send_parts(&mut parts, LONG).unwrap();
             assert!(parts.iter().all(Message::is_empty), "sent parts are handed over");
-            for _ in 0..500 {
-                pull.receive(&mut m, LONG).unwrap();
-                assert_eq!(seq_of(&m), expected);
-                expected += 1;
-            }
+            receive_in_order(&t, &pull, expected..expected + 500);
+            expected += 500;
             let mut parts = Vec::new();
             pull.receive_parts(&mut parts, LONG).unwrap();
             assert_eq!(parts.len(), 1000);
@@ -94,10 +100,7 @@ fn a_full_lane_times_out_or_is_interrupted_and_the_sender_keeps_its_message() {
     pull.receive(&mut r, LONG).unwrap();
     assert_eq!(seq_of(&r), 0);
     push.send(&mut m, LONG).unwrap();
-    for expected in 1..=sent {
-        pull.receive(&mut r, LONG).unwrap();
-        assert_eq!(seq_of(&r), expected);
-    }
+    receive_in_order(&t, &pull, 1..sent + 1);
 }
 
 #[test]
@@ -135,11 +138,7 @@ fn a_lane_holds_as_many_records_as_the_send_queue_is_set_to() {
         sent += 1;
     }
     assert_eq!(sent, (512 << 10) / 40, "10 000 records of 40 bytes: a 512 KiB ring");
-    let mut m = t.new_message();
-    for i in 0..sent {
-        pull.receive(&mut m, LONG).unwrap();
-        assert_eq!(seq_of(&m), i);
-    }
+    receive_in_order(&t, &pull, 0..sent);
 }
 
 /// A writer that waits for room sleeps until its reader has emptied half the ring (as libzmq's

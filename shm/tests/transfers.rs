@@ -286,10 +286,7 @@ fn out_of_memory_follows_the_policy() {
 #[test]
 fn a_receiver_that_polls_and_finds_nothing_gives_back_what_it_freed() {
     let s = Session::new("pollfree");
-    let mut c = s.config("sender");
-    c.segment_size = 8 << 20;
-    let sender = fairmq_shm::Transport::new(&c).unwrap();
-    let receiver = fairmq_shm::Transport::new(&s.config("receiver")).unwrap();
+    let (sender, receiver) = (s.transport("sender"), s.transport("receiver"));
     let pull = receiver.socket(SocketType::Pull, "in").unwrap();
     let bound = pull.attach(&s.ipc("pollfree"), &AttachOptions::new(Some(Method::Bind))).unwrap();
     let push = sender.socket(SocketType::Push, "out").unwrap();
