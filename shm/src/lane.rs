@@ -352,10 +352,15 @@ impl<'a> Ring<'a> {
         fence(Ordering::SeqCst);
         let (head, tail) = self.indices()?;
         if self.capacity - (tail - head) >= self.low_water() {
-            self.word(W_WAITING).store(0, Ordering::Relaxed);
+            self.stop_waiting();
             return Ok(None);
         }
         Ok(Some(seen))
+    }
+
+    /// Writer: no longer waiting (a reader then does not look at the tail on every consume).
+    pub fn stop_waiting(&self) {
+        self.word(W_WAITING).store(0, Ordering::Relaxed);
     }
 
     /// The word a waiting writer sleeps on.

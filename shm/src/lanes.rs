@@ -314,6 +314,8 @@ impl Writer {
             self.reoffer_if_unclaimed(l, ring, z);
             if let Some(seen) = ring.wait_for_room().map_err(lane_error)? {
                 crate::sys::futex::wait(ring.room_word(), seen, deadline.slice());
+                // Woken or not (a slice ended): the next turn announces itself again.
+                ring.stop_waiting();
             }
         }
     }
