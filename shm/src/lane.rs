@@ -297,8 +297,8 @@ impl<'a> Ring<'a> {
         fence(Ordering::SeqCst);
         let waiting = self.word(W_WAITING);
         if waiting.load(Ordering::Relaxed) == 1 {
-            // The tail stands still while its writer waits; a corrupt one wakes it (it then sees
-            // the damage itself).
+            // The tail stands still while its writer waits. A corrupt one may wake it early or
+            // not at all; its sleep is cut into slices, and it then sees the damage itself.
             let used = self.word(W_TAIL).load(Ordering::Relaxed).saturating_sub(e.next);
             if self.capacity.saturating_sub(used) >= self.low_water() && waiting.swap(0, Ordering::AcqRel) == 1 {
                 crate::sys::futex::bump_and_wake_all(self.word(W_ROOM));

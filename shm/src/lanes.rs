@@ -29,20 +29,24 @@ const CAPACITY: u64 = 64 << 10;
 /// Bytes of an entry holding one single-message record.
 const SINGLE_ENTRY: u64 = 8 + (meta::BLOCK_LEN as u64).div_ceil(8) * 8;
 
-/// Ring bytes of a lane for a socket whose send queue holds `hwm` messages (ZeroMQ's SNDHWM; 0 for
-/// no limit): room for at least that many records, as the socket would queue, but no more than a
-/// sixty-fourth of the segment the lane lives in (and at least [`CAPACITY`] where it fits).
+/// Ring bytes of a lane for a socket whose send queue holds `hwm` messages (ZeroMQ's SNDHWM): room
+/// for at least that many records, as the socket would queue, at least [`CAPACITY`], and beyond
+/// that no more than a sixty-fourth of the segment the lane lives in. No limit (0) gets
+/// [`UNLIMITED`]: a lane cannot grow, and each one stays in the segment as long as its socket.
 fn capacity_for(hwm: i32, segment: u64) -> u64 {
     let wanted = match u64::try_from(hwm) {
-        Ok(n) if n > 0 => (n * SINGLE_ENTRY).next_power_of_two(),
-        _ => lane::MAX_CAPACITY,
+        Ok(n) if n > 0 => n.saturating_mul(SINGLE_ENTRY).checked_next_power_of_two().unwrap_or(u64::MAX),
+        _ => UNLIMITED,
     };
     let share = match segment / 64 {
         0 => 0,
         n => 1 << n.ilog2(),
     };
-    wanted.clamp(CAPACITY, lane::MAX_CAPACITY).min(share).max(lane::MIN_CAPACITY)
+    wanted.min(share).clamp(CAPACITY, lane::MAX_CAPACITY)
 }
+
+/// Ring bytes of a lane for a socket without a send-queue limit: about 26 000 records.
+const UNLIMITED: u64 = 1 << 20;
 /// How long a reader with empty lanes looks again before it sleeps: a wake costs two system calls
 /// and a ZeroMQ message, what the lane saves; a writer busy on another processor usually comes back
 /// sooner. (A writer with a full ring does not spin: see `Writer::push`.)
@@ -540,10 +544,11 @@ mod tests {
         assert_eq!(SINGLE_ENTRY, 40);
         assert_eq!(capacity_for(1000, 2 * GIB), 64 << 10, "ZeroMQ's default queue: the smallest ring");
         assert_eq!(capacity_for(10_000, 2 * GIB), 512 << 10, "10 000 records of 40 bytes, rounded up");
-        assert_eq!(capacity_for(0, 2 * GIB), lane::MAX_CAPACITY, "no limit: the largest ring");
-        assert_eq!(capacity_for(i32::MAX, 2 * GIB), lane::MAX_CAPACITY);
+        assert_eq!(capacity_for(0, 2 * GIB), UNLIMITED, "no limit");
+        assert_eq!(capacity_for(i32::MAX, 2 * GIB), lane::MAX_CAPACITY, "the largest ring");
         assert_eq!(capacity_for(0, 8 << 20), 128 << 10, "a sixty-fourth of a small segment");
-        assert_eq!(capacity_for(1000, 1 << 20), 16 << 10);
-        assert_eq!(capacity_for(1000, 100 << 10), lane::MIN_CAPACITY);
+        assert_eq!(capacity_for(10_000, 8 << 20), 128 << 10);
+        assert_eq!(capacity_for(1000, 1 << 20), CAPACITY, "never below the default queue's room");
+        assert_eq!(capacity_for(-1, 1 << 20), CAPACITY);
     }
 }

@@ -246,8 +246,14 @@ impl Manager {
                 // a busy peer that moment (a retrying policy does so in its sleep below).
                 let _waiting = self.own.start_waiting(need);
                 if self.spin_for_memory(need) {
+                    // What came back may sit in the depot, which serves cache refills only.
                     if let Some(b) = self.try_allocate(size64, align64, need)? {
                         return Ok(b);
+                    }
+                    if matches!(self.own.drain_depot(), Ok(true)) {
+                        if let Some(b) = self.try_allocate(size64, align64, need)? {
+                            return Ok(b);
+                        }
                     }
                 }
                 return Err(bad_alloc());

@@ -454,6 +454,8 @@ impl fairmq_zmq::PollHook for Socket {
     }
 
     fn arm(&self) -> bool {
+        // A poller about to sleep gives back what this process freed, as a receive does.
+        self.mgr.flush(false);
         self.lanes.readers.borrow_mut().sleep(&self.mgr)
     }
 
