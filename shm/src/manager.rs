@@ -227,17 +227,8 @@ impl Manager {
             // What this process holds in its caches, and the depot, are the first places to find
             // room: a magazine of our size in the depot serves as it is, others go back to the heap.
             self.flush(true);
-            if let Some(b) = self.try_allocate(size64, align64, need)? {
+            if let Some(b) = self.try_then_drain_depot(size64, align64, need)? {
                 return Ok(b);
-            }
-            match self.own.drain_depot() {
-                Ok(true) => {
-                    if let Some(b) = self.try_allocate(size64, align64, need)? {
-                        return Ok(b);
-                    }
-                }
-                Ok(false) => {}
-                Err(e) => log::error!("could not empty the depot: {e}"),
             }
             attempts += 1;
             if policy.max_attempts >= 0 && attempts >= policy.max_attempts {
@@ -246,14 +237,8 @@ impl Manager {
                 // a busy peer that moment (a retrying policy does so in its sleep below).
                 let _waiting = self.own.start_waiting(need);
                 if self.spin_for_memory(need) {
-                    // What came back may sit in the depot, which serves cache refills only.
-                    if let Some(b) = self.try_allocate(size64, align64, need)? {
+                    if let Some(b) = self.try_then_drain_depot(size64, align64, need)? {
                         return Ok(b);
-                    }
-                    if matches!(self.own.drain_depot(), Ok(true)) {
-                        if let Some(b) = self.try_allocate(size64, align64, need)? {
-                            return Ok(b);
-                        }
                     }
                 }
                 return Err(bad_alloc());
@@ -308,6 +293,23 @@ impl Manager {
             }
         }
         false
+    }
+
+    /// Tries to allocate; failing that, returns the depot's blocks to the heap and tries again (a
+    /// magazine of our size in the depot serves as it is, but only cache refills take from it:
+    /// other sizes and aligned requests need the heap).
+    fn try_then_drain_depot(&self, size: u64, align: u64, need: u64) -> Result<Option<Block>, ShmError> {
+        if let Some(b) = self.try_allocate(size, align, need)? {
+            return Ok(Some(b));
+        }
+        match self.own.drain_depot() {
+            Ok(true) => self.try_allocate(size, align, need),
+            Ok(false) => Ok(None),
+            Err(e) => {
+                log::error!("could not empty the depot: {e}");
+                Ok(None)
+            }
+        }
     }
 
     fn try_allocate(&self, size: u64, align: u64, need: u64) -> Result<Option<Block>, ShmError> {

@@ -25,6 +25,9 @@ pub struct Socket {
     timeouts: std::cell::Cell<(i32, i32)>,
     /// Endpoints bound and connected so far.
     endpoints: std::cell::Cell<(u32, u32)>,
+    /// `ZMQ_SNDHWM` as last set (only [`Socket::set_snd_buf_size`] sets it): the shm transport
+    /// asks for it on every send.
+    snd_hwm: std::cell::Cell<i32>,
     id: String,
     ty: SocketType,
     interrupter: Arc<Interrupter>,
@@ -77,8 +80,10 @@ impl Socket {
         sys::set_wake_fd(ptr, interrupter.raw_fd())
             .map_err(|source| SocketError::Option { option: "ZMQ_FAIRMQ_WAKE_FD", source })?;
         log::debug!("Created socket {id}");
+        let snd_hwm = std::cell::Cell::new(opt("ZMQ_SNDHWM", zsock.get_sndhwm())?);
         Ok(Socket {
             zsock,
+            snd_hwm,
             ptr,
             timeouts: std::cell::Cell::new((-1, -1)),
             endpoints: std::cell::Cell::new((0, 0)),
@@ -123,11 +128,13 @@ impl Socket {
     }
     /// `ZMQ_SNDHWM`, messages.
     pub fn set_snd_buf_size(&self, n: i32) -> Result<(), SocketError> {
-        opt("ZMQ_SNDHWM", self.zsock.set_sndhwm(n))
+        opt("ZMQ_SNDHWM", self.zsock.set_sndhwm(n))?;
+        self.snd_hwm.set(n);
+        Ok(())
     }
     /// `ZMQ_SNDHWM`, messages.
     pub fn snd_buf_size(&self) -> Result<i32, SocketError> {
-        opt("ZMQ_SNDHWM", self.zsock.get_sndhwm())
+        Ok(self.snd_hwm.get())
     }
     /// `ZMQ_RCVHWM`, messages.
     pub fn set_rcv_buf_size(&self, n: i32) -> Result<(), SocketError> {

@@ -242,11 +242,10 @@ mod tests {
         assert_eq!(next_batch(64, Duration::from_micros(500)), 64, "within the band: kept");
         assert_eq!(next_batch(64, Duration::from_millis(10)), 32, "slow sends: more clock reads");
         assert_eq!(next_batch(1, Duration::from_secs(1)), 1);
-        // A loop of slow sends still ends soon after the duration and after at least MIN_SENDS.
-        let start = Instant::now();
+        // Sends slower than a long batch are timed one by one: the loop ends at the first clock
+        // read past the duration, here at MIN_SENDS (8 x 3 ms > 20 ms).
         let n = send_for(Duration::from_millis(20), 64, |_| std::thread::sleep(Duration::from_millis(3)));
-        assert!(n >= MIN_SENDS);
-        assert!(start.elapsed() < Duration::from_secs(5), "a batch of slow sends must shrink");
+        assert_eq!(n, MIN_SENDS);
         // Large payloads: a batch never holds more than BATCH_BYTES.
         let mut calls = 0;
         send_for(Duration::ZERO, 16 << 20, |_| calls += 1);
