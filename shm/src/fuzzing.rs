@@ -163,6 +163,12 @@ pub fn meta_record(data: &[u8]) {
 /// decodes re-encodes to the same bytes (a one-part multipart to the single record that the
 /// encoder sends instead); a frame that does not leaves the output untouched.
 pub fn meta_batch(data: &[u8]) {
+    // The socket asks first whether a frame is a control frame (lane offer, wake).
+    match meta::control(data) {
+        Some(Ok(meta::Control::Lane(rec))) => return fixture().check_record(&rec),
+        Some(_) => return,
+        None => {}
+    }
     let before = [Record::Empty];
     let mut out = before.to_vec();
     let Ok(multi) = meta::decode(data, &mut out) else {

@@ -247,8 +247,11 @@ fn need(buf: &[u8], n: usize) -> Result<&[u8], MetaError> {
     buf.get(..n).ok_or(MetaError::Truncated { need: n, got: buf.len() })
 }
 
+/// Checks that `buf[range]` holds only zeros (a range beyond `buf` is a truncated frame, never a
+/// panic: frames come from peers).
 fn zeros(buf: &[u8], range: std::ops::Range<usize>) -> Result<(), MetaError> {
-    match buf[range.clone()].iter().position(|&b| b != 0) {
+    let bytes = buf.get(range.clone()).ok_or(MetaError::Truncated { need: range.end, got: buf.len() })?;
+    match bytes.iter().position(|&b| b != 0) {
         None => Ok(()),
         Some(i) => Err(MetaError::Garbage(range.start + i)),
     }
@@ -312,7 +315,9 @@ pub const WAKE_FRAME: [u8; 8] = [VERSION, TAG_WAKE, 0, 0, 0, 0, 0, 0];
 pub fn control(frame: &[u8]) -> Option<Result<Control, MetaError>> {
     match frame {
         [VERSION, TAG_WAKE, ..] => Some((|| {
-            zeros(need(frame, 8)?, 2..frame.len())?;
+            need(frame, 8)?;
+            // Padding beyond the 8 bytes is allowed (as for records), if it is zeros.
+            zeros(frame, 2..frame.len())?;
             Ok(Control::Wake)
         })()),
         [VERSION, TAG_LANE, ..] => Some((|| {
@@ -438,5 +443,26 @@ mod tests {
         let nested = [2, 3, 0, 0, 1, 0, 0, 0, 2, 3, 0, 0, 0, 0, 0, 0];
         assert!(matches!(decode(&nested, &mut out), Err(MetaError::Tag(3))));
         assert!(out.is_empty(), "nothing decoded from bad frames");
+    }
+
+    #[test]
+    fn control_frames_of_any_length_are_checked_not_sliced() {
+        for len in 0..80 {
+            for fill in [0u8, 0xff] {
+                for tag in [TAG_LANE, TAG_WAKE] {
+                    let mut f = vec![fill; len];
+                    if len >= 2 {
+                        f[0] = VERSION;
+                        f[1] = tag;
+                    }
+                    let _ = control(&f);
+                }
+            }
+        }
+        let mut padded = WAKE_FRAME.to_vec();
+        padded.push(0);
+        assert_eq!(control(&padded), Some(Ok(Control::Wake)), "zero padding is allowed");
+        padded.push(1);
+        assert_eq!(control(&padded), Some(Err(MetaError::Garbage(9))));
     }
 }
