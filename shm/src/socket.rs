@@ -431,6 +431,11 @@ impl Socket {
 
 impl fairmq_zmq::PollHook for Socket {
     fn input_ready(&self) -> bool {
+        // Nothing to receive: a publisher's socket carries only subscribers' probes, and a
+        // receive on a push socket fails (a poller reporting it ready made callers spin on that).
+        if matches!(self.ty, SocketType::Push | SocketType::Pub) {
+            return false;
+        }
         loop {
             if self.lanes.stash.borrow().is_some() || self.lanes.readers.borrow().any_ready() {
                 return true;

@@ -491,6 +491,10 @@ impl Socket {
     fn failed(&self, e: zmq::Error) -> TransferError {
         if e == zmq::Error::ETERM {
             log::debug!("Terminating socket {}", self.id);
+        } else if e == zmq::Error::EHOSTUNREACH {
+            // Only a router that must route (the shared-memory publisher) gets it: its peer left,
+            // an expected event.
+            log::debug!("socket {}: the peer left (errno {}, {})", self.id, e.to_raw(), e.message());
         } else {
             log::error!("Failed transfer on socket {}, errno: {}, reason: {}", self.id, e.to_raw(), e.message());
         }
