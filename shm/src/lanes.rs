@@ -45,6 +45,13 @@ fn capacity_for(hwm: i32, segment: u64) -> u64 {
     wanted.min(share).clamp(CAPACITY, lane::MAX_CAPACITY)
 }
 
+/// Whether a segment of `size` bytes takes lanes: the smallest lane may use at most an eighth of
+/// it (in a smaller segment the lane would crowd out the messages, or not fit at all: records then
+/// travel through the socket).
+pub(crate) fn fits_segment(size: u64) -> bool {
+    lane::block_bytes(CAPACITY) <= size / 8
+}
+
 /// Ring bytes of a lane for a socket without a send-queue limit: about 26 000 records.
 const UNLIMITED: u64 = 1 << 20;
 /// How long a reader with empty lanes looks again before it sleeps: a wake costs two system calls
@@ -550,5 +557,7 @@ mod tests {
         assert_eq!(capacity_for(10_000, 8 << 20), 128 << 10);
         assert_eq!(capacity_for(1000, 1 << 20), CAPACITY, "never below the default queue's room");
         assert_eq!(capacity_for(-1, 1 << 20), CAPACITY);
+        assert!(!fits_segment(150_000), "a 150 kB segment is too small for a lane");
+        assert!(fits_segment(1 << 20));
     }
 }

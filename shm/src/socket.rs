@@ -145,9 +145,10 @@ impl Socket {
     /// one endpoint and bound to none), so the lane reaches whoever ZeroMQ would have picked.
     /// A send queue limited below ZeroMQ's default (1000) keeps its limit: the socket, not a lane
     /// (whose smallest ring holds about 1600 records), carries the records then. A larger limit
-    /// sizes the ring (see `lanes::capacity_for`).
+    /// sizes the ring (see `lanes::capacity_for`). A segment too small for a ring has no lanes.
     fn uses_lane(&self) -> bool {
         self.mgr.config().lanes
+            && crate::lanes::fits_segment(self.mgr.own().size())
             && self.z.snd_buf_size().is_ok_and(|n| n == 0 || n >= 1000)
             && match self.ty {
                 SocketType::Pair => true,

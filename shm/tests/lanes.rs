@@ -257,3 +257,18 @@ fn a_bound_sender_and_lanes_turned_off_use_the_socket() {
         assert_eq!(seq_of(&m), 7);
     }
 }
+
+/// Issue 17 item 11: in a segment too small for a lane's ring (150 kB), a single-peer push sends
+/// through the socket instead of waiting for ever for room for a ring.
+#[test]
+fn i11_a_segment_too_small_for_a_lane_sends_through_the_socket() {
+    let s = Session::new("tiny-lane");
+    let mut c = s.config("tiny");
+    c.segment_size = 150_000;
+    let t = Transport::new(&c).unwrap();
+    let (pull, push) = linked(&t, SocketType::Pull, SocketType::Push, &s.ipc("tiny"));
+    for seq in 0..100 {
+        assert_eq!(push.send(&mut numbered(&t, seq), 2000).unwrap(), 8, "message {seq} went out");
+    }
+    receive_in_order(&t, &pull, 0..100);
+}
