@@ -36,6 +36,8 @@ const BLOCKS: [(u64, u64); 5] = [(8, 0), (1, 0), (100, 0), (1000, 4096), (4096, 
 struct Fixture {
     segment: Segment,
     blocks: Vec<Block>,
+    /// Tickets issued for the first live block and for a region piece (never claimed).
+    tickets: Vec<crate::tickets::Issued>,
     region: RegionMap,
     /// One acknowledgement run at a time: the replay test may call in from several threads.
     acks: Mutex<()>,
@@ -91,7 +93,21 @@ impl Fixture {
         let queue = AckQueue::open_or_create(&names, REGION_ID)?;
         let _ = std::fs::remove_file(Names::path(&names.region_queue(REGION_ID)));
         let region = RegionMap::new(entry, data, Some(queue), true, None);
-        Ok(Fixture { segment, blocks, region, acks: Mutex::new(()) })
+        let mut issuer = crate::tickets::Issuer::reproducible(pid);
+        let table = segment.tickets();
+        let b = blocks[0];
+        let handed = [
+            Record::Block { segment: SEGMENT_ID, offset: b.offset, delta: b.delta, size: BLOCKS[0].0, slot: b.slot },
+            Record::Region { region: REGION_ID, offset: 64, size: 32, hint: 5, rc: None },
+        ];
+        let tickets = handed
+            .iter()
+            .map(|rec| {
+                let issued = issuer.issue(&table, SEGMENT_ID, crate::tickets::Kind::Message, rec, &|_| true);
+                issued.expect("a fresh table has tickets")
+            })
+            .collect();
+        Ok(Fixture { segment, blocks, tickets, region, acks: Mutex::new(()) })
     }
 
     /// Checks a received record as the receiving transport does, against what the fixture knows
@@ -100,6 +116,18 @@ impl Fixture {
     fn check_record(&self, rec: &Record) {
         match *rec {
             Record::Empty => {}
+            Record::Handed { segment, ticket, nonce } => {
+                if segment == SEGMENT_ID {
+                    // Resolving is all a receiver does before its checks (a claim would use the
+                    // fixture's tickets up): only the fixture's own tickets resolve.
+                    let issued = self.tickets.iter().any(|t| (t.ticket, t.nonce) == (ticket, nonce));
+                    let resolved = self.segment.tickets().resolve(ticket, nonce);
+                    assert_eq!(resolved.is_ok(), issued, "ticket {ticket} nonce {nonce:#x}");
+                    if let Ok((_, rec)) = resolved {
+                        self.check_record(&rec);
+                    }
+                }
+            }
             Record::Block { segment, offset, delta, size, slot } => {
                 if segment == SEGMENT_ID {
                     self.check_block(offset, delta, size, Some(slot));
@@ -347,6 +375,10 @@ pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
         ("region", piece(4096, 100, None)),
         ("region-copied", piece(0, REGION_SIZE, Some(rc))),
         ("region-outside", piece(REGION_SIZE - 8, 16, None)),
+        ("handed", fx.tickets[0].record()),
+        ("handed-region", fx.tickets[1].record()),
+        ("handed-forged", crate::tickets::Issued { nonce: fx.tickets[0].nonce ^ 1, ..fx.tickets[0] }.record()),
+        ("handed-beyond-table", Record::Handed { segment: SEGMENT_ID, ticket: u32::MAX, nonce: 1 }),
     ];
     let mut out = Vec::new();
     for (name, rec) in records {
@@ -354,13 +386,14 @@ pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
         rec.encode(&mut bytes);
         out.push(("meta_record", name.to_owned(), bytes));
     }
-    let frames: [(&str, Vec<Record>, usize); 6] = [
+    let frames: [(&str, Vec<Record>, usize); 7] = [
         ("single", vec![b(2)], 0),
         ("single-padded", vec![b(4)], 64),
         ("no-parts", vec![], 0),
         ("three-parts", vec![b(0), Record::Empty, piece(16, 32, Some(rc))], 0),
         ("many-parts-padded", (0..BLOCKS.len()).map(b).collect(), 256),
         ("region", vec![piece(0, 1, None)], 0),
+        ("handed-parts", vec![fx.tickets[0].record(), Record::Empty, fx.tickets[1].record()], 0),
     ];
     for (name, recs, pad) in frames {
         let mut bytes = Vec::new();

@@ -15,8 +15,9 @@
 use crate::error::ShmError;
 use crate::lane::{self, Claim, LaneError, Ring, KIND_FRAME, KIND_INDIRECT, READER_CLOSED, WRITER_CLOSED};
 use crate::manager::Manager;
-use crate::message::Message;
+use crate::message::{Message, Source};
 use crate::meta::{self, Record};
+use crate::tickets::{Issued, Kind};
 use fairmq_zmq::TransferError;
 use std::cell::Cell;
 use std::collections::VecDeque;
@@ -123,11 +124,38 @@ impl LaneBlock {
 }
 
 /// Frees the blocks of a metadata frame nobody will receive: its messages are dropped (the records
-/// are checked like received ones). Returns how many.
-pub(crate) fn release_frame(mgr: &Arc<Manager>, frame: &[u8]) -> usize {
+/// are checked, and their tickets claimed, like received ones). Returns how many.
+pub(crate) fn release_frame(mgr: &Arc<Manager>, frame: &[u8], source: Source) -> usize {
     let mut records = Vec::new();
     let _ = meta::decode(frame, &mut records);
-    records.into_iter().filter_map(|r| Message::from_record(mgr, r).ok()).count()
+    records.into_iter().filter_map(|r| Message::receive(mgr, r, source).ok()).count()
+}
+
+/// A ticket for `rec`, waiting within `deadline` while every ticket this transport can get is out
+/// (its peers give them back as they receive); interruption ends the wait.
+pub(crate) fn issue_waiting(
+    mgr: &Manager,
+    kind: Kind,
+    rec: &Record,
+    deadline: Deadline,
+) -> Result<Issued, TransferError> {
+    let mut warned = false;
+    loop {
+        if let Some(t) = mgr.issue(kind, rec) {
+            return Ok(t);
+        }
+        if mgr.interrupted() {
+            return Err(TransferError::Interrupted);
+        }
+        if deadline.passed() {
+            return Err(TransferError::Timeout);
+        }
+        if !warned {
+            log::warn!("every hand-over ticket of this transport is out (are its peers receiving?); waiting");
+            warned = true;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
 
 /// [`release_frame`] for lane entries: an indirect entry's frame is in the block it names, which
@@ -137,13 +165,13 @@ fn release_entries(mgr: &Arc<Manager>, entries: impl IntoIterator<Item = Taken>)
     let mut dropped = 0;
     for (kind, frame) in entries {
         if kind != KIND_INDIRECT {
-            dropped += release_frame(mgr, &frame);
+            dropped += release_frame(mgr, &frame, Source::Lane);
             continue;
         }
         holders.clear();
         let _ = meta::decode(&frame, &mut holders);
         for holder in holders.drain(..).filter_map(|r| Message::from_record(mgr, r).ok()) {
-            dropped += release_frame(mgr, holder.data());
+            dropped += release_frame(mgr, holder.data(), Source::Lane);
         }
     }
     dropped
@@ -182,9 +210,10 @@ pub(crate) struct Writer {
     /// Ring bytes of this writer's lanes, fixed at its first send (entries taken back from a lane
     /// whose reader left must fit the next one).
     capacity: u64,
-    /// When the lane was last offered (an offer sent just as the peer went away is lost with the
-    /// connection; until a reader claims the lane it is offered again).
-    offered: Cell<Option<Instant>>,
+    /// When the lane was last offered, and the offer's ticket (an offer sent just as the peer went
+    /// away is lost with the connection; until a reader claims the lane it is offered again, the
+    /// earlier offer taken back).
+    offered: Cell<Option<(Instant, Issued)>>,
     resend: VecDeque<Taken>,
 }
 
@@ -228,7 +257,7 @@ impl Writer {
             }
             let l = self.lane.as_ref().expect("a lane is there");
             let ring = l.ring();
-            self.reoffer_if_unclaimed(l, &ring, z);
+            self.reoffer_if_unclaimed(mgr, l, &ring, z);
             if let Wait::ReaderGone = self.push(mgr, z, l, &ring, kind, entry, deadline)? {
                 self.retire(mgr, true);
                 continue;
@@ -252,24 +281,38 @@ impl Writer {
         let words = block.words().ok_or(ShmError::Config("a lane block is not whole words".into()))?;
         Ring::init(words, capacity, mgr.owner());
         let lane = LaneBlock { block, capacity };
-        self.send_offer(&lane, z, deadline.ms_left())?;
+        self.send_offer(mgr, &lane, z, deadline)?;
         self.lane = Some(lane);
         Ok(())
     }
 
     /// Sends an offer of `l` on the socket.
-    fn send_offer(&self, l: &LaneBlock, z: &fairmq_zmq::Socket, timeout_ms: i32) -> Result<(), TransferError> {
+    fn send_offer(
+        &self,
+        mgr: &Manager,
+        l: &LaneBlock,
+        z: &fairmq_zmq::Socket,
+        deadline: Deadline,
+    ) -> Result<(), TransferError> {
+        let ticket = issue_waiting(mgr, Kind::Offer, &l.block.record(), deadline)?;
         let mut frame = Vec::with_capacity(40);
-        meta::encode_lane_offer(&l.block.record(), &mut frame);
-        z.send_uncounted(&mut fairmq_zmq::Message::from_slice(&frame), timeout_ms)?;
-        self.offered.set(Some(Instant::now()));
+        meta::encode_lane_offer(&ticket.record(), &mut frame);
+        if let Err(e) = z.send_uncounted(&mut fairmq_zmq::Message::from_slice(&frame), deadline.ms_left()) {
+            mgr.take_back(&ticket);
+            return Err(e);
+        }
+        self.offered.set(Some((Instant::now(), ticket)));
         Ok(())
     }
 
     /// Offers an unclaimed lane again once `REOFFER` passed.
-    fn reoffer_if_unclaimed(&self, l: &LaneBlock, ring: &Ring<'_>, z: &fairmq_zmq::Socket) {
-        if ring.reader() == 0 && self.offered.get().is_none_or(|t| t.elapsed() >= REOFFER) {
-            let _ = self.send_offer(l, z, 0);
+    /// An earlier offer is taken back first: if a reader claimed it meanwhile (and is about to
+    /// claim the lane), there is nothing to do.
+    fn reoffer_if_unclaimed(&self, mgr: &Manager, l: &LaneBlock, ring: &Ring<'_>, z: &fairmq_zmq::Socket) {
+        let due = self.offered.get().is_none_or(|(at, _)| at.elapsed() >= REOFFER);
+        if ring.reader() == 0 && due && self.offered.get().is_none_or(|(_, t)| mgr.take_back(&t)) {
+            self.offered.set(None);
+            let _ = self.send_offer(mgr, l, z, Deadline::Now);
         }
     }
 
@@ -322,7 +365,7 @@ impl Writer {
             }
             // No spinning on a full ring: its reader has a ring's worth of work, and sleeping
             // until half of it is done costs one wake per half ring.
-            self.reoffer_if_unclaimed(l, ring, z);
+            self.reoffer_if_unclaimed(mgr, l, ring, z);
             if let Some(seen) = ring.wait_for_room().map_err(lane_error)? {
                 crate::sys::futex::wait(ring.room_word(), seen, deadline.slice());
                 // Woken or not (a slice ended): the next turn announces itself again.
@@ -410,7 +453,8 @@ pub(crate) enum Got {
 impl Readers {
     /// Claims a lane a peer offered, with a reference of our own (the offer handed over none).
     pub(crate) fn attach(&mut self, mgr: &Arc<Manager>, rec: Record, socket: &str) -> Result<(), ShmError> {
-        let mut block = Message::from_record(mgr, rec)?;
+        let Record::Handed { segment, ticket, nonce } = rec else { return Err(meta::MetaError::Untracked.into()) };
+        let mut block = Message::claim(mgr, segment, ticket, nonce, Kind::Offer)?;
         let opened = block.words().ok_or(LaneError::Header).and_then(|w| Ring::open(w).map(|r| r.capacity()));
         let capacity = match opened {
             Ok(c) => c,

@@ -70,6 +70,7 @@ mod shmid;
 mod slots;
 mod socket;
 mod sys;
+pub mod tickets;
 pub mod tlsf;
 mod transport;
 

@@ -12,6 +12,7 @@ use crate::meta::MetaError;
 use crate::naming::Names;
 use crate::region_map::RegionMap;
 use crate::segment::{Segment, SegmentInit};
+use crate::tickets::{Issued, Issuer, Kind};
 use crate::tlsf::Block;
 use fairmq_zmq::Interrupter;
 use parking_lot::Mutex;
@@ -26,6 +27,8 @@ pub(crate) struct Manager {
     own: Arc<Segment>,
     segments: SegmentTable,
     cache: Mutex<Cache>,
+    /// Tickets of what this transport hands to sockets (in its own segment's table).
+    issuer: Mutex<Issuer>,
     interrupter: Arc<Interrupter>,
     acks: Acks,
     heartbeat: Option<Heartbeat>,
@@ -64,6 +67,7 @@ impl Manager {
             own,
             segments,
             cache,
+            issuer: Mutex::new(Issuer::new(heartbeat.owner())),
             interrupter,
             acks: Acks::default(),
             heartbeat: Some(heartbeat),
@@ -134,6 +138,18 @@ impl Manager {
         }
         seg.apply(SegmentInit { zero: c.zero_segment, mlock: c.mlock_segment })?;
         Ok(Arc::new(seg))
+    }
+
+    /// Issues a ticket for handing the message `rec` describes (or a lane's offer) to a socket;
+    /// `None` when every ticket this transport can get is out.
+    pub fn issue(&self, kind: Kind, rec: &crate::meta::Record) -> Option<Issued> {
+        let table = self.own.tickets();
+        self.issuer.lock().issue(&table, self.own.id(), kind, rec, &|owner| self.owner_alive(owner))
+    }
+
+    /// Takes back a ticket whose record never left; false when someone claimed it first.
+    pub fn take_back(&self, t: &Issued) -> bool {
+        self.segment(t.segment).is_ok_and(|s| s.tickets().claim(t.ticket, t.nonce))
     }
 
     /// Whether the transport is interrupted (a waiting transfer gives up).
@@ -388,6 +404,7 @@ impl Manager {
 impl Drop for Manager {
     fn drop(&mut self) {
         self.flush(true);
+        self.issuer.get_mut().release(&self.own.tickets());
         self.acks.shutdown();
         let Some(heartbeat) = self.heartbeat.take() else { return };
         match self.mng.detach(heartbeat, self.config.no_cleanup) {

@@ -20,9 +20,19 @@ use crate::manager::Manager;
 use crate::meta::{MetaError, RcHandle, Record};
 use crate::region::Region;
 use crate::region_map::RegionMap;
+use crate::tickets::{Kind, TicketError};
 
 use std::sync::atomic::{fence, Ordering};
 use std::sync::{Arc, OnceLock};
+
+/// Where a received record comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// A socket: anyone who reached the endpoint could have sent it.
+    Socket,
+    /// A lane (or a block a lane entry named): written by a process of the session.
+    Lane,
+}
 
 /// A message of the shared-memory transport.
 pub struct Message {
@@ -389,8 +399,43 @@ impl Message {
         self.body = Body::Empty;
     }
 
-    /// A message for a received record, after checking it against this process's mappings. Takes
-    /// over the reference the sender handed over.
+    /// The message a received record hands over. On a socket, only a handed record (a ticket)
+    /// hands anything over; in a lane, which only the session's processes write, a record describes
+    /// its message directly.
+    pub(crate) fn receive(mgr: &Arc<Manager>, rec: Record, source: Source) -> Result<Message, MetaError> {
+        match rec {
+            Record::Empty => Ok(Message::empty(mgr.clone())),
+            Record::Handed { segment, ticket, nonce } => Message::claim(mgr, segment, ticket, nonce, Kind::Message),
+            _ if source == Source::Lane => Message::from_record(mgr, rec),
+            _ => Err(MetaError::Untracked),
+        }
+    }
+
+    /// Claims ticket `ticket` of segment `segment`: what it describes is checked like any record,
+    /// then the ticket is won (a message) or the check undone (it was never ours). An offer's
+    /// message holds no reference of its own (see `lanes`).
+    pub(crate) fn claim(
+        mgr: &Arc<Manager>,
+        segment: u16,
+        ticket: u32,
+        nonce: u64,
+        kind: Kind,
+    ) -> Result<Message, MetaError> {
+        let tickets = mgr.segment(segment)?.tickets();
+        let (issued_as, rec) = tickets.resolve(ticket, nonce)?;
+        if issued_as != kind {
+            return Err(TicketError::WrongKind(ticket, issued_as).into());
+        }
+        let mut m = Message::from_record(mgr, rec)?;
+        if !tickets.claim(ticket, nonce) {
+            m.hand_over(); // taken by another claim meanwhile: never ours to release
+            return Err(TicketError::NotIssued(ticket).into());
+        }
+        Ok(m)
+    }
+
+    /// A message for a record that describes it, after checking it against this process's
+    /// mappings. Takes over the reference the sender handed over.
     pub(crate) fn from_record(mgr: &Arc<Manager>, rec: Record) -> Result<Message, MetaError> {
         match rec {
             Record::Empty => Ok(Message::empty(mgr.clone())),
@@ -399,6 +444,7 @@ impl Message {
                 let size = usize::try_from(size).map_err(|_| MetaError::OutOfBounds { segment, offset, size })?;
                 Ok(Message { mgr: mgr.clone(), body: Body::Block { seg: segment, offset, delta, size, slot } })
             }
+            Record::Handed { .. } => Err(MetaError::Untracked),
             Record::Region { region, offset, size, hint, rc } => {
                 let map = mgr.region_view(region)?;
                 map.check(offset, size)?;

@@ -4,14 +4,20 @@
 //! single message) or a multipart header followed by one record per part. A one-part multipart is
 //! sent as a single record, so single and multipart calls interoperate as with the zeromq transport.
 //!
+//! On a socket a message travels as a *handed* record: it names a ticket in the sender's segment
+//! that describes the block or region piece, and the ticket's nonce (see `tickets`): a record
+//! alone, forged or repeated, grants nothing. Block and region records describe a message
+//! directly; they travel only inside lanes, which only the session's processes can write.
+//!
 //! | record | bytes | layout |
 //! |---|---|---|
 //! | empty message | 8 | `version u8, tag=0 u8, 6 zero bytes` |
 //! | block in a managed segment | 28 | `version u8, tag=1 u8, segment u16, delta u32, offset u64, size u64, slot u32` |
 //! | piece of an unmanaged region | 40 | `version u8, tag=2 u8, region u16, rc segment u16, rc delta u16, offset u64, size u64, hint u64, rc offset u64` |
 //! | multipart header | 8 | `version u8, tag=3 u8, 2 zero bytes, count u32`, then `count` records |
-//! | lane offer (control) | 8 + 28 | `version u8, tag=4 u8, 6 zero bytes`, then the lane's block record |
+//! | lane offer (control) | 8 + 16 | `version u8, tag=4 u8, 6 zero bytes`, then a handed record of the lane's block |
 //! | wake (control) | 8 | `version u8, tag=5 u8, 6 zero bytes` |
+//! | handed message | 16 | `version u8, tag=6 u8, segment u16, ticket u32, nonce u64` |
 //!
 //! Control frames travel on the socket only (see `lane`); they carry no message.
 //!
@@ -20,19 +26,20 @@
 //! receiver checks the record and finds the reference count without touching the block. A region record's `offset` is the data's offset in the region; a region message
 //! that was copied has a shared reference count, a small block of a managed segment named by `rc`
 //! (`rc offset = u64::MAX`, segment and delta 0: none). A frame may be padded with zero bytes (option
-//! `--shm-metadata-msg-size`). 28 bytes fit libzmq's inline "very small message" (33 bytes): a single
-//! message costs no allocation in libzmq on either side.
+//! `--shm-metadata-msg-size`). A handed record (16 bytes) fits libzmq's inline "very small message"
+//! (33 bytes): a single message costs no allocation in libzmq on either side.
 //!
 //! [`decode`] checks the structure only; the receiver then checks every record against its mappings.
 
 /// Format version written by this build.
-pub const VERSION: u8 = 2;
+pub const VERSION: u8 = 3;
 const TAG_EMPTY: u8 = 0;
 const TAG_BLOCK: u8 = 1;
 const TAG_REGION: u8 = 2;
 const TAG_MULTI: u8 = 3;
 const TAG_LANE: u8 = 4;
 const TAG_WAKE: u8 = 5;
+const TAG_HANDED: u8 = 6;
 /// Size of an empty-message record.
 pub const EMPTY_LEN: usize = 8;
 /// Size of a managed-block record.
@@ -41,6 +48,8 @@ pub const BLOCK_LEN: usize = 28;
 pub const REGION_LEN: usize = 40;
 /// Size of the multipart header.
 pub const MULTI_LEN: usize = 8;
+/// Size of a handed record.
+pub const HANDED_LEN: usize = 16;
 /// Largest single record.
 pub const MAX_RECORD_LEN: usize = REGION_LEN;
 /// `rc offset` value meaning "no shared reference count".
@@ -87,6 +96,15 @@ pub enum Record {
         hint: u64,
         /// The shared reference count, if the message was copied.
         rc: Option<RcHandle>,
+    },
+    /// A message handed over through a ticket (see `tickets`).
+    Handed {
+        /// The segment whose ticket table holds the ticket.
+        segment: u16,
+        /// The ticket.
+        ticket: u32,
+        /// The ticket's nonce.
+        nonce: u64,
     },
 }
 
@@ -142,6 +160,12 @@ pub enum MetaError {
         /// The id.
         id: u16,
     },
+    /// A handed record whose ticket hands nothing over (forged, repeated, or taken back).
+    #[error("shared-memory record refused: {0}")]
+    Ticket(#[from] crate::tickets::TicketError),
+    /// A record that describes a message directly where only handed records are valid (a socket).
+    #[error("a shared-memory message arrived without a ticket (only the session's lanes carry such records)")]
+    Untracked,
 }
 
 impl Record {
@@ -151,6 +175,7 @@ impl Record {
             Record::Empty => EMPTY_LEN,
             Record::Block { .. } => BLOCK_LEN,
             Record::Region { .. } => REGION_LEN,
+            Record::Handed { .. } => HANDED_LEN,
         }
     }
 
@@ -181,6 +206,12 @@ impl Record {
                 for v in [offset, size, hint, rc_offset] {
                     out.extend_from_slice(&v.to_le_bytes());
                 }
+            }
+            Record::Handed { segment, ticket, nonce } => {
+                out.extend_from_slice(&[VERSION, TAG_HANDED]);
+                out.extend_from_slice(&segment.to_le_bytes());
+                out.extend_from_slice(&ticket.to_le_bytes());
+                out.extend_from_slice(&nonce.to_le_bytes());
             }
         }
     }
@@ -230,14 +261,23 @@ impl Record {
                 };
                 Ok((rec, REGION_LEN))
             }
+            TAG_HANDED => {
+                let b = need(buf, HANDED_LEN)?;
+                let rec = Record::Handed {
+                    segment: u16::from_le_bytes([b[2], b[3]]),
+                    ticket: u32_at(b, 4),
+                    nonce: u64_at(b, 8),
+                };
+                Ok((rec, HANDED_LEN))
+            }
             t => Err(MetaError::Tag(t)),
         }
     }
 
-    /// Payload size the record describes.
+    /// Payload size the record describes (0 for a handed record: its ticket says).
     pub fn size(&self) -> u64 {
         match self {
-            Record::Empty => 0,
+            Record::Empty | Record::Handed { .. } => 0,
             Record::Block { size, .. } | Record::Region { size, .. } => *size,
         }
     }
@@ -295,13 +335,13 @@ fn pad(out: &mut Vec<u8>, min_len: usize) {
 /// A frame that carries no message: it sets up or wakes a lane.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Control {
-    /// The sender's lane, a block handed over like a message's.
+    /// The sender's lane: a handed record whose ticket is a lane offer.
     Lane(Record),
     /// The reader of a lane went to sleep and has something to read now.
     Wake,
 }
 
-/// Encodes a lane offer for the lane's block record.
+/// Encodes a lane offer for the handed record of the lane's block.
 pub fn encode_lane_offer(block: &Record, out: &mut Vec<u8>) {
     out.clear();
     out.extend_from_slice(&[VERSION, TAG_LANE, 0, 0, 0, 0, 0, 0]);
@@ -325,7 +365,7 @@ pub fn control(frame: &[u8]) -> Option<Result<Control, MetaError>> {
             let (rec, n) = Record::decode(&frame[8..])?;
             zeros(frame, 8 + n..frame.len())?;
             match rec {
-                Record::Block { .. } => Ok(Control::Lane(rec)),
+                Record::Handed { .. } => Ok(Control::Lane(rec)),
                 _ => Err(MetaError::Tag(frame[9])),
             }
         })()),
@@ -391,6 +431,11 @@ mod tests {
                     hint,
                     rc: rc.map(|(segment, offset, delta)| RcHandle { segment, offset, delta }),
                 }),
+            (any::<u16>(), any::<u32>(), any::<u64>()).prop_map(|(segment, ticket, nonce)| Record::Handed {
+                segment,
+                ticket,
+                nonce
+            }),
         ]
     }
 
@@ -419,28 +464,32 @@ mod tests {
         let rec = Record::Block { segment: 0x0102, offset: 0x1000, delta: 32, size: 5, slot: 0x0a0b0c0d };
         encode_single(&rec, 0, &mut buf);
         assert_eq!(buf.len(), 28, "fits libzmq's inline small message (33 bytes)");
-        assert_eq!(&buf[..8], &[2, 1, 2, 1, 32, 0, 0, 0]);
+        assert_eq!(&buf[..8], &[VERSION, 1, 2, 1, 32, 0, 0, 0]);
         assert_eq!(&buf[8..16], &0x1000u64.to_le_bytes());
         assert_eq!(&buf[16..24], &5u64.to_le_bytes());
         assert_eq!(&buf[24..], &[0x0d, 0x0c, 0x0b, 0x0a]);
+        encode_single(&Record::Handed { segment: 0x0102, ticket: 0x0a0b0c0d, nonce: 0x1122 }, 0, &mut buf);
+        assert_eq!(buf.len(), 16);
+        assert_eq!(&buf[..8], &[VERSION, 6, 2, 1, 0x0d, 0x0c, 0x0b, 0x0a]);
+        assert_eq!(&buf[8..], &0x1122u64.to_le_bytes());
     }
 
     #[test]
     fn corruptions_are_rejected() {
         let mut out = Vec::new();
         assert!(matches!(decode(&[], &mut out), Err(MetaError::Truncated { .. })));
-        assert!(matches!(decode(&[1, 1], &mut out), Err(MetaError::Version(1))), "version 1 (24-byte blocks) is gone");
-        assert!(matches!(decode(&[2, 9], &mut out), Err(MetaError::Tag(9))));
-        assert!(matches!(decode(&[2, 1, 0, 0], &mut out), Err(MetaError::Truncated { need: 28, got: 4 })));
+        assert!(matches!(decode(&[2, 1], &mut out), Err(MetaError::Version(2))), "version 2 (no tickets) is gone");
+        assert!(matches!(decode(&[VERSION, 9], &mut out), Err(MetaError::Tag(9))));
+        assert!(matches!(decode(&[VERSION, 1, 0, 0], &mut out), Err(MetaError::Truncated { need: 28, got: 4 })));
         let mut buf = Vec::new();
         encode_single(&Record::Empty, 16, &mut buf);
         buf[12] = 7;
         assert!(matches!(decode(&buf, &mut out), Err(MetaError::Garbage(12))));
         // A multipart claiming four billion parts in 8 bytes.
-        let huge = [2, 3, 0, 0, 0xff, 0xff, 0xff, 0xff];
+        let huge = [VERSION, 3, 0, 0, 0xff, 0xff, 0xff, 0xff];
         assert!(matches!(decode(&huge, &mut out), Err(MetaError::Truncated { .. })));
         // A multipart with a nested multipart header.
-        let nested = [2, 3, 0, 0, 1, 0, 0, 0, 2, 3, 0, 0, 0, 0, 0, 0];
+        let nested = [VERSION, 3, 0, 0, 1, 0, 0, 0, VERSION, 3, 0, 0, 0, 0, 0, 0];
         assert!(matches!(decode(&nested, &mut out), Err(MetaError::Tag(3))));
         assert!(out.is_empty(), "nothing decoded from bad frames");
     }

@@ -3,12 +3,13 @@
 //!
 //! | bytes | content |
 //! |---|---|
-//! | 0..128 | header words: magic, layout version, size, heap bounds, id, free epoch (futex), waiters, recoveries, slot table place, slots, free slot list, slots ever used, block size the waiters need, wake issued |
+//! | 0..128 | header words: magic, layout version, size, heap bounds, id, free epoch (futex), waiters, recoveries, slot table place, slots, free slot list, slots ever used, block size the waiters need, wake issued, ticket table place |
 //! | 128..192 | the robust process-shared mutex guarding the heap |
 //! | 192.. | TLSF control words |
 //! | 8192.. | the depot of freed magazines (see `depot`) |
 //! | `HEAP_START`..`heap end` | blocks |
-//! | `heap end`..size | the slot table (see `slots`; none in segments under 1 MiB) |
+//! | `heap end`..`tickets` | the slot table (see `slots`; none in segments under 1 MiB) |
+//! | `tickets`..size | the hand-over tickets (see `tickets`) |
 
 use crate::depot::{self, Depot, DEPOT_OWNER};
 use crate::error::ShmError;
@@ -16,6 +17,7 @@ use crate::slots::{self, Entry, Slots, NO_SLOT, SLOTTED};
 use crate::sys::futex;
 use crate::sys::mapping::{Created, Mapping};
 use crate::sys::robust_mutex::{RobustMutex, MUTEX_BYTES};
+use crate::tickets::{self, Tickets};
 use crate::tlsf::{self, Block, Tlsf};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,7 +25,7 @@ use std::time::Duration;
 
 const MAGIC: u64 = u64::from_le_bytes(*b"FMQRSSEG");
 /// Bumped whenever the layout changes: processes of different layouts refuse each other's segments.
-const LAYOUT: u64 = 4;
+const LAYOUT: u64 = 5;
 const W_MAGIC: usize = 0;
 const W_LAYOUT: usize = 1;
 const W_SIZE: usize = 2;
@@ -40,6 +42,7 @@ const W_SLOT_HW: usize = 12;
 const W_WANT: usize = 13;
 /// 1 once a wake was issued since a waiter last armed: later frees skip the system call.
 const W_WAKE: usize = 14;
+const W_TICKETS_AT: usize = 15;
 const MUTEX_AT: usize = 128;
 const CTL_WORD: usize = (MUTEX_AT + MUTEX_BYTES) / 8;
 const DEPOT_WORD: usize = 8192 / 8;
@@ -48,8 +51,8 @@ const _: () = assert!((CTL_WORD + tlsf::CONTROL_WORDS) <= DEPOT_WORD);
 /// The count word of a block in the depot: no reference, owner [`DEPOT_OWNER`].
 const DEPOSITED: u64 = (DEPOT_OWNER as u64) << 32;
 
-/// Smallest segment we create (header plus a little heap).
-pub const MIN_SEGMENT_SIZE: u64 = HEAP_START + 4096;
+/// Smallest segment we create (header, a little heap and the smallest ticket table).
+pub const MIN_SEGMENT_SIZE: u64 = HEAP_START + 4096 + tickets::MIN_TABLE_BYTES;
 
 /// Memory figures of a segment.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -81,6 +84,8 @@ pub struct Segment {
     mutex: RobustMutex,
     heap_end: u64,
     nslots: u32,
+    tickets_at: u64,
+    ntickets: u32,
 }
 
 impl std::fmt::Debug for Segment {
@@ -102,9 +107,14 @@ impl Segment {
     pub(crate) fn open_or_create(path: &Path, tmp: &Path, id: u16, size: u64) -> Result<(Segment, bool), ShmError> {
         let name = path.display().to_string();
         let size = size / 16 * 16;
+        if size < MIN_SEGMENT_SIZE {
+            return Err(ShmError::Config(format!(
+                "segment size {size} is below the minimum of {MIN_SEGMENT_SIZE} bytes"
+            )));
+        }
         let created = Mapping::create(path, tmp, size as usize, |m| {
             let w = m.words();
-            let end = size - slots::table_bytes(size);
+            let (end, tickets_at) = Self::tables_at(size);
             for (i, v) in [
                 (W_LAYOUT, LAYOUT),
                 (W_SIZE, size),
@@ -112,6 +122,7 @@ impl Segment {
                 (W_HEAP_END, end),
                 (W_SLOTS_AT, end),
                 (W_NSLOTS, u64::from(slots::count_for(size))),
+                (W_TICKETS_AT, tickets_at),
             ] {
                 w[i].store(v, Ordering::Relaxed);
             }
@@ -155,8 +166,9 @@ impl Segment {
         let (size, start, end) = (get(W_SIZE), get(W_HEAP_START), get(W_HEAP_END));
         let nslots = slots::count_for(size);
         let consistent = size == map.len() as u64
+            && size >= MIN_SEGMENT_SIZE
             && start == HEAP_START
-            && end == size - slots::table_bytes(size)
+            && (end, get(W_TICKETS_AT)) == Self::tables_at(size)
             && get(W_SLOTS_AT) == end
             && get(W_NSLOTS) == u64::from(nslots);
         if !consistent {
@@ -169,7 +181,15 @@ impl Segment {
         // SAFETY: the creator initialised a robust mutex there before publishing the segment (magic
         // checked above); the mapping lives as long as this Segment, which owns the handle.
         let mutex = unsafe { RobustMutex::at(mutex_ptr) };
-        Ok(Segment { map, id, mutex, heap_end: end, nslots })
+        let tickets_at = get(W_TICKETS_AT);
+        Ok(Segment { map, id, mutex, heap_end: end, nslots, tickets_at, ntickets: tickets::count_for(size) })
+    }
+
+    /// Where the slot table (the heap's end) and the ticket table of a segment of `size` bytes
+    /// (at least [`MIN_SEGMENT_SIZE`]) begin.
+    fn tables_at(size: u64) -> (u64, u64) {
+        let tickets_at = size - tickets::table_bytes(size);
+        (tickets_at - slots::table_bytes(size), tickets_at)
     }
 
     pub(crate) fn apply(&self, init: SegmentInit) -> Result<(), ShmError> {
@@ -205,6 +225,11 @@ impl Segment {
 
     fn depot(&self) -> Depot<'_> {
         Depot::new(self.words(), DEPOT_WORD)
+    }
+
+    /// The hand-over tickets of messages sent from this segment's processes.
+    pub(crate) fn tickets(&self) -> Tickets<'_> {
+        Tickets::new(self.words(), (self.tickets_at / 8) as usize, self.ntickets)
     }
 
     fn slots(&self) -> Slots<'_> {
@@ -644,6 +669,7 @@ impl Segment {
         self.locked(|t| {
             self.depot().clear();
             self.slots().clear();
+            self.tickets().clear();
             t.format();
             Ok(())
         })?;

@@ -6,8 +6,9 @@
 use crate::error::ShmError;
 use crate::lanes::{release_frame, Deadline, Got, Readers, Writer};
 use crate::manager::Manager;
-use crate::message::Message;
+use crate::message::{Message, Source};
 use crate::meta::{self, MetaError, Record};
+use crate::tickets::{Issued, Kind, TicketError};
 use fairmq_zmq::{AttachOptions, CounterSnapshot, Counters, SocketOptions, SocketType, TransferError, TransferResult};
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -27,6 +28,8 @@ pub struct Socket {
     ty: SocketType,
     subscribers: RefCell<Vec<Vec<u8>>>,
     scratch: RefCell<(Vec<u8>, Vec<Record>)>,
+    /// The tickets of the frame being sent.
+    issued: RefCell<Vec<Issued>>,
     lanes: Box<LaneState>,
 }
 
@@ -63,7 +66,7 @@ impl Drop for Socket {
         self.lanes.readers.get_mut().close(&self.mgr);
         if let Some(f) = self.lanes.stash.get_mut().take() {
             // Messages received but never taken: their blocks go back (ZeroMQ drops such frames).
-            release_frame(&self.mgr, f.data());
+            release_frame(&self.mgr, f.data(), Source::Socket);
         }
         // A lane freed here is a large block: back to the segment now, not when the list is long.
         self.mgr.flush(false);
@@ -74,6 +77,15 @@ impl std::fmt::Debug for Socket {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Socket").field("id", &self.z.id()).finish()
     }
+}
+
+/// The records that hand `parts` over with `tickets` (one per non-empty part, in order).
+fn handed<'a>(parts: &'a [Message], tickets: &'a [Issued]) -> impl ExactSizeIterator<Item = Record> + 'a {
+    let mut tickets = tickets.iter();
+    parts.iter().map(move |p| match p.record() {
+        Record::Empty => Record::Empty,
+        _ => tickets.next().expect("a ticket per non-empty part").record(),
+    })
 }
 
 fn not_for_sub() -> TransferError {
@@ -94,6 +106,7 @@ impl Socket {
             ty,
             subscribers: RefCell::new(Vec::new()),
             scratch: RefCell::new((Vec::with_capacity(64), Vec::new())),
+            issued: RefCell::new(Vec::new()),
             lanes: Box::default(),
         }
     }
@@ -157,12 +170,54 @@ impl Socket {
             }
     }
 
-    fn send_frame(&self, bytes: &[u8], timeout_ms: i32) -> Result<(), TransferError> {
+    /// Sends the records of `parts` (one message, or the parts of a multipart) in one frame:
+    /// through the lane, or on the socket with a ticket for each. On error nothing was handed over.
+    fn send_records(&self, parts: &[Message], timeout_ms: i32) -> Result<(), TransferError> {
+        let min = self.mgr.config().metadata_msg_size;
+        let (buf, _) = &mut *self.scratch.borrow_mut();
         if self.uses_lane() {
-            return self.lanes.writer.borrow_mut().send(&self.mgr, &self.z, bytes, Deadline::new(timeout_ms));
+            meta::encode_parts(parts.iter().map(Message::record), min, buf);
+            return self.lanes.writer.borrow_mut().send(&self.mgr, &self.z, buf, Deadline::new(timeout_ms));
         }
-        let mut frame = fairmq_zmq::Message::from_slice(bytes);
-        self.z.send_uncounted(&mut frame, timeout_ms)
+        let issued = &mut *self.issued.borrow_mut();
+        self.issue_all(parts.iter().map(Message::record), Deadline::new(timeout_ms), issued)?;
+        meta::encode_parts(handed(parts, issued), min, buf);
+        let sent = self.z.send_uncounted(&mut fairmq_zmq::Message::from_slice(buf), timeout_ms);
+        if sent.is_err() {
+            self.take_back(issued);
+        }
+        sent
+    }
+
+    /// Issues a ticket for each non-empty record into `out`, waiting within `deadline` while every
+    /// ticket this transport can get is out (its peers claim them as they receive). On error none
+    /// is left issued.
+    fn issue_all(
+        &self,
+        records: impl Iterator<Item = Record>,
+        deadline: Deadline,
+        out: &mut Vec<Issued>,
+    ) -> Result<(), TransferError> {
+        out.clear();
+        for rec in records.filter(|r| !r.is_empty()) {
+            match crate::lanes::issue_waiting(&self.mgr, Kind::Message, &rec, deadline) {
+                Ok(t) => out.push(t),
+                Err(e) => {
+                    self.take_back(out);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes back tickets whose records did not leave.
+    fn take_back(&self, issued: &mut Vec<Issued>) {
+        for t in issued.drain(..) {
+            if !self.mgr.take_back(&t) {
+                log::error!("socket {}: ticket {} of a record that never left was claimed", self.id, t.ticket);
+            }
+        }
     }
 
     /// Sends one message: only its metadata travels. On success the receiver owns the block and
@@ -175,11 +230,7 @@ impl Socket {
             _ => {}
         }
         let size = msg.size();
-        {
-            let (buf, _) = &mut *self.scratch.borrow_mut();
-            meta::encode_single(&msg.record(), self.mgr.config().metadata_msg_size, buf);
-            self.send_frame(buf, timeout_ms)?;
-        }
+        self.send_records(std::slice::from_ref(msg), timeout_ms)?;
         msg.hand_over();
         self.z.shared_counters().record_tx(size);
         Ok(size)
@@ -199,11 +250,7 @@ impl Socket {
             _ => {}
         }
         let total: usize = parts.iter().map(Message::size).sum();
-        {
-            let (buf, _) = &mut *self.scratch.borrow_mut();
-            meta::encode_parts(parts.iter().map(Message::record), self.mgr.config().metadata_msg_size, buf);
-            self.send_frame(buf, timeout_ms)?;
-        }
+        self.send_records(parts, timeout_ms)?;
         for p in parts.iter_mut() {
             p.hand_over();
         }
@@ -237,8 +284,8 @@ impl Socket {
         }
     }
 
-    /// Sends the parts' records to every subscriber, one reference each; the publisher's own
-    /// references are released afterwards (freeing blocks nobody got).
+    /// Sends the parts' records to every subscriber, one reference and one ticket each; the
+    /// publisher's own references are released afterwards (freeing blocks nobody got).
     fn publish(&self, parts: &mut [Message]) -> TransferResult {
         for p in parts.iter() {
             p.share()?;
@@ -247,17 +294,21 @@ impl Socket {
         let total: usize = parts.iter().map(Message::size).sum();
         {
             let (buf, _) = &mut *self.scratch.borrow_mut();
-            if parts.len() == 1 {
-                meta::encode_single(&parts[0].record(), self.mgr.config().metadata_msg_size, buf);
-            } else {
-                meta::encode_parts(parts.iter().map(Message::record), self.mgr.config().metadata_msg_size, buf);
-            }
+            let issued = &mut *self.issued.borrow_mut();
+            let min = self.mgr.config().metadata_msg_size;
             self.subscribers.borrow_mut().retain(|id| {
                 parts.iter().for_each(|p| p.add_reference());
+                // Like a full queue, no free ticket makes this subscriber miss the message.
+                if self.issue_all(parts.iter().map(Message::record), Deadline::Now, issued).is_err() {
+                    parts.iter().for_each(|p| p.drop_reference());
+                    return true;
+                }
+                meta::encode_parts(handed(parts, issued), min, buf);
                 let mut frames = [fairmq_zmq::Message::from_slice(id), fairmq_zmq::Message::from_slice(buf)];
                 match self.z.send_parts_uncounted(&mut frames, 0) {
                     Ok(()) => true,
                     Err(e) => {
+                        self.take_back(issued);
                         parts.iter().for_each(|p| p.drop_reference());
                         // Gone (ROUTER_MANDATORY says unroutable): forget it; full queue: it misses this one.
                         !matches!(e, TransferError::Zmq(zmq::Error::EHOSTUNREACH))
@@ -278,8 +329,19 @@ impl Socket {
             None => Ok(false),
             Some(Ok(meta::Control::Wake)) => Ok(true),
             Some(Ok(meta::Control::Lane(rec))) => {
-                self.lanes.readers.borrow_mut().attach(&self.mgr, rec, &self.id).inspect_err(|e| log::error!("{e}"))?;
-                Ok(true)
+                match self.lanes.readers.borrow_mut().attach(&self.mgr, rec, &self.id) {
+                    Ok(()) => Ok(true),
+                    // An offer its writer took back to offer the lane again (it was not claimed
+                    // soon enough): the new offer follows. A forged one grants nothing either.
+                    Err(ShmError::Metadata(MetaError::Ticket(TicketError::NotIssued(t)))) => {
+                        log::debug!("socket {}: lane offer {t} was withdrawn", self.id);
+                        Ok(true)
+                    }
+                    Err(e) => {
+                        log::error!("{e}");
+                        Err(e.into())
+                    }
+                }
             }
             Some(Err(e)) => Err(meta_error(e)),
         }
@@ -351,26 +413,26 @@ impl Socket {
         }
     }
 
-    /// Receives a frame and hands its bytes to `use_frame`, wherever they are.
+    /// Receives a frame and hands its bytes, and where they came from, to `use_frame`.
     fn receive_with<T>(
         &self,
         timeout_ms: i32,
-        use_frame: impl FnOnce(&[u8]) -> Result<T, TransferError>,
+        use_frame: impl FnOnce(&[u8], Source) -> Result<T, TransferError>,
     ) -> Result<T, TransferError> {
         match self.receive_frame(timeout_ms)? {
-            Frame::Zmq(f) => use_frame(f.data()),
-            Frame::Lane => use_frame(&self.lanes.frame.borrow()),
-            Frame::Block(m) => use_frame(m.data()),
+            Frame::Zmq(f) => use_frame(f.data(), Source::Socket),
+            Frame::Lane => use_frame(&self.lanes.frame.borrow(), Source::Lane),
+            Frame::Block(m) => use_frame(m.data(), Source::Lane),
         }
     }
 
     /// Turns records into messages; if any record is bad, the good ones are released (we own them)
     /// and the error is returned.
-    fn messages(&self, records: &[Record], out: &mut Vec<Message>) -> Result<usize, TransferError> {
+    fn messages(&self, records: &[Record], source: Source, out: &mut Vec<Message>) -> Result<usize, TransferError> {
         let start = out.len();
         let mut first_error = None;
         for &r in records {
-            match Message::from_record(&self.mgr, r) {
+            match Message::receive(&self.mgr, r, source) {
                 Ok(m) => out.push(m),
                 Err(e) => {
                     first_error.get_or_insert(e);
@@ -387,18 +449,18 @@ impl Socket {
     /// Receives one message into `msg` (its previous block is released). A multipart frame is an
     /// error here (its blocks are released).
     pub fn receive(&self, msg: &mut Message, timeout_ms: i32) -> TransferResult {
-        *msg = self.receive_with(timeout_ms, |data| {
+        *msg = self.receive_with(timeout_ms, |data, source| {
             // The common case, one record alone in its frame, without the multipart machinery.
             if let Ok((rec, n)) = Record::decode(data) {
                 if data[n..].iter().all(|&b| b == 0) {
-                    return Message::from_record(&self.mgr, rec).map_err(meta_error);
+                    return Message::receive(&self.mgr, rec, source).map_err(meta_error);
                 }
             }
             let (_, recs) = &mut *self.scratch.borrow_mut();
             recs.clear();
             meta::decode(data, recs).map_err(meta_error)?;
             let mut got = Vec::with_capacity(recs.len());
-            self.messages(recs, &mut got)?;
+            self.messages(recs, source, &mut got)?;
             // A valid frame that is not a single record is a multipart; its parts are released.
             Err(meta_error(MetaError::Multipart(got.len())))
         })?;
@@ -409,11 +471,11 @@ impl Socket {
 
     /// Receives a multipart (or single) message and appends its parts to `parts`.
     pub fn receive_parts(&self, parts: &mut Vec<Message>, timeout_ms: i32) -> TransferResult {
-        let total = self.receive_with(timeout_ms, |data| {
+        let total = self.receive_with(timeout_ms, |data, source| {
             let (_, recs) = &mut *self.scratch.borrow_mut();
             recs.clear();
             meta::decode(data, recs).map_err(meta_error)?;
-            self.messages(recs, parts)
+            self.messages(recs, source, parts)
         })?;
         self.z.shared_counters().record_rx(total);
         Ok(total)

@@ -179,3 +179,77 @@ fn i13_a_subscriber_leaving_is_not_logged_as_an_error() {
         .collect();
     assert!(errors.is_empty(), "logged as errors: {errors:?}");
 }
+
+/// A plain ZeroMQ PUSH connected to `address` that sends raw frames.
+fn send_raw(r: &zmq::Socket, frame: &[u8]) {
+    r.send(frame, 0).expect("rogue sends");
+}
+
+/// Item 2: a record that describes a live block directly, as a peer that once saw one (or guessed
+/// it) can send, is refused on a socket: it would take over a reference it was never given and
+/// free the block under its holder. Fails before tickets: the record was accepted.
+#[test]
+fn i02_a_forged_block_record_takes_nothing_from_its_holder() {
+    let s = Session::new("forged");
+    let t = s.transport("victim");
+    let (pull, at) = bound_pull(&t, &s.ipc("forged"));
+    let (_ctx, r) = rogue(zmq::PUSH, &at);
+    let held = t.new_message_from_slice(&[7u8; 4096]).unwrap();
+    let mut frame = Vec::new();
+    fairmq_shm::meta::encode_single(&held.record(), 0, &mut frame);
+    // A handed record with a made-up ticket and nonce, too.
+    let mut guessed = Vec::new();
+    let handed = fairmq_shm::meta::Record::Handed { segment: 0, ticket: 0, nonce: 0x1234_5678 };
+    fairmq_shm::meta::encode_single(&handed, 0, &mut guessed);
+    for f in [&frame, &guessed, &frame] {
+        send_raw(&r, f);
+        let mut m = t.new_message();
+        let e = pull.receive(&mut m, LONG).expect_err("a forged record is refused");
+        assert!(e.to_string().contains("shared-memory"), "{e}");
+        assert!(m.is_empty());
+    }
+    assert_eq!(held.refcount(), 1, "the holder's reference is untouched");
+    // The block stays the holder's: new allocations do not alias it.
+    let others: Vec<_> = (0..64u8).map(|i| t.new_message_from_slice(&[i; 4096]).unwrap()).collect();
+    assert!(held.data().iter().all(|&b| b == 7), "the held block was not handed out again");
+    drop(others);
+    t.check_segment().unwrap();
+}
+
+/// Item 2: a record that a rogue receiver took from a sender is claimed at most once wherever it is
+/// replayed: the first claim gets the message (the rogue redirected it, as it could have kept
+/// it), every repeat is refused with an error and frees nothing.
+#[test]
+fn i02_a_replayed_record_is_claimed_once() {
+    let s = Session::new("replay");
+    let t = s.transport("victim");
+    t.flush();
+    let free0 = t.segment_stats().free;
+    let push = t.socket(SocketType::Push, "out").unwrap();
+    let out_at = push.attach(&s.ipc("out"), &AttachOptions::new(Some(Method::Bind))).unwrap();
+    let (_c1, thief) = rogue(zmq::PULL, &out_at);
+    let payload: Vec<u8> = (0..10_000u32).map(|i| i as u8).collect();
+    push.send(&mut t.new_message_from_slice(&payload).unwrap(), LONG).unwrap();
+    let record = thief.recv_bytes(0).expect("the rogue got the record");
+    let (pull, in_at) = bound_pull(&t, &s.ipc("in"));
+    let (_c2, replayer) = rogue(zmq::PUSH, &in_at);
+    for _ in 0..3 {
+        send_raw(&replayer, &record);
+    }
+    let mut m = t.new_message();
+    pull.receive(&mut m, LONG).expect("the first claim gets the message");
+    assert_eq!(m.data(), &payload[..]);
+    assert_eq!(m.refcount(), 1);
+    for _ in 0..2 {
+        let mut again = t.new_message();
+        let e = pull.receive(&mut again, LONG).expect_err("a repeated record is refused");
+        assert!(e.to_string().contains("claimed already"), "{e}");
+        assert!(again.is_empty());
+    }
+    assert_eq!(m.data(), &payload[..], "the claimed message is intact");
+    drop(m);
+    drop((pull, push));
+    t.flush();
+    t.check_segment().unwrap();
+    assert_eq!(t.segment_stats().free, free0, "the block was freed exactly once");
+}

@@ -1,0 +1,437 @@
+//! Hand-over tickets: what makes a record on a socket worth a block.
+//!
+//! A record alone never grants anything: it could be forged, or replayed (a peer that saw one
+//! sends it again), and a receiver taking over a reference it was never given frees a block
+//! that others still use. So a sender that hands a message to a socket first writes a *ticket* in
+//! its segment's ticket table: what the message is (its untracked record: block or region piece)
+//! and a fresh random 64-bit nonce. The record on the wire names only the ticket and the nonce.
+//! A receiver reads what the ticket describes, checks it like any record, then claims the ticket
+//! by swapping the nonce for 0; the sender takes back a record that never left (a failed send)
+//! the same way. One swap succeeds, once: a second claim of the same record, or a claim of a
+//! ticket reused since, fails and frees nothing.
+//!
+//! A ticket of kind [`Kind::Offer`] carries a lane's offer (see `lanes`): it moves no reference,
+//! it only proves the offer was made by the lane's writer, and that nobody claimed it before.
+//!
+//! Layout, from the table's first word: one owner word per chunk of [`CHUNK`] tickets (the owner
+//! mark of the transport that issues from it, 0 when free), padded to a cache line; then the
+//! tickets, a cache line each (a receiver claiming one never shares its line with a sender
+//! writing the next):
+//!
+//! | word | content |
+//! |---|---|
+//! | 0 | nonce; 0 while the ticket is free |
+//! | 1 | kind (bits 0..8: 1 block, 2 region piece; bit 7: a lane offer), id << 16 (segment or region), aux << 32 (block: data distance; region: shared count's segment, and its data distance << 16) |
+//! | 2 | offset |
+//! | 3 | size |
+//! | 4 | block: slot; region: the creator's hint |
+//! | 5 | region: offset of the shared count's block ([`meta::NOT_SHARED`]: none) |
+//! | 6 | reserved, 0 |
+//! | 7 | issuer's owner mark |
+//!
+//! Words 1..7 are written before word 0 (release), and read after it (acquire); a reader that
+//! then wins the swap knows they were those of its nonce, since a ticket is reused only once its
+//! word 0 went back to 0.
+
+use crate::meta::{self, RcHandle, Record};
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Tickets per chunk: what a transport takes for itself at a time.
+pub const CHUNK: u32 = 64;
+const WORDS: usize = 8;
+const KIND_BLOCK: u64 = 1;
+const KIND_REGION: u64 = 2;
+const OFFER_BIT: u64 = 0x80;
+
+/// What a ticket hands over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A message: the reference of its block, or its region piece.
+    Message,
+    /// A lane's offer (no reference).
+    Offer,
+}
+
+/// Why a record's ticket does not hand anything over.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TicketError {
+    /// No such ticket in the table.
+    #[error("ticket {0} is beyond the ticket table")]
+    OutOfRange(u32),
+    /// The nonce is not the ticket's: claimed already (a repeated record), taken back by its
+    /// sender, or never issued (a forged record).
+    #[error("ticket {0} was claimed already, taken back or never issued (a repeated or forged record)")]
+    NotIssued(u32),
+    /// The ticket describes something that is no record.
+    #[error("ticket {0} is damaged")]
+    Damaged(u32),
+    /// A ticket of one kind where the other was expected.
+    #[error("ticket {0} hands over a {1:?}, not what its record was sent as")]
+    WrongKind(u32, Kind),
+}
+
+/// Tickets in a segment of `size` bytes: one per 8 KiB, between 512 and 2^18, in whole chunks.
+pub fn count_for(size: u64) -> u32 {
+    (size / 8192).clamp(512, 1 << 18) as u32 / CHUNK * CHUNK
+}
+
+/// Bytes of the owner words of `n` tickets (whole cache lines).
+const fn owner_bytes(n: u32) -> u64 {
+    (n / CHUNK) as u64 * 8
+}
+
+/// Bytes the ticket table of a segment of `size` bytes takes (whole pages).
+pub fn table_bytes(size: u64) -> u64 {
+    let n = count_for(size);
+    (owner_bytes(n).div_ceil(64) * 64 + u64::from(n) * WORDS as u64 * 8).div_ceil(4096) * 4096
+}
+
+/// The smallest table: 512 tickets (a segment below 4 MiB).
+pub const MIN_TABLE_BYTES: u64 = 36 << 10;
+
+/// A view of a segment's ticket table, from word `at` of `w`.
+#[derive(Clone, Copy)]
+pub struct Tickets<'a> {
+    w: &'a [AtomicU64],
+    owners: usize,
+    first: usize,
+    n: u32,
+}
+
+impl std::fmt::Debug for Tickets<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tickets").field("len", &self.n).finish()
+    }
+}
+
+impl<'a> Tickets<'a> {
+    /// The table of `n` tickets at word `at` (inside `w`: checked by the segment's layout).
+    pub fn new(w: &'a [AtomicU64], at: usize, n: u32) -> Self {
+        let first = at + (owner_bytes(n).div_ceil(64) * 64 / 8) as usize;
+        debug_assert!(first + n as usize * WORDS <= w.len());
+        Tickets { w, owners: at, first, n }
+    }
+
+    fn word(&self, t: u32, i: usize) -> &'a AtomicU64 {
+        &self.w[self.first + t as usize * WORDS + i]
+    }
+
+    /// Whether ticket `t` is free to issue.
+    fn is_free(&self, t: u32) -> bool {
+        self.word(t, 0).load(Ordering::Acquire) == 0
+    }
+
+    /// Writes ticket `t` (free, and in a chunk the caller owns) for `rec` and publishes `nonce`.
+    fn write(&self, t: u32, nonce: u64, kind: Kind, rec: &Record, issuer: u32) {
+        let offer = if kind == Kind::Offer { OFFER_BIT } else { 0 };
+        let words = match *rec {
+            Record::Block { segment, offset, delta, size, slot } => [
+                KIND_BLOCK | offer | u64::from(segment) << 16 | u64::from(delta) << 32,
+                offset,
+                size,
+                u64::from(slot),
+                0,
+            ],
+            Record::Region { region, offset, size, hint, rc } => {
+                let (rc_seg, rc_delta, rc_off) =
+                    rc.map_or((0, 0, meta::NOT_SHARED), |h| (h.segment, h.delta, h.offset));
+                let aux = u64::from(rc_seg) | u64::from(rc_delta) << 16;
+                [KIND_REGION | offer | u64::from(region) << 16 | aux << 32, offset, size, hint, rc_off]
+            }
+            Record::Empty | Record::Handed { .. } => unreachable!("only blocks and region pieces get tickets"),
+        };
+        for (i, v) in words.into_iter().enumerate() {
+            self.word(t, 1 + i).store(v, Ordering::Relaxed);
+        }
+        self.word(t, 6).store(0, Ordering::Relaxed);
+        self.word(t, 7).store(u64::from(issuer), Ordering::Relaxed);
+        self.word(t, 0).store(nonce, Ordering::Release);
+    }
+
+    /// What ticket `t` hands over, if `nonce` is its nonce now. Not a claim: see [`Tickets::claim`].
+    pub fn resolve(&self, t: u32, nonce: u64) -> Result<(Kind, Record), TicketError> {
+        if t >= self.n {
+            return Err(TicketError::OutOfRange(t));
+        }
+        if nonce == 0 || self.word(t, 0).load(Ordering::Acquire) != nonce {
+            return Err(TicketError::NotIssued(t));
+        }
+        let w = |i: usize| self.word(t, i).load(Ordering::Relaxed);
+        let head = w(1);
+        let kind = if head & OFFER_BIT != 0 { Kind::Offer } else { Kind::Message };
+        let id = (head >> 16) as u16;
+        let aux = (head >> 32) as u32;
+        let rec = match head & 0x7f {
+            KIND_BLOCK if head & 0xff00 == 0 => {
+                Record::Block { segment: id, offset: w(2), delta: aux, size: w(3), slot: w(4) as u32 }
+            }
+            KIND_REGION if head & 0xff00 == 0 => {
+                let rc = (w(5) != meta::NOT_SHARED).then(|| RcHandle {
+                    segment: aux as u16,
+                    delta: (aux >> 16) as u16,
+                    offset: w(5),
+                });
+                Record::Region { region: id, offset: w(2), size: w(3), hint: w(4), rc }
+            }
+            _ => return Err(TicketError::Damaged(t)),
+        };
+        Ok((kind, rec))
+    }
+
+    /// Claims ticket `t`: true for exactly one caller per issue (a receiver, or the sender taking
+    /// it back), which then owns what it hands over.
+    pub fn claim(&self, t: u32, nonce: u64) -> bool {
+        t < self.n
+            && nonce != 0
+            && self.word(t, 0).compare_exchange(nonce, 0, Ordering::AcqRel, Ordering::Relaxed).is_ok()
+    }
+
+    /// Tickets issued and not yet claimed.
+    pub fn outstanding(&self) -> u32 {
+        (0..self.n).filter(|&t| !self.is_free(t)).count() as u32
+    }
+
+    /// Takes a chunk for `owner`: a free one, else one whose owner `alive` says is gone (its
+    /// tickets still out stay claimable: the new owner skips them). `None` when every chunk is
+    /// some live transport's.
+    fn take_chunk(&self, owner: u32, alive: &dyn Fn(u32) -> bool) -> Option<u32> {
+        let chunks = self.n / CHUNK;
+        // Liveness is costly to look up; each owner once per call.
+        let mut seen: Vec<(u32, bool)> = Vec::new();
+        let mut alive = |o: u32| match seen.iter().find(|s| s.0 == o) {
+            Some(&(_, a)) => a,
+            None => {
+                let a = alive(o);
+                seen.push((o, a));
+                a
+            }
+        };
+        for free_only in [true, false] {
+            for c in 0..chunks {
+                let w = &self.w[self.owners + c as usize];
+                let held = w.load(Ordering::Acquire);
+                if (free_only && held != 0) || (!free_only && (held == 0 || alive(held as u32))) {
+                    continue;
+                }
+                if w.compare_exchange(held, u64::from(owner), Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+                    return Some(c);
+                }
+            }
+        }
+        None
+    }
+
+    /// Gives chunk `c` up, if `owner` still holds it.
+    fn release_chunk(&self, c: u32, owner: u32) {
+        let _ =
+            self.w[self.owners + c as usize].compare_exchange(u64::from(owner), 0, Ordering::AcqRel, Ordering::Relaxed);
+    }
+
+    /// Forgets every ticket and owner (the heap was formatted: nothing they name exists).
+    pub fn clear(&self) {
+        for c in 0..self.n / CHUNK {
+            self.w[self.owners + c as usize].store(0, Ordering::Relaxed);
+        }
+        for t in 0..self.n {
+            self.word(t, 0).store(0, Ordering::Release);
+        }
+    }
+}
+
+/// A ticket as a record names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Issued {
+    /// The segment whose table holds it.
+    pub segment: u16,
+    /// Its index.
+    pub ticket: u32,
+    /// Its nonce.
+    pub nonce: u64,
+}
+
+impl Issued {
+    /// The record that travels on the socket.
+    pub fn record(&self) -> Record {
+        Record::Handed { segment: self.segment, ticket: self.ticket, nonce: self.nonce }
+    }
+}
+
+/// The tickets one transport issues from its segment's table: the chunks it holds and where to
+/// look for a free ticket next, and the key of its nonces.
+pub(crate) struct Issuer {
+    owner: u32,
+    chunks: Vec<u32>,
+    next: usize,
+    /// `None`: SipHash's fixed key, for reproducible fuzz seeds only.
+    key: Option<std::collections::hash_map::RandomState>,
+    counter: u64,
+}
+
+impl Issuer {
+    pub(crate) fn new(owner: u32) -> Issuer {
+        Issuer { owner, chunks: Vec::new(), next: 0, key: Some(Default::default()), counter: 0 }
+    }
+
+    /// An issuer whose nonces are the same in every run (the fuzz fixture's seeds name them).
+    pub(crate) fn reproducible(owner: u32) -> Issuer {
+        Issuer { key: None, ..Issuer::new(owner) }
+    }
+
+    /// An unpredictable non-zero nonce: a keyed hash (SipHash, a random key per issuer) of a
+    /// counter, so a peer that saw every earlier nonce cannot tell the next.
+    fn nonce(&mut self) -> u64 {
+        loop {
+            self.counter += 1;
+            let n = match &self.key {
+                Some(k) => k.hash_one(self.counter),
+                None => std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default()
+                    .hash_one(self.counter),
+            };
+            if n != 0 {
+                return n;
+            }
+        }
+    }
+
+    /// Issues a ticket of `table` (in segment `segment`) for `rec`. `None` when every ticket this
+    /// transport can get is out.
+    pub(crate) fn issue(
+        &mut self,
+        table: &Tickets<'_>,
+        segment: u16,
+        kind: Kind,
+        rec: &Record,
+        alive: &dyn Fn(u32) -> bool,
+    ) -> Option<Issued> {
+        let ticket = self.free_ticket(table, alive)?;
+        let nonce = self.nonce();
+        table.write(ticket, nonce, kind, rec, self.owner);
+        Some(Issued { segment, ticket, nonce })
+    }
+
+    /// A free ticket of our chunks, looking on from where the last one was found (tickets come
+    /// back in about the order they went out); a new chunk when all of ours are out.
+    fn free_ticket(&mut self, table: &Tickets<'_>, alive: &dyn Fn(u32) -> bool) -> Option<u32> {
+        let held = self.chunks.len() * CHUNK as usize;
+        for k in 0..held {
+            let i = (self.next + k) % held;
+            let t = self.chunks[i / CHUNK as usize] * CHUNK + (i % CHUNK as usize) as u32;
+            if table.is_free(t) {
+                self.next = i + 1;
+                return Some(t);
+            }
+        }
+        let c = table.take_chunk(self.owner, alive)?;
+        self.chunks.push(c);
+        let first = held;
+        for i in first..first + CHUNK as usize {
+            let t = c * CHUNK + (i - first) as u32;
+            if table.is_free(t) {
+                self.next = i + 1;
+                return Some(t);
+            }
+        }
+        None
+    }
+
+    /// Gives every chunk up (the transport leaves); tickets still out stay claimable.
+    pub(crate) fn release(&mut self, table: &Tickets<'_>) {
+        for c in self.chunks.drain(..) {
+            table.release_chunk(c, self.owner);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(n: u32) -> Vec<AtomicU64> {
+        (0..(owner_bytes(n).div_ceil(64) * 8 + u64::from(n) * WORDS as u64) as usize)
+            .map(|_| AtomicU64::new(0))
+            .collect()
+    }
+
+    fn block() -> Record {
+        Record::Block { segment: 3, offset: 4096, delta: 32, size: 100, slot: 7 }
+    }
+
+    #[test]
+    fn a_ticket_is_claimed_once_and_describes_its_record() {
+        let w = table(128);
+        let t = Tickets::new(&w, 0, 128);
+        let mut issuer = Issuer::new(5);
+        let alive = |_| true;
+        let a = issuer.issue(&t, 0, Kind::Message, &block(), &alive).unwrap();
+        assert_eq!(t.resolve(a.ticket, a.nonce), Ok((Kind::Message, block())));
+        assert_eq!(t.resolve(a.ticket, a.nonce ^ 1), Err(TicketError::NotIssued(a.ticket)), "a forged nonce");
+        assert!(t.claim(a.ticket, a.nonce));
+        assert!(!t.claim(a.ticket, a.nonce), "a repeated record claims nothing");
+        assert_eq!(t.resolve(a.ticket, a.nonce), Err(TicketError::NotIssued(a.ticket)));
+        assert_eq!(t.resolve(999, 1), Err(TicketError::OutOfRange(999)));
+        let region = Record::Region {
+            region: 9,
+            offset: 8,
+            size: 16,
+            hint: 77,
+            rc: Some(RcHandle { segment: 2, offset: 1 << 20, delta: 32 }),
+        };
+        let b = issuer.issue(&t, 0, Kind::Offer, &region, &alive).unwrap();
+        assert_ne!(a.nonce, b.nonce);
+        assert_eq!(t.resolve(b.ticket, b.nonce), Ok((Kind::Offer, region)));
+        let plain = Record::Region { region: 9, offset: 8, size: 16, hint: 77, rc: None };
+        let c = issuer.issue(&t, 0, Kind::Message, &plain, &alive).unwrap();
+        assert_eq!(t.resolve(c.ticket, c.nonce), Ok((Kind::Message, plain)));
+        assert_eq!(t.outstanding(), 2);
+    }
+
+    #[test]
+    fn issuers_take_chunks_of_their_own_and_those_of_the_dead() {
+        let w = table(128);
+        let t = Tickets::new(&w, 0, 128);
+        let (mut a, mut b, mut c) = (Issuer::new(1), Issuer::new(2), Issuer::new(3));
+        let alive = |o: u32| o != 1;
+        let mut out = Vec::new();
+        for _ in 0..64 {
+            out.push(a.issue(&t, 0, Kind::Message, &block(), &|_| true).unwrap());
+        }
+        assert!(out.iter().all(|i| i.ticket < 64), "one chunk");
+        let from_b = b.issue(&t, 0, Kind::Message, &block(), &alive).unwrap();
+        assert!(from_b.ticket >= 64, "the other chunk");
+        // Every chunk is held: c gets the dead issuer 1's chunk, whose tickets are all out.
+        assert!(c.issue(&t, 0, Kind::Message, &block(), &alive).is_none());
+        assert!(t.claim(out[10].ticket, out[10].nonce));
+        let from_c = c.issue(&t, 0, Kind::Message, &block(), &alive).unwrap();
+        assert_eq!(from_c.ticket, out[10].ticket, "the only free ticket of the dead one's chunk");
+        assert!(t.resolve(out[11].ticket, out[11].nonce).is_ok(), "the dead one's tickets stay claimable");
+        // Ticket reuse: a claimed ticket of our own is found again.
+        assert!(t.claim(from_b.ticket, from_b.nonce));
+        let again = b.issue(&t, 0, Kind::Message, &block(), &alive).unwrap();
+        assert!(again.ticket >= 64);
+        b.release(&t);
+        assert_eq!(w[1].load(Ordering::Relaxed), 0, "b's chunk is free again");
+    }
+
+    #[test]
+    fn damaged_tickets_are_refused() {
+        let w = table(64);
+        let t = Tickets::new(&w, 0, 64);
+        let first = (owner_bytes(64).div_ceil(64) * 8) as usize;
+        w[first].store(42, Ordering::Relaxed);
+        for head in [0u64, 3, 0x7f, KIND_BLOCK | 0x100] {
+            w[first + 1].store(head, Ordering::Relaxed);
+            assert_eq!(t.resolve(0, 42), Err(TicketError::Damaged(0)), "head {head:#x}");
+        }
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(count_for(150_000), 512);
+        assert_eq!(count_for(64 << 20), 8192);
+        assert_eq!(count_for(2 << 30), 1 << 18);
+        assert_eq!(table_bytes(150_000), MIN_TABLE_BYTES);
+        assert!(table_bytes(2 << 30) <= 17 << 20);
+    }
+}
