@@ -236,6 +236,9 @@ impl Writer {
             self.capacity = capacity_for(z.snd_buf_size().unwrap_or(0), mgr.own().size());
         }
         let mut holder = indirect(mgr, frame, self.capacity)?;
+        if let Some((h, _)) = &holder {
+            h.mark_in_flight(true);
+        }
         let (kind, entry) = match &holder {
             Some((_, e)) => (KIND_INDIRECT, e.as_slice()),
             None => (KIND_FRAME, frame),
@@ -278,6 +281,9 @@ impl Writer {
     fn offer(&mut self, mgr: &Arc<Manager>, z: &fairmq_zmq::Socket, deadline: Deadline) -> Result<(), TransferError> {
         let capacity = self.capacity;
         let block = Message::allocate(mgr.clone(), lane::block_bytes(capacity) as usize, 64)?;
+        // Writer and reader hold it, or an unclaimed offer still names it: never a dead
+        // transport's alone (see `Message::mark_held`).
+        block.mark_held(crate::slots::SHARED);
         let words = block.words().ok_or(ShmError::Config("a lane block is not whole words".into()))?;
         Ring::init(words, capacity, mgr.owner());
         let lane = LaneBlock { block, capacity };
@@ -422,6 +428,8 @@ impl Writer {
             }
             if dead {
                 l.block.drop_reference(); // the dead reader's
+            } else if before & READER_CLOSED == 0 {
+                l.block.leave_to(reader); // the reader's alone now
             }
         }
         self.release_resend(mgr);
@@ -569,7 +577,7 @@ impl Readers {
     /// The socket closes: a writer still there takes back what was not read (and sends it again);
     /// otherwise it is released here.
     pub(crate) fn close(&mut self, mgr: &Arc<Manager>) {
-        for l in self.lanes.drain(..) {
+        for mut l in self.lanes.drain(..) {
             let ring = l.ring();
             let before = ring.close(READER_CLOSED);
             let dead = before & WRITER_CLOSED == 0 && !mgr.owner_alive(ring.writer());
@@ -580,6 +588,8 @@ impl Readers {
             }
             if dead {
                 l.block.drop_reference(); // the dead writer's
+            } else if before & WRITER_CLOSED == 0 {
+                l.block.leave_to(ring.writer()); // the writer's alone now
             }
         }
     }

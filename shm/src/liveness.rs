@@ -78,10 +78,10 @@ pub(crate) struct Dead {
     pub owner: u32,
 }
 
-/// Owner marks that blocks can never carry: 0 (none), and the two the segment reserves (a count
-/// kept in a slot, a block in the depot).
+/// Owner marks that blocks can never carry: 0 (none), and the four the segment reserves (a count
+/// kept in a slot, a block in the depot, a shared block, a block in flight).
 fn usable_owner(o: u32) -> bool {
-    o != 0 && o < u32::MAX - 1
+    o != 0 && o < crate::slots::IN_FLIGHT
 }
 
 /// Number of occupied slots: the transports attached to the session.

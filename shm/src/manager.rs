@@ -87,7 +87,7 @@ impl Manager {
                 return Vec::new();
             }
         };
-        self.reclaim_cached_of(&dead);
+        self.reclaim_dead(&dead);
         dead.iter().map(|d| d.pid).collect()
     }
 
@@ -96,19 +96,20 @@ impl Manager {
         self.owner
     }
 
-    /// Frees what the `dead` transports held in their caches, in every segment of the session (a
-    /// process caches blocks of its own segment and defers frees into its peers').
-    fn reclaim_cached_of(&self, dead: &[Dead]) {
+    /// Frees what the `dead` transports cached or held alone, in every segment of the session (a
+    /// process caches blocks of its own segment, defers frees into its peers' and holds messages
+    /// of any).
+    fn reclaim_dead(&self, dead: &[Dead]) {
         if dead.is_empty() {
             return;
         }
         for entry in self.mng.segments() {
             let Ok(seg) = self.segment(entry.id) else { continue };
             for &Dead { pid, owner } in dead {
-                match seg.reclaim_cached_of(owner) {
+                match seg.reclaim_dead(owner) {
                     Ok((n, bytes)) if n > 0 => {
                         log::info!(
-                            "freed {n} blocks ({bytes} bytes) of segment {} cached by dead process {pid}",
+                            "freed {n} blocks ({bytes} bytes) of segment {} that dead process {pid} cached or held",
                             entry.id
                         )
                     }
@@ -408,7 +409,7 @@ impl Drop for Manager {
         self.acks.shutdown();
         let Some(heartbeat) = self.heartbeat.take() else { return };
         match self.mng.detach(heartbeat, self.config.no_cleanup) {
-            Ok(d) if !d.removed => self.reclaim_cached_of(&d.dead),
+            Ok(d) if !d.removed => self.reclaim_dead(&d.dead),
             Ok(_) => {}
             Err(e) => log::error!("could not detach from shared memory session {}: {e}", self.names.shm_id()),
         }

@@ -277,11 +277,47 @@ impl Message {
     }
 
     /// One more reference, owned by whoever receives a record of this message (publishing). Call
-    /// [`Message::share`] first.
+    /// [`Message::share`] first. The block is marked shared: from now on no single holder is named
+    /// in its count word (see [`Message::mark_held`]).
     pub(crate) fn add_reference(&self) {
         if let Some(w) = self.count_word() {
-            w.fetch_add(1, Ordering::Relaxed);
+            let shared = u64::from(crate::slots::SHARED) << 32;
+            let _ = w.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| Some(shared | ((v as u32) + 1) as u64));
         }
+    }
+
+    /// Names `mark` (a transport's owner mark, or [`crate::slots::IN_FLIGHT`]) as the holder of
+    /// this message's block, if it is the block's only reference: a sweep of dead transports frees
+    /// the blocks their transports held alone. A shared block keeps its mark.
+    pub(crate) fn mark_held(&self, mark: u32) {
+        if let (Body::Block { .. }, Some(w)) = (&self.body, self.count_word()) {
+            let v = w.load(Ordering::Relaxed);
+            // Count 1 is our own reference: nobody else changes the word meanwhile.
+            if v as u32 == 1 && (v >> 32) as u32 != crate::slots::SHARED {
+                w.store(u64::from(mark) << 32 | 1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Drops this message's reference to a block that one other holder, of mark `other`, also
+    /// holds (a lane's writer and reader): when that holder is left alone it is named as the
+    /// block's holder (see [`Message::mark_held`]), so a sweep frees the block if it dies. Any
+    /// other count is released as usual.
+    pub(crate) fn leave_to(&mut self, other: u32) {
+        if let (Body::Block { .. }, Some(w)) = (&self.body, self.count_word()) {
+            let alone = u64::from(other) << 32 | 1;
+            if w.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| (v as u32 == 2).then_some(alone)).is_ok() {
+                self.body = Body::Empty;
+                return;
+            }
+        }
+        self.release();
+    }
+
+    /// Marks the block as in flight (handed to a socket or lane, its taker not known yet), or
+    /// back in our hands when the hand-over failed.
+    pub(crate) fn mark_in_flight(&self, in_flight: bool) {
+        self.mark_held(if in_flight { crate::slots::IN_FLIGHT } else { self.mgr.owner() });
     }
 
     /// Takes back a reference of `add_reference` whose record did not go out; this message still
@@ -403,12 +439,14 @@ impl Message {
     /// hands anything over; in a lane, which only the session's processes write, a record describes
     /// its message directly.
     pub(crate) fn receive(mgr: &Arc<Manager>, rec: Record, source: Source) -> Result<Message, MetaError> {
-        match rec {
-            Record::Empty => Ok(Message::empty(mgr.clone())),
-            Record::Handed { segment, ticket, nonce } => Message::claim(mgr, segment, ticket, nonce, Kind::Message),
-            _ if source == Source::Lane => Message::from_record(mgr, rec),
-            _ => Err(MetaError::Untracked),
-        }
+        let m = match rec {
+            Record::Empty => return Ok(Message::empty(mgr.clone())),
+            Record::Handed { segment, ticket, nonce } => Message::claim(mgr, segment, ticket, nonce, Kind::Message)?,
+            _ if source == Source::Lane => Message::from_record(mgr, rec)?,
+            _ => return Err(MetaError::Untracked),
+        };
+        m.mark_held(mgr.owner());
+        Ok(m)
     }
 
     /// Claims ticket `ticket` of segment `segment`: what it describes is checked like any record,

@@ -387,7 +387,7 @@ fn sweep_open(m: Management, names: &Names) -> Result<Sweep, ShmError> {
     for seg in m.segments() {
         let Ok(sg) = Segment::open(&Names::path(&names.segment(seg.id)), seg.id) else { continue };
         for d in &dead {
-            if let Ok((n, b)) = sg.reclaim_cached_of(d.owner) {
+            if let Ok((n, b)) = sg.reclaim_dead(d.owner) {
                 out.freed.0 += n;
                 out.freed.1 += b;
             }

@@ -690,20 +690,22 @@ impl Segment {
         })
     }
 
-    /// Frees the blocks a dead process held in its caches (owner mark `owner`, no reference left): provably
-    /// unused, since a block in flight or held by anyone has a count of at least 1. Returns (count,
-    /// bytes).
-    pub fn reclaim_cached_of(&self, owner: u32) -> Result<(u64, u64), ShmError> {
+    /// Frees what the dead transport of owner mark `owner` had: blocks in its caches (no
+    /// reference) and blocks it held alone (one reference, named by its mark: see
+    /// `Message::mark_held`). Nobody else can reach either: a block in flight or shared carries
+    /// another mark. Returns (count, bytes).
+    pub fn reclaim_dead(&self, owner: u32) -> Result<(u64, u64), ShmError> {
+        let (cached, held) = (u64::from(owner) << 32, u64::from(owner) << 32 | 1);
         let r = self.locked(|t| {
-            let cached: Vec<(u64, u64)> = t
+            let gone: Vec<(u64, u64)> = t
                 .walk()
-                .filter(|&(off, _, free)| !free && self.block_rc(off).load(Ordering::Acquire) == u64::from(owner) << 32)
+                .filter(|&(off, _, free)| !free && [cached, held].contains(&self.block_rc(off).load(Ordering::Acquire)))
                 .map(|(off, size, _)| (off, size))
                 .collect();
-            for &(off, _) in &cached {
+            for &(off, _) in &gone {
                 self.free_to_heap(t, off, self.slot_of(off))?;
             }
-            Ok((cached.len() as u64, cached.iter().map(|b| b.1).sum()))
+            Ok((gone.len() as u64, gone.iter().map(|b| b.1).sum()))
         })?;
         if r.0 > 0 {
             self.wake_waiters();

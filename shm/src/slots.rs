@@ -19,6 +19,12 @@ use std::sync::atomic::{AtomicU64, Ordering::Acquire, Ordering::Relaxed, Orderin
 
 /// Owner value in a block header meaning "the count is in slot (low 32 bits)".
 pub const SLOTTED: u32 = u32::MAX - 1;
+/// Owner mark of a block whose count went above 1 (copies, publishing): no one holder can be
+/// named, so a sweep of dead transports never frees it.
+pub const SHARED: u32 = u32::MAX - 2;
+/// Owner mark of a block with one reference, handed to a socket or a lane and not yet taken: the
+/// ticket or the lane accounts for it, not a holder.
+pub const IN_FLIGHT: u32 = u32::MAX - 3;
 /// A block without a slot.
 pub const NO_SLOT: u32 = u32::MAX;
 /// Bytes per slot.

@@ -173,6 +173,16 @@ impl Socket {
     /// Sends the records of `parts` (one message, or the parts of a multipart) in one frame:
     /// through the lane, or on the socket with a ticket for each. On error nothing was handed over.
     fn send_records(&self, parts: &[Message], timeout_ms: i32) -> Result<(), TransferError> {
+        // Marked before the record can be taken (the taker marks itself), back if it never left.
+        parts.iter().for_each(|p| p.mark_in_flight(true));
+        let sent = self.hand_to_peer(parts, timeout_ms);
+        if sent.is_err() {
+            parts.iter().for_each(|p| p.mark_in_flight(false));
+        }
+        sent
+    }
+
+    fn hand_to_peer(&self, parts: &[Message], timeout_ms: i32) -> Result<(), TransferError> {
         let min = self.mgr.config().metadata_msg_size;
         let (buf, _) = &mut *self.scratch.borrow_mut();
         if self.uses_lane() {

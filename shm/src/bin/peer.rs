@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! fairmq-shm-peer send <session> <address> <bind|connect> <count> <sizes,...> <sender-id> [hold]
-//! fairmq-shm-peer recv <session> <address> <bind|connect> <count> <senders> [gaps|sub]
+//! fairmq-shm-peer recv <session> <address> <bind|connect> <count> <senders> [gaps|sub|hold]
 //! fairmq-shm-peer allocloop <session> <iterations, 0 = forever>
 //! fairmq-shm-peer holdlock <session>
 //! fairmq-shm-peer regionsink <session> <address> <count> <plain|copy|parts>
@@ -18,7 +18,8 @@
 //! the receiver checks all of them and prints `received <messages> <bytes>`. Exit code 1 on any error.
 //! A receiver with count 0 receives until nothing arrives for 2 s; with `gaps`, sequence numbers of a
 //! sender must only increase (another receiver gets the rest), not follow each other; with `sub`,
-//! the receiver is a subscriber (SUB) instead of a PULL socket.
+//! the receiver is a subscriber (SUB) instead of a PULL socket; with `hold`, it keeps every message
+//! it received and sleeps after its report until killed.
 
 use fairmq_shm::{ShmConfig, Transport};
 use fairmq_zmq::{AttachOptions, Method, SocketType};
@@ -76,6 +77,8 @@ fn recv(a: &[String]) -> Result<(), Box<dyn std::error::Error>> {
         (&a[0], &a[1], method(&a[2])?, a[3].parse::<u64>()?, a[4].parse::<usize>()?);
     let gaps = a.get(5).is_some_and(|g| g == "gaps");
     let ty = if a.get(5).is_some_and(|g| g == "sub") { SocketType::Sub } else { SocketType::Pull };
+    let hold = a.get(5).is_some_and(|g| g == "hold");
+    let mut held = Vec::new();
     let t = transport("receiver", session)?;
     let s = t.socket(ty, "data")?;
     s.attach(address, &AttachOptions::new(Some(m)))?;
@@ -103,10 +106,19 @@ fn recv(a: &[String]) -> Result<(), Box<dyn std::error::Error>> {
         }
         bytes += d.len() as u64;
         n += 1;
+        if hold {
+            held.push(msg);
+        }
     }
     println!("received {n} {bytes}");
     let c = s.counters();
     println!("counters {} {}", c.messages_rx, c.bytes_rx);
+    if hold {
+        std::io::stdout().flush()?;
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(3600));
+        }
+    }
     Ok(())
 }
 
