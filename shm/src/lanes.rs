@@ -203,6 +203,15 @@ fn indirect(mgr: &Arc<Manager>, frame: &[u8], capacity: u64) -> Result<Option<(M
     Ok(Some((holder, entry)))
 }
 
+/// How a lane's writer reaches its reader's socket: offers and wake frames go there.
+pub(crate) trait Link {
+    /// Sends a control frame to the peer of owner mark `to` (the newest peer when `None`) within
+    /// `deadline`. `Ok(false)`: no peer is known yet (nothing sent).
+    fn send_control(&self, frame: &[u8], to: Option<u32>, deadline: Deadline) -> Result<bool, TransferError>;
+    /// The socket's send queue limit (ZeroMQ's SNDHWM, 0: none), which sizes the ring.
+    fn send_queue(&self) -> i32;
+}
+
 /// The lane a socket with a single peer writes, and entries taken back from lanes whose reader left.
 #[derive(Default)]
 pub(crate) struct Writer {
@@ -228,12 +237,12 @@ impl Writer {
     pub(crate) fn send(
         &mut self,
         mgr: &Arc<Manager>,
-        z: &fairmq_zmq::Socket,
+        link: &dyn Link,
         frame: &[u8],
         deadline: Deadline,
     ) -> Result<(), TransferError> {
         if self.capacity == 0 {
-            self.capacity = capacity_for(z.snd_buf_size().unwrap_or(0), mgr.own().size());
+            self.capacity = capacity_for(link.send_queue(), mgr.own().size());
         }
         let mut holder = indirect(mgr, frame, self.capacity)?;
         if let Some((h, _)) = &holder {
@@ -245,7 +254,7 @@ impl Writer {
         };
         loop {
             let Some(l) = &self.lane else {
-                self.offer(mgr, z, deadline)?;
+                self.offer(mgr, link, deadline)?;
                 continue;
             };
             if l.ring().closed() & READER_CLOSED != 0 {
@@ -253,22 +262,22 @@ impl Writer {
                 continue;
             }
             if !self.resend.is_empty() {
-                if let Wait::ReaderGone = self.push_resent(mgr, z, deadline)? {
+                if let Wait::ReaderGone = self.push_resent(mgr, link, deadline)? {
                     self.retire(mgr, true);
                     continue;
                 }
             }
             let l = self.lane.as_ref().expect("a lane is there");
             let ring = l.ring();
-            self.reoffer_if_unclaimed(mgr, l, &ring, z);
-            if let Wait::ReaderGone = self.push(mgr, z, l, &ring, kind, entry, deadline)? {
+            self.reoffer_if_unclaimed(mgr, l, &ring, link);
+            if let Wait::ReaderGone = self.push(mgr, link, l, &ring, kind, entry, deadline)? {
                 self.retire(mgr, true);
                 continue;
             }
             // A reader asleep in its socket gets a wake frame (one per sleep). A full queue means
             // frames wait for it anyway, so a failed wake changes nothing.
             if ring.reader_needs_wake() {
-                let _ = z.send_uncounted(&mut fairmq_zmq::Message::from_slice(&meta::WAKE_FRAME), 0);
+                let _ = link.send_control(&meta::WAKE_FRAME, Some(ring.reader()), Deadline::Now);
             }
             break;
         }
@@ -278,7 +287,7 @@ impl Writer {
         Ok(())
     }
 
-    fn offer(&mut self, mgr: &Arc<Manager>, z: &fairmq_zmq::Socket, deadline: Deadline) -> Result<(), TransferError> {
+    fn offer(&mut self, mgr: &Arc<Manager>, link: &dyn Link, deadline: Deadline) -> Result<(), TransferError> {
         let capacity = self.capacity;
         let block = Message::allocate(mgr.clone(), lane::block_bytes(capacity) as usize, 64)?;
         // Writer and reader hold it, or an unclaimed offer still names it: never a dead
@@ -287,51 +296,55 @@ impl Writer {
         let words = block.words().ok_or(ShmError::Config("a lane block is not whole words".into()))?;
         Ring::init(words, capacity, mgr.owner());
         let lane = LaneBlock { block, capacity };
-        self.send_offer(mgr, &lane, z, deadline)?;
+        // No peer yet (a push that connected before its peer is there): the offer goes out once
+        // one is, like the records ZeroMQ queues for a peer to come.
+        self.send_offer(mgr, &lane, link, deadline)?;
         self.lane = Some(lane);
         Ok(())
     }
 
-    /// Sends an offer of `l` on the socket.
+    /// Sends an offer of `l` to the peer; one that cannot go out yet (no peer known) is remembered
+    /// as not made, and made later.
     fn send_offer(
         &self,
         mgr: &Manager,
         l: &LaneBlock,
-        z: &fairmq_zmq::Socket,
+        link: &dyn Link,
         deadline: Deadline,
     ) -> Result<(), TransferError> {
         let ticket = issue_waiting(mgr, Kind::Offer, &l.block.record(), deadline)?;
         let mut frame = Vec::with_capacity(40);
         meta::encode_lane_offer(&ticket.record(), &mut frame);
-        if let Err(e) = z.send_uncounted(&mut fairmq_zmq::Message::from_slice(&frame), deadline.ms_left()) {
-            mgr.take_back(&ticket);
-            return Err(e);
+        match link.send_control(&frame, None, deadline) {
+            Ok(true) => self.offered.set(Some((Instant::now(), ticket))),
+            Ok(false) => {
+                mgr.take_back(&ticket);
+                self.offered.set(None);
+            }
+            Err(e) => {
+                mgr.take_back(&ticket);
+                return Err(e);
+            }
         }
-        self.offered.set(Some((Instant::now(), ticket)));
         Ok(())
     }
 
-    /// Offers an unclaimed lane again once `REOFFER` passed.
-    /// An earlier offer is taken back first: if a reader claimed it meanwhile (and is about to
-    /// claim the lane), there is nothing to do.
-    fn reoffer_if_unclaimed(&self, mgr: &Manager, l: &LaneBlock, ring: &Ring<'_>, z: &fairmq_zmq::Socket) {
+    /// Offers an unclaimed lane again once `REOFFER` passed (at once if it was never offered). An
+    /// earlier offer is taken back first: if a reader claimed it meanwhile (and is about to claim
+    /// the lane), there is nothing to do.
+    fn reoffer_if_unclaimed(&self, mgr: &Manager, l: &LaneBlock, ring: &Ring<'_>, link: &dyn Link) {
         let due = self.offered.get().is_none_or(|(at, _)| at.elapsed() >= REOFFER);
         if ring.reader() == 0 && due && self.offered.get().is_none_or(|(_, t)| mgr.take_back(&t)) {
             self.offered.set(None);
-            let _ = self.send_offer(mgr, l, z, Deadline::Now);
+            let _ = self.send_offer(mgr, l, link, Deadline::Now);
         }
     }
 
-    fn push_resent(
-        &mut self,
-        mgr: &Arc<Manager>,
-        z: &fairmq_zmq::Socket,
-        deadline: Deadline,
-    ) -> Result<Wait, TransferError> {
+    fn push_resent(&mut self, mgr: &Arc<Manager>, link: &dyn Link, deadline: Deadline) -> Result<Wait, TransferError> {
         let l = self.lane.as_ref().expect("a lane was offered");
         let ring = l.ring();
         while let Some((kind, frame)) = self.resend.pop_front() {
-            match self.push(mgr, z, l, &ring, kind, &frame, deadline) {
+            match self.push(mgr, link, l, &ring, kind, &frame, deadline) {
                 Ok(Wait::Room) => {}
                 other => {
                     self.resend.push_front((kind, frame));
@@ -347,7 +360,7 @@ impl Writer {
     fn push(
         &self,
         mgr: &Arc<Manager>,
-        z: &fairmq_zmq::Socket,
+        link: &dyn Link,
         l: &LaneBlock,
         ring: &Ring<'_>,
         kind: u32,
@@ -371,7 +384,7 @@ impl Writer {
             }
             // No spinning on a full ring: its reader has a ring's worth of work, and sleeping
             // until half of it is done costs one wake per half ring.
-            self.reoffer_if_unclaimed(mgr, l, ring, z);
+            self.reoffer_if_unclaimed(mgr, l, ring, link);
             if let Some(seen) = ring.wait_for_room().map_err(lane_error)? {
                 crate::sys::futex::wait(ring.room_word(), seen, deadline.slice());
                 // Woken or not (a slice ended): the next turn announces itself again.
@@ -433,6 +446,23 @@ impl Writer {
             }
         }
         self.release_resend(mgr);
+    }
+
+    /// The socket is about to close with a lane no peer was offered yet (none was known): offers
+    /// it as soon as one is, within `deadline` (the socket's linger), so that ZeroMQ's linger
+    /// delivers the offer as it would have delivered the records.
+    pub(crate) fn offer_before_close(&self, mgr: &Manager, link: &dyn Link, deadline: Deadline) {
+        let Some(l) = &self.lane else { return };
+        loop {
+            if l.ring().reader() != 0 || self.offered.get().is_some() {
+                return;
+            }
+            let _ = self.send_offer(mgr, l, link, Deadline::Now);
+            if self.offered.get().is_some() || deadline.passed() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 
     /// Drops what was taken back from a reader that left and could not go out again.

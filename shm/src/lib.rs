@@ -61,6 +61,7 @@ mod message;
 pub mod meta;
 pub mod monitor;
 mod naming;
+mod peers;
 mod poller;
 mod region;
 mod region_map;

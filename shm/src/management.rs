@@ -6,6 +6,7 @@
 //! |---|---|
 //! | 0..384 | header words: magic, layout, state, (unused), events, heartbeat, region counter, uid, session |
 //! | 384..448 | the session lock (robust mutex) |
+//! | 448..464 | the session secret: 16 random bytes that only processes able to map the session know (see `peers`) |
 //! | 512..8704 | segment registry: 256 slots of 4 words |
 //! | 16 KiB..48 KiB | process slots (`liveness`): 256 of 128 bytes |
 //! | 64 KiB..576 KiB | region registry (`registry`): 1024 slots of 512 bytes |
@@ -24,7 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 const MAGIC: u64 = u64::from_le_bytes(*b"FMQRSMNG");
-const LAYOUT: u64 = 4;
+const LAYOUT: u64 = 5;
 /// Size of the management segment (sparse).
 pub const MANAGEMENT_SIZE: usize = 1 << 20;
 
@@ -40,6 +41,7 @@ const W_SESSION_LEN: usize = 8;
 const W_SESSION: usize = 9;
 const SESSION_MAX: usize = 256;
 const MUTEX_AT: usize = 384;
+const W_SECRET: usize = 448 / 8;
 const W_SEGMENTS: usize = 512 / 8;
 const SEGMENT_SLOTS: usize = 256;
 const SEGMENT_WORDS: usize = 4;
@@ -117,6 +119,11 @@ impl Management {
             }
         }
         Err(ShmError::Layout { name, reason: "could not attach: the session was removed again and again".into() })
+    }
+
+    /// The session secret (see `peers`).
+    pub(crate) fn secret(&self) -> [u64; 2] {
+        [0, 1].map(|i| self.words()[W_SECRET + i].load(Ordering::Relaxed))
     }
 
     /// Opens the management segment without counting as an attached transport (for the monitor).
@@ -322,8 +329,19 @@ fn init(m: &Mapping, session: &str) -> std::io::Result<()> {
     // SAFETY: the object is private to its creator until linked; the range is inside it and aligned.
     unsafe { RobustMutex::init(ptr)? };
     crate::liveness::init_slots(m)?;
+    for (i, v) in secret()?.into_iter().enumerate() {
+        w[W_SECRET + i].store(v, Ordering::Relaxed);
+    }
     w[W_MAGIC].store(MAGIC, Ordering::Release);
     Ok(())
+}
+
+/// A new session secret, from the kernel's random source.
+fn secret() -> std::io::Result<[u64; 2]> {
+    use std::io::Read;
+    let mut b = [0u8; 16];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut b)?;
+    Ok([0, 8].map(|at| u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))))
 }
 
 /// Unlinks every object of a session: registered regions (also file-backed ones), registered

@@ -148,6 +148,18 @@ impl Manager {
         self.issuer.lock().issue(&table, self.own.id(), kind, rec, &|owner| self.owner_alive(owner))
     }
 
+    /// Names the receiver of ticket `t`, whose record is about to go to it (see `peers`).
+    pub fn address(&self, t: &Issued, owner: u32, socket: u64) {
+        if let Ok(s) = self.segment(t.segment) {
+            s.tickets().address(t.ticket, owner, socket);
+        }
+    }
+
+    /// The descriptor that becomes readable when the transport is interrupted (for polls).
+    pub fn interrupter_fd(&self) -> std::os::fd::RawFd {
+        self.interrupter.raw_fd()
+    }
+
     /// Takes back a ticket whose record never left; false when someone claimed it first.
     pub fn take_back(&self, t: &Issued) -> bool {
         self.segment(t.segment).is_ok_and(|s| s.tickets().claim(t.ticket, t.nonce))

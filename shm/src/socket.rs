@@ -4,10 +4,11 @@
 //! payload bytes, not metadata bytes.
 
 use crate::error::ShmError;
-use crate::lanes::{release_frame, Deadline, Got, Readers, Writer};
+use crate::lanes::{release_frame, Deadline, Got, Link, Readers, Writer};
 use crate::manager::Manager;
 use crate::message::{Message, Source};
 use crate::meta::{self, MetaError, Record};
+use crate::peers::{Peers, Sent};
 use crate::tickets::{Issued, Kind, TicketError};
 use fairmq_zmq::{AttachOptions, CounterSnapshot, Counters, SocketOptions, SocketType, TransferError, TransferResult};
 use std::cell::RefCell;
@@ -15,18 +16,22 @@ use std::sync::Arc;
 
 /// A socket of the shared-memory transport. Not `Sync`, like a ZeroMQ socket.
 ///
-/// PUB/SUB (which FairMQ refuses on shmem) is zero-copy: the publisher is a ZeroMQ ROUTER that learns
-/// its subscribers from the probe each DEALER-based subscriber sends on every connection, and sends
-/// the record to each of them in turn; the block's reference count grows by one for every subscriber
-/// that got it, so the count is exact and the last subscriber to drop its message frees the block.
-/// Like ZeroMQ's PUB, a publisher never waits: a subscriber whose queue is full misses the message.
+/// PUSH and PUB hand messages to peers they know (see `peers`): over a ZeroMQ ROUTER, to
+/// receiving sockets (PULL, SUB: ZeroMQ DEALERs) whose session token the probe of each connection
+/// presented, so a socket that is not one of the session's gets nothing, and what a peer that
+/// went away did not take comes back. A PUSH takes peers in turn, skipping those whose queue is
+/// full, as ZeroMQ's does. PUB/SUB (which FairMQ refuses on shmem) is zero-copy: the record goes
+/// to every subscriber, whose reference the block's count holds, so the last subscriber to drop
+/// its message frees the block. Like ZeroMQ's PUB, a publisher never waits: a subscriber whose
+/// queue is full misses the message.
 pub struct Socket {
     // Declared first: closing it may wait for linger before the manager can go.
     z: fairmq_zmq::Socket,
     mgr: Arc<Manager>,
     id: String,
     ty: SocketType,
-    subscribers: RefCell<Vec<Vec<u8>>>,
+    /// PUSH, PUB: the receiving sockets known, and what each was handed.
+    peers: Box<RefCell<Peers>>,
     scratch: RefCell<(Vec<u8>, Vec<Record>)>,
     /// The tickets of the frame being sent.
     issued: RefCell<Vec<Issued>>,
@@ -41,6 +46,13 @@ struct LaneState {
     /// A frame the poller took off the socket to see whether it carries a message (it did).
     stash: RefCell<Option<fairmq_zmq::Message>>,
     frame: RefCell<Vec<u8>>,
+}
+
+/// What [`Socket::route`] did.
+enum Routed {
+    Sent,
+    /// Nothing: messages taken back from a peer that left go first.
+    TakenBack,
 }
 
 /// What a look at the socket found.
@@ -62,6 +74,12 @@ enum Frame {
 
 impl Drop for Socket {
     fn drop(&mut self) {
+        let linger = Deadline::new(self.z.linger().unwrap_or(0));
+        self.lanes.writer.borrow().offer_before_close(&self.mgr, &*self, linger);
+        let released = self.peers.get_mut().close(&self.mgr);
+        if released > 0 {
+            log::warn!("socket {}: {released} messages sent to peers that left were dropped when it closed", self.id);
+        }
         self.lanes.writer.get_mut().close(&self.mgr);
         self.lanes.readers.get_mut().close(&self.mgr);
         if let Some(f) = self.lanes.stash.get_mut().take() {
@@ -88,8 +106,9 @@ fn handed<'a>(parts: &'a [Message], tickets: &'a [Issued]) -> impl ExactSizeIter
     })
 }
 
-fn not_for_sub() -> TransferError {
-    ShmError::Config("a sub socket cannot send".into()).into()
+/// What ZeroMQ says of a transfer a socket of this type cannot make (`errno 95`).
+fn not_supported() -> TransferError {
+    TransferError::Zmq(zmq::Error::ENOTSUP)
 }
 
 fn meta_error(e: MetaError) -> TransferError {
@@ -104,7 +123,7 @@ impl Socket {
             mgr,
             id,
             ty,
-            subscribers: RefCell::new(Vec::new()),
+            peers: Box::default(),
             scratch: RefCell::new((Vec::with_capacity(64), Vec::new())),
             issued: RefCell::new(Vec::new()),
             lanes: Box::default(),
@@ -184,19 +203,150 @@ impl Socket {
 
     fn hand_to_peer(&self, parts: &[Message], timeout_ms: i32) -> Result<(), TransferError> {
         let min = self.mgr.config().metadata_msg_size;
-        let (buf, _) = &mut *self.scratch.borrow_mut();
+        let deadline = Deadline::new(timeout_ms);
         if self.uses_lane() {
+            let (buf, _) = &mut *self.scratch.borrow_mut();
             meta::encode_parts(parts.iter().map(Message::record), min, buf);
-            return self.lanes.writer.borrow_mut().send(&self.mgr, &self.z, buf, Deadline::new(timeout_ms));
+            return self.lanes.writer.borrow_mut().send(&self.mgr, self, buf, deadline);
+        }
+        if self.ty == SocketType::Push {
+            return self.push_to_peer(parts, deadline);
         }
         let issued = &mut *self.issued.borrow_mut();
-        self.issue_all(parts.iter().map(Message::record), Deadline::new(timeout_ms), issued)?;
+        self.issue_all(parts.iter().map(Message::record), deadline, issued)?;
+        let (buf, _) = &mut *self.scratch.borrow_mut();
         meta::encode_parts(handed(parts, issued), min, buf);
         let sent = self.z.send_uncounted(&mut fairmq_zmq::Message::from_slice(buf), timeout_ms);
         if sent.is_err() {
             self.take_back(issued);
         }
         sent
+    }
+
+    /// Learns the peers that connected (PUSH, PUB; see `peers`).
+    fn learn_peers(&self) {
+        self.peers.borrow_mut().learn(&self.mgr, &self.z, &self.id, self.ty == SocketType::Push);
+    }
+
+    /// Sends `frame` to the peer of routing id `id` without waiting: a full queue is a timeout
+    /// (or an interruption), a peer gone `EHOSTUNREACH`.
+    fn send_to(&self, id: &[u8], frame: &[u8]) -> Result<(), TransferError> {
+        let mut frames = [fairmq_zmq::Message::from_slice(id), fairmq_zmq::Message::from_slice(frame)];
+        self.z.send_parts_uncounted(&mut frames, 0)
+    }
+
+    /// A PUSH hands `parts` to one peer: what peers that left did not take goes first, then
+    /// `parts`, then, without waiting, what was taken back meanwhile.
+    fn push_to_peer(&self, parts: &[Message], deadline: Deadline) -> Result<(), TransferError> {
+        loop {
+            self.resend_taken_back(deadline)?;
+            if let Routed::Sent = self.route(parts, deadline, true)? {
+                break;
+            }
+        }
+        let _ = self.resend_taken_back(Deadline::Now);
+        Ok(())
+    }
+
+    /// Sends again what peers that left did not take, in order, within `deadline`.
+    fn resend_taken_back(&self, deadline: Deadline) -> Result<(), TransferError> {
+        loop {
+            let Some(frame) = self.peers.borrow_mut().resend.pop_front() else { return Ok(()) };
+            frame.iter().for_each(|p| p.mark_in_flight(true));
+            match self.route(&frame, deadline, false) {
+                Ok(_) => frame.into_iter().for_each(|mut p| p.hand_over()),
+                Err(e) => {
+                    frame.iter().for_each(|p| p.mark_in_flight(false));
+                    self.peers.borrow_mut().resend.push_front(frame);
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// Hands one message to the peer whose turn it is, skipping peers whose queue is full and
+    /// waiting within `deadline` while none can take it. Its tickets name the peer that took it.
+    /// With `after_taken_back`, a message taken back from a peer that left meanwhile must go
+    /// first: nothing is sent then ([`Routed::TakenBack`]).
+    fn route(&self, parts: &[Message], deadline: Deadline, after_taken_back: bool) -> Result<Routed, TransferError> {
+        let records: Vec<Record> = parts.iter().map(Message::record).collect();
+        let mut issued = Vec::new();
+        self.issue_all(records.iter().copied(), deadline, &mut issued)?;
+        let mut frame = Vec::new();
+        meta::encode_parts(handed(parts, &issued), self.mgr.config().metadata_msg_size, &mut frame);
+        let mut records = Some(records);
+        let mut false_room = 0;
+        loop {
+            self.learn_peers();
+            let mut peers = self.peers.borrow_mut();
+            if after_taken_back && !peers.resend.is_empty() {
+                drop(peers);
+                self.take_back(&mut issued);
+                return Ok(Routed::TakenBack);
+            }
+            let (mut gone, mut took) = (Vec::new(), None);
+            for i in peers.turns().collect::<Vec<_>>() {
+                let p = peers.get_mut(i);
+                for t in &issued {
+                    self.mgr.address(t, p.owner, p.socket);
+                }
+                match self.send_to(&p.id, &frame) {
+                    Ok(()) => {
+                        let records = records.take().expect("sent once");
+                        p.handed(&self.mgr, Sent { records, tickets: std::mem::take(&mut issued) });
+                        took = Some(i);
+                        break;
+                    }
+                    Err(TransferError::Zmq(zmq::Error::EHOSTUNREACH)) => gone.push(i),
+                    Err(TransferError::Timeout | TransferError::Interrupted) => {} // its queue is full
+                    Err(e) => {
+                        self.take_back(&mut issued);
+                        return Err(e);
+                    }
+                }
+            }
+            if let Some(i) = took {
+                peers.took(i);
+            }
+            for &i in gone.iter().rev() {
+                log::debug!("socket {}: a peer left", self.id);
+                peers.take_back(&self.mgr, i, true);
+            }
+            drop(peers);
+            if took.is_some() {
+                return Ok(Routed::Sent);
+            }
+            if self.mgr.interrupted() {
+                self.take_back(&mut issued);
+                return Err(TransferError::Interrupted);
+            }
+            if deadline.passed() {
+                self.take_back(&mut issued);
+                return Err(TransferError::Timeout);
+            }
+            // Writable twice without a peer taking it: a peer that is not the session's keeps
+            // the ROUTER writable; do not spin on it.
+            false_room = if self.wait_for_room(deadline) { false_room + 1 } else { 0 };
+            if false_room > 1 {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }
+    }
+
+    /// Waits until the socket may take a frame or a peer's probe arrived, the transport is
+    /// interrupted, or `deadline` (at most a moment: peers' liveness is looked at between waits).
+    /// Returns whether the socket said it may take a frame.
+    fn wait_for_room(&self, deadline: Deadline) -> bool {
+        const MOMENT: i64 = 100;
+        let ms = match deadline {
+            Deadline::Never => MOMENT,
+            d => i64::from(d.ms_left()).min(MOMENT),
+        };
+        let mut items = [
+            self.z.as_zmq().as_poll_item(zmq::POLLIN | zmq::POLLOUT),
+            zmq::PollItem::from_fd(self.mgr.interrupter_fd(), zmq::POLLIN),
+        ];
+        zmq::poll(&mut items, ms).is_ok_and(|n| n > 0) && items[0].is_writable()
     }
 
     /// Issues a ticket for each non-empty record into `out`, waiting within `deadline` while every
@@ -236,7 +386,7 @@ impl Socket {
         self.check_session(msg)?;
         match self.ty {
             SocketType::Pub => return self.publish(std::slice::from_mut(msg)),
-            SocketType::Sub => return Err(not_for_sub()),
+            SocketType::Sub | SocketType::Pull => return Err(not_supported()),
             _ => {}
         }
         let size = msg.size();
@@ -256,7 +406,7 @@ impl Socket {
         }
         match self.ty {
             SocketType::Pub => return self.publish(parts),
-            SocketType::Sub => return Err(not_for_sub()),
+            SocketType::Sub | SocketType::Pull => return Err(not_supported()),
             _ => {}
         }
         let total: usize = parts.iter().map(Message::size).sum();
@@ -274,24 +424,15 @@ impl Socket {
         if self.ty != SocketType::Pub {
             return 0;
         }
-        self.refresh_subscribers();
-        self.subscribers.borrow().len()
+        self.learn_peers();
+        self.peers.borrow().len()
     }
 
-    /// Learns subscribers from the probes they send when they connect.
-    fn refresh_subscribers(&self) {
-        let mut subs = self.subscribers.borrow_mut();
-        loop {
-            let mut frames = Vec::new();
-            if self.z.receive_parts_uncounted(&mut frames, 0).is_err() {
-                return;
-            }
-            if let Some(id) = frames.first().map(|f| f.data().to_vec()) {
-                if !subs.contains(&id) {
-                    subs.push(id);
-                }
-            }
-        }
+    /// Connections refused so far because the peer was not a shared-memory socket of this session
+    /// (PUSH, PUB).
+    pub fn refused_peers(&self) -> u64 {
+        self.learn_peers();
+        self.peers.borrow().refused()
     }
 
     /// Sends the parts' records to every subscriber, one reference and one ticket each; the
@@ -300,32 +441,42 @@ impl Socket {
         for p in parts.iter() {
             p.share()?;
         }
-        self.refresh_subscribers();
+        self.learn_peers();
         let total: usize = parts.iter().map(Message::size).sum();
-        {
-            let (buf, _) = &mut *self.scratch.borrow_mut();
-            let issued = &mut *self.issued.borrow_mut();
-            let min = self.mgr.config().metadata_msg_size;
-            self.subscribers.borrow_mut().retain(|id| {
-                parts.iter().for_each(|p| p.add_reference());
-                // Like a full queue, no free ticket makes this subscriber miss the message.
-                if self.issue_all(parts.iter().map(Message::record), Deadline::Now, issued).is_err() {
-                    parts.iter().for_each(|p| p.drop_reference());
-                    return true;
-                }
-                meta::encode_parts(handed(parts, issued), min, buf);
-                let mut frames = [fairmq_zmq::Message::from_slice(id), fairmq_zmq::Message::from_slice(buf)];
-                match self.z.send_parts_uncounted(&mut frames, 0) {
-                    Ok(()) => true,
-                    Err(e) => {
-                        self.take_back(issued);
-                        parts.iter().for_each(|p| p.drop_reference());
-                        // Gone (ROUTER_MANDATORY says unroutable): forget it; full queue: it misses this one.
-                        !matches!(e, TransferError::Zmq(zmq::Error::EHOSTUNREACH))
+        let records: Vec<Record> = parts.iter().map(Message::record).collect();
+        let min = self.mgr.config().metadata_msg_size;
+        let mut frame = Vec::new();
+        let mut peers = self.peers.borrow_mut();
+        let mut gone = Vec::new();
+        for i in peers.turns().collect::<Vec<_>>() {
+            let p = peers.get_mut(i);
+            parts.iter().for_each(|m| m.add_reference());
+            // Like a full queue, no free ticket makes this subscriber miss the message.
+            let mut issued = Vec::new();
+            if self.issue_all(records.iter().copied(), Deadline::Now, &mut issued).is_err() {
+                parts.iter().for_each(|m| m.drop_reference());
+                continue;
+            }
+            for t in &issued {
+                self.mgr.address(t, p.owner, p.socket);
+            }
+            meta::encode_parts(handed(parts, &issued), min, &mut frame);
+            match self.send_to(&p.id, &frame) {
+                Ok(()) => p.handed(&self.mgr, Sent { records: records.clone(), tickets: issued }),
+                Err(e) => {
+                    self.take_back(&mut issued);
+                    parts.iter().for_each(|m| m.drop_reference());
+                    // Gone (ROUTER_MANDATORY says unroutable): forget it; full queue: it misses this one.
+                    if matches!(e, TransferError::Zmq(zmq::Error::EHOSTUNREACH)) {
+                        gone.push(i);
                     }
                 }
-            });
+            }
         }
+        for &i in gone.iter().rev() {
+            peers.take_back(&self.mgr, i, false);
+        }
+        drop(peers);
         for p in parts.iter_mut() {
             p.rebuild();
         }
@@ -459,6 +610,7 @@ impl Socket {
     /// Receives one message into `msg` (its previous block is released). A multipart frame is an
     /// error here (its blocks are released).
     pub fn receive(&self, msg: &mut Message, timeout_ms: i32) -> TransferResult {
+        self.check_can_receive()?;
         *msg = self.receive_with(timeout_ms, |data, source| {
             // The common case, one record alone in its frame, without the multipart machinery.
             if let Ok((rec, n)) = Record::decode(data) {
@@ -481,6 +633,7 @@ impl Socket {
 
     /// Receives a multipart (or single) message and appends its parts to `parts`.
     pub fn receive_parts(&self, parts: &mut Vec<Message>, timeout_ms: i32) -> TransferResult {
+        self.check_can_receive()?;
         let total = self.receive_with(timeout_ms, |data, source| {
             let (_, recs) = &mut *self.scratch.borrow_mut();
             recs.clear();
@@ -489,6 +642,14 @@ impl Socket {
         })?;
         self.z.shared_counters().record_rx(total);
         Ok(total)
+    }
+
+    /// PUSH and PUB cannot receive (their ROUTER only hears peers' probes).
+    fn check_can_receive(&self) -> Result<(), TransferError> {
+        if matches!(self.ty, SocketType::Push | SocketType::Pub) {
+            return Err(not_supported());
+        }
+        Ok(())
     }
 
     /// Messages and payload bytes moved so far.
@@ -528,6 +689,14 @@ impl fairmq_zmq::PollHook for Socket {
     }
 
     fn output_ready(&self) -> bool {
+        match self.ty {
+            SocketType::Pull | SocketType::Sub => return false,
+            SocketType::Push if !self.uses_lane() => {
+                self.learn_peers();
+                return self.peers.borrow().len() > 0;
+            }
+            _ => {}
+        }
         !self.uses_lane() || self.lanes.writer.borrow().has_room()
     }
 
@@ -539,5 +708,30 @@ impl fairmq_zmq::PollHook for Socket {
 
     fn disarm(&self) {
         self.lanes.readers.borrow().wake_up();
+    }
+}
+
+impl Link for Socket {
+    fn send_control(&self, frame: &[u8], to: Option<u32>, deadline: Deadline) -> Result<bool, TransferError> {
+        if self.ty != SocketType::Push {
+            return self
+                .z
+                .send_uncounted(&mut fairmq_zmq::Message::from_slice(frame), deadline.ms_left())
+                .map(|()| true);
+        }
+        self.learn_peers();
+        let Some(id) = self.peers.borrow().find(to).map(|p| p.id.to_vec()) else { return Ok(false) };
+        match self.send_to(&id, frame) {
+            Ok(()) => Ok(true),
+            // Gone, or its queue full: the offer is made again later, as if none had been known.
+            Err(TransferError::Zmq(zmq::Error::EHOSTUNREACH) | TransferError::Timeout | TransferError::Interrupted) => {
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn send_queue(&self) -> i32 {
+        self.z.snd_buf_size().unwrap_or(0)
     }
 }

@@ -26,8 +26,8 @@
 //! | 3 | size |
 //! | 4 | block: slot; region: the creator's hint |
 //! | 5 | region: offset of the shared count's block ([`meta::NOT_SHARED`]: none) |
-//! | 6 | reserved, 0 |
-//! | 7 | issuer's owner mark |
+//! | 6 | the receiving socket's number (see `peers`), 0 while not known |
+//! | 7 | issuer's owner mark, and the receiving transport's owner mark << 32 (0: not known) |
 //!
 //! Words 1..7 are written before word 0 (release), and read after it (acquire); a reader that
 //! then wins the swap knows they were those of its nonce, since a ticket is reused only once its
@@ -178,6 +178,32 @@ impl<'a> Tickets<'a> {
             _ => return Err(TicketError::Damaged(t)),
         };
         Ok((kind, rec))
+    }
+
+    /// Names the receiver of ticket `t` (issued, its record not sent yet): the transport of owner
+    /// mark `owner` and its socket numbered `socket`.
+    pub fn address(&self, t: u32, owner: u32, socket: u64) {
+        let issuer = self.word(t, 7).load(Ordering::Relaxed) & 0xffff_ffff;
+        self.word(t, 6).store(socket, Ordering::Relaxed);
+        self.word(t, 7).store(issuer | u64::from(owner) << 32, Ordering::Relaxed);
+    }
+
+    /// Whether ticket `t` is still out with `nonce` (not claimed, not taken back).
+    pub fn issued(&self, t: u32, nonce: u64) -> bool {
+        t < self.n && nonce != 0 && self.word(t, 0).load(Ordering::Acquire) == nonce
+    }
+
+    /// Tickets out now, with their issuer, receiver and receiving socket: `(ticket, nonce,
+    /// issuer, receiver, socket)`.
+    pub fn out(&self) -> Vec<(u32, u64, u32, u32, u64)> {
+        (0..self.n)
+            .filter_map(|t| {
+                let nonce = self.word(t, 0).load(Ordering::Acquire);
+                let marks = self.word(t, 7).load(Ordering::Relaxed);
+                let socket = self.word(t, 6).load(Ordering::Relaxed);
+                (nonce != 0).then_some((t, nonce, marks as u32, (marks >> 32) as u32, socket))
+            })
+            .collect()
     }
 
     /// Claims ticket `t`: true for exactly one caller per issue (a receiver, or the sender taking

@@ -10,10 +10,7 @@ use crate::segment::SegmentStats;
 use crate::socket::Socket;
 use fairmq_zmq::{SocketType, TransportConfig};
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-
-static SUBSCRIBER: AtomicU64 = AtomicU64::new(0);
 
 fn option_error(option: &'static str, source: zmq::Error) -> ShmError {
     ShmError::Socket(fairmq_zmq::SocketError::Option { option, source })
@@ -84,16 +81,21 @@ impl Transport {
             SocketType::XPub | SocketType::XSub => {
                 return Err(ShmError::Config(format!("{ty} sockets are not supported by the shared memory transport")));
             }
-            SocketType::Pub => {
+            // Senders that pick their peers (see `peers`): they must know where each message went.
+            SocketType::Pub | SocketType::Push => {
                 let z = self.inner.zmq.socket(SocketType::Router, name)?;
                 z.as_zmq().set_router_mandatory(true).map_err(|source| option_error("ZMQ_ROUTER_MANDATORY", source))?;
+                // A peer we connect to is one by configuration, known at once (a bound DEALER
+                // sends no probe to a router that connects); peers that connect to us present a
+                // token.
+                z.name_connections(crate::peers::CONNECTED);
                 z
             }
-            SocketType::Sub => {
+            // Their receivers present the session's token on every connection.
+            SocketType::Sub | SocketType::Pull => {
                 let z = self.inner.zmq.socket(SocketType::Dealer, name)?;
-                // A routing id unique to this socket: two subscribers of one device id must not clash.
-                let unique = format!("{id}.{}.{}", std::process::id(), SUBSCRIBER.fetch_add(1, Ordering::Relaxed));
-                z.as_zmq().set_identity(unique.as_bytes()).map_err(|source| option_error("ZMQ_IDENTITY", source))?;
+                let (token, _) = crate::peers::token(&self.inner.mgr);
+                z.as_zmq().set_identity(&token).map_err(|source| option_error("ZMQ_IDENTITY", source))?;
                 z.as_zmq().set_probe_router(true).map_err(|source| option_error("ZMQ_PROBE_ROUTER", source))?;
                 z
             }

@@ -160,7 +160,7 @@ fn bad_metadata_is_rejected_and_nothing_breaks() {
     let pull = t.socket(SocketType::Pull, "in").unwrap();
     pull.bind(&addr).unwrap();
     let raw_t = fairmq_zmq::Transport::new("raw").unwrap();
-    let raw = raw_t.socket(SocketType::Push, "out").unwrap();
+    let raw = raw_t.socket(SocketType::Dealer, "out").unwrap();
     raw.connect(&addr).unwrap();
 
     // A real block to corrupt records of.

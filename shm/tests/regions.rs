@@ -397,7 +397,7 @@ fn forged_region_records_are_rejected() {
     let (raw, pull) = (fairmq_zmq::Transport::new("raw").unwrap(), t.socket(SocketType::Pull, "in").unwrap());
     let addr = s.ipc("forged");
     pull.bind(&addr).unwrap();
-    let push = raw.socket(SocketType::Push, "out").unwrap();
+    let push = raw.socket(SocketType::Dealer, "out").unwrap();
     push.connect(&addr).unwrap();
     let cases = [
         Record::Region { region: 999, offset: 0, size: 10, hint: 0, rc: None },

@@ -33,7 +33,7 @@ fn i01_control_frames_of_any_length_are_refused_not_fatal() {
     let s = Session::new("rogue-ctl");
     let t = s.transport("victim");
     let (pull, at) = bound_pull(&t, &s.ipc("ctl"));
-    let (_ctx, r) = rogue(zmq::PUSH, &at);
+    let (_ctx, r) = rogue(zmq::DEALER, &at);
     let version = fairmq_shm::meta::VERSION;
     let mut frames: Vec<Vec<u8>> = Vec::new();
     for tag in 0..=7u8 {
@@ -193,7 +193,7 @@ fn i02_a_forged_block_record_takes_nothing_from_its_holder() {
     let s = Session::new("forged");
     let t = s.transport("victim");
     let (pull, at) = bound_pull(&t, &s.ipc("forged"));
-    let (_ctx, r) = rogue(zmq::PUSH, &at);
+    let (_ctx, r) = rogue(zmq::DEALER, &at);
     let held = t.new_message_from_slice(&[7u8; 4096]).unwrap();
     let mut frame = Vec::new();
     fairmq_shm::meta::encode_single(&held.record(), 0, &mut frame);
@@ -222,17 +222,20 @@ fn i02_a_forged_block_record_takes_nothing_from_its_holder() {
 #[test]
 fn i02_a_replayed_record_is_claimed_once() {
     let s = Session::new("replay");
-    let t = s.transport("victim");
+    // A pair socket without lanes sends records on its socket to whatever peer it has.
+    let mut c = s.config("victim");
+    c.lanes = false;
+    let t = fairmq_shm::Transport::new(&c).unwrap();
     t.flush();
     let free0 = t.segment_stats().free;
-    let push = t.socket(SocketType::Push, "out").unwrap();
+    let push = t.socket(SocketType::Pair, "out").unwrap();
     let out_at = push.attach(&s.ipc("out"), &AttachOptions::new(Some(Method::Bind))).unwrap();
-    let (_c1, thief) = rogue(zmq::PULL, &out_at);
+    let (_c1, thief) = rogue(zmq::PAIR, &out_at);
     let payload: Vec<u8> = (0..10_000u32).map(|i| i as u8).collect();
     push.send(&mut t.new_message_from_slice(&payload).unwrap(), LONG).unwrap();
     let record = thief.recv_bytes(0).expect("the rogue got the record");
     let (pull, in_at) = bound_pull(&t, &s.ipc("in"));
-    let (_c2, replayer) = rogue(zmq::PUSH, &in_at);
+    let (_c2, replayer) = rogue(zmq::DEALER, &in_at);
     for _ in 0..3 {
         send_raw(&replayer, &record);
     }
@@ -252,4 +255,79 @@ fn i02_a_replayed_record_is_claimed_once() {
     t.flush();
     t.check_segment().unwrap();
     assert_eq!(t.segment_stats().free, free0, "the block was freed exactly once");
+}
+
+/// Item 3: a peer that is not a shared-memory socket of the session gets nothing of the segment:
+/// a plain ZeroMQ PULL (ZeroMQ refuses it: the push is a router), and a DEALER that presents a
+/// made-up token with its probe (refused by the push). Before, a plain PULL drained every record
+/// and the blocks behind them were lost. A real receiver then gets every message.
+#[test]
+fn i03_a_peer_without_the_session_token_gets_nothing() {
+    let s = Session::new("no-token");
+    let t = s.transport("sender");
+    t.flush();
+    let free0 = t.segment_stats().free;
+    let push = t.socket(SocketType::Push, "out").unwrap();
+    let at = push.attach(&s.ipc("out"), &AttachOptions::new(Some(Method::Bind))).unwrap();
+    let (_c1, pull) = rogue(zmq::PULL, &at);
+    let ctx = zmq::Context::new();
+    let dealer = ctx.socket(zmq::DEALER).unwrap();
+    dealer.set_linger(0).unwrap();
+    dealer.set_identity(b"FMQRS3-a-made-up-token-xxxx").unwrap();
+    dealer.set_probe_router(true).unwrap();
+    dealer.connect(&at).unwrap();
+    let deadline = std::time::Instant::now() + GENEROUS;
+    while push.refused_peers() == 0 {
+        assert!(std::time::Instant::now() < deadline, "the dealer's probe never arrived");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    for _ in 0..3 {
+        let mut m = t.new_message_from_slice(b"for the session only").unwrap();
+        assert!(matches!(push.send(&mut m, 100), Err(TransferError::Timeout)), "no peer may take it");
+        assert_eq!(m.data(), b"for the session only", "the sender keeps it");
+    }
+    assert!(pull.recv_bytes(zmq::DONTWAIT).is_err(), "the plain pull got nothing");
+    assert!(dealer.recv_bytes(zmq::DONTWAIT).is_err(), "the dealer got nothing");
+    let real = t.socket(SocketType::Pull, "in").unwrap();
+    real.connect(&at).unwrap();
+    for i in 0..10u8 {
+        push.send(&mut t.new_message_from_slice(&[i; 100]).unwrap(), LONG).unwrap();
+    }
+    let mut m = t.new_message();
+    for i in 0..10u8 {
+        real.receive(&mut m, LONG).unwrap();
+        assert_eq!(m.data(), &[i; 100][..]);
+    }
+    drop(m);
+    drop((real, push));
+    t.flush();
+    assert_eq!(t.segment_stats().free, free0, "nothing lost");
+}
+
+/// Item 3: a DEALER probing a shared-memory publisher with a made-up token is no subscriber.
+#[test]
+fn i03_a_probe_without_the_session_token_subscribes_nothing() {
+    let s = Session::new("pub-probe");
+    let t = s.transport("publisher");
+    t.flush();
+    let free0 = t.segment_stats().free;
+    let publisher = t.socket(SocketType::Pub, "pub").unwrap();
+    publisher.bind(&s.ipc("pub")).unwrap();
+    let ctx = zmq::Context::new();
+    let dealer = ctx.socket(zmq::DEALER).unwrap();
+    dealer.set_linger(0).unwrap();
+    dealer.set_probe_router(true).unwrap();
+    dealer.connect(&s.ipc("pub")).unwrap();
+    let deadline = std::time::Instant::now() + GENEROUS;
+    while publisher.refused_peers() == 0 {
+        assert!(std::time::Instant::now() < deadline, "the dealer's probe never arrived");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert_eq!(publisher.connected_subscribers(), 0);
+    for _ in 0..1000 {
+        publisher.send(&mut t.new_message_from_slice(&[1; 1000]).unwrap(), 0).unwrap();
+    }
+    assert!(dealer.recv_bytes(zmq::DONTWAIT).is_err(), "the dealer got nothing");
+    t.flush();
+    assert_eq!(t.segment_stats().free, free0, "every published block was freed");
 }

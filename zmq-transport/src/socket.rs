@@ -13,6 +13,9 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// The routing id prefix a router gives the peers of its connects, and the ids given so far.
+type ConnectNames = (Vec<u8>, Vec<Vec<u8>>);
+
 /// A socket of the zeromq transport.
 ///
 /// Not `Sync`: like a ZeroMQ socket it is used by one thread at a time (it may move between threads).
@@ -25,6 +28,8 @@ pub struct Socket {
     timeouts: std::cell::Cell<(i32, i32)>,
     /// Endpoints bound and connected so far.
     endpoints: std::cell::Cell<(u32, u32)>,
+    /// A router that names its connected peers: the prefix, and the ids given so far.
+    connect_names: std::cell::RefCell<Option<ConnectNames>>,
     /// `ZMQ_SNDHWM` as last set (only [`Socket::set_snd_buf_size`] sets it): the shm transport
     /// asks for it on every send.
     snd_hwm: std::cell::Cell<i32>,
@@ -87,6 +92,7 @@ impl Socket {
             ptr,
             timeouts: std::cell::Cell::new((-1, -1)),
             endpoints: std::cell::Cell::new((0, 0)),
+            connect_names: std::cell::RefCell::new(None),
             id,
             ty,
             interrupter,
@@ -178,8 +184,30 @@ impl Socket {
         self.endpoints.get()
     }
 
+    /// A router names the peer of each endpoint it connects to from now on (`ZMQ_CONNECT_ROUTING_ID`):
+    /// `prefix` and the connection's number, so it can send to that peer before the peer says
+    /// anything (see [`connected_peers`](Socket::connected_peers)).
+    pub fn name_connections(&self, prefix: &[u8]) {
+        *self.connect_names.borrow_mut() = Some((prefix.to_vec(), Vec::new()));
+    }
+
+    /// The routing ids given to the peers of connected endpoints (see
+    /// [`name_connections`](Socket::name_connections)).
+    pub fn connected_peers(&self) -> Vec<Vec<u8>> {
+        self.connect_names.borrow().as_ref().map_or_else(Vec::new, |(_, ids)| ids.clone())
+    }
+
     /// Connects one endpoint as given.
     pub fn connect(&self, address: &str) -> Result<(), SocketError> {
+        let named = self.connect_names.borrow().as_ref().map(|(prefix, ids)| {
+            let mut id = prefix.clone();
+            id.extend_from_slice(ids.len().to_string().as_bytes());
+            id
+        });
+        if let Some(id) = &named {
+            sys::set_connect_routing_id(self.ptr, id)
+                .map_err(|source| SocketError::Option { option: "ZMQ_CONNECT_ROUTING_ID", source })?;
+        }
         self.zsock.connect(address).map_err(|source| SocketError::Connect {
             socket: self.id.clone(),
             address: address.to_owned(),
@@ -187,6 +215,9 @@ impl Socket {
         })?;
         let (b, c) = self.endpoints.get();
         self.endpoints.set((b, c + 1));
+        if let (Some(id), Some((_, ids))) = (named, self.connect_names.borrow_mut().as_mut()) {
+            ids.push(id);
+        }
         Ok(())
     }
 

@@ -329,6 +329,20 @@ pub(crate) fn set_wake_fd(sock: SockPtr, fd: std::os::fd::RawFd) -> Result<(), z
     }
 }
 
+/// Sets `ZMQ_CONNECT_ROUTING_ID`: the routing id a router gives the peer of its next connect.
+pub(crate) fn set_connect_routing_id(sock: SockPtr, id: &[u8]) -> Result<(), zmq::Error> {
+    // SAFETY: `sock` is a live socket handle; the option value is `id.len()` bytes read during
+    // the call.
+    let rc = unsafe {
+        zmq_sys::zmq_setsockopt(sock.0, zmq_sys::ZMQ_CONNECT_ROUTING_ID as i32, id.as_ptr().cast(), id.len())
+    };
+    if rc < 0 {
+        Err(last_error())
+    } else {
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

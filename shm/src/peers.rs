@@ -1,0 +1,304 @@
+//! The peers of a socket that hands each message to one peer of its choosing (PUSH) or to every
+//! subscriber (PUB), over a ZeroMQ ROUTER: who they are, and what each was handed and has not
+//! taken yet.
+//!
+//! A receiving socket (PULL, SUB: a ZeroMQ DEALER) presents itself on every connection with its
+//! routing id, a *token*: its transport's owner mark, a random number of the socket, and a MAC of
+//! both keyed with the session secret, which only processes able to map the session know. ZeroMQ
+//! sends it in the connection's handshake, and the DEALER's probe makes it known to the ROUTER at
+//! once. A peer whose token does not verify (a plain ZeroMQ socket, another session, a forger) is
+//! never handed anything.
+//!
+//! Every message handed to a peer is kept on its list, with its tickets (addressed to that peer),
+//! until the peer claims them. When the peer goes away (the ROUTER finds it unreachable, it
+//! connects again, or its transport died), what it did not claim is taken back: a PUSH sends it
+//! again to another peer, a PUB releases it (its subscribers miss what they cannot take, as
+//! ZeroMQ's do). A ticket the peer claims first stays claimed: nothing is handed over twice.
+
+use crate::manager::Manager;
+use crate::message::Message;
+use crate::meta::Record;
+use crate::tickets::Issued;
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const MAGIC: &[u8; 6] = b"FMQRS3";
+/// The prefix of the routing ids a sending socket gives the peers of endpoints it connects to.
+pub(crate) const CONNECTED: &[u8] = b"fmqrs-connected-";
+/// Bytes of a token.
+pub(crate) const TOKEN_LEN: usize = 6 + 4 + 8 + 8;
+/// How often a socket with peers looks whether their transports still live.
+const CHECK_EVERY: Duration = Duration::from_secs(1);
+
+/// The routing id of a receiving socket of `mgr`'s transport: `magic, owner u32, socket u64, mac
+/// u64` (the socket's number is returned too).
+pub(crate) fn token(mgr: &Manager) -> (Vec<u8>, u64) {
+    let socket = u64::from(crate::naming::random_u32()) << 32 | u64::from(crate::naming::random_u32());
+    let owner = mgr.owner();
+    let mut t = Vec::with_capacity(TOKEN_LEN);
+    t.extend_from_slice(MAGIC);
+    t.extend_from_slice(&owner.to_le_bytes());
+    t.extend_from_slice(&socket.to_le_bytes());
+    t.extend_from_slice(&mac(mgr.management().secret(), owner, socket).to_le_bytes());
+    (t, socket)
+}
+
+fn mac(secret: [u64; 2], owner: u32, socket: u64) -> u64 {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(secret[0].to_le_bytes());
+    h.update(secret[1].to_le_bytes());
+    h.update(owner.to_le_bytes());
+    h.update(socket.to_le_bytes());
+    u64::from_le_bytes(h.finalize()[..8].try_into().expect("a digest is longer than 8 bytes"))
+}
+
+/// The owner mark and socket number a routing id presents, if it is a token of this session.
+pub(crate) fn verify(mgr: &Manager, id: &[u8]) -> Option<(u32, u64)> {
+    if id.len() != TOKEN_LEN || &id[..6] != MAGIC {
+        return None;
+    }
+    let owner = u32::from_le_bytes(id[6..10].try_into().ok()?);
+    let socket = u64::from_le_bytes(id[10..18].try_into().ok()?);
+    let tag = u64::from_le_bytes(id[18..26].try_into().ok()?);
+    (mac(mgr.management().secret(), owner, socket) == tag).then_some((owner, socket))
+}
+
+/// One message handed to a peer: its parts' records (empty parts too) and the tickets of the
+/// non-empty ones, in order.
+pub(crate) struct Sent {
+    pub records: Vec<Record>,
+    pub tickets: Vec<Issued>,
+}
+
+/// A receiving socket of the session, known by its token.
+pub(crate) struct Peer {
+    pub id: Vec<u8>,
+    pub owner: u32,
+    pub socket: u64,
+    sent: VecDeque<Sent>,
+}
+
+impl Peer {
+    /// Forgets what the peer took already (it takes in order: looking at the oldest is enough).
+    fn prune(&mut self, mgr: &Manager) {
+        while self.sent.front().is_some_and(|s| s.tickets.iter().all(|t| !still_out(mgr, t))) {
+            self.sent.pop_front();
+        }
+    }
+
+    /// Remembers what was handed to the peer.
+    pub(crate) fn handed(&mut self, mgr: &Manager, sent: Sent) {
+        self.prune(mgr);
+        self.sent.push_back(sent);
+    }
+}
+
+fn still_out(mgr: &Manager, t: &Issued) -> bool {
+    mgr.segment(t.segment).is_ok_and(|s| s.tickets().issued(t.ticket, t.nonce))
+}
+
+/// What a socket knows of its peers.
+#[derive(Default)]
+pub(crate) struct Peers {
+    list: Vec<Peer>,
+    next: usize,
+    /// Messages taken back from peers that went away, to go out again first (PUSH only).
+    pub resend: VecDeque<Vec<Message>>,
+    last_check: Option<Instant>,
+    refused: u64,
+    /// Peers of connected endpoints added so far.
+    connected: usize,
+}
+
+impl Peers {
+    /// Learns the peers whose probes wait on the ROUTER `z`; a known peer's probe is a new
+    /// connection of it (what its old one held is gone: taken back). Every
+    /// [`CHECK_EVERY`] the peers' transports are checked too.
+    pub(crate) fn learn(&mut self, mgr: &Arc<Manager>, z: &fairmq_zmq::Socket, socket: &str, resend: bool) {
+        // Peers of the endpoints we connected to: whoever listens there (their transport is not
+        // known: they are not looked after by liveness, only by the connection).
+        if z.endpoint_counts().1 as usize > self.connected {
+            for id in z.connected_peers().into_iter().skip(self.connected) {
+                self.list.push(Peer { id, owner: 0, socket: 0, sent: VecDeque::new() });
+                self.connected += 1;
+            }
+        }
+        loop {
+            let mut frames = Vec::new();
+            if z.receive_parts_uncounted(&mut frames, 0).is_err() {
+                break;
+            }
+            // A probe is the peer's id and an empty frame; anything else a peer sends is ignored.
+            let [id, probe] = &frames[..] else { continue };
+            if !probe.is_empty() {
+                continue;
+            }
+            let id = id.data();
+            if let Some(i) = self.list.iter().position(|p| p.id == id) {
+                if self.list[i].owner == 0 {
+                    // A peer we connected to: its pipe (and what waits in it) outlives reconnects.
+                    continue;
+                }
+                log::debug!("socket {socket}: peer {:#x} connected again", self.list[i].owner);
+                let mut again = self.take_back(mgr, i, resend);
+                again.sent.clear();
+                self.list.push(again);
+                continue;
+            }
+            match verify(mgr, id) {
+                Some((owner, sock)) => {
+                    self.list.push(Peer { id: id.to_vec(), owner, socket: sock, sent: VecDeque::new() });
+                    // Often a replacement: whoever it replaces, if dead, gives back what it had
+                    // before the newcomer gets anything.
+                    self.last_check = None;
+                }
+                None => {
+                    self.refused += 1;
+                    log::warn!(
+                        "socket {socket}: a peer that is not a shared-memory socket of this session connected; it gets nothing"
+                    );
+                }
+            }
+        }
+        if self.last_check.is_none_or(|t| t.elapsed() >= CHECK_EVERY) {
+            self.last_check = Some(Instant::now());
+            let mut i = 0;
+            while i < self.list.len() {
+                let owner = self.list[i].owner;
+                if owner == 0 || mgr.owner_alive(owner) {
+                    i += 1;
+                } else {
+                    log::debug!("socket {socket}: peer {owner:#x} died");
+                    self.take_back(mgr, i, resend);
+                }
+            }
+        }
+    }
+
+    /// Peers known.
+    pub(crate) fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// Peers that connected without a valid token so far.
+    pub(crate) fn refused(&self) -> u64 {
+        self.refused
+    }
+
+    /// The peer at `i`.
+    pub(crate) fn get_mut(&mut self, i: usize) -> &mut Peer {
+        &mut self.list[i]
+    }
+
+    /// Indices of the peers from the one whose turn it is.
+    pub(crate) fn turns(&self) -> impl Iterator<Item = usize> {
+        let n = self.list.len();
+        let from = self.next;
+        (0..n).map(move |k| (from + k) % n)
+    }
+
+    /// Peer `i` took a message: the next one's turn.
+    pub(crate) fn took(&mut self, i: usize) {
+        self.next = i + 1;
+    }
+
+    /// The peer whose transport has owner mark `owner` (or a peer we connected to, whose
+    /// transport is not known), else the newest.
+    pub(crate) fn find(&self, owner: Option<u32>) -> Option<&Peer> {
+        match owner {
+            Some(o) => self.list.iter().rev().find(|p| p.owner == o || p.owner == 0),
+            None => self.list.last(),
+        }
+    }
+
+    /// Removes peer `i` (gone or dead) and takes back what it did not claim: to send again
+    /// (`resend`) or to release. Returns the peer.
+    pub(crate) fn take_back(&mut self, mgr: &Arc<Manager>, i: usize, resend: bool) -> Peer {
+        let mut peer = self.list.remove(i);
+        if self.next > i {
+            self.next -= 1;
+        }
+        let (mut again, mut lost) = (0, 0);
+        for sent in peer.sent.drain(..) {
+            match reclaim(mgr, sent) {
+                Some(frame) if resend => {
+                    again += 1;
+                    self.resend.push_back(frame);
+                }
+                Some(_) => lost += 1, // dropped here: released
+                None => {}
+            }
+        }
+        if again + lost > 0 {
+            log::debug!("peer {:#x} left: {again} messages it had not taken go out again, {lost} released", peer.owner);
+        }
+        peer
+    }
+
+    /// The socket closes: what peers whose transports died did not take is released; live ones may
+    /// still take what they were sent. Returns how many messages were released, with the resend
+    /// queue's.
+    pub(crate) fn close(&mut self, mgr: &Arc<Manager>) -> usize {
+        let mut released = self.resend.drain(..).count();
+        let mut i = 0;
+        while i < self.list.len() {
+            let owner = self.list[i].owner;
+            if owner == 0 || mgr.owner_alive(owner) {
+                i += 1;
+            } else {
+                let before = self.resend.len();
+                self.take_back(mgr, i, true);
+                released += self.resend.drain(before..).count();
+            }
+        }
+        released
+    }
+}
+
+/// Takes back the tickets of `sent` that were not claimed; returns its message as it was (the
+/// references are ours again) when none was, `None` when the peer took any part (the other parts
+/// taken back are released: a part of a multipart alone is no message).
+fn reclaim(mgr: &Arc<Manager>, sent: Sent) -> Option<Vec<Message>> {
+    let mut tickets = sent.tickets.iter();
+    let mut whole = true;
+    let mut frame = Vec::with_capacity(sent.records.len());
+    for rec in sent.records {
+        if rec.is_empty() {
+            frame.push(Message::empty(mgr.clone()));
+            continue;
+        }
+        let t = tickets.next().expect("a ticket per non-empty part");
+        if !mgr.take_back(t) {
+            whole = false; // the peer took this part
+            continue;
+        }
+        match Message::from_record(mgr, rec) {
+            Ok(m) => {
+                m.mark_in_flight(false);
+                frame.push(m);
+            }
+            Err(e) => {
+                whole = false;
+                log::error!("could not take back a message a peer left: {e}");
+            }
+        }
+    }
+    whole.then_some(frame)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_verify_only_with_the_secret_and_unchanged() {
+        let secret = [1, 2];
+        let tag = mac(secret, 7, 99);
+        assert_eq!(tag, mac(secret, 7, 99));
+        assert_ne!(tag, mac([1, 3], 7, 99), "another session's secret");
+        assert_ne!(tag, mac(secret, 8, 99), "another owner");
+        assert_ne!(tag, mac(secret, 7, 98), "another socket");
+    }
+}
