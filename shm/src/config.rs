@@ -3,6 +3,12 @@
 use crate::error::ShmError;
 use std::time::Duration;
 
+/// Largest segment: a file's size is a signed 64-bit offset.
+pub(crate) const MAX_SEGMENT_SIZE: u64 = i64::MAX as u64;
+/// Largest padding of metadata frames: padding exists to give frames one small fixed size; far
+/// larger values could not even be allocated per send.
+pub(crate) const MAX_METADATA_MSG_SIZE: usize = 64 << 20;
+
 /// What to do when the segment has no room for a message (FairMQ spec section 7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BadAllocPolicy {
@@ -120,6 +126,18 @@ impl ShmConfig {
                 crate::segment::MIN_SEGMENT_SIZE
             )));
         }
+        if self.segment_size > MAX_SEGMENT_SIZE {
+            return Err(ShmError::Config(format!(
+                "segment size {} (--shm-segment-size) is above the largest file size, {MAX_SEGMENT_SIZE} bytes",
+                self.segment_size
+            )));
+        }
+        if self.metadata_msg_size > MAX_METADATA_MSG_SIZE {
+            return Err(ShmError::Config(format!(
+                "metadata message size {} (--shm-metadata-msg-size) is above the maximum of {MAX_METADATA_MSG_SIZE} bytes",
+                self.metadata_msg_size
+            )));
+        }
         Ok(())
     }
 }
@@ -127,6 +145,21 @@ impl ShmConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 17, item 8: sizes no file or frame can have are configuration errors.
+    #[test]
+    fn i08_sizes_beyond_any_file_or_frame_are_refused() {
+        let mut c = ShmConfig::new("t", "s");
+        c.validate().unwrap();
+        c.segment_size = u64::MAX;
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("--shm-segment-size") && e.contains(&u64::MAX.to_string()), "{e}");
+        c.segment_size = i64::MAX as u64; // the largest file
+        c.validate().unwrap();
+        c.metadata_msg_size = usize::MAX;
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("--shm-metadata-msg-size"), "{e}");
+    }
 
     #[test]
     fn bad_alloc_policy_follows_fairmq() {
