@@ -55,7 +55,7 @@ fn topology(s: &Session) -> (Proc, Proc) {
     let id = shm_id(s);
     // Traffic flows once the report counts two attached devices and blocks in use.
     wait_until("the topology's traffic", || {
-        let r = fairmq_shm::monitor::report(&id).unwrap_or_default();
+        let r = fairmq_shm::monitor::report(&id).unwrap().unwrap_or_default();
         r.contains("devices: 2") && !r.contains("msgs: 0,")
     });
     (sampler, sink)
@@ -242,7 +242,7 @@ fn reset_content_forgets_the_blocks_of_a_killed_topology() {
     assert_eq!(code, Some(0));
     assert!(out.contains("Found info for 1 managed segments"), "{out}");
     assert!(out.contains(&format!("Done resetting segment content for shared memory id '{}'.", shm_id(&s))), "{out}");
-    let report = fairmq_shm::monitor::report(&shm_id(&s)).unwrap();
+    let report = fairmq_shm::monitor::report(&shm_id(&s)).unwrap().unwrap();
     assert!(report.contains("msgs: 0,"), "{report}");
 }
 

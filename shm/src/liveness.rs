@@ -317,7 +317,7 @@ mod tests {
 
     impl Drop for Scratch {
         fn drop(&mut self) {
-            crate::monitor::cleanup_full(self.0.shm_id());
+            let _ = crate::monitor::cleanup_full(self.0.shm_id());
         }
     }
 

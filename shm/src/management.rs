@@ -358,17 +358,9 @@ pub fn remove_objects(names: &Names, segments: &[SegmentEntry], regions: &[crate
 }
 
 /// Removes every object whose name starts with the session's prefix, whatever state it is in (for
-/// the monitor's forced cleanup and for tests' guards). Returns the removed names.
+/// tests' guards and benchmarks). Returns the removed names.
 pub fn remove_session(names: &Names) -> Vec<String> {
-    remove_session_except(names, None)
-}
-
-/// [`remove_session`], sparing the object named `keep`.
-pub fn remove_session_except(names: &Names, keep: Option<&str>) -> Vec<String> {
-    session_objects(names)
-        .into_iter()
-        .filter(|name| keep != Some(name.as_str()) && std::fs::remove_file(Names::path(name)).is_ok())
-        .collect()
+    session_objects(names).into_iter().filter(|name| std::fs::remove_file(Names::path(name)).is_ok()).collect()
 }
 
 /// Names of the session's objects now in `/dev/shm`, sorted.

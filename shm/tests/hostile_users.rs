@@ -1,9 +1,11 @@
-//! Issue 17, item 4: another local user (a real process running as `nobody`) must not be able to
-//! plant a session, an object or a link that one of our transports then uses. These tests need root (to start processes as another
+//! Issue 17, items 4 and 5: another local user (a real process running as `nobody`) must not be
+//! able to plant a session, an object or a link that one of our transports or monitors then uses;
+//! what we create is private to our user. These tests need root (to start processes as another
 //! user); without it they say so and pass.
 
 mod common;
 use common::{peer_as, root_or_skip, Session};
+use fairmq_shm::monitor::MonitorLock;
 use fairmq_shm::{Names, RegionCallback, RegionConfig, Transport};
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
@@ -80,6 +82,13 @@ fn i04_each_object_another_user_squats_is_refused() {
         assert_refused_as_foreign(&err, &p);
         assert!(p.exists(), "another user's file is refused, not removed");
     }
+
+    // The monitor lock.
+    let s = Session::new("i04lock");
+    let lock = path(&s.names().monitor_lock());
+    squat(&lock);
+    let err = MonitorLock::acquire(s.names()).expect_err("a squatted monitor lock must be refused");
+    assert_refused_as_foreign(&err, &lock);
 }
 
 #[test]
@@ -93,6 +102,39 @@ fn i04_a_symbolic_link_in_place_of_an_object_is_refused() {
     let err = Transport::new(&s.config("victim")).expect_err("a link must not be followed");
     let want = format!("{} is a symbolic link: refusing to follow it", mng.display());
     assert!(err.to_string().contains(&want), "expected '{want}' in: {err}");
+
+    // A dangling link in place of the monitor lock: following it would create the target.
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("created-through-the-link");
+    let lock = path(&s.names().monitor_lock());
+    std::os::unix::fs::symlink(&target, &lock).unwrap();
+    let err = MonitorLock::acquire(s.names()).expect_err("a link must not be followed");
+    let want = format!("{} is a symbolic link: refusing to follow it", lock.display());
+    assert!(err.to_string().contains(&want), "expected '{want}' in: {err}");
+    assert!(!target.exists(), "nothing was created through the link");
+}
+
+#[test]
+fn i05_every_object_is_private_to_its_user() {
+    let s = Session::new("i05modes");
+    let t = s.transport("owner");
+    let dir = tempfile::tempdir().unwrap();
+    let file_backed = RegionConfig { path: format!("{}/", dir.path().display()), ..RegionConfig::default() };
+    let _r1 = t.create_region(1 << 20, RegionCallback::None, &RegionConfig::default()).unwrap();
+    let _r2 = t.create_region(1 << 20, RegionCallback::None, &file_backed).unwrap();
+    let _lock = MonitorLock::acquire(s.names()).unwrap().expect("no other monitor");
+    let mut files: Vec<PathBuf> = s.objects().iter().map(|n| path(n)).collect();
+    files.extend(std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().path()));
+    for kind in ["_mng", "_m_0", "_rg_1024", "_rgq_1024", "_rgq_1025", "_ms"] {
+        assert!(files.iter().any(|f| f.display().to_string().ends_with(kind)), "no {kind} in {files:?}");
+    }
+    assert!(files.iter().any(|f| f.starts_with(dir.path())), "the file-backed region is there: {files:?}");
+    let uid = std::fs::metadata("/proc/self").unwrap().uid();
+    for f in &files {
+        let m = std::fs::symlink_metadata(f).unwrap();
+        assert_eq!(m.mode() & 0o7777, 0o600, "{} has mode {:o}", f.display(), m.mode() & 0o7777);
+        assert_eq!(m.uid(), uid, "{}", f.display());
+    }
 }
 
 #[test]
