@@ -1,11 +1,12 @@
-//! Issue 17, items 5 and 14 with the real `fairmq-shmmonitor`: a monitor that cannot read a
-//! session says "permission denied" and fails, the daemon's lock is private, and every error exits
-//! non-zero.
+//! Issue 17, items 5, 6 and 14 with the real `fairmq-shmmonitor`: a monitor that cannot read a
+//! session says "permission denied" and fails, the daemon's lock is private, a session whose
+//! processes are only stopped is never removed, and every error exits non-zero.
 
 mod common;
-use common::process::{start_as, GENEROUS};
+use common::process::{start, start_as, GENEROUS};
 use common::Session;
 use fairmq_shm::{ShmConfig, Transport};
+use nix::sys::signal::Signal;
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -80,6 +81,44 @@ fn i05_the_daemon_makes_its_lock_private() {
     // The daemon (-x) ends with the session, and takes its lock with it.
     drop(t);
     wait_until("the daemon's end", || s.objects().is_empty());
+}
+
+#[test]
+fn i06_a_session_whose_processes_are_stopped_is_not_removed() {
+    let s = Session::new();
+    let common = format!(
+        "--transport shmem --session {} --control static --severity warn --shm-segment-size 20000000 --max-iterations 10",
+        s.name
+    );
+    let chan = |kind: &str, method: &str| {
+        format!("name=data,type={kind},method={method},address={},rateLogging=0", s.ipc("data"))
+    };
+    let sink_args = format!("--id sink1 {common} --channel-config {}", chan("pull", "bind"));
+    let mut sink = start(env!("CARGO_BIN_EXE_fairmq-sink"), &sink_args.split_whitespace().collect::<Vec<_>>(), None);
+    let has = |kind: &str| s.objects().iter().any(|n| n.ends_with(kind));
+    wait_until("the sink's session", || has("_mng") && has("_m_0"));
+
+    let mut monitor = start(MONITOR, &["-m", "-t", "1000", "--shmid", &shm_id(&s)], None);
+    monitor.expect("Starting shared memory monitor for session");
+    // Stopped, it beats no more, but it lives: it holds its liveness slot.
+    sink.signal(Signal::SIGSTOP);
+    monitor.expect("no heartbeats since over 1000 milliseconds");
+    let verdict = monitor.seen.iter().find(|l| l.contains("no heartbeats since over")).unwrap().clone();
+    assert!(verdict.contains(&format!("processes [{}]", sink.pid())), "{verdict}");
+    assert!(verdict.contains("not cleaning"), "{verdict}");
+    assert!(has("_mng") && has("_m_0"), "the session survives: {:?}", s.objects());
+
+    // Resumed, it works as before: it receives what a new sender sends, and both end well.
+    sink.signal(Signal::SIGCONT);
+    let sampler_args = format!("--id sampler1 {common} --msg-size 1000 --channel-config {}", chan("push", "connect"));
+    let mut sampler =
+        start(env!("CARGO_BIN_EXE_fairmq-bsampler"), &sampler_args.split_whitespace().collect::<Vec<_>>(), None);
+    assert_eq!(sink.wait().code(), Some(0), "{:?}", sink.seen);
+    assert_eq!(sampler.wait().code(), Some(0), "{:?}", sampler.seen);
+    wait_until("the session's removal by its last device", || s.objects().iter().all(|n| n.ends_with("_ms")));
+    monitor.signal(Signal::SIGINT);
+    assert_eq!(monitor.wait().code(), Some(0));
+    assert!(!monitor.saw("cleaning..."), "the monitor never cleaned: {:?}", monitor.seen);
 }
 
 #[test]

@@ -5,6 +5,9 @@
 //! FairMQ, every tick also tries the liveness slot of each attached transport (`liveness`): a
 //! process that died is counted out at once and the blocks it held in its caches are freed; when
 //! the last transport of a session died, the session is cleaned without waiting for the timeout.
+//! And a session whose heartbeats stopped is not cleaned while one of its transports is provably
+//! alive (its slot's mutex is held: a process stopped by a signal or a debugger, or busy): the
+//! heartbeats decide alone only for transports whose liveness cannot be seen.
 
 use super::cleanup;
 use crate::error::ShmError;
@@ -87,11 +90,14 @@ pub struct Watcher {
     last_count: u64,
     triggered: bool,
     seen_once: bool,
+    /// The heartbeats timed out but live processes kept the session (said once per stall).
+    held_back: bool,
 }
 
 impl Watcher {
-    /// Watches `shm_id`: clean after `timeout` without heartbeats; with `self_destruct`, stop once
-    /// the session was seen and then went away (or was never seen within twice the timeout).
+    /// Watches `shm_id`: clean after `timeout` without heartbeats (unless a process of the session
+    /// is alive); with `self_destruct`, stop once the session was seen and then went away (or was
+    /// never seen within twice the timeout).
     pub fn new(shm_id: &str, timeout: Duration, self_destruct: bool) -> Watcher {
         let now = Instant::now();
         Watcher {
@@ -104,6 +110,7 @@ impl Watcher {
             last_count: 0,
             triggered: false,
             seen_once: false,
+            held_back: false,
         }
     }
 
@@ -121,6 +128,7 @@ impl Watcher {
         if count != self.last_count {
             self.last_count = count;
             self.triggered = true;
+            self.held_back = false;
             self.last_heartbeat = now;
         }
         match sweep_open(m, &self.names) {
@@ -156,17 +164,37 @@ impl Watcher {
 
     /// No heartbeat for longer than the timeout: the session is removed, under its lock with the
     /// removed mark as a last detach does (a process attaching at this moment opens a new session
-    /// instead of one being removed).
+    /// instead of one being removed), unless a transport of it is alive.
     fn heartbeats_timed_out(&mut self) -> Result<Step, ShmError> {
-        log::info!("no heartbeats since over {} milliseconds, cleaning...", self.timeout.as_millis());
-        let locked = Management::open_existing(&self.names).and_then(|m| Ok(m.lock()?.remove_session()));
-        match locked {
-            Ok(removed) => removed.iter().for_each(|n| log::info!("Successfully removed '{n}'.")),
-            Err(e) if e.is_not_found() => {}
-            Err(e) => {
-                log::warn!("could not lock session {} ({e}): removing its objects anyway", self.shm_id);
-                cleanup(&self.shm_id)?;
+        let ms = self.timeout.as_millis();
+        let m = match Management::open_existing(&self.names) {
+            Ok(m) => m,
+            Err(e) if e.is_not_found() => return Ok(Step::Continue),
+            Err(e) => return Err(e),
+        };
+        let lock = m.lock();
+        let alive = crate::liveness::alive(&m);
+        if !alive.is_empty() {
+            if !self.held_back {
+                log::warn!(
+                    "no heartbeats since over {ms} milliseconds, but processes {alive:?} of the session are alive \
+                     (stopped or busy): not cleaning"
+                );
+                self.held_back = true;
             }
+            return Ok(Step::Continue);
+        }
+        log::info!("no heartbeats since over {ms} milliseconds, cleaning...");
+        let unlocked = match lock {
+            Ok(lock) => {
+                lock.remove_session().iter().for_each(|n| log::info!("Successfully removed '{n}'."));
+                None
+            }
+            Err(e) => Some(e),
+        };
+        if let Some(e) = unlocked {
+            log::warn!("could not lock session {} ({e}): removing its objects anyway", self.shm_id);
+            cleanup(&self.shm_id)?;
         }
         Ok(self.cleaned())
     }
@@ -179,5 +207,68 @@ impl Watcher {
             return Step::Stop;
         }
         Step::Continue
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    /// A session of its own, removed when the test ends, also when it fails.
+    struct Scratch(Names);
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = crate::monitor::cleanup_full(self.0.shm_id());
+        }
+    }
+
+    /// A session whose only transport is the one `make` puts into slot 9 (the transport that made
+    /// the session, and beat its heartbeat, has left), and a watcher with a short timeout.
+    fn session_of(tag: &str, make: impl FnOnce(&Arc<Management>)) -> (Scratch, Arc<Management>, Watcher) {
+        let names = Names::new(&crate::shm_id(&format!("watch-{}-{tag}", std::process::id())));
+        let scratch = Scratch(names.clone());
+        let (m, hb) = Management::attach(&names, "s").unwrap();
+        make(&m);
+        assert!(!m.detach(hb, false).unwrap().removed, "slot 9 keeps the session");
+        (scratch, m, Watcher::new(names.shm_id(), Duration::from_millis(200), true))
+    }
+
+    fn deadline() -> Instant {
+        Instant::now() + Duration::from_secs(60)
+    }
+
+    /// Issue 17, item 6: a live process (here a thread holding its slot) that stopped beating
+    /// keeps its session; once it is gone, the session is cleaned.
+    #[test]
+    fn i06_a_live_transport_keeps_its_session_without_heartbeats() {
+        let mut live = None;
+        let (_s, m, mut w) =
+            session_of("alive", |m| live = Some(crate::liveness::fake_live_transport(m, 9, 4_000_000, 99)));
+        let until = deadline();
+        while !w.held_back {
+            assert_eq!(w.step().unwrap(), Step::Continue, "the session is kept");
+            assert!(Instant::now() < until, "the watcher never reached its timeout");
+            std::thread::sleep(WATCH_INTERVAL);
+        }
+        assert!(m.still_linked(), "the session survives the heartbeat timeout");
+        let (release, holder) = live.unwrap();
+        release.send(true).unwrap();
+        holder.join().unwrap();
+        assert_eq!(w.step().unwrap(), Step::Stop, "its process gone, the session is cleaned");
+        assert!(!m.still_linked());
+    }
+
+    /// Issue 17, item 6: for a transport whose liveness cannot be seen, the heartbeats decide.
+    #[test]
+    fn i06_heartbeats_decide_for_a_transport_whose_liveness_cannot_be_seen() {
+        let (_s, m, mut w) = session_of("unseen", |m| crate::liveness::fake_unseen_transport(m, 9, 4_000_000, 99));
+        let until = deadline();
+        while w.step().unwrap() == Step::Continue {
+            assert!(Instant::now() < until, "the session was never cleaned");
+            std::thread::sleep(WATCH_INTERVAL);
+        }
+        assert!(!m.still_linked(), "cleaned after the heartbeat timeout");
     }
 }
