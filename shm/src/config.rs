@@ -3,7 +3,8 @@
 use crate::error::ShmError;
 use std::time::Duration;
 
-/// Largest segment: a file's size is a signed 64-bit offset.
+/// Largest segment: a file's size is a signed 64-bit offset. The free space of `/dev/shm` is
+/// checked when the segment is created.
 pub(crate) const MAX_SEGMENT_SIZE: u64 = i64::MAX as u64;
 /// Largest padding of metadata frames: padding exists to give frames one small fixed size; far
 /// larger values could not even be allocated per send.
@@ -51,7 +52,9 @@ pub struct ShmConfig {
     pub session: String,
     /// `--shmid`: an explicit shmId instead of the hash of uid and session.
     pub shm_id: Option<u64>,
-    /// `--shm-segment-size` (default 2 GiB; sparse, so only touched pages cost memory).
+    /// `--shm-segment-size` (default 2 GiB). The creator checks it against the free space of
+    /// `/dev/shm` and reserves every page at once (`posix_fallocate`): a segment that does not fit
+    /// is an error at creation, and one that was created can never raise SIGBUS for want of room.
     pub segment_size: u64,
     /// `--shm-segment-id` (default 0): the segment this transport allocates in.
     pub segment_id: u16,

@@ -5,10 +5,15 @@
 //! symbolic link to anything. A session's objects are therefore only ever this process's effective
 //! user's regular files, reached without following a link (`O_NOFOLLOW`) and checked on the opened
 //! descriptor (`fstat`), so swapping the name after a check changes nothing. New files are private
-//! (mode 0600, created with `O_EXCL`).
+//! (mode 0600, created with `O_EXCL`); their size is checked against the free space of their file
+//! system and their pages are reserved at once (`posix_fallocate`), so a mapping of them can never
+//! raise SIGBUS later for want of room.
 
+use std::ffi::CString;
 use std::fs::{File, OpenOptions};
 use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -60,6 +65,22 @@ pub enum FileError {
         mode: u32,
         /// This process's effective uid.
         ours: u32,
+    },
+    /// The file system has no room for a new file of this size.
+    #[error(
+        "{}: {size} bytes do not fit in {}, which has {available} bytes available",
+        path.display(),
+        dir.display()
+    )]
+    NoSpace {
+        /// The file that was to be created.
+        path: PathBuf,
+        /// Its size.
+        size: u64,
+        /// Free bytes in the file system.
+        available: u64,
+        /// The directory holding it.
+        dir: PathBuf,
     },
     /// Any other failure of the system.
     #[error("{}: {source}", path.display())]
@@ -172,6 +193,70 @@ pub(crate) fn remove(path: &Path) -> Result<bool, FileError> {
     }
 }
 
+/// Bytes an unprivileged user may still write in the file system holding `dir`; `None` when the
+/// file system reports no size at all (tmpfs mounted with `size=0` is unlimited).
+pub(crate) fn available_space(dir: &Path) -> Result<Option<u64>, FileError> {
+    let io_err = |source| FileError::Io { path: dir.to_owned(), source };
+    let c =
+        CString::new(dir.as_os_str().as_bytes()).map_err(|e| io_err(io::Error::new(io::ErrorKind::InvalidInput, e)))?;
+    // SAFETY: an all-zero statvfs is a valid value of this plain C struct; it is only written by
+    // the call below.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a NUL-terminated path and `st` a writable statvfs, both live across the call.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return Err(FileError::from_io(dir, io::Error::last_os_error()));
+    }
+    if st.f_blocks == 0 {
+        return Ok(None);
+    }
+    Ok(Some(st.f_bavail.saturating_mul(st.f_frsize)))
+}
+
+/// The directory of `path` (where its file system's free space is measured).
+fn dir_of(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// Refuses to create `path` with `size` bytes when its file system has less room than that.
+pub(crate) fn check_room(path: &Path, size: u64) -> Result<(), FileError> {
+    let dir = dir_of(path);
+    match available_space(&dir)? {
+        Some(available) if available < size => Err(FileError::NoSpace { path: path.to_owned(), size, available, dir }),
+        _ => Ok(()),
+    }
+}
+
+/// Gives `file`, created as `tmp` to become `name` (which errors name), `size` bytes and reserves
+/// every page of them now: a file system that cannot hold them says so here, not later by SIGBUS in
+/// whichever process first touches a page it has no room for. Where the file system cannot
+/// reserve, the file only gets its length (its room was checked before).
+pub(crate) fn reserve(file: &File, tmp: &Path, name: &Path, size: u64) -> Result<(), FileError> {
+    let too_large = || FileError::from_io(name, io::Error::from_raw_os_error(libc::EFBIG));
+    let len = libc::off_t::try_from(size).map_err(|_| too_large())?;
+    loop {
+        // SAFETY: posix_fallocate only uses the descriptor, which `file` keeps open for the call.
+        let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len) };
+        match rc {
+            0 => return Ok(()),
+            libc::EINTR => continue,
+            libc::ENOSPC => {
+                let dir = dir_of(name);
+                let available = available_space(&dir).ok().flatten().unwrap_or(0);
+                return Err(FileError::NoSpace { path: name.to_owned(), size, available, dir });
+            }
+            libc::EFBIG => return Err(too_large()),
+            libc::EOPNOTSUPP => {
+                log::debug!("{}: the file system cannot reserve space; only sizing it", tmp.display());
+                return file.set_len(size).map_err(|e| FileError::from_io(tmp, e));
+            }
+            e => return Err(FileError::from_io(tmp, io::Error::from_raw_os_error(e))),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,10 +280,18 @@ mod tests {
     }
 
     #[test]
-    fn new_files_are_private() {
+    fn new_files_are_private_and_reserved() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
-        let f = create_new(&dir.path().join("obj")).unwrap();
-        assert_eq!(f.metadata().unwrap().permissions().mode() & 0o777, 0o600);
+        let path = dir.path().join("obj");
+        let f = create_new(&path).unwrap();
+        reserve(&f, &path, &path, 1 << 20).unwrap();
+        let m = f.metadata().unwrap();
+        assert_eq!(m.permissions().mode() & 0o777, 0o600);
+        assert_eq!(m.len(), 1 << 20);
+        assert!(m.blocks() * 512 >= 1 << 20, "the pages are allocated, not sparse: {} blocks", m.blocks());
+        let huge = dir.path().join("huge");
+        assert!(matches!(check_room(&huge, u64::MAX), Err(FileError::NoSpace { size: u64::MAX, .. })));
+        assert!(!huge.exists());
     }
 }

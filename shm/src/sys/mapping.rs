@@ -4,7 +4,7 @@
 //! temporary name, then `link`s it to its final name, which fails if another process got there first.
 //! So an object under its final name is always fully initialised, and concurrent creators never touch
 //! each other's files. Files are opened and created as `files` says: only this user's, never
-//! through a link, private.
+//! through a link, private, with their room reserved.
 
 use super::files::{self, FileError};
 use memmap2::{MmapOptions, MmapRaw};
@@ -45,8 +45,10 @@ pub(crate) fn names_file(file: &File, path: &Path) -> bool {
 }
 
 impl Mapping {
-    /// Creates `path` with `size` bytes (sparse: only touched pages cost memory), initialised by `init`
-    /// before it becomes visible under its name. `tmp` is a name unique to this process and call.
+    /// Creates `path` with `size` bytes, initialised by `init` before it becomes visible under its
+    /// name. `tmp` is a name unique to this process and call, in the same directory. The size is
+    /// checked against the file system's free space first, and every page is reserved (see
+    /// `files::reserve`).
     pub fn create(
         path: &Path,
         tmp: &Path,
@@ -55,7 +57,11 @@ impl Mapping {
     ) -> Result<Created, FileError> {
         let result = Mapping::create_as(path, tmp, size, init);
         let _ = files::remove(tmp);
-        result
+        match result {
+            // No room for a second copy, but the object exists: the caller opens that one.
+            Err(FileError::NoSpace { .. }) if std::fs::symlink_metadata(path).is_ok() => Ok(Created::Exists),
+            other => other,
+        }
     }
 
     fn create_as(
@@ -64,9 +70,10 @@ impl Mapping {
         size: usize,
         init: impl FnOnce(&Mapping) -> io::Result<()>,
     ) -> Result<Created, FileError> {
+        files::check_room(path, size as u64)?;
         files::remove(tmp)?;
         let file = files::create_new(tmp)?;
-        file.set_len(size as u64).map_err(|e| FileError::from_io(tmp, e))?;
+        files::reserve(&file, tmp, path, size as u64)?;
         let mapping = Mapping::map(file, tmp, false)?;
         init(&mapping).map_err(|e| FileError::from_io(tmp, e))?;
         match std::fs::hard_link(tmp, path) {
