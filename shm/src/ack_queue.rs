@@ -69,12 +69,12 @@ impl AckQueue {
         for _ in 0..100 {
             match AckQueue::open(&path) {
                 Ok(q) => return Ok(q),
-                Err(ShmError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) if e.is_not_found() => {}
                 Err(e) => return Err(e),
             }
             match Mapping::create(&path, &Names::path(&names.tmp()), SIZE, init) {
                 Ok(Created::New(_) | Created::Exists) => continue,
-                Err(e) => return Err(ShmError::io("creating region queue", &name, e)),
+                Err(e) => return Err(ShmError::file("creating region queue", e)),
             }
         }
         Err(ShmError::Layout { name, reason: "created and removed again and again".into() })
@@ -83,7 +83,7 @@ impl AckQueue {
     /// Opens an existing queue.
     pub fn open(path: &Path) -> Result<AckQueue, ShmError> {
         let name = path.display().to_string();
-        let map = Mapping::open(path).map_err(|e| ShmError::io("opening region queue", &name, e))?;
+        let map = Mapping::open(path).map_err(|e| ShmError::file("opening region queue", e))?;
         let bad = |reason: &str| ShmError::Layout { name: name.clone(), reason: reason.into() };
         if map.len() < SIZE {
             return Err(bad("too small"));

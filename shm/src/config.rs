@@ -3,6 +3,13 @@
 use crate::error::ShmError;
 use std::time::Duration;
 
+/// Largest segment: a file's size is a signed 64-bit offset. The free space of `/dev/shm` is
+/// checked when the segment is created.
+pub(crate) const MAX_SEGMENT_SIZE: u64 = i64::MAX as u64;
+/// Largest padding of metadata frames: padding exists to give frames one small fixed size; far
+/// larger values could not even be allocated per send.
+pub(crate) const MAX_METADATA_MSG_SIZE: usize = 64 << 20;
+
 /// What to do when the segment has no room for a message (FairMQ spec section 7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BadAllocPolicy {
@@ -45,7 +52,9 @@ pub struct ShmConfig {
     pub session: String,
     /// `--shmid`: an explicit shmId instead of the hash of uid and session.
     pub shm_id: Option<u64>,
-    /// `--shm-segment-size` (default 2 GiB; sparse, so only touched pages cost memory).
+    /// `--shm-segment-size` (default 2 GiB). The creator checks it against the free space of
+    /// `/dev/shm` and reserves every page at once (`posix_fallocate`): a segment that does not fit
+    /// is an error at creation, and one that was created can never raise SIGBUS for want of room.
     pub segment_size: u64,
     /// `--shm-segment-id` (default 0): the segment this transport allocates in.
     pub segment_id: u16,
@@ -120,6 +129,18 @@ impl ShmConfig {
                 crate::segment::MIN_SEGMENT_SIZE
             )));
         }
+        if self.segment_size > MAX_SEGMENT_SIZE {
+            return Err(ShmError::Config(format!(
+                "segment size {} (--shm-segment-size) is above the largest file size, {MAX_SEGMENT_SIZE} bytes",
+                self.segment_size
+            )));
+        }
+        if self.metadata_msg_size > MAX_METADATA_MSG_SIZE {
+            return Err(ShmError::Config(format!(
+                "metadata message size {} (--shm-metadata-msg-size) is above the maximum of {MAX_METADATA_MSG_SIZE} bytes",
+                self.metadata_msg_size
+            )));
+        }
         Ok(())
     }
 }
@@ -127,6 +148,21 @@ impl ShmConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 17, item 8: sizes no file or frame can have are configuration errors.
+    #[test]
+    fn i08_sizes_beyond_any_file_or_frame_are_refused() {
+        let mut c = ShmConfig::new("t", "s");
+        c.validate().unwrap();
+        c.segment_size = u64::MAX;
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("--shm-segment-size") && e.contains(&u64::MAX.to_string()), "{e}");
+        c.segment_size = i64::MAX as u64; // the largest file
+        c.validate().unwrap();
+        c.metadata_msg_size = usize::MAX;
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("--shm-metadata-msg-size"), "{e}");
+    }
 
     #[test]
     fn bad_alloc_policy_follows_fairmq() {

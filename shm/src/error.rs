@@ -1,6 +1,7 @@
 //! Errors of the shared-memory transport.
 
 use crate::meta::MetaError;
+use crate::sys::files::FileError;
 use crate::sys::robust_mutex::LockError;
 use crate::tlsf::Corrupt;
 use std::io;
@@ -120,11 +121,34 @@ pub enum ShmError {
     /// Socket set-up failed.
     #[error(transparent)]
     Socket(#[from] fairmq_zmq::SocketError),
+    /// A shared-memory file could not be opened, created or removed, or must not be used: another
+    /// user's, a symbolic link, no room for it (see [`FileError`]).
+    #[error("{what}: {source}")]
+    File {
+        /// What was attempted.
+        what: &'static str,
+        /// Why it failed.
+        source: FileError,
+    },
 }
 
 impl ShmError {
     pub(crate) fn io(what: &'static str, name: &str, source: io::Error) -> ShmError {
         ShmError::Io { what, name: name.to_owned(), source }
+    }
+
+    pub(crate) fn file(what: &'static str, source: FileError) -> ShmError {
+        ShmError::File { what, source }
+    }
+
+    /// Whether the error says that an object does not exist (as opposed to one that exists but
+    /// cannot be used).
+    pub fn is_not_found(&self) -> bool {
+        match self {
+            ShmError::Io { source, .. } => source.kind() == io::ErrorKind::NotFound,
+            ShmError::File { source, .. } => source.is_not_found(),
+            _ => false,
+        }
     }
 }
 

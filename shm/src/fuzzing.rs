@@ -84,8 +84,8 @@ impl Fixture {
         };
         let data_path = entry.data_path(&names);
         let _ = std::fs::remove_file(&data_path);
-        let io = |e| crate::ShmError::io("creating the fuzzing region", &data_path.display().to_string(), e);
-        let data = match Mapping::create(&data_path, &tmp(), REGION_SIZE as usize, |_| Ok(())).map_err(io)? {
+        let file_err = |e| crate::ShmError::file("creating the fuzzing region", e);
+        let data = match Mapping::create(&data_path, &tmp(), REGION_SIZE as usize, |_| Ok(())).map_err(file_err)? {
             Created::New(m) => m,
             Created::Exists => return Err(crate::ShmError::RegionExists { id: REGION_ID }),
         };

@@ -86,5 +86,6 @@ pub use registry::RegionEntry;
 pub use segment::{Segment, SegmentStats};
 pub use shmid::{shm_id, shm_id_for, shm_id_from_number, shm_id_number};
 pub use socket::Socket;
+pub use sys::files::FileError;
 pub use sys::robust_mutex::LockError;
 pub use transport::Transport;

@@ -141,17 +141,45 @@ impl SessionLock<'_> {
     }
 }
 
-/// Whether the transport of owner mark `owner` is attached and alive: its slot's mutex is held
-/// (a dead holder's turns owner-died; the next sweep counts such a slot out). Unknown marks are
-/// not alive; a slot in a bad state is taken for alive.
+/// What a slot's mutex tells about its transport.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Liveness {
+    /// Held: the process lives (running, stopped or busy; in any pid namespace).
+    Alive,
+    /// Owner-died, or not held at all (a dead holder's turns owner-died; the next sweep counts
+    /// such a slot out).
+    Dead,
+    /// The mutex is in a bad state: liveness cannot be seen.
+    Unknown,
+}
+
+fn liveness(m: &Management, slot: usize) -> Liveness {
+    match mutex(m, slot).try_lock() {
+        Ok(TryLock::Busy) => Liveness::Alive,
+        Ok(TryLock::OwnerDied(_) | TryLock::Acquired(_)) => Liveness::Dead,
+        Err(_) => Liveness::Unknown,
+    }
+}
+
+fn occupied(m: &Management) -> impl Iterator<Item = usize> + '_ {
+    (0..SLOTS).filter(|&s| word(m, s, W_PID).load(Ordering::Acquire) != 0)
+}
+
+/// Whether the transport of owner mark `owner` is attached and alive. Unknown marks are not
+/// alive; a slot in a bad state is taken for alive.
 pub(crate) fn owner_alive(m: &Management, owner: u32) -> bool {
-    (0..SLOTS)
-        .filter(|&s| word(m, s, W_PID).load(Ordering::Acquire) != 0)
+    occupied(m)
         .filter(|&s| word(m, s, W_OWNER).load(Ordering::Relaxed) as u32 == owner)
-        .any(|s| match mutex(m, s).try_lock() {
-            Ok(TryLock::Busy) | Err(_) => true,
-            Ok(TryLock::OwnerDied(_) | TryLock::Acquired(_)) => false,
-        })
+        .any(|s| liveness(m, s) != Liveness::Dead)
+}
+
+/// Pids of the attached transports that are provably alive (whatever their heartbeats say).
+pub(crate) fn alive(m: &Management) -> Vec<u32> {
+    occupied(m)
+        .filter(|&s| liveness(m, s) == Liveness::Alive)
+        .map(|s| word(m, s, W_PID).load(Ordering::Relaxed) as u32)
+        .filter(|&pid| pid != 0) // left since the look
+        .collect()
 }
 
 /// A transport's heartbeat thread, which also holds its liveness slot.
@@ -307,6 +335,52 @@ pub(crate) fn fake_dead_transport(m: &Management, slot: usize, pid: u32, owner: 
     word(m, slot, W_PID).store(u64::from(pid), Ordering::Release);
 }
 
+/// Holds slot `slot`'s mutex on a thread of its own until told through the returned sender:
+/// `true` unlocks, `false` ends the thread still holding it (the kernel marks it owner-died). A
+/// live transport's slot, for tests.
+#[cfg(test)]
+pub(crate) fn hold(m: &Arc<Management>, slot: usize) -> (mpsc::Sender<bool>, JoinHandle<()>) {
+    let (tx, rx) = mpsc::channel::<bool>();
+    let (held_tx, held_rx) = mpsc::channel();
+    let m = m.clone();
+    let t = std::thread::spawn(move || {
+        let mx = mutex(&m, slot);
+        let guard = mx.lock(|| true).unwrap();
+        held_tx.send(()).unwrap();
+        if !rx.recv().unwrap() {
+            std::mem::forget(guard);
+        }
+    });
+    held_rx.recv().unwrap();
+    (tx, t)
+}
+
+/// Makes slot `slot` name process `pid` with owner mark `owner` while a thread holds its mutex,
+/// as a live transport's is; the thread lets go (`true`) or dies (`false`) when told.
+#[cfg(test)]
+pub(crate) fn fake_live_transport(
+    m: &Arc<Management>,
+    slot: usize,
+    pid: u32,
+    owner: u32,
+) -> (mpsc::Sender<bool>, JoinHandle<()>) {
+    let held = hold(m, slot);
+    fake_dead_transport(m, slot, pid, owner);
+    held
+}
+
+/// Makes slot `slot` name process `pid` with owner mark `owner` while its mutex is damaged (a
+/// mutex kind no pthread call accepts: glibc's `__kind`, bytes 16..20 of the mutex on 64-bit
+/// Linux), so every try fails: a transport whose liveness cannot be seen (for tests of what the
+/// heartbeats decide).
+#[cfg(test)]
+pub(crate) fn fake_unseen_transport(m: &Management, slot: usize, pid: u32, owner: u32) {
+    const NO_SUCH_KIND: u64 = 100; // priority-protect, priority-inherit and type 4 at once
+    m.words()[(FIRST_BYTE + slot * SLOT_BYTES + MUTEX_OFF + 16) / 8].store(NO_SUCH_KIND, Ordering::Relaxed);
+    assert!(mutex(m, slot).try_lock().is_err(), "the damaged mutex refuses every try");
+    fake_dead_transport(m, slot, pid, owner);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -317,30 +391,12 @@ mod tests {
 
     impl Drop for Scratch {
         fn drop(&mut self) {
-            crate::monitor::cleanup_full(self.0.shm_id());
+            let _ = crate::monitor::cleanup_full(self.0.shm_id());
         }
     }
 
     fn scratch(tag: &str) -> Scratch {
         Scratch(Names::new(&crate::shm_id(&format!("liveness-{}-{tag}", std::process::id()))))
-    }
-
-    /// Holds slot `slot`'s mutex on a thread of its own until told through the returned sender:
-    /// `true` unlocks, `false` ends the thread still holding it (the kernel marks it owner-died).
-    fn hold(m: &Arc<Management>, slot: usize) -> (mpsc::Sender<bool>, JoinHandle<()>) {
-        let (tx, rx) = mpsc::channel::<bool>();
-        let (held_tx, held_rx) = mpsc::channel();
-        let m = m.clone();
-        let t = std::thread::spawn(move || {
-            let mx = mutex(&m, slot);
-            let guard = mx.lock(|| true).unwrap();
-            held_tx.send(()).unwrap();
-            if !rx.recv().unwrap() {
-                std::mem::forget(guard);
-            }
-        });
-        held_rx.recv().unwrap();
-        (tx, t)
     }
 
     #[test]

@@ -95,17 +95,17 @@ impl Management {
         for _ in 0..1000 {
             let map = match Mapping::open(&path) {
                 Ok(map) => map,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                Err(e) if e.is_not_found() => {
                     let tmp = Names::path(&names.tmp());
                     match Mapping::create(&path, &tmp, MANAGEMENT_SIZE, |m| init(m, session)) {
                         // Whoever created it, open it by name and count ourselves in under the lock.
                         Ok(Created::New(_) | Created::Exists) => continue,
                         // The remover of an old session swept our temporary file: try again.
-                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                        Err(e) => return Err(ShmError::io("creating management segment", &name, e)),
+                        Err(e) if e.is_not_found() => continue,
+                        Err(e) => return Err(ShmError::file("creating management segment", e)),
                     }
                 }
-                Err(e) => return Err(ShmError::io("opening management segment", &name, e)),
+                Err(e) => return Err(ShmError::file("opening management segment", e)),
             };
             let m = Arc::new(Management::from_mapping(map, names)?);
             match Heartbeat::start(m.clone()) {
@@ -128,9 +128,8 @@ impl Management {
 
     /// Opens the management segment without counting as an attached transport (for the monitor).
     pub fn open_existing(names: &Names) -> Result<Management, ShmError> {
-        let name = names.management();
-        let map =
-            Mapping::open(&Names::path(&name)).map_err(|e| ShmError::io("opening management segment", &name, e))?;
+        let map = Mapping::open(&Names::path(&names.management()))
+            .map_err(|e| ShmError::file("opening management segment", e))?;
         Management::from_mapping(map, names)
     }
 
@@ -316,8 +315,7 @@ fn init(m: &Mapping, session: &str) -> std::io::Result<()> {
     w[W_LAYOUT].store(LAYOUT, Ordering::Relaxed);
     w[W_STATE].store(LIVE, Ordering::Relaxed);
     w[W_REGION_COUNTER].store(FIRST_REGION_ID, Ordering::Relaxed);
-    // SAFETY: geteuid has no preconditions.
-    w[W_CREATOR_UID].store(u64::from(unsafe { libc::geteuid() }), Ordering::Relaxed);
+    w[W_CREATOR_UID].store(u64::from(crate::sys::files::euid()), Ordering::Relaxed);
     let name = &session.as_bytes()[..session.len().min(SESSION_MAX)];
     w[W_SESSION_LEN].store(name.len() as u64, Ordering::Relaxed);
     for (i, chunk) in name.chunks(8).enumerate() {
@@ -378,17 +376,9 @@ pub fn remove_objects(names: &Names, segments: &[SegmentEntry], regions: &[crate
 }
 
 /// Removes every object whose name starts with the session's prefix, whatever state it is in (for
-/// the monitor's forced cleanup and for tests' guards). Returns the removed names.
+/// tests' guards and benchmarks). Returns the removed names.
 pub fn remove_session(names: &Names) -> Vec<String> {
-    remove_session_except(names, None)
-}
-
-/// [`remove_session`], sparing the object named `keep`.
-pub fn remove_session_except(names: &Names, keep: Option<&str>) -> Vec<String> {
-    session_objects(names)
-        .into_iter()
-        .filter(|name| keep != Some(name.as_str()) && std::fs::remove_file(Names::path(name)).is_ok())
-        .collect()
+    session_objects(names).into_iter().filter(|name| std::fs::remove_file(Names::path(name)).is_ok()).collect()
 }
 
 /// Names of the session's objects now in `/dev/shm`, sorted.

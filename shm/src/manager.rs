@@ -467,7 +467,7 @@ mod tests {
 
     impl Drop for Scratch {
         fn drop(&mut self) {
-            crate::monitor::cleanup_full(&self.0);
+            let _ = crate::monitor::cleanup_full(&self.0);
         }
     }
 

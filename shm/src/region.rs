@@ -12,6 +12,7 @@ use crate::error::ShmError;
 use crate::manager::Manager;
 use crate::region_map::{RegionMap, BATCH};
 use crate::registry::RegionEntry;
+use crate::sys::files;
 use crate::sys::mapping::{Created, Mapping};
 pub use fairmq_zmq::region_types::{BulkCallback, RegionBlock, RegionCallback, RegionConfig, SingleCallback};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -205,7 +206,11 @@ fn open_as_controller(mgr: &Arc<Manager>, size: u64, cfg: &RegionConfig) -> Resu
             let registered = AckQueue::open_or_create(names, id).and_then(|_| lock.register_region(&entry));
             registered.inspect_err(|_| {
                 let _ = std::fs::remove_file(entry.data_path(names));
-                let _ = std::fs::remove_file(crate::Names::path(&names.region_queue(id)));
+                // The queue only if it is ours: another user's is refused, never removed.
+                let queue = crate::Names::path(&names.region_queue(id));
+                if files::check_own_name(&queue).is_ok() {
+                    let _ = std::fs::remove_file(queue);
+                }
             })?;
             log::debug!("Created unmanaged shared memory region: {} (controller)", name_of(mgr, &entry));
             (entry, data)
@@ -231,14 +236,21 @@ fn create_object(mgr: &Manager, e: &RegionEntry, populate: bool) -> Result<Mappi
     for attempt in 0..2 {
         match Mapping::create(&path, &tmp, size, |_| Ok(())) {
             Ok(Created::New(_)) => {
-                return Mapping::open_with(&path, populate).map_err(|err| ShmError::io("opening region", &name, err));
+                return Mapping::open_with(&path, populate).map_err(|err| ShmError::file("opening region", err));
             }
             Ok(Created::Exists) if attempt == 0 => {
+                // Only a file of ours: another user's, or a link, is refused, never removed.
+                files::check_own_name(&path).map_err(|err| ShmError::file("removing leftover region", err))?;
                 log::warn!("removing leftover region object '{name}' of an earlier session");
                 std::fs::remove_file(&path).map_err(|err| ShmError::io("removing leftover region", &name, err))?;
             }
             Ok(Created::Exists) => break,
-            Err(err) => return Err(ShmError::io("Failed to initialize file for shared memory region", &name, err)),
+            Err(err) => {
+                return Err(ShmError::file(
+                    "Failed to initialize file for shared memory region (size: the region's)",
+                    err,
+                ))
+            }
         }
     }
     Err(ShmError::RegionExists { id: e.id })

@@ -67,8 +67,7 @@ impl RegionMap {
     /// (touching past its end would raise SIGBUS).
     pub fn map_data(entry: &RegionEntry, names: &crate::Names, populate: bool) -> Result<Mapping, ShmError> {
         let path = entry.data_path(names);
-        let name = path.display().to_string();
-        let data = Mapping::open_with(&path, populate).map_err(|e| ShmError::io("opening region", &name, e))?;
+        let data = Mapping::open_with(&path, populate).map_err(|e| ShmError::file("opening region", e))?;
         if (data.len() as u64) < entry.size {
             return Err(ShmError::RegionSizeMismatch { mapped: data.len() as u64, configured: entry.size });
         }

@@ -105,7 +105,6 @@ impl Segment {
     /// Creates the segment at `path` (race-free), or opens it if another process created it first.
     /// Returns the segment and whether we created it.
     pub(crate) fn open_or_create(path: &Path, tmp: &Path, id: u16, size: u64) -> Result<(Segment, bool), ShmError> {
-        let name = path.display().to_string();
         let size = size / 16 * 16;
         if size < MIN_SEGMENT_SIZE {
             return Err(ShmError::Config(format!(
@@ -136,7 +135,7 @@ impl Segment {
             w[W_MAGIC].store(MAGIC, Ordering::Release);
             Ok(())
         })
-        .map_err(|e| ShmError::io("creating managed segment", &name, e))?;
+        .map_err(|e| ShmError::file("creating managed segment (size: --shm-segment-size)", e))?;
         match created {
             Created::New(map) => Ok((Segment::from_mapping(map, id)?, true)),
             Created::Exists => Ok((Segment::open(path, id)?, false)),
@@ -145,8 +144,7 @@ impl Segment {
 
     /// Opens an existing segment and checks its header.
     pub(crate) fn open(path: &Path, id: u16) -> Result<Segment, ShmError> {
-        let name = path.display().to_string();
-        let map = Mapping::open(path).map_err(|e| ShmError::io("opening managed segment", &name, e))?;
+        let map = Mapping::open(path).map_err(|e| ShmError::file("opening managed segment", e))?;
         Segment::from_mapping(map, id)
     }
 

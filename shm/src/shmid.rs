@@ -17,9 +17,7 @@ pub fn shm_id_for(uid: u32, session: &str) -> String {
 
 /// shmId for `session` and this process's effective uid.
 pub fn shm_id(session: &str) -> String {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let uid = unsafe { libc::geteuid() };
-    shm_id_for(uid, session)
+    shm_id_for(crate::sys::files::euid(), session)
 }
 
 /// The shmId form of an explicit `--shmid` value (decimal on the command line, hex in names).

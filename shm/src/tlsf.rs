@@ -124,8 +124,10 @@ fn tag(off: u64) -> u64 {
     u64::from(((off >> 4) as u32).wrapping_mul(0x9E37_79B1) ^ 0x5AFE_B10C)
 }
 
-fn round_up(v: u64, a: u64) -> u64 {
-    v.div_ceil(a) * a
+/// `v` rounded up to a multiple of `a`, `None` past `u64::MAX` (sizes come from users and peers:
+/// a wrapped one would be a tiny block for a huge request).
+fn round_up(v: u64, a: u64) -> Option<u64> {
+    v.checked_next_multiple_of(a)
 }
 
 impl<'a> Tlsf<'a> {
@@ -139,7 +141,7 @@ impl<'a> Tlsf<'a> {
     /// Block size needed for `size` user bytes aligned to `align`, or `None` if it cannot fit any heap.
     pub fn block_size_for(size: u64, align: u64) -> Option<u64> {
         let extra = align.max(ALIGN) - ALIGN;
-        let need = HDR.checked_add(round_up(size.checked_add(extra)?, ALIGN))?;
+        let need = HDR.checked_add(round_up(size.checked_add(extra)?, ALIGN)?)?;
         Some(need.max(MIN_BLOCK))
     }
 
@@ -309,7 +311,8 @@ impl<'a> Tlsf<'a> {
             return Err(Corrupt(off));
         }
         self.remove(off, bsize)?;
-        let delta = round_up(off + HDR, align) - off;
+        // Inside the heap (checked by `block`), so far from overflowing.
+        let delta = round_up(off + HDR, align).ok_or(Corrupt(off))? - off;
         // Fields of the used block first; the commit below makes them meaningful.
         self.put(off, 2, (u64::from(owner) << 32) | 1);
         self.put(off, 3, delta | (tag(off) << 32));
@@ -383,10 +386,10 @@ impl<'a> Tlsf<'a> {
     /// Does nothing when the tail would be too small to be a block. Returns the new block size.
     pub fn shrink(&self, off: u64, keep: u64) -> R<u64> {
         let size = self.used_block(off)?;
-        let keep = round_up(keep.max(MIN_BLOCK), ALIGN);
-        if keep > size || size - keep < MIN_BLOCK {
-            return Ok(size);
-        }
+        let keep = match round_up(keep.max(MIN_BLOCK), ALIGN) {
+            Some(keep) if keep <= size && size - keep >= MIN_BLOCK => keep,
+            _ => return Ok(size),
+        };
         let tail = off + keep;
         self.put(tail, 0, off);
         self.put(tail, 1, (size - keep) | FREE);
@@ -575,7 +578,7 @@ mod tests {
 
     const CTL: usize = 0;
     fn start() -> u64 {
-        round_up((CONTROL_WORDS * 8) as u64, 64)
+        round_up((CONTROL_WORDS * 8) as u64, 64).unwrap()
     }
 
     #[test]
@@ -647,6 +650,28 @@ mod tests {
         t.check().unwrap();
     }
 
+    /// Issue 17, item 8: sizes next to `u64::MAX` wrapped to a 48-byte block (or panicked).
+    #[test]
+    fn i08_sizes_that_overflow_are_refused_not_wrapped() {
+        for size in [u64::MAX, u64::MAX - 15, u64::MAX - HDR] {
+            for align in [0, ALIGN, MAX_ALIGN] {
+                assert_eq!(Tlsf::block_size_for(size, align), None, "size {size}, alignment {align}");
+            }
+        }
+        assert_eq!(Tlsf::block_size_for(u64::MAX - MAX_ALIGN, MAX_ALIGN), None, "the alignment's slack overflows");
+        let w = heap(4096);
+        let t = Tlsf::new(&w, CTL, start(), (w.len() * 8) as u64);
+        t.format();
+        for size in [u64::MAX, u64::MAX - 40, u64::MAX / 2] {
+            assert_eq!(t.alloc(size, 16, 1).unwrap(), None, "{size}");
+        }
+        let a = t.alloc(1000, 16, 1).unwrap().unwrap();
+        assert_eq!(t.shrink(a.offset, u64::MAX).unwrap(), a.size, "a size to keep that overflows changes nothing");
+        t.check().unwrap();
+        t.free(a.offset).unwrap();
+        t.check().unwrap();
+    }
+
     #[test]
     fn shrink_returns_the_tail() {
         let w = heap(1 << 14);
@@ -655,7 +680,7 @@ mod tests {
         let free0 = t.stats().free_bytes;
         let a = t.alloc(10_000, 16, 1).unwrap().unwrap();
         let kept = t.shrink(a.offset, HDR + 100).unwrap();
-        assert_eq!(kept, round_up(HDR + 100, 16));
+        assert_eq!(kept, round_up(HDR + 100, 16).unwrap());
         t.check().unwrap();
         assert_eq!(t.stats().free_bytes, free0 - kept);
         t.free(a.offset).unwrap();

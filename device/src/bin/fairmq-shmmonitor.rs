@@ -101,31 +101,25 @@ fn run(opts: &Options, p: &Properties) -> Result<(), String> {
     let given: String = p.get("shmid").map_err(|e| e.to_string())?;
     let shm_id = if given.is_empty() { fairmq_shm::shm_id(&session) } else { checked_shm_id(&given)? };
     if flag(p, "cleanup") {
-        monitor::cleanup_full(&shm_id);
+        monitor::cleanup_full(&shm_id).map_err(|e| e.to_string())?;
         return Ok(());
     }
     if flag(p, "reset-content") {
-        for line in monitor::reset_content(&shm_id) {
-            println!("{line}");
-        }
-        return Ok(());
+        return monitor::reset_content(&shm_id, &mut |line| println!("{line}")).map_err(|e| e.to_string());
     }
     if flag(p, "debug") {
-        log::info!("{}", monitor::debug_info(&shm_id).trim_end());
+        log::info!("{}", monitor::debug_info(&shm_id).map_err(|e| e.to_string())?.trim_end());
         return Ok(());
     }
     if flag(p, "list-all") {
         let path: String = p.get("list-all-path").map_err(|e| e.to_string())?;
-        log::info!("{}", monitor::list_all(std::path::Path::new(&path)).trim_end());
+        log::info!("{}", monitor::list_all(std::path::Path::new(&path)).map_err(|e| e.to_string())?.trim_end());
         return Ok(());
     }
     let (interactive, mon) = (flag(p, "interactive"), flag(p, "monitor"));
     let view = flag(p, "view") || !(interactive || mon);
     if view && !interactive {
-        match monitor::report(&shm_id) {
-            Some(r) => log::info!("{}", r.trim_end()),
-            None => log::info!("No segments found."),
-        }
+        log_report(&shm_id).map_err(|e| e.to_string())?;
         return Ok(());
     }
     if flag(p, "daemonize") && mon && !daemonize(flag(p, "verbose"))? {
@@ -158,7 +152,7 @@ fn run(opts: &Options, p: &Properties) -> Result<(), String> {
     } else {
         let timeout = Duration::from_millis(p.get("timeout").map_err(|e| e.to_string())?);
         let mut w = Watcher::new(&shm_id, timeout, flag(p, "self-destruct"));
-        while !terminating() && w.step() == Step::Continue {
+        while !terminating() && w.step().map_err(|e| e.to_string())? == Step::Continue {
             std::thread::sleep(WATCH_INTERVAL);
         }
     }
@@ -167,9 +161,18 @@ fn run(opts: &Options, p: &Properties) -> Result<(), String> {
         n => log::info!("signal: {n}"),
     }
     if flag(p, "clean-on-exit") {
-        monitor::cleanup(&shm_id);
+        monitor::cleanup(&shm_id).map_err(|e| e.to_string())?;
     }
     drop(lock);
+    Ok(())
+}
+
+/// Logs the segment report of the session (FairMQ's `PrintShm`), or that it has none.
+fn log_report(shm_id: &str) -> Result<(), fairmq_shm::ShmError> {
+    match monitor::report(shm_id)? {
+        Some(r) => log::info!("{}", r.trim_end()),
+        None => log::info!("No segments found."),
+    }
     Ok(())
 }
 
@@ -188,7 +191,9 @@ fn checked_shm_id(given: &str) -> Result<String, String> {
 fn daemonize(verbose: bool) -> Result<bool, String> {
     if std::env::var_os(DAEMON_ENV).is_some() {
         let _ = nix::unistd::setsid();
-        nix::sys::stat::umask(nix::sys::stat::Mode::empty());
+        // The caller's umask stays (FairMQ clears it): what the daemon creates is private anyway,
+        // and a cleared umask would make any file it creates without an explicit mode writable
+        // by every user.
         if verbose {
             let stamp =
                 std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs();
@@ -217,9 +222,10 @@ fn daemonize(verbose: bool) -> Result<bool, String> {
 fn interact(shm_id: &str, view: bool, interval: Duration, terminating: impl Fn() -> bool) {
     let _raw = terminal::RawMode::enable();
     log::info!("{CONTROLS}");
-    let report = || match monitor::report(shm_id) {
-        Some(r) => log::info!("{}", r.trim_end()),
-        None => log::info!("No segments found."),
+    let report = || {
+        if let Err(e) = log_report(shm_id) {
+            log::error!("{e}");
+        }
     };
     report();
     while !terminating() {
@@ -240,10 +246,15 @@ fn interact(shm_id: &str, view: bool, interval: Duration, terminating: impl Fn()
                 b'x' if view => log::info!("[x] --> cannot close because in view only mode"),
                 b'x' => {
                     log::info!("[x] --> closing shared memory:");
-                    monitor::cleanup(shm_id);
+                    if let Err(e) = monitor::cleanup(shm_id) {
+                        log::error!("{e}");
+                    }
                 }
                 b'h' => log::info!("[h] --> help:\n{CONTROLS}"),
-                b'b' => log::info!("[b] --> allocated messages:\n{}", monitor::debug_info(shm_id).trim_end()),
+                b'b' => match monitor::debug_info(shm_id) {
+                    Ok(info) => log::info!("[b] --> allocated messages:\n{}", info.trim_end()),
+                    Err(e) => log::error!("[b] --> {e}"),
+                },
                 b'\n' => log::info!("[\\n] --> invalid input."),
                 c => log::info!("[{}] --> invalid input.", c as char),
             }

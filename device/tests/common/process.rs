@@ -16,32 +16,49 @@ pub struct Proc {
 
 /// Starts `exe` with `args`; `stdin`: `Some(stdio)` to give it (a pty, say), `None` for a pipe.
 pub fn start(exe: &str, args: &[&str], stdin: Option<Stdio>) -> Proc {
-    spawn(Command::new(exe).args(args), stdin)
+    spawn(Command::new(exe).args(args), stdin, false)
 }
 
 /// [`start`] with extra environment variables and a piped stdin.
 pub fn start_with_env(exe: &str, args: &[&str], env: &[(&str, &str)]) -> Proc {
-    spawn(Command::new(exe).args(args).envs(env.iter().copied()), None)
+    spawn(Command::new(exe).args(args).envs(env.iter().copied()), None, false)
 }
 
-fn spawn(cmd: &mut Command, stdin: Option<Stdio>) -> Proc {
+/// [`start`] with a piped stdin, as user and group `id` if given (only root may), and with stderr
+/// collected among the lines (a panic's message, say).
+pub fn start_as(id: Option<u32>, exe: &str, args: &[&str]) -> Proc {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(exe);
+    cmd.args(args);
+    if let Some(id) = id {
+        cmd.uid(id).gid(id);
+    }
+    spawn(&mut cmd, None, true)
+}
+
+fn spawn(cmd: &mut Command, stdin: Option<Stdio>, with_stderr: bool) -> Proc {
     let piped = stdin.is_none();
     let mut child = cmd
         .stdin(stdin.unwrap_or_else(Stdio::piped))
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stderr(if with_stderr { Stdio::piped() } else { Stdio::inherit() })
         .spawn()
         .expect("spawn device");
-    let out = child.stdout.take().unwrap();
     let stdin = if piped { child.stdin.take() } else { None };
     let (tx, lines) = mpsc::channel();
-    std::thread::spawn(move || {
-        for l in BufReader::new(out).lines().map_while(Result::ok) {
-            if tx.send(l).is_err() {
-                break;
+    let forward = |stream: Box<dyn std::io::Read + Send>, tx: mpsc::Sender<String>| {
+        std::thread::spawn(move || {
+            for l in BufReader::new(stream).lines().map_while(Result::ok) {
+                if tx.send(l).is_err() {
+                    break;
+                }
             }
-        }
-    });
+        });
+    };
+    if let Some(err) = child.stderr.take() {
+        forward(Box::new(err), tx.clone());
+    }
+    forward(Box::new(child.stdout.take().unwrap()), tx);
     Proc { child, lines, seen: Vec::new(), stdin }
 }
 

@@ -8,6 +8,7 @@
 //! fairmq-shm-peer regionsink <session> <address> <count> <plain|copy|parts>
 //! fairmq-shm-peer regionsrc <session> <address> <count> <size> <wait|hold> [path]
 //! fairmq-shm-peer regionevents <session> <region events to see>
+//! fairmq-shm-peer attach <session> [shmid]
 //! ```
 //! Region pieces carry `region_byte(offset + i)` at byte `i`; the sink checks every byte it gets
 //! (`copy`: keeps a copy of each message, drops the original at once and the copies at the end;
@@ -20,6 +21,8 @@
 //! sender must only increase (another receiver gets the rest), not follow each other; with `sub`,
 //! the receiver is a subscriber (SUB) instead of a PULL socket; with `hold`, it keeps every message
 //! it received and sleeps after its report until killed.
+//! `attach` joins (or creates) the session, under the explicit shmId (hex, as in object names) if
+//! given, prints `attached` and sleeps until killed (another user's process in the hardening tests).
 
 use fairmq_shm::{ShmConfig, Transport};
 use fairmq_zmq::{AttachOptions, Method, SocketType};
@@ -28,11 +31,15 @@ use std::process::ExitCode;
 
 const SEGMENT_SIZE: u64 = 64 << 20;
 
-fn transport(id: &str, session: &str) -> Result<Transport, Box<dyn std::error::Error>> {
+fn config(id: &str, session: &str) -> ShmConfig {
     let mut c = ShmConfig::new(id, session);
     c.segment_size = SEGMENT_SIZE;
     c.bad_alloc = fairmq_shm::BadAllocPolicy::from_options(false, None, 10);
-    Ok(Transport::new(&c)?)
+    c
+}
+
+fn transport(id: &str, session: &str) -> Result<Transport, Box<dyn std::error::Error>> {
+    Ok(Transport::new(&config(id, session))?)
 }
 
 fn method(s: &str) -> Result<Method, Box<dyn std::error::Error>> {
@@ -262,6 +269,19 @@ fn regionevents(a: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+fn attach(a: &[String]) -> Result<(), Box<dyn std::error::Error>> {
+    let mut c = config("attach", &a[0]);
+    if let Some(id) = a.get(1) {
+        c.shm_id = Some(fairmq_shm::shm_id_number(id).ok_or(format!("shmid '{id}' is not hex"))?);
+    }
+    let _t = Transport::new(&c)?;
+    println!("attached");
+    std::io::stdout().flush()?;
+    loop {
+        std::thread::sleep(std::time::Duration::from_secs(3600));
+    }
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let need = |n: usize| args.len() > n;
@@ -273,7 +293,8 @@ fn main() -> ExitCode {
         Some("regionsink") if need(4) => regionsink(&args[1..]),
         Some("regionsrc") if need(5) => regionsrc(&args[1..]),
         Some("regionevents") if need(2) => regionevents(&args[1..]),
-        _ => Err("usage: see the file's documentation (send|recv|allocloop|holdlock|region... ...)".into()),
+        Some("attach") if need(1) => attach(&args[1..]),
+        _ => Err("usage: see the file's documentation (send|recv|allocloop|holdlock|region...|attach ...)".into()),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

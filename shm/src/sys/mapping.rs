@@ -3,12 +3,13 @@
 //! Objects are created race-free: the creator builds and initialises the file under a private
 //! temporary name, then `link`s it to its final name, which fails if another process got there first.
 //! So an object under its final name is always fully initialised, and concurrent creators never touch
-//! each other's files.
+//! each other's files. Files are opened and created as `files` says: only this user's, never
+//! through a link, private, with their room reserved.
 
+use super::files::{self, FileError};
 use memmap2::{MmapOptions, MmapRaw};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 
@@ -33,62 +34,79 @@ pub(crate) enum Created {
     Exists,
 }
 
-/// Whether `path` names the open `file` (it was not unlinked, nor replaced by another file).
+/// Whether `path` names the open `file` (it was not unlinked, nor replaced by another file or a
+/// link to it).
 pub(crate) fn names_file(file: &File, path: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
-    match (file.metadata(), std::fs::metadata(path)) {
+    match (file.metadata(), std::fs::symlink_metadata(path)) {
         (Ok(ours), Ok(named)) => ours.dev() == named.dev() && ours.ino() == named.ino(),
         _ => false,
     }
 }
 
 impl Mapping {
-    /// Creates `path` with `size` bytes (sparse: only touched pages cost memory), initialised by `init`
-    /// before it becomes visible under its name. `tmp` is a name unique to this process and call.
+    /// Creates `path` with `size` bytes, initialised by `init` before it becomes visible under its
+    /// name. `tmp` is a name unique to this process and call, in the same directory. The size is
+    /// checked against the file system's free space first, and every page is reserved (see
+    /// `files::reserve`).
     pub fn create(
         path: &Path,
         tmp: &Path,
         size: usize,
         init: impl FnOnce(&Mapping) -> io::Result<()>,
-    ) -> io::Result<Created> {
-        let _ = std::fs::remove_file(tmp);
-        let file = OpenOptions::new().read(true).write(true).create_new(true).mode(0o600).open(tmp)?;
-        let result = (|| {
-            file.set_len(size as u64)?;
-            let mapping = Mapping::map(file, tmp, false)?;
-            init(&mapping)?;
-            match std::fs::hard_link(tmp, path) {
-                Ok(()) => Ok(Created::New(Mapping { path: path.to_owned(), ..mapping })),
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(Created::Exists),
-                Err(e) => Err(e),
-            }
-        })();
-        let _ = std::fs::remove_file(tmp);
-        result
+    ) -> Result<Created, FileError> {
+        let result = Mapping::create_as(path, tmp, size, init);
+        let _ = files::remove(tmp);
+        match result {
+            // No room for a second copy, but the object exists: the caller opens that one.
+            Err(FileError::NoSpace { .. }) if std::fs::symlink_metadata(path).is_ok() => Ok(Created::Exists),
+            other => other,
+        }
+    }
+
+    fn create_as(
+        path: &Path,
+        tmp: &Path,
+        size: usize,
+        init: impl FnOnce(&Mapping) -> io::Result<()>,
+    ) -> Result<Created, FileError> {
+        files::check_room(path, size as u64)?;
+        files::remove(tmp)?;
+        let file = files::create_new(tmp)?;
+        files::reserve(&file, tmp, path, size as u64)?;
+        let mapping = Mapping::map(file, tmp, false)?;
+        init(&mapping).map_err(|e| FileError::from_io(tmp, e))?;
+        match std::fs::hard_link(tmp, path) {
+            Ok(()) => Ok(Created::New(Mapping { path: path.to_owned(), ..mapping })),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(Created::Exists),
+            Err(e) => Err(FileError::from_io(path, e)),
+        }
     }
 
     /// Opens an existing object; its size is the file's.
-    pub fn open(path: &Path) -> io::Result<Mapping> {
+    pub fn open(path: &Path) -> Result<Mapping, FileError> {
         Mapping::open_with(path, false)
     }
 
-    /// Opens an existing object; with `populate`, its pages are faulted in at once (`MAP_POPULATE`).
-    pub fn open_with(path: &Path, populate: bool) -> io::Result<Mapping> {
-        let file = OpenOptions::new().read(true).write(true).open(path)?;
-        Mapping::map(file, path, populate)
+    /// Opens an existing object (this user's regular file, not a link); with `populate`, its pages
+    /// are faulted in at once (`MAP_POPULATE`).
+    pub fn open_with(path: &Path, populate: bool) -> Result<Mapping, FileError> {
+        Mapping::map(files::open_own(path)?, path, populate)
     }
 
-    fn map(file: File, path: &Path, populate: bool) -> io::Result<Mapping> {
-        let len = usize::try_from(file.metadata()?.len()).map_err(|_| io::Error::other("object too large"))?;
+    fn map(file: File, path: &Path, populate: bool) -> Result<Mapping, FileError> {
+        let io_err = |e| FileError::from_io(path, e);
+        let len = usize::try_from(file.metadata().map_err(io_err)?.len())
+            .map_err(|_| io_err(io::Error::other("object too large")))?;
         if len == 0 {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, "empty shared-memory object"));
+            return Err(io_err(io::Error::new(io::ErrorKind::InvalidData, "empty shared-memory object")));
         }
         let mut options = MmapOptions::new();
         options.len(len);
         if populate {
             options.populate();
         }
-        let map = options.map_raw(&file)?;
+        let map = options.map_raw(&file).map_err(io_err)?;
         Ok(Mapping { map, path: path.to_owned(), _file: file })
     }
 

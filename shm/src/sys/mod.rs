@@ -1,6 +1,8 @@
 //! The operating-system layer: the only unsafe code of the crate besides message data access.
-//! Mappings of shared-memory files, robust process-shared mutexes, futexes and file locks.
+//! Safe opening and creation of shared-memory files, their mappings, robust process-shared
+//! mutexes, futexes and file locks.
 
+pub(crate) mod files;
 pub(crate) mod flock;
 pub(crate) mod futex;
 pub(crate) mod mapping;

@@ -64,13 +64,20 @@ pub struct Peer {
     pub seen: Vec<String>,
 }
 
+pub const PEER: &str = env!("CARGO_BIN_EXE_fairmq-shm-peer");
+
 pub fn peer(args: &[&str]) -> Peer {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fairmq-shm-peer"))
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn peer");
+    spawn_peer(Command::new(PEER).args(args))
+}
+
+/// A peer running as user and group `id` (only root may start one).
+pub fn peer_as(id: u32, args: &[&str]) -> Peer {
+    use std::os::unix::process::CommandExt;
+    spawn_peer(Command::new(PEER).args(args).uid(id).gid(id))
+}
+
+fn spawn_peer(cmd: &mut Command) -> Peer {
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().expect("spawn peer");
     let out = child.stdout.take().unwrap();
     let (tx, lines) = mpsc::channel();
     std::thread::spawn(move || {
@@ -132,6 +139,43 @@ impl Drop for Peer {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// Runs `cmd` to its end (generous timeout; killed after it): its status and everything it
+/// printed, stdout and stderr together.
+pub fn run(cmd: &mut Command) -> (ExitStatus, String) {
+    let out = tempfile::tempfile().unwrap();
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(out.try_clone().unwrap())
+        .stderr(out.try_clone().unwrap())
+        .spawn()
+        .expect("spawn");
+    let deadline = Instant::now() + GENEROUS;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("{cmd:?} did not end in time");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let mut text = String::new();
+    let mut out = out;
+    std::io::Seek::rewind(&mut out).unwrap();
+    std::io::Read::read_to_string(&mut out, &mut text).unwrap();
+    (status, text)
+}
+
+/// Whether this process runs as root; if not, says which test is skipped and why.
+pub fn root_or_skip(test: &str, needs: &str) -> bool {
+    let root = std::fs::metadata("/proc/self").map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0).unwrap_or(false);
+    if !root {
+        println!("skipped {test}: it needs root ({needs})");
+    }
+    root
 }
 
 /// Two sockets of `t`, the first bound to `address`, the second connected to it.

@@ -1,0 +1,16 @@
+//! What `fairmq-shmmonitor` does, as a library: report a session, clean it, list every session, and
+//! watch one (FairMQ's `fair::mq::shmem::Monitor`).
+//!
+//! Errors are told apart from absence: a session without a management segment is reported as
+//! FairMQ does ("No segments found.", "Did not find ..."), while objects that exist but cannot be
+//! used (another user's, not readable, a symbolic link) are errors that say why.
+
+mod cleanup;
+mod lock;
+mod report;
+mod watch;
+
+pub use cleanup::{cleanup, cleanup_full, reset_content};
+pub use lock::{monitor_running, start_daemon, MonitorLock, MONITOR_BINARY};
+pub use report::{debug_info, list_all, report};
+pub use watch::{sweep, Step, Sweep, Watcher, WATCH_INTERVAL};

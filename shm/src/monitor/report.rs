@@ -1,0 +1,137 @@
+//! One-shot views of sessions: the segment report, the list of every session, the debug list of
+//! allocated blocks.
+
+use crate::ack_queue::AckQueue;
+use crate::error::ShmError;
+use crate::management::Management;
+use crate::naming::Names;
+use crate::segment::Segment;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// The session's management segment; `None` if it has none (an existing one that cannot be used
+/// is an error).
+pub(super) fn open_if_present(names: &Names) -> Result<Option<Management>, ShmError> {
+    match Management::open_existing(names) {
+        Ok(m) => Ok(Some(m)),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The segment report (FairMQ's `PrintShm`): segments with free and used memory, regions,
+/// attached processes. `None` if the session has no management segment.
+pub fn report(shm_id: &str) -> Result<Option<String>, ShmError> {
+    let names = Names::new(shm_id);
+    let Some(m) = open_if_present(&names)? else { return Ok(None) };
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "shm id: {shm_id}, session: {}, creator id: {}, devices: {}, managed segments:",
+        m.session_name(),
+        m.creator_uid(),
+        m.device_count()
+    );
+    for seg in m.segments() {
+        match Segment::open(&Names::path(&names.segment(seg.id)), seg.id) {
+            Ok(sg) => {
+                let st = sg.stats();
+                let _ = writeln!(
+                    s,
+                    "   [{}]: total: {}, msgs: {}, free: {}, used: {}",
+                    seg.id, st.size, st.used_blocks, st.free, st.used
+                );
+            }
+            Err(e) => {
+                let _ = writeln!(s, "   [{}]: total: {}, cannot open: {e}", seg.id, seg.size);
+            }
+        }
+    }
+    let total = crate::management::MANAGEMENT_SIZE;
+    let _ = writeln!(s, "   [m]: total: {total}, heartbeat: {}, events: {}", m.heartbeat_count(), m.event_count());
+    let regions = crate::registry::regions(&m);
+    if !regions.is_empty() {
+        let _ = writeln!(s, "   unmanaged regions:");
+        for r in regions {
+            let state = if r.destroyed { "destroyed" } else { "alive" };
+            let pending = AckQueue::open(&Names::path(&names.region_queue(r.id))).map(|q| q.pending()).ok();
+            let _ = write!(s, "      [{}]: {state}, size: {}, user flags: {}", r.id, r.size, r.user_flags);
+            if !r.path.is_empty() {
+                let _ = write!(s, ", path: '{}'", r.path);
+            }
+            match pending {
+                Some(p) => {
+                    let _ = writeln!(s, ", acknowledgements pending: {p}");
+                }
+                None => s.push('\n'),
+            }
+        }
+    }
+    let procs = crate::liveness::attached(&m);
+    let list: Vec<String> = procs.iter().map(|a| a.pid.to_string()).collect();
+    let _ = writeln!(s, "   attached processes: {}", if list.is_empty() { "none".into() } else { list.join(", ") });
+    Ok(Some(s))
+}
+
+/// Every used block of every segment with its owner (FairMQ's `--debug`, which needs a debug build
+/// there; here owners are always recorded).
+pub fn debug_info(shm_id: &str) -> Result<String, ShmError> {
+    let names = Names::new(shm_id);
+    let Some(m) = open_if_present(&names)? else { return Ok("no segments found".into()) };
+    // Blocks carry their transport's owner mark; the attached transports tell whose pid that is.
+    let attached = crate::liveness::attached(&m);
+    let creator = |owner: u32| match attached.iter().find(|a| a.owner == owner) {
+        Some(a) => a.pid.to_string(),
+        None => format!("unknown (owner mark {owner}, not attached)"),
+    };
+    let mut s = String::new();
+    for seg in m.segments() {
+        let sg = match Segment::open(&Names::path(&names.segment(seg.id)), seg.id) {
+            Ok(sg) => sg,
+            Err(e) if e.is_not_found() => continue, // registered, then removed by hand
+            Err(e) => return Err(e),
+        };
+        let blocks = sg.used_blocks()?;
+        let _ = writeln!(s, "found {} messages.", blocks.len());
+        for (off, size, owner, count) in blocks {
+            let _ = writeln!(
+                s,
+                "segment: {:>3}, offset: {off:>12}, size: {size:>10}, creator PID: {}, references: {count}",
+                seg.id,
+                creator(owner)
+            );
+        }
+    }
+    Ok(s)
+}
+
+/// Every session found in `dir` (FairMQ's `--list-all`). A directory that cannot be read is an
+/// error; a session that cannot be opened (another user's) is listed with the reason.
+pub fn list_all(dir: &Path) -> Result<String, ShmError> {
+    let mut s = String::new();
+    let entries = std::fs::read_dir(dir).map_err(|e| ShmError::io("listing", &dir.display().to_string(), e))?;
+    let mut names: Vec<String> = entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    if names.is_empty() {
+        return Ok(format!("directory \"{}\" is empty.", dir.display()));
+    }
+    names.sort();
+    for name in names {
+        let Some(rest) = name.strip_prefix(crate::naming::PREFIX) else {
+            log::debug!("The file '{name}' does not belong to FairMQ, skipping...");
+            continue;
+        };
+        if let Some(id) = rest.strip_suffix("_mng") {
+            let _ = writeln!(s, "\nFound shmid '{id}':");
+            match report(id) {
+                Ok(Some(r)) => s.push_str(&r),
+                Ok(None) => {
+                    let _ = writeln!(s, "could not open file for shmid '{id}'");
+                }
+                Err(e) => {
+                    let _ = writeln!(s, "could not open file for shmid '{id}': {e}");
+                }
+            }
+        }
+    }
+    Ok(s)
+}

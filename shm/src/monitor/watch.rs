@@ -1,0 +1,274 @@
+//! The monitor mode: watching a session's heartbeats and the liveness of its processes, and
+//! cleaning what the dead left.
+//!
+//! Heartbeats follow FairMQ: a session whose heartbeats stopped for the timeout is cleaned. Beyond
+//! FairMQ, every tick also tries the liveness slot of each attached transport (`liveness`): a
+//! process that died is counted out at once and the blocks it held in its caches are freed; when
+//! the last transport of a session died, the session is cleaned without waiting for the timeout.
+//! And a session whose heartbeats stopped is not cleaned while one of its transports is provably
+//! alive (its slot's mutex is held: a process stopped by a signal or a debugger, or busy): the
+//! heartbeats decide alone only for transports whose liveness cannot be seen.
+
+use super::cleanup;
+use crate::error::ShmError;
+use crate::management::Management;
+use crate::naming::Names;
+use crate::segment::Segment;
+use std::time::{Duration, Instant};
+
+/// How often the watch loop looks at the session (FairMQ: 100 ms).
+pub const WATCH_INTERVAL: Duration = Duration::from_millis(100);
+
+/// What one sweep for dead processes found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Sweep {
+    /// Pids of transports found dead (counted out of the session).
+    pub dead: Vec<u32>,
+    /// Blocks (and bytes) freed from their caches.
+    pub freed: (u64, u64),
+    /// Whether the session was cleaned because no transport is left.
+    pub cleaned: bool,
+}
+
+/// Looks for dead processes in the session, counts them out, frees their cached blocks in every
+/// segment and, if they were the last ones, cleans the session.
+pub fn sweep(shm_id: &str) -> Result<Sweep, ShmError> {
+    let names = Names::new(shm_id);
+    sweep_open(Management::open_existing(&names)?, &names)
+}
+
+/// [`sweep`] with the management segment already open (closed before a cleanup).
+fn sweep_open(m: Management, names: &Names) -> Result<Sweep, ShmError> {
+    let shm_id = names.shm_id();
+    let lock = m.lock()?;
+    let dead = lock.sweep_dead();
+    let mut out = Sweep { dead: dead.iter().map(|d| d.pid).collect(), ..Sweep::default() };
+    if out.dead.is_empty() {
+        return Ok(out);
+    }
+    if m.device_count() == 0 {
+        // Decided and done under the session lock, as a last transport's detach does: a process
+        // attaching meanwhile either came before (and is counted) or finds the session removed.
+        log::info!("every process of session {shm_id} died ({:?}), cleaning...", out.dead);
+        for name in lock.remove_session() {
+            log::info!("Successfully removed '{name}'.");
+        }
+        out.cleaned = true;
+        return Ok(out);
+    }
+    drop(lock);
+    for seg in m.segments() {
+        let Ok(sg) = Segment::open(&Names::path(&names.segment(seg.id)), seg.id) else { continue };
+        for d in &dead {
+            if let Ok((n, b)) = sg.reclaim_dead(d.owner) {
+                out.freed.0 += n;
+                out.freed.1 += b;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// What a watch step decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Keep watching.
+    Continue,
+    /// Self-destruct: stop the monitor.
+    Stop,
+}
+
+/// The monitor mode's loop state (FairMQ's `Watch` and `CheckHeartbeats`).
+#[derive(Debug)]
+pub struct Watcher {
+    shm_id: String,
+    names: Names,
+    timeout: Duration,
+    self_destruct: bool,
+    started: Instant,
+    last_heartbeat: Instant,
+    last_count: u64,
+    triggered: bool,
+    seen_once: bool,
+    /// The heartbeats timed out but live processes kept the session (said once per stall).
+    held_back: bool,
+}
+
+impl Watcher {
+    /// Watches `shm_id`: clean after `timeout` without heartbeats (unless a process of the session
+    /// is alive); with `self_destruct`, stop once the session was seen and then went away (or was
+    /// never seen within twice the timeout).
+    pub fn new(shm_id: &str, timeout: Duration, self_destruct: bool) -> Watcher {
+        let now = Instant::now();
+        Watcher {
+            shm_id: shm_id.to_owned(),
+            names: Names::new(shm_id),
+            timeout,
+            self_destruct,
+            started: now,
+            last_heartbeat: now,
+            last_count: 0,
+            triggered: false,
+            seen_once: false,
+            held_back: false,
+        }
+    }
+
+    /// One look at the session. An error (a management segment that exists but cannot be used,
+    /// objects that cannot be removed) ends the watch.
+    pub fn step(&mut self) -> Result<Step, ShmError> {
+        let now = Instant::now();
+        let m = match Management::open_existing(&self.names) {
+            Ok(m) => m,
+            Err(e) if e.is_not_found() => return self.absent(now),
+            Err(e) => return Err(e),
+        };
+        self.seen_once = true;
+        let count = m.heartbeat_count();
+        if count != self.last_count {
+            self.last_count = count;
+            self.triggered = true;
+            self.held_back = false;
+            self.last_heartbeat = now;
+        }
+        match sweep_open(m, &self.names) {
+            Ok(s) if s.cleaned => return Ok(self.cleaned()),
+            Ok(s) if !s.dead.is_empty() => {
+                log::info!("processes {:?} died; freed {} cached blocks ({} bytes)", s.dead, s.freed.0, s.freed.1);
+            }
+            Ok(_) => {}
+            Err(e) => log::warn!("could not look for dead processes of {}: {e}", self.shm_id),
+        }
+        if self.triggered && now.duration_since(self.last_heartbeat) > self.timeout {
+            return self.heartbeats_timed_out();
+        }
+        Ok(Step::Continue)
+    }
+
+    /// No management segment: FairMQ's self-destruct rules.
+    fn absent(&mut self, now: Instant) -> Result<Step, ShmError> {
+        self.triggered = false;
+        if self.self_destruct {
+            if self.seen_once {
+                log::info!("self destructing (segment has been observed and cleaned up orderly)");
+                return Ok(Step::Stop);
+            }
+            if now.duration_since(self.started) > 2 * self.timeout {
+                cleanup(&self.shm_id)?;
+                log::info!("self destructing (no segments observed within (timeout * 2) since start)");
+                return Ok(Step::Stop);
+            }
+        }
+        Ok(Step::Continue)
+    }
+
+    /// No heartbeat for longer than the timeout: the session is removed, under its lock with the
+    /// removed mark as a last detach does (a process attaching at this moment opens a new session
+    /// instead of one being removed), unless a transport of it is alive.
+    fn heartbeats_timed_out(&mut self) -> Result<Step, ShmError> {
+        let ms = self.timeout.as_millis();
+        let m = match Management::open_existing(&self.names) {
+            Ok(m) => m,
+            Err(e) if e.is_not_found() => return Ok(Step::Continue),
+            Err(e) => return Err(e),
+        };
+        let lock = m.lock();
+        let alive = crate::liveness::alive(&m);
+        if !alive.is_empty() {
+            if !self.held_back {
+                log::warn!(
+                    "no heartbeats since over {ms} milliseconds, but processes {alive:?} of the session are alive \
+                     (stopped or busy): not cleaning"
+                );
+                self.held_back = true;
+            }
+            return Ok(Step::Continue);
+        }
+        log::info!("no heartbeats since over {ms} milliseconds, cleaning...");
+        let unlocked = match lock {
+            Ok(lock) => {
+                lock.remove_session().iter().for_each(|n| log::info!("Successfully removed '{n}'."));
+                None
+            }
+            Err(e) => Some(e),
+        };
+        if let Some(e) = unlocked {
+            log::warn!("could not lock session {} ({e}): removing its objects anyway", self.shm_id);
+            cleanup(&self.shm_id)?;
+        }
+        Ok(self.cleaned())
+    }
+
+    /// After the monitor cleaned the session: watch for the next one, or self-destruct.
+    fn cleaned(&mut self) -> Step {
+        self.triggered = false;
+        if self.self_destruct {
+            log::info!("self destructing (segment has been observed and cleaned up by the monitor)");
+            return Step::Stop;
+        }
+        Step::Continue
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    /// A session of its own, removed when the test ends, also when it fails.
+    struct Scratch(Names);
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = crate::monitor::cleanup_full(self.0.shm_id());
+        }
+    }
+
+    /// A session whose only transport is the one `make` puts into slot 9 (the transport that made
+    /// the session, and beat its heartbeat, has left), and a watcher with a short timeout.
+    fn session_of(tag: &str, make: impl FnOnce(&Arc<Management>)) -> (Scratch, Arc<Management>, Watcher) {
+        let names = Names::new(&crate::shm_id(&format!("watch-{}-{tag}", std::process::id())));
+        let scratch = Scratch(names.clone());
+        let (m, hb) = Management::attach(&names, "s").unwrap();
+        make(&m);
+        assert!(!m.detach(hb, false).unwrap().removed, "slot 9 keeps the session");
+        (scratch, m, Watcher::new(names.shm_id(), Duration::from_millis(200), true))
+    }
+
+    fn deadline() -> Instant {
+        Instant::now() + Duration::from_secs(60)
+    }
+
+    /// Issue 17, item 6: a live process (here a thread holding its slot) that stopped beating
+    /// keeps its session; once it is gone, the session is cleaned.
+    #[test]
+    fn i06_a_live_transport_keeps_its_session_without_heartbeats() {
+        let mut live = None;
+        let (_s, m, mut w) =
+            session_of("alive", |m| live = Some(crate::liveness::fake_live_transport(m, 9, 4_000_000, 99)));
+        let until = deadline();
+        while !w.held_back {
+            assert_eq!(w.step().unwrap(), Step::Continue, "the session is kept");
+            assert!(Instant::now() < until, "the watcher never reached its timeout");
+            std::thread::sleep(WATCH_INTERVAL);
+        }
+        assert!(m.still_linked(), "the session survives the heartbeat timeout");
+        let (release, holder) = live.unwrap();
+        release.send(true).unwrap();
+        holder.join().unwrap();
+        assert_eq!(w.step().unwrap(), Step::Stop, "its process gone, the session is cleaned");
+        assert!(!m.still_linked());
+    }
+
+    /// Issue 17, item 6: for a transport whose liveness cannot be seen, the heartbeats decide.
+    #[test]
+    fn i06_heartbeats_decide_for_a_transport_whose_liveness_cannot_be_seen() {
+        let (_s, m, mut w) = session_of("unseen", |m| crate::liveness::fake_unseen_transport(m, 9, 4_000_000, 99));
+        let until = deadline();
+        while w.step().unwrap() == Step::Continue {
+            assert!(Instant::now() < until, "the session was never cleaned");
+            std::thread::sleep(WATCH_INTERVAL);
+        }
+        assert!(!m.still_linked(), "cleaned after the heartbeat timeout");
+    }
+}
