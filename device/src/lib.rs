@@ -48,6 +48,7 @@ pub mod iterations;
 pub mod logging;
 pub mod network;
 pub mod options;
+mod panic_boundary;
 pub mod properties;
 mod rate;
 mod rate_log;

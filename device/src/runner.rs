@@ -5,13 +5,13 @@ use crate::channel::{Channel, ChannelConfig};
 use crate::channel_parsers;
 use crate::device::{Context, Device, InputKind};
 use crate::error::{BoxError, Error, HookResult};
+use crate::panic_boundary;
 use crate::properties::Properties;
 use crate::rate::RateLimiter;
 use crate::state::{State, Transition};
 use crate::state_machine::{ErrorState, StateMachine};
 use crate::transport::{Poller, Transport};
 use fairmq_zmq::{Counters, TransportKind};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -39,7 +39,9 @@ pub fn run_state_machine(
             }
         },
         |state| {
-            if let Err(e) = r.work(state) {
+            // Everything a state does runs inside the boundary, not only the hooks: the framework's
+            // own work (a receive for a data callback, building channels) may panic too.
+            if let Err(e) = panic_boundary::guarded(&state, || r.work(state)) {
                 log::error!("{e}");
                 sm.change_state(Transition::ErrorFound);
             }
@@ -57,16 +59,9 @@ struct Runner<'a> {
     connecting: Vec<(String, usize)>,
 }
 
-/// Calls a hook, turning a panic into an error.
+/// Calls a hook: its error or panic becomes an error naming it (`InitTask() failed: ...`).
 fn hook<T>(name: &str, f: impl FnOnce() -> HookResult<T>) -> Result<T, BoxError> {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(r) => r.map_err(|e| format!("{name}() failed: {e}").into()),
-        Err(p) => {
-            let what =
-                p.downcast_ref::<&str>().map(|s| (*s).to_owned()).or_else(|| p.downcast_ref::<String>().cloned());
-            Err(format!("{name}() panicked: {}", what.unwrap_or_else(|| "(no message)".into())).into())
-        }
-    }
+    panic_boundary::guarded(&format_args!("{name}()"), || f().map_err(|e| format!("{name}() failed: {e}").into()))
 }
 
 impl Runner<'_> {
@@ -288,7 +283,8 @@ impl Runner<'_> {
     fn running(&mut self) -> Result<(), BoxError> {
         log::info!("fair::mq::Device running...");
         let logger = self.start_rate_logger();
-        let result = self.run_hooks();
+        // Caught here too, so that the rate logger is joined whatever happens.
+        let result = panic_boundary::guarded(&"RUNNING", || self.run_hooks());
         if result.is_err() {
             self.sm().change_state(Transition::ErrorFound);
         }

@@ -1,0 +1,194 @@
+//! Issue 17, "no peer, process or local user can crash a device": real device processes fed
+//! panics, rogue frames, signals while connecting, floods of errors and bad configurations. Each
+//! test is named after its item of the issue.
+
+mod common;
+use common::process::{start, Proc, GENEROUS};
+use common::{args, config, spawn, Hooks, Session, T};
+use fairmq::region::{RegionCallback, RegionConfig};
+use fairmq::state_machine::ErrorState;
+use fairmq::{Properties, SocketType, State, Transition, Transport, TransportKind, UnmanagedRegion};
+use fairmq_zmq::{AttachOptions, Method};
+use nix::sys::signal::Signal;
+use parking_lot::Mutex;
+use std::sync::Arc;
+use std::time::Instant;
+
+const TEST_DEVICE: &str = env!("CARGO_BIN_EXE_fairmq-test-device");
+const SPLITTER: &str = env!("CARGO_BIN_EXE_fairmq-splitter");
+const SAMPLER: &str = env!("CARGO_BIN_EXE_fairmq-bsampler");
+
+/// A device process of session `s`: static control, plain log lines, a small segment, `extra`.
+fn launch(exe: &str, id: &str, s: &Session, transport: &str, extra: &[&str]) -> Proc {
+    let mut args = vec!["--id", id, "--control", "static", "--color", "false", "--transport", transport];
+    args.extend(["--session", &s.name, "--shm-segment-size", "20000000"]);
+    args.extend_from_slice(extra);
+    start(exe, &args, None)
+}
+
+/// A transport of session `s` in this process (to play a peer).
+fn peer_transport(s: &Session, kind: TransportKind) -> Transport {
+    let p = Properties::new();
+    p.set("session", s.name.clone());
+    p.set("shm-segment-size", 20_000_000u64);
+    fairmq::transports::create(kind, "peer", &p).expect("peer transport")
+}
+
+fn socket(t: &Transport, ty: SocketType, address: &str, method: Method) -> fairmq::Socket {
+    let s = t.socket(ty, "peer").expect("socket");
+    s.attach(address, &AttachOptions::new(Some(method))).expect("attach");
+    s
+}
+
+/// The device went to ERROR and exited with FairMQ's code for it, after logging `why`.
+fn assert_ended_in_error(p: &mut Proc, why: &str) {
+    let code = p.wait().code();
+    assert_eq!(code, Some(1), "exit code; output:\n{}", p.seen.join("\n"));
+    assert!(p.saw(why), "no line with '{why}'; output:\n{}", p.seen.join("\n"));
+    assert!(p.saw("---> ERROR"), "no ERROR state; output:\n{}", p.seen.join("\n"));
+}
+
+/// Nothing of session `s` is left in /dev/shm (every process of it has ended).
+fn assert_no_shm_left(s: &Session) {
+    assert_eq!(s.objects(), Vec::<String>::new(), "shared memory left behind by session {}", s.name);
+}
+
+/// Item 9: a panic in the data callback takes the device to ERROR; it releases its shared memory
+/// and exits with 1, as FairMQ does for an exception in a callback.
+#[test]
+fn i09_a_panicking_data_callback_ends_in_error_state_and_cleans_up() {
+    let s = Session::new();
+    let input = s.ipc("in");
+    let pull = format!("name=data,type=pull,method=bind,address={input},rateLogging=0");
+    let mut dev = launch(
+        TEST_DEVICE,
+        "victim",
+        &s,
+        "shmem",
+        &["--in-channel", "data", "--panic-in", "handle_data", "--channel-config", &pull],
+    );
+    dev.expect("READY ---> RUNNING");
+    let push = format!("name=data,type=push,method=connect,address={input},rateLogging=0");
+    let mut sampler = launch(SAMPLER, "sampler", &s, "shmem", &["--msg-size", "100", "--channel-config", &push]);
+    assert_ended_in_error(&mut dev, "HandleData() panicked: panic requested in handle_data");
+    sampler.signal(Signal::SIGTERM);
+    sampler.wait();
+    assert_no_shm_left(&s);
+}
+
+/// Item 9: a panic on the data-callback path outside the callback (the transport's receive, fed a
+/// wake frame one byte too long by a rogue peer, panicked in fairmq-shm before issue 17 item 1)
+/// is caught by the same boundary: never exit code 101. Either the frame is refused and the
+/// splitter forwards the real message sent after it, or its receive path panicked and the device
+/// went to ERROR; both ways it ends cleanly and releases its shared memory.
+#[test]
+fn i09_a_panic_while_receiving_for_a_data_callback_never_crashes_the_device() {
+    let s = Session::new();
+    let (input, output) = (s.ipc("in"), s.ipc("out"));
+    let mut splitter = launch(
+        SPLITTER,
+        "splitter",
+        &s,
+        "shmem",
+        &[
+            "--channel-config",
+            &format!("name=data-in,type=pull,method=bind,address={input},rateLogging=0"),
+            &format!("name=data-out,type=push,method=bind,address={output},rateLogging=0"),
+        ],
+    );
+    splitter.expect("READY ---> RUNNING");
+    let forwarded = {
+        let peer = peer_transport(&s, TransportKind::Shmem);
+        let out = socket(&peer, SocketType::Pull, &output, Method::Connect);
+        let rogue = socket(&peer, SocketType::Push, &input, Method::Connect);
+        // A wake control frame (version 2, tag 5) one byte longer than its 8, straight onto the
+        // socket that carries the transport's metadata; then a real message on the same connection.
+        let mut frame = fairmq_zmq::Message::from_slice(&[2, 5, 0, 0, 0, 0, 0, 0, 0]);
+        rogue.zmq_socket().send(&mut frame, 10_000).expect("rogue frame sent");
+        let mut real = peer.new_simple_message(b"after the rogue frame").unwrap();
+        rogue.send(&mut real, 10_000, &peer).expect("real message sent");
+        let deadline = Instant::now() + GENEROUS;
+        loop {
+            let mut m = peer.new_message();
+            if out.receive(&mut m, 100, &peer).is_ok() {
+                assert_eq!(m.data(), b"after the rogue frame");
+                break true;
+            }
+            if splitter.has_ended() {
+                break false;
+            }
+            assert!(Instant::now() < deadline, "neither forwarded nor ended:\n{}", splitter.seen.join("\n"));
+        }
+        // The peer's messages and sockets go with its transport, before the check below.
+    };
+    if forwarded {
+        splitter.signal(Signal::SIGTERM);
+        assert_eq!(splitter.wait().code(), Some(0), "{}", splitter.seen.join("\n"));
+    } else {
+        assert_ended_in_error(&mut splitter, "RUNNING panicked");
+    }
+    assert_no_shm_left(&s);
+}
+
+/// Item 9: a plugin's state-change callback runs outside the hooks; its panic takes the device to
+/// ERROR (exit 1) instead of unwinding out of the state loop (exit 101).
+#[test]
+fn i09_a_panicking_state_change_callback_ends_in_error_state_and_cleans_up() {
+    let s = Session::new();
+    let pull = format!("name=data,type=pull,method=bind,address={},rateLogging=0", s.ipc("in"));
+    let mut dev =
+        launch(TEST_DEVICE, "victim", &s, "shmem", &["--panic-in", "state:RUNNING", "--channel-config", &pull]);
+    assert_ended_in_error(&mut dev, "panic requested entering RUNNING");
+    assert_no_shm_left(&s);
+}
+
+/// Item 9: a panic while the device is built (the program's factory) ends the program as FairMQ
+/// ends it for an exception there: logged, exit code 1.
+#[test]
+fn i09_a_panicking_device_factory_exits_with_code_1() {
+    let s = Session::new();
+    let mut dev = launch(TEST_DEVICE, "victim", &s, "shmem", &["--panic-in", "factory"]);
+    assert_eq!(dev.wait().code(), Some(1), "{}", dev.seen.join("\n"));
+    assert!(
+        dev.saw("Uncaught exception reached the top of main: panic requested in factory"),
+        "{}",
+        dev.seen.join("\n")
+    );
+    assert_no_shm_left(&s);
+}
+
+/// Item 9: a region's callback runs on a thread of the shmem transport; its panic takes the device
+/// to ERROR (before, it ended that thread and every acknowledgement after it, silently).
+#[test]
+fn i09_a_panicking_region_callback_ends_in_error_state() {
+    let s = Session::new();
+    let address = s.ipc("region");
+    let region: Arc<Mutex<Option<UnmanagedRegion>>> = Arc::default();
+    let (made, used) = (region.clone(), region.clone());
+    let device = Hooks {
+        init_task: Some(Box::new(move |ctx| {
+            let cb = RegionCallback::Single(Box::new(|_| panic!("panic requested in the region callback")));
+            *made.lock() = Some(ctx.new_unmanaged_region_for("data", 0, 4096, cb, &RegionConfig::default())?);
+            Ok(())
+        })),
+        run: Some(Box::new(move |ctx| {
+            let r = used.lock();
+            let mut m = ctx.new_message_for_region("data", 0, r.as_ref().expect("region"), 0, 100, 7)?;
+            ctx.send(&mut m, "data", 0)?;
+            Ok(())
+        })),
+        ..Hooks::default()
+    };
+    let channel = format!("name=data,type=push,method=bind,address={address}");
+    let d = spawn(device, config(&args("regions", "shmem", &s, &channel)));
+    let peer = peer_transport(&s, TransportKind::Shmem);
+    let pull = socket(&peer, SocketType::Pull, &address, Method::Connect);
+    d.to_ready();
+    d.go(Transition::Run, State::Running);
+    let mut m = peer.new_message();
+    pull.receive(&mut m, 60_000, &peer).expect("the region message");
+    drop(m); // the piece goes back to its creator: the callback runs
+    assert_eq!(d.h.wait_for_state(State::Exiting, T), Err(ErrorState), "the device went to ERROR");
+    assert!(!d.join());
+    region.lock().take();
+}
