@@ -237,11 +237,16 @@ impl Runner<'_> {
         self.auto()
     }
 
+    /// FairMQ's ConnectWrapper: attach, then retry every 50 ms (re-reading the addresses) until
+    /// all are attached, a transition is pending, a shutdown was requested (a signal: retrying would
+    /// hold the device until `--init-timeout`) or `--init-timeout` seconds passed.
     fn connect(&mut self) -> Result<(), BoxError> {
         let mut left = std::mem::take(&mut self.connecting);
-        let timeout_s = i64::from(self.props().get_or::<i32>("init-timeout", 120)?);
-        let deadline = Instant::now() + Duration::from_secs(timeout_s.max(0) as u64);
+        let seconds = u64::try_from(self.props().get_or::<i32>("init-timeout", 120)?).unwrap_or(0);
+        let deadline = Instant::now() + Duration::from_secs(seconds);
+        let mut attempts = 0u64;
         loop {
+            attempts += 1;
             let mut still = Vec::new();
             for (name, i) in left {
                 // A controller may publish the address while we are CONNECTING.
@@ -261,16 +266,25 @@ impl Runner<'_> {
                 }
             }
             left = still;
-            if left.is_empty() || self.sm().new_state_pending() {
+            if left.is_empty() || self.sm().new_state_pending() || self.sm().shutdown_requested() {
                 break;
             }
             if Instant::now() >= deadline {
+                log::error!("following channels are still invalid:");
                 for (n, i) in &left {
-                    log::error!("could not connect channel {n}[{i}]");
+                    if let Some(ch) = self.ctx.channels.get(n).and_then(|v| v.get(*i)) {
+                        log::error!("channel: {}", ch.config());
+                    }
                 }
-                return Err(Error::Connecting(timeout_s).into());
+                return Err(Error::Connecting { attempts, seconds }.into());
             }
             std::thread::sleep(Duration::from_millis(50));
+        }
+        if !left.is_empty() {
+            // Stopped early: the Connect hook expects connected channels, and none will come.
+            let why = if self.sm().shutdown_requested() { "the device shuts down" } else { "a transition is pending" };
+            log::info!("Stopped connecting with {} channel(s) not connected: {why}", left.len());
+            return self.request_unless_pending(Transition::Auto);
         }
         if self.ctx.channels.is_empty() {
             log::warn!("No channels created after finishing initialization");

@@ -30,6 +30,7 @@ pub struct StateMachine {
     inner: Mutex<Inner>,
     changed: Condvar,
     pending: AtomicBool,
+    shutdown: AtomicBool,
     current: AtomicI32,
     queue: StateQueue,
 }
@@ -52,6 +53,7 @@ impl Default for StateMachine {
             }),
             changed: Condvar::new(),
             pending: AtomicBool::new(false),
+            shutdown: AtomicBool::new(false),
             current: AtomicI32::new(State::Idle as i32),
             queue: StateQueue::default(),
         }
@@ -99,6 +101,19 @@ impl StateMachine {
     #[inline]
     pub fn new_state_pending(&self) -> bool {
         self.pending.load(Ordering::Acquire)
+    }
+
+    /// Marks that the device is to shut down (a signal arrived): work that would otherwise go on
+    /// until a timeout, such as retrying to connect, ends now. The controller still drives the
+    /// states; this only tells working states not to wait for what will not come.
+    pub fn request_shutdown(&self) {
+        self.shutdown.store(true, Ordering::Release);
+    }
+
+    /// Whether a shutdown was requested.
+    #[inline]
+    pub fn shutdown_requested(&self) -> bool {
+        self.shutdown.load(Ordering::Acquire)
     }
 
     /// The current state.

@@ -192,3 +192,44 @@ fn i09_a_panicking_region_callback_ends_in_error_state() {
     assert!(!d.join());
     region.lock().take();
 }
+
+/// A connecting channel to a host that cannot be resolved: the device retries until
+/// `--init-timeout`.
+const UNREACHABLE: &str = "name=data,type=push,method=connect,address=tcp://no.such.host.invalid:5555,rateLogging=0";
+
+/// Item 10: SIGINT or SIGTERM while a connect retries ends the retries at once and the device
+/// exits cleanly (0, shared memory released), long before `--init-timeout` (600 s here).
+#[test]
+fn i10_a_shutdown_signal_ends_connect_retries_at_once_and_exits_cleanly() {
+    for sig in [Signal::SIGINT, Signal::SIGTERM] {
+        let s = Session::new();
+        let mut dev =
+            launch(TEST_DEVICE, "connector", &s, "shmem", &["--init-timeout", "600", "--channel-config", UNREACHABLE]);
+        dev.expect("BOUND ---> CONNECTING");
+        dev.expect("failed to attach channel data[0]");
+        dev.signal(sig);
+        assert_eq!(dev.wait().code(), Some(0), "{sig}: {}", dev.seen.join("\n"));
+        for line in ["Received device shutdown request", "CONNECTING ---> DEVICE READY", "IDLE ---> EXITING"] {
+            assert!(dev.saw(line), "{sig}: no '{line}': {}", dev.seen.join("\n"));
+        }
+        assert!(!dev.saw("could not connect all channels"), "{sig}: gave up by itself");
+        assert!(!dev.saw("hook: connect"), "{sig}: the connect hook needs connected channels");
+        assert_no_shm_left(&s);
+    }
+}
+
+/// Item 10: giving up after `--init-timeout` says so in FairMQ's words, with the number of attempts
+/// as attempts and the timeout in seconds, then names the channels left (as FairMQ does).
+#[test]
+fn i10_the_init_timeout_message_counts_attempts_and_seconds() {
+    let s = Session::new();
+    let mut dev =
+        launch(TEST_DEVICE, "connector", &s, "zeromq", &["--init-timeout", "1", "--channel-config", UNREACHABLE]);
+    assert_ended_in_error(&mut dev, "following channels are still invalid:");
+    let line = dev.seen.iter().find(|l| l.contains("could not connect all channels after ")).expect("the message");
+    let words: Vec<&str> = line.split("after ").nth(1).expect("after").split_whitespace().collect();
+    let attempts: u32 = words[0].parse().unwrap_or_else(|_| panic!("a count of attempts: {line}"));
+    assert!(attempts >= 1, "{line}");
+    assert_eq!(&words[1..5], ["attempts", "in", "1", "s"], "{line}");
+    assert!(dev.saw("channel: name: data[0], type: push, method: connect, address: tcp://no.such.host.invalid:5555"));
+}
