@@ -22,7 +22,8 @@ pub enum ConfigError {
         /// OS error.
         source: std::io::Error,
     },
-    /// The JSON is malformed or not FairMQ's format.
+    /// The JSON is malformed (serde_json's message: nesting beyond its recursion limit is one) or
+    /// not FairMQ's format.
     #[error("invalid JSON configuration: {0}")]
     Json(String),
     /// No device id to select the JSON entry.
@@ -183,10 +184,13 @@ pub fn parse_json(text: &str, id: &str) -> Result<Vec<ChannelConfig>, ConfigErro
     Ok(out)
 }
 
-/// Reads a JSON configuration file.
+/// Reads a JSON configuration file (a parser's message names the file).
 pub fn parse_json_file(path: &str, id: &str) -> Result<Vec<ChannelConfig>, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
-    parse_json(&text, id)
+    parse_json(&text, id).map_err(|e| match e {
+        ConfigError::Json(m) => ConfigError::Json(format!("{path}: {m}")),
+        other => other,
+    })
 }
 
 #[cfg(test)]

@@ -109,14 +109,15 @@ impl Runner<'_> {
     }
 
     /// FairMQ's config plugin: at every entry into INITIALIZING DEVICE, the channel configuration
-    /// of `--mq-config` (or else `--channel-config`) is written into the properties. Errors are
-    /// logged, not fatal.
-    fn parse_channel_configuration(&self) {
+    /// of `--mq-config` (or else `--channel-config`) is written into the properties. Unlike FairMQ,
+    /// which logs a parser's error and goes on without the channels (to fail later with
+    /// `GetChannel(): 'data[0]' does not exist`), a bad configuration fails INITIALIZING DEVICE.
+    fn parse_channel_configuration(&self) -> Result<(), channel_parsers::ConfigError> {
         let p = self.props();
         let id = p.get::<String>("config-key").or_else(|_| p.get::<String>("id")).unwrap_or_default();
         if id.is_empty() {
             log::warn!("No device ID or config-key provided for the configuration parser.");
-            return;
+            return Ok(());
         }
         let parsed = if let Ok(path) = p.get::<String>("mq-config") {
             log::debug!("mq-config: Using default JSON parser");
@@ -128,16 +129,14 @@ impl Runner<'_> {
             log::info!(
                 "fair::mq::plugins::Config: no channels configuration provided via --mq-config or --channel-config"
             );
-            return;
+            return Ok(());
         };
-        match parsed {
-            Ok(chans) => chans.iter().for_each(|c| c.write_to(p)),
-            Err(e) => log::error!("{e}"),
-        }
+        parsed?.iter().for_each(|c| c.write_to(p));
+        Ok(())
     }
 
     fn init_device(&mut self) -> Result<(), BoxError> {
-        self.parse_channel_configuration();
+        self.parse_channel_configuration()?;
         // Leaving INITIALIZING DEVICE needs CompleteInit; until then controllers may configure.
         self.sm().wait_for_pending(None);
         *self.ctx.id.borrow_mut() = self.props().get_or::<String>("id", String::new())?;

@@ -18,10 +18,14 @@ const TEST_DEVICE: &str = env!("CARGO_BIN_EXE_fairmq-test-device");
 const SPLITTER: &str = env!("CARGO_BIN_EXE_fairmq-splitter");
 const SAMPLER: &str = env!("CARGO_BIN_EXE_fairmq-bsampler");
 
-/// A device process of session `s`: static control, plain log lines, a small segment, `extra`.
+/// A device process of session `s`: static control, plain log lines, a small segment (unless
+/// `extra` gives one), `extra`.
 fn launch(exe: &str, id: &str, s: &Session, transport: &str, extra: &[&str]) -> Proc {
     let mut args = vec!["--id", id, "--control", "static", "--color", "false", "--transport", transport];
-    args.extend(["--session", &s.name, "--shm-segment-size", "20000000"]);
+    args.extend(["--session", &s.name]);
+    if !extra.contains(&"--shm-segment-size") {
+        args.extend(["--shm-segment-size", "20000000"]);
+    }
     args.extend_from_slice(extra);
     start(exe, &args, None)
 }
@@ -232,4 +236,63 @@ fn i10_the_init_timeout_message_counts_attempts_and_seconds() {
     assert!(attempts >= 1, "{line}");
     assert_eq!(&words[1..5], ["attempts", "in", "1", "s"], "{line}");
     assert!(dev.saw("channel: name: data[0], type: push, method: connect, address: tcp://no.such.host.invalid:5555"));
+}
+
+const SINK: &str = env!("CARGO_BIN_EXE_fairmq-sink");
+
+/// Item 14: a `--mq-config` that cannot be read or parsed fails the device at INITIALIZING DEVICE
+/// with the parser's message and exit code 1 (before, the error was logged and the device reached
+/// RUNNING, to fail with `GetChannel(): 'data[0]' does not exist`).
+#[test]
+fn i14_a_bad_mq_config_fails_the_device_at_initializing_device_with_the_parsers_message() {
+    let s = Session::new();
+    let dir = s.dir.path();
+    let malformed = dir.join("malformed.json");
+    std::fs::write(&malformed, r#"{ "fairMQOptions": { "devices": [ { "id": "sink", "#).unwrap();
+    let nested = dir.join("nested.json");
+    std::fs::write(&nested, format!(r#"{{ "fairMQOptions": {}{} }}"#, "[".repeat(10_000), "]".repeat(10_000))).unwrap();
+    let missing = dir.join("missing.json");
+    for (path, message) in [
+        (&missing, "No such file or directory"),
+        (&malformed, "EOF while parsing"),
+        (&nested, "recursion limit exceeded"),
+    ] {
+        let file = path.to_str().unwrap();
+        let mut dev = launch(SINK, "sink", &s, "zeromq", &["--mq-config", file]);
+        assert_ended_in_error(&mut dev, message);
+        assert!(dev.saw(file), "the message names the file: {}", dev.seen.join("\n"));
+        assert!(dev.saw("INITIALIZING DEVICE ---> ERROR"), "{}", dev.seen.join("\n"));
+        assert!(!dev.saw("---> RUNNING") && !dev.saw("does not exist"), "{}", dev.seen.join("\n"));
+    }
+}
+
+/// Item 14: a number outside what an option accepts is refused when the command line is read, with
+/// exit code 1 and a message naming the option and the range; before, `--io-threads 100000000` made
+/// libzmq abort the process and a segment size beyond `off_t` failed with "out of range integral
+/// type conversion attempted".
+#[test]
+fn i14_numeric_options_out_of_range_are_refused_naming_the_option_and_the_range() {
+    let s = Session::new();
+    let channel = format!("name=data,type=pull,method=bind,address={},rateLogging=0", s.ipc("in"));
+    let min_segment = fairmq_shm::segment::MIN_SEGMENT_SIZE.to_string();
+    for (transport, option, value, range) in [
+        ("zeromq", "--io-threads", "100000000", "1 to 64".to_owned()),
+        ("shmem", "--io-threads", "100000000", "1 to 64".to_owned()),
+        ("shmem", "--shm-segment-size", "9223372036854775808", format!("{min_segment} to 9223372036854775807")),
+        ("shmem", "--init-timeout", "99999999999", "0 to 2147483647".to_owned()),
+        ("shmem", "--shm-segment-id", "-1", "0 to 65535".to_owned()),
+    ] {
+        let mut dev = launch(
+            TEST_DEVICE,
+            "numbers",
+            &s,
+            transport,
+            &["--runs", "1", option, value, "--channel-config", &channel],
+        );
+        assert_eq!(dev.wait().code(), Some(1), "{option} {value}: {}", dev.seen.join("\n"));
+        let expected = format!("the argument ('{value}') for option '{option}' is out of range: allowed are {range}");
+        assert!(dev.saw(&expected), "{option} {value}: no '{expected}':\n{}", dev.seen.join("\n"));
+        assert!(!dev.saw("---> RUNNING"));
+    }
+    assert_no_shm_left(&s);
 }
