@@ -119,10 +119,18 @@ impl Runner<'_> {
             log::warn!("No device ID or config-key provided for the configuration parser.");
             return Ok(());
         }
+        let tokens = p.get::<Vec<String>>("channel-config").ok();
         let parsed = if let Ok(path) = p.get::<String>("mq-config") {
             log::debug!("mq-config: Using default JSON parser");
-            channel_parsers::parse_json_file(&path, &id)
-        } else if let Ok(tokens) = p.get::<Vec<String>>("channel-config") {
+            let chans = channel_parsers::parse_json_file(&path, &id)?;
+            if let Some(tokens) = tokens {
+                // FairMQ reads only --mq-config then; a channel in both would lose one definition.
+                let ignored = channel_parsers::parse_channel_config(&tokens)?;
+                channel_parsers::check_disjoint(&chans, &ignored, "in --mq-config and in --channel-config")?;
+                log::warn!("--channel-config is ignored: --mq-config is given");
+            }
+            Ok(chans)
+        } else if let Some(tokens) = tokens {
             log::debug!("channel-config: Parsing channel configuration");
             channel_parsers::parse_channel_config(&tokens)
         } else {

@@ -296,3 +296,35 @@ fn i14_numeric_options_out_of_range_are_refused_naming_the_option_and_the_range(
     }
     assert_no_shm_left(&s);
 }
+
+/// Item 12: a channel defined twice, in `--channel-config`, in `--mq-config` or across the two,
+/// fails the device at INITIALIZING DEVICE naming the channel (before, the second definition
+/// silently replaced the first, and a sink whose `data` had become a push socket spun logging
+/// errno 95).
+#[test]
+fn i12_a_duplicated_channel_fails_the_device_at_initializing_device_naming_it() {
+    let s = Session::new();
+    let (a, b) = (s.ipc("a"), s.ipc("b"));
+    let pull = format!("name=data,type=pull,method=bind,address={a},rateLogging=0");
+    let push = format!("name=data,type=push,method=bind,address={b},rateLogging=0");
+    let json = |channels: &str| {
+        let path = s.dir.path().join(format!("{}.json", channels.len()));
+        let text =
+            format!(r#"{{ "fairMQOptions": {{ "devices": [ {{ "id": "sink", "channels": [ {channels} ] }} ] }} }}"#);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    let one = json(&format!(r#"{{ "name": "data", "type": "pull", "method": "bind", "address": "{a}" }}"#));
+    let two = json(&format!(
+        r#"{{ "name": "data", "type": "pull", "method": "bind", "address": "{a}" }}, {{ "name": "data", "type": "push", "method": "bind", "address": "{b}" }}"#
+    ));
+    for (args, place) in [
+        (vec!["--channel-config", &pull, &push], "in --channel-config"),
+        (vec!["--mq-config", &two], "in --mq-config"),
+        (vec!["--mq-config", &one, "--channel-config", &push], "in --mq-config and in --channel-config"),
+    ] {
+        let mut dev = launch(SINK, "sink", &s, "zeromq", &args);
+        assert_ended_in_error(&mut dev, &format!("channel 'data' is defined more than once ({place})"));
+        assert!(dev.saw("INITIALIZING DEVICE ---> ERROR"), "{place}: {}", dev.seen.join("\n"));
+    }
+}
