@@ -45,6 +45,7 @@ mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod iterations;
+mod log_limiter;
 pub mod logging;
 pub mod network;
 pub mod options;

@@ -86,10 +86,13 @@ impl<D: Device + 'static, F: FnOnce(&Arc<Properties>) -> Result<D, BoxError>> Pr
     pub fn run_with_args(self, args: &[String]) -> i32 {
         logging::init();
         panic_boundary::log_panics();
-        panic_boundary::catch(move || self.run_program(args)).unwrap_or_else(|p| {
+        let code = panic_boundary::catch(move || self.run_program(args)).unwrap_or_else(|p| {
             log::error!("Uncaught exception reached the top of main: {p}");
             1
-        })
+        });
+        // Repeated lines still held back are summarised before the process ends.
+        logging::flush();
+        code
     }
 
     fn run_program(mut self, args: &[String]) -> i32 {

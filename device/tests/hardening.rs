@@ -328,3 +328,31 @@ fn i12_a_duplicated_channel_fails_the_device_at_initializing_device_naming_it() 
         assert!(dev.saw("INITIALIZING DEVICE ---> ERROR"), "{place}: {}", dev.seen.join("\n"));
     }
 }
+
+/// Item 12: a flood of identical error lines (a sink configured with a push socket fails every
+/// receive with errno 95, a million times a second) gives a burst, then one summary line a second
+/// counting the rest, and a last summary when the device ends.
+#[test]
+fn i12_a_flood_of_identical_errors_is_summarised_once_a_second() {
+    let s = Session::new();
+    let push = format!("name=data,type=push,method=bind,address={},rateLogging=0", s.ipc("flood"));
+    let started = Instant::now();
+    let mut dev = launch(SINK, "sink", &s, "zeromq", &["--channel-config", &push]);
+    let summary = "more like this in the last";
+    dev.expect_count(summary, 3);
+    dev.signal(Signal::SIGTERM);
+    assert_eq!(dev.wait().code(), Some(0), "{}", dev.seen.join("\n"));
+    let seconds = started.elapsed().as_secs();
+    let failing = "Failed transfer on socket sink.data[0].push, errno: 95";
+    let lines: Vec<&String> = dev.seen.iter().filter(|l| l.contains(failing)).collect();
+    let summaries: Vec<&&String> = lines.iter().filter(|l| l.contains(summary)).collect();
+    assert!(lines.len() - summaries.len() <= 10, "a burst of at most 10 lines: {}", lines.len() - summaries.len());
+    assert!(summaries.len() as u64 <= seconds + 2, "{} summaries in {seconds} s", summaries.len());
+    let held: u64 = summaries
+        .iter()
+        .map(|l| l.split('[').next_back().and_then(|t| t.split(' ').next()).and_then(|n| n.parse::<u64>().ok()))
+        .map(|n| n.expect("a count in each summary"))
+        .sum();
+    assert!(held >= 1000, "the flood was summarised, not lost: {held} lines held back");
+    assert!(dev.seen.last().is_some_and(|l| l.contains(summary)), "the rest is summarised at exit");
+}
