@@ -109,6 +109,11 @@ impl RepeatLimiter {
         out
     }
 
+    /// When the next window ends (`None`: no line is tracked).
+    pub(crate) fn next_due(&self) -> Option<Instant> {
+        self.next_due
+    }
+
     /// Every summary not yet given, whether or not its window ended (at exit).
     pub(crate) fn drain(&mut self, now: Instant) -> Vec<Summary> {
         let out = std::mem::take(&mut self.lines)

@@ -192,6 +192,9 @@ impl log::Log for Logger {
         }
         if admitted {
             write(&s, sev, record);
+        } else {
+            // Held back: its summary is due within a second, even if nothing else is logged.
+            summary_writer().unpark();
         }
     }
 
@@ -235,6 +238,31 @@ fn write(s: &Settings, sev: Severity, record: &log::Record<'_>) {
             let _ = writeln!(f, "{plain}");
         }
     }
+}
+
+/// The thread that writes summaries when their second is over (lines logged meanwhile write them
+/// too). Started with the first line held back; it sleeps until the next window ends, or until
+/// woken when no line is tracked.
+fn summary_writer() -> &'static std::thread::Thread {
+    static WRITER: OnceLock<std::thread::Thread> = OnceLock::new();
+    WRITER.get_or_init(|| {
+        let spawned = std::thread::Builder::new().name("fmq-log-summary".into()).spawn(|| loop {
+            let now = Instant::now();
+            let (summaries, next) = {
+                let mut limiter = LIMITER.lock();
+                (limiter.due(now), limiter.next_due())
+            };
+            let s = SETTINGS.read();
+            summaries.iter().for_each(|summary| write_summary(&s, summary));
+            drop(s);
+            match next {
+                Some(t) => std::thread::park_timeout(t.saturating_duration_since(Instant::now())),
+                None => std::thread::park(),
+            }
+        });
+        // Without the thread, summaries still come with the next line logged and at exit.
+        spawned.map_or_else(|_| std::thread::current(), |h| h.thread().clone())
+    })
 }
 
 /// Writes a summary as a line of the summarised line's severity and target.

@@ -329,6 +329,39 @@ fn i12_a_duplicated_channel_fails_the_device_at_initializing_device_naming_it() 
     }
 }
 
+/// How lines containing `text` were written: raw lines, summary lines, and the lines they stand
+/// for (a raw line one, a summary the count it gives).
+struct Summarised {
+    raw: usize,
+    summaries: usize,
+    total: u64,
+}
+
+const SUMMARY: &str = "more like this in the last";
+
+fn summarised(p: &Proc, text: &str) -> Summarised {
+    let lines: Vec<&String> = p.seen.iter().filter(|l| l.contains(text)).collect();
+    let counts: Vec<u64> = lines
+        .iter()
+        .filter(|l| l.contains(SUMMARY))
+        .map(|l| {
+            let n = l.rsplit('[').next().and_then(|t| t.split(' ').next()).and_then(|n| n.parse().ok());
+            n.unwrap_or_else(|| panic!("a count in the summary: {l}"))
+        })
+        .collect();
+    let raw = lines.len() - counts.len();
+    Summarised { raw, summaries: counts.len(), total: raw as u64 + counts.iter().sum::<u64>() }
+}
+
+/// Asserts the lines with `text` came as a burst of at most 10 and at most one summary a second
+/// (over `seconds`), standing for at least `at_least` lines.
+fn assert_summarised(p: &Proc, text: &str, seconds: u64, at_least: u64) {
+    let s = summarised(p, text);
+    assert!(s.raw <= 10, "a burst of at most 10 lines, not {}", s.raw);
+    assert!(s.summaries as u64 <= seconds + 2, "{} summaries in {seconds} s", s.summaries);
+    assert!(s.total >= at_least, "the lines were counted, not lost: {} of at least {at_least}", s.total);
+}
+
 /// Item 12: a flood of identical error lines (a sink configured with a push socket fails every
 /// receive with errno 95, a million times a second) gives a burst, then one summary line a second
 /// counting the rest, and a last summary when the device ends.
@@ -338,21 +371,41 @@ fn i12_a_flood_of_identical_errors_is_summarised_once_a_second() {
     let push = format!("name=data,type=push,method=bind,address={},rateLogging=0", s.ipc("flood"));
     let started = Instant::now();
     let mut dev = launch(SINK, "sink", &s, "zeromq", &["--channel-config", &push]);
-    let summary = "more like this in the last";
-    dev.expect_count(summary, 3);
+    dev.expect_count(SUMMARY, 3);
     dev.signal(Signal::SIGTERM);
     assert_eq!(dev.wait().code(), Some(0), "{}", dev.seen.join("\n"));
-    let seconds = started.elapsed().as_secs();
     let failing = "Failed transfer on socket sink.data[0].push, errno: 95";
-    let lines: Vec<&String> = dev.seen.iter().filter(|l| l.contains(failing)).collect();
-    let summaries: Vec<&&String> = lines.iter().filter(|l| l.contains(summary)).collect();
-    assert!(lines.len() - summaries.len() <= 10, "a burst of at most 10 lines: {}", lines.len() - summaries.len());
-    assert!(summaries.len() as u64 <= seconds + 2, "{} summaries in {seconds} s", summaries.len());
-    let held: u64 = summaries
-        .iter()
-        .map(|l| l.split('[').next_back().and_then(|t| t.split(' ').next()).and_then(|n| n.parse::<u64>().ok()))
-        .map(|n| n.expect("a count in each summary"))
-        .sum();
-    assert!(held >= 1000, "the flood was summarised, not lost: {held} lines held back");
-    assert!(dev.seen.last().is_some_and(|l| l.contains(summary)), "the rest is summarised at exit");
+    assert_summarised(&dev, failing, started.elapsed().as_secs(), 1000);
+    assert!(dev.seen.last().is_some_and(|l| l.contains(SUMMARY)), "the rest is summarised at exit");
+}
+
+/// Item 12: a rogue peer sends 100000 frames that are not this transport's metadata, then two real
+/// messages: the sink refuses the frames and goes on (its run ends with the second message), and
+/// its error lines come as a burst and at most one summary a second, not a line per frame.
+#[test]
+fn i12_a_flood_of_bad_frames_from_a_peer_is_summarised() {
+    let s = Session::new();
+    let address = s.ipc("bad-frames");
+    let pull = format!("name=data,type=pull,method=bind,address={address},rateLogging=0");
+    let started = Instant::now();
+    let mut sink = launch(SINK, "sink", &s, "shmem", &["--max-iterations", "1", "--channel-config", &pull]);
+    sink.expect("READY ---> RUNNING");
+    {
+        let peer = peer_transport(&s, TransportKind::Shmem);
+        let rogue = socket(&peer, SocketType::Push, &address, Method::Connect);
+        for _ in 0..100_000 {
+            let mut m = fairmq_zmq::Message::from_slice(&[0xff; 3]);
+            rogue.zmq_socket().send(&mut m, 10_000).expect("rogue frame sent");
+        }
+        for _ in 0..2 {
+            let mut real = peer.new_simple_message(b"after the flood").unwrap();
+            rogue.send(&mut real, 10_000, &peer).expect("real message sent");
+        }
+        assert_eq!(sink.wait().code(), Some(0), "{}", sink.seen.join("\n"));
+    }
+    assert!(sink.saw("Received 2 messages"), "{}", sink.seen.join("\n"));
+    // The premise: the transport logs its refusals (else this test no longer floods the logger).
+    assert!(summarised(&sink, "[ERROR]").total > 0, "the frames were refused with errors");
+    assert_summarised(&sink, "[ERROR]", started.elapsed().as_secs(), 1);
+    assert_no_shm_left(&s);
 }
