@@ -4,11 +4,11 @@
 
 mod common;
 use common::process::{start, Proc, GENEROUS};
-use common::{args, config, spawn, Hooks, Session, T};
+use common::{args, attached_socket, config, session_transport, spawn, Hooks, Session, T};
 use fairmq::region::{RegionCallback, RegionConfig};
 use fairmq::state_machine::ErrorState;
-use fairmq::{Properties, SocketType, State, Transition, Transport, TransportKind, UnmanagedRegion};
-use fairmq_zmq::{AttachOptions, Method};
+use fairmq::{SocketType, State, Transition, TransportKind, UnmanagedRegion};
+use fairmq_zmq::Method;
 use nix::sys::signal::Signal;
 use parking_lot::Mutex;
 use std::sync::Arc;
@@ -28,20 +28,6 @@ fn launch(exe: &str, id: &str, s: &Session, transport: &str, extra: &[&str]) -> 
     }
     args.extend_from_slice(extra);
     start(exe, &args, None)
-}
-
-/// A transport of session `s` in this process (to play a peer).
-fn peer_transport(s: &Session, kind: TransportKind) -> Transport {
-    let p = Properties::new();
-    p.set("session", s.name.clone());
-    p.set("shm-segment-size", 20_000_000u64);
-    fairmq::transports::create(kind, "peer", &p).expect("peer transport")
-}
-
-fn socket(t: &Transport, ty: SocketType, address: &str, method: Method) -> fairmq::Socket {
-    let s = t.socket(ty, "peer").expect("socket");
-    s.attach(address, &AttachOptions::new(Some(method))).expect("attach");
-    s
 }
 
 /// The device went to ERROR and exited with FairMQ's code for it, after logging `why`.
@@ -102,9 +88,9 @@ fn i09_a_panic_while_receiving_for_a_data_callback_never_crashes_the_device() {
     );
     splitter.expect("READY ---> RUNNING");
     let forwarded = {
-        let peer = peer_transport(&s, TransportKind::Shmem);
-        let out = socket(&peer, SocketType::Pull, &output, Method::Connect);
-        let rogue = socket(&peer, SocketType::Push, &input, Method::Connect);
+        let peer = session_transport(&s, TransportKind::Shmem, |_| {});
+        let out = attached_socket(&peer, SocketType::Pull, &output, Method::Connect);
+        let rogue = attached_socket(&peer, SocketType::Push, &input, Method::Connect);
         // A wake control frame (version 2, tag 5) one byte longer than its 8, straight onto the
         // socket that carries the transport's metadata; then a real message on the same connection.
         let mut frame = fairmq_zmq::Message::from_slice(&[2, 5, 0, 0, 0, 0, 0, 0, 0]);
@@ -185,8 +171,8 @@ fn i09_a_panicking_region_callback_ends_in_error_state() {
     };
     let channel = format!("name=data,type=push,method=bind,address={address}");
     let d = spawn(device, config(&args("regions", "shmem", &s, &channel)));
-    let peer = peer_transport(&s, TransportKind::Shmem);
-    let pull = socket(&peer, SocketType::Pull, &address, Method::Connect);
+    let peer = session_transport(&s, TransportKind::Shmem, |_| {});
+    let pull = attached_socket(&peer, SocketType::Pull, &address, Method::Connect);
     d.to_ready();
     d.go(Transition::Run, State::Running);
     let mut m = peer.new_message();
@@ -391,8 +377,8 @@ fn i12_a_flood_of_bad_frames_from_a_peer_is_summarised() {
     let mut sink = launch(SINK, "sink", &s, "shmem", &["--max-iterations", "1", "--channel-config", &pull]);
     sink.expect("READY ---> RUNNING");
     {
-        let peer = peer_transport(&s, TransportKind::Shmem);
-        let rogue = socket(&peer, SocketType::Push, &address, Method::Connect);
+        let peer = session_transport(&s, TransportKind::Shmem, |_| {});
+        let rogue = attached_socket(&peer, SocketType::Push, &address, Method::Connect);
         for _ in 0..100_000 {
             let mut m = fairmq_zmq::Message::from_slice(&[0xff; 3]);
             rogue.zmq_socket().send(&mut m, 10_000).expect("rogue frame sent");
