@@ -63,6 +63,14 @@ pub enum ChannelError {
         /// Value as text.
         value: String,
     },
+    /// An integer property beyond a C++ `int` (FairMQ's type for all of them).
+    #[error("channel property '{key}' is out of range: '{value}', allowed are -2147483648 to 2147483647")]
+    OutOfRange {
+        /// Key.
+        key: String,
+        /// Value as text.
+        value: String,
+    },
     /// A channel name with characters FairMQ forbids.
     #[error("channel name contains illegal character: '{0}', allowed characters are: a-z, A-Z, 0-9, -, _, [, ], #")]
     IllegalName(char),
@@ -155,12 +163,13 @@ impl ChannelConfig {
     pub fn set(&mut self, key: &str, v: &Value) -> Result<(), ChannelError> {
         let bad = || ChannelError::BadValue { key: key.to_owned(), value: v.to_string() };
         let int = || -> Result<i32, ChannelError> {
-            match v {
-                Value::Int(i) => i32::try_from(*i).map_err(|_| bad()),
-                Value::UInt(u) => i32::try_from(*u).map_err(|_| bad()),
-                Value::Str(s) => s.trim().parse().map_err(|_| bad()),
-                _ => Err(bad()),
-            }
+            let wide: i128 = match v {
+                Value::Int(i) => i128::from(*i),
+                Value::UInt(u) => i128::from(*u),
+                Value::Str(s) => s.trim().parse().map_err(|_| bad())?,
+                _ => return Err(bad()),
+            };
+            i32::try_from(wide).map_err(|_| ChannelError::OutOfRange { key: key.to_owned(), value: v.to_string() })
         };
         let text = || v.to_string();
         match key {
@@ -456,6 +465,13 @@ mod tests {
         assert_eq!((c2.snd_buf_size, c2.auto_bind), (42, true));
         p.set("chans.data.0.linger", "long");
         assert!(matches!(ChannelConfig::from_properties(&p, "data", 0), Err(ChannelError::BadValue { .. })));
+        p.set("chans.data.0.linger", "2147483648");
+        let e = ChannelConfig::from_properties(&p, "data", 0).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "channel property 'linger' is out of range: '2147483648', allowed are -2147483648 to 2147483647",
+            "issue 17 item 14: the property and the range are named"
+        );
         assert_eq!(c.name(), "data[0]");
         assert_eq!(c.to_string(), "name: data[0], type: push, method: bind, address: tcp://*:5555");
     }

@@ -22,12 +22,22 @@ pub enum ConfigError {
         /// OS error.
         source: std::io::Error,
     },
-    /// The JSON is malformed or not FairMQ's format.
+    /// The JSON is malformed (serde_json's message: nesting beyond its recursion limit is one) or
+    /// not FairMQ's format.
     #[error("invalid JSON configuration: {0}")]
     Json(String),
     /// No device id to select the JSON entry.
     #[error("no device ID provided. Provide with `--id` cmd option")]
     NoDeviceId,
+    /// A channel defined twice: the second definition would silently replace the first (one
+    /// `pull` and one `push` of the same name left a device spinning on errno 95).
+    #[error("channel '{name}' is defined more than once ({place})")]
+    DuplicateChannel {
+        /// Channel name.
+        name: String,
+        /// Where: `in --channel-config`, `in --mq-config` or `in --mq-config and in --channel-config`.
+        place: &'static str,
+    },
     /// A `numSockets` beyond what a channel can have.
     #[error(
         "channel {channel}: numSockets {requested} is more than the {MAX_SUB_CHANNELS} sub-channels a channel may have"
@@ -82,11 +92,45 @@ fn expand(
         .collect()
 }
 
+/// The channel names one configuration source defined so far.
+struct Names {
+    seen: std::collections::BTreeSet<String>,
+    place: &'static str,
+}
+
+impl Names {
+    fn new(place: &'static str) -> Names {
+        Names { seen: Default::default(), place }
+    }
+
+    /// Notes a channel definition; a name seen before is an error.
+    fn add(&mut self, name: &str) -> Result<(), ConfigError> {
+        if !self.seen.insert(name.to_owned()) {
+            return Err(ConfigError::DuplicateChannel { name: name.to_owned(), place: self.place });
+        }
+        Ok(())
+    }
+}
+
+/// Fails when a channel of `first` is defined in `second` too (both given: FairMQ reads only the
+/// first and would drop the other definition without a word).
+pub fn check_disjoint(
+    first: &[ChannelConfig],
+    second: &[ChannelConfig],
+    place: &'static str,
+) -> Result<(), ConfigError> {
+    match second.iter().find(|c| first.iter().any(|f| f.prefix == c.prefix)) {
+        Some(c) => Err(ConfigError::DuplicateChannel { name: c.prefix.clone(), place }),
+        None => Ok(()),
+    }
+}
+
 /// Parses `--channel-config` tokens (one channel each): `[name:]key=value,...`; every `address=`
 /// starts a sub-channel, other keys apply to the whole channel; unknown keys are ignored with a
 /// warning; parsing stops at a space.
 pub fn parse_channel_config(tokens: &[String]) -> Result<Vec<ChannelConfig>, ConfigError> {
     let mut out = Vec::new();
+    let mut names = Names::new("in --channel-config");
     for token in tokens {
         let token = token.split(' ').next().unwrap_or("");
         let (mut name, body) = match (token.find(':'), token.find('=')) {
@@ -113,6 +157,7 @@ pub fn parse_channel_config(tokens: &[String]) -> Result<Vec<ChannelConfig>, Con
             log::error!("missing channel name in argument of option --channel-config");
             ConfigError::MissingName
         })?;
+        names.add(&name)?;
         out.extend(expand(&name, &common, &sockets, num_sockets)?);
     }
     Ok(out)
@@ -150,6 +195,7 @@ pub fn parse_json(text: &str, id: &str) -> Result<Vec<ChannelConfig>, ConfigErro
         .and_then(|d| d.as_array())
         .ok_or_else(|| ConfigError::Json("no fairMQOptions.devices array".into()))?;
     let mut out = Vec::new();
+    let mut names = Names::new("in --mq-config");
     for dev in devices {
         let key = dev.get("key").or_else(|| dev.get("id")).and_then(|k| k.as_str());
         if key != Some(id) {
@@ -162,6 +208,7 @@ pub fn parse_json(text: &str, id: &str) -> Result<Vec<ChannelConfig>, ConfigErro
                 .get("name")
                 .and_then(|n| n.as_str())
                 .ok_or_else(|| ConfigError::Json("a channel has no name".into()))?;
+            names.add(name)?;
             let num_sockets = match obj.get("numSockets") {
                 None => 0,
                 Some(v) => json_value(v)
@@ -183,10 +230,13 @@ pub fn parse_json(text: &str, id: &str) -> Result<Vec<ChannelConfig>, ConfigErro
     Ok(out)
 }
 
-/// Reads a JSON configuration file.
+/// Reads a JSON configuration file (a parser's message names the file).
 pub fn parse_json_file(path: &str, id: &str) -> Result<Vec<ChannelConfig>, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
-    parse_json(&text, id)
+    parse_json(&text, id).map_err(|e| match e {
+        ConfigError::Json(m) => ConfigError::Json(format!("{path}: {m}")),
+        other => other,
+    })
 }
 
 #[cfg(test)]
@@ -256,5 +306,34 @@ mod tests {
         assert!(matches!(parse_json(&huge, "many"), Err(ConfigError::TooManySockets { .. })));
         assert!(matches!(parse_json("{", "x"), Err(ConfigError::Json(_))));
         assert!(matches!(parse_json("{}", "x"), Err(ConfigError::Json(_))));
+    }
+
+    #[test]
+    fn i12_a_channel_defined_twice_is_an_error_naming_it() {
+        let dup = |r: Result<Vec<ChannelConfig>, ConfigError>| match r {
+            Err(ConfigError::DuplicateChannel { name, place }) => format!("{name} {place}"),
+            other => panic!("not a duplicate: {other:?}"),
+        };
+        let pull_push = toks(&["name=data,type=pull,method=bind", "name=data,type=push,method=connect"]);
+        assert_eq!(dup(parse_channel_config(&pull_push)), "data in --channel-config");
+        let prefixed = toks(&["data:type=pull,method=bind", "name=data,type=push"]);
+        assert_eq!(dup(parse_channel_config(&prefixed)), "data in --channel-config");
+        let e = parse_channel_config(&pull_push).unwrap_err().to_string();
+        assert_eq!(e, "channel 'data' is defined more than once (in --channel-config)");
+        let twice = r#"{ "fairMQOptions": { "devices": [ { "id": "d", "channels": [
+            { "name": "data", "type": "pull", "method": "bind" }, { "name": "data", "type": "push", "method": "bind" } ] } ] } }"#;
+        assert_eq!(dup(parse_json(twice, "d")), "data in --mq-config");
+        let two_entries = r#"{ "fairMQOptions": { "devices": [
+            { "id": "d", "channels": [ { "name": "data", "type": "pull" } ] },
+            { "key": "d", "channels": [ { "name": "data", "type": "push" } ] } ] } }"#;
+        assert_eq!(dup(parse_json(two_entries, "d")), "data in --mq-config");
+        assert_eq!(parse_json(two_entries, "other").unwrap().len(), 0, "other devices' channels do not count");
+        let json = parse_json(EXAMPLE, "sampler1").unwrap();
+        let cli = parse_channel_config(&toks(&["name=ctrl,type=pair", "name=data,type=push"])).unwrap();
+        let e = check_disjoint(&json, &cli, "in --mq-config and in --channel-config").unwrap_err();
+        assert_eq!(e.to_string(), "channel 'data' is defined more than once (in --mq-config and in --channel-config)");
+        assert!(check_disjoint(&json, &cli[..1], "x").is_ok());
+        // Sub-channels of one definition are not duplicates.
+        assert_eq!(parse_channel_config(&toks(&["name=x,address=ipc:///a,address=ipc:///b"])).unwrap().len(), 2);
     }
 }

@@ -302,6 +302,7 @@ fn signal_thread(s: &Shared, signalled: &AtomicBool, stop: &AtomicBool) {
     log::info!("Received device shutdown request (signal).");
     log::info!("Waiting for graceful device shutdown. Hit Ctrl-C again to abort immediately.");
     s.shutdown_requested.store(true, Ordering::SeqCst);
+    s.handle.state_machine().request_shutdown();
     let _g = s.sequence.lock();
     if s.ended.load(Ordering::SeqCst) || s.handle.current_state() == State::Error {
         return;

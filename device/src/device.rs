@@ -282,7 +282,7 @@ impl Context {
     }
 
     /// An unmanaged region of the transport of channel `name[index]` (FairMQ's
-    /// `NewUnmanagedRegionFor`).
+    /// `NewUnmanagedRegionFor`). A panic in `callback` takes the device to ERROR, as one in a hook.
     pub fn new_unmanaged_region_for(
         &self,
         name: &str,
@@ -291,6 +291,11 @@ impl Context {
         callback: crate::region::RegionCallback,
         config: &crate::region::RegionConfig,
     ) -> Result<crate::region::UnmanagedRegion, Error> {
+        let sm = self.sm.clone();
+        let callback = crate::region::guarded_callback(callback, move |p| {
+            log::error!("region callback panicked: {p}");
+            sm.change_state(Transition::ErrorFound);
+        });
         self.channel(name, index)?.transport().create_region(size, callback, config)
     }
 

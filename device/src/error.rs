@@ -41,9 +41,14 @@ pub enum Error {
     /// Binding channels failed.
     #[error("{0} of the binding channels could not initialize. Initial configuration incomplete.")]
     Binding(usize),
-    /// Connecting channels timed out.
-    #[error("could not connect all channels after {0} attempts")]
-    Connecting(i64),
+    /// Connecting channels timed out (FairMQ's words; FairMQ gives the seconds as the attempts).
+    #[error("could not connect all channels after {attempts} attempts in {seconds} s (--init-timeout)")]
+    Connecting {
+        /// Attempts made.
+        attempts: u64,
+        /// `--init-timeout`.
+        seconds: u64,
+    },
     /// A channel without bind/connect.
     #[error("Cannot update configuration. Socket method (bind/connect) for channel '{0}' not specified.")]
     NoMethod(String),

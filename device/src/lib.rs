@@ -45,9 +45,11 @@ mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod iterations;
+mod log_limiter;
 pub mod logging;
 pub mod network;
 pub mod options;
+mod panic_boundary;
 pub mod properties;
 mod rate;
 mod rate_log;

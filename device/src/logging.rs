@@ -4,13 +4,19 @@
 //! FairMQ's severities are `trace debug info state warn error fatal nolog`; `state` (between info
 //! and warn) is logged through `log` at info level with the target [`STATE_TARGET`], `fatal` at
 //! error level with [`FATAL_TARGET`]. Library users may install their own `log` backend instead.
+//!
+//! A line repeated more than a few times a second (a peer sending bad frames, a socket failing on
+//! every call) is summarised: after a burst, one line per second says how many more came (see
+//! `log_limiter`), for lines of every crate, on the console and in the file. State lines are
+//! exempt: controllers and scripts read them, and the state machine cannot repeat them in a loop.
 
-use parking_lot::RwLock;
+use crate::log_limiter::{LineKey, RepeatLimiter, Summary};
+use parking_lot::{Mutex, RwLock};
 use std::fs::File;
 use std::io::Write;
 use std::str::FromStr;
 use std::sync::OnceLock;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// `log` target of FairMQ's `state` severity.
 pub const STATE_TARGET: &str = "fairmq::state";
@@ -150,6 +156,8 @@ static SETTINGS: RwLock<Settings> = RwLock::new(Settings {
     file: None,
 });
 
+static LIMITER: Mutex<RepeatLimiter> = Mutex::new(RepeatLimiter::new());
+
 struct Logger;
 
 impl log::Log for Logger {
@@ -162,27 +170,112 @@ impl log::Log for Logger {
     fn log(&self, record: &log::Record<'_>) {
         let sev = Severity::of(record.metadata());
         let s = SETTINGS.read();
-        let to_console = sev >= s.console && s.console != Severity::Nolog && s.file.is_none();
-        let to_file = s.file.is_some() && sev >= s.file_severity;
-        if !to_console && !to_file {
+        if !s.writes(sev) {
             return;
         }
-        let plain = format_line(sev, s.verbosity, record, false);
-        if to_console {
-            let line = if s.color { format_line(sev, s.verbosity, record, true) } else { plain.clone() };
-            // println! (not a raw stdout write) so that test harnesses capture it.
-            println!("{line}");
+        let now = Instant::now();
+        let (summaries, admitted) = {
+            let mut limiter = LIMITER.lock();
+            let summaries = limiter.due(now);
+            let admitted = sev == Severity::State || {
+                let key = LineKey {
+                    level: record.level(),
+                    target: record.target().to_owned(),
+                    text: record.args().to_string(),
+                };
+                limiter.admit(&key, now)
+            };
+            (summaries, admitted)
+        };
+        for summary in &summaries {
+            write_summary(&s, summary);
         }
-        if to_file {
-            if let Some(mut f) = s.file.as_ref() {
-                let _ = writeln!(f, "{plain}");
-            }
+        if admitted {
+            write(&s, sev, record);
+        } else {
+            // Held back: its summary is due within a second, even if nothing else is logged.
+            summary_writer().unpark();
         }
     }
 
     fn flush(&self) {
+        let summaries = LIMITER.lock().drain(Instant::now());
+        let s = SETTINGS.read();
+        for summary in &summaries {
+            write_summary(&s, summary);
+        }
         let _ = std::io::stdout().flush();
     }
+}
+
+impl Settings {
+    fn to_console(&self, sev: Severity) -> bool {
+        sev >= self.console && self.console != Severity::Nolog && self.file.is_none()
+    }
+
+    fn to_file(&self, sev: Severity) -> bool {
+        self.file.is_some() && sev >= self.file_severity
+    }
+
+    fn writes(&self, sev: Severity) -> bool {
+        self.to_console(sev) || self.to_file(sev)
+    }
+}
+
+fn write(s: &Settings, sev: Severity, record: &log::Record<'_>) {
+    let (to_console, to_file) = (s.to_console(sev), s.to_file(sev));
+    if !to_console && !to_file {
+        return;
+    }
+    let plain = format_line(sev, s.verbosity, record, false);
+    if to_console {
+        let line = if s.color { format_line(sev, s.verbosity, record, true) } else { plain.clone() };
+        // println! (not a raw stdout write) so that test harnesses capture it.
+        println!("{line}");
+    }
+    if to_file {
+        if let Some(mut f) = s.file.as_ref() {
+            let _ = writeln!(f, "{plain}");
+        }
+    }
+}
+
+/// The thread that writes summaries when their second is over (lines logged meanwhile write them
+/// too). Started with the first line held back; it sleeps until the next window ends, or until
+/// woken when no line is tracked.
+fn summary_writer() -> &'static std::thread::Thread {
+    static WRITER: OnceLock<std::thread::Thread> = OnceLock::new();
+    WRITER.get_or_init(|| {
+        let spawned = std::thread::Builder::new().name("fmq-log-summary".into()).spawn(|| loop {
+            let now = Instant::now();
+            let (summaries, next) = {
+                let mut limiter = LIMITER.lock();
+                (limiter.due(now), limiter.next_due())
+            };
+            let s = SETTINGS.read();
+            summaries.iter().for_each(|summary| write_summary(&s, summary));
+            drop(s);
+            match next {
+                Some(t) => std::thread::park_timeout(t.saturating_duration_since(Instant::now())),
+                None => std::thread::park(),
+            }
+        });
+        // Without the thread, summaries still come with the next line logged and at exit.
+        spawned.map_or_else(|_| std::thread::current(), |h| h.thread().clone())
+    })
+}
+
+/// Writes a summary as a line of the summarised line's severity and target.
+fn write_summary(s: &Settings, summary: &Summary) {
+    let text = summary.text();
+    let k = &summary.key;
+    let metadata = log::Metadata::builder().level(k.level).target(&k.target).build();
+    write(s, Severity::of(&metadata), &log::Record::builder().args(format_args!("{text}")).metadata(metadata).build());
+}
+
+/// Writes the summaries of lines still held back (call before the process ends).
+pub fn flush() {
+    log::logger().flush();
 }
 
 fn clock(with_date: bool, micros: bool) -> String {

@@ -6,8 +6,12 @@
 //! `--print-options` need no value; `--channel-config` takes several tokens and may repeat.
 
 use crate::properties::{Properties, Value};
+use range::Refusal;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+
+mod range;
+pub use range::Range;
 
 /// The type of an option's value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,17 +51,9 @@ impl Kind {
         }
     }
 
-    /// Converts a command-line text to a value of this kind.
+    /// Converts a command-line text to a value of this kind (within the kind's own range).
     pub fn parse(self, text: &str) -> Option<Value> {
-        Some(match self {
-            Kind::Str => Value::Str(text.to_owned()),
-            Kind::Bool | Kind::Flag => Value::Bool(parse_bool(text)?),
-            Kind::Int => Value::Int(i64::from(text.parse::<i32>().ok()?)),
-            Kind::U16 => Value::UInt(u64::from(text.parse::<u16>().ok()?)),
-            Kind::U64 | Kind::Size => Value::UInt(text.parse::<u64>().ok()?),
-            Kind::Float => Value::Float(f64::from(text.parse::<f32>().ok()?)),
-            Kind::Strings => Value::Strings(vec![text.to_owned()]),
-        })
+        self.parse_within(text, None).ok()
     }
 }
 
@@ -85,6 +81,8 @@ pub struct OptionSpec {
     pub description: String,
     /// Must be given.
     pub required: bool,
+    /// The values a numeric option accepts, narrower than its kind's (`None`: the kind's).
+    pub range: Option<Range>,
 }
 
 /// A titled group of options (as `--help` prints them).
@@ -133,7 +131,17 @@ impl OptionGroup {
             default,
             description: description.to_owned(),
             required,
+            range: None,
         });
+        self
+    }
+
+    /// Narrows the values the option added last accepts (a numeric one); a value outside is
+    /// refused naming the option and the range.
+    pub fn within(&mut self, range: impl Into<Range>) -> &mut Self {
+        if let Some(o) = self.options.last_mut() {
+            o.range = Some(range.into());
+        }
         self
     }
 
@@ -156,7 +164,7 @@ impl OptionGroup {
 }
 
 /// Why the command line was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum OptionsError {
     /// A value-taking option at the end of the line.
     #[error("the required argument for option '--{0}' is missing")]
@@ -168,6 +176,16 @@ pub enum OptionsError {
         name: String,
         /// Text given.
         value: String,
+    },
+    /// A number outside what the option accepts.
+    #[error("the argument ('{value}') for option '--{name}' is out of range: allowed are {range}")]
+    OutOfRange {
+        /// Option.
+        name: String,
+        /// Text given.
+        value: String,
+        /// What it accepts.
+        range: Range,
     },
     /// A required option was not given.
     #[error("the option '--{0}' is required but missing")]
@@ -264,10 +282,12 @@ impl Options {
                 }
             };
             for text in texts {
-                let value = spec
-                    .kind
-                    .parse(&text)
-                    .ok_or_else(|| OptionsError::InvalidValue { name: spec.name.clone(), value: text.clone() })?;
+                let value = spec.kind.parse_within(&text, spec.range).map_err(|r| match r {
+                    Refusal::Invalid => OptionsError::InvalidValue { name: spec.name.clone(), value: text.clone() },
+                    Refusal::OutOfRange(range) => {
+                        OptionsError::OutOfRange { name: spec.name.clone(), value: text.clone(), range }
+                    }
+                })?;
                 match (given.get_mut(&spec.name), value) {
                     (Some(Value::Strings(acc)), Value::Strings(mut more)) => acc.append(&mut more),
                     (_, v) => {
@@ -344,6 +364,14 @@ impl Options {
     }
 }
 
+/// Most ZeroMQ I/O threads (`--io-threads`). FairMQ sets no limit, but each thread takes two file
+/// descriptors and libzmq aborts the process when it cannot make them; a few are plenty (ZeroMQ's
+/// guide: one per gigabyte per second).
+pub const MAX_IO_THREADS: i64 = 64;
+
+/// Largest `--shm-metadata-msg-size`: every send pads its metadata frame to it.
+pub const MAX_METADATA_MSG_SIZE: u64 = 1 << 20;
+
 /// FairMQ's general, device and control options with their defaults.
 pub fn standard() -> Options {
     let mut o = Options::default();
@@ -377,11 +405,15 @@ pub fn standard() -> Options {
     device
         .add_required("id", Kind::Str, "Device ID.")
         .add("io-threads", Kind::Int, 1i32, "Number of I/O threads.")
+        .within(1i64..=MAX_IO_THREADS)
         .add("transport", Kind::Str, "zeromq", "Transport ('zeromq'/'shmem').")
         .add("network-interface", Kind::Str, "default", "Network interface to bind on (e.g. eth0, ib0..., default will try to detect the interface of the default route).")
         .add("init-timeout", Kind::Int, 120i32, "Timeout for the initialization in seconds (when expecting dynamic initialization).")
+        .within(0..=i64::from(i32::MAX))
         .add_optional("print-channels", Kind::Flag, "Print registered channel endpoints in a machine-readable format (<channel name>:<min num subchannels>:<max num subchannels>)")
         .add("shm-segment-size", Kind::Size, 2u64 << 30, "Shared memory: size of the shared memory segment (in bytes).")
+        // The segment's file is sized with an off_t.
+        .within(fairmq_shm::segment::MIN_SEGMENT_SIZE..=i64::MAX as u64)
         .add("shm-allocation", Kind::Str, "rbtree_best_fit", "Shared memory allocation algorithm: rbtree_best_fit/simple_seq_fit (fairmq-rs always uses its TLSF allocator).")
         .add("shm-segment-id", Kind::U16, 0u16, "EXPERIMENTAL: Shared memory segment id for message creation.")
         .add_optional("shmid", Kind::U64, "EXPERIMENTAL: Shared memory id (decimal) instead of the one derived from session and user id.")
@@ -391,12 +423,16 @@ pub fn standard() -> Options {
         .add("shm-zero-segment-on-creation", Kind::Bool, false, "Shared memory: zero the shared memory segment memory only once when created.")
         .add("shm-throw-bad-alloc", Kind::Bool, true, "Throw a fair::mq::MessageBadAlloc if cannot allocate a message (retry if false).")
         .add("shm-metadata-msg-size", Kind::Size, 0u64, "Shared memory: size of the zmq metadata message (values smaller than minimum are clamped to the minimum).")
+        .within(0..=MAX_METADATA_MSG_SIZE)
         .add_optional("bad-alloc-max-attempts", Kind::Int, "Maximum number of allocation attempts before throwing MessageBadAlloc. -1 is infinite.")
+        .within(-1..=i64::from(i32::MAX))
         .add("bad-alloc-attempt-interval", Kind::Int, 50i32, "Interval between failed allocation attempts (in ms).")
+        .within(0..=i64::from(i32::MAX))
         .add("shm-monitor", Kind::Bool, false, "Shared memory: run monitor daemon.")
         .add("shm-no-cleanup", Kind::Bool, false, "Shared memory: do not cleanup the memory when last device leaves.")
         .add("shm-lanes", Kind::Bool, true, "Shared memory: pass metadata between single peers (PAIR, PUSH connected to one endpoint) through a ring in the segment instead of a ZeroMQ message each (fairmq-rs).")
         .add("rate", Kind::Float, 0.0f32, "Rate for conditional run loop (Hz).")
+        .within(0.0..=f64::from(f32::MAX))
         .add("session", Kind::Str, "default", "Session name.")
         .add_optional("config-key", Kind::Str, "Use provided value instead of device id for fetching the configuration from JSON file")
         .add_optional("mq-config", Kind::Str, "JSON input as file.")
@@ -472,6 +508,41 @@ mod tests {
         assert_eq!(e.to_string(), "option '--control' cannot be specified more than once");
         let e = standard().parse(&args("--id="), &Properties::new()).unwrap_err();
         assert_eq!(e, OptionsError::EmptyInline("id".into()));
+    }
+
+    #[test]
+    fn i14_every_numeric_option_refuses_values_beyond_its_range_naming_it_and_the_range() {
+        let o = standard();
+        let mut checked = 0;
+        for spec in o.groups.iter().flat_map(|g| &g.options) {
+            let Some(own) = spec.kind.range() else { continue };
+            let range = spec.range.unwrap_or(own);
+            if let Some(d) = &spec.default {
+                let text = d.to_string();
+                assert!(
+                    spec.kind.parse_within(&text, spec.range).is_ok(),
+                    "--{}: default {text} outside {range}",
+                    spec.name
+                );
+            }
+            let beyond: Vec<String> = match range {
+                Range::Int { min, max } => vec![(min - 1).to_string(), (max + 1).to_string()],
+                Range::Float { min, max } => vec![(min * 10.0 - 1.0).to_string(), (max * 10.0 + 1.0).to_string()],
+            };
+            for value in beyond {
+                let e = standard().parse(&[format!("--{}", spec.name), value.clone()], &Properties::new()).unwrap_err();
+                assert_eq!(e, OptionsError::OutOfRange { name: spec.name.clone(), value: value.clone(), range });
+                let text = e.to_string();
+                assert!(text.contains(&format!("'--{}'", spec.name)) && text.contains(&range.to_string()), "{text}");
+            }
+            checked += 1;
+        }
+        assert!(checked >= 10, "all numeric options: {checked}");
+        let e = standard().parse(&args("--io-threads 100000000"), &Properties::new()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the argument ('100000000') for option '--io-threads' is out of range: allowed are 1 to 64"
+        );
     }
 
     #[test]

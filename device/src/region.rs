@@ -11,6 +11,24 @@ pub use fairmq_zmq::{
 };
 use std::time::Duration;
 
+/// `callback` inside the panic boundary: it runs on a transport's thread, where a panic would end
+/// that thread (and every acknowledgement after it); `on_panic` hears of it instead.
+pub(crate) fn guarded_callback(callback: RegionCallback, on_panic: impl Fn(String) + Send + 'static) -> RegionCallback {
+    match callback {
+        RegionCallback::None => RegionCallback::None,
+        RegionCallback::Single(mut f) => RegionCallback::Single(Box::new(move |block| {
+            if let Err(p) = crate::panic_boundary::catch(|| f(block)) {
+                on_panic(p);
+            }
+        })),
+        RegionCallback::Bulk(mut f) => RegionCallback::Bulk(Box::new(move |blocks| {
+            if let Err(p) = crate::panic_boundary::catch(|| f(blocks)) {
+                on_panic(p);
+            }
+        })),
+    }
+}
+
 /// A region of either transport.
 #[derive(Debug)]
 pub enum UnmanagedRegion {

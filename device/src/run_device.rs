@@ -5,6 +5,7 @@ use crate::device::{ChannelRegistry, Device};
 use crate::error::BoxError;
 use crate::logging::{self, Severity, Verbosity};
 use crate::options::{self, OptionGroup, Options};
+use crate::panic_boundary;
 use crate::properties::Properties;
 use crate::runner::run_state_machine;
 use crate::state::State;
@@ -79,9 +80,22 @@ impl<D: Device + 'static, F: FnOnce(&Arc<Properties>) -> Result<D, BoxError>> Pr
         }
     }
 
-    /// Runs with explicit arguments (without the program name); returns the exit code.
-    pub fn run_with_args(mut self, args: &[String]) -> i32 {
+    /// Runs with explicit arguments (without the program name); returns the exit code. A panic
+    /// anywhere in the program's thread (building the device, a plugin, the device's `Drop`) ends
+    /// it as FairMQ ends an exception reaching `main`: logged, exit code 1.
+    pub fn run_with_args(self, args: &[String]) -> i32 {
         logging::init();
+        panic_boundary::log_panics();
+        let code = panic_boundary::catch(move || self.run_program(args)).unwrap_or_else(|p| {
+            log::error!("Uncaught exception reached the top of main: {p}");
+            1
+        });
+        // Repeated lines still held back are summarised before the process ends.
+        logging::flush();
+        code
+    }
+
+    fn run_program(mut self, args: &[String]) -> i32 {
         let mut opts = options::standard();
         if let Some(g) = self.custom_options.take() {
             opts.add_group(g);

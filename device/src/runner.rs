@@ -5,13 +5,13 @@ use crate::channel::{Channel, ChannelConfig};
 use crate::channel_parsers;
 use crate::device::{Context, Device, InputKind};
 use crate::error::{BoxError, Error, HookResult};
+use crate::panic_boundary;
 use crate::properties::Properties;
 use crate::rate::RateLimiter;
 use crate::state::{State, Transition};
 use crate::state_machine::{ErrorState, StateMachine};
 use crate::transport::{Poller, Transport};
 use fairmq_zmq::{Counters, TransportKind};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -39,7 +39,9 @@ pub fn run_state_machine(
             }
         },
         |state| {
-            if let Err(e) = r.work(state) {
+            // Everything a state does runs inside the boundary, not only the hooks: the framework's
+            // own work (a receive for a data callback, building channels) may panic too.
+            if let Err(e) = panic_boundary::guarded(&state, || r.work(state)) {
                 log::error!("{e}");
                 sm.change_state(Transition::ErrorFound);
             }
@@ -57,16 +59,9 @@ struct Runner<'a> {
     connecting: Vec<(String, usize)>,
 }
 
-/// Calls a hook, turning a panic into an error.
+/// Calls a hook: its error or panic becomes an error naming it (`InitTask() failed: ...`).
 fn hook<T>(name: &str, f: impl FnOnce() -> HookResult<T>) -> Result<T, BoxError> {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(r) => r.map_err(|e| format!("{name}() failed: {e}").into()),
-        Err(p) => {
-            let what =
-                p.downcast_ref::<&str>().map(|s| (*s).to_owned()).or_else(|| p.downcast_ref::<String>().cloned());
-            Err(format!("{name}() panicked: {}", what.unwrap_or_else(|| "(no message)".into())).into())
-        }
-    }
+    panic_boundary::guarded(&format_args!("{name}()"), || f().map_err(|e| format!("{name}() failed: {e}").into()))
 }
 
 impl Runner<'_> {
@@ -114,35 +109,42 @@ impl Runner<'_> {
     }
 
     /// FairMQ's config plugin: at every entry into INITIALIZING DEVICE, the channel configuration
-    /// of `--mq-config` (or else `--channel-config`) is written into the properties. Errors are
-    /// logged, not fatal.
-    fn parse_channel_configuration(&self) {
+    /// of `--mq-config` (or else `--channel-config`) is written into the properties. Unlike FairMQ,
+    /// which logs a parser's error and goes on without the channels (to fail later with
+    /// `GetChannel(): 'data[0]' does not exist`), a bad configuration fails INITIALIZING DEVICE.
+    fn parse_channel_configuration(&self) -> Result<(), channel_parsers::ConfigError> {
         let p = self.props();
         let id = p.get::<String>("config-key").or_else(|_| p.get::<String>("id")).unwrap_or_default();
         if id.is_empty() {
             log::warn!("No device ID or config-key provided for the configuration parser.");
-            return;
+            return Ok(());
         }
+        let tokens = p.get::<Vec<String>>("channel-config").ok();
         let parsed = if let Ok(path) = p.get::<String>("mq-config") {
             log::debug!("mq-config: Using default JSON parser");
-            channel_parsers::parse_json_file(&path, &id)
-        } else if let Ok(tokens) = p.get::<Vec<String>>("channel-config") {
+            let chans = channel_parsers::parse_json_file(&path, &id)?;
+            if let Some(tokens) = tokens {
+                // FairMQ reads only --mq-config then; a channel in both would lose one definition.
+                let ignored = channel_parsers::parse_channel_config(&tokens)?;
+                channel_parsers::check_disjoint(&chans, &ignored, "in --mq-config and in --channel-config")?;
+                log::warn!("--channel-config is ignored: --mq-config is given");
+            }
+            Ok(chans)
+        } else if let Some(tokens) = tokens {
             log::debug!("channel-config: Parsing channel configuration");
             channel_parsers::parse_channel_config(&tokens)
         } else {
             log::info!(
                 "fair::mq::plugins::Config: no channels configuration provided via --mq-config or --channel-config"
             );
-            return;
+            return Ok(());
         };
-        match parsed {
-            Ok(chans) => chans.iter().for_each(|c| c.write_to(p)),
-            Err(e) => log::error!("{e}"),
-        }
+        parsed?.iter().for_each(|c| c.write_to(p));
+        Ok(())
     }
 
     fn init_device(&mut self) -> Result<(), BoxError> {
-        self.parse_channel_configuration();
+        self.parse_channel_configuration()?;
         // Leaving INITIALIZING DEVICE needs CompleteInit; until then controllers may configure.
         self.sm().wait_for_pending(None);
         *self.ctx.id.borrow_mut() = self.props().get_or::<String>("id", String::new())?;
@@ -242,11 +244,16 @@ impl Runner<'_> {
         self.auto()
     }
 
+    /// FairMQ's ConnectWrapper: attach, then retry every 50 ms (re-reading the addresses) until
+    /// all are attached, a transition is pending, a shutdown was requested (a signal: retrying would
+    /// hold the device until `--init-timeout`) or `--init-timeout` seconds passed.
     fn connect(&mut self) -> Result<(), BoxError> {
         let mut left = std::mem::take(&mut self.connecting);
-        let timeout_s = i64::from(self.props().get_or::<i32>("init-timeout", 120)?);
-        let deadline = Instant::now() + Duration::from_secs(timeout_s.max(0) as u64);
+        let seconds = u64::try_from(self.props().get_or::<i32>("init-timeout", 120)?).unwrap_or(0);
+        let deadline = Instant::now() + Duration::from_secs(seconds);
+        let mut attempts = 0u64;
         loop {
+            attempts += 1;
             let mut still = Vec::new();
             for (name, i) in left {
                 // A controller may publish the address while we are CONNECTING.
@@ -266,16 +273,25 @@ impl Runner<'_> {
                 }
             }
             left = still;
-            if left.is_empty() || self.sm().new_state_pending() {
+            if left.is_empty() || self.sm().new_state_pending() || self.sm().shutdown_requested() {
                 break;
             }
             if Instant::now() >= deadline {
+                log::error!("following channels are still invalid:");
                 for (n, i) in &left {
-                    log::error!("could not connect channel {n}[{i}]");
+                    if let Some(ch) = self.ctx.channels.get(n).and_then(|v| v.get(*i)) {
+                        log::error!("channel: {}", ch.config());
+                    }
                 }
-                return Err(Error::Connecting(timeout_s).into());
+                return Err(Error::Connecting { attempts, seconds }.into());
             }
             std::thread::sleep(Duration::from_millis(50));
+        }
+        if !left.is_empty() {
+            // Stopped early: the Connect hook expects connected channels, and none will come.
+            let why = if self.sm().shutdown_requested() { "the device shuts down" } else { "a transition is pending" };
+            log::info!("Stopped connecting with {} channel(s) not connected: {why}", left.len());
+            return self.request_unless_pending(Transition::Auto);
         }
         if self.ctx.channels.is_empty() {
             log::warn!("No channels created after finishing initialization");
@@ -288,7 +304,8 @@ impl Runner<'_> {
     fn running(&mut self) -> Result<(), BoxError> {
         log::info!("fair::mq::Device running...");
         let logger = self.start_rate_logger();
-        let result = self.run_hooks();
+        // Caught here too, so that the rate logger is joined whatever happens.
+        let result = panic_boundary::guarded(&"RUNNING", || self.run_hooks());
         if result.is_err() {
             self.sm().change_state(Transition::ErrorFound);
         }

@@ -30,6 +30,7 @@ pub struct StateMachine {
     inner: Mutex<Inner>,
     changed: Condvar,
     pending: AtomicBool,
+    shutdown: AtomicBool,
     current: AtomicI32,
     queue: StateQueue,
 }
@@ -52,6 +53,7 @@ impl Default for StateMachine {
             }),
             changed: Condvar::new(),
             pending: AtomicBool::new(false),
+            shutdown: AtomicBool::new(false),
             current: AtomicI32::new(State::Idle as i32),
             queue: StateQueue::default(),
         }
@@ -80,9 +82,14 @@ impl StateMachine {
             return false;
         };
         g.next = next;
-        let subs: Vec<TransitionCallback> = g.transition_subs.iter().map(|(_, cb)| cb.clone()).collect();
-        for cb in subs {
-            cb(t);
+        let subs: Vec<(String, TransitionCallback)> = g.transition_subs.clone();
+        for (key, cb) in subs {
+            // A callback that panics makes this transition an ErrorFound (FairMQ: an exception
+            // from a subscriber ends in ERROR).
+            if let Err(p) = crate::panic_boundary::catch(|| cb(t)) {
+                log::error!("new-transition callback '{key}' panicked on {t}: {p}");
+                g.next = State::Error;
+            }
         }
         g.pending = true;
         self.pending.store(true, Ordering::Release);
@@ -94,6 +101,19 @@ impl StateMachine {
     #[inline]
     pub fn new_state_pending(&self) -> bool {
         self.pending.load(Ordering::Acquire)
+    }
+
+    /// Marks that the device is to shut down (a signal arrived): work that would otherwise go on
+    /// until a timeout, such as retrying to connect, ends now. The controller still drives the
+    /// states; this only tells working states not to wait for what will not come.
+    pub fn request_shutdown(&self) {
+        self.shutdown.store(true, Ordering::Release);
+    }
+
+    /// Whether a shutdown was requested.
+    #[inline]
+    pub fn shutdown_requested(&self) -> bool {
+        self.shutdown.load(Ordering::Acquire)
     }
 
     /// The current state.
@@ -154,11 +174,21 @@ impl StateMachine {
         }
     }
 
-    fn notify_state(&self, s: State) {
-        let subs: Vec<StateCallback> = self.inner.lock().state_subs.iter().map(|s| s.2.clone()).collect();
-        for cb in subs {
-            cb(s);
+    /// Calls the state-change subscribers; false if one panicked (logged, ErrorFound requested).
+    fn notify_state(&self, s: State) -> bool {
+        let subs: Vec<(String, StateCallback)> =
+            self.inner.lock().state_subs.iter().map(|(k, _, cb)| (k.clone(), cb.clone())).collect();
+        let mut ok = true;
+        for (key, cb) in subs {
+            if let Err(p) = crate::panic_boundary::catch(|| cb(s)) {
+                log::error!("state-change callback '{key}' panicked entering {s}: {p}");
+                ok = false;
+            }
         }
+        if !ok {
+            self.change_state(Transition::ErrorFound);
+        }
+        ok
     }
 
     /// Runs the state loop in this thread until `EXITING` (Ok) or `ERROR` (Err). For each state:
@@ -167,7 +197,7 @@ impl StateMachine {
     /// `work(state)`, which returns when the state's work is done.
     pub fn run(&self, mut prepare: impl FnMut(State), mut work: impl FnMut(State)) -> Result<(), ErrorState> {
         log_state!("Starting FairMQ state machine --> IDLE");
-        self.notify_state(State::Idle);
+        let _ = self.notify_state(State::Idle);
         loop {
             let (old, new) = {
                 let mut g = self.inner.lock();
@@ -186,9 +216,12 @@ impl StateMachine {
                 (old, g.state)
             };
             log_state!("{old} ---> {new}");
-            self.notify_state(new);
-            self.queue.push(new);
-            work(new);
+            // As in FairMQ, a subscriber's failure skips the state's work: ERROR comes next (the
+            // last states are still queued: waiters must learn of them).
+            if self.notify_state(new) || matches!(new, State::Error | State::Exiting) {
+                self.queue.push(new);
+                work(new);
+            }
             match new {
                 State::Exiting => {
                     log_state!("Exiting FairMQ state machine");
@@ -364,6 +397,25 @@ mod tests {
         assert_eq!(sm.queue().wait_for_next(Some(Duration::ZERO)), Err(ErrorState));
         assert_eq!(sm.queue().wait_for_next(Some(Duration::ZERO)), Err(ErrorState), "ERROR stays");
         assert!(!sm.change_state(Transition::InitDevice), "nothing after ERROR");
+    }
+
+    #[test]
+    fn i09_a_panicking_state_subscriber_skips_the_work_and_ends_in_error() {
+        let sm = StateMachine::new();
+        sm.subscribe_to_state_change("bad", |s| assert_ne!(s, State::InitializingDevice, "subscriber fails"));
+        assert!(sm.change_state(Transition::InitDevice));
+        let worked = Mutex::new(Vec::new());
+        assert_eq!(sm.run(|_| {}, |s| worked.lock().push(s)), Err(ErrorState));
+        assert_eq!(*worked.lock(), [State::Error], "no work for the state whose subscriber panicked");
+    }
+
+    #[test]
+    fn i09_a_panicking_transition_subscriber_turns_the_transition_into_error_found() {
+        let sm = StateMachine::new();
+        sm.subscribe_to_new_transition("bad", |t| assert_ne!(t, Transition::InitDevice, "subscriber fails"));
+        assert!(sm.change_state(Transition::InitDevice));
+        assert_eq!(sm.run(|_| {}, |_| {}), Err(ErrorState));
+        assert_eq!(sm.current_state(), State::Error);
     }
 
     #[test]

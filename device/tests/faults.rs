@@ -6,9 +6,9 @@
 
 mod common;
 use common::process::{start, Proc, GENEROUS};
-use common::{Session, TRANSPORTS};
-use fairmq::{Message, Properties, SocketType, Transport, TransportKind};
-use fairmq_zmq::{AttachOptions, Method};
+use common::{attached_socket, session_transport, Session, TRANSPORTS};
+use fairmq::{Message, SocketType, Transport, TransportKind};
+use fairmq_zmq::Method;
 use nix::sys::signal::Signal;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,12 +19,11 @@ use std::time::{Duration, Instant};
 const SIZE: usize = 4096;
 
 fn tester(s: &Session, tr: &str) -> Transport {
-    let p = Properties::new();
-    p.set("session", s.name.clone());
-    p.set("shm-segment-size", 64_000_000u64);
-    p.set("shm-throw-bad-alloc", false);
     let kind = if tr == "shmem" { TransportKind::Shmem } else { TransportKind::Zeromq };
-    fairmq::transports::create(kind, "tester", &p).expect("transport")
+    session_transport(s, kind, |p| {
+        p.set("shm-segment-size", 64_000_000u64);
+        p.set("shm-throw-bad-alloc", false);
+    })
 }
 
 fn byte(seq: u64, i: usize) -> u8 {
@@ -51,12 +50,6 @@ fn check(m: &Message) -> Result<u64, String> {
     }
 }
 
-fn socket(t: &Transport, ty: SocketType, address: &str, method: Method) -> fairmq::Socket {
-    let s = t.socket(ty, "data").expect("socket");
-    s.attach(address, &AttachOptions::new(Some(method))).expect("attach");
-    s
-}
-
 /// A receiver thread in the test process: collects sequence numbers, checking every byte.
 struct Collector {
     seqs: Arc<Mutex<Vec<u64>>>,
@@ -69,7 +62,7 @@ impl Collector {
     fn start(t: &Transport, address: &str, method: Method) -> Collector {
         let (seqs, errors, stop) = (Arc::default(), Arc::default(), Arc::new(AtomicBool::new(false)));
         let (sq, er, st, t) = (Arc::clone(&seqs), Arc::clone(&errors), stop.clone(), t.clone());
-        let sock = socket(&t, SocketType::Pull, address, method);
+        let sock = attached_socket(&t, SocketType::Pull, address, method);
         let thread = std::thread::spawn(move || {
             let sq: Arc<Mutex<Vec<u64>>> = sq;
             let er: Arc<Mutex<Vec<String>>> = er;
@@ -129,7 +122,7 @@ fn sender(
     stop: Arc<AtomicBool>,
 ) -> JoinHandle<(u64, fairmq::Socket)> {
     let t = t.clone();
-    let sock = socket(&t, SocketType::Push, address, method);
+    let sock = attached_socket(&t, SocketType::Push, address, method);
     std::thread::spawn(move || {
         let mut seq = 0;
         while seq < total && !stop.load(Ordering::SeqCst) {
@@ -297,7 +290,7 @@ fn a_sender_killed_mid_stream_leaves_the_receiver_working() {
         let t = tester(&s, tr);
         let address = s.ipc("data");
         let mut received = 0;
-        let pull = socket(&t, SocketType::Pull, &address, Method::Bind);
+        let pull = attached_socket(&t, SocketType::Pull, &address, Method::Bind);
         let mut sampler = device(
             &s,
             tr,

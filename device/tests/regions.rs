@@ -2,19 +2,14 @@
 //! region of the other transport, and events.
 
 mod common;
-use common::Session;
+use common::{session_transport, Session};
 use fairmq::region::{RegionCallback, RegionConfig, RegionEvent};
-use fairmq::{Error, Properties, TransportKind};
+use fairmq::{Error, TransportKind};
 use std::sync::mpsc;
 use std::time::Duration;
 
 fn transports(s: &Session) -> (fairmq::Transport, fairmq::Transport) {
-    let p = Properties::new();
-    p.set("session", s.name.clone());
-    p.set("shm-segment-size", 20_000_000u64);
-    let z = fairmq::transports::create(TransportKind::Zeromq, "regions", &p).unwrap();
-    let m = fairmq::transports::create(TransportKind::Shmem, "regions", &p).unwrap();
-    (z, m)
+    (session_transport(s, TransportKind::Zeromq, |_| {}), session_transport(s, TransportKind::Shmem, |_| {}))
 }
 
 #[test]

@@ -1,10 +1,14 @@
 //! A device for testing controllers and launch scripts: it runs until stopped (or `--runs N`
 //! iterations) and can fail on purpose in a hook (`--fail-in <hook>` returns an error,
 //! `--panic-in <hook>` panics), with hook names init, bind, connect, init_task, pre_run,
-//! conditional_run, run, post_run, reset_task, reset; `--sleep-in <hook>` sleeps a minute there,
-//! whatever happens (a device that hangs). Each hook logs `hook: <name>`.
+//! conditional_run, run, post_run, reset_task, reset, and handle_data (with `--in-channel <name>`
+//! the device takes its input there through the data callback instead of conditional_run);
+//! `--sleep-in <hook>` sleeps a minute there, whatever happens (a device that hangs). Each hook logs
+//! `hook: <name>`. Code outside the hooks can panic too: `--panic-in factory` (building the
+//! device) and `--panic-in state:<STATE>` (a plugin's state-change callback, entering `<STATE>`).
 use fairmq::options::Kind;
-use fairmq::{Context, Device, HookResult, Program};
+use fairmq::{Context, Device, DeviceHandle, HookResult, Message, Plugin, Program, Properties};
+use std::sync::Arc;
 use std::time::Duration;
 
 struct TestDevice {
@@ -13,6 +17,7 @@ struct TestDevice {
     sleep_in: String,
     runs: u64,
     done: u64,
+    in_channel: String,
 }
 
 impl TestDevice {
@@ -41,7 +46,10 @@ impl Device for TestDevice {
     fn connect(&mut self, _: &Context) -> HookResult {
         self.hook("connect")
     }
-    fn init_task(&mut self, _: &Context) -> HookResult {
+    fn init_task(&mut self, ctx: &Context) -> HookResult {
+        if !self.in_channel.is_empty() {
+            ctx.on_data(&self.in_channel);
+        }
         self.hook("init_task")
     }
     fn pre_run(&mut self, _: &Context) -> HookResult {
@@ -67,23 +75,52 @@ impl Device for TestDevice {
     fn reset(&mut self, _: &Context) -> HookResult {
         self.hook("reset")
     }
+    fn handle_data(&mut self, _: &Context, _: &str, _: &mut Message, _: usize) -> HookResult<bool> {
+        self.hook("handle_data")?;
+        Ok(true)
+    }
+}
+
+/// Panics in its state-change callback when the device enters the state `--panic-in state:<STATE>`
+/// names (a plugin's callback runs outside every hook).
+struct StatePanicker;
+
+impl Plugin for StatePanicker {
+    fn name(&self) -> &str {
+        "state-panicker"
+    }
+    fn start(&mut self, device: DeviceHandle, config: Arc<Properties>) {
+        let wanted = config.get_or::<String>("panic-in", String::new()).unwrap_or_default();
+        let Some(state) = wanted.strip_prefix("state:").map(str::to_owned) else { return };
+        device.state_machine().subscribe_to_state_change("state-panicker", move |s| {
+            if s.to_string() == state {
+                panic!("panic requested entering {state}");
+            }
+        });
+    }
 }
 
 fn main() -> std::process::ExitCode {
     Program::new(|c| {
+        if c.get::<String>("panic-in")? == "factory" {
+            panic!("panic requested in factory");
+        }
         Ok(TestDevice {
             fail_in: c.get("fail-in")?,
             panic_in: c.get("panic-in")?,
             sleep_in: c.get("sleep-in")?,
             runs: c.get("runs")?,
             done: 0,
+            in_channel: c.get("in-channel")?,
         })
     })
+    .plugin(StatePanicker)
     .options(|o| {
         o.add("fail-in", Kind::Str, "", "hook that returns an error")
             .add("panic-in", Kind::Str, "", "hook that panics")
             .add("sleep-in", Kind::Str, "", "hook that sleeps a minute")
-            .add("runs", Kind::U64, 0u64, "conditional_run iterations before RUNNING ends (0: until stopped)");
+            .add("runs", Kind::U64, 0u64, "conditional_run iterations before RUNNING ends (0: until stopped)")
+            .add("in-channel", Kind::Str, "", "channel whose messages go to the data callback (handle_data)");
     })
     .run()
 }

@@ -175,6 +175,32 @@ impl Drop for Session {
 
 pub const TRANSPORTS: [&str; 2] = ["zeromq", "shmem"];
 
+/// A transport of session `s` in the test process (a peer of the devices under test), with a
+/// 20 MB segment unless `configure` sets other properties.
+pub fn session_transport(
+    s: &Session,
+    kind: fairmq::TransportKind,
+    configure: impl FnOnce(&Properties),
+) -> fairmq::Transport {
+    let p = Properties::new();
+    p.set("session", s.name.clone());
+    p.set("shm-segment-size", 20_000_000u64);
+    configure(&p);
+    fairmq::transports::create(kind, "peer", &p).expect("transport of the session")
+}
+
+/// A socket of `t` bound or connected to `address`.
+pub fn attached_socket(
+    t: &fairmq::Transport,
+    ty: fairmq::SocketType,
+    address: &str,
+    method: fairmq_zmq::Method,
+) -> fairmq::Socket {
+    let s = t.socket(ty, "peer").expect("socket");
+    s.attach(address, &fairmq_zmq::AttachOptions::new(Some(method))).expect("attach");
+    s
+}
+
 type Hook<T> = Option<Box<dyn FnMut(&Context) -> HookResult<T> + Send>>;
 type DataHook = Option<Box<dyn FnMut(&Context, &str, &mut fairmq::Message, usize) -> HookResult<bool> + Send>>;
 

@@ -91,6 +91,23 @@ impl Proc {
         }
     }
 
+    /// Whether the process has ended (without waiting).
+    pub fn has_ended(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_some()
+    }
+
+    /// Collects the lines printed so far, without waiting.
+    pub fn drain(&mut self) {
+        while let Ok(l) = self.lines.try_recv() {
+            self.seen.push(l);
+        }
+    }
+
+    /// How many lines contain `text`.
+    pub fn count(&self, text: &str) -> usize {
+        self.seen.iter().filter(|l| l.contains(text)).count()
+    }
+
     pub fn saw(&self, text: &str) -> bool {
         self.seen.iter().any(|l| l.contains(text))
     }

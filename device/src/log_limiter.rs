@@ -1,0 +1,204 @@
+//! Summarising repeated log lines, as mature daemons do (the kernel's printk rate limit, rsyslog's
+//! "message repeated N times", journald's "Suppressed N messages"): a burst of identical lines
+//! passes; after it, a line repeated within the same second is held back and counted, and once the
+//! second is over a single summary says how many more came. While the flood goes on, each second
+//! gives one summary and nothing else; a second without the line ends the limiting, and the next
+//! occurrence starts a new burst. Time comes in as an argument, so tests drive the clock.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// Identical lines that pass before the limiting starts.
+pub(crate) const BURST: u32 = 10;
+/// The period one summary covers.
+pub(crate) const WINDOW: Duration = Duration::from_secs(1);
+/// Most distinct lines tracked at once; lines beyond pass unlimited (only repeats need tracking,
+/// and a line's entry goes away one window after it was last seen).
+const TRACKED: usize = 1024;
+
+/// What makes lines identical: severity (as `log` sees it), target and text.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct LineKey {
+    pub level: log::Level,
+    pub target: String,
+    pub text: String,
+}
+
+#[derive(Debug)]
+struct Entry {
+    /// Start of the current window.
+    since: Instant,
+    /// Lines passed in the current window.
+    passed: u32,
+    /// Lines held back in the current window.
+    held: u64,
+    /// Past the burst: the line passes no more until a window without it.
+    limiting: bool,
+}
+
+/// A summary of lines held back: the line, how many, and over how long.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Summary {
+    pub key: LineKey,
+    pub held: u64,
+    pub span: Duration,
+}
+
+impl Summary {
+    /// The summary line's text.
+    pub(crate) fn text(&self) -> String {
+        format!("{} [{} more like this in the last {:.1} s]", self.key.text, self.held, self.span.as_secs_f64())
+    }
+}
+
+/// Decides which lines pass and collects the summaries due.
+#[derive(Debug)]
+pub(crate) struct RepeatLimiter {
+    lines: BTreeMap<LineKey, Entry>,
+    /// No window ends before this: `due` has nothing to do until then.
+    next_due: Option<Instant>,
+}
+
+impl RepeatLimiter {
+    pub(crate) const fn new() -> Self {
+        RepeatLimiter { lines: BTreeMap::new(), next_due: None }
+    }
+
+    /// Whether the line `key`, logged at `now`, is to be written.
+    pub(crate) fn admit(&mut self, key: &LineKey, now: Instant) -> bool {
+        if !self.lines.contains_key(key) {
+            if self.lines.len() >= TRACKED {
+                return true;
+            }
+            self.next_due = Some(self.next_due.map_or(now + WINDOW, |d| d.min(now + WINDOW)));
+            self.lines.insert(key.clone(), Entry { since: now, passed: 0, held: 0, limiting: false });
+        }
+        let Some(e) = self.lines.get_mut(key) else { return true };
+        if !e.limiting && now >= e.since + WINDOW {
+            // A new window (this entry's old one ended without anything held back).
+            *e = Entry { since: now, passed: 0, held: 0, limiting: false };
+        }
+        if !e.limiting && e.passed < BURST {
+            e.passed += 1;
+            return true;
+        }
+        e.limiting = true;
+        e.held += 1;
+        false
+    }
+
+    /// The summaries of windows that ended by `now` (one per line that was held back), and
+    /// forgets lines quiet for a whole window.
+    pub(crate) fn due(&mut self, now: Instant) -> Vec<Summary> {
+        if self.next_due.is_none_or(|d| now < d) {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        self.lines.retain(|key, e| {
+            if now < e.since + WINDOW {
+                return true;
+            }
+            if e.held == 0 {
+                return false; // quiet for a window: limiting ends
+            }
+            out.push(Summary { key: key.clone(), held: e.held, span: now - e.since });
+            *e = Entry { since: now, passed: 0, held: 0, limiting: true };
+            true
+        });
+        self.next_due = self.lines.values().map(|e| e.since + WINDOW).min();
+        out
+    }
+
+    /// When the next window ends (`None`: no line is tracked).
+    pub(crate) fn next_due(&self) -> Option<Instant> {
+        self.next_due
+    }
+
+    /// Every summary not yet given, whether or not its window ended (at exit).
+    pub(crate) fn drain(&mut self, now: Instant) -> Vec<Summary> {
+        let out = std::mem::take(&mut self.lines)
+            .into_iter()
+            .filter(|(_, e)| e.held > 0)
+            .map(|(key, e)| Summary { key, held: e.held, span: now.saturating_duration_since(e.since) })
+            .collect();
+        self.next_due = None;
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(text: &str) -> LineKey {
+        LineKey { level: log::Level::Error, target: "t".into(), text: text.into() }
+    }
+
+    /// Logs `key` `n` times at `at`; returns how many passed.
+    fn flood(l: &mut RepeatLimiter, key: &LineKey, n: u32, at: Instant) -> u32 {
+        (0..n).filter(|_| l.admit(key, at)).count() as u32
+    }
+
+    #[test]
+    fn i12_a_burst_passes_then_one_summary_per_second_while_the_flood_lasts() {
+        let (mut l, t0, k) = (RepeatLimiter::new(), Instant::now(), key("errno: 95"));
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        assert_eq!(flood(&mut l, &k, 1000, t0), BURST, "the burst passes, the rest is held");
+        assert!(l.due(ms(999)).is_empty(), "nothing before the second is over");
+        assert_eq!(flood(&mut l, &k, 500, ms(999)), 0);
+        let s = l.due(ms(1000));
+        assert_eq!(s, [Summary { key: k.clone(), held: 1000 - u64::from(BURST) + 500, span: WINDOW }]);
+        assert_eq!(s[0].text(), "errno: 95 [1490 more like this in the last 1.0 s]");
+        // The flood goes on: no new burst, one summary per window.
+        for second in 1..5u64 {
+            assert_eq!(flood(&mut l, &k, 300, ms(second * 1000 + 10)), 0, "second {second}");
+            assert!(l.due(ms(second * 1000 + 999)).is_empty());
+            let s = l.due(ms((second + 1) * 1000));
+            assert_eq!(s.len(), 1);
+            assert_eq!(s[0].held, 300);
+        }
+        // A second without the line ends the limiting; the next one starts a new burst.
+        assert!(l.due(ms(6000)).is_empty(), "nothing held in the last second: no summary");
+        assert_eq!(flood(&mut l, &k, 20, ms(6001)), BURST);
+    }
+
+    #[test]
+    fn i12_lines_differing_in_text_level_or_target_are_counted_apart() {
+        let (mut l, t0) = (RepeatLimiter::new(), Instant::now());
+        let a = key("a");
+        let warn = LineKey { level: log::Level::Warn, ..a.clone() };
+        let other = LineKey { target: "other".into(), ..a.clone() };
+        for k in [&a, &warn, &other, &key("b")] {
+            assert_eq!(flood(&mut l, k, BURST + 5, t0), BURST);
+        }
+        let s = l.due(t0 + WINDOW);
+        assert_eq!(s.len(), 4);
+        assert!(s.iter().all(|s| s.held == 5));
+    }
+
+    #[test]
+    fn i12_lines_below_the_burst_are_never_held_and_are_forgotten() {
+        let (mut l, t0) = (RepeatLimiter::new(), Instant::now());
+        for second in 0..10u32 {
+            let at = t0 + WINDOW * second;
+            assert!(l.due(at).is_empty());
+            assert_eq!(flood(&mut l, &key("rate"), BURST, at), BURST, "a line BURST times a second always passes");
+        }
+        let _ = l.due(t0 + WINDOW * 11);
+        assert!(l.lines.is_empty(), "quiet lines are forgotten");
+    }
+
+    #[test]
+    fn i12_at_most_tracked_lines_are_kept_and_drain_gives_what_is_left() {
+        let (mut l, t0) = (RepeatLimiter::new(), Instant::now());
+        for i in 0..TRACKED + 10 {
+            assert!(l.admit(&key(&i.to_string()), t0));
+        }
+        assert_eq!(l.lines.len(), TRACKED);
+        let k = key("0");
+        flood(&mut l, &k, BURST + 3, t0);
+        let left = l.drain(t0 + Duration::from_millis(250));
+        assert_eq!(left, [Summary { key: k, held: 4, span: Duration::from_millis(250) }]);
+        assert!(l.lines.is_empty() && l.due(t0 + WINDOW * 2).is_empty());
+    }
+}
