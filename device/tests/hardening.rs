@@ -90,13 +90,15 @@ fn i09_a_panic_while_receiving_for_a_data_callback_never_crashes_the_device() {
     let forwarded = {
         let peer = session_transport(&s, TransportKind::Shmem, |_| {});
         let out = attached_socket(&peer, SocketType::Pull, &output, Method::Connect);
-        let rogue = attached_socket(&peer, SocketType::Push, &input, Method::Connect);
-        // A wake control frame (version 2, tag 5) one byte longer than its 8, straight onto the
-        // socket that carries the transport's metadata; then a real message on the same connection.
-        let mut frame = fairmq_zmq::Message::from_slice(&[2, 5, 0, 0, 0, 0, 0, 0, 0]);
+        // A wake control frame (tag 5) one byte longer than its 8, from a plain ZeroMQ dealer
+        // straight onto the socket that carries the transport's metadata; then a real message.
+        let raw = session_transport(&s, TransportKind::Zeromq, |_| {});
+        let rogue = attached_socket(&raw, SocketType::Dealer, &input, Method::Connect);
+        let mut frame = fairmq_zmq::Message::from_slice(&[fairmq_shm::meta::VERSION, 5, 0, 0, 0, 0, 0, 0, 0]);
         rogue.zmq_socket().send(&mut frame, 10_000).expect("rogue frame sent");
+        let push = attached_socket(&peer, SocketType::Push, &input, Method::Connect);
         let mut real = peer.new_simple_message(b"after the rogue frame").unwrap();
-        rogue.send(&mut real, 10_000, &peer).expect("real message sent");
+        push.send(&mut real, 10_000, &peer).expect("real message sent");
         let deadline = Instant::now() + GENEROUS;
         loop {
             let mut m = peer.new_message();
@@ -377,15 +379,18 @@ fn i12_a_flood_of_bad_frames_from_a_peer_is_summarised() {
     let mut sink = launch(SINK, "sink", &s, "shmem", &["--max-iterations", "1", "--channel-config", &pull]);
     sink.expect("READY ---> RUNNING");
     {
-        let peer = session_transport(&s, TransportKind::Shmem, |_| {});
-        let rogue = attached_socket(&peer, SocketType::Push, &address, Method::Connect);
+        // A plain ZeroMQ dealer: the kind of socket that may connect to a shmem pull (a DEALER).
+        let raw = session_transport(&s, TransportKind::Zeromq, |_| {});
+        let rogue = attached_socket(&raw, SocketType::Dealer, &address, Method::Connect);
         for _ in 0..100_000 {
             let mut m = fairmq_zmq::Message::from_slice(&[0xff; 3]);
             rogue.zmq_socket().send(&mut m, 10_000).expect("rogue frame sent");
         }
+        let peer = session_transport(&s, TransportKind::Shmem, |_| {});
+        let push = attached_socket(&peer, SocketType::Push, &address, Method::Connect);
         for _ in 0..2 {
             let mut real = peer.new_simple_message(b"after the flood").unwrap();
-            rogue.send(&mut real, 10_000, &peer).expect("real message sent");
+            push.send(&mut real, 10_000, &peer).expect("real message sent");
         }
         assert_eq!(sink.wait().code(), Some(0), "{}", sink.seen.join("\n"));
     }
