@@ -61,6 +61,7 @@ mod message;
 pub mod meta;
 pub mod monitor;
 mod naming;
+mod orphans;
 mod peers;
 mod poller;
 mod region;

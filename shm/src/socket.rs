@@ -32,6 +32,10 @@ pub struct Socket {
     ty: SocketType,
     /// PUSH, PUB: the receiving sockets known, and what each was handed.
     peers: Box<RefCell<Peers>>,
+    /// PULL, SUB: this socket's number in its token (0: none), and its watch for records lost in
+    /// flight to it (see `orphans`).
+    number: u64,
+    orphans: RefCell<crate::orphans::Watch>,
     scratch: RefCell<(Vec<u8>, Vec<Record>)>,
     /// The tickets of the frame being sent.
     issued: RefCell<Vec<Issued>>,
@@ -76,6 +80,7 @@ impl Drop for Socket {
     fn drop(&mut self) {
         let linger = Deadline::new(self.z.linger().unwrap_or(0));
         self.lanes.writer.borrow().offer_before_close(&self.mgr, &*self, linger);
+        self.orphans.get_mut().close(&self.mgr, self.number);
         let released = self.peers.get_mut().close(&self.mgr);
         if released > 0 {
             log::warn!("socket {}: {released} messages sent to peers that left were dropped when it closed", self.id);
@@ -117,13 +122,15 @@ fn meta_error(e: MetaError) -> TransferError {
 }
 
 impl Socket {
-    pub(crate) fn new(z: fairmq_zmq::Socket, mgr: Arc<Manager>, ty: SocketType, id: String) -> Socket {
+    pub(crate) fn new(z: fairmq_zmq::Socket, mgr: Arc<Manager>, ty: SocketType, id: String, number: u64) -> Socket {
         Socket {
             z,
             mgr,
             id,
             ty,
             peers: Box::default(),
+            number,
+            orphans: RefCell::default(),
             scratch: RefCell::new((Vec::with_capacity(64), Vec::new())),
             issued: RefCell::new(Vec::new()),
             lanes: Box::default(),
@@ -553,12 +560,14 @@ impl Socket {
                 // A receiver that polls gives back what it freed when it finds nothing, as one
                 // that blocks does before it sleeps.
                 self.mgr.flush(false);
+                self.orphans.borrow_mut().idle(&self.mgr, self.number);
                 return Err(TransferError::Timeout);
             }
             if self.lanes.readers.borrow().spin() {
                 continue;
             }
             self.mgr.flush(false);
+            self.orphans.borrow_mut().idle(&self.mgr, self.number);
             if !self.lanes.readers.borrow_mut().sleep(&self.mgr) {
                 continue;
             }
@@ -703,6 +712,7 @@ impl fairmq_zmq::PollHook for Socket {
     fn arm(&self) -> bool {
         // A poller about to sleep gives back what this process freed, as a receive does.
         self.mgr.flush(false);
+        self.orphans.borrow_mut().idle(&self.mgr, self.number);
         self.lanes.readers.borrow_mut().sleep(&self.mgr)
     }
 

@@ -193,10 +193,12 @@ impl<'a> Tickets<'a> {
         t < self.n && nonce != 0 && self.word(t, 0).load(Ordering::Acquire) == nonce
     }
 
-    /// Tickets out now, with their issuer, receiver and receiving socket: `(ticket, nonce,
-    /// issuer, receiver, socket)`.
-    pub fn out(&self) -> Vec<(u32, u64, u32, u32, u64)> {
-        (0..self.n)
+    /// Tickets out now in the chunks whose owner (0: none) `chunks` accepts, with their issuer,
+    /// receiver and receiving socket: `(ticket, nonce, issuer, receiver, socket)`.
+    pub fn out_in_chunks(&self, mut chunks: impl FnMut(u32) -> bool) -> Vec<(u32, u64, u32, u32, u64)> {
+        (0..self.n / CHUNK)
+            .filter(|&c| chunks(self.w[self.owners + c as usize].load(Ordering::Acquire) as u32))
+            .flat_map(|c| c * CHUNK..(c + 1) * CHUNK)
             .filter_map(|t| {
                 let nonce = self.word(t, 0).load(Ordering::Acquire);
                 let marks = self.word(t, 7).load(Ordering::Relaxed);

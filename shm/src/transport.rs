@@ -56,6 +56,8 @@ impl Transport {
             io_threads: config.io_threads,
         })?;
         let mgr = Arc::new(Manager::new(config, zmq.interrupter().clone())?);
+        // What dead senders left in flight to dead receivers (found by the sweep of the attach).
+        crate::orphans::release_unreachable(&mgr);
         Ok(Transport { inner: Arc::new(Inner { zmq, mgr, events: parking_lot::Mutex::new(None) }) })
     }
 
@@ -94,14 +96,14 @@ impl Transport {
             // Their receivers present the session's token on every connection.
             SocketType::Sub | SocketType::Pull => {
                 let z = self.inner.zmq.socket(SocketType::Dealer, name)?;
-                let (token, _) = crate::peers::token(&self.inner.mgr);
+                let (token, number) = crate::peers::token(&self.inner.mgr);
                 z.as_zmq().set_identity(&token).map_err(|source| option_error("ZMQ_IDENTITY", source))?;
                 z.as_zmq().set_probe_router(true).map_err(|source| option_error("ZMQ_PROBE_ROUTER", source))?;
-                z
+                return Ok(Socket::new(z, self.inner.mgr.clone(), ty, id, number));
             }
             _ => self.inner.zmq.socket(ty, name)?,
         };
-        Ok(Socket::new(z, self.inner.mgr.clone(), ty, id))
+        Ok(Socket::new(z, self.inner.mgr.clone(), ty, id, 0))
     }
 
     /// An empty message (to receive into).
@@ -219,7 +221,9 @@ impl Transport {
     /// Counts dead processes out of the session now (also done on every attach and detach) and frees
     /// the blocks they held in their caches; returns their pids.
     pub fn sweep_dead_processes(&self) -> Vec<u32> {
-        self.inner.mgr.sweep_dead()
+        let dead = self.inner.mgr.sweep_dead();
+        crate::orphans::release_unreachable(&self.inner.mgr);
+        dead
     }
 
     /// Makes blocked transfers, polls and out-of-memory retries of this transport return at once.

@@ -262,3 +262,40 @@ fn i03_what_a_killed_receiver_held_alone_is_freed_by_the_next_sweep() {
     t.check_segment().unwrap();
     assert_eq!(t.segment_stats().free, free0, "the 20 messages it held came back");
 }
+
+/// Issue 17 item 3: a sender killed with records still queued in its own socket: they are lost
+/// with it, and the receiver they were addressed to, once it found its socket empty on two looks a
+/// second apart, releases their blocks. Before, they stayed allocated until the session ended.
+#[test]
+fn i03_what_a_killed_sender_had_queued_is_released_by_its_receiver() {
+    let s = Session::new("queuedkill");
+    let t = s.transport("receiver");
+    t.flush();
+    let free0 = t.segment_stats().free;
+    let addr = s.ipc("queued");
+    let mut sender = peer(&["send", &s.name, &addr, "bind", "800", "1000", "0", "hold"]);
+    let pull = t.socket(SocketType::Pull, "in").unwrap();
+    pull.metadata_socket().set_rcv_buf_size(50).unwrap();
+    // Connected once the sender has bound (its ipc path exists): the push learns us on connect.
+    std::thread::sleep(Duration::from_millis(300));
+    pull.connect(&addr).unwrap();
+    sender.expect_line("sent 800");
+    let dead = sender.pid();
+    sender.kill();
+    let mut m = t.new_message();
+    let mut got = 0;
+    // Everything that reached this socket is taken; then it is found empty a few times.
+    let idle_until = std::time::Instant::now() + Duration::from_secs(3);
+    while std::time::Instant::now() < idle_until {
+        if pull.receive(&mut m, 200).is_ok() {
+            assert_eq!(&m.data()[..8], &(got as u64).to_le_bytes(), "in order");
+            got += 1;
+        }
+    }
+    drop(m);
+    assert!(got < 800, "some records were still in the sender's queue when it died ({got} arrived)");
+    assert_eq!(t.sweep_dead_processes(), vec![dead]);
+    t.flush();
+    t.check_segment().unwrap();
+    assert_eq!(t.segment_stats().free, free0, "the {} messages lost in flight were released", 800 - got);
+}
