@@ -465,6 +465,11 @@ impl Writer {
         }
     }
 
+    /// Whether this writer has a lane no reader claimed yet.
+    pub(crate) fn unclaimed(&self) -> bool {
+        self.lane.as_ref().is_some_and(|l| l.ring().reader() == 0)
+    }
+
     /// Drops what was taken back from a reader that left and could not go out again.
     fn release_resend(&mut self, mgr: &Arc<Manager>) {
         let n = release_entries(mgr, self.resend.drain(..));

@@ -103,14 +103,17 @@ impl Manager {
         if dead.is_empty() {
             return;
         }
-        for entry in self.mng.segments() {
-            let Ok(seg) = self.segment(entry.id) else { continue };
+        let segments: Vec<&Segment> = self.mng.segments().iter().filter_map(|e| self.segment(e.id).ok()).collect();
+        let ticketed = crate::segment::ticketed_blocks(&segments);
+        for seg in segments {
+            let none = std::collections::HashSet::new();
+            let ticketed = ticketed.get(&seg.id()).unwrap_or(&none);
             for &Dead { pid, owner } in dead {
-                match seg.reclaim_dead(owner) {
+                match seg.reclaim_dead(owner, ticketed) {
                     Ok((n, bytes)) if n > 0 => {
                         log::info!(
                             "freed {n} blocks ({bytes} bytes) of segment {} that dead process {pid} cached or held",
-                            entry.id
+                            seg.id()
                         )
                     }
                     Ok(_) => {}
@@ -158,6 +161,20 @@ impl Manager {
     /// The descriptor that becomes readable when the transport is interrupted (for polls).
     pub fn interrupter_fd(&self) -> std::os::fd::RawFd {
         self.interrupter.raw_fd()
+    }
+
+    /// Marks the block `rec` names, if it is in flight with one reference, as this transport's: a
+    /// message about to be taken back from a ticket (see `Message::mark_held`). Done before the
+    /// ticket is taken back: a process killed in between leaves a block that a ticket still names
+    /// (a sweep leaves it alone), never one in flight that nothing names.
+    pub fn mark_back(&self, rec: &crate::meta::Record) {
+        if let crate::meta::Record::Block { segment, offset, slot, .. } = *rec {
+            if let Ok(seg) = self.segment(segment) {
+                let in_flight = u64::from(crate::slots::IN_FLIGHT) << 32 | 1;
+                let ours = u64::from(self.owner) << 32 | 1;
+                let _ = seg.rc(offset, slot).compare_exchange(in_flight, ours, Ordering::AcqRel, Ordering::Relaxed);
+            }
+        }
     }
 
     /// Takes back a ticket whose record never left; false when someone claimed it first.

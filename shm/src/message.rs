@@ -315,9 +315,14 @@ impl Message {
     }
 
     /// Marks the block as in flight (handed to a socket or lane, its taker not known yet), or
-    /// back in our hands when the hand-over failed.
+    /// back in our hands when the hand-over failed (only if it is still marked in flight: a
+    /// receiver that claimed it first has marked it as its own).
     pub(crate) fn mark_in_flight(&self, in_flight: bool) {
-        self.mark_held(if in_flight { crate::slots::IN_FLIGHT } else { self.mgr.owner() });
+        if in_flight {
+            self.mark_held(crate::slots::IN_FLIGHT);
+        } else {
+            self.mgr.mark_back(&self.record());
+        }
     }
 
     /// Takes back a reference of `add_reference` whose record did not go out; this message still

@@ -18,6 +18,7 @@
 //! | lane offer (control) | 8 + 16 | `version u8, tag=4 u8, 6 zero bytes`, then a handed record of the lane's block |
 //! | wake (control) | 8 | `version u8, tag=5 u8, 6 zero bytes` |
 //! | handed message | 16 | `version u8, tag=6 u8, segment u16, ticket u32, nonce u64` |
+//! | hello (control) | 8 | `version u8, tag=7 u8, 6 zero bytes`: a receiving socket announces itself to the senders it connected to (see `peers`) |
 //!
 //! Control frames travel on the socket only (see `lane`); they carry no message.
 //!
@@ -40,6 +41,7 @@ const TAG_MULTI: u8 = 3;
 const TAG_LANE: u8 = 4;
 const TAG_WAKE: u8 = 5;
 const TAG_HANDED: u8 = 6;
+const TAG_HELLO: u8 = 7;
 /// Size of an empty-message record.
 pub const EMPTY_LEN: usize = 8;
 /// Size of a managed-block record.
@@ -350,6 +352,8 @@ pub fn encode_lane_offer(block: &Record, out: &mut Vec<u8>) {
 
 /// A wake frame.
 pub const WAKE_FRAME: [u8; 8] = [VERSION, TAG_WAKE, 0, 0, 0, 0, 0, 0];
+/// A hello frame.
+pub const HELLO_FRAME: [u8; 8] = [VERSION, TAG_HELLO, 0, 0, 0, 0, 0, 0];
 
 /// The control frame `frame` is, `None` when it is a message frame (or not ours: [`decode`] says).
 pub fn control(frame: &[u8]) -> Option<Result<Control, MetaError>> {

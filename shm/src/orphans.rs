@@ -9,7 +9,7 @@
 
 use crate::manager::Manager;
 use crate::message::Message;
-use crate::tickets::Kind;
+use crate::tickets::{Kind, ELSEWHERE};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -65,10 +65,12 @@ pub(crate) fn release(mgr: &Arc<Manager>, o: &Orphan) -> bool {
     true
 }
 
-/// Releases the tickets of gone issuers addressed to gone receivers (a sweep of the dead);
-/// returns how many.
+/// Releases the tickets of gone issuers that never left them (no receiver: the issuer died before
+/// sending) or were addressed to gone receivers (a sweep of the dead); returns how many.
 pub(crate) fn release_unreachable(mgr: &Arc<Manager>) -> usize {
-    let gone = find(mgr, |receiver, _| receiver != 0 && receiver != mgr.owner() && !mgr.owner_alive(receiver));
+    let gone = find(mgr, |receiver, _| {
+        receiver == 0 || (receiver != ELSEWHERE && receiver != mgr.owner() && !mgr.owner_alive(receiver))
+    });
     gone.iter().filter(|o| release(mgr, o)).count()
 }
 
@@ -97,6 +99,13 @@ impl Watch {
             log::warn!("released {released} messages lost in flight to this socket by senders that are gone");
         }
         self.seen = now;
+    }
+
+    /// Milliseconds until the next look is due (a receive that waits wakes for it: a sender may
+    /// die while it sleeps, and nothing else would wake it).
+    pub(crate) fn next_look_ms(&self) -> i32 {
+        let left = self.last.map_or(Duration::ZERO, |t| EVERY.saturating_sub(t.elapsed()));
+        i32::try_from(left.as_millis()).unwrap_or(i32::MAX).max(1)
     }
 
     /// The socket closes: nothing addressed to it will be claimed any more.

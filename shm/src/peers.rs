@@ -130,14 +130,16 @@ impl Peers {
             if z.receive_parts_uncounted(&mut frames, 0).is_err() {
                 break;
             }
-            // A probe is the peer's id and an empty frame; anything else a peer sends is ignored.
-            let [id, probe] = &frames[..] else { continue };
-            if !probe.is_empty() {
+            // A probe is the peer's id and an empty frame, a hello its id and a hello frame (see
+            // `announce`); anything else a peer sends is ignored.
+            let [id, frame] = &frames[..] else { continue };
+            let hello = frame.data() == crate::meta::HELLO_FRAME;
+            if !frame.is_empty() && !hello {
                 continue;
             }
             let id = id.data();
             if let Some(i) = self.list.iter().position(|p| p.id == id) {
-                if self.list[i].owner == 0 {
+                if self.list[i].owner == 0 || hello {
                     // A peer we connected to: its pipe (and what waits in it) outlives reconnects.
                     continue;
                 }
@@ -237,6 +239,14 @@ impl Peers {
         peer
     }
 
+    /// Whether a peer has not taken everything it was handed yet.
+    pub(crate) fn unclaimed(&mut self, mgr: &Manager) -> bool {
+        self.list.iter_mut().any(|p| {
+            p.prune(mgr);
+            !p.sent.is_empty()
+        })
+    }
+
     /// The socket closes: what peers whose transports died did not take is released; live ones may
     /// still take what they were sent. Returns how many messages were released, with the resend
     /// queue's.
@@ -270,15 +280,13 @@ fn reclaim(mgr: &Arc<Manager>, sent: Sent) -> Option<Vec<Message>> {
             continue;
         }
         let t = tickets.next().expect("a ticket per non-empty part");
+        mgr.mark_back(&rec);
         if !mgr.take_back(t) {
             whole = false; // the peer took this part
             continue;
         }
         match Message::from_record(mgr, rec) {
-            Ok(m) => {
-                m.mark_in_flight(false);
-                frame.push(m);
-            }
+            Ok(m) => frame.push(m),
             Err(e) => {
                 whole = false;
                 log::error!("could not take back a message a peer left: {e}");

@@ -32,14 +32,20 @@ pub struct Socket {
     ty: SocketType,
     /// PUSH, PUB: the receiving sockets known, and what each was handed.
     peers: Box<RefCell<Peers>>,
-    /// PULL, SUB: this socket's number in its token (0: none), and its watch for records lost in
-    /// flight to it (see `orphans`).
-    number: u64,
-    orphans: RefCell<crate::orphans::Watch>,
+    /// PULL, SUB: what a receiving socket keeps about itself (boxed: most sockets send).
+    receiving: Box<Receiving>,
     scratch: RefCell<(Vec<u8>, Vec<Record>)>,
     /// The tickets of the frame being sent.
     issued: RefCell<Vec<Issued>>,
     lanes: Box<LaneState>,
+}
+
+/// A receiving socket's number in its token (0: none), when it last announced itself to the
+/// senders it connected to, and its watch for records lost in flight to it (see `orphans`).
+struct Receiving {
+    number: u64,
+    announced: std::cell::Cell<Option<std::time::Instant>>,
+    orphans: RefCell<crate::orphans::Watch>,
 }
 
 /// The socket's lanes (boxed: most sockets of a device use few of them).
@@ -51,6 +57,10 @@ struct LaneState {
     stash: RefCell<Option<fairmq_zmq::Message>>,
     frame: RefCell<Vec<u8>>,
 }
+
+/// How long a closing socket waits at most for its peers to take what it sent, while it can still
+/// deliver (ms; no longer than its linger).
+const CLAIM_WAIT_MS: i32 = 2000;
 
 /// What [`Socket::route`] did.
 enum Routed {
@@ -80,7 +90,11 @@ impl Drop for Socket {
     fn drop(&mut self) {
         let linger = Deadline::new(self.z.linger().unwrap_or(0));
         self.lanes.writer.borrow().offer_before_close(&self.mgr, &*self, linger);
-        self.orphans.get_mut().close(&self.mgr, self.number);
+        // Waiting for the peers to take what they were sent: a moment at most (ZeroMQ's linger
+        // waits for frames to leave, not for a receiver to read them; it goes on after the close).
+        let moment = Deadline::new(self.z.linger().unwrap_or(0).clamp(0, CLAIM_WAIT_MS));
+        self.linger(moment);
+        self.receiving.orphans.get_mut().close(&self.mgr, self.receiving.number);
         let released = self.peers.get_mut().close(&self.mgr);
         if released > 0 {
             log::warn!("socket {}: {released} messages sent to peers that left were dropped when it closed", self.id);
@@ -129,8 +143,11 @@ impl Socket {
             id,
             ty,
             peers: Box::default(),
-            number,
-            orphans: RefCell::default(),
+            receiving: Box::new(Receiving {
+                number,
+                announced: std::cell::Cell::new(None),
+                orphans: RefCell::default(),
+            }),
             scratch: RefCell::new((Vec::with_capacity(64), Vec::new())),
             issued: RefCell::new(Vec::new()),
             lanes: Box::default(),
@@ -198,36 +215,66 @@ impl Socket {
 
     /// Sends the records of `parts` (one message, or the parts of a multipart) in one frame:
     /// through the lane, or on the socket with a ticket for each. On error nothing was handed over.
+    ///
+    /// A block goes in flight (marked so; the taker marks it as its own) only once a ticket holds
+    /// its reference, and comes back (marked as ours again) before the ticket is taken back: a
+    /// process killed at any point leaves a block its mark or a ticket accounts for.
     fn send_records(&self, parts: &[Message], timeout_ms: i32) -> Result<(), TransferError> {
-        // Marked before the record can be taken (the taker marks itself), back if it never left.
-        parts.iter().for_each(|p| p.mark_in_flight(true));
-        let sent = self.hand_to_peer(parts, timeout_ms);
-        if sent.is_err() {
-            parts.iter().for_each(|p| p.mark_in_flight(false));
-        }
-        sent
-    }
-
-    fn hand_to_peer(&self, parts: &[Message], timeout_ms: i32) -> Result<(), TransferError> {
         let min = self.mgr.config().metadata_msg_size;
         let deadline = Deadline::new(timeout_ms);
         if self.uses_lane() {
-            let (buf, _) = &mut *self.scratch.borrow_mut();
-            meta::encode_parts(parts.iter().map(Message::record), min, buf);
-            return self.lanes.writer.borrow_mut().send(&self.mgr, self, buf, deadline);
+            // Lane entries have no tickets: the lane accounts for them once pushed.
+            parts.iter().for_each(|p| p.mark_in_flight(true));
+            let sent = {
+                let (buf, _) = &mut *self.scratch.borrow_mut();
+                meta::encode_parts(parts.iter().map(Message::record), min, buf);
+                self.lanes.writer.borrow_mut().send(&self.mgr, self, buf, deadline)
+            };
+            if sent.is_err() {
+                parts.iter().for_each(|p| p.mark_in_flight(false));
+            }
+            return sent;
         }
         if self.ty == SocketType::Push {
             return self.push_to_peer(parts, deadline);
         }
         let issued = &mut *self.issued.borrow_mut();
         self.issue_all(parts.iter().map(Message::record), deadline, issued)?;
+        parts.iter().for_each(|p| p.mark_in_flight(true));
+        for t in issued.iter() {
+            self.mgr.address(t, 0, 0); // whoever ZeroMQ hands it to
+        }
         let (buf, _) = &mut *self.scratch.borrow_mut();
         meta::encode_parts(handed(parts, issued), min, buf);
         let sent = self.z.send_uncounted(&mut fairmq_zmq::Message::from_slice(buf), timeout_ms);
         if sent.is_err() {
-            self.take_back(issued);
+            self.take_back_parts(parts, issued);
         }
         sent
+    }
+
+    /// Takes back the tickets of `parts`, whose records did not leave, marking them ours first.
+    fn take_back_parts(&self, parts: &[Message], issued: &mut Vec<Issued>) {
+        parts.iter().for_each(|p| p.mark_in_flight(false));
+        self.take_back(issued);
+    }
+
+    /// Closing: waits within `linger` until the peers claimed what they were handed and a reader
+    /// claimed the lane, while the socket still delivers (ZeroMQ's own linger, after the close,
+    /// lost a frame a router had queued for a peer it was still connecting to; see
+    /// [`CLAIM_WAIT_MS`]).
+    fn linger(&self, linger: Deadline) {
+        loop {
+            let lane = self.lanes.writer.borrow().unclaimed();
+            let peers = matches!(self.ty, SocketType::Push | SocketType::Pub) && {
+                self.learn_peers();
+                self.peers.borrow_mut().unclaimed(&self.mgr)
+            };
+            if !(lane || peers) || linger.passed() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
     }
 
     /// Learns the peers that connected (PUSH, PUB; see `peers`).
@@ -259,11 +306,9 @@ impl Socket {
     fn resend_taken_back(&self, deadline: Deadline) -> Result<(), TransferError> {
         loop {
             let Some(frame) = self.peers.borrow_mut().resend.pop_front() else { return Ok(()) };
-            frame.iter().for_each(|p| p.mark_in_flight(true));
             match self.route(&frame, deadline, false) {
                 Ok(_) => frame.into_iter().for_each(|mut p| p.hand_over()),
                 Err(e) => {
-                    frame.iter().for_each(|p| p.mark_in_flight(false));
                     self.peers.borrow_mut().resend.push_front(frame);
                     return Err(e);
                 }
@@ -279,6 +324,7 @@ impl Socket {
         let records: Vec<Record> = parts.iter().map(Message::record).collect();
         let mut issued = Vec::new();
         self.issue_all(records.iter().copied(), deadline, &mut issued)?;
+        parts.iter().for_each(|p| p.mark_in_flight(true));
         let mut frame = Vec::new();
         meta::encode_parts(handed(parts, &issued), self.mgr.config().metadata_msg_size, &mut frame);
         let mut records = Some(records);
@@ -288,7 +334,7 @@ impl Socket {
             let mut peers = self.peers.borrow_mut();
             if after_taken_back && !peers.resend.is_empty() {
                 drop(peers);
-                self.take_back(&mut issued);
+                self.take_back_parts(parts, &mut issued);
                 return Ok(Routed::TakenBack);
             }
             let (mut gone, mut took) = (Vec::new(), None);
@@ -307,7 +353,7 @@ impl Socket {
                     Err(TransferError::Zmq(zmq::Error::EHOSTUNREACH)) => gone.push(i),
                     Err(TransferError::Timeout | TransferError::Interrupted) => {} // its queue is full
                     Err(e) => {
-                        self.take_back(&mut issued);
+                        self.take_back_parts(parts, &mut issued);
                         return Err(e);
                     }
                 }
@@ -324,11 +370,11 @@ impl Socket {
                 return Ok(Routed::Sent);
             }
             if self.mgr.interrupted() {
-                self.take_back(&mut issued);
+                self.take_back_parts(parts, &mut issued);
                 return Err(TransferError::Interrupted);
             }
             if deadline.passed() {
-                self.take_back(&mut issued);
+                self.take_back_parts(parts, &mut issued);
                 return Err(TransferError::Timeout);
             }
             // Writable twice without a peer taking it: a peer that is not the session's keeps
@@ -539,6 +585,25 @@ impl Socket {
         }
     }
 
+    /// A receiving socket that connected to senders says hello to them once a second: a
+    /// connection to a sender that restarted carries no probe (the DEALER's pipe outlives the
+    /// reconnect), and the sender, which picks whom it sends to, would never learn of us.
+    fn announce(&self) {
+        const EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+        let connected = self.z.endpoint_counts().1;
+        if self.receiving.number == 0
+            || connected == 0
+            || self.receiving.announced.get().is_some_and(|t| t.elapsed() < EVERY)
+        {
+            return;
+        }
+        self.receiving.announced.set(Some(std::time::Instant::now()));
+        // One each, as the DEALER takes its connections in turn; a full queue skips one.
+        for _ in 0..connected {
+            let _ = self.z.send_uncounted(&mut fairmq_zmq::Message::from_slice(&meta::HELLO_FRAME), 0);
+        }
+    }
+
     /// Receives a frame from the lanes or the socket. Before sleeping it looks at the lanes a little
     /// longer, frees what this process deferred (it would wait anyway) and marks its lanes' reader
     /// asleep, so a writer wakes it through the socket.
@@ -547,6 +612,7 @@ impl Socket {
             return Ok(Frame::Zmq(f));
         }
         let deadline = Deadline::new(timeout_ms);
+        self.announce();
         loop {
             if let Some(f) = self.take_from_lanes()? {
                 return Ok(f);
@@ -560,19 +626,27 @@ impl Socket {
                 // A receiver that polls gives back what it freed when it finds nothing, as one
                 // that blocks does before it sleeps.
                 self.mgr.flush(false);
-                self.orphans.borrow_mut().idle(&self.mgr, self.number);
+                self.receiving.orphans.borrow_mut().idle(&self.mgr, self.receiving.number);
                 return Err(TransferError::Timeout);
             }
             if self.lanes.readers.borrow().spin() {
                 continue;
             }
             self.mgr.flush(false);
-            self.orphans.borrow_mut().idle(&self.mgr, self.number);
+            self.receiving.orphans.borrow_mut().idle(&self.mgr, self.receiving.number);
             if !self.lanes.readers.borrow_mut().sleep(&self.mgr) {
                 continue;
             }
             let mut frame = fairmq_zmq::Message::new();
-            let r = self.z.receive_uncounted(&mut frame, deadline.ms_left());
+            // Records lost in flight are released at the watch's next look, and senders hear our
+            // hello: wake for them.
+            self.announce();
+            let look = self.receiving.orphans.borrow().next_look_ms();
+            let wait = match deadline.ms_left() {
+                ms if ms < 0 || ms > look => look,
+                ms => ms,
+            };
+            let r = self.z.receive_uncounted(&mut frame, wait);
             self.lanes.readers.borrow().wake_up();
             match r {
                 Ok(()) if self.control(&frame)? => {}
@@ -712,7 +786,8 @@ impl fairmq_zmq::PollHook for Socket {
     fn arm(&self) -> bool {
         // A poller about to sleep gives back what this process freed, as a receive does.
         self.mgr.flush(false);
-        self.orphans.borrow_mut().idle(&self.mgr, self.number);
+        self.announce();
+        self.receiving.orphans.borrow_mut().idle(&self.mgr, self.receiving.number);
         self.lanes.readers.borrow_mut().sleep(&self.mgr)
     }
 

@@ -37,6 +37,9 @@ use crate::meta::{self, RcHandle, Record};
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// Receiver mark of a ticket whose record went to a receiver not known by its transport (a peer a
+/// socket connected to, a pair, request or dealer socket's peer).
+pub const ELSEWHERE: u32 = u32::MAX;
 /// Tickets per chunk: what a transport takes for itself at a time.
 pub const CHUNK: u32 = 64;
 const WORDS: usize = 8;
@@ -181,8 +184,11 @@ impl<'a> Tickets<'a> {
     }
 
     /// Names the receiver of ticket `t` (issued, its record not sent yet): the transport of owner
-    /// mark `owner` and its socket numbered `socket`.
+    /// mark `owner` (0: one not known, stored as [`ELSEWHERE`]) and its socket numbered `socket`.
+    /// Every record is addressed before it is sent, so a ticket with no receiver never left its
+    /// issuer.
     pub fn address(&self, t: u32, owner: u32, socket: u64) {
+        let owner = if owner == 0 { ELSEWHERE } else { owner };
         let issuer = self.word(t, 7).load(Ordering::Relaxed) & 0xffff_ffff;
         self.word(t, 6).store(socket, Ordering::Relaxed);
         self.word(t, 7).store(issuer | u64::from(owner) << 32, Ordering::Relaxed);
@@ -221,9 +227,9 @@ impl<'a> Tickets<'a> {
         (0..self.n).filter(|&t| !self.is_free(t)).count() as u32
     }
 
-    /// Takes a chunk for `owner`: a free one, else one whose owner `alive` says is gone (its
-    /// tickets still out stay claimable: the new owner skips them). `None` when every chunk is
-    /// some live transport's.
+    /// Takes a chunk for `owner`: a free one, else one whose owner `alive` says is gone; only a
+    /// chunk with no ticket out (a gone issuer's tickets out are found by their chunk's owner, see
+    /// `orphans`, until they are claimed or released). `None` when there is none.
     fn take_chunk(&self, owner: u32, alive: &dyn Fn(u32) -> bool) -> Option<u32> {
         let chunks = self.n / CHUNK;
         // Liveness is costly to look up; each owner once per call.
@@ -241,6 +247,9 @@ impl<'a> Tickets<'a> {
                 let w = &self.w[self.owners + c as usize];
                 let held = w.load(Ordering::Acquire);
                 if (free_only && held != 0) || (!free_only && (held == 0 || alive(held as u32))) {
+                    continue;
+                }
+                if !(c * CHUNK..(c + 1) * CHUNK).all(|t| self.is_free(t)) {
                     continue;
                 }
                 if w.compare_exchange(held, u64::from(owner), Ordering::AcqRel, Ordering::Relaxed).is_ok() {
@@ -428,12 +437,17 @@ mod tests {
         assert!(out.iter().all(|i| i.ticket < 64), "one chunk");
         let from_b = b.issue(&t, 0, Kind::Message, &block(), &alive).unwrap();
         assert!(from_b.ticket >= 64, "the other chunk");
-        // Every chunk is held: c gets the dead issuer 1's chunk, whose tickets are all out.
+        // Every chunk is held: the dead issuer 1's chunk is taken only once none of its tickets is
+        // out (its owner mark is how its tickets out are found).
         assert!(c.issue(&t, 0, Kind::Message, &block(), &alive).is_none());
         assert!(t.claim(out[10].ticket, out[10].nonce));
-        let from_c = c.issue(&t, 0, Kind::Message, &block(), &alive).unwrap();
-        assert_eq!(from_c.ticket, out[10].ticket, "the only free ticket of the dead one's chunk");
+        assert!(c.issue(&t, 0, Kind::Message, &block(), &alive).is_none(), "63 tickets still out");
         assert!(t.resolve(out[11].ticket, out[11].nonce).is_ok(), "the dead one's tickets stay claimable");
+        for i in out.iter().filter(|i| i.ticket != out[10].ticket) {
+            assert!(t.claim(i.ticket, i.nonce));
+        }
+        let from_c = c.issue(&t, 0, Kind::Message, &block(), &alive).unwrap();
+        assert!(from_c.ticket < 64, "the dead one's chunk, all of its tickets back");
         // Ticket reuse: a claimed ticket of our own is found again.
         assert!(t.claim(from_b.ticket, from_b.nonce));
         let again = b.issue(&t, 0, Kind::Message, &block(), &alive).unwrap();

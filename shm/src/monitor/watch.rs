@@ -57,10 +57,14 @@ fn sweep_open(m: Management, names: &Names) -> Result<Sweep, ShmError> {
         return Ok(out);
     }
     drop(lock);
-    for seg in m.segments() {
-        let Ok(sg) = Segment::open(&Names::path(&names.segment(seg.id)), seg.id) else { continue };
+    let opened: Vec<Segment> =
+        m.segments().iter().filter_map(|s| Segment::open(&Names::path(&names.segment(s.id)), s.id).ok()).collect();
+    let ticketed = crate::segment::ticketed_blocks(&opened.iter().collect::<Vec<_>>());
+    for sg in &opened {
+        let none = std::collections::HashSet::new();
+        let ticketed = ticketed.get(&sg.id()).unwrap_or(&none);
         for d in &dead {
-            if let Ok((n, b)) = sg.reclaim_dead(d.owner) {
+            if let Ok((n, b)) = sg.reclaim_dead(d.owner, ticketed) {
                 out.freed.0 += n;
                 out.freed.1 += b;
             }

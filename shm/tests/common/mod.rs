@@ -70,6 +70,11 @@ pub fn peer(args: &[&str]) -> Peer {
     spawn_peer(Command::new(PEER).args(args))
 }
 
+/// A peer with extra environment variables.
+pub fn peer_with_env(args: &[&str], env: &[(&str, &str)]) -> Peer {
+    spawn_peer(Command::new(PEER).args(args).envs(env.iter().copied()))
+}
+
 /// A peer running as user and group `id` (only root may start one).
 pub fn peer_as(id: u32, args: &[&str]) -> Peer {
     use std::os::unix::process::CommandExt;
