@@ -1,6 +1,6 @@
 //! # fairmq-shm: FairMQ's shared-memory transport
 //!
-//! Payloads live in a shared-memory segment; only a 28-byte metadata record per message travels over
+//! Payloads live in a shared-memory segment; only a 16-byte metadata record per message travels over
 //! a ZeroMQ socket, so sending 16 MiB costs what sending 64 B does.
 //!
 //! - A session (`--session`) names its objects `fmqrs_<shmId>_*` under `/dev/shm` (see [`shm_id`]).
@@ -12,7 +12,12 @@
 //!   a record against) sit in a dense slot table, not in the blocks, so no step of a transfer
 //!   touches the pages of a large payload; freed blocks of a stream's size cycle through the
 //!   segment's depot back to the sender without going through the heap.
-//! - Metadata from peers is validated (segment known, block live, bounds) before use.
+//! - A record on a socket names a hand-over ticket in the sender's segment (see [`tickets`]): a
+//!   receiver claims it once, so a forged or repeated record grants nothing. Metadata from peers is
+//!   validated (segment known, block live, bounds) before use.
+//! - PUSH and PUB send only to receiving sockets of the session (they present a token made with the
+//!   session's secret) and take back what a peer that went away did not take (see `peers`); what a
+//!   killed sender left in flight, its receiver releases (see `orphans`).
 //! - Sockets, timeouts, interruption, counters and pollers behave as in `fairmq-zmq`.
 //! - Between a sender with a single peer (PAIR, or PUSH connected to one endpoint) and its
 //!   receiver, records travel through a *lane*, a ring in the segment, instead of one ZeroMQ
