@@ -66,10 +66,27 @@ pub(crate) fn verify(mgr: &Manager, id: &[u8]) -> Option<(u32, u64)> {
 }
 
 /// One message handed to a peer: its parts' records (empty parts too) and the tickets of the
-/// non-empty ones, in order.
-pub(crate) struct Sent {
-    pub records: Vec<Record>,
-    pub tickets: Vec<Issued>,
+/// non-empty ones, in order. A single part (the common case) costs no allocation.
+pub(crate) enum Sent {
+    One(Record, Issued),
+    Many { records: Vec<Record>, tickets: Vec<Issued> },
+}
+
+impl Sent {
+    /// What `parts` were sent as with `tickets`.
+    pub(crate) fn of(parts: &[Message], tickets: &[Issued]) -> Sent {
+        match (parts, tickets) {
+            ([one], [t]) => Sent::One(one.record(), *t),
+            _ => Sent::Many { records: parts.iter().map(Message::record).collect(), tickets: tickets.to_vec() },
+        }
+    }
+
+    fn tickets(&self) -> &[Issued] {
+        match self {
+            Sent::One(_, t) => std::slice::from_ref(t),
+            Sent::Many { tickets, .. } => tickets,
+        }
+    }
 }
 
 /// A receiving socket of the session, known by its token.
@@ -83,7 +100,7 @@ pub(crate) struct Peer {
 impl Peer {
     /// Forgets what the peer took already (it takes in order: looking at the oldest is enough).
     fn prune(&mut self, mgr: &Manager) {
-        while self.sent.front().is_some_and(|s| s.tickets.iter().all(|t| !still_out(mgr, t))) {
+        while self.sent.front().is_some_and(|s| s.tickets().iter().all(|t| !still_out(mgr, t))) {
             self.sent.pop_front();
         }
     }
@@ -194,11 +211,9 @@ impl Peers {
         &mut self.list[i]
     }
 
-    /// Indices of the peers from the one whose turn it is.
-    pub(crate) fn turns(&self) -> impl Iterator<Item = usize> {
-        let n = self.list.len();
-        let from = self.next;
-        (0..n).map(move |k| (from + k) % n)
+    /// The `k`th peer from the one whose turn it is (`k` below [`Peers::len`]).
+    pub(crate) fn turn(&self, k: usize) -> usize {
+        (self.next + k) % self.list.len()
     }
 
     /// Peer `i` took a message: the next one's turn.
@@ -271,10 +286,14 @@ impl Peers {
 /// references are ours again) when none was, `None` when the peer took any part (the other parts
 /// taken back are released: a part of a multipart alone is no message).
 fn reclaim(mgr: &Arc<Manager>, sent: Sent) -> Option<Vec<Message>> {
-    let mut tickets = sent.tickets.iter();
+    let (records, tickets) = match sent {
+        Sent::One(r, t) => (vec![r], vec![t]),
+        Sent::Many { records, tickets } => (records, tickets),
+    };
+    let mut tickets = tickets.iter();
     let mut whole = true;
-    let mut frame = Vec::with_capacity(sent.records.len());
-    for rec in sent.records {
+    let mut frame = Vec::with_capacity(records.len());
+    for rec in records {
         if rec.is_empty() {
             frame.push(Message::empty(mgr.clone()));
             continue;

@@ -30,8 +30,10 @@ pub struct Socket {
     mgr: Arc<Manager>,
     id: String,
     ty: SocketType,
-    /// PUSH, PUB: the receiving sockets known, and what each was handed.
+    /// PUSH, PUB: the receiving sockets known, and what each was handed; when they were last
+    /// looked for.
     peers: Box<RefCell<Peers>>,
+    learnt: std::cell::Cell<Option<std::time::Instant>>,
     /// PULL, SUB: what a receiving socket keeps about itself (boxed: most sockets send).
     receiving: Box<Receiving>,
     scratch: RefCell<(Vec<u8>, Vec<Record>)>,
@@ -57,6 +59,9 @@ struct LaneState {
     stash: RefCell<Option<fairmq_zmq::Message>>,
     frame: RefCell<Vec<u8>>,
 }
+
+/// How often a sending socket looks for new peers and dead ones while it has peers.
+const LEARN_EVERY: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// How long a closing socket waits at most for its peers to take what it sent, while it can still
 /// deliver (ms; no longer than its linger).
@@ -143,6 +148,7 @@ impl Socket {
             id,
             ty,
             peers: Box::default(),
+            learnt: std::cell::Cell::new(None),
             receiving: Box::new(Receiving {
                 number,
                 announced: std::cell::Cell::new(None),
@@ -267,7 +273,7 @@ impl Socket {
         loop {
             let lane = self.lanes.writer.borrow().unclaimed();
             let peers = matches!(self.ty, SocketType::Push | SocketType::Pub) && {
-                self.learn_peers();
+                self.learn_peers(true);
                 self.peers.borrow_mut().unclaimed(&self.mgr)
             };
             if !(lane || peers) || linger.passed() {
@@ -277,9 +283,14 @@ impl Socket {
         }
     }
 
-    /// Learns the peers that connected (PUSH, PUB; see `peers`).
-    fn learn_peers(&self) {
-        self.peers.borrow_mut().learn(&self.mgr, &self.z, &self.id, self.ty == SocketType::Push);
+    /// Learns the peers that connected (PUSH, PUB; see `peers`): at once with `now` or when none
+    /// is known, else at most every [`LEARN_EVERY`] (reading the socket costs a system call).
+    fn learn_peers(&self, now: bool) {
+        let due = now || self.peers.borrow().len() == 0 || self.learnt.get().is_none_or(|t| t.elapsed() >= LEARN_EVERY);
+        if due {
+            self.learnt.set(Some(std::time::Instant::now()));
+            self.peers.borrow_mut().learn(&self.mgr, &self.z, &self.id, self.ty == SocketType::Push);
+        }
     }
 
     /// Sends `frame` to the peer of routing id `id` without waiting: a full queue is a timeout
@@ -321,39 +332,39 @@ impl Socket {
     /// With `after_taken_back`, a message taken back from a peer that left meanwhile must go
     /// first: nothing is sent then ([`Routed::TakenBack`]).
     fn route(&self, parts: &[Message], deadline: Deadline, after_taken_back: bool) -> Result<Routed, TransferError> {
-        let records: Vec<Record> = parts.iter().map(Message::record).collect();
-        let mut issued = Vec::new();
-        self.issue_all(records.iter().copied(), deadline, &mut issued)?;
+        let issued = &mut *self.issued.borrow_mut();
+        self.issue_all(parts.iter().map(Message::record), deadline, issued)?;
         parts.iter().for_each(|p| p.mark_in_flight(true));
-        let mut frame = Vec::new();
-        meta::encode_parts(handed(parts, &issued), self.mgr.config().metadata_msg_size, &mut frame);
-        let mut records = Some(records);
+        let (frame, _) = &mut *self.scratch.borrow_mut();
+        meta::encode_parts(handed(parts, issued), self.mgr.config().metadata_msg_size, frame);
         let mut false_room = 0;
+        let mut waited = false;
         loop {
-            self.learn_peers();
+            // Peers are learnt at once when none is known, or after a wait; else now and then.
+            self.learn_peers(waited);
             let mut peers = self.peers.borrow_mut();
             if after_taken_back && !peers.resend.is_empty() {
                 drop(peers);
-                self.take_back_parts(parts, &mut issued);
+                self.take_back_parts(parts, issued);
                 return Ok(Routed::TakenBack);
             }
             let (mut gone, mut took) = (Vec::new(), None);
-            for i in peers.turns().collect::<Vec<_>>() {
+            for k in 0..peers.len() {
+                let i = peers.turn(k);
                 let p = peers.get_mut(i);
-                for t in &issued {
+                for t in issued.iter() {
                     self.mgr.address(t, p.owner, p.socket);
                 }
-                match self.send_to(&p.id, &frame) {
+                match self.send_to(&p.id, frame) {
                     Ok(()) => {
-                        let records = records.take().expect("sent once");
-                        p.handed(&self.mgr, Sent { records, tickets: std::mem::take(&mut issued) });
+                        p.handed(&self.mgr, Sent::of(parts, issued));
                         took = Some(i);
                         break;
                     }
                     Err(TransferError::Zmq(zmq::Error::EHOSTUNREACH)) => gone.push(i),
                     Err(TransferError::Timeout | TransferError::Interrupted) => {} // its queue is full
                     Err(e) => {
-                        self.take_back_parts(parts, &mut issued);
+                        self.take_back_parts(parts, issued);
                         return Err(e);
                     }
                 }
@@ -367,14 +378,15 @@ impl Socket {
             }
             drop(peers);
             if took.is_some() {
+                issued.clear();
                 return Ok(Routed::Sent);
             }
             if self.mgr.interrupted() {
-                self.take_back_parts(parts, &mut issued);
+                self.take_back_parts(parts, issued);
                 return Err(TransferError::Interrupted);
             }
             if deadline.passed() {
-                self.take_back_parts(parts, &mut issued);
+                self.take_back_parts(parts, issued);
                 return Err(TransferError::Timeout);
             }
             // Writable twice without a peer taking it: a peer that is not the session's keeps
@@ -383,6 +395,7 @@ impl Socket {
             if false_room > 1 {
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }
+            waited = true;
         }
     }
 
@@ -477,14 +490,14 @@ impl Socket {
         if self.ty != SocketType::Pub {
             return 0;
         }
-        self.learn_peers();
+        self.learn_peers(true);
         self.peers.borrow().len()
     }
 
     /// Connections refused so far because the peer was not a shared-memory socket of this session
     /// (PUSH, PUB).
     pub fn refused_peers(&self) -> u64 {
-        self.learn_peers();
+        self.learn_peers(true);
         self.peers.borrow().refused()
     }
 
@@ -494,14 +507,14 @@ impl Socket {
         for p in parts.iter() {
             p.share()?;
         }
-        self.learn_peers();
+        self.learn_peers(false);
         let total: usize = parts.iter().map(Message::size).sum();
         let records: Vec<Record> = parts.iter().map(Message::record).collect();
         let min = self.mgr.config().metadata_msg_size;
         let mut frame = Vec::new();
         let mut peers = self.peers.borrow_mut();
         let mut gone = Vec::new();
-        for i in peers.turns().collect::<Vec<_>>() {
+        for i in 0..peers.len() {
             let p = peers.get_mut(i);
             parts.iter().for_each(|m| m.add_reference());
             // Like a full queue, no free ticket makes this subscriber miss the message.
@@ -515,7 +528,7 @@ impl Socket {
             }
             meta::encode_parts(handed(parts, &issued), min, &mut frame);
             match self.send_to(&p.id, &frame) {
-                Ok(()) => p.handed(&self.mgr, Sent { records: records.clone(), tickets: issued }),
+                Ok(()) => p.handed(&self.mgr, Sent::of(parts, &issued)),
                 Err(e) => {
                     self.take_back(&mut issued);
                     parts.iter().for_each(|m| m.drop_reference());
@@ -775,7 +788,7 @@ impl fairmq_zmq::PollHook for Socket {
         match self.ty {
             SocketType::Pull | SocketType::Sub => return false,
             SocketType::Push if !self.uses_lane() => {
-                self.learn_peers();
+                self.learn_peers(false);
                 return self.peers.borrow().len() > 0;
             }
             _ => {}
@@ -804,7 +817,7 @@ impl Link for Socket {
                 .send_uncounted(&mut fairmq_zmq::Message::from_slice(frame), deadline.ms_left())
                 .map(|()| true);
         }
-        self.learn_peers();
+        self.learn_peers(false);
         let Some(id) = self.peers.borrow().find(to).map(|p| p.id.to_vec()) else { return Ok(false) };
         match self.send_to(&id, frame) {
             Ok(()) => Ok(true),
