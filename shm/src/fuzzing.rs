@@ -21,6 +21,9 @@ use parking_lot::Mutex;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
+pub mod socket_frames;
+pub use socket_frames::socket_frames;
+
 /// Id of the fixture's managed segment (any other id is unknown to the fixture).
 pub const SEGMENT_ID: u16 = 0;
 /// Id of the fixture's region.
@@ -427,6 +430,7 @@ pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
         out.push(("region_acks", name.to_owned(), bytes));
     }
     out.extend(lane_seeds());
+    out.extend(socket_frames::seeds());
     out
 }
 
@@ -511,6 +515,7 @@ mod tests {
                 "meta_batch" => meta_batch(&bytes),
                 "region_acks" => region_acks(&bytes),
                 "lane_words" => lane_words(&bytes),
+                "socket_frames" => socket_frames(&bytes),
                 t => panic!("seed {name} of unknown target {t}"),
             }
         }
