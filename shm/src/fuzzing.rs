@@ -407,6 +407,20 @@ pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
     let mut one = vec![meta::VERSION, 3, 0, 0, 1, 0, 0, 0];
     b(1).encode(&mut one);
     out.push(("meta_batch", "one-part-multipart".to_owned(), one));
+    // What a socket sends most: one handed record; and the control frames it asks about first.
+    let mut handed = Vec::new();
+    meta::encode_single(&fx.tickets[0].record(), 0, &mut handed);
+    out.push(("meta_batch", "handed".to_owned(), handed));
+    let mut offer = Vec::new();
+    meta::encode_lane_offer(&fx.tickets[0].record(), &mut offer);
+    out.push(("meta_batch", "lane-offer".to_owned(), offer.clone()));
+    offer.extend_from_slice(&[0; 8]);
+    out.push(("meta_batch", "lane-offer-padded".to_owned(), offer));
+    let mut offer_of_block = Vec::new();
+    meta::encode_lane_offer(&b(0), &mut offer_of_block);
+    out.push(("meta_batch", "lane-offer-of-block".to_owned(), offer_of_block));
+    out.push(("meta_batch", "wake".to_owned(), meta::WAKE_FRAME.to_vec()));
+    out.push(("meta_batch", "wake-padded".to_owned(), [&meta::WAKE_FRAME[..], &[0; 8]].concat()));
 
     let acks = |corrupt: bool, head: u64, list: &[(u64, u64)]| {
         let mut v = vec![u8::from(corrupt)];
