@@ -14,7 +14,7 @@
 //! used raw, never through the shared-memory layer.
 //!
 //! The endpoints are `inproc`: a frame then costs the fuzzer about 15 µs instead of about 100 µs
-//! over `ipc` (two I/O threads and a Unix socket per hop; see `fuzz/README.md` for the rates),
+//! over `ipc` (ZeroMQ's I/O thread and a Unix socket each hop; see `fuzz/README.md` for rates),
 //! and the receive path under test is the same: a frame is bytes. With
 //! `FAIRMQ_FUZZ_IPC=1` they are `ipc` paths in a temporary directory, removed once the
 //! connections stand.
@@ -457,8 +457,8 @@ impl<'a> Run<'a> {
                 }
             }
             Op::MessageAsOffer => {
-                let handed = self.latest_socket.and_then(|i| self.handed(&self.frames[i].bytes).into_iter().next());
-                if let Some(rec) = handed {
+                let first = self.latest_socket.and_then(|i| handed(&self.frames[i].bytes).into_iter().next());
+                if let Some(rec) = first {
                     let mut frame = Vec::new();
                     meta::encode_lane_offer(&rec, &mut frame);
                     self.send(&frame);
@@ -473,14 +473,6 @@ impl<'a> Run<'a> {
             Op::NextMethod => self.turn += 1,
             Op::WriterLeaves => std::mem::take(&mut self.writer).close(&self.fx.mgr),
         }
-    }
-
-    /// The handed records of a genuine frame.
-    fn handed(&self, frame: &[u8]) -> Vec<Record> {
-        let mut recs = Vec::new();
-        let _ = meta::decode(frame, &mut recs);
-        recs.retain(|r| matches!(r, Record::Handed { .. }));
-        recs
     }
 
     /// Fresh genuine messages for `spec`, and their serials.
@@ -517,7 +509,8 @@ impl<'a> Run<'a> {
     fn fresh(&mut self, spec: Spec, tamper: Option<Tamper>) {
         let (mut msgs, parts) = self.messages(spec);
         self.fx.genuine.send_parts(&mut msgs, ZMQ_TIMEOUT).expect("the genuine PAIR sends");
-        let bytes = self.fx.capture.metadata_socket().as_zmq().recv_bytes(0).expect("the genuine frame is captured");
+        let capture = self.fx.capture.metadata_socket().as_zmq();
+        let bytes = again(|| capture.recv_bytes(0)).expect("the genuine frame is captured");
         let sent = tamper.map_or_else(|| bytes.clone(), |t| tampered(&bytes, &t));
         let whole = sent == bytes;
         self.add(bytes, parts, false, whole);
@@ -555,12 +548,14 @@ impl<'a> Run<'a> {
     /// until it is in the PULL's queue (which the receive steps after each operation emptied), so
     /// that the steps after this operation meet it.
     fn send_flags(&mut self, frame: &[u8], flags: i32) {
-        self.fx.dealer.metadata_socket().as_zmq().send(frame, flags).expect("the DEALER sends");
+        let dealer = self.fx.dealer.metadata_socket().as_zmq();
+        again(|| dealer.send(frame, flags)).expect("the DEALER sends");
         if flags & zmq::SNDMORE != 0 {
             return;
         }
         let socket = self.fx.pull.metadata_socket().as_zmq();
         let until = Instant::now() + SETTLE;
+        // A poll a signal ended (`EINTR`) is made again, as one that found nothing.
         while !socket.poll(zmq::POLLIN, WAIT_MS.into()).is_ok_and(|n| n > 0) {
             assert!(Instant::now() < until, "a frame sent to the socket did not arrive within {SETTLE:?}");
         }
@@ -727,6 +722,25 @@ impl<'a> Run<'a> {
             panic!("the segment is damaged: {e}");
         }
     }
+}
+
+/// A call on a plain ZeroMQ socket, made again when a signal interrupted it (`EINTR`: libFuzzer's
+/// timeout check is a periodic `SIGALRM`). The transport's own calls do the same.
+fn again<T>(mut call: impl FnMut() -> zmq::Result<T>) -> zmq::Result<T> {
+    loop {
+        match call() {
+            Err(zmq::Error::EINTR) => {}
+            done => return done,
+        }
+    }
+}
+
+/// The handed records of a genuine frame.
+fn handed(frame: &[u8]) -> Vec<Record> {
+    let mut recs = Vec::new();
+    let _ = meta::decode(frame, &mut recs);
+    recs.retain(|r| matches!(r, Record::Handed { .. }));
+    recs
 }
 
 /// `frame` with `t` applied.
