@@ -21,6 +21,9 @@ use parking_lot::Mutex;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
+pub mod socket_frames;
+pub use socket_frames::socket_frames;
+
 /// Id of the fixture's managed segment (any other id is unknown to the fixture).
 pub const SEGMENT_ID: u16 = 0;
 /// Id of the fixture's region.
@@ -404,6 +407,20 @@ pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
     let mut one = vec![meta::VERSION, 3, 0, 0, 1, 0, 0, 0];
     b(1).encode(&mut one);
     out.push(("meta_batch", "one-part-multipart".to_owned(), one));
+    // What a socket sends most: one handed record; and the control frames it asks about first.
+    let mut handed = Vec::new();
+    meta::encode_single(&fx.tickets[0].record(), 0, &mut handed);
+    out.push(("meta_batch", "handed".to_owned(), handed));
+    let mut offer = Vec::new();
+    meta::encode_lane_offer(&fx.tickets[0].record(), &mut offer);
+    out.push(("meta_batch", "lane-offer".to_owned(), offer.clone()));
+    offer.extend_from_slice(&[0; 8]);
+    out.push(("meta_batch", "lane-offer-padded".to_owned(), offer));
+    let mut offer_of_block = Vec::new();
+    meta::encode_lane_offer(&b(0), &mut offer_of_block);
+    out.push(("meta_batch", "lane-offer-of-block".to_owned(), offer_of_block));
+    out.push(("meta_batch", "wake".to_owned(), meta::WAKE_FRAME.to_vec()));
+    out.push(("meta_batch", "wake-padded".to_owned(), [&meta::WAKE_FRAME[..], &[0; 8]].concat()));
 
     let acks = |corrupt: bool, head: u64, list: &[(u64, u64)]| {
         let mut v = vec![u8::from(corrupt)];
@@ -427,6 +444,7 @@ pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
         out.push(("region_acks", name.to_owned(), bytes));
     }
     out.extend(lane_seeds());
+    out.extend(socket_frames::seeds());
     out
 }
 
@@ -511,6 +529,7 @@ mod tests {
                 "meta_batch" => meta_batch(&bytes),
                 "region_acks" => region_acks(&bytes),
                 "lane_words" => lane_words(&bytes),
+                "socket_frames" => socket_frames(&bytes),
                 t => panic!("seed {name} of unknown target {t}"),
             }
         }

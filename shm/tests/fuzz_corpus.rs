@@ -38,6 +38,11 @@ fn lane_words() {
 }
 
 #[test]
+fn socket_frames() {
+    replay("socket_frames", fuzzing::socket_frames);
+}
+
+#[test]
 fn seeds_are_in_the_corpus() {
     let write = std::env::var_os("FAIRMQ_FUZZ_WRITE_SEEDS").is_some_and(|v| v == "1");
     for (target, name, bytes) in fuzzing::seeds() {
