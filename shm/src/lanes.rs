@@ -313,6 +313,8 @@ impl Writer {
         deadline: Deadline,
     ) -> Result<(), TransferError> {
         let ticket = issue_waiting(mgr, Kind::Offer, &l.block.record(), deadline)?;
+        // Whoever reads it may claim the lane later, also after this writer is gone.
+        mgr.address(&ticket, 0, 0);
         let mut frame = Vec::with_capacity(40);
         meta::encode_lane_offer(&ticket.record(), &mut frame);
         match link.send_control(&frame, None, deadline) {
@@ -458,7 +460,7 @@ impl Writer {
                 return;
             }
             let _ = self.send_offer(mgr, l, link, Deadline::Now);
-            if self.offered.get().is_some() || deadline.passed() {
+            if self.offered.get().is_some() || deadline.passed() || mgr.interrupted() {
                 return;
             }
             std::thread::sleep(Duration::from_millis(5));

@@ -168,11 +168,16 @@ impl Manager {
     /// ticket is taken back: a process killed in between leaves a block that a ticket still names
     /// (a sweep leaves it alone), never one in flight that nothing names.
     pub fn mark_back(&self, rec: &crate::meta::Record) {
+        self.remark(rec, crate::slots::IN_FLIGHT, self.owner);
+    }
+
+    /// Changes the holder mark of the block `rec` names from `from` to `to`, if it has one
+    /// reference and that mark.
+    pub fn remark(&self, rec: &crate::meta::Record, from: u32, to: u32) {
         if let crate::meta::Record::Block { segment, offset, slot, .. } = *rec {
             if let Ok(seg) = self.segment(segment) {
-                let in_flight = u64::from(crate::slots::IN_FLIGHT) << 32 | 1;
-                let ours = u64::from(self.owner) << 32 | 1;
-                let _ = seg.rc(offset, slot).compare_exchange(in_flight, ours, Ordering::AcqRel, Ordering::Relaxed);
+                let (from, to) = (u64::from(from) << 32 | 1, u64::from(to) << 32 | 1);
+                let _ = seg.rc(offset, slot).compare_exchange(from, to, Ordering::AcqRel, Ordering::Relaxed);
             }
         }
     }

@@ -19,6 +19,7 @@ pub(crate) struct Orphan {
     segment: u16,
     ticket: u32,
     nonce: u64,
+    issuer: u32,
 }
 
 /// Tickets out in every segment of the session whose issuer is gone and whose receiver (owner
@@ -40,7 +41,7 @@ pub(crate) fn find(mgr: &Manager, wanted: impl Fn(u32, u64) -> bool) -> Vec<Orph
         let tickets = seg.tickets();
         for (ticket, nonce, issuer, receiver, socket) in tickets.out_in_chunks(|owner| owner == 0 || !alive(owner)) {
             if !alive(issuer) && wanted(receiver, socket) {
-                out.push(Orphan { segment: entry.id, ticket, nonce });
+                out.push(Orphan { segment: entry.id, ticket, nonce, issuer });
             }
         }
     }
@@ -53,6 +54,10 @@ pub(crate) fn release(mgr: &Arc<Manager>, o: &Orphan) -> bool {
     let tickets = seg.tickets();
     // What it names is read before the claim: once claimed, the ticket may be issued again.
     let Ok((kind, rec)) = tickets.resolve(o.ticket, o.nonce) else { return false };
+    // An issuer killed between handing the block to the ticket and marking it in flight left its
+    // own mark on it: marked in flight first, so that a sweep that no longer sees the ticket once
+    // it is claimed does not free the block as the dead issuer's as well.
+    mgr.remark(&rec, o.issuer, crate::slots::IN_FLIGHT);
     if !tickets.claim(o.ticket, o.nonce) {
         return false;
     }

@@ -28,6 +28,8 @@ const MAGIC: &[u8; 6] = b"FMQRS3";
 pub(crate) const CONNECTED: &[u8] = b"fmqrs-connected-";
 /// Bytes of a token.
 pub(crate) const TOKEN_LEN: usize = 6 + 4 + 8 + 8;
+/// Frames a socket reads at most per look for new peers.
+const LEARN_FRAMES: usize = 1000;
 /// How often a socket with peers looks whether their transports still live.
 const CHECK_EVERY: Duration = Duration::from_secs(1);
 
@@ -142,7 +144,8 @@ impl Peers {
                 self.connected += 1;
             }
         }
-        loop {
+        // Bounded: a peer flooding the socket must not hold a send here.
+        for _ in 0..LEARN_FRAMES {
             let mut frames = Vec::new();
             if z.receive_parts_uncounted(&mut frames, 0).is_err() {
                 break;
@@ -299,7 +302,10 @@ fn reclaim(mgr: &Arc<Manager>, sent: Sent) -> Option<Vec<Message>> {
             continue;
         }
         let t = tickets.next().expect("a ticket per non-empty part");
-        mgr.mark_back(&rec);
+        // Only while the ticket is out: a block claimed long ago may be someone else's by now.
+        if still_out(mgr, t) {
+            mgr.mark_back(&rec);
+        }
         if !mgr.take_back(t) {
             whole = false; // the peer took this part
             continue;

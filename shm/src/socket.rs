@@ -60,6 +60,9 @@ struct LaneState {
     frame: RefCell<Vec<u8>>,
 }
 
+/// Frames a closing receiving socket takes off its queue at most, to release their messages.
+const CLOSE_DRAIN: usize = 100_000;
+
 /// How often a sending socket looks for new peers and dead ones while it has peers.
 const LEARN_EVERY: std::time::Duration = std::time::Duration::from_millis(1);
 
@@ -97,7 +100,10 @@ impl Drop for Socket {
         self.lanes.writer.borrow().offer_before_close(&self.mgr, &*self, linger);
         // Waiting for the peers to take what they were sent: a moment at most (ZeroMQ's linger
         // waits for frames to leave, not for a receiver to read them; it goes on after the close).
-        let moment = Deadline::new(self.z.linger().unwrap_or(0).clamp(0, CLAIM_WAIT_MS));
+        let moment = Deadline::new(match self.z.linger().unwrap_or(0) {
+            ms if ms < 0 => CLAIM_WAIT_MS,
+            ms => ms.min(CLAIM_WAIT_MS),
+        });
         self.linger(moment);
         self.receiving.orphans.get_mut().close(&self.mgr, self.receiving.number);
         let released = self.peers.get_mut().close(&self.mgr);
@@ -109,6 +115,17 @@ impl Drop for Socket {
         if let Some(f) = self.lanes.stash.get_mut().take() {
             // Messages received but never taken: their blocks go back (ZeroMQ drops such frames).
             release_frame(&self.mgr, f.data(), Source::Socket);
+        }
+        if !matches!(self.ty, SocketType::Push | SocketType::Pub) {
+            // So do those still queued: their senders, if they live, would never learn that
+            // nobody will take them (a bounded drain: a flood must not hold the close).
+            let mut f = fairmq_zmq::Message::new();
+            for _ in 0..CLOSE_DRAIN {
+                if self.z.receive_uncounted(&mut f, 0).is_err() {
+                    break;
+                }
+                release_frame(&self.mgr, f.data(), Source::Socket);
+            }
         }
         // A lane freed here is a large block: back to the segment now, not when the list is long.
         self.mgr.flush(false);
@@ -372,6 +389,8 @@ impl Socket {
             if let Some(i) = took {
                 peers.took(i);
             }
+            // Turns wrap around: highest index first, so the others stay where they are.
+            gone.sort_unstable();
             for &i in gone.iter().rev() {
                 log::debug!("socket {}: a peer left", self.id);
                 peers.take_back(&self.mgr, i, true);

@@ -331,3 +331,64 @@ fn i03_a_probe_without_the_session_token_subscribes_nothing() {
     t.flush();
     assert_eq!(t.segment_stats().free, free0, "every published block was freed");
 }
+
+/// Item 3: peers that leave together, wherever their turn is, are all taken back and what they had
+/// not taken reaches the one left (a review found the turns' wrap-around removed the wrong peer
+/// or panicked).
+#[test]
+fn i03_peers_leaving_together_give_back_to_the_one_left() {
+    for skip in 0..3usize {
+        for keep in 0..3usize {
+            let s = Session::new("leave-together");
+            let t = s.transport("t");
+            let push = t.socket(SocketType::Push, "out").unwrap();
+            let at = push.attach(&s.ipc("out"), &AttachOptions::new(Some(Method::Bind))).unwrap();
+            let mut pulls: Vec<Option<fairmq_shm::Socket>> = (0..3)
+                .map(|i| {
+                    let p = t.socket(SocketType::Pull, &format!("in{i}")).unwrap();
+                    p.connect(&at).unwrap();
+                    Some(p)
+                })
+                .collect();
+            // Wait until the push knows all three (each takes one message in turn).
+            let deadline = std::time::Instant::now() + GENEROUS;
+            let mut m = t.new_message();
+            let mut seen = [false; 3];
+            let mut next = 0u8;
+            while !seen.iter().all(|&x| x) {
+                assert!(std::time::Instant::now() < deadline, "the push never learnt its three peers");
+                push.send(&mut t.new_message_from_slice(&[next]).unwrap(), LONG).unwrap();
+                next += 1;
+                for (i, p) in pulls.iter().enumerate() {
+                    if p.as_ref().unwrap().receive(&mut m, 20).is_ok() {
+                        seen[i] = true;
+                    }
+                }
+            }
+            for _ in 0..skip {
+                push.send(&mut t.new_message_from_slice(&[200]).unwrap(), LONG).unwrap();
+            }
+            for (i, p) in pulls.iter_mut().enumerate() {
+                if i != keep {
+                    p.take();
+                }
+            }
+            for v in 0..20u8 {
+                push.send(&mut t.new_message_from_slice(&[100 + v]).unwrap(), LONG).unwrap();
+            }
+            // The stream goes on: its next turns find the peers gone and give back what they had.
+            let left = pulls[keep].as_ref().unwrap();
+            let mut got = Vec::new();
+            while got.iter().filter(|&&b| (100..120).contains(&b)).count() < 20 {
+                assert!(std::time::Instant::now() < deadline, "skip {skip}, keep {keep}: only {got:?} arrived");
+                push.send(&mut t.new_message_from_slice(&[250]).unwrap(), LONG).unwrap();
+                while left.receive(&mut m, 10).is_ok() {
+                    got.push(m.data()[0]);
+                }
+            }
+            let mut fresh: Vec<u8> = got.iter().copied().filter(|&b| (100..120).contains(&b)).collect();
+            fresh.sort_unstable();
+            assert_eq!(fresh, (100..120).collect::<Vec<u8>>(), "skip {skip}, keep {keep}: each once");
+        }
+    }
+}
