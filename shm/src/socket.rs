@@ -46,6 +46,9 @@ pub struct Socket {
 /// senders it connected to, and its watch for records lost in flight to it (see `orphans`).
 struct Receiving {
     number: u64,
+    /// The token this socket presents on the connections it makes, once it makes one.
+    token: Vec<u8>,
+    presented: std::cell::Cell<bool>,
     announced: std::cell::Cell<Option<std::time::Instant>>,
     orphans: RefCell<crate::orphans::Watch>,
 }
@@ -168,6 +171,8 @@ impl Socket {
             learnt: std::cell::Cell::new(None),
             receiving: Box::new(Receiving {
                 number,
+                token: Vec::new(),
+                presented: std::cell::Cell::new(false),
                 announced: std::cell::Cell::new(None),
                 orphans: RefCell::default(),
             }),
@@ -199,6 +204,9 @@ impl Socket {
 
     /// Binds or connects a channel address (see [`fairmq_zmq::Socket::attach`]).
     pub fn attach(&self, address: &str, o: &AttachOptions) -> Result<String, ShmError> {
+        if fairmq_zmq::split_endpoints(address).any(|ep| ep.method(o.method) == Some(fairmq_zmq::Method::Connect)) {
+            self.present_token()?;
+        }
         Ok(self.z.attach(address, o)?)
     }
 
@@ -209,7 +217,30 @@ impl Socket {
 
     /// Connects one endpoint.
     pub fn connect(&self, address: &str) -> Result<(), ShmError> {
+        self.present_token()?;
         Ok(self.z.connect(address)?)
+    }
+
+    /// A receiving socket keeps its token until it connects somewhere.
+    pub(crate) fn keep_token(&mut self, token: Vec<u8>) {
+        self.receiving.token = token;
+    }
+
+    /// Before a receiving socket's first connect: its routing id becomes its token, which the
+    /// senders it connects to check (see `peers`). Only then: ZeroMQ tells every peer a socket's
+    /// routing id, also those that connect to it, and a token told to anyone who can reach a bound
+    /// endpoint would let them pose as this socket to the session's senders.
+    fn present_token(&self) -> Result<(), ShmError> {
+        let r = &self.receiving;
+        if r.token.is_empty() || r.presented.get() {
+            return Ok(());
+        }
+        self.z
+            .as_zmq()
+            .set_identity(&r.token)
+            .map_err(|source| ShmError::Socket(fairmq_zmq::SocketError::Option { option: "ZMQ_IDENTITY", source }))?;
+        r.presented.set(true);
+        Ok(())
     }
 
     fn check_session(&self, msg: &Message) -> Result<(), TransferError> {

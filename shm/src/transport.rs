@@ -96,10 +96,14 @@ impl Transport {
             // Their receivers present the session's token on every connection.
             SocketType::Sub | SocketType::Pull => {
                 let z = self.inner.zmq.socket(SocketType::Dealer, name)?;
+                // The token is presented only on connections this socket makes (see
+                // `Socket::present_token`): ZeroMQ sends a routing id to every peer, also to
+                // whoever connects to a bound socket.
                 let (token, number) = crate::peers::token(&self.inner.mgr);
-                z.as_zmq().set_identity(&token).map_err(|source| option_error("ZMQ_IDENTITY", source))?;
                 z.as_zmq().set_probe_router(true).map_err(|source| option_error("ZMQ_PROBE_ROUTER", source))?;
-                return Ok(Socket::new(z, self.inner.mgr.clone(), ty, id, number));
+                let mut s = Socket::new(z, self.inner.mgr.clone(), ty, id, number);
+                s.keep_token(token);
+                return Ok(s);
             }
             _ => self.inner.zmq.socket(ty, name)?,
         };

@@ -392,3 +392,78 @@ fn i03_peers_leaving_together_give_back_to_the_one_left() {
         }
     }
 }
+
+/// The routing id a ZeroMQ peer at the other end of `stream` presents in its ZMTP 3 handshake
+/// (we speak as a ROUTER with the NULL mechanism).
+fn routing_id_presented(stream: &mut std::os::unix::net::UnixStream) -> Vec<u8> {
+    use std::io::{Read, Write};
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+    let mut greeting = [0u8; 64];
+    greeting[0] = 0xff;
+    greeting[9] = 0x7f;
+    greeting[10] = 3;
+    greeting[12..16].copy_from_slice(b"NULL");
+    stream.write_all(&greeting).unwrap();
+    let mut theirs = [0u8; 64];
+    stream.read_exact(&mut theirs).unwrap();
+    assert_eq!((theirs[0], theirs[9], theirs[10]), (0xff, 0x7f, 3), "a ZMTP 3 greeting");
+    let mut ready = vec![5u8];
+    ready.extend_from_slice(b"READY");
+    ready.push(11);
+    ready.extend_from_slice(b"Socket-Type");
+    ready.extend_from_slice(&6u32.to_be_bytes());
+    ready.extend_from_slice(b"ROUTER");
+    stream.write_all(&[0x04, ready.len() as u8]).unwrap();
+    stream.write_all(&ready).unwrap();
+    let mut flags = [0u8; 1];
+    stream.read_exact(&mut flags).unwrap();
+    let size = if flags[0] & 0x02 != 0 {
+        let mut b = [0u8; 8];
+        stream.read_exact(&mut b).unwrap();
+        u64::from_be_bytes(b) as usize
+    } else {
+        let mut b = [0u8; 1];
+        stream.read_exact(&mut b).unwrap();
+        usize::from(b[0])
+    };
+    let mut body = vec![0u8; size];
+    stream.read_exact(&mut body).unwrap();
+    assert_eq!(&body[..6], b"\x05READY", "a READY command");
+    let mut at = 6;
+    while at < body.len() {
+        let n = usize::from(body[at]);
+        let name = &body[at + 1..at + 1 + n];
+        let len = u32::from_be_bytes(body[at + 1 + n..at + 5 + n].try_into().unwrap()) as usize;
+        let value = &body[at + 5 + n..at + 5 + n + len];
+        if name.eq_ignore_ascii_case(b"Identity") {
+            return value.to_vec();
+        }
+        at += 5 + n + len;
+    }
+    Vec::new()
+}
+
+/// Issue 17 item 3 (found by a review): ZeroMQ tells a socket's routing id to every peer, also to
+/// whoever connects to a bound socket; a receiving socket's token there would let anyone who can
+/// reach the endpoint pose as it to the session's senders. A bound pull presents no token; one
+/// that connects presents it to the endpoint it connects to (which it trusts).
+#[test]
+fn i03_a_bound_receiver_tells_no_token_to_those_that_connect_to_it() {
+    let s = Session::new("token-leak");
+    let t = s.transport("victim");
+    let dir = tempfile::tempdir().unwrap();
+    let bound_path = dir.path().join("bound");
+    let pull = t.socket(SocketType::Pull, "in").unwrap();
+    pull.bind(&format!("ipc://{}", bound_path.display())).unwrap();
+    let mut stream = std::os::unix::net::UnixStream::connect(&bound_path).unwrap();
+    let id = routing_id_presented(&mut stream);
+    assert!(!id.starts_with(b"FMQRS"), "a bound pull told its token to a stranger: {id:?}");
+    // Connecting, it presents its token: the handshake above would have shown one.
+    let listen_path = dir.path().join("listener");
+    let listener = std::os::unix::net::UnixListener::bind(&listen_path).unwrap();
+    let other = t.socket(SocketType::Pull, "out").unwrap();
+    other.connect(&format!("ipc://{}", listen_path.display())).unwrap();
+    let (mut accepted, _) = listener.accept().unwrap();
+    let id = routing_id_presented(&mut accepted);
+    assert!(id.starts_with(b"FMQRS3"), "a connecting pull presents its token: {id:?}");
+}
