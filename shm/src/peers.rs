@@ -190,11 +190,30 @@ impl Peers {
             while i < self.list.len() {
                 let owner = self.list[i].owner;
                 if owner == 0 || mgr.owner_alive(owner) {
+                    self.recover_lost(mgr, i, resend);
                     i += 1;
                 } else {
                     log::debug!("socket {socket}: peer {owner:#x} died");
                     self.take_back(mgr, i, resend);
                 }
+            }
+        }
+    }
+
+    /// A peer takes what it is handed in order: what it left behind something it took was lost
+    /// on the way (a connection ZeroMQ dropped and made again drops what it queued) and is taken
+    /// back, to be sent again or released.
+    fn recover_lost(&mut self, mgr: &Arc<Manager>, i: usize, resend: bool) {
+        let sent = &mut self.list[i].sent;
+        let Some(last_taken) = sent.iter().rposition(|s| s.tickets().iter().all(|t| !still_out(mgr, t))) else {
+            return;
+        };
+        let lost: Vec<Sent> = sent.drain(..last_taken).collect();
+        sent.pop_front(); // the one taken
+        for s in lost {
+            match reclaim(mgr, s) {
+                Some(frame) if resend => self.resend.push_back(frame),
+                _ => {}
             }
         }
     }

@@ -40,6 +40,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// Receiver mark of a ticket whose record went to a receiver not known by its transport (a peer a
 /// socket connected to, a pair, request or dealer socket's peer).
 pub const ELSEWHERE: u32 = u32::MAX;
+/// Every this many tickets issued, an issuer gives back the chunks it does not use.
+const GIVE_BACK_EVERY: u64 = 4096;
 /// Tickets per chunk: what a transport takes for itself at a time.
 pub const CHUNK: u32 = 64;
 const WORDS: usize = 8;
@@ -345,7 +347,28 @@ impl Issuer {
         let ticket = self.free_ticket(table, alive)?;
         let nonce = self.nonce();
         table.write(ticket, nonce, kind, rec, self.owner);
+        if self.counter % GIVE_BACK_EVERY == 0 {
+            self.give_back_idle(table, ticket / CHUNK);
+        }
         Some(Issued { segment, ticket, nonce })
+    }
+
+    /// Gives back the chunks, but the one in use (`current`), of which no ticket is out: a burst
+    /// must not keep the table from the other transports of the session for good.
+    fn give_back_idle(&mut self, table: &Tickets<'_>, current: u32) {
+        let before = self.chunks.len();
+        self.chunks.retain(|&c| {
+            let idle = c != current && (c * CHUNK..(c + 1) * CHUNK).all(|t| table.is_free(t));
+            if idle {
+                table.release_chunk(c, self.owner);
+            }
+            !idle
+        });
+        if self.chunks.len() != before {
+            // Positions in the held tickets changed: start again at the chunk in use.
+            let at = self.chunks.iter().position(|&c| c == current).unwrap_or(0);
+            self.next = at * CHUNK as usize;
+        }
     }
 
     /// A free ticket of our chunks, looking on from where the last one was found (tickets come
@@ -454,6 +477,28 @@ mod tests {
         assert!(again.ticket >= 64);
         b.release(&t);
         assert_eq!(w[1].load(Ordering::Relaxed), 0, "b's chunk is free again");
+    }
+
+    #[test]
+    fn an_issuer_gives_back_the_chunks_a_burst_took() {
+        let w = table(256);
+        let t = Tickets::new(&w, 0, 256);
+        let mut a = Issuer::new(1);
+        let burst: Vec<Issued> =
+            (0..200).map(|_| a.issue(&t, 0, Kind::Message, &block(), &|_| true).unwrap()).collect();
+        assert_eq!(a.chunks.len(), 4, "the burst took every chunk");
+        let mut b = Issuer::new(2);
+        assert!(b.issue(&t, 0, Kind::Message, &block(), &|_| true).is_none(), "nothing left for another");
+        for i in &burst {
+            assert!(t.claim(i.ticket, i.nonce));
+        }
+        // Issuing on, the idle chunks go back at the next round of giving back.
+        while a.counter % GIVE_BACK_EVERY != 0 {
+            let i = a.issue(&t, 0, Kind::Message, &block(), &|_| true).unwrap();
+            assert!(t.claim(i.ticket, i.nonce));
+        }
+        assert_eq!(a.chunks.len(), 1, "only the chunk in use is kept");
+        assert!(b.issue(&t, 0, Kind::Message, &block(), &|_| true).is_some(), "another transport gets one");
     }
 
     #[test]
