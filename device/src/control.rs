@@ -178,7 +178,6 @@ impl std::fmt::Debug for Controller {
 /// takes over when a signal arrives.
 struct Shared {
     handle: DeviceHandle,
-    shutdown_requested: AtomicBool,
     ended: AtomicBool,
     sequence: parking_lot::Mutex<()>,
 }
@@ -193,7 +192,6 @@ impl Controller {
     ) -> std::io::Result<Controller> {
         let shared = Arc::new(Shared {
             handle: DeviceHandle::new(sm, "control"),
-            shutdown_requested: AtomicBool::new(false),
             ended: AtomicBool::new(false),
             sequence: parking_lot::Mutex::new(()),
         });
@@ -241,7 +239,8 @@ impl Controller {
 
 fn mode_thread(s: &Shared, mode: ControlMode, color: bool) {
     let h = &s.handle;
-    let stop = &s.shutdown_requested;
+    // Set by the signal thread when a signal arrives.
+    let stop = h.state_machine().shutdown_flag();
     let result = (|| -> Result<(), ErrorState> {
         {
             let _g = s.sequence.lock();
@@ -301,7 +300,6 @@ fn signal_thread(s: &Shared, signalled: &AtomicBool, stop: &AtomicBool) {
     }
     log::info!("Received device shutdown request (signal).");
     log::info!("Waiting for graceful device shutdown. Hit Ctrl-C again to abort immediately.");
-    s.shutdown_requested.store(true, Ordering::SeqCst);
     s.handle.state_machine().request_shutdown();
     let _g = s.sequence.lock();
     if s.ended.load(Ordering::SeqCst) || s.handle.current_state() == State::Error {
@@ -330,7 +328,7 @@ fn repl(s: &Shared, color: bool) -> Result<bool, ErrorState> {
         if h.current_state() == State::Error {
             return Err(ErrorState);
         }
-        if s.shutdown_requested.load(Ordering::SeqCst) {
+        if s.handle.state_machine().shutdown_requested() {
             return Ok(false);
         }
         if !crate::terminal::stdin_ready(Duration::from_millis(100)) {
@@ -341,7 +339,7 @@ fn repl(s: &Shared, color: bool) -> Result<bool, ErrorState> {
             Ok(1) => {}
             // End of input: no more keys; the device keeps running until a signal.
             _ => {
-                while !s.shutdown_requested.load(Ordering::SeqCst) {
+                while !s.handle.state_machine().shutdown_requested() {
                     match h.current_state() {
                         State::Error => return Err(ErrorState),
                         State::Exiting => return Ok(false),

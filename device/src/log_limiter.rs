@@ -51,6 +51,17 @@ impl Summary {
     }
 }
 
+/// What becomes of a line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// Written.
+    Pass,
+    /// Held back, the first in its window: whoever writes summaries must know one is due.
+    HoldFirst,
+    /// Held back, as others before it in its window.
+    Hold,
+}
+
 /// Decides which lines pass and collects the summaries due.
 #[derive(Debug)]
 pub(crate) struct RepeatLimiter {
@@ -65,26 +76,30 @@ impl RepeatLimiter {
     }
 
     /// Whether the line `key`, logged at `now`, is to be written.
-    pub(crate) fn admit(&mut self, key: &LineKey, now: Instant) -> bool {
+    pub(crate) fn admit(&mut self, key: &LineKey, now: Instant) -> Verdict {
         if !self.lines.contains_key(key) {
             if self.lines.len() >= TRACKED {
-                return true;
+                return Verdict::Pass;
             }
             self.next_due = Some(self.next_due.map_or(now + WINDOW, |d| d.min(now + WINDOW)));
             self.lines.insert(key.clone(), Entry { since: now, passed: 0, held: 0, limiting: false });
         }
-        let Some(e) = self.lines.get_mut(key) else { return true };
+        let Some(e) = self.lines.get_mut(key) else { return Verdict::Pass };
         if !e.limiting && now >= e.since + WINDOW {
             // A new window (this entry's old one ended without anything held back).
             *e = Entry { since: now, passed: 0, held: 0, limiting: false };
         }
         if !e.limiting && e.passed < BURST {
             e.passed += 1;
-            return true;
+            return Verdict::Pass;
         }
         e.limiting = true;
         e.held += 1;
-        false
+        if e.held == 1 {
+            Verdict::HoldFirst
+        } else {
+            Verdict::Hold
+        }
     }
 
     /// The summaries of windows that ended by `now` (one per line that was held back), and
@@ -136,7 +151,7 @@ mod tests {
 
     /// Logs `key` `n` times at `at`; returns how many passed.
     fn flood(l: &mut RepeatLimiter, key: &LineKey, n: u32, at: Instant) -> u32 {
-        (0..n).filter(|_| l.admit(key, at)).count() as u32
+        (0..n).filter(|_| l.admit(key, at) == Verdict::Pass).count() as u32
     }
 
     #[test]
@@ -160,6 +175,18 @@ mod tests {
         // A second without the line ends the limiting; the next one starts a new burst.
         assert!(l.due(ms(6000)).is_empty(), "nothing held in the last second: no summary");
         assert_eq!(flood(&mut l, &k, 20, ms(6001)), BURST);
+    }
+
+    #[test]
+    fn i12_the_first_line_held_in_a_window_says_so() {
+        let (mut l, t0, k) = (RepeatLimiter::new(), Instant::now(), key("again"));
+        assert_eq!(flood(&mut l, &k, BURST, t0), BURST);
+        assert_eq!(l.admit(&k, t0), Verdict::HoldFirst);
+        assert_eq!(l.admit(&k, t0), Verdict::Hold);
+        assert_eq!(l.due(t0 + WINDOW).len(), 1);
+        // The flood goes on into the next window: its first held line wakes the writer again.
+        assert_eq!(l.admit(&k, t0 + WINDOW), Verdict::HoldFirst);
+        assert_eq!(l.admit(&k, t0 + WINDOW), Verdict::Hold);
     }
 
     #[test]
@@ -192,7 +219,7 @@ mod tests {
     fn i12_at_most_tracked_lines_are_kept_and_drain_gives_what_is_left() {
         let (mut l, t0) = (RepeatLimiter::new(), Instant::now());
         for i in 0..TRACKED + 10 {
-            assert!(l.admit(&key(&i.to_string()), t0));
+            assert!(l.admit(&key(&i.to_string()), t0) == Verdict::Pass);
         }
         assert_eq!(l.lines.len(), TRACKED);
         let k = key("0");

@@ -10,7 +10,7 @@
 //! `log_limiter`), for lines of every crate, on the console and in the file. State lines are
 //! exempt: controllers and scripts read them, and the state machine cannot repeat them in a loop.
 
-use crate::log_limiter::{LineKey, RepeatLimiter, Summary};
+use crate::log_limiter::{LineKey, RepeatLimiter, Summary, Verdict};
 use parking_lot::{Mutex, RwLock};
 use std::fs::File;
 use std::io::Write;
@@ -169,32 +169,32 @@ impl log::Log for Logger {
 
     fn log(&self, record: &log::Record<'_>) {
         let sev = Severity::of(record.metadata());
-        let s = SETTINGS.read();
-        if !s.writes(sev) {
+        if !SETTINGS.read().writes(sev) {
             return;
         }
+        // Formatted once, and before any lock is taken: an argument's Display may log itself.
+        let key =
+            LineKey { level: record.level(), target: record.target().to_owned(), text: record.args().to_string() };
         let now = Instant::now();
-        let (summaries, admitted) = {
+        let (summaries, verdict) = {
             let mut limiter = LIMITER.lock();
             let summaries = limiter.due(now);
-            let admitted = sev == Severity::State || {
-                let key = LineKey {
-                    level: record.level(),
-                    target: record.target().to_owned(),
-                    text: record.args().to_string(),
-                };
-                limiter.admit(&key, now)
-            };
-            (summaries, admitted)
+            let verdict = if sev == Severity::State { Verdict::Pass } else { limiter.admit(&key, now) };
+            (summaries, verdict)
         };
+        let s = SETTINGS.read();
         for summary in &summaries {
             write_summary(&s, summary);
         }
-        if admitted {
-            write(&s, sev, record);
-        } else {
-            // Held back: its summary is due within a second, even if nothing else is logged.
-            summary_writer().unpark();
+        match verdict {
+            Verdict::Pass => {
+                let line = Line { sev, text: &key.text, target: &key.target, file: record.file(), line: record.line() };
+                write(&s, &line);
+            }
+            // Its summary is due within a second, even if nothing else is logged: the writer may
+            // be asleep until woken (later lines of the window find it awake or on a timer).
+            Verdict::HoldFirst => summary_writer().unpark(),
+            Verdict::Hold => {}
         }
     }
 
@@ -222,21 +222,27 @@ impl Settings {
     }
 }
 
-fn write(s: &Settings, sev: Severity, record: &log::Record<'_>) {
-    let (to_console, to_file) = (s.to_console(sev), s.to_file(sev));
+/// A line to write: its severity, text and origin.
+struct Line<'a> {
+    sev: Severity,
+    text: &'a str,
+    target: &'a str,
+    file: Option<&'a str>,
+    line: Option<u32>,
+}
+
+/// Writes `l` where the settings send it (the console and the file exclude each other).
+fn write(s: &Settings, l: &Line<'_>) {
+    let (to_console, to_file) = (s.to_console(l.sev), s.to_file(l.sev));
     if !to_console && !to_file {
         return;
     }
-    let plain = format_line(sev, s.verbosity, record, false);
+    let text = format_line(l, s.verbosity, to_console && s.color);
     if to_console {
-        let line = if s.color { format_line(sev, s.verbosity, record, true) } else { plain.clone() };
         // println! (not a raw stdout write) so that test harnesses capture it.
-        println!("{line}");
-    }
-    if to_file {
-        if let Some(mut f) = s.file.as_ref() {
-            let _ = writeln!(f, "{plain}");
-        }
+        println!("{text}");
+    } else if let Some(mut f) = s.file.as_ref() {
+        let _ = writeln!(f, "{text}");
     }
 }
 
@@ -269,8 +275,8 @@ fn summary_writer() -> &'static std::thread::Thread {
 fn write_summary(s: &Settings, summary: &Summary) {
     let text = summary.text();
     let k = &summary.key;
-    let metadata = log::Metadata::builder().level(k.level).target(&k.target).build();
-    write(s, Severity::of(&metadata), &log::Record::builder().args(format_args!("{text}")).metadata(metadata).build());
+    let sev = Severity::of(&log::Metadata::builder().level(k.level).target(&k.target).build());
+    write(s, &Line { sev, text: &text, target: &k.target, file: None, line: None });
 }
 
 /// Writes the summaries of lines still held back (call before the process ends).
@@ -307,20 +313,21 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
-fn format_line(sev: Severity, v: Verbosity, r: &log::Record<'_>, color: bool) -> String {
+fn format_line(l: &Line<'_>, v: Verbosity, color: bool) -> String {
+    let sev = l.sev;
     let label = if color { format!("{}{}\x1b[0m", sev.color(), sev.label()) } else { sev.label().to_owned() };
+    let text = l.text;
     match v {
-        Verbosity::Verylow => format!("{}", r.args()),
-        Verbosity::Low => format!("[{label}] {}", r.args()),
-        Verbosity::Medium => format!("[{}][{label}] {}", clock(false, false), r.args()),
-        Verbosity::High => format!("[{}][{label}] {}", clock(true, true), r.args()),
+        Verbosity::Verylow => text.to_owned(),
+        Verbosity::Low => format!("[{label}] {text}"),
+        Verbosity::Medium => format!("[{}][{label}] {text}", clock(false, false)),
+        Verbosity::High => format!("[{}][{label}] {text}", clock(true, true)),
         Verbosity::Veryhigh => format!(
-            "[{}][{label}][{}:{}:{}] {}",
+            "[{}][{label}][{}:{}:{}] {text}",
             clock(true, true),
-            r.file().unwrap_or("?"),
-            r.line().unwrap_or(0),
-            r.target(),
-            r.args()
+            l.file.unwrap_or("?"),
+            l.line.unwrap_or(0),
+            l.target,
         ),
     }
 }
@@ -409,17 +416,39 @@ mod tests {
 
     #[test]
     fn line_format_of_each_verbosity() {
-        let args = format_args!("IDLE ---> INITIALIZING DEVICE");
-        let r = log::Record::builder().args(args).target(STATE_TARGET).level(log::Level::Info).build();
-        let sev = Severity::of(r.metadata());
+        let sev = Severity::of(&log::Metadata::builder().target(STATE_TARGET).level(log::Level::Info).build());
         assert_eq!(sev, Severity::State);
-        assert_eq!(format_line(sev, Verbosity::Verylow, &r, false), "IDLE ---> INITIALIZING DEVICE");
-        assert_eq!(format_line(sev, Verbosity::Low, &r, false), "[STATE] IDLE ---> INITIALIZING DEVICE");
-        let medium = format_line(sev, Verbosity::Medium, &r, false);
+        let text = "IDLE ---> INITIALIZING DEVICE";
+        let l = Line { sev, text, target: STATE_TARGET, file: Some("device.rs"), line: Some(7) };
+        assert_eq!(format_line(&l, Verbosity::Verylow, false), "IDLE ---> INITIALIZING DEVICE");
+        assert_eq!(format_line(&l, Verbosity::Low, false), "[STATE] IDLE ---> INITIALIZING DEVICE");
+        let medium = format_line(&l, Verbosity::Medium, false);
         assert!(
             medium.len() == "[12:34:56][STATE] IDLE ---> INITIALIZING DEVICE".len() && medium.starts_with('['),
             "{medium}"
         );
-        assert!(format_line(sev, Verbosity::Medium, &r, true).contains("\x1b[0;35mSTATE\x1b[0m"));
+        assert!(format_line(&l, Verbosity::Medium, true).contains("\x1b[0;35mSTATE\x1b[0m"));
+        let very = format_line(&l, Verbosity::Veryhigh, false);
+        assert!(very.ends_with("[STATE][device.rs:7:fairmq::state] IDLE ---> INITIALIZING DEVICE"), "{very}");
+    }
+
+    /// A value whose Display logs: the logger formats it before it takes its locks (it deadlocked
+    /// when the line's text was made under the limiter's lock).
+    #[test]
+    fn a_line_whose_argument_logs_itself_is_written() {
+        struct Chatty;
+        impl std::fmt::Display for Chatty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                log::warn!("formatting a chatty value");
+                f.write_str("chatty")
+            }
+        }
+        init();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            log::error!("{}", Chatty);
+            let _ = tx.send(());
+        });
+        assert!(rx.recv_timeout(std::time::Duration::from_secs(30)).is_ok(), "the logger deadlocked");
     }
 }

@@ -116,6 +116,11 @@ impl StateMachine {
         self.shutdown.load(Ordering::Acquire)
     }
 
+    /// The flag `request_shutdown` sets, for loops that take a stop flag (the startup sequence).
+    pub fn shutdown_flag(&self) -> &AtomicBool {
+        &self.shutdown
+    }
+
     /// The current state.
     pub fn current_state(&self) -> State {
         State::ALL[self.current.load(Ordering::Acquire) as usize]

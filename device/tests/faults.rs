@@ -6,7 +6,7 @@
 
 mod common;
 use common::process::{start, Proc, GENEROUS};
-use common::{attached_socket, session_transport, Session, TRANSPORTS};
+use common::{attached_socket, launch_device, session_transport, Session, TRANSPORTS};
 use fairmq::{Message, SocketType, Transport, TransportKind};
 use fairmq_zmq::Method;
 use nix::sys::signal::Signal;
@@ -149,21 +149,8 @@ fn device(s: &Session, tr: &str, exe: &str, id: &str, extra: &[String]) -> Proc 
 
 /// A device process with `--control <control>` and a segment of `segment` bytes.
 fn launch(s: &Session, tr: &str, exe: &str, id: &str, control: &str, segment: &str, extra: &[String]) -> Proc {
-    let mut args: Vec<String> = ["--id", id, "--control", control, "--color", "false", "--severity", "info"]
-        .iter()
-        .map(|x| (*x).to_owned())
-        .collect();
-    for x in ["--transport", tr, "--session", &s.name, "--shm-segment-size", segment] {
-        args.push(x.to_owned());
-    }
-    args.extend(extra.iter().cloned());
-    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    start(exe, &refs, None)
-}
-
-fn kill(p: &mut Proc) {
-    p.signal(Signal::SIGKILL);
-    p.wait();
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    launch_device(exe, id, s, tr, control, segment, &extra)
 }
 
 fn proxy(s: &Session, tr: &str, id: &str, input: &str, output: &str) -> Proc {
@@ -197,7 +184,7 @@ fn a_processor_killed_mid_stream_loses_only_what_it_held() {
         let sending = sender(&t, &input, Method::Bind, u64::MAX, stop.clone());
         let mut p1 = proxy(&s, tr, "proxy1", &input, &output);
         collector.wait_for("traffic through the first processor", |c| c.count() >= 500);
-        kill(&mut p1);
+        p1.kill();
         let at_kill = collector.count();
         let mut p2 = proxy(&s, tr, "proxy2", &input, &output);
         collector.wait_for("traffic through the replacement", |c| c.count() >= at_kill + 2000);
@@ -253,7 +240,7 @@ fn a_killed_receiver_is_replaced(sending: Method) {
         let stop = Arc::new(AtomicBool::new(false));
         let sender = sender(&t, &address, sending, u64::MAX, stop.clone());
         let mut sink = receiving_sink(&s, tr, &address, sink_method);
-        kill(&mut sink);
+        sink.kill();
         let collector = Collector::start(&t, &address, collector_method);
         collector.wait_for("traffic to the new receiver", |c| c.count() >= 2000);
         stop.store(true, Ordering::SeqCst);
@@ -310,7 +297,7 @@ fn a_sender_killed_mid_stream_leaves_the_receiver_working() {
                 received += 1;
             }
         }
-        kill(&mut sampler);
+        sampler.kill();
         // Drain what the dead sender queued: whole messages only.
         let mut m = t.new_message();
         while pull.receive(&mut m, 500, &t).is_ok() {

@@ -3,8 +3,8 @@
 //! test is named after its item of the issue.
 
 mod common;
-use common::process::{start, Proc, GENEROUS};
-use common::{args, attached_socket, config, session_transport, spawn, Hooks, Session, T};
+use common::process::{wait_until, Proc, GENEROUS};
+use common::{args, attached_socket, config, launch_device, session_transport, spawn, Hooks, Session, T};
 use fairmq::region::{RegionCallback, RegionConfig};
 use fairmq::state_machine::ErrorState;
 use fairmq::{SocketType, State, Transition, TransportKind, UnmanagedRegion};
@@ -21,13 +21,7 @@ const SAMPLER: &str = env!("CARGO_BIN_EXE_fairmq-bsampler");
 /// A device process of session `s`: static control, plain log lines, a small segment (unless
 /// `extra` gives one), `extra`.
 fn launch(exe: &str, id: &str, s: &Session, transport: &str, extra: &[&str]) -> Proc {
-    let mut args = vec!["--id", id, "--control", "static", "--color", "false", "--transport", transport];
-    args.extend(["--session", &s.name]);
-    if !extra.contains(&"--shm-segment-size") {
-        args.extend(["--shm-segment-size", "20000000"]);
-    }
-    args.extend_from_slice(extra);
-    start(exe, &args, None)
+    launch_device(exe, id, s, transport, "static", "20000000", extra)
 }
 
 /// The device went to ERROR and exited with FairMQ's code for it, after logging `why`.
@@ -220,8 +214,11 @@ fn i10_the_init_timeout_message_counts_attempts_and_seconds() {
     assert_ended_in_error(&mut dev, "following channels are still invalid:");
     let line = dev.seen.iter().find(|l| l.contains("could not connect all channels after ")).expect("the message");
     let words: Vec<&str> = line.split("after ").nth(1).expect("after").split_whitespace().collect();
+    assert!(words.len() >= 5, "{line}");
     let attempts: u32 = words[0].parse().unwrap_or_else(|_| panic!("a count of attempts: {line}"));
-    assert!(attempts >= 1, "{line}");
+    // One attempt at once, then one every 50 ms until the second is over (fewer when resolving
+    // the host name is slow): a count of the channel's tries, not of anything else.
+    assert!((1..=21).contains(&attempts), "{line}");
     assert_eq!(&words[1..5], ["attempts", "in", "1", "s"], "{line}");
     assert!(dev.saw("channel: name: data[0], type: push, method: connect, address: tcp://no.such.host.invalid:5555"));
 }
@@ -367,9 +364,10 @@ fn i12_a_flood_of_identical_errors_is_summarised_once_a_second() {
     assert!(dev.seen.last().is_some_and(|l| l.contains(SUMMARY)), "the rest is summarised at exit");
 }
 
-/// Item 12: a rogue peer sends 100000 frames that are not this transport's metadata, then two real
-/// messages: the sink refuses the frames and goes on (its run ends with the second message), and
-/// its error lines come as a burst and at most one summary a second, not a line per frame.
+/// Item 12: a rogue peer sends 100000 frames that are not this transport's metadata, then (once
+/// the sink's lines account for every frame) two real messages: the sink refuses each frame and
+/// goes on (its run ends with the second message), and its error lines come as a burst and at most
+/// one summary a second, not a line per frame.
 #[test]
 fn i12_a_flood_of_bad_frames_from_a_peer_is_summarised() {
     let s = Session::new();
@@ -386,6 +384,11 @@ fn i12_a_flood_of_bad_frames_from_a_peer_is_summarised() {
             let mut m = fairmq_zmq::Message::from_slice(&[0xff; 3]);
             rogue.zmq_socket().send(&mut m, 10_000).expect("rogue frame sent");
         }
+        // Every frame is refused with an error line, written or counted in a summary.
+        wait_until("the refusals of every frame", || {
+            sink.drain();
+            summarised(&sink, "[ERROR]").total >= 100_000
+        });
         let peer = session_transport(&s, TransportKind::Shmem, |_| {});
         let push = attached_socket(&peer, SocketType::Push, &address, Method::Connect);
         for _ in 0..2 {
@@ -397,6 +400,7 @@ fn i12_a_flood_of_bad_frames_from_a_peer_is_summarised() {
     assert!(sink.saw("Received 2 messages"), "{}", sink.seen.join("\n"));
     // The premise: the transport logs its refusals (else this test no longer floods the logger).
     assert!(summarised(&sink, "[ERROR]").total > 0, "the frames were refused with errors");
-    assert_summarised(&sink, "[ERROR]", started.elapsed().as_secs(), 1);
+    // Each frame is refused with an error line at least: all of them are counted.
+    assert_summarised(&sink, "[ERROR]", started.elapsed().as_secs(), 100_000);
     assert_no_shm_left(&s);
 }

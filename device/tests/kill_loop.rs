@@ -6,8 +6,8 @@
 //! died of bad_alloc on every restart.
 
 mod common;
-use common::process::{start, Proc};
-use common::Session;
+use common::process::Proc;
+use common::{launch_device, Session};
 use nix::sys::signal::Signal;
 use std::time::{Duration, Instant};
 
@@ -22,16 +22,8 @@ struct Spec {
 }
 
 fn launch(s: &Session, spec: &Spec) -> Proc {
-    let mut args: Vec<String> = ["--id", spec.id, "--control", "static", "--color", "false", "--severity", "info"]
-        .iter()
-        .map(|x| (*x).to_owned())
-        .collect();
-    for x in ["--transport", "shmem", "--session", &s.name, "--shm-segment-size", SEGMENT] {
-        args.push(x.to_owned());
-    }
-    args.extend(spec.args.iter().cloned());
-    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    start(spec.exe, &refs, None)
+    let extra: Vec<&str> = spec.args.iter().map(String::as_str).collect();
+    launch_device(spec.exe, spec.id, s, "shmem", "static", SEGMENT, &extra)
 }
 
 fn sampler(out: &str) -> Spec {

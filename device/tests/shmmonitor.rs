@@ -2,12 +2,11 @@
 //! monitor lock, interactive keys, and the daemon a device starts with `--shm-monitor true`.
 
 mod common;
-use common::process::{start, Proc, GENEROUS};
-use common::Session;
-use fairmq_shm::{ShmConfig, Transport};
+use common::process::{run_to_end, start, wait_until, Proc};
+use common::{shm_id, shm_transport, Session};
+use fairmq_shm::Transport;
 use nix::sys::signal::Signal;
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 const MONITOR: &str = env!("CARGO_BIN_EXE_fairmq-shmmonitor");
 
@@ -17,27 +16,11 @@ fn monitor(args: &[&str]) -> Proc {
 
 /// Runs the monitor to its end; returns (exit code, output).
 fn monitor_output(args: &[&str]) -> (Option<i32>, String) {
-    let mut m = monitor(args);
-    let code = m.wait().code();
-    (code, m.seen.join("\n"))
-}
-
-fn shm_id(s: &Session) -> String {
-    fairmq_shm::shm_id(&s.name)
-}
-
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + GENEROUS;
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    run_to_end(None, MONITOR, args)
 }
 
 fn transport(s: &Session) -> Transport {
-    let mut c = ShmConfig::new("monitor-test", &s.name);
-    c.segment_size = 20_000_000;
-    Transport::new(&c).expect("shm transport")
+    shm_transport(s, "monitor-test")
 }
 
 /// A bsampler streaming into a sink over shmem (as separate processes) until killed.
@@ -59,11 +42,6 @@ fn topology(s: &Session) -> (Proc, Proc) {
         r.contains("devices: 2") && !r.contains("msgs: 0,")
     });
     (sampler, sink)
-}
-
-fn kill(p: &mut Proc) {
-    p.signal(Signal::SIGKILL);
-    p.wait();
 }
 
 #[test]
@@ -130,8 +108,8 @@ fn list_all_shows_every_session_and_an_empty_directory() {
 fn cleanup_removes_everything_a_killed_topology_left() {
     let s = Session::new();
     let (mut sampler, mut sink) = topology(&s);
-    kill(&mut sampler);
-    kill(&mut sink);
+    sampler.kill();
+    sink.kill();
     let left = s.objects();
     assert!(left.iter().any(|n| n.ends_with("_mng")) && left.iter().any(|n| n.ends_with("_m_0")), "{left:?}");
     let (code, out) = monitor_output(&["-c", "-s", &s.name]);
@@ -151,8 +129,8 @@ fn monitor_mode_cleans_a_killed_topology_at_once_and_self_destructs() {
     // A long heartbeat timeout: the cleanup below comes from the dead-process detection.
     let mut m = monitor(&["-m", "-x", "-t", "600000", "-s", &s.name]);
     m.expect("Starting shared memory monitor for session");
-    kill(&mut sampler);
-    kill(&mut sink);
+    sampler.kill();
+    sink.kill();
     assert_eq!(m.wait().code(), Some(0));
     let out = m.seen.join("\n");
     assert!(out.contains("died"), "{out}");
@@ -217,8 +195,8 @@ fn interactive_x_closes_the_memory() {
 fn reset_content_forgets_the_blocks_of_a_killed_topology() {
     let s = Session::new();
     let (mut sampler, mut sink) = topology(&s);
-    kill(&mut sampler);
-    kill(&mut sink);
+    sampler.kill();
+    sink.kill();
     let (code, out) = monitor_output(&["-r", "-s", &s.name]);
     assert_eq!(code, Some(0));
     assert!(out.contains("Found info for 1 managed segments"), "{out}");

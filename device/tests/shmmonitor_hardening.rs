@@ -3,41 +3,24 @@
 //! processes are only stopped is never removed, and every error exits non-zero.
 
 mod common;
-use common::process::{start, start_as, GENEROUS};
-use common::Session;
-use fairmq_shm::{ShmConfig, Transport};
+use common::process::{run_to_end, start, wait_until};
+use common::{shm_id, shm_transport, Session};
+use fairmq_shm::Transport;
 use nix::sys::signal::Signal;
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
 
 const MONITOR: &str = env!("CARGO_BIN_EXE_fairmq-shmmonitor");
 /// uid and gid of `nobody`.
 const NOBODY: u32 = 65534;
 
-fn shm_id(s: &Session) -> String {
-    fairmq_shm::shm_id(&s.name)
-}
-
 fn transport(s: &Session) -> Transport {
-    let mut c = ShmConfig::new("hardening", &s.name);
-    c.segment_size = 20_000_000;
-    Transport::new(&c).expect("shm transport")
-}
-
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + GENEROUS;
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    shm_transport(s, "hardening")
 }
 
 /// Runs the monitor (as `user`, if given) to its end; returns (exit code, output with stderr).
 fn monitor_as(user: Option<u32>, args: &[&str]) -> (Option<i32>, String) {
-    let mut m = start_as(user, MONITOR, args);
-    let code = m.wait().code();
-    (code, m.seen.join("\n"))
+    run_to_end(user, MONITOR, args)
 }
 
 fn is_root() -> bool {

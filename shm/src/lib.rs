@@ -72,6 +72,8 @@ mod poller;
 mod region;
 mod region_map;
 pub mod registry;
+#[cfg(test)]
+mod scratch;
 pub mod segment;
 mod shmid;
 mod slots;

@@ -182,6 +182,19 @@ pub(crate) fn alive(m: &Management) -> Vec<u32> {
         .collect()
 }
 
+/// `alive`, asked once per owner mark (a lookup tries locks: scans of many tickets ask often).
+pub(crate) fn remembered(alive: impl Fn(u32) -> bool) -> impl FnMut(u32) -> bool {
+    let mut known: Vec<(u32, bool)> = Vec::new();
+    move |owner| match known.iter().find(|k| k.0 == owner) {
+        Some(&(_, a)) => a,
+        None => {
+            let a = alive(owner);
+            known.push((owner, a));
+            a
+        }
+    }
+}
+
 /// A transport's heartbeat thread, which also holds its liveness slot.
 pub(crate) struct Heartbeat {
     stop: Option<mpsc::Sender<()>>,
@@ -384,19 +397,11 @@ pub(crate) fn fake_unseen_transport(m: &Management, slot: usize, pid: u32, owner
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::naming::Names;
+    use crate::scratch::Scratch;
 
     /// A session of its own, removed when the test ends, also when it fails.
-    struct Scratch(Names);
-
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = crate::monitor::cleanup_full(self.0.shm_id());
-        }
-    }
-
     fn scratch(tag: &str) -> Scratch {
-        Scratch(Names::new(&crate::shm_id(&format!("liveness-{}-{tag}", std::process::id()))))
+        Scratch::new(&format!("liveness-{tag}"))
     }
 
     #[test]

@@ -104,12 +104,10 @@ impl Manager {
             return;
         }
         let segments: Vec<&Segment> = self.mng.segments().iter().filter_map(|e| self.segment(e.id).ok()).collect();
-        let ticketed = crate::segment::ticketed_blocks(&segments);
+        let ticketed = crate::segment::Ticketed::of(segments.iter().copied());
         for seg in segments {
-            let none = std::collections::HashSet::new();
-            let ticketed = ticketed.get(&seg.id()).unwrap_or(&none);
             for &Dead { pid, owner } in dead {
-                match seg.reclaim_dead(owner, ticketed) {
+                match seg.reclaim_dead(owner, &ticketed) {
                     Ok((n, bytes)) if n > 0 => {
                         log::info!(
                             "freed {n} blocks ({bytes} bytes) of segment {} that dead process {pid} cached or held",
@@ -484,15 +482,6 @@ impl SegmentTable {
 mod tests {
     use super::*;
 
-    /// Removes the session when the test ends, also when it fails.
-    struct Scratch(String);
-
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = crate::monitor::cleanup_full(&self.0);
-        }
-    }
-
     /// Processes in different pid namespaces can share /dev/shm, so a dead transport can have a
     /// live one's pid: the sweep frees the dead one's cached blocks by its owner mark, and leaves
     /// the live one's alone.
@@ -500,7 +489,7 @@ mod tests {
     fn a_sweep_frees_by_owner_mark_not_by_pid() {
         let mut c = ShmConfig::new("live", &format!("mgr-owner-{}", std::process::id()));
         c.segment_size = 8 << 20;
-        let _scratch = Scratch(c.resolved_shm_id());
+        let _scratch = crate::scratch::Scratch::of_shm_id(&c.resolved_shm_id());
         let live = Manager::new(&c, Arc::new(Interrupter::new().unwrap())).unwrap();
         // A block cached by the live transport (count 0, its mark).
         let b = live.allocate(100, 0).unwrap();

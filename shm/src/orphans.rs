@@ -26,15 +26,7 @@ pub(crate) struct Orphan {
 /// mark, socket number; 0 when not known) `wanted` accepts. Only chunks a gone transport holds,
 /// or that nobody holds, are looked at (liveness looked up once per owner).
 pub(crate) fn find(mgr: &Manager, wanted: impl Fn(u32, u64) -> bool) -> Vec<Orphan> {
-    let mut known: Vec<(u32, bool)> = Vec::new();
-    let mut alive = |owner: u32| match known.iter().find(|k| k.0 == owner) {
-        Some(&(_, a)) => a,
-        None => {
-            let a = owner == mgr.owner() || mgr.owner_alive(owner);
-            known.push((owner, a));
-            a
-        }
-    };
+    let mut alive = crate::liveness::remembered(|owner| owner == mgr.owner() || mgr.owner_alive(owner));
     let mut out = Vec::new();
     for entry in mgr.management().segments() {
         let Ok(seg) = mgr.segment(entry.id) else { continue };

@@ -164,8 +164,7 @@ impl Peers {
                     continue;
                 }
                 log::debug!("socket {socket}: peer {:#x} connected again", self.list[i].owner);
-                let mut again = self.take_back(mgr, i, resend);
-                again.sent.clear();
+                let (again, _) = self.take_back(mgr, i, resend);
                 self.list.push(again);
                 continue;
             }
@@ -210,12 +209,22 @@ impl Peers {
         };
         let lost: Vec<Sent> = sent.drain(..last_taken).collect();
         sent.pop_front(); // the one taken
-        for s in lost {
-            match reclaim(mgr, s) {
-                Some(frame) if resend => self.resend.push_back(frame),
-                _ => {}
+        self.give_back(mgr, lost, resend);
+    }
+
+    /// Takes back what `sent` holds that was not claimed: queued to go out again (`resend`) or
+    /// released. Returns how many messages went each way: (again, released).
+    fn give_back(&mut self, mgr: &Arc<Manager>, sent: impl IntoIterator<Item = Sent>, resend: bool) -> (usize, usize) {
+        let (mut again, mut released) = (0, 0);
+        for frame in sent.into_iter().filter_map(|s| reclaim(mgr, s)) {
+            if resend {
+                again += 1;
+                self.resend.push_back(frame);
+            } else {
+                released += 1; // dropped here
             }
         }
+        (again, released)
     }
 
     /// Peers known.
@@ -254,26 +263,19 @@ impl Peers {
 
     /// Removes peer `i` (gone or dead) and takes back what it did not claim: to send again
     /// (`resend`) or to release. Returns the peer.
-    pub(crate) fn take_back(&mut self, mgr: &Arc<Manager>, i: usize, resend: bool) -> Peer {
+    pub(crate) fn take_back(&mut self, mgr: &Arc<Manager>, i: usize, resend: bool) -> (Peer, usize) {
         let mut peer = self.list.remove(i);
         if self.next > i {
             self.next -= 1;
         }
-        let (mut again, mut lost) = (0, 0);
-        for sent in peer.sent.drain(..) {
-            match reclaim(mgr, sent) {
-                Some(frame) if resend => {
-                    again += 1;
-                    self.resend.push_back(frame);
-                }
-                Some(_) => lost += 1, // dropped here: released
-                None => {}
-            }
+        let (again, released) = self.give_back(mgr, std::mem::take(&mut peer.sent), resend);
+        if again + released > 0 {
+            log::debug!(
+                "peer {:#x} left: {again} messages it had not taken go out again, {released} released",
+                peer.owner
+            );
         }
-        if again + lost > 0 {
-            log::debug!("peer {:#x} left: {again} messages it had not taken go out again, {lost} released", peer.owner);
-        }
-        peer
+        (peer, released)
     }
 
     /// Whether a peer has not taken everything it was handed yet.
@@ -295,9 +297,7 @@ impl Peers {
             if owner == 0 || mgr.owner_alive(owner) {
                 i += 1;
             } else {
-                let before = self.resend.len();
-                self.take_back(mgr, i, true);
-                released += self.resend.drain(before..).count();
+                released += self.take_back(mgr, i, false).1;
             }
         }
         released

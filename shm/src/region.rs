@@ -207,10 +207,7 @@ fn open_as_controller(mgr: &Arc<Manager>, size: u64, cfg: &RegionConfig) -> Resu
             registered.inspect_err(|_| {
                 let _ = std::fs::remove_file(entry.data_path(names));
                 // The queue only if it is ours: another user's is refused, never removed.
-                let queue = crate::Names::path(&names.region_queue(id));
-                if files::check_own_name(&queue).is_ok() {
-                    let _ = std::fs::remove_file(queue);
-                }
+                let _ = files::remove_own(&crate::Names::path(&names.region_queue(id)));
             })?;
             log::debug!("Created unmanaged shared memory region: {} (controller)", name_of(mgr, &entry));
             (entry, data)
@@ -240,9 +237,8 @@ fn create_object(mgr: &Manager, e: &RegionEntry, populate: bool) -> Result<Mappi
             }
             Ok(Created::Exists) if attempt == 0 => {
                 // Only a file of ours: another user's, or a link, is refused, never removed.
-                files::check_own_name(&path).map_err(|err| ShmError::file("removing leftover region", err))?;
-                log::warn!("removing leftover region object '{name}' of an earlier session");
-                std::fs::remove_file(&path).map_err(|err| ShmError::io("removing leftover region", &name, err))?;
+                files::remove_own(&path).map_err(|err| ShmError::file("removing leftover region", err))?;
+                log::warn!("removed leftover region object '{name}' of an earlier session");
             }
             Ok(Created::Exists) => break,
             Err(err) => {

@@ -675,9 +675,9 @@ impl Segment {
         Ok(())
     }
 
-    /// Messages handed over through this segment's tickets and not claimed yet: (segment, block
-    /// offset (0 for a region piece), issuer's owner mark, receiver's owner mark (0: not sent yet,
-    /// [`crate::tickets::ELSEWHERE`]: not known)). For the monitor's debug view and fault tests.
+    /// Blocks handed over through this segment's tickets and not claimed yet: (segment, block
+    /// offset, issuer's owner mark, receiver's owner mark (0: not sent yet,
+    /// [`crate::tickets::ELSEWHERE`]: not known)). For sweeps and fault tests.
     pub fn in_flight(&self) -> Vec<(u16, u64, u32, u32)> {
         let t = self.tickets();
         t.out_in_chunks(|_| true)
@@ -686,7 +686,6 @@ impl Segment {
                 Ok((crate::tickets::Kind::Message, crate::meta::Record::Block { segment, offset, .. })) => {
                     Some((segment, offset, issuer, receiver))
                 }
-                Ok((crate::tickets::Kind::Message, _)) => Some((0, 0, issuer, receiver)),
                 _ => None,
             })
             .collect()
@@ -710,17 +709,16 @@ impl Segment {
     /// `Message::mark_held`). Nobody else can reach either: a block in flight or shared carries
     /// another mark. Returns (count, bytes).
     ///
-    /// `ticketed` lists the blocks of this segment that tickets out hand over (see
-    /// [`Segment::in_flight`], over every segment's table): such a block is in flight, whatever
-    /// its mark says (its holder was killed between handing it to a ticket and marking it), and
-    /// is left to its ticket.
-    pub fn reclaim_dead(&self, owner: u32, ticketed: &std::collections::HashSet<u64>) -> Result<(u64, u64), ShmError> {
+    /// `ticketed` lists the blocks that tickets out hand over (over every segment's table): such
+    /// a block is in flight, whatever its mark says (its holder was killed between handing it to
+    /// a ticket and marking it), and is left to its ticket.
+    pub(crate) fn reclaim_dead(&self, owner: u32, ticketed: &Ticketed) -> Result<(u64, u64), ShmError> {
         let (cached, held) = (u64::from(owner) << 32, u64::from(owner) << 32 | 1);
         let r = self.locked(|t| {
             let gone: Vec<(u64, u64)> = t
                 .walk()
                 .filter(|&(off, _, free)| !free && [cached, held].contains(&self.block_rc(off).load(Ordering::Acquire)))
-                .filter(|&(off, _, _)| !ticketed.contains(&off))
+                .filter(|&(off, _, _)| !ticketed.contains(self.id, off))
                 .map(|(off, size, _)| (off, size))
                 .collect();
             for &(off, _) in &gone {
@@ -754,15 +752,20 @@ impl Segment {
     }
 }
 
-/// The blocks that tickets out in the tables of `segments` hand over, by segment.
-pub(crate) fn ticketed_blocks(segments: &[&Segment]) -> std::collections::HashMap<u16, std::collections::HashSet<u64>> {
-    let mut by_segment: std::collections::HashMap<u16, std::collections::HashSet<u64>> = Default::default();
-    for seg in segments {
-        for (segment, offset, _, _) in seg.in_flight() {
-            by_segment.entry(segment).or_default().insert(offset);
-        }
+/// The blocks, `(segment, offset)`, that tickets out in the tables of some segments hand over.
+pub(crate) struct Ticketed(std::collections::HashSet<(u16, u64)>);
+
+impl Ticketed {
+    /// What the tables of `segments` hand over.
+    pub(crate) fn of<'a>(segments: impl IntoIterator<Item = &'a Segment>) -> Ticketed {
+        Ticketed(
+            segments.into_iter().flat_map(|s| s.in_flight()).map(|(segment, offset, _, _)| (segment, offset)).collect(),
+        )
     }
-    by_segment
+
+    fn contains(&self, segment: u16, offset: u64) -> bool {
+        self.0.contains(&(segment, offset))
+    }
 }
 
 /// A process waiting for memory in a segment (see [`Segment::start_waiting`]).

@@ -50,6 +50,8 @@ struct Receiving {
     token: Vec<u8>,
     presented: std::cell::Cell<bool>,
     announced: std::cell::Cell<Option<std::time::Instant>>,
+    /// Receives since the last look at the clock for a hello (a busy socket looks now and then).
+    busy: std::cell::Cell<u32>,
     orphans: RefCell<crate::orphans::Watch>,
 }
 
@@ -99,14 +101,11 @@ enum Frame {
 
 impl Drop for Socket {
     fn drop(&mut self) {
-        let linger = Deadline::new(self.z.linger().unwrap_or(0));
-        self.lanes.writer.borrow().offer_before_close(&self.mgr, &*self, linger);
+        let linger = self.z.linger().unwrap_or(0);
+        self.lanes.writer.borrow().offer_before_close(&self.mgr, &*self, Deadline::new(linger));
         // Waiting for the peers to take what they were sent: a moment at most (ZeroMQ's linger
         // waits for frames to leave, not for a receiver to read them; it goes on after the close).
-        let moment = Deadline::new(match self.z.linger().unwrap_or(0) {
-            ms if ms < 0 => CLAIM_WAIT_MS,
-            ms => ms.min(CLAIM_WAIT_MS),
-        });
+        let moment = Deadline::new(if linger < 0 { CLAIM_WAIT_MS } else { linger.min(CLAIM_WAIT_MS) });
         self.linger(moment);
         self.receiving.orphans.get_mut().close(&self.mgr, self.receiving.number);
         let released = self.peers.get_mut().close(&self.mgr);
@@ -119,7 +118,7 @@ impl Drop for Socket {
             // Messages received but never taken: their blocks go back (ZeroMQ drops such frames).
             release_frame(&self.mgr, f.data(), Source::Socket);
         }
-        if !matches!(self.ty, SocketType::Push | SocketType::Pub) {
+        if self.receives() {
             // So do those still queued: their senders, if they live, would never learn that
             // nobody will take them (a bounded drain: a flood must not hold the close).
             let mut f = fairmq_zmq::Message::new();
@@ -174,6 +173,7 @@ impl Socket {
                 token: Vec::new(),
                 presented: std::cell::Cell::new(false),
                 announced: std::cell::Cell::new(None),
+                busy: std::cell::Cell::new(0),
                 orphans: RefCell::default(),
             }),
             scratch: RefCell::new((Vec::with_capacity(64), Vec::new())),
@@ -293,8 +293,7 @@ impl Socket {
             return self.push_to_peer(parts, deadline);
         }
         let issued = &mut *self.issued.borrow_mut();
-        self.issue_all(parts.iter().map(Message::record), deadline, issued)?;
-        parts.iter().for_each(|p| p.mark_in_flight(true));
+        self.issue_for(parts, deadline, issued)?;
         for t in issued.iter() {
             self.mgr.address(t, 0, 0); // whoever ZeroMQ hands it to
         }
@@ -305,6 +304,14 @@ impl Socket {
             self.take_back_parts(parts, issued);
         }
         sent
+    }
+
+    /// Issues the tickets of `parts` into `issued`, then marks their blocks in flight (in that
+    /// order: a block in flight is always one a ticket holds).
+    fn issue_for(&self, parts: &[Message], deadline: Deadline, issued: &mut Vec<Issued>) -> Result<(), TransferError> {
+        self.issue_all(parts.iter().map(Message::record), deadline, issued)?;
+        parts.iter().for_each(|p| p.mark_in_flight(true));
+        Ok(())
     }
 
     /// Takes back the tickets of `parts`, whose records did not leave, marking them ours first.
@@ -381,8 +388,7 @@ impl Socket {
     /// first: nothing is sent then ([`Routed::TakenBack`]).
     fn route(&self, parts: &[Message], deadline: Deadline, after_taken_back: bool) -> Result<Routed, TransferError> {
         let issued = &mut *self.issued.borrow_mut();
-        self.issue_all(parts.iter().map(Message::record), deadline, issued)?;
-        parts.iter().for_each(|p| p.mark_in_flight(true));
+        self.issue_for(parts, deadline, issued)?;
         let (frame, _) = &mut *self.scratch.borrow_mut();
         meta::encode_parts(handed(parts, issued), self.mgr.config().metadata_msg_size, frame);
         let mut false_room = 0;
@@ -559,28 +565,27 @@ impl Socket {
         }
         self.learn_peers(false);
         let total: usize = parts.iter().map(Message::size).sum();
-        let records: Vec<Record> = parts.iter().map(Message::record).collect();
         let min = self.mgr.config().metadata_msg_size;
-        let mut frame = Vec::new();
+        let (frame, _) = &mut *self.scratch.borrow_mut();
+        let issued = &mut *self.issued.borrow_mut();
         let mut peers = self.peers.borrow_mut();
         let mut gone = Vec::new();
         for i in 0..peers.len() {
             let p = peers.get_mut(i);
             parts.iter().for_each(|m| m.add_reference());
             // Like a full queue, no free ticket makes this subscriber miss the message.
-            let mut issued = Vec::new();
-            if self.issue_all(records.iter().copied(), Deadline::Now, &mut issued).is_err() {
+            if self.issue_all(parts.iter().map(Message::record), Deadline::Now, issued).is_err() {
                 parts.iter().for_each(|m| m.drop_reference());
                 continue;
             }
-            for t in &issued {
+            for t in issued.iter() {
                 self.mgr.address(t, p.owner, p.socket);
             }
-            meta::encode_parts(handed(parts, &issued), min, &mut frame);
-            match self.send_to(&p.id, &frame) {
-                Ok(()) => p.handed(&self.mgr, Sent::of(parts, &issued)),
+            meta::encode_parts(handed(parts, issued), min, frame);
+            match self.send_to(&p.id, frame) {
+                Ok(()) => p.handed(&self.mgr, Sent::of(parts, issued)),
                 Err(e) => {
-                    self.take_back(&mut issued);
+                    self.take_back(issued);
                     parts.iter().for_each(|m| m.drop_reference());
                     // Gone (ROUTER_MANDATORY says unroutable): forget it; full queue: it misses this one.
                     if matches!(e, TransferError::Zmq(zmq::Error::EHOSTUNREACH)) {
@@ -675,7 +680,13 @@ impl Socket {
             return Ok(Frame::Zmq(f));
         }
         let deadline = Deadline::new(timeout_ms);
-        self.announce();
+        // A busy socket, which never waits, says hello too (one of its senders may have
+        // restarted), without reading the clock on every receive.
+        let busy = self.receiving.busy.get().wrapping_add(1);
+        self.receiving.busy.set(busy);
+        if busy % 1024 == 0 {
+            self.announce();
+        }
         loop {
             if let Some(f) = self.take_from_lanes()? {
                 return Ok(f);
@@ -792,10 +803,16 @@ impl Socket {
 
     /// PUSH and PUB cannot receive (their ROUTER only hears peers' probes).
     fn check_can_receive(&self) -> Result<(), TransferError> {
-        if matches!(self.ty, SocketType::Push | SocketType::Pub) {
-            return Err(not_supported());
+        if self.receives() {
+            Ok(())
+        } else {
+            Err(not_supported())
         }
-        Ok(())
+    }
+
+    /// Whether this socket can receive messages (PUSH and PUB cannot).
+    fn receives(&self) -> bool {
+        !matches!(self.ty, SocketType::Push | SocketType::Pub)
     }
 
     /// Messages and payload bytes moved so far.
@@ -813,7 +830,7 @@ impl fairmq_zmq::PollHook for Socket {
     fn input_ready(&self) -> bool {
         // Nothing to receive: a publisher's socket carries only subscribers' probes, and a
         // receive on a push socket fails (a poller reporting it ready made callers spin on that).
-        if matches!(self.ty, SocketType::Push | SocketType::Pub) {
+        if !self.receives() {
             return false;
         }
         loop {

@@ -234,16 +234,7 @@ impl<'a> Tickets<'a> {
     /// `orphans`, until they are claimed or released). `None` when there is none.
     fn take_chunk(&self, owner: u32, alive: &dyn Fn(u32) -> bool) -> Option<u32> {
         let chunks = self.n / CHUNK;
-        // Liveness is costly to look up; each owner once per call.
-        let mut seen: Vec<(u32, bool)> = Vec::new();
-        let mut alive = |o: u32| match seen.iter().find(|s| s.0 == o) {
-            Some(&(_, a)) => a,
-            None => {
-                let a = alive(o);
-                seen.push((o, a));
-                a
-            }
-        };
+        let mut alive = crate::liveness::remembered(alive);
         for free_only in [true, false] {
             for c in 0..chunks {
                 let w = &self.w[self.owners + c as usize];

@@ -310,9 +310,10 @@ impl<'a> Tlsf<'a> {
         if !free || bsize < need {
             return Err(Corrupt(off));
         }
-        self.remove(off, bsize)?;
-        // Inside the heap (checked by `block`), so far from overflowing.
+        // Inside the heap (checked by `block`), so far from overflowing; worked out before the
+        // block leaves the free list, so that an error cannot lose it.
         let delta = round_up(off + HDR, align).ok_or(Corrupt(off))? - off;
+        self.remove(off, bsize)?;
         // Fields of the used block first; the commit below makes them meaningful.
         self.put(off, 2, (u64::from(owner) << 32) | 1);
         self.put(off, 3, delta | (tag(off) << 32));

@@ -87,6 +87,11 @@ impl Transport {
             SocketType::Pub | SocketType::Push => {
                 let z = self.inner.zmq.socket(SocketType::Router, name)?;
                 z.as_zmq().set_router_mandatory(true).map_err(|source| option_error("ZMQ_ROUTER_MANDATORY", source))?;
+                // Peers send it nothing but probes and hellos: a larger frame ends the connection
+                // instead of being buffered, however large a peer says it is. The bound applies to
+                // the handshake's READY command too, which carries the peer's routing id (up to
+                // 255 bytes): 1 KiB leaves room for it.
+                z.as_zmq().set_maxmsgsize(1024).map_err(|source| option_error("ZMQ_MAXMSGSIZE", source))?;
                 // A peer we connect to is one by configuration, known at once (a bound DEALER
                 // sends no probe to a router that connects); peers that connect to us present a
                 // token.

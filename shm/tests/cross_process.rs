@@ -3,12 +3,6 @@
 mod common;
 use common::*;
 
-fn received(peer: &mut Peer) -> (u64, u64) {
-    let line = peer.expect_line("received ");
-    let mut it = line.split_whitespace().skip(1).map(|v| v.parse::<u64>().unwrap());
-    (it.next().unwrap(), it.next().unwrap())
-}
-
 fn sum_sizes(count: u64, sizes: &[u64]) -> u64 {
     (0..count).map(|i| sizes[(i as usize) % sizes.len()].max(16)).sum()
 }

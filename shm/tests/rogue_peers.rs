@@ -396,6 +396,12 @@ fn i03_peers_leaving_together_give_back_to_the_one_left() {
 /// The routing id a ZeroMQ peer at the other end of `stream` presents in its ZMTP 3 handshake
 /// (we speak as a ROUTER with the NULL mechanism).
 fn routing_id_presented(stream: &mut std::os::unix::net::UnixStream) -> Vec<u8> {
+    zmtp_handshake(stream, b"ROUTER")
+}
+
+/// A ZMTP 3 handshake (NULL mechanism) speaking as a socket of type `ty` over `stream`; returns the
+/// routing id the peer presented.
+fn zmtp_handshake(stream: &mut std::os::unix::net::UnixStream, ty: &[u8]) -> Vec<u8> {
     use std::io::{Read, Write};
     stream.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
     let mut greeting = [0u8; 64];
@@ -411,8 +417,8 @@ fn routing_id_presented(stream: &mut std::os::unix::net::UnixStream) -> Vec<u8> 
     ready.extend_from_slice(b"READY");
     ready.push(11);
     ready.extend_from_slice(b"Socket-Type");
-    ready.extend_from_slice(&6u32.to_be_bytes());
-    ready.extend_from_slice(b"ROUTER");
+    ready.extend_from_slice(&(ty.len() as u32).to_be_bytes());
+    ready.extend_from_slice(ty);
     stream.write_all(&[0x04, ready.len() as u8]).unwrap();
     stream.write_all(&ready).unwrap();
     let mut flags = [0u8; 1];
@@ -466,4 +472,34 @@ fn i03_a_bound_receiver_tells_no_token_to_those_that_connect_to_it() {
     let (mut accepted, _) = listener.accept().unwrap();
     let id = routing_id_presented(&mut accepted);
     assert!(id.starts_with(b"FMQRS3"), "a connecting pull presents its token: {id:?}");
+}
+
+/// A peer of a push (or pub) sends it nothing but probes and hellos: a frame that says it is a
+/// gigabyte long ends the connection at once, instead of the push buffering whatever follows.
+#[test]
+fn i03_a_huge_frame_to_a_push_ends_the_connection() {
+    use std::io::{Read, Write};
+    let s = Session::new("huge-frame");
+    let t = s.transport("victim");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("push");
+    let push = t.socket(SocketType::Push, "out").unwrap();
+    push.bind(&format!("ipc://{}", path.display())).unwrap();
+    let mut stream = std::os::unix::net::UnixStream::connect(&path).unwrap();
+    zmtp_handshake(&mut stream, b"DEALER");
+    // A long message frame of 2^30 bytes, of which a few follow.
+    stream.write_all(&[0x02]).unwrap();
+    stream.write_all(&(1u64 << 30).to_be_bytes()).unwrap();
+    stream.write_all(&[0u8; 4096]).unwrap();
+    let _ = push.refused_peers(); // the push reads its socket
+    let mut buf = [0u8; 64];
+    let ended = loop {
+        match stream.read(&mut buf) {
+            Ok(0) => break true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break true,
+            Err(e) => panic!("the connection stayed open: {e}"),
+        }
+    };
+    assert!(ended);
 }

@@ -51,6 +51,26 @@ fn push_pull_pair_req_rep_over_every_protocol() {
     assert!(s.objects().is_empty(), "last transport removed the session: {:?}", s.objects());
 }
 
+/// A bound push learns a pull that connects from the hello it sends (a frame on its own
+/// connection, after a handshake that carries the pull's token): over every protocol, and with
+/// the push's bound on what peers may send it. A bound of 64 bytes cut the handshake off.
+#[test]
+fn a_bound_push_reaches_pulls_that_connect() {
+    let s = Session::new("boundpush");
+    let t = s.transport("p");
+    for addr in addresses(&s, "bp") {
+        let (push, pull) = linked(&t, SocketType::Push, SocketType::Pull, &addr);
+        for i in 0..20u8 {
+            assert_eq!(push.send(&mut t.new_message_from_slice(&[i; 100]).unwrap(), LONG).unwrap(), 100, "{addr}");
+        }
+        let mut r = t.new_message();
+        for i in 0..20u8 {
+            assert_eq!(pull.receive(&mut r, LONG).unwrap(), 100, "{addr}");
+            assert_eq!(r.data(), &[i; 100][..], "{addr}");
+        }
+    }
+}
+
 #[test]
 fn multipart_and_empty_messages() {
     let s = Session::new("multi");

@@ -175,6 +175,38 @@ impl Drop for Session {
 
 pub const TRANSPORTS: [&str; 2] = ["zeromq", "shmem"];
 
+/// The shmId of session `s`.
+pub fn shm_id(s: &Session) -> String {
+    fairmq_shm::shm_id(&s.name)
+}
+
+/// A shmem transport `id` of session `s` in the test process, with a 20 MB segment.
+pub fn shm_transport(s: &Session, id: &str) -> fairmq_shm::Transport {
+    let mut c = fairmq_shm::ShmConfig::new(id, &s.name);
+    c.segment_size = 20_000_000;
+    fairmq_shm::Transport::new(&c).expect("shm transport")
+}
+
+/// A device process of session `s`: `--control <control>`, plain log lines at severity info, a
+/// segment of `segment` bytes unless `extra` gives one, then `extra`.
+pub fn launch_device(
+    exe: &str,
+    id: &str,
+    s: &Session,
+    transport: &str,
+    control: &str,
+    segment: &str,
+    extra: &[&str],
+) -> process::Proc {
+    let mut args = vec!["--id", id, "--control", control, "--color", "false", "--severity", "info"];
+    args.extend(["--transport", transport, "--session", &s.name]);
+    if !extra.contains(&"--shm-segment-size") {
+        args.extend(["--shm-segment-size", segment]);
+    }
+    args.extend_from_slice(extra);
+    process::start(exe, &args, None)
+}
+
 /// A transport of session `s` in the test process (a peer of the devices under test), with a
 /// 20 MB segment unless `configure` sets other properties.
 pub fn session_transport(

@@ -122,6 +122,12 @@ impl Proc {
         s.flush().unwrap();
     }
 
+    /// SIGKILLs the process and reaps it.
+    pub fn kill(&mut self) {
+        self.signal(nix::sys::signal::Signal::SIGKILL);
+        self.wait();
+    }
+
     /// Waits for the end (generous timeout) and collects the rest of the output.
     pub fn wait(&mut self) -> ExitStatus {
         let deadline = Instant::now() + GENEROUS;
@@ -139,6 +145,23 @@ impl Proc {
             self.seen.push(l);
         }
         status
+    }
+}
+
+/// Runs `exe` (as user `user`, if given) to its end; returns its exit code and its output, stderr
+/// included.
+pub fn run_to_end(user: Option<u32>, exe: &str, args: &[&str]) -> (Option<i32>, String) {
+    let mut p = start_as(user, exe, args);
+    let code = p.wait().code();
+    (code, p.seen.join("\n"))
+}
+
+/// Polls `done` until it holds (generous timeout, then fails naming `what`).
+pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + GENEROUS;
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

@@ -14,8 +14,8 @@
 //! (`copy`: keeps a copy of each message, drops the original at once and the copies at the end;
 //! `parts`: receives multiparts). The source makes a region, sends `count` pieces and then waits for
 //! every acknowledgement (`wait`, prints `acked <n>`) or sleeps until killed (`hold`).
-//! A sender with `hold` sleeps after its last message until killed; `FMQ_PEER_SNDBUF` sets its
-//! socket's kernel send buffer (ZMQ_SNDBUF), so that a test can keep records in its queue.
+//! A sender with count 0 sends, once a peer took its first message, until a send would wait
+//! 100 ms (its peers' queues are full); with `hold` it sleeps after its last message until killed.
 //! Every payload starts with its sequence number and sender id, followed by bytes derived from both;
 //! the receiver checks all of them and prints `received <messages> <bytes>`. Exit code 1 on any error.
 //! A receiver with count 0 receives until nothing arrives for 2 s; with `gaps`, sequence numbers of a
@@ -58,11 +58,10 @@ fn send(a: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     let t = transport(&format!("sender{sender}"), session)?;
     let s = t.socket(SocketType::Push, "data")?;
     s.metadata_socket().set_linger(-1)?;
-    // A small kernel buffer keeps what was sent in this process's queue (a test that kills us).
-    if let Some(n) = std::env::var("FMQ_PEER_SNDBUF").ok().and_then(|v| v.parse::<i32>().ok()) {
-        s.metadata_socket().set_snd_kernel_size(n)?;
-    }
     s.attach(address, &AttachOptions::new(Some(m)))?;
+    // Count 0: until a send would wait (its peers' queues are full).
+    let (count, timeout) = if count == 0 { (u64::MAX, 100) } else { (count, -1) };
+    let mut sent = 0;
     for seq in 0..count {
         let size = sizes[seq as usize % sizes.len()].max(16);
         let mut msg = t.new_message_with_size(size)?;
@@ -72,9 +71,14 @@ fn send(a: &[String]) -> Result<(), Box<dyn std::error::Error>> {
         for (i, b) in d.iter_mut().enumerate().skip(16) {
             *b = fill_byte(seq, sender, i);
         }
-        s.send(&mut msg, -1)?;
+        // The first send waits for a peer.
+        match s.send(&mut msg, if sent == 0 { -1 } else { timeout }) {
+            Ok(_) => sent += 1,
+            Err(fairmq_zmq::TransferError::Timeout) if timeout > 0 => break,
+            Err(e) => return Err(e.into()),
+        }
     }
-    println!("sent {count}");
+    println!("sent {sent}");
     if a.get(6).is_some_and(|h| h == "hold") {
         std::io::stdout().flush()?;
         loop {

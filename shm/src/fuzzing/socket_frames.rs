@@ -641,11 +641,16 @@ impl<'a> Run<'a> {
         }
     }
 
+    /// The receive method whose turn it is.
+    fn next_method(&mut self) -> Method {
+        self.turn += 1;
+        METHODS[(self.turn - 1) % METHODS.len()]
+    }
+
     /// Receives with timeout 0 until the socket and the lanes are empty.
     fn drain(&mut self) {
         for _ in 0..4 * MAX_OPS + 64 {
-            let method = METHODS[self.turn % METHODS.len()];
-            self.turn += 1;
+            let method = self.next_method();
             if !self.step(method, 0) {
                 return;
             }
@@ -659,8 +664,7 @@ impl<'a> Run<'a> {
         let until = Instant::now() + SETTLE;
         while !self.received.contains(&serial) {
             assert!(Instant::now() < until, "frames sent to the socket did not arrive within {SETTLE:?}");
-            let method = METHODS[self.turn % METHODS.len()];
-            self.turn += 1;
+            let method = self.next_method();
             if !self.step(method, WAIT_MS) && method == Method::Look {
                 self.step(Method::Receive, WAIT_MS);
             }
@@ -755,11 +759,14 @@ fn tampered(frame: &[u8], t: &Tamper) -> Vec<u8> {
     bytes
 }
 
+/// Runs `f` on this thread's fixture, built on first use.
+fn with_fixture<R>(f: impl FnOnce(&mut Fixture) -> R) -> R {
+    FIXTURE.with(|cell| f(cell.borrow_mut().get_or_insert_with(Fixture::new)))
+}
+
 /// Target `socket_frames`: see the module docs.
 pub fn socket_frames(data: &[u8]) {
-    FIXTURE.with(|cell| {
-        let mut slot = cell.borrow_mut();
-        let fx = slot.get_or_insert_with(Fixture::new);
+    with_fixture(|fx| {
         let mut run = Run::new(fx);
         for op in decode(data).into_iter().take(MAX_OPS) {
             let fresh = matches!(op, Op::Fresh(_) | Op::TamperFresh(..) | Op::Lane(_));
@@ -910,10 +917,8 @@ mod tests {
     #[test]
     #[should_panic(expected = "no genuine message of this input had")]
     fn a_message_no_genuine_frame_carried_is_caught() {
-        socket_frames(&[]);
-        FIXTURE.with(|cell| {
-            let mut slot = cell.borrow_mut();
-            let mut run = Run::new(slot.as_mut().expect("built by the first input"));
+        with_fixture(|fx| {
+            let mut run = Run::new(fx);
             run.fresh(Spec { parts: 1, empty: 0 }, None);
             let stranger = run.fx.transport.new_message_from_slice(&pattern(run.fx.serial + 7)).unwrap();
             run.check(&stranger);
@@ -923,9 +928,8 @@ mod tests {
     #[test]
     #[should_panic(expected = "received twice")]
     fn a_second_copy_is_caught() {
-        FIXTURE.with(|cell| {
-            let mut slot = cell.borrow_mut();
-            let mut run = Run::new(slot.get_or_insert_with(Fixture::new));
+        with_fixture(|fx| {
+            let mut run = Run::new(fx);
             run.fresh(Spec { parts: 1, empty: 0 }, None);
             let serial = run.frames[0].parts[0];
             let copy = run.fx.transport.new_message_from_slice(&pattern(serial)).unwrap();
@@ -937,9 +941,8 @@ mod tests {
     #[test]
     #[should_panic(expected = "blocks did not come back")]
     fn a_lost_block_is_caught() {
-        FIXTURE.with(|cell| {
-            let mut slot = cell.borrow_mut();
-            let mut run = Run::new(slot.get_or_insert_with(Fixture::new));
+        with_fixture(|fx| {
+            let mut run = Run::new(fx);
             std::mem::forget(run.fx.transport.new_message_with_size(100).unwrap());
             run.fresh(Spec { parts: 1, empty: 0 }, None);
             run.finish();
@@ -949,9 +952,8 @@ mod tests {
     #[test]
     #[should_panic(expected = "never arrived")]
     fn a_genuine_frame_that_never_arrives_is_caught() {
-        FIXTURE.with(|cell| {
-            let mut slot = cell.borrow_mut();
-            let mut run = Run::new(slot.get_or_insert_with(Fixture::new));
+        with_fixture(|fx| {
+            let mut run = Run::new(fx);
             // Recorded as sent whole, but what went out was its tampered copy.
             run.fresh(Spec { parts: 1, empty: 0 }, Some(Tamper { at: 9, xor: vec![1] }));
             run.frames[0].whole = true;

@@ -10,6 +10,7 @@
 //! heartbeats decide alone only for transports whose liveness cannot be seen.
 
 use super::cleanup;
+use super::report::open_if_present;
 use crate::error::ShmError;
 use crate::management::Management;
 use crate::naming::Names;
@@ -59,12 +60,10 @@ fn sweep_open(m: Management, names: &Names) -> Result<Sweep, ShmError> {
     drop(lock);
     let opened: Vec<Segment> =
         m.segments().iter().filter_map(|s| Segment::open(&Names::path(&names.segment(s.id)), s.id).ok()).collect();
-    let ticketed = crate::segment::ticketed_blocks(&opened.iter().collect::<Vec<_>>());
+    let ticketed = crate::segment::Ticketed::of(&opened);
     for sg in &opened {
-        let none = std::collections::HashSet::new();
-        let ticketed = ticketed.get(&sg.id()).unwrap_or(&none);
         for d in &dead {
-            if let Ok((n, b)) = sg.reclaim_dead(d.owner, ticketed) {
+            if let Ok((n, b)) = sg.reclaim_dead(d.owner, &ticketed) {
                 out.freed.0 += n;
                 out.freed.1 += b;
             }
@@ -122,11 +121,7 @@ impl Watcher {
     /// objects that cannot be removed) ends the watch.
     pub fn step(&mut self) -> Result<Step, ShmError> {
         let now = Instant::now();
-        let m = match Management::open_existing(&self.names) {
-            Ok(m) => m,
-            Err(e) if e.is_not_found() => return self.absent(now),
-            Err(e) => return Err(e),
-        };
+        let Some(m) = open_if_present(&self.names)? else { return self.absent(now) };
         self.seen_once = true;
         let count = m.heartbeat_count();
         if count != self.last_count {
@@ -171,11 +166,7 @@ impl Watcher {
     /// instead of one being removed), unless a transport of it is alive.
     fn heartbeats_timed_out(&mut self) -> Result<Step, ShmError> {
         let ms = self.timeout.as_millis();
-        let m = match Management::open_existing(&self.names) {
-            Ok(m) => m,
-            Err(e) if e.is_not_found() => return Ok(Step::Continue),
-            Err(e) => return Err(e),
-        };
+        let Some(m) = open_if_present(&self.names)? else { return Ok(Step::Continue) };
         let lock = m.lock();
         let alive = crate::liveness::alive(&m);
         if !alive.is_empty() {
@@ -189,16 +180,12 @@ impl Watcher {
             return Ok(Step::Continue);
         }
         log::info!("no heartbeats since over {ms} milliseconds, cleaning...");
-        let unlocked = match lock {
-            Ok(lock) => {
-                lock.remove_session().iter().for_each(|n| log::info!("Successfully removed '{n}'."));
-                None
+        match lock {
+            Ok(lock) => lock.remove_session().iter().for_each(|n| log::info!("Successfully removed '{n}'.")),
+            Err(e) => {
+                log::warn!("could not lock session {} ({e}): removing its objects anyway", self.shm_id);
+                cleanup(&self.shm_id)?;
             }
-            Err(e) => Some(e),
-        };
-        if let Some(e) = unlocked {
-            log::warn!("could not lock session {} ({e}): removing its objects anyway", self.shm_id);
-            cleanup(&self.shm_id)?;
         }
         Ok(self.cleaned())
     }
@@ -217,22 +204,14 @@ impl Watcher {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scratch::Scratch;
     use std::sync::Arc;
-
-    /// A session of its own, removed when the test ends, also when it fails.
-    struct Scratch(Names);
-
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = crate::monitor::cleanup_full(self.0.shm_id());
-        }
-    }
 
     /// A session whose only transport is the one `make` puts into slot 9 (the transport that made
     /// the session, and beat its heartbeat, has left), and a watcher with a short timeout.
     fn session_of(tag: &str, make: impl FnOnce(&Arc<Management>)) -> (Scratch, Arc<Management>, Watcher) {
-        let names = Names::new(&crate::shm_id(&format!("watch-{}-{tag}", std::process::id())));
-        let scratch = Scratch(names.clone());
+        let scratch = Scratch::new(&format!("watch-{tag}"));
+        let names = scratch.0.clone();
         let (m, hb) = Management::attach(&names, "s").unwrap();
         make(&m);
         assert!(!m.detach(hb, false).unwrap().removed, "slot 9 keeps the session");

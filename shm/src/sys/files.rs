@@ -156,7 +156,11 @@ pub(crate) fn create_new(path: &Path) -> Result<File, FileError> {
 /// Refuses `file` (opened from `path`) unless it is a regular file of this process's effective
 /// uid, as the descriptor says (not the name, which may have changed since).
 fn check_own(file: &File, path: &Path) -> Result<(), FileError> {
-    let meta = file.metadata().map_err(|e| FileError::from_io(path, e))?;
+    check_meta(&file.metadata().map_err(|e| FileError::from_io(path, e))?, path)
+}
+
+/// Refuses what `meta` describes unless it is a regular file of this process's effective uid.
+fn check_meta(meta: &std::fs::Metadata, path: &Path) -> Result<(), FileError> {
     if !meta.file_type().is_file() {
         return Err(FileError::NotAFile { path: path.to_owned() });
     }
@@ -174,14 +178,7 @@ pub(crate) fn check_own_name(path: &Path) -> Result<(), FileError> {
     if meta.file_type().is_symlink() {
         return Err(FileError::Symlink { path: path.to_owned() });
     }
-    if !meta.file_type().is_file() {
-        return Err(FileError::NotAFile { path: path.to_owned() });
-    }
-    let ours = euid();
-    if meta.uid() != ours {
-        return Err(FileError::ForeignOwner { path: path.to_owned(), owner: meta.uid(), ours });
-    }
-    Ok(())
+    check_meta(&meta, path)
 }
 
 /// Removes the name `path` (a link itself, never its target); `Ok(false)` if nothing was there.
@@ -191,6 +188,13 @@ pub(crate) fn remove(path: &Path) -> Result<bool, FileError> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(FileError::from_io(path, e)),
     }
+}
+
+/// Removes the name `path` if it is this user's regular file ([`check_own_name`]): what an earlier
+/// session left. Another user's file, or a link, is refused and stays.
+pub(crate) fn remove_own(path: &Path) -> Result<bool, FileError> {
+    check_own_name(path)?;
+    remove(path)
 }
 
 /// Bytes an unprivileged user may still write in the file system holding `dir`; `None` when the

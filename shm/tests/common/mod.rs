@@ -70,11 +70,6 @@ pub fn peer(args: &[&str]) -> Peer {
     spawn_peer(Command::new(PEER).args(args))
 }
 
-/// A peer with extra environment variables.
-pub fn peer_with_env(args: &[&str], env: &[(&str, &str)]) -> Peer {
-    spawn_peer(Command::new(PEER).args(args).envs(env.iter().copied()))
-}
-
 /// A peer running as user and group `id` (only root may start one).
 pub fn peer_as(id: u32, args: &[&str]) -> Peer {
     use std::os::unix::process::CommandExt;
@@ -134,6 +129,12 @@ impl Peer {
         }
     }
 
+    /// Sends signal `name` (`STOP`, `CONT`, ...) through kill(1).
+    pub fn signal(&self, name: &str) {
+        let status = Command::new("kill").arg(format!("-{name}")).arg(self.pid().to_string()).status();
+        assert!(status.is_ok_and(|s| s.success()), "kill -{name} {}", self.pid());
+    }
+
     pub fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -181,6 +182,13 @@ pub fn root_or_skip(test: &str, needs: &str) -> bool {
         println!("skipped {test}: it needs root ({needs})");
     }
     root
+}
+
+/// The `received <messages> <bytes>` report of a receiving peer.
+pub fn received(peer: &mut Peer) -> (u64, u64) {
+    let line = peer.expect_line("received ");
+    let mut it = line.split_whitespace().skip(1).map(|v| v.parse::<u64>().unwrap());
+    (it.next().unwrap(), it.next().unwrap())
 }
 
 /// Two sockets of `t`, the first bound to `address`, the second connected to it.
