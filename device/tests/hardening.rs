@@ -4,7 +4,9 @@
 
 mod common;
 use common::process::{wait_until, Proc, GENEROUS};
-use common::{args, attached_socket, config, launch_device, session_transport, spawn, Hooks, Session, T};
+use common::{
+    args, attached_socket, config, launch_device, session_transport, shm_transport, spawn, Hooks, Session, T,
+};
 use fairmq::region::{RegionCallback, RegionConfig};
 use fairmq::state_machine::ErrorState;
 use fairmq::{SocketType, State, Transition, TransportKind, UnmanagedRegion};
@@ -377,9 +379,12 @@ fn i12_a_flood_of_bad_frames_from_a_peer_is_summarised() {
     let mut sink = launch(SINK, "sink", &s, "shmem", &["--max-iterations", "1", "--channel-config", &pull]);
     sink.expect("READY ---> RUNNING");
     {
-        // A plain ZeroMQ dealer: the kind of socket that may connect to a shmem pull (a DEALER).
+        // A plain ZeroMQ dealer (the kind of socket that may connect to a shmem pull, a DEALER)
+        // of a local process of the session: it presents the session's password.
         let raw = session_transport(&s, TransportKind::Zeromq, |_| {});
-        let rogue = attached_socket(&raw, SocketType::Dealer, &address, Method::Connect);
+        let rogue = raw.socket(SocketType::Dealer, "rogue").expect("socket");
+        rogue.zmq_socket().require_password(&shm_transport(&s, "password").connect_password());
+        rogue.attach(&address, &fairmq_zmq::AttachOptions::new(Some(Method::Connect))).expect("attach");
         for _ in 0..100_000 {
             let mut m = fairmq_zmq::Message::from_slice(&[0xff; 3]);
             rogue.zmq_socket().send(&mut m, 10_000).expect("rogue frame sent");

@@ -15,6 +15,9 @@
 //! - A record on a socket names a hand-over ticket in the sender's segment (see [`tickets`]): a
 //!   receiver claims it once, so a forged or repeated record grants nothing. Metadata from peers is
 //!   validated (segment known, block live, bounds) before use.
+//! - Only processes of the session can connect to its sockets: every endpoint asks for, or
+//!   presents, a password derived from the session's secret (ZeroMQ PLAIN, checked by a ZAP
+//!   handler in `fairmq-zmq`).
 //! - PUSH and PUB send only to receiving sockets of the session (they present a token made with the
 //!   session's secret) and take back what a peer that went away did not take (see `peers`); what a
 //!   killed sender left in flight, its receiver releases (see `orphans`).

@@ -46,6 +46,20 @@ pub(crate) fn token(mgr: &Manager) -> (Vec<u8>, u64) {
     (t, socket)
 }
 
+/// The password every socket of the session asks of a peer that connects to it, and presents
+/// where it connects (ZeroMQ's PLAIN mechanism): only processes that can map the session know it,
+/// so a plain ZeroMQ socket, or one of another session, cannot even connect. Hex, from a hash of
+/// the session secret (never the secret itself).
+pub(crate) fn password(mgr: &Manager) -> String {
+    use sha2::{Digest, Sha256};
+    let secret = mgr.management().secret();
+    let mut h = Sha256::new();
+    h.update(b"fairmq-rs connect");
+    h.update(secret[0].to_le_bytes());
+    h.update(secret[1].to_le_bytes());
+    h.finalize()[..16].iter().map(|b| format!("{b:02x}")).collect()
+}
+
 fn mac(secret: [u64; 2], owner: u32, socket: u64) -> u64 {
     use sha2::{Digest, Sha256};
     let mut h = Sha256::new();

@@ -56,6 +56,8 @@ impl Transport {
             io_threads: config.io_threads,
         })?;
         let mgr = Arc::new(Manager::new(config, zmq.interrupter().clone())?);
+        // Only the session's processes may connect to its sockets (see `peers::password`).
+        zmq.serve_password(&crate::peers::password(&mgr))?;
         // What dead senders left in flight to dead receivers (found by the sweep of the attach).
         crate::orphans::release_unreachable(&mgr);
         Ok(Transport { inner: Arc::new(Inner { zmq, mgr, events: parking_lot::Mutex::new(None) }) })
@@ -76,6 +78,19 @@ impl Transport {
         self.inner.mgr.config()
     }
 
+    /// The password a plain ZeroMQ socket must present (PLAIN mechanism, user `fairmq-rs`) to
+    /// connect to this session's sockets: for tests and tools that speak to them as a peer would.
+    pub fn connect_password(&self) -> String {
+        crate::peers::password(&self.inner.mgr)
+    }
+
+    /// A metadata socket of type `ty` that lets in only the session's processes.
+    fn zmq_socket(&self, ty: SocketType, name: &str) -> Result<fairmq_zmq::Socket, ShmError> {
+        let z = self.inner.zmq.socket(ty, name)?;
+        z.require_password(&crate::peers::password(&self.inner.mgr));
+        Ok(z)
+    }
+
     /// A socket for the channel `name`. PUB/SUB is zero-copy (see [`Socket`]); XPUB/XSUB are refused.
     pub fn socket(&self, ty: SocketType, name: &str) -> Result<Socket, ShmError> {
         let id = format!("{}.{name}.{ty}", self.id());
@@ -85,7 +100,7 @@ impl Transport {
             }
             // Senders that pick their peers (see `peers`): they must know where each message went.
             SocketType::Pub | SocketType::Push => {
-                let z = self.inner.zmq.socket(SocketType::Router, name)?;
+                let z = self.zmq_socket(SocketType::Router, name)?;
                 z.as_zmq().set_router_mandatory(true).map_err(|source| option_error("ZMQ_ROUTER_MANDATORY", source))?;
                 // Peers send it nothing but probes and hellos: a larger frame ends the connection
                 // instead of being buffered, however large a peer says it is. The bound applies to
@@ -100,7 +115,7 @@ impl Transport {
             }
             // Their receivers present the session's token on every connection.
             SocketType::Sub | SocketType::Pull => {
-                let z = self.inner.zmq.socket(SocketType::Dealer, name)?;
+                let z = self.zmq_socket(SocketType::Dealer, name)?;
                 // The token is presented only on connections this socket makes (see
                 // `Socket::present_token`): ZeroMQ sends a routing id to every peer, also to
                 // whoever connects to a bound socket.
@@ -110,7 +125,7 @@ impl Transport {
                 s.keep_token(token);
                 return Ok(s);
             }
-            _ => self.inner.zmq.socket(ty, name)?,
+            _ => self.zmq_socket(ty, name)?,
         };
         Ok(Socket::new(z, self.inner.mgr.clone(), ty, id, 0))
     }

@@ -161,6 +161,7 @@ fn bad_metadata_is_rejected_and_nothing_breaks() {
     pull.bind(&addr).unwrap();
     let raw_t = fairmq_zmq::Transport::new("raw").unwrap();
     let raw = raw_t.socket(SocketType::Dealer, "out").unwrap();
+    raw.require_password(&t.connect_password());
     raw.connect(&addr).unwrap();
 
     // A real block to corrupt records of.

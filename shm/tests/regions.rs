@@ -398,6 +398,7 @@ fn forged_region_records_are_rejected() {
     let addr = s.ipc("forged");
     pull.bind(&addr).unwrap();
     let push = raw.socket(SocketType::Dealer, "out").unwrap();
+    push.require_password(&t.connect_password());
     push.connect(&addr).unwrap();
     let cases = [
         Record::Region { region: 999, offset: 0, size: 10, hint: 0, rc: None },

@@ -9,11 +9,13 @@ use fairmq_zmq::{AttachOptions, Method, SocketType, TransferError};
 
 const LONG: i32 = 10_000;
 
-/// A plain ZeroMQ socket of type `ty` connected to `address`.
-fn rogue(ty: zmq::SocketType, address: &str) -> (zmq::Context, zmq::Socket) {
+/// A plain ZeroMQ socket of type `ty` connected to `address`, with the session's password (a
+/// local process of the session that does not follow the protocol).
+fn rogue(t: &fairmq_shm::Transport, ty: zmq::SocketType, address: &str) -> (zmq::Context, zmq::Socket) {
     let ctx = zmq::Context::new();
     let s = ctx.socket(ty).expect("rogue socket");
     s.set_linger(0).expect("linger");
+    insider(t, &s);
     s.connect(address).expect("rogue connects");
     (ctx, s)
 }
@@ -33,7 +35,7 @@ fn i01_control_frames_of_any_length_are_refused_not_fatal() {
     let s = Session::new("rogue-ctl");
     let t = s.transport("victim");
     let (pull, at) = bound_pull(&t, &s.ipc("ctl"));
-    let (_ctx, r) = rogue(zmq::DEALER, &at);
+    let (_ctx, r) = rogue(&t, zmq::DEALER, &at);
     let version = fairmq_shm::meta::VERSION;
     let mut frames: Vec<Vec<u8>> = Vec::new();
     for tag in 0..=7u8 {
@@ -193,7 +195,7 @@ fn i02_a_forged_block_record_takes_nothing_from_its_holder() {
     let s = Session::new("forged");
     let t = s.transport("victim");
     let (pull, at) = bound_pull(&t, &s.ipc("forged"));
-    let (_ctx, r) = rogue(zmq::DEALER, &at);
+    let (_ctx, r) = rogue(&t, zmq::DEALER, &at);
     let held = t.new_message_from_slice(&[7u8; 4096]).unwrap();
     let mut frame = Vec::new();
     fairmq_shm::meta::encode_single(&held.record(), 0, &mut frame);
@@ -230,12 +232,12 @@ fn i02_a_replayed_record_is_claimed_once() {
     let free0 = t.segment_stats().free;
     let push = t.socket(SocketType::Pair, "out").unwrap();
     let out_at = push.attach(&s.ipc("out"), &AttachOptions::new(Some(Method::Bind))).unwrap();
-    let (_c1, thief) = rogue(zmq::PAIR, &out_at);
+    let (_c1, thief) = rogue(&t, zmq::PAIR, &out_at);
     let payload: Vec<u8> = (0..10_000u32).map(|i| i as u8).collect();
     push.send(&mut t.new_message_from_slice(&payload).unwrap(), LONG).unwrap();
     let record = thief.recv_bytes(0).expect("the rogue got the record");
     let (pull, in_at) = bound_pull(&t, &s.ipc("in"));
-    let (_c2, replayer) = rogue(zmq::DEALER, &in_at);
+    let (_c2, replayer) = rogue(&t, zmq::DEALER, &in_at);
     for _ in 0..3 {
         send_raw(&replayer, &record);
     }
@@ -269,10 +271,11 @@ fn i03_a_peer_without_the_session_token_gets_nothing() {
     let free0 = t.segment_stats().free;
     let push = t.socket(SocketType::Push, "out").unwrap();
     let at = push.attach(&s.ipc("out"), &AttachOptions::new(Some(Method::Bind))).unwrap();
-    let (_c1, pull) = rogue(zmq::PULL, &at);
+    let (_c1, pull) = rogue(&t, zmq::PULL, &at);
     let ctx = zmq::Context::new();
     let dealer = ctx.socket(zmq::DEALER).unwrap();
     dealer.set_linger(0).unwrap();
+    insider(&t, &dealer);
     dealer.set_identity(b"FMQRS3-a-made-up-token-xxxx").unwrap();
     dealer.set_probe_router(true).unwrap();
     dealer.connect(&at).unwrap();
@@ -316,6 +319,7 @@ fn i03_a_probe_without_the_session_token_subscribes_nothing() {
     let ctx = zmq::Context::new();
     let dealer = ctx.socket(zmq::DEALER).unwrap();
     dealer.set_linger(0).unwrap();
+    insider(&t, &dealer);
     dealer.set_probe_router(true).unwrap();
     dealer.connect(&s.ipc("pub")).unwrap();
     let deadline = std::time::Instant::now() + GENEROUS;
@@ -393,36 +397,34 @@ fn i03_peers_leaving_together_give_back_to_the_one_left() {
     }
 }
 
-/// The routing id a ZeroMQ peer at the other end of `stream` presents in its ZMTP 3 handshake
-/// (we speak as a ROUTER with the NULL mechanism).
-fn routing_id_presented(stream: &mut std::os::unix::net::UnixStream) -> Vec<u8> {
-    zmtp_handshake(stream, b"ROUTER")
+/// Our part in a raw ZMTP 3 handshake with the PLAIN mechanism.
+#[derive(Clone, Copy)]
+enum Role<'a> {
+    /// We connected: we present this password.
+    Client(&'a str),
+    /// The peer connected: we let it in whatever it presents.
+    Server,
 }
 
-/// A ZMTP 3 handshake (NULL mechanism) speaking as a socket of type `ty` over `stream`; returns the
-/// routing id the peer presented.
-fn zmtp_handshake(stream: &mut std::os::unix::net::UnixStream, ty: &[u8]) -> Vec<u8> {
-    use std::io::{Read, Write};
-    stream.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
-    let mut greeting = [0u8; 64];
-    greeting[0] = 0xff;
-    greeting[9] = 0x7f;
-    greeting[10] = 3;
-    greeting[12..16].copy_from_slice(b"NULL");
-    stream.write_all(&greeting).unwrap();
-    let mut theirs = [0u8; 64];
-    stream.read_exact(&mut theirs).unwrap();
-    assert_eq!((theirs[0], theirs[9], theirs[10]), (0xff, 0x7f, 3), "a ZMTP 3 greeting");
-    let mut ready = vec![5u8];
-    ready.extend_from_slice(b"READY");
-    ready.push(11);
-    ready.extend_from_slice(b"Socket-Type");
-    ready.extend_from_slice(&(ty.len() as u32).to_be_bytes());
-    ready.extend_from_slice(ty);
-    stream.write_all(&[0x04, ready.len() as u8]).unwrap();
-    stream.write_all(&ready).unwrap();
+/// The routing id a ZeroMQ peer at the other end of `stream` presents in its ZMTP 3 handshake
+/// (we speak as a ROUTER).
+fn routing_id_presented(stream: &mut std::os::unix::net::UnixStream, role: Role<'_>) -> Vec<u8> {
+    zmtp_handshake(stream, b"ROUTER", role)
+}
+
+/// Writes a ZMTP command frame of `body`.
+fn write_command(stream: &mut std::os::unix::net::UnixStream, body: &[u8]) {
+    use std::io::Write;
+    stream.write_all(&[0x04, u8::try_from(body.len()).expect("a short command")]).unwrap();
+    stream.write_all(body).unwrap();
+}
+
+/// Reads a ZMTP command frame; returns its body.
+fn read_command(stream: &mut std::os::unix::net::UnixStream) -> Vec<u8> {
+    use std::io::Read;
     let mut flags = [0u8; 1];
     stream.read_exact(&mut flags).unwrap();
+    assert!(flags[0] & 0x04 != 0, "a command frame, not flags {:#x}", flags[0]);
     let size = if flags[0] & 0x02 != 0 {
         let mut b = [0u8; 8];
         stream.read_exact(&mut b).unwrap();
@@ -434,19 +436,75 @@ fn zmtp_handshake(stream: &mut std::os::unix::net::UnixStream, ty: &[u8]) -> Vec
     };
     let mut body = vec![0u8; size];
     stream.read_exact(&mut body).unwrap();
-    assert_eq!(&body[..6], b"\x05READY", "a READY command");
-    let mut at = 6;
+    body
+}
+
+/// A command `name` with the metadata property Socket-Type `ty`.
+fn with_socket_type(name: &[u8], ty: &[u8]) -> Vec<u8> {
+    let mut c = vec![name.len() as u8];
+    c.extend_from_slice(name);
+    c.push(11);
+    c.extend_from_slice(b"Socket-Type");
+    c.extend_from_slice(&(ty.len() as u32).to_be_bytes());
+    c.extend_from_slice(ty);
+    c
+}
+
+/// The Identity property of the metadata in `body` after its command name `name` (empty if none).
+fn identity_in(body: &[u8], name: &[u8]) -> Vec<u8> {
+    assert_eq!(&body[1..1 + name.len()], name, "a {} command: {body:?}", String::from_utf8_lossy(name));
+    let mut at = 1 + name.len();
     while at < body.len() {
         let n = usize::from(body[at]);
-        let name = &body[at + 1..at + 1 + n];
+        let key = &body[at + 1..at + 1 + n];
         let len = u32::from_be_bytes(body[at + 1 + n..at + 5 + n].try_into().unwrap()) as usize;
         let value = &body[at + 5 + n..at + 5 + n + len];
-        if name.eq_ignore_ascii_case(b"Identity") {
+        if key.eq_ignore_ascii_case(b"Identity") {
             return value.to_vec();
         }
         at += 5 + n + len;
     }
     Vec::new()
+}
+
+/// A ZMTP 3 handshake (PLAIN mechanism, in `role`) speaking as a socket of type `ty` over
+/// `stream`; returns the routing id the peer presented.
+fn zmtp_handshake(stream: &mut std::os::unix::net::UnixStream, ty: &[u8], role: Role<'_>) -> Vec<u8> {
+    use std::io::{Read, Write};
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+    let mut greeting = [0u8; 64];
+    greeting[0] = 0xff;
+    greeting[9] = 0x7f;
+    greeting[10] = 3;
+    greeting[12..17].copy_from_slice(b"PLAIN");
+    greeting[32] = u8::from(matches!(role, Role::Server));
+    stream.write_all(&greeting).unwrap();
+    let mut theirs = [0u8; 64];
+    stream.read_exact(&mut theirs).unwrap();
+    assert_eq!((theirs[0], theirs[9], theirs[10]), (0xff, 0x7f, 3), "a ZMTP 3 greeting");
+    assert_eq!(&theirs[12..18], b"PLAIN\0", "the peer asks for PLAIN credentials");
+    match role {
+        Role::Client(password) => {
+            let mut hello = b"\x05HELLO".to_vec();
+            for field in [&b"fairmq-rs"[..], password.as_bytes()] {
+                hello.push(field.len() as u8);
+                hello.extend_from_slice(field);
+            }
+            write_command(stream, &hello);
+            let welcome = read_command(stream);
+            assert_eq!(welcome, b"\x07WELCOME", "let in: {}", String::from_utf8_lossy(&welcome));
+            write_command(stream, &with_socket_type(b"INITIATE", ty));
+            identity_in(&read_command(stream), b"READY")
+        }
+        Role::Server => {
+            let hello = read_command(stream);
+            assert_eq!(&hello[..6], b"\x05HELLO");
+            write_command(stream, b"\x07WELCOME");
+            let id = identity_in(&read_command(stream), b"INITIATE");
+            write_command(stream, &with_socket_type(b"READY", ty));
+            id
+        }
+    }
 }
 
 /// Issue 17 item 3 (found by a review): ZeroMQ tells a socket's routing id to every peer, also to
@@ -462,7 +520,8 @@ fn i03_a_bound_receiver_tells_no_token_to_those_that_connect_to_it() {
     let pull = t.socket(SocketType::Pull, "in").unwrap();
     pull.bind(&format!("ipc://{}", bound_path.display())).unwrap();
     let mut stream = std::os::unix::net::UnixStream::connect(&bound_path).unwrap();
-    let id = routing_id_presented(&mut stream);
+    let password = t.connect_password();
+    let id = routing_id_presented(&mut stream, Role::Client(&password));
     assert!(!id.starts_with(b"FMQRS"), "a bound pull told its token to a stranger: {id:?}");
     // Connecting, it presents its token: the handshake above would have shown one.
     let listen_path = dir.path().join("listener");
@@ -470,7 +529,7 @@ fn i03_a_bound_receiver_tells_no_token_to_those_that_connect_to_it() {
     let other = t.socket(SocketType::Pull, "out").unwrap();
     other.connect(&format!("ipc://{}", listen_path.display())).unwrap();
     let (mut accepted, _) = listener.accept().unwrap();
-    let id = routing_id_presented(&mut accepted);
+    let id = routing_id_presented(&mut accepted, Role::Server);
     assert!(id.starts_with(b"FMQRS3"), "a connecting pull presents its token: {id:?}");
 }
 
@@ -486,7 +545,7 @@ fn i03_a_huge_frame_to_a_push_ends_the_connection() {
     let push = t.socket(SocketType::Push, "out").unwrap();
     push.bind(&format!("ipc://{}", path.display())).unwrap();
     let mut stream = std::os::unix::net::UnixStream::connect(&path).unwrap();
-    zmtp_handshake(&mut stream, b"DEALER");
+    zmtp_handshake(&mut stream, b"DEALER", Role::Client(&t.connect_password()));
     // A long message frame of 2^30 bytes, of which a few follow.
     stream.write_all(&[0x02]).unwrap();
     stream.write_all(&(1u64 << 30).to_be_bytes()).unwrap();
@@ -502,4 +561,58 @@ fn i03_a_huge_frame_to_a_push_ends_the_connection() {
         }
     };
     assert!(ended);
+}
+
+/// Item 3: a socket that does not present the session's password (a plain ZeroMQ socket of
+/// another process, on this host or not) cannot connect to any socket of the session: a pair,
+/// request or dealer socket never sends it a record (before, it drained them, and the blocks
+/// behind them were lost for good), and what it sends never reaches a receiving socket. The same
+/// socket with the password is let in (what makes the test able to fail).
+#[test]
+fn i03_a_socket_without_the_session_password_cannot_connect() {
+    let s = Session::new("stranger");
+    let mut c = s.config("victim");
+    c.lanes = false; // a pair sends its records on its socket
+    let t = fairmq_shm::Transport::new(&c).unwrap();
+    let peer = |ty: zmq::SocketType, at: &str, with_password: bool| {
+        let ctx = zmq::Context::new();
+        let z = ctx.socket(ty).unwrap();
+        z.set_linger(0).unwrap();
+        z.set_rcvtimeo(LONG).unwrap();
+        if with_password {
+            insider(&t, &z);
+        }
+        z.connect(at).unwrap();
+        (ctx, z)
+    };
+    let sending = [(SocketType::Pair, zmq::PAIR), (SocketType::Req, zmq::REP), (SocketType::Dealer, zmq::DEALER)];
+    for (ours, theirs) in sending {
+        let sock = t.socket(ours, "out").unwrap();
+        let at = sock.attach(&s.ipc(&format!("out-{ours}")), &AttachOptions::new(Some(Method::Bind))).unwrap();
+        let (_c1, stranger) = peer(theirs, &at, false);
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let mut m = t.new_message_from_slice(b"for the session only").unwrap();
+        assert!(matches!(sock.send(&mut m, 500), Err(TransferError::Timeout)), "{ours}: no peer may take it");
+        assert_eq!(m.data(), b"for the session only", "{ours}: the sender keeps it");
+        assert!(stranger.recv_bytes(zmq::DONTWAIT).is_err(), "{ours}: the stranger got nothing");
+        let (_c2, insider) = peer(theirs, &at, true);
+        sock.send(&mut m, LONG).unwrap();
+        assert!(!insider.recv_bytes(0).expect("the insider gets the record").is_empty(), "{ours}");
+    }
+    let receiving = [(SocketType::Pull, zmq::DEALER), (SocketType::Rep, zmq::REQ), (SocketType::Router, zmq::DEALER)];
+    for (ours, theirs) in receiving {
+        let sock = t.socket(ours, "in").unwrap();
+        let at = sock.attach(&s.ipc(&format!("in-{ours}")), &AttachOptions::new(Some(Method::Bind))).unwrap();
+        let (_c1, stranger) = peer(theirs, &at, false);
+        // Queued on the stranger's side: its connection never completes.
+        stranger.send(&b"not a record"[..], zmq::DONTWAIT).unwrap();
+        assert!(
+            matches!(sock.receive(&mut t.new_message(), 500), Err(TransferError::Timeout)),
+            "{ours}: nothing of the stranger arrived"
+        );
+        let (_c2, insider) = peer(theirs, &at, true);
+        insider.send(&b"not a record"[..], 0).unwrap();
+        let got = sock.receive(&mut t.new_message(), LONG);
+        assert!(got.is_err() && !matches!(got, Err(TransferError::Timeout)), "{ours}: the insider's frame is refused");
+    }
 }

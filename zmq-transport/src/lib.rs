@@ -47,6 +47,7 @@ mod socket_type;
 mod sys;
 mod transport;
 mod transport_kind;
+mod zap;
 
 pub use counters::{CounterSnapshot, Counters};
 pub use endpoint::{split_endpoints, validate_address, Endpoint, Method, Protocol};

@@ -33,6 +33,8 @@ pub struct Socket {
     /// `ZMQ_SNDHWM` as last set (only [`Socket::set_snd_buf_size`] sets it): the shm transport
     /// asks for it on every send.
     snd_hwm: std::cell::Cell<i32>,
+    /// The password endpoints bound from now on ask of peers, and endpoints connected present.
+    password: std::cell::RefCell<Option<String>>,
     id: String,
     ty: SocketType,
     interrupter: Arc<Interrupter>,
@@ -93,6 +95,7 @@ impl Socket {
             timeouts: std::cell::Cell::new((-1, -1)),
             endpoints: std::cell::Cell::new((0, 0)),
             connect_names: std::cell::RefCell::new(None),
+            password: std::cell::RefCell::new(None),
             id,
             ty,
             interrupter,
@@ -167,8 +170,20 @@ impl Socket {
         opt("ZMQ_RCVBUF", self.zsock.get_rcvbuf())
     }
 
+    /// Endpoints bound from now on let in only peers that present `password` (ZeroMQ's PLAIN
+    /// mechanism, checked by the transport's handler: see
+    /// [`Transport::serve_password`](crate::Transport::serve_password)); endpoints connected from now
+    /// on present it. A peer without it is refused in the handshake, before any frame. libzmq takes
+    /// a socket's options when an endpoint is made, so one socket can bind and connect both ways.
+    pub fn require_password(&self, password: &str) {
+        *self.password.borrow_mut() = Some(password.to_owned());
+    }
+
     /// Binds one endpoint as given (no auto-bind).
     pub fn bind(&self, address: &str) -> Result<(), SocketError> {
+        if self.password.borrow().is_some() {
+            opt("ZMQ_PLAIN_SERVER", self.zsock.set_plain_server(true))?;
+        }
         self.zsock.bind(address).map_err(|source| SocketError::Bind {
             socket: self.id.clone(),
             address: address.to_owned(),
@@ -207,6 +222,11 @@ impl Socket {
         if let Some(id) = &named {
             sys::set_connect_routing_id(self.ptr, id)
                 .map_err(|source| SocketError::Option { option: "ZMQ_CONNECT_ROUTING_ID", source })?;
+        }
+        if let Some(password) = self.password.borrow().as_deref() {
+            // The user name makes the socket a PLAIN client (no longer a server) for this endpoint.
+            opt("ZMQ_PLAIN_USERNAME", self.zsock.set_plain_username(Some(crate::zap::USER)))?;
+            opt("ZMQ_PLAIN_PASSWORD", self.zsock.set_plain_password(Some(password)))?;
         }
         self.zsock.connect(address).map_err(|source| SocketError::Connect {
             socket: self.id.clone(),

@@ -41,6 +41,8 @@ struct Inner {
     ctx: zmq::Context,
     interrupter: Arc<Interrupter>,
     regions: Arc<RegionEvents>,
+    /// Who may connect to sockets that ask for a password (see [`Transport::serve_password`]).
+    zap: std::sync::OnceLock<crate::zap::Handler>,
 }
 
 impl Drop for Inner {
@@ -64,7 +66,15 @@ impl Transport {
             .map_err(|source| SocketError::Create { what: "context", source })?;
         let id = if config.id.is_empty() { random_id() } else { config.id.clone() };
         let interrupter = Arc::new(Interrupter::new()?);
-        Ok(Transport { inner: Arc::new(Inner { id, ctx, interrupter, regions: RegionEvents::new() }) })
+        Ok(Transport {
+            inner: Arc::new(Inner {
+                id,
+                ctx,
+                interrupter,
+                regions: RegionEvents::new(),
+                zap: std::sync::OnceLock::new(),
+            }),
+        })
     }
 
     /// The transport id.
@@ -76,6 +86,18 @@ impl Transport {
     pub fn socket(&self, ty: SocketType, name: &str) -> Result<Socket, SocketError> {
         let id = format!("{}.{}.{}", self.inner.id, name, ty);
         Socket::new(&self.inner.ctx, self.inner.interrupter.clone(), ty, id)
+    }
+
+    /// Lets peers connect to this transport's sockets that ask for a password
+    /// ([`Socket::require_password`]) when they present `password`, and refuses the others in the
+    /// handshake. The first password served stays (later calls change nothing); the check runs in
+    /// a thread of the transport's own until the transport is dropped.
+    pub fn serve_password(&self, password: &str) -> Result<(), SocketError> {
+        if self.inner.zap.get().is_none() {
+            let handler = crate::zap::Handler::start(&self.inner.ctx, password.to_owned())?;
+            let _ = self.inner.zap.set(handler);
+        }
+        Ok(())
     }
 
     /// Makes every blocked transfer and poll on this transport's sockets return `Interrupted`, and

@@ -184,6 +184,14 @@ pub fn root_or_skip(test: &str, needs: &str) -> bool {
     root
 }
 
+/// Makes the plain ZeroMQ socket `s` present the session's password where it connects, as a
+/// process of the session does (a local peer that can map the session but does not follow the
+/// protocol); without it, no socket of the session lets it connect.
+pub fn insider(t: &fairmq_shm::Transport, s: &zmq::Socket) {
+    s.set_plain_username(Some("fairmq-rs")).expect("ZMQ_PLAIN_USERNAME");
+    s.set_plain_password(Some(&t.connect_password())).expect("ZMQ_PLAIN_PASSWORD");
+}
+
 /// The `received <messages> <bytes>` report of a receiving peer.
 pub fn received(peer: &mut Peer) -> (u64, u64) {
     let line = peer.expect_line("received ");

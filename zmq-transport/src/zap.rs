@@ -1,0 +1,130 @@
+//! Who may connect: a ZAP handler (ZeroMQ's authentication protocol, RFC 27) for the PLAIN
+//! mechanism, accepting the one password a transport was given.
+//!
+//! A transport that serves a password answers, in a thread of its own, the requests libzmq makes
+//! when a peer connects to one of its sockets that asks for PLAIN credentials (see
+//! [`Socket::require_password`](crate::Socket::require_password)): the peer is let in when it
+//! presents the password, and refused otherwise, before it can send or receive a single frame.
+//! Without a handler libzmq refuses every PLAIN peer, so the thread runs as long as the context.
+
+use crate::error::SocketError;
+use std::thread::JoinHandle;
+
+/// The endpoint RFC 27 reserves for the handler.
+const ZAP_ENDPOINT: &str = "inproc://zeromq.zap.01";
+/// The user name the transport's sockets present; only the password is checked.
+pub(crate) const USER: &str = "fairmq-rs";
+
+/// A running handler; stopped and joined on drop (before its context can end).
+pub(crate) struct Handler {
+    /// Wakes the thread to stop. Used from the dropping thread only, behind the mutex.
+    stop: std::sync::Mutex<zmq::Socket>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Handler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ZapHandler").finish()
+    }
+}
+
+impl Handler {
+    /// Starts the handler of `ctx` for `password`.
+    pub(crate) fn start(ctx: &zmq::Context, password: String) -> Result<Handler, SocketError> {
+        let create = |source| SocketError::Create { what: "ZAP handler", source };
+        let rep = ctx.socket(zmq::REP).map_err(create)?;
+        rep.bind(ZAP_ENDPOINT).map_err(create)?;
+        // One handler per context: inproc names are the context's own.
+        let name = "inproc://fairmq-rs-zap-stop";
+        let stop_rx = ctx.socket(zmq::PAIR).map_err(create)?;
+        stop_rx.bind(name).map_err(create)?;
+        let stop = ctx.socket(zmq::PAIR).map_err(create)?;
+        stop.connect(name).map_err(create)?;
+        let thread = std::thread::Builder::new()
+            .name("fmq-zap".into())
+            .spawn(move || serve(&rep, &stop_rx, &password))
+            .map_err(|e| create(zmq::Error::from_raw(e.raw_os_error().unwrap_or(libc::EAGAIN))))?;
+        Ok(Handler { stop: std::sync::Mutex::new(stop), thread: Some(thread) })
+    }
+}
+
+impl Drop for Handler {
+    fn drop(&mut self) {
+        if let Ok(stop) = self.stop.lock() {
+            let _ = stop.send("", 0);
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Answers requests until told to stop (or the context ends).
+fn serve(rep: &zmq::Socket, stop: &zmq::Socket, password: &str) {
+    loop {
+        let mut items = [rep.as_poll_item(zmq::POLLIN), stop.as_poll_item(zmq::POLLIN)];
+        match zmq::poll(&mut items, -1) {
+            Ok(_) => {}
+            Err(zmq::Error::EINTR) => continue,
+            Err(_) => return,
+        }
+        if items[1].is_readable() {
+            return;
+        }
+        if !items[0].is_readable() {
+            continue;
+        }
+        let Ok(request) = rep.recv_multipart(0) else { return };
+        let (status, text) = verdict(&request, password);
+        let request_id = request.get(1).cloned().unwrap_or_default();
+        let reply: [&[u8]; 6] = [b"1.0", &request_id, status.as_bytes(), text.as_bytes(), b"", b""];
+        if rep.send_multipart(reply, 0).is_err() {
+            return;
+        }
+    }
+}
+
+/// RFC 27's status for a request: its frames are version, request id, domain, address, identity,
+/// mechanism and the mechanism's credentials (PLAIN: user name, password).
+fn verdict(request: &[Vec<u8>], password: &str) -> (&'static str, &'static str) {
+    match request {
+        [version, _, _, _, _, mechanism, user, given] if version.as_slice() == b"1.0" => {
+            if mechanism.as_slice() != b"PLAIN" {
+                ("400", "only PLAIN credentials are accepted")
+            } else if user.as_slice() == USER.as_bytes() && constant_time_eq(given, password.as_bytes()) {
+                ("200", "OK")
+            } else {
+                ("400", "not a peer of this session")
+            }
+        }
+        [version, ..] if version.as_slice() != b"1.0" => ("500", "unsupported ZAP version"),
+        _ => ("400", "malformed ZAP request"),
+    }
+}
+
+/// Compares without stopping at the first difference (a peer timing its attempts learns nothing).
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(mechanism: &str, user: &str, password: &str) -> Vec<Vec<u8>> {
+        ["1.0", "7", "", "127.0.0.1", "", mechanism, user, password].iter().map(|s| s.as_bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn only_the_password_of_the_transport_gets_in() {
+        assert_eq!(verdict(&request("PLAIN", USER, "secret"), "secret").0, "200");
+        assert_eq!(verdict(&request("PLAIN", USER, "secreT"), "secret").0, "400");
+        assert_eq!(verdict(&request("PLAIN", USER, "secret2"), "secret").0, "400");
+        assert_eq!(verdict(&request("PLAIN", "someone", "secret"), "secret").0, "400");
+        assert_eq!(verdict(&request("CURVE", USER, "secret"), "secret").0, "400");
+        assert_eq!(verdict(&request("PLAIN", USER, "secret")[..7], "secret").0, "400");
+        let mut old = request("PLAIN", USER, "secret");
+        old[0] = b"0.9".to_vec();
+        assert_eq!(verdict(&old, "secret").0, "500");
+    }
+}
