@@ -16,6 +16,8 @@
 
 #include "fairmq_rs.h"
 
+#include <algorithm>
+
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -188,6 +190,12 @@ class TransportFactory {
     void Resume() const { detail::check(fmq_transport_resume(fRaw), "Resume"); }
 
     MessagePtr CreateMessage(size_t size = 0) const;
+    template<typename T>
+    MessagePtr NewSimpleMessage(const T& v) const;
+    template<std::size_t N>
+    MessagePtr NewSimpleMessage(const char (&s)[N]) const;
+    MessagePtr NewSimpleMessage(const std::string& s) const;
+    MessagePtr NewStaticMessage(const std::string& s) const;
     MessagePtr CreateMessage(void* data, size_t size, fairmq_free_fn* ffn, void* hint = nullptr) const;
     MessagePtr CreateMessage(UnmanagedRegionPtr& region, void* data, size_t size, void* hint = nullptr) const;
     UnmanagedRegionPtr CreateUnmanagedRegion(size_t size, RegionCallback callback, const RegionConfig& cfg = RegionConfig()) const;
@@ -271,6 +279,13 @@ inline MessagePtr NewSimpleMessage(const fmq_transport* t, const void* data, siz
     detail::check(fmq_message_new_copy(t, data, size, &m), "NewSimpleMessage");
     return std::make_unique<Message>(m, true);
 }
+/// FairMQ's NewSimpleMessage of a string literal: its characters up to the first NUL, which is not
+/// sent ("OK" is 2 bytes, as a std::string of it).
+template<std::size_t N>
+inline MessagePtr NewSimpleMessage(const fmq_transport* t, const char (&s)[N])
+{
+    return NewSimpleMessage(t, s, static_cast<size_t>(std::find(s, s + N, '\0') - s));
+}
 /// FairMQ's NewMessage(data, size, ffn, hint): zeromq takes the buffer and calls ffn(data, hint)
 /// when done (possibly on another thread); shmem copies it and calls ffn at once.
 inline MessagePtr NewMessage(const fmq_transport* t, void* data, size_t size, fairmq_free_fn* ffn, void* hint = nullptr)
@@ -278,6 +293,15 @@ inline MessagePtr NewMessage(const fmq_transport* t, void* data, size_t size, fa
     fmq_message* m = nullptr;
     detail::check(fmq_message_new_data(t, data, size, ffn, hint, &m), "NewMessage");
     return std::make_unique<Message>(m, true);
+}
+namespace detail {
+inline void NoCleanup(void*, void*) {}
+} // namespace detail
+/// FairMQ's NewStaticMessage: the string's bytes, never freed by the message, so the string must
+/// outlive it (zeromq sends them without a copy; shmem copies them at once).
+inline MessagePtr NewStaticMessage(const fmq_transport* t, const std::string& s)
+{
+    return NewMessage(t, const_cast<char*>(s.data()), s.size(), detail::NoCleanup, nullptr);
 }
 
 /// An unmanaged region (FairMQ's UnmanagedRegion): fill it through GetData(), send pieces of it with
@@ -380,6 +404,21 @@ inline MessagePtr NewMessage(const fmq_transport* t, const UnmanagedRegionPtr& r
 }
 
 inline MessagePtr TransportFactory::CreateMessage(size_t size) const { return NewMessage(fRaw, size); }
+template<typename T>
+inline MessagePtr TransportFactory::NewSimpleMessage(const T& v) const
+{
+    return fair::mq::NewSimpleMessage(fRaw, &v, sizeof(T));
+}
+template<std::size_t N>
+inline MessagePtr TransportFactory::NewSimpleMessage(const char (&s)[N]) const
+{
+    return fair::mq::NewSimpleMessage(fRaw, s);
+}
+inline MessagePtr TransportFactory::NewSimpleMessage(const std::string& s) const
+{
+    return fair::mq::NewSimpleMessage(fRaw, s.data(), s.size());
+}
+inline MessagePtr TransportFactory::NewStaticMessage(const std::string& s) const { return fair::mq::NewStaticMessage(fRaw, s); }
 inline MessagePtr TransportFactory::CreateMessage(void* data, size_t size, fairmq_free_fn* ffn, void* hint) const
 {
     return NewMessage(fRaw, data, size, ffn, hint);
@@ -475,6 +514,12 @@ class Channel {
     {
         return fair::mq::NewMessage(fTransport.Raw(), data, size, ffn, hint);
     }
+    template<typename T>
+    MessagePtr NewSimpleMessage(const T& v) const
+    {
+        return fTransport.NewSimpleMessage(v);
+    }
+    MessagePtr NewStaticMessage(const std::string& s) const { return fTransport.NewStaticMessage(s); }
     /// The channel's transport (borrowed: valid while the channel lives), as FairMQ's Transport().
     const TransportFactory* Transport() const { return &fTransport; }
     std::string GetAddress() const
@@ -705,9 +750,9 @@ class Device {
     template<typename T>
     MessagePtr NewSimpleMessage(const T& v) const
     {
-        return fair::mq::NewSimpleMessage(fmq_context_transport(fCtx), &v, sizeof(T));
+        return Transport()->NewSimpleMessage(v);
     }
-    MessagePtr NewSimpleMessage(const std::string& s) const { return fair::mq::NewSimpleMessage(fmq_context_transport(fCtx), s.data(), s.size()); }
+    MessagePtr NewStaticMessage(const std::string& s) const { return Transport()->NewStaticMessage(s); }
     bool NewStatePending() const { return fmq_context_new_state_pending(fCtx); }
     template<typename Rep, typename Period>
     bool WaitFor(std::chrono::duration<Rep, Period> d) const

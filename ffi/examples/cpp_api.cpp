@@ -61,6 +61,25 @@ int main(int argc, char** argv)
         }
         CHECK(Eventually([] { return gFreed.load() == 1; }));
 
+        // NewSimpleMessage copies: a string literal without its NUL (as FairMQ: "OK" is 2 bytes), a
+        // std::string, a trivially copyable value; NewStaticMessage sends a string that outlives it.
+        {
+            const std::string text = "static text";
+            const int32_t value = 0x01020304;
+            fair::mq::MessagePtr sent[] = {t.NewSimpleMessage("OK"), a.NewSimpleMessage("OK"),
+                                           a.NewSimpleMessage(std::string("a string")), t.NewSimpleMessage(value),
+                                           a.NewStaticMessage(text)};
+            const std::string expected[] = {"OK", "OK", "a string", std::string(reinterpret_cast<const char*>(&value), 4),
+                                            text};
+            for (size_t i = 0; i < 5; ++i) {
+                const auto size = static_cast<int64_t>(expected[i].size());
+                CHECK(a.Send(sent[i], 5000) == size);
+                auto r = a.NewMessage();
+                CHECK(b.Receive(r, 5000) == size);
+                CHECK(std::string(static_cast<const char*>(r->GetData()), r->GetSize()) == expected[i]);
+            }
+        }
+
         // Poller: b has input, lonely has none.
         {
             fair::mq::Poller poller(std::vector<fair::mq::Channel>{b, lonely});
