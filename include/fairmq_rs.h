@@ -696,6 +696,21 @@ const char *fmq_version(void);
 void fmq_log(const char *severity, const char *message);
 
 /**
+ * [`fmq_log`] naming where the line was logged: the caller's `file` (its last path component is
+ * shown), `line` and `function`, as FairLogger's `[file:line:function]` at verbosity veryhigh.
+ * The C++ wrapper's `LOG(severity)` passes them.
+ *
+ * # Safety
+ * `severity` and `message` are NUL-terminated strings (or NULL: nothing is logged); `file` and
+ * `function` NUL-terminated or NULL (not known).
+ */
+void fmq_log_at(const char *severity,
+                const char *file,
+                int line,
+                const char *function,
+                const char *message);
+
+/**
  * An empty message (to receive into). `*out` owns it (free with `fmq_message_free`).
  *
  * # Safety

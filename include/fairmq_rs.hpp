@@ -628,8 +628,13 @@ inline T ProgOptions::GetProperty(const std::string& key) const
 /// Log lines through the fairmq-rs logger: LOG(info) << "text";
 class LogLine {
   public:
-    explicit LogLine(const char* severity) : fSeverity(severity) {}
-    ~LogLine() { fmq_log(fSeverity, fText.str().c_str()); }
+    explicit LogLine(const char* severity, const char* file = nullptr, int line = 0, const char* function = nullptr)
+        : fSeverity(severity)
+        , fFile(file)
+        , fLine(line)
+        , fFunction(function)
+    {}
+    ~LogLine() { fmq_log_at(fSeverity, fFile, fLine, fFunction, fText.str().c_str()); }
     template<typename T>
     LogLine& operator<<(const T& v)
     {
@@ -639,6 +644,9 @@ class LogLine {
 
   private:
     const char* fSeverity;
+    const char* fFile;
+    int fLine;
+    const char* fFunction;
     std::ostringstream fText;
 };
 
@@ -866,7 +874,8 @@ struct Hooks {
 } // namespace mq
 } // namespace fair
 
-#define LOG(severity) ::fair::mq::LogLine(#severity)
+/// FairLogger's LOG(severity): the line names its file, line and function (shown at verbosity veryhigh).
+#define LOG(severity) ::fair::mq::LogLine(#severity, __FILE__, __LINE__, static_cast<const char*>(__func__))
 
 /// The part of boost::program_options that FairMQ devices' addCustomOptions use.
 namespace boost {

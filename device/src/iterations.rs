@@ -1,6 +1,7 @@
 //! The `--max-iterations` limit of FairMQ's examples: a device counts its iterations (messages sent,
 //! received or answered) and leaves RUNNING once it reaches the configured number; 0 means no limit.
-//! (The builtin benchmark sampler and sink count FairMQ's way, `max + 1` messages, on their own.)
+//! (The builtin benchmark sampler and sink count FairMQ's way on their own: they send or receive
+//! `max + 1` messages and report `max`.)
 
 use crate::device::Context;
 use crate::error::BoxError;

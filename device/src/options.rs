@@ -403,7 +403,8 @@ pub fn standard() -> Options {
 
     let mut device = OptionGroup::new("FairMQ device options");
     device
-        .add_required("id", Kind::Str, "Device ID.")
+        // Optional, as in FairMQ: without it the channels come only from a --config-key.
+        .add("id", Kind::Str, "", "Device ID.")
         .add("io-threads", Kind::Int, 1i32, "Number of I/O threads.")
         .within(1i64..=MAX_IO_THREADS)
         .add("transport", Kind::Str, "zeromq", "Transport ('zeromq'/'shmem').")
@@ -501,7 +502,13 @@ mod tests {
         let p = Properties::new();
         let mut o = standard();
         o.parse(&[], &p).unwrap();
-        assert_eq!(o.check_required(&p), Err(OptionsError::Required("id".into())));
+        assert_eq!(o.check_required(&p), Ok(()), "--id is optional, as in FairMQ");
+        assert_eq!(p.get::<String>("id").unwrap(), "");
+        let mut custom = OptionGroup::new("custom");
+        custom.add_required("num-senders", Kind::Int, "Number of senders.");
+        o.add_group(custom);
+        o.parse(&[], &p).unwrap();
+        assert_eq!(o.check_required(&p), Err(OptionsError::Required("num-senders".into())));
         assert!(standard().parse(&args("--shm-segment-id 70000"), &Properties::new()).is_err());
         // Boost refuses a single-value option given twice and an empty value after '='.
         let e = standard().parse(&args("--id a --control static --control dynamic"), &Properties::new()).unwrap_err();

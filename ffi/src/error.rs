@@ -104,6 +104,16 @@ pub(crate) unsafe fn str_arg<'a>(p: *const c_char) -> Result<&'a str, fmq_result
     unsafe { CStr::from_ptr(p) }.to_str().map_err(|_| fail(FMQ_ERROR_INVALID, "string argument is not UTF-8"))
 }
 
+/// A C string argument that may be NULL (`None`, as for one that is not UTF-8), without setting
+/// the last error.
+///
+/// # Safety
+/// `p` is NULL or NUL-terminated.
+unsafe fn optional_str<'a>(p: *const c_char) -> Option<&'a str> {
+    // SAFETY: non-null and NUL-terminated per the caller's contract.
+    (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_str().ok()).flatten()
+}
+
 /// Copies `text` (NUL-terminated) into a caller's buffer; `written` gets the length without NUL,
 /// also when the buffer is too small (then `FMQ_ERROR_BUFFER`).
 ///
@@ -218,17 +228,52 @@ pub extern "C" fn fmq_version() -> *const c_char {
 #[no_mangle]
 pub unsafe extern "C" fn fmq_log(severity: *const c_char, message: *const c_char) {
     guard_value((), || {
+        // SAFETY: contract as documented; no origin.
+        unsafe { fmq_log_at(severity, std::ptr::null(), 0, std::ptr::null(), message) }
+    });
+}
+
+/// [`fmq_log`] naming where the line was logged: the caller's `file` (its last path component is
+/// shown), `line` and `function`, as FairLogger's `[file:line:function]` at verbosity veryhigh.
+/// The C++ wrapper's `LOG(severity)` passes them.
+///
+/// # Safety
+/// `severity` and `message` are NUL-terminated strings (or NULL: nothing is logged); `file` and
+/// `function` NUL-terminated or NULL (not known).
+#[no_mangle]
+pub unsafe extern "C" fn fmq_log_at(
+    severity: *const c_char,
+    file: *const c_char,
+    line: c_int,
+    function: *const c_char,
+    message: *const c_char,
+) {
+    guard_value((), || {
         // SAFETY: contract as documented.
         let (Ok(sev), Ok(msg)) = (unsafe { str_arg(severity) }, unsafe { str_arg(message) }) else { return };
-        match sev {
-            "trace" => log::trace!("{msg}"),
-            "debug" => log::debug!("{msg}"),
-            "state" => log::info!(target: fairmq::logging::STATE_TARGET, "{msg}"),
-            "warn" | "warning" => log::warn!("{msg}"),
-            "error" => log::error!("{msg}"),
-            "fatal" => log::error!(target: fairmq::logging::FATAL_TARGET, "{msg}"),
-            _ => log::info!("{msg}"),
-        }
+        // SAFETY: contract as documented (NULL is allowed: not known).
+        let (file, function) = unsafe { (optional_str(file), optional_str(function)) };
+        let file = file.map(|f| f.rsplit('/').next().unwrap_or(f));
+        let caller = function.unwrap_or("c");
+        let (level, target) = match sev {
+            "trace" => (log::Level::Trace, caller),
+            "debug" => (log::Level::Debug, caller),
+            "state" => (log::Level::Info, fairmq::logging::STATE_TARGET),
+            "warn" | "warning" => (log::Level::Warn, caller),
+            "error" => (log::Level::Error, caller),
+            "fatal" => (log::Level::Error, fairmq::logging::FATAL_TARGET),
+            _ => (log::Level::Info, caller),
+        };
+        let line = u32::try_from(line).ok().filter(|&l| l > 0);
+        log::logger().log(
+            &log::Record::builder()
+                .level(level)
+                .target(target)
+                .file(file)
+                .line(line)
+                .args(format_args!("{msg}"))
+                .build(),
+        );
     });
 }
 

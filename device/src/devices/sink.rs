@@ -6,7 +6,9 @@ use crate::{Context, Device, HookResult};
 use std::io::Write;
 use std::time::Instant;
 
-/// Receives `max-iterations + 1` messages (FairMQ's count; 0 = until stopped) from `in-channel[0]`.
+/// Receives `max-iterations + 1` messages (0 = until stopped) from `in-channel[0]` and, as FairMQ's
+/// sink, counts and reports `max-iterations` of them: the last one ends the run uncounted (also
+/// the one that reaches the maximum file size).
 #[derive(Debug, Default)]
 pub struct Sink {
     channel: String,
@@ -72,12 +74,11 @@ impl Device for Sink {
                 }
                 if self.max_file_size > 0 && written >= self.max_file_size {
                     log::info!("Maximum file size reached.");
-                    count += 1;
                     break;
                 }
             }
             if self.max_iterations > 0 && count >= self.max_iterations {
-                count += 1;
+                log::info!("Configured maximum number of iterations reached.");
                 break;
             }
             count += 1;
