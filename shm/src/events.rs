@@ -9,7 +9,8 @@
 use crate::manager::Manager;
 pub use fairmq_zmq::region_types::{RegionEvent, RegionInfo};
 use std::collections::HashMap;
-use std::sync::{mpsc, Arc};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -19,11 +20,18 @@ pub const EVENT_POLL: Duration = Duration::from_millis(50);
 /// Every segment and region of the session. Live regions are mapped (as a viewer) to learn their
 /// address, as in FairMQ.
 pub(crate) fn region_info(mgr: &Manager) -> Vec<RegionInfo> {
+    looked_up(mgr).into_iter().map(|(info, _)| info).collect()
+}
+
+/// [`region_info`], each with whether it is settled: false for a live region that could not be
+/// mapped (yet), reported as destroyed.
+fn looked_up(mgr: &Manager) -> Vec<(RegionInfo, bool)> {
     let mut out = Vec::new();
     for s in mgr.management().segments() {
         if let Ok(seg) = mgr.segment(s.id) {
             let ptr = seg.base_address();
-            out.push(RegionInfo { managed: true, id: s.id, ptr, size: s.size, flags: 0, event: RegionEvent::Created });
+            let info = RegionInfo { managed: true, id: s.id, ptr, size: s.size, flags: 0, event: RegionEvent::Created };
+            out.push((info, true));
         }
     }
     for r in crate::registry::regions(mgr.management()) {
@@ -35,6 +43,7 @@ pub(crate) fn region_info(mgr: &Manager) -> Vec<RegionInfo> {
             flags: r.user_flags,
             event: RegionEvent::Destroyed,
         };
+        let mut settled = true;
         if !r.destroyed {
             match mgr.region_view(r.id) {
                 Ok(map) => {
@@ -43,55 +52,88 @@ pub(crate) fn region_info(mgr: &Manager) -> Vec<RegionInfo> {
                     info.event = RegionEvent::Created;
                 }
                 // Destroyed between the two reads, or unreadable: not reported as live.
-                Err(e) => log::debug!("region {} not mapped for region info: {e}", r.id),
+                Err(e) => {
+                    log::debug!("region {} not mapped for region info: {e}", r.id);
+                    settled = false;
+                }
             }
         }
-        out.push(info);
+        out.push((info, settled));
     }
     out
 }
 
+/// What a subscription reported so far.
+#[derive(Default)]
+struct Reported {
+    /// The event counter when the session was last looked at.
+    seen: Option<u64>,
+    known: HashMap<(u16, bool), RegionEvent>,
+}
+
+impl Reported {
+    /// Calls back once per change since the last look, if the event counter moved. A live region
+    /// that could not be mapped is left for the next look (not taken as destroyed: its `Created`
+    /// would never come).
+    fn deliver(&mut self, mgr: &Manager, callback: &mut dyn FnMut(RegionInfo)) {
+        let count = mgr.management().event_count();
+        if self.seen == Some(count) {
+            return;
+        }
+        self.seen = Some(count);
+        for (info, settled) in looked_up(mgr) {
+            if !settled {
+                self.seen = None;
+                continue;
+            }
+            let before = self.known.insert((info.id, info.managed), info.event);
+            // As FairMQ: whatever is seen first (a region created and destroyed between two looks
+            // is reported destroyed), then a live one's end.
+            let report =
+                matches!((before, info.event), (None, _) | (Some(RegionEvent::Created), RegionEvent::Destroyed));
+            if report {
+                callback(info);
+            }
+        }
+    }
+}
+
 /// A running subscription.
 pub(crate) struct Subscription {
-    stop: Option<mpsc::Sender<()>>,
+    stop: Arc<AtomicBool>,
+    mgr: Arc<Manager>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl Subscription {
+    /// Calls `callback`, on a thread of its own, for every segment and region known now and for
+    /// every change after: woken by the session's event counter (any process that creates or
+    /// destroys one bumps it), and looking every [`EVENT_POLL`] anyway. What changed before the
+    /// subscription is dropped is reported before the drop returns.
     pub fn start(mgr: Arc<Manager>, mut callback: Box<dyn FnMut(RegionInfo) + Send>) -> std::io::Result<Subscription> {
-        let (stop, stopped) = mpsc::channel::<()>();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (flag, m) = (stop.clone(), mgr.clone());
         let thread = std::thread::Builder::new().name("fmq-region-events".into()).spawn(move || {
-            let mut seen_count = None;
-            let mut known: HashMap<(u16, bool), RegionEvent> = HashMap::new();
+            let mut reported = Reported::default();
             loop {
-                let count = mgr.management().event_count();
-                if seen_count != Some(count) {
-                    seen_count = Some(count);
-                    for info in region_info(&mgr) {
-                        let key = (info.id, info.managed);
-                        let before = known.insert(key, info.event);
-                        let report = matches!(
-                            (before, info.event),
-                            (None, RegionEvent::Created) | (Some(RegionEvent::Created), RegionEvent::Destroyed)
-                        );
-                        if report {
-                            callback(info);
-                        }
-                    }
+                let stopping = flag.load(Ordering::Acquire);
+                reported.deliver(&m, &mut *callback);
+                if stopping {
+                    return;
                 }
-                match stopped.recv_timeout(EVENT_POLL) {
-                    Err(mpsc::RecvTimeoutError::Timeout) => continue,
-                    _ => return,
-                }
+                // Unsettled (nothing seen): sleeps on the current count, looking again within EVENT_POLL.
+                let seen = reported.seen.unwrap_or_else(|| m.management().event_count());
+                m.management().wait_for_events(seen, EVENT_POLL);
             }
         })?;
-        Ok(Subscription { stop: Some(stop), thread: Some(thread) })
+        Ok(Subscription { stop, mgr, thread: Some(thread) })
     }
 }
 
 impl Drop for Subscription {
     fn drop(&mut self) {
-        drop(self.stop.take());
+        self.stop.store(true, Ordering::Release);
+        self.mgr.management().wake_event_waiters();
         if let Some(t) = self.thread.take() {
             if t.thread().id() != std::thread::current().id() {
                 let _ = t.join();

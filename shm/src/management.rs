@@ -187,6 +187,17 @@ impl Management {
         self.words()[W_EVENTS].load(Ordering::Acquire)
     }
 
+    /// Sleeps until the event counter is no longer `seen`, or `timeout` passed (a bump wakes
+    /// every waiter of the session at once).
+    pub(crate) fn wait_for_events(&self, seen: u64, timeout: std::time::Duration) {
+        crate::sys::futex::wait(&self.words()[W_EVENTS], seen as u32, timeout);
+    }
+
+    /// Wakes whoever waits for events (they look again, and sleep on if nothing changed).
+    pub(crate) fn wake_event_waiters(&self) {
+        crate::sys::futex::wake_all(&self.words()[W_EVENTS]);
+    }
+
     /// The heartbeat counter's value.
     pub fn heartbeat_count(&self) -> u64 {
         self.words()[W_HEARTBEAT].load(Ordering::Relaxed)
@@ -271,7 +282,7 @@ impl SessionLock<'_> {
 
     /// Bumps the event counter (segments or regions appeared or went).
     pub(crate) fn bump_events(&self) {
-        self.word(W_EVENTS).fetch_add(1, Ordering::AcqRel);
+        crate::sys::futex::bump_and_wake_all(self.word(W_EVENTS));
     }
 
     /// Marks the session removed (a newcomer that opened it will open a new one) and removes its

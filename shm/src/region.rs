@@ -215,7 +215,15 @@ fn open_as_controller(mgr: &Arc<Manager>, size: u64, cfg: &RegionConfig) -> Resu
     };
     let queue = AckQueue::open_or_create(names, id)?;
     drop(lock);
-    Ok(mgr.acks().insert(Arc::new(RegionMap::new(entry, data, Some(queue), true, Some(mgr.management().clone())))))
+    let mine = Arc::new(RegionMap::new(entry, data, Some(queue), true, Some(mgr.management().clone())));
+    let map = mgr.acks().insert(mine.clone());
+    if !Arc::ptr_eq(&map, &mine) {
+        // Mapped as a viewer meanwhile (an event subscriber of this process looks at a region as
+        // soon as it is registered): this process controls that view now. Without this, the
+        // creator held a view: its callback never heard of its pieces.
+        map.controlled.store(true, Ordering::Release);
+    }
+    Ok(map)
 }
 
 /// Creates the region's object race-free. Every creation happens under the session lock and

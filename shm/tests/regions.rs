@@ -357,6 +357,66 @@ fn local_subscription_reports_created_and_destroyed() {
     assert_eq!(format!("{}", RegionEvent::LocalOnly), "local_only");
 }
 
+/// What happened before the subscription ends is reported before it ends: a region destroyed
+/// just before the unsubscription is reported destroyed (FairMQ's region example destroys its
+/// region in ResetTask and unsubscribes right after: the destroyed event never came when the
+/// subscription only looked every 50 ms). A region created and destroyed between two looks is
+/// reported destroyed, as FairMQ does.
+#[test]
+fn events_before_an_unsubscription_are_all_reported() {
+    let s = Session::new("rgquick");
+    let t = s.transport("a");
+    for round in 0..20 {
+        let (tx, rx) = std::sync::mpsc::channel();
+        t.subscribe_to_region_events(move |i| {
+            let _ = tx.send(i);
+        })
+        .unwrap();
+        let r = t.create_region(4096, RegionCallback::None, &RegionConfig::default()).unwrap();
+        let id = r.id();
+        let created = rx.iter().find(|i| !i.managed && i.id == id).expect("the created event");
+        assert_eq!(created.event, RegionEvent::Created, "round {round}");
+        drop(r);
+        t.unsubscribe_from_region_events();
+        let events: Vec<RegionEvent> = rx.try_iter().filter(|i| !i.managed && i.id == id).map(|i| i.event).collect();
+        assert_eq!(events, [RegionEvent::Destroyed], "round {round}");
+        // Created and destroyed before the subscription's first look: destroyed only.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let r = t.create_region(4096, RegionCallback::None, &RegionConfig::default()).unwrap();
+        let id = r.id();
+        t.subscribe_to_region_events(move |i| {
+            let _ = tx.send(i);
+        })
+        .unwrap();
+        drop(r);
+        t.unsubscribe_from_region_events();
+        let events: Vec<RegionEvent> = rx.try_iter().filter(|i| !i.managed && i.id == id).map(|i| i.event).collect();
+        assert!(
+            events == [RegionEvent::Destroyed] || events == [RegionEvent::Created, RegionEvent::Destroyed],
+            "round {round}: {events:?}"
+        );
+    }
+}
+
+/// A region created while this process subscribes to region events: the subscriber maps it as a
+/// viewer as soon as it is registered, and the creator still controls it (before, the creator
+/// could get that view back, and its callback never heard of its pieces).
+#[test]
+fn a_creator_that_subscribes_to_events_still_hears_of_its_pieces() {
+    let s = Session::new("rgrace");
+    let t = s.transport("a");
+    t.subscribe_to_region_events(|_| {}).unwrap();
+    for round in 0..50u64 {
+        let acked = Arc::new(Mutex::new(Acked::default()));
+        let r = t.create_region(4096, single(&acked), &RegionConfig::default()).unwrap();
+        drop(t.new_message_from_region(&r, 0, 64, round).unwrap());
+        // Destroying the region delivers what is still pending to its controller's callback.
+        drop(r);
+        assert_eq!(acked.lock().unwrap().pieces, [(0, 64, round)], "round {round}");
+    }
+    t.unsubscribe_from_region_events();
+}
+
 #[test]
 fn errors_as_fairmq_defines_them() {
     let s = Session::new("rgerrors");

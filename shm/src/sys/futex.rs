@@ -29,6 +29,11 @@ pub(crate) fn wait(word: &AtomicU64, expected: u32, timeout: Duration) {
 /// Bumps `word` and wakes every waiter on it.
 pub(crate) fn bump_and_wake_all(word: &AtomicU64) {
     word.fetch_add(1, Ordering::Release);
+    wake_all(word);
+}
+
+/// Wakes every waiter on `word` without changing it (they look again and sleep on).
+pub(crate) fn wake_all(word: &AtomicU64) {
     // SAFETY: as in `wait`; FUTEX_WAKE only uses the address as a key.
     unsafe {
         libc::syscall(libc::SYS_futex, word.as_ptr().cast::<u32>(), libc::FUTEX_WAKE, i32::MAX);
