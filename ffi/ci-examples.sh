@@ -173,4 +173,34 @@ cmake --build "$work/cmake-build" > "$work/cmake-build.log"
 test -x "$work/cmake-build/guide_sink"
 "$work/cmake-build/zmq_clash_static" "$session-clash" "$work" > "$work/cmake-zmq-clash.log"
 expect "$work/cmake-zmq-clash.log" "ok$"
+# A FairMQ device project, unchanged: its CMakeLists has only find_package(FairMQ) and
+# FairMQ::FairMQ, its sources only FairMQ's include paths; the same sources build through
+# pkg-config fairmq too. Run as a 1-1 topology on both transports, with exact counts.
+cmake -S "$ex/compat" -B "$work/compat-build" -DCMAKE_PREFIX_PATH="$prefix" > "$work/compat-cmake.log"
+cmake --build "$work/compat-build" > "$work/compat-build.log"
+test -x "$work/compat-build/compat-sink"
+c++ $(pkg-config --cflags fairmq) -Wall -Wextra -Werror "$ex/compat/sink.cxx" -o "$work/compat-sink-pc" \
+  $(pkg-config --libs fairmq)
+for t in zeromq shmem; do
+  a="ipc://$work/compat-$t"
+  "$work/compat-sink-pc" --id sink1 $common --transport $t --text "a FairMQ project" --max-iterations 40 \
+    --channel-config "name=data,type=pull,method=bind,address=$a,rateLogging=0" > "$work/compat-sink-$t.log" & sink=$!
+  "$work/compat-build/compat-sampler" --id sampler1 $common --transport $t --text "a FairMQ project" \
+    --max-iterations 40 --msg-rate 2000 \
+    --channel-config "name=data,type=push,method=connect,address=$a,rateLogging=0,linger=2000" \
+    > "$work/compat-sampler-$t.log"
+  wait $sink
+  expect "$work/compat-sampler-$t.log" "compat sampler sent 40 messages in"
+  expect "$work/compat-sink-$t.log" "compat sink received 40 messages, 40 right"
+done
+# The rate limiter holds the sampler back: 20 messages at 100 a second take at least 190 ms.
+a="ipc://$work/compat-rate"
+"$work/compat-sink-pc" --id sink1 $common --transport zeromq --max-iterations 20 \
+  --channel-config "name=data,type=pull,method=bind,address=$a,rateLogging=0" > "$work/compat-rate-sink.log" & sink=$!
+"$work/compat-build/compat-sampler" --id sampler1 $common --transport zeromq --max-iterations 20 --msg-rate 100 \
+  --channel-config "name=data,type=push,method=connect,address=$a,rateLogging=0,linger=2000" > "$work/compat-rate.log"
+wait $sink
+expect "$work/compat-rate-sink.log" "compat sink received 20 messages, 20 right"
+elapsed_ms=$(sed -n 's/.*compat sampler sent 20 messages in \([0-9]*\) ms.*/\1/p' "$work/compat-rate.log")
+[ -n "$elapsed_ms" ] && [ "$elapsed_ms" -ge 190 ] || { echo "20 messages at --msg-rate 100 took ${elapsed_ms:-?} ms"; exit 1; }
 echo "C and C++ examples: all passed"

@@ -37,6 +37,10 @@ else
 fi
 chmod 644 "$prefix/lib/libfairmq_rs.a"
 install -m 644 "$root/include/fairmq_rs.h" "$root/include/fairmq_rs.hpp" "$root/include/fairmq_rs_run_device.hpp" "$prefix/include/"
+# FairMQ's include paths, in a directory of their own (only FairMQ::FairMQ and fairmq.pc add it).
+(cd "$root/include/compat" && find . -name '*.h' -print0) | while IFS= read -r -d '' h; do
+  install -D -m 644 "$root/include/compat/$h" "$prefix/include/fairmq-rs-compat/$h"
+done
 sed -e "s|@PREFIX@|$prefix|g" -e "s|@VERSION@|$version|g" "$root/ffi/fairmq_rs.pc.in" > "$prefix/lib/pkgconfig/fairmq_rs.pc"
 sed -e "s|@VERSION@|$version|g" -e "s|@MAJOR@|$major|g" "$root/ffi/fairmq_rsConfig.cmake.in" > "$prefix/lib/cmake/fairmq_rs/fairmq_rsConfig.cmake"
 cat > "$prefix/lib/cmake/fairmq_rs/fairmq_rsConfigVersion.cmake" <<CMAKE
@@ -45,6 +49,25 @@ if(PACKAGE_FIND_VERSION VERSION_GREATER PACKAGE_VERSION)
   set(PACKAGE_VERSION_COMPATIBLE FALSE)
 else()
   set(PACKAGE_VERSION_COMPATIBLE TRUE)
+endif()
+CMAKE
+# FairMQ's own package names, for device projects that build unchanged: the FairMQ version whose
+# API this one provides.
+fairmq_version=1.10.0
+mkdir -p "$prefix/lib/cmake/FairMQ"
+sed -e "s|@PREFIX@|$prefix|g" -e "s|@VERSION@|$version|g" -e "s|@FAIRMQ_VERSION@|$fairmq_version|g" \
+  "$root/ffi/fairmq.pc.in" > "$prefix/lib/pkgconfig/fairmq.pc"
+sed -e "s|@VERSION@|$version|g" -e "s|@MAJOR@|$major|g" -e "s|@FAIRMQ_VERSION@|$fairmq_version|g" \
+  "$root/ffi/FairMQConfig.cmake.in" > "$prefix/lib/cmake/FairMQ/FairMQConfig.cmake"
+cat > "$prefix/lib/cmake/FairMQ/FairMQConfigVersion.cmake" <<CMAKE
+set(PACKAGE_VERSION "$fairmq_version")
+if(PACKAGE_FIND_VERSION AND (PACKAGE_FIND_VERSION VERSION_GREATER PACKAGE_VERSION OR NOT PACKAGE_FIND_VERSION_MAJOR EQUAL 1))
+  set(PACKAGE_VERSION_COMPATIBLE FALSE)
+else()
+  set(PACKAGE_VERSION_COMPATIBLE TRUE)
+  if(PACKAGE_FIND_VERSION VERSION_EQUAL PACKAGE_VERSION)
+    set(PACKAGE_VERSION_EXACT TRUE)
+  endif()
 endif()
 CMAKE
 echo "installed fairmq_rs $version into $prefix"

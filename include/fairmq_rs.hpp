@@ -30,6 +30,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -870,6 +871,36 @@ struct Hooks {
     }
 };
 } // namespace detail
+
+namespace tools {
+/// Keeps a loop at `rate` iterations a second (FairMQ's fair::mq::tools::RateLimiter): call
+/// maybe_sleep() once per iteration. It sleeps as long as the loop is ahead of its schedule; a loop
+/// that fell more than a second behind starts a new schedule instead of bursting to catch up.
+class RateLimiter {
+  public:
+    explicit RateLimiter(float rate)
+        : fPeriod(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(1.0 / rate)))
+        , fNext(Clock::now())
+    {
+        if (!(rate > 0)) throw std::invalid_argument("RateLimiter: the rate must be greater than 0");
+    }
+    void maybe_sleep()
+    {
+        fNext += fPeriod;
+        const auto now = Clock::now();
+        if (fNext > now) {
+            std::this_thread::sleep_until(fNext);
+        } else if (now - fNext > std::chrono::seconds(1)) {
+            fNext = now;
+        }
+    }
+
+  private:
+    using Clock = std::chrono::steady_clock;
+    Clock::duration fPeriod;
+    Clock::time_point fNext;
+};
+} // namespace tools
 
 } // namespace mq
 } // namespace fair

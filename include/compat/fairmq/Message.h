@@ -1,0 +1,4 @@
+// fairmq-rs compatibility header: FairMQ's <fairmq/Message.h>, messages.
+// Installed in its own include directory (see ffi/install.sh): it never shadows a real FairMQ.
+#pragma once
+#include <fairmq_rs.hpp>

@@ -1,0 +1,4 @@
+// fairmq-rs compatibility header: FairMQ's <fairmq/Tools.h>, the tools.
+// Installed in its own include directory (see ffi/install.sh): it never shadows a real FairMQ.
+#pragma once
+#include <fairmq_rs.hpp>
