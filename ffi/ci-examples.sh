@@ -191,6 +191,8 @@ for t in zeromq shmem; do
     > "$work/compat-sampler-$t.log"
   wait $sink
   expect "$work/compat-sampler-$t.log" "compat sampler sent 40 messages in"
+  expect "$work/compat-sampler-$t.log" "getDevice: text is 'a FairMQ project'"
+  expect "$work/compat-sampler-$t.log" "compat config checks passed"
   expect "$work/compat-sink-$t.log" "compat sink received 40 messages, 40 right"
 done
 # The rate limiter holds the sampler back: 20 messages at 100 a second take at least 190 ms.

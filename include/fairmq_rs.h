@@ -17,6 +17,8 @@ typedef struct fmq_message fmq_message;
 typedef struct fmq_parts fmq_parts;
 /** A running device's context, valid during a hook call only and only on the hook's thread. */
 typedef struct fmq_context fmq_context;
+/** A device program's configuration (FairMQ's ProgOptions), borrowed from the running program. */
+typedef struct fmq_config fmq_config;
 
 
 /**
@@ -101,6 +103,12 @@ typedef struct {
 } fmq_counters;
 
 /**
+ * Type of a custom option: one of the `FMQ_OPTION_*` constants. An integer rather than an enum
+ * because C may store any value in it; `fmq_run_device` refuses unknown ones (`FMQ_ERROR_INVALID`).
+ */
+typedef int32_t fmq_option_type;
+
+/**
  * A hook: returns 0 on success; anything else takes the device to ERROR. Hooks must not throw (C++):
  * an exception that reaches the library ends the process.
  */
@@ -178,12 +186,6 @@ typedef struct {
 } fmq_device_hooks;
 
 /**
- * Type of a custom option: one of the `FMQ_OPTION_*` constants. An integer rather than an enum
- * because C may store any value in it; `fmq_run_device` refuses unknown ones (`FMQ_ERROR_INVALID`).
- */
-typedef int32_t fmq_option_type;
-
-/**
  * A custom option of a C device (FairMQ's `addCustomOptions`).
  */
 typedef struct {
@@ -204,6 +206,17 @@ typedef struct {
    */
   const char *description;
 } fmq_option;
+
+/**
+ * Builds the device once the command line is parsed and logging set up (FairMQ's `getDevice`):
+ * reads the configuration `cfg` if it needs to, fills `hooks` (all NULL on entry) and `device`
+ * (the `user` pointer the hooks get), and returns 0; anything else means no device, and the
+ * program exits 1. Must not throw (C++).
+ */
+typedef int32_t (*fmq_device_factory)(const fmq_config *cfg,
+                                      void *user,
+                                      fmq_device_hooks *hooks,
+                                      void **device);
 
 /**
  * Release function of a user buffer: `ffn(data, hint)`, possibly called on another thread (zeromq:
@@ -544,6 +557,61 @@ bool fmq_poller_check_input(const fmq_poller *p, size_t i);
 bool fmq_poller_check_output(const fmq_poller *p, size_t i);
 
 /**
+ * The configuration of the running device (borrowed: valid as long as `ctx`).
+ *
+ * # Safety
+ * `ctx` is a valid context or NULL (then NULL is returned).
+ */
+const fmq_config *fmq_context_config(const fmq_context *ctx);
+
+/**
+ * Property `key` as text into `buf` (see `fmq_context_property`); `FMQ_ERROR_NOT_FOUND` if the
+ * configuration has no such key.
+ *
+ * # Safety
+ * `cfg` valid or NULL; `key` NUL-terminated; `buf` NULL or valid for `len` bytes; `written` NULL
+ * or valid.
+ */
+fmq_result fmq_config_property(const fmq_config *cfg,
+                               const char *key,
+                               char *buf,
+                               size_t len,
+                               size_t *written);
+
+/**
+ * Whether the configuration has `key`: 1 or 0 (FairMQ's `Count`); 0 for bad arguments.
+ *
+ * # Safety
+ * `cfg` valid or NULL; `key` NUL-terminated or NULL.
+ */
+int fmq_config_count(const fmq_config *cfg, const char *key);
+
+/**
+ * Sets property `key` to `value`, text read as a value of `ty` (an `FMQ_OPTION_*` type); who
+ * subscribed to the key hears of it. `FMQ_ERROR_INVALID` when the text is no value of that type.
+ *
+ * # Safety
+ * `cfg` valid or NULL; `key` and `value` NUL-terminated.
+ */
+fmq_result fmq_config_set_property(const fmq_config *cfg,
+                                   const char *key,
+                                   fmq_option_type ty,
+                                   const char *value);
+
+/**
+ * The keys that start with `prefix` (all with ""), one per line, into `buf` (as
+ * `fmq_context_property` copies text).
+ *
+ * # Safety
+ * As for `fmq_config_property`, with `prefix` in place of `key`.
+ */
+fmq_result fmq_config_keys(const fmq_config *cfg,
+                           const char *prefix,
+                           char *buf,
+                           size_t len,
+                           size_t *written);
+
+/**
  * Runs a C device like FairMQ's `runDevice`: parses `argv` (FairMQ's options plus `options`),
  * handles `--help`, `--print-options` and friends, runs the state machine under the control mode
  * and signal handling, and returns the process exit code (0 EXITING, 1 ERROR or bad input).
@@ -559,6 +627,21 @@ int32_t fmq_run_device(int32_t argc,
                        const fmq_option *options,
                        size_t n_options,
                        void *user);
+
+/**
+ * [`fmq_run_device`] whose device `factory` builds once the configuration is parsed (FairMQ's
+ * `getDevice(config)`: it may read the configuration and log).
+ *
+ * # Safety
+ * As for `fmq_run_device`; `factory` is called once, on this thread, with `user`; the hooks and
+ * the device pointer it gives may be used from this thread until the function returns.
+ */
+int32_t fmq_run_device_factory(int32_t argc,
+                               const char *const *argv,
+                               fmq_device_factory factory,
+                               const fmq_option *options,
+                               size_t n_options,
+                               void *user);
 
 /**
  * Registers single-message data handling for `channel` (call from init or init_task).

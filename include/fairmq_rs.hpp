@@ -26,6 +26,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <regex>
 #include <ostream>
 #include <sstream>
 #include <stdexcept>
@@ -68,10 +69,12 @@ inline std::string read_text(const std::function<fmq_result(char*, size_t, size_
 {
     std::vector<char> buf(256);
     size_t n = 0;
-    if (f(buf.data(), buf.size(), &n) == FMQ_ERROR_BUFFER) {
+    fmq_result r = f(buf.data(), buf.size(), &n);
+    if (r == FMQ_ERROR_BUFFER) {
         buf.resize(n + 1);
-        detail::check(f(buf.data(), buf.size(), &n), "reading text");
+        r = f(buf.data(), buf.size(), &n);
     }
+    detail::check(r, "reading text"); // a missing property, say
     return std::string(buf.data(), n);
 }
 } // namespace detail
@@ -438,51 +441,126 @@ inline UnmanagedRegionPtr TransportFactory::CreateUnmanagedRegion(size_t size, R
 }
 
 /// The parts of a multipart message.
+namespace detail {
+/// An owned message with what `m` held; `m` is left empty (a message the framework lent, or one
+/// in a C container).
+inline MessagePtr Own(fmq_message* m)
+{
+    fmq_message* out = nullptr;
+    check(fmq_message_take(m, &out), "take");
+    return std::make_unique<Message>(out, true);
+}
+} // namespace detail
+
+/// A multipart message (FairMQ's fair::mq::Parts): a move-only vector of owned messages. A part can
+/// be moved out (`std::move(parts.At(i))`) into another Parts or sent alone; a received Parts, and
+/// the Parts a data handler gets, own their messages too.
 class Parts {
   public:
-    Parts() : fParts(fmq_parts_new()), fOwned(true) {}
-    Parts(fmq_parts* borrowed, bool owned) : fParts(borrowed), fOwned(owned) { Refresh(); }
-    ~Parts()
-    {
-        fViews.clear();
-        if (fOwned) fmq_parts_free(fParts);
-    }
+    using container = std::vector<MessagePtr>;
+    using size_type = container::size_type;
+    using reference = container::reference;
+    using const_reference = container::const_reference;
+    using iterator = container::iterator;
+    using const_iterator = container::const_iterator;
+
+    Parts() = default;
     Parts(const Parts&) = delete;
     Parts& operator=(const Parts&) = delete;
+    Parts(Parts&&) = default;
+    Parts& operator=(Parts&&) = default;
+    ~Parts() = default;
 
-    void AddPart(MessagePtr&& m)
+    /// Parts(std::move(a), std::move(b), ...): messages (MessagePtr) or other Parts, in order.
+    template<typename... Ps>
+    Parts(Ps&&... parts)
     {
-        if (!m->Owned()) throw Error("AddPart: only owned messages can be added");
-        detail::check(fmq_parts_add(fParts, m->Release()), "AddPart");
-        m.reset();
-        Refresh();
+        fParts.reserve(sizeof...(Ps));
+        AddPart(std::forward<Ps>(parts)...);
     }
-    size_t Size() const { return fmq_parts_size(fParts); }
-    bool Empty() const { return Size() == 0; }
-    MessagePtr& At(size_t i)
+
+    /// Takes ownership of `msg` (FairMQ deprecates owning raw pointers; kept for old sources).
+    void AddPart(Message* msg) { AddPart(MessagePtr(msg)); }
+    /// Appends `msg`; a message the framework lent a data handler is moved into one of its own.
+    void AddPart(MessagePtr msg)
     {
-        if (i >= fViews.size()) throw std::out_of_range("Parts::At");
-        return fViews[i];
+        if (msg && !msg->Owned()) msg = detail::Own(msg->Raw());
+        fParts.push_back(std::move(msg));
     }
-    Message& operator[](size_t i) { return *fViews[i]; }
-    void Clear()
+    template<typename... Ts>
+    void AddPart(MessagePtr first, Ts&&... remaining)
     {
-        detail::check(fmq_parts_clear(fParts), "Clear");
-        Refresh();
+        AddPart(std::move(first));
+        AddPart(std::forward<Ts>(remaining)...);
     }
-    fmq_parts* Raw() const { return fParts; }
-    /// Re-reads the parts after the C side changed them (receive appends).
-    void Refresh()
+    /// Appends every part of `parts`.
+    void AddPart(Parts parts)
     {
-        fViews.clear();
-        for (size_t i = 0; i < Size(); ++i) fViews.push_back(std::make_unique<Message>(fmq_parts_at(fParts, i), false));
+        fParts.reserve(fParts.size() + parts.Size());
+        for (auto& m : parts.fParts) fParts.push_back(std::move(m));
     }
+
+    Message& operator[](size_type index) { return *fParts[index]; }
+    const Message& operator[](size_type index) const { return *fParts[index]; }
+    Message& AtRef(size_type index) { return *fParts.at(index); }
+    reference At(size_type index) { return fParts.at(index); }
+    const_reference At(size_type index) const { return fParts.at(index); }
+
+    size_type Size() const noexcept { return fParts.size(); }
+    bool Empty() const noexcept { return fParts.empty(); }
+    void Clear() noexcept { fParts.clear(); }
+
+    iterator begin() noexcept { return fParts.begin(); }
+    const_iterator begin() const noexcept { return fParts.begin(); }
+    const_iterator cbegin() const noexcept { return fParts.cbegin(); }
+    iterator end() noexcept { return fParts.end(); }
+    const_iterator end() const noexcept { return fParts.end(); }
+    const_iterator cend() const noexcept { return fParts.cend(); }
+
+    container fParts{};
+};
+
+namespace detail {
+/// Hands the parts of `p` to a C container for one transfer (see SendParts).
+class LentParts {
+  public:
+    LentParts(Parts& p, const fmq_transport* t) : fRaw(fmq_parts_new()), fParts(p), fTransport(t)
+    {
+        for (auto& m : p.fParts) {
+            if (!m) throw Error("Send: a part is empty (a moved-from MessagePtr)");
+            if (!m->Owned()) m = Own(m->Raw());
+        }
+        for (auto& m : p.fParts) check(fmq_parts_add(fRaw, m->Release()), "AddPart");
+    }
+    /// The parts come back: emptied by a successful send, as they were after a failed one.
+    ~LentParts()
+    {
+        const size_t n = fmq_parts_size(fRaw);
+        for (size_t i = 0; i < fParts.fParts.size(); ++i) {
+            fmq_message* m = nullptr;
+            const fmq_result r = i < n ? fmq_message_take(fmq_parts_at(fRaw, i), &m) : fmq_message_new(fTransport, &m);
+            fParts.fParts[i] = r == FMQ_OK ? std::make_unique<Message>(m, true) : nullptr;
+        }
+        fmq_parts_free(fRaw);
+    }
+    LentParts(const LentParts&) = delete;
+    LentParts& operator=(const LentParts&) = delete;
+    fmq_parts* Raw() const { return fRaw; }
 
   private:
-    fmq_parts* fParts;
-    bool fOwned;
-    std::vector<MessagePtr> fViews;
+    fmq_parts* fRaw;
+    Parts& fParts;
+    const fmq_transport* fTransport;
 };
+
+/// Appends the parts of a C container (received, or lent to a data handler) to `p`, owned.
+inline void TakeParts(fmq_parts* raw, Parts& p)
+{
+    const size_t n = fmq_parts_size(raw);
+    p.fParts.reserve(p.fParts.size() + n);
+    for (size_t i = 0; i < n; ++i) p.fParts.push_back(Own(fmq_parts_at(raw, i)));
+}
+} // namespace detail
 
 /// A sub-channel (borrowed from the device, or owned when made directly).
 class Channel {
@@ -500,14 +578,20 @@ class Channel {
     int64_t Receive(MessagePtr& m, int timeoutMs = -1) const { return fmq_channel_receive(fCh, m->Raw(), timeoutMs); }
     int64_t Send(Parts& p, int timeoutMs = -1) const
     {
-        auto r = fmq_channel_send_parts(fCh, p.Raw(), timeoutMs);
-        p.Refresh();
-        return r;
+        detail::LentParts lent(p, fTransport.Raw());
+        return fmq_channel_send_parts(fCh, lent.Raw(), timeoutMs);
     }
     int64_t Receive(Parts& p, int timeoutMs = -1) const
     {
-        auto r = fmq_channel_receive_parts(fCh, p.Raw(), timeoutMs);
-        p.Refresh();
+        fmq_parts* raw = fmq_parts_new();
+        auto r = fmq_channel_receive_parts(fCh, raw, timeoutMs);
+        try {
+            detail::TakeParts(raw, p);
+        } catch (...) {
+            fmq_parts_free(raw);
+            throw;
+        }
+        fmq_parts_free(raw);
         return r;
     }
     MessagePtr NewMessage(size_t size = 0) const { return fair::mq::NewMessage(fTransport.Raw(), size); }
@@ -586,29 +670,97 @@ class Poller {
 };
 using PollerPtr = std::unique_ptr<Poller>;
 
-/// The configuration (FairMQ's ProgOptions) as seen from a running device.
+namespace detail {
+/// The FMQ_OPTION_* type a value of T is set and declared as.
+template<typename T>
+constexpr fmq_option_type OptionType()
+{
+    return std::is_same<T, bool>::value                                 ? FMQ_OPTION_BOOL
+           : std::is_floating_point<T>::value                           ? FMQ_OPTION_FLOAT
+           : std::is_integral<T>::value && std::is_unsigned<T>::value ? FMQ_OPTION_UINT64
+           : std::is_integral<T>::value                                 ? FMQ_OPTION_INT
+                                                                        : FMQ_OPTION_STRING;
+}
+} // namespace detail
+
+/// A device program's configuration (FairMQ's ProgOptions): the command line, the channel
+/// configuration and what devices set. Usable in getDevice(config) and, as fConfig, from Init on.
 class ProgOptions {
   public:
+    ProgOptions() = default;
+    explicit ProgOptions(const fmq_config* cfg) : fCfg(cfg) {}
+
+    /// The value of `key`; throws fair::mq::Error when there is none or it is not a T.
     template<typename T>
     T GetProperty(const std::string& key) const;
     template<typename T>
     T GetProperty(const std::string& key, const T& ifNotFound) const
     {
-        try {
-            return GetProperty<T>(key);
-        } catch (const Error&) {
-            return ifNotFound;
-        }
+        return Count(key) ? GetProperty<T>(key) : ifNotFound;
     }
-    void SetContext(const fmq_context* ctx) { fCtx = ctx; }
+    /// As GetProperty, but a T{} when there is no such key (FairMQ's GetValue).
+    template<typename T>
+    T GetValue(const std::string& key) const
+    {
+        return Count(key) ? GetProperty<T>(key) : T{};
+    }
+    std::string GetPropertyAsString(const std::string& key) const { return Text(key); }
+    std::string GetPropertyAsString(const std::string& key, const std::string& ifNotFound) const
+    {
+        return Count(key) ? Text(key) : ifNotFound;
+    }
+    /// 1 if the configuration has `key`, else 0.
+    int Count(const std::string& key) const { return fCfg ? fmq_config_count(fCfg, key.c_str()) : 0; }
+    /// Sets `key` (its subscribers hear of it).
+    template<typename T>
+    void SetProperty(const std::string& key, const T& value)
+    {
+        std::ostringstream text;
+        text.precision(17);
+        text << std::boolalpha << value;
+        detail::check(fmq_config_set_property(Cfg(), key.c_str(), detail::OptionType<T>(), text.str().c_str()), "SetProperty");
+    }
+    /// Every property whose key matches the regular expression `q` (std::regex_search), as text.
+    std::map<std::string, std::string> GetPropertiesAsString(const std::string& q) const
+    {
+        const std::regex re(q);
+        std::map<std::string, std::string> out;
+        for (auto& k : Keys("")) {
+            if (std::regex_search(k, re)) out.emplace(k, Text(k));
+        }
+        return out;
+    }
+    /// Every property whose key starts with `prefix`, as text.
+    std::map<std::string, std::string> GetPropertiesAsStringStartingWith(const std::string& prefix) const
+    {
+        std::map<std::string, std::string> out;
+        for (auto& k : Keys(prefix)) out.emplace(k, Text(k));
+        return out;
+    }
+    void SetContext(const fmq_context* ctx) { fCfg = fmq_context_config(ctx); }
+    void SetConfig(const fmq_config* cfg) { fCfg = cfg; }
 
   private:
+    const fmq_config* Cfg() const
+    {
+        if (!fCfg) throw Error("ProgOptions: no configuration (the program has not parsed its command line yet)");
+        return fCfg;
+    }
     std::string Text(const std::string& key) const
     {
-        if (!fCtx) throw Error("ProgOptions: no running device");
-        return detail::read_text([&](char* b, size_t l, size_t* n) { return fmq_context_property(fCtx, key.c_str(), b, l, n); });
+        const fmq_config* c = Cfg();
+        return detail::read_text([&](char* b, size_t l, size_t* n) { return fmq_config_property(c, key.c_str(), b, l, n); });
     }
-    const fmq_context* fCtx = nullptr;
+    std::vector<std::string> Keys(const std::string& prefix) const
+    {
+        const fmq_config* c = Cfg();
+        std::istringstream lines(
+            detail::read_text([&](char* b, size_t l, size_t* n) { return fmq_config_keys(c, prefix.c_str(), b, l, n); }));
+        std::vector<std::string> keys;
+        for (std::string k; std::getline(lines, k);) keys.push_back(k);
+        return keys;
+    }
+    const fmq_config* fCfg = nullptr;
 };
 
 template<>
@@ -661,6 +813,8 @@ struct Hooks;
 class Device {
   public:
     Device() : fConfig(&fOptions) {}
+    /// The configuration (FairMQ's GetConfig()); set once the device runs (Init on).
+    ProgOptions* GetConfig() const { return fConfig; }
     virtual ~Device() = default;
 
     virtual void Init() {}
@@ -849,7 +1003,8 @@ struct Hooks {
     {
         return Guarded("HandleData", [&] {
             Device* d = Dev(c, u);
-            Parts parts(p, false);
+            Parts parts;
+            detail::TakeParts(p, parts);
             return d->fPartsHandlers.at(ch)(parts, i) ? 1 : 0;
         });
     }
@@ -923,10 +1078,7 @@ template<typename T>
 struct typed_value : value_semantic {
     typed_value()
     {
-        if (std::is_same<T, bool>::value) type = FMQ_OPTION_BOOL;
-        else if (std::is_floating_point<T>::value) type = FMQ_OPTION_FLOAT;
-        else if (std::is_integral<T>::value && std::is_unsigned<T>::value) type = FMQ_OPTION_UINT64;
-        else if (std::is_integral<T>::value) type = FMQ_OPTION_INT;
+        type = ::fair::mq::detail::OptionType<T>();
     }
     typed_value* default_value(const T& v)
     {

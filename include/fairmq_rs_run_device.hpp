@@ -13,6 +13,38 @@
 void addCustomOptions(boost::program_options::options_description&);
 std::unique_ptr<fair::mq::Device> getDevice(fair::mq::ProgOptions&);
 
+namespace fair {
+namespace mq {
+namespace detail {
+/// What main keeps alive while the device runs: the configuration getDevice saw, and the device.
+struct Program {
+    ProgOptions config;
+    std::unique_ptr<Device> device;
+};
+
+/// fmq_device_factory: getDevice(config) once the command line is parsed and logging is set up.
+inline int32_t MakeDevice(const fmq_config* cfg, void* user, fmq_device_hooks* hooks, void** device)
+{
+    auto* program = static_cast<Program*>(user);
+    try {
+        program->config.SetConfig(cfg);
+        program->device = getDevice(program->config);
+        if (!program->device) return 1;
+        *hooks = Hooks::Table(*program->device);
+        *device = program->device.get();
+        return 0;
+    } catch (const std::exception& e) {
+        LOG(error) << "getDevice(): " << e.what();
+        return 1;
+    } catch (...) {
+        LOG(error) << "getDevice(): an exception that is no std::exception";
+        return 1;
+    }
+}
+} // namespace detail
+} // namespace mq
+} // namespace fair
+
 int main(int argc, char* argv[])
 {
     try {
@@ -27,14 +59,8 @@ int main(int argc, char* argv[])
             c.description = o.description.c_str();
             options.push_back(c);
         }
-        fair::mq::ProgOptions config;
-        std::unique_ptr<fair::mq::Device> device = getDevice(config);
-        if (!device) {
-            std::cerr << "getDevice(): no valid device provided. Exiting." << std::endl;
-            return 1;
-        }
-        fmq_device_hooks hooks = fair::mq::detail::Hooks::Table(*device);
-        return fmq_run_device(argc, argv, &hooks, options.data(), options.size(), device.get());
+        fair::mq::detail::Program program;
+        return fmq_run_device_factory(argc, argv, fair::mq::detail::MakeDevice, options.data(), options.size(), &program);
     } catch (const std::exception& e) {
         std::cerr << "Uncaught exception reached the top of main: " << e.what() << std::endl;
         return 1;

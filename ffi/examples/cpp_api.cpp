@@ -80,6 +80,34 @@ int main(int argc, char** argv)
             }
         }
 
+        // Parts, as FairMQ's: built from messages and other Parts, iterated, indexed; a received
+        // part moved out into another Parts and sent on; sent parts are left empty, and kept
+        // intact by a send that failed.
+        {
+            auto text = [](const fair::mq::Message& m) { return std::string(static_cast<const char*>(m.GetData()), m.GetSize()); };
+            fair::mq::Parts tail(t.NewSimpleMessage("c"), t.NewSimpleMessage("dd"));
+            fair::mq::Parts parts(t.NewSimpleMessage("header"));
+            parts.AddPart(t.NewSimpleMessage("a"), t.NewSimpleMessage("bb"));
+            parts.AddPart(std::move(tail));
+            CHECK(parts.Size() == 5 && tail.Empty());
+            size_t total = 0;
+            for (const auto& m : parts) total += m->GetSize();
+            CHECK(total == 12 && text(parts[0]) == "header" && parts.At(4)->GetSize() == 2);
+            CHECK(a.Send(parts, 5000) == 12);
+            CHECK(parts.Size() == 5 && parts.At(0)->GetSize() == 0);
+            fair::mq::Parts got;
+            CHECK(b.Receive(got, 5000) == 12 && got.Size() == 5 && text(got[2]) == "bb");
+            fair::mq::Parts forward(std::move(got.At(0)), std::move(got.At(3)));
+            CHECK(!got.At(0) && forward.Size() == 2 && text(*forward.fParts[1]) == "c");
+            CHECK(b.Send(forward, 5000) == 7);
+            fair::mq::Parts back;
+            CHECK(a.Receive(back, 5000) == 7 && back.Size() == 2 && text(back[0]) == "header" && text(back[1]) == "c");
+            // Nobody receives on `lonely`'s peer: a send that times out keeps the parts.
+            fair::mq::Channel nowhere(t, "name=n,type=push,method=bind,address=ipc://" + dir + "/cpp-api-nowhere-" + kind + ",linger=0");
+            fair::mq::Parts kept(t.NewSimpleMessage("kept"));
+            CHECK(nowhere.Send(kept, 100) == -2 && kept.Size() == 1 && text(kept[0]) == "kept");
+        }
+
         // Poller: b has input, lonely has none.
         {
             fair::mq::Poller poller(std::vector<fair::mq::Channel>{b, lonely});

@@ -7,7 +7,7 @@ use std::path::Path;
 /// Calls that open the boundary themselves.
 const GUARDS: [&str; 3] = ["guard(", "guard_value(", "guard_transfer("];
 /// Helpers whose bodies must start with one of `GUARDS` (checked below too).
-const HELPERS: [&str; 3] = ["with_ctx(", "with_ctx_code(", "new_with("];
+const HELPERS: [&str; 4] = ["with_ctx(", "with_ctx_code(", "new_with(", "with_config("];
 
 /// The body of the function whose signature starts at `at`, without leading blank and comment lines.
 fn body_start(src: &str, at: usize) -> &str {

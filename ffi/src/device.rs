@@ -2,6 +2,7 @@
 //! `runDevice` would run a C++ device (same options, control modes, signals and exit codes).
 
 use crate::channel::{fmq_channel, fmq_parts};
+use crate::config::{config_ptr, fmq_config};
 use crate::error::*;
 use crate::message::fmq_message;
 use crate::ptr::*;
@@ -14,7 +15,7 @@ use std::ffi::{c_char, c_void, CString};
 /// during the hook call; use it from the hook's thread only.
 #[allow(non_camel_case_types)]
 #[repr(transparent)]
-pub struct fmq_context(Context);
+pub struct fmq_context(pub(crate) Context);
 
 /// A hook: returns 0 on success; anything else takes the device to ERROR. Hooks must not throw (C++):
 /// an exception that reaches the library ends the process.
@@ -53,7 +54,7 @@ pub type fmq_parts_hook = Option<
 
 /// The hooks of a C device; NULL members do nothing (`conditional_run` NULL: RUNNING ends at once).
 #[repr(C)]
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 #[allow(non_camel_case_types)]
 pub struct fmq_device_hooks {
     /// INITIALIZING DEVICE, before channels exist.
@@ -95,7 +96,7 @@ pub const FMQ_OPTION_FLOAT: fmq_option_type = 3;
 pub const FMQ_OPTION_BOOL: fmq_option_type = 4;
 
 /// The option kind of an `FMQ_OPTION_*` value.
-fn option_kind(ty: fmq_option_type) -> Option<Kind> {
+pub(crate) fn option_kind(ty: fmq_option_type) -> Option<Kind> {
     match ty {
         FMQ_OPTION_STRING => Some(Kind::Str),
         FMQ_OPTION_INT => Some(Kind::Int),
@@ -197,6 +198,78 @@ impl Device for CDevice {
     }
 }
 
+/// Builds the device once the command line is parsed and logging set up (FairMQ's `getDevice`):
+/// reads the configuration `cfg` if it needs to, fills `hooks` (all NULL on entry) and `device`
+/// (the `user` pointer the hooks get), and returns 0; anything else means no device, and the
+/// program exits 1. Must not throw (C++).
+#[allow(non_camel_case_types)]
+pub type fmq_device_factory = Option<
+    unsafe extern "C-unwind" fn(
+        cfg: *const fmq_config,
+        user: *mut c_void,
+        hooks: *mut fmq_device_hooks,
+        device: *mut *mut c_void,
+    ) -> i32,
+>;
+
+/// A custom option as the program declares it: name, type, default (checked), description.
+type CustomOption = (String, Kind, Option<String>, String);
+
+/// The custom options of `options` (`n_options` entries), checked.
+///
+/// # Safety
+/// As for `fmq_run_device`'s `options`.
+unsafe fn custom_options(options: *const fmq_option, n_options: usize) -> Result<Vec<CustomOption>, fmq_result> {
+    if options.is_null() && n_options > 0 {
+        return Err(fail(FMQ_ERROR_NULL, "options is NULL"));
+    }
+    let mut opts = Vec::new();
+    for i in 0..n_options {
+        // SAFETY: `n_options` entries per contract.
+        let o = unsafe { &*options.add(i) };
+        // SAFETY: strings of the option table per contract (default and description may be NULL).
+        let name = unsafe { str_arg(o.name)? }.to_owned();
+        let kind = option_kind(o.ty)
+            .ok_or_else(|| fail(FMQ_ERROR_INVALID, format!("option '{name}': unknown type {}", o.ty)))?;
+        let default = if o.default_value.is_null() {
+            None
+        } else {
+            // SAFETY: a non-NULL default is a NUL-terminated string per contract.
+            Some(unsafe { str_arg(o.default_value)? }.to_owned())
+        };
+        if let Some(d) = default.as_deref().filter(|d| kind.parse(d).is_none()) {
+            return Err(fail(FMQ_ERROR_INVALID, format!("option '{name}': default '{d}' is not of its type")));
+        }
+        let desc = if o.description.is_null() {
+            String::new()
+        } else {
+            // SAFETY: a non-NULL description is a NUL-terminated string per contract.
+            unsafe { str_arg(o.description)? }.to_owned()
+        };
+        opts.push((name, kind, default, desc));
+    }
+    Ok(opts)
+}
+
+/// Runs the device `make` builds from the parsed configuration, with FairMQ's options and `opts`.
+fn run_program(
+    args: &[String],
+    opts: Vec<CustomOption>,
+    make: impl FnOnce(&std::sync::Arc<fairmq::Properties>) -> Result<CDevice, fairmq::BoxError>,
+) -> i32 {
+    let program = Program::new(make).options(move |g| {
+        for (name, kind, default, desc) in &opts {
+            let kind = *kind;
+            // Defaults were checked: `None` here means none was given.
+            match default.as_deref().and_then(|d| kind.parse(d)) {
+                Some(v) => g.add(name, kind, v, desc),
+                None => g.add_optional(name, kind, desc),
+            };
+        }
+    });
+    program.run_with_args(args.get(1..).unwrap_or(&[]))
+}
+
 /// Runs a C device like FairMQ's `runDevice`: parses `argv` (FairMQ's options plus `options`),
 /// handles `--help`, `--print-options` and friends, runs the state machine under the control mode
 /// and signal handling, and returns the process exit code (0 EXITING, 1 ERROR or bad input).
@@ -218,45 +291,47 @@ pub unsafe extern "C" fn fmq_run_device(
         let r = (|| -> Result<i32, fmq_result> {
             // SAFETY: contracts as documented.
             let (args, hooks) = unsafe { (crate::transport::args(argc, argv)?, *refp(hooks, "hooks")?) };
-            if options.is_null() && n_options > 0 {
-                return Err(fail(FMQ_ERROR_NULL, "options is NULL"));
-            }
-            let mut opts = Vec::new();
-            for i in 0..n_options {
-                // SAFETY: `n_options` entries per contract.
-                let o = unsafe { &*options.add(i) };
-                // SAFETY: strings of the option table per contract (default and description may be NULL).
-                let name = unsafe { str_arg(o.name)? }.to_owned();
-                let kind = option_kind(o.ty)
-                    .ok_or_else(|| fail(FMQ_ERROR_INVALID, format!("option '{name}': unknown type {}", o.ty)))?;
-                let default = if o.default_value.is_null() {
-                    None
+            // SAFETY: contract as documented.
+            let opts = unsafe { custom_options(options, n_options)? };
+            Ok(run_program(&args, opts, move |_| Ok(CDevice { hooks, user })))
+        })();
+        r.unwrap_or(1)
+    })
+}
+
+/// [`fmq_run_device`] whose device `factory` builds once the configuration is parsed (FairMQ's
+/// `getDevice(config)`: it may read the configuration and log).
+///
+/// # Safety
+/// As for `fmq_run_device`; `factory` is called once, on this thread, with `user`; the hooks and
+/// the device pointer it gives may be used from this thread until the function returns.
+#[no_mangle]
+pub unsafe extern "C" fn fmq_run_device_factory(
+    argc: i32,
+    argv: *const *const c_char,
+    factory: fmq_device_factory,
+    options: *const fmq_option,
+    n_options: usize,
+    user: *mut c_void,
+) -> i32 {
+    guard_value(1, || {
+        let r = (|| -> Result<i32, fmq_result> {
+            // SAFETY: contract as documented.
+            let args = unsafe { crate::transport::args(argc, argv)? };
+            let f = factory.ok_or_else(|| fail(FMQ_ERROR_NULL, "factory is NULL"))?;
+            // SAFETY: contract as documented.
+            let opts = unsafe { custom_options(options, n_options)? };
+            Ok(run_program(&args, opts, move |config| {
+                let mut hooks = fmq_device_hooks::default();
+                let mut device = std::ptr::null_mut();
+                // SAFETY: the factory's contract; the configuration outlives the program's run.
+                let rc = unsafe { f(config_ptr(config), user, &mut hooks, &mut device) };
+                if rc == 0 {
+                    Ok(CDevice { hooks, user: device })
                 } else {
-                    // SAFETY: a non-NULL default is a NUL-terminated string per contract.
-                    Some(unsafe { str_arg(o.default_value)? }.to_owned())
-                };
-                if let Some(d) = default.as_deref().filter(|d| kind.parse(d).is_none()) {
-                    return Err(fail(FMQ_ERROR_INVALID, format!("option '{name}': default '{d}' is not of its type")));
+                    Err(format!("the factory returned {rc}").into())
                 }
-                let desc = if o.description.is_null() {
-                    String::new()
-                } else {
-                    // SAFETY: a non-NULL description is a NUL-terminated string per contract.
-                    unsafe { str_arg(o.description)? }.to_owned()
-                };
-                opts.push((name, kind, default, desc));
-            }
-            let program = Program::new(move |_| Ok(CDevice { hooks, user })).options(move |g| {
-                for (name, kind, default, desc) in &opts {
-                    let kind = *kind;
-                    // Defaults were checked above: `None` here means none was given.
-                    match default.as_deref().and_then(|d| kind.parse(d)) {
-                        Some(v) => g.add(name, kind, v, desc),
-                        None => g.add_optional(name, kind, desc),
-                    };
-                }
-            });
-            Ok(program.run_with_args(args.get(1..).unwrap_or(&[])))
+            }))
         })();
         r.unwrap_or(1)
     })

@@ -24,6 +24,7 @@
 #[cfg(test)]
 mod boundary_test;
 mod channel;
+mod config;
 mod device;
 mod error;
 mod message;

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 namespace bpo = boost::program_options;
@@ -17,6 +18,7 @@ class Sampler : public FairMQDevice
   protected:
     void InitTask() override
     {
+        CheckConfig(*GetConfig());
         fText = fConfig->GetProperty<std::string>("text");
         fMaxIterations = fConfig->GetProperty<std::uint64_t>("max-iterations");
         fLimiter = std::make_unique<fair::mq::tools::RateLimiter>(fConfig->GetProperty<float>("msg-rate"));
@@ -42,6 +44,29 @@ class Sampler : public FairMQDevice
     }
 
   private:
+    // ProgOptions as FairMQ's: counts, typed reads with and without defaults, setting, listing.
+    static void CheckConfig(fair::mq::ProgOptions& config)
+    {
+        auto fail = [](const std::string& what) { throw std::runtime_error("config check failed: " + what); };
+        if (config.Count("text") != 1 || config.Count("no-such-key") != 0) fail("Count");
+        if (config.GetValue<int>("no-such-key") != 0 || config.GetProperty<int>("no-such-key", 7) != 7) fail("defaults");
+        config.SetProperty<std::uint64_t>("compat-answer", 42);
+        config.SetProperty<std::string>("compat-text", "set here");
+        if (config.GetProperty<std::uint64_t>("compat-answer") != 42 || config.GetPropertyAsString("compat-text") != "set here") fail("SetProperty");
+        auto chans = config.GetPropertiesAsStringStartingWith("chans.data.0.");
+        if (chans.count("chans.data.0.method") != 1 || chans["chans.data.0.method"] != "connect") fail("StartingWith");
+        auto compat = config.GetPropertiesAsString("^compat-");
+        if (compat.size() != 2 || compat["compat-answer"] != "42") fail("GetPropertiesAsString");
+        bool threw = false;
+        try {
+            config.GetProperty<std::string>("no-such-key");
+        } catch (const fair::mq::Error&) {
+            threw = true;
+        }
+        if (!threw) fail("a missing key throws");
+        LOG(info) << "compat config checks passed";
+    }
+
     std::string fText;
     std::uint64_t fMaxIterations = 0;
     std::uint64_t fSent = 0;
@@ -57,4 +82,9 @@ void addCustomOptions(bpo::options_description& options)
         ("msg-rate", bpo::value<float>()->default_value(1000.0f), "Messages per second (a RateLimiter)");
 }
 
-std::unique_ptr<fair::mq::Device> getDevice(fair::mq::ProgOptions& /*config*/) { return std::make_unique<Sampler>(); }
+std::unique_ptr<fair::mq::Device> getDevice(fair::mq::ProgOptions& config)
+{
+    // The configuration is parsed and logging set up before getDevice, as in FairMQ.
+    LOG(info) << "getDevice: text is '" << config.GetProperty<std::string>("text") << "'";
+    return std::make_unique<Sampler>();
+}

@@ -1,0 +1,142 @@
+//! A device's configuration (FairMQ's `ProgOptions`): read, set and list its properties, from the
+//! device factory (`getDevice`) on, and from every hook through its context.
+
+use crate::device::{fmq_context, fmq_option_type, option_kind};
+use crate::error::*;
+use crate::ptr::*;
+use fairmq::Properties;
+use std::ffi::{c_char, c_int};
+
+/// The configuration of a device program: borrowed, valid while the program runs (the device
+/// factory's call and every hook); use it from one thread at a time.
+#[allow(non_camel_case_types)]
+#[repr(transparent)]
+pub struct fmq_config(Properties);
+
+/// `p` as the handle C sees.
+pub(crate) fn config_ptr(p: &Properties) -> *const fmq_config {
+    // fmq_config is repr(transparent) over Properties.
+    (p as *const Properties).cast()
+}
+
+/// Runs `f` on the configuration inside the panic boundary.
+fn with_config(cfg: *const fmq_config, f: impl FnOnce(&Properties) -> fmq_result) -> fmq_result {
+    guard(|| {
+        // SAFETY: a valid handle or NULL per the contract of every fmq_config_* call.
+        match unsafe { refp(cfg, "config") } {
+            Ok(c) => f(&c.0),
+            Err(e) => e,
+        }
+    })
+}
+
+/// The configuration of the running device (borrowed: valid as long as `ctx`).
+///
+/// # Safety
+/// `ctx` is a valid context or NULL (then NULL is returned).
+#[no_mangle]
+pub unsafe extern "C" fn fmq_context_config(ctx: *const fmq_context) -> *const fmq_config {
+    guard_value(std::ptr::null(), || {
+        // SAFETY: contract as documented.
+        unsafe { refp(ctx, "context") }.map_or(std::ptr::null(), |c| config_ptr(c.0.config()))
+    })
+}
+
+/// Property `key` as text into `buf` (see `fmq_context_property`); `FMQ_ERROR_NOT_FOUND` if the
+/// configuration has no such key.
+///
+/// # Safety
+/// `cfg` valid or NULL; `key` NUL-terminated; `buf` NULL or valid for `len` bytes; `written` NULL
+/// or valid.
+#[no_mangle]
+pub unsafe extern "C" fn fmq_config_property(
+    cfg: *const fmq_config,
+    key: *const c_char,
+    buf: *mut c_char,
+    len: usize,
+    written: *mut usize,
+) -> fmq_result {
+    with_config(cfg, |c| {
+        // SAFETY: contract as documented.
+        let key = match unsafe { str_arg(key) } {
+            Ok(k) => k,
+            Err(e) => return e,
+        };
+        match c.get_as_string(key) {
+            // SAFETY: contract as documented.
+            Ok(v) => unsafe { copy_out(&v, buf, len, written) },
+            Err(e) => fail(FMQ_ERROR_NOT_FOUND, e),
+        }
+    })
+}
+
+/// Whether the configuration has `key`: 1 or 0 (FairMQ's `Count`); 0 for bad arguments.
+///
+/// # Safety
+/// `cfg` valid or NULL; `key` NUL-terminated or NULL.
+#[no_mangle]
+pub unsafe extern "C" fn fmq_config_count(cfg: *const fmq_config, key: *const c_char) -> c_int {
+    guard_value(0, || {
+        // SAFETY: contract as documented.
+        match unsafe { (refp(cfg, "config"), str_arg(key)) } {
+            (Ok(c), Ok(k)) => c_int::from(c.0.exists(k)),
+            _ => 0,
+        }
+    })
+}
+
+/// Sets property `key` to `value`, text read as a value of `ty` (an `FMQ_OPTION_*` type); who
+/// subscribed to the key hears of it. `FMQ_ERROR_INVALID` when the text is no value of that type.
+///
+/// # Safety
+/// `cfg` valid or NULL; `key` and `value` NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn fmq_config_set_property(
+    cfg: *const fmq_config,
+    key: *const c_char,
+    ty: fmq_option_type,
+    value: *const c_char,
+) -> fmq_result {
+    with_config(cfg, |c| {
+        // SAFETY: contract as documented.
+        let (key, text) = match unsafe { (str_arg(key), str_arg(value)) } {
+            (Ok(k), Ok(v)) => (k, v),
+            (Err(e), _) | (_, Err(e)) => return e,
+        };
+        let Some(kind) = option_kind(ty) else {
+            return fail(FMQ_ERROR_INVALID, format!("property '{key}': unknown type {ty}"));
+        };
+        match kind.parse(text) {
+            Some(v) => {
+                c.set(key, v);
+                FMQ_OK
+            }
+            None => fail(FMQ_ERROR_INVALID, format!("property '{key}': '{text}' is not a value of its type")),
+        }
+    })
+}
+
+/// The keys that start with `prefix` (all with ""), one per line, into `buf` (as
+/// `fmq_context_property` copies text).
+///
+/// # Safety
+/// As for `fmq_config_property`, with `prefix` in place of `key`.
+#[no_mangle]
+pub unsafe extern "C" fn fmq_config_keys(
+    cfg: *const fmq_config,
+    prefix: *const c_char,
+    buf: *mut c_char,
+    len: usize,
+    written: *mut usize,
+) -> fmq_result {
+    with_config(cfg, |c| {
+        // SAFETY: contract as documented.
+        let prefix = match unsafe { str_arg(prefix) } {
+            Ok(p) => p,
+            Err(e) => return e,
+        };
+        let keys: Vec<String> = c.keys().into_iter().filter(|k| k.starts_with(prefix)).collect();
+        // SAFETY: contract as documented.
+        unsafe { copy_out(&keys.join("\n"), buf, len, written) }
+    })
+}
