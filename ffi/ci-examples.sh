@@ -194,6 +194,8 @@ for t in zeromq shmem; do
   expect "$work/compat-sampler-$t.log" "getDevice: text is 'a FairMQ project'"
   expect "$work/compat-sampler-$t.log" "compat config checks passed"
   expect "$work/compat-sink-$t.log" "compat sink received 40 messages, 40 right"
+  expect "$work/compat-sink-$t.log" \
+    "compat sink states: init in INITIALIZING DEVICE, seen READY>RUNNING, watcher saw RUNNING, BIND while running refused"
 done
 # The rate limiter holds the sampler back: 20 messages at 100 a second take at least 190 ms.
 a="ipc://$work/compat-rate"

@@ -19,6 +19,8 @@ typedef struct fmq_parts fmq_parts;
 typedef struct fmq_context fmq_context;
 /** A device program's configuration (FairMQ's ProgOptions), borrowed from the running program. */
 typedef struct fmq_config fmq_config;
+/** A running device's state machine, borrowed until fmq_run_device returns; thread-safe. */
+typedef struct fmq_states fmq_states;
 
 
 /**
@@ -346,6 +348,12 @@ typedef struct {
  * `fmq_region_callback`).
  */
 typedef void (*fmq_region_event_callback)(const fmq_region_info *info, void *user);
+
+/**
+ * Called for every state the device enters (before the state's work), on the thread that runs
+ * the state machine, with the state's number and the subscriber's `user`. Must not throw (C++).
+ */
+typedef void (*fmq_state_callback)(int32_t state, void *user);
 
 /**
  * Option type: text.
@@ -1076,6 +1084,60 @@ fmq_result fmq_transport_region_info(const fmq_transport *t,
                                      fmq_region_info *out,
                                      size_t len,
                                      size_t *count);
+
+/**
+ * The running device's state machine (see `fmq_states`); NULL for a NULL context.
+ *
+ * # Safety
+ * `ctx` is a valid context or NULL.
+ */
+const fmq_states *fmq_context_states(const fmq_context *ctx);
+
+/**
+ * The current state's number; -1 for a NULL handle.
+ *
+ * # Safety
+ * `s` is a valid handle or NULL.
+ */
+int32_t fmq_states_current(const fmq_states *s);
+
+/**
+ * Requests transition `transition` (FairMQ's number); whether the current state accepts it.
+ *
+ * # Safety
+ * `s` is a valid handle or NULL.
+ */
+bool fmq_states_change(const fmq_states *s, int32_t transition);
+
+/**
+ * Whether a transition is pending (work in the current state should end).
+ *
+ * # Safety
+ * `s` is a valid handle or NULL.
+ */
+bool fmq_states_new_state_pending(const fmq_states *s);
+
+/**
+ * Calls `callback(state, user)` for every state entered from now on, under `key` (a second
+ * subscription with the same key adds another); see `fmq_state_callback`.
+ *
+ * # Safety
+ * `s` valid or NULL; `key` NUL-terminated; `user` may be used from the state machine's thread
+ * until `fmq_states_unsubscribe(key)` or the end of the run.
+ */
+fmq_result fmq_states_subscribe(const fmq_states *s,
+                                const char *key,
+                                fmq_state_callback callback,
+                                void *user);
+
+/**
+ * Ends the subscriptions of `key`: none of their callbacks starts after this returns (one already
+ * running on the state machine's thread, when this is called from another, may still finish).
+ *
+ * # Safety
+ * `s` valid or NULL; `key` NUL-terminated.
+ */
+fmq_result fmq_states_unsubscribe(const fmq_states *s, const char *key);
 
 /**
  * Creates a transport of `kind` ("zeromq" or "shmem") for device `id`, configured by FairMQ

@@ -19,8 +19,10 @@
 #include <algorithm>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -803,6 +805,74 @@ class LogLine {
     std::ostringstream fText;
 };
 
+/// FairMQ's states and transitions (the same numbers as fair::mq::State and Transition).
+enum class State : int {
+    Undefined = 0,
+    Ok,
+    Error,
+    Idle,
+    InitializingDevice,
+    Initialized,
+    Binding,
+    Bound,
+    Connecting,
+    DeviceReady,
+    InitializingTask,
+    Ready,
+    Running,
+    ResettingTask,
+    ResettingDevice,
+    Exiting
+};
+enum class Transition : int {
+    Auto = 0,
+    InitDevice,
+    CompleteInit,
+    Bind,
+    Connect,
+    InitTask,
+    Run,
+    Stop,
+    ResetTask,
+    ResetDevice,
+    End,
+    ErrorFound
+};
+
+namespace detail {
+inline const std::vector<std::string>& StateNames()
+{
+    static const std::vector<std::string> names{"UNDEFINED", "OK", "ERROR", "IDLE", "INITIALIZING DEVICE", "INITIALIZED",
+                                                "BINDING", "BOUND", "CONNECTING", "DEVICE READY", "INITIALIZING TASK",
+                                                "READY", "RUNNING", "RESETTING TASK", "RESETTING DEVICE", "EXITING"};
+    return names;
+}
+inline const std::vector<std::string>& TransitionNames()
+{
+    static const std::vector<std::string> names{"AUTO", "INIT DEVICE", "COMPLETE INIT", "BIND", "CONNECT", "INIT TASK",
+                                                "RUN", "STOP", "RESET TASK", "RESET DEVICE", "END", "ERROR FOUND"};
+    return names;
+}
+template<typename E>
+E ByName(const std::vector<std::string>& names, const std::string& name, const char* what)
+{
+    for (size_t i = 0; i < names.size(); ++i) {
+        if (names[i] == name) return static_cast<E>(i);
+    }
+    throw Error(std::string("no ") + what + " named '" + name + "'");
+}
+} // namespace detail
+
+inline std::string GetStateName(State s) { return detail::StateNames().at(static_cast<size_t>(s)); }
+inline std::string GetTransitionName(Transition t) { return detail::TransitionNames().at(static_cast<size_t>(t)); }
+inline State GetState(const std::string& name) { return detail::ByName<State>(detail::StateNames(), name, "state"); }
+inline Transition GetTransition(const std::string& name)
+{
+    return detail::ByName<Transition>(detail::TransitionNames(), name, "transition");
+}
+inline std::ostream& operator<<(std::ostream& os, State s) { return os << GetStateName(s); }
+inline std::ostream& operator<<(std::ostream& os, Transition t) { return os << GetTransitionName(t); }
+
 class Device;
 
 namespace detail {
@@ -916,7 +986,49 @@ class Device {
         return Transport()->NewSimpleMessage(v);
     }
     MessagePtr NewStaticMessage(const std::string& s) const { return Transport()->NewStaticMessage(s); }
-    bool NewStatePending() const { return fmq_context_new_state_pending(fCtx); }
+    bool NewStatePending() const { return fStates ? fmq_states_new_state_pending(fStates) : fmq_context_new_state_pending(fCtx); }
+
+    // FairMQ's state API: usable from any thread once the device runs (Init on).
+    State GetCurrentState() const { return static_cast<State>(fmq_states_current(States())); }
+    std::string GetCurrentStateName() const { return GetStateName(GetCurrentState()); }
+    static std::string GetStateName(State s) { return ::fair::mq::GetStateName(s); }
+    static std::string GetTransitionName(Transition t) { return ::fair::mq::GetTransitionName(t); }
+    /// Requests `t`; whether the current state accepts it.
+    bool ChangeState(Transition t) { return fmq_states_change(States(), static_cast<int32_t>(t)); }
+    bool ChangeState(const std::string& t) { return ChangeState(GetTransition(t)); }
+    void ChangeStateOrThrow(Transition t)
+    {
+        if (!ChangeState(t)) throw Error("could not change state with transition " + GetTransitionName(t) + " from " + GetCurrentStateName());
+    }
+    void ChangeStateOrThrow(const std::string& t) { ChangeStateOrThrow(GetTransition(t)); }
+    /// The next state the device enters after the last one this returned (states are queued from
+    /// Init on).
+    State WaitForNextState()
+    {
+        std::unique_lock<std::mutex> lock(fStateMutex);
+        fStateChanged.wait(lock, [this] { return !fStateQueue.empty(); });
+        State s = fStateQueue.front();
+        fStateQueue.pop_front();
+        return s;
+    }
+    /// Returns once the device entered `s` (or entered it since the last wait).
+    void WaitForState(State s)
+    {
+        while (WaitForNextState() != s) {
+        }
+    }
+    void WaitForState(const std::string& s) { WaitForState(GetState(s)); }
+    /// Calls `callback` on the state machine's thread for every state entered from now on.
+    void SubscribeToStateChange(const std::string& key, std::function<void(const State)> callback)
+    {
+        std::lock_guard<std::mutex> lock(fStateMutex);
+        fStateSubscribers[key] = std::move(callback);
+    }
+    void UnsubscribeFromStateChange(const std::string& key)
+    {
+        std::lock_guard<std::mutex> lock(fStateMutex);
+        fStateSubscribers.erase(key);
+    }
     template<typename Rep, typename Period>
     bool WaitFor(std::chrono::duration<Rep, Period> d) const
     {
@@ -934,6 +1046,47 @@ class Device {
     friend struct detail::Hooks;
     ProgOptions fOptions;
     const fmq_context* fCtx = nullptr;
+
+  private:
+    const fmq_states* States() const
+    {
+        if (!fStates) throw Error("the device's state machine is not running yet (available from Init on)");
+        return fStates;
+    }
+    /// The first hook: follows the state machine from now on (the state queue, subscribers).
+    void AttachStates(const fmq_states* states)
+    {
+        fStates = states;
+        detail::check(fmq_states_subscribe(states, "fairmq-rs C++ device", &Device::OnStateChange, this), "SubscribeToStateChange");
+        std::lock_guard<std::mutex> lock(fStateMutex);
+        fStateQueue.push_back(GetCurrentState());
+        fStateChanged.notify_all();
+    }
+    static void OnStateChange(int32_t state, void* user) noexcept
+    {
+        auto* d = static_cast<Device*>(user);
+        try {
+            std::map<std::string, std::function<void(const State)>> subscribers;
+            {
+                std::lock_guard<std::mutex> lock(d->fStateMutex);
+                d->fStateQueue.push_back(static_cast<State>(state));
+                subscribers = d->fStateSubscribers;
+            }
+            d->fStateChanged.notify_all();
+            for (auto& s : subscribers) s.second(static_cast<State>(state));
+        } catch (const std::exception& e) {
+            LogLine("error") << "state change subscriber: " << e.what();
+        } catch (...) {
+            LogLine("error") << "state change subscriber: an exception that is no std::exception";
+        }
+    }
+    const fmq_states* fStates = nullptr;
+    std::mutex fStateMutex;
+    std::condition_variable fStateChanged;
+    std::deque<State> fStateQueue;
+    std::map<std::string, std::function<void(const State)>> fStateSubscribers;
+
+  protected:
     mutable TransportFactory fTransport{nullptr};
     std::map<std::string, std::function<bool(MessagePtr&, int)>> fMsgHandlers;
     std::map<std::string, std::function<bool(Parts&, int)>> fPartsHandlers;
@@ -948,6 +1101,7 @@ struct Hooks {
         auto* d = static_cast<Device*>(user);
         d->fCtx = ctx;
         d->fOptions.SetContext(ctx);
+        if (!d->fStates) d->AttachStates(fmq_context_states(ctx));
         return d;
     }
     static void Register(Device* d)

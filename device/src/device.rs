@@ -167,6 +167,11 @@ impl Context {
         self.sm.change_state(t)
     }
 
+    /// The device's state machine (thread-safe, for other threads that follow or drive it).
+    pub fn state_machine(&self) -> &Arc<StateMachine> {
+        &self.sm
+    }
+
     /// Registers single-message data handling for `channel` (its `handle_data` is called).
     pub fn on_data(&self, channel: &str) {
         self.register_input(channel, InputKind::Single);

@@ -33,6 +33,7 @@ mod region;
 mod region_events;
 #[cfg(test)]
 mod region_test;
+mod states;
 mod transport;
 
 pub use channel::*;

@@ -4,9 +4,12 @@
 #include <fairmq/Device.h>
 #include <fairmq/runDevice.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 
 namespace bpo = boost::program_options;
 
@@ -16,14 +19,34 @@ class Sink : public fair::mq::Device
     Sink() { OnData("data", &Sink::HandleData); }
 
   protected:
+    void Init() override { fInitState = GetCurrentStateName(); }
+
     void InitTask() override
     {
+        // The state API: a subscriber, and a thread that waits for RUNNING.
+        SubscribeToStateChange("compat-sink", [this](fair::mq::State s) {
+            std::lock_guard<std::mutex> lock(fStatesMutex);
+            fStates += (fStates.empty() ? "" : ">") + GetStateName(s);
+        });
+        fWatcher = std::thread([this] {
+            WaitForState(fair::mq::State::Running);
+            fWatcherSawRunning = true;
+        });
         fText = fConfig->GetProperty<std::string>("text");
         fMaxIterations = fConfig->GetProperty<std::uint64_t>("max-iterations");
     }
 
     bool HandleData(FairMQMessagePtr& msg, int /*index*/)
     {
+        if (fReceived == 0) {
+            // RUNNING accepts no BIND: refused, and the OrThrow variant throws.
+            fRefused = !ChangeState(fair::mq::Transition::Bind) && GetCurrentState() == fair::mq::State::Running;
+            try {
+                ChangeStateOrThrow("BIND");
+                fRefused = false;
+            } catch (const fair::mq::Error&) {
+            }
+        }
         ++fReceived;
         if (std::string(static_cast<const char*>(msg->GetData()), msg->GetSize()) == fText) {
             ++fRight;
@@ -31,9 +54,24 @@ class Sink : public fair::mq::Device
         return fMaxIterations == 0 || fReceived < fMaxIterations;
     }
 
-    void PostRun() override { LOG(info) << "compat sink received " << fReceived << " messages, " << fRight << " right"; }
+    void PostRun() override
+    {
+        fWatcher.join();
+        UnsubscribeFromStateChange("compat-sink");
+        LOG(info) << "compat sink received " << fReceived << " messages, " << fRight << " right";
+        std::lock_guard<std::mutex> lock(fStatesMutex);
+        LOG(info) << "compat sink states: init in " << fInitState << ", seen " << fStates << ", watcher "
+                  << (fWatcherSawRunning ? "saw RUNNING" : "missed RUNNING") << ", BIND while running "
+                  << (fRefused ? "refused" : "accepted");
+    }
 
   private:
+    std::string fInitState;
+    std::mutex fStatesMutex;
+    std::string fStates;
+    std::thread fWatcher;
+    std::atomic<bool> fWatcherSawRunning{false};
+    bool fRefused = false;
     std::string fText;
     std::uint64_t fMaxIterations = 0;
     std::uint64_t fReceived = 0;
