@@ -195,6 +195,8 @@ for t in zeromq shmem; do
   expect "$work/compat-sampler-$t.log" "compat config checks passed"
   expect "$work/compat-sink-$t.log" "compat sink received 40 messages, 40 right"
   expect "$work/compat-sink-$t.log" \
+    "compat sink hooks Bind(1)Connect, members: id sink1, channels 1, transport set, GetChannel refers to fChannels"
+  expect "$work/compat-sink-$t.log" \
     "compat sink states: init in INITIALIZING DEVICE, seen READY>RUNNING, watcher saw RUNNING, BIND while running refused"
 done
 # The rate limiter holds the sampler back: 20 messages at 100 a second take at least 190 ms.

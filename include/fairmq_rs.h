@@ -185,6 +185,14 @@ typedef struct {
    * Multiparts of channels registered with `fmq_context_on_data_parts`.
    */
   fmq_parts_hook handle_parts;
+  /**
+   * BINDING, after the channels that bind are bound (FairMQ's `Bind()`).
+   */
+  fmq_hook bind;
+  /**
+   * CONNECTING, after the channels that connect are connected (FairMQ's `Connect()`).
+   */
+  fmq_hook connect;
 } fmq_device_hooks;
 
 /**
@@ -698,6 +706,19 @@ const fmq_channel *fmq_context_channel(const fmq_context *ctx, const char *name,
  * As for `fmq_context_channel`.
  */
 size_t fmq_context_num_sub_channels(const fmq_context *ctx, const char *name);
+
+/**
+ * The names of the device's channels, one per line, into `buf` (as `fmq_context_property` copies
+ * text).
+ *
+ * # Safety
+ * `ctx` is the context of the running hook; `buf` NULL or valid for `len` bytes; `written` NULL
+ * or valid.
+ */
+fmq_result fmq_context_channel_names(const fmq_context *ctx,
+                                     char *buf,
+                                     size_t len,
+                                     size_t *written);
 
 /**
  * The device's default transport (borrowed), or NULL before INITIALIZING DEVICE completed.

@@ -35,6 +35,7 @@
 #include <string>
 #include <thread>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -895,6 +896,10 @@ class Device {
     virtual void PostRun() {}
     virtual void ResetTask() {}
     virtual void Reset() {}
+    /// BINDING: after the channels that bind are bound.
+    virtual void Bind() {}
+    /// CONNECTING: after the channels that connect are connected.
+    virtual void Connect() {}
 
     template<typename T>
     void OnData(const std::string& channel, bool (T::*f)(MessagePtr&, int))
@@ -921,11 +926,16 @@ class Device {
         fPending.emplace_back(channel, true);
     }
 
-    Channel GetChannel(const std::string& name, int index = 0) const
+    /// Sub-channel `index` of `name`, as FairMQ's (a reference into fChannels).
+    Channel& GetChannel(const std::string& name, int index = 0) const
     {
-        const fmq_channel* c = fmq_context_channel(fCtx, name.c_str(), static_cast<size_t>(index));
-        if (!c) throw std::out_of_range("GetChannel(): '" + name + "[" + std::to_string(index) + "]' does not exist.");
-        return Channel(c);
+        auto found = [&] {
+            auto it = fChannels.find(name);
+            return it != fChannels.end() && index >= 0 && static_cast<size_t>(index) < it->second.size();
+        };
+        if (!found()) RefreshChannels();
+        if (!found()) throw std::out_of_range("GetChannel(): '" + name + "[" + std::to_string(index) + "]' does not exist.");
+        return fChannels.at(name)[static_cast<size_t>(index)];
     }
     size_t GetNumSubChannels(const std::string& name) const { return fmq_context_num_sub_channels(fCtx, name.c_str()); }
     int64_t Send(MessagePtr& m, const std::string& ch, int i = 0, int timeoutMs = -1) const { return GetChannel(ch, i).Send(m, timeoutMs); }
@@ -1042,6 +1052,36 @@ class Device {
   protected:
     ProgOptions* fConfig;
 
+  public:
+    /// FairMQ's members: the device id (from Init on), its channels by name (from Init on, until
+    /// RESETTING DEVICE), and its default transport (from InitTask on).
+    std::string fId;
+    mutable std::unordered_map<std::string, std::vector<Channel>> fChannels;
+    std::shared_ptr<TransportFactory> fTransportFactory;
+
+  private:
+    /// Reads the device's channels (and its transport, once there is one) into the members.
+    void RefreshChannels() const
+    {
+        std::istringstream names(
+            detail::read_text([&](char* b, size_t l, size_t* n) { return fmq_context_channel_names(fCtx, b, l, n); }));
+        fChannels.clear();
+        for (std::string name; std::getline(names, name);) {
+            auto& subs = fChannels[name];
+            const size_t n = fmq_context_num_sub_channels(fCtx, name.c_str());
+            for (size_t i = 0; i < n; ++i) {
+                if (const fmq_channel* c = fmq_context_channel(fCtx, name.c_str(), i)) subs.emplace_back(c);
+            }
+        }
+    }
+    void Refresh()
+    {
+        RefreshChannels();
+        if (!fTransportFactory) {
+            if (const fmq_transport* t = fmq_context_transport(fCtx)) fTransportFactory = std::make_shared<TransportFactory>(t);
+        }
+    }
+
   private:
     friend struct detail::Hooks;
     ProgOptions fOptions;
@@ -1127,11 +1167,33 @@ struct Hooks {
     }
     static int32_t Init(const fmq_context* c, void* u)
     {
-        return Guarded("Init", [&] { Device* d = Dev(c, u); Register(d); d->Init(); Register(d); return 0; });
+        return Guarded("Init", [&] {
+            Device* d = Dev(c, u);
+            d->fId = d->fOptions.GetPropertyAsString("id", "");
+            d->Refresh();
+            Register(d);
+            d->Init();
+            Register(d);
+            return 0;
+        });
+    }
+    static int32_t Bind(const fmq_context* c, void* u)
+    {
+        return Guarded("Bind", [&] { Device* d = Dev(c, u); d->Refresh(); d->Bind(); return 0; });
+    }
+    static int32_t Connect(const fmq_context* c, void* u)
+    {
+        return Guarded("Connect", [&] { Device* d = Dev(c, u); d->Refresh(); d->Connect(); return 0; });
     }
     static int32_t InitTask(const fmq_context* c, void* u)
     {
-        return Guarded("InitTask", [&] { Device* d = Dev(c, u); d->InitTask(); Register(d); return 0; });
+        return Guarded("InitTask", [&] {
+            Device* d = Dev(c, u);
+            d->Refresh();
+            d->InitTask();
+            Register(d);
+            return 0;
+        });
     }
     static int32_t PreRun(const fmq_context* c, void* u) { return Guarded("PreRun", [&] { Dev(c, u)->PreRun(); return 0; }); }
     static int32_t ConditionalRun(const fmq_context* c, void* u)
@@ -1141,7 +1203,16 @@ struct Hooks {
     static int32_t Run(const fmq_context* c, void* u) { return Guarded("Run", [&] { Dev(c, u)->Run(); return 0; }); }
     static int32_t PostRun(const fmq_context* c, void* u) { return Guarded("PostRun", [&] { Dev(c, u)->PostRun(); return 0; }); }
     static int32_t ResetTask(const fmq_context* c, void* u) { return Guarded("ResetTask", [&] { Dev(c, u)->ResetTask(); return 0; }); }
-    static int32_t Reset(const fmq_context* c, void* u) { return Guarded("Reset", [&] { Dev(c, u)->Reset(); return 0; }); }
+    static int32_t Reset(const fmq_context* c, void* u)
+    {
+        return Guarded("Reset", [&] {
+            Device* d = Dev(c, u);
+            d->Reset();
+            d->fChannels.clear(); // the channels go with RESETTING DEVICE
+            d->fTransportFactory.reset();
+            return 0;
+        });
+    }
     static int32_t Data(const fmq_context* c, const char* ch, fmq_message* m, int32_t i, void* u)
     {
         return Guarded("HandleData", [&] {
@@ -1172,6 +1243,8 @@ struct Hooks {
         h.post_run = PostRun;
         h.reset_task = ResetTask;
         h.reset = Reset;
+        h.bind = Bind;
+        h.connect = Connect;
         h.conditional_run = ConditionalRun;
         (void)d;
         h.handle_data = Data; // called only for channels registered with OnData

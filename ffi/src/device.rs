@@ -77,6 +77,10 @@ pub struct fmq_device_hooks {
     pub handle_data: fmq_data_hook,
     /// Multiparts of channels registered with `fmq_context_on_data_parts`.
     pub handle_parts: fmq_parts_hook,
+    /// BINDING, after the channels that bind are bound (FairMQ's `Bind()`).
+    pub bind: fmq_hook,
+    /// CONNECTING, after the channels that connect are connected (FairMQ's `Connect()`).
+    pub connect: fmq_hook,
 }
 
 /// Type of a custom option: one of the `FMQ_OPTION_*` constants. An integer rather than an enum
@@ -157,6 +161,12 @@ impl CDevice {
 impl Device for CDevice {
     fn init(&mut self, ctx: &Context) -> HookResult {
         self.call("init", self.hooks.init, ctx)
+    }
+    fn bind(&mut self, ctx: &Context) -> HookResult {
+        self.call("bind", self.hooks.bind, ctx)
+    }
+    fn connect(&mut self, ctx: &Context) -> HookResult {
+        self.call("connect", self.hooks.connect, ctx)
     }
     fn init_task(&mut self, ctx: &Context) -> HookResult {
         self.call("init_task", self.hooks.init_task, ctx)
@@ -447,6 +457,26 @@ pub unsafe extern "C" fn fmq_context_num_sub_channels(ctx: *const fmq_context, n
     with_ctx(ctx, 0, |c| {
         // SAFETY: contract as documented.
         unsafe { str_arg(name) }.map_or(0, |name| c.num_sub_channels(name).unwrap_or(0))
+    })
+}
+
+/// The names of the device's channels, one per line, into `buf` (as `fmq_context_property` copies
+/// text).
+///
+/// # Safety
+/// `ctx` is the context of the running hook; `buf` NULL or valid for `len` bytes; `written` NULL
+/// or valid.
+#[no_mangle]
+pub unsafe extern "C" fn fmq_context_channel_names(
+    ctx: *const fmq_context,
+    buf: *mut c_char,
+    len: usize,
+    written: *mut usize,
+) -> fmq_result {
+    with_ctx_code(ctx, |c| {
+        let names: Vec<&str> = c.channels().keys().map(String::as_str).collect();
+        // SAFETY: contract as documented.
+        unsafe { copy_out(&names.join("\n"), buf, len, written) }
     })
 }
 

@@ -20,6 +20,9 @@ class Sink : public fair::mq::Device
 
   protected:
     void Init() override { fInitState = GetCurrentStateName(); }
+    // FairMQ's Bind/Connect hooks and members: this sink binds its only channel.
+    void Bind() override { fHooks += "Bind(" + std::to_string(fChannels.at("data").size()) + ")"; }
+    void Connect() override { fHooks += "Connect"; }
 
     void InitTask() override
     {
@@ -34,6 +37,10 @@ class Sink : public fair::mq::Device
         });
         fText = fConfig->GetProperty<std::string>("text");
         fMaxIterations = fConfig->GetProperty<std::uint64_t>("max-iterations");
+        fair::mq::Channel& data = GetChannel("data");
+        fMembers = "id " + fId + ", channels " + std::to_string(fChannels.size()) + ", transport " +
+                   (fTransportFactory ? "set" : "missing") + ", GetChannel " +
+                   (&data == &fChannels.at("data").at(0) ? "refers to fChannels" : "copies");
     }
 
     bool HandleData(FairMQMessagePtr& msg, int /*index*/)
@@ -59,6 +66,7 @@ class Sink : public fair::mq::Device
         fWatcher.join();
         UnsubscribeFromStateChange("compat-sink");
         LOG(info) << "compat sink received " << fReceived << " messages, " << fRight << " right";
+        LOG(info) << "compat sink hooks " << fHooks << ", members: " << fMembers;
         std::lock_guard<std::mutex> lock(fStatesMutex);
         LOG(info) << "compat sink states: init in " << fInitState << ", seen " << fStates << ", watcher "
                   << (fWatcherSawRunning ? "saw RUNNING" : "missed RUNNING") << ", BIND while running "
@@ -66,6 +74,8 @@ class Sink : public fair::mq::Device
     }
 
   private:
+    std::string fHooks;
+    std::string fMembers;
     std::string fInitState;
     std::mutex fStatesMutex;
     std::string fStates;
