@@ -47,9 +47,9 @@ cc -std=c11 $cflags "$ex/sampler.c" -o "$work/c-sampler" $libs
 cc -std=c11 $cflags "$ex/panic.c" -o "$work/c-panic" $libs
 cc -std=c11 $cflags "$ex/roundtrip.c" -o "$work/c-roundtrip" $libs
 cc -std=c11 $cflags "$ex/region_sampler.c" -o "$work/c-region-sampler" $libs
-c++ -std=c++17 $cflags "$ex/guide_sink.cpp" -o "$work/guide-sink" $libs
-c++ -std=c++17 $cflags "$ex/counting_sink.cpp" -o "$work/counting-sink" $libs
-c++ -std=c++17 $cflags "$ex/region_sampler.cpp" -o "$work/cpp-region-sampler" $libs
+c++ -std=c++17 $cflags "$ex/guide_sink.cpp" -o "$work/guide-sink" $libs -lboost_program_options
+c++ -std=c++17 $cflags "$ex/counting_sink.cpp" -o "$work/counting-sink" $libs -lboost_program_options
+c++ -std=c++17 $cflags "$ex/region_sampler.cpp" -o "$work/cpp-region-sampler" $libs -lboost_program_options
 c++ -std=c++17 $cflags "$ex/cpp_api.cpp" -o "$work/cpp-api" $libs
 asan="-fsanitize=address -fno-omit-frame-pointer"
 cc -std=c11 $cflags $asan "$ex/sampler.c" -o "$work/c-sampler-asan" $libs

@@ -1,4 +1,5 @@
-// fairmq-rs: the program around a C++ device, as FairMQ's <fairmq/runDevice.h>.
+// fairmq-rs: the program around a C++ device, as FairMQ's <fairmq/runDevice.h>. Custom options
+// are Boost.ProgramOptions' own (link -lboost_program_options; FairMQ::FairMQ and fairmq.pc do).
 // Define in your source:
 //   void addCustomOptions(boost::program_options::options_description&);
 //   std::unique_ptr<fair::mq::Device> getDevice(fair::mq::ProgOptions&);
@@ -7,6 +8,9 @@
 #define FAIRMQ_RS_RUN_DEVICE_HPP
 
 #include "fairmq_rs.hpp"
+
+#include <boost/any.hpp>
+#include <boost/program_options.hpp>
 
 #include <iostream>
 
@@ -45,17 +49,70 @@ inline int32_t MakeDevice(const fmq_config* cfg, void* user, fmq_device_hooks* h
 } // namespace mq
 } // namespace fair
 
+namespace fair {
+namespace mq {
+namespace detail {
+/// A custom option as the C ABI takes it.
+struct CustomOption {
+    std::string name, description, default_text;
+    fmq_option_type type = FMQ_OPTION_STRING;
+    bool has_default = false;
+};
+
+/// Whether `v` is a Boost value of T; if so, fills `out` (the default as text, if there is one).
+template<typename T>
+bool OfType(const boost::program_options::value_semantic& v, CustomOption& out)
+{
+    auto* typed = dynamic_cast<const boost::program_options::typed_value<T>*>(&v);
+    if (!typed) return false;
+    out.type = OptionType<T>();
+    boost::any d;
+    if (typed->apply_default(d)) {
+        std::ostringstream text;
+        text << std::boolalpha << boost::any_cast<T>(d);
+        out.default_text = text.str();
+        out.has_default = true;
+    }
+    return true;
+}
+
+/// `o` as fairmq-rs declares it: the value's C++ type gives the option's type (text, bool,
+/// integers, floating point); an option without a value is a bool.
+inline CustomOption ToCustom(const boost::program_options::option_description& o)
+{
+    CustomOption c;
+    c.name = o.long_name();
+    c.description = o.description();
+    const auto& v = *o.semantic();
+    const bool known = OfType<std::string>(v, c) || OfType<bool>(v, c) || OfType<int>(v, c) || OfType<short>(v, c) ||
+                       OfType<long>(v, c) || OfType<long long>(v, c) || OfType<unsigned>(v, c) ||
+                       OfType<unsigned short>(v, c) || OfType<unsigned long>(v, c) || OfType<unsigned long long>(v, c) ||
+                       OfType<float>(v, c) || OfType<double>(v, c);
+    if (!known) {
+        if (v.max_tokens() != 0) {
+            throw Error("custom option '--" + c.name + "': its value type is none that fairmq-rs reads (text, bool, integers, floating point)");
+        }
+        c.type = FMQ_OPTION_BOOL;
+    }
+    return c;
+}
+} // namespace detail
+} // namespace mq
+} // namespace fair
+
 int main(int argc, char* argv[])
 {
     try {
         boost::program_options::options_description custom("Custom options");
         addCustomOptions(custom);
+        std::vector<fair::mq::detail::CustomOption> customs;
+        for (const auto& o : custom.options()) customs.push_back(fair::mq::detail::ToCustom(*o));
         std::vector<fmq_option> options;
-        for (const auto& o : custom.options()) {
+        for (const auto& o : customs) {
             fmq_option c{};
             c.name = o.name.c_str();
-            c.ty = o.value->type;
-            c.default_value = o.value->has_default ? o.value->default_text.c_str() : nullptr;
+            c.ty = o.type;
+            c.default_value = o.has_default ? o.default_text.c_str() : nullptr;
             c.description = o.description.c_str();
             options.push_back(c);
         }

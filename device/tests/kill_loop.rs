@@ -102,14 +102,36 @@ fn unaccounted(t: &fairmq_shm::Transport) -> (Vec<(u64, u32)>, usize) {
     (lost, used.len())
 }
 
-/// Stops the sampler and waits (a receiver releases what a gone sender left in flight once it has
-/// been idle twice a second apart) until no block is unaccounted for; returns the used blocks.
-fn quiesced(t: &fairmq_shm::Transport, sampler: &Proc, round: usize, devices: &str) -> usize {
-    sampler.signal(Signal::SIGSTOP);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let used = loop {
+/// The unaccounted and used blocks, looked at from another thread: `None` when the look did not
+/// end within a second (it waits for a session lock that the stopped sampler holds).
+fn look(t: &fairmq_shm::Transport) -> Option<(Vec<(u64, u32)>, usize)> {
+    let t = t.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let looker = std::thread::spawn(move || {
         t.sweep_dead_processes();
-        let (lost, used) = unaccounted(t);
+        let _ = tx.send(unaccounted(&t));
+    });
+    let got = rx.recv_timeout(Duration::from_secs(1)).ok();
+    if got.is_some() {
+        let _ = looker.join();
+    }
+    got
+}
+
+/// Stops the sampler and waits (a receiver releases what a gone sender left in flight once it has
+/// been idle twice a second apart) until no block is unaccounted for; returns the used blocks. A
+/// sampler stopped while it held a session lock is let go on and stopped again a moment later
+/// (the look would wait for that lock for ever).
+fn quiesced(t: &fairmq_shm::Transport, sampler: &Proc, round: usize, devices: &str) -> usize {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    sampler.signal(Signal::SIGSTOP);
+    let used = loop {
+        let Some((lost, used)) = look(t) else {
+            sampler.signal(Signal::SIGCONT);
+            std::thread::sleep(Duration::from_millis(20));
+            sampler.signal(Signal::SIGSTOP);
+            continue;
+        };
         if lost.is_empty() {
             break used;
         }

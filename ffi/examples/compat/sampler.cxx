@@ -1,5 +1,6 @@
 // A sampler written against FairMQ's headers only (FairMQ's include paths, older global names,
 // the rate limiter): sends --max-iterations copies of --text at --rate messages a second.
+#include <boost/program_options.hpp> // as FairMQ sources often do: the real Boost, no clash
 #include <fairlogger/Logger.h>
 #include <fairmq/Device.h>
 #include <fairmq/runDevice.h>
@@ -49,6 +50,7 @@ class Sampler : public FairMQDevice
     {
         auto fail = [](const std::string& what) { throw std::runtime_error("config check failed: " + what); };
         if (config.Count("text") != 1 || config.Count("no-such-key") != 0) fail("Count");
+        if (config.GetProperty<double>("ratio") != 0.25) fail("a double option's default");
         if (config.GetValue<int>("no-such-key") != 0 || config.GetProperty<int>("no-such-key", 7) != 7) fail("defaults");
         config.SetProperty<std::uint64_t>("compat-answer", 42);
         config.SetProperty<std::string>("compat-text", "set here");
@@ -79,7 +81,8 @@ void addCustomOptions(bpo::options_description& options)
     options.add_options()
         ("text", bpo::value<std::string>()->default_value("Hello"), "Text to send")
         ("max-iterations", bpo::value<std::uint64_t>()->default_value(0), "Messages to send (0: until stopped)")
-        ("msg-rate", bpo::value<float>()->default_value(1000.0f), "Messages per second (a RateLimiter)");
+        ("msg-rate", bpo::value<float>()->default_value(1000.0f), "Messages per second (a RateLimiter)")
+        ("ratio", bpo::value<double>()->default_value(0.25), "A double, read back in InitTask");
 }
 
 std::unique_ptr<fair::mq::Device> getDevice(fair::mq::ProgOptions& config)
