@@ -111,6 +111,16 @@ typedef struct {
 typedef int32_t fmq_option_type;
 
 /**
+ * Called when a property changes, on the thread that changed it: its key, its value's type (an
+ * `FMQ_OPTION_*` type; lists of text are `FMQ_OPTION_STRING`, one item per line) and its value as
+ * text. Must not throw (C++).
+ */
+typedef void (*fmq_property_callback)(const char *key,
+                                      fmq_option_type ty,
+                                      const char *value,
+                                      void *user);
+
+/**
  * A hook: returns 0 on success; anything else takes the device to ERROR. Hooks must not throw (C++):
  * an exception that reaches the library ends the process.
  */
@@ -626,6 +636,27 @@ fmq_result fmq_config_keys(const fmq_config *cfg,
                            char *buf,
                            size_t len,
                            size_t *written);
+
+/**
+ * Calls `callback` for every property set from now on, as `subscriber` (FairMQ's
+ * `ProgOptions::Subscribe`); a second subscription of the same subscriber replaces the first.
+ *
+ * # Safety
+ * `cfg` valid or NULL; `subscriber` NUL-terminated; `user` may be used from any thread that sets
+ * a property until `fmq_config_unsubscribe(subscriber)` or the end of the run.
+ */
+fmq_result fmq_config_subscribe(const fmq_config *cfg,
+                                const char *subscriber,
+                                fmq_property_callback callback,
+                                void *user);
+
+/**
+ * Ends the subscription of `subscriber` (a callback already running elsewhere may still finish).
+ *
+ * # Safety
+ * `cfg` valid or NULL; `subscriber` NUL-terminated.
+ */
+fmq_result fmq_config_unsubscribe(const fmq_config *cfg, const char *subscriber);
 
 /**
  * Runs a C device like FairMQ's `runDevice`: parses `argv` (FairMQ's options plus `options`),

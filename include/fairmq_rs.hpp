@@ -740,10 +740,55 @@ class ProgOptions {
         for (auto& k : Keys(prefix)) out.emplace(k, Text(k));
         return out;
     }
+    /// Calls `f(key, value)` whenever a property of type T is set (FairMQ's Subscribe), on the
+    /// thread that sets it; a subscriber's second subscription replaces its first.
+    template<typename T>
+    void Subscribe(const std::string& subscriber, std::function<void(const std::string&, T)> f)
+    {
+        Listen(subscriber, [f](const std::string& key, fmq_option_type ty, const std::string& text) {
+            if (ty != detail::OptionType<T>()) return;
+            std::istringstream in(text);
+            T v{};
+            in >> std::boolalpha >> v;
+            if (!in.fail()) f(key, v);
+        });
+    }
+    /// Calls `f(key, value as text)` whenever any property is set.
+    void SubscribeAsString(const std::string& subscriber, std::function<void(const std::string&, std::string)> f)
+    {
+        Listen(subscriber, [f](const std::string& key, fmq_option_type, const std::string& text) { f(key, text); });
+    }
+    template<typename T>
+    void Unsubscribe(const std::string& subscriber)
+    {
+        UnsubscribeAsString(subscriber);
+    }
+    void UnsubscribeAsString(const std::string& subscriber)
+    {
+        detail::check(fmq_config_unsubscribe(Cfg(), subscriber.c_str()), "Unsubscribe");
+    }
     void SetContext(const fmq_context* ctx) { fCfg = fmq_context_config(ctx); }
     void SetConfig(const fmq_config* cfg) { fCfg = cfg; }
 
   private:
+    using Listener = std::function<void(const std::string&, fmq_option_type, const std::string&)>;
+    static void OnChange(const char* key, fmq_option_type ty, const char* value, void* user) noexcept
+    {
+        try {
+            (*static_cast<Listener*>(user))(key, ty, value);
+        } catch (...) {
+            // A subscriber's exception must not cross into the library; FairMQ's would end there too.
+        }
+    }
+    void Listen(const std::string& subscriber, Listener l)
+    {
+        // Kept for the program's life: a callback may still run on another thread while it is
+        // replaced or unsubscribed.
+        fListeners->push_back(std::make_unique<Listener>(std::move(l)));
+        detail::check(fmq_config_subscribe(Cfg(), subscriber.c_str(), &ProgOptions::OnChange, fListeners->back().get()), "Subscribe");
+    }
+    std::shared_ptr<std::vector<std::unique_ptr<Listener>>> fListeners = std::make_shared<std::vector<std::unique_ptr<Listener>>>();
+
     const fmq_config* Cfg() const
     {
         if (!fCfg) throw Error("ProgOptions: no configuration (the program has not parsed its command line yet)");

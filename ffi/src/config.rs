@@ -2,10 +2,12 @@
 //! device factory (`getDevice`) on, and from every hook through its context.
 
 use crate::device::{fmq_context, fmq_option_type, option_kind};
+use crate::device::{FMQ_OPTION_BOOL, FMQ_OPTION_FLOAT, FMQ_OPTION_INT, FMQ_OPTION_STRING, FMQ_OPTION_UINT64};
 use crate::error::*;
 use crate::ptr::*;
+use fairmq::properties::Value;
 use fairmq::Properties;
-use std::ffi::{c_char, c_int};
+use std::ffi::{c_char, c_int, c_void, CString};
 
 /// The configuration of a device program: borrowed, valid while the program runs (the device
 /// factory's call and every hook); use it from one thread at a time.
@@ -138,5 +140,84 @@ pub unsafe extern "C" fn fmq_config_keys(
         let keys: Vec<String> = c.keys().into_iter().filter(|k| k.starts_with(prefix)).collect();
         // SAFETY: contract as documented.
         unsafe { copy_out(&keys.join("\n"), buf, len, written) }
+    })
+}
+
+/// Called when a property changes, on the thread that changed it: its key, its value's type (an
+/// `FMQ_OPTION_*` type; lists of text are `FMQ_OPTION_STRING`, one item per line) and its value as
+/// text. Must not throw (C++).
+#[allow(non_camel_case_types)]
+pub type fmq_property_callback = Option<
+    unsafe extern "C-unwind" fn(key: *const c_char, ty: fmq_option_type, value: *const c_char, user: *mut c_void),
+>;
+
+/// A `user` pointer that crosses threads: the subscriber promises it may (see
+/// `fmq_config_subscribe`).
+struct User(*mut c_void);
+// SAFETY: the subscriber's contract: `user` may be used from any thread that sets a property.
+unsafe impl Send for User {}
+// SAFETY: as above; the callback gets the pointer, never a reference through it.
+unsafe impl Sync for User {}
+
+/// The type and text a subscriber gets for `v`.
+fn typed_text(v: &Value) -> (fmq_option_type, String) {
+    match v {
+        Value::Str(s) => (FMQ_OPTION_STRING, s.clone()),
+        Value::Bool(b) => (FMQ_OPTION_BOOL, b.to_string()),
+        Value::Int(i) => (FMQ_OPTION_INT, i.to_string()),
+        Value::UInt(u) => (FMQ_OPTION_UINT64, u.to_string()),
+        Value::Float(f) => (FMQ_OPTION_FLOAT, f.to_string()),
+        Value::Strings(l) => (FMQ_OPTION_STRING, l.join("\n")),
+    }
+}
+
+/// Calls `callback` for every property set from now on, as `subscriber` (FairMQ's
+/// `ProgOptions::Subscribe`); a second subscription of the same subscriber replaces the first.
+///
+/// # Safety
+/// `cfg` valid or NULL; `subscriber` NUL-terminated; `user` may be used from any thread that sets
+/// a property until `fmq_config_unsubscribe(subscriber)` or the end of the run.
+#[no_mangle]
+pub unsafe extern "C" fn fmq_config_subscribe(
+    cfg: *const fmq_config,
+    subscriber: *const c_char,
+    callback: fmq_property_callback,
+    user: *mut c_void,
+) -> fmq_result {
+    with_config(cfg, |c| {
+        // SAFETY: contract as documented.
+        let subscriber = match unsafe { str_arg(subscriber) } {
+            Ok(s) => s,
+            Err(e) => return e,
+        };
+        let Some(f) = callback else { return fail(FMQ_ERROR_NULL, "callback is NULL") };
+        let user = User(user);
+        c.subscribe(subscriber, move |key: &str, value: &Value| {
+            let (ty, text) = typed_text(value);
+            // Keys and values with a NUL byte cannot be told to C: not reported.
+            let (Ok(key), Ok(text)) = (CString::new(key), CString::new(text)) else { return };
+            let u = &user;
+            // SAFETY: the callback's contract; the strings live across the call.
+            unsafe { f(key.as_ptr(), ty, text.as_ptr(), u.0) }
+        });
+        FMQ_OK
+    })
+}
+
+/// Ends the subscription of `subscriber` (a callback already running elsewhere may still finish).
+///
+/// # Safety
+/// `cfg` valid or NULL; `subscriber` NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn fmq_config_unsubscribe(cfg: *const fmq_config, subscriber: *const c_char) -> fmq_result {
+    with_config(cfg, |c| {
+        // SAFETY: contract as documented.
+        match unsafe { str_arg(subscriber) } {
+            Ok(s) => {
+                c.unsubscribe(s);
+                FMQ_OK
+            }
+            Err(e) => e,
+        }
     })
 }

@@ -52,8 +52,16 @@ class Sampler : public FairMQDevice
         if (config.Count("text") != 1 || config.Count("no-such-key") != 0) fail("Count");
         if (config.GetProperty<double>("ratio") != 0.25) fail("a double option's default");
         if (config.GetValue<int>("no-such-key") != 0 || config.GetProperty<int>("no-such-key", 7) != 7) fail("defaults");
+        std::string heard;
+        std::uint64_t answer = 0;
+        config.SubscribeAsString("compat", [&](const std::string& key, std::string value) { heard += key + "=" + value + ";"; });
+        config.Subscribe<std::uint64_t>("compat-typed", [&](const std::string&, std::uint64_t v) { answer = v; });
         config.SetProperty<std::uint64_t>("compat-answer", 42);
         config.SetProperty<std::string>("compat-text", "set here");
+        config.UnsubscribeAsString("compat");
+        config.Unsubscribe<std::uint64_t>("compat-typed");
+        config.SetProperty<std::uint64_t>("compat-answer", 42);
+        if (heard != "compat-answer=42;compat-text=set here;" || answer != 42) fail("Subscribe: heard '" + heard + "'");
         if (config.GetProperty<std::uint64_t>("compat-answer") != 42 || config.GetPropertyAsString("compat-text") != "set here") fail("SetProperty");
         auto chans = config.GetPropertiesAsStringStartingWith("chans.data.0.");
         if (chans.count("chans.data.0.method") != 1 || chans["chans.data.0.method"] != "connect") fail("StartingWith");
