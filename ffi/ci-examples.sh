@@ -199,6 +199,51 @@ for t in zeromq shmem; do
   expect "$work/compat-sink-$t.log" \
     "compat sink states: init in INITIALIZING DEVICE, seen READY>RUNNING, watcher saw RUNNING, BIND while running refused"
 done
+# 1-n-1 from a JSON --mq-config, as FairMQ's example: sampler -> 2 processors (each moves what it
+# receives into a Parts and sends it on) -> sink; 60 messages, each reaching the sink once, right.
+for t in zeromq shmem; do
+  j="$work/compat-1n1-$t.json"
+  a1="ipc://$work/compat-1n1-$t-a" a2="ipc://$work/compat-1n1-$t-b"
+  cat > "$j" <<JSON
+{ "fairMQOptions": { "devices": [
+  { "id": "sampler1", "channels": [ { "name": "data", "type": "push", "method": "bind", "address": "$a1", "rateLogging": 0 } ] },
+  { "id": "processor1", "channels": [ { "name": "data1", "type": "pull", "method": "connect", "address": "$a1", "rateLogging": 0 },
+                                      { "name": "data2", "type": "push", "method": "connect", "address": "$a2", "rateLogging": 0 } ] },
+  { "id": "processor2", "channels": [ { "name": "data1", "type": "pull", "method": "connect", "address": "$a1", "rateLogging": 0 },
+                                      { "name": "data2", "type": "push", "method": "connect", "address": "$a2", "rateLogging": 0 } ] },
+  { "id": "sink1", "channels": [ { "name": "data", "type": "pull", "method": "bind", "address": "$a2", "rateLogging": 0 } ] }
+] } }
+JSON
+  "$work/compat-build/compat-sink" --id sink1 $common --transport $t --max-iterations 60 --mq-config "$j" \
+    > "$work/compat-1n1-sink-$t.log" & sink=$!
+  procs=()
+  for p in processor1 processor2; do
+    "$work/compat-build/compat-processor" --id $p $common --transport $t --mq-config "$j" > "$work/compat-1n1-$p-$t.log" &
+    procs+=($!)
+  done
+  "$work/compat-build/compat-sampler" --id sampler1 $common --transport $t --max-iterations 60 --msg-rate 5000 \
+    --mq-config "$j" > "$work/compat-1n1-sampler-$t.log"
+  wait $sink
+  expect "$work/compat-1n1-sink-$t.log" "compat sink received 60 messages, 60 right"
+  kill -INT "${procs[@]}"
+  for p in "${procs[@]}"; do wait "$p" || { echo "a processor failed"; cat "$work"/compat-1n1-processor*-$t.log; exit 1; }; done
+  forwarded=$(sed -n 's/.*compat processor processor[12] forwarded \([0-9]*\) messages.*/\1/p' "$work"/compat-1n1-processor*-$t.log |
+    paste -sd+ | bc)
+  [ "$forwarded" = 60 ] || { echo "the processors forwarded $forwarded messages, not 60"; exit 1; }
+done
+
+# Request-reply: 25 requests, each answered with its own reply.
+for t in zeromq shmem; do
+  a="ipc://$work/compat-reqrep-$t"
+  "$work/compat-build/compat-server" --id server1 $common --transport $t --max-iterations 25 \
+    --channel-config "name=data,type=rep,method=bind,address=$a,rateLogging=0" > "$work/compat-server-$t.log" & server=$!
+  "$work/compat-build/compat-client" --id client1 $common --transport $t --max-iterations 25 \
+    --channel-config "name=data,type=req,method=connect,address=$a,rateLogging=0" > "$work/compat-client-$t.log"
+  wait $server
+  expect "$work/compat-client-$t.log" "compat client sent 25 requests, 25 answered"
+  expect "$work/compat-server-$t.log" "compat server answered 25 requests"
+done
+
 # The rate limiter holds the sampler back: 20 messages at 100 a second take at least 190 ms.
 a="ipc://$work/compat-rate"
 "$work/compat-sink-pc" --id sink1 $common --transport zeromq --max-iterations 20 \

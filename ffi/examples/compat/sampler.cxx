@@ -64,7 +64,10 @@ class Sampler : public FairMQDevice
         if (heard != "compat-answer=42;compat-text=set here;" || answer != 42) fail("Subscribe: heard '" + heard + "'");
         if (config.GetProperty<std::uint64_t>("compat-answer") != 42 || config.GetPropertyAsString("compat-text") != "set here") fail("SetProperty");
         auto chans = config.GetPropertiesAsStringStartingWith("chans.data.0.");
-        if (chans.count("chans.data.0.method") != 1 || chans["chans.data.0.method"] != "connect") fail("StartingWith");
+        const std::string method = chans.count("chans.data.0.method") ? chans["chans.data.0.method"] : "";
+        if ((method != "connect" && method != "bind") || method != config.GetPropertyAsString("chans.data.0.method")) {
+            fail("StartingWith");
+        }
         auto compat = config.GetPropertiesAsString("^compat-");
         if (compat.size() != 2 || compat["compat-answer"] != "42") fail("GetPropertiesAsString");
         bool threw = false;
