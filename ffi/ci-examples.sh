@@ -185,7 +185,7 @@ for t in zeromq shmem; do
   a="ipc://$work/compat-$t"
   "$work/compat-sink-pc" --id sink1 $common --transport $t --text "a FairMQ project" --max-iterations 40 \
     --channel-config "name=data,type=pull,method=bind,address=$a,rateLogging=0" > "$work/compat-sink-$t.log" & sink=$!
-  "$work/compat-build/compat-sampler" --id sampler1 $common --transport $t --text "a FairMQ project" \
+  "$work/compat-build/compat-sampler" --flag --id sampler1 $common --transport $t --text "a FairMQ project" \
     --max-iterations 40 --msg-rate 2000 \
     --channel-config "name=data,type=push,method=connect,address=$a,rateLogging=0,linger=2000" \
     > "$work/compat-sampler-$t.log"

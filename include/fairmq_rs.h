@@ -196,11 +196,14 @@ typedef struct {
    */
   fmq_parts_hook handle_parts;
   /**
-   * BINDING, after the channels that bind are bound (FairMQ's `Bind()`).
+   * BINDING, after the channels that bind are bound (FairMQ's `Bind()`). Run by devices of
+   * `fmq_run_device_factory` only: `fmq_run_device` reads the table without `bind` and
+   * `connect`, as programs built before they existed pass it.
    */
   fmq_hook bind;
   /**
-   * CONNECTING, after the channels that connect are connected (FairMQ's `Connect()`).
+   * CONNECTING, after the channels that connect are connected (FairMQ's `Connect()`); as
+   * `bind`, with `fmq_run_device_factory` only.
    */
   fmq_hook connect;
 } fmq_device_hooks;
@@ -397,6 +400,11 @@ typedef void (*fmq_state_callback)(int32_t state, void *user);
  * Option type: true/false.
  */
 #define FMQ_OPTION_BOOL 4
+
+/**
+ * Option type: a switch that takes no value (given: true).
+ */
+#define FMQ_OPTION_FLAG 5
 
 /**
  * Region event: it exists (first sighting).
@@ -643,7 +651,7 @@ fmq_result fmq_config_keys(const fmq_config *cfg,
  *
  * # Safety
  * `cfg` valid or NULL; `subscriber` NUL-terminated; `user` may be used from any thread that sets
- * a property until `fmq_config_unsubscribe(subscriber)` or the end of the run.
+ * a property until the run ends (also after `fmq_config_unsubscribe`: see there).
  */
 fmq_result fmq_config_subscribe(const fmq_config *cfg,
                                 const char *subscriber,
@@ -651,7 +659,9 @@ fmq_result fmq_config_subscribe(const fmq_config *cfg,
                                 void *user);
 
 /**
- * Ends the subscription of `subscriber` (a callback already running elsewhere may still finish).
+ * Ends the subscription of `subscriber`. Subscribers are called from a copy of their list: a
+ * property set on another thread at the same time may still call it after this returns. Keep
+ * `user` valid until the run ends.
  *
  * # Safety
  * `cfg` valid or NULL; `subscriber` NUL-terminated.
@@ -1175,7 +1185,7 @@ bool fmq_states_new_state_pending(const fmq_states *s);
  *
  * # Safety
  * `s` valid or NULL; `key` NUL-terminated; `user` may be used from the state machine's thread
- * until `fmq_states_unsubscribe(key)` or the end of the run.
+ * until the run ends (also after `fmq_states_unsubscribe`: see there).
  */
 fmq_result fmq_states_subscribe(const fmq_states *s,
                                 const char *key,
@@ -1183,8 +1193,9 @@ fmq_result fmq_states_subscribe(const fmq_states *s,
                                 void *user);
 
 /**
- * Ends the subscriptions of `key`: none of their callbacks starts after this returns (one already
- * running on the state machine's thread, when this is called from another, may still finish).
+ * Ends the subscriptions of `key`. The state machine calls its subscribers from a copy of their
+ * list: when it was notifying already (on its thread, while this is called from another), a
+ * callback of `key` may still start after this returns. Keep `user` valid until the run ends.
  *
  * # Safety
  * `s` valid or NULL; `key` NUL-terminated.

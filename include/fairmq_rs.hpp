@@ -35,6 +35,7 @@
 #include <string>
 #include <thread>
 #include <type_traits>
+#include <typeinfo>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -527,13 +528,9 @@ namespace detail {
 /// Hands the parts of `p` to a C container for one transfer (see SendParts).
 class LentParts {
   public:
-    LentParts(Parts& p, const fmq_transport* t) : fRaw(fmq_parts_new()), fParts(p), fTransport(t)
+    LentParts(Parts& p, const fmq_transport* t) : fRaw(Checked(p)), fParts(p), fTransport(t)
     {
-        for (auto& m : p.fParts) {
-            if (!m) throw Error("Send: a part is empty (a moved-from MessagePtr)");
-            if (!m->Owned()) m = Own(m->Raw());
-        }
-        for (auto& m : p.fParts) check(fmq_parts_add(fRaw, m->Release()), "AddPart");
+        for (auto& m : p.fParts) fmq_parts_add(fRaw, m->Release()); // fails only for a NULL container
     }
     /// The parts come back: emptied by a successful send, as they were after a failed one.
     ~LentParts()
@@ -551,6 +548,15 @@ class LentParts {
     fmq_parts* Raw() const { return fRaw; }
 
   private:
+    /// Checks (and owns) every part before the container exists: a throw leaks nothing.
+    static fmq_parts* Checked(Parts& p)
+    {
+        for (auto& m : p.fParts) {
+            if (!m) throw Error("Send: a part is empty (a moved-from MessagePtr)");
+            if (!m->Owned()) m = Own(m->Raw());
+        }
+        return fmq_parts_new();
+    }
     fmq_parts* fRaw;
     Parts& fParts;
     const fmq_transport* fTransport;
@@ -674,15 +680,17 @@ class Poller {
 using PollerPtr = std::unique_ptr<Poller>;
 
 namespace detail {
-/// The FMQ_OPTION_* type a value of T is set and declared as.
+/// The FMQ_OPTION_* type a value of T is set and declared as. The library's float is a C++
+/// float and its int a C++ int: wider signed integers and doubles go as text, which keeps every
+/// digit (GetProperty<T> reads them back exactly).
 template<typename T>
 constexpr fmq_option_type OptionType()
 {
-    return std::is_same<T, bool>::value                                 ? FMQ_OPTION_BOOL
-           : std::is_floating_point<T>::value                           ? FMQ_OPTION_FLOAT
-           : std::is_integral<T>::value && std::is_unsigned<T>::value ? FMQ_OPTION_UINT64
-           : std::is_integral<T>::value                                 ? FMQ_OPTION_INT
-                                                                        : FMQ_OPTION_STRING;
+    return std::is_same<T, bool>::value                                               ? FMQ_OPTION_BOOL
+           : std::is_floating_point<T>::value && sizeof(T) <= sizeof(float)           ? FMQ_OPTION_FLOAT
+           : std::is_integral<T>::value && std::is_unsigned<T>::value                 ? FMQ_OPTION_UINT64
+           : std::is_integral<T>::value && std::is_signed<T>::value && sizeof(T) <= sizeof(int) ? FMQ_OPTION_INT
+                                                                                      : FMQ_OPTION_STRING;
 }
 } // namespace detail
 
@@ -745,28 +753,29 @@ class ProgOptions {
     template<typename T>
     void Subscribe(const std::string& subscriber, std::function<void(const std::string&, T)> f)
     {
-        Listen(subscriber, [f](const std::string& key, fmq_option_type ty, const std::string& text) {
+        Listen(Key<T>(subscriber), [f](const std::string& key, fmq_option_type ty, const std::string& text) {
             if (ty != detail::OptionType<T>()) return;
-            std::istringstream in(text);
-            T v{};
-            in >> std::boolalpha >> v;
-            if (!in.fail()) f(key, v);
+            if constexpr (std::is_same<T, std::string>::value) {
+                f(key, text);
+            } else {
+                std::istringstream in(text);
+                T v{};
+                in >> std::boolalpha >> v;
+                if (!in.fail()) f(key, v);
+            }
         });
     }
     /// Calls `f(key, value as text)` whenever any property is set.
     void SubscribeAsString(const std::string& subscriber, std::function<void(const std::string&, std::string)> f)
     {
-        Listen(subscriber, [f](const std::string& key, fmq_option_type, const std::string& text) { f(key, text); });
+        Listen(subscriber + "\x1f" + "string", [f](const std::string& key, fmq_option_type, const std::string& text) { f(key, text); });
     }
     template<typename T>
     void Unsubscribe(const std::string& subscriber)
     {
-        UnsubscribeAsString(subscriber);
+        Forget(Key<T>(subscriber));
     }
-    void UnsubscribeAsString(const std::string& subscriber)
-    {
-        detail::check(fmq_config_unsubscribe(Cfg(), subscriber.c_str()), "Unsubscribe");
-    }
+    void UnsubscribeAsString(const std::string& subscriber) { Forget(subscriber + "\x1f" + "string"); }
     void SetContext(const fmq_context* ctx) { fCfg = fmq_context_config(ctx); }
     void SetConfig(const fmq_config* cfg) { fCfg = cfg; }
 
@@ -779,6 +788,18 @@ class ProgOptions {
         } catch (...) {
             // A subscriber's exception must not cross into the library; FairMQ's would end there too.
         }
+    }
+    /// A subscription's key in the library: the subscriber and what it listens for, so that one
+    /// subscriber can listen for several types and for text, as in FairMQ.
+    template<typename T>
+    static std::string Key(const std::string& subscriber)
+    {
+        return subscriber + "\x1f" + typeid(T).name();
+    }
+    /// No-op once the run ended (a destructor may unsubscribe).
+    void Forget(const std::string& key)
+    {
+        if (fCfg) detail::check(fmq_config_unsubscribe(fCfg, key.c_str()), "Unsubscribe");
     }
     void Listen(const std::string& subscriber, Listener l)
     {
@@ -971,16 +992,15 @@ class Device {
         fPending.emplace_back(channel, true);
     }
 
-    /// Sub-channel `index` of `name`, as FairMQ's (a reference into fChannels).
+    /// Sub-channel `index` of `name`, as FairMQ's: a reference into fChannels, which stays valid
+    /// until RESETTING DEVICE.
     Channel& GetChannel(const std::string& name, int index = 0) const
     {
-        auto found = [&] {
-            auto it = fChannels.find(name);
-            return it != fChannels.end() && index >= 0 && static_cast<size_t>(index) < it->second.size();
-        };
-        if (!found()) RefreshChannels();
-        if (!found()) throw std::out_of_range("GetChannel(): '" + name + "[" + std::to_string(index) + "]' does not exist.");
-        return fChannels.at(name)[static_cast<size_t>(index)];
+        auto it = fChannels.find(name);
+        if (it == fChannels.end() || index < 0 || static_cast<size_t>(index) >= it->second.size()) {
+            throw std::out_of_range("GetChannel(): '" + name + "[" + std::to_string(index) + "]' does not exist.");
+        }
+        return it->second[static_cast<size_t>(index)];
     }
     size_t GetNumSubChannels(const std::string& name) const { return fmq_context_num_sub_channels(fCtx, name.c_str()); }
     int64_t Send(MessagePtr& m, const std::string& ch, int i = 0, int timeoutMs = -1) const { return GetChannel(ch, i).Send(m, timeoutMs); }
@@ -1105,17 +1125,24 @@ class Device {
     std::shared_ptr<TransportFactory> fTransportFactory;
 
   private:
-    /// Reads the device's channels (and its transport, once there is one) into the members.
+    /// Reads the device's channels (and its transport, once there is one) into the members, from
+    /// a hook (its context is valid there only). Channels already known are updated in place, so
+    /// references to them stay valid; new ones are added.
     void RefreshChannels() const
     {
         std::istringstream names(
             detail::read_text([&](char* b, size_t l, size_t* n) { return fmq_context_channel_names(fCtx, b, l, n); }));
-        fChannels.clear();
         for (std::string name; std::getline(names, name);) {
             auto& subs = fChannels[name];
             const size_t n = fmq_context_num_sub_channels(fCtx, name.c_str());
             for (size_t i = 0; i < n; ++i) {
-                if (const fmq_channel* c = fmq_context_channel(fCtx, name.c_str(), i)) subs.emplace_back(c);
+                const fmq_channel* c = fmq_context_channel(fCtx, name.c_str(), i);
+                if (!c) break;
+                if (i < subs.size()) {
+                    if (subs[i].Raw() != c) subs[i] = Channel(c);
+                } else {
+                    subs.emplace_back(c);
+                }
             }
         }
     }
@@ -1278,6 +1305,13 @@ struct Hooks {
             return d->fPartsHandlers.at(ch)(parts, i) ? 1 : 0;
         });
     }
+    /// The run ended: the context, configuration and state machine are gone.
+    static void Detach(Device& d)
+    {
+        d.fCtx = nullptr;
+        d.fStates = nullptr;
+        d.fOptions.SetConfig(nullptr);
+    }
     static fmq_device_hooks Table(const Device& d)
     {
         fmq_device_hooks h{};
@@ -1305,14 +1339,15 @@ namespace tools {
 /// that fell more than a second behind starts a new schedule instead of bursting to catch up.
 class RateLimiter {
   public:
+    /// `rate` iterations a second; 0 or less: no limit (as FairMQ's).
     explicit RateLimiter(float rate)
-        : fPeriod(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(1.0 / rate)))
+        : fPeriod(rate > 0 ? std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(1.0 / rate))
+                           : Clock::duration(0))
         , fNext(Clock::now())
-    {
-        if (!(rate > 0)) throw std::invalid_argument("RateLimiter: the rate must be greater than 0");
-    }
+    {}
     void maybe_sleep()
     {
+        if (fPeriod == Clock::duration(0)) return;
         fNext += fPeriod;
         const auto now = Clock::now();
         if (fNext > now) {

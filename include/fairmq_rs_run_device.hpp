@@ -13,6 +13,7 @@
 #include <boost/program_options.hpp>
 
 #include <iostream>
+#include <limits>
 
 void addCustomOptions(boost::program_options::options_description&);
 std::unique_ptr<fair::mq::Device> getDevice(fair::mq::ProgOptions&);
@@ -69,6 +70,7 @@ bool OfType(const boost::program_options::value_semantic& v, CustomOption& out)
     boost::any d;
     if (typed->apply_default(d)) {
         std::ostringstream text;
+        if (std::is_floating_point<T>::value) text.precision(std::numeric_limits<T>::max_digits10);
         text << std::boolalpha << boost::any_cast<T>(d);
         out.default_text = text.str();
         out.has_default = true;
@@ -77,22 +79,25 @@ bool OfType(const boost::program_options::value_semantic& v, CustomOption& out)
 }
 
 /// `o` as fairmq-rs declares it: the value's C++ type gives the option's type (text, bool,
-/// integers, floating point); an option without a value is a bool.
+/// integers, floating point); an option that takes no value (a switch, bool_switch()) is a flag.
 inline CustomOption ToCustom(const boost::program_options::option_description& o)
 {
     CustomOption c;
     c.name = o.long_name();
     c.description = o.description();
     const auto& v = *o.semantic();
+    if (v.max_tokens() == 0) {
+        c.type = FMQ_OPTION_FLAG;
+        OfType<bool>(v, c); // bool_switch's default (false), if it is one
+        c.type = FMQ_OPTION_FLAG;
+        return c;
+    }
     const bool known = OfType<std::string>(v, c) || OfType<bool>(v, c) || OfType<int>(v, c) || OfType<short>(v, c) ||
                        OfType<long>(v, c) || OfType<long long>(v, c) || OfType<unsigned>(v, c) ||
                        OfType<unsigned short>(v, c) || OfType<unsigned long>(v, c) || OfType<unsigned long long>(v, c) ||
                        OfType<float>(v, c) || OfType<double>(v, c);
     if (!known) {
-        if (v.max_tokens() != 0) {
-            throw Error("custom option '--" + c.name + "': its value type is none that fairmq-rs reads (text, bool, integers, floating point)");
-        }
-        c.type = FMQ_OPTION_BOOL;
+        throw Error("custom option '--" + c.name + "': its value type is none that fairmq-rs reads (text, bool, integers, floating point)");
     }
     return c;
 }
@@ -117,7 +122,11 @@ int main(int argc, char* argv[])
             options.push_back(c);
         }
         fair::mq::detail::Program program;
-        return fmq_run_device_factory(argc, argv, fair::mq::detail::MakeDevice, options.data(), options.size(), &program);
+        const int code = fmq_run_device_factory(argc, argv, fair::mq::detail::MakeDevice, options.data(), options.size(), &program);
+        // What the run lent the device is gone: its destructor must not reach for it.
+        program.config.SetConfig(nullptr);
+        if (program.device) fair::mq::detail::Hooks::Detach(*program.device);
+        return code;
     } catch (const std::exception& e) {
         std::cerr << "Uncaught exception reached the top of main: " << e.what() << std::endl;
         return 1;

@@ -176,7 +176,7 @@ fn typed_text(v: &Value) -> (fmq_option_type, String) {
 ///
 /// # Safety
 /// `cfg` valid or NULL; `subscriber` NUL-terminated; `user` may be used from any thread that sets
-/// a property until `fmq_config_unsubscribe(subscriber)` or the end of the run.
+/// a property until the run ends (also after `fmq_config_unsubscribe`: see there).
 #[no_mangle]
 pub unsafe extern "C" fn fmq_config_subscribe(
     cfg: *const fmq_config,
@@ -204,7 +204,9 @@ pub unsafe extern "C" fn fmq_config_subscribe(
     })
 }
 
-/// Ends the subscription of `subscriber` (a callback already running elsewhere may still finish).
+/// Ends the subscription of `subscriber`. Subscribers are called from a copy of their list: a
+/// property set on another thread at the same time may still call it after this returns. Keep
+/// `user` valid until the run ends.
 ///
 /// # Safety
 /// `cfg` valid or NULL; `subscriber` NUL-terminated.

@@ -77,10 +77,49 @@ pub struct fmq_device_hooks {
     pub handle_data: fmq_data_hook,
     /// Multiparts of channels registered with `fmq_context_on_data_parts`.
     pub handle_parts: fmq_parts_hook,
-    /// BINDING, after the channels that bind are bound (FairMQ's `Bind()`).
+    /// BINDING, after the channels that bind are bound (FairMQ's `Bind()`). Run by devices of
+    /// `fmq_run_device_factory` only: `fmq_run_device` reads the table without `bind` and
+    /// `connect`, as programs built before they existed pass it.
     pub bind: fmq_hook,
-    /// CONNECTING, after the channels that connect are connected (FairMQ's `Connect()`).
+    /// CONNECTING, after the channels that connect are connected (FairMQ's `Connect()`); as
+    /// `bind`, with `fmq_run_device_factory` only.
     pub connect: fmq_hook,
+}
+
+/// The hook table before `bind` and `connect` (what `fmq_run_device` reads: a program built
+/// against that header passes no more).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct HooksBeforeBind {
+    init: fmq_hook,
+    init_task: fmq_hook,
+    pre_run: fmq_hook,
+    conditional_run: fmq_conditional_hook,
+    run: fmq_hook,
+    post_run: fmq_hook,
+    reset_task: fmq_hook,
+    reset: fmq_hook,
+    handle_data: fmq_data_hook,
+    handle_parts: fmq_parts_hook,
+}
+
+impl From<HooksBeforeBind> for fmq_device_hooks {
+    fn from(h: HooksBeforeBind) -> Self {
+        fmq_device_hooks {
+            init: h.init,
+            init_task: h.init_task,
+            pre_run: h.pre_run,
+            conditional_run: h.conditional_run,
+            run: h.run,
+            post_run: h.post_run,
+            reset_task: h.reset_task,
+            reset: h.reset,
+            handle_data: h.handle_data,
+            handle_parts: h.handle_parts,
+            bind: None,
+            connect: None,
+        }
+    }
 }
 
 /// Type of a custom option: one of the `FMQ_OPTION_*` constants. An integer rather than an enum
@@ -98,6 +137,8 @@ pub const FMQ_OPTION_UINT64: fmq_option_type = 2;
 pub const FMQ_OPTION_FLOAT: fmq_option_type = 3;
 /// Option type: true/false.
 pub const FMQ_OPTION_BOOL: fmq_option_type = 4;
+/// Option type: a switch that takes no value (given: true).
+pub const FMQ_OPTION_FLAG: fmq_option_type = 5;
 
 /// The option kind of an `FMQ_OPTION_*` value.
 pub(crate) fn option_kind(ty: fmq_option_type) -> Option<Kind> {
@@ -107,6 +148,7 @@ pub(crate) fn option_kind(ty: fmq_option_type) -> Option<Kind> {
         FMQ_OPTION_UINT64 => Some(Kind::U64),
         FMQ_OPTION_FLOAT => Some(Kind::Float),
         FMQ_OPTION_BOOL => Some(Kind::Bool),
+        FMQ_OPTION_FLAG => Some(Kind::Flag),
         _ => None,
     }
 }
@@ -300,7 +342,9 @@ pub unsafe extern "C" fn fmq_run_device(
     guard_value(1, || {
         let r = (|| -> Result<i32, fmq_result> {
             // SAFETY: contracts as documented.
-            let (args, hooks) = unsafe { (crate::transport::args(argc, argv)?, *refp(hooks, "hooks")?) };
+            let (args, hooks) =
+                unsafe { (crate::transport::args(argc, argv)?, *refp(hooks.cast::<HooksBeforeBind>(), "hooks")?) };
+            let hooks = fmq_device_hooks::from(hooks);
             // SAFETY: contract as documented.
             let opts = unsafe { custom_options(options, n_options)? };
             Ok(run_program(&args, opts, move |_| Ok(CDevice { hooks, user })))

@@ -88,7 +88,7 @@ unsafe impl Sync for User {}
 ///
 /// # Safety
 /// `s` valid or NULL; `key` NUL-terminated; `user` may be used from the state machine's thread
-/// until `fmq_states_unsubscribe(key)` or the end of the run.
+/// until the run ends (also after `fmq_states_unsubscribe`: see there).
 #[no_mangle]
 pub unsafe extern "C" fn fmq_states_subscribe(
     s: *const fmq_states,
@@ -113,8 +113,9 @@ pub unsafe extern "C" fn fmq_states_subscribe(
     })
 }
 
-/// Ends the subscriptions of `key`: none of their callbacks starts after this returns (one already
-/// running on the state machine's thread, when this is called from another, may still finish).
+/// Ends the subscriptions of `key`. The state machine calls its subscribers from a copy of their
+/// list: when it was notifying already (on its thread, while this is called from another), a
+/// callback of `key` may still start after this returns. Keep `user` valid until the run ends.
 ///
 /// # Safety
 /// `s` valid or NULL; `key` NUL-terminated.

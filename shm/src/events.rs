@@ -73,8 +73,8 @@ struct Reported {
 
 impl Reported {
     /// Calls back once per change since the last look, if the event counter moved. A live region
-    /// that could not be mapped is left for the next look (not taken as destroyed: its `Created`
-    /// would never come).
+    /// that could not be mapped is left for the look after the next event (not taken as
+    /// destroyed: its `Created` would never come).
     fn deliver(&mut self, mgr: &Manager, callback: &mut dyn FnMut(RegionInfo)) {
         let count = mgr.management().event_count();
         if self.seen == Some(count) {
@@ -82,8 +82,8 @@ impl Reported {
         }
         self.seen = Some(count);
         for (info, settled) in looked_up(mgr) {
+            // Looked at again at the next event, never taken as destroyed meanwhile.
             if !settled {
-                self.seen = None;
                 continue;
             }
             let before = self.known.insert((info.id, info.managed), info.event);
@@ -100,7 +100,9 @@ impl Reported {
 
 /// A running subscription.
 pub(crate) struct Subscription {
+    /// Set to end the thread; `last_look`: whether it looks once more first.
     stop: Arc<AtomicBool>,
+    last_look: Arc<AtomicBool>,
     mgr: Arc<Manager>,
     thread: Option<JoinHandle<()>>,
 }
@@ -108,25 +110,36 @@ pub(crate) struct Subscription {
 impl Subscription {
     /// Calls `callback`, on a thread of its own, for every segment and region known now and for
     /// every change after: woken by the session's event counter (any process that creates or
-    /// destroys one bumps it), and looking every [`EVENT_POLL`] anyway. What changed before the
-    /// subscription is dropped is reported before the drop returns.
+    /// destroys one bumps it), and looking every [`EVENT_POLL`] anyway. What changed before
+    /// [`Subscription::finish`] is reported before it returns.
     pub fn start(mgr: Arc<Manager>, mut callback: Box<dyn FnMut(RegionInfo) + Send>) -> std::io::Result<Subscription> {
         let stop = Arc::new(AtomicBool::new(false));
-        let (flag, m) = (stop.clone(), mgr.clone());
+        let last_look = Arc::new(AtomicBool::new(false));
+        let (flag, look_last, m) = (stop.clone(), last_look.clone(), mgr.clone());
         let thread = std::thread::Builder::new().name("fmq-region-events".into()).spawn(move || {
             let mut reported = Reported::default();
             loop {
                 let stopping = flag.load(Ordering::Acquire);
+                if stopping && !look_last.load(Ordering::Acquire) {
+                    return;
+                }
                 reported.deliver(&m, &mut *callback);
                 if stopping {
                     return;
                 }
-                // Unsettled (nothing seen): sleeps on the current count, looking again within EVENT_POLL.
                 let seen = reported.seen.unwrap_or_else(|| m.management().event_count());
                 m.management().wait_for_events(seen, EVENT_POLL);
             }
         })?;
-        Ok(Subscription { stop, mgr, thread: Some(thread) })
+        Ok(Subscription { stop, last_look, mgr, thread: Some(thread) })
+    }
+
+    /// Ends the subscription after reporting what changed until now (an unsubscription: FairMQ's
+    /// region example destroys its region, then unsubscribes, and expects the destroyed event).
+    /// Dropping it without this (the transport goes) reports nothing more: the callback may use
+    /// what is being dropped.
+    pub fn finish(self) {
+        self.last_look.store(true, Ordering::Release);
     }
 }
 

@@ -217,11 +217,12 @@ fn open_as_controller(mgr: &Arc<Manager>, size: u64, cfg: &RegionConfig) -> Resu
     drop(lock);
     let mine = Arc::new(RegionMap::new(entry, data, Some(queue), true, Some(mgr.management().clone())));
     let map = mgr.acks().insert(mine.clone());
-    if !Arc::ptr_eq(&map, &mine) {
-        // Mapped as a viewer meanwhile (an event subscriber of this process looks at a region as
-        // soon as it is registered): this process controls that view now. Without this, the
-        // creator held a view: its callback never heard of its pieces.
-        map.controlled.store(true, Ordering::Release);
+    // Mapped as a viewer meanwhile (an event subscriber of this process looks at a region as soon
+    // as it is registered): this process controls that view now, unless another of its threads
+    // took control of it first. Without this, the creator held a view: its callback never heard
+    // of its pieces.
+    if !Arc::ptr_eq(&map, &mine) && map.controlled.swap(true, Ordering::AcqRel) {
+        return Err(ShmError::RegionExists { id: map.id() });
     }
     Ok(map)
 }

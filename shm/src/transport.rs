@@ -239,7 +239,11 @@ impl Transport {
     /// Ends the region event subscription (waits for its thread).
     pub fn unsubscribe_from_region_events(&self) {
         let old = self.inner.events.lock().take();
-        drop(old); // joined outside the lock, which its callback may take
+        // Joined outside the lock, which its callback may take; what changed until now is
+        // reported first.
+        if let Some(sub) = old {
+            sub.finish();
+        }
     }
 
     /// Counts dead processes out of the session now (also done on every attach and detach) and frees

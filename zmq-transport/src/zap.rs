@@ -51,7 +51,8 @@ impl Handler {
 impl Drop for Handler {
     fn drop(&mut self) {
         if let Ok(stop) = self.stop.lock() {
-            let _ = stop.send("", 0);
+            // Never blocks: a thread that already ended left no peer to take it.
+            let _ = stop.send("", zmq::DONTWAIT);
         }
         if let Some(t) = self.thread.take() {
             let _ = t.join();
@@ -59,14 +60,15 @@ impl Drop for Handler {
     }
 }
 
-/// Answers requests until told to stop (or the context ends).
+/// Answers requests until told to stop, or the context ends. Any other error (a signal
+/// interrupting a call, say) is retried: without the handler every peer would be refused.
 fn serve(rep: &zmq::Socket, stop: &zmq::Socket, password: &str) {
     loop {
         let mut items = [rep.as_poll_item(zmq::POLLIN), stop.as_poll_item(zmq::POLLIN)];
         match zmq::poll(&mut items, -1) {
+            Err(zmq::Error::ETERM) => return,
+            Err(_) => continue,
             Ok(_) => {}
-            Err(zmq::Error::EINTR) => continue,
-            Err(_) => return,
         }
         if items[1].is_readable() {
             return;
@@ -74,11 +76,16 @@ fn serve(rep: &zmq::Socket, stop: &zmq::Socket, password: &str) {
         if !items[0].is_readable() {
             continue;
         }
-        let Ok(request) = rep.recv_multipart(0) else { return };
+        let request = match rep.recv_multipart(zmq::DONTWAIT) {
+            Ok(r) => r,
+            Err(zmq::Error::ETERM) => return,
+            Err(_) => continue,
+        };
         let (status, text) = verdict(&request, password);
         let request_id = request.get(1).cloned().unwrap_or_default();
         let reply: [&[u8]; 6] = [b"1.0", &request_id, status.as_bytes(), text.as_bytes(), b"", b""];
-        if rep.send_multipart(reply, 0).is_err() {
+        // Over inproc a reply does not wait; a failed one only refuses that peer.
+        if let Err(zmq::Error::ETERM) = rep.send_multipart(reply, 0) {
             return;
         }
     }

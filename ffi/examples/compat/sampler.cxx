@@ -50,18 +50,28 @@ class Sampler : public FairMQDevice
     {
         auto fail = [](const std::string& what) { throw std::runtime_error("config check failed: " + what); };
         if (config.Count("text") != 1 || config.Count("no-such-key") != 0) fail("Count");
-        if (config.GetProperty<double>("ratio") != 0.25) fail("a double option's default");
+        if (config.GetProperty<double>("ratio") != 0.1) fail("a double option's default, every digit");
+        if (config.GetProperty<long long>("big") != 5000000000LL) fail("a 64-bit option's default");
+        if (config.GetProperty<bool>("switch")) fail("a bool_switch not given");
+        if (config.Count("flag") && !config.GetProperty<bool>("flag")) fail("a switch given");
+        fair::mq::tools::RateLimiter unlimited(0);
+        unlimited.maybe_sleep(); // a rate of 0: no limit, as FairMQ's
         if (config.GetValue<int>("no-such-key") != 0 || config.GetProperty<int>("no-such-key", 7) != 7) fail("defaults");
-        std::string heard;
+        // One subscriber listening for text, for uint64_t and for std::string at once.
+        std::string heard, text;
         std::uint64_t answer = 0;
         config.SubscribeAsString("compat", [&](const std::string& key, std::string value) { heard += key + "=" + value + ";"; });
-        config.Subscribe<std::uint64_t>("compat-typed", [&](const std::string&, std::uint64_t v) { answer = v; });
+        config.Subscribe<std::uint64_t>("compat", [&](const std::string&, std::uint64_t v) { answer = v; });
+        config.Subscribe<std::string>("compat", [&](const std::string&, std::string v) { text = v; });
         config.SetProperty<std::uint64_t>("compat-answer", 42);
         config.SetProperty<std::string>("compat-text", "set here");
         config.UnsubscribeAsString("compat");
-        config.Unsubscribe<std::uint64_t>("compat-typed");
+        config.Unsubscribe<std::uint64_t>("compat");
+        config.Unsubscribe<std::string>("compat");
         config.SetProperty<std::uint64_t>("compat-answer", 42);
-        if (heard != "compat-answer=42;compat-text=set here;" || answer != 42) fail("Subscribe: heard '" + heard + "'");
+        if (heard != "compat-answer=42;compat-text=set here;" || answer != 42 || text != "set here") {
+            fail("Subscribe: heard '" + heard + "', text '" + text + "'");
+        }
         if (config.GetProperty<std::uint64_t>("compat-answer") != 42 || config.GetPropertyAsString("compat-text") != "set here") fail("SetProperty");
         auto chans = config.GetPropertiesAsStringStartingWith("chans.data.0.");
         const std::string method = chans.count("chans.data.0.method") ? chans["chans.data.0.method"] : "";
@@ -93,7 +103,10 @@ void addCustomOptions(bpo::options_description& options)
         ("text", bpo::value<std::string>()->default_value("Hello"), "Text to send")
         ("max-iterations", bpo::value<std::uint64_t>()->default_value(0), "Messages to send (0: until stopped)")
         ("msg-rate", bpo::value<float>()->default_value(1000.0f), "Messages per second (a RateLimiter)")
-        ("ratio", bpo::value<double>()->default_value(0.25), "A double, read back in InitTask");
+        ("ratio", bpo::value<double>()->default_value(0.1), "A double, read back in InitTask")
+        ("big", bpo::value<long long>()->default_value(5000000000LL), "A 64-bit integer, read back in InitTask")
+        ("switch", bpo::bool_switch(), "A bool_switch, not given")
+        ("flag", "A switch without value");
 }
 
 std::unique_ptr<fair::mq::Device> getDevice(fair::mq::ProgOptions& config)

@@ -38,6 +38,11 @@ class Sink : public fair::mq::Device
         fText = fConfig->GetProperty<std::string>("text");
         fMaxIterations = fConfig->GetProperty<std::uint64_t>("max-iterations");
         fair::mq::Channel& data = GetChannel("data");
+        fData = &data;
+        try {
+            GetChannel("no-such-channel"); // a miss: must not move the channels referred to
+        } catch (const std::out_of_range&) {
+        }
         fMembers = "id " + fId + ", channels " + std::to_string(fChannels.size()) + ", transport " +
                    (fTransportFactory ? "set" : "missing") + ", GetChannel " +
                    (&data == &fChannels.at("data").at(0) ? "refers to fChannels" : "copies");
@@ -64,6 +69,7 @@ class Sink : public fair::mq::Device
     void PostRun() override
     {
         fWatcher.join();
+        if (fData != &GetChannel("data") || fData->GetAddress().empty()) fMembers += ", the reference went stale";
         UnsubscribeFromStateChange("compat-sink");
         LOG(info) << "compat sink received " << fReceived << " messages, " << fRight << " right";
         LOG(info) << "compat sink hooks " << fHooks << ", members: " << fMembers;
@@ -74,6 +80,7 @@ class Sink : public fair::mq::Device
     }
 
   private:
+    fair::mq::Channel* fData = nullptr;
     std::string fHooks;
     std::string fMembers;
     std::string fInitState;
