@@ -244,6 +244,28 @@ for t in zeromq shmem; do
   expect "$work/compat-server-$t.log" "compat server answered 25 requests"
 done
 
+# Multiple channels with a poller, and C++ beside Rust builtin devices: the C++ merger polls two
+# inputs, fed by the C++ sampler (20 messages) and the Rust bsampler (--max-iterations 29: 30
+# messages, FairMQ's count); the C++ sampler feeds the Rust sink (15 sent, "Received 14").
+for t in zeromq shmem; do
+  a1="ipc://$work/compat-merge-$t-1" a2="ipc://$work/compat-merge-$t-2" a3="ipc://$work/compat-rsink-$t"
+  "$work/compat-build/compat-merger" --id merger1 $common --transport $t --max-iterations 50 \
+    --channel-config "name=in1,type=pull,method=bind,address=$a1,rateLogging=0" \
+    "name=in2,type=pull,method=bind,address=$a2,rateLogging=0" > "$work/compat-merger-$t.log" & merger=$!
+  "$bin/fairmq-sink" --id rsink $common --transport $t --max-iterations 14 \
+    --channel-config "name=data,type=pull,method=bind,address=$a3,rateLogging=0" > "$work/compat-rsink-$t.log" & rsink=$!
+  "$bin/fairmq-bsampler" --id rsampler $common --transport $t --msg-size 100 --max-iterations 29 \
+    --channel-config "name=data,type=push,method=connect,address=$a2,rateLogging=0,linger=2000" > /dev/null &
+  rsampler=$!
+  "$work/compat-build/compat-sampler" --id sampler1 $common --transport $t --max-iterations 20 \
+    --channel-config "name=data,type=push,method=connect,address=$a1,rateLogging=0,linger=2000" > /dev/null
+  "$work/compat-build/compat-sampler" --id sampler2 $common --transport $t --max-iterations 15 \
+    --channel-config "name=data,type=push,method=connect,address=$a3,rateLogging=0,linger=2000" > /dev/null
+  wait $rsampler $merger $rsink
+  expect "$work/compat-merger-$t.log" "compat merger received 20 on in1 and 30 on in2"
+  expect "$work/compat-rsink-$t.log" "Received 14 messages"
+done
+
 # The rate limiter holds the sampler back: 20 messages at 100 a second take at least 190 ms.
 a="ipc://$work/compat-rate"
 "$work/compat-sink-pc" --id sink1 $common --transport zeromq --max-iterations 20 \
