@@ -104,6 +104,10 @@ impl Manager {
             return;
         }
         let segments: Vec<&Segment> = self.mng.segments().iter().filter_map(|e| self.segment(e.id).ok()).collect();
+        let owners: Vec<u32> = dead.iter().map(|d| d.owner).collect();
+        for seg in &segments {
+            self.finish_claims(seg, &owners);
+        }
         let ticketed = crate::segment::Ticketed::of(segments.iter().copied());
         for seg in segments {
             for &Dead { pid, owner } in dead {
@@ -118,6 +122,19 @@ impl Manager {
                     Err(e) => log::error!("could not free the blocks of dead process {pid}: {e}"),
                 }
             }
+        }
+    }
+
+    /// Claims of `seg`'s tickets that dead `owners` left under way (killed between claiming a
+    /// ticket and marking its block): the block becomes the dead claimer's, to be freed with what
+    /// it held, and the ticket free.
+    fn finish_claims(&self, seg: &Segment, owners: &[u32]) {
+        let tickets = seg.tickets();
+        for (t, word, claimer) in tickets.claiming_by(owners) {
+            if let Ok((crate::tickets::Kind::Message, rec)) = tickets.resolve(t, word) {
+                self.remark(&rec, crate::slots::IN_FLIGHT, claimer);
+            }
+            tickets.claimed(t, claimer);
         }
     }
 
@@ -481,6 +498,40 @@ impl SegmentTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A receiver killed between claiming a ticket and marking the block its own: the claim stays
+    /// under way, nobody else may take the ticket, and the sweep of the dead finishes it and frees
+    /// the block with what the dead receiver held (before, the block stayed allocated for good).
+    #[test]
+    fn a_claim_its_receiver_left_under_way_is_finished_by_the_sweep() {
+        let mut c = ShmConfig::new("live", &format!("mgr-claim-{}", std::process::id()));
+        c.segment_size = 8 << 20;
+        let _scratch = crate::scratch::Scratch::of_shm_id(&c.resolved_shm_id());
+        let live = Manager::new(&c, Arc::new(Interrupter::new().unwrap())).unwrap();
+        // A block handed over by a ticket, in flight (count 1, marked so), as a sender leaves it.
+        let b = live.allocate(100, 0).unwrap();
+        let in_flight = u64::from(crate::slots::IN_FLIGHT) << 32 | 1;
+        live.own().rc(b.offset, b.slot).store(in_flight, Ordering::Relaxed);
+        let rec = crate::meta::Record::Block {
+            segment: live.own().id(),
+            offset: b.offset,
+            delta: b.delta,
+            size: 100,
+            slot: b.slot,
+        };
+        let t = live.issue(Kind::Message, &rec).unwrap();
+        // A receiver (another transport) won the claim and was killed before marking the block.
+        let dead_mark = live.owner() ^ 0x5a5a;
+        let tickets = live.own().tickets();
+        assert!(tickets.claim_as(t.ticket, t.nonce, dead_mark));
+        assert!(!tickets.claim(t.ticket, t.nonce), "a claim under way is nobody else's");
+        assert!(live.own().in_flight().is_empty(), "nor an issuer's to take back or an orphan's to release");
+        crate::liveness::fake_dead_transport(&live.mng, 200, std::process::id(), dead_mark);
+        assert_eq!(live.sweep_dead(), [std::process::id()]);
+        assert_eq!(tickets.outstanding(), 0, "the claim was finished");
+        assert_eq!(live.own().owned_by(dead_mark).unwrap().0, 0, "and the block freed as the dead claimer's");
+        live.own().check().unwrap();
+    }
 
     /// Processes in different pid namespaces can share /dev/shm, so a dead transport can have a
     /// live one's pid: the sweep frees the dead one's cached blocks by its owner mark, and leaves

@@ -446,7 +446,14 @@ impl Message {
     pub(crate) fn receive(mgr: &Arc<Manager>, rec: Record, source: Source) -> Result<Message, MetaError> {
         let m = match rec {
             Record::Empty => return Ok(Message::empty(mgr.clone())),
-            Record::Handed { segment, ticket, nonce } => Message::claim(mgr, segment, ticket, nonce, Kind::Message)?,
+            Record::Handed { segment, ticket, nonce } => {
+                // Marked ours before the claim ends: a process killed in between leaves a claim
+                // under way that the sweep of the dead finishes (see `tickets::CLAIMING`).
+                let m = Message::claim(mgr, segment, ticket, nonce, Kind::Message)?;
+                m.mark_held(mgr.owner());
+                mgr.segment(segment)?.tickets().claimed(ticket, mgr.owner());
+                return Ok(m);
+            }
             _ if source == Source::Lane => Message::from_record(mgr, rec)?,
             _ => return Err(MetaError::Untracked),
         };
@@ -470,7 +477,13 @@ impl Message {
             return Err(TicketError::WrongKind(ticket, issued_as).into());
         }
         let mut m = Message::from_record(mgr, rec)?;
-        if !tickets.claim(ticket, nonce) {
+        // A message's claim stays under way until its block is marked (see `receive`); an offer
+        // moves no reference.
+        let won = match kind {
+            Kind::Message => tickets.claim_as(ticket, nonce, mgr.owner()),
+            Kind::Offer => tickets.claim(ticket, nonce),
+        };
+        if !won {
             m.hand_over(); // taken by another claim meanwhile: never ours to release
             return Err(TicketError::NotIssued(ticket).into());
         }

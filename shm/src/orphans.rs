@@ -50,14 +50,19 @@ pub(crate) fn release(mgr: &Arc<Manager>, o: &Orphan) -> bool {
     // own mark on it: marked in flight first, so that a sweep that no longer sees the ticket once
     // it is claimed does not free the block as the dead issuer's as well.
     mgr.remark(&rec, o.issuer, crate::slots::IN_FLIGHT);
-    if !tickets.claim(o.ticket, o.nonce) {
+    if kind == Kind::Offer {
+        return tickets.claim(o.ticket, o.nonce);
+    }
+    // Claimed as a receiver claims (the block ours before the claim ends): killed on the way, this
+    // process leaves nothing that nobody accounts for.
+    if !tickets.claim_as(o.ticket, o.nonce, mgr.owner()) {
         return false;
     }
-    if kind == Kind::Message {
-        match Message::from_record(mgr, rec) {
-            Ok(m) => drop(m),
-            Err(e) => log::error!("could not release a message its sender left in flight: {e}"),
-        }
+    mgr.remark(&rec, crate::slots::IN_FLIGHT, mgr.owner());
+    tickets.claimed(o.ticket, mgr.owner());
+    match Message::from_record(mgr, rec) {
+        Ok(m) => drop(m),
+        Err(e) => log::error!("could not release a message its sender left in flight: {e}"),
     }
     true
 }

@@ -40,6 +40,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// Receiver mark of a ticket whose record went to a receiver not known by its transport (a peer a
 /// socket connected to, a pair, request or dealer socket's peer).
 pub const ELSEWHERE: u32 = u32::MAX;
+/// Word 0 of a ticket whose receiver is claiming it: this bit and the receiver's owner mark, until
+/// the receiver marked the block its own (then 0). A receiver killed in between leaves it, and
+/// the sweep of the dead finishes the claim for it (see `Tickets::claiming_by`).
+pub const CLAIMING: u64 = 1 << 63;
 /// Every this many tickets issued, an issuer gives back the chunks it does not use.
 const GIVE_BACK_EVERY: u64 = 4096;
 /// Tickets per chunk: what a transport takes for itself at a time.
@@ -211,7 +215,8 @@ impl<'a> Tickets<'a> {
                 let nonce = self.word(t, 0).load(Ordering::Acquire);
                 let marks = self.word(t, 7).load(Ordering::Relaxed);
                 let socket = self.word(t, 6).load(Ordering::Relaxed);
-                (nonce != 0).then_some((t, nonce, marks as u32, (marks >> 32) as u32, socket))
+                // A claim under way is its receiver's (or, once it died, the sweep's) to finish.
+                (nonce != 0 && nonce & CLAIMING == 0).then_some((t, nonce, marks as u32, (marks >> 32) as u32, socket))
             })
             .collect()
     }
@@ -222,6 +227,38 @@ impl<'a> Tickets<'a> {
         t < self.n
             && nonce != 0
             && self.word(t, 0).compare_exchange(nonce, 0, Ordering::AcqRel, Ordering::Relaxed).is_ok()
+    }
+
+    /// Starts a receiver's claim of ticket `t` (see [`CLAIMING`]): true for exactly one caller
+    /// per issue, as [`Tickets::claim`]; the receiver then marks the block its own and calls
+    /// [`Tickets::claimed`].
+    pub fn claim_as(&self, t: u32, nonce: u64, owner: u32) -> bool {
+        t < self.n
+            && nonce != 0
+            && nonce & CLAIMING == 0
+            && self
+                .word(t, 0)
+                .compare_exchange(nonce, CLAIMING | u64::from(owner), Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+    }
+
+    /// Ends `owner`'s claim of ticket `t` (the block is marked as its own): the ticket is free.
+    pub fn claimed(&self, t: u32, owner: u32) {
+        if t < self.n {
+            let _ =
+                self.word(t, 0).compare_exchange(CLAIMING | u64::from(owner), 0, Ordering::AcqRel, Ordering::Relaxed);
+        }
+    }
+
+    /// Tickets that one of `owners` was claiming: `(ticket, word 0, claimer)`.
+    pub fn claiming_by(&self, owners: &[u32]) -> Vec<(u32, u64, u32)> {
+        (0..self.n)
+            .filter_map(|t| {
+                let w = self.word(t, 0).load(Ordering::Acquire);
+                let claimer = w as u32;
+                (w & CLAIMING != 0 && owners.contains(&claimer)).then_some((t, w, claimer))
+            })
+            .collect()
     }
 
     /// Tickets issued and not yet claimed.
@@ -319,6 +356,8 @@ impl Issuer {
                 None => std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default()
                     .hash_one(self.counter),
             };
+            // Nonces never have the bit that marks a claim under way (see `Tickets::claim_as`).
+            let n = n & !CLAIMING;
             if n != 0 {
                 return n;
             }
