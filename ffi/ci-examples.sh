@@ -249,7 +249,7 @@ done
 # messages, FairMQ's count); the C++ sampler feeds the Rust sink (15 sent, "Received 14").
 for t in zeromq shmem; do
   a1="ipc://$work/compat-merge-$t-1" a2="ipc://$work/compat-merge-$t-2" a3="ipc://$work/compat-rsink-$t"
-  "$work/compat-build/compat-merger" --id merger1 $common --transport $t --max-iterations 50 \
+  "$work/compat-build/compat-merger" --id merger1 $common --transport $t --max-iterations 50 --sources 2 \
     --channel-config "name=in1,type=pull,method=bind,address=$a1,rateLogging=0" \
     "name=in2,type=pull,method=bind,address=$a2,rateLogging=0" > "$work/compat-merger-$t.log" & merger=$!
   "$bin/fairmq-sink" --id rsink $common --transport $t --max-iterations 14 \
@@ -265,6 +265,12 @@ for t in zeromq shmem; do
   expect "$work/compat-merger-$t.log" "compat merger received 20 on in1 and 30 on in2"
   expect "$work/compat-rsink-$t.log" "Received 14 messages"
 done
+
+# A custom option declared required() (Boost) must be given, as in FairMQ.
+if "$work/compat-build/compat-merger" --id merger1 $common > "$work/compat-required.log" 2>&1; then
+  echo "the merger ran without its required --sources"; exit 1
+fi
+expect "$work/compat-required.log" "the option '--sources' is required but missing"
 
 # The rate limiter holds the sampler back: 20 messages at 100 a second take at least 190 ms.
 a="ipc://$work/compat-rate"

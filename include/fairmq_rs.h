@@ -407,6 +407,11 @@ typedef void (*fmq_state_callback)(int32_t state, void *user);
 #define FMQ_OPTION_FLAG 5
 
 /**
+ * Added to an option's type: the option must be given (Boost's `required()`).
+ */
+#define FMQ_OPTION_REQUIRED 256
+
+/**
  * Region event: it exists (first sighting).
  */
 #define FMQ_REGION_CREATED 0

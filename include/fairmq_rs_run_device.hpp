@@ -99,6 +99,7 @@ inline CustomOption ToCustom(const boost::program_options::option_description& o
     if (!known) {
         throw Error("custom option '--" + c.name + "': its value type is none that fairmq-rs reads (text, bool, integers, floating point)");
     }
+    if (v.is_required()) c.type |= FMQ_OPTION_REQUIRED;
     return c;
 }
 } // namespace detail

@@ -139,6 +139,8 @@ pub const FMQ_OPTION_FLOAT: fmq_option_type = 3;
 pub const FMQ_OPTION_BOOL: fmq_option_type = 4;
 /// Option type: a switch that takes no value (given: true).
 pub const FMQ_OPTION_FLAG: fmq_option_type = 5;
+/// Added to an option's type: the option must be given (Boost's `required()`).
+pub const FMQ_OPTION_REQUIRED: fmq_option_type = 0x100;
 
 /// The option kind of an `FMQ_OPTION_*` value.
 pub(crate) fn option_kind(ty: fmq_option_type) -> Option<Kind> {
@@ -264,8 +266,9 @@ pub type fmq_device_factory = Option<
     ) -> i32,
 >;
 
-/// A custom option as the program declares it: name, type, default (checked), description.
-type CustomOption = (String, Kind, Option<String>, String);
+/// A custom option as the program declares it: name, type, default (checked), description,
+/// whether it must be given.
+type CustomOption = (String, Kind, Option<String>, String, bool);
 
 /// The custom options of `options` (`n_options` entries), checked.
 ///
@@ -281,7 +284,8 @@ unsafe fn custom_options(options: *const fmq_option, n_options: usize) -> Result
         let o = unsafe { &*options.add(i) };
         // SAFETY: strings of the option table per contract (default and description may be NULL).
         let name = unsafe { str_arg(o.name)? }.to_owned();
-        let kind = option_kind(o.ty)
+        let required = o.ty & FMQ_OPTION_REQUIRED != 0;
+        let kind = option_kind(o.ty & !FMQ_OPTION_REQUIRED)
             .ok_or_else(|| fail(FMQ_ERROR_INVALID, format!("option '{name}': unknown type {}", o.ty)))?;
         let default = if o.default_value.is_null() {
             None
@@ -298,7 +302,7 @@ unsafe fn custom_options(options: *const fmq_option, n_options: usize) -> Result
             // SAFETY: a non-NULL description is a NUL-terminated string per contract.
             unsafe { str_arg(o.description)? }.to_owned()
         };
-        opts.push((name, kind, default, desc));
+        opts.push((name, kind, default, desc, required));
     }
     Ok(opts)
 }
@@ -310,12 +314,13 @@ fn run_program(
     make: impl FnOnce(&std::sync::Arc<fairmq::Properties>) -> Result<CDevice, fairmq::BoxError>,
 ) -> i32 {
     let program = Program::new(make).options(move |g| {
-        for (name, kind, default, desc) in &opts {
+        for (name, kind, default, desc, required) in &opts {
             let kind = *kind;
             // Defaults were checked: `None` here means none was given.
-            match default.as_deref().and_then(|d| kind.parse(d)) {
-                Some(v) => g.add(name, kind, v, desc),
-                None => g.add_optional(name, kind, desc),
+            match (default.as_deref().and_then(|d| kind.parse(d)), required) {
+                (_, true) => g.add_required(name, kind, desc),
+                (Some(v), false) => g.add(name, kind, v, desc),
+                (None, false) => g.add_optional(name, kind, desc),
             };
         }
     });

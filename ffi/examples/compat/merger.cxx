@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 namespace bpo = boost::program_options;
@@ -14,7 +15,11 @@ namespace bpo = boost::program_options;
 class Merger : public fair::mq::Device
 {
   protected:
-    void InitTask() override { fMaxIterations = fConfig->GetProperty<std::uint64_t>("max-iterations"); }
+    void InitTask() override
+    {
+        fMaxIterations = fConfig->GetProperty<std::uint64_t>("max-iterations");
+        if (fConfig->GetProperty<int>("sources") != 2) throw std::runtime_error("--sources must be 2");
+    }
 
     void Run() override
     {
@@ -42,7 +47,9 @@ class Merger : public fair::mq::Device
 
 void addCustomOptions(bpo::options_description& options)
 {
-    options.add_options()("max-iterations", bpo::value<std::uint64_t>()->default_value(1), "Messages to receive in all");
+    options.add_options()
+        ("max-iterations", bpo::value<std::uint64_t>()->default_value(1), "Messages to receive in all")
+        ("sources", bpo::value<int>()->required(), "Input channels (must be 2; a required option)");
 }
 
 std::unique_ptr<fair::mq::Device> getDevice(fair::mq::ProgOptions& /*config*/) { return std::make_unique<Merger>(); }
