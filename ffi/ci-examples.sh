@@ -266,6 +266,23 @@ for t in zeromq shmem; do
   expect "$work/compat-rsink-$t.log" "Received 14 messages"
 done
 
+# Copy-push: a message over the copier's own buffer, a copy of it to each of two sinks (30 each).
+for t in zeromq shmem; do
+  a1="ipc://$work/compat-copy-$t-1" a2="ipc://$work/compat-copy-$t-2"
+  sinks=()
+  for a in "$a1" "$a2"; do
+    "$work/compat-build/compat-sink" --id sink1 $common --transport $t --text copied --max-iterations 30 \
+      --channel-config "name=data,type=pull,method=bind,address=$a,rateLogging=0" > "$work/compat-copy-$t-${#sinks[@]}.log" &
+    sinks+=($!)
+  done
+  "$work/compat-build/compat-copier" --id copier1 $common --transport $t --max-iterations 30 \
+    --channel-config "name=data,type=push,method=connect,address=$a1,address=$a2,rateLogging=0,linger=2000" \
+    > "$work/compat-copier-$t.log"
+  wait "${sinks[@]}"
+  expect "$work/compat-copier-$t.log" "compat copier sent 30 messages to each of 2 outputs"
+  for i in 0 1; do expect "$work/compat-copy-$t-$i.log" "compat sink received 30 messages, 30 right"; done
+done
+
 # A custom option declared required() (Boost) must be given, as in FairMQ.
 if "$work/compat-build/compat-merger" --id merger1 $common > "$work/compat-required.log" 2>&1; then
   echo "the merger ran without its required --sources"; exit 1
