@@ -283,6 +283,23 @@ for t in zeromq shmem; do
   for i in 0 1; do expect "$work/compat-copy-$t-$i.log" "compat sink received 30 messages, 30 right"; done
 done
 
+# n-m's receiving side: two senders of two-part messages (id, payload), one assembler moving each
+# payload out of the received Parts into the Parts of its id: 20 complete ids, none malformed.
+for t in zeromq shmem; do
+  a="ipc://$work/compat-nm-$t"
+  "$work/compat-build/compat-assembler" --id assembler1 $common --transport $t --num-senders 2 --max-iterations 20 \
+    --channel-config "name=data,type=pull,method=bind,address=$a,rateLogging=0" > "$work/compat-assembler-$t.log" &
+  assembler=$!
+  senders=()
+  for i in 1 2; do
+    "$work/compat-build/compat-parts-sender" --id sender$i $common --transport $t --max-iterations 20 \
+      --channel-config "name=data,type=push,method=connect,address=$a,rateLogging=0,linger=2000" > /dev/null &
+    senders+=($!)
+  done
+  wait $assembler "${senders[@]}"
+  expect "$work/compat-assembler-$t.log" "compat assembler completed 20 ids, 0 malformed, 0 incomplete"
+done
+
 # A custom option declared required() (Boost) must be given, as in FairMQ.
 if "$work/compat-build/compat-merger" --id merger1 $common > "$work/compat-required.log" 2>&1; then
   echo "the merger ran without its required --sources"; exit 1
