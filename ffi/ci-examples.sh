@@ -292,7 +292,7 @@ for t in zeromq shmem; do
   assembler=$!
   senders=()
   for i in 1 2; do
-    "$work/compat-build/compat-parts-sender" --id sender$i $common --transport $t --max-iterations 20 \
+    "$work/compat-build/compat-parts_sender" --id sender$i $common --transport $t --max-iterations 20 \
       --channel-config "name=data,type=push,method=connect,address=$a,rateLogging=0,linger=2000" > /dev/null &
     senders+=($!)
   done

@@ -274,6 +274,7 @@ type CustomOption = (String, Kind, Option<String>, String, bool);
 ///
 /// # Safety
 /// As for `fmq_run_device`'s `options`.
+// SAFETY: every pointer read here comes from the option table the caller vouches for.
 unsafe fn custom_options(options: *const fmq_option, n_options: usize) -> Result<Vec<CustomOption>, fmq_result> {
     if options.is_null() && n_options > 0 {
         return Err(fail(FMQ_ERROR_NULL, "options is NULL"));
@@ -554,16 +555,8 @@ pub unsafe extern "C" fn fmq_context_property(
     written: *mut usize,
 ) -> fmq_result {
     with_ctx_code(ctx, |c| {
-        // SAFETY: contract as documented.
-        let key = match unsafe { str_arg(key) } {
-            Ok(k) => k,
-            Err(e) => return e,
-        };
-        match c.config().get_as_string(key) {
-            // SAFETY: contract as documented.
-            Ok(v) => unsafe { copy_out(&v, buf, len, written) },
-            Err(e) => fail(FMQ_ERROR_NOT_FOUND, e),
-        }
+        // SAFETY: contract as documented; the configuration is the context's.
+        unsafe { crate::config::fmq_config_property(config_ptr(c.config()), key, buf, len, written) }
     })
 }
 
