@@ -52,9 +52,11 @@
 
 mod ack_queue;
 mod acks;
+mod addressee;
 mod cache;
 mod config;
 mod depot;
+mod directory;
 mod error;
 mod events;
 /// Entry points of the fuzz targets (`fuzz/`) and of the test replaying their corpora.

@@ -10,6 +10,7 @@
 //! | 512..8704 | segment registry: 256 slots of 4 words |
 //! | 16 KiB..48 KiB | process slots (`liveness`): 256 of 128 bytes |
 //! | 64 KiB..576 KiB | region registry (`registry`): 1024 slots of 512 bytes |
+//! | 576 KiB..609 KiB | endpoint directory (`directory`): generation, 1024 entries of 32 bytes |
 //!
 //! Attaching and detaching happen under the session lock. The last transport to detach marks the
 //! segment *removed* and unlinks every object of the session while still holding the lock; a process

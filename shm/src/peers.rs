@@ -36,7 +36,7 @@ const CHECK_EVERY: Duration = Duration::from_secs(1);
 /// The routing id of a receiving socket of `mgr`'s transport: `magic, owner u32, socket u64, mac
 /// u64` (the socket's number is returned too).
 pub(crate) fn token(mgr: &Manager) -> (Vec<u8>, u64) {
-    let socket = u64::from(crate::naming::random_u32()) << 32 | u64::from(crate::naming::random_u32());
+    let socket = socket_number();
     let owner = mgr.owner();
     let mut t = Vec::with_capacity(TOKEN_LEN);
     t.extend_from_slice(MAGIC);
@@ -44,6 +44,11 @@ pub(crate) fn token(mgr: &Manager) -> (Vec<u8>, u64) {
     t.extend_from_slice(&socket.to_le_bytes());
     t.extend_from_slice(&mac(mgr.management().secret(), owner, socket).to_le_bytes());
     (t, socket)
+}
+
+/// A new socket's number: random, so that a socket's tickets are not taken for another's.
+pub(crate) fn socket_number() -> u64 {
+    u64::from(crate::naming::random_u32()) << 32 | u64::from(crate::naming::random_u32())
 }
 
 /// The password every socket of the session asks of a peer that connects to it, and presents
@@ -97,7 +102,7 @@ impl Sent {
         }
     }
 
-    fn tickets(&self) -> &[Issued] {
+    pub(crate) fn tickets(&self) -> &[Issued] {
         match self {
             Sent::One(_, t) => std::slice::from_ref(t),
             Sent::Many { tickets, .. } => tickets,
@@ -128,7 +133,7 @@ impl Peer {
     }
 }
 
-fn still_out(mgr: &Manager, t: &Issued) -> bool {
+pub(crate) fn still_out(mgr: &Manager, t: &Issued) -> bool {
     mgr.segment(t.segment).is_ok_and(|s| s.tickets().issued(t.ticket, t.nonce))
 }
 
@@ -321,7 +326,7 @@ impl Peers {
 /// Takes back the tickets of `sent` that were not claimed; returns its message as it was (the
 /// references are ours again) when none was, `None` when the peer took any part (the other parts
 /// taken back are released: a part of a multipart alone is no message).
-fn reclaim(mgr: &Arc<Manager>, sent: Sent) -> Option<Vec<Message>> {
+pub(crate) fn reclaim(mgr: &Arc<Manager>, sent: Sent) -> Option<Vec<Message>> {
     let (records, tickets) = match sent {
         Sent::One(r, t) => (vec![r], vec![t]),
         Sent::Many { records, tickets } => (records, tickets),

@@ -3,6 +3,7 @@
 //! Timeouts, interruption, linger and the poller are those of `fairmq-zmq`; the counters count
 //! payload bytes, not metadata bytes.
 
+use crate::addressee::Addressee;
 use crate::error::ShmError;
 use crate::lanes::{release_frame, Deadline, Got, Link, Readers, Writer};
 use crate::manager::Manager;
@@ -40,6 +41,8 @@ pub struct Socket {
     /// The tickets of the frame being sent.
     issued: RefCell<Vec<Issued>>,
     lanes: Box<LaneState>,
+    /// PAIR, REQ, REP, DEALER, ROUTER: the receiver their tickets name, where it can be named.
+    addressee: RefCell<Option<Box<Addressee>>>,
 }
 
 /// A receiving socket's number in its token (0: none), when it last announced itself to the
@@ -108,7 +111,8 @@ impl Drop for Socket {
         let moment = Deadline::new(if linger < 0 { CLAIM_WAIT_MS } else { linger.min(CLAIM_WAIT_MS) });
         self.linger(moment);
         self.receiving.orphans.get_mut().close(&self.mgr, self.receiving.number);
-        let released = self.peers.get_mut().close(&self.mgr);
+        let released =
+            self.peers.get_mut().close(&self.mgr) + self.addressee.get_mut().as_mut().map_or(0, |a| a.close(&self.mgr));
         if released > 0 {
             log::warn!("socket {}: {released} messages sent to peers that left were dropped when it closed", self.id);
         }
@@ -154,6 +158,14 @@ fn not_supported() -> TransferError {
     TransferError::Zmq(zmq::Error::ENOTSUP)
 }
 
+/// Whether `e` says a record's ticket hands nothing over (claimed already, taken back, forged).
+fn withdrawn(e: &TransferError) -> bool {
+    matches!(e, TransferError::Transport(b) if matches!(
+        b.downcast_ref::<ShmError>(),
+        Some(ShmError::Metadata(MetaError::Ticket(TicketError::NotIssued(_))))
+    ))
+}
+
 fn meta_error(e: MetaError) -> TransferError {
     log::error!("{e}");
     ShmError::Metadata(e).into()
@@ -161,6 +173,7 @@ fn meta_error(e: MetaError) -> TransferError {
 
 impl Socket {
     pub(crate) fn new(z: fairmq_zmq::Socket, mgr: Arc<Manager>, ty: SocketType, id: String, number: u64) -> Socket {
+        let addressee = RefCell::new(Addressee::new(&mgr, ty, number).map(Box::new));
         Socket {
             z,
             mgr,
@@ -179,6 +192,7 @@ impl Socket {
             scratch: RefCell::new((Vec::with_capacity(64), Vec::new())),
             issued: RefCell::new(Vec::new()),
             lanes: Box::default(),
+            addressee,
         }
     }
 
@@ -207,18 +221,35 @@ impl Socket {
         if fairmq_zmq::split_endpoints(address).any(|ep| ep.method(o.method) == Some(fairmq_zmq::Method::Connect)) {
             self.present_token()?;
         }
-        Ok(self.z.attach(address, o)?)
+        let attached = self.z.attach(address, o)?;
+        for ep in fairmq_zmq::split_endpoints(&attached) {
+            self.enter_in_directory(ep.address, ep.method(o.method) == Some(fairmq_zmq::Method::Bind));
+        }
+        Ok(attached)
     }
 
     /// Binds one endpoint.
     pub fn bind(&self, address: &str) -> Result<(), ShmError> {
-        Ok(self.z.bind(address)?)
+        self.z.bind(address)?;
+        let actual = self.z.as_zmq().get_last_endpoint().ok().and_then(Result::ok);
+        self.enter_in_directory(actual.as_deref().unwrap_or(address), true);
+        Ok(())
     }
 
     /// Connects one endpoint.
     pub fn connect(&self, address: &str) -> Result<(), ShmError> {
         self.present_token()?;
-        Ok(self.z.connect(address)?)
+        self.z.connect(address)?;
+        self.enter_in_directory(address, false);
+        Ok(())
+    }
+
+    /// Records an endpoint the socket bound or connected in the session's directory (see
+    /// `addressee`).
+    fn enter_in_directory(&self, endpoint: &str, bound: bool) {
+        if let Some(a) = self.addressee.borrow_mut().as_mut() {
+            a.attached(&self.mgr, endpoint, bound);
+        }
     }
 
     /// A receiving socket keeps its token until it connects somewhere.
@@ -292,18 +323,74 @@ impl Socket {
         if self.ty == SocketType::Push {
             return self.push_to_peer(parts, deadline);
         }
+        self.resend_to_addressee(deadline)?;
+        self.send_addressed(parts, deadline)
+    }
+
+    /// Sends the records of `parts` on the socket (to whoever ZeroMQ hands them to), their tickets
+    /// naming the receiver where it can be named (see `addressee`).
+    fn send_addressed(&self, parts: &[Message], deadline: Deadline) -> Result<(), TransferError> {
         let issued = &mut *self.issued.borrow_mut();
         self.issue_for(parts, deadline, issued)?;
+        let receiver = self.addressee.borrow_mut().as_mut().map_or((0, 0), |a| a.receiver(&self.mgr));
         for t in issued.iter() {
-            self.mgr.address(t, 0, 0); // whoever ZeroMQ hands it to
+            self.mgr.address(t, receiver.0, receiver.1);
         }
         let (buf, _) = &mut *self.scratch.borrow_mut();
-        meta::encode_parts(handed(parts, issued), min, buf);
-        let sent = self.z.send_uncounted(&mut fairmq_zmq::Message::from_slice(buf), timeout_ms);
-        if sent.is_err() {
-            self.take_back_parts(parts, issued);
+        meta::encode_parts(handed(parts, issued), self.mgr.config().metadata_msg_size, buf);
+        let sent = self.send_frame(buf, deadline);
+        match (&sent, self.addressee.borrow_mut().as_mut()) {
+            (Err(_), _) => self.take_back_parts(parts, issued),
+            (Ok(()), Some(a)) => a.handed(&self.mgr, receiver.0, Sent::of(parts, issued)),
+            (Ok(()), None) => {}
         }
         sent
+    }
+
+    /// Sends `frame` on the socket within `deadline`. A wait is cut in moments, between which the
+    /// socket looks at its input: a socket that only sends never reads the end of a connection
+    /// whose peer died, and until it does, a PAIR refuses the peer that replaces it.
+    fn send_frame(&self, frame: &[u8], deadline: Deadline) -> Result<(), TransferError> {
+        const MOMENT: i32 = 100;
+        let mut f = fairmq_zmq::Message::from_slice(frame);
+        loop {
+            let left = deadline.ms_left();
+            let wait = if (0..=MOMENT).contains(&left) { left } else { MOMENT };
+            match self.z.send_uncounted(&mut f, wait) {
+                Err(TransferError::Timeout) if !deadline.passed() => {
+                    let _ = self.z.as_zmq().get_events();
+                }
+                sent => return sent,
+            }
+        }
+    }
+
+    /// Sends again, first and in order, what receivers that died did not claim (see `addressee`).
+    fn resend_to_addressee(&self, deadline: Deadline) -> Result<(), TransferError> {
+        loop {
+            let frame = {
+                let mut a = self.addressee.borrow_mut();
+                let Some(a) = a.as_mut() else { return Ok(()) };
+                let released = a.check(&self.mgr, false);
+                if released > 0 {
+                    log::warn!(
+                        "socket {}: released {released} messages whose receiver died before taking them",
+                        self.id
+                    );
+                }
+                let Some(frame) = a.resend.pop_front() else { return Ok(()) };
+                frame
+            };
+            match self.send_addressed(&frame, deadline) {
+                Ok(()) => frame.into_iter().for_each(|mut p| p.hand_over()),
+                Err(e) => {
+                    if let Some(a) = self.addressee.borrow_mut().as_mut() {
+                        a.resend.push_front(frame);
+                    }
+                    return Err(e);
+                }
+            }
+        }
     }
 
     /// Issues the tickets of `parts` into `issued`, then marks their blocks in flight (in that
@@ -659,7 +746,7 @@ impl Socket {
     fn announce(&self) {
         const EVERY: std::time::Duration = std::time::Duration::from_secs(1);
         let connected = self.z.endpoint_counts().1;
-        if self.receiving.number == 0
+        if self.receiving.token.is_empty()
             || connected == 0
             || self.receiving.announced.get().is_some_and(|t| t.elapsed() < EVERY)
         {
@@ -732,15 +819,31 @@ impl Socket {
     }
 
     /// Receives a frame and hands its bytes, and where they came from, to `use_frame`.
+    ///
+    /// A frame whose message its sender took back is skipped (the error was logged): its receiver
+    /// died before taking it, and the sender sends it again (see `addressee`), while the record
+    /// still waited in the sender's queue for the connection to the next receiver; a repeated or
+    /// forged record is skipped alike.
     fn receive_with<T>(
         &self,
         timeout_ms: i32,
-        use_frame: impl FnOnce(&[u8], Source) -> Result<T, TransferError>,
+        mut use_frame: impl FnMut(&[u8], Source) -> Result<T, TransferError>,
     ) -> Result<T, TransferError> {
-        match self.receive_frame(timeout_ms)? {
-            Frame::Zmq(f) => use_frame(f.data(), Source::Socket),
-            Frame::Lane => use_frame(&self.lanes.frame.borrow(), Source::Lane),
-            Frame::Block(m) => use_frame(m.data(), Source::Lane),
+        let deadline = Deadline::new(timeout_ms);
+        loop {
+            let got = match self.receive_frame(deadline.ms_left())? {
+                Frame::Zmq(f) => use_frame(f.data(), Source::Socket),
+                Frame::Lane => use_frame(&self.lanes.frame.borrow(), Source::Lane),
+                Frame::Block(m) => use_frame(m.data(), Source::Lane),
+            };
+            match got {
+                Err(e) if withdrawn(&e) => {
+                    if deadline.passed() {
+                        return Err(TransferError::Timeout);
+                    }
+                }
+                got => return got,
+            }
         }
     }
 
@@ -764,11 +867,29 @@ impl Socket {
         Ok(out[start..].iter().map(Message::size).sum())
     }
 
+    /// A REP notes whose request a frame is (its reply goes there; see `addressee`): the issuer
+    /// of its first ticket, read before the claim frees the ticket.
+    fn note_requester(&self, frame: &[u8]) {
+        if self.ty != SocketType::Rep {
+            return;
+        }
+        let issuer = match Record::decode(frame) {
+            Ok((Record::Handed { segment, ticket, nonce }, _)) => {
+                self.mgr.segment(segment).ok().and_then(|s| s.tickets().issuer(ticket, nonce)).unwrap_or(0)
+            }
+            _ => 0,
+        };
+        if let Some(a) = self.addressee.borrow_mut().as_mut() {
+            a.heard_from(issuer);
+        }
+    }
+
     /// Receives one message into `msg` (its previous block is released). A multipart frame is an
     /// error here (its blocks are released).
     pub fn receive(&self, msg: &mut Message, timeout_ms: i32) -> TransferResult {
         self.check_can_receive()?;
         *msg = self.receive_with(timeout_ms, |data, source| {
+            self.note_requester(data);
             // The common case, one record alone in its frame, without the multipart machinery.
             if let Ok((rec, n)) = Record::decode(data) {
                 if data[n..].iter().all(|&b| b == 0) {
@@ -792,6 +913,7 @@ impl Socket {
     pub fn receive_parts(&self, parts: &mut Vec<Message>, timeout_ms: i32) -> TransferResult {
         self.check_can_receive()?;
         let total = self.receive_with(timeout_ms, |data, source| {
+            self.note_requester(data);
             let (_, recs) = &mut *self.scratch.borrow_mut();
             recs.clear();
             meta::decode(data, recs).map_err(meta_error)?;

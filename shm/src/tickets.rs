@@ -200,6 +200,16 @@ impl<'a> Tickets<'a> {
         self.word(t, 7).store(issuer | u64::from(owner) << 32, Ordering::Relaxed);
     }
 
+    /// The owner mark of the transport that issued ticket `t`, while it is out with `nonce`.
+    pub fn issuer(&self, t: u32, nonce: u64) -> Option<u32> {
+        if !self.issued(t, nonce) {
+            return None;
+        }
+        let issuer = self.word(t, 7).load(Ordering::Relaxed) as u32;
+        // Still the same issue: the word was not that of a ticket reused meanwhile.
+        self.issued(t, nonce).then_some(issuer)
+    }
+
     /// Whether ticket `t` is still out with `nonce` (not claimed, not taken back).
     pub fn issued(&self, t: u32, nonce: u64) -> bool {
         t < self.n && nonce != 0 && self.word(t, 0).load(Ordering::Acquire) == nonce

@@ -125,7 +125,12 @@ impl Transport {
                 s.keep_token(token);
                 return Ok(s);
             }
-            _ => self.zmq_socket(ty, name)?,
+            // Numbered: their tickets name their receiver where the directory knows it (see
+            // `addressee`), so they are receivers a ticket may name.
+            _ => {
+                let z = self.zmq_socket(ty, name)?;
+                return Ok(Socket::new(z, self.inner.mgr.clone(), ty, id, crate::peers::socket_number()));
+            }
         };
         Ok(Socket::new(z, self.inner.mgr.clone(), ty, id, 0))
     }

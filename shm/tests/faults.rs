@@ -3,7 +3,7 @@
 
 mod common;
 use common::*;
-use fairmq_zmq::{Message as ZMessage, SocketType, TransferCode};
+use fairmq_zmq::{AttachOptions, Message as ZMessage, Method, SocketType, TransferCode};
 use std::time::Duration;
 
 /// The owner mark of the blocks of process `pid`'s transport (read while it is attached).
@@ -264,22 +264,21 @@ fn i03_what_a_killed_receiver_held_alone_is_freed_by_the_next_sweep() {
     assert_eq!(t.segment_stats().free, free0, "the 20 messages it held came back");
 }
 
-/// Issue 17 item 3: a sender killed with records still queued in its own socket: they are lost
-/// with it, and the receiver they were addressed to releases their blocks (once it found its
-/// socket empty on two looks a second apart, or when it closes). Before, they stayed allocated
-/// until the session ended. The receiver is stopped while the sender sends until its queue is
-/// full: that queue's records are lost with it.
-#[test]
-fn i03_what_a_killed_sender_had_queued_is_released_by_its_receiver() {
-    let s = Session::new("queuedkill");
+/// A sender killed with records still queued in its own socket, the receiver (`pair`: PAIR
+/// sockets without lanes, else PUSH and PULL) stopped meanwhile: they are lost with it, and the
+/// receiver they were addressed to releases their blocks (once it found its socket empty on two
+/// looks a second apart, or when it closes).
+fn killed_sender_queue_is_released(tag: &str, pair: bool) {
+    let s = Session::new(tag);
     let t = s.transport("observer");
     t.flush();
     let free0 = t.segment_stats().free;
-    let addr = s.ipc("queued");
-    let mut sender = peer(&["send", &s.name, &addr, "bind", "0", "1000", "0", "hold"]);
-    // Connected once the sender has bound (its ipc path exists): the push learns it on connect.
+    let addr = s.ipc(tag);
+    let flag = if pair { "pair" } else { "push" };
+    let mut sender = peer(&["send", &s.name, &addr, "bind", "0", "1000", "0", "hold", flag]);
+    // Connected once the sender has bound (its ipc path exists): a push learns it on connect.
     std::thread::sleep(Duration::from_millis(300));
-    let mut receiver = peer(&["recv", &s.name, &addr, "connect", "0", "1"]);
+    let mut receiver = peer(&["recv", &s.name, &addr, "connect", "0", "1", flag]);
     receiver.expect_line("ready");
     std::thread::sleep(Duration::from_millis(300));
     receiver.signal("STOP");
@@ -296,4 +295,108 @@ fn i03_what_a_killed_sender_had_queued_is_released_by_its_receiver() {
     t.flush();
     t.check_segment().unwrap();
     assert_eq!(t.segment_stats().free, free0, "the {} messages lost in flight were released", sent - got);
+}
+
+/// Issue 17 item 3: a sender killed with records still queued in its own socket: the receiver
+/// they were addressed to releases them. Before, they stayed allocated until the session ended.
+#[test]
+fn i03_what_a_killed_sender_had_queued_is_released_by_its_receiver() {
+    killed_sender_queue_is_released("queuedkill", false);
+}
+
+/// Issue 17 item 3, on a link whose ZeroMQ socket picks the receiver (a PAIR without lanes): the
+/// session's endpoint directory names the receiver on the tickets, so it releases them once its
+/// socket stays empty. Before, such tickets named no receiver and their blocks stayed allocated
+/// until the session ended.
+#[test]
+fn i03_what_a_killed_pair_sender_had_queued_is_released_by_its_receiver() {
+    killed_sender_queue_is_released("pairqueuedkill", true);
+}
+
+/// A message as the test peer sends it: sequence number, sender id, then bytes derived from both.
+fn peer_message(t: &fairmq_shm::Transport, seq: u64, size: usize) -> fairmq_shm::Message {
+    let mut m = t.new_message_with_size(size).unwrap();
+    let d = m.data_mut().unwrap();
+    d[..8].copy_from_slice(&seq.to_le_bytes());
+    d[8..16].copy_from_slice(&0u64.to_le_bytes());
+    for (i, b) in d.iter_mut().enumerate().skip(16) {
+        *b = (seq.wrapping_mul(31).wrapping_add(i as u64)) as u8;
+    }
+    m
+}
+
+/// Issue 17 item 3, on a PAIR without lanes: a receiver killed with records it had not taken. The
+/// sender takes them back (the directory named the receiver on their tickets) and sends them,
+/// in order, to the receiver that replaces it: nothing is lost, nothing stays allocated. Records
+/// the sender queued after the death, which ZeroMQ then hands to the successor too, are taken
+/// back as well; the successor skips them (their second copies follow). Before, the records died
+/// with the receiver and their blocks stayed allocated until the session ended. The sender
+/// connects: a bound ZeroMQ PAIR never accepts a second peer.
+#[test]
+fn i03_what_a_killed_pair_receiver_did_not_take_goes_to_its_successor() {
+    let s = Session::new("pairrecvkill");
+    let mut c = s.config("sender");
+    c.lanes = false;
+    let t = fairmq_shm::Transport::new(&c).unwrap();
+    t.flush();
+    let free0 = t.segment_stats().free;
+    let addr = s.ipc("pairrecv");
+    let mut first = peer(&["recv", &s.name, &addr, "bind", "0", "1", "pair"]);
+    first.expect_line("ready");
+    let pair = t.socket(SocketType::Pair, "data").unwrap();
+    pair.attach(&addr, &AttachOptions::new(Some(Method::Connect))).unwrap();
+    pair.send(&mut peer_message(&t, 0, 4000), 10_000).unwrap();
+    // Once it took the first, it stops taking: what follows waits in its queue.
+    std::thread::sleep(Duration::from_millis(500));
+    first.signal("STOP");
+    for seq in 1..=20 {
+        pair.send(&mut peer_message(&t, seq, 4000), 10_000).unwrap();
+    }
+    first.kill();
+    // Queued in the sender's socket for the next connection, addressed to the dead receiver.
+    for seq in 21..=25 {
+        pair.send(&mut peer_message(&t, seq, 4000), 10_000).unwrap();
+    }
+    // The sender looks at its receivers' liveness once a second, when it sends.
+    std::thread::sleep(Duration::from_millis(1200));
+    let mut second = peer(&["recv", &s.name, &addr, "bind", "0", "1", "gaps", "pair"]);
+    second.expect_line("ready");
+    pair.send(&mut peer_message(&t, 26, 4000), 10_000).unwrap();
+    let (got, bytes) = received(&mut second);
+    assert!(second.wait().success(), "{:?}", second.seen);
+    assert_eq!((got, bytes), (26, 26 * 4000), "messages 1 to 25 went out again before 26");
+    drop(pair);
+    t.sweep_dead_processes();
+    t.flush();
+    t.check_segment().unwrap();
+    assert_eq!(t.segment_stats().free, free0, "every message was taken and freed");
+}
+
+/// Issue 17 item 3, on request-reply: a reply to a requester whose transport went away before it
+/// came. ZeroMQ drops it with the requester's connection; the replier named the requester on its
+/// ticket (the transport that issued the request's), and releases it when it finds that
+/// transport gone (here: when it closes). Before, the reply's block stayed allocated until the
+/// session ended.
+#[test]
+fn i03_a_reply_to_a_requester_that_went_away_is_released() {
+    let s = Session::new("repgone");
+    let a = s.transport("replier");
+    a.flush();
+    let free0 = a.segment_stats().free;
+    let rep = a.socket(SocketType::Rep, "rep").unwrap();
+    let at = rep.attach(&s.ipc("rep"), &AttachOptions::new(Some(Method::Bind))).unwrap();
+    {
+        let b = s.transport("requester");
+        let req = b.socket(SocketType::Req, "req").unwrap();
+        req.connect(&at).unwrap();
+        req.send(&mut b.new_message_from_slice(b"question").unwrap(), 10_000).unwrap();
+        let mut q = a.new_message();
+        rep.receive(&mut q, 10_000).unwrap();
+        assert_eq!(q.data(), b"question");
+    }
+    rep.send(&mut a.new_message_from_slice(&[1u8; 5000]).unwrap(), 10_000).unwrap();
+    drop(rep);
+    a.flush();
+    a.check_segment().unwrap();
+    assert_eq!(a.segment_stats().free, free0, "the reply nobody could take was released");
 }

@@ -206,8 +206,14 @@ fn i02_a_forged_block_record_takes_nothing_from_its_holder() {
     for f in [&frame, &guessed, &frame] {
         send_raw(&r, f);
         let mut m = t.new_message();
-        let e = pull.receive(&mut m, LONG).expect_err("a forged record is refused");
-        assert!(e.to_string().contains("shared-memory"), "{e}");
+        // A ticket that hands nothing over is skipped (logged): the receive waits on.
+        let handed = std::ptr::eq(f, &guessed);
+        let e = pull.receive(&mut m, if handed { 1000 } else { LONG }).expect_err("a forged record is refused");
+        if handed {
+            assert!(matches!(e, TransferError::Timeout), "{e}");
+        } else {
+            assert!(e.to_string().contains("shared-memory"), "{e}");
+        }
         assert!(m.is_empty());
     }
     assert_eq!(held.refcount(), 1, "the holder's reference is untouched");
@@ -220,7 +226,7 @@ fn i02_a_forged_block_record_takes_nothing_from_its_holder() {
 
 /// Item 2: a record that a rogue receiver took from a sender is claimed at most once wherever it is
 /// replayed: the first claim gets the message (the rogue redirected it, as it could have kept
-/// it), every repeat is refused with an error and frees nothing.
+/// it), every repeat is refused with a logged error, skipped, and frees nothing.
 #[test]
 fn i02_a_replayed_record_is_claimed_once() {
     let s = Session::new("replay");
@@ -245,12 +251,11 @@ fn i02_a_replayed_record_is_claimed_once() {
     pull.receive(&mut m, LONG).expect("the first claim gets the message");
     assert_eq!(m.data(), &payload[..]);
     assert_eq!(m.refcount(), 1);
-    for _ in 0..2 {
-        let mut again = t.new_message();
-        let e = pull.receive(&mut again, LONG).expect_err("a repeated record is refused");
-        assert!(e.to_string().contains("claimed already"), "{e}");
-        assert!(again.is_empty());
-    }
+    // The repeats are refused (an error is logged) and skipped: nothing else arrives.
+    let mut again = t.new_message();
+    let e = pull.receive(&mut again, 1000).expect_err("a repeated record is refused");
+    assert!(matches!(e, TransferError::Timeout), "{e}");
+    assert!(again.is_empty());
     assert_eq!(m.data(), &payload[..], "the claimed message is intact");
     drop(m);
     drop((pull, push));

@@ -1,8 +1,8 @@
 //! A peer process for cross-process tests of the shared-memory transport.
 //!
 //! ```text
-//! fairmq-shm-peer send <session> <address> <bind|connect> <count> <sizes,...> <sender-id> [hold]
-//! fairmq-shm-peer recv <session> <address> <bind|connect> <count> <senders> [gaps|sub|hold]
+//! fairmq-shm-peer send <session> <address> <bind|connect> <count> <sizes,...> <sender-id> [hold] [pair]
+//! fairmq-shm-peer recv <session> <address> <bind|connect> <count> <senders> [gaps|sub|hold] [pair]
 //! fairmq-shm-peer allocloop <session> <iterations, 0 = forever>
 //! fairmq-shm-peer holdlock <session>
 //! fairmq-shm-peer regionsink <session> <address> <count> <plain|copy|parts>
@@ -21,7 +21,8 @@
 //! A receiver with count 0 receives until nothing arrives for 2 s; with `gaps`, sequence numbers of a
 //! sender must only increase (another receiver gets the rest), not follow each other; with `sub`,
 //! the receiver is a subscriber (SUB) instead of a PULL socket; with `hold`, it keeps every message
-//! it received and sleeps after its report until killed.
+//! it received and sleeps after its report until killed. With `pair`, sender and receiver use PAIR
+//! sockets without lanes (their records travel on the socket) instead of PUSH and PULL.
 //! `attach` joins (or creates) the session, under the explicit shmId (hex, as in object names) if
 //! given, prints `attached` and sleeps until killed (another user's process in the hardening tests).
 
@@ -43,6 +44,22 @@ fn transport(id: &str, session: &str) -> Result<Transport, Box<dyn std::error::E
     Ok(Transport::new(&config(id, session))?)
 }
 
+/// With `pair` among `flags`: a PAIR socket without lanes (records on the socket, with tickets),
+/// else `otherwise`, with lanes where they apply.
+fn socket_type(flags: &[String], otherwise: SocketType) -> (SocketType, bool) {
+    if flags.iter().any(|f| f == "pair") {
+        (SocketType::Pair, false)
+    } else {
+        (otherwise, true)
+    }
+}
+
+fn transport_with(id: &str, session: &str, lanes: bool) -> Result<Transport, Box<dyn std::error::Error>> {
+    let mut c = config(id, session);
+    c.lanes = lanes;
+    Ok(Transport::new(&c)?)
+}
+
 fn method(s: &str) -> Result<Method, Box<dyn std::error::Error>> {
     Ok(s.parse::<Method>()?)
 }
@@ -55,8 +72,9 @@ fn send(a: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     let (session, address, m, count) = (&a[0], &a[1], method(&a[2])?, a[3].parse::<u64>()?);
     let sizes: Vec<usize> = a[4].split(',').map(str::parse).collect::<Result<_, _>>()?;
     let sender: u64 = a[5].parse()?;
-    let t = transport(&format!("sender{sender}"), session)?;
-    let s = t.socket(SocketType::Push, "data")?;
+    let (ty, lanes) = socket_type(&a[6..], SocketType::Push);
+    let t = transport_with(&format!("sender{sender}"), session, lanes)?;
+    let s = t.socket(ty, "data")?;
     s.metadata_socket().set_linger(-1)?;
     s.attach(address, &AttachOptions::new(Some(m)))?;
     // Count 0: until a send would wait (its peers' queues are full).
@@ -79,7 +97,7 @@ fn send(a: &[String]) -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     println!("sent {sent}");
-    if a.get(6).is_some_and(|h| h == "hold") {
+    if a[6..].iter().any(|h| h == "hold") {
         std::io::stdout().flush()?;
         loop {
             std::thread::sleep(std::time::Duration::from_secs(3600));
@@ -92,10 +110,11 @@ fn recv(a: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     let (session, address, m, count, senders) =
         (&a[0], &a[1], method(&a[2])?, a[3].parse::<u64>()?, a[4].parse::<usize>()?);
     let gaps = a.get(5).is_some_and(|g| g == "gaps");
-    let ty = if a.get(5).is_some_and(|g| g == "sub") { SocketType::Sub } else { SocketType::Pull };
+    let (ty, lanes) = socket_type(&a[5..], SocketType::Pull);
+    let ty = if a.get(5).is_some_and(|g| g == "sub") { SocketType::Sub } else { ty };
     let hold = a.get(5).is_some_and(|g| g == "hold");
     let mut held = Vec::new();
-    let t = transport("receiver", session)?;
+    let t = transport_with("receiver", session, lanes)?;
     let s = t.socket(ty, "data")?;
     s.attach(address, &AttachOptions::new(Some(m)))?;
     println!("ready");
