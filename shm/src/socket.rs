@@ -338,31 +338,13 @@ impl Socket {
         }
         let (buf, _) = &mut *self.scratch.borrow_mut();
         meta::encode_parts(handed(parts, issued), self.mgr.config().metadata_msg_size, buf);
-        let sent = self.send_frame(buf, deadline);
+        let sent = self.z.send_uncounted(&mut fairmq_zmq::Message::from_slice(buf), deadline.ms_left());
         match (&sent, self.addressee.borrow_mut().as_mut()) {
             (Err(_), _) => self.take_back_parts(parts, issued),
             (Ok(()), Some(a)) => a.handed(&self.mgr, receiver.0, Sent::of(parts, issued)),
             (Ok(()), None) => {}
         }
         sent
-    }
-
-    /// Sends `frame` on the socket within `deadline`. A wait is cut in moments, between which the
-    /// socket looks at its input: a socket that only sends never reads the end of a connection
-    /// whose peer died, and until it does, a PAIR refuses the peer that replaces it.
-    fn send_frame(&self, frame: &[u8], deadline: Deadline) -> Result<(), TransferError> {
-        const MOMENT: i32 = 100;
-        let mut f = fairmq_zmq::Message::from_slice(frame);
-        loop {
-            let left = deadline.ms_left();
-            let wait = if (0..=MOMENT).contains(&left) { left } else { MOMENT };
-            match self.z.send_uncounted(&mut f, wait) {
-                Err(TransferError::Timeout) if !deadline.passed() => {
-                    let _ = self.z.as_zmq().get_events();
-                }
-                sent => return sent,
-            }
-        }
     }
 
     /// Sends again, first and in order, what receivers that died did not claim (see `addressee`).
