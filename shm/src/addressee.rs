@@ -73,13 +73,7 @@ impl Addressee {
 
     /// The socket bound (`bound`) or connected to `endpoint`: recorded in the directory.
     pub(crate) fn attached(&mut self, mgr: &Manager, endpoint: &str, bound: bool) {
-        let Some(key) = directory::key(endpoint, self.me.0) else { return };
-        let at = Attached { key, role: if bound { directory::Role::Bind } else { directory::Role::Connect } };
-        if directory::register(mgr.management(), self.me, at, |o| o == mgr.owner() || mgr.owner_alive(o)) {
-            self.attached.push(at);
-        } else {
-            log::warn!("the session's endpoint directory is full: records of {endpoint} name no receiver");
-        }
+        self.attached.extend(directory::enter(mgr, self.me, endpoint, bound));
     }
 
     /// REP: a request came from the transport `issuer` (owner mark of its ticket; 0: not known).

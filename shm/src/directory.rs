@@ -113,6 +113,19 @@ pub(crate) fn register(m: &Management, me: SocketMark, at: Attached, alive: impl
     true
 }
 
+/// Records that socket `me` of `mgr`'s transport bound (`bound`) or connected to `endpoint`;
+/// returns the entry, `None` when the directory cannot name the endpoint or is full (logged: the
+/// socket's tickets then name no one).
+pub(crate) fn enter(mgr: &crate::manager::Manager, me: SocketMark, endpoint: &str, bound: bool) -> Option<Attached> {
+    let at = Attached { key: key(endpoint, me.0)?, role: if bound { Role::Bind } else { Role::Connect } };
+    if register(mgr.management(), me, at, |o| o == mgr.owner() || mgr.owner_alive(o)) {
+        Some(at)
+    } else {
+        log::warn!("the session's endpoint directory is full: records of {endpoint} name no receiver");
+        None
+    }
+}
+
 /// Forgets every entry of socket `me` (it closes).
 pub(crate) fn unregister(m: &Management, me: SocketMark) {
     let Ok(lock) = m.lock() else { return };

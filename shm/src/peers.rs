@@ -113,9 +113,13 @@ impl Sent {
 /// A receiving socket of the session, known by its token.
 pub(crate) struct Peer {
     pub id: Vec<u8>,
+    /// The receiving transport's owner mark and socket number (0: not known).
     pub owner: u32,
     pub socket: u64,
     sent: VecDeque<Sent>,
+    /// A peer of an endpoint this socket connected to: the endpoint's directory key (0: none). Its
+    /// connection outlives its receivers; the directory names the one bound there now.
+    endpoint: Option<u64>,
 }
 
 impl Peer {
@@ -148,6 +152,10 @@ pub(crate) struct Peers {
     refused: u64,
     /// Peers of connected endpoints added so far.
     connected: usize,
+    /// The directory keys of the endpoints connected to, in order (0: not one it can name).
+    keys: Vec<u64>,
+    /// The directory generation the connected peers were named at (`None`: not yet).
+    named_at: Option<u64>,
 }
 
 impl Peers {
@@ -158,8 +166,10 @@ impl Peers {
         // Peers of the endpoints we connected to: whoever listens there (their transport is not
         // known: they are not looked after by liveness, only by the connection).
         if z.endpoint_counts().1 as usize > self.connected {
+            self.named_at = None;
             for id in z.connected_peers().into_iter().skip(self.connected) {
-                self.list.push(Peer { id, owner: 0, socket: 0, sent: VecDeque::new() });
+                let endpoint = Some(self.keys.get(self.connected).copied().unwrap_or(0));
+                self.list.push(Peer { id, owner: 0, socket: 0, sent: VecDeque::new(), endpoint });
                 self.connected += 1;
             }
         }
@@ -178,7 +188,7 @@ impl Peers {
             }
             let id = id.data();
             if let Some(i) = self.list.iter().position(|p| p.id == id) {
-                if self.list[i].owner == 0 || hello {
+                if self.list[i].endpoint.is_some() || hello {
                     // A peer we connected to: its pipe (and what waits in it) outlives reconnects.
                     continue;
                 }
@@ -189,7 +199,13 @@ impl Peers {
             }
             match verify(mgr, id) {
                 Some((owner, sock)) => {
-                    self.list.push(Peer { id: id.to_vec(), owner, socket: sock, sent: VecDeque::new() });
+                    self.list.push(Peer {
+                        id: id.to_vec(),
+                        owner,
+                        socket: sock,
+                        sent: VecDeque::new(),
+                        endpoint: None,
+                    });
                     // Often a replacement: whoever it replaces, if dead, gives back what it had
                     // before the newcomer gets anything.
                     self.last_check = None;
@@ -202,6 +218,7 @@ impl Peers {
                 }
             }
         }
+        self.name_connected(mgr);
         if self.last_check.is_none_or(|t| t.elapsed() >= CHECK_EVERY) {
             self.last_check = Some(Instant::now());
             let mut i = 0;
@@ -210,11 +227,43 @@ impl Peers {
                 if owner == 0 || mgr.owner_alive(owner) {
                     self.recover_lost(mgr, i, resend);
                     i += 1;
+                } else if self.list[i].endpoint.is_some() {
+                    // The receiver bound there died; the connection stays for the next one.
+                    log::debug!("socket {socket}: peer {owner:#x} died");
+                    let p = &mut self.list[i];
+                    (p.owner, p.socket) = (0, 0);
+                    let sent = std::mem::take(&mut p.sent);
+                    self.give_back(mgr, sent, resend);
+                    i += 1;
                 } else {
                     log::debug!("socket {socket}: peer {owner:#x} died");
                     self.take_back(mgr, i, resend);
                 }
             }
+        }
+    }
+
+    /// The socket connected to an endpoint of directory key `key` (`None`: one it cannot name).
+    pub(crate) fn connected_to(&mut self, key: Option<u64>) {
+        self.keys.push(key.unwrap_or(0));
+    }
+
+    /// Names the receivers bound at the endpoints this socket connected to, from the session's
+    /// directory (see `directory`), when it changed: tickets then name them, so what a killed
+    /// sender queued for them is released by them, and what they did not take when they died
+    /// comes back.
+    fn name_connected(&mut self, mgr: &Manager) {
+        let generation = crate::directory::generation(mgr.management());
+        if self.keys.iter().all(|&k| k == 0) || self.named_at == Some(generation) {
+            return;
+        }
+        self.named_at = Some(generation);
+        let alive = |o: u32| o == mgr.owner() || mgr.owner_alive(o);
+        for p in &mut self.list {
+            let Some(key) = p.endpoint.filter(|&k| k != 0) else { continue };
+            let at = [crate::directory::Attached { key, role: crate::directory::Role::Connect }];
+            (p.owner, p.socket) =
+                crate::directory::counterpart(mgr.management(), (mgr.owner(), 0), &at, alive).unwrap_or((0, 0));
         }
     }
 
@@ -275,7 +324,7 @@ impl Peers {
     /// transport is not known), else the newest.
     pub(crate) fn find(&self, owner: Option<u32>) -> Option<&Peer> {
         match owner {
-            Some(o) => self.list.iter().rev().find(|p| p.owner == o || p.owner == 0),
+            Some(o) => self.list.iter().rev().find(|p| p.owner == o || p.endpoint.is_some()),
             None => self.list.last(),
         }
     }

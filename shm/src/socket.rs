@@ -55,6 +55,8 @@ struct Receiving {
     announced: std::cell::Cell<Option<std::time::Instant>>,
     /// Receives since the last look at the clock for a hello (a busy socket looks now and then).
     busy: std::cell::Cell<u32>,
+    /// Whether it is listed in the session's endpoint directory (see `directory`).
+    listed: std::cell::Cell<bool>,
     orphans: RefCell<crate::orphans::Watch>,
 }
 
@@ -111,6 +113,9 @@ impl Drop for Socket {
         let moment = Deadline::new(if linger < 0 { CLAIM_WAIT_MS } else { linger.min(CLAIM_WAIT_MS) });
         self.linger(moment);
         self.receiving.orphans.get_mut().close(&self.mgr, self.receiving.number);
+        if self.receiving.listed.get() {
+            crate::directory::unregister(self.mgr.management(), (self.mgr.owner(), self.receiving.number));
+        }
         let released =
             self.peers.get_mut().close(&self.mgr) + self.addressee.get_mut().as_mut().map_or(0, |a| a.close(&self.mgr));
         if released > 0 {
@@ -187,6 +192,7 @@ impl Socket {
                 presented: std::cell::Cell::new(false),
                 announced: std::cell::Cell::new(None),
                 busy: std::cell::Cell::new(0),
+                listed: std::cell::Cell::new(false),
                 orphans: RefCell::default(),
             }),
             scratch: RefCell::new((Vec::with_capacity(64), Vec::new())),
@@ -246,9 +252,24 @@ impl Socket {
 
     /// Records an endpoint the socket bound or connected in the session's directory (see
     /// `addressee`).
+    /// A PULL or SUB lists where it binds, so that a PUSH connecting there can name it; a PUSH
+    /// notes where it connects, to look that name up.
     fn enter_in_directory(&self, endpoint: &str, bound: bool) {
         if let Some(a) = self.addressee.borrow_mut().as_mut() {
             a.attached(&self.mgr, endpoint, bound);
+            return;
+        }
+        let r = &self.receiving;
+        match self.ty {
+            SocketType::Pull | SocketType::Sub if bound => {
+                let me = (self.mgr.owner(), r.number);
+                r.listed.set(r.listed.get() || crate::directory::enter(&self.mgr, me, endpoint, true).is_some());
+            }
+            SocketType::Push if !bound => {
+                let key = crate::directory::key(endpoint, self.mgr.owner());
+                self.peers.borrow_mut().connected_to(key);
+            }
+            _ => {}
         }
     }
 

@@ -267,20 +267,31 @@ fn i03_what_a_killed_receiver_held_alone_is_freed_by_the_next_sweep() {
 /// A sender killed with records still queued in its own socket, the receiver (`pair`: PAIR
 /// sockets without lanes, else PUSH and PULL) stopped meanwhile: they are lost with it, and the
 /// receiver they were addressed to releases their blocks (once it found its socket empty on two
-/// looks a second apart, or when it closes).
-fn killed_sender_queue_is_released(tag: &str, pair: bool) {
+/// looks a second apart, or when it closes). The sender binds, or connects (`sender_binds`).
+fn killed_sender_queue_is_released(tag: &str, pair: bool, sender_binds: bool) {
     let s = Session::new(tag);
     let t = s.transport("observer");
     t.flush();
     let free0 = t.segment_stats().free;
     let addr = s.ipc(tag);
-    let flag = if pair { "pair" } else { "push" };
-    let mut sender = peer(&["send", &s.name, &addr, "bind", "0", "1000", "0", "hold", flag]);
-    // Connected once the sender has bound (its ipc path exists): a push learns it on connect.
-    std::thread::sleep(Duration::from_millis(300));
-    let mut receiver = peer(&["recv", &s.name, &addr, "connect", "0", "1", flag]);
-    receiver.expect_line("ready");
-    std::thread::sleep(Duration::from_millis(300));
+    // A push connected to one endpoint would use a lane: records on the socket are the point here.
+    let flag = if pair { "pair" } else { "nolanes" };
+    let (send_method, recv_method) = if sender_binds { ("bind", "connect") } else { ("connect", "bind") };
+    let mut receiver = None;
+    if !sender_binds {
+        let r = receiver.insert(peer(&["recv", &s.name, &addr, recv_method, "0", "1", flag]));
+        r.expect_line("ready");
+    }
+    let mut sender = peer(&["send", &s.name, &addr, send_method, "0", "1000", "0", "hold", flag]);
+    if sender_binds {
+        // Connected once the sender has bound (its ipc path exists): a push learns it on connect.
+        std::thread::sleep(Duration::from_millis(300));
+        let r = receiver.insert(peer(&["recv", &s.name, &addr, recv_method, "0", "1", flag]));
+        r.expect_line("ready");
+    }
+    let mut receiver = receiver.unwrap();
+    // Stopped once the link carries messages: the rest fills the queues.
+    receiver.expect_line("first");
     receiver.signal("STOP");
     let line = sender.expect_line("sent ");
     let sent: u64 = line["sent ".len()..].parse().unwrap();
@@ -301,7 +312,15 @@ fn killed_sender_queue_is_released(tag: &str, pair: bool) {
 /// they were addressed to releases them. Before, they stayed allocated until the session ended.
 #[test]
 fn i03_what_a_killed_sender_had_queued_is_released_by_its_receiver() {
-    killed_sender_queue_is_released("queuedkill", false);
+    killed_sender_queue_is_released("queuedkill", false, true);
+}
+
+/// Issue 17 item 3, a PUSH that connected to a bound PULL: the directory names the PULL bound
+/// there on the tickets. Before, the push did not know its peer's transport and the records it
+/// had queued stayed allocated until the session ended.
+#[test]
+fn i03_what_a_killed_connected_sender_had_queued_is_released_by_its_receiver() {
+    killed_sender_queue_is_released("connqueuedkill", false, false);
 }
 
 /// Issue 17 item 3, on a link whose ZeroMQ socket picks the receiver (a PAIR without lanes): the
@@ -310,7 +329,7 @@ fn i03_what_a_killed_sender_had_queued_is_released_by_its_receiver() {
 /// until the session ended.
 #[test]
 fn i03_what_a_killed_pair_sender_had_queued_is_released_by_its_receiver() {
-    killed_sender_queue_is_released("pairqueuedkill", true);
+    killed_sender_queue_is_released("pairqueuedkill", true, true);
 }
 
 /// A message as the test peer sends it: sequence number, sender id, then bytes derived from both.

@@ -1,8 +1,8 @@
 //! A peer process for cross-process tests of the shared-memory transport.
 //!
 //! ```text
-//! fairmq-shm-peer send <session> <address> <bind|connect> <count> <sizes,...> <sender-id> [hold] [pair]
-//! fairmq-shm-peer recv <session> <address> <bind|connect> <count> <senders> [gaps|sub|hold] [pair]
+//! fairmq-shm-peer send <session> <address> <bind|connect> <count> <sizes,...> <sender-id> [hold] [pair|nolanes]
+//! fairmq-shm-peer recv <session> <address> <bind|connect> <count> <senders> [gaps|sub|hold] [pair|nolanes]
 //! fairmq-shm-peer allocloop <session> <iterations, 0 = forever>
 //! fairmq-shm-peer holdlock <session>
 //! fairmq-shm-peer regionsink <session> <address> <count> <plain|copy|parts>
@@ -17,12 +17,14 @@
 //! A sender with count 0 sends, once a peer took its first message, until a send would wait
 //! 100 ms (its peers' queues are full); with `hold` it sleeps after its last message until killed.
 //! Every payload starts with its sequence number and sender id, followed by bytes derived from both;
-//! the receiver checks all of them and prints `received <messages> <bytes>`. Exit code 1 on any error.
+//! the receiver checks all of them, prints `first` after the first and `received <messages> <bytes>`
+//! at the end. Exit code 1 on any error.
 //! A receiver with count 0 receives until nothing arrives for 2 s; with `gaps`, sequence numbers of a
 //! sender must only increase (another receiver gets the rest), not follow each other; with `sub`,
 //! the receiver is a subscriber (SUB) instead of a PULL socket; with `hold`, it keeps every message
 //! it received and sleeps after its report until killed. With `pair`, sender and receiver use PAIR
-//! sockets without lanes (their records travel on the socket) instead of PUSH and PULL.
+//! sockets without lanes (their records travel on the socket) instead of PUSH and PULL; with
+//! `nolanes`, PUSH and PULL without lanes.
 //! `attach` joins (or creates) the session, under the explicit shmId (hex, as in object names) if
 //! given, prints `attached` and sleeps until killed (another user's process in the hardening tests).
 
@@ -45,12 +47,13 @@ fn transport(id: &str, session: &str) -> Result<Transport, Box<dyn std::error::E
 }
 
 /// With `pair` among `flags`: a PAIR socket without lanes (records on the socket, with tickets),
-/// else `otherwise`, with lanes where they apply.
+/// else `otherwise`, with lanes where they apply unless `nolanes` is among them too.
 fn socket_type(flags: &[String], otherwise: SocketType) -> (SocketType, bool) {
-    if flags.iter().any(|f| f == "pair") {
+    let has = |f: &str| flags.iter().any(|x| x == f);
+    if has("pair") {
         (SocketType::Pair, false)
     } else {
-        (otherwise, true)
+        (otherwise, !has("nolanes"))
     }
 }
 
@@ -141,6 +144,10 @@ fn recv(a: &[String]) -> Result<(), Box<dyn std::error::Error>> {
         }
         bytes += d.len() as u64;
         n += 1;
+        if n == 1 {
+            println!("first");
+            std::io::stdout().flush()?;
+        }
         if hold {
             held.push(msg);
         }
