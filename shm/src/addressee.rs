@@ -101,13 +101,16 @@ impl Addressee {
         }
     }
 
-    /// A message went to `receiver` (owner mark; 0: not named) with `sent`'s tickets.
+    /// A message went to the named receiver `receiver` (owner mark) with `sent`'s tickets.
     pub(crate) fn handed(&mut self, mgr: &Manager, receiver: u32, sent: Sent) {
+        self.forget_claimed(mgr);
+        self.sent.push_back((receiver, sent));
+    }
+
+    /// Forgets the oldest messages, as long as they were claimed.
+    pub(crate) fn forget_claimed(&mut self, mgr: &Manager) {
         while self.sent.front().is_some_and(|(_, s)| s.tickets().iter().all(|t| !still_out(mgr, t))) {
             self.sent.pop_front();
-        }
-        if receiver != 0 {
-            self.sent.push_back((receiver, sent));
         }
     }
 
@@ -131,6 +134,10 @@ impl Addressee {
         let (gone, kept): (VecDeque<_>, VecDeque<_>) =
             std::mem::take(&mut self.sent).into_iter().partition(|(r, _)| dead(*r));
         self.sent = kept;
+        if !gone.is_empty() {
+            // The receiver named may be the dead one: a death does not move the generation.
+            self.seen = u64::MAX;
+        }
         let mut released = 0;
         for (receiver, s) in gone {
             match reclaim(mgr, s) {

@@ -362,7 +362,8 @@ impl Socket {
         let sent = self.z.send_uncounted(&mut fairmq_zmq::Message::from_slice(buf), deadline.ms_left());
         match (&sent, self.addressee.borrow_mut().as_mut()) {
             (Err(_), _) => self.take_back_parts(parts, issued),
-            (Ok(()), Some(a)) => a.handed(&self.mgr, receiver.0, Sent::of(parts, issued)),
+            (Ok(()), Some(a)) if receiver.0 != 0 => a.handed(&self.mgr, receiver.0, Sent::of(parts, issued)),
+            (Ok(()), Some(a)) => a.forget_claimed(&self.mgr),
             (Ok(()), None) => {}
         }
         sent
@@ -840,7 +841,9 @@ impl Socket {
                 Frame::Block(m) => use_frame(m.data(), Source::Lane),
             };
             match got {
-                Err(e) if withdrawn(&e) => {
+                // Not on REQ and REP: ZeroMQ counted the frame as the request (or reply), and
+                // only a send may follow.
+                Err(e) if withdrawn(&e) && !matches!(self.ty, SocketType::Req | SocketType::Rep) => {
                     if deadline.passed() {
                         return Err(TransferError::Timeout);
                     }
@@ -868,6 +871,23 @@ impl Socket {
             return Err(meta_error(e));
         }
         Ok(out[start..].iter().map(Message::size).sum())
+    }
+
+    /// Whether `frame`'s first record names a ticket that hands nothing over any more (REQ and REP
+    /// receive it still: see `receive_with`).
+    fn taken_back(&self, frame: &[u8]) -> bool {
+        match Record::decode(frame) {
+            Ok((Record::Handed { segment, ticket, nonce }, _))
+                if !matches!(self.ty, SocketType::Req | SocketType::Rep) =>
+            {
+                let gone = self.mgr.segment(segment).is_ok_and(|s| !s.tickets().issued(ticket, nonce));
+                if gone {
+                    log::error!("socket {}: {}", self.id, TicketError::NotIssued(ticket));
+                }
+                gone
+            }
+            _ => false,
+        }
     }
 
     /// A REP notes whose request a frame is (its reply goes there; see `addressee`): the issuer
@@ -963,6 +983,9 @@ impl fairmq_zmq::PollHook for Socket {
                 return true;
             }
             match self.poll_socket() {
+                // A frame whose message was taken back would be skipped by the receive, which then
+                // waits: not input.
+                Ok(Polled::Frame(f)) if self.taken_back(f.data()) => {}
                 Ok(Polled::Frame(f)) => {
                     *self.lanes.stash.borrow_mut() = Some(f);
                     return true;
