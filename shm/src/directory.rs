@@ -14,6 +14,7 @@
 //! | bytes from [`AT`] | content |
 //! |---|---|
 //! | 0..8 | generation: bumped by every change, so a sender looks again only when it moved |
+//! | 8..16 | 1 once a socket could not be listed (full): the directory names nobody any more |
 //! | 64.. | [`ENTRIES`] entries of 4 words: key (0: free), owner mark \| role << 32, socket number, 0 |
 //!
 //! Entries are written and read under the session lock: binds, connects and closes are rare.
@@ -25,6 +26,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 const AT: usize = 576 << 10;
 const ENTRIES: usize = 1024;
 const ENTRY_WORDS: usize = 4;
+const W_GENERATION: usize = AT / 8;
+const W_INCOMPLETE: usize = AT / 8 + 1;
 const FIRST: usize = AT / 8 + 8;
 const _: () = assert!((FIRST + ENTRIES * ENTRY_WORDS) * 8 <= crate::management::MANAGEMENT_SIZE);
 
@@ -88,29 +91,38 @@ fn entry(w: &[AtomicU64], i: usize) -> &[AtomicU64] {
 
 /// The directory's generation: a sender whose last look saw this one need not look again.
 pub(crate) fn generation(m: &Management) -> u64 {
-    words(m)[AT / 8].load(Ordering::Acquire)
+    words(m)[W_GENERATION].load(Ordering::Acquire)
 }
 
 fn bump(lock: &SessionLock<'_>) {
-    words(lock.management())[AT / 8].fetch_add(1, Ordering::AcqRel);
+    words(lock.management())[W_GENERATION].fetch_add(1, Ordering::AcqRel);
 }
 
 /// Records that socket `me` is attached to `at`. Entries of transports `alive` says are gone are
-/// reused. False when the directory is full (the socket's tickets then name no one).
+/// reused. False when the directory is full or its lock cannot be had: the directory is then
+/// incomplete for the rest of the session (a socket missing from it could be at the other end of
+/// any endpoint), and names nobody any more.
 pub(crate) fn register(m: &Management, me: SocketMark, at: Attached, alive: impl Fn(u32) -> bool) -> bool {
-    let Ok(lock) = m.lock() else { return false };
-    let w = words(m);
-    let free = (0..ENTRIES).find(|&i| {
+    let listed = m.lock().is_ok_and(|lock| {
+        let w = words(m);
+        let free = (0..ENTRIES).find(|&i| {
+            let e = entry(w, i);
+            e[0].load(Ordering::Relaxed) == 0 || !alive(e[1].load(Ordering::Relaxed) as u32)
+        });
+        let Some(i) = free else { return false };
         let e = entry(w, i);
-        e[0].load(Ordering::Relaxed) == 0 || !alive(e[1].load(Ordering::Relaxed) as u32)
+        e[1].store(u64::from(me.0) | (at.role as u64) << 32, Ordering::Relaxed);
+        e[2].store(me.1, Ordering::Relaxed);
+        e[0].store(at.key, Ordering::Release);
+        bump(&lock);
+        true
     });
-    let Some(i) = free else { return false };
-    let e = entry(w, i);
-    e[1].store(u64::from(me.0) | (at.role as u64) << 32, Ordering::Relaxed);
-    e[2].store(me.1, Ordering::Relaxed);
-    e[0].store(at.key, Ordering::Release);
-    bump(&lock);
-    true
+    if !listed {
+        let w = words(m);
+        w[W_INCOMPLETE].store(1, Ordering::Release);
+        w[W_GENERATION].fetch_add(1, Ordering::AcqRel);
+    }
+    listed
 }
 
 /// Records that socket `me` of `mgr`'s transport bound (`bound`) or connected to `endpoint`;
@@ -151,6 +163,9 @@ pub(crate) fn counterpart(
     mine: &[Attached],
     alive: impl Fn(u32) -> bool,
 ) -> Option<SocketMark> {
+    if words(m)[W_INCOMPLETE].load(Ordering::Acquire) != 0 {
+        return None;
+    }
     let _lock = m.lock().ok()?;
     let w = words(m);
     let mut found: Option<SocketMark> = None;
@@ -202,9 +217,10 @@ mod tests {
         let (m, hb) = Management::attach(&s.0, "s").unwrap();
         let ep = |e: &str, role| Attached { key: key(e, 1).unwrap(), role };
         let (binder, a, b) = ((1, 10), (2, 20), (3, 30));
+        let all = |_| true;
+        assert!(register(&m, (9, 90), ep("tcp://*:7009", Role::Bind), all));
         let bound = [ep("tcp://*:7000", Role::Bind)];
         let connected = [ep("tcp://127.0.0.1:7000", Role::Connect)];
-        let all = |_| true;
         assert!(register(&m, binder, bound[0], all));
         assert_eq!(counterpart(&m, binder, &bound, all), None, "nobody connected yet");
         let g = generation(&m);
@@ -218,14 +234,24 @@ mod tests {
         unregister(&m, a);
         assert_eq!(counterpart(&m, binder, &bound, all), Some(b));
         assert_eq!(counterpart(&m, b, &[ep("tcp://*:7001", Role::Connect)], all), None, "another port");
-        // A dead transport's entries are reused when the directory is full.
+        // A dead transport's entries are reused; a socket that finds the directory full makes it
+        // name nobody any more (it could be at the other end of any endpoint).
+        let mine = [ep("tcp://*:7009", Role::Connect)];
+        assert_eq!(counterpart(&m, (8, 80), &mine, all), Some((9, 90)));
         for i in 0..ENTRIES as u64 {
-            if !register(&m, (4, 100 + i), connected[0], all) {
-                assert!(i >= ENTRIES as u64 - 3, "full after {i}");
-                assert!(register(&m, (5, 1), bound[0], |o| o != 4), "a dead transport's entry is reused");
+            assert!(register(&m, (4, 100 + i), ep("tcp://*:7100", Role::Bind), |o| o != 9), "entry {i}");
+            if i == 0 {
+                assert_eq!(counterpart(&m, (8, 80), &mine, all), None, "the dead one's entry was reused");
+            }
+            if (0..ENTRIES).all(|k| entry(words(&m), k)[0].load(Ordering::Relaxed) != 0) {
                 break;
             }
         }
+        assert_eq!(counterpart(&m, b, &connected, all), Some(binder));
+        let g = generation(&m);
+        assert!(!register(&m, (5, 1), bound[0], all), "full");
+        assert_ne!(generation(&m), g);
+        assert_eq!(counterpart(&m, b, &connected, all), None, "incomplete: nobody is named");
         assert!(m.detach(hb, false).unwrap().removed);
     }
 }

@@ -30,6 +30,8 @@ pub(crate) const CONNECTED: &[u8] = b"fmqrs-connected-";
 pub(crate) const TOKEN_LEN: usize = 6 + 4 + 8 + 8;
 /// Frames a socket reads at most per look for new peers.
 const LEARN_FRAMES: usize = 1000;
+/// How long taking a message back waits for a peer that claimed its first part to claim the others.
+const PART_CLAIM_WAIT: Duration = Duration::from_millis(200);
 /// How often a socket with peers looks whether their transports still live.
 const CHECK_EVERY: Duration = Duration::from_secs(1);
 
@@ -248,6 +250,14 @@ impl Peers {
         self.keys.push(key.unwrap_or(0));
     }
 
+    /// The socket has connected to `n` endpoints so far, some of which it did not note (an attach
+    /// that failed part-way): they are not named.
+    pub(crate) fn connected_before(&mut self, n: usize) {
+        if self.keys.len() < n {
+            self.keys.resize(n, 0);
+        }
+    }
+
     /// Names the receivers bound at the endpoints this socket connected to, from the session's
     /// directory (see `directory`), when it changed: tickets then name them, so what a killed
     /// sender queued for them is released by them, and what they did not take when they died
@@ -382,6 +392,8 @@ pub(crate) fn reclaim(mgr: &Arc<Manager>, sent: Sent) -> Option<Vec<Message>> {
     };
     let mut tickets = tickets.iter();
     let mut whole = true;
+    // Set once the peer won the first part: until when it may still claim the others.
+    let (mut first_part, mut peer_claims) = (true, None);
     let mut frame = Vec::with_capacity(records.len());
     for rec in records {
         if rec.is_empty() {
@@ -389,12 +401,25 @@ pub(crate) fn reclaim(mgr: &Arc<Manager>, sent: Sent) -> Option<Vec<Message>> {
             continue;
         }
         let t = tickets.next().expect("a ticket per non-empty part");
+        if let Some(until) = peer_claims {
+            // The peer won the first part and claims the others right after it: only what it
+            // left after a moment (it died or stopped between two claims) is taken back.
+            while still_out(mgr, t) && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
         // Only while the ticket is out: a block claimed long ago may be someone else's by now.
         if still_out(mgr, t) {
             mgr.mark_back(&rec);
         }
+        let first = std::mem::replace(&mut first_part, false);
         if !mgr.take_back(t) {
-            whole = false; // the peer took this part
+            // The peer took this part. Its receive claims the parts in order and stops at the
+            // first it does not get, so whoever wins the first part gets the message.
+            if first {
+                peer_claims = Some(Instant::now() + PART_CLAIM_WAIT);
+            }
+            whole = false;
             continue;
         }
         match Message::from_record(mgr, rec) {

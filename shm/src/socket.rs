@@ -227,7 +227,10 @@ impl Socket {
         if fairmq_zmq::split_endpoints(address).any(|ep| ep.method(o.method) == Some(fairmq_zmq::Method::Connect)) {
             self.present_token()?;
         }
-        let attached = self.z.attach(address, o)?;
+        let attached = self.z.attach(address, o).inspect_err(|_| {
+            // Endpoints connected before the one that failed are not named: keys stay in step.
+            self.peers.borrow_mut().connected_before(self.z.endpoint_counts().1 as usize);
+        })?;
         for ep in fairmq_zmq::split_endpoints(&attached) {
             self.enter_in_directory(ep.address, ep.method(o.method) == Some(fairmq_zmq::Method::Bind));
         }
@@ -862,7 +865,10 @@ impl Socket {
             match Message::receive(&self.mgr, r, source) {
                 Ok(m) => out.push(m),
                 Err(e) => {
-                    first_error.get_or_insert(e);
+                    // No further claim: a sender that won this part takes back the others (see
+                    // `peers::reclaim`), and a part claimed here would be lost to both.
+                    first_error = Some(e);
+                    break;
                 }
             }
         }
