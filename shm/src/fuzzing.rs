@@ -329,9 +329,16 @@ pub fn lane_words(data: &[u8]) {
             words[0].store(magic, Relaxed);
         }
         let Ok(r) = Ring::open(&words) else { return };
+        // A dead writer's staged entry, as a reader finishing it reads it.
+        if let Ok(Some(e)) = r.staged() {
+            assert!(e.len <= max_inline(r.capacity()), "a staged entry longer than an entry may be: {e:?}");
+            let mut bytes = Vec::new();
+            r.read(&e, &mut bytes);
+            assert_eq!(bytes.len(), e.len);
+        }
         drain(&r, &mut Vec::new());
         let frame = &data[..data.len().min(max_inline(r.capacity()))];
-        let _ = r.push(KIND_FRAME, frame);
+        let _ = r.push(KIND_FRAME, frame, || {});
         let mut rest = Vec::new();
         if r.take_all(&mut rest).is_ok() {
             assert!(rest.len() as u64 <= r.capacity() / 8, "more entries than the ring holds");
@@ -345,9 +352,9 @@ pub fn lane_words(data: &[u8]) {
     while let Some((&len, rest)) = frames.split_first() {
         let (frame, tail) = rest.split_at((usize::from(len) * 4).min(rest.len()));
         frames = tail;
-        if !fresh.push(KIND_FRAME, frame).expect("sound indices") {
+        if !fresh.push(KIND_FRAME, frame, || {}).expect("sound indices") {
             drain(&fresh, &mut got);
-            assert!(fresh.push(KIND_FRAME, frame).expect("sound indices"), "an empty ring refused a frame");
+            assert!(fresh.push(KIND_FRAME, frame, || {}).expect("sound indices"), "an empty ring refused a frame");
         }
         sent.push(frame.to_vec());
     }
@@ -459,7 +466,7 @@ fn lane_seeds() -> Vec<(&'static str, String, Vec<u8>)> {
         r.force_indices(4000, 4000);
         for (i, frame) in [&b"one"[..], &[7; 100], &[9; 28], &[1; 1000]].into_iter().enumerate() {
             let kind = if i == 2 { KIND_INDIRECT } else { KIND_FRAME };
-            assert!(r.push(kind, frame).expect("a fresh lane"), "the seed frames fit");
+            assert!(r.push(kind, frame, || {}).expect("a fresh lane"), "the seed frames fit");
         }
         damage(&words);
         let mut v = vec![2u8];

@@ -17,6 +17,7 @@
 //! | 3 | reader's owner mark, 0 while unclaimed, [`ORPHANED`] when the writer left first | by CAS |
 //! | 4 | closed bits: [`WRITER_CLOSED`], [`READER_CLOSED`] | each side, once |
 //! | 8 | tail: bytes ever published | writer |
+//! | 9 | staged: end of an entry written past the tail, being published (see [`Ring::push`]) | writer |
 //! | 16 | head: bytes ever consumed | reader |
 //! | 24 | reader asleep (1) | reader sets, writer takes |
 //! | 32 | writer waiting for room (1) | writer sets, reader takes |
@@ -36,6 +37,8 @@ const W_WRITER: usize = 2;
 const W_READER: usize = 3;
 const W_CLOSED: usize = 4;
 const W_TAIL: usize = 8;
+// On the tail's cache line: the reader reads that line anyway.
+const W_STAGED: usize = 9;
 const W_HEAD: usize = 16;
 const W_ASLEEP: usize = 24;
 const W_WAITING: usize = 32;
@@ -220,10 +223,24 @@ impl<'a> Ring<'a> {
         self.indices().map(|(h, t)| h == t)
     }
 
-    /// Writer: appends an entry of `kind` holding `frame`; false when the ring has no room for it.
-    pub fn push(&self, kind: u32, frame: &[u8]) -> Result<bool, LaneError> {
+    /// Writer: appends an entry of `kind` holding `frame`; false when the ring has no room for it
+    /// (then `before_publish` is not called).
+    ///
+    /// The entry is written past the tail and *staged* (its end stored in the staged word), then
+    /// `before_publish` runs (it marks the entry's blocks in flight), then the tail publishes it.
+    /// A writer killed in between leaves a staged entry that the reader finishes (see
+    /// [`Ring::staged`]): published if its blocks were all marked, else released.
+    pub fn push(&self, kind: u32, frame: &[u8], before_publish: impl FnOnce()) -> Result<bool, LaneError> {
+        let Some(end) = self.stage(kind, frame)? else { return Ok(false) };
+        before_publish();
+        self.publish(end);
+        Ok(true)
+    }
+
+    /// Writer: writes an entry past the tail and stages it; its end, or `None` without room.
+    pub(crate) fn stage(&self, kind: u32, frame: &[u8]) -> Result<Option<u64>, LaneError> {
         debug_assert!(frame.len() <= max_inline(self.capacity));
-        let Some((tail, skip, need)) = self.room_for(frame.len())? else { return Ok(false) };
+        let Some((tail, skip, need)) = self.room_for(frame.len())? else { return Ok(None) };
         let mut at = tail;
         if skip > 0 {
             self.ring_word(at).store(u64::from(KIND_SKIP) << 32, Ordering::Relaxed);
@@ -235,8 +252,36 @@ impl<'a> Ring<'a> {
             b[..chunk.len()].copy_from_slice(chunk);
             self.ring_word(at + 8 + i as u64 * 8).store(u64::from_le_bytes(b), Ordering::Relaxed);
         }
-        self.word(W_TAIL).store(at + need, Ordering::Release);
-        Ok(true)
+        self.word(W_STAGED).store(at + need, Ordering::Release);
+        Ok(Some(at + need))
+    }
+
+    /// Publishes everything up to `end` (a staged entry's end).
+    pub(crate) fn publish(&self, end: u64) {
+        self.word(W_TAIL).store(end, Ordering::Release);
+    }
+
+    /// Reader, once the writer died: publishes the entry it staged (from [`Ring::staged`]).
+    pub(crate) fn publish_staged(&self, e: &Entry) {
+        self.publish(e.next);
+    }
+
+    /// Reader, once the writer died: the entry it staged and never published, if any (checked
+    /// like any entry).
+    pub fn staged(&self) -> Result<Option<Entry>, LaneError> {
+        let (head, tail) = self.indices()?;
+        let staged = self.word(W_STAGED).load(Ordering::Acquire);
+        if staged <= tail {
+            return Ok(None);
+        }
+        let bad = LaneError::Indices { head, tail: staged, capacity: self.capacity };
+        if staged % 8 != 0 || staged - head > self.capacity || staged > MAX_INDEX {
+            return Err(bad);
+        }
+        match self.entry_between(tail, staged)? {
+            Some(e) if e.next == staged => Ok(Some(e)),
+            _ => Err(bad),
+        }
     }
 
     /// Writer, after publishing: whether the reader went to sleep and must be woken (the writer that
@@ -250,7 +295,12 @@ impl<'a> Ring<'a> {
 
     /// Reader: the next entry, if any, skipping filler. The entry's bytes stay valid until `consume`.
     pub fn peek(&self) -> Result<Option<Entry>, LaneError> {
-        let (mut head, tail) = self.indices()?;
+        let (head, tail) = self.indices()?;
+        self.entry_between(head, tail)
+    }
+
+    /// The first entry from `head` on, skipping filler, that ends by `tail`.
+    fn entry_between(&self, mut head: u64, tail: u64) -> Result<Option<Entry>, LaneError> {
         loop {
             if head == tail {
                 return Ok(None);
@@ -412,7 +462,7 @@ mod tests {
         let mut next_out = 0u32;
         for round in 0..2000u32 {
             let len = (round as usize * 13) % 300 + 1;
-            while writer.push(KIND_FRAME, &vec![next_in as u8; len]).unwrap() {
+            while writer.push(KIND_FRAME, &vec![next_in as u8; len], || {}).unwrap() {
                 next_in += 1;
                 if next_in % 3 == 0 {
                     break;
@@ -434,7 +484,7 @@ mod tests {
         let r = Ring::init(&w, MIN_CAPACITY, 1);
         let frame = [5u8; 28];
         let mut n = 0;
-        while r.push(KIND_FRAME, &frame).unwrap() {
+        while r.push(KIND_FRAME, &frame, || {}).unwrap() {
             n += 1;
         }
         assert_eq!(n, MIN_CAPACITY / 40);
@@ -452,7 +502,7 @@ mod tests {
         assert_eq!(r.wait_for_room().unwrap(), None, "no sleep while the ring is below the mark");
         while take(&r).is_some() {}
         assert_eq!(futex_value(&r), 1, "one wake per wait");
-        assert!(r.push(KIND_FRAME, &frame).unwrap());
+        assert!(r.push(KIND_FRAME, &frame, || {}).unwrap());
     }
 
     fn futex_value(r: &Ring<'_>) -> u32 {
@@ -464,9 +514,9 @@ mod tests {
         let w = words(MIN_CAPACITY);
         let r = Ring::init(&w, MIN_CAPACITY, 1);
         assert!(r.sleep().unwrap());
-        r.push(KIND_FRAME, b"x").unwrap();
+        r.push(KIND_FRAME, b"x", || {}).unwrap();
         assert!(r.reader_needs_wake());
-        r.push(KIND_FRAME, b"y").unwrap();
+        r.push(KIND_FRAME, b"y", || {}).unwrap();
         assert!(!r.reader_needs_wake());
         assert!(!r.sleep().unwrap(), "data waiting: no sleep");
     }
@@ -475,11 +525,11 @@ mod tests {
     fn corrupt_words_are_errors_not_panics() {
         let w = words(MIN_CAPACITY);
         let r = Ring::init(&w, MIN_CAPACITY, 1);
-        r.push(KIND_FRAME, b"hello").unwrap();
+        r.push(KIND_FRAME, b"hello", || {}).unwrap();
         w[W_TAIL].store(MIN_CAPACITY * 3, Ordering::Relaxed);
         assert!(matches!(r.peek(), Err(LaneError::Indices { .. })));
         r.force_indices(u64::MAX - 7, u64::MAX - 7);
-        assert!(matches!(r.push(KIND_FRAME, b"x"), Err(LaneError::Indices { .. })), "indices near the end");
+        assert!(matches!(r.push(KIND_FRAME, b"x", || {}), Err(LaneError::Indices { .. })), "indices near the end");
         r.force_indices(0, 0);
         w[W_TAIL].store(16, Ordering::Relaxed);
         w[HEADER_WORDS].store(u64::from(u32::MAX) | 1 << 32, Ordering::Relaxed);

@@ -177,6 +177,84 @@ fn release_entries(mgr: &Arc<Manager>, entries: impl IntoIterator<Item = Taken>)
     dropped
 }
 
+/// How a block named in a dead writer's staged entry is held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Held {
+    /// Not a block (a region piece, an empty part): nothing to mark.
+    NoBlock,
+    /// Marked in flight: the writer handed it over.
+    InFlight,
+    /// Shared: no holder is named, nobody frees it by a mark.
+    Shared,
+    /// Still its writer's, or freed since, or not a block at all: not to be handed on.
+    Otherwise,
+}
+
+fn held(mgr: &Manager, rec: &Record) -> Held {
+    let Record::Block { segment, offset, delta, size, slot } = *rec else {
+        return if matches!(rec, Record::Handed { .. }) { Held::Otherwise } else { Held::NoBlock };
+    };
+    let Ok(seg) = mgr.segment(segment) else { return Held::Otherwise };
+    if seg.check_block(offset, delta, size, slot).is_err() {
+        return Held::Otherwise;
+    }
+    let v = seg.rc(offset, slot).load(std::sync::atomic::Ordering::Acquire);
+    match ((v >> 32) as u32, v as u32) {
+        (crate::slots::IN_FLIGHT, 1) => Held::InFlight,
+        (crate::slots::SHARED, n) if n > 0 => Held::Shared,
+        _ => Held::Otherwise,
+    }
+}
+
+/// Finishes the entry a dead writer staged and never published (see `Ring::push`). When it had
+/// marked every block of it in flight, the entry is published and read like any other (true);
+/// when it was killed before or while marking, what it marked is released here and the rest,
+/// still marked its own, is freed by the sweep of the dead.
+fn finish_staged(mgr: &Arc<Manager>, ring: &Ring<'_>) -> bool {
+    let e = match ring.staged() {
+        Ok(Some(e)) => e,
+        Ok(None) => return false,
+        Err(err) => {
+            log::error!("a dead writer's staged lane entry: {err}");
+            return false;
+        }
+    };
+    let mut entry = Vec::new();
+    ring.read(&e, &mut entry);
+    let mut records = Vec::new();
+    if meta::decode(&entry, &mut records).is_err() {
+        return false;
+    }
+    let mut parts = Vec::new();
+    if e.kind == KIND_INDIRECT {
+        // The block holding the frame is marked before the parts: not in flight, nothing is.
+        let [holder] = records[..] else { return false };
+        if held(mgr, &holder) != Held::InFlight {
+            return false;
+        }
+        let Ok(mut h) = Message::from_record(mgr, holder) else { return false };
+        let read = meta::decode(h.data(), &mut parts);
+        h.hand_over(); // only read: its reference stays in flight
+        if read.is_err() {
+            return false;
+        }
+    } else {
+        parts.clone_from(&records);
+    }
+    if parts.iter().all(|r| held(mgr, r) != Held::Otherwise) {
+        ring.publish_staged(&e);
+        return true;
+    }
+    let marked = parts.iter().chain(if e.kind == KIND_INDIRECT { &records[..] } else { &[] });
+    for r in marked.filter(|r| held(mgr, r) == Held::InFlight) {
+        mgr.remark(r, crate::slots::IN_FLIGHT, mgr.owner());
+        if let Ok(m) = Message::from_record(mgr, *r) {
+            drop(m);
+        }
+    }
+    false
+}
+
 /// Looks at `ready` until it holds (true) or `SPIN` passed (false).
 fn spin_until(mut ready: impl FnMut() -> bool) -> bool {
     let until = Instant::now() + SPIN;
@@ -233,21 +311,30 @@ enum Wait {
 
 impl Writer {
     /// Sends `frame` through the lane (offering a new one first if needed). On error nothing of
-    /// `frame` was sent; on success its records belong to the reader.
+    /// `frame` was sent (and `mark` was not called); on success its records belong to the reader.
+    /// `mark` marks the frame's blocks in flight: it runs only once the entry is staged in the
+    /// ring (see `Ring::push`), never while a send waits for room, so that a writer killed at any
+    /// moment leaves blocks a ring entry, its own mark or a staged entry accounts for.
     pub(crate) fn send(
         &mut self,
         mgr: &Arc<Manager>,
         link: &dyn Link,
         frame: &[u8],
         deadline: Deadline,
+        mark: &dyn Fn(),
     ) -> Result<(), TransferError> {
         if self.capacity == 0 {
             self.capacity = capacity_for(link.send_queue(), mgr.own().size());
         }
         let mut holder = indirect(mgr, frame, self.capacity)?;
-        if let Some((h, _)) = &holder {
-            h.mark_in_flight(true);
-        }
+        // A frame too large for the ring travels in a block of its own: marked first, so a reader
+        // finishing a staged entry can read it (a block its dead writer still marks may be freed).
+        let mark_all = || {
+            if let Some((h, _)) = &holder {
+                h.mark_in_flight(true);
+            }
+            mark();
+        };
         let (kind, entry) = match &holder {
             Some((_, e)) => (KIND_INDIRECT, e.as_slice()),
             None => (KIND_FRAME, frame),
@@ -270,7 +357,7 @@ impl Writer {
             let l = self.lane.as_ref().expect("a lane is there");
             let ring = l.ring();
             self.reoffer_if_unclaimed(mgr, l, &ring, link);
-            if let Wait::ReaderGone = self.push(mgr, link, l, &ring, kind, entry, deadline)? {
+            if let Wait::ReaderGone = self.push(mgr, link, l, &ring, kind, entry, deadline, &mark_all)? {
                 self.retire(mgr, true);
                 continue;
             }
@@ -346,7 +433,8 @@ impl Writer {
         let l = self.lane.as_ref().expect("a lane was offered");
         let ring = l.ring();
         while let Some((kind, frame)) = self.resend.pop_front() {
-            match self.push(mgr, link, l, &ring, kind, &frame, deadline) {
+            // Taken back from a lane whose reader left: their blocks are in flight already.
+            match self.push(mgr, link, l, &ring, kind, &frame, deadline, &|| {}) {
                 Ok(Wait::Room) => {}
                 other => {
                     self.resend.push_front((kind, frame));
@@ -368,10 +456,11 @@ impl Writer {
         kind: u32,
         entry: &[u8],
         deadline: Deadline,
+        mark: &dyn Fn(),
     ) -> Result<Wait, TransferError> {
         let lane_error = |source: LaneError| ShmError::Lane { socket: "(writer)".into(), source };
         loop {
-            if ring.push(kind, entry).map_err(lane_error)? {
+            if ring.push(kind, entry, mark).map_err(lane_error)? {
                 return Ok(Wait::Room);
             }
             if mgr.interrupted() {
@@ -601,6 +690,9 @@ impl Readers {
             }
             let closed = ring.closed() & WRITER_CLOSED != 0;
             let dead = !closed && check_alive && !mgr.owner_alive(ring.writer());
+            if dead && finish_staged(mgr, &ring) {
+                return true; // read like any other entry; the lane goes once empty
+            }
             if closed || dead {
                 ring.close(READER_CLOSED);
             }
@@ -618,6 +710,9 @@ impl Readers {
             let ring = l.ring();
             let before = ring.close(READER_CLOSED);
             let dead = before & WRITER_CLOSED == 0 && !mgr.owner_alive(ring.writer());
+            if dead {
+                finish_staged(mgr, &ring);
+            }
             if before & WRITER_CLOSED != 0 || dead {
                 let mut left = Vec::new();
                 let _ = ring.take_all(&mut left);
@@ -635,6 +730,59 @@ impl Readers {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The count word of the block `rec` names.
+    fn count_word(mgr: &Manager, rec: Record) -> u64 {
+        let Record::Block { offset, slot, .. } = rec else { panic!("a block") };
+        mgr.own().rc(offset, slot).load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// A writer killed between staging an entry and publishing it (issue 17 item 3): once it had
+    /// marked every block in flight, the reader publishes the entry and it is read like any other;
+    /// killed while marking, what it marked is released and what it still marks its own is left
+    /// to the sweep of the dead. Before, the blocks were marked in flight before the writer waited
+    /// for room, and a writer killed then left them allocated until the session ended.
+    #[test]
+    fn a_dead_writers_staged_entry_is_published_when_marked_else_released() {
+        let mut c = crate::config::ShmConfig::new("reader", &format!("lanes-staged-{}", std::process::id()));
+        c.segment_size = 8 << 20;
+        let _scratch = crate::scratch::Scratch::of_shm_id(&c.resolved_shm_id());
+        let mgr = Arc::new(Manager::new(&c, Arc::new(fairmq_zmq::Interrupter::new().unwrap())).unwrap());
+        let lane = Message::allocate(mgr.clone(), lane::block_bytes(lane::MIN_CAPACITY) as usize, 8).unwrap();
+        let ring = Ring::init(lane.words().unwrap(), lane::MIN_CAPACITY, 77);
+        let stage = |parts: &[&Message]| {
+            let mut frame = Vec::new();
+            meta::encode_parts(parts.iter().map(|m| m.record()), 0, &mut frame);
+            ring.stage(KIND_FRAME, &frame).unwrap().expect("room");
+            parts.iter().map(|m| m.record()).collect::<Vec<_>>()
+        };
+        let mut sent = [0, 1].map(|_| Message::allocate(mgr.clone(), 100, 0).unwrap());
+        let recs = stage(&[&sent[0], &sent[1]]);
+        sent.iter_mut().for_each(|m| {
+            m.mark_in_flight(true);
+            m.hand_over();
+        });
+        assert!(finish_staged(&mgr, &ring), "every block marked: published");
+        let e = ring.peek().unwrap().expect("an entry to read");
+        let mut got = Vec::new();
+        ring.read(&e, &mut got);
+        let mut read = Vec::new();
+        meta::decode(&got, &mut read).unwrap();
+        assert_eq!(read, recs);
+        ring.consume(&e);
+        release_entries(&mgr, [(KIND_FRAME, got)]);
+        // Killed while marking: the first part marked, the second still the writer's.
+        let mut half = [0, 1].map(|_| Message::allocate(mgr.clone(), 100, 0).unwrap());
+        let recs = stage(&[&half[0], &half[1]]);
+        half[0].mark_in_flight(true);
+        half[1].mark_held(77);
+        half.iter_mut().for_each(Message::hand_over);
+        assert!(!finish_staged(&mgr, &ring), "not every block marked: not published");
+        assert!(ring.peek().unwrap().is_none());
+        assert_eq!(count_word(&mgr, recs[0]) as u32, 0, "what it marked in flight was released");
+        assert_eq!(count_word(&mgr, recs[1]), 77 << 32 | 1, "what it still held is the sweep's");
+        assert!(!finish_staged(&mgr, &ring), "a second look releases nothing more");
+    }
 
     #[test]
     fn a_lane_holds_what_the_send_queue_would() {

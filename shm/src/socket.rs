@@ -332,12 +332,13 @@ impl Socket {
         let min = self.mgr.config().metadata_msg_size;
         let deadline = Deadline::new(timeout_ms);
         if self.uses_lane() {
-            // Lane entries have no tickets: the lane accounts for them once pushed.
-            parts.iter().for_each(|p| p.mark_in_flight(true));
+            // Lane entries have no tickets: the lane accounts for them once staged (the blocks
+            // are marked in flight then, see `Writer::send`).
             let sent = {
                 let (buf, _) = &mut *self.scratch.borrow_mut();
                 meta::encode_parts(parts.iter().map(Message::record), min, buf);
-                self.lanes.writer.borrow_mut().send(&self.mgr, self, buf, deadline)
+                let mark = || parts.iter().for_each(|p| p.mark_in_flight(true));
+                self.lanes.writer.borrow_mut().send(&self.mgr, self, buf, deadline, &mark)
             };
             if sent.is_err() {
                 parts.iter().for_each(|p| p.mark_in_flight(false));

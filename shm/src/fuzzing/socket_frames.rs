@@ -522,8 +522,8 @@ impl<'a> Run<'a> {
         let (mut msgs, parts) = self.messages(spec);
         let mut frame = Vec::new();
         meta::encode_parts(msgs.iter().map(Message::record), 0, &mut frame);
-        msgs.iter().for_each(|m| m.mark_in_flight(true));
-        let sent = self.writer.send(&self.fx.mgr, &self.link, &frame, Deadline::Now);
+        let mark = || msgs.iter().for_each(|m| m.mark_in_flight(true));
+        let sent = self.writer.send(&self.fx.mgr, &self.link, &frame, Deadline::Now, &mark);
         if let Err(e) = sent {
             // An input's frames fill a fraction of the ring, and the segment has room.
             panic!("the lane writer refused a frame: {e}");
