@@ -181,6 +181,13 @@ cmake --build "$work/compat-build" > "$work/compat-build.log"
 test -x "$work/compat-build/compat-sink"
 c++ $(pkg-config --cflags fairmq) -Wall -Wextra -Werror "$ex/compat/sink.cxx" -o "$work/compat-sink-pc" \
   $(pkg-config --libs fairmq)
+# fair::mq::pmr: a container built in a transport's memory resource is sent without a copy.
+c++ -std=c++17 $(pkg-config --cflags fairmq) -Wall -Wextra -Werror "$ex/compat/pmr.cxx" -o "$work/compat-pmr" \
+  $(pkg-config --libs fairmq)
+for t in zeromq shmem; do
+  "$work/compat-pmr" $t "$session-pmr-$t" > "$work/compat-pmr-$t.log" 2>&1 || { cat "$work/compat-pmr-$t.log"; exit 1; }
+  expect "$work/compat-pmr-$t.log" "pmr ok"
+done
 for t in zeromq shmem; do
   a="ipc://$work/compat-$t"
   "$work/compat-sink-pc" --id sink1 $common --transport $t --text "a FairMQ project" --max-iterations 40 \

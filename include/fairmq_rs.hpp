@@ -3,8 +3,8 @@
 // Porting a C++ FairMQ device is mostly a change of includes:
 //   #include <fairmq/Device.h>     ->  #include <fairmq_rs.hpp>
 //   #include <fairmq/runDevice.h>  ->  #include <fairmq_rs_run_device.hpp>
-// The subset of boost::program_options that addCustomOptions uses is provided, so that
-// `options.add_options()("name", bpo::value<int>()->default_value(1), "help")` keeps working.
+// (or none at all, through the compatibility headers: see the README). addCustomOptions takes
+// Boost.ProgramOptions' own options_description.
 //
 // Thread safety follows the C ABI: transports and regions are thread-safe, everything else is used
 // by one thread at a time; a device's hooks all run on its state-loop thread. Region callbacks and
@@ -26,6 +26,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <memory_resource>
 #include <mutex>
 #include <optional>
 #include <regex>
@@ -87,6 +88,13 @@ class Message;
 using MessagePtr = std::unique_ptr<Message>;
 class UnmanagedRegion;
 using UnmanagedRegionPtr = std::unique_ptr<UnmanagedRegion>;
+class ChannelResource;
+
+/// The alignment a message's data must have (FairMQ's `fair::mq::Alignment`; 0: none asked).
+struct Alignment {
+    size_t alignment;
+    explicit operator size_t() const { return alignment; }
+};
 
 /// FairMQ's free function of a user buffer: ffn(data, hint).
 using fairmq_free_fn = void(void* data, void* hint);
@@ -189,7 +197,10 @@ class TransportFactory {
         for (auto& o : options) argv.push_back(o.c_str());
         fmq_transport* t = nullptr;
         detail::check(fmq_transport_new(kind.c_str(), id.c_str(), static_cast<int32_t>(argv.size()), argv.data(), &t), "fmq_transport_new");
-        fOwned = std::shared_ptr<fmq_transport>(t, fmq_transport_free);
+        fOwned = std::shared_ptr<fmq_transport>(t, [](fmq_transport* gone) {
+            ForgetMemoryResource(gone); // a later transport may get the same address
+            fmq_transport_free(gone);
+        });
         fRaw = t;
     }
     explicit TransportFactory(const fmq_transport* borrowed) : fRaw(borrowed) {}
@@ -198,6 +209,18 @@ class TransportFactory {
     void Resume() const { detail::check(fmq_transport_resume(fRaw), "Resume"); }
 
     MessagePtr CreateMessage(size_t size = 0) const;
+    MessagePtr CreateMessage(size_t size, Alignment alignment) const;
+    /// FairMQ's memory resource of this transport (`fair::mq::pmr`): what it allocates are
+    /// messages, so a container built in it is sent without a copy (see ChannelResource). One per
+    /// transport, however many TransportFactory objects name it.
+    ChannelResource* GetMemoryResource() const;
+    operator ChannelResource*() const { return GetMemoryResource(); }
+    /// FairMQ's factory: a transport of `type` ("zeromq" or "shmem") with its default options.
+    static std::shared_ptr<TransportFactory> CreateTransportFactory(const std::string& type, const std::string& id = "",
+                                                                    const void* /*config*/ = nullptr)
+    {
+        return std::make_shared<TransportFactory>(type, id.empty() ? "transport" : id);
+    }
     template<typename T>
     MessagePtr NewSimpleMessage(const T& v) const;
     template<std::size_t N>
@@ -240,6 +263,7 @@ class TransportFactory {
     }
 
   private:
+    static void ForgetMemoryResource(const fmq_transport* t);
     std::shared_ptr<fmq_transport> fOwned;
     const fmq_transport* fRaw = nullptr;
 };
@@ -412,6 +436,117 @@ inline MessagePtr NewMessage(const fmq_transport* t, const UnmanagedRegionPtr& r
 }
 
 inline MessagePtr TransportFactory::CreateMessage(size_t size) const { return NewMessage(fRaw, size); }
+inline MessagePtr TransportFactory::CreateMessage(size_t size, Alignment alignment) const
+{
+    fmq_message* m = nullptr;
+    detail::check(fmq_message_new_aligned(fRaw, size, static_cast<size_t>(alignment), &m), "NewMessage(aligned)");
+    return std::make_unique<Message>(m, true);
+}
+
+using byte = unsigned char;
+namespace pmr = std::pmr;
+
+/// FairMQ's memory resource interface: allocations that are messages.
+class MemoryResource : public pmr::memory_resource {
+  public:
+    /// The message whose data starts at `p` (taken out of the resource), or null if none does.
+    virtual MessagePtr getMessage(void* p) = 0;
+    /// Keeps `message` until its data is asked for; returns where its data starts.
+    virtual void* setMessage(MessagePtr message) = 0;
+    virtual TransportFactory* getTransportFactory() noexcept = 0;
+    virtual size_t getNumberOfMessages() const noexcept = 0;
+};
+
+/// A transport's memory resource: every allocation is a new message of the transport, kept until
+/// `getMessage` takes it out (to be sent) or the container deallocates it.
+class ChannelResource : public MemoryResource {
+  public:
+    ChannelResource() = delete;
+    explicit ChannelResource(TransportFactory* factory) : fFactory(factory)
+    {
+        if (!factory) throw std::runtime_error("Tried to construct from a nullptr fair::mq::TransportFactory");
+    }
+    MessagePtr getMessage(void* p) override
+    {
+        std::lock_guard<std::mutex> lock(fMutex);
+        auto it = fMessages.find(p);
+        if (it == fMessages.end()) return nullptr;
+        MessagePtr m = std::move(it->second);
+        fMessages.erase(it);
+        return m;
+    }
+    void* setMessage(MessagePtr message) override
+    {
+        void* at = message->GetData();
+        std::lock_guard<std::mutex> lock(fMutex);
+        fMessages[at] = std::move(message);
+        return at;
+    }
+    TransportFactory* getTransportFactory() noexcept override { return fFactory; }
+    size_t getNumberOfMessages() const noexcept override
+    {
+        std::lock_guard<std::mutex> lock(fMutex);
+        return fMessages.size();
+    }
+
+  protected:
+    void* do_allocate(std::size_t bytes, std::size_t alignment) override
+    {
+        return setMessage(fFactory->CreateMessage(bytes, Alignment{alignment}));
+    }
+    void do_deallocate(void* p, std::size_t /*bytes*/, std::size_t /*alignment*/) override
+    {
+        std::lock_guard<std::mutex> lock(fMutex);
+        fMessages.erase(p);
+    }
+    bool do_is_equal(const pmr::memory_resource& other) const noexcept override { return this == &other; }
+
+  private:
+    TransportFactory* fFactory;
+    mutable std::mutex fMutex;
+    std::map<void*, MessagePtr> fMessages;
+};
+
+namespace detail {
+/// The memory resource of each transport (by its handle), made on first use.
+struct MemoryResources {
+    std::mutex mutex;
+    std::map<const fmq_transport*, std::pair<std::unique_ptr<TransportFactory>, std::unique_ptr<ChannelResource>>> of;
+};
+inline MemoryResources& TransportResources()
+{
+    static MemoryResources r;
+    return r;
+}
+} // namespace detail
+
+inline void TransportFactory::ForgetMemoryResource(const fmq_transport* t)
+{
+    std::unique_ptr<TransportFactory> f;
+    std::unique_ptr<ChannelResource> r;
+    {
+        auto& all = detail::TransportResources();
+        std::lock_guard<std::mutex> lock(all.mutex);
+        auto it = all.of.find(t);
+        if (it == all.of.end()) return;
+        f = std::move(it->second.first);
+        r = std::move(it->second.second);
+        all.of.erase(it);
+    }
+    // Messages the resource still held go before their transport (outside the lock).
+}
+
+inline ChannelResource* TransportFactory::GetMemoryResource() const
+{
+    auto& r = detail::TransportResources();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    auto& entry = r.of[fRaw];
+    if (!entry.second) {
+        entry.first = std::make_unique<TransportFactory>(fRaw);
+        entry.second = std::make_unique<ChannelResource>(entry.first.get());
+    }
+    return entry.second.get();
+}
 template<typename T>
 inline MessagePtr TransportFactory::NewSimpleMessage(const T& v) const
 {
