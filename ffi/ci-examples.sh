@@ -193,13 +193,14 @@ for t in zeromq shmem; do
   "$work/compat-sink-pc" --id sink1 $common --transport $t --text "a FairMQ project" --max-iterations 40 \
     --channel-config "name=data,type=pull,method=bind,address=$a,rateLogging=0" > "$work/compat-sink-$t.log" & sink=$!
   "$work/compat-build/compat-sampler" --flag --id sampler1 $common --transport $t --text "a FairMQ project" \
-    --max-iterations 40 --msg-rate 2000 \
+    --max-iterations 40 --msg-rate 2000 --tags "a b" c --tags d \
     --channel-config "name=data,type=push,method=connect,address=$a,rateLogging=0,linger=2000" \
     > "$work/compat-sampler-$t.log"
   wait $sink
   expect "$work/compat-sampler-$t.log" "compat sampler sent 40 messages in"
   expect "$work/compat-sampler-$t.log" "getDevice: text is 'a FairMQ project'"
   expect "$work/compat-sampler-$t.log" "compat config checks passed"
+  expect "$work/compat-sampler-$t.log" "compat vector option: <a b><c><d>"
   expect "$work/compat-sink-$t.log" "compat sink received 40 messages, 40 right"
   expect "$work/compat-sink-$t.log" "compat sink peers at the first message: 1 (channel says 1)"
   expect "$work/compat-sink-$t.log" \

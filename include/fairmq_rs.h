@@ -407,6 +407,12 @@ typedef void (*fmq_state_callback)(int32_t state, void *user);
 #define FMQ_OPTION_FLAG 5
 
 /**
+ * Option type: a list of texts (Boost's `value<std::vector<T>>()`): several tokens, and the option
+ * may repeat; its default and its property text hold one item per line.
+ */
+#define FMQ_OPTION_STRINGS 6
+
+/**
  * Added to an option's type: the option must be given (Boost's `required()`).
  */
 #define FMQ_OPTION_REQUIRED 256
@@ -626,6 +632,20 @@ fmq_result fmq_config_property(const fmq_config *cfg,
                                char *buf,
                                size_t len,
                                size_t *written);
+
+/**
+ * Property `key` as `fmq_config_property` copies it, but a list (a `FMQ_OPTION_STRINGS` option,
+ * `--channel-config`) as one item per line, so items holding ", " stay whole (for
+ * `GetProperty<std::vector<T>>`).
+ *
+ * # Safety
+ * As for `fmq_config_property`.
+ */
+fmq_result fmq_config_property_lines(const fmq_config *cfg,
+                                     const char *key,
+                                     char *buf,
+                                     size_t len,
+                                     size_t *written);
 
 /**
  * Whether the configuration has `key`: 1 or 0 (FairMQ's `Count`); 0 for bad arguments.

@@ -974,14 +974,51 @@ inline std::string ProgOptions::GetProperty<std::string>(const std::string& key)
 {
     return Text(key);
 }
+namespace detail {
+template<typename T>
+struct IsVector : std::false_type {};
+template<typename T>
+struct IsVector<std::vector<T>> : std::true_type {};
+
+/// A property's text read as a T (a vector: one item per line).
+template<typename T>
+struct FromText {
+    static T Read(const std::string& text, const std::string& key)
+    {
+        std::istringstream in(text);
+        T v{};
+        in >> std::boolalpha >> v;
+        if (in.fail()) throw Error("property '" + key + "' has no value of the requested type");
+        return v;
+    }
+};
+template<>
+struct FromText<std::string> {
+    static std::string Read(const std::string& text, const std::string&) { return text; }
+};
+template<typename T>
+struct FromText<std::vector<T>> {
+    static std::vector<T> Read(const std::string& text, const std::string& key)
+    {
+        std::vector<T> items;
+        std::istringstream lines(text);
+        for (std::string line; std::getline(lines, line);) items.push_back(FromText<T>::Read(line, key));
+        return items;
+    }
+};
+} // namespace detail
+
 template<typename T>
 inline T ProgOptions::GetProperty(const std::string& key) const
 {
-    std::istringstream in(Text(key));
-    T v{};
-    in >> std::boolalpha >> v;
-    if (in.fail()) throw Error("property '" + key + "' has no value of the requested type");
-    return v;
+    if constexpr (detail::IsVector<T>::value) {
+        const fmq_config* c = Cfg();
+        return detail::FromText<T>::Read(
+            detail::read_text([&](char* b, size_t l, size_t* n) { return fmq_config_property_lines(c, key.c_str(), b, l, n); }),
+            key);
+    } else {
+        return detail::FromText<T>::Read(Text(key), key);
+    }
 }
 
 /// Log lines through the fairmq-rs logger: LOG(info) << "text";

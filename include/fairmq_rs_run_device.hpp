@@ -78,8 +78,32 @@ bool OfType(const boost::program_options::value_semantic& v, CustomOption& out)
     return true;
 }
 
+/// Whether `v` is a Boost value of std::vector<T>; if so, fills `out` as a list of texts (the
+/// default, if there is one, one item per line).
+template<typename T>
+bool OfVector(const boost::program_options::value_semantic& v, CustomOption& out)
+{
+    auto* typed = dynamic_cast<const boost::program_options::typed_value<std::vector<T>>*>(&v);
+    if (!typed) return false;
+    out.type = FMQ_OPTION_STRINGS;
+    boost::any d;
+    if (typed->apply_default(d)) {
+        std::ostringstream text;
+        if (std::is_floating_point<T>::value) text.precision(std::numeric_limits<T>::max_digits10);
+        const char* sep = "";
+        for (const T& item : boost::any_cast<std::vector<T>>(d)) {
+            text << sep << std::boolalpha << item;
+            sep = "\n";
+        }
+        out.default_text = text.str();
+        out.has_default = true;
+    }
+    return true;
+}
+
 /// `o` as fairmq-rs declares it: the value's C++ type gives the option's type (text, bool,
-/// integers, floating point); an option that takes no value (a switch, bool_switch()) is a flag.
+/// integers, floating point, and vectors of them); an option that takes no value (a switch,
+/// bool_switch()) is a flag.
 inline CustomOption ToCustom(const boost::program_options::option_description& o)
 {
     CustomOption c;
@@ -95,9 +119,13 @@ inline CustomOption ToCustom(const boost::program_options::option_description& o
     const bool known = OfType<std::string>(v, c) || OfType<bool>(v, c) || OfType<int>(v, c) || OfType<short>(v, c) ||
                        OfType<long>(v, c) || OfType<long long>(v, c) || OfType<unsigned>(v, c) ||
                        OfType<unsigned short>(v, c) || OfType<unsigned long>(v, c) || OfType<unsigned long long>(v, c) ||
-                       OfType<float>(v, c) || OfType<double>(v, c);
+                       OfType<float>(v, c) || OfType<double>(v, c) || OfVector<std::string>(v, c) ||
+                       OfVector<int>(v, c) || OfVector<long>(v, c) || OfVector<long long>(v, c) ||
+                       OfVector<unsigned>(v, c) || OfVector<unsigned long>(v, c) ||
+                       OfVector<unsigned long long>(v, c) || OfVector<float>(v, c) || OfVector<double>(v, c);
     if (!known) {
-        throw Error("custom option '--" + c.name + "': its value type is none that fairmq-rs reads (text, bool, integers, floating point)");
+        throw Error("custom option '--" + c.name +
+                    "': its value type is none that fairmq-rs reads (text, bool, integers, floating point, vectors of them)");
     }
     if (v.is_required()) c.type |= FMQ_OPTION_REQUIRED;
     return c;

@@ -72,6 +72,34 @@ pub unsafe extern "C" fn fmq_config_property(
     })
 }
 
+/// Property `key` as `fmq_config_property` copies it, but a list (a `FMQ_OPTION_STRINGS` option,
+/// `--channel-config`) as one item per line, so items holding ", " stay whole (for
+/// `GetProperty<std::vector<T>>`).
+///
+/// # Safety
+/// As for `fmq_config_property`.
+#[no_mangle]
+pub unsafe extern "C" fn fmq_config_property_lines(
+    cfg: *const fmq_config,
+    key: *const c_char,
+    buf: *mut c_char,
+    len: usize,
+    written: *mut usize,
+) -> fmq_result {
+    with_config(cfg, |c| {
+        // SAFETY: contract as documented.
+        let key = match unsafe { str_arg(key) } {
+            Ok(k) => k,
+            Err(e) => return e,
+        };
+        match c.value(key) {
+            // SAFETY: contract as documented.
+            Some(v) => unsafe { copy_out(&typed_text(&v).1, buf, len, written) },
+            None => fail(FMQ_ERROR_NOT_FOUND, format!("no property '{key}'")),
+        }
+    })
+}
+
 /// Whether the configuration has `key`: 1 or 0 (FairMQ's `Count`); 0 for bad arguments.
 ///
 /// # Safety

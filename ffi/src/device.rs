@@ -139,6 +139,9 @@ pub const FMQ_OPTION_FLOAT: fmq_option_type = 3;
 pub const FMQ_OPTION_BOOL: fmq_option_type = 4;
 /// Option type: a switch that takes no value (given: true).
 pub const FMQ_OPTION_FLAG: fmq_option_type = 5;
+/// Option type: a list of texts (Boost's `value<std::vector<T>>()`): several tokens, and the option
+/// may repeat; its default and its property text hold one item per line.
+pub const FMQ_OPTION_STRINGS: fmq_option_type = 6;
 /// Added to an option's type: the option must be given (Boost's `required()`).
 pub const FMQ_OPTION_REQUIRED: fmq_option_type = 0x100;
 
@@ -151,6 +154,7 @@ pub(crate) fn option_kind(ty: fmq_option_type) -> Option<Kind> {
         FMQ_OPTION_FLOAT => Some(Kind::Float),
         FMQ_OPTION_BOOL => Some(Kind::Bool),
         FMQ_OPTION_FLAG => Some(Kind::Flag),
+        FMQ_OPTION_STRINGS => Some(Kind::Strings),
         _ => None,
     }
 }
@@ -317,8 +321,12 @@ fn run_program(
     let program = Program::new(make).options(move |g| {
         for (name, kind, default, desc, required) in &opts {
             let kind = *kind;
-            // Defaults were checked: `None` here means none was given.
-            match (default.as_deref().and_then(|d| kind.parse(d)), required) {
+            // Defaults were checked: `None` here means none was given. A list's holds a line per item.
+            let default = default.as_deref().and_then(|d| match kind {
+                Kind::Strings => Some(fairmq::Value::Strings(d.lines().map(str::to_owned).collect())),
+                _ => kind.parse(d),
+            });
+            match (default, required) {
                 (_, true) => g.add_required(name, kind, desc),
                 (Some(v), false) => g.add(name, kind, v, desc),
                 (None, false) => g.add_optional(name, kind, desc),

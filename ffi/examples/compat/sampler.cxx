@@ -11,6 +11,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace bpo = boost::program_options;
 
@@ -87,6 +88,13 @@ class Sampler : public FairMQDevice
             threw = true;
         }
         if (!threw) fail("a missing key throws");
+        // Vectors: several tokens and occurrences, and a default.
+        if (config.GetProperty<std::vector<int>>("weights") != std::vector<int>{1, 2}) fail("a vector's default");
+        if (config.Count("tags")) {
+            std::string tags;
+            for (const auto& t : config.GetProperty<std::vector<std::string>>("tags")) tags += "<" + t + ">";
+            LOG(info) << "compat vector option: " << tags;
+        }
         LOG(info) << "compat config checks passed";
     }
 
@@ -106,7 +114,10 @@ void addCustomOptions(bpo::options_description& options)
         ("ratio", bpo::value<double>()->default_value(0.1), "A double, read back in InitTask")
         ("big", bpo::value<long long>()->default_value(5000000000LL), "A 64-bit integer, read back in InitTask")
         ("switch", bpo::bool_switch(), "A bool_switch, not given")
-        ("flag", "A switch without value");
+        ("flag", "A switch without value")
+        ("tags", bpo::value<std::vector<std::string>>()->multitoken()->composing(), "Texts: several tokens, may repeat")
+        ("weights", bpo::value<std::vector<int>>()->multitoken()->default_value(std::vector<int>{1, 2}, "1 2"),
+         "Integers, with a default");
 }
 
 std::unique_ptr<fair::mq::Device> getDevice(fair::mq::ProgOptions& config)
