@@ -38,7 +38,6 @@ mod endpoint;
 mod error;
 mod interrupt;
 mod message;
-mod monitor;
 mod options;
 mod poller;
 mod region;
