@@ -383,9 +383,22 @@ impl Writer {
         let words = block.words().ok_or(ShmError::Config("a lane block is not whole words".into()))?;
         Ring::init(words, capacity, mgr.owner());
         let lane = LaneBlock { block, capacity };
-        // No peer yet (a push that connected before its peer is there): the offer goes out once
-        // one is, like the records ZeroMQ queues for a peer to come.
         self.send_offer(mgr, &lane, link, deadline)?;
+        // No peer to send it to yet: a push's ZeroMQ socket attaches the connection it made a
+        // moment after the connect. Wait for it within the send's deadline: a message pushed into
+        // a lane nobody heard of would wait for the writer's next send to be offered (a single
+        // message sent after a connect stayed there). On error the lane goes, and the message
+        // stays the caller's.
+        while self.offered.get().is_none() {
+            if mgr.interrupted() {
+                return Err(TransferError::Interrupted);
+            }
+            if deadline.passed() {
+                return Err(TransferError::Timeout);
+            }
+            std::thread::sleep(Duration::from_millis(1));
+            self.send_offer(mgr, &lane, link, deadline)?;
+        }
         self.lane = Some(lane);
         Ok(())
     }

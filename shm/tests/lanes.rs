@@ -5,7 +5,7 @@
 mod common;
 use common::*;
 use fairmq_shm::{Message, Poller, Transport};
-use fairmq_zmq::{SocketType, TransferCode};
+use fairmq_zmq::{AttachOptions, Method, SocketType, TransferCode};
 use std::time::{Duration, Instant};
 
 const LONG: i32 = 30_000;
@@ -271,4 +271,25 @@ fn i11_a_segment_too_small_for_a_lane_sends_through_the_socket() {
         assert_eq!(push.send(&mut numbered(&t, seq), 2000).unwrap(), 8, "message {seq} went out");
     }
     receive_in_order(&t, &pull, 0..100);
+}
+
+/// A push that sends one message right after it connected: its ZeroMQ socket attaches the
+/// connection a moment later, and the lane's offer cannot go out before. The send waits for it;
+/// before, the message sat in a lane nobody had heard of until the push's next send (a receive
+/// that waited for it timed out, most often under load).
+#[test]
+fn a_message_sent_right_after_connecting_arrives() {
+    let s = Session::new("sendatonce");
+    let t = s.transport("a");
+    let t2 = s.transport("b");
+    for i in 0..100 {
+        let pull = t.socket(SocketType::Pull, "in").unwrap();
+        let at = pull.attach(&s.ipc(&format!("now{i}")), &AttachOptions::new(Some(Method::Bind))).unwrap();
+        let push = t2.socket(SocketType::Push, "out").unwrap();
+        push.connect(&at).unwrap();
+        push.send(&mut t2.new_message_from_slice(&[i as u8; 100]).unwrap(), 10_000).unwrap();
+        let mut m = t.new_message();
+        pull.receive(&mut m, 10_000).unwrap_or_else(|e| panic!("message {i}: {e}"));
+        assert_eq!(m.data(), &[i as u8; 100][..]);
+    }
 }
