@@ -216,6 +216,7 @@ for t in zeromq shmem; do
   expect "$work/compat-sampler-$t.log" "compat config checks passed"
   expect "$work/compat-sampler-$t.log" "compat vector option: <a b><c><d>"
   expect "$work/compat-sink-$t.log" "compat sink received 40 messages, 40 right"
+  expect "$work/compat-sink-$t.log" "compat sink peers at the first message: 1 (channel says 1)"
   expect "$work/compat-sink-$t.log" \
     "compat sink hooks Bind(1)Connect, members: id sink1, channels 1, transport set, GetChannel refers to fChannels"
   expect "$work/compat-sink-$t.log" \

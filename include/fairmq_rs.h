@@ -506,6 +506,16 @@ int64_t fmq_channel_receive_parts(const fmq_channel *c, fmq_parts *p, int32_t ti
 fmq_result fmq_channel_counters(const fmq_channel *c, fmq_counters *out);
 
 /**
+ * How many peers the channel's socket has now (FairMQ's `GetNumberOfConnectedPeers`): connections
+ * made and accepted, less those that ended, as ZeroMQ's monitor reports them (a moment late; none
+ * for inproc). 0 for a NULL channel.
+ *
+ * # Safety
+ * `c` is NULL or a valid channel.
+ */
+uint64_t fmq_channel_connected_peers(const fmq_channel *c);
+
+/**
  * The channel's transport (borrowed: do not free; valid while the channel lives).
  *
  * # Safety

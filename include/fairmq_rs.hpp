@@ -765,6 +765,8 @@ class Channel {
     uint64_t GetMessagesRx() const { return Counters().messages_rx; }
     uint64_t GetBytesTx() const { return Counters().bytes_tx; }
     uint64_t GetBytesRx() const { return Counters().bytes_rx; }
+    /// How many peers are connected now (ZeroMQ reports them a moment late, and no inproc ones).
+    unsigned long GetNumberOfConnectedPeers() const { return fmq_channel_connected_peers(fCh); }
     const fmq_channel* Raw() const { return fCh; }
 
   private:
@@ -1166,6 +1168,10 @@ class Device {
 
     /// Sub-channel `index` of `name`, as FairMQ's: a reference into fChannels, which stays valid
     /// until RESETTING DEVICE.
+    unsigned long GetNumberOfConnectedPeers(const std::string& name, int index = 0) const
+    {
+        return GetChannel(name, index).GetNumberOfConnectedPeers();
+    }
     Channel& GetChannel(const std::string& name, int index = 0) const
     {
         auto it = fChannels.find(name);

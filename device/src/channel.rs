@@ -412,6 +412,11 @@ impl Channel {
     pub fn counters(&self) -> CounterSnapshot {
         self.socket.counters()
     }
+
+    /// How many peers the channel's socket has now (FairMQ's `GetNumberOfConnectedPeers`).
+    pub fn number_of_connected_peers(&self) -> u64 {
+        self.socket.number_of_connected_peers()
+    }
 }
 
 #[cfg(test)]

@@ -311,7 +311,7 @@ fn signal_thread(s: &Shared, signalled: &AtomicBool, stop: &AtomicBool) {
 }
 
 const HELP: &str = "Following control commands are available:\n\n \
-[h] help, [c] check current device state,\n \
+[h] help, [c] check current device state, [p] print number of connected peers for channels\n \
 [i] init device, [b] bind, [x] connect, [j] init task,\n \
 [r] run, [s] stop,\n \
 [t] reset task, [d] reset device,\n \
@@ -363,6 +363,12 @@ fn repl(s: &Shared, color: bool) -> Result<bool, ErrorState> {
             'c' => {
                 println!("\n --> [c] check current state\n");
                 crate::logging::state!("{}", h.current_state());
+            }
+            'p' => {
+                println!("\n --> [p] print number of connected peers for all channels\n");
+                for (channel, n) in h.state_machine().channel_peers() {
+                    log::info!("{channel}: {n} peers connected");
+                }
             }
             'i' => {
                 println!("\n --> [i] init device\n");

@@ -273,6 +273,7 @@ impl Runner<'_> {
                 }
             }
             left = still;
+            self.publish_peer_counts();
             if left.is_empty() || self.sm().new_state_pending() || self.sm().shutdown_requested() {
                 break;
             }
@@ -408,7 +409,16 @@ impl Runner<'_> {
         Some(std::thread::spawn(move || crate::rate_log::log_rates(&sm, &chans)))
     }
 
+    /// Lets the interactive control print every channel's count of connected peers (`[p]`).
+    fn publish_peer_counts(&self) {
+        let counts = self.ctx.channels.iter().flat_map(|(name, v)| {
+            v.iter().enumerate().map(move |(i, c)| (format!("{name}[{i}]"), c.socket().peer_count()))
+        });
+        self.sm().set_channel_peers(counts.collect());
+    }
+
     fn reset_device(&mut self) -> Result<(), BoxError> {
+        self.sm().set_channel_peers(Vec::new());
         self.ctx.transports.lock().clear();
         let (d, c) = (&mut *self.device, &self.ctx);
         let r = hook("Reset", || d.reset(c));

@@ -33,6 +33,9 @@ pub struct StateMachine {
     shutdown: AtomicBool,
     current: AtomicI32,
     queue: StateQueue,
+    /// Each channel's count of connected peers (`name[index]`, sorted), while the device has
+    /// channels: what the interactive control's `[p]` prints.
+    peers: Mutex<Vec<(String, Arc<std::sync::atomic::AtomicU64>)>>,
 }
 
 impl std::fmt::Debug for StateMachine {
@@ -56,6 +59,7 @@ impl Default for StateMachine {
             shutdown: AtomicBool::new(false),
             current: AtomicI32::new(State::Idle as i32),
             queue: StateQueue::default(),
+            peers: Mutex::new(Vec::new()),
         }
     }
 }
@@ -64,6 +68,17 @@ impl StateMachine {
     /// A state machine in `IDLE`.
     pub fn new() -> Arc<StateMachine> {
         Arc::new(StateMachine::default())
+    }
+
+    /// The device's channels and their counts of connected peers (see [`StateMachine::channel_peers`]).
+    pub fn set_channel_peers(&self, mut peers: Vec<(String, Arc<std::sync::atomic::AtomicU64>)>) {
+        peers.sort_by(|a, b| a.0.cmp(&b.0));
+        *self.peers.lock() = peers;
+    }
+
+    /// Each channel (`name[index]`) and how many peers it has now.
+    pub fn channel_peers(&self) -> Vec<(String, u64)> {
+        self.peers.lock().iter().map(|(n, c)| (n.clone(), c.load(Ordering::Relaxed))).collect()
     }
 
     /// Requests a transition; returns whether it was accepted.

@@ -355,6 +355,23 @@ impl Socket {
         }
     }
 
+    /// How many peers are connected now (FairMQ's `GetNumberOfConnectedPeers`; ZeroMQ reports no
+    /// inproc connections, and reports the others a moment late).
+    pub fn number_of_connected_peers(&self) -> u64 {
+        match self {
+            Socket::Zeromq(s) => s.number_of_connected_peers(),
+            Socket::Shmem(s) => s.number_of_connected_peers(),
+        }
+    }
+
+    /// That count, readable from other threads.
+    pub fn peer_count(&self) -> Arc<std::sync::atomic::AtomicU64> {
+        match self {
+            Socket::Zeromq(s) => s.peer_count(),
+            Socket::Shmem(s) => s.peer_count(),
+        }
+    }
+
     /// The counters, readable from other threads.
     pub fn shared_counters(&self) -> Arc<Counters> {
         match self {

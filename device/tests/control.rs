@@ -265,3 +265,35 @@ fn an_argument_that_is_not_utf8_is_refused_not_a_panic() {
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("is not valid UTF-8") && !stderr.contains("panicked"), "{stderr}");
 }
+
+/// Issue 18: `[p]` prints every channel's number of connected peers, as FairMQ's interactive
+/// control does (`data[0]: 2 peers connected`), from the counts ZeroMQ's monitor keeps.
+#[test]
+fn p_prints_the_connected_peers_of_every_channel() {
+    let dir = tempfile::tempdir().unwrap();
+    let addr = format!("ipc://{}/p", dir.path().display());
+    let mut d =
+        device(&format!("--control interactive --channel-config name=data,type=pull,method=bind,address={addr}"));
+    d.expect("READY ---> RUNNING");
+    let t = fairmq_zmq::Transport::new("peers").unwrap();
+    let peers: Vec<_> = (0..2)
+        .map(|i| {
+            let s = t.socket(fairmq_zmq::SocketType::Push, &format!("out{i}")).unwrap();
+            s.connect(&addr).unwrap();
+            s
+        })
+        .collect();
+    // The count follows the connections a moment late: ask until it shows both.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut asked = 0;
+    while !d.saw("data[0]: 2 peers connected") {
+        assert!(std::time::Instant::now() < deadline, "never saw 2 peers: {:?}", d.seen);
+        d.send_keys("p");
+        asked += 1;
+        d.expect_count("[p] print number of connected peers for all channels", asked);
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    drop(peers);
+    d.send_keys("q");
+    assert_eq!(d.wait().code(), Some(0));
+}

@@ -193,6 +193,20 @@ pub unsafe extern "C" fn fmq_channel_counters(c: *const fmq_channel, out: *mut f
     })
 }
 
+/// How many peers the channel's socket has now (FairMQ's `GetNumberOfConnectedPeers`): connections
+/// made and accepted, less those that ended, as ZeroMQ's monitor reports them (a moment late; none
+/// for inproc). 0 for a NULL channel.
+///
+/// # Safety
+/// `c` is NULL or a valid channel.
+#[no_mangle]
+pub unsafe extern "C" fn fmq_channel_connected_peers(c: *const fmq_channel) -> u64 {
+    guard_value(0, || {
+        // SAFETY: valid per contract.
+        unsafe { refp(c, "channel") }.map_or(0, |c| c.0.number_of_connected_peers())
+    })
+}
+
 /// The channel's transport (borrowed: do not free; valid while the channel lives).
 ///
 /// # Safety

@@ -967,6 +967,16 @@ impl Socket {
         !matches!(self.ty, SocketType::Push | SocketType::Pub)
     }
 
+    /// How many peers the metadata socket has now (FairMQ's `GetNumberOfConnectedPeers`).
+    pub fn number_of_connected_peers(&self) -> u64 {
+        self.z.number_of_connected_peers()
+    }
+
+    /// That count, readable from other threads.
+    pub fn peer_count(&self) -> Arc<std::sync::atomic::AtomicU64> {
+        self.z.peer_count()
+    }
+
     /// Messages and payload bytes moved so far.
     pub fn counters(&self) -> CounterSnapshot {
         self.z.counters()

@@ -38,6 +38,7 @@ mod endpoint;
 mod error;
 mod interrupt;
 mod message;
+mod monitor;
 mod options;
 mod poller;
 mod region;

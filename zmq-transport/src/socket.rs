@@ -5,6 +5,7 @@ use crate::endpoint::{resolve_tcp, split_endpoints, with_port, Method, Protocol}
 use crate::error::{SocketError, TransferError, TransferResult};
 use crate::interrupt::{ms_until, Interrupter};
 use crate::message::Message;
+use crate::monitor::{Monitors, PeerCount};
 use crate::options::{AttachOptions, SocketOptions};
 use crate::socket_type::SocketType;
 use crate::sys::{self, RawMsg, SockPtr};
@@ -39,6 +40,14 @@ pub struct Socket {
     ty: SocketType,
     interrupter: Arc<Interrupter>,
     counters: Arc<Counters>,
+    /// Its count of connected peers, kept by the transport's monitor thread (and its watch id).
+    peers: (Arc<Monitors>, u64, PeerCount),
+}
+
+impl Drop for Socket {
+    fn drop(&mut self) {
+        self.peers.0.forget(self.peers.1);
+    }
 }
 
 impl std::fmt::Debug for Socket {
@@ -72,6 +81,7 @@ impl Socket {
     pub(crate) fn new(
         ctx: &zmq::Context,
         interrupter: Arc<Interrupter>,
+        monitors: &Arc<Monitors>,
         ty: SocketType,
         id: String,
     ) -> Result<Socket, SocketError> {
@@ -88,6 +98,7 @@ impl Socket {
             .map_err(|source| SocketError::Option { option: "ZMQ_FAIRMQ_WAKE_FD", source })?;
         log::debug!("Created socket {id}");
         let snd_hwm = std::cell::Cell::new(opt("ZMQ_SNDHWM", zsock.get_sndhwm())?);
+        let (watch, count) = monitors.watch(ctx, &zsock)?;
         Ok(Socket {
             zsock,
             snd_hwm,
@@ -100,7 +111,20 @@ impl Socket {
             ty,
             interrupter,
             counters: Arc::default(),
+            peers: (monitors.clone(), watch, count),
         })
+    }
+
+    /// How many peers are connected now (FairMQ's `GetNumberOfConnectedPeers`): connections made
+    /// and accepted, less those that ended, as ZeroMQ's monitor reports them (a moment late).
+    pub fn number_of_connected_peers(&self) -> u64 {
+        self.peers.2.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The count of [`number_of_connected_peers`](Socket::number_of_connected_peers), readable
+    /// from other threads.
+    pub fn peer_count(&self) -> Arc<std::sync::atomic::AtomicU64> {
+        self.peers.2.clone()
     }
 
     /// `<transport id>.<channel name>.<type>`, also the ZeroMQ identity.

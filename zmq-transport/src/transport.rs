@@ -43,6 +43,8 @@ struct Inner {
     regions: Arc<RegionEvents>,
     /// Who may connect to sockets that ask for a password (see [`Transport::serve_password`]).
     zap: std::sync::OnceLock<crate::zap::Handler>,
+    /// Counts every socket's peers (see `monitor`), started with the first socket.
+    monitors: std::sync::Mutex<Option<Arc<crate::monitor::Monitors>>>,
 }
 
 impl Drop for Inner {
@@ -73,6 +75,7 @@ impl Transport {
                 interrupter,
                 regions: RegionEvents::new(),
                 zap: std::sync::OnceLock::new(),
+                monitors: std::sync::Mutex::new(None),
             }),
         })
     }
@@ -85,7 +88,14 @@ impl Transport {
     /// A socket of the given type for the channel `name`; its id is `<transport id>.<name>.<type>`.
     pub fn socket(&self, ty: SocketType, name: &str) -> Result<Socket, SocketError> {
         let id = format!("{}.{}.{}", self.inner.id, name, ty);
-        Socket::new(&self.inner.ctx, self.inner.interrupter.clone(), ty, id)
+        let monitors = {
+            let mut m = self.inner.monitors.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            match &*m {
+                Some(m) => m.clone(),
+                None => m.insert(Arc::new(crate::monitor::Monitors::start(&self.inner.ctx)?)).clone(),
+            }
+        };
+        Socket::new(&self.inner.ctx, self.inner.interrupter.clone(), &monitors, ty, id)
     }
 
     /// Lets peers connect to this transport's sockets that ask for a password

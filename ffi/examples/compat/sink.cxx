@@ -5,6 +5,7 @@
 #include <fairmq/runDevice.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -51,6 +52,12 @@ class Sink : public fair::mq::Device
     bool HandleData(FairMQMessagePtr& msg, int /*index*/)
     {
         if (fReceived == 0) {
+            // The sender is connected: ZeroMQ's monitor reports it a moment late at most.
+            for (int i = 0; i < 500 && GetNumberOfConnectedPeers("data") == 0; ++i) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            }
+            fPeers = std::to_string(GetNumberOfConnectedPeers("data")) + " (channel says " +
+                     std::to_string(fData->GetNumberOfConnectedPeers()) + ")";
             // RUNNING accepts no BIND: refused, and the OrThrow variant throws.
             fRefused = !ChangeState(fair::mq::Transition::Bind) && GetCurrentState() == fair::mq::State::Running;
             try {
@@ -73,6 +80,7 @@ class Sink : public fair::mq::Device
         UnsubscribeFromStateChange("compat-sink");
         LOG(info) << "compat sink received " << fReceived << " messages, " << fRight << " right";
         LOG(info) << "compat sink hooks " << fHooks << ", members: " << fMembers;
+        LOG(info) << "compat sink peers at the first message: " << fPeers;
         std::lock_guard<std::mutex> lock(fStatesMutex);
         LOG(info) << "compat sink states: init in " << fInitState << ", seen " << fStates << ", watcher "
                   << (fWatcherSawRunning ? "saw RUNNING" : "missed RUNNING") << ", BIND while running "
@@ -82,6 +90,7 @@ class Sink : public fair::mq::Device
   private:
     fair::mq::Channel* fData = nullptr;
     std::string fHooks;
+    std::string fPeers;
     std::string fMembers;
     std::string fInitState;
     std::mutex fStatesMutex;
