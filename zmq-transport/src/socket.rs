@@ -46,6 +46,10 @@ pub struct Socket {
 
 impl Drop for Socket {
     fn drop(&mut self) {
+        // Monitoring stops before the reader goes: libzmq's I/O thread sends monitor events with a
+        // blocking send, and an event for a reader that is gone (the socket's closing
+        // disconnections) stalled the I/O thread, and with it every socket of the transport.
+        sys::stop_monitor(self.ptr);
         self.peers.0.forget(self.peers.1);
     }
 }

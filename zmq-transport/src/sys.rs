@@ -329,6 +329,13 @@ pub(crate) fn set_wake_fd(sock: SockPtr, fd: std::os::fd::RawFd) -> Result<(), z
     }
 }
 
+/// Stops the socket monitor of `sock` (`zmq_socket_monitor` with no endpoint): libzmq sends its
+/// last event and closes the monitor's socket while the reader is still connected.
+pub(crate) fn stop_monitor(sock: SockPtr) {
+    // SAFETY: `sock` is a live socket handle; a NULL endpoint stops monitoring (documented).
+    let _ = unsafe { zmq_sys::zmq_socket_monitor(sock.0, std::ptr::null(), 0) };
+}
+
 /// Sets `ZMQ_CONNECT_ROUTING_ID`: the routing id a router gives the peer of its next connect.
 pub(crate) fn set_connect_routing_id(sock: SockPtr, id: &[u8]) -> Result<(), zmq::Error> {
     // SAFETY: `sock` is a live socket handle; the option value is `id.len()` bytes read during
