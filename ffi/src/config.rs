@@ -44,6 +44,31 @@ pub unsafe extern "C" fn fmq_context_config(ctx: *const fmq_context) -> *const f
     })
 }
 
+/// Copies the text `text` gives for property `key` into `buf`; `FMQ_ERROR_NOT_FOUND` if it gives
+/// none.
+///
+/// # Safety
+/// As for `fmq_config_property`.
+unsafe fn copy_property(
+    c: &Properties,
+    key: *const c_char,
+    buf: *mut c_char,
+    len: usize,
+    written: *mut usize,
+    text: impl FnOnce(&Properties, &str) -> Option<String>,
+) -> fmq_result {
+    // SAFETY: contract as documented.
+    let key = match unsafe { str_arg(key) } {
+        Ok(k) => k,
+        Err(e) => return e,
+    };
+    match text(c, key) {
+        // SAFETY: contract as documented.
+        Some(v) => unsafe { copy_out(&v, buf, len, written) },
+        None => fail(FMQ_ERROR_NOT_FOUND, format!("no property '{key}'")),
+    }
+}
+
 /// Property `key` as text into `buf` (see `fmq_context_property`); `FMQ_ERROR_NOT_FOUND` if the
 /// configuration has no such key.
 ///
@@ -60,15 +85,7 @@ pub unsafe extern "C" fn fmq_config_property(
 ) -> fmq_result {
     with_config(cfg, |c| {
         // SAFETY: contract as documented.
-        let key = match unsafe { str_arg(key) } {
-            Ok(k) => k,
-            Err(e) => return e,
-        };
-        match c.get_as_string(key) {
-            // SAFETY: contract as documented.
-            Ok(v) => unsafe { copy_out(&v, buf, len, written) },
-            Err(e) => fail(FMQ_ERROR_NOT_FOUND, e),
-        }
+        unsafe { copy_property(c, key, buf, len, written, |c, key| c.get_as_string(key).ok()) }
     })
 }
 
@@ -88,15 +105,7 @@ pub unsafe extern "C" fn fmq_config_property_lines(
 ) -> fmq_result {
     with_config(cfg, |c| {
         // SAFETY: contract as documented.
-        let key = match unsafe { str_arg(key) } {
-            Ok(k) => k,
-            Err(e) => return e,
-        };
-        match c.value(key) {
-            // SAFETY: contract as documented.
-            Some(v) => unsafe { copy_out(&typed_text(&v).1, buf, len, written) },
-            None => fail(FMQ_ERROR_NOT_FOUND, format!("no property '{key}'")),
-        }
+        unsafe { copy_property(c, key, buf, len, written, |c, key| c.value(key).map(|v| typed_text(&v).1)) }
     })
 }
 
