@@ -1,17 +1,24 @@
 //! The receiver of a socket whose ZeroMQ socket picks where a record goes (PAIR, REQ, REP,
-//! DEALER, ROUTER), when it can be named: the one socket at the other end of its endpoints in the
-//! session's directory (see `directory`). Its tickets name that receiver, and what it was handed
-//! is kept until it claims it: when its transport dies, the sender takes back what it did not
-//! claim, to send again (PAIR, DEALER: the next peer gets it) or to release (REP, ROUTER: ZeroMQ
-//! routes a reply to its requester's connection, gone with it; a REP names the transport whose
-//! request it answers, from that request's ticket). A REQ takes nothing back while it
-//! is open: its request may still wait in its own queue for the peer's successor, and a REQ
-//! cannot send it again; it releases what dead receivers left when it closes.
+//! DEALER, ROUTER), as far as it can be named: the one socket at the other end of its endpoints in
+//! the session's directory (see `directory`), or, when several are there, "one of those facing
+//! this socket" ([`FACING`]). A REP names the transport that issued the request it answers, from
+//! that request's ticket.
+//!
+//! What was handed to a named receiver is kept until it claims it: when its transport dies, the
+//! sender takes back what it did not claim, to send again (PAIR, DEALER: the next peer gets it) or
+//! to release (REP, ROUTER: ZeroMQ routes a reply to its requester's connection, gone with it).
+//! What was handed to one of several is taken back once one of them died and every live one found
+//! itself empty well after it was sent: it can only have gone to the dead one. A REQ takes nothing
+//! back while it is open: its request may still wait in its own queue for the peer's successor,
+//! and a REQ cannot send it again; it releases what dead receivers left when it closes.
 
 use crate::directory::{self, Attached, SocketMark};
 use crate::manager::Manager;
 use crate::message::Message;
+use crate::orphans::ARRIVAL;
 use crate::peers::{reclaim, still_out, Sent};
+use crate::sys::clock::coarse_ns;
+use crate::tickets::FACING;
 use fairmq_zmq::SocketType;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -19,6 +26,8 @@ use std::time::{Duration, Instant};
 
 /// How often a socket looks whether the receivers of what it handed out still live.
 const CHECK_EVERY: Duration = Duration::from_secs(1);
+/// How often a socket that finds itself empty says so in the directory, at most (ns).
+const STAMP_EVERY: u64 = 50_000_000;
 
 /// What a socket does with the messages a dead receiver did not claim.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,13 +43,25 @@ pub(crate) struct Addressee {
     on_death: OnDeath,
     /// This socket in the directory.
     me: SocketMark,
-    /// Its endpoints.
+    /// Its endpoints, and their entries.
     attached: Vec<Attached>,
-    /// The directory generation of the last look (`u64::MAX`: none yet), and what it found.
+    entries: Vec<usize>,
+    /// An endpoint is missing from the directory: who faces this socket is not known.
+    unlisted: bool,
+    /// The directory generation of the last look (`u64::MAX`: none yet), and what it found: the
+    /// one live socket facing this one, whether the sockets facing it are known, and the live ones.
     seen: u64,
     peer: Option<SocketMark>,
+    facing_known: bool,
+    known: Vec<SocketMark>,
+    /// When a socket facing this one was last found dead (coarse ns; 0: never).
+    death_at: u64,
     /// Messages handed to a named receiver (its owner mark) and not claimed yet, oldest first.
     sent: VecDeque<(u32, Sent)>,
+    /// Messages handed to one of several facing sockets, and when (coarse ns), oldest first.
+    shared: VecDeque<(u64, Sent)>,
+    /// When this socket last said in the directory that it was empty (coarse ns).
+    stamped: u64,
     last_check: Option<Instant>,
     /// REP: the transport whose request came last (its reply goes there), once one came.
     requester: Option<Option<u32>>,
@@ -62,9 +83,16 @@ impl Addressee {
             on_death,
             me: (mgr.owner(), number),
             attached: Vec::new(),
+            entries: Vec::new(),
+            unlisted: false,
             seen: u64::MAX,
             peer: None,
+            facing_known: false,
+            known: Vec::new(),
+            death_at: 0,
             sent: VecDeque::new(),
+            shared: VecDeque::new(),
+            stamped: 0,
             last_check: None,
             requester: (ty == SocketType::Rep).then_some(None),
             resend: VecDeque::new(),
@@ -73,7 +101,35 @@ impl Addressee {
 
     /// The socket bound (`bound`) or connected to `endpoint`: recorded in the directory.
     pub(crate) fn attached(&mut self, mgr: &Manager, endpoint: &str, bound: bool) {
-        self.attached.extend(directory::enter(mgr, self.me, endpoint, bound));
+        match directory::enter(mgr, self.me, endpoint, bound) {
+            Some((at, entry)) => {
+                self.attached.push(at);
+                self.entries.push(entry);
+            }
+            None => self.unlisted = true,
+        }
+        self.seen = u64::MAX;
+    }
+
+    /// Its endpoints in the directory (none when one is missing there).
+    pub(crate) fn endpoints(&self) -> &[Attached] {
+        if self.unlisted {
+            &[]
+        } else {
+            &self.attached
+        }
+    }
+
+    /// The socket found itself empty: said in the directory (see `directory::stamp_empty`).
+    pub(crate) fn found_empty(&mut self, mgr: &Manager) {
+        if self.entries.is_empty() {
+            return;
+        }
+        let now = coarse_ns();
+        if now.saturating_sub(self.stamped) >= STAMP_EVERY {
+            self.stamped = now;
+            directory::stamp_empty(mgr.management(), self.me, &self.entries, now);
+        }
     }
 
     /// REP: a request came from the transport `issuer` (owner mark of its ticket; 0: not known).
@@ -83,34 +139,69 @@ impl Addressee {
         }
     }
 
-    /// The receiver to name on the tickets of the next message: `(owner mark, socket number)`,
-    /// `(0, 0)` when it cannot be named. A REP's reply goes to its requester, whose socket is known
-    /// when the directory names it.
+    /// The receiver to name on the tickets of the next message: `(owner mark, socket number)`;
+    /// `(FACING, this socket's number)` for one of several; `(0, 0)` when it cannot be named. A
+    /// REP's reply goes to its requester, whose socket is known when the directory names it.
     pub(crate) fn receiver(&mut self, mgr: &Manager) -> SocketMark {
         let generation = directory::generation(mgr.management());
         if generation != self.seen {
             self.seen = generation;
-            self.peer = directory::counterpart(mgr.management(), self.me, &self.attached, |o| {
-                o == mgr.owner() || mgr.owner_alive(o)
-            });
+            self.look(mgr);
         }
         match self.requester {
             Some(Some(owner)) => (owner, self.peer.filter(|p| p.0 == owner).map_or(0, |p| p.1)),
             Some(None) => (0, 0),
-            None => self.peer.unwrap_or((0, 0)),
+            None => self.peer.unwrap_or(if self.facing_known { (FACING, self.me.1) } else { (0, 0) }),
         }
     }
 
-    /// A message went to the named receiver `receiver` (owner mark) with `sent`'s tickets.
+    /// Looks up who faces this socket; a socket known to live before and gone now is a death.
+    fn look(&mut self, mgr: &Manager) {
+        self.note_deaths(mgr);
+        let alive = |o| o == mgr.owner() || mgr.owner_alive(o);
+        let facing = if self.unlisted || self.attached.is_empty() {
+            None
+        } else {
+            directory::facing(mgr.management(), self.me, &self.attached, alive)
+        };
+        self.facing_known = facing.is_some();
+        let live: Vec<SocketMark> = facing.iter().flatten().filter(|f| f.alive).map(|f| f.mark).collect();
+        self.peer = match live[..] {
+            [one] => Some(one),
+            _ => None,
+        };
+        self.known = live;
+    }
+
+    /// Notes when a socket known to face this one is found gone with its transport.
+    fn note_deaths(&mut self, mgr: &Manager) {
+        let before = self.known.len();
+        self.known.retain(|m| m.0 == mgr.owner() || mgr.owner_alive(m.0));
+        if self.known.len() != before {
+            self.death_at = coarse_ns();
+            // The receiver named may be the dead one: a death does not move the generation.
+            self.seen = u64::MAX;
+        }
+    }
+
+    /// A message went to the receiver `receiver` (owner mark, or [`FACING`]) with `sent`'s tickets.
     pub(crate) fn handed(&mut self, mgr: &Manager, receiver: u32, sent: Sent) {
         self.forget_claimed(mgr);
-        self.sent.push_back((receiver, sent));
+        if receiver == FACING {
+            self.shared.push_back((coarse_ns(), sent));
+        } else {
+            self.sent.push_back((receiver, sent));
+        }
     }
 
     /// Forgets the oldest messages, as long as they were claimed.
     pub(crate) fn forget_claimed(&mut self, mgr: &Manager) {
-        while self.sent.front().is_some_and(|(_, s)| s.tickets().iter().all(|t| !still_out(mgr, t))) {
+        let claimed = |s: &Sent| s.tickets().iter().all(|t| !still_out(mgr, t));
+        while self.sent.front().is_some_and(|(_, s)| claimed(s)) {
             self.sent.pop_front();
+        }
+        while self.shared.front().is_some_and(|(_, s)| claimed(s)) {
+            self.shared.pop_front();
         }
     }
 
@@ -121,11 +212,15 @@ impl Addressee {
             return 0;
         }
         self.last_check = Some(Instant::now());
-        self.sent.retain(|(_, s)| s.tickets().iter().any(|t| still_out(mgr, t)));
+        let out = |s: &Sent| s.tickets().iter().any(|t| still_out(mgr, t));
+        self.sent.retain(|(_, s)| out(s));
+        self.shared.retain(|(_, s)| out(s));
+        self.note_deaths(mgr);
         if self.on_death == OnDeath::Keep {
             return 0;
         }
-        self.take_back_dead(mgr, self.on_death == OnDeath::Resend)
+        let resend = self.on_death == OnDeath::Resend;
+        self.take_back_dead(mgr, resend) + self.take_back_shared(mgr, resend)
     }
 
     /// Takes back what dead receivers did not claim: to send again (`resend`) or released.
@@ -135,14 +230,39 @@ impl Addressee {
             std::mem::take(&mut self.sent).into_iter().partition(|(r, _)| dead(*r));
         self.sent = kept;
         if !gone.is_empty() {
-            // The receiver named may be the dead one: a death does not move the generation.
             self.seen = u64::MAX;
         }
+        self.give_back(mgr, gone.into_iter().map(|(_, s)| s), resend)
+    }
+
+    /// Takes back what went to one of several facing sockets and can only have gone to one that
+    /// died: sent before the last death was noticed, and every live facing socket found itself
+    /// empty since, long enough after it was sent for it to have arrived.
+    fn take_back_shared(&mut self, mgr: &Arc<Manager>, resend: bool) -> usize {
+        if self.death_at == 0 || self.shared.is_empty() || self.unlisted {
+            return 0;
+        }
+        let alive = |o| o == mgr.owner() || mgr.owner_alive(o);
+        let Some(facing) = directory::facing(mgr.management(), self.me, &self.attached, alive) else {
+            return 0;
+        };
+        let empty_since = facing.iter().filter(|f| f.alive).map(|f| f.empty_at).min().unwrap_or(u64::MAX);
+        let death_at = self.death_at;
+        let (gone, kept): (VecDeque<_>, VecDeque<_>) = std::mem::take(&mut self.shared)
+            .into_iter()
+            .partition(|&(at, _)| at < death_at && empty_since > at.saturating_add(ARRIVAL));
+        self.shared = kept;
+        self.give_back(mgr, gone.into_iter().map(|(_, s)| s), resend)
+    }
+
+    /// Takes back `gone` (what its receivers did not claim): to send again (`resend`) or
+    /// released. Returns how many messages were released.
+    fn give_back(&mut self, mgr: &Arc<Manager>, gone: impl Iterator<Item = Sent>, resend: bool) -> usize {
         let mut released = 0;
-        for (receiver, s) in gone {
+        for s in gone {
             match reclaim(mgr, s) {
                 Some(frame) if resend => {
-                    log::debug!("receiver {receiver:#x} died: a message it had not taken goes out again");
+                    log::debug!("a receiver died: a message it had not taken goes out again");
                     self.resend.push_back(frame);
                 }
                 Some(_) => released += 1,
@@ -156,7 +276,9 @@ impl Addressee {
     /// go out again; live ones may still claim theirs. Leaves the directory. Returns how many
     /// messages were released.
     pub(crate) fn close(&mut self, mgr: &Arc<Manager>) -> usize {
-        let released = self.resend.drain(..).count() + self.take_back_dead(mgr, false);
+        self.note_deaths(mgr);
+        let released =
+            self.resend.drain(..).count() + self.take_back_dead(mgr, false) + self.take_back_shared(mgr, false);
         if !self.attached.is_empty() {
             directory::unregister(mgr.management(), self.me);
         }

@@ -6,7 +6,10 @@
 //! live socket at the other end of its endpoints, that socket is the receiver and the tickets name
 //! it: what a killed receiver never claimed goes back to its sender, and what a killed sender left
 //! in flight is released by its receiver (see `orphans`). Where several sockets could take it, a
-//! ticket names no one, as before.
+//! ticket names the sending socket instead ([`crate::tickets::FACING`]), and the sockets facing it
+//! tell when they last found themselves empty: a record still out once every live one of them was
+//! empty well after it was sent went to one that died (its sender takes it back, see
+//! `addressee`), or, its sender dead, was lost with the sender's queue (released, see `orphans`).
 //!
 //! Endpoints are keyed so that both ends agree: a tcp endpoint by its port (a session lives on one
 //! host), an ipc one by its absolute path, an inproc one by its name within one transport.
@@ -15,9 +18,10 @@
 //! |---|---|
 //! | 0..8 | generation: bumped by every change, so a sender looks again only when it moved |
 //! | 8..16 | 1 once a socket could not be listed (full): the directory names nobody any more |
-//! | 64.. | [`ENTRIES`] entries of 4 words: key (0: free), owner mark \| role << 32, socket number, 0 |
+//! | 64.. | [`ENTRIES`] entries of 4 words: key (0: free), owner mark \| role << 32, socket number, when the socket last found itself empty (`CLOCK_MONOTONIC_COARSE` ns, 0: not yet) |
 //!
-//! Entries are written and read under the session lock: binds, connects and closes are rare.
+//! Entries are written and read under the session lock: binds, connects and closes are rare. Only
+//! the "empty at" word is written without it, by its socket, which owns the entry while it lives.
 
 use crate::management::{Management, SessionLock};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -56,6 +60,16 @@ pub(crate) struct Attached {
 
 /// A socket of the session: its transport's owner mark and its number.
 pub(crate) type SocketMark = (u32, u64);
+
+/// A socket at the other end of some endpoints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Facing {
+    pub mark: SocketMark,
+    /// Its transport lives.
+    pub alive: bool,
+    /// When it last found itself empty (see [`stamp_empty`]; 0: not yet).
+    pub empty_at: u64,
+}
 
 /// The key of `endpoint` (as ZeroMQ was given it, after resolution) for the transport `owner`;
 /// `None` for an endpoint the directory cannot name.
@@ -98,26 +112,27 @@ fn bump(lock: &SessionLock<'_>) {
     words(lock.management())[W_GENERATION].fetch_add(1, Ordering::AcqRel);
 }
 
-/// Records that socket `me` is attached to `at`. Entries of transports `alive` says are gone are
-/// reused. False when the directory is full or its lock cannot be had: the directory is then
-/// incomplete for the rest of the session (a socket missing from it could be at the other end of
-/// any endpoint), and names nobody any more.
-pub(crate) fn register(m: &Management, me: SocketMark, at: Attached, alive: impl Fn(u32) -> bool) -> bool {
-    let listed = m.lock().is_ok_and(|lock| {
+/// Records that socket `me` is attached to `at`; returns its entry. Entries of transports `alive`
+/// says are gone are reused once no entry is free (what their sockets sent is told apart by them
+/// until then, see `orphans`). `None` when the directory is full or its lock cannot be had: the
+/// directory is then incomplete for the rest of the session (a socket missing from it could be at
+/// the other end of any endpoint), and names nobody any more.
+pub(crate) fn register(m: &Management, me: SocketMark, at: Attached, alive: impl Fn(u32) -> bool) -> Option<usize> {
+    let listed = m.lock().ok().and_then(|lock| {
         let w = words(m);
-        let free = (0..ENTRIES).find(|&i| {
-            let e = entry(w, i);
-            e[0].load(Ordering::Relaxed) == 0 || !alive(e[1].load(Ordering::Relaxed) as u32)
-        });
-        let Some(i) = free else { return false };
-        let e = entry(w, i);
+        let key_of = |i| entry(w, i)[0].load(Ordering::Relaxed);
+        let free = (0..ENTRIES)
+            .find(|&i| key_of(i) == 0)
+            .or_else(|| (0..ENTRIES).find(|&i| !alive(entry(w, i)[1].load(Ordering::Relaxed) as u32)))?;
+        let e = entry(w, free);
         e[1].store(u64::from(me.0) | (at.role as u64) << 32, Ordering::Relaxed);
         e[2].store(me.1, Ordering::Relaxed);
+        e[3].store(0, Ordering::Relaxed);
         e[0].store(at.key, Ordering::Release);
         bump(&lock);
-        true
+        Some(free)
     });
-    if !listed {
+    if listed.is_none() {
         let w = words(m);
         w[W_INCOMPLETE].store(1, Ordering::Release);
         w[W_GENERATION].fetch_add(1, Ordering::AcqRel);
@@ -126,16 +141,88 @@ pub(crate) fn register(m: &Management, me: SocketMark, at: Attached, alive: impl
 }
 
 /// Records that socket `me` of `mgr`'s transport bound (`bound`) or connected to `endpoint`;
-/// returns the entry, `None` when the directory cannot name the endpoint or is full (logged: the
-/// socket's tickets then name no one).
-pub(crate) fn enter(mgr: &crate::manager::Manager, me: SocketMark, endpoint: &str, bound: bool) -> Option<Attached> {
+/// returns the endpoint and its entry, `None` when the directory cannot name the endpoint or is
+/// full (logged: the socket's tickets then name no one).
+pub(crate) fn enter(
+    mgr: &crate::manager::Manager,
+    me: SocketMark,
+    endpoint: &str,
+    bound: bool,
+) -> Option<(Attached, usize)> {
     let at = Attached { key: key(endpoint, me.0)?, role: if bound { Role::Bind } else { Role::Connect } };
-    if register(mgr.management(), me, at, |o| o == mgr.owner() || mgr.owner_alive(o)) {
-        Some(at)
-    } else {
+    let entry = register(mgr.management(), me, at, |o| o == mgr.owner() || mgr.owner_alive(o));
+    if entry.is_none() {
         log::warn!("the session's endpoint directory is full: records of {endpoint} name no receiver");
-        None
     }
+    Some((at, entry?))
+}
+
+/// Socket `me`, whose entries are `entries`, found itself empty at `now` (see [`coarse_ns`]):
+/// nothing sent to it before `now` (less the time a record takes to arrive) waits in its queue.
+///
+/// [`coarse_ns`]: crate::sys::clock::coarse_ns
+pub(crate) fn stamp_empty(m: &Management, me: SocketMark, entries: &[usize], now: u64) {
+    let w = words(m);
+    for &i in entries.iter().filter(|&&i| i < ENTRIES) {
+        let e = entry(w, i);
+        // Still ours: the entry is not reused while we live, but a stamp costs nothing to guard.
+        if e[1].load(Ordering::Relaxed) as u32 == me.0 && e[2].load(Ordering::Relaxed) == me.1 {
+            e[3].store(now, Ordering::Release);
+        }
+    }
+}
+
+/// The endpoints of socket `them` (a gone one's too, until its entries are reused).
+pub(crate) fn endpoints_of(m: &Management, them: SocketMark) -> Vec<Attached> {
+    let Ok(_lock) = m.lock() else { return Vec::new() };
+    let w = words(m);
+    (0..ENTRIES)
+        .filter_map(|i| {
+            let e = entry(w, i);
+            let key = e[0].load(Ordering::Relaxed);
+            let head = e[1].load(Ordering::Relaxed);
+            let role = if head >> 32 == Role::Bind as u64 { Role::Bind } else { Role::Connect };
+            (key != 0 && head as u32 == them.0 && e[2].load(Ordering::Relaxed) == them.1)
+                .then_some(Attached { key, role })
+        })
+        .collect()
+}
+
+/// Every socket at the other end of the endpoints `mine` of socket `me` (bound there when `me`
+/// connects, connected when `me` binds), once each; `None` when the directory is incomplete or its
+/// lock cannot be had (who faces `me` is not known then).
+pub(crate) fn facing(
+    m: &Management,
+    me: SocketMark,
+    mine: &[Attached],
+    alive: impl Fn(u32) -> bool,
+) -> Option<Vec<Facing>> {
+    if words(m)[W_INCOMPLETE].load(Ordering::Acquire) != 0 {
+        return None;
+    }
+    let _lock = m.lock().ok()?;
+    let w = words(m);
+    let mut found: Vec<Facing> = Vec::new();
+    for i in 0..ENTRIES {
+        let e = entry(w, i);
+        let key = e[0].load(Ordering::Relaxed);
+        if key == 0 {
+            continue;
+        }
+        let head = e[1].load(Ordering::Relaxed);
+        let mark = (head as u32, e[2].load(Ordering::Relaxed));
+        let role = head >> 32;
+        if mark == me || !mine.iter().any(|a| a.key == key && a.role.other() as u64 == role) {
+            continue;
+        }
+        let empty_at = e[3].load(Ordering::Acquire);
+        match found.iter_mut().find(|f| f.mark == mark) {
+            // Every entry of a socket carries the same stamps; the latest counts.
+            Some(f) => f.empty_at = f.empty_at.max(empty_at),
+            None => found.push(Facing { mark, alive: alive(mark.0), empty_at }),
+        }
+    }
+    Some(found)
 }
 
 /// Forgets every entry of socket `me` (it closes).
@@ -154,41 +241,19 @@ pub(crate) fn unregister(m: &Management, me: SocketMark) {
     bump(&lock);
 }
 
-/// The one live socket at the other end of the endpoints `mine` of socket `me` (bound there when
-/// `me` connects, connected when `me` binds); `None` when there is none or more than one, or the
-/// session lock cannot be had.
+/// The one live socket at the other end of the endpoints `mine` of socket `me`; `None` when there
+/// is none or more than one, or who faces `me` is not known (see [`facing`]).
 pub(crate) fn counterpart(
     m: &Management,
     me: SocketMark,
     mine: &[Attached],
     alive: impl Fn(u32) -> bool,
 ) -> Option<SocketMark> {
-    if words(m)[W_INCOMPLETE].load(Ordering::Acquire) != 0 {
-        return None;
+    let live: Vec<SocketMark> = facing(m, me, mine, alive)?.into_iter().filter(|f| f.alive).map(|f| f.mark).collect();
+    match live[..] {
+        [one] => Some(one),
+        _ => None,
     }
-    let _lock = m.lock().ok()?;
-    let w = words(m);
-    let mut found: Option<SocketMark> = None;
-    for i in 0..ENTRIES {
-        let e = entry(w, i);
-        let key = e[0].load(Ordering::Relaxed);
-        if key == 0 {
-            continue;
-        }
-        let head = e[1].load(Ordering::Relaxed);
-        let them = (head as u32, e[2].load(Ordering::Relaxed));
-        let role = head >> 32;
-        let facing = mine.iter().any(|a| a.key == key && a.role.other() as u64 == role);
-        if !facing || them == me || !alive(them.0) {
-            continue;
-        }
-        match found {
-            None => found = Some(them),
-            Some(f) if f == them => {}
-            Some(_) => return None,
-        }
-    }
-    found
 }
 
 #[cfg(test)]
@@ -218,40 +283,80 @@ mod tests {
         let ep = |e: &str, role| Attached { key: key(e, 1).unwrap(), role };
         let (binder, a, b) = ((1, 10), (2, 20), (3, 30));
         let all = |_| true;
-        assert!(register(&m, (9, 90), ep("tcp://*:7009", Role::Bind), all));
+        assert!(register(&m, (9, 90), ep("tcp://*:7009", Role::Bind), all).is_some());
         let bound = [ep("tcp://*:7000", Role::Bind)];
         let connected = [ep("tcp://127.0.0.1:7000", Role::Connect)];
-        assert!(register(&m, binder, bound[0], all));
+        assert!(register(&m, binder, bound[0], all).is_some());
         assert_eq!(counterpart(&m, binder, &bound, all), None, "nobody connected yet");
         let g = generation(&m);
-        assert!(register(&m, a, connected[0], all));
+        assert!(register(&m, a, connected[0], all).is_some());
         assert_ne!(generation(&m), g, "a change moves the generation");
         assert_eq!(counterpart(&m, binder, &bound, all), Some(a));
         assert_eq!(counterpart(&m, a, &connected, all), Some(binder));
-        assert!(register(&m, b, connected[0], all));
+        assert!(register(&m, b, connected[0], all).is_some());
         assert_eq!(counterpart(&m, binder, &bound, all), None, "two connected: no single receiver");
         assert_eq!(counterpart(&m, binder, &bound, |o| o != 3), Some(a), "a dead one does not count");
         unregister(&m, a);
         assert_eq!(counterpart(&m, binder, &bound, all), Some(b));
         assert_eq!(counterpart(&m, b, &[ep("tcp://*:7001", Role::Connect)], all), None, "another port");
-        // A dead transport's entries are reused; a socket that finds the directory full makes it
-        // name nobody any more (it could be at the other end of any endpoint).
+        // A dead transport's entries are reused once no entry is free; a socket that finds the
+        // directory full makes it name nobody any more (it could be at the other end of any
+        // endpoint).
         let mine = [ep("tcp://*:7009", Role::Connect)];
-        assert_eq!(counterpart(&m, (8, 80), &mine, all), Some((9, 90)));
-        for i in 0..ENTRIES as u64 {
-            assert!(register(&m, (4, 100 + i), ep("tcp://*:7100", Role::Bind), |o| o != 9), "entry {i}");
-            if i == 0 {
-                assert_eq!(counterpart(&m, (8, 80), &mine, all), None, "the dead one's entry was reused");
-            }
-            if (0..ENTRIES).all(|k| entry(words(&m), k)[0].load(Ordering::Relaxed) != 0) {
-                break;
-            }
+        let not_9 = |o| o != 9;
+        let mut n = 0;
+        while (0..ENTRIES).any(|k| entry(words(&m), k)[0].load(Ordering::Relaxed) == 0) {
+            assert!(register(&m, (4, 100 + n), ep("tcp://*:7100", Role::Bind), not_9).is_some(), "entry {n}");
+            n += 1;
         }
+        assert_eq!(counterpart(&m, (8, 80), &mine, all), Some((9, 90)), "kept while entries were free");
+        assert_eq!(endpoints_of(&m, (9, 90)), vec![ep("tcp://*:7009", Role::Bind)]);
+        assert!(register(&m, (4, 1), ep("tcp://*:7100", Role::Bind), not_9).is_some());
+        assert_eq!(counterpart(&m, (8, 80), &mine, all), None, "the dead one's entry was reused");
+        assert_eq!(endpoints_of(&m, (9, 90)), vec![]);
         assert_eq!(counterpart(&m, b, &connected, all), Some(binder));
         let g = generation(&m);
-        assert!(!register(&m, (5, 1), bound[0], all), "full");
+        assert!(register(&m, (5, 1), bound[0], all).is_none(), "full");
         assert_ne!(generation(&m), g);
         assert_eq!(counterpart(&m, b, &connected, all), None, "incomplete: nobody is named");
+        assert_eq!(facing(&m, b, &connected, all), None);
+        assert!(m.detach(hb, false).unwrap().removed);
+    }
+
+    #[test]
+    fn facing_sockets_tell_when_they_were_last_empty() {
+        let s = crate::scratch::Scratch::new("directory-facing");
+        let (m, hb) = Management::attach(&s.0, "s").unwrap();
+        let ep = |e: &str, role| Attached { key: key(e, 1).unwrap(), role };
+        let all = |_| true;
+        let bound = [ep("ipc:///tmp/d1", Role::Bind), ep("ipc:///tmp/d2", Role::Bind)];
+        let (dealer, a, b) = ((1, 10), (2, 20), (3, 30));
+        for at in bound {
+            register(&m, dealer, at, all).unwrap();
+        }
+        let a_at = register(&m, a, ep("ipc:///tmp/d1", Role::Connect), all).unwrap();
+        let b_at = [
+            register(&m, b, ep("ipc:///tmp/d1", Role::Connect), all).unwrap(),
+            register(&m, b, ep("ipc:///tmp/d2", Role::Connect), all).unwrap(),
+        ];
+        let f = |alive: &dyn Fn(u32) -> bool| facing(&m, dealer, &bound, alive).unwrap();
+        assert_eq!(
+            f(&all),
+            vec![Facing { mark: a, alive: true, empty_at: 0 }, Facing { mark: b, alive: true, empty_at: 0 }],
+            "each socket once, not yet empty"
+        );
+        stamp_empty(&m, a, &[a_at], 5);
+        stamp_empty(&m, b, &b_at[1..], 7);
+        stamp_empty(&m, b, &[a_at], 99);
+        let got = f(&|o| o != 2);
+        assert_eq!(got[0], Facing { mark: a, alive: false, empty_at: 5 }, "another socket's entry is not stamped");
+        assert_eq!(got[1], Facing { mark: b, alive: true, empty_at: 7 }, "the latest of its entries");
+        assert_eq!(facing(&m, a, &[ep("ipc:///tmp/d1", Role::Connect)], all).unwrap().len(), 1);
+        let mut eps = endpoints_of(&m, b);
+        eps.sort_by_key(|e| e.key);
+        let mut want = vec![ep("ipc:///tmp/d1", Role::Connect), ep("ipc:///tmp/d2", Role::Connect)];
+        want.sort_by_key(|e| e.key);
+        assert_eq!(eps, want);
         assert!(m.detach(hb, false).unwrap().removed);
     }
 }

@@ -4,12 +4,18 @@
 //! they hand over is released here; without this, blocks in flight when a sender was killed stayed
 //! allocated until the session ended.
 //!
+//! A ticket addressed to one of several sockets ([`FACING`]: the issuer's ZeroMQ socket picked
+//! it) is released once every live socket facing its issuing socket found itself empty well after
+//! the issuer was first seen gone (nothing in flight from a dead sender takes that long to arrive),
+//! or when none of them lives any more.
+//!
 //! A ticket whose issuer lives is never taken here: the issuer takes back what its peer did not
 //! claim and sends it again (see `peers`).
 
+use crate::directory::{self, Attached, SocketMark};
 use crate::manager::Manager;
 use crate::message::Message;
-use crate::tickets::{Kind, ELSEWHERE};
+use crate::tickets::{names_one, Kind, FACING};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -20,11 +26,21 @@ pub(crate) struct Orphan {
     ticket: u32,
     nonce: u64,
     issuer: u32,
+    /// Its receiver's owner mark and socket word (see `tickets`).
+    receiver: u32,
+    socket: u64,
+}
+
+impl Orphan {
+    /// The socket that sent it, when its receiver is one of those facing that socket.
+    fn sent_by(&self) -> Option<SocketMark> {
+        (self.receiver == FACING).then_some((self.issuer, self.socket))
+    }
 }
 
 /// Tickets out in every segment of the session whose issuer is gone and whose receiver (owner
-/// mark, socket number; 0 when not known) `wanted` accepts. Only chunks a gone transport holds,
-/// or that nobody holds, are looked at (liveness looked up once per owner).
+/// mark, socket word; see `tickets`) `wanted` accepts. Only chunks a gone transport holds, or that
+/// nobody holds, are looked at (liveness looked up once per owner).
 pub(crate) fn find(mgr: &Manager, wanted: impl Fn(u32, u64) -> bool) -> Vec<Orphan> {
     let mut alive = crate::liveness::remembered(|owner| owner == mgr.owner() || mgr.owner_alive(owner));
     let mut out = Vec::new();
@@ -33,11 +49,21 @@ pub(crate) fn find(mgr: &Manager, wanted: impl Fn(u32, u64) -> bool) -> Vec<Orph
         let tickets = seg.tickets();
         for (ticket, nonce, issuer, receiver, socket) in tickets.out_in_chunks(|owner| owner == 0 || !alive(owner)) {
             if !alive(issuer) && wanted(receiver, socket) {
-                out.push(Orphan { segment: entry.id, ticket, nonce, issuer });
+                out.push(Orphan { segment: entry.id, ticket, nonce, issuer, receiver, socket });
             }
         }
     }
     out
+}
+
+/// The sockets facing socket `sender` in the directory (`None`: not known: the directory is
+/// incomplete, or `sender`'s entries were reused).
+fn facing_sender(mgr: &Manager, sender: SocketMark) -> Option<Vec<directory::Facing>> {
+    let theirs = directory::endpoints_of(mgr.management(), sender);
+    if theirs.is_empty() {
+        return None;
+    }
+    directory::facing(mgr.management(), sender, &theirs, |o| o == mgr.owner() || mgr.owner_alive(o))
 }
 
 /// Takes `o` back, if it is still out, and releases what it hands over; true when it did.
@@ -68,39 +94,97 @@ pub(crate) fn release(mgr: &Arc<Manager>, o: &Orphan) -> bool {
 }
 
 /// Releases the tickets of gone issuers that never left them (no receiver: the issuer died before
-/// sending) or were addressed to gone receivers (a sweep of the dead); returns how many.
+/// sending) or were addressed to gone receivers (a sweep of the dead), also to several of which
+/// none lives; returns how many.
 pub(crate) fn release_unreachable(mgr: &Arc<Manager>) -> usize {
     let gone = find(mgr, |receiver, _| {
-        receiver == 0 || (receiver != ELSEWHERE && receiver != mgr.owner() && !mgr.owner_alive(receiver))
+        receiver == 0
+            || receiver == FACING
+            || (names_one(receiver) && receiver != mgr.owner() && !mgr.owner_alive(receiver))
     });
-    gone.iter().filter(|o| release(mgr, o)).count()
+    let mut facing_known: Vec<(SocketMark, bool)> = Vec::new();
+    gone.iter()
+        .filter(|o| match o.sent_by() {
+            None => true,
+            Some(sender) => {
+                let i = facing_known.iter().position(|(s, _)| *s == sender).unwrap_or_else(|| {
+                    let none_alive = facing_sender(mgr, sender).is_some_and(|f| f.iter().all(|f| !f.alive));
+                    facing_known.push((sender, none_alive));
+                    facing_known.len() - 1
+                });
+                facing_known[i].1
+            }
+        })
+        .filter(|o| release(mgr, o))
+        .count()
 }
 
 /// How often a receiving socket that found itself empty looks for records lost on their way to it.
 const EVERY: Duration = Duration::from_secs(1);
+/// Longer than any record takes from a ZeroMQ socket to its peer's queue on one host (ns).
+pub(crate) const ARRIVAL: u64 = 1_000_000_000;
 
 /// A receiving socket's watch for tickets addressed to it whose issuer is gone: seen at one look
 /// and still out at the next, a second or more later while the socket was empty again, the record
-/// was lost with its issuer's queue (or it would have arrived), and is released.
+/// was lost with its issuer's queue (or it would have arrived), and is released. A ticket
+/// addressed to one of the sockets facing its issuer ([`FACING`]) waits until every live one of
+/// them found itself empty [`ARRIVAL`] after this watch first saw it.
 #[derive(Default)]
 pub(crate) struct Watch {
     last: Option<Instant>,
     seen: Vec<Orphan>,
+    /// [`FACING`] tickets of senders facing this socket, and when they were first seen (coarse ns).
+    shared: Vec<(Orphan, u64)>,
 }
 
 impl Watch {
-    /// The socket (`socket`, of this transport) found nothing to receive.
-    pub(crate) fn idle(&mut self, mgr: &Arc<Manager>, socket: u64) {
+    /// The socket (`socket`, of this transport, attached to `mine` in the directory; empty when it
+    /// is not listed there) found nothing to receive.
+    pub(crate) fn idle(&mut self, mgr: &Arc<Manager>, socket: u64, mine: &[Attached]) {
         if socket == 0 || self.last.is_some_and(|t| t.elapsed() < EVERY) {
             return;
         }
         self.last = Some(Instant::now());
-        let now = find(mgr, |receiver, s| receiver == mgr.owner() && s == socket);
-        let released = now.iter().filter(|o| self.seen.contains(o) && release(mgr, o)).count();
+        let now = find(mgr, |receiver, s| {
+            (receiver == mgr.owner() && s == socket) || (receiver == FACING && !mine.is_empty())
+        });
+        let (shared, now): (Vec<Orphan>, Vec<Orphan>) = now.into_iter().partition(|o| o.receiver == FACING);
+        let mut released = now.iter().filter(|o| self.seen.contains(o) && release(mgr, o)).count();
+        self.seen = now;
+        released += self.release_shared(mgr, shared, mine);
         if released > 0 {
             log::warn!("released {released} messages lost in flight to this socket by senders that are gone");
         }
-        self.seen = now;
+    }
+
+    /// Of the [`FACING`] orphans `found`, those whose sender faces this socket (at `mine`) are
+    /// released once every live socket facing their sender was empty [`ARRIVAL`] after they were
+    /// first seen here; returns how many.
+    fn release_shared(&mut self, mgr: &Arc<Manager>, found: Vec<Orphan>, mine: &[Attached]) -> usize {
+        let now = crate::sys::clock::coarse_ns();
+        let mut senders: Vec<(SocketMark, Option<Vec<directory::Facing>>)> = Vec::new();
+        let mut released = 0;
+        let mut kept = Vec::new();
+        for o in found {
+            let Some(sender) = o.sent_by() else { continue };
+            let i = senders.iter().position(|(s, _)| *s == sender).unwrap_or_else(|| {
+                let theirs = directory::endpoints_of(mgr.management(), sender);
+                let faces_me = theirs.iter().any(|t| mine.iter().any(|m| m.key == t.key && m.role != t.role));
+                let facing = if faces_me { facing_sender(mgr, sender) } else { None };
+                senders.push((sender, facing));
+                senders.len() - 1
+            });
+            let Some(facing) = &senders[i].1 else { continue };
+            let since = self.shared.iter().find(|(s, _)| *s == o).map_or(now, |&(_, t)| t);
+            let all_empty = facing.iter().filter(|f| f.alive).all(|f| f.empty_at > since.saturating_add(ARRIVAL));
+            if all_empty && release(mgr, &o) {
+                released += 1;
+            } else {
+                kept.push((o, since));
+            }
+        }
+        self.shared = kept;
+        released
     }
 
     /// Milliseconds until the next look is due (a receive that waits wakes for it: a sender may

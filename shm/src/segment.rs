@@ -677,7 +677,8 @@ impl Segment {
 
     /// Blocks handed over through this segment's tickets and not claimed yet: (segment, block
     /// offset, issuer's owner mark, receiver's owner mark (0: not sent yet,
-    /// [`crate::tickets::ELSEWHERE`]: not known)). For sweeps and fault tests.
+    /// [`crate::tickets::ELSEWHERE`]: not known, [`crate::tickets::FACING`]: one of the sockets
+    /// facing its sender)). For sweeps and fault tests.
     pub fn in_flight(&self) -> Vec<(u16, u64, u32, u32)> {
         let t = self.tickets();
         t.out_in_chunks(|_| true)

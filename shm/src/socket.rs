@@ -738,6 +738,17 @@ impl Socket {
     }
 
     /// A frame from the socket without waiting.
+    /// Nothing waits for this socket (its lanes and ZeroMQ socket are empty): said in the
+    /// directory (see `addressee`), and the watch for records lost on their way here looks.
+    fn found_empty(&self) {
+        let mut a = self.addressee.borrow_mut();
+        if let Some(a) = a.as_mut() {
+            a.found_empty(&self.mgr);
+        }
+        let mine = a.as_ref().map_or(&[][..], |a| a.endpoints());
+        self.receiving.orphans.borrow_mut().idle(&self.mgr, self.receiving.number, mine);
+    }
+
     fn poll_socket(&self) -> Result<Polled, TransferError> {
         let mut frame = fairmq_zmq::Message::new();
         match self.z.receive_uncounted(&mut frame, 0) {
@@ -795,14 +806,14 @@ impl Socket {
                 // A receiver that polls gives back what it freed when it finds nothing, as one
                 // that blocks does before it sleeps.
                 self.mgr.flush(false);
-                self.receiving.orphans.borrow_mut().idle(&self.mgr, self.receiving.number);
+                self.found_empty();
                 return Err(TransferError::Timeout);
             }
             if self.lanes.readers.borrow().spin() {
                 continue;
             }
             self.mgr.flush(false);
-            self.receiving.orphans.borrow_mut().idle(&self.mgr, self.receiving.number);
+            self.found_empty();
             if !self.lanes.readers.borrow_mut().sleep(&self.mgr) {
                 continue;
             }
@@ -1032,7 +1043,7 @@ impl fairmq_zmq::PollHook for Socket {
         // A poller about to sleep gives back what this process freed, as a receive does.
         self.mgr.flush(false);
         self.announce();
-        self.receiving.orphans.borrow_mut().idle(&self.mgr, self.receiving.number);
+        self.found_empty();
         self.lanes.readers.borrow_mut().sleep(&self.mgr)
     }
 

@@ -332,18 +332,6 @@ fn i03_what_a_killed_pair_sender_had_queued_is_released_by_its_receiver() {
     killed_sender_queue_is_released("pairqueuedkill", true, true);
 }
 
-/// A message as the test peer sends it: sequence number, sender id, then bytes derived from both.
-fn peer_message(t: &fairmq_shm::Transport, seq: u64, size: usize) -> fairmq_shm::Message {
-    let mut m = t.new_message_with_size(size).unwrap();
-    let d = m.data_mut().unwrap();
-    d[..8].copy_from_slice(&seq.to_le_bytes());
-    d[8..16].copy_from_slice(&0u64.to_le_bytes());
-    for (i, b) in d.iter_mut().enumerate().skip(16) {
-        *b = (seq.wrapping_mul(31).wrapping_add(i as u64)) as u8;
-    }
-    m
-}
-
 /// Issue 17 item 3, on a PAIR without lanes: a receiver killed with records it had not taken. The
 /// sender takes them back (the directory named the receiver on their tickets) and sends them,
 /// in order, to the receiver that replaces it: nothing is lost, nothing stays allocated. Records

@@ -1,8 +1,8 @@
 //! A peer process for cross-process tests of the shared-memory transport.
 //!
 //! ```text
-//! fairmq-shm-peer send <session> <address> <bind|connect> <count> <sizes,...> <sender-id> [hold] [pair|nolanes]
-//! fairmq-shm-peer recv <session> <address> <bind|connect> <count> <senders> [gaps|sub|hold] [pair|nolanes]
+//! fairmq-shm-peer send <session> <address> <bind|connect> <count> <sizes,...> <sender-id> [hold] [pair|dealer|nolanes]
+//! fairmq-shm-peer recv <session> <address> <bind|connect> <count> <senders> [gaps|any|sub|hold] [pair|dealer|nolanes]
 //! fairmq-shm-peer allocloop <session> <iterations, 0 = forever>
 //! fairmq-shm-peer holdlock <session>
 //! fairmq-shm-peer regionsink <session> <address> <count> <plain|copy|parts>
@@ -20,11 +20,14 @@
 //! the receiver checks all of them, prints `first` after the first and `received <messages> <bytes>`
 //! at the end. Exit code 1 on any error.
 //! A receiver with count 0 receives until nothing arrives for 2 s; with `gaps`, sequence numbers of a
-//! sender must only increase (another receiver gets the rest), not follow each other; with `sub`,
+//! sender must only increase (another receiver gets the rest), not follow each other; with `any`,
+//! they only must not repeat (another receiver gets some, and what it did not take comes again
+//! later); with `sub`,
 //! the receiver is a subscriber (SUB) instead of a PULL socket; with `hold`, it keeps every message
 //! it received and sleeps after its report until killed. With `pair`, sender and receiver use PAIR
 //! sockets without lanes (their records travel on the socket) instead of PUSH and PULL; with
-//! `nolanes`, PUSH and PULL without lanes.
+//! `dealer`, DEALER sockets (the sender's ZeroMQ socket picks one of its peers); with `nolanes`,
+//! PUSH and PULL without lanes.
 //! `attach` joins (or creates) the session, under the explicit shmId (hex, as in object names) if
 //! given, prints `attached` and sleeps until killed (another user's process in the hardening tests).
 
@@ -52,6 +55,8 @@ fn socket_type(flags: &[String], otherwise: SocketType) -> (SocketType, bool) {
     let has = |f: &str| flags.iter().any(|x| x == f);
     if has("pair") {
         (SocketType::Pair, false)
+    } else if has("dealer") {
+        (SocketType::Dealer, false)
     } else {
         (otherwise, !has("nolanes"))
     }
@@ -113,6 +118,8 @@ fn recv(a: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     let (session, address, m, count, senders) =
         (&a[0], &a[1], method(&a[2])?, a[3].parse::<u64>()?, a[4].parse::<usize>()?);
     let gaps = a.get(5).is_some_and(|g| g == "gaps");
+    let any = a.get(5).is_some_and(|g| g == "any");
+    let mut seen = std::collections::HashSet::new();
     let (ty, lanes) = socket_type(&a[5..], SocketType::Pull);
     let ty = if a.get(5).is_some_and(|g| g == "sub") { SocketType::Sub } else { ty };
     let hold = a.get(5).is_some_and(|g| g == "hold");
@@ -135,7 +142,11 @@ fn recv(a: &[String]) -> Result<(), Box<dyn std::error::Error>> {
         let seq = u64::from_le_bytes(d[..8].try_into()?);
         let sender = u64::from_le_bytes(d[8..16].try_into()?);
         let expected = next.get_mut(sender as usize).ok_or(format!("unknown sender {sender}"))?;
-        if seq != *expected && !(gaps && seq > *expected) {
+        if any {
+            if !seen.insert((sender, seq)) {
+                return Err(format!("sender {sender}: message {seq} came twice").into());
+            }
+        } else if seq != *expected && !(gaps && seq > *expected) {
             return Err(format!("sender {sender}: expected message {expected}, got {seq}").into());
         }
         *expected = seq + 1;

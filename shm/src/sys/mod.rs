@@ -1,7 +1,8 @@
 //! The operating-system layer: the only unsafe code of the crate besides message data access.
 //! Safe opening and creation of shared-memory files, their mappings, robust process-shared
-//! mutexes, futexes and file locks.
+//! mutexes, futexes, file locks and the monotonic clock.
 
+pub(crate) mod clock;
 pub(crate) mod files;
 pub(crate) mod flock;
 pub(crate) mod futex;

@@ -212,3 +212,16 @@ pub fn linked(
     sb.connect(&bound).unwrap();
     (sa, sb)
 }
+
+/// A message of `t` of `size` bytes, sequence number `seq`, from sender 0, as the peer's
+/// receiver checks it.
+pub fn peer_message(t: &fairmq_shm::Transport, seq: u64, size: usize) -> fairmq_shm::Message {
+    let mut m = t.new_message_with_size(size).unwrap();
+    let d = m.data_mut().unwrap();
+    d[..8].copy_from_slice(&seq.to_le_bytes());
+    d[8..16].copy_from_slice(&0u64.to_le_bytes());
+    for (i, b) in d.iter_mut().enumerate().skip(16) {
+        *b = (seq.wrapping_mul(31).wrapping_add(i as u64)) as u8;
+    }
+    m
+}
