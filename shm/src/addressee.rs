@@ -12,7 +12,7 @@
 //! back while it is open: its request may still wait in its own queue for the peer's successor,
 //! and a REQ cannot send it again; it releases what dead receivers left when it closes.
 
-use crate::directory::{self, Attached, SocketMark};
+use crate::directory::{self, Attached, Listing, SocketMark};
 use crate::manager::Manager;
 use crate::message::Message;
 use crate::orphans::ARRIVAL;
@@ -26,8 +26,6 @@ use std::time::{Duration, Instant};
 
 /// How often a socket looks whether the receivers of what it handed out still live.
 const CHECK_EVERY: Duration = Duration::from_secs(1);
-/// How often a socket that finds itself empty says so in the directory, at most (ns).
-const STAMP_EVERY: u64 = 50_000_000;
 
 /// What a socket does with the messages a dead receiver did not claim.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,11 +41,8 @@ pub(crate) struct Addressee {
     on_death: OnDeath,
     /// This socket in the directory.
     me: SocketMark,
-    /// Its endpoints, and their entries.
-    attached: Vec<Attached>,
-    entries: Vec<usize>,
-    /// An endpoint is missing from the directory: who faces this socket is not known.
-    unlisted: bool,
+    /// Its endpoints in the directory.
+    listing: Listing,
     /// The directory generation of the last look (`u64::MAX`: none yet), and what it found: the
     /// one live socket facing this one, whether the sockets facing it are known, and the live ones.
     seen: u64,
@@ -60,8 +55,6 @@ pub(crate) struct Addressee {
     sent: VecDeque<(u32, Sent)>,
     /// Messages handed to one of several facing sockets, and when (coarse ns), oldest first.
     shared: VecDeque<(u64, Sent)>,
-    /// When this socket last said in the directory that it was empty (coarse ns).
-    stamped: u64,
     last_check: Option<Instant>,
     /// REP: the transport whose request came last (its reply goes there), once one came.
     requester: Option<Option<u32>>,
@@ -82,9 +75,7 @@ impl Addressee {
         Some(Addressee {
             on_death,
             me: (mgr.owner(), number),
-            attached: Vec::new(),
-            entries: Vec::new(),
-            unlisted: false,
+            listing: Listing::default(),
             seen: u64::MAX,
             peer: None,
             facing_known: false,
@@ -92,7 +83,6 @@ impl Addressee {
             death_at: 0,
             sent: VecDeque::new(),
             shared: VecDeque::new(),
-            stamped: 0,
             last_check: None,
             requester: (ty == SocketType::Rep).then_some(None),
             resend: VecDeque::new(),
@@ -101,35 +91,18 @@ impl Addressee {
 
     /// The socket bound (`bound`) or connected to `endpoint`: recorded in the directory.
     pub(crate) fn attached(&mut self, mgr: &Manager, endpoint: &str, bound: bool) {
-        match directory::enter(mgr, self.me, endpoint, bound) {
-            Some((at, entry)) => {
-                self.attached.push(at);
-                self.entries.push(entry);
-            }
-            None => self.unlisted = true,
-        }
+        self.listing.enter(mgr, self.me, endpoint, bound);
         self.seen = u64::MAX;
     }
 
     /// Its endpoints in the directory (none when one is missing there).
     pub(crate) fn endpoints(&self) -> &[Attached] {
-        if self.unlisted {
-            &[]
-        } else {
-            &self.attached
-        }
+        self.listing.endpoints()
     }
 
     /// The socket found itself empty: said in the directory (see `directory::stamp_empty`).
     pub(crate) fn found_empty(&mut self, mgr: &Manager) {
-        if self.entries.is_empty() {
-            return;
-        }
-        let now = coarse_ns();
-        if now.saturating_sub(self.stamped) >= STAMP_EVERY {
-            self.stamped = now;
-            directory::stamp_empty(mgr.management(), self.me, &self.entries, now);
-        }
+        self.listing.found_empty(mgr.management(), self.me);
     }
 
     /// REP: a request came from the transport `issuer` (owner mark of its ticket; 0: not known).
@@ -159,10 +132,9 @@ impl Addressee {
     fn look(&mut self, mgr: &Manager) {
         self.note_deaths(mgr);
         let alive = |o| o == mgr.owner() || mgr.owner_alive(o);
-        let facing = if self.unlisted || self.attached.is_empty() {
-            None
-        } else {
-            directory::facing(mgr.management(), self.me, &self.attached, alive)
+        let facing = match self.listing.endpoints() {
+            [] => None,
+            mine => directory::facing(mgr.management(), self.me, mine, alive),
         };
         self.facing_known = facing.is_some();
         let live: Vec<SocketMark> = facing.iter().flatten().filter(|f| f.alive).map(|f| f.mark).collect();
@@ -239,11 +211,12 @@ impl Addressee {
     /// died: sent before the last death was noticed, and every live facing socket found itself
     /// empty since, long enough after it was sent for it to have arrived.
     fn take_back_shared(&mut self, mgr: &Arc<Manager>, resend: bool) -> usize {
-        if self.death_at == 0 || self.shared.is_empty() || self.unlisted {
+        let mine = self.listing.endpoints();
+        if self.death_at == 0 || self.shared.is_empty() || mine.is_empty() {
             return 0;
         }
         let alive = |o| o == mgr.owner() || mgr.owner_alive(o);
-        let Some(facing) = directory::facing(mgr.management(), self.me, &self.attached, alive) else {
+        let Some(facing) = directory::facing(mgr.management(), self.me, mine, alive) else {
             return 0;
         };
         let empty_since = facing.iter().filter(|f| f.alive).map(|f| f.empty_at).min().unwrap_or(u64::MAX);
@@ -279,7 +252,7 @@ impl Addressee {
         self.note_deaths(mgr);
         let released =
             self.resend.drain(..).count() + self.take_back_dead(mgr, false) + self.take_back_shared(mgr, false);
-        if !self.attached.is_empty() {
+        if self.listing.has_entries() {
             directory::unregister(mgr.management(), self.me);
         }
         released

@@ -157,6 +157,59 @@ pub(crate) fn enter(
     Some((at, entry?))
 }
 
+/// How often a socket that finds itself empty says so, at most (ns).
+const STAMP_EVERY: u64 = 50_000_000;
+
+/// Where one socket is listed: its endpoints and their entries.
+#[derive(Debug, Default)]
+pub(crate) struct Listing {
+    attached: Vec<Attached>,
+    entries: Vec<usize>,
+    /// An endpoint is missing from the directory: who faces the socket is not known.
+    unlisted: bool,
+    /// When the socket last said it was empty (coarse ns).
+    stamped: u64,
+}
+
+impl Listing {
+    /// Socket `me` of `mgr`'s transport bound (`bound`) or connected to `endpoint`.
+    pub(crate) fn enter(&mut self, mgr: &crate::manager::Manager, me: SocketMark, endpoint: &str, bound: bool) {
+        match enter(mgr, me, endpoint, bound) {
+            Some((at, entry)) => {
+                self.attached.push(at);
+                self.entries.push(entry);
+            }
+            None => self.unlisted = true,
+        }
+    }
+
+    /// The socket's endpoints, when all of them are listed (else none).
+    pub(crate) fn endpoints(&self) -> &[Attached] {
+        if self.unlisted {
+            &[]
+        } else {
+            &self.attached
+        }
+    }
+
+    /// Whether the socket has entries (to remove when it closes).
+    pub(crate) fn has_entries(&self) -> bool {
+        !self.entries.is_empty()
+    }
+
+    /// Socket `me` found itself empty: says so (see [`stamp_empty`]), now and then.
+    pub(crate) fn found_empty(&mut self, m: &Management, me: SocketMark) {
+        if self.entries.is_empty() {
+            return;
+        }
+        let now = crate::sys::clock::coarse_ns();
+        if now.saturating_sub(self.stamped) >= STAMP_EVERY {
+            self.stamped = now;
+            stamp_empty(m, me, &self.entries, now);
+        }
+    }
+}
+
 /// Socket `me`, whose entries are `entries`, found itself empty at `now` (see [`coarse_ns`]):
 /// nothing sent to it before `now` (less the time a record takes to arrive) waits in its queue.
 ///

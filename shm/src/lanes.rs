@@ -177,6 +177,76 @@ fn release_entries(mgr: &Arc<Manager>, entries: impl IntoIterator<Item = Taken>)
     dropped
 }
 
+/// The blocks an entry of `kind` names, the block holding an indirect frame first, then the
+/// parts (`None` when the entry cannot be read).
+fn entry_blocks(mgr: &Arc<Manager>, kind: u32, entry: &[u8]) -> Option<Vec<Record>> {
+    let mut records = Vec::new();
+    meta::decode(entry, &mut records).ok()?;
+    if kind == KIND_INDIRECT {
+        let [holder] = records[..] else { return None };
+        let mut h = Message::from_record(mgr, holder).ok()?;
+        let read = meta::decode(h.data(), &mut records);
+        h.hand_over(); // only read: its reference stays where it was
+        read.ok()?;
+    }
+    Some(records)
+}
+
+/// Changes the holder mark of the blocks of a lane entry from `from` to `to` (those with one
+/// reference): in flight when a writer stages it, its own again when it takes it back. The block
+/// holding an indirect frame goes in flight first and comes back last: a reader finishing a dead
+/// writer's entry reads the parts through it.
+fn remark_entry(mgr: &Arc<Manager>, kind: u32, entry: &[u8], from: u32, to: u32) {
+    let Some(mut blocks) = entry_blocks(mgr, kind, entry) else { return };
+    if to != crate::slots::IN_FLIGHT {
+        blocks.reverse();
+    }
+    blocks.iter().for_each(|r| mgr.remark(r, from, to));
+}
+
+/// Writer: takes every entry out of `ring` (its reader left) into `out`, each marked its own again
+/// before it leaves the ring: killed at any moment, the writer leaves blocks that the ring or its
+/// own mark accounts for (the sweep of the dead frees the latter).
+fn take_back_all(mgr: &Arc<Manager>, ring: &Ring<'_>, out: &mut Vec<Taken>) -> Result<(), LaneError> {
+    while let Some(e) = ring.peek()? {
+        let mut bytes = Vec::new();
+        ring.read(&e, &mut bytes);
+        remark_entry(mgr, e.kind, &bytes, crate::slots::IN_FLIGHT, mgr.owner());
+        ring.consume(&e);
+        out.push((e.kind, bytes));
+    }
+    Ok(())
+}
+
+/// Releases a lane whose writer is gone and whose offer nobody will claim any more: its offer's
+/// ticket was just claimed by the caller (see `orphans`), so no reader can claim the lane, and the
+/// dead writer's reference, which `rec` names, is its only one. What the ring holds is released,
+/// then the lane's block.
+pub(crate) fn release_unclaimed(mgr: &Arc<Manager>, rec: Record) {
+    let Ok(mut block) = Message::from_record(mgr, rec) else { return };
+    let opened = block.words().ok_or(LaneError::Header).and_then(Ring::open);
+    let ring = match opened {
+        Ok(ring) if ring.reader() == 0 && !mgr.owner_alive(ring.writer()) => ring,
+        // Claimed through an earlier offer, or its writer lives: theirs to finish.
+        Ok(_) => return block.hand_over(),
+        Err(e) => {
+            log::error!("the lane of an offer nobody took is damaged, its messages are lost: {e}");
+            return block.hand_over();
+        }
+    };
+    ring.close(READER_CLOSED | WRITER_CLOSED);
+    finish_staged(mgr, &ring);
+    let mut left = Vec::new();
+    if let Err(e) = ring.take_all(&mut left) {
+        log::error!("the lane of an offer nobody took is damaged, some of its messages are lost: {e}");
+    }
+    let n = release_entries(mgr, left);
+    if n > 0 {
+        log::warn!("released {n} messages a writer that is gone left in a lane nobody took");
+    }
+    drop(block); // the dead writer's reference: the lane's block is freed
+}
+
 /// How a block named in a dead writer's staged entry is held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Held {
@@ -285,7 +355,15 @@ fn indirect(mgr: &Arc<Manager>, frame: &[u8], capacity: u64) -> Result<Option<(M
 pub(crate) trait Link {
     /// Sends a control frame to the peer of owner mark `to` (the newest peer when `None`) within
     /// `deadline`. `Ok(false)`: no peer is known yet (nothing sent).
-    fn send_control(&self, frame: &[u8], to: Option<u32>, deadline: Deadline) -> Result<bool, TransferError>;
+    /// `address` is called with the receiver's owner mark and socket number (0, 0: not known)
+    /// before the frame goes out.
+    fn send_control(
+        &self,
+        frame: &[u8],
+        to: Option<u32>,
+        deadline: Deadline,
+        address: &dyn Fn(u32, u64),
+    ) -> Result<bool, TransferError>;
     /// The socket's send queue limit (ZeroMQ's SNDHWM, 0: none), which sizes the ring.
     fn send_queue(&self) -> i32;
 }
@@ -364,7 +442,7 @@ impl Writer {
             // A reader asleep in its socket gets a wake frame (one per sleep). A full queue means
             // frames wait for it anyway, so a failed wake changes nothing.
             if ring.reader_needs_wake() {
-                let _ = link.send_control(&meta::WAKE_FRAME, Some(ring.reader()), Deadline::Now);
+                let _ = link.send_control(&meta::WAKE_FRAME, Some(ring.reader()), Deadline::Now, &|_, _| {});
             }
             break;
         }
@@ -413,11 +491,13 @@ impl Writer {
         deadline: Deadline,
     ) -> Result<(), TransferError> {
         let ticket = issue_waiting(mgr, Kind::Offer, &l.block.record(), deadline)?;
-        // Whoever reads it may claim the lane later, also after this writer is gone.
-        mgr.address(&ticket, 0, 0);
         let mut frame = Vec::with_capacity(40);
         meta::encode_lane_offer(&ticket.record(), &mut frame);
-        match link.send_control(&frame, None, deadline) {
+        // Whoever reads it may claim the lane later, also after this writer is gone. Its receiver
+        // is named where it can be: an offer lost with a killed writer's queue is released then,
+        // and its lane with it (see `orphans`).
+        let address = |owner, socket| mgr.address(&ticket, owner, socket);
+        match link.send_control(&frame, None, deadline, &address) {
             Ok(true) => self.offered.set(Some((Instant::now(), ticket))),
             Ok(false) => {
                 mgr.take_back(&ticket);
@@ -446,8 +526,10 @@ impl Writer {
         let l = self.lane.as_ref().expect("a lane was offered");
         let ring = l.ring();
         while let Some((kind, frame)) = self.resend.pop_front() {
-            // Taken back from a lane whose reader left: their blocks are in flight already.
-            match self.push(mgr, link, l, &ring, kind, &frame, deadline, &|| {}) {
+            // Taken back from a lane whose reader left, their blocks marked ours again: in flight
+            // once staged, as any entry's.
+            let mark = || remark_entry(mgr, kind, &frame, mgr.owner(), crate::slots::IN_FLIGHT);
+            match self.push(mgr, link, l, &ring, kind, &frame, deadline, &mark) {
                 Ok(Wait::Room) => {}
                 other => {
                     self.resend.push_front((kind, frame));
@@ -506,7 +588,7 @@ impl Writer {
         let closed = ring.closed() & READER_CLOSED != 0;
         let dead = check_dead && !closed && reader != 0 && !mgr.owner_alive(reader);
         let mut unread = Vec::new();
-        if let Err(e) = ring.take_all(&mut unread) {
+        if let Err(e) = take_back_all(mgr, &ring, &mut unread) {
             log::error!("lane of a gone reader is damaged, {} of its messages are lost: {e}", unread.len());
         }
         ring.close(WRITER_CLOSED);
@@ -540,7 +622,7 @@ impl Writer {
             let dead = reader != 0 && before & READER_CLOSED == 0 && !mgr.owner_alive(reader);
             if before & READER_CLOSED != 0 || dead {
                 let mut left = Vec::new();
-                let _ = ring.take_all(&mut left);
+                let _ = take_back_all(mgr, &ring, &mut left);
                 self.resend.extend(left);
             }
             if dead {
@@ -795,6 +877,56 @@ mod tests {
         assert_eq!(count_word(&mgr, recs[0]) as u32, 0, "what it marked in flight was released");
         assert_eq!(count_word(&mgr, recs[1]), 77 << 32 | 1, "what it still held is the sweep's");
         assert!(!finish_staged(&mgr, &ring), "a second look releases nothing more");
+    }
+
+    /// Issue 17 item 3: entries a writer takes back from a lane whose reader left are marked its
+    /// own before they leave the ring (the holder of an indirect frame last), so a writer killed
+    /// while it keeps them to send again leaves blocks the sweep of the dead frees; staged again,
+    /// they go in flight again (the holder first). Before, they stayed in flight, named by nothing.
+    #[test]
+    fn entries_taken_back_are_the_writers_until_staged_again() {
+        let mut c = crate::config::ShmConfig::new("writer", &format!("lanes-takeback-{}", std::process::id()));
+        c.segment_size = 8 << 20;
+        let _scratch = crate::scratch::Scratch::of_shm_id(&c.resolved_shm_id());
+        let mgr = Arc::new(Manager::new(&c, Arc::new(fairmq_zmq::Interrupter::new().unwrap())).unwrap());
+        let lane = Message::allocate(mgr.clone(), lane::block_bytes(lane::MIN_CAPACITY) as usize, 8).unwrap();
+        let ring = Ring::init(lane.words().unwrap(), lane::MIN_CAPACITY, mgr.owner());
+        let in_flight = |_: Record| u64::from(crate::slots::IN_FLIGHT) << 32 | 1;
+        let ours = u64::from(mgr.owner()) << 32 | 1;
+        // A plain entry of two parts, and an indirect one whose holder names one part.
+        let mut plain = [0, 1].map(|_| Message::allocate(mgr.clone(), 100, 0).unwrap());
+        let mut frame = Vec::new();
+        meta::encode_parts(plain.iter().map(Message::record), 0, &mut frame);
+        let mut inner = Message::allocate(mgr.clone(), 100, 0).unwrap();
+        let mut parts = Vec::new();
+        meta::encode_parts([inner.record()].into_iter(), 0, &mut parts);
+        let mut holder = Message::copy_of(mgr.clone(), &parts).unwrap();
+        let mut entry = Vec::new();
+        meta::encode_single(&holder.record(), 0, &mut entry);
+        let recs = [plain[0].record(), plain[1].record(), inner.record(), holder.record()];
+        for m in plain.iter_mut().chain([&mut inner, &mut holder]) {
+            m.mark_in_flight(true);
+            m.hand_over();
+        }
+        assert!(ring.push(KIND_FRAME, &frame, || {}).unwrap());
+        assert!(ring.push(KIND_INDIRECT, &entry, || {}).unwrap());
+        let mut taken = Vec::new();
+        take_back_all(&mgr, &ring, &mut taken).unwrap();
+        assert_eq!(taken.len(), 2);
+        assert!(ring.peek().unwrap().is_none(), "the ring is empty");
+        for r in recs {
+            assert_eq!(count_word(&mgr, r), ours, "taken back: ours again");
+        }
+        for (kind, bytes) in &taken {
+            remark_entry(&mgr, *kind, bytes, mgr.owner(), crate::slots::IN_FLIGHT);
+        }
+        for r in recs {
+            assert_eq!(count_word(&mgr, r), in_flight(r), "staged again: in flight");
+        }
+        assert_eq!(release_entries(&mgr, taken), 3, "three messages' blocks released");
+        for r in recs {
+            assert_eq!(count_word(&mgr, r) as u32, 0, "freed");
+        }
     }
 
     #[test]

@@ -5,17 +5,18 @@
 //! allocated until the session ended.
 //!
 //! A ticket addressed to one of several sockets ([`FACING`]: the issuer's ZeroMQ socket picked
-//! it) is released once every live socket facing its issuing socket found itself empty well after
-//! the issuer was first seen gone (nothing in flight from a dead sender takes that long to arrive),
-//! or when none of them lives any more.
+//! one of those facing it; [`AT_ENDPOINT`]: whoever is bound at an endpoint it connected to) is
+//! released once every live one of them found itself empty well after the issuer was first seen
+//! gone (nothing in flight from a dead sender takes that long to arrive), or when none of them
+//! lives any more.
 //!
 //! A ticket whose issuer lives is never taken here: the issuer takes back what its peer did not
 //! claim and sends it again (see `peers`).
 
-use crate::directory::{self, Attached, SocketMark};
+use crate::directory::{self, Attached, Role};
 use crate::manager::Manager;
 use crate::message::Message;
-use crate::tickets::{names_one, Kind, FACING};
+use crate::tickets::{names_one, names_several, Kind, AT_ENDPOINT, FACING};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -31,10 +32,41 @@ pub(crate) struct Orphan {
     socket: u64,
 }
 
+/// A set of sockets one of which a ticket names (see [`Orphan::several`]): its receiver mark, and
+/// the issuing transport and socket word.
+type Set = (u32, u32, u64);
+
 impl Orphan {
-    /// The socket that sent it, when its receiver is one of those facing that socket.
-    fn sent_by(&self) -> Option<SocketMark> {
-        (self.receiver == FACING).then_some((self.issuer, self.socket))
+    /// The set of sockets its receiver is one of: those facing its issuing socket, or bound at
+    /// an endpoint (`None` for a ticket that names one receiver, or none).
+    fn several(&self) -> Option<Set> {
+        match self.receiver {
+            FACING => Some((FACING, self.issuer, self.socket)),
+            AT_ENDPOINT => Some((AT_ENDPOINT, 0, self.socket)),
+            _ => None,
+        }
+    }
+}
+
+/// The sockets of a set (see [`Orphan::several`]), and whether the socket at `mine` is one of
+/// them; `None` when they are not known (the directory is incomplete, or a dead sender's entries
+/// were reused).
+fn members(mgr: &Manager, set: Set, mine: &[Attached]) -> Option<(Vec<directory::Facing>, bool)> {
+    let alive = |o| o == mgr.owner() || mgr.owner_alive(o);
+    let m = mgr.management();
+    match set {
+        (FACING, issuer, socket) => {
+            let theirs = directory::endpoints_of(m, (issuer, socket));
+            if theirs.is_empty() {
+                return None;
+            }
+            let me_too = theirs.iter().any(|t| mine.iter().any(|a| a.key == t.key && a.role != t.role));
+            Some((directory::facing(m, (issuer, socket), &theirs, alive)?, me_too))
+        }
+        (_, _, key) => {
+            let me_too = mine.iter().any(|a| a.key == key && a.role == Role::Bind);
+            Some((directory::facing(m, (0, 0), &[Attached { key, role: Role::Connect }], alive)?, me_too))
+        }
     }
 }
 
@@ -56,16 +88,6 @@ pub(crate) fn find(mgr: &Manager, wanted: impl Fn(u32, u64) -> bool) -> Vec<Orph
     out
 }
 
-/// The sockets facing socket `sender` in the directory (`None`: not known: the directory is
-/// incomplete, or `sender`'s entries were reused).
-fn facing_sender(mgr: &Manager, sender: SocketMark) -> Option<Vec<directory::Facing>> {
-    let theirs = directory::endpoints_of(mgr.management(), sender);
-    if theirs.is_empty() {
-        return None;
-    }
-    directory::facing(mgr.management(), sender, &theirs, |o| o == mgr.owner() || mgr.owner_alive(o))
-}
-
 /// Takes `o` back, if it is still out, and releases what it hands over; true when it did.
 pub(crate) fn release(mgr: &Arc<Manager>, o: &Orphan) -> bool {
     let Ok(seg) = mgr.segment(o.segment) else { return false };
@@ -77,7 +99,12 @@ pub(crate) fn release(mgr: &Arc<Manager>, o: &Orphan) -> bool {
     // it is claimed does not free the block as the dead issuer's as well.
     mgr.remark(&rec, o.issuer, crate::slots::IN_FLIGHT);
     if kind == Kind::Offer {
-        return tickets.claim(o.ticket, o.nonce);
+        // Claimed, the offer can never be: nobody will claim its lane either.
+        if !tickets.claim(o.ticket, o.nonce) {
+            return false;
+        }
+        crate::lanes::release_unclaimed(mgr, rec);
+        return true;
     }
     // Claimed as a receiver claims (the block ours before the claim ends): killed on the way, this
     // process leaves nothing that nobody accounts for.
@@ -99,20 +126,20 @@ pub(crate) fn release(mgr: &Arc<Manager>, o: &Orphan) -> bool {
 pub(crate) fn release_unreachable(mgr: &Arc<Manager>) -> usize {
     let gone = find(mgr, |receiver, _| {
         receiver == 0
-            || receiver == FACING
+            || names_several(receiver)
             || (names_one(receiver) && receiver != mgr.owner() && !mgr.owner_alive(receiver))
     });
-    let mut facing_known: Vec<(SocketMark, bool)> = Vec::new();
+    let mut sets: Vec<(Set, bool)> = Vec::new();
     gone.iter()
-        .filter(|o| match o.sent_by() {
+        .filter(|o| match o.several() {
             None => true,
-            Some(sender) => {
-                let i = facing_known.iter().position(|(s, _)| *s == sender).unwrap_or_else(|| {
-                    let none_alive = facing_sender(mgr, sender).is_some_and(|f| f.iter().all(|f| !f.alive));
-                    facing_known.push((sender, none_alive));
-                    facing_known.len() - 1
+            Some(set) => {
+                let i = sets.iter().position(|(s, _)| *s == set).unwrap_or_else(|| {
+                    let none_alive = members(mgr, set, &[]).is_some_and(|(f, _)| f.iter().all(|f| !f.alive));
+                    sets.push((set, none_alive));
+                    sets.len() - 1
                 });
-                facing_known[i].1
+                sets[i].1
             }
         })
         .filter(|o| release(mgr, o))
@@ -146,9 +173,9 @@ impl Watch {
         }
         self.last = Some(Instant::now());
         let now = find(mgr, |receiver, s| {
-            (receiver == mgr.owner() && s == socket) || (receiver == FACING && !mine.is_empty())
+            (receiver == mgr.owner() && s == socket) || (names_several(receiver) && !mine.is_empty())
         });
-        let (shared, now): (Vec<Orphan>, Vec<Orphan>) = now.into_iter().partition(|o| o.receiver == FACING);
+        let (shared, now): (Vec<Orphan>, Vec<Orphan>) = now.into_iter().partition(|o| names_several(o.receiver));
         let mut released = now.iter().filter(|o| self.seen.contains(o) && release(mgr, o)).count();
         self.seen = now;
         released += self.release_shared(mgr, shared, mine);
@@ -157,24 +184,22 @@ impl Watch {
         }
     }
 
-    /// Of the [`FACING`] orphans `found`, those whose sender faces this socket (at `mine`) are
-    /// released once every live socket facing their sender was empty [`ARRIVAL`] after they were
+    /// Of the orphans `found` addressed to one of several sockets, those this socket (at `mine`)
+    /// is one of are released once every live one of them was empty [`ARRIVAL`] after they were
     /// first seen here; returns how many.
     fn release_shared(&mut self, mgr: &Arc<Manager>, found: Vec<Orphan>, mine: &[Attached]) -> usize {
         let now = crate::sys::clock::coarse_ns();
-        let mut senders: Vec<(SocketMark, Option<Vec<directory::Facing>>)> = Vec::new();
+        let mut sets: Vec<(Set, Option<Vec<directory::Facing>>)> = Vec::new();
         let mut released = 0;
         let mut kept = Vec::new();
         for o in found {
-            let Some(sender) = o.sent_by() else { continue };
-            let i = senders.iter().position(|(s, _)| *s == sender).unwrap_or_else(|| {
-                let theirs = directory::endpoints_of(mgr.management(), sender);
-                let faces_me = theirs.iter().any(|t| mine.iter().any(|m| m.key == t.key && m.role != t.role));
-                let facing = if faces_me { facing_sender(mgr, sender) } else { None };
-                senders.push((sender, facing));
-                senders.len() - 1
+            let Some(set) = o.several() else { continue };
+            let i = sets.iter().position(|(s, _)| *s == set).unwrap_or_else(|| {
+                let ours = members(mgr, set, mine).and_then(|(f, me_too)| me_too.then_some(f));
+                sets.push((set, ours));
+                sets.len() - 1
             });
-            let Some(facing) = &senders[i].1 else { continue };
+            let Some(facing) = &sets[i].1 else { continue };
             let since = self.shared.iter().find(|(s, _)| *s == o).map_or(now, |&(_, t)| t);
             let all_empty = facing.iter().filter(|f| f.alive).all(|f| f.empty_at > since.saturating_add(ARRIVAL));
             if all_empty && release(mgr, &o) {

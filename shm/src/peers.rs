@@ -125,6 +125,16 @@ pub(crate) struct Peer {
 }
 
 impl Peer {
+    /// What a ticket of a message handed to this peer names as its receiver: its transport and
+    /// socket when known, else the endpoint it connected to (see `tickets`), else nobody (0, 0).
+    pub(crate) fn receiver(&self) -> (u32, u64) {
+        match self.endpoint {
+            _ if self.owner != 0 => (self.owner, self.socket),
+            Some(key) if key != 0 => (crate::tickets::AT_ENDPOINT, key),
+            _ => (0, 0),
+        }
+    }
+
     /// Forgets what the peer took already (it takes in order: looking at the oldest is enough).
     fn prune(&mut self, mgr: &Manager) {
         while self.sent.front().is_some_and(|s| s.tickets().iter().all(|t| !still_out(mgr, t))) {

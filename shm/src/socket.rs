@@ -55,8 +55,8 @@ struct Receiving {
     announced: std::cell::Cell<Option<std::time::Instant>>,
     /// Receives since the last look at the clock for a hello (a busy socket looks now and then).
     busy: std::cell::Cell<u32>,
-    /// Whether it is listed in the session's endpoint directory (see `directory`).
-    listed: std::cell::Cell<bool>,
+    /// PULL, SUB: where it is bound, in the session's endpoint directory (see `directory`).
+    listing: RefCell<crate::directory::Listing>,
     orphans: RefCell<crate::orphans::Watch>,
 }
 
@@ -113,7 +113,7 @@ impl Drop for Socket {
         let moment = Deadline::new(if linger < 0 { CLAIM_WAIT_MS } else { linger.min(CLAIM_WAIT_MS) });
         self.linger(moment);
         self.receiving.orphans.get_mut().close(&self.mgr, self.receiving.number);
-        if self.receiving.listed.get() {
+        if self.receiving.listing.get_mut().has_entries() {
             crate::directory::unregister(self.mgr.management(), (self.mgr.owner(), self.receiving.number));
         }
         let released =
@@ -192,7 +192,7 @@ impl Socket {
                 presented: std::cell::Cell::new(false),
                 announced: std::cell::Cell::new(None),
                 busy: std::cell::Cell::new(0),
-                listed: std::cell::Cell::new(false),
+                listing: RefCell::default(),
                 orphans: RefCell::default(),
             }),
             scratch: RefCell::new((Vec::with_capacity(64), Vec::new())),
@@ -265,8 +265,7 @@ impl Socket {
         let r = &self.receiving;
         match self.ty {
             SocketType::Pull | SocketType::Sub if bound => {
-                let me = (self.mgr.owner(), r.number);
-                r.listed.set(r.listed.get() || crate::directory::enter(&self.mgr, me, endpoint, true).is_some());
+                r.listing.borrow_mut().enter(&self.mgr, (self.mgr.owner(), r.number), endpoint, true);
             }
             SocketType::Push if !bound => {
                 let key = crate::directory::key(endpoint, self.mgr.owner());
@@ -501,8 +500,9 @@ impl Socket {
             for k in 0..peers.len() {
                 let i = peers.turn(k);
                 let p = peers.get_mut(i);
+                let (owner, socket) = p.receiver();
                 for t in issued.iter() {
-                    self.mgr.address(t, p.owner, p.socket);
+                    self.mgr.address(t, owner, socket);
                 }
                 match self.send_to(&p.id, frame) {
                     Ok(()) => {
@@ -742,10 +742,18 @@ impl Socket {
     /// directory (see `addressee`), and the watch for records lost on their way here looks.
     fn found_empty(&self) {
         let mut a = self.addressee.borrow_mut();
-        if let Some(a) = a.as_mut() {
-            a.found_empty(&self.mgr);
-        }
-        let mine = a.as_ref().map_or(&[][..], |a| a.endpoints());
+        let mut listing = self.receiving.listing.borrow_mut();
+        let me = (self.mgr.owner(), self.receiving.number);
+        let mine = match a.as_mut() {
+            Some(a) => {
+                a.found_empty(&self.mgr);
+                a.endpoints()
+            }
+            None => {
+                listing.found_empty(self.mgr.management(), me);
+                listing.endpoints()
+            }
+        };
         self.receiving.orphans.borrow_mut().idle(&self.mgr, self.receiving.number, mine);
     }
 
@@ -1053,15 +1061,26 @@ impl fairmq_zmq::PollHook for Socket {
 }
 
 impl Link for Socket {
-    fn send_control(&self, frame: &[u8], to: Option<u32>, deadline: Deadline) -> Result<bool, TransferError> {
+    fn send_control(
+        &self,
+        frame: &[u8],
+        to: Option<u32>,
+        deadline: Deadline,
+        address: &dyn Fn(u32, u64),
+    ) -> Result<bool, TransferError> {
         if self.ty != SocketType::Push {
+            let (owner, socket) = self.addressee.borrow_mut().as_mut().map_or((0, 0), |a| a.receiver(&self.mgr));
+            address(owner, socket);
             return self
                 .z
                 .send_uncounted(&mut fairmq_zmq::Message::from_slice(frame), deadline.ms_left())
                 .map(|()| true);
         }
         self.learn_peers(false);
-        let Some(id) = self.peers.borrow().find(to).map(|p| p.id.to_vec()) else { return Ok(false) };
+        let Some((id, (owner, socket))) = self.peers.borrow().find(to).map(|p| (p.id.to_vec(), p.receiver())) else {
+            return Ok(false);
+        };
+        address(owner, socket);
         match self.send_to(&id, frame) {
             Ok(()) => Ok(true),
             // Gone, or its queue full: the offer is made again later, as if none had been known.

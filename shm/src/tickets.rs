@@ -26,7 +26,7 @@
 //! | 3 | size |
 //! | 4 | block: slot; region: the creator's hint |
 //! | 5 | region: offset of the shared count's block ([`meta::NOT_SHARED`]: none) |
-//! | 6 | the receiving socket's number (see `peers`), 0 while not known; the issuing socket's with receiver [`FACING`] |
+//! | 6 | the receiving socket's number (see `peers`), 0 while not known; the issuing socket's with receiver [`FACING`], the endpoint's directory key with [`AT_ENDPOINT`] |
 //! | 7 | issuer's owner mark, and the receiving transport's owner mark << 32 (0: not known) |
 //!
 //! Words 1..7 are written before word 0 (release), and read after it (acquire); a reader that
@@ -43,10 +43,20 @@ pub const ELSEWHERE: u32 = u32::MAX;
 /// Receiver mark of a ticket whose record went to one of the sockets facing its issuing socket in
 /// the session's directory (see `directory`); word 6 holds the issuing socket's number then.
 pub const FACING: u32 = u32::MAX - 1;
+/// Receiver mark of a ticket whose record went to whichever socket is bound at an endpoint (one
+/// its sender connected to, where no live socket was listed); word 6 holds the endpoint's
+/// directory key then.
+pub const AT_ENDPOINT: u32 = u32::MAX - 2;
 
 /// Whether a ticket's receiver mark names one transport (not: none yet, not known, one of several).
 pub fn names_one(receiver: u32) -> bool {
-    receiver != 0 && receiver != ELSEWHERE && receiver != FACING
+    receiver != 0 && receiver != ELSEWHERE && !names_several(receiver)
+}
+
+/// Whether a ticket's receiver mark names a set of sockets that may have it ([`FACING`],
+/// [`AT_ENDPOINT`]).
+pub fn names_several(receiver: u32) -> bool {
+    receiver == FACING || receiver == AT_ENDPOINT
 }
 /// Word 0 of a ticket whose receiver is claiming it: this bit and the receiver's owner mark, until
 /// the receiver marked the block its own (then 0). A receiver killed in between leaves it, and

@@ -293,3 +293,57 @@ fn a_message_sent_right_after_connecting_arrives() {
         assert_eq!(m.data(), &[i as u8; 100][..]);
     }
 }
+
+/// Issue 17 item 3: a lane's writer killed while it held what it took back from a reader that
+/// died (to send again on its next lane, which it had no peer to offer to): those blocks were
+/// marked its own again when they left the ring, so the sweep of the dead frees them. Before, they
+/// stayed marked in flight, named by nothing, until the session ended.
+#[test]
+fn i03_a_lane_writer_killed_with_what_it_took_back_leaves_nothing() {
+    let s = Session::new("laneresendkill");
+    let t = s.transport("observer");
+    t.flush();
+    let free0 = t.segment_stats().free;
+    let addr = s.ipc("lane");
+    let mut receiver = peer(&["recv", &s.name, &addr, "bind", "0", "1"]);
+    receiver.expect_line("ready");
+    let mut sender = peer(&["send", &s.name, &addr, "connect", "0", "1000", "0", "retry"]);
+    receiver.expect_line("first");
+    receiver.signal("STOP");
+    // The ring is full: the sender tries again every 100 ms from now on.
+    sender.expect_line("sent ");
+    receiver.kill();
+    // Trying again, it finds its reader dead and takes back what that one did not read.
+    std::thread::sleep(Duration::from_millis(1500));
+    sender.kill();
+    t.sweep_dead_processes();
+    t.flush();
+    t.check_segment().unwrap();
+    t.check_segment().unwrap();
+    assert_eq!(t.segment_stats().free, free0, "what the writer took back was freed with it");
+}
+
+/// Issue 17 item 3: a lane no reader ever claimed (its offer waits, unread, in a receiver's
+/// queue), and both ends killed: the offer's ticket names the receiver, so the sweep of the dead
+/// finds it lost, and releases the lane with what it holds. Before, offers named nobody and such a
+/// lane stayed in the segment, with its messages, until the session ended.
+#[test]
+fn i03_a_lane_nobody_claimed_is_released_when_both_ends_died() {
+    let s = Session::new("laneunclaimed");
+    let t = s.transport("observer");
+    t.flush();
+    let free0 = t.segment_stats().free;
+    let addr = s.ipc("lane");
+    let mut receiver = peer(&["recv", &s.name, &addr, "bind", "0", "1", "deaf"]);
+    receiver.expect_line("ready");
+    let mut sender = peer(&["send", &s.name, &addr, "connect", "0", "1000", "0", "hold"]);
+    let line = sender.expect_line("sent ");
+    let sent: u64 = line["sent ".len()..].parse().unwrap();
+    assert!(sent > 100, "the lane took messages ({sent}) though nobody claimed it");
+    receiver.kill();
+    sender.kill();
+    t.sweep_dead_processes();
+    t.flush();
+    t.check_segment().unwrap();
+    assert_eq!(t.segment_stats().free, free0, "the lane and its {sent} messages were released");
+}

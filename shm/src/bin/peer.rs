@@ -1,8 +1,8 @@
 //! A peer process for cross-process tests of the shared-memory transport.
 //!
 //! ```text
-//! fairmq-shm-peer send <session> <address> <bind|connect> <count> <sizes,...> <sender-id> [hold] [pair|dealer|nolanes]
-//! fairmq-shm-peer recv <session> <address> <bind|connect> <count> <senders> [gaps|any|sub|hold] [pair|dealer|nolanes]
+//! fairmq-shm-peer send <session> <address> <bind|connect> <count> <sizes,...> <sender-id> [hold|retry] [pair|dealer|nolanes]
+//! fairmq-shm-peer recv <session> <address> <bind|connect> <count> <senders> [gaps|any|sub|hold|deaf] [pair|dealer|nolanes]
 //! fairmq-shm-peer allocloop <session> <iterations, 0 = forever>
 //! fairmq-shm-peer holdlock <session>
 //! fairmq-shm-peer regionsink <session> <address> <count> <plain|copy|parts>
@@ -15,7 +15,8 @@
 //! `parts`: receives multiparts). The source makes a region, sends `count` pieces and then waits for
 //! every acknowledgement (`wait`, prints `acked <n>`) or sleeps until killed (`hold`).
 //! A sender with count 0 sends, once a peer took its first message, until a send would wait
-//! 100 ms (its peers' queues are full); with `hold` it sleeps after its last message until killed.
+//! 100 ms (its peers' queues are full); with `hold` it sleeps after its last message until killed,
+//! with `retry` it tries to send one more every 100 ms until killed.
 //! Every payload starts with its sequence number and sender id, followed by bytes derived from both;
 //! the receiver checks all of them, prints `first` after the first and `received <messages> <bytes>`
 //! at the end. Exit code 1 on any error.
@@ -24,7 +25,8 @@
 //! they only must not repeat (another receiver gets some, and what it did not take comes again
 //! later); with `sub`,
 //! the receiver is a subscriber (SUB) instead of a PULL socket; with `hold`, it keeps every message
-//! it received and sleeps after its report until killed. With `pair`, sender and receiver use PAIR
+//! it received and sleeps after its report until killed; with `deaf`, it never receives (it prints
+//! `ready` and sleeps until killed). With `pair`, sender and receiver use PAIR
 //! sockets without lanes (their records travel on the socket) instead of PUSH and PULL; with
 //! `dealer`, DEALER sockets (the sender's ZeroMQ socket picks one of its peers); with `nolanes`,
 //! PUSH and PULL without lanes.
@@ -105,6 +107,18 @@ fn send(a: &[String]) -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     println!("sent {sent}");
+    if a[6..].iter().any(|h| h == "retry") {
+        std::io::stdout().flush()?;
+        loop {
+            let mut msg = t.new_message_with_size(16)?;
+            msg.data_mut()?.fill(0);
+            match s.send(&mut msg, 100) {
+                Ok(_) => return Err("a send went out after the queues were full".into()),
+                Err(fairmq_zmq::TransferError::Timeout) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
     if a[6..].iter().any(|h| h == "hold") {
         std::io::stdout().flush()?;
         loop {
@@ -129,6 +143,11 @@ fn recv(a: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     s.attach(address, &AttachOptions::new(Some(m)))?;
     println!("ready");
     std::io::stdout().flush()?;
+    if a.get(5).is_some_and(|g| g == "deaf") {
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(3600));
+        }
+    }
     let mut next = vec![0u64; senders];
     let (mut n, mut bytes) = (0u64, 0u64);
     while count == 0 || n < count {

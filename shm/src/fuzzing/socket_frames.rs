@@ -281,7 +281,13 @@ struct Capture {
 }
 
 impl Link for Capture {
-    fn send_control(&self, frame: &[u8], _to: Option<u32>, _deadline: Deadline) -> Result<bool, TransferError> {
+    fn send_control(
+        &self,
+        frame: &[u8],
+        _to: Option<u32>,
+        _deadline: Deadline,
+        _address: &dyn Fn(u32, u64),
+    ) -> Result<bool, TransferError> {
         self.frames.borrow_mut().push(frame.to_vec());
         Ok(true)
     }
