@@ -64,6 +64,7 @@ mod events;
 pub mod fuzzing;
 mod lane;
 mod lanes;
+mod ledger;
 pub mod liveness;
 pub mod management;
 mod manager;

@@ -24,7 +24,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 const FIRST_BYTE: usize = 16 << 10;
-const SLOTS: usize = 256;
+pub(crate) const SLOTS: usize = 256;
 const SLOT_BYTES: usize = 128;
 const W_PID: usize = 0;
 const W_SINCE: usize = 1;
@@ -70,12 +70,14 @@ pub struct Attached {
 }
 
 /// A transport found dead and counted out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Dead {
     /// Its process id (for the logs).
     pub pid: u32,
     /// Its owner mark (for freeing what it cached).
     pub owner: u32,
+    /// The shared references it listed (see `ledger`).
+    pub listed: Vec<crate::ledger::Listed>,
 }
 
 /// Owner marks that blocks can never carry: 0 (none), and the four the segment reserves (a count
@@ -135,7 +137,11 @@ impl SessionLock<'_> {
             word(m, slot, W_PID).store(0, Ordering::Release);
             let left = count(m);
             log::warn!("process {pid} died without detaching from the session; {left} transports remain");
-            dead.push(Dead { pid: pid as u32, owner: word(m, slot, W_OWNER).load(Ordering::Relaxed) as u32 });
+            dead.push(Dead {
+                pid: pid as u32,
+                owner: word(m, slot, W_OWNER).load(Ordering::Relaxed) as u32,
+                listed: crate::ledger::take(m, slot),
+            });
         }
         dead
     }
@@ -265,6 +271,11 @@ impl Heartbeat {
     }
 
     /// The owner mark of this transport's blocks (unique among the attached transports).
+    /// The transport's liveness slot (its ledger's too, see `ledger`).
+    pub fn slot(&self) -> usize {
+        self.slot
+    }
+
     pub fn owner(&self) -> u32 {
         self.owner
     }
@@ -318,6 +329,7 @@ fn claim<'a>(m: &Management, handles: &'a [RobustMutex]) -> Result<(usize, u32, 
         word(m, slot, W_SINCE).store(since, Ordering::Relaxed);
         let owner = new_owner(m);
         word(m, slot, W_OWNER).store(u64::from(owner), Ordering::Relaxed);
+        crate::ledger::reset(m, slot);
         word(m, slot, W_PID).store(u64::from(std::process::id()), Ordering::Release);
         drop(lock);
         return Ok((slot, owner, guard));
@@ -447,7 +459,7 @@ mod tests {
         word(&m, 7, W_OWNER).store(77, Ordering::Relaxed);
         word(&m, 7, W_PID).store(4_000_000, Ordering::Release);
         assert_eq!(m.device_count(), 2);
-        assert_eq!(m.lock().unwrap().sweep_dead(), [Dead { pid: 4_000_000, owner: 77 }]);
+        assert_eq!(m.lock().unwrap().sweep_dead(), [Dead { pid: 4_000_000, owner: 77, listed: Vec::new() }]);
         assert_eq!(m.device_count(), 1);
         assert!(m.detach(hb, false).unwrap().removed);
     }

@@ -26,9 +26,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 const MAGIC: u64 = u64::from_le_bytes(*b"FMQRSMNG");
-const LAYOUT: u64 = 5;
-/// Size of the management segment (sparse).
-pub const MANAGEMENT_SIZE: usize = 1 << 20;
+const LAYOUT: u64 = 6;
+/// Size of the management segment: 1 MiB of tables, then the transports' ledgers (see `ledger`).
+pub const MANAGEMENT_SIZE: usize = 5 << 20;
 
 const W_MAGIC: usize = 0;
 const W_LAYOUT: usize = 1;

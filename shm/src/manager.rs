@@ -32,6 +32,8 @@ pub(crate) struct Manager {
     interrupter: Arc<Interrupter>,
     acks: Acks,
     heartbeat: Option<Heartbeat>,
+    /// The shared references this transport holds (see `ledger`).
+    ledger: crate::ledger::Ledger,
     // Last: detaching may remove the session, after everything above is released.
     mng: Arc<Management>,
 }
@@ -70,6 +72,7 @@ impl Manager {
             issuer: Mutex::new(Issuer::new(heartbeat.owner())),
             interrupter,
             acks: Acks::default(),
+            ledger: crate::ledger::Ledger::new(heartbeat.slot()),
             heartbeat: Some(heartbeat),
             mng,
         };
@@ -91,6 +94,11 @@ impl Manager {
         dead.iter().map(|d| d.pid).collect()
     }
 
+    /// The ledger of the shared references this transport holds.
+    pub(crate) fn ledger(&self) -> &crate::ledger::Ledger {
+        &self.ledger
+    }
+
     /// The owner mark of this transport's blocks.
     pub fn owner(&self) -> u32 {
         self.owner
@@ -104,13 +112,20 @@ impl Manager {
             return;
         }
         let segments: Vec<&Segment> = self.mng.segments().iter().filter_map(|e| self.segment(e.id).ok()).collect();
+        // The shared references they listed (their ledgers were taken as they were counted out).
+        for d in dead {
+            let n = crate::ledger::release(self, &d.listed);
+            if n > 0 {
+                log::info!("dropped {n} references dead process {} held to shared messages", d.pid);
+            }
+        }
         let owners: Vec<u32> = dead.iter().map(|d| d.owner).collect();
         for seg in &segments {
             self.finish_claims(seg, &owners);
         }
         let ticketed = crate::segment::Ticketed::of(segments.iter().copied());
         for seg in segments {
-            for &Dead { pid, owner } in dead {
+            for &Dead { pid, owner, .. } in dead {
                 match seg.reclaim_dead(owner, &ticketed) {
                     Ok((n, bytes)) if n > 0 => {
                         log::info!(

@@ -38,6 +38,9 @@ pub(crate) enum Source {
 pub struct Message {
     pub(crate) mgr: Arc<Manager>,
     body: Body,
+    /// The entry of its reference in this transport's ledger, when the block is shared (see
+    /// `ledger`; [`crate::ledger::NONE`]: not listed).
+    listed: std::sync::atomic::AtomicU32,
 }
 
 enum Body {
@@ -99,8 +102,12 @@ impl std::fmt::Debug for Message {
 }
 
 impl Message {
+    fn with(mgr: Arc<Manager>, body: Body) -> Message {
+        Message { mgr, body, listed: crate::ledger::NONE.into() }
+    }
+
     pub(crate) fn empty(mgr: Arc<Manager>) -> Message {
-        Message { mgr, body: Body::Empty }
+        Message::with(mgr, Body::Empty)
     }
 
     /// A message of `size` bytes (their content is whatever the block held) aligned to `align`.
@@ -116,7 +123,7 @@ impl Message {
         }
         let b = mgr.allocate(size, align)?;
         let seg = mgr.own().id();
-        Ok(Message { mgr, body: Body::Block { seg, offset: b.offset, delta: b.delta, size, slot: b.slot } })
+        Ok(Message::with(mgr, Body::Block { seg, offset: b.offset, delta: b.delta, size, slot: b.slot }))
     }
 
     /// A message referring to `size` bytes at `offset` of `region`, zero-copy; `hint` comes back in the
@@ -139,7 +146,7 @@ impl Message {
         })?;
         map.made_message();
         let piece = Piece::new(map, offset as u64, size, hint, OnceLock::new());
-        Ok(Message { mgr, body: Body::Region(piece) })
+        Ok(Message::with(mgr, Body::Region(piece)))
     }
 
     /// A message holding a copy of `bytes`.
@@ -286,6 +293,31 @@ impl Message {
         }
     }
 
+    /// Lists this message's reference in the transport's ledger if its block is shared and it is
+    /// not listed yet (see `ledger`): a sweep drops it if this process is killed.
+    pub(crate) fn list_if_shared(&self) {
+        let Body::Block { seg, offset, delta, slot, .. } = self.body else { return };
+        if self.listed.load(Ordering::Relaxed) != crate::ledger::NONE {
+            return;
+        }
+        let v = self.mgr.mapped(seg).rc(offset, slot).load(Ordering::Relaxed);
+        if (v >> 32) as u32 == crate::slots::SHARED {
+            let i = self.mgr.ledger().note(self.mgr.management(), seg, offset, delta, slot);
+            // Two threads copying the same message at once: one entry is enough.
+            if self.listed.compare_exchange(crate::ledger::NONE, i, Ordering::AcqRel, Ordering::Relaxed).is_err() {
+                self.mgr.ledger().forget(self.mgr.management(), i);
+            }
+        }
+    }
+
+    /// Clears this message's ledger entry: its reference is dropped or handed over next.
+    fn unlist(&self) {
+        let i = self.listed.swap(crate::ledger::NONE, Ordering::Relaxed);
+        if i != crate::ledger::NONE {
+            self.mgr.ledger().forget(self.mgr.management(), i);
+        }
+    }
+
     /// Names `mark` (a transport's owner mark, or [`crate::slots::IN_FLIGHT`]) as the holder of
     /// this message's block, if it is the block's only reference: a sweep of dead transports frees
     /// the blocks their transports held alone. A shared block keeps its mark.
@@ -338,6 +370,7 @@ impl Message {
     pub fn copy_from(&mut self, other: &Message) -> Result<(), ShmError> {
         other.share()?;
         other.add_reference();
+        other.list_if_shared();
         let body = match &other.body {
             Body::Empty => Body::Empty,
             Body::Block { seg, offset, delta, size, slot } => {
@@ -351,6 +384,7 @@ impl Message {
             self.mgr = other.mgr.clone();
         }
         self.body = body;
+        self.list_if_shared();
         Ok(())
     }
 
@@ -437,6 +471,7 @@ impl Message {
 
     /// After a successful send: the receiver owns our reference now.
     pub(crate) fn hand_over(&mut self) {
+        self.unlist();
         self.body = Body::Empty;
     }
 
@@ -452,12 +487,14 @@ impl Message {
                 let m = Message::claim(mgr, segment, ticket, nonce, Kind::Message)?;
                 m.mark_held(mgr.owner());
                 mgr.segment(segment)?.tickets().claimed(ticket, mgr.owner());
+                m.list_if_shared();
                 return Ok(m);
             }
             _ if source == Source::Lane => Message::from_record(mgr, rec)?,
             _ => return Err(MetaError::Untracked),
         };
         m.mark_held(mgr.owner());
+        m.list_if_shared();
         Ok(m)
     }
 
@@ -498,7 +535,7 @@ impl Message {
             Record::Block { segment, offset, delta, size, slot } => {
                 mgr.segment(segment)?.check_block(offset, delta, size, slot)?;
                 let size = usize::try_from(size).map_err(|_| MetaError::OutOfBounds { segment, offset, size })?;
-                Ok(Message { mgr: mgr.clone(), body: Body::Block { seg: segment, offset, delta, size, slot } })
+                Ok(Message::with(mgr.clone(), Body::Block { seg: segment, offset, delta, size, slot }))
             }
             Record::Handed { .. } => Err(MetaError::Untracked),
             Record::Region { region, offset, size, hint, rc } => {
@@ -514,12 +551,13 @@ impl Message {
                 let size =
                     usize::try_from(size).map_err(|_| MetaError::OutOfBounds { segment: region, offset, size })?;
                 let piece = Piece::new(map, offset, size, hint, count);
-                Ok(Message { mgr: mgr.clone(), body: Body::Region(piece) })
+                Ok(Message::with(mgr.clone(), Body::Region(piece)))
             }
         }
     }
 
     fn release(&mut self) {
+        self.unlist();
         match std::mem::replace(&mut self.body, Body::Empty) {
             Body::Empty => {}
             Body::Block { seg, offset, delta, slot, .. } => {

@@ -667,7 +667,10 @@ impl Socket {
         let mut gone = Vec::new();
         for i in 0..peers.len() {
             let p = peers.get_mut(i);
-            parts.iter().for_each(|m| m.add_reference());
+            parts.iter().for_each(|m| {
+                m.add_reference();
+                m.list_if_shared();
+            });
             // Like a full queue, no free ticket makes this subscriber miss the message.
             if self.issue_all(parts.iter().map(Message::record), Deadline::Now, issued).is_err() {
                 parts.iter().for_each(|m| m.drop_reference());

@@ -128,3 +128,52 @@ fn subscribers_in_other_processes_get_every_message_once_and_every_block_comes_b
     t.flush();
     assert_eq!(t.segment_stats().free, free0, "the last subscriber of each block freed it");
 }
+
+/// Issue 17 item 3: subscribers killed while they hold published messages. A published block is
+/// shared (no single holder is named in it), so each subscriber lists its references in its
+/// ledger, and the sweep that counts it out drops them: the block of a message both held stays
+/// while one holds it, and goes with the last. Before, what a killed subscriber held stayed
+/// allocated until the session ended.
+#[test]
+fn i03_what_killed_subscribers_held_of_published_messages_is_freed() {
+    let s = Session::new("pubsubkill");
+    let t = s.transport("publisher");
+    t.flush();
+    let free0 = t.segment_stats().free;
+    let addr = s.ipc("pubk");
+    let publ = t.socket(SocketType::Pub, "data").unwrap();
+    publ.bind(&addr).unwrap();
+    let mut subs: Vec<Peer> =
+        (0..2).map(|_| peer(&["recv", &s.name, &addr, "connect", "50", "1", "sub", "hold"])).collect();
+    for p in &mut subs {
+        p.expect_line("ready");
+    }
+    let deadline = Instant::now() + GENEROUS;
+    while publ.connected_subscribers() < 2 {
+        assert!(Instant::now() < deadline, "the subscribers' probes never arrived");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for seq in 0..50u64 {
+        assert_eq!(publ.send(&mut peer_message(&t, seq, 1000), 0).unwrap(), 1000);
+    }
+    for p in &mut subs {
+        p.expect_line("received 50 50000");
+    }
+    // Blocks with references and no single holder named: the published ones.
+    let shared = |t: &fairmq_shm::Transport| {
+        let blocks = t.segment().used_blocks().unwrap();
+        blocks.iter().filter(|&&(_, _, owner, count)| owner == u32::MAX - 2 && count > 0).map(|b| b.3).sum::<u32>()
+    };
+    assert_eq!(shared(&t), 100, "each of the 50 messages is held by both subscribers");
+    let mut first = subs.remove(0);
+    first.kill();
+    t.sweep_dead_processes();
+    assert_eq!(shared(&t), 50, "the other subscriber still holds every message");
+    t.check_segment().unwrap();
+    subs[0].kill();
+    t.sweep_dead_processes();
+    t.flush();
+    t.check_segment().unwrap();
+    assert_eq!(shared(&t), 0);
+    assert_eq!(t.segment_stats().free, free0, "the last holder of each message was killed: all freed");
+}

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! fairmq-shm-peer send <session> <address> <bind|connect> <count> <sizes,...> <sender-id> [hold|retry] [pair|dealer|nolanes]
-//! fairmq-shm-peer recv <session> <address> <bind|connect> <count> <senders> [gaps|any|sub|hold|deaf] [pair|dealer|nolanes]
+//! fairmq-shm-peer recv <session> <address> <bind|connect> <count> <senders> [gaps|any] [sub] [hold|deaf] [pair|dealer|nolanes]
 //! fairmq-shm-peer allocloop <session> <iterations, 0 = forever>
 //! fairmq-shm-peer holdlock <session>
 //! fairmq-shm-peer regionsink <session> <address> <count> <plain|copy|parts>
@@ -131,19 +131,18 @@ fn send(a: &[String]) -> Result<(), Box<dyn std::error::Error>> {
 fn recv(a: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     let (session, address, m, count, senders) =
         (&a[0], &a[1], method(&a[2])?, a[3].parse::<u64>()?, a[4].parse::<usize>()?);
-    let gaps = a.get(5).is_some_and(|g| g == "gaps");
-    let any = a.get(5).is_some_and(|g| g == "any");
+    let flag = |f: &str| a[5..].iter().any(|g| g == f);
+    let (gaps, any, hold) = (flag("gaps"), flag("any"), flag("hold"));
     let mut seen = std::collections::HashSet::new();
     let (ty, lanes) = socket_type(&a[5..], SocketType::Pull);
-    let ty = if a.get(5).is_some_and(|g| g == "sub") { SocketType::Sub } else { ty };
-    let hold = a.get(5).is_some_and(|g| g == "hold");
+    let ty = if flag("sub") { SocketType::Sub } else { ty };
     let mut held = Vec::new();
     let t = transport_with("receiver", session, lanes)?;
     let s = t.socket(ty, "data")?;
     s.attach(address, &AttachOptions::new(Some(m)))?;
     println!("ready");
     std::io::stdout().flush()?;
-    if a.get(5).is_some_and(|g| g == "deaf") {
+    if flag("deaf") {
         loop {
             std::thread::sleep(std::time::Duration::from_secs(3600));
         }

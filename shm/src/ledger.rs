@@ -1,0 +1,207 @@
+//! The references a transport holds to shared blocks (published messages, copies).
+//!
+//! A block held by one transport names it in its count word, so the sweep of the dead frees what a
+//! killed process held alone. A shared block (count above 1) names nobody: before, what a killed
+//! subscriber held of a published message stayed allocated until the session ended. So each
+//! transport lists the shared references it holds in a *ledger*: an area of the management
+//! segment that belongs to its liveness slot. The sweep that counts a dead transport out takes its
+//! entries (under the session lock, before the slot can be claimed again) and drops each listed
+//! reference, freeing the block when it was the last.
+//!
+//! An entry is written after the reference is taken and cleared before it is dropped: a process
+//! killed in between leaves a reference nobody drops (a block that stays, as before), never one
+//! dropped twice. Only the transport writes its ledger while it lives.
+//!
+//! | bytes from [`AT`] + slot × [`AREA_BYTES`] | content |
+//! |---|---|
+//! | 0..16 | entries used so far (a high-water mark), 0 |
+//! | 16.. | [`ENTRIES`] entries of 2 words: block offset + 1 (0: free) \| segment id << 48, slot \| data distance << 32 |
+
+use crate::management::Management;
+use crate::manager::Manager;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// An index meaning "not listed".
+pub(crate) const NONE: u32 = u32::MAX;
+/// Where the ledgers start in the management segment (after the endpoint directory).
+const AT: usize = 1 << 20;
+/// Entries per transport (beyond that, shared references are not listed: logged once).
+const ENTRIES: u32 = 1023;
+const AREA_BYTES: usize = (ENTRIES as usize + 1) * 16;
+const _: () = assert!(AT + crate::liveness::SLOTS * AREA_BYTES <= crate::management::MANAGEMENT_SIZE);
+
+/// The words of slot `slot`'s ledger: header, then entries.
+fn area(m: &Management, slot: usize) -> &[AtomicU64] {
+    let first = (AT + slot * AREA_BYTES) / 8;
+    &m.words()[first..first + AREA_BYTES / 8]
+}
+
+fn entry(area: &[AtomicU64], i: u32) -> &[AtomicU64] {
+    let at = 2 + i as usize * 2;
+    &area[at..at + 2]
+}
+
+/// A shared reference a dead transport listed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Listed {
+    segment: u16,
+    offset: u64,
+    delta: u32,
+    slot: u32,
+}
+
+/// Slot `slot` is claimed by a new transport: what a former holder left is forgotten (its sweep
+/// took it already). Under the session lock.
+pub(crate) fn reset(m: &Management, slot: usize) {
+    let a = area(m, slot);
+    let used = (a[0].load(Ordering::Relaxed) as u32).min(ENTRIES);
+    (0..used).for_each(|i| entry(a, i)[0].store(0, Ordering::Relaxed));
+    a[0].store(0, Ordering::Release);
+}
+
+/// Takes the entries of the dead transport of slot `slot` (under the session lock, as its slot is
+/// counted out), to drop with [`release`].
+pub(crate) fn take(m: &Management, slot: usize) -> Vec<Listed> {
+    let a = area(m, slot);
+    let used = (a[0].load(Ordering::Acquire) as u32).min(ENTRIES);
+    let mut out = Vec::new();
+    for i in 0..used {
+        let e = entry(a, i);
+        let w0 = e[0].swap(0, Ordering::AcqRel);
+        if w0 & ((1 << 48) - 1) == 0 {
+            continue;
+        }
+        let w1 = e[1].load(Ordering::Relaxed);
+        out.push(Listed {
+            segment: (w0 >> 48) as u16,
+            offset: (w0 & ((1 << 48) - 1)) - 1,
+            delta: (w1 >> 32) as u32,
+            slot: w1 as u32,
+        });
+    }
+    a[0].store(0, Ordering::Release);
+    out
+}
+
+/// Drops the references `listed` (a dead transport's); returns how many. Each is checked: only a
+/// live block marked shared, with a reference left, loses one.
+pub(crate) fn release(mgr: &Manager, listed: &[Listed]) -> usize {
+    listed.iter().filter(|l| drop_shared(mgr, l)).count()
+}
+
+fn drop_shared(mgr: &Manager, l: &Listed) -> bool {
+    let Ok(seg) = mgr.segment(l.segment) else { return false };
+    if seg.check_any_block(l.offset, l.delta, 0).ok() != Some(l.slot) {
+        return false;
+    }
+    let rc = seg.rc(l.offset, l.slot);
+    let shared = |v: u64| (v >> 32) as u32 == crate::slots::SHARED && v as u32 > 0;
+    match rc.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| shared(v).then(|| v - 1)) {
+        Ok(prev) if prev as u32 == 1 => {
+            mgr.release(seg, l.offset, l.delta, l.slot);
+            true
+        }
+        Ok(_) => true,
+        Err(_) => false,
+    }
+}
+
+/// A transport's ledger: its liveness slot's area, and which entries are free.
+pub(crate) struct Ledger {
+    slot: usize,
+    state: Mutex<State>,
+}
+
+struct State {
+    /// Entries below this were used; those above are free.
+    used: u32,
+    free: Vec<u32>,
+    full_logged: bool,
+}
+
+impl Ledger {
+    /// The ledger of the transport in liveness slot `slot` (reset when the slot was claimed).
+    pub(crate) fn new(slot: usize) -> Ledger {
+        Ledger { slot, state: Mutex::new(State { used: 0, free: Vec::new(), full_logged: false }) }
+    }
+
+    /// Lists a shared reference this transport took to the block (`seg`, `offset`, `delta`,
+    /// `slot`); returns its entry ([`NONE`] when the ledger is full: logged once, the reference
+    /// then stays if the process is killed).
+    pub(crate) fn note(&self, m: &Management, seg: u16, offset: u64, delta: u32, slot: u32) -> u32 {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let a = area(m, self.slot);
+        let i = match s.free.pop() {
+            Some(i) => i,
+            None if s.used < ENTRIES => {
+                s.used += 1;
+                a[0].store(u64::from(s.used), Ordering::Release);
+                s.used - 1
+            }
+            None => {
+                if !std::mem::replace(&mut s.full_logged, true) {
+                    log::warn!("the ledger of shared references is full ({ENTRIES}): further ones are not listed");
+                }
+                return NONE;
+            }
+        };
+        let e = entry(a, i);
+        e[1].store(u64::from(slot) | u64::from(delta) << 32, Ordering::Relaxed);
+        e[0].store((offset + 1) | u64::from(seg) << 48, Ordering::Release);
+        i
+    }
+
+    /// Clears entry `i` (its reference is about to be dropped or handed over).
+    pub(crate) fn forget(&self, m: &Management, i: u32) {
+        if i >= ENTRIES {
+            return;
+        }
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        entry(area(m, self.slot), i)[0].store(0, Ordering::Release);
+        s.free.push(i);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::Message;
+    use std::sync::Arc;
+
+    /// A process killed while it held a message and a copy of it (a shared block, two references
+    /// listed): the sweep drops both and the block is freed; entries that do not name a shared
+    /// block with a reference left are ignored.
+    #[test]
+    fn the_references_a_dead_transport_listed_are_dropped_once() {
+        let mut c = crate::config::ShmConfig::new("ledger", &format!("ledger-{}", std::process::id()));
+        c.segment_size = 8 << 20;
+        let _scratch = crate::scratch::Scratch::of_shm_id(&c.resolved_shm_id());
+        let mgr = Arc::new(Manager::new(&c, Arc::new(fairmq_zmq::Interrupter::new().unwrap())).unwrap());
+        let settled_free = || {
+            mgr.flush(true);
+            mgr.own().drain_depot().unwrap();
+            mgr.own().stats().free
+        };
+        let free0 = settled_free();
+        let m = Message::allocate(mgr.clone(), 1000, 0).unwrap();
+        let mut copy = Message::empty(mgr.clone());
+        copy.copy_from(&m).unwrap();
+        let crate::meta::Record::Block { offset, slot, .. } = m.record() else { panic!("a block") };
+        let count = || mgr.own().rc(offset, slot).load(Ordering::Acquire);
+        assert_eq!(count(), u64::from(crate::slots::SHARED) << 32 | 2);
+        // Killed: its messages are never dropped, and the sweep takes its entries.
+        std::mem::forget((m, copy));
+        let listed = take(mgr.management(), mgr.ledger().slot);
+        assert_eq!(listed.len(), 2, "both references listed");
+        assert!(take(mgr.management(), mgr.ledger().slot).is_empty(), "taken once");
+        let mut wrong = listed[0];
+        wrong.offset += 8;
+        assert_eq!(release(&mgr, &[wrong]), 0, "not a block: nothing");
+        assert_eq!(release(&mgr, &listed), 2);
+        assert_eq!(count() as u32, 0, "the block was freed with the last one");
+        assert_eq!(release(&mgr, &listed[..1]), 0, "a block freed meanwhile loses nothing");
+        assert_eq!(settled_free(), free0);
+        mgr.own().check().unwrap();
+    }
+}
