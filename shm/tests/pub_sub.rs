@@ -91,6 +91,20 @@ fn a_publisher_without_subscribers_frees_at_once() {
     assert_eq!(publ.counters().messages_tx, 100);
 }
 
+/// Two subscriber processes (`recv` with `args` after the address), once `publ` knows both.
+fn two_subscribers(s: &Session, addr: &str, publ: &fairmq_shm::Socket, args: &[&str]) -> Vec<Peer> {
+    let mut subs: Vec<Peer> = (0..2).map(|_| peer(&[&["recv", &s.name, addr, "connect"][..], args].concat())).collect();
+    for p in &mut subs {
+        p.expect_line("ready");
+    }
+    let deadline = Instant::now() + GENEROUS;
+    while publ.connected_subscribers() < 2 {
+        assert!(Instant::now() < deadline, "the subscribers' probes never arrived");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    subs
+}
+
 #[test]
 fn subscribers_in_other_processes_get_every_message_once_and_every_block_comes_back() {
     let s = Session::new("pubsubx");
@@ -100,15 +114,7 @@ fn subscribers_in_other_processes_get_every_message_once_and_every_block_comes_b
     let addr = s.ipc("pubx");
     let publ = t.socket(SocketType::Pub, "data").unwrap();
     publ.bind(&addr).unwrap();
-    let mut subs: Vec<Peer> = (0..2).map(|_| peer(&["recv", &s.name, &addr, "connect", "500", "1", "sub"])).collect();
-    for p in &mut subs {
-        p.expect_line("ready");
-    }
-    let deadline = Instant::now() + GENEROUS;
-    while publ.connected_subscribers() < 2 {
-        assert!(Instant::now() < deadline, "the subscribers' probes never arrived");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let mut subs = two_subscribers(&s, &addr, &publ, &["500", "1", "sub"]);
     // 500 messages stay below the queues' limit, so a subscriber misses none (a publisher never
     // waits: a full subscriber queue would drop).
     for seq in 0..500u64 {
@@ -143,16 +149,7 @@ fn i03_what_killed_subscribers_held_of_published_messages_is_freed() {
     let addr = s.ipc("pubk");
     let publ = t.socket(SocketType::Pub, "data").unwrap();
     publ.bind(&addr).unwrap();
-    let mut subs: Vec<Peer> =
-        (0..2).map(|_| peer(&["recv", &s.name, &addr, "connect", "50", "1", "sub", "hold"])).collect();
-    for p in &mut subs {
-        p.expect_line("ready");
-    }
-    let deadline = Instant::now() + GENEROUS;
-    while publ.connected_subscribers() < 2 {
-        assert!(Instant::now() < deadline, "the subscribers' probes never arrived");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let mut subs = two_subscribers(&s, &addr, &publ, &["50", "1", "sub", "hold"]);
     for seq in 0..50u64 {
         assert_eq!(publ.send(&mut peer_message(&t, seq, 1000), 0).unwrap(), 1000);
     }
