@@ -407,3 +407,47 @@ fn i03_a_reply_to_a_requester_that_went_away_is_released() {
     a.check_segment().unwrap();
     assert_eq!(a.segment_stats().free, free0, "the reply nobody could take was released");
 }
+
+/// Issue 17 item 3: a push whose attach failed part-way (its first endpoint connected, the second
+/// refused) keeps the directory keys of its connected endpoints in step with ZeroMQ's peers, so
+/// the receiver bound at a later endpoint is named for that endpoint's peer only. Out of step, it
+/// was named on the tickets of what went to the first endpoint's receiver: its death, or its sweep
+/// of a dead sender, took back or released records that were never its own.
+#[test]
+fn i03_a_push_attach_that_failed_part_way_names_each_endpoints_receiver() {
+    let s = Session::new("partialattach");
+    let mut c = s.config("sender");
+    c.lanes = false;
+    let t = fairmq_shm::Transport::new(&c).unwrap();
+    let (first, later) = (s.transport("first"), s.transport("later"));
+    let (first_at, later_at) = (s.ipc("first"), s.ipc("later"));
+    let idle = first.socket(SocketType::Pull, "data").unwrap();
+    idle.bind(&first_at).unwrap();
+    let pull = later.socket(SocketType::Pull, "data").unwrap();
+    pull.bind(&later_at).unwrap();
+    let push = t.socket(SocketType::Push, "data").unwrap();
+    let connect = AttachOptions::new(Some(Method::Connect));
+    assert!(push.attach(&format!("{first_at},tcp://no.such.host.invalid:5555"), &connect).is_err(), "the second endpoint is refused");
+    push.attach(&later_at, &connect).unwrap();
+    // Both receivers known (their probes came), the first one never receives.
+    let mut got = 0;
+    for seq in 0..40 {
+        push.send(&mut peer_message(&t, seq, 100), 10_000).unwrap();
+        let mut m = later.new_message();
+        while pull.receive(&mut m, 0).is_ok() {
+            got += 1;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut m = later.new_message();
+    while pull.receive(&mut m, 500).is_ok() {
+        got += 1;
+    }
+    let out = t.segment().in_flight();
+    assert!(got > 0 && !out.is_empty(), "records went to both receivers ({got} taken, {} waiting)", out.len());
+    assert!(
+        out.iter().all(|&(_, _, _, receiver)| receiver != later.owner()),
+        "what waits for the first receiver does not name the later one: {out:?}"
+    );
+    drop(idle);
+}
