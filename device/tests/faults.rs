@@ -312,8 +312,10 @@ fn a_sender_killed_mid_stream_leaves_the_receiver_working() {
         assert_eq!(sent, 500);
         assert_eq!(collector.finish(), (0..500).collect::<Vec<_>>(), "{tr}");
         if let Transport::Shmem(shm) = &t {
-            assert_eq!(shm.sweep_dead_processes(), vec![sampler.pid() as u32], "the dead sender is found");
-            assert_eq!(shm.attached_transports(), 1, "and counted out of the session");
+            // The receiver's lane found the sender dead and had it counted out already, or this does.
+            let found = shm.sweep_dead_processes();
+            assert!(found.is_empty() || found == vec![sampler.pid() as u32], "only the dead sender: {found:?}");
+            assert_eq!(shm.attached_transports(), 1, "the dead sender was counted out of the session");
         }
     }
 }

@@ -2,10 +2,14 @@
 //!
 //! Life of a lane: the writer allocates it in its segment and offers it in a frame on the socket
 //! (again if nobody claims it for a while: an offer sent as the peer went away is lost with the
-//! connection). An offer hands over no reference, so a lost one leaks nothing: the reader that
-//! claims the lane takes a reference of its own. Each side drops its reference when it is done,
-//! the last one frees the block; a writer that leaves before any claim leaves its reference to the
-//! first claimant.
+//! connection). An offer hands over no reference: the reader that claims the lane takes a
+//! reference of its own. Each side drops its reference when it is done, the last one frees the
+//! block; a writer that leaves before any claim leaves its reference to the first claimant. Each
+//! side lists its reference in its transport's ledger (see `ledger`): the reference of a side that
+//! dies is dropped by the sweep that counts it out, never by the other side (which only asks for
+//! that sweep), so it is dropped once, and the sweep that drops the last one releases what the lane
+//! still holds. A dead writer's reference to a lane nobody claimed yet goes to its first claimant,
+//! or to whoever releases the offer nobody will claim (see `orphans`).
 //!
 //! Nothing sent is dropped because a lane ends: when the reader closes its end (or dies), the
 //! writer takes back what it did not read and sends it again first, on a new lane to whichever
@@ -218,33 +222,49 @@ fn take_back_all(mgr: &Arc<Manager>, ring: &Ring<'_>, out: &mut Vec<Taken>) -> R
     Ok(())
 }
 
-/// Releases a lane whose writer is gone and whose offer nobody will claim any more: its offer's
-/// ticket was just claimed by the caller (see `orphans`), so no reader can claim the lane, and the
-/// dead writer's reference, which `rec` names, is its only one. What the ring holds is released,
-/// then the lane's block.
+/// Releases what a lane whose writer is gone holds, as a reader would that claims it and closes at
+/// once: its offer's ticket was just claimed by the caller (see `orphans`), so no reader will.
+/// `rec` names the lane's block. The dead writer's reference is dropped by the sweep that counts
+/// it out (or was handed to us, the first claimant).
 pub(crate) fn release_unclaimed(mgr: &Arc<Manager>, rec: Record) {
     let Ok(mut block) = Message::from_record(mgr, rec) else { return };
-    let opened = block.words().ok_or(LaneError::Header).and_then(Ring::open);
-    let ring = match opened {
-        Ok(ring) if ring.reader() == 0 && !mgr.owner_alive(ring.writer()) => ring,
-        // Claimed through an earlier offer, or its writer lives: theirs to finish.
+    let opened = block.words().ok_or(LaneError::Header).and_then(Ring::open).map(|r| (r.writer(), r.capacity()));
+    let capacity = match opened {
+        Ok((writer, capacity)) if !mgr.owner_alive(writer) => capacity,
+        // Its writer lives: its own to offer again.
         Ok(_) => return block.hand_over(),
         Err(e) => {
             log::error!("the lane of an offer nobody took is damaged, its messages are lost: {e}");
             return block.hand_over();
         }
     };
-    ring.close(READER_CLOSED | WRITER_CLOSED);
-    finish_staged(mgr, &ring);
-    let mut left = Vec::new();
-    if let Err(e) = ring.take_all(&mut left) {
-        log::error!("the lane of an offer nobody took is damaged, some of its messages are lost: {e}");
+    // Our own reference while we release what the lane holds (not listed: we hold it a moment).
+    block.add_reference();
+    let lane = LaneBlock { block, capacity };
+    let ring = lane.ring();
+    match ring.claim(mgr.owner()) {
+        Claim::Orphaned => lane.block.drop_reference(), // the writer's, handed to us
+        Claim::Fresh => {}
+        Claim::Taken => return, // a reader has it (an earlier offer): ours goes back
     }
-    let n = release_entries(mgr, left);
+    ring.close(READER_CLOSED);
+    let n = release_contents(mgr, &ring);
     if n > 0 {
         log::warn!("released {n} messages a writer that is gone left in a lane nobody took");
     }
-    drop(block); // the dead writer's reference: the lane's block is freed
+    drop(lane);
+    mgr.sweep_dead(); // the dead writer's reference, if it was not handed to us
+}
+
+/// Releases what a lane holds that nobody will read (its last holder leaves, or nobody claimed
+/// it): a dead writer's staged entry, then every entry. Returns how many messages were released.
+pub(crate) fn release_contents(mgr: &Arc<Manager>, ring: &Ring<'_>) -> usize {
+    finish_staged(mgr, ring);
+    let mut left = Vec::new();
+    if let Err(e) = ring.take_all(&mut left) {
+        log::error!("a lane nobody reads any more is damaged, some of its messages are lost: {e}");
+    }
+    release_entries(mgr, left)
 }
 
 /// How a block named in a dead writer's staged entry is held.
@@ -456,7 +476,8 @@ impl Writer {
         let capacity = self.capacity;
         let block = Message::allocate(mgr.clone(), lane::block_bytes(capacity) as usize, 64)?;
         // Writer and reader hold it, or an unclaimed offer still names it: never a dead
-        // transport's alone (see `Message::mark_held`).
+        // transport's alone (see `Message::mark_held`); the writer's reference is listed first.
+        block.list_lane();
         block.mark_held(crate::slots::SHARED);
         let words = block.words().ok_or(ShmError::Config("a lane block is not whole words".into()))?;
         Ring::init(words, capacity, mgr.owner());
@@ -593,7 +614,7 @@ impl Writer {
         }
         ring.close(WRITER_CLOSED);
         if dead {
-            l.block.drop_reference(); // the dead reader's
+            mgr.sweep_dead(); // drops the dead reader's reference
         }
         log::debug!("lane reader {reader:#x} left; {} entries go out again on a new lane", unread.len());
         for e in unread.into_iter().rev() {
@@ -626,9 +647,7 @@ impl Writer {
                 self.resend.extend(left);
             }
             if dead {
-                l.block.drop_reference(); // the dead reader's
-            } else if before & READER_CLOSED == 0 {
-                l.block.leave_to(reader); // the reader's alone now
+                mgr.sweep_dead(); // drops the dead reader's reference
             }
         }
         self.release_resend(mgr);
@@ -694,6 +713,7 @@ impl Readers {
         };
         // Taken before the claim, so a claim never holds a block without its reference.
         block.add_reference();
+        block.list_lane();
         let lane = LaneBlock { block, capacity };
         match lane.ring().claim(mgr.owner()) {
             Claim::Fresh => {}
@@ -792,7 +812,7 @@ impl Readers {
                 ring.close(READER_CLOSED);
             }
             if dead {
-                l.block.drop_reference(); // the dead writer's
+                mgr.sweep_dead(); // drops the dead writer's reference
             }
             !(closed || dead)
         });
@@ -801,7 +821,7 @@ impl Readers {
     /// The socket closes: a writer still there takes back what was not read (and sends it again);
     /// otherwise it is released here.
     pub(crate) fn close(&mut self, mgr: &Arc<Manager>) {
-        for mut l in self.lanes.drain(..) {
+        for l in self.lanes.drain(..) {
             let ring = l.ring();
             let before = ring.close(READER_CLOSED);
             let dead = before & WRITER_CLOSED == 0 && !mgr.owner_alive(ring.writer());
@@ -814,9 +834,7 @@ impl Readers {
                 release_entries(mgr, left);
             }
             if dead {
-                l.block.drop_reference(); // the dead writer's
-            } else if before & WRITER_CLOSED == 0 {
-                l.block.leave_to(ring.writer()); // the writer's alone now
+                mgr.sweep_dead(); // drops the dead writer's reference
             }
         }
     }

@@ -15,13 +15,20 @@
 //! | bytes from [`AT`] + slot × [`AREA_BYTES`] | content |
 //! |---|---|
 //! | 0..16 | entries used so far (a high-water mark), 0 |
-//! | 16.. | [`ENTRIES`] entries of 2 words: block offset + 1 (0: free) \| segment id << 48, slot \| data distance << 32 |
+//! | 16.. | [`ENTRIES`] entries of 2 words: block offset + 1 (0: free) \| segment id << 48, slot \| data distance << 32 \| 1 << 63 for a lane's block |
+//!
+//! A lane's block (see `lanes`) is listed by its writer and its reader. The sweep drops a dead
+//! side's reference, except a dead writer's to a lane nobody claimed yet, which it leaves to the
+//! first claimant (as a writer that closes does); the sweep that drops the last reference releases
+//! what the lane still holds.
 
 use crate::management::Management;
 use crate::manager::Manager;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
+/// Bit of an entry's data distance word: the block is a lane's (data distances stay far below).
+const LANE_BIT: u32 = 1 << 31;
 /// An index meaning "not listed".
 pub(crate) const NONE: u32 = u32::MAX;
 /// Where the ledgers start in the management segment (after the endpoint directory).
@@ -49,6 +56,7 @@ pub(crate) struct Listed {
     offset: u64,
     delta: u32,
     slot: u32,
+    lane: bool,
 }
 
 /// Slot `slot` is claimed by a new transport: what a former holder left is forgotten (its sweep
@@ -76,27 +84,34 @@ pub(crate) fn take(m: &Management, slot: usize) -> Vec<Listed> {
         out.push(Listed {
             segment: (w0 >> 48) as u16,
             offset: (w0 & ((1 << 48) - 1)) - 1,
-            delta: (w1 >> 32) as u32,
+            delta: (w1 >> 32) as u32 & !LANE_BIT,
             slot: w1 as u32,
+            lane: (w1 >> 32) as u32 & LANE_BIT != 0,
         });
     }
     a[0].store(0, Ordering::Release);
     out
 }
 
-/// Drops the references `listed` (a dead transport's); returns how many. Each is checked: only a
-/// live block marked shared, with a reference left, loses one.
-pub(crate) fn release(mgr: &Manager, listed: &[Listed]) -> usize {
-    listed.iter().filter(|l| drop_shared(mgr, l)).count()
+/// Drops the references `listed` of the dead transport of owner mark `owner`; returns how many.
+/// Each is checked: only a live block marked shared, with a reference left, loses one.
+pub(crate) fn release(mgr: &Manager, owner: u32, listed: &[Listed]) -> usize {
+    listed.iter().filter(|l| drop_shared(mgr, owner, l)).count()
 }
 
-fn drop_shared(mgr: &Manager, l: &Listed) -> bool {
+fn drop_shared(mgr: &Manager, owner: u32, l: &Listed) -> bool {
     let Ok(seg) = mgr.segment(l.segment) else { return false };
     if seg.check_any_block(l.offset, l.delta, 0).ok() != Some(l.slot) {
         return false;
     }
     let rc = seg.rc(l.offset, l.slot);
     let shared = |v: u64| (v >> 32) as u32 == crate::slots::SHARED && v as u32 > 0;
+    if !shared(rc.load(Ordering::Acquire)) {
+        return false;
+    }
+    if l.lane {
+        return drop_lane_reference(mgr, seg, owner, l);
+    }
     match rc.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| shared(v).then(|| v - 1)) {
         Ok(prev) if prev as u32 == 1 => {
             mgr.release(seg, l.offset, l.delta, l.slot);
@@ -105,6 +120,40 @@ fn drop_shared(mgr: &Manager, l: &Listed) -> bool {
         Ok(_) => true,
         Err(_) => false,
     }
+}
+
+/// A dead side's reference to a lane's block: handed to the first claimant when the dead side is
+/// its writer and nobody claimed the lane; else dropped, and with the last one what the lane holds
+/// is released (that needs the transport as shared: when it is leaving, the lane stays).
+fn drop_lane_reference(mgr: &Manager, seg: &crate::segment::Segment, owner: u32, l: &Listed) -> bool {
+    let Some(words) =
+        seg.block_words(l.offset, l.delta, seg.block_size(l.offset, l.slot).saturating_sub(u64::from(l.delta)) / 8 * 8)
+    else {
+        return false;
+    };
+    let Ok(ring) = crate::lane::Ring::open(words) else {
+        log::error!("a lane a dead process held is damaged: it stays in the segment");
+        return false;
+    };
+    if ring.writer() == owner && ring.orphan() {
+        ring.close(crate::lane::WRITER_CLOSED);
+        return true; // the first claimant's now
+    }
+    let Some(shared) = mgr.shared() else {
+        log::warn!("a lane a dead process held stays in the segment: found as this transport leaves");
+        return false;
+    };
+    let rc = seg.rc(l.offset, l.slot);
+    if rc.load(Ordering::Acquire) as u32 == 1 {
+        // The last holder: nobody reads or writes the lane any more.
+        crate::lanes::release_contents(&shared, &ring);
+    }
+    match rc.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| (v as u32 > 0).then(|| v - 1)) {
+        Ok(prev) if prev as u32 == 1 => mgr.release(seg, l.offset, l.delta, l.slot),
+        Ok(_) => {}
+        Err(_) => return false,
+    }
+    true
 }
 
 /// A transport's ledger: its liveness slot's area, and which entries are free.
@@ -129,7 +178,7 @@ impl Ledger {
     /// Lists a shared reference this transport took to the block (`seg`, `offset`, `delta`,
     /// `slot`); returns its entry ([`NONE`] when the ledger is full: logged once, the reference
     /// then stays if the process is killed).
-    pub(crate) fn note(&self, m: &Management, seg: u16, offset: u64, delta: u32, slot: u32) -> u32 {
+    pub(crate) fn note(&self, m: &Management, seg: u16, offset: u64, delta: u32, slot: u32, lane: bool) -> u32 {
         let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let a = area(m, self.slot);
         let i = match s.free.pop() {
@@ -147,6 +196,7 @@ impl Ledger {
             }
         };
         let e = entry(a, i);
+        let delta = (delta & !LANE_BIT) | if lane { LANE_BIT } else { 0 };
         e[1].store(u64::from(slot) | u64::from(delta) << 32, Ordering::Relaxed);
         e[0].store((offset + 1) | u64::from(seg) << 48, Ordering::Release);
         i
@@ -197,10 +247,11 @@ mod tests {
         assert!(take(mgr.management(), mgr.ledger().slot).is_empty(), "taken once");
         let mut wrong = listed[0];
         wrong.offset += 8;
-        assert_eq!(release(&mgr, &[wrong]), 0, "not a block: nothing");
-        assert_eq!(release(&mgr, &listed), 2);
+        let me = mgr.owner();
+        assert_eq!(release(&mgr, me, &[wrong]), 0, "not a block: nothing");
+        assert_eq!(release(&mgr, me, &listed), 2);
         assert_eq!(count() as u32, 0, "the block was freed with the last one");
-        assert_eq!(release(&mgr, &listed[..1]), 0, "a block freed meanwhile loses nothing");
+        assert_eq!(release(&mgr, me, &listed[..1]), 0, "a block freed meanwhile loses nothing");
         assert_eq!(settled_free(), free0);
         mgr.own().check().unwrap();
     }

@@ -34,6 +34,8 @@ pub(crate) struct Manager {
     heartbeat: Option<Heartbeat>,
     /// The shared references this transport holds (see `ledger`).
     ledger: crate::ledger::Ledger,
+    /// This manager as shared (set once it is: what releasing messages needs).
+    me: OnceLock<std::sync::Weak<Manager>>,
     // Last: detaching may remove the session, after everything above is released.
     mng: Arc<Management>,
 }
@@ -73,6 +75,7 @@ impl Manager {
             interrupter,
             acks: Acks::default(),
             ledger: crate::ledger::Ledger::new(heartbeat.slot()),
+            me: OnceLock::new(),
             heartbeat: Some(heartbeat),
             mng,
         };
@@ -92,6 +95,16 @@ impl Manager {
         };
         self.reclaim_dead(&dead);
         dead.iter().map(|d| d.pid).collect()
+    }
+
+    /// Remembers this manager as shared (once it is in its `Arc`).
+    pub(crate) fn set_shared(self: &Arc<Self>) {
+        let _ = self.me.set(Arc::downgrade(self));
+    }
+
+    /// This manager as shared, unless it is leaving.
+    pub(crate) fn shared(&self) -> Option<Arc<Manager>> {
+        self.me.get().and_then(std::sync::Weak::upgrade)
     }
 
     /// The ledger of the shared references this transport holds.
@@ -114,7 +127,7 @@ impl Manager {
         let segments: Vec<&Segment> = self.mng.segments().iter().filter_map(|e| self.segment(e.id).ok()).collect();
         // The shared references they listed (their ledgers were taken as they were counted out).
         for d in dead {
-            let n = crate::ledger::release(self, &d.listed);
+            let n = crate::ledger::release(self, d.owner, &d.listed);
             if n > 0 {
                 log::info!("dropped {n} references dead process {} held to shared messages", d.pid);
             }

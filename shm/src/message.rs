@@ -296,13 +296,25 @@ impl Message {
     /// Lists this message's reference in the transport's ledger if its block is shared and it is
     /// not listed yet (see `ledger`): a sweep drops it if this process is killed.
     pub(crate) fn list_if_shared(&self) {
-        let Body::Block { seg, offset, delta, slot, .. } = self.body else { return };
-        if self.listed.load(Ordering::Relaxed) != crate::ledger::NONE {
-            return;
+        if let Body::Block { seg, offset, slot, .. } = self.body {
+            let v = self.mgr.mapped(seg).rc(offset, slot).load(Ordering::Relaxed);
+            if (v >> 32) as u32 == crate::slots::SHARED {
+                self.list(false);
+            }
         }
-        let v = self.mgr.mapped(seg).rc(offset, slot).load(Ordering::Relaxed);
-        if (v >> 32) as u32 == crate::slots::SHARED {
-            let i = self.mgr.ledger().note(self.mgr.management(), seg, offset, delta, slot);
+    }
+
+    /// Lists this message's reference to a lane's block in the transport's ledger (see `ledger`):
+    /// a sweep drops it if this process is killed, and releases what the lane holds with the last
+    /// reference.
+    pub(crate) fn list_lane(&self) {
+        self.list(true);
+    }
+
+    fn list(&self, lane: bool) {
+        let Body::Block { seg, offset, delta, slot, .. } = self.body else { return };
+        if self.listed.load(Ordering::Relaxed) == crate::ledger::NONE {
+            let i = self.mgr.ledger().note(self.mgr.management(), seg, offset, delta, slot, lane);
             // Two threads copying the same message at once: one entry is enough.
             if self.listed.compare_exchange(crate::ledger::NONE, i, Ordering::AcqRel, Ordering::Relaxed).is_err() {
                 self.mgr.ledger().forget(self.mgr.management(), i);
@@ -329,21 +341,6 @@ impl Message {
                 w.store(u64::from(mark) << 32 | 1, Ordering::Relaxed);
             }
         }
-    }
-
-    /// Drops this message's reference to a block that one other holder, of mark `other`, also
-    /// holds (a lane's writer and reader): when that holder is left alone it is named as the
-    /// block's holder (see [`Message::mark_held`]), so a sweep frees the block if it dies. Any
-    /// other count is released as usual.
-    pub(crate) fn leave_to(&mut self, other: u32) {
-        if let (Body::Block { .. }, Some(w)) = (&self.body, self.count_word()) {
-            let alone = u64::from(other) << 32 | 1;
-            if w.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| (v as u32 == 2).then_some(alone)).is_ok() {
-                self.body = Body::Empty;
-                return;
-            }
-        }
-        self.release();
     }
 
     /// Marks the block as in flight (handed to a socket or lane, its taker not known yet), or

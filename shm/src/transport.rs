@@ -56,6 +56,7 @@ impl Transport {
             io_threads: config.io_threads,
         })?;
         let mgr = Arc::new(Manager::new(config, zmq.interrupter().clone())?);
+        mgr.set_shared();
         // Only the session's processes may connect to its sockets (see `peers::password`).
         zmq.serve_password(&crate::peers::password(&mgr))?;
         // What dead senders left in flight to dead receivers (found by the sweep of the attach).

@@ -427,7 +427,10 @@ fn i03_a_push_attach_that_failed_part_way_names_each_endpoints_receiver() {
     pull.bind(&later_at).unwrap();
     let push = t.socket(SocketType::Push, "data").unwrap();
     let connect = AttachOptions::new(Some(Method::Connect));
-    assert!(push.attach(&format!("{first_at},tcp://no.such.host.invalid:5555"), &connect).is_err(), "the second endpoint is refused");
+    assert!(
+        push.attach(&format!("{first_at},tcp://no.such.host.invalid:5555"), &connect).is_err(),
+        "the second endpoint is refused"
+    );
     push.attach(&later_at, &connect).unwrap();
     // Both receivers known (their probes came), the first one never receives.
     let mut got = 0;

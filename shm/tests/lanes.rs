@@ -347,3 +347,52 @@ fn i03_a_lane_nobody_claimed_is_released_when_both_ends_died() {
     t.check_segment().unwrap();
     assert_eq!(t.segment_stats().free, free0, "the lane and its {sent} messages were released");
 }
+
+/// Issue 17 item 3: a lane whose writer closed (its process ended) while the reader had not read
+/// it all, the reader then killed: its reference was the last, so the sweep that counts it out
+/// releases what the lane still holds, and the lane. Before, the writer left the lane to the
+/// reader alone, the sweep freed the lane's block as the reader's, and the messages in it stayed
+/// allocated until the session ended.
+#[test]
+fn i03_a_lane_reader_killed_after_its_writer_left_leaves_nothing() {
+    let s = Session::new("lanewriterleft");
+    let t = s.transport("observer");
+    t.flush();
+    let free0 = t.segment_stats().free;
+    let addr = s.ipc("lane");
+    let mut receiver = peer(&["recv", &s.name, &addr, "bind", "0", "1"]);
+    receiver.expect_line("ready");
+    let mut sender = peer(&["send", &s.name, &addr, "connect", "200", "1000", "0"]);
+    receiver.expect_line("first");
+    receiver.signal("STOP");
+    assert!(sender.wait().success(), "the sender sent 200 and left: {:?}", sender.seen);
+    receiver.kill();
+    t.sweep_dead_processes();
+    t.flush();
+    t.check_segment().unwrap();
+    assert_eq!(t.segment_stats().free, free0, "the lane and the messages in it were released");
+}
+
+/// Issue 17 item 3: both ends of a lane killed (the reader stopped with the ring full): the sweep
+/// drops each side's reference, and the one that drops the last releases what the lane holds.
+/// Before, the lane, and every message in it, stayed allocated until the session ended.
+#[test]
+fn i03_a_lane_whose_two_ends_were_killed_leaves_nothing() {
+    let s = Session::new("lanebothkilled");
+    let t = s.transport("observer");
+    t.flush();
+    let free0 = t.segment_stats().free;
+    let addr = s.ipc("lane");
+    let mut receiver = peer(&["recv", &s.name, &addr, "bind", "0", "1"]);
+    receiver.expect_line("ready");
+    let mut sender = peer(&["send", &s.name, &addr, "connect", "0", "1000", "0", "hold"]);
+    receiver.expect_line("first");
+    receiver.signal("STOP");
+    sender.expect_line("sent ");
+    sender.kill();
+    receiver.kill();
+    t.sweep_dead_processes();
+    t.flush();
+    t.check_segment().unwrap();
+    assert_eq!(t.segment_stats().free, free0, "the lane and the messages in it were released");
+}
