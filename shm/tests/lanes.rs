@@ -294,33 +294,46 @@ fn a_message_sent_right_after_connecting_arrives() {
     }
 }
 
+/// Runs `scenario` (given the session and a lane's address) between two looks at an observer's
+/// segment: once the sweep of the dead ran, every block is back (`what` says what came back).
+fn nothing_left_after(tag: &str, what: &str, scenario: impl FnOnce(&Session, &str)) {
+    let s = Session::new(tag);
+    let t = s.transport("observer");
+    t.flush();
+    let free0 = t.segment_stats().free;
+    scenario(&s, &s.ipc("lane"));
+    t.sweep_dead_processes();
+    t.flush();
+    t.check_segment().unwrap();
+    assert_eq!(t.segment_stats().free, free0, "{what}");
+}
+
+/// A receiver (a PULL bound at `addr`, lanes on) and a sender connected to it with `flags`; the
+/// receiver stopped once it took the first message.
+fn stopped_receiver_and_sender(s: &Session, addr: &str, flags: &[&str]) -> (Peer, Peer) {
+    let mut receiver = peer(&["recv", &s.name, addr, "bind", "0", "1"]);
+    receiver.expect_line("ready");
+    let sender = peer(&[&["send", &s.name, addr, "connect"][..], flags].concat());
+    receiver.expect_line("first");
+    receiver.signal("STOP");
+    (receiver, sender)
+}
+
 /// Issue 17 item 3: a lane's writer killed while it held what it took back from a reader that
 /// died (to send again on its next lane, which it had no peer to offer to): those blocks were
 /// marked its own again when they left the ring, so the sweep of the dead frees them. Before, they
 /// stayed marked in flight, named by nothing, until the session ended.
 #[test]
 fn i03_a_lane_writer_killed_with_what_it_took_back_leaves_nothing() {
-    let s = Session::new("laneresendkill");
-    let t = s.transport("observer");
-    t.flush();
-    let free0 = t.segment_stats().free;
-    let addr = s.ipc("lane");
-    let mut receiver = peer(&["recv", &s.name, &addr, "bind", "0", "1"]);
-    receiver.expect_line("ready");
-    let mut sender = peer(&["send", &s.name, &addr, "connect", "0", "1000", "0", "retry"]);
-    receiver.expect_line("first");
-    receiver.signal("STOP");
-    // The ring is full: the sender tries again every 100 ms from now on.
-    sender.expect_line("sent ");
-    receiver.kill();
-    // Trying again, it finds its reader dead and takes back what that one did not read.
-    std::thread::sleep(Duration::from_millis(1500));
-    sender.kill();
-    t.sweep_dead_processes();
-    t.flush();
-    t.check_segment().unwrap();
-    t.check_segment().unwrap();
-    assert_eq!(t.segment_stats().free, free0, "what the writer took back was freed with it");
+    nothing_left_after("laneresendkill", "what the writer took back was freed with it", |s, addr| {
+        let (mut receiver, mut sender) = stopped_receiver_and_sender(s, addr, &["0", "1000", "0", "retry"]);
+        // The ring is full: the sender tries again every 100 ms from now on.
+        sender.expect_line("sent ");
+        receiver.kill();
+        // Trying again, it finds its reader dead and takes back what that one did not read.
+        std::thread::sleep(Duration::from_millis(1500));
+        sender.kill();
+    });
 }
 
 /// Issue 17 item 3: a lane no reader ever claimed (its offer waits, unread, in a receiver's
@@ -329,23 +342,16 @@ fn i03_a_lane_writer_killed_with_what_it_took_back_leaves_nothing() {
 /// lane stayed in the segment, with its messages, until the session ended.
 #[test]
 fn i03_a_lane_nobody_claimed_is_released_when_both_ends_died() {
-    let s = Session::new("laneunclaimed");
-    let t = s.transport("observer");
-    t.flush();
-    let free0 = t.segment_stats().free;
-    let addr = s.ipc("lane");
-    let mut receiver = peer(&["recv", &s.name, &addr, "bind", "0", "1", "deaf"]);
-    receiver.expect_line("ready");
-    let mut sender = peer(&["send", &s.name, &addr, "connect", "0", "1000", "0", "hold"]);
-    let line = sender.expect_line("sent ");
-    let sent: u64 = line["sent ".len()..].parse().unwrap();
-    assert!(sent > 100, "the lane took messages ({sent}) though nobody claimed it");
-    receiver.kill();
-    sender.kill();
-    t.sweep_dead_processes();
-    t.flush();
-    t.check_segment().unwrap();
-    assert_eq!(t.segment_stats().free, free0, "the lane and its {sent} messages were released");
+    nothing_left_after("laneunclaimed", "the lane and its messages were released", |s, addr| {
+        let mut receiver = peer(&["recv", &s.name, addr, "bind", "0", "1", "deaf"]);
+        receiver.expect_line("ready");
+        let mut sender = peer(&["send", &s.name, addr, "connect", "0", "1000", "0", "hold"]);
+        let line = sender.expect_line("sent ");
+        let sent: u64 = line["sent ".len()..].parse().unwrap();
+        assert!(sent > 100, "the lane took messages ({sent}) though nobody claimed it");
+        receiver.kill();
+        sender.kill();
+    });
 }
 
 /// Issue 17 item 3: a lane whose writer closed (its process ended) while the reader had not read
@@ -355,22 +361,11 @@ fn i03_a_lane_nobody_claimed_is_released_when_both_ends_died() {
 /// allocated until the session ended.
 #[test]
 fn i03_a_lane_reader_killed_after_its_writer_left_leaves_nothing() {
-    let s = Session::new("lanewriterleft");
-    let t = s.transport("observer");
-    t.flush();
-    let free0 = t.segment_stats().free;
-    let addr = s.ipc("lane");
-    let mut receiver = peer(&["recv", &s.name, &addr, "bind", "0", "1"]);
-    receiver.expect_line("ready");
-    let mut sender = peer(&["send", &s.name, &addr, "connect", "200", "1000", "0"]);
-    receiver.expect_line("first");
-    receiver.signal("STOP");
-    assert!(sender.wait().success(), "the sender sent 200 and left: {:?}", sender.seen);
-    receiver.kill();
-    t.sweep_dead_processes();
-    t.flush();
-    t.check_segment().unwrap();
-    assert_eq!(t.segment_stats().free, free0, "the lane and the messages in it were released");
+    nothing_left_after("lanewriterleft", "the lane and the messages in it were released", |s, addr| {
+        let (mut receiver, mut sender) = stopped_receiver_and_sender(s, addr, &["200", "1000", "0"]);
+        assert!(sender.wait().success(), "the sender sent 200 and left: {:?}", sender.seen);
+        receiver.kill();
+    });
 }
 
 /// Issue 17 item 3: both ends of a lane killed (the reader stopped with the ring full): the sweep
@@ -378,21 +373,10 @@ fn i03_a_lane_reader_killed_after_its_writer_left_leaves_nothing() {
 /// Before, the lane, and every message in it, stayed allocated until the session ended.
 #[test]
 fn i03_a_lane_whose_two_ends_were_killed_leaves_nothing() {
-    let s = Session::new("lanebothkilled");
-    let t = s.transport("observer");
-    t.flush();
-    let free0 = t.segment_stats().free;
-    let addr = s.ipc("lane");
-    let mut receiver = peer(&["recv", &s.name, &addr, "bind", "0", "1"]);
-    receiver.expect_line("ready");
-    let mut sender = peer(&["send", &s.name, &addr, "connect", "0", "1000", "0", "hold"]);
-    receiver.expect_line("first");
-    receiver.signal("STOP");
-    sender.expect_line("sent ");
-    sender.kill();
-    receiver.kill();
-    t.sweep_dead_processes();
-    t.flush();
-    t.check_segment().unwrap();
-    assert_eq!(t.segment_stats().free, free0, "the lane and the messages in it were released");
+    nothing_left_after("lanebothkilled", "the lane and the messages in it were released", |s, addr| {
+        let (mut receiver, mut sender) = stopped_receiver_and_sender(s, addr, &["0", "1000", "0", "hold"]);
+        sender.expect_line("sent ");
+        sender.kill();
+        receiver.kill();
+    });
 }
