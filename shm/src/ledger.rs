@@ -24,8 +24,9 @@
 
 use crate::management::Management;
 use crate::manager::Manager;
+use crate::segment::Segment;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Bit of an entry's data distance word: the block is a lane's (data distances stay far below).
 const LANE_BIT: u32 = 1 << 31;
@@ -93,14 +94,56 @@ pub(crate) fn take(m: &Management, slot: usize) -> Vec<Listed> {
     out
 }
 
-/// Drops the references `listed` of the dead transport of owner mark `owner`; returns how many.
-/// Each is checked: only a live block marked shared, with a reference left, loses one.
-pub(crate) fn release(mgr: &Manager, owner: u32, listed: &[Listed]) -> usize {
-    listed.iter().filter(|l| drop_shared(mgr, owner, l)).count()
+/// Who drops a dead transport's listed references: a transport (its manager) or the monitor.
+pub(crate) trait Sweeper {
+    /// Segment `id`, mapped.
+    fn segment(&self, id: u16) -> Option<&Segment>;
+    /// The block (offset, delta, slot) of `seg` lost its last reference: freed.
+    fn free(&self, seg: &Segment, offset: u64, delta: u32, slot: u32);
+    /// A transport that can release messages (those in a lane whose last reference goes); `None`
+    /// when there is none (the monitor, or a transport that is leaving): such a lane stays.
+    fn messages(&self) -> Option<Arc<Manager>>;
 }
 
-fn drop_shared(mgr: &Manager, owner: u32, l: &Listed) -> bool {
-    let Ok(seg) = mgr.segment(l.segment) else { return false };
+impl Sweeper for Manager {
+    fn segment(&self, id: u16) -> Option<&Segment> {
+        Manager::segment(self, id).ok()
+    }
+
+    fn free(&self, seg: &Segment, offset: u64, delta: u32, slot: u32) {
+        self.release(seg, offset, delta, slot);
+    }
+
+    fn messages(&self) -> Option<Arc<Manager>> {
+        self.shared()
+    }
+}
+
+/// The monitor's sweep: the session's segments, opened; blocks go straight back to the heap.
+impl Sweeper for [Segment] {
+    fn segment(&self, id: u16) -> Option<&Segment> {
+        self.iter().find(|s| s.id() == id)
+    }
+
+    fn free(&self, seg: &Segment, offset: u64, _delta: u32, _slot: u32) {
+        if let Err(e) = seg.free_block(offset) {
+            log::error!("could not free a block a dead process held last: {e}");
+        }
+    }
+
+    fn messages(&self) -> Option<Arc<Manager>> {
+        None
+    }
+}
+
+/// Drops the references `listed` of the dead transport of owner mark `owner`; returns how many.
+/// Each is checked: only a live block marked shared, with a reference left, loses one.
+pub(crate) fn release(by: &(impl Sweeper + ?Sized), owner: u32, listed: &[Listed]) -> usize {
+    listed.iter().filter(|l| drop_shared(by, owner, l)).count()
+}
+
+fn drop_shared(by: &(impl Sweeper + ?Sized), owner: u32, l: &Listed) -> bool {
+    let Some(seg) = by.segment(l.segment) else { return false };
     if seg.check_any_block(l.offset, l.delta, 0).ok() != Some(l.slot) {
         return false;
     }
@@ -110,11 +153,11 @@ fn drop_shared(mgr: &Manager, owner: u32, l: &Listed) -> bool {
         return false;
     }
     if l.lane {
-        return drop_lane_reference(mgr, seg, owner, l);
+        return drop_lane_reference(by, seg, owner, l);
     }
     match rc.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| shared(v).then(|| v - 1)) {
         Ok(prev) if prev as u32 == 1 => {
-            mgr.release(seg, l.offset, l.delta, l.slot);
+            by.free(seg, l.offset, l.delta, l.slot);
             true
         }
         Ok(_) => true,
@@ -124,13 +167,10 @@ fn drop_shared(mgr: &Manager, owner: u32, l: &Listed) -> bool {
 
 /// A dead side's reference to a lane's block: handed to the first claimant when the dead side is
 /// its writer and nobody claimed the lane; else dropped, and with the last one what the lane holds
-/// is released (that needs the transport as shared: when it is leaving, the lane stays).
-fn drop_lane_reference(mgr: &Manager, seg: &crate::segment::Segment, owner: u32, l: &Listed) -> bool {
-    let Some(words) =
-        seg.block_words(l.offset, l.delta, seg.block_size(l.offset, l.slot).saturating_sub(u64::from(l.delta)) / 8 * 8)
-    else {
-        return false;
-    };
+/// is released (that needs a transport: without one, the last reference stays, and the lane).
+fn drop_lane_reference(by: &(impl Sweeper + ?Sized), seg: &Segment, owner: u32, l: &Listed) -> bool {
+    let bytes = seg.block_size(l.offset, l.slot).saturating_sub(u64::from(l.delta)) / 8 * 8;
+    let Some(words) = seg.block_words(l.offset, l.delta, bytes) else { return false };
     let Ok(ring) = crate::lane::Ring::open(words) else {
         log::error!("a lane a dead process held is damaged: it stays in the segment");
         return false;
@@ -139,17 +179,17 @@ fn drop_lane_reference(mgr: &Manager, seg: &crate::segment::Segment, owner: u32,
         ring.close(crate::lane::WRITER_CLOSED);
         return true; // the first claimant's now
     }
-    let Some(shared) = mgr.shared() else {
-        log::warn!("a lane a dead process held stays in the segment: found as this transport leaves");
-        return false;
-    };
     let rc = seg.rc(l.offset, l.slot);
     if rc.load(Ordering::Acquire) as u32 == 1 {
         // The last holder: nobody reads or writes the lane any more.
-        crate::lanes::release_contents(&shared, &ring);
+        let Some(mgr) = by.messages() else {
+            log::warn!("a lane whose last holder died stays in the segment: no transport to release its messages");
+            return false;
+        };
+        crate::lanes::release_contents(&mgr, &ring);
     }
     match rc.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| (v as u32 > 0).then(|| v - 1)) {
-        Ok(prev) if prev as u32 == 1 => mgr.release(seg, l.offset, l.delta, l.slot),
+        Ok(prev) if prev as u32 == 1 => by.free(seg, l.offset, l.delta, l.slot),
         Ok(_) => {}
         Err(_) => return false,
     }
@@ -217,7 +257,6 @@ impl Ledger {
 mod tests {
     use super::*;
     use crate::message::Message;
-    use std::sync::Arc;
 
     /// A process killed while it held a message and a copy of it (a shared block, two references
     /// listed): the sweep drops both and the block is freed; entries that do not name a shared
@@ -248,10 +287,10 @@ mod tests {
         let mut wrong = listed[0];
         wrong.offset += 8;
         let me = mgr.owner();
-        assert_eq!(release(&mgr, me, &[wrong]), 0, "not a block: nothing");
-        assert_eq!(release(&mgr, me, &listed), 2);
+        assert_eq!(release(&*mgr, me, &[wrong]), 0, "not a block: nothing");
+        assert_eq!(release(&*mgr, me, &listed), 2);
         assert_eq!(count() as u32, 0, "the block was freed with the last one");
-        assert_eq!(release(&mgr, me, &listed[..1]), 0, "a block freed meanwhile loses nothing");
+        assert_eq!(release(&*mgr, me, &listed[..1]), 0, "a block freed meanwhile loses nothing");
         assert_eq!(settled_free(), free0);
         mgr.own().check().unwrap();
     }

@@ -733,6 +733,14 @@ impl Segment {
         Ok(r)
     }
 
+    /// Frees the used block at `offset` whose last reference is gone (the monitor, which keeps
+    /// no caches, drops a dead process's last references to shared blocks so).
+    pub(crate) fn free_block(&self, offset: u64) -> Result<(), ShmError> {
+        self.locked(|t| self.free_to_heap(t, offset, self.slot_of(offset)))?;
+        self.wake_waiters();
+        Ok(())
+    }
+
     fn owned_blocks(&self, t: &Tlsf<'_>, owner: u32) -> Vec<(u64, u64)> {
         t.walk()
             .filter(|&(off, _, free)| !free && (self.block_rc(off).load(Ordering::Acquire) >> 32) as u32 == owner)

@@ -60,6 +60,10 @@ fn sweep_open(m: Management, names: &Names) -> Result<Sweep, ShmError> {
     drop(lock);
     let opened: Vec<Segment> =
         m.segments().iter().filter_map(|s| Segment::open(&Names::path(&names.segment(s.id)), s.id).ok()).collect();
+    for d in &dead {
+        // Shared references it listed (see `ledger`); those to a lane's last reference stay.
+        crate::ledger::release(&opened[..], d.owner, &d.listed);
+    }
     let ticketed = crate::segment::Ticketed::of(&opened);
     for sg in &opened {
         for d in &dead {
