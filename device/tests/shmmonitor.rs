@@ -205,6 +205,23 @@ fn reset_content_forgets_the_blocks_of_a_killed_topology() {
     assert!(report.contains("msgs: 0,"), "{report}");
 }
 
+/// Issue 20 (soundness): resetting the content of a session that live devices use would hand
+/// their messages' bytes out again; it is refused, naming them, and traffic goes on. Before, it
+/// went ahead.
+#[test]
+fn reset_content_is_refused_while_devices_use_the_session() {
+    let s = Session::new();
+    let (mut sampler, mut sink) = topology(&s);
+    let (code, out) = monitor_output(&["-r", "-s", &s.name]);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(out.contains("still use it"), "{out}");
+    assert!(!out.contains("Done resetting"), "{out}");
+    let report = fairmq_shm::monitor::report(&shm_id(&s)).unwrap().unwrap();
+    assert!(report.contains("devices: 2") && !report.contains("msgs: 0,"), "untouched: {report}");
+    sampler.kill();
+    sink.kill();
+}
+
 #[test]
 fn device_with_shm_monitor_starts_a_daemon_that_ends_with_the_session() {
     let s = Session::new();

@@ -409,7 +409,5 @@ pub fn session_objects(names: &Names) -> Vec<String> {
 }
 
 pub(crate) fn process_alive(pid: u32) -> bool {
-    // SAFETY: kill with signal 0 only checks whether the process exists.
-    let rc = unsafe { libc::kill(pid as libc::pid_t, 0) };
-    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    crate::sys::process::exists(pid)
 }

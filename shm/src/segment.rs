@@ -647,23 +647,14 @@ impl Segment {
         })
     }
 
-    /// Frees every used block of owner mark `owner`; returns (count, bytes). Only safe when that transport is
-    /// dead and never handed those blocks to anyone: a block in flight to a receiver would be freed twice.
-    pub fn reclaim_owned_by(&self, owner: u32) -> Result<(u64, u64), ShmError> {
-        let r = self.locked(|t| {
-            let owned = self.owned_blocks(t, owner);
-            for &(off, _) in &owned {
-                self.free_to_heap(t, off, self.slot_of(off))?;
-            }
-            Ok((owned.len() as u64, owned.iter().map(|b| b.1).sum()))
-        })?;
-        self.wake_waiters();
-        Ok(r)
-    }
-
     /// Forgets every allocation: the heap becomes one free block and the depot empty (FairMQ's
-    /// experimental `ResetContent`; only sound when no process of the session uses the segment).
-    pub fn reset_content(&self) -> Result<(), ShmError> {
+    /// experimental `ResetContent`).
+    ///
+    /// # Safety
+    /// No process may use the segment's blocks, now or until this returns: a message alive
+    /// anywhere would see its bytes handed out again (see `monitor::reset_content`, which checks
+    /// that no transport is attached and holds the session lock).
+    pub unsafe fn reset_content(&self) -> Result<(), ShmError> {
         self.locked(|t| {
             self.depot().clear();
             self.slots().clear();

@@ -61,8 +61,8 @@ fn a_transport_that_detaches_frees_what_a_dead_process_cached() {
     drop(leaving);
     assert_eq!(cached(&t), 0, "the detaching transport freed them");
     assert_eq!(t.sweep_dead_processes(), Vec::<u32>::new(), "and counted the dead process out");
-    // What it held alive (count 1) stays its own until reclaimed explicitly.
-    t.segment().reclaim_owned_by(dead).unwrap();
+    // What it held alone (count 1) went with it: a sweep frees both kinds.
+    assert_eq!(t.segment().owned_by(dead).unwrap(), (0, 0));
     t.flush();
     t.check_segment().unwrap();
     assert_eq!(t.segment_stats().free, free0, "nothing lost");

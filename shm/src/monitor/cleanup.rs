@@ -107,8 +107,9 @@ pub fn cleanup_full(shm_id: &str) -> Result<Vec<(String, bool)>, ShmError> {
 }
 
 /// Forgets every allocation in the session's segments and removes its regions' acknowledgement
-/// queues (FairMQ's experimental `ResetContent`, for reuse after a crash; only sound when no process
-/// uses the session). Each report line goes to `print` as it happens (FairMQ prints them to
+/// queues (FairMQ's experimental `ResetContent`, for reuse after a crash). Refused while a
+/// transport that is not provably dead is attached; the session lock is held throughout, so none
+/// attaches meanwhile. Each report line goes to `print` as it happens (FairMQ prints them to
 /// stdout); the first failure is returned once everything was tried.
 pub fn reset_content(shm_id: &str, print: &mut dyn FnMut(&str)) -> Result<(), ShmError> {
     let names = Names::new(shm_id);
@@ -122,13 +123,28 @@ pub fn reset_content(shm_id: &str, print: &mut dyn FnMut(&str)) -> Result<(), Sh
         }
         Err(e) => return Err(e),
     };
+    let _lock = m.lock()?;
+    let users: Vec<u32> = crate::liveness::attached(&m)
+        .into_iter()
+        .filter(|a| crate::liveness::owner_alive(&m, a.owner))
+        .map(|a| a.pid)
+        .collect();
+    if !users.is_empty() {
+        let e = ShmError::Config(format!(
+            "cannot reset the content of shared memory id '{shm_id}': processes {users:?} still use it"
+        ));
+        print(&e.to_string());
+        return Err(e);
+    }
     let mut failed = None;
     let segments = m.segments();
     print(&format!("Found info for {} managed segments", segments.len()));
     for seg in segments {
         let name = names.segment(seg.id);
         print(&format!("Resetting content of segment '{name}'..."));
-        match Segment::open(&Names::path(&name), seg.id).and_then(|s| s.reset_content()) {
+        // SAFETY: no transport of the session lives (checked above), and none can attach while we
+        // hold the session lock: nobody uses a block of the segment.
+        match Segment::open(&Names::path(&name), seg.id).and_then(|s| unsafe { s.reset_content() }) {
             Ok(()) => print("Done."),
             Err(e) => {
                 print(&format!("Error resetting content of segment '{name}': {e}"));

@@ -91,11 +91,11 @@ impl RobustMutex {
     /// The outcome of a lock call that returned `rc` (anything but `EBUSY`).
     fn taken(&self, rc: libc::c_int, recover: impl FnOnce() -> bool) -> Result<Guard<'_>, LockError> {
         match rc {
-            0 => Ok(Guard(self)),
+            0 => Ok(Guard::new(self)),
             libc::EOWNERDEAD => {
                 // The guard unlocks even if `recover` panics; without `consistent` the mutex then
                 // becomes not recoverable, which is right: the data was not repaired.
-                let guard = Guard(self);
+                let guard = Guard::new(self);
                 if !recover() {
                     return Err(LockError::NotRecoverable);
                 }
@@ -126,10 +126,10 @@ impl RobustMutex {
         // SAFETY: the pointer targets a live, initialised mutex (contract of `at`).
         let rc = unsafe { libc::pthread_mutex_trylock(self.0) };
         match rc {
-            0 => Ok(TryLock::Acquired(Guard(self))),
+            0 => Ok(TryLock::Acquired(Guard::new(self))),
             libc::EBUSY => Ok(TryLock::Busy),
             libc::EOWNERDEAD => {
-                let guard = Guard(self);
+                let guard = Guard::new(self);
                 // SAFETY: we hold the lock in the owner-died state, the only state this call accepts.
                 check(unsafe { libc::pthread_mutex_consistent(self.0) }).map_err(LockError::Os)?;
                 Ok(TryLock::OwnerDied(guard))
@@ -140,16 +140,35 @@ impl RobustMutex {
     }
 }
 
-/// Holds the lock until dropped.
+/// Holds the lock until dropped. Not `Send`: a pthread mutex is unlocked by the thread that locked
+/// it (another thread's unlock fails, or, for a robust mutex, corrupts its owner list).
 #[derive(Debug)]
-pub(crate) struct Guard<'a>(&'a RobustMutex);
+pub(crate) struct Guard<'a>(&'a RobustMutex, std::marker::PhantomData<*const ()>);
+
+impl<'a> Guard<'a> {
+    fn new(m: &'a RobustMutex) -> Guard<'a> {
+        Guard(m, std::marker::PhantomData)
+    }
+}
 
 impl Drop for Guard<'_> {
     fn drop(&mut self) {
-        // SAFETY: this guard's existence means this thread holds the lock.
-        unsafe { libc::pthread_mutex_unlock(self.0 .0) };
+        // SAFETY: this guard's existence means this thread holds the lock (it cannot leave it).
+        let rc = unsafe { libc::pthread_mutex_unlock(self.0 .0) };
+        if rc != 0 {
+            log::error!("could not unlock a shared-memory mutex: {}", io::Error::from_raw_os_error(rc));
+        }
     }
 }
+
+/// Compile-time check that a [`Guard`] is not `Send`: the trait's item is ambiguous for a `Send`
+/// type (two impls apply), so this stops compiling if one ever is.
+trait NotSend<A> {
+    fn check() {}
+}
+impl<T: ?Sized> NotSend<()> for T {}
+impl<T: ?Sized + Send> NotSend<u8> for T {}
+const _: fn() = <Guard<'static> as NotSend<_>>::check;
 
 fn check(rc: libc::c_int) -> io::Result<()> {
     if rc == 0 {
