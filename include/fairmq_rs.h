@@ -1048,7 +1048,7 @@ fmq_result fmq_region_config_init(fmq_region_config *cfg);
  * `bulk_callback` (once per batch); with neither, releases are not reported. `*out` owns the region
  * (free with `fmq_region_free`).
  *
- * Where callbacks run: shmem, on the region's own thread ("fmq-region-<id>"), when the last holder
+ * Where callbacks run: shmem, on the region's own thread (`fmq-region-<id>`), when the last holder
  * of a piece, in any process, released it; zeromq, on the thread calling `fmq_message_new_region`,
  * inside that call (the message holds a copy, so the piece is free at once). A callback must not
  * free its region, nor (zeromq) make messages from it: it runs under the region's lock.

@@ -15,8 +15,8 @@ pub const MIN_SENDS: u64 = 8;
 /// The clock is read once per batch, and the batch adapts to what a send costs: reading it per
 /// message (~25 ns here) would cap a fast loop, and a batch sized from the payload alone charged that
 /// cost to a zero-copy transport's large messages (16 MiB in 250 ns). A batch grows while it takes
-/// under [`BATCH_SHORT`] and shrinks past [`BATCH_LONG`]; it never moves more than
-/// [`BATCH_BYTES`], so sends that turn slow within a batch (a queue filled up) overrun the duration
+/// under `BATCH_SHORT` and shrinks past `BATCH_LONG`; it never moves more than
+/// `BATCH_BYTES`, so sends that turn slow within a batch (a queue filled up) overrun the duration
 /// by a few tens of milliseconds at most.
 pub fn send_for(duration: Duration, bytes: usize, mut send: impl FnMut(u64)) -> u64 {
     let start = Instant::now();
