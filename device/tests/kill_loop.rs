@@ -86,17 +86,22 @@ impl Rng {
 }
 
 /// Used blocks of the segment that nobody alive holds (count at least 1 and the owner mark not a
-/// live transport's, nor in flight from a live sender: shared, a dead process's, or in flight from
-/// a dead one), and all used blocks.
+/// live transport's, nor in flight from a live sender, nor listed by a live transport as a shared
+/// reference (a lane's, a published message's) or waiting in such a lane: a dead process's, shared
+/// by the dead only, or in flight from a dead one), and all used blocks.
 fn unaccounted(t: &fairmq_shm::Transport) -> (Vec<(u64, u32)>, usize) {
     let seg = t.segment();
     let live: Vec<u32> = t.attached().iter().map(|a| a.owner).collect();
     let sent_by_live: Vec<u64> =
         seg.in_flight().into_iter().filter(|f| f.0 == seg.id() && live.contains(&f.2)).map(|f| f.1).collect();
+    let shared_by_live: Vec<u64> =
+        t.shared_blocks_held().into_iter().filter(|b| b.0 == seg.id()).map(|b| b.1).collect();
     let used = seg.used_blocks().expect("the segment's blocks");
     let lost = used
         .iter()
-        .filter(|&&(offset, _, owner, count)| count >= 1 && !live.contains(&owner) && !sent_by_live.contains(&offset))
+        .filter(|&&(offset, _, owner, count)| {
+            count >= 1 && !live.contains(&owner) && !sent_by_live.contains(&offset) && !shared_by_live.contains(&offset)
+        })
         .map(|&(offset, _, owner, _)| (offset, owner))
         .collect();
     (lost, used.len())

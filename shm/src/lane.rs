@@ -325,6 +325,19 @@ impl<'a> Ring<'a> {
         }
     }
 
+    /// Every entry from head to tail, without consuming any (for inspection: a reader may consume
+    /// them meanwhile, and a writer reuse their room).
+    pub fn entries(&self) -> Result<Vec<Entry>, LaneError> {
+        let (head, tail) = self.indices()?;
+        let mut out = Vec::new();
+        let mut at = head;
+        while let Some(e) = self.entry_between(at, tail)? {
+            at = e.next;
+            out.push(e);
+        }
+        Ok(out)
+    }
+
     /// Reader: copies an entry's bytes into `out` (replacing its content).
     pub fn read(&self, e: &Entry, out: &mut Vec<u8>) {
         out.clear();

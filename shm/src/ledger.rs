@@ -136,6 +136,58 @@ impl Sweeper for [Segment] {
     }
 }
 
+/// The blocks (segment, offset) that live transports list shared references to, and those the
+/// entries of the lanes among them name (for inspection: a shared block, or one waiting in a lane,
+/// names no holder in its count word; a lane read meanwhile may be missed or misread).
+pub(crate) fn held_by_live(mgr: &Manager) -> Vec<(u16, u64)> {
+    let m = mgr.management();
+    let mut out = Vec::new();
+    for slot in crate::liveness::live_slots(m) {
+        let a = area(m, slot);
+        let used = (a[0].load(Ordering::Acquire) as u32).min(ENTRIES);
+        for i in 0..used {
+            let e = entry(a, i);
+            let w0 = e[0].load(Ordering::Acquire);
+            if w0 & ((1 << 48) - 1) == 0 {
+                continue;
+            }
+            let (segment, offset) = ((w0 >> 48) as u16, (w0 & ((1 << 48) - 1)) - 1);
+            out.push((segment, offset));
+            let w1 = e[1].load(Ordering::Relaxed);
+            let (delta, slot) = ((w1 >> 32) as u32, w1 as u32);
+            if delta & LANE_BIT != 0 {
+                out.extend(in_lane(mgr, segment, offset, delta & !LANE_BIT, slot));
+            }
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// The blocks the entries of the lane at (`segment`, `offset`) name (an indirect entry: the block
+/// holding its frame).
+fn in_lane(mgr: &Manager, segment: u16, offset: u64, delta: u32, slot: u32) -> Vec<(u16, u64)> {
+    let Ok(seg) = mgr.segment(segment) else { return Vec::new() };
+    let bytes = seg.block_size(offset, slot).saturating_sub(u64::from(delta)) / 8 * 8;
+    let Some(ring) = seg.block_words(offset, delta, bytes).and_then(|w| crate::lane::Ring::open(w).ok()) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let (mut frame, mut records) = (Vec::new(), Vec::new());
+    for e in ring.entries().unwrap_or_default() {
+        ring.read(&e, &mut frame);
+        records.clear();
+        if crate::meta::decode(&frame, &mut records).is_ok() {
+            out.extend(records.iter().filter_map(|r| match *r {
+                crate::meta::Record::Block { segment, offset, .. } => Some((segment, offset)),
+                _ => None,
+            }));
+        }
+    }
+    out
+}
+
 /// Drops the references `listed` of the dead transport of owner mark `owner`; returns how many.
 /// Each is checked: only a live block marked shared, with a reference left, loses one.
 pub(crate) fn release(by: &(impl Sweeper + ?Sized), owner: u32, listed: &[Listed]) -> usize {

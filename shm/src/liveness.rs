@@ -86,6 +86,11 @@ fn usable_owner(o: u32) -> bool {
     o != 0 && o < crate::slots::IN_FLIGHT
 }
 
+/// The slots of attached transports that are not provably dead.
+pub(crate) fn live_slots(m: &Management) -> Vec<usize> {
+    occupied(m).filter(|&s| liveness(m, s) != Liveness::Dead).collect()
+}
+
 /// Number of occupied slots: the transports attached to the session.
 pub(crate) fn count(m: &Management) -> u64 {
     (0..SLOTS).filter(|&s| word(m, s, W_PID).load(Ordering::Acquire) != 0).count() as u64

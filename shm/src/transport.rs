@@ -310,6 +310,13 @@ impl Transport {
         crate::liveness::attached(self.inner.mgr.management())
     }
 
+    /// The blocks (segment id, offset) of shared messages and lanes that live transports of the
+    /// session hold references to (their ledgers; a shared block names no holder in its count),
+    /// and the messages waiting in those lanes. For inspection: lanes in use may be misread.
+    pub fn shared_blocks_held(&self) -> Vec<(u16, u64)> {
+        crate::ledger::held_by_live(&self.inner.mgr)
+    }
+
     /// The owner mark of this transport's blocks.
     pub fn owner(&self) -> u32 {
         self.inner.mgr.owner()

@@ -12,6 +12,25 @@ const LONG: i32 = 30_000;
 /// Single-record entries a lane's ring holds (64 KiB of 40-byte entries).
 const RING_ENTRIES: usize = (64 << 10) / 40;
 
+/// A PUSH of `tx` and a PULL of `rx` at `addr`, the push bound (`bind_sender`) or the pull.
+fn push_pull(
+    tx: &Transport,
+    rx: &Transport,
+    addr: &str,
+    bind_sender: bool,
+) -> (fairmq_shm::Socket, fairmq_shm::Socket) {
+    let push = tx.socket(SocketType::Push, "out").unwrap();
+    let pull = rx.socket(SocketType::Pull, "in").unwrap();
+    if bind_sender {
+        push.bind(addr).unwrap();
+        pull.connect(addr).unwrap();
+    } else {
+        pull.bind(addr).unwrap();
+        push.connect(addr).unwrap();
+    }
+    (push, pull)
+}
+
 fn numbered(t: &Transport, seq: u64) -> Message {
     t.new_message_from_slice(&seq.to_le_bytes()).unwrap()
 }
@@ -230,6 +249,8 @@ fn the_poller_sees_lane_input_and_not_the_wake_frames() {
     }
 }
 
+/// A sender with lanes turned off, and a bound sender (ZeroMQ picks among its peers), send through
+/// the socket: no lane block is allocated.
 #[test]
 fn a_bound_sender_and_lanes_turned_off_use_the_socket() {
     let s = Session::new("lanenot");
@@ -239,15 +260,7 @@ fn a_bound_sender_and_lanes_turned_off_use_the_socket() {
     let t = s.transport("on");
     for (tx, bind_sender) in [(&off, false), (&t, true)] {
         let addr = s.ipc(&format!("not-{bind_sender}"));
-        let pull = t.socket(SocketType::Pull, "in").unwrap();
-        let push = tx.socket(SocketType::Push, "out").unwrap();
-        if bind_sender {
-            push.bind(&addr).unwrap();
-            pull.connect(&addr).unwrap();
-        } else {
-            pull.bind(&addr).unwrap();
-            push.connect(&addr).unwrap();
-        }
+        let (push, pull) = push_pull(tx, &t, &addr, bind_sender);
         let mut msg = numbered(tx, 7);
         let used = t.segment_stats().used_blocks;
         push.send(&mut msg, LONG).unwrap();
