@@ -79,7 +79,6 @@ impl Manager {
             heartbeat: Some(heartbeat),
             mng,
         };
-        mgr.sweep_dead();
         Ok(mgr)
     }
 

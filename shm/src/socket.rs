@@ -305,8 +305,9 @@ impl Socket {
         }
     }
 
-    /// Whether records go through a lane: the socket has a single peer (PAIR, or PUSH connected to
-    /// one endpoint and bound to none), so the lane reaches whoever ZeroMQ would have picked.
+    /// Whether records go through a lane: the socket has a single peer (PAIR, a PUSH connected to
+    /// one endpoint and bound to none, or a bound PUSH with one peer), so the lane reaches whoever
+    /// ZeroMQ would have picked.
     /// A send queue limited below ZeroMQ's default (1000) keeps its limit: the socket, not a lane
     /// (whose smallest ring holds about 1600 records), carries the records then. A larger limit
     /// sizes the ring (see `lanes::capacity_for`). A segment too small for a ring has no lanes.
@@ -316,9 +317,23 @@ impl Socket {
             && self.z.snd_buf_size().is_ok_and(|n| n == 0 || n >= 1000)
             && match self.ty {
                 SocketType::Pair => true,
-                SocketType::Push => self.z.endpoint_counts() == (0, 1),
+                SocketType::Push => match self.z.endpoint_counts() {
+                    (0, 1) => true,
+                    (bound, 0) if bound > 0 => self.one_peer_took_all(),
+                    _ => false,
+                },
                 _ => false,
             }
+    }
+
+    /// A bound PUSH uses a lane while one peer is connected, nothing waits to go out again and the
+    /// peer took everything it was sent on the socket: its lane's entries never overtake what went
+    /// on the socket before (a receiver reads its lanes first). With a second peer, records go on
+    /// the socket again (the first still reads what its lane holds, before them).
+    fn one_peer_took_all(&self) -> bool {
+        self.learn_peers(false);
+        let mut peers = self.peers.borrow_mut();
+        peers.len() == 1 && peers.resend.is_empty() && !peers.unclaimed(&self.mgr)
     }
 
     /// Sends the records of `parts` (one message, or the parts of a multipart) in one frame:

@@ -57,6 +57,9 @@ impl Transport {
         })?;
         let mgr = Arc::new(Manager::new(config, zmq.interrupter().clone())?);
         mgr.set_shared();
+        // Dead processes are counted out once the manager is shared: releasing what a lane whose
+        // last holder died still holds needs it so.
+        mgr.sweep_dead();
         // Only the session's processes may connect to its sockets (see `peers::password`).
         zmq.serve_password(&crate::peers::password(&mgr))?;
         // What dead senders left in flight to dead receivers (found by the sweep of the attach).

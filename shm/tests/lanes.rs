@@ -249,19 +249,18 @@ fn the_poller_sees_lane_input_and_not_the_wake_frames() {
     }
 }
 
-/// A sender with lanes turned off, and a bound sender (ZeroMQ picks among its peers), send through
-/// the socket: no lane block is allocated.
+/// Lanes turned off: records go through the socket (no lane block is allocated), bound or not.
 #[test]
-fn a_bound_sender_and_lanes_turned_off_use_the_socket() {
+fn lanes_turned_off_use_the_socket() {
     let s = Session::new("lanenot");
     let mut c = s.config("off");
     c.lanes = false;
     let off = Transport::new(&c).unwrap();
     let t = s.transport("on");
-    for (tx, bind_sender) in [(&off, false), (&t, true)] {
+    for bind_sender in [false, true] {
         let addr = s.ipc(&format!("not-{bind_sender}"));
-        let (push, pull) = push_pull(tx, &t, &addr, bind_sender);
-        let mut msg = numbered(tx, 7);
+        let (push, pull) = push_pull(&off, &t, &addr, bind_sender);
+        let mut msg = numbered(&off, 7);
         let used = t.segment_stats().used_blocks;
         push.send(&mut msg, LONG).unwrap();
         assert_eq!(t.segment_stats().used_blocks, used, "no lane block was allocated");
@@ -269,6 +268,64 @@ fn a_bound_sender_and_lanes_turned_off_use_the_socket() {
         pull.receive(&mut m, LONG).unwrap();
         assert_eq!(seq_of(&m), 7);
     }
+}
+
+/// Issue 21: a bound PUSH with one connected peer sends through a lane once the peer took what went
+/// on the socket, in order; a second peer sends it back to the socket (both get messages, none twice), and once the
+/// second left (what waited in its queue went with it, as ZeroMQ drops a closed socket's queue) and
+/// the first took all it was sent, the lane again: the first gets everything, in order. Before, a
+/// bound push never used a lane.
+#[test]
+fn a_bound_push_uses_a_lane_while_it_has_one_peer() {
+    let s = Session::new("lanebound");
+    let t = s.transport("t");
+    let addr = s.ipc("bound");
+    let push = t.socket(SocketType::Push, "out").unwrap();
+    push.bind(&addr).unwrap();
+    let first = t.socket(SocketType::Pull, "in1").unwrap();
+    first.connect(&addr).unwrap();
+    let take = |pull: &fairmq_shm::Socket, got: &mut Vec<u64>| {
+        let mut m = t.new_message();
+        while pull.receive(&mut m, 200).is_ok() {
+            got.push(seq_of(&m));
+        }
+    };
+    let (mut got1, mut got2, mut seq) = (Vec::new(), Vec::new(), 0);
+    let send = |seq: &mut u64| {
+        push.send(&mut numbered(&t, *seq), LONG).unwrap();
+        *seq += 1;
+    };
+    // The first messages go on the socket (the peer's probe may not be known yet); once it took
+    // them, a lane (listed by both ends as a shared block).
+    (0..10).for_each(|_| send(&mut seq));
+    take(&first, &mut got1);
+    (10..20).for_each(|_| send(&mut seq));
+    assert!(!t.shared_blocks_held().is_empty(), "a lane carries the next ones");
+    take(&first, &mut got1);
+    assert_eq!(got1, (0..20).collect::<Vec<_>>());
+    let second = t.socket(SocketType::Pull, "in2").unwrap();
+    second.connect(&addr).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while got2.is_empty() {
+        assert!(Instant::now() < deadline, "the second peer never got a message");
+        send(&mut seq);
+        take(&first, &mut got1);
+        take(&second, &mut got2);
+    }
+    drop(second);
+    while push.number_of_connected_peers() > 1 {
+        assert!(Instant::now() < deadline, "the push never saw the second peer go");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let alone = seq;
+    (0..20).for_each(|_| send(&mut seq));
+    take(&first, &mut got1);
+    let mut all: Vec<u64> = got1.iter().chain(&got2).copied().collect();
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(all.len(), got1.len() + got2.len(), "no message twice");
+    assert!(got1.windows(2).all(|w| w[0] < w[1]), "the first peer got its share in order: {got1:?}");
+    assert!((alone..seq).all(|s| got1.contains(&s)), "alone again, it got all 20: {got1:?}");
 }
 
 /// Issue 17 item 11: in a segment too small for a lane's ring (150 kB), a single-peer push sends
@@ -392,4 +449,28 @@ fn i03_a_lane_whose_two_ends_were_killed_leaves_nothing() {
         sender.kill();
         receiver.kill();
     });
+}
+
+/// Issue 17 item 3: both ends of a lane killed, and the first transport to find them dead is one
+/// that attaches (its attach counts dead processes out): it releases the lane and its messages
+/// too. Before, that sweep ran before the transport was ready to release messages, and left the
+/// lane's last reference in place: a restarted device leaked the lanes of the links it replaced.
+#[test]
+fn i03_a_transport_that_attaches_after_both_ends_of_a_lane_died_releases_it() {
+    let s = Session::new("laneattachsweep");
+    let t = s.transport("observer");
+    t.flush();
+    let free0 = t.segment_stats().free;
+    let addr = s.ipc("lane");
+    let (mut receiver, mut sender) = stopped_receiver_and_sender(&s, &addr, &["0", "1000", "0", "hold"]);
+    sender.expect_line("sent ");
+    sender.kill();
+    receiver.kill();
+    let (sender, receiver) = (sender.pid(), receiver.pid());
+    let late = s.transport("late");
+    assert!(t.sweep_dead_processes().is_empty(), "the attach of the late one counted them out ({sender}, {receiver})");
+    drop(late);
+    t.flush();
+    t.check_segment().unwrap();
+    assert_eq!(t.segment_stats().free, free0, "the lane and the messages in it were released");
 }
