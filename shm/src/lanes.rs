@@ -622,6 +622,19 @@ impl Writer {
         }
     }
 
+    /// Whether messages wait to go out again (taken back from a reader that left), or sit in a lane
+    /// whose reader left or died: they go before any later message, so the next send goes through
+    /// the lane (whose send takes them back and offers them first).
+    pub(crate) fn owes(&self, mgr: &Manager) -> bool {
+        !self.resend.is_empty()
+            || self.lane.as_ref().is_some_and(|l| {
+                let ring = l.ring();
+                let reader = ring.reader();
+                !ring.is_empty().unwrap_or(true)
+                    && (ring.closed() & READER_CLOSED != 0 || (reader != 0 && !mgr.owner_alive(reader)))
+            })
+    }
+
     /// Whether a message could go out now without waiting for room.
     pub(crate) fn has_room(&self) -> bool {
         self.lane.as_ref().is_none_or(|l| l.ring().has_room(meta::BLOCK_LEN).unwrap_or(false))

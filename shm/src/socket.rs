@@ -319,7 +319,7 @@ impl Socket {
                 SocketType::Pair => true,
                 SocketType::Push => match self.z.endpoint_counts() {
                     (0, 1) => true,
-                    (bound, 0) if bound > 0 => self.one_peer_took_all(),
+                    (bound, 0) if bound > 0 => self.one_peer_took_all() || self.lanes.writer.borrow().owes(&self.mgr),
                     _ => false,
                 },
                 _ => false,
@@ -329,7 +329,8 @@ impl Socket {
     /// A bound PUSH uses a lane while one peer is connected, nothing waits to go out again and the
     /// peer took everything it was sent on the socket: its lane's entries never overtake what went
     /// on the socket before (a receiver reads its lanes first). With a second peer, records go on
-    /// the socket again (the first still reads what its lane holds, before them).
+    /// the socket again (the first still reads what its lane holds, before them). What a lane owes
+    /// (taken back from a reader that left) goes through a lane first, whatever the peers.
     fn one_peer_took_all(&self) -> bool {
         self.learn_peers(false);
         let mut peers = self.peers.borrow_mut();
