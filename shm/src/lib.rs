@@ -20,11 +20,14 @@
 //!   handler in `fairmq-zmq`).
 //! - PUSH and PUB send only to receiving sockets of the session (they present a token made with the
 //!   session's secret) and take back what a peer that went away did not take (see `peers`); what a
-//!   killed sender left in flight, its receiver releases (see `orphans`).
+//!   killed sender left in flight, its receiver releases (see `orphans`). Sockets whose ZeroMQ
+//!   socket picks the receiver name it, or the set it is one of, from the session's directory of
+//!   endpoints (see `addressee`), and what a killed process held of shared blocks it listed in its
+//!   ledger (see `ledger`): the sweep of the dead drops it.
 //! - Sockets, timeouts, interruption, counters and pollers behave as in `fairmq-zmq`.
-//! - Between a sender with a single peer (PAIR, or PUSH connected to one endpoint) and its
-//!   receiver, records travel through a *lane*, a ring in the segment, instead of one ZeroMQ
-//!   message each; the socket carries the lane's offer and wakes a sleeping reader
+//! - Between a sender with a single peer (PAIR, a PUSH connected to one endpoint, or a bound PUSH
+//!   while one peer is connected) and its receiver, records travel through a *lane*, a ring in the
+//!   segment, instead of one ZeroMQ message each; the socket carries the lane's offer and wakes a sleeping reader
 //!   (`ShmConfig::lanes`, `--shm-lanes`). What a reader that left did not read goes out again on
 //!   the next lane. This departs from the design's "only the record travels over ZeroMQ": libzmq's
 //!   per-message cost was the whole gap to bare ZeroMQ's rate.
