@@ -49,6 +49,7 @@ pub unsafe extern "C" fn fmq_context_config(ctx: *const fmq_context) -> *const f
 ///
 /// # Safety
 /// As for `fmq_config_property`.
+// SAFETY: unsafe to call because `key` is read and `buf`, `written` are written through (contract above).
 unsafe fn copy_property(
     c: &Properties,
     key: *const c_char,

@@ -838,13 +838,9 @@ impl Readers {
             let ring = l.ring();
             let before = ring.close(READER_CLOSED);
             let dead = before & WRITER_CLOSED == 0 && !mgr.owner_alive(ring.writer());
-            if dead {
-                finish_staged(mgr, &ring);
-            }
             if before & WRITER_CLOSED != 0 || dead {
-                let mut left = Vec::new();
-                let _ = ring.take_all(&mut left);
-                release_entries(mgr, left);
+                // A writer that closed staged nothing; a dead one's staged entry goes too.
+                release_contents(mgr, &ring);
             }
             if dead {
                 mgr.sweep_dead(); // drops the dead writer's reference

@@ -63,34 +63,40 @@ pub(crate) struct Listed {
 /// Slot `slot` is claimed by a new transport: what a former holder left is forgotten (its sweep
 /// took it already). Under the session lock.
 pub(crate) fn reset(m: &Management, slot: usize) {
+    used(m, slot).for_each(|e| e[0].store(0, Ordering::Relaxed));
+    area(m, slot)[0].store(0, Ordering::Release);
+}
+
+impl Listed {
+    /// The entry whose first word is `w0` (read, or taken, by the caller) and second `w1`; `None`
+    /// for a free one.
+    fn decode(w0: u64, w1: u64) -> Option<Listed> {
+        let offset = (w0 & ((1 << 48) - 1)).checked_sub(1)?;
+        let distance = (w1 >> 32) as u32;
+        Some(Listed {
+            segment: (w0 >> 48) as u16,
+            offset,
+            delta: distance & !LANE_BIT,
+            slot: w1 as u32,
+            lane: distance & LANE_BIT != 0,
+        })
+    }
+}
+
+/// The entries slot `slot` has used so far.
+fn used(m: &Management, slot: usize) -> impl Iterator<Item = &[AtomicU64]> {
     let a = area(m, slot);
-    let used = (a[0].load(Ordering::Relaxed) as u32).min(ENTRIES);
-    (0..used).for_each(|i| entry(a, i)[0].store(0, Ordering::Relaxed));
-    a[0].store(0, Ordering::Release);
+    let used = (a[0].load(Ordering::Acquire) as u32).min(ENTRIES);
+    (0..used).map(move |i| entry(a, i))
 }
 
 /// Takes the entries of the dead transport of slot `slot` (under the session lock, as its slot is
 /// counted out), to drop with [`release`].
 pub(crate) fn take(m: &Management, slot: usize) -> Vec<Listed> {
-    let a = area(m, slot);
-    let used = (a[0].load(Ordering::Acquire) as u32).min(ENTRIES);
-    let mut out = Vec::new();
-    for i in 0..used {
-        let e = entry(a, i);
-        let w0 = e[0].swap(0, Ordering::AcqRel);
-        if w0 & ((1 << 48) - 1) == 0 {
-            continue;
-        }
-        let w1 = e[1].load(Ordering::Relaxed);
-        out.push(Listed {
-            segment: (w0 >> 48) as u16,
-            offset: (w0 & ((1 << 48) - 1)) - 1,
-            delta: (w1 >> 32) as u32 & !LANE_BIT,
-            slot: w1 as u32,
-            lane: (w1 >> 32) as u32 & LANE_BIT != 0,
-        });
-    }
-    a[0].store(0, Ordering::Release);
+    let out = used(m, slot)
+        .filter_map(|e| Listed::decode(e[0].swap(0, Ordering::AcqRel), e[1].load(Ordering::Relaxed)))
+        .collect();
+    area(m, slot)[0].store(0, Ordering::Release);
     out
 }
 
@@ -143,20 +149,12 @@ pub(crate) fn held_by_live(mgr: &Manager) -> Vec<(u16, u64)> {
     let m = mgr.management();
     let mut out = Vec::new();
     for slot in crate::liveness::live_slots(m) {
-        let a = area(m, slot);
-        let used = (a[0].load(Ordering::Acquire) as u32).min(ENTRIES);
-        for i in 0..used {
-            let e = entry(a, i);
-            let w0 = e[0].load(Ordering::Acquire);
-            if w0 & ((1 << 48) - 1) == 0 {
-                continue;
-            }
-            let (segment, offset) = ((w0 >> 48) as u16, (w0 & ((1 << 48) - 1)) - 1);
-            out.push((segment, offset));
-            let w1 = e[1].load(Ordering::Relaxed);
-            let (delta, slot) = ((w1 >> 32) as u32, w1 as u32);
-            if delta & LANE_BIT != 0 {
-                out.extend(in_lane(mgr, segment, offset, delta & !LANE_BIT, slot));
+        for l in
+            used(m, slot).filter_map(|e| Listed::decode(e[0].load(Ordering::Acquire), e[1].load(Ordering::Relaxed)))
+        {
+            out.push((l.segment, l.offset));
+            if l.lane {
+                out.extend(mgr.segment(l.segment).ok().map(|seg| in_lane(seg, &l)).unwrap_or_default());
             }
         }
     }
@@ -165,14 +163,19 @@ pub(crate) fn held_by_live(mgr: &Manager) -> Vec<(u16, u64)> {
     out
 }
 
-/// The blocks the entries of the lane at (`segment`, `offset`) name (an indirect entry: the block
-/// holding its frame).
-fn in_lane(mgr: &Manager, segment: u16, offset: u64, delta: u32, slot: u32) -> Vec<(u16, u64)> {
-    let Ok(seg) = mgr.segment(segment) else { return Vec::new() };
-    let bytes = seg.block_size(offset, slot).saturating_sub(u64::from(delta)) / 8 * 8;
-    let Some(ring) = seg.block_words(offset, delta, bytes).and_then(|w| crate::lane::Ring::open(w).ok()) else {
-        return Vec::new();
-    };
+/// The ring of the lane whose block `l` names in `seg`, once the block checks out as a live one
+/// holding a lane.
+fn lane_ring<'a>(seg: &'a Segment, l: &Listed) -> Option<crate::lane::Ring<'a>> {
+    if seg.check_any_block(l.offset, l.delta, 0).ok() != Some(l.slot) {
+        return None;
+    }
+    let bytes = seg.block_size(l.offset, l.slot).saturating_sub(u64::from(l.delta)) / 8 * 8;
+    crate::lane::Ring::open(seg.block_words(l.offset, l.delta, bytes)?).ok()
+}
+
+/// The blocks the entries of the lane `l` names (an indirect entry: the block holding its frame).
+fn in_lane(seg: &Segment, l: &Listed) -> Vec<(u16, u64)> {
+    let Some(ring) = lane_ring(seg, l) else { return Vec::new() };
     let mut out = Vec::new();
     let (mut frame, mut records) = (Vec::new(), Vec::new());
     for e in ring.entries().unwrap_or_default() {
@@ -221,9 +224,7 @@ fn drop_shared(by: &(impl Sweeper + ?Sized), owner: u32, l: &Listed) -> bool {
 /// its writer and nobody claimed the lane; else dropped, and with the last one what the lane holds
 /// is released (that needs a transport: without one, the last reference stays, and the lane).
 fn drop_lane_reference(by: &(impl Sweeper + ?Sized), seg: &Segment, owner: u32, l: &Listed) -> bool {
-    let bytes = seg.block_size(l.offset, l.slot).saturating_sub(u64::from(l.delta)) / 8 * 8;
-    let Some(words) = seg.block_words(l.offset, l.delta, bytes) else { return false };
-    let Ok(ring) = crate::lane::Ring::open(words) else {
+    let Some(ring) = lane_ring(seg, l) else {
         log::error!("a lane a dead process held is damaged: it stays in the segment");
         return false;
     };

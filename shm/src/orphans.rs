@@ -48,6 +48,18 @@ impl Orphan {
     }
 }
 
+/// What `look` says of `set`, looked up once per set (a scan of the directory each).
+fn looked_up<V>(known: &mut Vec<(Set, V)>, set: Set, look: impl FnOnce() -> V) -> &V {
+    let i = match known.iter().position(|(s, _)| *s == set) {
+        Some(i) => i,
+        None => {
+            known.push((set, look()));
+            known.len() - 1
+        }
+    };
+    &known[i].1
+}
+
 /// The sockets of a set (see [`Orphan::several`]), and whether the socket at `mine` is one of
 /// them; `None` when they are not known (the directory is incomplete, or a dead sender's entries
 /// were reused).
@@ -134,12 +146,7 @@ pub(crate) fn release_unreachable(mgr: &Arc<Manager>) -> usize {
         .filter(|o| match o.several() {
             None => true,
             Some(set) => {
-                let i = sets.iter().position(|(s, _)| *s == set).unwrap_or_else(|| {
-                    let none_alive = members(mgr, set, &[]).is_some_and(|(f, _)| f.iter().all(|f| !f.alive));
-                    sets.push((set, none_alive));
-                    sets.len() - 1
-                });
-                sets[i].1
+                *looked_up(&mut sets, set, || members(mgr, set, &[]).is_some_and(|(f, _)| f.iter().all(|f| !f.alive)))
             }
         })
         .filter(|o| release(mgr, o))
@@ -160,7 +167,8 @@ pub(crate) const ARRIVAL: u64 = 1_000_000_000;
 pub(crate) struct Watch {
     last: Option<Instant>,
     seen: Vec<Orphan>,
-    /// [`FACING`] tickets of senders facing this socket, and when they were first seen (coarse ns).
+    /// Tickets addressed to one of several sockets, this one among them, and when they were first
+    /// seen (coarse ns).
     shared: Vec<(Orphan, u64)>,
 }
 
@@ -194,12 +202,8 @@ impl Watch {
         let mut kept = Vec::new();
         for o in found {
             let Some(set) = o.several() else { continue };
-            let i = sets.iter().position(|(s, _)| *s == set).unwrap_or_else(|| {
-                let ours = members(mgr, set, mine).and_then(|(f, me_too)| me_too.then_some(f));
-                sets.push((set, ours));
-                sets.len() - 1
-            });
-            let Some(facing) = &sets[i].1 else { continue };
+            let ours = || members(mgr, set, mine).and_then(|(f, me_too)| me_too.then_some(f));
+            let Some(facing) = looked_up(&mut sets, set, ours) else { continue };
             let since = self.shared.iter().find(|(s, _)| *s == o).map_or(now, |&(_, t)| t);
             let all_empty = facing.iter().filter(|f| f.alive).all(|f| f.empty_at > since.saturating_add(ARRIVAL));
             if all_empty && release(mgr, &o) {

@@ -654,6 +654,7 @@ impl Segment {
     /// No process may use the segment's blocks, now or until this returns: a message alive
     /// anywhere would see its bytes handed out again (see `monitor::reset_content`, which checks
     /// that no transport is attached and holds the session lock).
+    // SAFETY: unsafe to call because it frees blocks live messages may still use (contract above).
     pub unsafe fn reset_content(&self) -> Result<(), ShmError> {
         self.locked(|t| {
             self.depot().clear();
