@@ -7,6 +7,8 @@ fn main() {
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libfairmq_rs.so.{major}");
     println!("cargo:rerun-if-changed=src");
     println!("cargo:rerun-if-changed=cbindgen.toml");
+    // The plugin ABI is declared in the fairmq crate.
+    println!("cargo:rerun-if-changed=../device/src/plugin/c_abi.rs");
     println!("cargo:rerun-if-env-changed=FMQ_WRITE_HEADER");
     let crate_dir = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
     let config = cbindgen::Config::from_file(format!("{crate_dir}/cbindgen.toml")).expect("ffi/cbindgen.toml");

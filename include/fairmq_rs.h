@@ -68,6 +68,267 @@ typedef enum {
 } fmq_result;
 
 /**
+ * Result of a plugin service. `FMQ_PLUGIN_OK` is 0; `services->last_error()` gives the text of
+ * the calling thread's last error.
+ */
+typedef enum {
+  /**
+   * Success.
+   */
+  FMQ_PLUGIN_OK = 0,
+  /**
+   * The device's current state does not accept the transition (or another one is pending).
+   */
+  FMQ_PLUGIN_REFUSED = 7101,
+  /**
+   * Another plugin controls the device (FairMQ's `DeviceControlError`).
+   */
+  FMQ_PLUGIN_ERROR_CONTROL = 7102,
+  /**
+   * No such property, or no controller.
+   */
+  FMQ_PLUGIN_ERROR_NOT_FOUND = 7103,
+  /**
+   * An argument was NULL, not UTF-8, or not a state, transition or value of the right type.
+   */
+  FMQ_PLUGIN_ERROR_INVALID = 7104,
+  /**
+   * The caller's buffer is too small (the text's length was written to `*len`).
+   */
+  FMQ_PLUGIN_ERROR_BUFFER = 7105,
+  /**
+   * The wait ended before what it waited for.
+   */
+  FMQ_PLUGIN_ERROR_TIMEOUT = 7106,
+  /**
+   * The device is in the ERROR state.
+   */
+  FMQ_PLUGIN_ERROR_DEVICE = 7107,
+  /**
+   * The device's code failed inside the call (the failure was stopped at the boundary).
+   */
+  FMQ_PLUGIN_ERROR_PANIC = 7108,
+} fmq_plugin_result;
+
+/**
+ * The types of options (`fmq_option_type` values).
+ */
+enum fmq_option_kind
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Text.
+   */
+  FMQ_OPTION_STRING = 0,
+  /**
+   * Signed integer (int).
+   */
+  FMQ_OPTION_INT = 1,
+  /**
+   * Unsigned 64-bit integer.
+   */
+  FMQ_OPTION_UINT64 = 2,
+  /**
+   * Floating point (float).
+   */
+  FMQ_OPTION_FLOAT = 3,
+  /**
+   * True/false.
+   */
+  FMQ_OPTION_BOOL = 4,
+  /**
+   * A switch that takes no value (given: true).
+   */
+  FMQ_OPTION_FLAG = 5,
+  /**
+   * A list of texts (Boost's `value<std::vector<T>>()`): several tokens, and the option may
+   * repeat; its default and its property text hold one item per line.
+   */
+  FMQ_OPTION_STRINGS = 6,
+  /**
+   * Added to an option's type: the option must be given (Boost's `required()`).
+   */
+  FMQ_OPTION_REQUIRED = 256,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum fmq_option_kind fmq_option_kind;
+#else
+typedef int32_t fmq_option_kind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * Constants of the plugin ABI (an enum so that the generated header carries them).
+ */
+enum fmq_plugin_abi
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Version of the plugin ABI in this header. A plugin states the version it was built
+   * against in `fmq_plugin::abi_version`; a device refuses a plugin of another version.
+   */
+  FMQ_PLUGIN_ABI_VERSION = 1,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum fmq_plugin_abi fmq_plugin_abi;
+#else
+typedef int32_t fmq_plugin_abi;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * The numbers of FairMQ's states (`fair::mq::State`), as services and callbacks pass them.
+ */
+enum fmq_state
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * UNDEFINED.
+   */
+  FMQ_STATE_UNDEFINED = 0,
+  /**
+   * OK.
+   */
+  FMQ_STATE_OK = 1,
+  /**
+   * ERROR.
+   */
+  FMQ_STATE_ERROR = 2,
+  /**
+   * IDLE.
+   */
+  FMQ_STATE_IDLE = 3,
+  /**
+   * INITIALIZING DEVICE.
+   */
+  FMQ_STATE_INITIALIZING_DEVICE = 4,
+  /**
+   * INITIALIZED.
+   */
+  FMQ_STATE_INITIALIZED = 5,
+  /**
+   * BINDING.
+   */
+  FMQ_STATE_BINDING = 6,
+  /**
+   * BOUND.
+   */
+  FMQ_STATE_BOUND = 7,
+  /**
+   * CONNECTING.
+   */
+  FMQ_STATE_CONNECTING = 8,
+  /**
+   * DEVICE READY.
+   */
+  FMQ_STATE_DEVICE_READY = 9,
+  /**
+   * INITIALIZING TASK.
+   */
+  FMQ_STATE_INITIALIZING_TASK = 10,
+  /**
+   * READY.
+   */
+  FMQ_STATE_READY = 11,
+  /**
+   * RUNNING.
+   */
+  FMQ_STATE_RUNNING = 12,
+  /**
+   * RESETTING TASK.
+   */
+  FMQ_STATE_RESETTING_TASK = 13,
+  /**
+   * RESETTING DEVICE.
+   */
+  FMQ_STATE_RESETTING_DEVICE = 14,
+  /**
+   * EXITING.
+   */
+  FMQ_STATE_EXITING = 15,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum fmq_state fmq_state;
+#else
+typedef int32_t fmq_state;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * The numbers of FairMQ's transitions (`fair::mq::Transition`).
+ */
+enum fmq_transition
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * AUTO.
+   */
+  FMQ_TRANSITION_AUTO = 0,
+  /**
+   * INIT DEVICE.
+   */
+  FMQ_TRANSITION_INIT_DEVICE = 1,
+  /**
+   * COMPLETE INIT.
+   */
+  FMQ_TRANSITION_COMPLETE_INIT = 2,
+  /**
+   * BIND.
+   */
+  FMQ_TRANSITION_BIND = 3,
+  /**
+   * CONNECT.
+   */
+  FMQ_TRANSITION_CONNECT = 4,
+  /**
+   * INIT TASK.
+   */
+  FMQ_TRANSITION_INIT_TASK = 5,
+  /**
+   * RUN.
+   */
+  FMQ_TRANSITION_RUN = 6,
+  /**
+   * STOP.
+   */
+  FMQ_TRANSITION_STOP = 7,
+  /**
+   * RESET TASK.
+   */
+  FMQ_TRANSITION_RESET_TASK = 8,
+  /**
+   * RESET DEVICE.
+   */
+  FMQ_TRANSITION_RESET_DEVICE = 9,
+  /**
+   * END.
+   */
+  FMQ_TRANSITION_END = 10,
+  /**
+   * ERROR FOUND.
+   */
+  FMQ_TRANSITION_ERROR_FOUND = 11,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum fmq_transition fmq_transition;
+#else
+typedef int32_t fmq_transition;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * A poller over `n` channels (of either transport). The channels must outlive the poller.
  * Not thread-safe: use it from one thread at a time, and while `fmq_poller_poll` runs no other
  * thread may use the channels it polls (their sockets are ZeroMQ sockets, which are not
@@ -105,8 +366,9 @@ typedef struct {
 } fmq_counters;
 
 /**
- * Type of a custom option: one of the `FMQ_OPTION_*` constants. An integer rather than an enum
- * because C may store any value in it; `fmq_run_device` refuses unknown ones (`FMQ_ERROR_INVALID`).
+ * Type of an option: one of the `fmq_option_kind` values, with `FMQ_OPTION_REQUIRED` added for an
+ * option that must be given. An integer rather than the enum because C may store any value in
+ * it; unknown ones are refused.
  */
 typedef int32_t fmq_option_type;
 
@@ -209,7 +471,7 @@ typedef struct {
 } fmq_device_hooks;
 
 /**
- * A custom option of a C device (FairMQ's `addCustomOptions`).
+ * An option of a C device or plugin (FairMQ's `addCustomOptions`, a plugin's program options).
  */
 typedef struct {
   /**
@@ -217,7 +479,7 @@ typedef struct {
    */
   const char *name;
   /**
-   * Value type: one of the `FMQ_OPTION_*` constants.
+   * Value type: an `fmq_option_kind` value (plus `FMQ_OPTION_REQUIRED`).
    */
   fmq_option_type ty;
   /**
@@ -377,45 +639,180 @@ typedef void (*fmq_region_event_callback)(const fmq_region_info *info, void *use
 typedef void (*fmq_state_callback)(int32_t state, void *user);
 
 /**
- * Option type: text.
+ * A plugin's version (FairMQ's `tools::Version`).
  */
-#define FMQ_OPTION_STRING 0
+typedef struct {
+  /**
+   * Major.
+   */
+  uint32_t major;
+  /**
+   * Minor.
+   */
+  uint32_t minor;
+  /**
+   * Patch.
+   */
+  uint32_t patch;
+} fmq_plugin_version;
 
 /**
- * Option type: signed integer (int).
+ * Called for every state the device enters (before the state's work), on the thread that runs
+ * the state machine, with the state's number (FairMQ's `fair::mq::State`) and the `user` given
+ * at subscription. Must not throw (C++).
  */
-#define FMQ_OPTION_INT 1
+typedef void (*fmq_plugin_state_callback)(int32_t state, void *user);
 
 /**
- * Option type: unsigned 64-bit integer.
+ * What the device offers a plugin (FairMQ's `PluginServices`). Every function takes `host`
+ * first. Valid from the plugin's `start` until its `stop` returns; thread-safe. States and
+ * transitions are FairMQ's numbers (`fair::mq::State`, `fair::mq::Transition`). Functions that
+ * write text take a buffer, its capacity and `len` (may be NULL), which receives the text's
+ * length without the NUL, also when the buffer was too small (`FMQ_PLUGIN_ERROR_BUFFER`).
  */
-#define FMQ_OPTION_UINT64 2
+typedef struct {
+  /**
+   * `FMQ_PLUGIN_ABI_VERSION` of the device.
+   */
+  uint32_t abi_version;
+  /**
+   * The device's side; pass it back unchanged.
+   */
+  void *host;
+  /**
+   * The current state's number.
+   */
+  int32_t (*current_state)(void *host);
+  /**
+   * Requests a transition: `FMQ_PLUGIN_OK` when accepted, `FMQ_PLUGIN_REFUSED` when the state
+   * does not accept it, `FMQ_PLUGIN_ERROR_CONTROL` when another plugin controls the device.
+   * With nobody in control, the plugin becomes the controller.
+   */
+  fmq_plugin_result (*change_state)(void *host, int32_t transition);
+  /**
+   * Takes control of the device; `FMQ_PLUGIN_ERROR_CONTROL` when another plugin has it.
+   */
+  fmq_plugin_result (*take_device_control)(void *host);
+  /**
+   * Takes control of the device whoever has it.
+   */
+  fmq_plugin_result (*steal_device_control)(void *host);
+  /**
+   * Releases control (nothing happens when the plugin has none). The device does not exit
+   * while a plugin holds control: release it once the device reached EXITING.
+   */
+  fmq_plugin_result (*release_device_control)(void *host);
+  /**
+   * The controlling plugin's name; `FMQ_PLUGIN_ERROR_NOT_FOUND` when nobody controls.
+   */
+  fmq_plugin_result (*device_controller)(void *host, char *buf, size_t cap, size_t *len);
+  /**
+   * Waits until no plugin controls the device (`timeout_ms` < 0: no limit).
+   */
+  fmq_plugin_result (*wait_for_release_device_control)(void *host, int64_t timeout_ms);
+  /**
+   * Waits until the device entered `state` since the plugin started (states are queued for
+   * each plugin, so none is missed); `FMQ_PLUGIN_ERROR_DEVICE` on ERROR, `..._TIMEOUT`.
+   */
+  fmq_plugin_result (*wait_for_state)(void *host, int32_t state, int64_t timeout_ms);
+  /**
+   * Calls `callback(state, user)` for every state entered from now on (FairMQ's
+   * `SubscribeToDeviceStateChange`, keyed by the plugin's name).
+   */
+  fmq_plugin_result (*subscribe_to_state_change)(void *host,
+                                                 fmq_plugin_state_callback callback,
+                                                 void *user);
+  /**
+   * Ends the plugin's state subscriptions (a callback already running may still finish).
+   */
+  fmq_plugin_result (*unsubscribe_from_state_change)(void *host);
+  /**
+   * Whether property `key` exists.
+   */
+  bool (*property_exists)(void *host, const char *key);
+  /**
+   * Property `key` as text (lists: one item per line).
+   */
+  fmq_plugin_result (*get_property)(void *host, const char *key, char *buf, size_t cap, size_t *len);
+  /**
+   * Sets property `key` from text, read as the type the property has (text for a new one).
+   */
+  fmq_plugin_result (*set_property)(void *host, const char *key, const char *value);
+  /**
+   * Logs `text` through the device's logger at `severity` (0 trace, 1 debug, 2 info, 3 state,
+   * 4 warn, 5 error, 6 fatal), naming the plugin.
+   */
+  void (*log)(void *host, int32_t severity, const char *text);
+  /**
+   * The text of the calling thread's last failed service call (valid until the next one).
+   */
+  const char *(*last_error)(void);
+} fmq_plugin_services;
 
 /**
- * Option type: floating point (float).
+ * Starts a plugin instance: keep `services` (valid until `stop` returns), start threads, return
+ * promptly. Writes the instance pointer `stop` gets; returns 0, or non-zero when the plugin
+ * cannot start (the program then exits with 1). Must not throw (C++).
  */
-#define FMQ_OPTION_FLOAT 3
+typedef int32_t (*fmq_plugin_start)(const fmq_plugin_services *services, void **instance);
 
 /**
- * Option type: true/false.
+ * Stops a plugin instance after the device exited and no plugin holds control: join its
+ * threads and free it. Must not throw (C++).
  */
-#define FMQ_OPTION_BOOL 4
+typedef void (*fmq_plugin_stop)(void *instance);
 
 /**
- * Option type: a switch that takes no value (given: true).
+ * What a plugin library exports: a function `const fmq_plugin *fmq_plugin_NAME(void)` returning
+ * this (static) descriptor, for a library named `libfairmq-plugin-NAME.so` (`-P NAME`).
  */
-#define FMQ_OPTION_FLAG 5
+typedef struct {
+  /**
+   * `FMQ_PLUGIN_ABI_VERSION` the plugin was built against.
+   */
+  uint32_t abi_version;
+  /**
+   * The plugin's name (the NAME of `-P NAME`).
+   */
+  const char *name;
+  /**
+   * Its version.
+   */
+  fmq_plugin_version version;
+  /**
+   * Who maintains it (e.g. "Jane Doe <jane@example.org>"); may be NULL.
+   */
+  const char *maintainer;
+  /**
+   * Where to read about it; may be NULL.
+   */
+  const char *homepage;
+  /**
+   * Title of its options' group in `--help` (NULL: "Plugin 'NAME'").
+   */
+  const char *options_title;
+  /**
+   * Its program options (`n_options` entries; NULL with 0).
+   */
+  const fmq_option *options;
+  /**
+   * Number of `options`.
+   */
+  size_t n_options;
+  /**
+   * Starts an instance; NULL: nothing to start.
+   */
+  fmq_plugin_start start;
+  /**
+   * Stops it; NULL: nothing to stop.
+   */
+  fmq_plugin_stop stop;
+} fmq_plugin;
 
 /**
- * Option type: a list of texts (Boost's `value<std::vector<T>>()`): several tokens, and the option
- * may repeat; its default and its property text hold one item per line.
+ * The function a plugin library exports as `fmq_plugin_NAME`.
  */
-#define FMQ_OPTION_STRINGS 6
-
-/**
- * Added to an option's type: the option must be given (Boost's `required()`).
- */
-#define FMQ_OPTION_REQUIRED 256
+typedef const fmq_plugin *(*fmq_plugin_entry)(void);
 
 /**
  * Region event: it exists (first sighting).
@@ -431,6 +828,14 @@ typedef void (*fmq_state_callback)(int32_t state, void *user);
  * Region event: reported by the zeromq transport only, whose regions are local to the process.
  */
 #define FMQ_REGION_LOCAL_ONLY 2
+
+
+
+
+
+
+
+
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,9 +1,8 @@
 //! FairMQ's custom-controller example: a plugin takes control of a device without channels,
-//! drives it to RUNNING, and after 3 s in RUNNING shuts it down. Exits 0.
+//! drives it to RUNNING, and after 3 s in RUNNING shuts it down, then releases control. Exits 0.
 
-use fairmq::{Context, Device, DeviceHandle, HookResult, Plugin, Program, Properties};
+use fairmq::{BoxError, Context, Device, HookResult, Plugin, PluginServices, Program};
 use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 use std::time::Duration;
 
 struct MyController(Option<std::thread::JoinHandle<()>>);
@@ -12,18 +11,20 @@ impl Plugin for MyController {
     fn name(&self) -> &str {
         "mycontroller"
     }
-    fn takes_control(&self) -> bool {
-        true
-    }
-    fn start(&mut self, h: DeviceHandle, _: Arc<Properties>) {
+    fn start(&mut self, services: PluginServices) -> Result<(), BoxError> {
+        // Taken before the builtin controller starts (it starts last), so it stands back.
+        services.take_device_control()?;
         self.0 = Some(std::thread::spawn(move || {
+            let h = services.device();
             let never = AtomicBool::new(false);
             if matches!(h.run_startup_sequence(&never), Ok(true)) {
                 log::info!("mycontroller: RUNNING; shutting down in 3 s");
                 std::thread::sleep(Duration::from_secs(3));
             }
             let _ = h.run_shutdown_sequence();
+            services.release_device_control();
         }));
+        Ok(())
     }
     fn stop(&mut self) {
         if let Some(t) = self.0.take() {

@@ -2,6 +2,7 @@
 //! the startup and shutdown sequences, interactive keys, and signal handling.
 
 use crate::logging;
+use crate::plugin::{DeviceControl, DeviceControlError, PluginServices};
 use crate::state::{State, Transition};
 use crate::state_machine::{ErrorState, StateMachine, StateQueue};
 use std::str::FromStr;
@@ -10,12 +11,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// A handle to drive a device from another thread (FairMQ's custom controllers and plugins).
-/// It keeps its own queue of entered states, so waits never miss a state.
+/// It keeps its own queue of entered states, so waits never miss a state. A plugin's handle
+/// requests transitions only while its plugin may (see [`DeviceControl`]).
 #[derive(Clone)]
 pub struct DeviceHandle {
     sm: Arc<StateMachine>,
     queue: Arc<StateQueue>,
     key: String,
+    /// For a plugin's handle: the device control and the plugin's name.
+    plugin: Option<(Arc<DeviceControl>, String)>,
 }
 
 impl std::fmt::Debug for DeviceHandle {
@@ -36,12 +40,34 @@ impl DeviceHandle {
                 q.push(s);
             }
         });
-        DeviceHandle { sm: sm.clone(), queue, key: key.to_owned() }
+        DeviceHandle { sm: sm.clone(), queue, key: key.to_owned(), plugin: None }
     }
 
-    /// Requests a transition; returns whether it was accepted.
+    /// The handle of plugin `name`: its transitions go through `control`. Its state queue is
+    /// subscribed under a key of its own, so the plugin's own subscriptions (keyed by its name)
+    /// come and go without it.
+    pub fn for_plugin(sm: &Arc<StateMachine>, name: &str, control: Arc<DeviceControl>) -> DeviceHandle {
+        let mut h = DeviceHandle::new(sm, &format!("{name} (plugin handle)"));
+        h.plugin = Some((control, name.to_owned()));
+        h
+    }
+
+    /// Requests a transition; returns whether it was accepted (false also when another plugin
+    /// controls the device: logged).
     pub fn change_state(&self, t: Transition) -> bool {
-        self.sm.change_state(t)
+        self.try_change_state(t).unwrap_or_else(|e| {
+            log::debug!("{e}");
+            false
+        })
+    }
+
+    /// Requests a transition; whether the state accepted it, or why this handle's plugin may not
+    /// request it.
+    pub fn try_change_state(&self, t: Transition) -> Result<bool, DeviceControlError> {
+        if let Some((control, name)) = &self.plugin {
+            control.allow_change(name)?;
+        }
+        Ok(self.sm.change_state(t))
     }
 
     /// The current state.
@@ -87,7 +113,10 @@ impl DeviceHandle {
             if stop.load(Ordering::SeqCst) {
                 return Ok(false);
             }
-            self.change_state(t);
+            if let Err(e) = self.try_change_state(t) {
+                log::debug!("{e}");
+                return Ok(false);
+            }
             while !self.wait_for_state(target, Some(Duration::from_millis(100)))? {
                 if stop.load(Ordering::SeqCst) || self.current_state() == State::Error {
                     return Ok(false);
@@ -97,13 +126,14 @@ impl DeviceHandle {
         Ok(true)
     }
 
-    /// FairMQ's shutdown sequence from whatever the live state is, until EXITING (Ok) or ERROR.
-    /// Each request is derived from the current state (so a state entered meanwhile is never missed).
-    pub fn run_shutdown_sequence(&self) -> Result<(), ErrorState> {
+    /// FairMQ's shutdown sequence from whatever the live state is, until EXITING (`Ok(true)`),
+    /// ERROR, or another plugin took control (`Ok(false)`, logged). Each request is derived from
+    /// the current state (so a state entered meanwhile is never missed).
+    pub fn run_shutdown_sequence(&self) -> Result<bool, ErrorState> {
         loop {
             let s = self.current_state();
             let request = match s {
-                State::Exiting => return Ok(()),
+                State::Exiting => return Ok(true),
                 State::Error => return Err(ErrorState),
                 State::Idle => Some(Transition::End),
                 State::InitializingDevice => Some(Transition::CompleteInit),
@@ -114,7 +144,10 @@ impl DeviceHandle {
             };
             if let Some(t) = request {
                 if !self.sm.new_state_pending() {
-                    self.change_state(t);
+                    if let Err(e) = self.try_change_state(t) {
+                        log::debug!("{e}");
+                        return Ok(false);
+                    }
                 }
             }
             // Wait for the state to move on (checked again every 100 ms).
@@ -174,24 +207,36 @@ impl std::fmt::Debug for Controller {
     }
 }
 
-/// One controller at a time may request transitions: the mode thread, or the signal thread that
-/// takes over when a signal arrives.
+/// The mode thread and the signal thread of the builtin controller (plugin `control`); the signal
+/// thread steals control when a signal arrives.
 struct Shared {
+    services: PluginServices,
     handle: DeviceHandle,
     ended: AtomicBool,
     sequence: parking_lot::Mutex<()>,
 }
 
+impl Shared {
+    /// Releases control if the builtin controller still has it.
+    fn release(&self) {
+        self.services.release_device_control();
+    }
+}
+
 impl Controller {
-    /// Starts the control mode and, with `catch_signals`, signal handling for `sm`.
+    /// Starts the control mode (after taking control of the device; if another plugin has it,
+    /// no mode runs) and, with `catch_signals`, signal handling.
     pub fn start(
-        sm: &Arc<StateMachine>,
+        services: PluginServices,
         mode: ControlMode,
         catch_signals: bool,
         color: bool,
     ) -> std::io::Result<Controller> {
+        let in_control =
+            mode != ControlMode::None && services.take_device_control().map_err(|e| log::debug!("{e}")).is_ok();
         let shared = Arc::new(Shared {
-            handle: DeviceHandle::new(sm, "control"),
+            handle: services.device().clone(),
+            services,
             ended: AtomicBool::new(false),
             sequence: parking_lot::Mutex::new(()),
         });
@@ -212,6 +257,7 @@ impl Controller {
         }
         match mode {
             ControlMode::None => log::debug!("Builtin controller: disabled"),
+            _ if !in_control => {}
             mode => {
                 log::debug!(
                     "Running builtin controller: {}",
@@ -279,12 +325,17 @@ fn mode_thread(s: &Shared, mode: ControlMode, color: bool) {
             return Ok(());
         }
         let _g = s.sequence.lock();
-        h.run_shutdown_sequence()?;
-        s.ended.store(true, Ordering::SeqCst);
+        if h.run_shutdown_sequence()? {
+            s.ended.store(true, Ordering::SeqCst);
+        }
         Ok(())
     })();
     if result.is_err() {
         log::debug!("control: device in ERROR, requesting no more transitions");
+    }
+    // Unless a signal arrived: the signal thread has the shutdown (and the control) now.
+    if !stop.load(Ordering::SeqCst) || result.is_err() {
+        s.release();
     }
 }
 
@@ -303,11 +354,20 @@ fn signal_thread(s: &Shared, signalled: &AtomicBool, stop: &AtomicBool) {
     s.handle.state_machine().request_shutdown();
     let _g = s.sequence.lock();
     if s.ended.load(Ordering::SeqCst) || s.handle.current_state() == State::Error {
+        s.release();
         return;
     }
-    if s.handle.run_shutdown_sequence().is_err() {
-        log::info!("Graceful device shutdown failed. If hanging, hit Ctrl-C again to abort immediately.");
+    s.services.steal_device_control();
+    match s.handle.run_shutdown_sequence() {
+        Ok(true) => {}
+        Ok(false) => log::info!(
+            "Graceful device shutdown failed: another plugin took control. If hanging, hit Ctrl-C again to abort immediately."
+        ),
+        Err(ErrorState) => {
+            log::info!("Graceful device shutdown failed. If hanging, hit Ctrl-C again to abort immediately.")
+        }
     }
+    s.release();
 }
 
 const HELP: &str = "Following control commands are available:\n\n \

@@ -33,7 +33,8 @@
 //!         .run()
 //! }
 //! ```
-#![forbid(unsafe_code)]
+// Unsafe code only where plugins cross their C ABI (`plugin/dynamic.rs`, allowed there alone).
+#![deny(unsafe_code)]
 
 mod channel;
 pub mod channel_parsers;
@@ -50,6 +51,7 @@ pub mod logging;
 pub mod network;
 pub mod options;
 mod panic_boundary;
+pub mod plugin;
 pub mod properties;
 mod rate;
 mod rate_log;
@@ -68,10 +70,11 @@ pub use device::{ChannelRegistry, Context, Device};
 pub use error::{BoxError, Error, HookResult};
 pub use fairmq_zmq::{SocketType, TransferCode, TransferError, TransportKind};
 pub use iterations::Iterations;
+pub use plugin::{Plugin, PluginServices};
 pub use properties::{Properties, Value};
 pub use rate::RateLimiter;
 pub use region::UnmanagedRegion;
-pub use run_device::{config_from_args, expect_state, run_role, spawn_device, Plugin, Program};
+pub use run_device::{config_from_args, expect_state, run_role, spawn_device, Program};
 pub use runner::run_state_machine;
 pub use state::{State, Transition};
 pub use transport::{Message, Parts, Poller, Socket, Transport};

@@ -157,6 +157,11 @@ impl OptionGroup {
         self.push(name, Some(short), kind, Some(default.into()), description, false)
     }
 
+    /// Adds an option with a short alias and no default (unset unless given).
+    pub fn add_optional_with_short(&mut self, name: &str, short: char, kind: Kind, description: &str) -> &mut Self {
+        self.push(name, Some(short), kind, None, description, false)
+    }
+
     /// Adds a flag with a short alias.
     pub fn add_flag_with_short(&mut self, name: &str, short: char, description: &str) -> &mut Self {
         self.push(name, Some(short), Kind::Flag, None, description, false)
@@ -326,7 +331,8 @@ impl Options {
                         None => left.push_str(" arg"),
                     }
                 }
-                let _ = writeln!(out, "{left:<50} {}", o.description);
+                // Continuation lines line up under the first, as Boost prints them.
+                let _ = writeln!(out, "{left:<50} {}", o.description.replace('\n', &format!("\n{:51}", "")));
             }
             out.push('\n');
         }

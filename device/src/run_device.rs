@@ -1,36 +1,17 @@
 //! Running a device as a program (FairMQ's `runDevice`), and in a thread of a controlling program.
 
-use crate::control::{ControlMode, Controller, DeviceHandle};
+use crate::control::DeviceHandle;
 use crate::device::{ChannelRegistry, Device};
 use crate::error::BoxError;
 use crate::logging::{self, Severity, Verbosity};
 use crate::options::{self, OptionGroup, Options};
 use crate::panic_boundary;
+use crate::plugin::{self, ControlPlugin, DeviceControl, Plugin, PluginError, PluginManager, PluginServices};
 use crate::properties::Properties;
 use crate::runner::run_state_machine;
 use crate::state::State;
 use crate::state_machine::{ErrorState, StateMachine};
 use std::sync::Arc;
-
-/// Code that takes part in running a device: started before the state loop with a handle to
-/// drive the device; if [`takes_control`](Plugin::takes_control) is true the builtin controller
-/// (`--control`) stands back (signals are still handled).
-pub trait Plugin: Send {
-    /// Name (also the key of its state subscription).
-    fn name(&self) -> &str;
-    /// Whether this plugin drives the device instead of the builtin controller.
-    fn takes_control(&self) -> bool {
-        false
-    }
-    /// Extra options the plugin reads.
-    fn options(&self) -> Option<OptionGroup> {
-        None
-    }
-    /// Starts the plugin (spawn threads here; return promptly).
-    fn start(&mut self, device: DeviceHandle, config: Arc<Properties>);
-    /// Called after the state loop ended: join threads here.
-    fn stop(&mut self) {}
-}
 
 /// What a device program supplies: its custom options and how to build the device.
 pub struct Program<F> {
@@ -60,7 +41,7 @@ impl<D: Device + 'static, F: FnOnce(&Arc<Properties>) -> Result<D, BoxError>> Pr
         self
     }
 
-    /// Adds a plugin.
+    /// Adds a plugin, started after those `-P` names and before the builtin controller.
     pub fn plugin(mut self, p: impl Plugin + 'static) -> Self {
         self.plugins.push(Box::new(p));
         self
@@ -96,15 +77,25 @@ impl<D: Device + 'static, F: FnOnce(&Arc<Properties>) -> Result<D, BoxError>> Pr
     }
 
     fn run_program(mut self, args: &[String]) -> i32 {
+        let mut plugins = match self.load_plugins(args) {
+            Ok(p) => p,
+            Err(e) => {
+                log::error!("Uncaught exception reached the top of main: {e}");
+                return 1;
+            }
+        };
         let mut opts = options::standard();
-        if let Some(g) = self.custom_options.take() {
+        if let Some(g) = self.custom_options {
             opts.add_group(g);
         }
-        for p in &self.plugins {
-            if let Some(g) = p.options() {
-                opts.add_group(g);
-            }
+        // Plugins' groups by plugin name, as FairMQ lists them.
+        let mut groups: Vec<(String, OptionGroup)> =
+            plugins.iter().filter_map(|p| Some((p.name().to_owned(), p.options()?))).collect();
+        groups.sort_by(|a, b| a.0.cmp(&b.0));
+        for (_, g) in groups {
+            opts.add_group(g);
         }
+        opts.add_group(PluginManager::options());
         let config = Properties::new();
         if let Err(e) = opts.parse(args, &config) {
             log::error!("{e}");
@@ -154,34 +145,22 @@ impl<D: Device + 'static, F: FnOnce(&Arc<Properties>) -> Result<D, BoxError>> Pr
             log::debug!("detected unregistered option: {u}");
         }
         let sm = StateMachine::new();
-        let mut plugin_takes_control = false;
-        for p in &mut self.plugins {
-            plugin_takes_control |= p.takes_control();
-            p.start(DeviceHandle::new(&sm, p.name()), config.clone());
-        }
-        let mode: ControlMode = config
-            .get_or::<String>("control", "dynamic".into())
-            .unwrap_or_default()
-            .parse()
-            .unwrap_or(ControlMode::Static);
-        let mode = if plugin_takes_control { ControlMode::None } else { mode };
-        let catch = config.get_or::<i32>("catch-signals", 1).unwrap_or(1) > 0;
-        let color = flag("color");
-        let controller = match Controller::start(&sm, mode, catch, color) {
-            Ok(c) => c,
-            Err(e) => {
-                log::error!("could not set up control: {e}");
-                for p in &mut self.plugins {
-                    p.stop();
-                }
+        let control = Arc::new(DeviceControl::new());
+        let mut started: Vec<Box<dyn Plugin>> = Vec::new();
+        for mut p in plugins.drain(..) {
+            log::debug!("Loaded plugin: {}", plugin::describe(p.as_ref()));
+            let services = PluginServices::new(p.name(), &sm, config.clone(), control.clone());
+            if let Err(e) = p.start(services) {
+                let e = PluginError::Instantiation { name: p.name().to_owned(), reason: e.to_string() };
+                log::error!("Uncaught exception reached the top of main: {e}");
+                stop_plugins(started);
                 return 1;
             }
-        };
-        let result = run_state_machine(&mut device, config.clone(), sm.clone());
-        controller.join();
-        for p in &mut self.plugins {
-            p.stop();
+            started.push(p);
         }
+        let result = run_state_machine(&mut device, config.clone(), sm.clone());
+        wait_for_release(&control);
+        stop_plugins(started);
         drop(device);
         match result {
             Ok(()) => 0,
@@ -190,6 +169,38 @@ impl<D: Device + 'static, F: FnOnce(&Arc<Properties>) -> Result<D, BoxError>> Pr
                 1
             }
         }
+    }
+
+    /// The plugins in the order they start: those `-P` names, the program's own, the builtin
+    /// controller.
+    fn load_plugins(&mut self, args: &[String]) -> Result<Vec<Box<dyn Plugin>>, PluginError> {
+        let manager = PluginManager::from_args(args)?;
+        let own: Vec<String> = self.plugins.iter().map(|p| p.name().to_owned()).collect();
+        let mut builtin: Vec<&str> = own.iter().map(String::as_str).collect();
+        builtin.extend(["control", "config"]);
+        let mut plugins = manager.load(&builtin)?;
+        plugins.append(&mut self.plugins);
+        plugins.push(Box::new(ControlPlugin::default()));
+        Ok(plugins)
+    }
+}
+
+/// Waits until no plugin controls the device (FairMQ's runner does, so a controller finishes its
+/// sequence); says who is awaited when it takes long.
+fn wait_for_release(control: &DeviceControl) {
+    if !control.wait_for_release(Some(std::time::Duration::from_secs(2))) {
+        if let Some(c) = control.controller() {
+            log::info!("Waiting for plugin '{c}' to release device control");
+        }
+        control.wait_for_release(None);
+    }
+}
+
+/// Stops plugins, the last started first.
+fn stop_plugins(mut started: Vec<Box<dyn Plugin>>) {
+    while let Some(mut p) = started.pop() {
+        p.stop();
+        log::debug!("Unloaded plugin: {}", plugin::describe(p.as_ref()));
     }
 }
 

@@ -1,34 +1,46 @@
-//! A plugin that takes control (FairMQ's custom-controller example): the builtin controller stands
-//! back, the plugin drives the device through start-up, lets it run, and shuts it down.
+//! Plugins built into a program (issue 19): a plugin that takes control drives the device and the
+//! builtin controller stands back; a second one can watch but not drive; the program does not end
+//! while a plugin holds control.
 
-mod common;
-use fairmq::{DeviceHandle, Plugin, Program, Properties, State};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use fairmq::plugin::DeviceControlError;
+use fairmq::{BoxError, Plugin, PluginServices, Program, State, Transition};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// FairMQ's custom controller: takes control as it starts, drives the device through its life,
+/// releases control once EXITING is reached, after `linger`.
 struct MyController {
     thread: Option<std::thread::JoinHandle<()>>,
     saw_running: Arc<AtomicBool>,
+    linger: Duration,
+    released_at: Arc<AtomicU64>,
+}
+
+fn now_ns() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
 }
 
 impl Plugin for MyController {
     fn name(&self) -> &str {
         "mycontroller"
     }
-    fn takes_control(&self) -> bool {
-        true
-    }
-    fn start(&mut self, h: DeviceHandle, _config: Arc<Properties>) {
-        let saw = self.saw_running.clone();
+    fn start(&mut self, services: PluginServices) -> Result<(), BoxError> {
+        services.take_device_control()?;
+        let (saw, linger, released_at) = (self.saw_running.clone(), self.linger, self.released_at.clone());
         self.thread = Some(std::thread::spawn(move || {
+            let h = services.device();
             let never = AtomicBool::new(false);
             if h.run_startup_sequence(&never).unwrap() {
                 saw.store(h.current_state() == State::Running, Ordering::SeqCst);
                 std::thread::sleep(Duration::from_millis(300));
             }
-            h.run_shutdown_sequence().unwrap();
+            assert!(h.run_shutdown_sequence().unwrap(), "the controller reaches EXITING");
+            std::thread::sleep(linger);
+            released_at.store(now_ns(), Ordering::SeqCst);
+            services.release_device_control();
         }));
+        Ok(())
     }
     fn stop(&mut self) {
         if let Some(t) = self.thread.take() {
@@ -37,20 +49,139 @@ impl Plugin for MyController {
     }
 }
 
-#[test]
-fn a_plugin_drives_the_device_instead_of_the_builtin_controller() {
-    struct Busy;
-    impl fairmq::Device for Busy {
-        fn conditional_run(&mut self, ctx: &fairmq::Context) -> fairmq::HookResult<bool> {
-            ctx.wait_for(Duration::from_millis(10));
-            Ok(true)
-        }
-    }
+fn controller(linger: Duration) -> (MyController, Arc<AtomicBool>, Arc<AtomicU64>) {
     let saw = Arc::new(AtomicBool::new(false));
-    let code =
-        Program::new(|_| Ok(Busy)).plugin(MyController { thread: None, saw_running: saw.clone() }).run_with_args(
-            &["--id", "cc", "--catch-signals", "0", "--severity", "warn", "--control", "static"].map(String::from),
-        );
+    let released = Arc::new(AtomicU64::new(0));
+    (MyController { thread: None, saw_running: saw.clone(), linger, released_at: released.clone() }, saw, released)
+}
+
+/// RUNNING until a transition is requested.
+struct Busy;
+
+impl fairmq::Device for Busy {
+    fn conditional_run(&mut self, ctx: &fairmq::Context) -> fairmq::HookResult<bool> {
+        ctx.wait_for(Duration::from_millis(10));
+        Ok(true)
+    }
+}
+
+fn args(extra: &str) -> Vec<String> {
+    format!("--id cc --catch-signals 0 --severity warn {extra}").split_whitespace().map(String::from).collect()
+}
+
+#[test]
+fn i19_a_plugin_drives_the_device_instead_of_the_builtin_controller() {
+    let (c, saw, _) = controller(Duration::ZERO);
+    let code = Program::new(|_| Ok(Busy)).plugin(c).run_with_args(&args("--control static"));
     assert_eq!(code, 0);
     assert!(saw.load(Ordering::SeqCst), "the plugin saw RUNNING; static control did not interfere");
+}
+
+#[test]
+fn i19_the_program_ends_only_once_the_controlling_plugin_released_control() {
+    let (c, _, released_at) = controller(Duration::from_millis(400));
+    let code = Program::new(|_| Ok(Busy)).plugin(c).run_with_args(&args("--control none"));
+    let ended = now_ns();
+    assert_eq!(code, 0);
+    let released = released_at.load(Ordering::SeqCst);
+    assert!(released != 0 && released <= ended, "released {released}, program ended {ended}");
+}
+
+/// Tries to drive and to take control while `mycontroller` has it; records what it was told and
+/// every state it saw.
+struct Watcher {
+    told: Arc<Mutex<Vec<String>>>,
+    states: Arc<Mutex<Vec<State>>>,
+}
+
+impl Plugin for Watcher {
+    fn name(&self) -> &str {
+        "watcher"
+    }
+    fn start(&mut self, services: PluginServices) -> Result<(), BoxError> {
+        let states = self.states.clone();
+        services.subscribe_to_state_change(move |s| states.lock().unwrap().push(s));
+        let mut told = self.told.lock().unwrap();
+        assert_eq!(services.device_controller().as_deref(), Some("mycontroller"));
+        match services.take_device_control() {
+            Err(e @ DeviceControlError::Take { .. }) => told.push(e.to_string()),
+            other => panic!("took control from another plugin: {other:?}"),
+        }
+        match services.change_state(Transition::InitDevice) {
+            Err(e @ DeviceControlError::Change { .. }) => told.push(e.to_string()),
+            other => panic!("changed the state of a device another plugin controls: {other:?}"),
+        }
+        // The device handle refuses too (logged), and so does the builtin controller's sequence.
+        assert!(!services.device().change_state(Transition::InitDevice));
+        assert_eq!(services.current_state(), State::Idle);
+        Ok(())
+    }
+}
+
+#[test]
+fn i19_a_second_plugin_watches_but_cannot_take_control_or_change_states() {
+    let (c, saw, _) = controller(Duration::ZERO);
+    let told = Arc::new(Mutex::new(Vec::new()));
+    let states = Arc::new(Mutex::new(Vec::new()));
+    let w = Watcher { told: told.clone(), states: states.clone() };
+    let code = Program::new(|_| Ok(Busy)).plugin(c).plugin(w).run_with_args(&args("--control static"));
+    assert_eq!(code, 0);
+    assert!(saw.load(Ordering::SeqCst));
+    assert_eq!(
+        *told.lock().unwrap(),
+        [
+            "Plugin 'watcher' is not allowed to take over control. Currently, plugin 'mycontroller' has taken control.",
+            "Plugin 'watcher' is not allowed to change device states. Currently, plugin 'mycontroller' has taken control.",
+        ]
+    );
+    let seen = states.lock().unwrap().clone();
+    assert_eq!(seen.first(), Some(&State::Idle), "{seen:?}");
+    assert_eq!(seen.last(), Some(&State::Exiting), "{seen:?}");
+    assert_eq!(seen.iter().filter(|s| **s == State::Running).count(), 1, "one run, one controller: {seen:?}");
+}
+
+/// Fails to start.
+struct Broken;
+
+impl Plugin for Broken {
+    fn name(&self) -> &str {
+        "broken"
+    }
+    fn start(&mut self, _: PluginServices) -> Result<(), BoxError> {
+        Err("no licence server".into())
+    }
+}
+
+#[test]
+fn i19_a_plugin_that_cannot_start_ends_the_program_with_1_before_the_device_runs() {
+    let ran = Arc::new(AtomicBool::new(false));
+    struct Marks(Arc<AtomicBool>);
+    impl fairmq::Device for Marks {
+        fn init(&mut self, _: &fairmq::Context) -> fairmq::HookResult {
+            self.0.store(true, Ordering::SeqCst);
+            Ok(())
+        }
+    }
+    let r = ran.clone();
+    let code = Program::new(move |_| Ok(Marks(r))).plugin(Broken).run_with_args(&args("--control static"));
+    assert_eq!(code, 1);
+    assert!(!ran.load(Ordering::SeqCst), "the device never initialised");
+}
+
+#[test]
+fn i19_unknown_plugins_are_errors_not_ignored() {
+    /// Ends RUNNING at once: with static control the program exits 0 unless a plugin fails.
+    struct Once;
+    impl fairmq::Device for Once {
+        fn conditional_run(&mut self, _: &fairmq::Context) -> fairmq::HookResult<bool> {
+            Ok(false)
+        }
+    }
+    for p in ["dds", "s:dds", "p:dds"] {
+        let code = Program::new(|_| Ok(Once)).run_with_args(&args(&format!("--control static -P {p}")));
+        assert_eq!(code, 1, "-P {p}");
+    }
+    // A builtin one by its static name is fine.
+    let code = Program::new(|_| Ok(Once)).run_with_args(&args("--control static -P s:control"));
+    assert_eq!(code, 0);
 }

@@ -7,7 +7,7 @@ use crate::error::*;
 use crate::message::fmq_message;
 use crate::ptr::*;
 use crate::transport::fmq_transport;
-use fairmq::options::Kind;
+use fairmq::plugin::{add_options, read_option_table, OptionDecl, OptionTableError};
 use fairmq::{Context, Device, HookResult, Message, Parts, Program};
 use std::ffi::{c_char, c_void, CString};
 
@@ -122,57 +122,10 @@ impl From<HooksBeforeBind> for fmq_device_hooks {
     }
 }
 
-/// Type of a custom option: one of the `FMQ_OPTION_*` constants. An integer rather than an enum
-/// because C may store any value in it; `fmq_run_device` refuses unknown ones (`FMQ_ERROR_INVALID`).
-#[allow(non_camel_case_types)]
-pub type fmq_option_type = i32;
-
-/// Option type: text.
-pub const FMQ_OPTION_STRING: fmq_option_type = 0;
-/// Option type: signed integer (int).
-pub const FMQ_OPTION_INT: fmq_option_type = 1;
-/// Option type: unsigned 64-bit integer.
-pub const FMQ_OPTION_UINT64: fmq_option_type = 2;
-/// Option type: floating point (float).
-pub const FMQ_OPTION_FLOAT: fmq_option_type = 3;
-/// Option type: true/false.
-pub const FMQ_OPTION_BOOL: fmq_option_type = 4;
-/// Option type: a switch that takes no value (given: true).
-pub const FMQ_OPTION_FLAG: fmq_option_type = 5;
-/// Option type: a list of texts (Boost's `value<std::vector<T>>()`): several tokens, and the option
-/// may repeat; its default and its property text hold one item per line.
-pub const FMQ_OPTION_STRINGS: fmq_option_type = 6;
-/// Added to an option's type: the option must be given (Boost's `required()`).
-pub const FMQ_OPTION_REQUIRED: fmq_option_type = 0x100;
-
-/// The option kind of an `FMQ_OPTION_*` value.
-pub(crate) fn option_kind(ty: fmq_option_type) -> Option<Kind> {
-    match ty {
-        FMQ_OPTION_STRING => Some(Kind::Str),
-        FMQ_OPTION_INT => Some(Kind::Int),
-        FMQ_OPTION_UINT64 => Some(Kind::U64),
-        FMQ_OPTION_FLOAT => Some(Kind::Float),
-        FMQ_OPTION_BOOL => Some(Kind::Bool),
-        FMQ_OPTION_FLAG => Some(Kind::Flag),
-        FMQ_OPTION_STRINGS => Some(Kind::Strings),
-        _ => None,
-    }
-}
-
-/// A custom option of a C device (FairMQ's `addCustomOptions`).
-#[repr(C)]
-#[derive(Clone, Copy)]
-#[allow(non_camel_case_types)]
-pub struct fmq_option {
-    /// Name without dashes.
-    pub name: *const c_char,
-    /// Value type: one of the `FMQ_OPTION_*` constants.
-    pub ty: fmq_option_type,
-    /// Default as text (NULL: no default, the option is then unset unless given).
-    pub default_value: *const c_char,
-    /// Help text.
-    pub description: *const c_char,
-}
+pub use fairmq::plugin::c_abi::{
+    fmq_option, fmq_option_type, option_kind, FMQ_OPTION_BOOL, FMQ_OPTION_FLAG, FMQ_OPTION_FLOAT, FMQ_OPTION_INT,
+    FMQ_OPTION_REQUIRED, FMQ_OPTION_STRING, FMQ_OPTION_STRINGS, FMQ_OPTION_UINT64,
+};
 
 struct CDevice {
     hooks: fmq_device_hooks,
@@ -270,69 +223,26 @@ pub type fmq_device_factory = Option<
     ) -> i32,
 >;
 
-/// A custom option as the program declares it: name, type, default (checked), description,
-/// whether it must be given.
-type CustomOption = (String, Kind, Option<String>, String, bool);
-
 /// The custom options of `options` (`n_options` entries), checked.
 ///
 /// # Safety
 /// As for `fmq_run_device`'s `options`.
-// SAFETY: every pointer read here comes from the option table the caller vouches for.
-unsafe fn custom_options(options: *const fmq_option, n_options: usize) -> Result<Vec<CustomOption>, fmq_result> {
-    if options.is_null() && n_options > 0 {
-        return Err(fail(FMQ_ERROR_NULL, "options is NULL"));
-    }
-    let mut opts = Vec::new();
-    for i in 0..n_options {
-        // SAFETY: `n_options` entries per contract.
-        let o = unsafe { &*options.add(i) };
-        // SAFETY: strings of the option table per contract (default and description may be NULL).
-        let name = unsafe { str_arg(o.name)? }.to_owned();
-        let required = o.ty & FMQ_OPTION_REQUIRED != 0;
-        let kind = option_kind(o.ty & !FMQ_OPTION_REQUIRED)
-            .ok_or_else(|| fail(FMQ_ERROR_INVALID, format!("option '{name}': unknown type {}", o.ty)))?;
-        let default = if o.default_value.is_null() {
-            None
-        } else {
-            // SAFETY: a non-NULL default is a NUL-terminated string per contract.
-            Some(unsafe { str_arg(o.default_value)? }.to_owned())
-        };
-        if let Some(d) = default.as_deref().filter(|d| kind.parse(d).is_none()) {
-            return Err(fail(FMQ_ERROR_INVALID, format!("option '{name}': default '{d}' is not of its type")));
-        }
-        let desc = if o.description.is_null() {
-            String::new()
-        } else {
-            // SAFETY: a non-NULL description is a NUL-terminated string per contract.
-            unsafe { str_arg(o.description)? }.to_owned()
-        };
-        opts.push((name, kind, default, desc, required));
-    }
-    Ok(opts)
+// SAFETY: unsafe to call because it reads the option table the caller vouches for.
+unsafe fn custom_options(options: *const fmq_option, n_options: usize) -> Result<Vec<OptionDecl>, fmq_result> {
+    // SAFETY: the caller's contract is the table's.
+    unsafe { read_option_table(options, n_options) }.map_err(|e| match e {
+        OptionTableError::Null(_) => fail(FMQ_ERROR_NULL, e),
+        OptionTableError::Invalid(_) => fail(FMQ_ERROR_INVALID, e),
+    })
 }
 
 /// Runs the device `make` builds from the parsed configuration, with FairMQ's options and `opts`.
 fn run_program(
     args: &[String],
-    opts: Vec<CustomOption>,
+    opts: Vec<OptionDecl>,
     make: impl FnOnce(&std::sync::Arc<fairmq::Properties>) -> Result<CDevice, fairmq::BoxError>,
 ) -> i32 {
-    let program = Program::new(make).options(move |g| {
-        for (name, kind, default, desc, required) in &opts {
-            let kind = *kind;
-            // Defaults were checked: `None` here means none was given. A list's holds a line per item.
-            let default = default.as_deref().and_then(|d| match kind {
-                Kind::Strings => Some(fairmq::Value::Strings(d.lines().map(str::to_owned).collect())),
-                _ => kind.parse(d),
-            });
-            match (default, required) {
-                (_, true) => g.add_required(name, kind, desc),
-                (Some(v), false) => g.add(name, kind, v, desc),
-                (None, false) => g.add_optional(name, kind, desc),
-            };
-        }
-    });
+    let program = Program::new(make).options(move |g| add_options(g, &opts));
     program.run_with_args(args.get(1..).unwrap_or(&[]))
 }
 

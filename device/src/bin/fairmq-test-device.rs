@@ -7,8 +7,7 @@
 //! `hook: <name>`. Code outside the hooks can panic too: `--panic-in factory` (building the
 //! device) and `--panic-in state:<STATE>` (a plugin's state-change callback, entering `<STATE>`).
 use fairmq::options::Kind;
-use fairmq::{Context, Device, DeviceHandle, HookResult, Message, Plugin, Program, Properties};
-use std::sync::Arc;
+use fairmq::{Context, Device, HookResult, Message, Plugin, PluginServices, Program};
 use std::time::Duration;
 
 struct TestDevice {
@@ -89,14 +88,15 @@ impl Plugin for StatePanicker {
     fn name(&self) -> &str {
         "state-panicker"
     }
-    fn start(&mut self, device: DeviceHandle, config: Arc<Properties>) {
-        let wanted = config.get_or::<String>("panic-in", String::new()).unwrap_or_default();
-        let Some(state) = wanted.strip_prefix("state:").map(str::to_owned) else { return };
-        device.state_machine().subscribe_to_state_change("state-panicker", move |s| {
+    fn start(&mut self, services: PluginServices) -> HookResult {
+        let wanted = services.config().get_or::<String>("panic-in", String::new()).unwrap_or_default();
+        let Some(state) = wanted.strip_prefix("state:").map(str::to_owned) else { return Ok(()) };
+        services.subscribe_to_state_change(move |s| {
             if s.to_string() == state {
                 panic!("panic requested entering {state}");
             }
         });
+        Ok(())
     }
 }
 

@@ -1,0 +1,595 @@
+//! Plugins from shared libraries: loading a library, reading its descriptor, and the device's
+//! side of [`fmq_plugin_services`]. The one module of this crate that crosses a C ABI, so the
+//! only one with unsafe code. Nothing a plugin hands over is trusted beyond what the ABI states:
+//! strings are checked for NULL and UTF-8, numbers for range, and every service call stops panics
+//! at the boundary.
+
+use super::c_abi::*;
+use super::{Plugin, PluginServices, Version};
+use crate::logging::Severity;
+use crate::options::{Kind, OptionGroup};
+use crate::properties::{Properties, Value};
+use crate::state::{State, Transition};
+use crate::BoxError;
+use std::cell::RefCell;
+use std::ffi::{c_char, c_void, CStr, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Duration;
+
+/// An option a C table declares, checked: name, kind, default (of the kind), description,
+/// whether it must be given.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OptionDecl {
+    /// Name without dashes.
+    pub name: String,
+    /// Value kind.
+    pub kind: Kind,
+    /// Default text (a value of `kind`; a list holds one item per line).
+    pub default: Option<String>,
+    /// Help text.
+    pub description: String,
+    /// Whether the option must be given.
+    pub required: bool,
+}
+
+/// Why an option table was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OptionTableError {
+    /// A pointer that must not be NULL was.
+    #[error("{0} is NULL")]
+    Null(&'static str),
+    /// A name, type or default was refused.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Reads and checks `n` entries of an `fmq_option` table.
+///
+/// # Safety
+/// `options` is NULL (then `n` must be 0 or the table is refused) or points to `n` entries whose
+/// strings are NULL or NUL-terminated, all valid for the call.
+// SAFETY: unsafe to call because it reads through the caller's pointers (contract above).
+pub unsafe fn read_option_table(options: *const fmq_option, n: usize) -> Result<Vec<OptionDecl>, OptionTableError> {
+    if options.is_null() {
+        return if n == 0 { Ok(Vec::new()) } else { Err(OptionTableError::Null("options")) };
+    }
+    let mut decls = Vec::with_capacity(n.min(1024));
+    for i in 0..n {
+        // SAFETY: `n` entries per contract.
+        let o = unsafe { &*options.add(i) };
+        // SAFETY: the entry's strings per contract.
+        let text = |p: *const c_char, what| unsafe { c_text(p) }.map_err(|e| invalid_text(e, what));
+        let name = text(o.name, "option name")?.ok_or(OptionTableError::Null("option name"))?;
+        let required = o.ty & FMQ_OPTION_REQUIRED != 0;
+        let kind = option_kind(o.ty & !FMQ_OPTION_REQUIRED)
+            .ok_or_else(|| OptionTableError::Invalid(format!("option '{name}': unknown type {}", o.ty)))?;
+        let default = text(o.default_value, "option default")?;
+        if let Some(d) = default.as_deref().filter(|d| kind != Kind::Strings && kind.parse(d).is_none()) {
+            return Err(OptionTableError::Invalid(format!("option '{name}': default '{d}' is not of its type")));
+        }
+        let description = text(o.description, "option description")?.unwrap_or_default();
+        decls.push(OptionDecl { name, kind, default, description, required });
+    }
+    Ok(decls)
+}
+
+/// Adds checked option declarations to a group.
+pub fn add_options(g: &mut OptionGroup, decls: &[OptionDecl]) {
+    for d in decls {
+        // Defaults were checked: `None` here means none was given. A list's holds a line per item.
+        let default = d.default.as_deref().and_then(|t| match d.kind {
+            Kind::Strings => Some(Value::Strings(t.lines().map(str::to_owned).collect())),
+            kind => kind.parse(t),
+        });
+        match (default, d.required) {
+            (_, true) => g.add_required(&d.name, d.kind, &d.description),
+            (Some(v), false) => g.add(&d.name, d.kind, v, &d.description),
+            (None, false) => g.add_optional(&d.name, d.kind, &d.description),
+        };
+    }
+}
+
+fn invalid_text(e: std::str::Utf8Error, what: &str) -> OptionTableError {
+    OptionTableError::Invalid(format!("{what} is not UTF-8 ({e})"))
+}
+
+/// An owned copy of a C string; `None` for NULL.
+///
+/// # Safety
+/// `p` is NULL or NUL-terminated and valid for the call.
+// SAFETY: unsafe to call because it reads through `p` (contract above).
+unsafe fn c_text(p: *const c_char) -> Result<Option<String>, std::str::Utf8Error> {
+    if p.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: non-NULL and NUL-terminated per contract.
+    Ok(Some(unsafe { CStr::from_ptr(p) }.to_str()?.to_owned()))
+}
+
+/// A loaded library (never unloaded: a plugin's threads and callbacks may outlive every handle).
+struct Library(*mut c_void);
+
+/// The last `dlerror` text.
+fn dl_error() -> String {
+    // SAFETY: dlerror returns NULL or a NUL-terminated string valid until the next dl* call on
+    // this thread; it is copied at once.
+    let e = unsafe { libc::dlerror() };
+    if e.is_null() {
+        "unknown error".into()
+    } else {
+        // SAFETY: as above.
+        unsafe { CStr::from_ptr(e) }.to_string_lossy().into_owned()
+    }
+}
+
+impl Library {
+    /// Opens the library at `path` (a path, or a bare file name for the system's lookup);
+    /// `None` opens the running program (prelinked plugins).
+    fn open(path: Option<&str>) -> Result<Library, String> {
+        let c = path.map(CString::new).transpose().map_err(|_| "the path holds a NUL byte".to_owned())?;
+        let p = c.as_ref().map_or(std::ptr::null(), |c| c.as_ptr());
+        // SAFETY: `p` is NULL or a NUL-terminated path. Loading runs the library's initialisers:
+        // loading a plugin means trusting its code, as with any FairMQ plugin.
+        let handle = unsafe { libc::dlopen(p, libc::RTLD_NOW | libc::RTLD_GLOBAL) };
+        if handle.is_null() {
+            Err(dl_error())
+        } else {
+            Ok(Library(handle))
+        }
+    }
+
+    /// The descriptor the library exports as `fmq_plugin_<name>`.
+    fn descriptor(&self, name: &str) -> Result<&'static fmq_plugin, String> {
+        let symbol = format!("fmq_plugin_{name}");
+        let c = CString::new(symbol.clone()).map_err(|_| "the name holds a NUL byte".to_owned())?;
+        // SAFETY: a live handle and a NUL-terminated name.
+        let f = unsafe { libc::dlsym(self.0, c.as_ptr()) };
+        if f.is_null() {
+            return Err(format!(
+                "no symbol {symbol} (fairmq-rs loads plugins built against include/fairmq_rs.h; a C++ FairMQ plugin exports make_{name}_plugin instead)"
+            ));
+        }
+        // SAFETY: the symbol is the plugin's entry, of type `fmq_plugin_entry` per the ABI.
+        let entry: fmq_plugin_entry = unsafe { std::mem::transmute::<*mut c_void, fmq_plugin_entry>(f) };
+        // SAFETY: the entry takes nothing and returns the plugin's static descriptor; a C++
+        // exception cannot cross an `extern "C"` function (it aborts), so nothing unwinds here.
+        let d = unsafe { entry() };
+        // SAFETY: NULL or a descriptor valid for the life of the process (the library stays loaded).
+        unsafe { d.as_ref() }.ok_or_else(|| format!("{symbol} returned NULL"))
+    }
+}
+
+/// A plugin of a library: its descriptor, read and checked, and the running instance.
+pub(super) struct DynamicPlugin {
+    descriptor: &'static fmq_plugin,
+    name: String,
+    maintainer: String,
+    homepage: String,
+    options: Option<OptionGroup>,
+    running: Option<Running>,
+}
+
+/// A started instance and the services table it holds a pointer to.
+struct Running {
+    instance: *mut c_void,
+    _services: Box<fmq_plugin_services>,
+    _host: Box<Host>,
+}
+
+// SAFETY: a plugin instance is started and stopped from the program's main thread, but the
+// program may move its plugins between threads; the ABI requires plugins to be thread-safe.
+unsafe impl Send for DynamicPlugin {}
+
+impl DynamicPlugin {
+    /// Loads plugin `name` from the library at `path` (`None`: the running program).
+    pub(super) fn load(name: &str, path: Option<&str>) -> Result<DynamicPlugin, String> {
+        let lib = Library::open(path)?;
+        // The library stays loaded for the life of the process: `Library` never closes it.
+        let descriptor = lib.descriptor(name)?;
+        if descriptor.abi_version != FMQ_PLUGIN_ABI_VERSION {
+            return Err(format!(
+                "built for plugin ABI {} while this program has {FMQ_PLUGIN_ABI_VERSION}",
+                descriptor.abi_version
+            ));
+        }
+        // SAFETY: the descriptor's strings are NULL or NUL-terminated and static, per the ABI.
+        let text = |p, what: &str| unsafe { c_text(p) }.map_err(|e| format!("{what} is not UTF-8 ({e})"));
+        let declared = text(descriptor.name, "its name")?.unwrap_or_default();
+        if declared != name {
+            return Err(format!("fmq_plugin_{name} describes a plugin named '{declared}'"));
+        }
+        let maintainer = text(descriptor.maintainer, "its maintainer")?.unwrap_or_default();
+        let homepage = text(descriptor.homepage, "its homepage")?.unwrap_or_default();
+        let title = text(descriptor.options_title, "its options title")?.unwrap_or_else(|| format!("Plugin '{name}'"));
+        // SAFETY: the table of `n_options` entries, static per the ABI.
+        let decls =
+            unsafe { read_option_table(descriptor.options, descriptor.n_options) }.map_err(|e| e.to_string())?;
+        let options = (!decls.is_empty()).then(|| {
+            let mut g = OptionGroup::new(&title);
+            add_options(&mut g, &decls);
+            g
+        });
+        Ok(DynamicPlugin { descriptor, name: name.to_owned(), maintainer, homepage, options, running: None })
+    }
+}
+
+impl Plugin for DynamicPlugin {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn version(&self) -> Version {
+        self.descriptor.version
+    }
+    fn maintainer(&self) -> &str {
+        &self.maintainer
+    }
+    fn homepage(&self) -> &str {
+        &self.homepage
+    }
+    fn options(&self) -> Option<OptionGroup> {
+        self.options.clone()
+    }
+    fn start(&mut self, services: PluginServices) -> Result<(), BoxError> {
+        let Some(start) = self.descriptor.start else { return Ok(()) };
+        let host = Box::new(Host { services, name: self.name.clone() });
+        let table = Box::new(services_table(&host));
+        let mut instance = std::ptr::null_mut();
+        // SAFETY: the plugin's start with a table valid until its stop returns (kept in
+        // `Running`) and a place for the instance pointer.
+        let rc = catch_unwind(AssertUnwindSafe(|| unsafe { start(&*table, &mut instance) }))
+            .map_err(|_| "its start threw an exception".to_owned())?;
+        if rc != 0 {
+            return Err(format!("its start returned {rc}").into());
+        }
+        self.running = Some(Running { instance, _services: table, _host: host });
+        Ok(())
+    }
+    fn stop(&mut self) {
+        let Some(r) = self.running.take() else { return };
+        if let Some(stop) = self.descriptor.stop {
+            // SAFETY: the instance its start gave, stopped once; the table is still alive.
+            if catch_unwind(AssertUnwindSafe(|| unsafe { stop(r.instance) })).is_err() {
+                log::error!("plugin '{}': its stop threw an exception", self.name);
+            }
+        }
+    }
+}
+
+/// The device's side of one plugin's services table.
+struct Host {
+    services: PluginServices,
+    name: String,
+}
+
+fn services_table(host: &Host) -> fmq_plugin_services {
+    fmq_plugin_services {
+        abi_version: FMQ_PLUGIN_ABI_VERSION,
+        host: (host as *const Host).cast_mut().cast(),
+        current_state: svc_current_state,
+        change_state: svc_change_state,
+        take_device_control: svc_take_control,
+        steal_device_control: svc_steal_control,
+        release_device_control: svc_release_control,
+        device_controller: svc_controller,
+        wait_for_release_device_control: svc_wait_for_release,
+        wait_for_state: svc_wait_for_state,
+        subscribe_to_state_change: svc_subscribe,
+        unsubscribe_from_state_change: svc_unsubscribe,
+        property_exists: svc_property_exists,
+        get_property: svc_get_property,
+        set_property: svc_set_property,
+        log: svc_log,
+        last_error: svc_last_error,
+    }
+}
+
+thread_local! {
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+/// Records `text` as the calling thread's last error and returns `code`.
+fn fail(code: fmq_plugin_result, text: impl Into<String>) -> fmq_plugin_result {
+    let text = CString::new(text.into().replace('\0', " ")).unwrap_or_default();
+    let _ = LAST_ERROR.try_with(|l| *l.borrow_mut() = text);
+    code
+}
+
+/// Runs a service with the host behind `host`, stopping panics at the boundary.
+///
+/// # Safety
+/// `host` is the pointer of a services table the device gave, valid until the plugin's stop returns.
+// SAFETY: unsafe to call because `host` is dereferenced (contract above).
+unsafe fn serve(host: *mut c_void, f: impl FnOnce(&Host) -> fmq_plugin_result) -> fmq_plugin_result {
+    // SAFETY: per contract, `host` points to the live `Host` of the table.
+    let Some(h) = (unsafe { host.cast::<Host>().as_ref() }) else {
+        return fail(fmq_plugin_result::FMQ_PLUGIN_ERROR_INVALID, "host is NULL");
+    };
+    catch_unwind(AssertUnwindSafe(|| f(h)))
+        .unwrap_or_else(|_| fail(fmq_plugin_result::FMQ_PLUGIN_ERROR_PANIC, "the device failed inside the call"))
+}
+
+/// A string argument.
+///
+/// # Safety
+/// `p` is NULL or NUL-terminated and valid for the call.
+// SAFETY: unsafe to call because it reads through `p` (contract above).
+unsafe fn arg<'a>(p: *const c_char, what: &str) -> Result<&'a str, fmq_plugin_result> {
+    if p.is_null() {
+        return Err(fail(fmq_plugin_result::FMQ_PLUGIN_ERROR_INVALID, format!("{what} is NULL")));
+    }
+    // SAFETY: non-NULL and NUL-terminated per contract.
+    unsafe { CStr::from_ptr(p) }
+        .to_str()
+        .map_err(|e| fail(fmq_plugin_result::FMQ_PLUGIN_ERROR_INVALID, format!("{what} is not UTF-8 ({e})")))
+}
+
+/// Copies `text` and its NUL into `buf` (`cap` bytes); its length to `len` in any case.
+///
+/// # Safety
+/// `buf` is NULL or valid for `cap` bytes; `len` is NULL or valid for a write.
+// SAFETY: unsafe to call because it writes through `buf` and `len` (contract above).
+unsafe fn write_text(text: &str, buf: *mut c_char, cap: usize, len: *mut usize) -> fmq_plugin_result {
+    if !len.is_null() {
+        // SAFETY: valid per contract.
+        unsafe { *len = text.len() };
+    }
+    if buf.is_null() || cap < text.len() + 1 {
+        return fail(
+            fmq_plugin_result::FMQ_PLUGIN_ERROR_BUFFER,
+            format!("buffer of {cap} bytes, {} needed", text.len() + 1),
+        );
+    }
+    // SAFETY: room for the text and its NUL (checked above); a fresh copy cannot overlap `buf`.
+    unsafe {
+        std::ptr::copy_nonoverlapping(text.as_ptr(), buf.cast::<u8>(), text.len());
+        *buf.add(text.len()) = 0;
+    }
+    fmq_plugin_result::FMQ_PLUGIN_OK
+}
+
+/// A wait's timeout: negative means none.
+fn timeout(ms: i64) -> Option<Duration> {
+    u64::try_from(ms).ok().map(Duration::from_millis)
+}
+
+use fmq_plugin_result::*;
+
+unsafe extern "C" fn svc_current_state(host: *mut c_void) -> i32 {
+    let mut state = -1;
+    // SAFETY: the ABI's contract for `host`.
+    unsafe {
+        serve(host, |h| {
+            state = h.services.current_state() as i32;
+            FMQ_PLUGIN_OK
+        })
+    };
+    state
+}
+
+unsafe extern "C" fn svc_change_state(host: *mut c_void, transition: i32) -> fmq_plugin_result {
+    // SAFETY: the ABI's contract for `host`.
+    unsafe {
+        serve(host, |h| {
+            let Some(t) = Transition::ALL.iter().copied().find(|t| *t as i32 == transition) else {
+                return fail(FMQ_PLUGIN_ERROR_INVALID, format!("no transition {transition}"));
+            };
+            match h.services.change_state(t) {
+                Ok(true) => FMQ_PLUGIN_OK,
+                Ok(false) => {
+                    fail(FMQ_PLUGIN_REFUSED, format!("transition {t} refused in {}", h.services.current_state()))
+                }
+                Err(e) => fail(FMQ_PLUGIN_ERROR_CONTROL, e.to_string()),
+            }
+        })
+    }
+}
+
+unsafe extern "C" fn svc_take_control(host: *mut c_void) -> fmq_plugin_result {
+    // SAFETY: the ABI's contract for `host`.
+    unsafe {
+        serve(host, |h| match h.services.take_device_control() {
+            Ok(()) => FMQ_PLUGIN_OK,
+            Err(e) => fail(FMQ_PLUGIN_ERROR_CONTROL, e.to_string()),
+        })
+    }
+}
+
+unsafe extern "C" fn svc_steal_control(host: *mut c_void) -> fmq_plugin_result {
+    // SAFETY: the ABI's contract for `host`.
+    unsafe {
+        serve(host, |h| {
+            h.services.steal_device_control();
+            FMQ_PLUGIN_OK
+        })
+    }
+}
+
+unsafe extern "C" fn svc_release_control(host: *mut c_void) -> fmq_plugin_result {
+    // SAFETY: the ABI's contract for `host`.
+    unsafe {
+        serve(host, |h| {
+            h.services.release_device_control();
+            FMQ_PLUGIN_OK
+        })
+    }
+}
+
+unsafe extern "C" fn svc_controller(
+    host: *mut c_void,
+    buf: *mut c_char,
+    cap: usize,
+    len: *mut usize,
+) -> fmq_plugin_result {
+    // SAFETY: the ABI's contract for `host`, `buf` and `len`.
+    unsafe {
+        serve(host, |h| match h.services.device_controller() {
+            Some(c) => write_text(&c, buf, cap, len),
+            None => fail(FMQ_PLUGIN_ERROR_NOT_FOUND, "no plugin controls the device"),
+        })
+    }
+}
+
+unsafe extern "C" fn svc_wait_for_release(host: *mut c_void, timeout_ms: i64) -> fmq_plugin_result {
+    // SAFETY: the ABI's contract for `host`.
+    unsafe {
+        serve(host, |h| match h.services.wait_for_release_device_control(timeout(timeout_ms)) {
+            true => FMQ_PLUGIN_OK,
+            false => fail(FMQ_PLUGIN_ERROR_TIMEOUT, "a plugin still controls the device"),
+        })
+    }
+}
+
+unsafe extern "C" fn svc_wait_for_state(host: *mut c_void, state: i32, timeout_ms: i64) -> fmq_plugin_result {
+    // SAFETY: the ABI's contract for `host`.
+    unsafe {
+        serve(host, |h| {
+            let Some(s) = State::ALL.iter().copied().find(|s| *s as i32 == state) else {
+                return fail(FMQ_PLUGIN_ERROR_INVALID, format!("no state {state}"));
+            };
+            match h.services.wait_for_state(s, timeout(timeout_ms)) {
+                Ok(true) => FMQ_PLUGIN_OK,
+                Ok(false) => fail(FMQ_PLUGIN_ERROR_TIMEOUT, format!("the device did not enter {s} in time")),
+                Err(_) => fail(FMQ_PLUGIN_ERROR_DEVICE, "the device is in the ERROR state"),
+            }
+        })
+    }
+}
+
+/// A subscriber's `user` pointer, used on the state machine's thread.
+struct User(*mut c_void);
+// SAFETY: the ABI states that `user` is used from the state machine's thread.
+unsafe impl Send for User {}
+// SAFETY: as above; only the pointer is passed on, never dereferenced here.
+unsafe impl Sync for User {}
+
+unsafe extern "C" fn svc_subscribe(
+    host: *mut c_void,
+    callback: fmq_plugin_state_callback,
+    user: *mut c_void,
+) -> fmq_plugin_result {
+    // SAFETY: the ABI's contract for `host`.
+    unsafe {
+        serve(host, |h| {
+            let Some(f) = callback else { return fail(FMQ_PLUGIN_ERROR_INVALID, "callback is NULL") };
+            let (user, name) = (User(user), h.name.clone());
+            h.services.subscribe_to_state_change(move |s| {
+                let u = &user;
+                // The plugin's callback with its `user` (inside this function's unsafe block, whose
+                // SAFETY line covers it); an exception from it is stopped here.
+                if catch_unwind(AssertUnwindSafe(|| f(s as i32, u.0))).is_err() {
+                    log::error!("plugin '{name}': its state callback threw an exception entering {s}");
+                }
+            });
+            FMQ_PLUGIN_OK
+        })
+    }
+}
+
+unsafe extern "C" fn svc_unsubscribe(host: *mut c_void) -> fmq_plugin_result {
+    // SAFETY: the ABI's contract for `host`.
+    unsafe {
+        serve(host, |h| {
+            h.services.unsubscribe_from_state_change();
+            FMQ_PLUGIN_OK
+        })
+    }
+}
+
+unsafe extern "C" fn svc_property_exists(host: *mut c_void, key: *const c_char) -> bool {
+    let mut exists = false;
+    // SAFETY: the ABI's contract for `host` and `key`.
+    unsafe {
+        serve(host, |h| match arg(key, "key") {
+            Ok(k) => {
+                exists = h.services.config().exists(k);
+                FMQ_PLUGIN_OK
+            }
+            Err(e) => e,
+        })
+    };
+    exists
+}
+
+unsafe extern "C" fn svc_get_property(
+    host: *mut c_void,
+    key: *const c_char,
+    buf: *mut c_char,
+    cap: usize,
+    len: *mut usize,
+) -> fmq_plugin_result {
+    // SAFETY: the ABI's contract for `host`, `key`, `buf` and `len`.
+    unsafe {
+        serve(host, |h| {
+            let k = match arg(key, "key") {
+                Ok(k) => k,
+                Err(e) => return e,
+            };
+            match h.services.config().value(k) {
+                Some(Value::Strings(l)) => write_text(&l.join("\n"), buf, cap, len),
+                Some(v) => write_text(&v.to_string(), buf, cap, len),
+                None => fail(FMQ_PLUGIN_ERROR_NOT_FOUND, format!("Config has no key: {k}")),
+            }
+        })
+    }
+}
+
+unsafe extern "C" fn svc_set_property(
+    host: *mut c_void,
+    key: *const c_char,
+    value: *const c_char,
+) -> fmq_plugin_result {
+    // SAFETY: the ABI's contract for `host`, `key` and `value`.
+    unsafe {
+        serve(host, |h| {
+            let (k, text) = match (arg(key, "key"), arg(value, "value")) {
+                (Ok(k), Ok(v)) => (k, v),
+                (Err(e), _) | (_, Err(e)) => return e,
+            };
+            match value_like(h.services.config(), k, text) {
+                Some(v) => {
+                    h.services.config().set(k, v);
+                    FMQ_PLUGIN_OK
+                }
+                None => fail(FMQ_PLUGIN_ERROR_INVALID, format!("property '{k}': '{text}' is not a value of its type")),
+            }
+        })
+    }
+}
+
+/// `text` read as a value of the type property `key` has (text for a new property).
+fn value_like(config: &Properties, key: &str, text: &str) -> Option<Value> {
+    match config.value(key) {
+        None | Some(Value::Str(_)) => Some(Value::Str(text.to_owned())),
+        Some(Value::Strings(_)) => Some(Value::Strings(text.lines().map(str::to_owned).collect())),
+        Some(Value::Bool(_)) => Kind::Bool.parse(text),
+        Some(Value::Int(_)) => text.trim().parse().ok().map(Value::Int),
+        Some(Value::UInt(_)) => text.trim().parse().ok().map(Value::UInt),
+        Some(Value::Float(_)) => text.trim().parse().ok().map(Value::Float),
+    }
+}
+
+unsafe extern "C" fn svc_log(host: *mut c_void, severity: i32, text: *const c_char) {
+    // SAFETY: the ABI's contract for `host` and `text`.
+    unsafe {
+        serve(host, |h| {
+            let t = match arg(text, "text") {
+                Ok(t) => t,
+                Err(e) => return e,
+            };
+            let level = match Severity::ALL.get(usize::try_from(severity).unwrap_or(usize::MAX)) {
+                Some(Severity::Trace) => log::Level::Trace,
+                Some(Severity::Debug) => log::Level::Debug,
+                Some(Severity::Warn) => log::Level::Warn,
+                Some(Severity::Error | Severity::Fatal) => log::Level::Error,
+                _ => log::Level::Info,
+            };
+            log::log!(level, "[{}] {t}", h.name);
+            FMQ_PLUGIN_OK
+        })
+    };
+}
+
+unsafe extern "C" fn svc_last_error() -> *const c_char {
+    // The pointer stays valid until the thread's next failing call replaces the string.
+    LAST_ERROR.try_with(|l| l.borrow().as_ptr()).unwrap_or(c"".as_ptr())
+}

@@ -1,0 +1,64 @@
+//! Plugins (FairMQ's plugin system): code that runs beside a device and may drive it. A program
+//! loads the plugins `-P/--plugin` names (shared libraries found through `-S/--plugin-search-path`,
+//! see [`manager`]), then those it was built with ([`Program::plugin`](crate::Program::plugin)),
+//! and last the builtin controller `control` (`--control`). Each gets its [`PluginServices`]; at
+//! most one plugin controls the device at a time ([`DeviceControl`]).
+
+mod builtin_control;
+pub mod c_abi;
+mod device_control;
+#[allow(unsafe_code)]
+mod dynamic;
+pub mod manager;
+mod services;
+
+pub use builtin_control::ControlPlugin;
+pub use device_control::{DeviceControl, DeviceControlError};
+pub use dynamic::{add_options, read_option_table, OptionDecl, OptionTableError};
+pub use manager::{PluginError, PluginManager};
+pub use services::PluginServices;
+
+use crate::options::OptionGroup;
+pub use c_abi::fmq_plugin_version as Version;
+
+/// A plugin. Built-in plugins implement it in Rust; plugin libraries (the C ABI of
+/// [`c_abi`]) are wrapped in one by the [`PluginManager`].
+pub trait Plugin: Send {
+    /// Name (`-P NAME`; the key of its subscriptions and its name as a controller).
+    fn name(&self) -> &str;
+    /// Version.
+    fn version(&self) -> Version {
+        Version::default()
+    }
+    /// Who maintains it.
+    fn maintainer(&self) -> &str {
+        ""
+    }
+    /// Where to read about it.
+    fn homepage(&self) -> &str {
+        ""
+    }
+    /// The options it reads (shown by `--help`).
+    fn options(&self) -> Option<OptionGroup> {
+        None
+    }
+    /// Starts the plugin once the device exists (spawn threads here; return promptly). An error
+    /// ends the program with exit code 1 before the device starts.
+    fn start(&mut self, services: PluginServices) -> Result<(), crate::BoxError>;
+    /// Called after the device exited and no plugin holds control: join threads here.
+    fn stop(&mut self) {}
+}
+
+/// FairMQ's description of a plugin: `'NAME', version 'M.m.p', maintainer '…', homepage '…'`.
+pub fn describe(p: &dyn Plugin) -> String {
+    let v = p.version();
+    format!(
+        "'{}', version '{}.{}.{}', maintainer '{}', homepage '{}'",
+        p.name(),
+        v.major,
+        v.minor,
+        v.patch,
+        p.maintainer(),
+        p.homepage()
+    )
+}
