@@ -140,3 +140,49 @@ fn i19_plugins_that_cannot_be_loaded_end_the_program_with_1_and_say_why() {
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("libfairmq-plugin-other.so: no symbol fmq_plugin_other"), "{out}");
 }
+
+/// The Rust example plugin library (`examples/rusty_plugin.rs`, built beside the test binaries),
+/// installed in `dir` under its plugin name.
+fn install_rusty(dir: &Path) {
+    let examples = Path::new(DEVICE).parent().unwrap().join("examples");
+    let built = examples.join("librusty_plugin.so");
+    if !built.exists() {
+        // `cargo test` builds the examples; a filtered run may not have.
+        let release = examples.components().any(|c| c.as_os_str() == "release");
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "-p", "fairmq", "--example", "rusty_plugin"])
+            .args(release.then_some("--release"))
+            .status()
+            .expect("cargo builds the Rust example plugin");
+        assert!(status.success());
+    }
+    std::fs::copy(built, dir.join("libfairmq-plugin-rusty.so")).unwrap();
+}
+
+#[test]
+fn i19_a_rust_plugin_library_watches_and_is_refused_control_held_by_a_c_plugin() {
+    let dir = plugin_dir();
+    install_rusty(dir.path());
+    let (clog, rlog) = (dir.path().join("c-log"), dir.path().join("rust-log"));
+    let extra = format!(
+        "-P rusty --control static --example-drive --example-log {} --rusty-log {} --rusty-take",
+        clog.display(),
+        rlog.display()
+    );
+    let mut d = device(dir.path(), &extra);
+    assert_eq!(d.wait().code(), Some(0), "{}", d.seen.join("\n"));
+    let rust = log_lines(&rlog);
+    assert_eq!(
+        rust.first().map(String::as_str),
+        Some("control refused: Plugin 'rusty' is not allowed to take over control. Currently, plugin 'example' has taken control."),
+        "{rust:?}"
+    );
+    let names: Vec<&str> = rust.iter().filter_map(|l| l.strip_prefix("state ")).collect();
+    assert_eq!(names.first(), Some(&"IDLE"), "{rust:?}");
+    assert_eq!(names.iter().filter(|s| **s == "RUNNING").count(), 1, "{rust:?}");
+    assert_eq!(names.last(), Some(&"EXITING"), "{rust:?}");
+    assert_eq!(rust.last().map(String::as_str), Some("stopped"));
+    assert!(log_lines(&clog).contains(&"drove the device to EXITING".to_owned()));
+    assert!(d.saw("Loaded plugin: 'rusty', version '0.3.1', maintainer 'fairmq-rs', homepage ''"));
+    assert!(d.saw("[rusty] rusty plugin started"));
+}

@@ -9,6 +9,8 @@ pub mod c_abi;
 mod device_control;
 #[allow(unsafe_code)]
 mod dynamic;
+#[allow(unsafe_code)]
+pub mod export;
 pub mod manager;
 mod services;
 
@@ -22,7 +24,7 @@ use crate::options::OptionGroup;
 pub use c_abi::fmq_plugin_version as Version;
 
 /// A plugin. Built-in plugins implement it in Rust; plugin libraries (the C ABI of
-/// [`c_abi`]) are wrapped in one by the [`PluginManager`].
+/// [`c_abi`], in Rust through [`export`]) are wrapped in one by the [`PluginManager`].
 pub trait Plugin: Send {
     /// Name (`-P NAME`; the key of its subscriptions and its name as a controller).
     fn name(&self) -> &str;

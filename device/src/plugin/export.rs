@@ -1,0 +1,316 @@
+//! Plugin libraries written in Rust: the plugin side of the C ABI. A `cdylib` crate implements
+//! [`LibraryPlugin`] and exports it with [`export_plugin!`](crate::export_plugin); the device
+//! that loads it (Rust, or C++ through `libfairmq_rs`) reaches it only through the ABI, so the
+//! plugin may be built with another compiler version than the device.
+
+use super::c_abi::*;
+use crate::state::{State, Transition};
+use crate::BoxError;
+use std::ffi::{c_char, c_void, CStr, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Duration;
+
+/// A plugin in a library: started with the device's services, stopped after the device exited
+/// and no plugin holds control.
+pub trait LibraryPlugin: Send + Sized + 'static {
+    /// Starts the plugin (spawn threads here; return promptly). An error ends the program with
+    /// exit code 1 before the device starts.
+    fn start(services: LibraryServices) -> Result<Self, BoxError>;
+    /// Stops it (join threads here); dropped afterwards.
+    fn stop(&mut self) {}
+}
+
+/// A failed service call: its code and the device's text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message} ({code:?})")]
+pub struct ServiceError {
+    /// The result code.
+    pub code: fmq_plugin_result,
+    /// What the device said.
+    pub message: String,
+}
+
+/// The device's services as a plugin library sees them (the table of `fmq_plugin_services`).
+#[derive(Debug, Clone, Copy)]
+pub struct LibraryServices {
+    table: &'static fmq_plugin_services,
+}
+
+// SAFETY: the ABI states that the table is thread-safe and valid until the plugin's stop returns
+// (the plugin is stopped before the table goes).
+unsafe impl Send for LibraryServices {}
+// SAFETY: as above.
+unsafe impl Sync for LibraryServices {}
+
+impl LibraryServices {
+    fn check(&self, code: fmq_plugin_result) -> Result<(), ServiceError> {
+        if code == fmq_plugin_result::FMQ_PLUGIN_OK {
+            return Ok(());
+        }
+        // SAFETY: last_error returns a NUL-terminated string of the calling thread, valid until
+        // its next failing call; copied at once.
+        let message = unsafe { CStr::from_ptr((self.table.last_error)()) }.to_string_lossy().into_owned();
+        Err(ServiceError { code, message })
+    }
+
+    /// The device's current state.
+    pub fn current_state(&self) -> State {
+        // SAFETY: a call through the device's table with its host pointer.
+        let n = unsafe { (self.table.current_state)(self.table.host) };
+        State::ALL.iter().copied().find(|s| *s as i32 == n).unwrap_or(State::Undefined)
+    }
+
+    /// Requests a transition: `Ok(false)` when the state does not accept it; an error when
+    /// another plugin controls the device.
+    pub fn change_state(&self, t: Transition) -> Result<bool, ServiceError> {
+        // SAFETY: as in current_state.
+        match unsafe { (self.table.change_state)(self.table.host, t as i32) } {
+            fmq_plugin_result::FMQ_PLUGIN_REFUSED => Ok(false),
+            code => self.check(code).map(|()| true),
+        }
+    }
+
+    /// Takes control of the device.
+    pub fn take_device_control(&self) -> Result<(), ServiceError> {
+        // SAFETY: as in current_state.
+        self.check(unsafe { (self.table.take_device_control)(self.table.host) })
+    }
+
+    /// Takes control whoever has it.
+    pub fn steal_device_control(&self) -> Result<(), ServiceError> {
+        // SAFETY: as in current_state.
+        self.check(unsafe { (self.table.steal_device_control)(self.table.host) })
+    }
+
+    /// Releases control, if this plugin has it.
+    pub fn release_device_control(&self) -> Result<(), ServiceError> {
+        // SAFETY: as in current_state.
+        self.check(unsafe { (self.table.release_device_control)(self.table.host) })
+    }
+
+    /// The controlling plugin, if any.
+    pub fn device_controller(&self) -> Result<Option<String>, ServiceError> {
+        let mut buf = vec![0u8; 256];
+        loop {
+            let mut len = 0usize;
+            // SAFETY: as in current_state, with a buffer of `buf.len()` bytes and a length slot.
+            let code = unsafe {
+                (self.table.device_controller)(self.table.host, buf.as_mut_ptr().cast(), buf.len(), &mut len)
+            };
+            match code {
+                fmq_plugin_result::FMQ_PLUGIN_ERROR_NOT_FOUND => return Ok(None),
+                fmq_plugin_result::FMQ_PLUGIN_ERROR_BUFFER if len + 1 > buf.len() => buf.resize(len + 1, 0),
+                code => {
+                    self.check(code)?;
+                    return Ok(Some(String::from_utf8_lossy(&buf[..len]).into_owned()));
+                }
+            }
+        }
+    }
+
+    /// Waits until the device entered `s` since the plugin started; `Ok(false)` on timeout.
+    pub fn wait_for_state(&self, s: State, timeout: Option<Duration>) -> Result<bool, ServiceError> {
+        let ms = timeout.map_or(-1, |t| i64::try_from(t.as_millis()).unwrap_or(i64::MAX));
+        // SAFETY: as in current_state.
+        match unsafe { (self.table.wait_for_state)(self.table.host, s as i32, ms) } {
+            fmq_plugin_result::FMQ_PLUGIN_ERROR_TIMEOUT => Ok(false),
+            code => self.check(code).map(|()| true),
+        }
+    }
+
+    /// Calls `f` for every state entered from now on, on the state machine's thread. The
+    /// closure lives as long as the process (a call may still start after unsubscribing).
+    pub fn subscribe_to_state_change(&self, f: impl Fn(State) + Send + Sync + 'static) -> Result<(), ServiceError> {
+        let boxed: &'static StateFn = Box::leak(Box::new(Box::new(f) as StateFn));
+        let user = (boxed as *const StateFn).cast_mut().cast::<c_void>();
+        // SAFETY: as in current_state; `user` points to a closure that is never freed.
+        self.check(unsafe { (self.table.subscribe_to_state_change)(self.table.host, Some(state_trampoline), user) })
+    }
+
+    /// Ends the plugin's state subscriptions.
+    pub fn unsubscribe_from_state_change(&self) -> Result<(), ServiceError> {
+        // SAFETY: as in current_state.
+        self.check(unsafe { (self.table.unsubscribe_from_state_change)(self.table.host) })
+    }
+
+    /// Property `key` as text (lists: one item per line); `None` if there is none.
+    pub fn property(&self, key: &str) -> Result<Option<String>, ServiceError> {
+        let key = c_string(key)?;
+        let mut buf = vec![0u8; 256];
+        loop {
+            let mut len = 0usize;
+            // SAFETY: as in current_state, with a NUL-terminated key, a buffer of `buf.len()`
+            // bytes and a length slot.
+            let code = unsafe {
+                (self.table.get_property)(self.table.host, key.as_ptr(), buf.as_mut_ptr().cast(), buf.len(), &mut len)
+            };
+            match code {
+                fmq_plugin_result::FMQ_PLUGIN_ERROR_NOT_FOUND => return Ok(None),
+                fmq_plugin_result::FMQ_PLUGIN_ERROR_BUFFER if len + 1 > buf.len() => buf.resize(len + 1, 0),
+                code => {
+                    self.check(code)?;
+                    return Ok(Some(String::from_utf8_lossy(&buf[..len]).into_owned()));
+                }
+            }
+        }
+    }
+
+    /// Sets property `key` from text (read as the property's type).
+    pub fn set_property(&self, key: &str, value: &str) -> Result<(), ServiceError> {
+        let (key, value) = (c_string(key)?, c_string(value)?);
+        // SAFETY: as in current_state, with NUL-terminated strings.
+        self.check(unsafe { (self.table.set_property)(self.table.host, key.as_ptr(), value.as_ptr()) })
+    }
+
+    /// Logs through the device's logger.
+    pub fn log(&self, level: log::Level, text: &str) {
+        let severity = match level {
+            log::Level::Trace => 0,
+            log::Level::Debug => 1,
+            log::Level::Info => 2,
+            log::Level::Warn => 4,
+            log::Level::Error => 5,
+        };
+        if let Ok(t) = CString::new(text.replace('\0', " ")) {
+            // SAFETY: as in current_state, with a NUL-terminated text.
+            unsafe { (self.table.log)(self.table.host, severity, t.as_ptr()) };
+        }
+    }
+}
+
+fn c_string(s: &str) -> Result<CString, ServiceError> {
+    CString::new(s).map_err(|_| ServiceError {
+        code: fmq_plugin_result::FMQ_PLUGIN_ERROR_INVALID,
+        message: format!("'{}' holds a NUL byte", s.escape_debug()),
+    })
+}
+
+type StateFn = Box<dyn Fn(State) + Send + Sync>;
+
+unsafe extern "C-unwind" fn state_trampoline(state: i32, user: *mut c_void) {
+    // SAFETY: `user` is the leaked closure subscribe_to_state_change registered with this
+    // trampoline; it is never freed.
+    let f = unsafe { &*user.cast::<StateFn>() };
+    if let Some(s) = State::ALL.iter().copied().find(|s| *s as i32 == state) {
+        // A panic must not unwind into the device: it is stopped here and logged there.
+        if catch_unwind(AssertUnwindSafe(|| f(s))).is_err() {
+            eprintln!("plugin state callback panicked entering {s}");
+        }
+    }
+}
+
+/// A plugin descriptor that may live in a `static` (its pointers are to static data).
+#[repr(transparent)]
+#[derive(Debug)]
+pub struct Descriptor(pub fmq_plugin);
+
+// SAFETY: every pointer of the descriptor points to static, immutable data.
+unsafe impl Sync for Descriptor {}
+
+/// Starts `P` for the device (the `start` of an exported descriptor).
+///
+/// # Safety
+/// Called by the device per the ABI: `services` valid until `stop` returns, `instance` writable.
+pub unsafe extern "C-unwind" fn start<P: LibraryPlugin>(
+    services: *const fmq_plugin_services,
+    instance: *mut *mut c_void,
+) -> i32 {
+    // SAFETY: per contract, the table outlives the plugin (until its stop returns); the plugin
+    // never keeps it beyond that.
+    let Some(table) = (unsafe { services.as_ref::<'static>() }) else { return 1 };
+    if instance.is_null() || table.abi_version != FMQ_PLUGIN_ABI_VERSION {
+        return 1;
+    }
+    let services = LibraryServices { table };
+    match catch_unwind(AssertUnwindSafe(|| P::start(services))) {
+        Ok(Ok(p)) => {
+            // SAFETY: `instance` is writable per contract; the box is freed by `stop`.
+            unsafe { *instance = Box::into_raw(Box::new(p)).cast() };
+            0
+        }
+        Ok(Err(e)) => {
+            services.log(log::Level::Error, &format!("the plugin could not start: {e}"));
+            1
+        }
+        Err(_) => 2,
+    }
+}
+
+/// Stops and frees `P` (the `stop` of an exported descriptor).
+///
+/// # Safety
+/// `instance` is what `start::<P>` wrote, stopped once.
+pub unsafe extern "C-unwind" fn stop<P: LibraryPlugin>(instance: *mut c_void) {
+    if instance.is_null() {
+        return;
+    }
+    // SAFETY: per contract, the box start::<P> made, freed once here.
+    let mut p = unsafe { Box::from_raw(instance.cast::<P>()) };
+    let _ = catch_unwind(AssertUnwindSafe(move || {
+        p.stop();
+        drop(p);
+    }));
+}
+
+/// Exports a [`LibraryPlugin`] from a `cdylib` as plugin `name` (the library must be named
+/// `libfairmq-plugin-<name>.so`; the symbol is `fmq_plugin_<name>`, given as `symbol`). Options
+/// are (name, `FMQ_OPTION_*` type, default or `c""` for none, help):
+///
+/// ```ignore
+/// fairmq::export_plugin!(fmq_plugin_rusty, Rusty, name: c"rusty", version: (1, 0, 0),
+///     maintainer: c"Jane Doe <jane@example.org>", homepage: c"https://example.org",
+///     options: c"Rusty Plugin", [(c"rusty-log", fairmq::plugin::c_abi::FMQ_OPTION_STRING, c"", c"where to log")]);
+/// ```
+#[macro_export]
+macro_rules! export_plugin {
+    ($symbol:ident, $ty:ty, name: $name:expr, version: ($major:expr, $minor:expr, $patch:expr),
+     maintainer: $maintainer:expr, homepage: $homepage:expr,
+     options: $title:expr, [$(($oname:expr, $oty:expr, $odefault:expr, $odesc:expr)),* $(,)?]) => {
+        /// The descriptor of this library's plugin.
+        #[no_mangle]
+        pub extern "C" fn $symbol() -> *const $crate::plugin::c_abi::fmq_plugin {
+            use $crate::plugin::c_abi as abi;
+            static OPTIONS: $crate::plugin::export::Options<{ [$($oname),*].len() }> =
+                $crate::plugin::export::Options([$(abi::fmq_option {
+                    name: $crate::plugin::export::c_str($oname),
+                    ty: $oty,
+                    default_value: $crate::plugin::export::c_str_or_null($odefault),
+                    description: $crate::plugin::export::c_str($odesc),
+                }),*]);
+            static DESCRIPTOR: $crate::plugin::export::Descriptor = $crate::plugin::export::Descriptor(abi::fmq_plugin {
+                abi_version: abi::FMQ_PLUGIN_ABI_VERSION,
+                name: $crate::plugin::export::c_str($name),
+                version: abi::fmq_plugin_version { major: $major, minor: $minor, patch: $patch },
+                maintainer: $crate::plugin::export::c_str($maintainer),
+                homepage: $crate::plugin::export::c_str($homepage),
+                options_title: $crate::plugin::export::c_str($title),
+                options: OPTIONS.0.as_ptr(),
+                n_options: OPTIONS.0.len(),
+                start: Some($crate::plugin::export::start::<$ty>),
+                stop: Some($crate::plugin::export::stop::<$ty>),
+            });
+            &DESCRIPTOR.0
+        }
+    };
+}
+
+/// An option table that may live in a `static` (see [`Descriptor`]).
+#[derive(Debug)]
+pub struct Options<const N: usize>(pub [fmq_option; N]);
+
+// SAFETY: the options' pointers point to static C strings.
+unsafe impl<const N: usize> Sync for Options<N> {}
+
+/// The pointer of a static C string, for descriptors built in constants.
+pub const fn c_str(s: &'static CStr) -> *const c_char {
+    s.as_ptr()
+}
+
+/// [`c_str`], but NULL for an empty string (an option without default).
+pub const fn c_str_or_null(s: &'static CStr) -> *const c_char {
+    if s.to_bytes().is_empty() {
+        std::ptr::null()
+    } else {
+        s.as_ptr()
+    }
+}
