@@ -1,10 +1,10 @@
-//! Encoding and decoding of fairmq-shm's metadata (`fairmq_shm::meta`): the per-message work of the
+//! Encoding and decoding of fairmq-shm's metadata (`fairmq_shm::testing::meta`): the per-message work of the
 //! wire format, a single 28-byte block record and multipart frames of 8 and 64 records.
 //!
 //! `cargo bench -p fairmq-benches --bench meta_codec`
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use fairmq_shm::meta::{decode, encode_parts, encode_single, RcHandle, Record};
+use fairmq_shm::testing::meta::{decode, encode_parts, encode_single, RcHandle, Record};
 use std::hint::black_box;
 use std::time::Duration;
 
@@ -48,7 +48,9 @@ fn multipart(c: &mut Criterion) {
     for n in [8u64, 64] {
         g.throughput(Throughput::Elements(n));
         let records: Vec<Record> = (0..n).map(block).collect();
-        let mut buf = Vec::with_capacity(fairmq_shm::meta::MULTI_LEN + fairmq_shm::meta::BLOCK_LEN * n as usize);
+        let mut buf = Vec::with_capacity(
+            fairmq_shm::testing::meta::MULTI_LEN + fairmq_shm::testing::meta::BLOCK_LEN * n as usize,
+        );
         g.bench_with_input(BenchmarkId::new("encode", n), &records, |b, records| {
             b.iter(|| {
                 encode_parts(black_box(records).iter().copied(), 0, &mut buf);

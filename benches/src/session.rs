@@ -58,5 +58,5 @@ impl Drop for SessionGuard {
 
 /// Removes every object of `session` from /dev/shm; returns their names.
 pub fn remove_session(session: &str) -> Vec<String> {
-    fairmq_shm::management::remove_session(&fairmq_shm::Names::new(&fairmq_shm::shm_id(session)))
+    fairmq_shm::testing::management::remove_session(&fairmq_shm::Names::new(&fairmq_shm::shm_id(session)))
 }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 fn replay(target: &str, run: fn(&[u8])) {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz");
-    let n = fairmq_shm::fuzzing::replay(&dir, target, run);
+    let n = fairmq_shm::testing::fuzzing::replay(&dir, target, run);
     assert!(n > 0, "no seed corpus for {target} in {}", dir.display());
 }
 

@@ -359,7 +359,7 @@ fn g16_shmem_blocks_of_discarded_metadata_stay_until_the_session_is_removed() {
     observer.flush();
     let used0 = observer.segment_stats().used;
     let referenced = |t: &fairmq_shm::Transport| {
-        t.segment().used_blocks().unwrap().iter().filter(|&&(_, _, _, count)| count >= 1).count()
+        fairmq_shm::testing::segment(t).used_blocks().unwrap().iter().filter(|&&(_, _, _, count)| count >= 1).count()
     };
     let referenced0 = referenced(&observer);
     let src = spawn(

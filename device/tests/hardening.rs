@@ -90,7 +90,7 @@ fn i09_a_panic_while_receiving_for_a_data_callback_never_crashes_the_device() {
         // straight onto the socket that carries the transport's metadata; then a real message.
         let raw = session_transport(&s, TransportKind::Zeromq, |_| {});
         let rogue = attached_socket(&raw, SocketType::Dealer, &input, Method::Connect);
-        let mut frame = fairmq_zmq::Message::from_slice(&[fairmq_shm::meta::VERSION, 5, 0, 0, 0, 0, 0, 0, 0]);
+        let mut frame = fairmq_zmq::Message::from_slice(&[fairmq_shm::testing::meta::VERSION, 5, 0, 0, 0, 0, 0, 0, 0]);
         rogue.zmq_socket().send(&mut frame, 10_000).expect("rogue frame sent");
         let push = attached_socket(&peer, SocketType::Push, &input, Method::Connect);
         let mut real = peer.new_simple_message(b"after the rogue frame").unwrap();
@@ -261,7 +261,7 @@ fn i14_a_bad_mq_config_fails_the_device_at_initializing_device_with_the_parsers_
 fn i14_numeric_options_out_of_range_are_refused_naming_the_option_and_the_range() {
     let s = Session::new();
     let channel = format!("name=data,type=pull,method=bind,address={},rateLogging=0", s.ipc("in"));
-    let min_segment = fairmq_shm::segment::MIN_SEGMENT_SIZE.to_string();
+    let min_segment = fairmq_shm::testing::segment::MIN_SEGMENT_SIZE.to_string();
     for (transport, option, value, range) in [
         ("zeromq", "--io-threads", "100000000", "1 to 64".to_owned()),
         ("shmem", "--io-threads", "100000000", "1 to 64".to_owned()),

@@ -90,7 +90,7 @@ impl Rng {
 /// reference (a lane's, a published message's) or waiting in such a lane: a dead process's, shared
 /// by the dead only, or in flight from a dead one), and all used blocks.
 fn unaccounted(t: &fairmq_shm::Transport) -> (Vec<(u64, u32)>, usize) {
-    let seg = t.segment();
+    let seg = fairmq_shm::testing::segment(t);
     let live: Vec<u32> = t.attached().iter().map(|a| a.owner).collect();
     let sent_by_live: Vec<u64> =
         seg.in_flight().into_iter().filter(|f| f.0 == seg.id() && live.contains(&f.2)).map(|f| f.1).collect();
@@ -142,8 +142,11 @@ fn quiesced(t: &fairmq_shm::Transport, sampler: &Proc, round: usize, devices: &s
         }
         if Instant::now() >= deadline {
             let live: Vec<(u32, u32)> = t.attached().iter().map(|a| (a.owner, a.pid)).collect();
-            let flights: Vec<_> =
-                t.segment().in_flight().into_iter().filter(|f| lost.iter().any(|l| l.0 == f.1)).collect();
+            let flights: Vec<_> = fairmq_shm::testing::segment(t)
+                .in_flight()
+                .into_iter()
+                .filter(|f| lost.iter().any(|l| l.0 == f.1))
+                .collect();
             let shown = &lost[..lost.len().min(5)];
             panic!(
                 "round {round}: {} blocks nobody alive holds, e.g. (offset, owner) {shown:x?}; live transports \

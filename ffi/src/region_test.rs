@@ -59,7 +59,7 @@ impl Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
-        fairmq_shm::management::remove_session(&fairmq_shm::Names::new(&fairmq_shm::shm_id(&self.0)));
+        fairmq_shm::testing::management::remove_session(&fairmq_shm::Names::new(&fairmq_shm::shm_id(&self.0)));
     }
 }
 

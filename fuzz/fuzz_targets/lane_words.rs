@@ -1,4 +1,4 @@
 #![no_main]
-//! See `fairmq_shm::fuzzing::lane_words`.
+//! See `fairmq_shm::testing::fuzzing::lane_words`.
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| fairmq_shm::fuzzing::lane_words(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| fairmq_shm::testing::fuzzing::lane_words(data));

@@ -1,4 +1,4 @@
 #![no_main]
-//! See `fairmq_shm::fuzzing::meta_batch`.
+//! See `fairmq_shm::testing::fuzzing::meta_batch`.
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| fairmq_shm::fuzzing::meta_batch(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| fairmq_shm::testing::fuzzing::meta_batch(data));

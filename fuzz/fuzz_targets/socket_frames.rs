@@ -1,4 +1,4 @@
 #![no_main]
-//! See `fairmq_shm::fuzzing::socket_frames`.
+//! See `fairmq_shm::testing::fuzzing::socket_frames`.
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| fairmq_shm::fuzzing::socket_frames(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| fairmq_shm::testing::fuzzing::socket_frames(data));

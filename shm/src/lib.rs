@@ -12,7 +12,7 @@
 //!   a record against) sit in a dense slot table, not in the blocks, so no step of a transfer
 //!   touches the pages of a large payload; freed blocks of a stream's size cycle through the
 //!   segment's depot back to the sender without going through the heap.
-//! - A record on a socket names a hand-over ticket in the sender's segment (see [`tickets`]): a
+//! - A record on a socket names a hand-over ticket in the sender's segment (see `tickets`): a
 //!   receiver claims it once, so a forged or repeated record grants nothing. Metadata from peers is
 //!   validated (segment known, block live, bounds) before use.
 //! - Only processes of the session can connect to its sockets: every endpoint asks for, or
@@ -63,16 +63,15 @@ mod directory;
 mod error;
 mod events;
 /// Entry points of the fuzz targets (`fuzz/`) and of the test replaying their corpora.
-#[doc(hidden)]
-pub mod fuzzing;
+mod fuzzing;
 mod lane;
 mod lanes;
 mod ledger;
-pub mod liveness;
-pub mod management;
+mod liveness;
+mod management;
 mod manager;
 mod message;
-pub mod meta;
+mod meta;
 pub mod monitor;
 mod naming;
 mod orphans;
@@ -80,16 +79,16 @@ mod peers;
 mod poller;
 mod region;
 mod region_map;
-pub mod registry;
+mod registry;
 #[cfg(test)]
 mod scratch;
-pub mod segment;
+mod segment;
 mod shmid;
 mod slots;
 mod socket;
 mod sys;
-pub mod tickets;
-pub mod tlsf;
+mod tickets;
+mod tlsf;
 mod transport;
 
 pub use config::{BadAllocPolicy, ShmConfig};
@@ -100,9 +99,53 @@ pub use naming::Names;
 pub use poller::Poller;
 pub use region::{BulkCallback, Region, RegionBlock, RegionCallback, RegionConfig, SingleCallback};
 pub use registry::RegionEntry;
-pub use segment::{Segment, SegmentStats};
+pub use segment::{SegmentStats, MIN_SEGMENT_SIZE};
 pub use shmid::{shm_id, shm_id_for, shm_id_from_number, shm_id_number};
 pub use socket::Socket;
 pub use sys::files::FileError;
 pub use sys::robust_mutex::LockError;
 pub use transport::Transport;
+
+/// Internals for this crate's tests, benchmarks and fuzz targets and for the tests of the crates
+/// above it: not part of the API (hidden from the documentation; they change without notice).
+#[doc(hidden)]
+pub mod testing {
+    /// Entry points of the fuzz targets (`fuzz/`) and of the test replaying their corpora.
+    pub mod fuzzing {
+        pub use crate::fuzzing::*;
+    }
+    /// Which processes of the session are alive.
+    pub mod liveness {
+        pub use crate::liveness::*;
+    }
+    /// The session's management segment.
+    pub mod management {
+        pub use crate::management::*;
+    }
+    /// Metadata records.
+    pub mod meta {
+        pub use crate::meta::*;
+    }
+    /// The region registry.
+    pub mod registry {
+        pub use crate::registry::*;
+    }
+    /// Segments.
+    pub mod segment {
+        pub use crate::segment::*;
+    }
+    /// Hand-over tickets.
+    pub mod tickets {
+        pub use crate::tickets::*;
+    }
+    /// The TLSF allocator.
+    pub mod tlsf {
+        pub use crate::tlsf::*;
+    }
+    pub use crate::segment::Segment;
+
+    /// The segment `t` allocates from.
+    pub fn segment(t: &crate::Transport) -> &Segment {
+        t.segment()
+    }
+}

@@ -299,7 +299,7 @@ impl Transport {
     }
 
     /// The segment this transport allocates in (statistics, dead-process accounting).
-    pub fn segment(&self) -> &crate::segment::Segment {
+    pub(crate) fn segment(&self) -> &crate::segment::Segment {
         self.inner.mgr.own()
     }
 

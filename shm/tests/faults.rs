@@ -35,7 +35,7 @@ fn killed_in_an_alloc_free_loop_others_continue_and_no_block_is_lost() {
     t.flush();
     // The survivor counted the dead process out when it detached, and freed what it had (blocks
     // it held alone, blocks in its caches).
-    assert_eq!(t.segment().owned_by(dead).unwrap(), (0, 0), "nothing of the dead process is left");
+    assert_eq!(fairmq_shm::testing::segment(&t).owned_by(dead).unwrap(), (0, 0), "nothing of the dead process is left");
     t.check_segment().unwrap();
     assert_eq!(t.segment_stats().free, free0, "free memory is back to where it started: nothing lost");
 }
@@ -55,14 +55,19 @@ fn a_transport_that_detaches_frees_what_a_dead_process_cached() {
     let dead = owner_of(&t, victim.pid());
     victim.kill();
     let cached = |t: &fairmq_shm::Transport| {
-        t.segment().used_blocks().unwrap().iter().filter(|&&(_, _, owner, count)| owner == dead && count == 0).count()
+        fairmq_shm::testing::segment(t)
+            .used_blocks()
+            .unwrap()
+            .iter()
+            .filter(|&&(_, _, owner, count)| owner == dead && count == 0)
+            .count()
     };
     assert!(cached(&t) > 0, "the dead process left blocks in its caches");
     drop(leaving);
     assert_eq!(cached(&t), 0, "the detaching transport freed them");
     assert_eq!(t.sweep_dead_processes(), Vec::<u32>::new(), "and counted the dead process out");
     // What it held alone (count 1) went with it: a sweep frees both kinds.
-    assert_eq!(t.segment().owned_by(dead).unwrap(), (0, 0));
+    assert_eq!(fairmq_shm::testing::segment(&t).owned_by(dead).unwrap(), (0, 0));
     t.flush();
     t.check_segment().unwrap();
     assert_eq!(t.segment_stats().free, free0, "nothing lost");
@@ -87,22 +92,26 @@ fn a_sweep_frees_what_a_dead_sender_cached_and_keeps_what_it_sent() {
     }
     sender.expect_line("sent 5");
     let (dead, mark) = (sender.pid(), owner_of(&t, sender.pid()));
-    let (held, _) = t.segment().owned_by(mark).unwrap();
+    let (held, _) = fairmq_shm::testing::segment(&t).owned_by(mark).unwrap();
     assert!(held > 0, "the sender's cache holds blocks: {held}");
     sender.kill();
     assert_eq!(t.sweep_dead_processes(), vec![dead]);
     assert_eq!(t.attached_transports(), 1, "the dead sender was counted out");
     // What it sent is alive in our hands, marked as ours since we took it, untouched; its lane is
     // shared (writer and reader), so not its alone either.
-    assert_eq!(t.segment().owned_by(mark).unwrap().0, 0);
-    assert_eq!(t.segment().owned_by(t.owner()).unwrap().0, 5, "the received messages are marked as ours");
+    assert_eq!(fairmq_shm::testing::segment(&t).owned_by(mark).unwrap().0, 0);
+    assert_eq!(
+        fairmq_shm::testing::segment(&t).owned_by(t.owner()).unwrap().0,
+        5,
+        "the received messages are marked as ours"
+    );
     for (seq, m) in got.iter().enumerate() {
         assert_eq!(&m.data()[..8], &(seq as u64).to_le_bytes(), "message {seq} intact after the sweep");
     }
     drop(got);
     drop(pull);
     t.flush();
-    assert_eq!(t.segment().owned_by(mark).unwrap().0, 0);
+    assert_eq!(fairmq_shm::testing::segment(&t).owned_by(mark).unwrap().0, 0);
     t.check_segment().unwrap();
     assert_eq!(t.segment_stats().free, free0, "every block of the dead sender came back exactly once");
 }
@@ -166,12 +175,14 @@ fn bad_metadata_is_rejected_and_nothing_breaks() {
 
     // A real block to corrupt records of.
     let good = t.new_message_from_slice(&[5u8; 256]).unwrap();
-    let fairmq_shm::meta::Record::Block { segment, offset, delta, size, slot } = good.record() else { panic!() };
+    let fairmq_shm::testing::meta::Record::Block { segment, offset, delta, size, slot } = good.record() else {
+        panic!()
+    };
     assert_ne!(slot, u32::MAX, "a block of a default segment has a slot");
     let enc_slot = |segment: u16, offset: u64, delta: u32, size: u64, slot: u32| {
         let mut v = Vec::new();
-        let rec = fairmq_shm::meta::Record::Block { segment, offset, delta, size, slot };
-        fairmq_shm::meta::encode_single(&rec, 0, &mut v);
+        let rec = fairmq_shm::testing::meta::Record::Block { segment, offset, delta, size, slot };
+        fairmq_shm::testing::meta::encode_single(&rec, 0, &mut v);
         v
     };
     let enc = |segment: u16, offset: u64, delta: u32, size: u64| enc_slot(segment, offset, delta, size, slot);
@@ -196,7 +207,8 @@ fn bad_metadata_is_rejected_and_nothing_breaks() {
     // The record of a block freed since (a stale or repeated record): the block is in a cache now,
     // with no reference, and must not be taken (the next allocation would alias it).
     let gone = t.new_message_from_slice(&[6u8; 256]).unwrap();
-    let fairmq_shm::meta::Record::Block { segment: gs, offset: go, delta: gd, size: gz, slot: gl } = gone.record()
+    let fairmq_shm::testing::meta::Record::Block { segment: gs, offset: go, delta: gd, size: gz, slot: gl } =
+        gone.record()
     else {
         panic!()
     };
@@ -211,7 +223,7 @@ fn bad_metadata_is_rejected_and_nothing_breaks() {
                 x ^= x >> 7;
                 x ^= x << 17;
                 if i == 0 {
-                    fairmq_shm::meta::VERSION
+                    fairmq_shm::testing::meta::VERSION
                 } else {
                     x as u8
                 }
@@ -446,7 +458,7 @@ fn i03_a_push_attach_that_failed_part_way_names_each_endpoints_receiver() {
     while pull.receive(&mut m, 500).is_ok() {
         got += 1;
     }
-    let out = t.segment().in_flight();
+    let out = fairmq_shm::testing::segment(&t).in_flight();
     assert!(got > 0 && !out.is_empty(), "records went to both receivers ({got} taken, {} waiting)", out.len());
     assert!(
         out.iter().all(|&(_, _, _, receiver)| receiver != later.owner()),

@@ -5,7 +5,7 @@
 //! `FAIRMQ_FUZZ_WRITE_SEEDS=1 cargo test -p fairmq-shm --test fuzz_corpus` (re)writes the seeds
 //! made by the encoder, after a change of the metadata format.
 
-use fairmq_shm::fuzzing;
+use fairmq_shm::testing::fuzzing;
 use std::path::PathBuf;
 
 fn fuzz_dir() -> PathBuf {

@@ -158,7 +158,7 @@ fn i03_what_killed_subscribers_held_of_published_messages_is_freed() {
     }
     // Blocks with references and no single holder named: the published ones.
     let shared = |t: &fairmq_shm::Transport| {
-        let blocks = t.segment().used_blocks().unwrap();
+        let blocks = fairmq_shm::testing::segment(t).used_blocks().unwrap();
         blocks.iter().filter(|&&(_, _, owner, count)| owner == u32::MAX - 2 && count > 0).map(|b| b.3).sum::<u32>()
     };
     assert_eq!(shared(&t), 100, "each of the 50 messages is held by both subscribers");

@@ -4,7 +4,7 @@
 
 mod common;
 use common::*;
-use fairmq_shm::meta::{self, Record};
+use fairmq_shm::testing::meta::{self, Record};
 use fairmq_shm::{RegionCallback, RegionConfig, RegionEvent, ShmError, Transport};
 use fairmq_zmq::SocketType;
 use std::collections::BTreeMap;
@@ -273,7 +273,7 @@ fn file_backed_region_is_registered_found_by_id_announced_and_cleaned() {
         let cfg = RegionConfig { path: prefix.clone(), user_flags: 42, ..Default::default() };
         let region = t.create_region(256 << 10, bulk(&acked), &cfg).unwrap();
         assert!(file.exists(), "the region is a file at its path");
-        let entry = fairmq_shm::registry::find(&management(&s), 1024).expect("registered");
+        let entry = fairmq_shm::testing::registry::find(&management(&s), 1024).expect("registered");
         assert_eq!((entry.path.as_str(), entry.size, entry.user_flags), (prefix.as_str(), 256 << 10, 42));
         let info = t.region_info();
         assert!(info.iter().any(|i| !i.managed && i.id == 1024 && i.size == 256 << 10 && i.flags == 42));
@@ -283,7 +283,7 @@ fn file_backed_region_is_registered_found_by_id_announced_and_cleaned() {
         expect_all_acked(&acked, 200, 1024, 256);
         drop(region);
         assert!(!file.exists(), "removed with the region");
-        let entry = fairmq_shm::registry::find(&management(&s), 1024).unwrap();
+        let entry = fairmq_shm::testing::registry::find(&management(&s), 1024).unwrap();
         assert!(entry.destroyed);
     }
     assert!(s.objects().is_empty(), "nothing left: {:?}", s.objects());
@@ -305,8 +305,8 @@ fn session_cleanup_removes_a_file_backed_region_left_by_its_creator() {
     assert!(s.objects().is_empty(), "{:?}", s.objects());
 }
 
-fn management(s: &Session) -> fairmq_shm::management::Management {
-    fairmq_shm::management::Management::open_existing(s.names()).unwrap()
+fn management(s: &Session) -> fairmq_shm::testing::management::Management {
+    fairmq_shm::testing::management::Management::open_existing(s.names()).unwrap()
 }
 
 #[test]
@@ -498,7 +498,10 @@ fn an_external_region_is_adopted_by_id() {
     assert_eq!(line, "received 100 64000");
     expect_all_acked(&acked, 100, 640, 102);
     drop(adopted);
-    assert!(!fairmq_shm::registry::find(&management(&s), 100).unwrap().destroyed, "still there for the keeper");
+    assert!(
+        !fairmq_shm::testing::registry::find(&management(&s), 100).unwrap().destroyed,
+        "still there for the keeper"
+    );
     assert!(std::path::Path::new(&format!("/dev/shm/{}", s.names().region(100))).exists());
     drop(kept);
 }
@@ -522,7 +525,7 @@ fn a_region_has_one_controller_with_a_callback_at_a_time() {
         e.contains("already has a controller with a callback") && e.contains(&std::process::id().to_string()),
         "{e}"
     );
-    assert!(!fairmq_shm::registry::find(&management(&s), 101).unwrap().destroyed, "still registered");
+    assert!(!fairmq_shm::testing::registry::find(&management(&s), 101).unwrap().destroyed, "still registered");
     assert!(std::path::Path::new(&format!("/dev/shm/{}", s.names().region(101))).exists(), "still there");
     let m = first.new_message_from_region(&region, 0, 10, 1).unwrap();
     assert_eq!(m.size(), 10, "the first controller's region still works");

@@ -3,7 +3,7 @@
 
 mod common;
 use common::*;
-use fairmq_shm::meta::Record;
+use fairmq_shm::testing::meta::Record;
 use fairmq_shm::Transport;
 use fairmq_zmq::SocketType;
 use std::collections::HashSet;

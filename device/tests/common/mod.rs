@@ -163,13 +163,13 @@ impl Session {
 
     /// Names of this session's objects now in /dev/shm.
     pub fn objects(&self) -> Vec<String> {
-        fairmq_shm::management::session_objects(&fairmq_shm::Names::new(&fairmq_shm::shm_id(&self.name)))
+        fairmq_shm::testing::management::session_objects(&fairmq_shm::Names::new(&fairmq_shm::shm_id(&self.name)))
     }
 }
 
 impl Drop for Session {
     fn drop(&mut self) {
-        fairmq_shm::management::remove_session(&fairmq_shm::Names::new(&fairmq_shm::shm_id(&self.name)));
+        fairmq_shm::testing::management::remove_session(&fairmq_shm::Names::new(&fairmq_shm::shm_id(&self.name)));
     }
 }
 

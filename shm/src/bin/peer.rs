@@ -222,7 +222,7 @@ fn allocloop(a: &[String]) -> Result<(), Box<dyn std::error::Error>> {
 
 fn holdlock(a: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     let t = transport("holdlock", &a[0])?;
-    t.segment().while_locked(|| {
+    fairmq_shm::testing::segment(&t).while_locked(|| {
         println!("locked");
         let _ = std::io::stdout().flush();
         std::thread::sleep(std::time::Duration::from_secs(3600));

@@ -2,7 +2,8 @@
 //! (also when a test fails), and peer processes that are killed and reaped when dropped.
 #![allow(dead_code)]
 
-use fairmq_shm::{management, Names, ShmConfig, Transport};
+use fairmq_shm::testing::management;
+use fairmq_shm::{Names, ShmConfig, Transport};
 use fairmq_zmq::{AttachOptions, Method, SocketType};
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, ExitStatus, Stdio};

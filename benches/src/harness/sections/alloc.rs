@@ -5,7 +5,7 @@
 //! freed, leaving holes between held blocks. Then alloc+free of one size is timed in batches of 16
 //! (16 allocations, then 16 frees), reported per alloc+free pair. Two views:
 //!
-//! - the TLSF heap itself (`fairmq_shm::tlsf`) over process memory: the algorithm, without the
+//! - the TLSF heap itself (`fairmq_shm::testing::tlsf`) over process memory: the algorithm, without the
 //!   segment lock or any cache;
 //! - fairmq-shm messages (`Transport::new_message_with_size` and drop) in a segment of the same size:
 //!   what a sender pays, with the segment lock and the per-process caches. The caches are flushed
@@ -14,7 +14,7 @@
 use super::super::options::Options;
 use super::super::report;
 use crate::session::{unique_session, SessionGuard};
-use fairmq_shm::tlsf::{Tlsf, CONTROL_WORDS};
+use fairmq_shm::testing::tlsf::{Tlsf, CONTROL_WORDS};
 use fairmq_shm::{BadAllocPolicy, Message, ShmConfig, Transport};
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
