@@ -339,4 +339,21 @@ wait $sink
 expect "$work/compat-rate-sink.log" "compat sink received 20 messages, 20 right"
 elapsed_ms=$(sed -n 's/.*compat sampler sent 20 messages in \([0-9]*\) ms.*/\1/p' "$work/compat-rate.log")
 [ -n "$elapsed_ms" ] && [ "$elapsed_ms" -ge 190 ] || { echo "20 messages at --msg-rate 100 took ${elapsed_ms:-?} ms"; exit 1; }
+# Plugins, built against the installed headers only (neither links libfairmq_rs), loaded by a Rust
+# device with -S/-P: the C example drives the device; a FairMQ-style C++ plugin (FairMQ's
+# <fairmq/Plugin.h>, REGISTER_FAIRMQ_PLUGIN) takes control and drives it while the builtin
+# controller stands back.
+mkdir -p "$work/plugins"
+cc -std=c11 $cflags -fPIC -shared "$ex/plugin.c" -o "$work/plugins/libfairmq-plugin-example.so" -lpthread
+c++ -std=c++17 $(pkg-config --cflags fairmq) -Wall -Wextra -Werror -pedantic -fPIC -shared "$ex/cpp_plugin.cpp" \
+  -o "$work/plugins/libfairmq-plugin-mycontroller.so" -lboost_program_options
+! nm -D "$work/plugins/libfairmq-plugin-mycontroller.so" | grep -q ' U fmq_' || { echo "the C++ plugin needs libfairmq_rs"; exit 1; }
+plugged="--id plugged --control static --color false --severity debug -S $work/plugins"
+expect_exit "$work/plugin-c.log" "$bin/fairmq-test-device" $plugged -P example --example-drive \
+  --example-log "$work/plugin-c-states.log"
+expect "$work/plugin-c-states.log" "drove the device to EXITING"
+expect_exit "$work/plugin-cpp.log" "$bin/fairmq-test-device" $plugged -P mycontroller --mycontroller-run-time 200
+expect "$work/plugin-cpp.log" "Plugin 'control' is not allowed to take over control. Currently, plugin 'mycontroller' has taken control."
+expect "$work/plugin-cpp.log" "MyController: device is EXITING, releasing control"
+[ "$(grep -c 'READY ---> RUNNING' "$work/plugin-cpp.log")" = 1 ] || { echo "the C++ plugin ran the device more than once"; exit 1; }
 echo "C and C++ examples: all passed"

@@ -76,9 +76,10 @@ pub struct ShmConfig {
     pub io_threads: i32,
     /// `--shm-monitor`: start a `fairmq-shmmonitor` daemon for the session if none runs.
     pub monitor: bool,
-    /// `--shm-lanes`: records between a sender with a single peer (PAIR, or PUSH connected to one
-    /// endpoint) and its receiver travel through a ring in the segment instead of one ZeroMQ
-    /// message each (see the `lane` module). Off: every record goes through ZeroMQ.
+    /// `--shm-lanes`: records between a sender with a single peer (PAIR, a PUSH connected to one
+    /// endpoint, or a bound PUSH while one peer is connected) and its receiver travel through a
+    /// ring in the segment instead of one ZeroMQ message each (see the `lane` module). Off: every
+    /// record goes through ZeroMQ.
     pub lanes: bool,
 }
 
