@@ -665,7 +665,8 @@ typedef void (*fmq_plugin_state_callback)(int32_t state, void *user);
 
 /**
  * What the device offers a plugin (FairMQ's `PluginServices`). Every function takes `host`
- * first. Valid from the plugin's `start` until its `stop` returns; thread-safe. States and
+ * first. The table stays valid for the life of the process; its services work from the plugin's
+ * `start` until its `stop` returns (afterwards they answer `FMQ_PLUGIN_ERROR_INVALID`); thread-safe. States and
  * transitions are FairMQ's numbers (`fair::mq::State`, `fair::mq::Transition`). Functions that
  * write text take a buffer, its capacity and `len` (may be NULL), which receives the text's
  * length without the NUL, also when the buffer was too small (`FMQ_PLUGIN_ERROR_BUFFER`).

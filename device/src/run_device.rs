@@ -150,7 +150,9 @@ impl<D: Device + 'static, F: FnOnce(&Arc<Properties>) -> Result<D, BoxError>> Pr
         for mut p in plugins.drain(..) {
             log::debug!("Loaded plugin: {}", plugin::describe(p.as_ref()));
             let services = PluginServices::new(p.name(), &sm, config.clone(), control.clone());
-            if let Err(e) = p.start(services) {
+            let started_ok = panic_boundary::catch(|| p.start(services))
+                .unwrap_or_else(|panic| Err(format!("it panicked: {panic}").into()));
+            if let Err(e) = started_ok {
                 let e = PluginError::Instantiation { name: p.name().to_owned(), reason: e.to_string() };
                 log::error!("Uncaught exception reached the top of main: {e}");
                 stop_plugins(started);
@@ -199,7 +201,9 @@ fn wait_for_release(control: &DeviceControl) {
 /// Stops plugins, the last started first.
 fn stop_plugins(mut started: Vec<Box<dyn Plugin>>) {
     while let Some(mut p) = started.pop() {
-        p.stop();
+        if panic_boundary::catch(|| p.stop()).is_err() {
+            log::error!("plugin '{}' panicked while stopping", p.name());
+        }
         log::debug!("Unloaded plugin: {}", plugin::describe(p.as_ref()));
     }
 }

@@ -173,12 +173,9 @@ impl StateMachine {
         g.state_subs.sort_by_key(|s| s.1);
     }
 
-    /// Removes the subscription of `key` (no-op if there is none).
+    /// Removes every subscription of `key` (no-op if there is none).
     pub fn unsubscribe_from_state_change(&self, key: &str) {
-        let mut g = self.inner.lock();
-        if let Some(i) = g.state_subs.iter().position(|s| s.0 == key) {
-            g.state_subs.remove(i);
-        }
+        self.inner.lock().state_subs.retain(|s| s.0 != key);
     }
 
     /// Calls `cb` for every accepted transition, in the requesting thread.

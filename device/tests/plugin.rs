@@ -185,3 +185,41 @@ fn i19_unknown_plugins_are_errors_not_ignored() {
     let code = Program::new(|_| Ok(Once)).run_with_args(&args("--control static -P s:control"));
     assert_eq!(code, 0);
 }
+
+/// Panics as it starts.
+struct Panicky;
+
+impl Plugin for Panicky {
+    fn name(&self) -> &str {
+        "panicky"
+    }
+    fn start(&mut self, _: PluginServices) -> Result<(), BoxError> {
+        panic!("a bug in the plugin");
+    }
+}
+
+/// Records that it was stopped.
+struct Stopped(Arc<AtomicBool>);
+
+impl Plugin for Stopped {
+    fn name(&self) -> &str {
+        "stopped"
+    }
+    fn start(&mut self, _: PluginServices) -> Result<(), BoxError> {
+        Ok(())
+    }
+    fn stop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn i19_a_plugin_that_panics_as_it_starts_ends_the_program_with_1_and_the_started_ones_are_stopped() {
+    let stopped = Arc::new(AtomicBool::new(false));
+    let code = Program::new(|_| Ok(Busy))
+        .plugin(Stopped(stopped.clone()))
+        .plugin(Panicky)
+        .run_with_args(&args("--control static"));
+    assert_eq!(code, 1);
+    assert!(stopped.load(Ordering::SeqCst), "the plugin started before was stopped");
+}

@@ -122,7 +122,8 @@ pub enum fmq_plugin_result {
 pub type fmq_plugin_state_callback = Option<unsafe extern "C-unwind" fn(state: i32, user: *mut c_void)>;
 
 /// What the device offers a plugin (FairMQ's `PluginServices`). Every function takes `host`
-/// first. Valid from the plugin's `start` until its `stop` returns; thread-safe. States and
+/// first. The table stays valid for the life of the process; its services work from the plugin's
+/// `start` until its `stop` returns (afterwards they answer `FMQ_PLUGIN_ERROR_INVALID`); thread-safe. States and
 /// transitions are FairMQ's numbers (`fair::mq::State`, `fair::mq::Transition`). Functions that
 /// write text take a buffer, its capacity and `len` (may be NULL), which receives the text's
 /// length without the NUL, also when the buffer was too small (`FMQ_PLUGIN_ERROR_BUFFER`).
@@ -233,7 +234,7 @@ pub struct fmq_plugin {
 }
 
 /// The function a plugin library exports as `fmq_plugin_NAME`.
-pub type fmq_plugin_entry = unsafe extern "C" fn() -> *const fmq_plugin;
+pub type fmq_plugin_entry = unsafe extern "C-unwind" fn() -> *const fmq_plugin;
 
 /// The numbers of FairMQ's states (`fair::mq::State`), as services and callbacks pass them.
 #[repr(i32)]

@@ -82,7 +82,9 @@ pub fn add_options(g: &mut OptionGroup, decls: &[OptionDecl]) {
             kind => kind.parse(t),
         });
         match (default, d.required) {
-            (_, true) => g.add_required(&d.name, d.kind, &d.description),
+            // A default satisfies `required()` (as in Boost).
+            (Some(v), true) => g.add(&d.name, d.kind, v, &d.description),
+            (None, true) => g.add_required(&d.name, d.kind, &d.description),
             (Some(v), false) => g.add(&d.name, d.kind, v, &d.description),
             (None, false) => g.add_optional(&d.name, d.kind, &d.description),
         };
@@ -151,9 +153,9 @@ impl Library {
         }
         // SAFETY: the symbol is the plugin's entry, of type `fmq_plugin_entry` per the ABI.
         let entry: fmq_plugin_entry = unsafe { std::mem::transmute::<*mut c_void, fmq_plugin_entry>(f) };
-        // SAFETY: the entry takes nothing and returns the plugin's static descriptor; a C++
-        // exception cannot cross an `extern "C"` function (it aborts), so nothing unwinds here.
-        let d = unsafe { entry() };
+        // SAFETY: the entry takes nothing and returns the plugin's static descriptor; it is
+        // declared "C-unwind", so an exception from it is caught here, not undefined behaviour.
+        let d = catch_unwind(|| unsafe { entry() }).map_err(|_| format!("{symbol} threw an exception"))?;
         // SAFETY: NULL or a descriptor valid for the life of the process (the library stays loaded).
         unsafe { d.as_ref() }.ok_or_else(|| format!("{symbol} returned NULL"))
     }
@@ -169,11 +171,12 @@ pub(super) struct DynamicPlugin {
     running: Option<Running>,
 }
 
-/// A started instance and the services table it holds a pointer to.
+/// A started instance and the device's side of its services table. The table and the host
+/// are never freed (a plugin thread may call a service after its stop): after stop the host is
+/// emptied and every service answers `FMQ_PLUGIN_ERROR_INVALID`.
 struct Running {
     instance: *mut c_void,
-    _services: Box<fmq_plugin_services>,
-    _host: Box<Host>,
+    host: &'static Host,
 }
 
 // SAFETY: a plugin instance is started and stopped from the program's main thread, but the
@@ -231,37 +234,64 @@ impl Plugin for DynamicPlugin {
     }
     fn start(&mut self, services: PluginServices) -> Result<(), BoxError> {
         let Some(start) = self.descriptor.start else { return Ok(()) };
-        let host = Box::new(Host { services, name: self.name.clone() });
-        let table = Box::new(services_table(&host));
+        let host: &'static Host =
+            Box::leak(Box::new(Host { services: parking_lot::Mutex::new(Some(services)), name: self.name.clone() }));
+        let table: &'static fmq_plugin_services = Box::leak(Box::new(services_table(host)));
         let mut instance = std::ptr::null_mut();
-        // SAFETY: the plugin's start with a table valid until its stop returns (kept in
-        // `Running`) and a place for the instance pointer.
-        let rc = catch_unwind(AssertUnwindSafe(|| unsafe { start(&*table, &mut instance) }))
-            .map_err(|_| "its start threw an exception".to_owned())?;
-        if rc != 0 {
-            return Err(format!("its start returned {rc}").into());
+        // SAFETY: the plugin's start with a table that is never freed and a place for the
+        // instance pointer.
+        let rc = catch_unwind(AssertUnwindSafe(|| unsafe { start(table, &mut instance) }));
+        match rc {
+            Ok(0) => {
+                self.running = Some(Running { instance, host });
+                Ok(())
+            }
+            Ok(rc) => {
+                host.services.lock().take();
+                Err(format!("its start returned {rc}").into())
+            }
+            Err(_) => {
+                host.services.lock().take();
+                Err("its start threw an exception".into())
+            }
         }
-        self.running = Some(Running { instance, _services: table, _host: host });
-        Ok(())
     }
     fn stop(&mut self) {
         let Some(r) = self.running.take() else { return };
         if let Some(stop) = self.descriptor.stop {
-            // SAFETY: the instance its start gave, stopped once; the table is still alive.
+            // SAFETY: the instance its start gave, stopped once; the table is never freed.
             if catch_unwind(AssertUnwindSafe(|| unsafe { stop(r.instance) })).is_err() {
                 log::error!("plugin '{}': its stop threw an exception", self.name);
             }
         }
+        if let Some(s) = r.host.services.lock().take() {
+            s.unsubscribe_from_state_change();
+        }
     }
 }
 
-/// The device's side of one plugin's services table.
+impl Drop for DynamicPlugin {
+    fn drop(&mut self) {
+        // Dropped without stop (a panic unwinding): the plugin's services end here.
+        if let Some(r) = self.running.take() {
+            r.host.services.lock().take();
+        }
+    }
+}
+
+/// The device's side of one plugin's services table: the plugin's services until it stops.
 struct Host {
+    services: parking_lot::Mutex<Option<PluginServices>>,
+    name: String,
+}
+
+/// What a service call works with: the plugin's services and its name.
+struct Served {
     services: PluginServices,
     name: String,
 }
 
-fn services_table(host: &Host) -> fmq_plugin_services {
+fn services_table(host: &'static Host) -> fmq_plugin_services {
     fmq_plugin_services {
         abi_version: FMQ_PLUGIN_ABI_VERSION,
         host: (host as *const Host).cast_mut().cast(),
@@ -299,12 +329,17 @@ fn fail(code: fmq_plugin_result, text: impl Into<String>) -> fmq_plugin_result {
 /// # Safety
 /// `host` is the pointer of a services table the device gave, valid until the plugin's stop returns.
 // SAFETY: unsafe to call because `host` is dereferenced (contract above).
-unsafe fn serve(host: *mut c_void, f: impl FnOnce(&Host) -> fmq_plugin_result) -> fmq_plugin_result {
-    // SAFETY: per contract, `host` points to the live `Host` of the table.
+unsafe fn serve(host: *mut c_void, f: impl FnOnce(&Served) -> fmq_plugin_result) -> fmq_plugin_result {
+    // SAFETY: per contract, `host` points to the `Host` of the table, which is never freed.
     let Some(h) = (unsafe { host.cast::<Host>().as_ref() }) else {
         return fail(fmq_plugin_result::FMQ_PLUGIN_ERROR_INVALID, "host is NULL");
     };
-    catch_unwind(AssertUnwindSafe(|| f(h)))
+    // A clone: a long call (a wait) must not hold the lock that stop takes.
+    let Some(services) = h.services.lock().clone() else {
+        return fail(fmq_plugin_result::FMQ_PLUGIN_ERROR_INVALID, "the plugin was stopped");
+    };
+    let served = Served { services, name: h.name.clone() };
+    catch_unwind(AssertUnwindSafe(|| f(&served)))
         .unwrap_or_else(|_| fail(fmq_plugin_result::FMQ_PLUGIN_ERROR_PANIC, "the device failed inside the call"))
 }
 
@@ -592,4 +627,47 @@ unsafe extern "C" fn svc_log(host: *mut c_void, severity: i32, text: *const c_ch
 unsafe extern "C" fn svc_last_error() -> *const c_char {
     // The pointer stays valid until the thread's next failing call replaces the string.
     LAST_ERROR.try_with(|l| l.borrow().as_ptr()).unwrap_or(c"".as_ptr())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn option_tables_are_checked_and_a_default_satisfies_required() {
+        let table = [
+            fmq_option {
+                name: c"level".as_ptr(),
+                ty: FMQ_OPTION_INT | FMQ_OPTION_REQUIRED,
+                default_value: c"3".as_ptr(),
+                description: std::ptr::null(),
+            },
+            fmq_option {
+                name: c"must".as_ptr(),
+                ty: FMQ_OPTION_STRING | FMQ_OPTION_REQUIRED,
+                default_value: std::ptr::null(),
+                description: c"d".as_ptr(),
+            },
+        ];
+        // SAFETY: a table of two entries with static strings.
+        let decls = unsafe { read_option_table(table.as_ptr(), table.len()) }.unwrap();
+        let mut g = OptionGroup::new("t");
+        add_options(&mut g, &decls);
+        let mut opts = crate::options::Options::default();
+        opts.add_group(g);
+        let props = Properties::new();
+        opts.parse(&[], &props).unwrap();
+        assert_eq!(props.get::<i32>("level").unwrap(), 3);
+        assert!(opts.check_required(&props).is_err(), "'must' has no default");
+        let bad = [fmq_option {
+            name: c"n".as_ptr(),
+            ty: FMQ_OPTION_INT,
+            default_value: c"x".as_ptr(),
+            description: std::ptr::null(),
+        }];
+        // SAFETY: as above.
+        assert!(matches!(unsafe { read_option_table(bad.as_ptr(), 1) }, Err(OptionTableError::Invalid(_))));
+        // SAFETY: NULL with a count is refused before any read.
+        assert_eq!(unsafe { read_option_table(std::ptr::null(), 2) }, Err(OptionTableError::Null("options")));
+    }
 }

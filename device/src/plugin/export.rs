@@ -36,8 +36,8 @@ pub struct LibraryServices {
     table: &'static fmq_plugin_services,
 }
 
-// SAFETY: the ABI states that the table is thread-safe and valid until the plugin's stop returns
-// (the plugin is stopped before the table goes).
+// SAFETY: the ABI states that the table is thread-safe and never freed (its services refuse calls
+// once the plugin stopped).
 unsafe impl Send for LibraryServices {}
 // SAFETY: as above.
 unsafe impl Sync for LibraryServices {}
@@ -47,9 +47,15 @@ impl LibraryServices {
         if code == fmq_plugin_result::FMQ_PLUGIN_OK {
             return Ok(());
         }
-        // SAFETY: last_error returns a NUL-terminated string of the calling thread, valid until
-        // its next failing call; copied at once.
-        let message = unsafe { CStr::from_ptr((self.table.last_error)()) }.to_string_lossy().into_owned();
+        // SAFETY: last_error returns NULL or a NUL-terminated string of the calling thread, valid
+        // until its next failing call; copied at once.
+        let text = unsafe { (self.table.last_error)() };
+        let message = if text.is_null() {
+            String::new()
+        } else {
+            // SAFETY: as above.
+            unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned()
+        };
         Err(ServiceError { code, message })
     }
 
@@ -194,7 +200,8 @@ unsafe extern "C-unwind" fn state_trampoline(state: i32, user: *mut c_void) {
     if let Some(s) = State::ALL.iter().copied().find(|s| *s as i32 == state) {
         // A panic must not unwind into the device: it is stopped here and logged there.
         if catch_unwind(AssertUnwindSafe(|| f(s))).is_err() {
-            eprintln!("plugin state callback panicked entering {s}");
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "plugin state callback panicked entering {s}");
         }
     }
 }
@@ -210,13 +217,12 @@ unsafe impl Sync for Descriptor {}
 /// Starts `P` for the device (the `start` of an exported descriptor).
 ///
 /// # Safety
-/// Called by the device per the ABI: `services` valid until `stop` returns, `instance` writable.
+/// Called by the device per the ABI: `services` never freed, `instance` writable.
 pub unsafe extern "C-unwind" fn start<P: LibraryPlugin>(
     services: *const fmq_plugin_services,
     instance: *mut *mut c_void,
 ) -> i32 {
-    // SAFETY: per contract, the table outlives the plugin (until its stop returns); the plugin
-    // never keeps it beyond that.
+    // SAFETY: per contract, the table is never freed.
     let Some(table) = (unsafe { services.as_ref::<'static>() }) else { return 1 };
     if instance.is_null() || table.abi_version != FMQ_PLUGIN_ABI_VERSION {
         return 1;
