@@ -214,6 +214,8 @@ struct Shared {
     handle: DeviceHandle,
     ended: AtomicBool,
     sequence: parking_lot::Mutex<()>,
+    /// Set when the program stops the controller (after the device exited).
+    joined: Arc<AtomicBool>,
 }
 
 impl Shared {
@@ -234,14 +236,15 @@ impl Controller {
     ) -> std::io::Result<Controller> {
         let in_control =
             mode != ControlMode::None && services.take_device_control().map_err(|e| log::debug!("{e}")).is_ok();
+        let stop = Arc::new(AtomicBool::new(false));
         let shared = Arc::new(Shared {
             handle: services.device().clone(),
             services,
             ended: AtomicBool::new(false),
             sequence: parking_lot::Mutex::new(()),
+            joined: stop.clone(),
         });
         let mut threads = Vec::new();
-        let stop = Arc::new(AtomicBool::new(false));
         if catch_signals {
             log::debug!("Plugin 'control' is setting up signal handling for SIGINT and SIGTERM");
             let signalled = Arc::new(AtomicBool::new(false));
@@ -297,7 +300,7 @@ fn mode_thread(s: &Shared, mode: ControlMode, color: bool) {
         match mode {
             ControlMode::Static => {
                 // RUNNING ends (normally by itself) or a signal arrives.
-                while !stop.load(Ordering::SeqCst) {
+                while !stop.load(Ordering::SeqCst) && !s.joined.load(Ordering::SeqCst) {
                     if h.wait_for_next_state(Some(Duration::from_millis(100)))?.is_some() {
                         break;
                     }
@@ -305,7 +308,7 @@ fn mode_thread(s: &Shared, mode: ControlMode, color: bool) {
             }
             ControlMode::Gui => {
                 // Until a signal, or until the device ended some other way (a plugin drove it).
-                while !stop.load(Ordering::SeqCst) {
+                while !stop.load(Ordering::SeqCst) && !s.joined.load(Ordering::SeqCst) {
                     match h.current_state() {
                         State::Error => return Err(ErrorState),
                         State::Exiting => return Ok(()),
@@ -385,10 +388,13 @@ fn repl(s: &Shared, color: bool) -> Result<bool, ErrorState> {
     let _raw = crate::terminal::RawMode::enable();
     print_help(color);
     loop {
-        if h.current_state() == State::Error {
-            return Err(ErrorState);
+        match h.current_state() {
+            State::Error => return Err(ErrorState),
+            // Another plugin took control and ended the device: no more keys.
+            State::Exiting => return Ok(false),
+            _ => {}
         }
-        if s.handle.state_machine().shutdown_requested() {
+        if s.handle.state_machine().shutdown_requested() || s.joined.load(Ordering::SeqCst) {
             return Ok(false);
         }
         if !crate::terminal::stdin_ready(Duration::from_millis(100)) {
@@ -399,7 +405,7 @@ fn repl(s: &Shared, color: bool) -> Result<bool, ErrorState> {
             Ok(1) => {}
             // End of input: no more keys; the device keeps running until a signal.
             _ => {
-                while !s.handle.state_machine().shutdown_requested() {
+                while !s.handle.state_machine().shutdown_requested() && !s.joined.load(Ordering::SeqCst) {
                     match h.current_state() {
                         State::Error => return Err(ErrorState),
                         State::Exiting => return Ok(false),

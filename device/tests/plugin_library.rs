@@ -186,3 +186,16 @@ fn i19_a_rust_plugin_library_watches_and_is_refused_control_held_by_a_c_plugin()
     assert!(d.saw("Loaded plugin: 'rusty', version '0.3.1', maintainer 'fairmq-rs', homepage ''"));
     assert!(d.saw("[rusty] rusty plugin started"));
 }
+
+#[test]
+fn i19_the_interactive_controller_steps_back_when_a_plugin_stole_control_and_ended_the_device() {
+    let dir = plugin_dir();
+    let log = dir.path().join("log");
+    // The builtin controller takes control and waits for keys on an open stdin (a pipe).
+    let mut d = device(dir.path(), &format!("--control interactive --example-steal --example-log {}", log.display()));
+    assert_eq!(d.wait().code(), Some(0), "{}", d.seen.join("\n"));
+    let lines = log_lines(&log);
+    assert!(lines.contains(&"stole control and drove the device to EXITING".to_owned()), "{lines:?}");
+    assert_eq!(states(&lines).last(), Some(&15), "{lines:?}");
+    assert_eq!(lines.last().map(String::as_str), Some("stopped"));
+}

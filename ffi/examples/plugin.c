@@ -4,7 +4,9 @@
  *
  * --example-log FILE   appends a line per state the device enters, and what the plugin did
  * --example-drive      takes control of the device and drives it through its whole life
- *                      (up to RUNNING, --example-run-ms there, then down to EXITING) */
+ *                      (up to RUNNING, --example-run-ms there, then down to EXITING)
+ * --example-steal      once the device is RUNNING, steals control from whoever has it and
+ *                      drives the device down to EXITING */
 #include "fairmq_rs.h"
 
 #include <pthread.h>
@@ -17,6 +19,7 @@ typedef struct {
     FILE* log;
     pthread_mutex_t lock;
     int drive;
+    int steal;
     long run_ms;
     pthread_t driver;
     int driving;
@@ -81,6 +84,24 @@ static void* drive(void* user)
     return NULL;
 }
 
+static void* steal(void* user)
+{
+    example* e = user;
+    const fmq_plugin_services* s = e->s;
+    const int32_t down[][2] = {
+        {FMQ_TRANSITION_STOP, FMQ_STATE_READY},
+        {FMQ_TRANSITION_RESET_TASK, FMQ_STATE_DEVICE_READY},
+        {FMQ_TRANSITION_RESET_DEVICE, FMQ_STATE_IDLE},
+        {FMQ_TRANSITION_END, FMQ_STATE_EXITING},
+    };
+    int ok = s->wait_for_state(s->host, FMQ_STATE_RUNNING, 60000) == FMQ_PLUGIN_OK;
+    if (ok) s->steal_device_control(s->host);
+    for (size_t i = 0; ok && i < sizeof down / sizeof down[0]; i++) ok = step(e, down[i][0], down[i][1]) == 0;
+    note(e, ok ? "stole control and drove the device to EXITING" : "could not steal the device", NULL);
+    s->release_device_control(s->host);
+    return NULL;
+}
+
 /* A property as text into `buf`; 0 if it exists and fits. */
 static int property(const fmq_plugin_services* s, const char* key, char* buf, size_t cap)
 {
@@ -98,6 +119,7 @@ static int32_t start(const fmq_plugin_services* s, void** instance)
     char path[4096] = "", flag[16] = "", ms[32] = "";
     if (property(s, "example-log", path, sizeof path) == 0 && path[0]) e->log = fopen(path, "a");
     e->drive = property(s, "example-drive", flag, sizeof flag) == 0 && strcmp(flag, "true") == 0;
+    e->steal = property(s, "example-steal", flag, sizeof flag) == 0 && strcmp(flag, "true") == 0;
     e->run_ms = property(s, "example-run-ms", ms, sizeof ms) == 0 ? strtol(ms, NULL, 10) : 0;
     s->log(s->host, 2, "example plugin started");
     s->subscribe_to_state_change(s->host, on_state, e);
@@ -112,6 +134,8 @@ static int32_t start(const fmq_plugin_services* s, void** instance)
         } else {
             note(e, "control refused:", s->last_error());
         }
+    } else if (e->steal) {
+        e->driving = pthread_create(&e->driver, NULL, steal, e) == 0;
     }
     *instance = e;
     return 0;
@@ -132,6 +156,7 @@ static const fmq_option options[] = {
     {"example-log", FMQ_OPTION_STRING, "", "Append a line per state entered to this file"},
     {"example-drive", FMQ_OPTION_FLAG, NULL, "Take control of the device and drive it through its life"},
     {"example-run-ms", FMQ_OPTION_INT, "200", "How long to stay in RUNNING when driving (ms)"},
+    {"example-steal", FMQ_OPTION_FLAG, NULL, "Steal control once the device is RUNNING and drive it down"},
 };
 
 static const fmq_plugin descriptor = {
