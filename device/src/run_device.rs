@@ -155,6 +155,8 @@ impl<D: Device + 'static, F: FnOnce(&Arc<Properties>) -> Result<D, BoxError>> Pr
             if let Err(e) = started_ok {
                 let e = PluginError::Instantiation { name: p.name().to_owned(), reason: e.to_string() };
                 log::error!("Uncaught exception reached the top of main: {e}");
+                // The device will not run: plugins waiting for its states hear ERROR.
+                sm.abandon();
                 stop_plugins(started);
                 return 1;
             }

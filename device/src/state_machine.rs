@@ -173,6 +173,19 @@ impl StateMachine {
         g.state_subs.sort_by_key(|s| s.1);
     }
 
+    /// Ends a state machine that will never run (a plugin failed before the device started): the
+    /// state becomes ERROR and every subscriber and waiter hears of it, so waits on it end.
+    pub fn abandon(&self) {
+        {
+            let mut g = self.inner.lock();
+            g.state = State::Error;
+            g.next = State::Error;
+            self.current.store(State::Error as i32, Ordering::Release);
+        }
+        let _ = self.notify_state(State::Error);
+        self.queue.push(State::Error);
+    }
+
     /// Removes every subscription of `key` (no-op if there is none).
     pub fn unsubscribe_from_state_change(&self, key: &str) {
         self.inner.lock().state_subs.retain(|s| s.0 != key);

@@ -223,3 +223,33 @@ fn i19_a_plugin_that_panics_as_it_starts_ends_the_program_with_1_and_the_started
     assert_eq!(code, 1);
     assert!(stopped.load(Ordering::SeqCst), "the plugin started before was stopped");
 }
+
+/// Takes control and waits (up to two minutes) for RUNNING in a thread that its stop joins.
+struct Waiter(Option<std::thread::JoinHandle<Result<bool, fairmq::state_machine::ErrorState>>>);
+
+impl Plugin for Waiter {
+    fn name(&self) -> &str {
+        "waiter"
+    }
+    fn start(&mut self, services: PluginServices) -> Result<(), BoxError> {
+        services.take_device_control()?;
+        self.0 = Some(std::thread::spawn(move || {
+            let r = services.wait_for_state(State::Running, Some(Duration::from_secs(120)));
+            services.release_device_control();
+            r
+        }));
+        Ok(())
+    }
+    fn stop(&mut self) {
+        let r = self.0.take().unwrap().join().unwrap();
+        assert!(r.is_err(), "the wait ended with the device's ERROR, not a timeout: {r:?}");
+    }
+}
+
+#[test]
+fn i19_when_a_plugin_cannot_start_the_plugins_already_waiting_hear_error_at_once() {
+    let began = std::time::Instant::now();
+    let code = Program::new(|_| Ok(Busy)).plugin(Waiter(None)).plugin(Broken).run_with_args(&args("--control static"));
+    assert_eq!(code, 1);
+    assert!(began.elapsed() < Duration::from_secs(60), "the waiting plugin was not left to its timeout");
+}
