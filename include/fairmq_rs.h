@@ -659,9 +659,11 @@ typedef struct {
 /**
  * Called for every state the device enters (before the state's work), on the thread that runs
  * the state machine, with the state's number (FairMQ's `fair::mq::State`) and the `user` given
- * at subscription. Must not throw (C++).
+ * at subscription. Returns 0; non-zero means it failed, and the device goes to ERROR (FairMQ's
+ * rule for a subscriber that throws). Must not throw (C++), nor wait for a state (it runs on the
+ * thread that would enter it).
  */
-typedef void (*fmq_plugin_state_callback)(int32_t state, void *user);
+typedef int32_t (*fmq_plugin_state_callback)(int32_t state, void *user);
 
 /**
  * What the device offers a plugin (FairMQ's `PluginServices`). Every function takes `host`

@@ -5,6 +5,7 @@
  * --example-log FILE   appends a line per state the device enters, and what the plugin did
  * --example-drive      takes control of the device and drives it through its whole life
  *                      (up to RUNNING, --example-run-ms there, then down to EXITING)
+ * --example-fail-in N  fails its state callback entering state number N (the device goes to ERROR)
  * --example-steal      once the device is RUNNING, steals control from whoever has it and
  *                      drives the device down to EXITING */
 #include "fairmq_rs.h"
@@ -21,6 +22,7 @@ typedef struct {
     int drive;
     int steal;
     long run_ms;
+    long fail_in;
     pthread_t driver;
     int driving;
 } example;
@@ -34,11 +36,12 @@ static void note(example* e, const char* what, const char* detail)
     pthread_mutex_unlock(&e->lock);
 }
 
-static void on_state(int32_t state, void* user)
+static int32_t on_state(int32_t state, void* user)
 {
     char line[32];
     snprintf(line, sizeof line, "state %d", (int)state);
     note(user, line, NULL);
+    return state == ((example*)user)->fail_in ? 1 : 0;
 }
 
 /* Requests `t` and waits for `target`; 0 on success. */
@@ -121,6 +124,7 @@ static int32_t start(const fmq_plugin_services* s, void** instance)
     e->drive = property(s, "example-drive", flag, sizeof flag) == 0 && strcmp(flag, "true") == 0;
     e->steal = property(s, "example-steal", flag, sizeof flag) == 0 && strcmp(flag, "true") == 0;
     e->run_ms = property(s, "example-run-ms", ms, sizeof ms) == 0 ? strtol(ms, NULL, 10) : 0;
+    e->fail_in = property(s, "example-fail-in", ms, sizeof ms) == 0 ? strtol(ms, NULL, 10) : -1;
     s->log(s->host, 2, "example plugin started");
     s->subscribe_to_state_change(s->host, on_state, e);
     if (e->drive) {
@@ -156,6 +160,7 @@ static const fmq_option options[] = {
     {"example-log", FMQ_OPTION_STRING, "", "Append a line per state entered to this file"},
     {"example-drive", FMQ_OPTION_FLAG, NULL, "Take control of the device and drive it through its life"},
     {"example-run-ms", FMQ_OPTION_INT, "200", "How long to stay in RUNNING when driving (ms)"},
+    {"example-fail-in", FMQ_OPTION_INT, "-1", "Fail the state callback entering this state number"},
     {"example-steal", FMQ_OPTION_FLAG, NULL, "Steal control once the device is RUNNING and drive it down"},
 };
 

@@ -118,8 +118,10 @@ pub enum fmq_plugin_result {
 
 /// Called for every state the device enters (before the state's work), on the thread that runs
 /// the state machine, with the state's number (FairMQ's `fair::mq::State`) and the `user` given
-/// at subscription. Must not throw (C++).
-pub type fmq_plugin_state_callback = Option<unsafe extern "C-unwind" fn(state: i32, user: *mut c_void)>;
+/// at subscription. Returns 0; non-zero means it failed, and the device goes to ERROR (FairMQ's
+/// rule for a subscriber that throws). Must not throw (C++), nor wait for a state (it runs on the
+/// thread that would enter it).
+pub type fmq_plugin_state_callback = Option<unsafe extern "C-unwind" fn(state: i32, user: *mut c_void) -> i32>;
 
 /// What the device offers a plugin (FairMQ's `PluginServices`). Every function takes `host`
 /// first. The table stays valid for the life of the process; its services work from the plugin's

@@ -510,9 +510,12 @@ unsafe extern "C" fn svc_subscribe(
             h.services.subscribe_to_state_change(move |s| {
                 let u = &user;
                 // The plugin's callback with its `user` (inside this function's unsafe block, whose
-                // SAFETY line covers it); an exception from it is stopped here.
-                if catch_unwind(AssertUnwindSafe(|| f(s as i32, u.0))).is_err() {
-                    log::error!("plugin '{name}': its state callback threw an exception entering {s}");
+                // SAFETY line covers it). A failure (non-zero, or an exception stopped here) is
+                // raised as a panic, which the state machine turns into ERROR, as for any subscriber.
+                match catch_unwind(AssertUnwindSafe(|| f(s as i32, u.0))) {
+                    Ok(0) => {}
+                    Ok(rc) => panic!("plugin '{name}': its state callback returned {rc} entering {s}"),
+                    Err(_) => panic!("plugin '{name}': its state callback threw an exception entering {s}"),
                 }
             });
             FMQ_PLUGIN_OK

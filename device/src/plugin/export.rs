@@ -124,8 +124,9 @@ impl LibraryServices {
         }
     }
 
-    /// Calls `f` for every state entered from now on, on the state machine's thread. The
-    /// closure lives as long as the process (a call may still start after unsubscribing).
+    /// Calls `f` for every state entered from now on, on the state machine's thread (a panic in
+    /// it takes the device to ERROR). The closure lives as long as the process (a call may still
+    /// start after unsubscribing).
     pub fn subscribe_to_state_change(&self, f: impl Fn(State) + Send + Sync + 'static) -> Result<(), ServiceError> {
         let boxed: &'static StateFn = Box::leak(Box::new(Box::new(f) as StateFn));
         let user = (boxed as *const StateFn).cast_mut().cast::<c_void>();
@@ -193,16 +194,15 @@ fn c_string(s: &str) -> Result<CString, ServiceError> {
 
 type StateFn = Box<dyn Fn(State) + Send + Sync>;
 
-unsafe extern "C-unwind" fn state_trampoline(state: i32, user: *mut c_void) {
+unsafe extern "C-unwind" fn state_trampoline(state: i32, user: *mut c_void) -> i32 {
     // SAFETY: `user` is the leaked closure subscribe_to_state_change registered with this
     // trampoline; it is never freed.
     let f = unsafe { &*user.cast::<StateFn>() };
-    if let Some(s) = State::ALL.iter().copied().find(|s| *s as i32 == state) {
-        // A panic must not unwind into the device: it is stopped here and logged there.
-        if catch_unwind(AssertUnwindSafe(|| f(s))).is_err() {
-            use std::io::Write;
-            let _ = writeln!(std::io::stderr(), "plugin state callback panicked entering {s}");
-        }
+    match State::ALL.iter().copied().find(|s| *s as i32 == state) {
+        // A panic must not unwind into the device: it is stopped here, and the device, told the
+        // callback failed, goes to ERROR.
+        Some(s) => i32::from(catch_unwind(AssertUnwindSafe(|| f(s))).is_err()),
+        None => 0,
     }
 }
 

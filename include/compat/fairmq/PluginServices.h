@@ -281,8 +281,9 @@ class PluginServices
     }
 
     /// The device's state callback (fmq_plugin_state_callback): calls the subscribers outside the
-    /// lock, so that they may subscribe, unsubscribe or change the state.
-    static void OnState(int32_t state, void* user) noexcept
+    /// lock, so that they may subscribe, unsubscribe or change the state. A subscriber that throws
+    /// is logged and makes the callback fail, which takes the device to ERROR (as in FairMQ).
+    static int32_t OnState(int32_t state, void* user) noexcept
     {
         auto* self = static_cast<PluginServices*>(user);
         std::vector<Callback> callbacks;
@@ -292,21 +293,25 @@ class PluginServices
                 callbacks.push_back(s.second);
             }
         } catch (...) {
-            return; // out of memory: this state goes unheard
+            return 1; // out of memory: this state goes unheard
         }
         if (state < 0 || state > static_cast<int32_t>(DeviceState::Exiting)) {
-            return;
+            return 0;
         }
         const auto s = static_cast<DeviceState>(state);
+        int32_t failed = 0;
         for (auto& cb : callbacks) {
             try {
                 (*cb)(s);
             } catch (const std::exception& e) {
                 self->LogCallbackError(s, e.what());
+                failed = 1;
             } catch (...) {
                 self->LogCallbackError(s, "an exception that is no std::exception");
+                failed = 1;
             }
         }
+        return failed;
     }
     void LogCallbackError(DeviceState s, const char* what) const noexcept
     {
