@@ -92,7 +92,12 @@ impl<D: Device + 'static, F: FnOnce(&Arc<Properties>) -> Result<D, BoxError>> Pr
         let mut groups: Vec<(String, OptionGroup)> =
             plugins.iter().filter_map(|p| Some((p.name().to_owned(), p.options()?))).collect();
         groups.sort_by(|a, b| a.0.cmp(&b.0));
-        for (_, g) in groups {
+        for (name, g) in groups {
+            if let Err(reason) = check_plugin_options(&opts, &g) {
+                let e = PluginError::Instantiation { name, reason };
+                log::error!("Uncaught exception reached the top of main: {e}");
+                return 1;
+            }
             opts.add_group(g);
         }
         opts.add_group(PluginManager::options());
@@ -187,6 +192,22 @@ impl<D: Device + 'static, F: FnOnce(&Arc<Properties>) -> Result<D, BoxError>> Pr
         plugins.push(Box::new(ControlPlugin::default()));
         Ok(plugins)
     }
+}
+
+/// A plugin's options may not take a name the program already has (its default would replace
+/// the other's), nor a name no command line can give.
+fn check_plugin_options(opts: &Options, g: &OptionGroup) -> Result<(), String> {
+    let mut seen = std::collections::HashSet::new();
+    for o in &g.options {
+        let n = &o.name;
+        if n.is_empty() || n.starts_with('-') || !n.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
+            return Err(format!("'{n}' is not an option name"));
+        }
+        if opts.has(n) || !seen.insert(n.as_str()) || n == "plugin" || n == "plugin-search-path" {
+            return Err(format!("option '--{n}' is already defined"));
+        }
+    }
+    Ok(())
 }
 
 /// Waits until no plugin controls the device (FairMQ's runner does, so a controller finishes its

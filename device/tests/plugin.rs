@@ -253,3 +253,35 @@ fn i19_when_a_plugin_cannot_start_the_plugins_already_waiting_hear_error_at_once
     assert_eq!(code, 1);
     assert!(began.elapsed() < Duration::from_secs(60), "the waiting plugin was not left to its timeout");
 }
+
+/// Declares an option the device already has.
+struct Clash(&'static str);
+
+impl Plugin for Clash {
+    fn name(&self) -> &str {
+        "clash"
+    }
+    fn options(&self) -> Option<fairmq::options::OptionGroup> {
+        let mut g = fairmq::options::OptionGroup::new("Clash Plugin");
+        g.add(self.0, fairmq::options::Kind::Str, "x", "an option");
+        Some(g)
+    }
+    fn start(&mut self, _: PluginServices) -> Result<(), BoxError> {
+        Ok(())
+    }
+}
+
+#[test]
+fn i19_a_plugin_option_that_clashes_with_the_devices_or_cannot_be_given_is_refused() {
+    /// Ends RUNNING at once: without the check the program would exit 0.
+    struct Quick;
+    impl fairmq::Device for Quick {
+        fn conditional_run(&mut self, _: &fairmq::Context) -> fairmq::HookResult<bool> {
+            Ok(false)
+        }
+    }
+    for name in ["rate", "transport", "plugin", "", "-x", "a b"] {
+        let code = Program::new(|_| Ok(Quick)).plugin(Clash(name)).run_with_args(&args("--control static"));
+        assert_eq!(code, 1, "option '{name}'");
+    }
+}
