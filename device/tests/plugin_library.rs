@@ -205,7 +205,10 @@ fn i19_a_failing_plugin_state_callback_takes_the_device_to_error() {
     let dir = plugin_dir();
     let log = dir.path().join("log");
     // 12: RUNNING.
-    let mut d = device(dir.path(), &format!("--control static --runs 1000000 --example-fail-in 12 --example-log {}", log.display()));
+    let mut d = device(
+        dir.path(),
+        &format!("--control static --runs 1000000 --example-fail-in 12 --example-log {}", log.display()),
+    );
     assert_eq!(d.wait().code(), Some(1), "{}", d.seen.join("\n"));
     assert!(d.saw("its state callback returned 1 entering RUNNING"), "{}", d.seen.join("\n"));
     assert!(d.saw("---> ERROR"));

@@ -108,8 +108,17 @@ unsafe fn c_text(p: *const c_char) -> Result<Option<String>, std::str::Utf8Error
     Ok(Some(unsafe { CStr::from_ptr(p) }.to_str()?.to_owned()))
 }
 
-/// A loaded library (never unloaded: a plugin's threads and callbacks may outlive every handle).
+/// An opened library: closed again if its plugin is refused; kept loaded for the life of the
+/// process once its plugin is accepted (its threads and callbacks may outlive every handle).
 struct Library(*mut c_void);
+
+impl Drop for Library {
+    fn drop(&mut self) {
+        // SAFETY: a handle dlopen gave, closed once; nothing of a refused library was called
+        // but its entry, which returned.
+        unsafe { libc::dlclose(self.0) };
+    }
+}
 
 /// The last `dlerror` text.
 fn dl_error() -> String {
@@ -187,7 +196,6 @@ impl DynamicPlugin {
     /// Loads plugin `name` from the library at `path` (`None`: the running program).
     pub(super) fn load(name: &str, path: Option<&str>) -> Result<DynamicPlugin, String> {
         let lib = Library::open(path)?;
-        // The library stays loaded for the life of the process: `Library` never closes it.
         let descriptor = lib.descriptor(name)?;
         if descriptor.abi_version != FMQ_PLUGIN_ABI_VERSION {
             return Err(format!(
@@ -212,6 +220,8 @@ impl DynamicPlugin {
             add_options(&mut g, &decls);
             g
         });
+        // Accepted: the library stays loaded for the life of the process.
+        std::mem::forget(lib);
         Ok(DynamicPlugin { descriptor, name: name.to_owned(), maintainer, homepage, options, running: None })
     }
 }
@@ -617,6 +627,10 @@ unsafe extern "C" fn svc_log(host: *mut c_void, severity: i32, text: *const c_ch
             let level = match Severity::ALL.get(usize::try_from(severity).unwrap_or(usize::MAX)) {
                 Some(Severity::Trace) => log::Level::Trace,
                 Some(Severity::Debug) => log::Level::Debug,
+                Some(Severity::State) => {
+                    log::info!(target: crate::logging::STATE_TARGET, "[{}] {t}", h.name);
+                    return FMQ_PLUGIN_OK;
+                }
                 Some(Severity::Warn) => log::Level::Warn,
                 Some(Severity::Error | Severity::Fatal) => log::Level::Error,
                 _ => log::Level::Info,

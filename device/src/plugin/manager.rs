@@ -154,9 +154,7 @@ impl PluginManager {
         for f in &files {
             match DynamicPlugin::load(name, Some(f)) {
                 Ok(p) => return Ok(p),
-                // A file the system's lookup does not find is the usual case, not worth a line.
-                Err(e) if e.contains("No such file") => {}
-                Err(e) => reasons.push(format!("{f}: {e}")),
+                Err(e) => reasons.push(format!("system lookup: {e}")),
             }
         }
         Err(PluginError::Load { name: name.into(), reasons })
