@@ -104,9 +104,10 @@ impl PluginManager {
         Ok(PluginManager { names: list("plugin"), search_paths: search_paths(&list("plugin-search-path"))? })
     }
 
-    /// Loads the plugins `-P` names, in order, skipping repeats. `builtin` names the plugins the
-    /// program has already (`s:NAME` must be one of them).
-    pub fn load(&self, builtin: &[&str]) -> Result<Vec<Box<dyn Plugin>>, PluginError> {
+    /// Loads the plugins `-P` names, in order, skipping repeats. `present` names the plugins the
+    /// program has already; a name that [`builtin`](super::builtin) makes (bare or `s:`) is that
+    /// builtin plugin, not a library; any other `s:NAME` must be present.
+    pub fn load(&self, present: &[&str]) -> Result<Vec<Box<dyn Plugin>>, PluginError> {
         let mut loaded: Vec<Box<dyn Plugin>> = Vec::new();
         for given in &self.names {
             let (kind, name) = match given.get(..2) {
@@ -116,8 +117,16 @@ impl PluginManager {
             if loaded.iter().any(|p| p.name() == name) {
                 continue;
             }
+            if kind != "p" {
+                if present.contains(&name) {
+                    continue;
+                }
+                if let Some(p) = super::builtin(name) {
+                    loaded.push(p);
+                    continue;
+                }
+            }
             match kind {
-                "s" if builtin.contains(&name) => {}
                 "s" => {
                     return Err(PluginError::Static {
                         name: name.into(),

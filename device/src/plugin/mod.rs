@@ -12,9 +12,21 @@ mod dynamic;
 #[allow(unsafe_code)]
 pub mod export;
 pub mod manager;
+#[cfg(feature = "pmix")]
+pub mod pmix;
 mod services;
 
 pub use builtin_control::ControlPlugin;
+
+/// A builtin plugin that a program makes only when `-P` names it (`pmix` with the `pmix`
+/// feature).
+pub fn builtin(name: &str) -> Option<Box<dyn Plugin>> {
+    match name {
+        #[cfg(feature = "pmix")]
+        "pmix" => Some(Box::new(pmix::PmixPlugin::default())),
+        _ => None,
+    }
+}
 pub use device_control::{DeviceControl, DeviceControlError};
 pub use dynamic::{add_options, read_option_table, OptionDecl, OptionTableError};
 pub use manager::{PluginError, PluginManager};

@@ -1,0 +1,171 @@
+//! The `pmix` plugin (`-P pmix`, cargo feature `pmix`): devices started by a PMIx launcher
+//! (OpenMPI's `mpirun`, Slurm's `srun --mpi=pmix`) find each other without written addresses.
+//!
+//! - As it starts, every device publishes its `--id`; a id that several processes of the job share
+//!   (`-n 2 fairmq-proxy --id proc`) becomes `<id>_<n>`, n counting those processes by rank.
+//! - Once BOUND, every device publishes the addresses its bound channels got (a wildcard host is
+//!   replaced by the address of `--network-interface`), and a fence waits for all of them. A
+//!   connecting channel without an address then connects to the addresses bound under its name
+//!   (several, comma-separated, when several processes bind it), while the device is CONNECTING.
+//!
+//! Every process of the job must load the plugin: the two fences are collective.
+
+#[allow(unsafe_code)]
+mod ffi;
+
+use super::{builtin_control::crate_version, Plugin, PluginServices, Version};
+use crate::properties::Properties;
+use crate::state::State;
+use crate::BoxError;
+use std::collections::BTreeMap;
+
+const ID_KEY: &str = "fairmq-rs.id";
+const BOUND_KEY: &str = "fairmq-rs.bound";
+
+/// The `pmix` plugin.
+#[derive(Debug, Default)]
+pub struct PmixPlugin {
+    exchange: Option<std::thread::JoinHandle<()>>,
+    initialized: bool,
+}
+
+impl Plugin for PmixPlugin {
+    fn name(&self) -> &str {
+        "pmix"
+    }
+    fn version(&self) -> Version {
+        crate_version()
+    }
+    fn maintainer(&self) -> &str {
+        "fairmq-rs"
+    }
+    fn start(&mut self, services: PluginServices) -> Result<(), BoxError> {
+        let (nspace, rank) = ffi::init()?;
+        self.initialized = true;
+        let size = ffi::job_size()?;
+        log::debug!("pmix: namespace {nspace}, rank {rank} of {size}");
+        let config = services.config().clone();
+        let timeout = config.get_or::<i32>("init-timeout", 120).unwrap_or(120);
+        let id = config.get_or::<String>("id", String::new()).unwrap_or_default();
+        ffi::put(ID_KEY, &id)?;
+        ffi::fence(timeout)?;
+        let ids = (0..size).map(|r| ffi::get(r, ID_KEY)).collect::<Result<Vec<_>, _>>()?;
+        if let Some(unique) = unique_id(&ids, rank as usize) {
+            log::info!("pmix: device id '{id}' is given to several processes; this one is '{unique}'");
+            config.set("id", unique);
+        }
+        self.exchange = Some(std::thread::spawn(move || {
+            if let Err(e) = exchange_addresses(&services, size, timeout) {
+                log::error!("pmix: {e}");
+            }
+        }));
+        Ok(())
+    }
+    fn stop(&mut self) {
+        if let Some(t) = self.exchange.take() {
+            let _ = t.join();
+        }
+        if self.initialized {
+            if let Err(e) = ffi::finalize() {
+                log::warn!("pmix: {e}");
+            }
+        }
+    }
+}
+
+/// The id of the process at `index` when `ids` gives its id to several: `<id>_<n>`.
+fn unique_id(ids: &[String], index: usize) -> Option<String> {
+    let mine = ids.get(index)?;
+    let same: Vec<usize> = ids.iter().enumerate().filter(|(_, i)| *i == mine).map(|(n, _)| n).collect();
+    (same.len() > 1).then(|| format!("{mine}_{}", same.iter().position(|&n| n == index).unwrap_or(0)))
+}
+
+/// Once BOUND: publishes the bound channels' addresses, waits for everyone's, and gives the
+/// connecting channels without an address those bound under their name.
+fn exchange_addresses(services: &PluginServices, size: u32, timeout: i32) -> Result<(), BoxError> {
+    if !services.wait_for_state(State::Bound, None).map_err(|_| "the device went to ERROR before BOUND")? {
+        return Ok(());
+    }
+    let config = services.config();
+    let interface = config.get_or::<String>("network-interface", "default".into())?;
+    let mine: Vec<String> = channels(config, "bind")
+        .into_iter()
+        .filter(|(_, _, a)| !a.is_empty())
+        .map(|(name, _, address)| format!("{name}\t{}", reachable(&address, &interface)))
+        .collect();
+    ffi::put(BOUND_KEY, &mine.join("\n"))?;
+    ffi::fence(timeout)?;
+    let mut bound: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for r in 0..size {
+        for line in ffi::get(r, BOUND_KEY)?.lines() {
+            if let Some((name, address)) = line.split_once('\t') {
+                bound.entry(name.to_owned()).or_default().push(address.to_owned());
+            }
+        }
+    }
+    for (name, i, address) in channels(config, "connect") {
+        if !address.is_empty() && address != "unspecified" {
+            continue;
+        }
+        match bound.get(&name) {
+            Some(list) => {
+                let joined = list.join(",");
+                log::info!("pmix: channel {name}[{i}] connects to {joined}");
+                config.set(&format!("chans.{name}.{i}.address"), joined);
+            }
+            None => log::error!("pmix: no process of the job binds a channel named '{name}'"),
+        }
+    }
+    Ok(())
+}
+
+/// The sub-channels whose method is `method`: name, index, address.
+fn channels(config: &Properties, method: &str) -> Vec<(String, usize, String)> {
+    let mut out = Vec::new();
+    for (name, count) in config.channel_info() {
+        for i in 0..count {
+            let key = |k: &str| format!("chans.{name}.{i}.{k}");
+            if config.get_or::<String>(&key("method"), String::new()).unwrap_or_default() == method {
+                out.push((
+                    name.clone(),
+                    i,
+                    config.get_or::<String>(&key("address"), String::new()).unwrap_or_default(),
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// `address` with a wildcard host (`*`, `0.0.0.0`) replaced by the IPv4 address of `interface`
+/// (`default`: the default route's), so that other hosts can connect to it.
+fn reachable(address: &str, interface: &str) -> String {
+    let Some(rest) = address.strip_prefix("tcp://") else { return address.to_owned() };
+    let Some((host, port)) = rest.rsplit_once(':') else { return address.to_owned() };
+    if host != "*" && host != "0.0.0.0" {
+        return address.to_owned();
+    }
+    let name =
+        if interface == "default" { crate::network::default_route_interface() } else { Some(interface.to_owned()) };
+    match name.and_then(|n| crate::network::interface_ipv4(&n)) {
+        Some(ip) => format!("tcp://{ip}:{port}"),
+        None => format!("tcp://127.0.0.1:{port}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shared_ids_are_numbered_by_rank_and_wildcards_become_reachable() {
+        let ids: Vec<String> = ["sampler", "proc", "sink", "proc"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(unique_id(&ids, 0), None);
+        assert_eq!(unique_id(&ids, 1).as_deref(), Some("proc_0"));
+        assert_eq!(unique_id(&ids, 3).as_deref(), Some("proc_1"));
+        assert_eq!(reachable("tcp://*:5555", "lo"), "tcp://127.0.0.1:5555");
+        assert_eq!(reachable("tcp://0.0.0.0:5555", "lo"), "tcp://127.0.0.1:5555");
+        assert_eq!(reachable("tcp://10.1.2.3:5555", "lo"), "tcp://10.1.2.3:5555");
+        assert_eq!(reachable("ipc:///tmp/x", "lo"), "ipc:///tmp/x");
+    }
+}
