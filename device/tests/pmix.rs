@@ -95,3 +95,119 @@ fn i19_pmix_without_a_launcher_is_a_clear_error() {
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("An error occurred while instantiating plugin pmix: PMIx_Init failed"), "{out}");
 }
+
+/// Test hosts made of network namespaces, each with its own address on a bridge: created by the
+/// test, removed on drop (also when the test fails).
+struct Hosts {
+    namespaces: Vec<String>,
+    bridge: String,
+    /// The hosts' addresses, in the order of `namespaces`.
+    addresses: Vec<String>,
+}
+
+fn ip(args: &[&str]) -> Result<(), String> {
+    let out = std::process::Command::new("ip").args(args).output().map_err(|e| format!("ip: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!("ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()))
+    }
+}
+
+impl Hosts {
+    /// `n` hosts, or why they cannot be made here.
+    fn new(n: usize) -> Result<Hosts, String> {
+        let tag = std::process::id() % 100_000;
+        let subnet = format!("10.78.{}", tag % 250);
+        let mut hosts = Hosts { namespaces: Vec::new(), bridge: format!("fmqb{tag}"), addresses: Vec::new() };
+        ip(&["link", "add", &hosts.bridge, "type", "bridge"])?;
+        ip(&["addr", "add", &format!("{subnet}.1/24"), "dev", &hosts.bridge])?;
+        ip(&["link", "set", &hosts.bridge, "up"])?;
+        for i in 0..n {
+            let ns = format!("fmqh{tag}-{i}");
+            let (outer, inner) = (format!("fmqv{tag}{i}"), format!("fmqi{tag}{i}"));
+            let address = format!("{subnet}.{}", i + 2);
+            ip(&["netns", "add", &ns])?;
+            hosts.namespaces.push(ns.clone());
+            ip(&["link", "add", &outer, "type", "veth", "peer", "name", &inner])?;
+            ip(&["link", "set", &inner, "netns", &ns])?;
+            ip(&["link", "set", &outer, "master", &hosts.bridge])?;
+            ip(&["link", "set", &outer, "up"])?;
+            ip(&["-n", &ns, "addr", "add", &format!("{address}/24"), "dev", &inner])?;
+            ip(&["-n", &ns, "link", "set", &inner, "up"])?;
+            ip(&["-n", &ns, "link", "set", "lo", "up"])?;
+            ip(&["-n", &ns, "route", "add", "default", "via", &format!("{subnet}.1")])?;
+            hosts.addresses.push(address);
+        }
+        Ok(hosts)
+    }
+
+    /// mpirun's launcher agent: "ssh HOST COMMAND" runs COMMAND in HOST's namespace.
+    fn agent(&self, dir: &std::path::Path) -> std::path::PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let mut script = String::from("#!/bin/sh\nhost=$1; shift\ncase \"$host\" in\n");
+        for (a, ns) in self.addresses.iter().zip(&self.namespaces) {
+            script.push_str(&format!("  {a}) ns={ns} ;;\n"));
+        }
+        script.push_str(
+            "  *) echo \"unknown host $host\" >&2; exit 1 ;;\nesac\nexec ip netns exec \"$ns\" /bin/sh -c \"$*\"\n",
+        );
+        let path = dir.join("agent.sh");
+        std::fs::write(&path, script).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+}
+
+impl Drop for Hosts {
+    fn drop(&mut self) {
+        for ns in &self.namespaces {
+            let _ = ip(&["netns", "del", ns]);
+        }
+        let _ = ip(&["link", "del", &self.bridge]);
+    }
+}
+
+#[test]
+fn i19_pmix_devices_on_three_hosts_find_each_other_over_tcp() {
+    let hosts = match Hosts::new(3) {
+        Ok(h) => h,
+        Err(why) => {
+            println!("skipped: network namespaces cannot be made here ({why})");
+            return;
+        }
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let agent = hosts.agent(dir.path());
+    let subnet = format!("{}.0/24", hosts.addresses[0].rsplit_once('.').unwrap().0);
+    let s = Session::new();
+    let c = common_args(&s, "zeromq");
+    let mut apps: Vec<String> =
+        ["--mca", "plm_rsh_agent", &agent.to_string_lossy(), "--mca", "oob_tcp_if_include", &subnet]
+            .iter()
+            .map(|a| a.to_string())
+            .collect();
+    // A sampler on host A and one on host B (the same id), the sink on host C.
+    for host in &hosts.addresses[..2] {
+        apps.extend(["-n", "1", "--host", host, SAMPLER].iter().map(|a| a.to_string()));
+        apps.extend(c.clone());
+        apps.extend(["--id", "sampler", "--max-iterations", "999", "--msg-size", "1000"].iter().map(|a| a.to_string()));
+        apps.extend([
+            "--channel-config".into(),
+            "name=data,type=push,method=bind,address=tcp://*:0".into(),
+            ":".into(),
+        ]);
+    }
+    apps.extend(["-n", "1", "--host", &hosts.addresses[2], SINK].iter().map(|a| a.to_string()));
+    apps.extend(c);
+    apps.extend(["--id", "sink1", "--max-iterations", "1999"].iter().map(|a| a.to_string()));
+    apps.extend(["--channel-config".into(), "name=data,type=pull,method=connect".into()]);
+    let refs: Vec<&str> = apps.iter().map(String::as_str).collect();
+    let (code, out) = mpirun(&refs);
+    assert_eq!(code, Some(0), "{out}");
+    let connects = out.lines().find(|l| l.contains("pmix: channel data[0] connects to")).expect("the sink connects");
+    for a in &hosts.addresses[..2] {
+        assert!(connects.contains(&format!("tcp://{a}:")), "the sink connects to host {a}: {connects}");
+    }
+    assert!(out.contains("Received 1999 messages"), "{out}");
+}
