@@ -14,6 +14,46 @@ use crate::state_machine::{ErrorState, StateMachine};
 use std::sync::Arc;
 
 /// What a device program supplies: its custom options and how to build the device.
+///
+/// # Examples
+///
+/// A device program with an option of its own and a plugin that watches the states (run it with
+/// FairMQ's options: `--id`, `--channel-config`, `--control`, ...).
+///
+/// ```no_run
+/// use fairmq::{BoxError, Context, Device, HookResult, Plugin, PluginServices, Program};
+///
+/// struct Counter { left: u64 }
+///
+/// impl Device for Counter {
+///     fn init_task(&mut self, ctx: &Context) -> HookResult {
+///         self.left = ctx.config().get("count")?;
+///         Ok(())
+///     }
+///     fn conditional_run(&mut self, _ctx: &Context) -> HookResult<bool> {
+///         self.left = self.left.saturating_sub(1);
+///         Ok(self.left > 0)
+///     }
+/// }
+///
+/// struct Watcher;
+///
+/// impl Plugin for Watcher {
+///     fn name(&self) -> &str { "watcher" }
+///     fn start(&mut self, services: PluginServices) -> Result<(), BoxError> {
+///         services.subscribe_to_state_change(|s| println!("entered {s}"));
+///         Ok(())
+///     }
+/// }
+///
+/// fn main() -> std::process::ExitCode {
+///     Program::new(|_config| Ok(Counter { left: 0 }))
+///         .options(|o| { o.add("count", fairmq::options::Kind::U64, 10u64, "iterations"); })
+///         .plugin(Watcher)
+///         .version("1.0.0")
+///         .run()
+/// }
+/// ```
 pub struct Program<F> {
     custom_options: Option<OptionGroup>,
     factory: F,

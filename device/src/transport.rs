@@ -6,6 +6,31 @@ use fairmq_zmq::{AttachOptions, CounterSnapshot, Counters, SocketOptions, Socket
 use std::sync::Arc;
 
 /// A transport: the zeromq one, or the shared-memory one.
+///
+/// # Examples
+///
+/// Either transport through one type: a push and a pull of the shmem transport in one process.
+///
+/// ```
+/// use fairmq::{transports, Properties, SocketType, TransportKind};
+/// use fairmq_zmq::{AttachOptions, Method};
+///
+/// let config = Properties::new();
+/// config.set("session", format!("doc-transport-{}", std::process::id()));
+/// config.set("shm-segment-size", 16u64 << 20);
+/// let transport = transports::create(TransportKind::Shmem, "doc", &config)?;
+/// let pull = transport.socket(SocketType::Pull, "data")?;
+/// let push = transport.socket(SocketType::Push, "data")?;
+/// pull.attach("inproc://doc-transport", &AttachOptions::new(Some(Method::Bind)))?;
+/// push.attach("inproc://doc-transport", &AttachOptions::new(Some(Method::Connect)))?;
+///
+/// let mut msg = transport.new_simple_message(b"over shared memory")?;
+/// push.send(&mut msg, 1000, &transport)?;
+/// let mut received = transport.new_message();
+/// pull.receive(&mut received, 1000, &transport)?;
+/// assert_eq!(received.data(), b"over shared memory");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone)]
 pub enum Transport {
     /// Payload in ZeroMQ frames.

@@ -20,6 +20,38 @@ fn option_error(option: &'static str, source: zmq::Error) -> ShmError {
 ///
 /// Creating it attaches to the session (creating its objects if it is the first); when the last
 /// transport of the session is gone, the session's objects are removed (unless `no_cleanup`).
+///
+/// # Examples
+///
+/// Two transports of one session (as two devices would have); a message allocated by one is read
+/// by the other without a copy.
+///
+/// ```
+/// use fairmq_shm::{ShmConfig, Transport};
+/// use fairmq_zmq::SocketType;
+///
+/// let session = format!("doc-shm-transport-{}", std::process::id());
+/// let config = |id: &str| {
+///     let mut c = ShmConfig::new(id, &session);
+///     c.segment_size = 16 << 20;
+///     c
+/// };
+/// let (sender, receiver) = (Transport::new(&config("sender"))?, Transport::new(&config("receiver"))?);
+/// let pull = receiver.socket(SocketType::Pull, "data")?;
+/// // An abstract socket name (no file to remove).
+/// let address = format!("ipc://@doc-shm-transport-{}", std::process::id());
+/// pull.bind(&address)?;
+/// let push = sender.socket(SocketType::Push, "data")?;
+/// push.connect(&address)?;
+///
+/// let mut msg = sender.new_message_with_size(4096)?;
+/// msg.data_mut()?.fill(7);
+/// push.send(&mut msg, 1000)?;
+/// let mut received = receiver.new_message();
+/// pull.receive(&mut received, 1000)?;
+/// assert!(received.data().iter().all(|&b| b == 7));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct Transport {
     inner: Arc<Inner>,

@@ -12,6 +12,19 @@ use std::fmt;
 /// bytes (reference counted by libzmq) instead of copying them; writing through
 /// [`data_mut`](Message::data_mut) to shared or constant bytes first makes a private copy, so a copy
 /// never sees the change.
+///
+/// # Examples
+///
+/// ```
+/// use fairmq_zmq::Message;
+///
+/// let original = Message::from_slice(b"shared");
+/// let mut copy = Message::new();
+/// copy.copy_from(&original);
+/// copy.data_mut()[0] = b'S'; // a private copy is made first
+/// assert_eq!(original.data(), b"shared");
+/// assert_eq!(copy.data(), b"Shared");
+/// ```
 pub struct Message {
     pub(crate) raw: RawMsg,
     /// Requested alignment of received data (0: none); kept across receives (FairMQ forgets it after

@@ -31,6 +31,28 @@ impl Default for TransportConfig {
 ///
 /// The context ends when the transport and all its sockets are dropped; that is when queued outgoing
 /// messages get their linger time.
+///
+/// # Examples
+///
+/// Interrupting wakes a blocked receive at once, with FairMQ's code -3.
+///
+/// ```
+/// use fairmq_zmq::{Message, SocketType, TransferCode, Transport};
+///
+/// let transport = Transport::new("doc")?;
+/// let pull = transport.socket(SocketType::Pull, "data")?;
+/// pull.bind("inproc://doc-interrupt")?;
+/// let t = transport.clone();
+/// let waker = std::thread::spawn(move || {
+///     std::thread::sleep(std::time::Duration::from_millis(50));
+///     t.interrupt();
+/// });
+/// let mut msg = Message::new();
+/// let err = pull.receive(&mut msg, -1).unwrap_err();
+/// assert_eq!(err.code(), TransferCode::Interrupted); // -3, as in FairMQ
+/// waker.join().unwrap();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct Transport {
     inner: Arc<Inner>,

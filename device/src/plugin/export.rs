@@ -262,10 +262,23 @@ pub unsafe extern "C-unwind" fn stop<P: LibraryPlugin>(instance: *mut c_void) {
 /// `libfairmq-plugin-<name>.so`; the symbol is `fmq_plugin_<name>`, given as `symbol`). Options
 /// are (name, `FMQ_OPTION_*` type, default or `c""` for none, help):
 ///
-/// ```ignore
+/// ```no_run
+/// use fairmq::plugin::c_abi::FMQ_OPTION_STRING;
+/// use fairmq::plugin::export::{LibraryPlugin, LibraryServices};
+///
+/// struct Rusty;
+///
+/// impl LibraryPlugin for Rusty {
+///     fn start(services: LibraryServices) -> Result<Self, fairmq::BoxError> {
+///         services.log(log::Level::Info, "started");
+///         Ok(Rusty)
+///     }
+/// }
+///
 /// fairmq::export_plugin!(fmq_plugin_rusty, Rusty, name: c"rusty", version: (1, 0, 0),
 ///     maintainer: c"Jane Doe <jane@example.org>", homepage: c"https://example.org",
-///     options: c"Rusty Plugin", [(c"rusty-log", fairmq::plugin::c_abi::FMQ_OPTION_STRING, c"", c"where to log")]);
+///     options: c"Rusty Plugin", [(c"rusty-log", FMQ_OPTION_STRING, c"", c"where to log")]);
+/// # fn main() {}
 /// ```
 #[macro_export]
 macro_rules! export_plugin {
