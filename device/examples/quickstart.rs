@@ -30,7 +30,7 @@ struct Sampler {
 
 impl Sampler {
     fn send_end(&mut self, ctx: &Context, timeout_ms: i32) -> HookResult {
-        let ch = ctx.channel("data", 0)?;
+        let ch = ctx.channel("data1", 0)?;
         let mut m = ch.new_message_with_size(self.size)?;
         m.data_mut()?[..16].copy_from_slice(&[END.to_le_bytes(), self.sent.to_le_bytes()].concat());
         ch.send_timeout(&mut m, timeout_ms)?;
@@ -50,7 +50,7 @@ impl Device for Sampler {
             self.send_end(ctx, -1)?;
             return Ok(false);
         }
-        let ch = ctx.channel("data", 0)?;
+        let ch = ctx.channel("data1", 0)?;
         let mut m = ch.new_message_with_size(self.size)?;
         m.data_mut()?[..16].copy_from_slice(&[self.sent.to_le_bytes(), [0; 8]].concat());
         if ch.send(&mut m).is_err() {
@@ -77,12 +77,12 @@ struct Processor;
 
 impl Device for Processor {
     fn init_task(&mut self, ctx: &Context) -> HookResult {
-        ctx.on_data("in");
+        ctx.on_data("data1");
         Ok(())
     }
     fn handle_data(&mut self, ctx: &Context, _: &str, m: &mut Message, _: usize) -> HookResult<bool> {
         let end = seq_of(m) == END;
-        ctx.send(m, "out", 0)?;
+        ctx.send(m, "data2", 0)?;
         Ok(!end) // forward the end message, then leave RUNNING
     }
 }
@@ -95,7 +95,7 @@ struct Sink {
 
 impl Device for Sink {
     fn init_task(&mut self, ctx: &Context) -> HookResult {
-        ctx.on_data("data");
+        ctx.on_data("data2");
         Ok(())
     }
     fn handle_data(&mut self, _: &Context, _: &str, m: &mut Message, _: usize) -> HookResult<bool> {
@@ -182,15 +182,15 @@ fn orchestrate(args: &[String]) -> ExitCode {
     // machine, a debug build); the guide's remedy is a linger that covers the slowest drain.
     let linger = "linger=10000";
     let mut devices = [
-        ("sink", spawn("sink", "sink1", &[format!("name=data,type=pull,method=bind,address={b},rateLogging=0")])),
+        ("sink", spawn("sink", "sink1", &[format!("name=data2,type=pull,method=bind,address={b},rateLogging=0")])),
         (
             "processor",
             spawn(
                 "processor",
                 "processor1",
                 &[
-                    format!("name=in,type=pull,method=bind,address={a},rateLogging=0"),
-                    format!("name=out,type=push,method=connect,address={b},rateLogging=0,{linger}"),
+                    format!("name=data1,type=pull,method=bind,address={a},rateLogging=0"),
+                    format!("name=data2,type=push,method=connect,address={b},rateLogging=0,{linger}"),
                 ],
             ),
         ),
@@ -199,7 +199,7 @@ fn orchestrate(args: &[String]) -> ExitCode {
             spawn(
                 "sampler",
                 "sampler1",
-                &[format!("name=data,type=push,method=connect,address={a},rateLogging=0,{linger}")],
+                &[format!("name=data1,type=push,method=connect,address={a},rateLogging=0,{linger}")],
             ),
         ),
     ];

@@ -644,17 +644,17 @@ fn g27_g39_g48_signalling_every_device_at_once_loses_messages_the_source_first_l
                 start(&exe, &refs, None)
             };
             let mut sink =
-                dev("sink", "sink1", &[format!("name=data,type=pull,method=bind,address={b},rateLogging=0")]);
+                dev("sink", "sink1", &[format!("name=data2,type=pull,method=bind,address={b},rateLogging=0")]);
             let mut processor = dev(
                 "processor",
                 "processor1",
                 &[
-                    format!("name=in,type=pull,method=bind,address={a},rateLogging=0"),
-                    format!("name=out,type=push,method=connect,address={b},rateLogging=0"),
+                    format!("name=data1,type=pull,method=bind,address={a},rateLogging=0"),
+                    format!("name=data2,type=push,method=connect,address={b},rateLogging=0"),
                 ],
             );
             let mut sampler =
-                dev("sampler", "sampler1", &[format!("name=data,type=push,method=connect,address={a},rateLogging=0")]);
+                dev("sampler", "sampler1", &[format!("name=data1,type=push,method=connect,address={a},rateLogging=0")]);
             sink.expect("sink: data flows");
             std::thread::sleep(std::time::Duration::from_millis(300)); // the queues between them fill
             if all_at_once {

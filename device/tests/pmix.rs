@@ -117,7 +117,9 @@ fn ip(args: &[&str]) -> Result<(), String> {
 impl Hosts {
     /// `n` hosts, or why they cannot be made here.
     fn new(n: usize) -> Result<Hosts, String> {
-        let tag = std::process::id() % 100_000;
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        // Unique among the tests of this process (they run in parallel) and, mostly, among processes.
+        let tag = (std::process::id() % 10_000) * 10 + NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 10;
         let subnet = format!("10.78.{}", tag % 250);
         let mut hosts = Hosts { namespaces: Vec::new(), bridge: format!("fmqb{tag}"), addresses: Vec::new() };
         ip(&["link", "add", &hosts.bridge, "type", "bridge"])?;
@@ -210,4 +212,126 @@ fn i19_pmix_devices_on_three_hosts_find_each_other_over_tcp() {
         assert!(connects.contains(&format!("tcp://{a}:")), "the sink connects to host {a}: {connects}");
     }
     assert!(out.contains("Received 1999 messages"), "{out}");
+}
+
+const COMMAND: &str = env!("CARGO_BIN_EXE_fairmq-pmix-command");
+
+/// The quickstart example (sampler, processor and sink roles with end messages), built with the
+/// pmix feature beside this test.
+fn quickstart() -> String {
+    let examples = std::path::Path::new(SAMPLER).parent().unwrap().join("examples");
+    let release = examples.components().any(|c| c.as_os_str() == "release");
+    let status = std::process::Command::new(env!("CARGO"))
+        .args(["build", "-p", "fairmq", "--features", "pmix", "--example", "quickstart"])
+        .args(release.then_some("--release"))
+        .status()
+        .expect("cargo builds the quickstart example");
+    assert!(status.success());
+    examples.join("quickstart").to_string_lossy().into_owned()
+}
+
+/// The command line of a sampler -> processor -> sink job driven by `fairmq-pmix-command run
+/// stop state`, each app placed on `hosts` (one each, in that order, the command with the sampler)
+/// when given.
+fn three_stages(exe: &str, s: &Session, transport: &str, hosts: Option<&[String]>) -> Vec<String> {
+    let c: Vec<String> =
+        ["-P", "pmix", "--control", "none", "--color", "false", "--severity", "info", "--transport", transport]
+            .iter()
+            .chain(["--session", &s.name, "--shm-segment-size", "50000000"].iter())
+            .map(|a| a.to_string())
+            .collect();
+    let apps: [(&str, &str, Vec<&str>); 3] = [
+        (
+            "sampler",
+            "sampler1",
+            vec![
+                "--messages",
+                "0",
+                "--msg-size",
+                "256",
+                "--channel-config",
+                "name=data1,type=push,method=bind,address=tcp://*:0",
+            ],
+        ),
+        (
+            "processor",
+            "processor1",
+            vec!["--channel-config", "name=data1,type=pull,method=connect", "name=data2,type=push,method=connect"],
+        ),
+        ("sink", "sink1", vec!["--channel-config", "name=data2,type=pull,method=bind,address=tcp://*:0"]),
+    ];
+    let mut line = Vec::new();
+    for (i, (role, id, extra)) in apps.iter().enumerate() {
+        line.extend(["-n".to_string(), "1".to_string()]);
+        if let Some(h) = hosts {
+            line.extend(["--host".to_string(), h[i].clone()]);
+        }
+        line.extend([exe.to_string(), "--role".to_string(), role.to_string(), "--id".to_string(), id.to_string()]);
+        line.extend(c.iter().cloned());
+        line.extend(extra.iter().map(|a| a.to_string()));
+        line.push(":".into());
+    }
+    line.extend(["-n".to_string(), "1".to_string()]);
+    if let Some(h) = hosts {
+        line.extend(["--host".to_string(), h[0].clone()]);
+    }
+    line.extend([COMMAND, "--timeout", "60", "run", "stop", "state"].iter().map(|a| a.to_string()));
+    line
+}
+
+/// Checks a three-stage job's output: every message the sampler sent reached the sink, in order,
+/// and every device ended.
+fn check_three_stages(code: Option<i32>, out: &str) {
+    assert_eq!(code, Some(0), "{out}");
+    let sent: u64 = out
+        .lines()
+        .find_map(|l| l.split("sampler: sent ").nth(1)?.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("the sampler reports what it sent:\n{out}"));
+    assert!(sent > 0, "{out}");
+    assert!(out.contains(&format!("sink: received all {sent} messages")), "sent {sent}:\n{out}");
+    assert!(out.contains("; 0 lost"), "{out}");
+    assert!(out.contains("pmix command: stopping the sources"), "{out}");
+    for id in ["sampler1", "processor1", "sink1"] {
+        assert!(out.contains(&format!("{id}: EXITING")), "{id}:\n{out}");
+    }
+}
+
+#[test]
+fn i19_pmix_command_runs_and_stops_a_three_stage_topology_in_order_losing_nothing() {
+    let exe = quickstart();
+    for transport in common::TRANSPORTS {
+        let s = Session::new();
+        let line = three_stages(&exe, &s, transport, None);
+        let refs: Vec<&str> = line.iter().map(String::as_str).collect();
+        let (code, out) = mpirun(&refs);
+        check_three_stages(code, &out);
+    }
+}
+
+#[test]
+fn i19_pmix_command_stops_a_topology_spread_over_three_hosts_losing_nothing() {
+    let hosts = match Hosts::new(3) {
+        Ok(h) => h,
+        Err(why) => {
+            println!("skipped: network namespaces cannot be made here ({why})");
+            return;
+        }
+    };
+    let exe = quickstart();
+    let dir = tempfile::tempdir().unwrap();
+    let agent = hosts.agent(dir.path());
+    let subnet = format!("{}.0/24", hosts.addresses[0].rsplit_once('.').unwrap().0);
+    let s = Session::new();
+    let mut line: Vec<String> =
+        ["--mca", "plm_rsh_agent", &agent.to_string_lossy(), "--mca", "oob_tcp_if_include", &subnet]
+            .iter()
+            .map(|a| a.to_string())
+            .collect();
+    line.extend(three_stages(&exe, &s, "zeromq", Some(&hosts.addresses)));
+    let refs: Vec<&str> = line.iter().map(String::as_str).collect();
+    let (code, out) = mpirun(&refs);
+    check_three_stages(code, &out);
+    // The processor on host B connected to the sampler on host A, the sink's address is on C.
+    assert!(out.contains(&format!("connects to tcp://{}:", hosts.addresses[0])), "{out}");
+    assert!(out.contains(&format!("connects to tcp://{}:", hosts.addresses[2])), "{out}");
 }

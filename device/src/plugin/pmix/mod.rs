@@ -10,8 +10,10 @@
 //!
 //! Every process of the job must load the plugin: the two fences are collective.
 
+pub mod command;
 #[allow(unsafe_code)]
 mod ffi;
+mod link;
 
 use super::{builtin_control::crate_version, Plugin, PluginServices, Version};
 use crate::properties::Properties;
@@ -21,11 +23,16 @@ use std::collections::BTreeMap;
 
 const ID_KEY: &str = "fairmq-rs.id";
 const BOUND_KEY: &str = "fairmq-rs.bound";
+/// The types of a device's channels, comma-separated (sources and sinks for the command).
+const ROLE_KEY: &str = "fairmq-rs.role";
+/// The address of a `fairmq-pmix-command` process of the job (empty for devices).
+const CONTROLLER_KEY: &str = "fairmq-rs.controller";
 
 /// The `pmix` plugin.
 #[derive(Debug, Default)]
 pub struct PmixPlugin {
     exchange: Option<std::thread::JoinHandle<()>>,
+    link: Option<(std::thread::JoinHandle<()>, link::StopFlag)>,
     initialized: bool,
 }
 
@@ -48,11 +55,26 @@ impl Plugin for PmixPlugin {
         let timeout = config.get_or::<i32>("init-timeout", 120).unwrap_or(120);
         let id = config.get_or::<String>("id", String::new()).unwrap_or_default();
         ffi::put(ID_KEY, &id)?;
+        ffi::put(CONTROLLER_KEY, "")?;
         ffi::fence(timeout)?;
         let ids = (0..size).map(|r| ffi::get(r, ID_KEY)).collect::<Result<Vec<_>, _>>()?;
+        // (The command process, if any, has an empty id: it never shares a device's.)
         if let Some(unique) = unique_id(&ids, rank as usize) {
             log::info!("pmix: device id '{id}' is given to several processes; this one is '{unique}'");
             config.set("id", unique);
+        }
+        let controller =
+            (0..size).map(|r| ffi::get(r, CONTROLLER_KEY)).find(|a| a.as_ref().is_ok_and(|a| !a.is_empty()));
+        if let Some(address) = controller.transpose()? {
+            log::info!("pmix: driven by the command process at {address}");
+            let (tx, rx) = std::sync::mpsc::channel();
+            services.subscribe_to_state_change(move |s| {
+                let _ = tx.send(s);
+            });
+            let stop = link::StopFlag::default();
+            let (svc, flag) = (services.clone(), stop.clone());
+            let t = std::thread::spawn(move || link::run(&svc, &address, rank, &rx, &flag));
+            self.link = Some((t, stop));
         }
         self.exchange = Some(std::thread::spawn(move || {
             if let Err(e) = exchange_addresses(&services, size, timeout) {
@@ -63,6 +85,10 @@ impl Plugin for PmixPlugin {
     }
     fn stop(&mut self) {
         if let Some(t) = self.exchange.take() {
+            let _ = t.join();
+        }
+        if let Some((t, stop)) = self.link.take() {
+            stop.store(true, std::sync::atomic::Ordering::SeqCst);
             let _ = t.join();
         }
         if self.initialized {
@@ -94,6 +120,9 @@ fn exchange_addresses(services: &PluginServices, size: u32, timeout: i32) -> Res
         .map(|(name, _, address)| format!("{name}\t{}", reachable(&address, &interface)))
         .collect();
     ffi::put(BOUND_KEY, &mine.join("\n"))?;
+    // The channels exist once the device initialised: their types tell the command which
+    // devices are sources and sinks.
+    ffi::put(ROLE_KEY, &channel_types(config).join(","))?;
     ffi::fence(timeout)?;
     let mut bound: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for r in 0..size {
@@ -117,6 +146,17 @@ fn exchange_addresses(services: &PluginServices, size: u32, timeout: i32) -> Res
         }
     }
     Ok(())
+}
+
+/// The socket types of the device's sub-channels.
+fn channel_types(config: &Properties) -> Vec<String> {
+    let mut out = Vec::new();
+    for (name, count) in config.channel_info() {
+        for i in 0..count {
+            out.push(config.get_or::<String>(&format!("chans.{name}.{i}.type"), String::new()).unwrap_or_default());
+        }
+    }
+    out
 }
 
 /// The sub-channels whose method is `method`: name, index, address.
