@@ -185,7 +185,8 @@ fn i19_pmix_devices_on_three_hosts_find_each_other_over_tcp() {
     let s = Session::new();
     let c = common_args(&s, "zeromq");
     let mut apps: Vec<String> =
-        ["--mca", "plm_rsh_agent", &agent.to_string_lossy(), "--mca", "oob_tcp_if_include", &subnet]
+        // Daemons talk to mpirun directly (ORTE's routing tree failed now and then across namespaces).
+        ["--mca", "routed", "direct", "--mca", "plm_rsh_agent", &agent.to_string_lossy(), "--mca", "oob_tcp_if_include", &subnet]
             .iter()
             .map(|a| a.to_string())
             .collect();
@@ -323,7 +324,8 @@ fn i19_pmix_command_stops_a_topology_spread_over_three_hosts_losing_nothing() {
     let subnet = format!("{}.0/24", hosts.addresses[0].rsplit_once('.').unwrap().0);
     let s = Session::new();
     let mut line: Vec<String> =
-        ["--mca", "plm_rsh_agent", &agent.to_string_lossy(), "--mca", "oob_tcp_if_include", &subnet]
+        // Daemons talk to mpirun directly (ORTE's routing tree failed now and then across namespaces).
+        ["--mca", "routed", "direct", "--mca", "plm_rsh_agent", &agent.to_string_lossy(), "--mca", "oob_tcp_if_include", &subnet]
             .iter()
             .map(|a| a.to_string())
             .collect();
