@@ -225,6 +225,12 @@ impl Options {
         })
     }
 
+    /// Removes and returns the group titled `title`.
+    pub fn take_group(&mut self, title: &str) -> Option<OptionGroup> {
+        let i = self.groups.iter().position(|g| g.title == title)?;
+        Some(self.groups.remove(i))
+    }
+
     /// Whether an option of this name exists.
     pub fn has(&self, name: &str) -> bool {
         self.find(Some(name), None).is_some()
@@ -378,6 +384,11 @@ pub const MAX_IO_THREADS: i64 = 64;
 /// Largest `--shm-metadata-msg-size`: every send pads its metadata frame to it.
 pub const MAX_METADATA_MSG_SIZE: u64 = 1 << 20;
 
+/// Title of the device options (FairMQ's config plugin's group).
+pub const DEVICE_GROUP: &str = "FairMQ device options";
+/// Title of the builtin controller's options.
+pub const CONTROL_GROUP: &str = "Control (builtin) Plugin";
+
 /// FairMQ's general, device and control options with their defaults.
 pub fn standard() -> Options {
     let mut o = Options::default();
@@ -407,7 +418,7 @@ pub fn standard() -> Options {
         );
     o.add_group(general);
 
-    let mut device = OptionGroup::new("FairMQ device options");
+    let mut device = OptionGroup::new(DEVICE_GROUP);
     device
         // Optional, as in FairMQ: without it the channels come only from a --config-key.
         .add("id", Kind::Str, "", "Device ID.")
@@ -446,7 +457,7 @@ pub fn standard() -> Options {
         .add_optional("channel-config", Kind::Strings, "Configuration of single or multiple channel(s) by comma separated key=value list");
     o.add_group(device);
 
-    let mut control = OptionGroup::new("Control (builtin) Plugin");
+    let mut control = OptionGroup::new(CONTROL_GROUP);
     control
         .add(
             "control",

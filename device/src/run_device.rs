@@ -124,20 +124,34 @@ impl<D: Device + 'static, F: FnOnce(&Arc<Properties>) -> Result<D, BoxError>> Pr
                 return 1;
             }
         };
-        let mut opts = options::standard();
-        if let Some(g) = self.custom_options {
-            opts.add_group(g);
+        // Plugins' options may not clash with the program's nor each other's.
+        let mut known = options::standard();
+        if let Some(g) = &self.custom_options {
+            known.add_group(g.clone());
         }
-        // Plugins' groups by plugin name, as FairMQ lists them.
         let mut groups: Vec<(String, OptionGroup)> =
             plugins.iter().filter_map(|p| Some((p.name().to_owned(), p.options()?))).collect();
-        groups.sort_by(|a, b| a.0.cmp(&b.0));
-        for (name, g) in groups {
-            if let Err(reason) = check_plugin_options(&opts, &g) {
-                let e = PluginError::Instantiation { name, reason };
+        for (name, g) in &groups {
+            if let Err(reason) = check_plugin_options(&known, g) {
+                let e = PluginError::Instantiation { name: name.clone(), reason };
                 log::error!("Uncaught exception reached the top of main: {e}");
                 return 1;
             }
+            known.add_group(g.clone());
+        }
+        // FairMQ's order: the general options, the program's own, then every plugin's group by
+        // plugin name (the builtin config and control plugins' too), then the plugin manager's.
+        let mut opts = options::standard();
+        for (plugin, title) in [("config", options::DEVICE_GROUP), ("control", options::CONTROL_GROUP)] {
+            if let Some(g) = opts.take_group(title) {
+                groups.push((plugin.to_owned(), g));
+            }
+        }
+        if let Some(g) = self.custom_options {
+            opts.add_group(g);
+        }
+        groups.sort_by(|a, b| a.0.cmp(&b.0));
+        for (_, g) in groups {
             opts.add_group(g);
         }
         opts.add_group(PluginManager::options());

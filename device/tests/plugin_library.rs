@@ -109,6 +109,13 @@ fn i19_plugin_options_and_the_plugin_manager_show_in_help() {
     ] {
         assert!(out.contains(s), "--help lacks '{s}':\n{out}");
     }
+    // FairMQ's order: general, the program's own, the plugins' groups by plugin name (config,
+    // control, example), the plugin manager.
+    let at = |t: &str| out.find(&format!("\n{t}:")).unwrap_or_else(|| panic!("no group '{t}':\n{out}"));
+    let order =
+        ["Custom options", "FairMQ device options", "Control (builtin) Plugin", "Example Plugin", "Plugin Manager"];
+    let places: Vec<usize> = order.iter().map(|t| at(t)).collect();
+    assert!(places.windows(2).all(|w| w[0] < w[1]), "groups out of FairMQ's order {order:?}: {places:?}\n{out}");
 }
 
 #[test]
