@@ -36,7 +36,8 @@ else
   ar rcs "$prefix/lib/libfairmq_rs.a" "$work/libfairmq_rs.o"
 fi
 chmod 644 "$prefix/lib/libfairmq_rs.a"
-install -m 644 "$root/include/fairmq_rs.h" "$root/include/fairmq_rs.hpp" "$root/include/fairmq_rs_run_device.hpp" "$prefix/include/"
+install -m 644 "$root/include/fairmq_rs.h" "$root/include/fairmq_rs.hpp" "$root/include/fairmq_rs_run_device.hpp" \
+  "$root/include/fairmq_rs_boost_options.hpp" "$prefix/include/"
 # FairMQ's include paths, in a directory of their own (only FairMQ::FairMQ and fairmq.pc add it).
 (cd "$root/include/compat" && find . -name '*.h' -print0) | while IFS= read -r -d '' h; do
   install -D -m 644 "$root/include/compat/$h" "$prefix/include/fairmq-rs-compat/$h"

@@ -126,6 +126,7 @@ impl<D: Device + 'static, F: FnOnce(&Arc<Properties>) -> Result<D, BoxError>> Pr
         };
         // Plugins' options may not clash with the program's nor each other's.
         let mut known = options::standard();
+        known.add_group(PluginManager::options());
         if let Some(g) = &self.custom_options {
             known.add_group(g.clone());
         }
@@ -251,13 +252,12 @@ impl<D: Device + 'static, F: FnOnce(&Arc<Properties>) -> Result<D, BoxError>> Pr
 /// A plugin's options may not take a name the program already has (its default would replace
 /// the other's), nor a name no command line can give.
 fn check_plugin_options(opts: &Options, g: &OptionGroup) -> Result<(), String> {
-    let mut seen = std::collections::HashSet::new();
-    for o in &g.options {
+    for (i, o) in g.options.iter().enumerate() {
         let n = &o.name;
         if n.is_empty() || n.starts_with('-') || !n.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
             return Err(format!("'{n}' is not an option name"));
         }
-        if opts.has(n) || !seen.insert(n.as_str()) || n == "plugin" || n == "plugin-search-path" {
+        if opts.has(n) || g.options[..i].iter().any(|earlier| earlier.name == *n) {
             return Err(format!("option '--{n}' is already defined"));
         }
     }

@@ -10,40 +10,76 @@ use common::Session;
 const SAMPLER: &str = env!("CARGO_BIN_EXE_fairmq-bsampler");
 const SINK: &str = env!("CARGO_BIN_EXE_fairmq-sink");
 
-/// Runs `mpirun` with the launcher options these tests need, then `apps` (`:`-separated groups).
-fn mpirun(apps: &[&str]) -> (Option<i32>, String) {
+/// Runs `mpirun` on `line`: launcher options, then the apps (see [`job`]).
+fn mpirun(line: &[String]) -> (Option<i32>, String) {
     // mpirun's own timeout ends its processes too (a killed mpirun would leave them running).
     let mut args = vec!["--allow-run-as-root", "--oversubscribe", "--timeout", "50"];
-    args.extend_from_slice(apps);
+    args.extend(line.iter().map(String::as_str));
     run_to_end(None, "mpirun", &args)
 }
 
-fn common_args(s: &Session, transport: &str) -> Vec<String> {
-    ["-P", "pmix", "--control", "static", "--color", "false", "--transport", transport, "--session", &s.name]
-        .iter()
-        .chain(["--shm-segment-size", "50000000"].iter())
-        .map(|a| a.to_string())
+/// One app of an mpirun line: `-n N [--host H] ARGS...`.
+fn app(n: u32, host: Option<&str>, args: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut a = vec!["-n".to_owned(), n.to_string()];
+    if let Some(h) = host {
+        a.extend(["--host".to_owned(), h.to_owned()]);
+    }
+    a.extend(args);
+    a
+}
+
+/// `launcher` options, then `apps` separated by `:`.
+fn job(launcher: Vec<String>, apps: Vec<Vec<String>>) -> Vec<String> {
+    let mut line = launcher;
+    for (i, a) in apps.into_iter().enumerate() {
+        if i > 0 {
+            line.push(":".into());
+        }
+        line.extend(a);
+    }
+    line
+}
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|a| a.to_string()).collect()
+}
+
+/// The options every device of these jobs gets.
+fn device_args(s: &Session, transport: &str, control: &str) -> Vec<String> {
+    strings(&["-P", "pmix", "--control", control, "--color", "false", "--severity", "info", "--transport", transport])
+        .into_iter()
+        .chain(strings(&["--session", &s.name, "--shm-segment-size", "50000000"]))
         .collect()
+}
+
+/// `fairmq-bsampler` binding `data` (`--max-iterations` N sends N + 1 messages).
+fn sampler(c: &[String], id: &str, iterations: &str, size: &str) -> Vec<String> {
+    let mut a = vec![SAMPLER.to_owned()];
+    a.extend(c.iter().cloned());
+    a.extend(strings(&["--id", id, "--max-iterations", iterations, "--msg-size", size]));
+    a.extend(strings(&["--channel-config", "name=data,type=push,method=bind,address=tcp://*:0"]));
+    a
+}
+
+/// `fairmq-sink` connecting `data` without an address (`--max-iterations` N counts N and leaves
+/// with the next message, FairMQ's counting).
+fn sink(c: &[String], iterations: &str) -> Vec<String> {
+    let mut a = vec![SINK.to_owned()];
+    a.extend(c.iter().cloned());
+    a.extend(strings(&["--id", "sink1", "--max-iterations", iterations]));
+    a.extend(strings(&["--channel-config", "name=data,type=pull,method=connect"]));
+    a
 }
 
 #[test]
 fn i19_pmix_devices_find_each_other_without_written_addresses_on_both_transports() {
     for transport in common::TRANSPORTS {
         let s = Session::new();
-        let c = common_args(&s, transport);
-        let mut apps: Vec<String> = vec!["-n".into(), "1".into(), SAMPLER.into()];
-        apps.extend(c.clone());
-        apps.extend(
-            // 1001 messages: the sink counts 1000 and leaves with the last (FairMQ's counting).
-            ["--id", "sampler1", "--max-iterations", "1000", "--msg-size", "1024"].iter().map(|a| a.to_string()),
-        );
-        apps.extend(["--channel-config".into(), "name=data,type=push,method=bind,address=tcp://*:0".into()]);
-        apps.extend([":".into(), "-n".into(), "1".into(), SINK.into()]);
-        apps.extend(c);
-        apps.extend(["--id", "sink1", "--max-iterations", "1000"].iter().map(|a| a.to_string()));
-        apps.extend(["--channel-config".into(), "name=data,type=pull,method=connect".into()]);
-        let refs: Vec<&str> = apps.iter().map(String::as_str).collect();
-        let (code, out) = mpirun(&refs);
+        let c = device_args(&s, transport, "static");
+        // 1001 messages: the sink counts 1000.
+        let line =
+            job(vec![], vec![app(1, None, sampler(&c, "sampler1", "1000", "1024")), app(1, None, sink(&c, "1000"))]);
+        let (code, out) = mpirun(&line);
         assert_eq!(code, Some(0), "{transport}:\n{out}");
         assert!(out.contains("pmix: channel data[0] connects to tcp://"), "{transport}:\n{out}");
         assert!(out.contains("Received 1000 messages"), "{transport}:\n{out}");
@@ -53,18 +89,10 @@ fn i19_pmix_devices_find_each_other_without_written_addresses_on_both_transports
 #[test]
 fn i19_pmix_numbers_a_shared_id_and_connects_to_every_process_that_binds_the_channel() {
     let s = Session::new();
-    let c = common_args(&s, "zeromq");
-    let mut apps: Vec<String> = vec!["-n".into(), "2".into(), SAMPLER.into()];
-    apps.extend(c.clone());
-    apps.extend(["--id", "sampler", "--max-iterations", "999", "--msg-size", "100"].iter().map(|a| a.to_string()));
-    apps.extend(["--channel-config".into(), "name=data,type=push,method=bind,address=tcp://*:0".into()]);
-    apps.extend([":".into(), "-n".into(), "1".into(), SINK.into()]);
-    apps.extend(c);
+    let c = device_args(&s, "zeromq", "static");
     // 2 x 1000 messages: the sink counts 1999 and leaves with the last.
-    apps.extend(["--id", "sink1", "--max-iterations", "1999"].iter().map(|a| a.to_string()));
-    apps.extend(["--channel-config".into(), "name=data,type=pull,method=connect".into()]);
-    let refs: Vec<&str> = apps.iter().map(String::as_str).collect();
-    let (code, out) = mpirun(&refs);
+    let line = job(vec![], vec![app(2, None, sampler(&c, "sampler", "999", "100")), app(1, None, sink(&c, "1999"))]);
+    let (code, out) = mpirun(&line);
     assert_eq!(code, Some(0), "{out}");
     for id in ["sampler_0", "sampler_1"] {
         assert!(out.contains(&format!("this one is '{id}'")), "{id}:\n{out}");
@@ -144,6 +172,30 @@ impl Hosts {
         Ok(hosts)
     }
 
+    /// `n` hosts, or `None` (the reason printed) where namespaces cannot be made.
+    fn or_skip(n: usize) -> Option<Hosts> {
+        Hosts::new(n).map_err(|why| println!("skipped: network namespaces cannot be made here ({why})")).ok()
+    }
+
+    /// mpirun's options to start processes on these hosts: the launcher agent (written into
+    /// `dir`), the hosts' network, and daemons that talk to mpirun directly (ORTE's routing tree
+    /// failed now and then across namespaces).
+    fn launcher(&self, dir: &std::path::Path) -> Vec<String> {
+        let agent = self.agent(dir).to_string_lossy().into_owned();
+        let subnet = format!("{}.0/24", self.addresses[0].rsplit_once('.').expect("an IPv4 address").0);
+        strings(&[
+            "--mca",
+            "routed",
+            "direct",
+            "--mca",
+            "plm_rsh_agent",
+            &agent,
+            "--mca",
+            "oob_tcp_if_include",
+            &subnet,
+        ])
+    }
+
     /// mpirun's launcher agent: "ssh HOST COMMAND" runs COMMAND in HOST's namespace.
     fn agent(&self, dir: &std::path::Path) -> std::path::PathBuf {
         use std::os::unix::fs::PermissionsExt;
@@ -172,41 +224,21 @@ impl Drop for Hosts {
 
 #[test]
 fn i19_pmix_devices_on_three_hosts_find_each_other_over_tcp() {
-    let hosts = match Hosts::new(3) {
-        Ok(h) => h,
-        Err(why) => {
-            println!("skipped: network namespaces cannot be made here ({why})");
-            return;
-        }
-    };
+    let Some(hosts) = Hosts::or_skip(3) else { return };
     let dir = tempfile::tempdir().unwrap();
-    let agent = hosts.agent(dir.path());
-    let subnet = format!("{}.0/24", hosts.addresses[0].rsplit_once('.').unwrap().0);
     let s = Session::new();
-    let c = common_args(&s, "zeromq");
-    let mut apps: Vec<String> =
-        // Daemons talk to mpirun directly (ORTE's routing tree failed now and then across namespaces).
-        ["--mca", "routed", "direct", "--mca", "plm_rsh_agent", &agent.to_string_lossy(), "--mca", "oob_tcp_if_include", &subnet]
-            .iter()
-            .map(|a| a.to_string())
-            .collect();
+    let c = device_args(&s, "zeromq", "static");
+    let [a, b, h] = [0, 1, 2].map(|i| Some(hosts.addresses[i].as_str()));
     // A sampler on host A and one on host B (the same id), the sink on host C.
-    for host in &hosts.addresses[..2] {
-        apps.extend(["-n", "1", "--host", host, SAMPLER].iter().map(|a| a.to_string()));
-        apps.extend(c.clone());
-        apps.extend(["--id", "sampler", "--max-iterations", "999", "--msg-size", "1000"].iter().map(|a| a.to_string()));
-        apps.extend([
-            "--channel-config".into(),
-            "name=data,type=push,method=bind,address=tcp://*:0".into(),
-            ":".into(),
-        ]);
-    }
-    apps.extend(["-n", "1", "--host", &hosts.addresses[2], SINK].iter().map(|a| a.to_string()));
-    apps.extend(c);
-    apps.extend(["--id", "sink1", "--max-iterations", "1999"].iter().map(|a| a.to_string()));
-    apps.extend(["--channel-config".into(), "name=data,type=pull,method=connect".into()]);
-    let refs: Vec<&str> = apps.iter().map(String::as_str).collect();
-    let (code, out) = mpirun(&refs);
+    let line = job(
+        hosts.launcher(dir.path()),
+        vec![
+            app(1, a, sampler(&c, "sampler", "999", "1000")),
+            app(1, b, sampler(&c, "sampler", "999", "1000")),
+            app(1, h, sink(&c, "1999")),
+        ],
+    );
+    let (code, out) = mpirun(&line);
     assert_eq!(code, Some(0), "{out}");
     let connects = out.lines().find(|l| l.contains("pmix: channel data[0] connects to")).expect("the sink connects");
     for a in &hosts.addresses[..2] {
@@ -231,53 +263,51 @@ fn quickstart() -> String {
     examples.join("quickstart").to_string_lossy().into_owned()
 }
 
-/// The command line of a sampler -> processor -> sink job driven by `fairmq-pmix-command run
-/// stop state`, each app placed on `hosts` (one each, in that order, the command with the sampler)
-/// when given.
-fn three_stages(exe: &str, s: &Session, transport: &str, hosts: Option<&[String]>) -> Vec<String> {
-    let c: Vec<String> =
-        ["-P", "pmix", "--control", "none", "--color", "false", "--severity", "info", "--transport", transport]
-            .iter()
-            .chain(["--session", &s.name, "--shm-segment-size", "50000000"].iter())
-            .map(|a| a.to_string())
-            .collect();
-    let apps: [(&str, &str, Vec<&str>); 3] = [
-        (
-            "sampler",
-            "sampler1",
-            vec![
-                "--messages",
-                "0",
-                "--msg-size",
-                "256",
-                "--channel-config",
-                "name=data1,type=push,method=bind,address=tcp://*:0",
-            ],
+/// The apps of a sampler -> processor -> sink job (quickstart's roles) driven by
+/// `fairmq-pmix-command run stop state`, each placed on `hosts` (one each, in that order, the
+/// command with the sampler) when given.
+fn three_stages(exe: &str, s: &Session, transport: &str, hosts: Option<&[String]>) -> Vec<Vec<String>> {
+    let c = device_args(s, transport, "none");
+    let host = |i: usize| hosts.map(|h| h[i].as_str());
+    let role = |role: &str, id: &str, extra: &[&str]| {
+        let mut a = strings(&[exe, "--role", role, "--id", id]);
+        a.extend(c.iter().cloned());
+        a.extend(strings(extra));
+        a
+    };
+    vec![
+        app(
+            1,
+            host(0),
+            role(
+                "sampler",
+                "sampler1",
+                &[
+                    "--messages",
+                    "0",
+                    "--msg-size",
+                    "256",
+                    "--channel-config",
+                    "name=data1,type=push,method=bind,address=tcp://*:0",
+                ],
+            ),
         ),
-        (
-            "processor",
-            "processor1",
-            vec!["--channel-config", "name=data1,type=pull,method=connect", "name=data2,type=push,method=connect"],
+        app(
+            1,
+            host(1),
+            role(
+                "processor",
+                "processor1",
+                &["--channel-config", "name=data1,type=pull,method=connect", "name=data2,type=push,method=connect"],
+            ),
         ),
-        ("sink", "sink1", vec!["--channel-config", "name=data2,type=pull,method=bind,address=tcp://*:0"]),
-    ];
-    let mut line = Vec::new();
-    for (i, (role, id, extra)) in apps.iter().enumerate() {
-        line.extend(["-n".to_string(), "1".to_string()]);
-        if let Some(h) = hosts {
-            line.extend(["--host".to_string(), h[i].clone()]);
-        }
-        line.extend([exe.to_string(), "--role".to_string(), role.to_string(), "--id".to_string(), id.to_string()]);
-        line.extend(c.iter().cloned());
-        line.extend(extra.iter().map(|a| a.to_string()));
-        line.push(":".into());
-    }
-    line.extend(["-n".to_string(), "1".to_string()]);
-    if let Some(h) = hosts {
-        line.extend(["--host".to_string(), h[0].clone()]);
-    }
-    line.extend([COMMAND, "--timeout", "60", "run", "stop", "state"].iter().map(|a| a.to_string()));
-    line
+        app(
+            1,
+            host(2),
+            role("sink", "sink1", &["--channel-config", "name=data2,type=pull,method=bind,address=tcp://*:0"]),
+        ),
+        app(1, host(0), strings(&[COMMAND, "--timeout", "60", "run", "stop", "state"])),
+    ]
 }
 
 /// Checks a three-stage job's output: every message the sampler sent reached the sink, in order,
@@ -302,36 +332,19 @@ fn i19_pmix_command_runs_and_stops_a_three_stage_topology_in_order_losing_nothin
     let exe = quickstart();
     for transport in common::TRANSPORTS {
         let s = Session::new();
-        let line = three_stages(&exe, &s, transport, None);
-        let refs: Vec<&str> = line.iter().map(String::as_str).collect();
-        let (code, out) = mpirun(&refs);
+        let (code, out) = mpirun(&job(vec![], three_stages(&exe, &s, transport, None)));
         check_three_stages(code, &out);
     }
 }
 
 #[test]
 fn i19_pmix_command_stops_a_topology_spread_over_three_hosts_losing_nothing() {
-    let hosts = match Hosts::new(3) {
-        Ok(h) => h,
-        Err(why) => {
-            println!("skipped: network namespaces cannot be made here ({why})");
-            return;
-        }
-    };
+    let Some(hosts) = Hosts::or_skip(3) else { return };
     let exe = quickstart();
     let dir = tempfile::tempdir().unwrap();
-    let agent = hosts.agent(dir.path());
-    let subnet = format!("{}.0/24", hosts.addresses[0].rsplit_once('.').unwrap().0);
     let s = Session::new();
-    let mut line: Vec<String> =
-        // Daemons talk to mpirun directly (ORTE's routing tree failed now and then across namespaces).
-        ["--mca", "routed", "direct", "--mca", "plm_rsh_agent", &agent.to_string_lossy(), "--mca", "oob_tcp_if_include", &subnet]
-            .iter()
-            .map(|a| a.to_string())
-            .collect();
-    line.extend(three_stages(&exe, &s, "zeromq", Some(&hosts.addresses)));
-    let refs: Vec<&str> = line.iter().map(String::as_str).collect();
-    let (code, out) = mpirun(&refs);
+    let apps = three_stages(&exe, &s, "zeromq", Some(&hosts.addresses));
+    let (code, out) = mpirun(&job(hosts.launcher(dir.path()), apps));
     check_three_stages(code, &out);
     // The processor on host B connected to the sampler on host A, the sink's address is on C.
     assert!(out.contains(&format!("connects to tcp://{}:", hosts.addresses[0])), "{out}");

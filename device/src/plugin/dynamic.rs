@@ -149,8 +149,8 @@ impl Library {
         }
     }
 
-    /// The descriptor the library exports as `fmq_plugin_<name>`.
-    fn descriptor(&self, name: &str) -> Result<&'static fmq_plugin, String> {
+    /// The descriptor the library exports as `fmq_plugin_<name>`, valid while the library is open.
+    fn descriptor(&self, name: &str) -> Result<&fmq_plugin, String> {
         let symbol = format!("fmq_plugin_{name}");
         let c = CString::new(symbol.clone()).map_err(|_| "the name holds a NUL byte".to_owned())?;
         // SAFETY: a live handle and a NUL-terminated name.
@@ -165,7 +165,8 @@ impl Library {
         // SAFETY: the entry takes nothing and returns the plugin's static descriptor; it is
         // declared "C-unwind", so an exception from it is caught here, not undefined behaviour.
         let d = catch_unwind(|| unsafe { entry() }).map_err(|_| format!("{symbol} threw an exception"))?;
-        // SAFETY: NULL or a descriptor valid for the life of the process (the library stays loaded).
+        // SAFETY: NULL or the library's static descriptor, valid while the library is open (the
+        // borrow of `self`).
         unsafe { d.as_ref() }.ok_or_else(|| format!("{symbol} returned NULL"))
     }
 }
@@ -221,7 +222,11 @@ impl DynamicPlugin {
             g
         });
         // Accepted: the library stays loaded for the life of the process.
+        let descriptor: *const fmq_plugin = descriptor;
         std::mem::forget(lib);
+        // SAFETY: the library is never closed now (its handle was forgotten above), so its static
+        // descriptor lives as long as the process.
+        let descriptor: &'static fmq_plugin = unsafe { &*descriptor };
         Ok(DynamicPlugin { descriptor, name: name.to_owned(), maintainer, homepage, options, running: None })
     }
 }

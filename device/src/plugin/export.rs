@@ -96,19 +96,33 @@ impl LibraryServices {
 
     /// The controlling plugin, if any.
     pub fn device_controller(&self) -> Result<Option<String>, ServiceError> {
+        self.read_text(|buf, cap, len| {
+            // SAFETY: as in current_state, with the buffer and length slot read_text gives.
+            unsafe { (self.table.device_controller)(self.table.host, buf, cap, len) }
+        })
+    }
+
+    /// Text a service writes into a buffer (grown while the device says it is too small); `None`
+    /// for `FMQ_PLUGIN_ERROR_NOT_FOUND`. A length beyond the buffer is refused, not trusted.
+    fn read_text(
+        &self,
+        read: impl Fn(*mut c_char, usize, &mut usize) -> fmq_plugin_result,
+    ) -> Result<Option<String>, ServiceError> {
         let mut buf = vec![0u8; 256];
         loop {
             let mut len = 0usize;
-            // SAFETY: as in current_state, with a buffer of `buf.len()` bytes and a length slot.
-            let code = unsafe {
-                (self.table.device_controller)(self.table.host, buf.as_mut_ptr().cast(), buf.len(), &mut len)
-            };
-            match code {
+            match read(buf.as_mut_ptr().cast(), buf.len(), &mut len) {
                 fmq_plugin_result::FMQ_PLUGIN_ERROR_NOT_FOUND => return Ok(None),
-                fmq_plugin_result::FMQ_PLUGIN_ERROR_BUFFER if len + 1 > buf.len() => buf.resize(len + 1, 0),
+                fmq_plugin_result::FMQ_PLUGIN_ERROR_BUFFER if len >= buf.len() && len < MAX_TEXT => {
+                    buf.resize(len + 1, 0)
+                }
                 code => {
                     self.check(code)?;
-                    return Ok(Some(String::from_utf8_lossy(&buf[..len]).into_owned()));
+                    let text = buf.get(..len).ok_or_else(|| ServiceError {
+                        code: fmq_plugin_result::FMQ_PLUGIN_ERROR_INVALID,
+                        message: format!("the device wrote {len} bytes into a buffer of {}", buf.len()),
+                    })?;
+                    return Ok(Some(String::from_utf8_lossy(text).into_owned()));
                 }
             }
         }
@@ -143,23 +157,11 @@ impl LibraryServices {
     /// Property `key` as text (lists: one item per line); `None` if there is none.
     pub fn property(&self, key: &str) -> Result<Option<String>, ServiceError> {
         let key = c_string(key)?;
-        let mut buf = vec![0u8; 256];
-        loop {
-            let mut len = 0usize;
-            // SAFETY: as in current_state, with a NUL-terminated key, a buffer of `buf.len()`
-            // bytes and a length slot.
-            let code = unsafe {
-                (self.table.get_property)(self.table.host, key.as_ptr(), buf.as_mut_ptr().cast(), buf.len(), &mut len)
-            };
-            match code {
-                fmq_plugin_result::FMQ_PLUGIN_ERROR_NOT_FOUND => return Ok(None),
-                fmq_plugin_result::FMQ_PLUGIN_ERROR_BUFFER if len + 1 > buf.len() => buf.resize(len + 1, 0),
-                code => {
-                    self.check(code)?;
-                    return Ok(Some(String::from_utf8_lossy(&buf[..len]).into_owned()));
-                }
-            }
-        }
+        self.read_text(|buf, cap, len| {
+            // SAFETY: as in current_state, with a NUL-terminated key and the buffer and length
+            // slot read_text gives.
+            unsafe { (self.table.get_property)(self.table.host, key.as_ptr(), buf, cap, len) }
+        })
     }
 
     /// Sets property `key` from text (read as the property's type).
@@ -193,6 +195,9 @@ fn c_string(s: &str) -> Result<CString, ServiceError> {
 }
 
 type StateFn = Box<dyn Fn(State) + Send + Sync>;
+
+/// Longest text read from the device (a property or a name).
+const MAX_TEXT: usize = 64 << 20;
 
 unsafe extern "C-unwind" fn state_trampoline(state: i32, user: *mut c_void) -> i32 {
     // SAFETY: `user` is the leaked closure subscribe_to_state_change registered with this
@@ -331,5 +336,83 @@ pub const fn c_str_or_null(s: &'static CStr) -> *const c_char {
         std::ptr::null()
     } else {
         s.as_ptr()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    unsafe extern "C" fn state(_: *mut c_void) -> i32 {
+        State::Idle as i32
+    }
+    unsafe extern "C" fn host_only(_: *mut c_void) -> fmq_plugin_result {
+        fmq_plugin_result::FMQ_PLUGIN_OK
+    }
+    unsafe extern "C" fn transition(_: *mut c_void, _: i32) -> fmq_plugin_result {
+        fmq_plugin_result::FMQ_PLUGIN_OK
+    }
+    unsafe extern "C" fn wait(_: *mut c_void, _: i64) -> fmq_plugin_result {
+        fmq_plugin_result::FMQ_PLUGIN_OK
+    }
+    unsafe extern "C" fn wait_state(_: *mut c_void, _: i32, _: i64) -> fmq_plugin_result {
+        fmq_plugin_result::FMQ_PLUGIN_OK
+    }
+    unsafe extern "C" fn subscribe(_: *mut c_void, _: fmq_plugin_state_callback, _: *mut c_void) -> fmq_plugin_result {
+        fmq_plugin_result::FMQ_PLUGIN_OK
+    }
+    unsafe extern "C" fn exists(_: *mut c_void, _: *const c_char) -> bool {
+        true
+    }
+    unsafe extern "C" fn set(_: *mut c_void, _: *const c_char, _: *const c_char) -> fmq_plugin_result {
+        fmq_plugin_result::FMQ_PLUGIN_OK
+    }
+    unsafe extern "C" fn log_it(_: *mut c_void, _: i32, _: *const c_char) {}
+    unsafe extern "C" fn last_error() -> *const c_char {
+        c"".as_ptr()
+    }
+    /// A device that claims to have written 1000 bytes into any buffer.
+    unsafe extern "C" fn lying_name(_: *mut c_void, _: *mut c_char, _: usize, len: *mut usize) -> fmq_plugin_result {
+        // SAFETY: read_text passes a valid length slot.
+        unsafe { *len = 1000 };
+        fmq_plugin_result::FMQ_PLUGIN_OK
+    }
+    unsafe extern "C" fn lying_property(
+        h: *mut c_void,
+        _: *const c_char,
+        buf: *mut c_char,
+        cap: usize,
+        len: *mut usize,
+    ) -> fmq_plugin_result {
+        // SAFETY: as lying_name.
+        unsafe { lying_name(h, buf, cap, len) }
+    }
+
+    #[test]
+    fn a_length_beyond_the_buffer_from_the_device_is_an_error_not_a_read_out_of_bounds() {
+        let table = Box::leak(Box::new(fmq_plugin_services {
+            abi_version: FMQ_PLUGIN_ABI_VERSION,
+            host: std::ptr::null_mut(),
+            current_state: state,
+            change_state: transition,
+            take_device_control: host_only,
+            steal_device_control: host_only,
+            release_device_control: host_only,
+            device_controller: lying_name,
+            wait_for_release_device_control: wait,
+            wait_for_state: wait_state,
+            subscribe_to_state_change: subscribe,
+            unsubscribe_from_state_change: host_only,
+            property_exists: exists,
+            get_property: lying_property,
+            set_property: set,
+            log: log_it,
+            last_error,
+        }));
+        let services = LibraryServices { table };
+        for e in [services.device_controller().unwrap_err(), services.property("id").unwrap_err()] {
+            assert_eq!(e.code, fmq_plugin_result::FMQ_PLUGIN_ERROR_INVALID, "{e}");
+            assert_eq!(e.message, "the device wrote 1000 bytes into a buffer of 256");
+        }
     }
 }

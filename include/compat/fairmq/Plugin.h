@@ -11,6 +11,7 @@
 // LOG in a plugin source goes through the device's logger via that table (see LOG below).
 #pragma once
 #include <fairmq/PluginServices.h>
+#include <fairmq_rs_boost_options.hpp>
 
 #include <boost/any.hpp>
 #include <boost/optional.hpp>
@@ -222,90 +223,7 @@ class FAIRMQ_RS_PLUGIN_LOCAL PluginLogLine
     std::ostringstream fText;
 };
 
-// --- program options as an fmq_option table ----------------------------------------------------
-
-/// An option as the C ABI declares it (strings owned here, the table points into them).
-struct PluginOption
-{
-    std::string name, description, defaultText;
-    fmq_option_type type = FMQ_OPTION_STRING;
-    bool hasDefault = false;
-};
-
-/// Whether `v` is a Boost value of T; if so, fills `out` (the default as text, if there is one).
-template<typename T>
-bool PluginOptionOf(const boost::program_options::value_semantic& v, PluginOption& out)
-{
-    auto* typed = dynamic_cast<const boost::program_options::typed_value<T>*>(&v);
-    if (!typed) return false;
-    out.type = OptionType<T>();
-    boost::any d;
-    if (typed->apply_default(d)) {
-        std::ostringstream text;
-        if (std::is_floating_point<T>::value) text.precision(std::numeric_limits<T>::max_digits10);
-        text << std::boolalpha << boost::any_cast<T>(d);
-        out.defaultText = text.str();
-        out.hasDefault = true;
-    }
-    return true;
-}
-
-/// Whether `v` is a Boost value of std::vector<T>: a list of texts (default: one item per line).
-template<typename T>
-bool PluginOptionOfVector(const boost::program_options::value_semantic& v, PluginOption& out)
-{
-    auto* typed = dynamic_cast<const boost::program_options::typed_value<std::vector<T>>*>(&v);
-    if (!typed) return false;
-    out.type = FMQ_OPTION_STRINGS;
-    boost::any d;
-    if (typed->apply_default(d)) {
-        std::ostringstream text;
-        if (std::is_floating_point<T>::value) text.precision(std::numeric_limits<T>::max_digits10);
-        const char* sep = "";
-        for (const T& item : boost::any_cast<std::vector<T>>(d)) {
-            text << sep << std::boolalpha << item;
-            sep = "\n";
-        }
-        out.defaultText = text.str();
-        out.hasDefault = true;
-    }
-    return true;
-}
-
-/// `o` as the C ABI declares it: its value's C++ type gives the type (as fairmq_rs_run_device.hpp
-/// does for custom options: text, bool, integers, floating point, vectors of them; double and
-/// integers wider than int go as text, which keeps every digit); a switch (bool_switch()) is a
-/// flag. Short names and implicit values are dropped (the C ABI has neither).
-inline PluginOption ToPluginOption(const boost::program_options::option_description& o)
-{
-    PluginOption c;
-    c.name = o.long_name();
-    if (c.name.empty()) {
-        throw Error("option '" + o.format_name() + "' has no long name, which fairmq-rs needs");
-    }
-    c.description = o.description();
-    const auto& v = *o.semantic();
-    if (v.max_tokens() == 0) {
-        PluginOptionOf<bool>(v, c); // bool_switch's default (false)
-        c.type = FMQ_OPTION_FLAG;
-        return c;
-    }
-    const bool known = PluginOptionOf<std::string>(v, c) || PluginOptionOf<bool>(v, c) || PluginOptionOf<int>(v, c) ||
-                       PluginOptionOf<short>(v, c) || PluginOptionOf<long>(v, c) || PluginOptionOf<long long>(v, c) ||
-                       PluginOptionOf<unsigned>(v, c) || PluginOptionOf<unsigned short>(v, c) ||
-                       PluginOptionOf<unsigned long>(v, c) || PluginOptionOf<unsigned long long>(v, c) ||
-                       PluginOptionOf<float>(v, c) || PluginOptionOf<double>(v, c) ||
-                       PluginOptionOfVector<std::string>(v, c) || PluginOptionOfVector<int>(v, c) ||
-                       PluginOptionOfVector<long>(v, c) || PluginOptionOfVector<long long>(v, c) ||
-                       PluginOptionOfVector<unsigned>(v, c) || PluginOptionOfVector<unsigned long>(v, c) ||
-                       PluginOptionOfVector<unsigned long long>(v, c) || PluginOptionOfVector<float>(v, c) ||
-                       PluginOptionOfVector<double>(v, c);
-    if (!known) {
-        throw Error("option '--" + c.name + "': its value type is none that fairmq-rs reads (text, bool, integers, floating point, vectors of them)");
-    }
-    if (v.is_required()) c.type |= FMQ_OPTION_REQUIRED;
-    return c;
-}
+// --- program options (as an fmq_option table: fairmq_rs_boost_options.hpp) ----------------------
 
 /// The caption of `d` (Boost offers no getter: it is the first line of its help, "CAPTION:").
 inline std::string PluginOptionsCaption(const boost::program_options::options_description& d)
@@ -335,8 +253,7 @@ inline constexpr bool IsNoProgramOptions<&Plugin::NoProgramOptions> = true;
 struct PluginDescriptor
 {
     std::string name, maintainer, homepage, title;
-    std::vector<PluginOption> options;
-    std::vector<fmq_option> table;
+    detail::BoostOptionTable options;
     fmq_plugin descriptor{};
 };
 
@@ -399,18 +316,8 @@ FAIRMQ_RS_PLUGIN_LOCAL const fmq_plugin* MakePluginDescriptor() noexcept
         if constexpr (!P::kNoProgramOptions) {
             if (const Plugin::ProgOptions opts = P::ProgramOptions()) {
                 d->title = PluginOptionsCaption(*opts);
-                for (const auto& o : opts->options()) {
-                    d->options.push_back(ToPluginOption(*o));
-                }
+                d->options = detail::BoostOptionTable(*opts);
             }
-        }
-        for (const auto& o : d->options) {
-            fmq_option c{};
-            c.name = o.name.c_str();
-            c.ty = o.type;
-            c.default_value = o.hasDefault ? o.defaultText.c_str() : nullptr;
-            c.description = o.description.c_str();
-            d->table.push_back(c);
         }
         const Plugin::Version v = P::GetVersion();
         fmq_plugin& c = d->descriptor;
@@ -422,8 +329,8 @@ FAIRMQ_RS_PLUGIN_LOCAL const fmq_plugin* MakePluginDescriptor() noexcept
         c.maintainer = d->maintainer.c_str();
         c.homepage = d->homepage.c_str();
         c.options_title = d->title.empty() ? nullptr : d->title.c_str();
-        c.options = d->table.empty() ? nullptr : d->table.data();
-        c.n_options = d->table.size();
+        c.options = d->options.table.empty() ? nullptr : d->options.table.data();
+        c.n_options = d->options.table.size();
         c.start = &StartPlugin<P>;
         c.stop = &StopPlugin;
         return &d.release()->descriptor;

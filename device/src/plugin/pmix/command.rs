@@ -129,6 +129,33 @@ fn drive(me: u32, timeout_s: u64, words: &[String]) -> Result<bool, BoxError> {
     Ok(c.peers.values().all(|p| p.state == State::Exiting))
 }
 
+/// Applies a device's report (`hello\t<rank>\t<STATE>`, `state\t<STATE>`) from the router
+/// identity `identity`. What another process sends is not trusted: a report that is malformed,
+/// names a rank that is no device of the job, or comes from an identity that said no hello is
+/// logged and ignored, never the end of the command.
+fn apply_report(peers: &mut BTreeMap<u32, Peer>, identity: &[u8], text: &str) {
+    let fields: Vec<&str> = text.split('\t').collect();
+    match fields.as_slice() {
+        ["hello", rank, state] => match (rank.parse::<u32>().ok().and_then(|r| peers.get_mut(&r)), state.parse()) {
+            (Some(p), Ok(s)) => {
+                p.identity = Some(identity.to_vec());
+                p.state = s;
+            }
+            _ => log::warn!("pmix command: ignored a hello that names no device of the job: '{text}'"),
+        },
+        ["state", state] => match (peers.values_mut().find(|p| p.identity.as_deref() == Some(identity)), state.parse())
+        {
+            (Some(p), Ok(s)) => {
+                log::info!("pmix command: {} ---> {s}", p.id);
+                p.state = s;
+                p.entered.push(s);
+            }
+            _ => log::warn!("pmix command: ignored a state report '{text}' (unknown sender or state)"),
+        },
+        _ => log::warn!("pmix command: unknown report '{text}'"),
+    }
+}
+
 impl Command {
     /// How many states each device had entered so far.
     fn marks(&self) -> BTreeMap<u32, usize> {
@@ -217,26 +244,8 @@ impl Command {
         if self.socket.receive_parts(&mut parts, 100).is_err() || parts.len() != 2 {
             return Ok(());
         }
-        let identity = parts[0].data().to_vec();
         let text = String::from_utf8_lossy(parts[1].data()).into_owned();
-        let fields: Vec<&str> = text.split('\t').collect();
-        match fields.as_slice() {
-            ["hello", rank, state] => {
-                let rank: u32 = rank.parse()?;
-                let p = self.peers.get_mut(&rank).ok_or_else(|| format!("hello from unknown rank {rank}"))?;
-                p.identity = Some(identity);
-                p.state = state.parse()?;
-            }
-            ["state", state] => {
-                let s: State = state.parse()?;
-                if let Some(p) = self.peers.values_mut().find(|p| p.identity.as_deref() == Some(&identity)) {
-                    log::info!("pmix command: {} ---> {s}", p.id);
-                    p.state = s;
-                    p.entered.push(s);
-                }
-            }
-            _ => log::warn!("pmix command: unknown report '{text}'"),
-        }
+        apply_report(&mut self.peers, parts[0].data(), &text);
         // The second fence (addresses) once every device is BOUND: they wait in it too.
         if !self.fenced && self.peers.values().all(|p| p.entered.contains(&State::Bound)) {
             // Devices read every process's bound addresses: the command binds none.
@@ -249,5 +258,38 @@ impl Command {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn malformed_reports_are_ignored_and_good_ones_applied() {
+        let mut peers = BTreeMap::new();
+        peers.insert(
+            1,
+            Peer {
+                id: "sink1".into(),
+                role: String::new(),
+                identity: None,
+                state: State::Undefined,
+                entered: Vec::new(),
+            },
+        );
+        for bad in ["hello\tx\tIDLE", "hello\t7\tIDLE", "hello\t1\tSLEEPING", "state\tIDLE", "hello", ""] {
+            apply_report(&mut peers, b"id-a", bad);
+        }
+        assert_eq!((peers[&1].identity.as_deref(), peers[&1].state), (None, State::Undefined));
+        apply_report(&mut peers, b"id-a", "hello\t1\tIDLE");
+        apply_report(&mut peers, b"id-b", "state\tRUNNING");
+        apply_report(&mut peers, b"id-a", "state\tNOT A STATE");
+        apply_report(&mut peers, b"id-a", "state\tINITIALIZING DEVICE");
+        let p = &peers[&1];
+        assert_eq!(
+            (p.identity.as_deref(), p.state, p.entered.clone()),
+            (Some(&b"id-a"[..]), State::InitializingDevice, vec![State::InitializingDevice])
+        );
     }
 }

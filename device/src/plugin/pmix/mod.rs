@@ -63,9 +63,8 @@ impl Plugin for PmixPlugin {
             log::info!("pmix: device id '{id}' is given to several processes; this one is '{unique}'");
             config.set("id", unique);
         }
-        let controller =
-            (0..size).map(|r| ffi::get(r, CONTROLLER_KEY)).find(|a| a.as_ref().is_ok_and(|a| !a.is_empty()));
-        if let Some(address) = controller.transpose()? {
+        let controller = (0..size).find_map(|r| ffi::get(r, CONTROLLER_KEY).ok().filter(|a| !a.is_empty()));
+        if let Some(address) = controller {
             log::info!("pmix: driven by the command process at {address}");
             let (tx, rx) = std::sync::mpsc::channel();
             services.subscribe_to_state_change(move |s| {
