@@ -211,7 +211,6 @@ impl std::fmt::Debug for Controller {
 /// thread steals control when a signal arrives.
 struct Shared {
     services: PluginServices,
-    handle: DeviceHandle,
     ended: AtomicBool,
     sequence: parking_lot::Mutex<()>,
     /// Set when the program stops the controller (after the device exited).
@@ -219,6 +218,11 @@ struct Shared {
 }
 
 impl Shared {
+    /// The device, driven through the builtin controller's control.
+    fn handle(&self) -> &DeviceHandle {
+        self.services.device()
+    }
+
     /// Releases control if the builtin controller still has it.
     fn release(&self) {
         self.services.release_device_control();
@@ -238,7 +242,6 @@ impl Controller {
             mode != ControlMode::None && services.take_device_control().map_err(|e| log::debug!("{e}")).is_ok();
         let stop = Arc::new(AtomicBool::new(false));
         let shared = Arc::new(Shared {
-            handle: services.device().clone(),
             services,
             ended: AtomicBool::new(false),
             sequence: parking_lot::Mutex::new(()),
@@ -287,7 +290,7 @@ impl Controller {
 }
 
 fn mode_thread(s: &Shared, mode: ControlMode, color: bool) {
-    let h = &s.handle;
+    let h = s.handle();
     // Set by the signal thread when a signal arrives.
     let stop = h.state_machine().shutdown_flag();
     let result = (|| -> Result<(), ErrorState> {
@@ -344,7 +347,7 @@ fn mode_thread(s: &Shared, mode: ControlMode, color: bool) {
 
 fn signal_thread(s: &Shared, signalled: &AtomicBool, stop: &AtomicBool) {
     loop {
-        if stop.load(Ordering::SeqCst) || s.handle.current_state() == State::Error {
+        if stop.load(Ordering::SeqCst) || s.handle().current_state() == State::Error {
             return;
         }
         if signalled.load(Ordering::SeqCst) {
@@ -354,14 +357,14 @@ fn signal_thread(s: &Shared, signalled: &AtomicBool, stop: &AtomicBool) {
     }
     log::info!("Received device shutdown request (signal).");
     log::info!("Waiting for graceful device shutdown. Hit Ctrl-C again to abort immediately.");
-    s.handle.state_machine().request_shutdown();
+    s.handle().state_machine().request_shutdown();
     let _g = s.sequence.lock();
-    if s.ended.load(Ordering::SeqCst) || s.handle.current_state() == State::Error {
+    if s.ended.load(Ordering::SeqCst) || s.handle().current_state() == State::Error {
         s.release();
         return;
     }
     s.services.steal_device_control();
-    match s.handle.run_shutdown_sequence() {
+    match s.handle().run_shutdown_sequence() {
         Ok(true) => {}
         Ok(false) => log::info!(
             "Graceful device shutdown failed: another plugin took control. If hanging, hit Ctrl-C again to abort immediately."
@@ -384,7 +387,7 @@ const HELP: &str = "Following control commands are available:\n\n \
 /// The key loop. Returns Ok(true) when `q` asks for the shutdown sequence, Ok(false) when stdin
 /// ended or a signal arrived.
 fn repl(s: &Shared, color: bool) -> Result<bool, ErrorState> {
-    let h = &s.handle;
+    let h = s.handle();
     let _raw = crate::terminal::RawMode::enable();
     print_help(color);
     loop {
@@ -394,7 +397,7 @@ fn repl(s: &Shared, color: bool) -> Result<bool, ErrorState> {
             State::Exiting => return Ok(false),
             _ => {}
         }
-        if s.handle.state_machine().shutdown_requested() || s.joined.load(Ordering::SeqCst) {
+        if s.handle().state_machine().shutdown_requested() || s.joined.load(Ordering::SeqCst) {
             return Ok(false);
         }
         if !crate::terminal::stdin_ready(Duration::from_millis(100)) {
@@ -405,7 +408,7 @@ fn repl(s: &Shared, color: bool) -> Result<bool, ErrorState> {
             Ok(1) => {}
             // End of input: no more keys; the device keeps running until a signal.
             _ => {
-                while !s.handle.state_machine().shutdown_requested() && !s.joined.load(Ordering::SeqCst) {
+                while !s.handle().state_machine().shutdown_requested() && !s.joined.load(Ordering::SeqCst) {
                     match h.current_state() {
                         State::Error => return Err(ErrorState),
                         State::Exiting => return Ok(false),
