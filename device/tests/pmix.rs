@@ -196,16 +196,20 @@ impl Hosts {
         ])
     }
 
-    /// mpirun's launcher agent: "ssh HOST COMMAND" runs COMMAND in HOST's namespace.
+    /// mpirun's launcher agent: "ssh HOST COMMAND" runs COMMAND in HOST's namespace. The hosts
+    /// share one /tmp and one host name: each daemon gets a session directory of its own under
+    /// `dir` (daemons creating the same one at once failed with "File exists").
     fn agent(&self, dir: &std::path::Path) -> std::path::PathBuf {
         use std::os::unix::fs::PermissionsExt;
         let mut script = String::from("#!/bin/sh\nhost=$1; shift\ncase \"$host\" in\n");
         for (a, ns) in self.addresses.iter().zip(&self.namespaces) {
             script.push_str(&format!("  {a}) ns={ns} ;;\n"));
         }
-        script.push_str(
-            "  *) echo \"unknown host $host\" >&2; exit 1 ;;\nesac\nexec ip netns exec \"$ns\" /bin/sh -c \"$*\"\n",
-        );
+        script.push_str(&format!(
+            "  *) echo \"unknown host $host\" >&2; exit 1 ;;\nesac\ntmp=\"{}/$ns\"\nmkdir -p \"$tmp\"\n\
+             exec ip netns exec \"$ns\" env OMPI_MCA_orte_tmpdir_base=\"$tmp\" /bin/sh -c \"$*\"\n",
+            dir.display()
+        ));
         let path = dir.join("agent.sh");
         std::fs::write(&path, script).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
