@@ -6,7 +6,10 @@
 //! someone asks for the count (as FairMQ does) must have an unlimited queue, which then grows
 //! without bound under a peer that connects again and again (each attempt refused by the password
 //! is two events). So one thread per transport reads every socket's monitor as events come and
-//! keeps the counts; asking costs one atomic load.
+//! keeps the counts. Asking a socket for its count first lets the thread read the events already
+//! sent (a round trip to it), so a count is never behind a message the socket has received:
+//! ZeroMQ reports a connection before the peer's first message can arrive. Readers on other
+//! threads ([`PeerCount`]) get the count as the thread last left it, for one atomic load.
 
 use crate::error::SocketError;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,8 +24,14 @@ const WAKE_ENDPOINT: &str = "inproc://fairmq-rs-monitors";
 pub(crate) type PeerCount = Arc<AtomicU64>;
 
 enum Command {
-    Watch { id: u64, reader: zmq::Socket, count: PeerCount },
+    Watch {
+        id: u64,
+        reader: zmq::Socket,
+        count: PeerCount,
+    },
     Forget(u64),
+    /// Read every event sent so far, then answer.
+    Sync(mpsc::Sender<()>),
     Stop,
 }
 
@@ -85,6 +94,15 @@ impl Monitors {
         Ok((id, count))
     }
 
+    /// Waits until the thread has counted every event libzmq had sent when this was called (a
+    /// thread that ended counts no more: then it returns at once).
+    pub(crate) fn sync(&self) {
+        let (tx, rx) = mpsc::channel();
+        self.send(Command::Sync(tx));
+        // Generous: the thread answers as soon as it is woken; a lost answer must not hang a caller.
+        let _ = rx.recv_timeout(std::time::Duration::from_secs(5));
+    }
+
     /// Stops counting the peers of the socket watched as `id` (it closes).
     pub(crate) fn forget(&self, id: u64) {
         self.send(Command::Forget(id));
@@ -124,6 +142,12 @@ fn run(woken: &zmq::Socket, commands: &mpsc::Receiver<Command>) {
                 match c {
                     Command::Watch { id, reader, count } => watched.push((id, reader, count)),
                     Command::Forget(id) => watched.retain(|(w, _, _)| *w != id),
+                    Command::Sync(answer) => {
+                        for (_, reader, count) in &watched {
+                            read_events(reader, count);
+                        }
+                        let _ = answer.send(());
+                    }
                     Command::Stop => return,
                 }
             }

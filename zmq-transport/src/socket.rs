@@ -120,13 +120,15 @@ impl Socket {
     }
 
     /// How many peers are connected now (FairMQ's `GetNumberOfConnectedPeers`): connections made
-    /// and accepted, less those that ended, as ZeroMQ's monitor reports them (a moment late).
+    /// and accepted, less those that ended, as ZeroMQ's monitor reported them by the time of the
+    /// call (a peer whose message was received is counted; one that left a moment ago may still be).
     pub fn number_of_connected_peers(&self) -> u64 {
+        self.peers.0.sync();
         self.peers.2.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The count of [`number_of_connected_peers`](Socket::number_of_connected_peers), readable
-    /// from other threads.
+    /// from other threads (as the monitor thread last counted, a moment late).
     pub fn peer_count(&self) -> Arc<std::sync::atomic::AtomicU64> {
         self.peers.2.clone()
     }
