@@ -86,6 +86,10 @@ common="--control static --color false --severity info --session $session --shm-
 expect() { # file text
   grep -q "$2" "$1" || { echo "expected '$2' in $1:"; cat "$1"; exit 1; }
 }
+await() { # file text: waits (generously) until the text is in the file
+  for _ in $(seq 600); do grep -q "$2" "$1" && return 0; sleep 0.1; done
+  echo "gave up waiting for '$2' in $1:"; cat "$1"; exit 1
+}
 for t in zeromq shmem; do
   # A C sampler to the Rust sink: 50 data messages and the end message; the sink counts FairMQ's
   # way (the message that ends its run is not counted).
@@ -206,8 +210,11 @@ for t in zeromq shmem; do
   a="ipc://$work/compat-$t"
   "$work/compat-sink-pc" --id sink1 $common --transport $t --text "a FairMQ project" --max-iterations 40 \
     --channel-config "name=data,type=pull,method=bind,address=$a,rateLogging=0" > "$work/compat-sink-$t.log" & sink=$!
+  # The sink counts its peers at its first message: the sampler must still be there then, so it
+  # starts once the sink runs and takes its time (a sampler done before the sink ran had left).
+  await "$work/compat-sink-$t.log" "READY ---> RUNNING"
   "$work/compat-build/compat-sampler" --flag --id sampler1 $common --transport $t --text "a FairMQ project" \
-    --max-iterations 40 --msg-rate 2000 --tags "a b" c --tags d \
+    --max-iterations 40 --msg-rate 200 --tags "a b" c --tags d \
     --channel-config "name=data,type=push,method=connect,address=$a,rateLogging=0,linger=2000" \
     > "$work/compat-sampler-$t.log"
   wait $sink
