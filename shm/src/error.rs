@@ -1,9 +1,9 @@
 //! Errors of the shared-memory transport.
 
 use crate::meta::MetaError;
+use crate::segment::tlsf::Corrupt;
 use crate::sys::files::FileError;
 use crate::sys::robust_mutex::LockError;
-use crate::tlsf::Corrupt;
 use std::io;
 
 /// Everything that can go wrong in the shared-memory transport.
@@ -61,7 +61,7 @@ pub enum ShmError {
         /// The receiving socket.
         socket: String,
         /// What is wrong.
-        source: crate::lane::LaneError,
+        source: crate::segment::ring::LaneError,
     },
     /// A fixed-size table in the management segment is full.
     #[error("the session's {0} table is full")]

@@ -8,15 +8,15 @@
 //! Their files are unlinked as soon as they are mapped, so a fuzzer killed at any point leaves
 //! nothing behind in `/dev/shm`.
 
-use crate::ack_queue::{Ack, AckQueue, CAPACITY};
 use crate::meta::{self, Record};
 use crate::naming::Names;
-use crate::region::{take_batch, RegionBlock, RegionCallback};
-use crate::region_map::RegionMap;
-use crate::registry::RegionEntry;
+use crate::region::ack_queue::{Ack, AckQueue, CAPACITY};
+use crate::region::map::RegionMap;
+use crate::segment::tlsf::{self, Block};
 use crate::segment::Segment;
+use crate::session::registry::RegionEntry;
 use crate::sys::mapping::{Created, Mapping};
-use crate::tlsf::{self, Block};
+use crate::transport::region::{take_batch, RegionBlock, RegionCallback};
 use parking_lot::Mutex;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
@@ -40,7 +40,7 @@ struct Fixture {
     segment: Segment,
     blocks: Vec<Block>,
     /// Tickets issued for the first live block and for a region piece (never claimed).
-    tickets: Vec<crate::tickets::Issued>,
+    tickets: Vec<crate::segment::tickets::Issued>,
     region: RegionMap,
     /// One acknowledgement run at a time: the replay test may call in from several threads.
     acks: Mutex<()>,
@@ -68,7 +68,7 @@ impl Fixture {
         }
         // Small blocks take the remaining slots, so the last named block has none.
         let mut fillers = Vec::new();
-        while fillers.last().is_none_or(|b: &Block| b.slot != crate::slots::NO_SLOT) {
+        while fillers.last().is_none_or(|b: &Block| b.slot != crate::segment::slots::NO_SLOT) {
             segment.allocate(8, 0, pid, 1, &mut fillers)?;
         }
         segment.allocate(last.0, last.1, pid, 1, &mut blocks)?;
@@ -96,7 +96,7 @@ impl Fixture {
         let queue = AckQueue::open_or_create(&names, REGION_ID)?;
         let _ = std::fs::remove_file(Names::path(&names.region_queue(REGION_ID)));
         let region = RegionMap::new(entry, data, Some(queue), true, None);
-        let mut issuer = crate::tickets::Issuer::reproducible(pid);
+        let mut issuer = crate::segment::tickets::Issuer::reproducible(pid);
         let table = segment.tickets();
         let b = blocks[0];
         let handed = [
@@ -106,7 +106,7 @@ impl Fixture {
         let tickets = handed
             .iter()
             .map(|rec| {
-                let issued = issuer.issue(&table, SEGMENT_ID, crate::tickets::Kind::Message, rec, &|_| true);
+                let issued = issuer.issue(&table, SEGMENT_ID, crate::segment::tickets::Kind::Message, rec, &|_| true);
                 issued.expect("a fresh table has tickets")
             })
             .collect();
@@ -302,7 +302,7 @@ pub fn region_acks(data: &[u8]) {
 /// is full and at the end: the frames come out whole, in order and once, from any start (so across
 /// every kind of wrap).
 pub fn lane_words(data: &[u8]) {
-    use crate::lane::{block_bytes, max_inline, Ring, KIND_FRAME, MIN_CAPACITY};
+    use crate::segment::ring::{block_bytes, max_inline, Ring, KIND_FRAME, MIN_CAPACITY};
     use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
     let byte = |i: usize| data.get(i).copied().unwrap_or(0);
     let words: Vec<AtomicU64> = (0..block_bytes(2 * MIN_CAPACITY) / 8).map(|_| AtomicU64::new(0)).collect();
@@ -387,7 +387,7 @@ pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
         ("region-outside", piece(REGION_SIZE - 8, 16, None)),
         ("handed", fx.tickets[0].record()),
         ("handed-region", fx.tickets[1].record()),
-        ("handed-forged", crate::tickets::Issued { nonce: fx.tickets[0].nonce ^ 1, ..fx.tickets[0] }.record()),
+        ("handed-forged", crate::segment::tickets::Issued { nonce: fx.tickets[0].nonce ^ 1, ..fx.tickets[0] }.record()),
         ("handed-beyond-table", Record::Handed { segment: SEGMENT_ID, ticket: u32::MAX, nonce: 1 }),
     ];
     let mut out = Vec::new();
@@ -458,7 +458,7 @@ pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
 /// Seeds of `lane_words`: lanes a writer filled (intact, and with targeted corruptions of an entry,
 /// the indices and the header) and round trips that wrap.
 fn lane_seeds() -> Vec<(&'static str, String, Vec<u8>)> {
-    use crate::lane::{block_bytes, Ring, KIND_FRAME, KIND_INDIRECT, MIN_CAPACITY};
+    use crate::segment::ring::{block_bytes, Ring, KIND_FRAME, KIND_INDIRECT, MIN_CAPACITY};
     use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
     let raw = |damage: &dyn Fn(&[AtomicU64])| {
         let words: Vec<AtomicU64> = (0..block_bytes(2 * MIN_CAPACITY) / 8).map(|_| AtomicU64::new(0)).collect();

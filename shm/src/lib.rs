@@ -53,57 +53,35 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-mod ack_queue;
-mod acks;
-mod addressee;
-mod cache;
 mod config;
-mod depot;
-mod directory;
 mod error;
-mod events;
 /// Entry points of the fuzz targets (`fuzz/`) and of the test replaying their corpora.
 mod fuzzing;
-mod lane;
-mod lanes;
-mod ledger;
-mod liveness;
-mod management;
-mod manager;
-mod message;
 mod meta;
-pub mod monitor;
 mod naming;
-mod orphans;
-mod peers;
-mod poller;
 mod region;
-mod region_map;
-mod registry;
 #[cfg(test)]
 mod scratch;
 mod segment;
+mod session;
 mod shmid;
-mod slots;
-mod socket;
 mod sys;
-mod tickets;
-mod tlsf;
 mod transport;
 
 pub use config::{BadAllocPolicy, ShmConfig};
 pub use error::ShmError;
-pub use events::{RegionEvent, RegionInfo};
-pub use message::Message;
 pub use naming::Names;
-pub use poller::Poller;
-pub use region::{BulkCallback, Region, RegionBlock, RegionCallback, RegionConfig, SingleCallback};
-pub use registry::RegionEntry;
 pub use segment::{SegmentStats, MIN_SEGMENT_SIZE};
+pub use session::monitor;
+pub use session::registry::RegionEntry;
 pub use shmid::{shm_id, shm_id_for, shm_id_from_number, shm_id_number};
-pub use socket::Socket;
 pub use sys::files::FileError;
 pub use sys::robust_mutex::LockError;
+pub use transport::events::{RegionEvent, RegionInfo};
+pub use transport::message::Message;
+pub use transport::poller::Poller;
+pub use transport::region::{BulkCallback, Region, RegionBlock, RegionCallback, RegionConfig, SingleCallback};
+pub use transport::socket::Socket;
 pub use transport::Transport;
 
 /// Internals for this crate's tests, benchmarks and fuzz targets and for the tests of the crates
@@ -116,11 +94,11 @@ pub mod testing {
     }
     /// Which processes of the session are alive.
     pub mod liveness {
-        pub use crate::liveness::*;
+        pub use crate::session::liveness::*;
     }
     /// The session's management segment.
     pub mod management {
-        pub use crate::management::*;
+        pub use crate::session::management::*;
     }
     /// Metadata records.
     pub mod meta {
@@ -128,7 +106,7 @@ pub mod testing {
     }
     /// The region registry.
     pub mod registry {
-        pub use crate::registry::*;
+        pub use crate::session::registry::*;
     }
     /// Segments.
     pub mod segment {
@@ -136,11 +114,11 @@ pub mod testing {
     }
     /// Hand-over tickets.
     pub mod tickets {
-        pub use crate::tickets::*;
+        pub use crate::segment::tickets::*;
     }
     /// The TLSF allocator.
     pub mod tlsf {
-        pub use crate::tlsf::*;
+        pub use crate::segment::tlsf::*;
     }
     pub use crate::segment::Segment;
 

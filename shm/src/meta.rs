@@ -164,7 +164,7 @@ pub enum MetaError {
     },
     /// A handed record whose ticket hands nothing over (forged, repeated, or taken back).
     #[error("shared-memory record refused: {0}")]
-    Ticket(#[from] crate::tickets::TicketError),
+    Ticket(#[from] crate::segment::tickets::TicketError),
     /// A record that describes a message directly where only handed records are valid (a socket).
     #[error("a shared-memory message arrived without a ticket (only the session's lanes carry such records)")]
     Untracked,

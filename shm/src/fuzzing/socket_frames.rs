@@ -73,10 +73,10 @@
 //!   the segment's free bytes and used blocks are those of the fixture before the first input, and
 //!   `check_segment` passes.
 
-use crate::lanes::{release_frame, Deadline, Link, Writer};
-use crate::manager::Manager;
-use crate::message::{Message, Source};
 use crate::meta::{self, MetaError, Record};
+use crate::transport::attachment::Manager;
+use crate::transport::message::{Message, Source};
+use crate::transport::socket::lanes::{release_frame, Deadline, Link, Writer};
 use crate::{ShmConfig, ShmError, Socket, Transport};
 use fairmq_zmq::{PollHook, SocketType, TransferError};
 use std::cell::RefCell;
@@ -328,7 +328,7 @@ impl Fixture {
         config.lanes = false; // records of the PAIR go on the socket, where they are captured
         let transport = Transport::new(&config).expect("the fixture's transport");
         // It keeps what it mapped: nothing of the session needs its name any more.
-        crate::management::remove_session(&crate::Names::new(transport.shm_id()));
+        crate::session::management::remove_session(&crate::Names::new(transport.shm_id()));
         if std::env::var_os("FAIRMQ_FUZZ_IPC").is_some_and(|v| v == "1") {
             let dir = std::env::temp_dir().join(format!("fairmq-{session}"));
             std::fs::create_dir_all(&dir).expect("the fixture's ipc directory");

@@ -63,7 +63,7 @@ fn cleanup_into(shm_id: &str, r: &mut Removals) {
         Ok(None) => log::info!("Did not find '{}' management segment. No regions to cleanup.", names.management()),
         Err(e) => log::error!("Could not read the registries of shared memory id '{shm_id}': {e}"),
         Ok(Some(m)) => {
-            let regions = crate::registry::regions(&m);
+            let regions = crate::session::registry::regions(&m);
             log::info!("Found {} unmanaged regions...", regions.len());
             for reg in &regions {
                 log::info!(
@@ -89,7 +89,7 @@ fn cleanup_into(shm_id: &str, r: &mut Removals) {
         }
     }
     let lock = names.monitor_lock();
-    for leftover in crate::management::session_objects(&names).into_iter().filter(|n| *n != lock) {
+    for leftover in crate::session::management::session_objects(&names).into_iter().filter(|n| *n != lock) {
         r.remove(&leftover, &Names::path(&leftover));
     }
 }
@@ -114,7 +114,7 @@ pub fn cleanup_full(shm_id: &str) -> Result<Vec<(String, bool)>, ShmError> {
 pub fn reset_content(shm_id: &str, print: &mut dyn FnMut(&str)) -> Result<(), ShmError> {
     let names = Names::new(shm_id);
     print(&format!("Resetting segments content for shared memory id '{shm_id}'..."));
-    let m = match crate::management::Management::open_existing(&names) {
+    let m = match crate::session::management::Management::open_existing(&names) {
         Ok(m) => m,
         Err(e) if e.is_not_found() => {
             print(&format!("Could not find '{}' segment. Nothing to cleanup.", names.management()));
@@ -124,9 +124,9 @@ pub fn reset_content(shm_id: &str, print: &mut dyn FnMut(&str)) -> Result<(), Sh
         Err(e) => return Err(e),
     };
     let _lock = m.lock()?;
-    let users: Vec<u32> = crate::liveness::attached(&m)
+    let users: Vec<u32> = crate::session::liveness::attached(&m)
         .into_iter()
-        .filter(|a| crate::liveness::owner_alive(&m, a.owner))
+        .filter(|a| crate::session::liveness::owner_alive(&m, a.owner))
         .map(|a| a.pid)
         .collect();
     if !users.is_empty() {
@@ -152,7 +152,7 @@ pub fn reset_content(shm_id: &str, print: &mut dyn FnMut(&str)) -> Result<(), Sh
             }
         }
     }
-    for r in crate::registry::regions(&m) {
+    for r in crate::session::registry::regions(&m) {
         let q = names.region_queue(r.id);
         match files::remove(&Names::path(&q)) {
             Ok(true) => print(&format!("Removed '{q}'.")),

@@ -1,11 +1,11 @@
 //! One-shot views of sessions: the segment report, the list of every session, the debug list of
 //! allocated blocks.
 
-use crate::ack_queue::AckQueue;
 use crate::error::ShmError;
-use crate::management::Management;
 use crate::naming::Names;
+use crate::region::ack_queue::AckQueue;
 use crate::segment::Segment;
+use crate::session::management::Management;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -47,9 +47,9 @@ pub fn report(shm_id: &str) -> Result<Option<String>, ShmError> {
             }
         }
     }
-    let total = crate::management::MANAGEMENT_SIZE;
+    let total = crate::session::management::MANAGEMENT_SIZE;
     let _ = writeln!(s, "   [m]: total: {total}, heartbeat: {}, events: {}", m.heartbeat_count(), m.event_count());
-    let regions = crate::registry::regions(&m);
+    let regions = crate::session::registry::regions(&m);
     if !regions.is_empty() {
         let _ = writeln!(s, "   unmanaged regions:");
         for r in regions {
@@ -67,7 +67,7 @@ pub fn report(shm_id: &str) -> Result<Option<String>, ShmError> {
             }
         }
     }
-    let procs = crate::liveness::attached(&m);
+    let procs = crate::session::liveness::attached(&m);
     let list: Vec<String> = procs.iter().map(|a| a.pid.to_string()).collect();
     let _ = writeln!(s, "   attached processes: {}", if list.is_empty() { "none".into() } else { list.join(", ") });
     Ok(Some(s))
@@ -79,7 +79,7 @@ pub fn debug_info(shm_id: &str) -> Result<String, ShmError> {
     let names = Names::new(shm_id);
     let Some(m) = open_if_present(&names)? else { return Ok("no segments found".into()) };
     // Blocks carry their transport's owner mark; the attached transports tell whose pid that is.
-    let attached = crate::liveness::attached(&m);
+    let attached = crate::session::liveness::attached(&m);
     let creator = |owner: u32| match attached.iter().find(|a| a.owner == owner) {
         Some(a) => a.pid.to_string(),
         None => format!("unknown (owner mark {owner}, not attached)"),

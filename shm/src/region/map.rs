@@ -5,11 +5,11 @@
 //! that received a message of it) hold one. Pieces released here are batched (FairMQ: up to 256,
 //! sent at least every 500 ms) and pushed to the queue by the transport's ack thread (`acks`).
 
-use crate::ack_queue::{Ack, AckQueue};
 use crate::error::ShmError;
-use crate::management::Management;
 use crate::meta::MetaError;
-use crate::registry::RegionEntry;
+use crate::region::ack_queue::{Ack, AckQueue};
+use crate::session::management::Management;
+use crate::session::registry::RegionEntry;
 use crate::sys::mapping::Mapping;
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
@@ -175,7 +175,7 @@ impl RegionMap {
         match (q.consumer(), &self.mng) {
             (None, _) => false,
             (Some(_), None) => true,
-            (Some(mark), Some(m)) => crate::liveness::owner_alive(m, mark),
+            (Some(mark), Some(m)) => crate::session::liveness::owner_alive(m, mark),
         }
     }
 

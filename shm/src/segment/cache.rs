@@ -11,8 +11,8 @@
 //! Cached blocks count as used in the segment; they belong to this process (their owner field says
 //! so) and are returned by [`Cache::drain`] on allocation failure and when the transport ends.
 
+use crate::segment::tlsf::{Block, ALIGN, HDR, MIN_BLOCK};
 use crate::segment::Segment;
-use crate::tlsf::{Block, ALIGN, HDR, MIN_BLOCK};
 
 const MAX_MAGAZINES: usize = 8;
 /// A magazine holds at most this share of the segment, so large messages are cached too (a few

@@ -22,9 +22,9 @@
 //! first claimant (as a writer that closes does); the sweep that drops the last reference releases
 //! what the lane still holds.
 
-use crate::management::Management;
-use crate::manager::Manager;
 use crate::segment::Segment;
+use crate::session::management::Management;
+use crate::transport::attachment::Manager;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -37,7 +37,7 @@ const AT: usize = 1 << 20;
 /// Entries per transport (beyond that, shared references are not listed: logged once).
 const ENTRIES: u32 = 1023;
 const AREA_BYTES: usize = (ENTRIES as usize + 1) * 16;
-const _: () = assert!(AT + crate::liveness::SLOTS * AREA_BYTES <= crate::management::MANAGEMENT_SIZE);
+const _: () = assert!(AT + crate::session::liveness::SLOTS * AREA_BYTES <= crate::session::management::MANAGEMENT_SIZE);
 
 /// The words of slot `slot`'s ledger: header, then entries.
 fn area(m: &Management, slot: usize) -> &[AtomicU64] {
@@ -148,7 +148,7 @@ impl Sweeper for [Segment] {
 pub(crate) fn held_by_live(mgr: &Manager) -> Vec<(u16, u64)> {
     let m = mgr.management();
     let mut out = Vec::new();
-    for slot in crate::liveness::live_slots(m) {
+    for slot in crate::session::liveness::live_slots(m) {
         for l in
             used(m, slot).filter_map(|e| Listed::decode(e[0].load(Ordering::Acquire), e[1].load(Ordering::Relaxed)))
         {
@@ -165,12 +165,12 @@ pub(crate) fn held_by_live(mgr: &Manager) -> Vec<(u16, u64)> {
 
 /// The ring of the lane whose block `l` names in `seg`, once the block checks out as a live one
 /// holding a lane.
-fn lane_ring<'a>(seg: &'a Segment, l: &Listed) -> Option<crate::lane::Ring<'a>> {
+fn lane_ring<'a>(seg: &'a Segment, l: &Listed) -> Option<crate::segment::ring::Ring<'a>> {
     if seg.check_any_block(l.offset, l.delta, 0).ok() != Some(l.slot) {
         return None;
     }
     let bytes = seg.block_size(l.offset, l.slot).saturating_sub(u64::from(l.delta)) / 8 * 8;
-    crate::lane::Ring::open(seg.block_words(l.offset, l.delta, bytes)?).ok()
+    crate::segment::ring::Ring::open(seg.block_words(l.offset, l.delta, bytes)?).ok()
 }
 
 /// The blocks the entries of the lane `l` names (an indirect entry: the block holding its frame).
@@ -203,7 +203,7 @@ fn drop_shared(by: &(impl Sweeper + ?Sized), owner: u32, l: &Listed) -> bool {
         return false;
     }
     let rc = seg.rc(l.offset, l.slot);
-    let shared = |v: u64| (v >> 32) as u32 == crate::slots::SHARED && v as u32 > 0;
+    let shared = |v: u64| (v >> 32) as u32 == crate::segment::slots::SHARED && v as u32 > 0;
     if !shared(rc.load(Ordering::Acquire)) {
         return false;
     }
@@ -229,7 +229,7 @@ fn drop_lane_reference(by: &(impl Sweeper + ?Sized), seg: &Segment, owner: u32, 
         return false;
     };
     if ring.writer() == owner && ring.orphan() {
-        ring.close(crate::lane::WRITER_CLOSED);
+        ring.close(crate::segment::ring::WRITER_CLOSED);
         return true; // the first claimant's now
     }
     let rc = seg.rc(l.offset, l.slot);
@@ -239,7 +239,7 @@ fn drop_lane_reference(by: &(impl Sweeper + ?Sized), seg: &Segment, owner: u32, 
             log::warn!("a lane whose last holder died stays in the segment: no transport to release its messages");
             return false;
         };
-        crate::lanes::release_contents(&mgr, &ring);
+        crate::transport::socket::lanes::release_contents(&mgr, &ring);
     }
     match rc.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| (v as u32 > 0).then(|| v - 1)) {
         Ok(prev) if prev as u32 == 1 => by.free(seg, l.offset, l.delta, l.slot),
@@ -309,7 +309,7 @@ impl Ledger {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::Message;
+    use crate::transport::message::Message;
 
     /// A process killed while it held a message and a copy of it (a shared block, two references
     /// listed): the sweep drops both and the block is freed; entries that do not name a shared
@@ -331,7 +331,7 @@ mod tests {
         copy.copy_from(&m).unwrap();
         let crate::meta::Record::Block { offset, slot, .. } = m.record() else { panic!("a block") };
         let count = || mgr.own().rc(offset, slot).load(Ordering::Acquire);
-        assert_eq!(count(), u64::from(crate::slots::SHARED) << 32 | 2);
+        assert_eq!(count(), u64::from(crate::segment::slots::SHARED) << 32 | 2);
         // Killed: its messages are never dropped, and the sweep takes its entries.
         std::mem::forget((m, copy));
         let listed = take(mgr.management(), mgr.ledger().slot);

@@ -1,6 +1,6 @@
 //! Waiting on several shared-memory sockets: readiness is that of their metadata sockets and lanes.
 
-use crate::socket::Socket;
+use crate::transport::socket::Socket;
 use fairmq_zmq::PollError;
 
 /// A poller over shared-memory sockets (see [`fairmq_zmq::Poller`]).

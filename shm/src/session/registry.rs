@@ -7,8 +7,8 @@
 //! while the session lives (as in FairMQ: an id is used once per session), so lookups need no lock.
 
 use crate::error::ShmError;
-use crate::management::{Management, SessionLock, W_REGION_COUNTER};
 use crate::naming::Names;
+use crate::session::management::{Management, SessionLock, W_REGION_COUNTER};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
@@ -28,7 +28,7 @@ const W_PATH: usize = 8;
 pub const PATH_MAX: usize = (SLOT_WORDS - W_PATH) * 8;
 const LIVE: u64 = 1;
 const DESTROYED: u64 = 2;
-const _: () = assert!((FIRST_WORD + SLOTS * SLOT_WORDS) * 8 <= crate::management::MANAGEMENT_SIZE);
+const _: () = assert!((FIRST_WORD + SLOTS * SLOT_WORDS) * 8 <= crate::session::management::MANAGEMENT_SIZE);
 
 /// A region as the registry records it.
 #[derive(Debug, Clone, PartialEq, Eq)]

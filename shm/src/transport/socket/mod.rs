@@ -3,14 +3,20 @@
 //! Timeouts, interruption, linger and the poller are those of `fairmq-zmq`; the counters count
 //! payload bytes, not metadata bytes.
 
-use crate::addressee::Addressee;
+pub(crate) mod addressee;
+pub(crate) mod directory;
+pub(crate) mod lanes;
+pub(crate) mod orphans;
+pub(crate) mod peers;
+
 use crate::error::ShmError;
-use crate::lanes::{release_frame, Deadline, Got, Link, Readers, Writer};
-use crate::manager::Manager;
-use crate::message::{Message, Source};
 use crate::meta::{self, MetaError, Record};
-use crate::peers::{Peers, Sent};
-use crate::tickets::{Issued, Kind, TicketError};
+use crate::segment::tickets::{Issued, Kind, TicketError};
+use crate::transport::attachment::Manager;
+use crate::transport::message::{Message, Source};
+use crate::transport::socket::addressee::Addressee;
+use crate::transport::socket::lanes::{release_frame, Deadline, Got, Link, Readers, Writer};
+use crate::transport::socket::peers::{Peers, Sent};
 use fairmq_zmq::{AttachOptions, CounterSnapshot, Counters, SocketOptions, SocketType, TransferError, TransferResult};
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -56,8 +62,8 @@ struct Receiving {
     /// Receives since the last look at the clock for a hello (a busy socket looks now and then).
     busy: std::cell::Cell<u32>,
     /// PULL, SUB: where it is bound, in the session's endpoint directory (see `directory`).
-    listing: RefCell<crate::directory::Listing>,
-    orphans: RefCell<crate::orphans::Watch>,
+    listing: RefCell<crate::transport::socket::directory::Listing>,
+    orphans: RefCell<crate::transport::socket::orphans::Watch>,
 }
 
 /// The socket's lanes (boxed: most sockets of a device use few of them).
@@ -114,7 +120,10 @@ impl Drop for Socket {
         self.linger(moment);
         self.receiving.orphans.get_mut().close(&self.mgr, self.receiving.number);
         if self.receiving.listing.get_mut().has_entries() {
-            crate::directory::unregister(self.mgr.management(), (self.mgr.owner(), self.receiving.number));
+            crate::transport::socket::directory::unregister(
+                self.mgr.management(),
+                (self.mgr.owner(), self.receiving.number),
+            );
         }
         let released =
             self.peers.get_mut().close(&self.mgr) + self.addressee.get_mut().as_mut().map_or(0, |a| a.close(&self.mgr));
@@ -268,7 +277,7 @@ impl Socket {
                 r.listing.borrow_mut().enter(&self.mgr, (self.mgr.owner(), r.number), endpoint, true);
             }
             SocketType::Push if !bound => {
-                let key = crate::directory::key(endpoint, self.mgr.owner());
+                let key = crate::transport::socket::directory::key(endpoint, self.mgr.owner());
                 self.peers.borrow_mut().connected_to(key);
             }
             _ => {}
@@ -313,7 +322,7 @@ impl Socket {
     /// sizes the ring (see `lanes::capacity_for`). A segment too small for a ring has no lanes.
     fn uses_lane(&self) -> bool {
         self.mgr.config().lanes
-            && crate::lanes::fits_segment(self.mgr.own().size())
+            && crate::transport::socket::lanes::fits_segment(self.mgr.own().size())
             && self.z.snd_buf_size().is_ok_and(|n| n == 0 || n >= 1000)
             && match self.ty {
                 SocketType::Pair => true,
@@ -593,7 +602,7 @@ impl Socket {
     ) -> Result<(), TransferError> {
         out.clear();
         for rec in records.filter(|r| !r.is_empty()) {
-            match crate::lanes::issue_waiting(&self.mgr, Kind::Message, &rec, deadline) {
+            match crate::transport::socket::lanes::issue_waiting(&self.mgr, Kind::Message, &rec, deadline) {
                 Ok(t) => out.push(t),
                 Err(e) => {
                     self.take_back(out);

@@ -299,7 +299,7 @@ impl<'a> Tickets<'a> {
     /// `orphans`, until they are claimed or released). `None` when there is none.
     fn take_chunk(&self, owner: u32, alive: &dyn Fn(u32) -> bool) -> Option<u32> {
         let chunks = self.n / CHUNK;
-        let mut alive = crate::liveness::remembered(alive);
+        let mut alive = crate::session::liveness::remembered(alive);
         for free_only in [true, false] {
             for c in 0..chunks {
                 let w = &self.w[self.owners + c as usize];

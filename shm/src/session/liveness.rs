@@ -15,7 +15,7 @@
 //! gone from the count; no moment leaves a slot that nobody can free.
 
 use crate::error::ShmError;
-use crate::management::{Management, SessionLock};
+use crate::session::management::{Management, SessionLock};
 use crate::sys::mapping::Mapping;
 use crate::sys::robust_mutex::{Guard, RobustMutex, TryLock, MUTEX_BYTES};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -77,13 +77,13 @@ pub(crate) struct Dead {
     /// Its owner mark (for freeing what it cached).
     pub owner: u32,
     /// The shared references it listed (see `ledger`).
-    pub listed: Vec<crate::ledger::Listed>,
+    pub listed: Vec<crate::session::ledger::Listed>,
 }
 
 /// Owner marks that blocks can never carry: 0 (none), and the four the segment reserves (a count
 /// kept in a slot, a block in the depot, a shared block, a block in flight).
 fn usable_owner(o: u32) -> bool {
-    o != 0 && o < crate::slots::IN_FLIGHT
+    o != 0 && o < crate::segment::slots::IN_FLIGHT
 }
 
 /// The slots of attached transports that are not provably dead.
@@ -145,7 +145,7 @@ impl SessionLock<'_> {
             dead.push(Dead {
                 pid: pid as u32,
                 owner: word(m, slot, W_OWNER).load(Ordering::Relaxed) as u32,
-                listed: crate::ledger::take(m, slot),
+                listed: crate::session::ledger::take(m, slot),
             });
         }
         dead
@@ -334,7 +334,7 @@ fn claim<'a>(m: &Management, handles: &'a [RobustMutex]) -> Result<(usize, u32, 
         word(m, slot, W_SINCE).store(since, Ordering::Relaxed);
         let owner = new_owner(m);
         word(m, slot, W_OWNER).store(u64::from(owner), Ordering::Relaxed);
-        crate::ledger::reset(m, slot);
+        crate::session::ledger::reset(m, slot);
         word(m, slot, W_PID).store(u64::from(std::process::id()), Ordering::Release);
         drop(lock);
         return Ok((slot, owner, guard));

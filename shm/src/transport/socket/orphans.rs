@@ -13,10 +13,10 @@
 //! A ticket whose issuer lives is never taken here: the issuer takes back what its peer did not
 //! claim and sends it again (see `peers`).
 
-use crate::directory::{self, Attached, Role};
-use crate::manager::Manager;
-use crate::message::Message;
-use crate::tickets::{names_one, names_several, Kind, AT_ENDPOINT, FACING};
+use crate::segment::tickets::{names_one, names_several, Kind, AT_ENDPOINT, FACING};
+use crate::transport::attachment::Manager;
+use crate::transport::message::Message;
+use crate::transport::socket::directory::{self, Attached, Role};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -86,7 +86,7 @@ fn members(mgr: &Manager, set: Set, mine: &[Attached]) -> Option<(Vec<directory:
 /// mark, socket word; see `tickets`) `wanted` accepts. Only chunks a gone transport holds, or that
 /// nobody holds, are looked at (liveness looked up once per owner).
 pub(crate) fn find(mgr: &Manager, wanted: impl Fn(u32, u64) -> bool) -> Vec<Orphan> {
-    let mut alive = crate::liveness::remembered(|owner| owner == mgr.owner() || mgr.owner_alive(owner));
+    let mut alive = crate::session::liveness::remembered(|owner| owner == mgr.owner() || mgr.owner_alive(owner));
     let mut out = Vec::new();
     for entry in mgr.management().segments() {
         let Ok(seg) = mgr.segment(entry.id) else { continue };
@@ -109,13 +109,13 @@ pub(crate) fn release(mgr: &Arc<Manager>, o: &Orphan) -> bool {
     // An issuer killed between handing the block to the ticket and marking it in flight left its
     // own mark on it: marked in flight first, so that a sweep that no longer sees the ticket once
     // it is claimed does not free the block as the dead issuer's as well.
-    mgr.remark(&rec, o.issuer, crate::slots::IN_FLIGHT);
+    mgr.remark(&rec, o.issuer, crate::segment::slots::IN_FLIGHT);
     if kind == Kind::Offer {
         // Claimed, the offer can never be: nobody will claim its lane either.
         if !tickets.claim(o.ticket, o.nonce) {
             return false;
         }
-        crate::lanes::release_unclaimed(mgr, rec);
+        crate::transport::socket::lanes::release_unclaimed(mgr, rec);
         return true;
     }
     // Claimed as a receiver claims (the block ours before the claim ends): killed on the way, this
@@ -123,7 +123,7 @@ pub(crate) fn release(mgr: &Arc<Manager>, o: &Orphan) -> bool {
     if !tickets.claim_as(o.ticket, o.nonce, mgr.owner()) {
         return false;
     }
-    mgr.remark(&rec, crate::slots::IN_FLIGHT, mgr.owner());
+    mgr.remark(&rec, crate::segment::slots::IN_FLIGHT, mgr.owner());
     tickets.claimed(o.ticket, mgr.owner());
     match Message::from_record(mgr, rec) {
         Ok(m) => drop(m),

@@ -2,8 +2,8 @@
 //! a region has a full batch of 256, it pushes released pieces to their regions' queues (FairMQ's
 //! ack sender). When the transport ends, everything still pending is sent before it detaches.
 
-use crate::ack_queue::Ack;
-use crate::region_map::RegionMap;
+use crate::region::ack_queue::Ack;
+use crate::region::map::RegionMap;
 use parking_lot::{Condvar, Mutex, RwLock};
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -17,11 +17,11 @@
 //! both close, the second one releases what is left (as ZeroMQ drops a closed socket's queue).
 
 use crate::error::ShmError;
-use crate::lane::{self, Claim, LaneError, Ring, KIND_FRAME, KIND_INDIRECT, READER_CLOSED, WRITER_CLOSED};
-use crate::manager::Manager;
-use crate::message::{Message, Source};
 use crate::meta::{self, Record};
-use crate::tickets::{Issued, Kind};
+use crate::segment::ring::{self, Claim, LaneError, Ring, KIND_FRAME, KIND_INDIRECT, READER_CLOSED, WRITER_CLOSED};
+use crate::segment::tickets::{Issued, Kind};
+use crate::transport::attachment::Manager;
+use crate::transport::message::{Message, Source};
 use fairmq_zmq::TransferError;
 use std::cell::Cell;
 use std::collections::VecDeque;
@@ -47,14 +47,14 @@ fn capacity_for(hwm: i32, segment: u64) -> u64 {
         0 => 0,
         n => 1 << n.ilog2(),
     };
-    wanted.min(share).clamp(CAPACITY, lane::MAX_CAPACITY)
+    wanted.min(share).clamp(CAPACITY, ring::MAX_CAPACITY)
 }
 
 /// Whether a segment of `size` bytes takes lanes: the smallest lane may use at most an eighth of
 /// it (in a smaller segment the lane would crowd out the messages, or not fit at all: records then
 /// travel through the socket).
 pub(crate) fn fits_segment(size: u64) -> bool {
-    lane::block_bytes(CAPACITY) <= size / 8
+    ring::block_bytes(CAPACITY) <= size / 8
 }
 
 /// Ring bytes of a lane for a socket without a send-queue limit: about 26 000 records.
@@ -202,7 +202,7 @@ fn entry_blocks(mgr: &Arc<Manager>, kind: u32, entry: &[u8]) -> Option<Vec<Recor
 /// writer's entry reads the parts through it.
 fn remark_entry(mgr: &Arc<Manager>, kind: u32, entry: &[u8], from: u32, to: u32) {
     let Some(mut blocks) = entry_blocks(mgr, kind, entry) else { return };
-    if to != crate::slots::IN_FLIGHT {
+    if to != crate::segment::slots::IN_FLIGHT {
         blocks.reverse();
     }
     blocks.iter().for_each(|r| mgr.remark(r, from, to));
@@ -215,7 +215,7 @@ fn take_back_all(mgr: &Arc<Manager>, ring: &Ring<'_>, out: &mut Vec<Taken>) -> R
     while let Some(e) = ring.peek()? {
         let mut bytes = Vec::new();
         ring.read(&e, &mut bytes);
-        remark_entry(mgr, e.kind, &bytes, crate::slots::IN_FLIGHT, mgr.owner());
+        remark_entry(mgr, e.kind, &bytes, crate::segment::slots::IN_FLIGHT, mgr.owner());
         ring.consume(&e);
         out.push((e.kind, bytes));
     }
@@ -290,8 +290,8 @@ fn held(mgr: &Manager, rec: &Record) -> Held {
     }
     let v = seg.rc(offset, slot).load(std::sync::atomic::Ordering::Acquire);
     match ((v >> 32) as u32, v as u32) {
-        (crate::slots::IN_FLIGHT, 1) => Held::InFlight,
-        (crate::slots::SHARED, n) if n > 0 => Held::Shared,
+        (crate::segment::slots::IN_FLIGHT, 1) => Held::InFlight,
+        (crate::segment::slots::SHARED, n) if n > 0 => Held::Shared,
         _ => Held::Otherwise,
     }
 }
@@ -337,7 +337,7 @@ fn finish_staged(mgr: &Arc<Manager>, ring: &Ring<'_>) -> bool {
     }
     let marked = parts.iter().chain(if e.kind == KIND_INDIRECT { &records[..] } else { &[] });
     for r in marked.filter(|r| held(mgr, r) == Held::InFlight) {
-        mgr.remark(r, crate::slots::IN_FLIGHT, mgr.owner());
+        mgr.remark(r, crate::segment::slots::IN_FLIGHT, mgr.owner());
         if let Ok(m) = Message::from_record(mgr, *r) {
             drop(m);
         }
@@ -362,7 +362,7 @@ fn spin_until(mut ready: impl FnMut() -> bool) -> bool {
 /// Turns a frame for the lane into an entry: frames too large for the ring travel in a block of
 /// their own whose record is the entry (`Ok(None)` when the frame fits).
 fn indirect(mgr: &Arc<Manager>, frame: &[u8], capacity: u64) -> Result<Option<(Message, Vec<u8>)>, ShmError> {
-    if frame.len() <= lane::max_inline(capacity) {
+    if frame.len() <= ring::max_inline(capacity) {
         return Ok(None);
     }
     let holder = Message::copy_of(mgr.clone(), frame)?;
@@ -474,11 +474,11 @@ impl Writer {
 
     fn offer(&mut self, mgr: &Arc<Manager>, link: &dyn Link, deadline: Deadline) -> Result<(), TransferError> {
         let capacity = self.capacity;
-        let block = Message::allocate(mgr.clone(), lane::block_bytes(capacity) as usize, 64)?;
+        let block = Message::allocate(mgr.clone(), ring::block_bytes(capacity) as usize, 64)?;
         // Writer and reader hold it, or an unclaimed offer still names it: never a dead
         // transport's alone (see `Message::mark_held`); the writer's reference is listed first.
         block.list_lane();
-        block.mark_held(crate::slots::SHARED);
+        block.mark_held(crate::segment::slots::SHARED);
         let words = block.words().ok_or(ShmError::Config("a lane block is not whole words".into()))?;
         Ring::init(words, capacity, mgr.owner());
         let lane = LaneBlock { block, capacity };
@@ -549,7 +549,7 @@ impl Writer {
         while let Some((kind, frame)) = self.resend.pop_front() {
             // Taken back from a lane whose reader left, their blocks marked ours again: in flight
             // once staged, as any entry's.
-            let mark = || remark_entry(mgr, kind, &frame, mgr.owner(), crate::slots::IN_FLIGHT);
+            let mark = || remark_entry(mgr, kind, &frame, mgr.owner(), crate::segment::slots::IN_FLIGHT);
             match self.push(mgr, link, l, &ring, kind, &frame, deadline, &mark) {
                 Ok(Wait::Room) => {}
                 other => {
@@ -870,8 +870,8 @@ mod tests {
         c.segment_size = 8 << 20;
         let _scratch = crate::scratch::Scratch::of_shm_id(&c.resolved_shm_id());
         let mgr = Arc::new(Manager::new(&c, Arc::new(fairmq_zmq::Interrupter::new().unwrap())).unwrap());
-        let lane = Message::allocate(mgr.clone(), lane::block_bytes(lane::MIN_CAPACITY) as usize, 8).unwrap();
-        let ring = Ring::init(lane.words().unwrap(), lane::MIN_CAPACITY, 77);
+        let lane = Message::allocate(mgr.clone(), ring::block_bytes(ring::MIN_CAPACITY) as usize, 8).unwrap();
+        let ring = Ring::init(lane.words().unwrap(), ring::MIN_CAPACITY, 77);
         let stage = |parts: &[&Message]| {
             let mut frame = Vec::new();
             meta::encode_parts(parts.iter().map(|m| m.record()), 0, &mut frame);
@@ -916,9 +916,9 @@ mod tests {
         c.segment_size = 8 << 20;
         let _scratch = crate::scratch::Scratch::of_shm_id(&c.resolved_shm_id());
         let mgr = Arc::new(Manager::new(&c, Arc::new(fairmq_zmq::Interrupter::new().unwrap())).unwrap());
-        let lane = Message::allocate(mgr.clone(), lane::block_bytes(lane::MIN_CAPACITY) as usize, 8).unwrap();
-        let ring = Ring::init(lane.words().unwrap(), lane::MIN_CAPACITY, mgr.owner());
-        let in_flight = |_: Record| u64::from(crate::slots::IN_FLIGHT) << 32 | 1;
+        let lane = Message::allocate(mgr.clone(), ring::block_bytes(ring::MIN_CAPACITY) as usize, 8).unwrap();
+        let ring = Ring::init(lane.words().unwrap(), ring::MIN_CAPACITY, mgr.owner());
+        let in_flight = |_: Record| u64::from(crate::segment::slots::IN_FLIGHT) << 32 | 1;
         let ours = u64::from(mgr.owner()) << 32 | 1;
         // A plain entry of two parts, and an indirect one whose holder names one part.
         let mut plain = [0, 1].map(|_| Message::allocate(mgr.clone(), 100, 0).unwrap());
@@ -945,7 +945,7 @@ mod tests {
             assert_eq!(count_word(&mgr, r), ours, "taken back: ours again");
         }
         for (kind, bytes) in &taken {
-            remark_entry(&mgr, *kind, bytes, mgr.owner(), crate::slots::IN_FLIGHT);
+            remark_entry(&mgr, *kind, bytes, mgr.owner(), crate::segment::slots::IN_FLIGHT);
         }
         for r in recs {
             assert_eq!(count_word(&mgr, r), in_flight(r), "staged again: in flight");
@@ -963,7 +963,7 @@ mod tests {
         assert_eq!(capacity_for(1000, 2 * GIB), 64 << 10, "ZeroMQ's default queue: the smallest ring");
         assert_eq!(capacity_for(10_000, 2 * GIB), 512 << 10, "10 000 records of 40 bytes, rounded up");
         assert_eq!(capacity_for(0, 2 * GIB), UNLIMITED, "no limit");
-        assert_eq!(capacity_for(i32::MAX, 2 * GIB), lane::MAX_CAPACITY, "the largest ring");
+        assert_eq!(capacity_for(i32::MAX, 2 * GIB), ring::MAX_CAPACITY, "the largest ring");
         assert_eq!(capacity_for(0, 8 << 20), 128 << 10, "a sixty-fourth of a small segment");
         assert_eq!(capacity_for(10_000, 8 << 20), 128 << 10);
         assert_eq!(capacity_for(1000, 1 << 20), CAPACITY, "never below the default queue's room");

@@ -6,7 +6,7 @@
 //! live socket at the other end of its endpoints, that socket is the receiver and the tickets name
 //! it: what a killed receiver never claimed goes back to its sender, and what a killed sender left
 //! in flight is released by its receiver (see `orphans`). Where several sockets could take it, a
-//! ticket names the sending socket instead ([`crate::tickets::FACING`]), and the sockets facing it
+//! ticket names the sending socket instead ([`crate::segment::tickets::FACING`]), and the sockets facing it
 //! tell when they last found themselves empty: a record still out once every live one of them was
 //! empty well after it was sent went to one that died (its sender takes it back, see
 //! `addressee`), or, its sender dead, was lost with the sender's queue (released, see `orphans`).
@@ -23,7 +23,7 @@
 //! Entries are written and read under the session lock: binds, connects and closes are rare. Only
 //! the "empty at" word is written without it, by its socket, which owns the entry while it lives.
 
-use crate::management::{Management, SessionLock};
+use crate::session::management::{Management, SessionLock};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Where the directory starts in the management segment (after the region registry).
@@ -33,7 +33,7 @@ const ENTRY_WORDS: usize = 4;
 const W_GENERATION: usize = AT / 8;
 const W_INCOMPLETE: usize = AT / 8 + 1;
 const FIRST: usize = AT / 8 + 8;
-const _: () = assert!((FIRST + ENTRIES * ENTRY_WORDS) * 8 <= crate::management::MANAGEMENT_SIZE);
+const _: () = assert!((FIRST + ENTRIES * ENTRY_WORDS) * 8 <= crate::session::management::MANAGEMENT_SIZE);
 
 /// How a socket is attached to an endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,7 +144,7 @@ pub(crate) fn register(m: &Management, me: SocketMark, at: Attached, alive: impl
 /// returns the endpoint and its entry, `None` when the directory cannot name the endpoint or is
 /// full (logged: the socket's tickets then name no one).
 pub(crate) fn enter(
-    mgr: &crate::manager::Manager,
+    mgr: &crate::transport::attachment::Manager,
     me: SocketMark,
     endpoint: &str,
     bound: bool,
@@ -173,7 +173,13 @@ pub(crate) struct Listing {
 
 impl Listing {
     /// Socket `me` of `mgr`'s transport bound (`bound`) or connected to `endpoint`.
-    pub(crate) fn enter(&mut self, mgr: &crate::manager::Manager, me: SocketMark, endpoint: &str, bound: bool) {
+    pub(crate) fn enter(
+        &mut self,
+        mgr: &crate::transport::attachment::Manager,
+        me: SocketMark,
+        endpoint: &str,
+        bound: bool,
+    ) {
         match enter(mgr, me, endpoint, bound) {
             Some((at, entry)) => {
                 self.attached.push(at);

@@ -6,7 +6,7 @@
 //! for every segment or region seen live for the first time, `Destroyed` for one seen live before and
 //! destroyed now.
 
-use crate::manager::Manager;
+use crate::transport::attachment::Manager;
 pub use fairmq_zmq::region_types::{RegionEvent, RegionInfo};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,7 +34,7 @@ fn looked_up(mgr: &Manager) -> Vec<(RegionInfo, bool)> {
             out.push((info, true));
         }
     }
-    for r in crate::registry::regions(mgr.management()) {
+    for r in crate::session::registry::regions(mgr.management()) {
         let mut info = RegionInfo {
             managed: false,
             id: r.id,

@@ -15,10 +15,10 @@
 //! again to another peer, a PUB releases it (its subscribers miss what they cannot take, as
 //! ZeroMQ's do). A ticket the peer claims first stays claimed: nothing is handed over twice.
 
-use crate::manager::Manager;
-use crate::message::Message;
 use crate::meta::Record;
-use crate::tickets::Issued;
+use crate::segment::tickets::Issued;
+use crate::transport::attachment::Manager;
+use crate::transport::message::Message;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -130,7 +130,7 @@ impl Peer {
     pub(crate) fn receiver(&self) -> (u32, u64) {
         match self.endpoint {
             _ if self.owner != 0 => (self.owner, self.socket),
-            Some(key) if key != 0 => (crate::tickets::AT_ENDPOINT, key),
+            Some(key) if key != 0 => (crate::segment::tickets::AT_ENDPOINT, key),
             _ => (0, 0),
         }
     }
@@ -273,7 +273,7 @@ impl Peers {
     /// sender queued for them is released by them, and what they did not take when they died
     /// comes back.
     fn name_connected(&mut self, mgr: &Manager) {
-        let generation = crate::directory::generation(mgr.management());
+        let generation = crate::transport::socket::directory::generation(mgr.management());
         if self.keys.iter().all(|&k| k == 0) || self.named_at == Some(generation) {
             return;
         }
@@ -281,9 +281,13 @@ impl Peers {
         let alive = |o: u32| o == mgr.owner() || mgr.owner_alive(o);
         for p in &mut self.list {
             let Some(key) = p.endpoint.filter(|&k| k != 0) else { continue };
-            let at = [crate::directory::Attached { key, role: crate::directory::Role::Connect }];
+            let at = [crate::transport::socket::directory::Attached {
+                key,
+                role: crate::transport::socket::directory::Role::Connect,
+            }];
             (p.owner, p.socket) =
-                crate::directory::counterpart(mgr.management(), (mgr.owner(), 0), &at, alive).unwrap_or((0, 0));
+                crate::transport::socket::directory::counterpart(mgr.management(), (mgr.owner(), 0), &at, alive)
+                    .unwrap_or((0, 0));
         }
     }
 

@@ -12,13 +12,13 @@
 //! back while it is open: its request may still wait in its own queue for the peer's successor,
 //! and a REQ cannot send it again; it releases what dead receivers left when it closes.
 
-use crate::directory::{self, Attached, Listing, SocketMark};
-use crate::manager::Manager;
-use crate::message::Message;
-use crate::orphans::ARRIVAL;
-use crate::peers::{reclaim, still_out, Sent};
+use crate::segment::tickets::FACING;
 use crate::sys::clock::coarse_ns;
-use crate::tickets::FACING;
+use crate::transport::attachment::Manager;
+use crate::transport::message::Message;
+use crate::transport::socket::directory::{self, Attached, Listing, SocketMark};
+use crate::transport::socket::orphans::ARRIVAL;
+use crate::transport::socket::peers::{reclaim, still_out, Sent};
 use fairmq_zmq::SocketType;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -197,7 +197,7 @@ impl Addressee {
 
     /// Takes back what dead receivers did not claim: to send again (`resend`) or released.
     fn take_back_dead(&mut self, mgr: &Arc<Manager>, resend: bool) -> usize {
-        let mut dead = crate::liveness::remembered(|o| !mgr.owner_alive(o));
+        let mut dead = crate::session::liveness::remembered(|o| !mgr.owner_alive(o));
         let (gone, kept): (VecDeque<_>, VecDeque<_>) =
             std::mem::take(&mut self.sent).into_iter().partition(|(r, _)| dead(*r));
         self.sent = kept;

@@ -7,13 +7,13 @@
 //! `<path>fmqrs_<shmId>_rg_<id>`; both are registered in the session (found by id by other
 //! processes, announced in region events, removed by cleanup and by the monitor).
 
-use crate::ack_queue::{Ack, AckQueue};
 use crate::error::ShmError;
-use crate::manager::Manager;
-use crate::region_map::{RegionMap, BATCH};
-use crate::registry::RegionEntry;
+use crate::region::ack_queue::{Ack, AckQueue};
+use crate::region::map::{RegionMap, BATCH};
+use crate::session::registry::RegionEntry;
 use crate::sys::files;
 use crate::sys::mapping::{Created, Mapping};
+use crate::transport::attachment::Manager;
 pub use fairmq_zmq::region_types::{BulkCallback, RegionBlock, RegionCallback, RegionConfig, SingleCallback};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -70,16 +70,15 @@ impl Region {
             None
         } else {
             let q = map.queue().ok_or_else(|| undo(ShmError::Config("region has no acknowledgement queue".into())))?;
-            q.claim_consumer(mgr.owner(), |mark| crate::liveness::owner_alive(mgr.management(), mark)).map_err(
-                |mark| {
-                    let attached = crate::liveness::attached(mgr.management());
+            q.claim_consumer(mgr.owner(), |mark| crate::session::liveness::owner_alive(mgr.management(), mark))
+                .map_err(|mark| {
+                    let attached = crate::session::liveness::attached(mgr.management());
                     let pid = attached.iter().find(|a| a.owner == mark).map_or(0, |a| a.pid);
                     undo(ShmError::Config(format!(
                         "region {} already has a controller with a callback (pid {pid})",
                         map.id()
                     )))
-                },
-            )?;
+                })?;
             match Receiver::start(map.clone(), callback) {
                 Ok(r) => Some(r),
                 Err(e) => {
@@ -173,7 +172,7 @@ fn open_as_controller(mgr: &Arc<Manager>, size: u64, cfg: &RegionConfig) -> Resu
         }
         return Ok(existing); // viewed so far: this process controls it now
     }
-    let registered = crate::registry::find(mgr.management(), id);
+    let registered = crate::session::registry::find(mgr.management(), id);
     let (entry, data) = match registered {
         Some(e) if e.destroyed => return Err(ShmError::RegionIdTaken { id }),
         Some(e) => {

@@ -16,11 +16,11 @@
 //! messages made from the same bytes count no reference to them.
 
 use crate::error::ShmError;
-use crate::manager::Manager;
 use crate::meta::{MetaError, RcHandle, Record};
-use crate::region::Region;
-use crate::region_map::RegionMap;
-use crate::tickets::{Kind, TicketError};
+use crate::region::map::RegionMap;
+use crate::segment::tickets::{Kind, TicketError};
+use crate::transport::attachment::Manager;
+use crate::transport::region::Region;
 
 use std::sync::atomic::{fence, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -39,7 +39,7 @@ pub struct Message {
     pub(crate) mgr: Arc<Manager>,
     body: Body,
     /// The entry of its reference in this transport's ledger, when the block is shared (see
-    /// `ledger`; [`crate::ledger::NONE`]: not listed).
+    /// `ledger`; [`crate::session::ledger::NONE`]: not listed).
     listed: std::sync::atomic::AtomicU32,
 }
 
@@ -103,7 +103,7 @@ impl std::fmt::Debug for Message {
 
 impl Message {
     fn with(mgr: Arc<Manager>, body: Body) -> Message {
-        Message { mgr, body, listed: crate::ledger::NONE.into() }
+        Message { mgr, body, listed: crate::session::ledger::NONE.into() }
     }
 
     pub(crate) fn empty(mgr: Arc<Manager>) -> Message {
@@ -112,10 +112,10 @@ impl Message {
 
     /// A message of `size` bytes (their content is whatever the block held) aligned to `align`.
     pub(crate) fn allocate(mgr: Arc<Manager>, size: usize, align: usize) -> Result<Message, ShmError> {
-        if align as u64 > crate::tlsf::MAX_ALIGN || (align != 0 && !align.is_power_of_two()) {
+        if align as u64 > crate::segment::tlsf::MAX_ALIGN || (align != 0 && !align.is_power_of_two()) {
             return Err(ShmError::Config(format!(
                 "message alignment {align} is not a power of two up to {}",
-                crate::tlsf::MAX_ALIGN
+                crate::segment::tlsf::MAX_ALIGN
             )));
         }
         if size == 0 {
@@ -288,7 +288,7 @@ impl Message {
     /// in its count word (see [`Message::mark_held`]).
     pub(crate) fn add_reference(&self) {
         if let Some(w) = self.count_word() {
-            let shared = u64::from(crate::slots::SHARED) << 32;
+            let shared = u64::from(crate::segment::slots::SHARED) << 32;
             let _ = w.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| Some(shared | ((v as u32) + 1) as u64));
         }
     }
@@ -298,7 +298,7 @@ impl Message {
     pub(crate) fn list_if_shared(&self) {
         if let Body::Block { seg, offset, slot, .. } = self.body {
             let v = self.mgr.mapped(seg).rc(offset, slot).load(Ordering::Relaxed);
-            if (v >> 32) as u32 == crate::slots::SHARED {
+            if (v >> 32) as u32 == crate::segment::slots::SHARED {
                 self.list(false);
             }
         }
@@ -313,10 +313,14 @@ impl Message {
 
     fn list(&self, lane: bool) {
         let Body::Block { seg, offset, delta, slot, .. } = self.body else { return };
-        if self.listed.load(Ordering::Relaxed) == crate::ledger::NONE {
+        if self.listed.load(Ordering::Relaxed) == crate::session::ledger::NONE {
             let i = self.mgr.ledger().note(self.mgr.management(), seg, offset, delta, slot, lane);
             // Two threads copying the same message at once: one entry is enough.
-            if self.listed.compare_exchange(crate::ledger::NONE, i, Ordering::AcqRel, Ordering::Relaxed).is_err() {
+            if self
+                .listed
+                .compare_exchange(crate::session::ledger::NONE, i, Ordering::AcqRel, Ordering::Relaxed)
+                .is_err()
+            {
                 self.mgr.ledger().forget(self.mgr.management(), i);
             }
         }
@@ -324,20 +328,20 @@ impl Message {
 
     /// Clears this message's ledger entry: its reference is dropped or handed over next.
     fn unlist(&self) {
-        let i = self.listed.swap(crate::ledger::NONE, Ordering::Relaxed);
-        if i != crate::ledger::NONE {
+        let i = self.listed.swap(crate::session::ledger::NONE, Ordering::Relaxed);
+        if i != crate::session::ledger::NONE {
             self.mgr.ledger().forget(self.mgr.management(), i);
         }
     }
 
-    /// Names `mark` (a transport's owner mark, or [`crate::slots::IN_FLIGHT`]) as the holder of
+    /// Names `mark` (a transport's owner mark, or [`crate::segment::slots::IN_FLIGHT`]) as the holder of
     /// this message's block, if it is the block's only reference: a sweep of dead transports frees
     /// the blocks their transports held alone. A shared block keeps its mark.
     pub(crate) fn mark_held(&self, mark: u32) {
         if let (Body::Block { .. }, Some(w)) = (&self.body, self.count_word()) {
             let v = w.load(Ordering::Relaxed);
             // Count 1 is our own reference: nobody else changes the word meanwhile.
-            if v as u32 == 1 && (v >> 32) as u32 != crate::slots::SHARED {
+            if v as u32 == 1 && (v >> 32) as u32 != crate::segment::slots::SHARED {
                 w.store(u64::from(mark) << 32 | 1, Ordering::Relaxed);
             }
         }
@@ -348,7 +352,7 @@ impl Message {
     /// receiver that claimed it first has marked it as its own).
     pub(crate) fn mark_in_flight(&self, in_flight: bool) {
         if in_flight {
-            self.mark_held(crate::slots::IN_FLIGHT);
+            self.mark_held(crate::segment::slots::IN_FLIGHT);
         } else {
             self.mgr.mark_back(&self.record());
         }

@@ -334,7 +334,7 @@ impl<'a> Tlsf<'a> {
             bsize
         };
         self.c(C_USED_BLOCKS).fetch_add(1, Relaxed);
-        Ok(Some(Block { offset: off, delta: delta as u32, size: used, slot: crate::slots::NO_SLOT }))
+        Ok(Some(Block { offset: off, delta: delta as u32, size: used, slot: crate::segment::slots::NO_SLOT }))
     }
 
     /// Validates that `off` is a used block; returns its size.

@@ -11,14 +11,21 @@
 //! | `heap end`..`tickets` | the slot table (see `slots`; none in segments under 1 MiB) |
 //! | `tickets`..size | the hand-over tickets (see `tickets`) |
 
-use crate::depot::{self, Depot, DEPOT_OWNER};
+pub(crate) mod cache;
+pub(crate) mod depot;
+pub(crate) mod ring;
+pub(crate) mod slots;
+pub(crate) mod tickets;
+pub(crate) mod tlsf;
+
 use crate::error::ShmError;
-use crate::slots::{self, Entry, Slots, NO_SLOT, SLOTTED};
+use crate::segment::depot::{Depot, DEPOT_OWNER};
+use crate::segment::slots::{Entry, Slots, NO_SLOT, SLOTTED};
+use crate::segment::tickets::Tickets;
+use crate::segment::tlsf::{Block, Tlsf};
 use crate::sys::futex;
 use crate::sys::mapping::{Created, Mapping};
 use crate::sys::robust_mutex::{RobustMutex, MUTEX_BYTES};
-use crate::tickets::{self, Tickets};
-use crate::tlsf::{self, Block, Tlsf};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -236,7 +243,7 @@ impl Segment {
 
     /// Blocks per magazine for blocks of `size` bytes in this segment (fewer than 2: not cached).
     pub(crate) fn magazine_blocks(&self, size: u64) -> usize {
-        crate::cache::magazine_blocks(self.size(), size)
+        crate::segment::cache::magazine_blocks(self.size(), size)
     }
 
     /// Runs `f` on the heap under the segment lock, repairing the heap first if a holder died.
@@ -669,14 +676,14 @@ impl Segment {
 
     /// Blocks handed over through this segment's tickets and not claimed yet: (segment, block
     /// offset, issuer's owner mark, receiver's owner mark (0: not sent yet,
-    /// [`crate::tickets::ELSEWHERE`]: not known, [`crate::tickets::FACING`]: one of the sockets
+    /// [`crate::segment::tickets::ELSEWHERE`]: not known, [`crate::segment::tickets::FACING`]: one of the sockets
     /// facing its sender)). For sweeps and fault tests.
     pub fn in_flight(&self) -> Vec<(u16, u64, u32, u32)> {
         let t = self.tickets();
         t.out_in_chunks(|_| true)
             .into_iter()
             .filter_map(|(ticket, nonce, issuer, receiver, _)| match t.resolve(ticket, nonce) {
-                Ok((crate::tickets::Kind::Message, crate::meta::Record::Block { segment, offset, .. })) => {
+                Ok((crate::segment::tickets::Kind::Message, crate::meta::Record::Block { segment, offset, .. })) => {
                     Some((segment, offset, issuer, receiver))
                 }
                 _ => None,

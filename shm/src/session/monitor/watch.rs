@@ -12,9 +12,9 @@
 use super::cleanup;
 use super::report::open_if_present;
 use crate::error::ShmError;
-use crate::management::Management;
 use crate::naming::Names;
 use crate::segment::Segment;
+use crate::session::management::Management;
 use std::time::{Duration, Instant};
 
 /// How often the watch loop looks at the session (FairMQ: 100 ms).
@@ -62,7 +62,7 @@ fn sweep_open(m: Management, names: &Names) -> Result<Sweep, ShmError> {
         m.segments().iter().filter_map(|s| Segment::open(&Names::path(&names.segment(s.id)), s.id).ok()).collect();
     for d in &dead {
         // Shared references it listed (see `ledger`); those to a lane's last reference stay.
-        crate::ledger::release(&opened[..], d.owner, &d.listed);
+        crate::session::ledger::release(&opened[..], d.owner, &d.listed);
     }
     let ticketed = crate::segment::Ticketed::of(&opened);
     for sg in &opened {
@@ -172,7 +172,7 @@ impl Watcher {
         let ms = self.timeout.as_millis();
         let Some(m) = open_if_present(&self.names)? else { return Ok(Step::Continue) };
         let lock = m.lock();
-        let alive = crate::liveness::alive(&m);
+        let alive = crate::session::liveness::alive(&m);
         if !alive.is_empty() {
             if !self.held_back {
                 log::warn!(
@@ -232,7 +232,7 @@ mod tests {
     fn i06_a_live_transport_keeps_its_session_without_heartbeats() {
         let mut live = None;
         let (_s, m, mut w) =
-            session_of("alive", |m| live = Some(crate::liveness::fake_live_transport(m, 9, 4_000_000, 99)));
+            session_of("alive", |m| live = Some(crate::session::liveness::fake_live_transport(m, 9, 4_000_000, 99)));
         let until = deadline();
         while !w.held_back {
             assert_eq!(w.step().unwrap(), Step::Continue, "the session is kept");
@@ -250,7 +250,8 @@ mod tests {
     /// Issue 17, item 6: for a transport whose liveness cannot be seen, the heartbeats decide.
     #[test]
     fn i06_heartbeats_decide_for_a_transport_whose_liveness_cannot_be_seen() {
-        let (_s, m, mut w) = session_of("unseen", |m| crate::liveness::fake_unseen_transport(m, 9, 4_000_000, 99));
+        let (_s, m, mut w) =
+            session_of("unseen", |m| crate::session::liveness::fake_unseen_transport(m, 9, 4_000_000, 99));
         let until = deadline();
         while w.step().unwrap() == Step::Continue {
             assert!(Instant::now() < until, "the session was never cleaned");

@@ -18,8 +18,8 @@
 //! over with a fresh one. So removal is idempotent and never pulls a session from under a newcomer.
 
 use crate::error::ShmError;
-use crate::liveness::{Heartbeat, StartError};
 use crate::naming::Names;
+use crate::session::liveness::{Heartbeat, StartError};
 use crate::sys::mapping::{Created, Mapping};
 use crate::sys::robust_mutex::{Guard, RobustMutex, MUTEX_BYTES};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -180,7 +180,7 @@ impl Management {
 
     /// Number of attached transports (their liveness slots).
     pub fn device_count(&self) -> u64 {
-        crate::liveness::count(self)
+        crate::session::liveness::count(self)
     }
 
     /// The event counter: bumped when segments or regions are created or destroyed.
@@ -246,7 +246,7 @@ impl Management {
         // Transports of dead processes never detach: count them out, so the last live one cleans up.
         let dead = lock.sweep_dead();
         heartbeat.leave(&lock);
-        let left = crate::liveness::count(self);
+        let left = crate::session::liveness::count(self);
         let kept = Detached { removed: false, dead };
         if left > 0 {
             log::debug!("Other segment users present ({left}), skipping removal.");
@@ -268,7 +268,7 @@ pub(crate) struct Detached {
     /// Whether this was the last transport and the session's objects were removed.
     pub removed: bool,
     /// Transports found dead and counted out.
-    pub dead: Vec<crate::liveness::Dead>,
+    pub dead: Vec<crate::session::liveness::Dead>,
 }
 
 impl SessionLock<'_> {
@@ -291,7 +291,7 @@ impl SessionLock<'_> {
     pub(crate) fn remove_session(&self) -> Vec<String> {
         self.word(W_STATE).store(REMOVED, Ordering::Release);
         let m = self.management();
-        remove_objects(&m.names, &m.segments(), &crate::registry::regions(m))
+        remove_objects(&m.names, &m.segments(), &crate::session::registry::regions(m))
     }
 
     /// Marks the session removed without removing anything: what a remover killed between the two
@@ -338,7 +338,7 @@ fn init(m: &Mapping, session: &str) -> std::io::Result<()> {
     let ptr = m.range_ptr(MUTEX_AT, MUTEX_BYTES).expect("inside the mapping");
     // SAFETY: the object is private to its creator until linked; the range is inside it and aligned.
     unsafe { RobustMutex::init(ptr)? };
-    crate::liveness::init_slots(m)?;
+    crate::session::liveness::init_slots(m)?;
     for (i, v) in secret()?.into_iter().enumerate() {
         w[W_SECRET + i].store(v, Ordering::Relaxed);
     }

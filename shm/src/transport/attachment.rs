@@ -1,19 +1,19 @@
 //! Per-transport shared-memory state: the session attachment, the segment this transport allocates
 //! in, segments of peers (mapped on first use), the caches, and the out-of-memory policy.
 
-use crate::ack_queue::{Ack, AckQueue};
-use crate::acks::Acks;
-use crate::cache::{self, Cache, Released};
 use crate::config::ShmConfig;
 use crate::error::ShmError;
-use crate::liveness::{Dead, Heartbeat};
-use crate::management::Management;
 use crate::meta::MetaError;
 use crate::naming::Names;
-use crate::region_map::RegionMap;
+use crate::region::ack_queue::{Ack, AckQueue};
+use crate::region::acks::Acks;
+use crate::region::map::RegionMap;
+use crate::segment::cache::{self, Cache, Released};
+use crate::segment::tickets::{Issued, Issuer, Kind};
+use crate::segment::tlsf::Block;
 use crate::segment::{Segment, SegmentInit};
-use crate::tickets::{Issued, Issuer, Kind};
-use crate::tlsf::Block;
+use crate::session::liveness::{Dead, Heartbeat};
+use crate::session::management::Management;
 use fairmq_zmq::Interrupter;
 use parking_lot::Mutex;
 use std::sync::atomic::Ordering;
@@ -33,7 +33,7 @@ pub(crate) struct Manager {
     acks: Acks,
     heartbeat: Option<Heartbeat>,
     /// The shared references this transport holds (see `ledger`).
-    ledger: crate::ledger::Ledger,
+    ledger: crate::session::ledger::Ledger,
     /// This manager as shared (set once it is: what releasing messages needs).
     me: OnceLock<std::sync::Weak<Manager>>,
     // Last: detaching may remove the session, after everything above is released.
@@ -53,7 +53,7 @@ impl Manager {
         log::debug!("Generated shmid '{shm_id}' out of session id '{}'.", config.session);
         let names = Names::new(&shm_id);
         let (mng, heartbeat) = Management::attach(&names, &config.session)?;
-        let started = if config.monitor { crate::monitor::start_daemon(&names) } else { Ok(()) };
+        let started = if config.monitor { crate::session::monitor::start_daemon(&names) } else { Ok(()) };
         let own = match started.and_then(|()| Self::own_segment(&names, &mng, config)) {
             Ok(own) => own,
             Err(e) => {
@@ -74,7 +74,7 @@ impl Manager {
             issuer: Mutex::new(Issuer::new(heartbeat.owner())),
             interrupter,
             acks: Acks::default(),
-            ledger: crate::ledger::Ledger::new(heartbeat.slot()),
+            ledger: crate::session::ledger::Ledger::new(heartbeat.slot()),
             me: OnceLock::new(),
             heartbeat: Some(heartbeat),
             mng,
@@ -107,7 +107,7 @@ impl Manager {
     }
 
     /// The ledger of the shared references this transport holds.
-    pub(crate) fn ledger(&self) -> &crate::ledger::Ledger {
+    pub(crate) fn ledger(&self) -> &crate::session::ledger::Ledger {
         &self.ledger
     }
 
@@ -126,7 +126,7 @@ impl Manager {
         let segments: Vec<&Segment> = self.mng.segments().iter().filter_map(|e| self.segment(e.id).ok()).collect();
         // The shared references they listed (their ledgers were taken as they were counted out).
         for d in dead {
-            let n = crate::ledger::release(self, d.owner, &d.listed);
+            let n = crate::session::ledger::release(self, d.owner, &d.listed);
             if n > 0 {
                 log::info!("dropped {n} references dead process {} held to shared messages", d.pid);
             }
@@ -158,8 +158,8 @@ impl Manager {
     fn finish_claims(&self, seg: &Segment, owners: &[u32]) {
         let tickets = seg.tickets();
         for (t, word, claimer) in tickets.claiming_by(owners) {
-            if let Ok((crate::tickets::Kind::Message, rec)) = tickets.resolve(t, word) {
-                self.remark(&rec, crate::slots::IN_FLIGHT, claimer);
+            if let Ok((crate::segment::tickets::Kind::Message, rec)) = tickets.resolve(t, word) {
+                self.remark(&rec, crate::segment::slots::IN_FLIGHT, claimer);
             }
             tickets.claimed(t, claimer);
         }
@@ -210,7 +210,7 @@ impl Manager {
     /// ticket is taken back: a process killed in between leaves a block that a ticket still names
     /// (a sweep leaves it alone), never one in flight that nothing names.
     pub fn mark_back(&self, rec: &crate::meta::Record) {
-        self.remark(rec, crate::slots::IN_FLIGHT, self.owner);
+        self.remark(rec, crate::segment::slots::IN_FLIGHT, self.owner);
     }
 
     /// Changes the holder mark of the block `rec` names from `from` to `to`, if it has one
@@ -236,7 +236,7 @@ impl Manager {
 
     /// Whether a transport with this owner mark is attached and alive.
     pub fn owner_alive(&self, owner: u32) -> bool {
-        crate::liveness::owner_alive(&self.mng, owner)
+        crate::session::liveness::owner_alive(&self.mng, owner)
     }
 
     pub fn names(&self) -> &Names {
@@ -265,7 +265,7 @@ impl Manager {
             return Ok(r);
         }
         let unknown = MetaError::Unknown { kind: "region", id };
-        let Some(entry) = crate::registry::find(&self.mng, id).filter(|e| !e.destroyed) else {
+        let Some(entry) = crate::session::registry::find(&self.mng, id).filter(|e| !e.destroyed) else {
             log::error!(
                 "Could not get remote region with id '{id}'. Does the region creator run with the same session id?"
             );
@@ -307,7 +307,7 @@ impl Manager {
     pub fn allocate(&self, size: usize, align: usize) -> Result<Block, ShmError> {
         let (size64, align64) = (size as u64, (align as u64).max(1).next_power_of_two());
         let need = self.own.needed(size64, align64).ok_or(ShmError::TooLarge {
-            requested: size64.saturating_add(crate::tlsf::HDR + align64),
+            requested: size64.saturating_add(crate::segment::tlsf::HDR + align64),
             segment: self.own.size(),
         })?;
         if let Some(b) = self.try_allocate(size64, align64, need)? {
@@ -409,7 +409,7 @@ impl Manager {
         let mut cache = self.cache.lock();
         // A cached block first: the common case needs nothing else (magazines hold blocks of the
         // heap's own alignment only).
-        if align <= crate::tlsf::ALIGN {
+        if align <= crate::segment::tlsf::ALIGN {
             if let Some(b) = cache.take(need) {
                 drop(cache);
                 self.own.rc(b.offset, b.slot).store((u64::from(self.owner) << 32) | 1, Ordering::Release);
@@ -422,7 +422,7 @@ impl Manager {
             self.own.allocate(size, align, self.owner, 1, &mut out)?;
             return Ok(out.pop());
         };
-        let mut out = Vec::with_capacity(refill.max(crate::depot::BLOCKS));
+        let mut out = Vec::with_capacity(refill.max(crate::segment::depot::BLOCKS));
         self.own.allocate(size, align, self.owner, refill, &mut out)?;
         // Refilled blocks carry no reference, only our pid (if we die, a sweep frees exactly
         // those); the one handed out now gets its reference.
@@ -537,7 +537,7 @@ mod tests {
         let live = Manager::new(&c, Arc::new(Interrupter::new().unwrap())).unwrap();
         // A block handed over by a ticket, in flight (count 1, marked so), as a sender leaves it.
         let b = live.allocate(100, 0).unwrap();
-        let in_flight = u64::from(crate::slots::IN_FLIGHT) << 32 | 1;
+        let in_flight = u64::from(crate::segment::slots::IN_FLIGHT) << 32 | 1;
         live.own().rc(b.offset, b.slot).store(in_flight, Ordering::Relaxed);
         let rec = crate::meta::Record::Block {
             segment: live.own().id(),
@@ -553,7 +553,7 @@ mod tests {
         assert!(tickets.claim_as(t.ticket, t.nonce, dead_mark));
         assert!(!tickets.claim(t.ticket, t.nonce), "a claim under way is nobody else's");
         assert!(live.own().in_flight().is_empty(), "nor an issuer's to take back or an orphan's to release");
-        crate::liveness::fake_dead_transport(&live.mng, 200, std::process::id(), dead_mark);
+        crate::session::liveness::fake_dead_transport(&live.mng, 200, std::process::id(), dead_mark);
         assert_eq!(live.sweep_dead(), [std::process::id()]);
         assert_eq!(tickets.outstanding(), 0, "the claim was finished");
         assert_eq!(live.own().owned_by(dead_mark).unwrap().0, 0, "and the block freed as the dead claimer's");
@@ -579,7 +579,7 @@ mod tests {
         let (cached, _) = live.own().owned_by(live.owner()).unwrap();
         assert!(cached >= 1);
         assert_eq!(live.own().owned_by(dead_mark).unwrap().0, 1);
-        crate::liveness::fake_dead_transport(&live.mng, 200, std::process::id(), dead_mark);
+        crate::session::liveness::fake_dead_transport(&live.mng, 200, std::process::id(), dead_mark);
         assert_eq!(live.sweep_dead(), [std::process::id()]);
         assert_eq!(live.own().owned_by(dead_mark).unwrap().0, 0, "the dead transport's block was freed");
         assert_eq!(live.own().owned_by(live.owner()).unwrap().0, cached, "the live one's cache is untouched");

@@ -1,13 +1,20 @@
 //! The shared-memory transport: a ZeroMQ context for metadata plus the session's shared memory.
 
+pub(crate) mod attachment;
+pub(crate) mod events;
+pub(crate) mod message;
+pub(crate) mod poller;
+pub(crate) mod region;
+pub(crate) mod socket;
+
 use crate::config::ShmConfig;
 use crate::error::ShmError;
-use crate::events::{RegionInfo, Subscription};
-use crate::manager::Manager;
-use crate::message::Message;
-use crate::region::{Region, RegionCallback, RegionConfig};
 use crate::segment::SegmentStats;
-use crate::socket::Socket;
+use crate::transport::attachment::Manager;
+use crate::transport::events::{RegionInfo, Subscription};
+use crate::transport::message::Message;
+use crate::transport::region::{Region, RegionCallback, RegionConfig};
+use crate::transport::socket::Socket;
 use fairmq_zmq::{SocketType, TransportConfig};
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -93,9 +100,9 @@ impl Transport {
         // last holder died still holds needs it so.
         mgr.sweep_dead();
         // Only the session's processes may connect to its sockets (see `peers::password`).
-        zmq.serve_password(&crate::peers::password(&mgr))?;
+        zmq.serve_password(&crate::transport::socket::peers::password(&mgr))?;
         // What dead senders left in flight to dead receivers (found by the sweep of the attach).
-        crate::orphans::release_unreachable(&mgr);
+        crate::transport::socket::orphans::release_unreachable(&mgr);
         Ok(Transport { inner: Arc::new(Inner { zmq, mgr, events: parking_lot::Mutex::new(None) }) })
     }
 
@@ -117,13 +124,13 @@ impl Transport {
     /// The password a plain ZeroMQ socket must present (PLAIN mechanism, user `fairmq-rs`) to
     /// connect to this session's sockets: for tests and tools that speak to them as a peer would.
     pub fn connect_password(&self) -> String {
-        crate::peers::password(&self.inner.mgr)
+        crate::transport::socket::peers::password(&self.inner.mgr)
     }
 
     /// A metadata socket of type `ty` that lets in only the session's processes.
     fn zmq_socket(&self, ty: SocketType, name: &str) -> Result<fairmq_zmq::Socket, ShmError> {
         let z = self.inner.zmq.socket(ty, name)?;
-        z.require_password(&crate::peers::password(&self.inner.mgr));
+        z.require_password(&crate::transport::socket::peers::password(&self.inner.mgr));
         Ok(z)
     }
 
@@ -146,7 +153,7 @@ impl Transport {
                 // A peer we connect to is one by configuration, known at once (a bound DEALER
                 // sends no probe to a router that connects); peers that connect to us present a
                 // token.
-                z.name_connections(crate::peers::CONNECTED);
+                z.name_connections(crate::transport::socket::peers::CONNECTED);
                 z
             }
             // Their receivers present the session's token on every connection.
@@ -155,7 +162,7 @@ impl Transport {
                 // The token is presented only on connections this socket makes (see
                 // `Socket::present_token`): ZeroMQ sends a routing id to every peer, also to
                 // whoever connects to a bound socket.
-                let (token, number) = crate::peers::token(&self.inner.mgr);
+                let (token, number) = crate::transport::socket::peers::token(&self.inner.mgr);
                 z.as_zmq().set_probe_router(true).map_err(|source| option_error("ZMQ_PROBE_ROUTER", source))?;
                 let mut s = Socket::new(z, self.inner.mgr.clone(), ty, id, number);
                 s.keep_token(token);
@@ -165,7 +172,13 @@ impl Transport {
             // `addressee`), so they are receivers a ticket may name.
             _ => {
                 let z = self.zmq_socket(ty, name)?;
-                return Ok(Socket::new(z, self.inner.mgr.clone(), ty, id, crate::peers::socket_number()));
+                return Ok(Socket::new(
+                    z,
+                    self.inner.mgr.clone(),
+                    ty,
+                    id,
+                    crate::transport::socket::peers::socket_number(),
+                ));
             }
         };
         Ok(Socket::new(z, self.inner.mgr.clone(), ty, id, 0))
@@ -249,7 +262,7 @@ impl Transport {
 
     /// Every managed segment and unmanaged region of the session (FairMQ's `GetRegionInfo`).
     pub fn region_info(&self) -> Vec<RegionInfo> {
-        crate::events::region_info(&self.inner.mgr)
+        crate::transport::events::region_info(&self.inner.mgr)
     }
 
     /// Calls `callback` (on a thread of its own) for every segment and region of the session as it
@@ -291,7 +304,7 @@ impl Transport {
     /// the blocks they held in their caches; returns their pids.
     pub fn sweep_dead_processes(&self) -> Vec<u32> {
         let dead = self.inner.mgr.sweep_dead();
-        crate::orphans::release_unreachable(&self.inner.mgr);
+        crate::transport::socket::orphans::release_unreachable(&self.inner.mgr);
         dead
     }
 
@@ -341,15 +354,15 @@ impl Transport {
     }
 
     /// The transports attached to the session: pids and the owner marks their blocks carry.
-    pub fn attached(&self) -> Vec<crate::liveness::Attached> {
-        crate::liveness::attached(self.inner.mgr.management())
+    pub fn attached(&self) -> Vec<crate::session::liveness::Attached> {
+        crate::session::liveness::attached(self.inner.mgr.management())
     }
 
     /// The blocks (segment id, offset) of shared messages and lanes that live transports of the
     /// session hold references to (their ledgers; a shared block names no holder in its count),
     /// and the messages waiting in those lanes. For inspection: lanes in use may be misread.
     pub fn shared_blocks_held(&self) -> Vec<(u16, u64)> {
-        crate::ledger::held_by_live(&self.inner.mgr)
+        crate::session::ledger::held_by_live(&self.inner.mgr)
     }
 
     /// The owner mark of this transport's blocks.
