@@ -1,7 +1,6 @@
 //! Errors of the shared-memory transport.
 
 use crate::meta::MetaError;
-use crate::segment::tlsf::Corrupt;
 use crate::sys::files::FileError;
 use crate::sys::robust_mutex::LockError;
 use std::io;
@@ -61,7 +60,7 @@ pub enum ShmError {
         /// The receiving socket.
         socket: String,
         /// What is wrong.
-        source: crate::segment::ring::LaneError,
+        source: LaneError,
     },
     /// A fixed-size table in the management segment is full.
     #[error("the session's {0} table is full")]
@@ -156,4 +155,20 @@ impl From<ShmError> for fairmq_zmq::TransferError {
     fn from(e: ShmError) -> Self {
         fairmq_zmq::TransferError::Transport(Box::new(e))
     }
+}
+
+/// The allocator's structures are damaged (by a process writing where it must not, or a bad offset).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("shared-memory allocator structures are corrupt at offset {0}")]
+pub struct Corrupt(pub u64);
+
+/// Why a lane's shared words cannot be trusted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LaneError {
+    #[error("not a lane (bad magic or capacity)")]
+    Header,
+    #[error("lane ring corrupt: head {head}, tail {tail}, capacity {capacity}")]
+    Indices { head: u64, tail: u64, capacity: u64 },
+    #[error("lane entry corrupt at {at}: kind {kind}, length {len}")]
+    Entry { at: u64, kind: u32, len: u32 },
 }

@@ -32,6 +32,18 @@
 //!   goes out again on the next lane. This departs from the design's "only the record travels over
 //!   ZeroMQ": libzmq's per-message cost was the whole gap to bare ZeroMQ's rate.
 //!
+//! Inside, each layer uses only those below it (no module reaches up, no two import each other):
+//!
+//! | layer | holds |
+//! |---|---|
+//! | `transport/` | the transport's attachment to the session, messages, regions, region events, pollers, `socket/` (sockets, their lanes, the peers they send to, orphans of the dead, the endpoint directory), the configuration |
+//! | `monitor/` | the session monitor (`fairmq-shmmonitor`) |
+//! | `region/` | a region's map into this process, and the queues of acknowledgements |
+//! | `session/` | the management segment, attaching and detaching, the region registry, liveness of processes, ledgers of shared references |
+//! | `segment/` | a segment: its allocator (TLSF), slot table, depot, hand-over tickets, lane rings; a process's block cache |
+//! | root | the vocabulary: errors, metadata records, object names, session ids |
+//! | `sys/` | every system call and every unsafe block that touches shared memory |
+//!
 //! ```
 //! use fairmq_shm::{ShmConfig, Transport};
 //! use fairmq_zmq::SocketType;
@@ -53,11 +65,11 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-mod config;
 mod error;
 /// Entry points of the fuzz targets (`fuzz/`) and of the test replaying their corpora.
 mod fuzzing;
 mod meta;
+pub mod monitor;
 mod naming;
 mod region;
 #[cfg(test)]
@@ -68,15 +80,14 @@ mod shmid;
 mod sys;
 mod transport;
 
-pub use config::{BadAllocPolicy, ShmConfig};
 pub use error::ShmError;
 pub use naming::Names;
 pub use segment::{SegmentStats, MIN_SEGMENT_SIZE};
-pub use session::monitor;
 pub use session::registry::RegionEntry;
 pub use shmid::{shm_id, shm_id_for, shm_id_from_number, shm_id_number};
 pub use sys::files::FileError;
 pub use sys::robust_mutex::LockError;
+pub use transport::config::{BadAllocPolicy, ShmConfig};
 pub use transport::events::{RegionEvent, RegionInfo};
 pub use transport::message::Message;
 pub use transport::poller::Poller;

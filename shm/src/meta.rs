@@ -164,7 +164,7 @@ pub enum MetaError {
     },
     /// A handed record whose ticket hands nothing over (forged, repeated, or taken back).
     #[error("shared-memory record refused: {0}")]
-    Ticket(#[from] crate::segment::tickets::TicketError),
+    Ticket(#[from] TicketError),
     /// A record that describes a message directly where only handed records are valid (a socket).
     #[error("a shared-memory message arrived without a ticket (only the session's lanes carry such records)")]
     Untracked,
@@ -409,6 +409,34 @@ fn decode_into(frame: &[u8], out: &mut Vec<Record>) -> Result<bool, MetaError> {
     }
     zeros(frame, at..frame.len())?;
     Ok(multi)
+}
+
+/// What a ticket hands over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A message: the reference of its block, or its region piece.
+    Message,
+    /// A lane's offer (no reference).
+    Offer,
+}
+
+/// Why a record's ticket does not hand anything over.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TicketError {
+    /// No such ticket in the table.
+    #[error("ticket {0} is beyond the ticket table")]
+    OutOfRange(u32),
+    /// The nonce is not the ticket's: claimed already (a repeated record), taken back by its
+    /// sender, or never issued (a forged record).
+    #[error("ticket {0} was claimed already, taken back or never issued (a repeated or forged record)")]
+    NotIssued(u32),
+    /// The ticket describes something that is no record.
+    #[error("ticket {0} is damaged")]
+    Damaged(u32),
+    /// A ticket of one kind where the other was expected.
+    #[error("ticket {0} hands over a {1:?}, not what its record was sent as")]
+    WrongKind(u32, Kind),
 }
 
 #[cfg(test)]

@@ -19,6 +19,6 @@ impl Scratch {
 
 impl Drop for Scratch {
     fn drop(&mut self) {
-        let _ = crate::session::monitor::cleanup_full(self.0.shm_id());
+        let _ = crate::monitor::cleanup_full(self.0.shm_id());
     }
 }

@@ -11,16 +11,12 @@
 //! Cached blocks count as used in the segment; they belong to this process (their owner field says
 //! so) and are returned by [`Cache::drain`] on allocation failure and when the transport ends.
 
+use crate::segment::depot::{MAGAZINE_SHARE, REFILL_BLOCKS};
 use crate::segment::tlsf::{Block, ALIGN, HDR, MIN_BLOCK};
 use crate::segment::Segment;
 
 const MAX_MAGAZINES: usize = 8;
-/// A magazine holds at most this share of the segment, so large messages are cached too (a few
-/// per magazine): without that every large message took the segment lock on both sides. Sizes
-/// whose refill would be fewer than two blocks are not cached.
-const MAGAZINE_SHARE: u64 = 32;
 const MAGAZINE_BLOCKS: usize = 64;
-const REFILL_BLOCKS: usize = 32;
 const DEFERRED_BLOCKS: usize = 64;
 /// Deferred frees are flushed once they hold this share of the segment (or [`DEFERRED_BLOCKS`]
 /// blocks). Only blocks over a few MiB reach it first: a receiver of 16 MiB messages in a 2 GiB
@@ -158,12 +154,6 @@ impl Cache {
         }
         all
     }
-}
-
-/// Blocks per magazine for `size`-byte blocks in a segment of `segment_size` bytes; the same rule
-/// for a process's own magazines and the segment's shared depot.
-pub(crate) fn magazine_blocks(segment_size: u64, size: u64) -> usize {
-    ((segment_size / MAGAZINE_SHARE / size.max(1)) as usize).min(REFILL_BLOCKS)
 }
 
 /// Frees blocks grouped by segment, one lock per segment.

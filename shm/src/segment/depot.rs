@@ -129,6 +129,19 @@ impl<'a> Depot<'a> {
     }
 }
 
+/// A magazine holds at most this share of the segment, so large messages are cached too (a few
+/// per magazine): without that every large message took the segment lock on both sides. Sizes
+/// whose refill would be fewer than two blocks are not cached.
+pub(crate) const MAGAZINE_SHARE: u64 = 32;
+/// Most blocks a magazine is refilled with.
+pub(crate) const REFILL_BLOCKS: usize = 32;
+
+/// Blocks per magazine for `size`-byte blocks in a segment of `segment_size` bytes; the same rule
+/// for a process's own magazines and the segment's shared depot.
+pub(crate) fn magazine_blocks(segment_size: u64, size: u64) -> usize {
+    ((segment_size / MAGAZINE_SHARE / size.max(1)) as usize).min(REFILL_BLOCKS)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -243,7 +243,7 @@ impl Segment {
 
     /// Blocks per magazine for blocks of `size` bytes in this segment (fewer than 2: not cached).
     pub(crate) fn magazine_blocks(&self, size: u64) -> usize {
-        crate::segment::cache::magazine_blocks(self.size(), size)
+        depot::magazine_blocks(self.size(), size)
     }
 
     /// Runs `f` on the heap under the segment lock, repairing the heap first if a holder died.

@@ -28,6 +28,7 @@
 //! Everything in the ring comes from another process: [`Ring::open`] and [`Ring::peek`] check every
 //! field and index before use.
 
+pub use crate::error::LaneError;
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 
 const MAGIC: u64 = u64::from_le_bytes(*b"FMQLANE1");
@@ -63,17 +64,6 @@ pub const MAX_CAPACITY: u64 = 16 << 20;
 
 /// Largest head or tail a sound lane has.
 const MAX_INDEX: u64 = 1 << 62;
-
-/// Why a lane's shared words cannot be trusted.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum LaneError {
-    #[error("not a lane (bad magic or capacity)")]
-    Header,
-    #[error("lane ring corrupt: head {head}, tail {tail}, capacity {capacity}")]
-    Indices { head: u64, tail: u64, capacity: u64 },
-    #[error("lane entry corrupt at {at}: kind {kind}, length {len}")]
-    Entry { at: u64, kind: u32, len: u32 },
-}
 
 /// Bytes a lane with a ring of `capacity` bytes needs.
 pub fn block_bytes(capacity: u64) -> u64 {

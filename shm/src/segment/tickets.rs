@@ -34,6 +34,7 @@
 //! word 0 went back to 0.
 
 use crate::meta::{self, RcHandle, Record};
+pub use crate::meta::{Kind, TicketError};
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -70,34 +71,6 @@ const WORDS: usize = 8;
 const KIND_BLOCK: u64 = 1;
 const KIND_REGION: u64 = 2;
 const OFFER_BIT: u64 = 0x80;
-
-/// What a ticket hands over.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// A message: the reference of its block, or its region piece.
-    Message,
-    /// A lane's offer (no reference).
-    Offer,
-}
-
-/// Why a record's ticket does not hand anything over.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum TicketError {
-    /// No such ticket in the table.
-    #[error("ticket {0} is beyond the ticket table")]
-    OutOfRange(u32),
-    /// The nonce is not the ticket's: claimed already (a repeated record), taken back by its
-    /// sender, or never issued (a forged record).
-    #[error("ticket {0} was claimed already, taken back or never issued (a repeated or forged record)")]
-    NotIssued(u32),
-    /// The ticket describes something that is no record.
-    #[error("ticket {0} is damaged")]
-    Damaged(u32),
-    /// A ticket of one kind where the other was expected.
-    #[error("ticket {0} hands over a {1:?}, not what its record was sent as")]
-    WrongKind(u32, Kind),
-}
 
 /// Tickets in a segment of `size` bytes: one per 8 KiB, between 512 and 2^18, in whole chunks.
 pub fn count_for(size: u64) -> u32 {
@@ -299,7 +272,7 @@ impl<'a> Tickets<'a> {
     /// `orphans`, until they are claimed or released). `None` when there is none.
     fn take_chunk(&self, owner: u32, alive: &dyn Fn(u32) -> bool) -> Option<u32> {
         let chunks = self.n / CHUNK;
-        let mut alive = crate::session::liveness::remembered(alive);
+        let mut alive = remembered(alive);
         for free_only in [true, false] {
             for c in 0..chunks {
                 let w = &self.w[self.owners + c as usize];
@@ -458,6 +431,19 @@ impl Issuer {
     pub(crate) fn release(&mut self, table: &Tickets<'_>) {
         for c in self.chunks.drain(..) {
             table.release_chunk(c, self.owner);
+        }
+    }
+}
+
+/// `alive`, asked once per owner mark (a lookup tries locks: scans of many tickets ask often).
+pub(crate) fn remembered(alive: impl Fn(u32) -> bool) -> impl FnMut(u32) -> bool {
+    let mut known: Vec<(u32, bool)> = Vec::new();
+    move |owner| match known.iter().find(|k| k.0 == owner) {
+        Some(&(_, a)) => a,
+        None => {
+            let a = alive(owner);
+            known.push((owner, a));
+            a
         }
     }
 }

@@ -22,6 +22,7 @@
 //! The check tag lets `free` refuse an offset that is not the start of a used block (a peer's bug),
 //! instead of treating whatever bytes lie there as a header.
 
+pub use crate::error::Corrupt;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed, Ordering::Release};
 
 /// Granularity and minimum alignment of blocks and user data.
@@ -49,11 +50,6 @@ const C_FREE_BLOCKS: usize = C_FREE_BYTES + 1;
 const C_USED_BLOCKS: usize = C_FREE_BLOCKS + 1;
 /// Words the control block occupies.
 pub const CONTROL_WORDS: usize = C_USED_BLOCKS + 1;
-
-/// The allocator's structures are damaged (by a process writing where it must not, or a bad offset).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("shared-memory allocator structures are corrupt at offset {0}")]
-pub struct Corrupt(pub u64);
 
 type R<T> = Result<T, Corrupt>;
 

@@ -22,11 +22,11 @@
 //! first claimant (as a writer that closes does); the sweep that drops the last reference releases
 //! what the lane still holds.
 
+use crate::segment::ring::Ring;
 use crate::segment::Segment;
 use crate::session::management::Management;
-use crate::transport::attachment::Manager;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 /// Bit of an entry's data distance word: the block is a lane's (data distances stay far below).
 const LANE_BIT: u32 = 1 << 31;
@@ -37,7 +37,8 @@ const AT: usize = 1 << 20;
 /// Entries per transport (beyond that, shared references are not listed: logged once).
 const ENTRIES: u32 = 1023;
 const AREA_BYTES: usize = (ENTRIES as usize + 1) * 16;
-const _: () = assert!(AT + crate::session::liveness::SLOTS * AREA_BYTES <= crate::session::management::MANAGEMENT_SIZE);
+const _: () =
+    assert!(AT + crate::session::management::PROCESS_SLOTS * AREA_BYTES <= crate::session::management::MANAGEMENT_SIZE);
 
 /// The words of slot `slot`'s ledger: header, then entries.
 fn area(m: &Management, slot: usize) -> &[AtomicU64] {
@@ -100,29 +101,15 @@ pub(crate) fn take(m: &Management, slot: usize) -> Vec<Listed> {
     out
 }
 
-/// Who drops a dead transport's listed references: a transport (its manager) or the monitor.
+/// Who drops a dead transport's listed references: a transport (see `attachment`) or the monitor.
 pub(crate) trait Sweeper {
     /// Segment `id`, mapped.
     fn segment(&self, id: u16) -> Option<&Segment>;
     /// The block (offset, delta, slot) of `seg` lost its last reference: freed.
     fn free(&self, seg: &Segment, offset: u64, delta: u32, slot: u32);
-    /// A transport that can release messages (those in a lane whose last reference goes); `None`
-    /// when there is none (the monitor, or a transport that is leaving): such a lane stays.
-    fn messages(&self) -> Option<Arc<Manager>>;
-}
-
-impl Sweeper for Manager {
-    fn segment(&self, id: u16) -> Option<&Segment> {
-        Manager::segment(self, id).ok()
-    }
-
-    fn free(&self, seg: &Segment, offset: u64, delta: u32, slot: u32) {
-        self.release(seg, offset, delta, slot);
-    }
-
-    fn messages(&self) -> Option<Arc<Manager>> {
-        self.shared()
-    }
+    /// Releases the messages still in `ring`, a lane whose last reference goes; false when this
+    /// sweeper cannot (the monitor, or a transport that is leaving): such a lane stays.
+    fn release_lane_contents(&self, ring: &Ring<'_>) -> bool;
 }
 
 /// The monitor's sweep: the session's segments, opened; blocks go straight back to the heap.
@@ -137,24 +124,23 @@ impl Sweeper for [Segment] {
         }
     }
 
-    fn messages(&self) -> Option<Arc<Manager>> {
-        None
+    fn release_lane_contents(&self, _ring: &Ring<'_>) -> bool {
+        false
     }
 }
 
 /// The blocks (segment, offset) that live transports list shared references to, and those the
 /// entries of the lanes among them name (for inspection: a shared block, or one waiting in a lane,
 /// names no holder in its count word; a lane read meanwhile may be missed or misread).
-pub(crate) fn held_by_live(mgr: &Manager) -> Vec<(u16, u64)> {
-    let m = mgr.management();
+pub(crate) fn held_by_live(m: &Management, live_slots: &[usize], by: &(impl Sweeper + ?Sized)) -> Vec<(u16, u64)> {
     let mut out = Vec::new();
-    for slot in crate::session::liveness::live_slots(m) {
+    for &slot in live_slots {
         for l in
             used(m, slot).filter_map(|e| Listed::decode(e[0].load(Ordering::Acquire), e[1].load(Ordering::Relaxed)))
         {
             out.push((l.segment, l.offset));
             if l.lane {
-                out.extend(mgr.segment(l.segment).ok().map(|seg| in_lane(seg, &l)).unwrap_or_default());
+                out.extend(by.segment(l.segment).map(|seg| in_lane(seg, &l)).unwrap_or_default());
             }
         }
     }
@@ -165,12 +151,12 @@ pub(crate) fn held_by_live(mgr: &Manager) -> Vec<(u16, u64)> {
 
 /// The ring of the lane whose block `l` names in `seg`, once the block checks out as a live one
 /// holding a lane.
-fn lane_ring<'a>(seg: &'a Segment, l: &Listed) -> Option<crate::segment::ring::Ring<'a>> {
+fn lane_ring<'a>(seg: &'a Segment, l: &Listed) -> Option<Ring<'a>> {
     if seg.check_any_block(l.offset, l.delta, 0).ok() != Some(l.slot) {
         return None;
     }
     let bytes = seg.block_size(l.offset, l.slot).saturating_sub(u64::from(l.delta)) / 8 * 8;
-    crate::segment::ring::Ring::open(seg.block_words(l.offset, l.delta, bytes)?).ok()
+    Ring::open(seg.block_words(l.offset, l.delta, bytes)?).ok()
 }
 
 /// The blocks the entries of the lane `l` names (an indirect entry: the block holding its frame).
@@ -235,11 +221,10 @@ fn drop_lane_reference(by: &(impl Sweeper + ?Sized), seg: &Segment, owner: u32, 
     let rc = seg.rc(l.offset, l.slot);
     if rc.load(Ordering::Acquire) as u32 == 1 {
         // The last holder: nobody reads or writes the lane any more.
-        let Some(mgr) = by.messages() else {
+        if !by.release_lane_contents(&ring) {
             log::warn!("a lane whose last holder died stays in the segment: no transport to release its messages");
             return false;
-        };
-        crate::transport::socket::lanes::release_contents(&mgr, &ring);
+        }
     }
     match rc.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| (v as u32 > 0).then(|| v - 1)) {
         Ok(prev) if prev as u32 == 1 => by.free(seg, l.offset, l.delta, l.slot),
@@ -309,14 +294,16 @@ impl Ledger {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transport::attachment::Manager;
     use crate::transport::message::Message;
+    use std::sync::Arc;
 
     /// A process killed while it held a message and a copy of it (a shared block, two references
     /// listed): the sweep drops both and the block is freed; entries that do not name a shared
     /// block with a reference left are ignored.
     #[test]
     fn the_references_a_dead_transport_listed_are_dropped_once() {
-        let mut c = crate::config::ShmConfig::new("ledger", &format!("ledger-{}", std::process::id()));
+        let mut c = crate::transport::config::ShmConfig::new("ledger", &format!("ledger-{}", std::process::id()));
         c.segment_size = 8 << 20;
         let _scratch = crate::scratch::Scratch::of_shm_id(&c.resolved_shm_id());
         let mgr = Arc::new(Manager::new(&c, Arc::new(fairmq_zmq::Interrupter::new().unwrap())).unwrap());

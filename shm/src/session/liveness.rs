@@ -24,7 +24,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 const FIRST_BYTE: usize = 16 << 10;
-pub(crate) const SLOTS: usize = 256;
+pub(crate) use crate::session::management::PROCESS_SLOTS as SLOTS;
 const SLOT_BYTES: usize = 128;
 const W_PID: usize = 0;
 const W_SINCE: usize = 1;
@@ -54,6 +54,13 @@ pub(crate) fn init_slots(map: &Mapping) -> std::io::Result<()> {
         unsafe { RobustMutex::init(ptr)? };
     }
     Ok(())
+}
+
+impl Management {
+    /// Number of attached transports (their liveness slots).
+    pub fn device_count(&self) -> u64 {
+        count(self)
+    }
 }
 
 /// An attached process as its slot shows it.
@@ -193,19 +200,6 @@ pub(crate) fn alive(m: &Management) -> Vec<u32> {
         .collect()
 }
 
-/// `alive`, asked once per owner mark (a lookup tries locks: scans of many tickets ask often).
-pub(crate) fn remembered(alive: impl Fn(u32) -> bool) -> impl FnMut(u32) -> bool {
-    let mut known: Vec<(u32, bool)> = Vec::new();
-    move |owner| match known.iter().find(|k| k.0 == owner) {
-        Some(&(_, a)) => a,
-        None => {
-            let a = alive(owner);
-            known.push((owner, a));
-            a
-        }
-    }
-}
-
 /// A transport's heartbeat thread, which also holds its liveness slot.
 pub(crate) struct Heartbeat {
     stop: Option<mpsc::Sender<()>>,
@@ -314,12 +308,7 @@ fn new_owner(m: &Management) -> u32 {
 fn claim<'a>(m: &Management, handles: &'a [RobustMutex]) -> Result<(usize, u32, Guard<'a>), StartError> {
     let lock = m.lock()?;
     if lock.removed() {
-        // Still under its name: its remover died between marking and unlinking (a live remover
-        // holds this lock until it is done). Finish the removal, so the next attempt starts anew.
-        if m.still_linked() {
-            log::warn!("session {} was left half removed; removing the rest", m.names().shm_id());
-            lock.remove_session();
-        }
+        // The attacher finishes a removal its remover did not (see `attach`).
         return Err(StartError::Removed);
     }
     for (slot, mx) in handles.iter().enumerate() {

@@ -19,11 +19,9 @@
 
 use crate::error::ShmError;
 use crate::naming::Names;
-use crate::session::liveness::{Heartbeat, StartError};
-use crate::sys::mapping::{Created, Mapping};
+use crate::sys::mapping::Mapping;
 use crate::sys::robust_mutex::{Guard, RobustMutex, MUTEX_BYTES};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 
 const MAGIC: u64 = u64::from_le_bytes(*b"FMQRSMNG");
 const LAYOUT: u64 = 6;
@@ -45,6 +43,8 @@ const MUTEX_AT: usize = 384;
 const W_SECRET: usize = 448 / 8;
 const W_SEGMENTS: usize = 512 / 8;
 const SEGMENT_SLOTS: usize = 256;
+/// Process slots (see `liveness`); each also has a ledger (see `ledger`).
+pub(crate) const PROCESS_SLOTS: usize = 256;
 const SEGMENT_WORDS: usize = 4;
 
 const LIVE: u64 = 1;
@@ -88,40 +88,6 @@ pub(crate) struct SessionLock<'a> {
 }
 
 impl Management {
-    /// Attaches to the session (creating its management segment if needed): the returned heartbeat
-    /// holds a liveness slot, which counts this transport in (see `liveness`).
-    pub(crate) fn attach(names: &Names, session: &str) -> Result<(Arc<Management>, Heartbeat), ShmError> {
-        let name = names.management();
-        let path = Names::path(&name);
-        for _ in 0..1000 {
-            let map = match Mapping::open(&path) {
-                Ok(map) => map,
-                Err(e) if e.is_not_found() => {
-                    let tmp = Names::path(&names.tmp());
-                    match Mapping::create(&path, &tmp, MANAGEMENT_SIZE, |m| init(m, session)) {
-                        // Whoever created it, open it by name and count ourselves in under the lock.
-                        Ok(Created::New(_) | Created::Exists) => continue,
-                        // The remover of an old session swept our temporary file: try again.
-                        Err(e) if e.is_not_found() => continue,
-                        Err(e) => return Err(ShmError::file("creating management segment", e)),
-                    }
-                }
-                Err(e) => return Err(ShmError::file("opening management segment", e)),
-            };
-            let m = Arc::new(Management::from_mapping(map, names)?);
-            match Heartbeat::start(m.clone()) {
-                Ok(hb) => {
-                    log::debug!("Attached to shared memory session '{session}' (shmid {})", names.shm_id());
-                    return Ok((m, hb));
-                }
-                // Removed (and unlinked) by the last user of the previous session.
-                Err(StartError::Removed) => continue,
-                Err(StartError::Failed(e)) => return Err(e),
-            }
-        }
-        Err(ShmError::Layout { name, reason: "could not attach: the session was removed again and again".into() })
-    }
-
     /// The session secret (see `peers`).
     pub(crate) fn secret(&self) -> [u64; 2] {
         [0, 1].map(|i| self.words()[W_SECRET + i].load(Ordering::Relaxed))
@@ -134,7 +100,7 @@ impl Management {
         Management::from_mapping(map, names)
     }
 
-    fn from_mapping(map: Mapping, names: &Names) -> Result<Management, ShmError> {
+    pub(crate) fn from_mapping(map: Mapping, names: &Names) -> Result<Management, ShmError> {
         let bad = |reason: String| ShmError::Layout { name: names.management(), reason };
         if map.len() < MANAGEMENT_SIZE {
             return Err(bad(format!("size {} is too small", map.len())));
@@ -176,11 +142,6 @@ impl Management {
             true
         })?;
         Ok(SessionLock { m: self, _g: g })
-    }
-
-    /// Number of attached transports (their liveness slots).
-    pub fn device_count(&self) -> u64 {
-        crate::session::liveness::count(self)
     }
 
     /// The event counter: bumped when segments or regions are created or destroyed.
@@ -236,39 +197,6 @@ impl Management {
             tagged => Some(SegmentEntry { id: (tagged - 1) as u16, size: w[base + 1].load(Ordering::Relaxed) }),
         }
     }
-
-    /// Counts this transport out (its heartbeat gives up its slot); the last one removes every object
-    /// of the session unless `no_cleanup`. Both happen in one step under the session lock; the
-    /// heartbeat's mutex is let go only afterwards. Dead processes found on the way are counted out
-    /// too and returned: their cached blocks are the caller's to free (unless the session is gone).
-    pub(crate) fn detach(&self, heartbeat: Heartbeat, no_cleanup: bool) -> Result<Detached, ShmError> {
-        let lock = self.lock()?;
-        // Transports of dead processes never detach: count them out, so the last live one cleans up.
-        let dead = lock.sweep_dead();
-        heartbeat.leave(&lock);
-        let left = crate::session::liveness::count(self);
-        let kept = Detached { removed: false, dead };
-        if left > 0 {
-            log::debug!("Other segment users present ({left}), skipping removal.");
-            return Ok(kept);
-        }
-        if no_cleanup {
-            log::debug!("Last segment user, skipping removal (--shm-no-cleanup is true).");
-            return Ok(kept);
-        }
-        log::debug!("Last segment user, removing segment.");
-        lock.remove_session();
-        Ok(Detached { removed: true, ..kept })
-    }
-}
-
-/// What [`Management::detach`] did.
-#[derive(Debug)]
-pub(crate) struct Detached {
-    /// Whether this was the last transport and the session's objects were removed.
-    pub removed: bool,
-    /// Transports found dead and counted out.
-    pub dead: Vec<crate::session::liveness::Dead>,
 }
 
 impl SessionLock<'_> {
@@ -286,17 +214,8 @@ impl SessionLock<'_> {
         crate::sys::futex::bump_and_wake_all(self.word(W_EVENTS));
     }
 
-    /// Marks the session removed (a newcomer that opened it will open a new one) and removes its
-    /// objects, in one step under this lock, so nobody attaches in between. Returns their names.
-    pub(crate) fn remove_session(&self) -> Vec<String> {
-        self.word(W_STATE).store(REMOVED, Ordering::Release);
-        let m = self.management();
-        remove_objects(&m.names, &m.segments(), &crate::session::registry::regions(m))
-    }
-
-    /// Marks the session removed without removing anything: what a remover killed between the two
-    /// steps leaves (for tests).
-    #[cfg(test)]
+    /// Marks the session removed: a newcomer that opened it will open a new one (the first step of
+    /// a removal; alone, what a remover killed between the two steps leaves).
     pub(crate) fn mark_removed(&self) {
         self.word(W_STATE).store(REMOVED, Ordering::Release);
     }
@@ -322,7 +241,9 @@ impl SessionLock<'_> {
     }
 }
 
-fn init(m: &Mapping, session: &str) -> std::io::Result<()> {
+/// Lays out a new management segment (still private to its creator); `attach` adds the process
+/// slots' mutexes.
+pub(crate) fn init(m: &Mapping, session: &str) -> std::io::Result<()> {
     let w = m.words();
     w[W_LAYOUT].store(LAYOUT, Ordering::Relaxed);
     w[W_STATE].store(LIVE, Ordering::Relaxed);
@@ -338,7 +259,6 @@ fn init(m: &Mapping, session: &str) -> std::io::Result<()> {
     let ptr = m.range_ptr(MUTEX_AT, MUTEX_BYTES).expect("inside the mapping");
     // SAFETY: the object is private to its creator until linked; the range is inside it and aligned.
     unsafe { RobustMutex::init(ptr)? };
-    crate::session::liveness::init_slots(m)?;
     for (i, v) in secret()?.into_iter().enumerate() {
         w[W_SECRET + i].store(v, Ordering::Relaxed);
     }
@@ -352,39 +272,6 @@ fn secret() -> std::io::Result<[u64; 2]> {
     let mut b = [0u8; 16];
     std::fs::File::open("/dev/urandom")?.read_exact(&mut b)?;
     Ok([0, 8].map(|at| u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))))
-}
-
-/// Unlinks every object of a session: registered regions (also file-backed ones), registered
-/// segments, the management segment, and temporary files of dead creators. Missing objects are fine
-/// (removal is idempotent). Returns what was removed.
-pub fn remove_objects(names: &Names, segments: &[SegmentEntry], regions: &[crate::RegionEntry]) -> Vec<String> {
-    let mut removed = Vec::new();
-    for r in regions {
-        let data = r.data_path(names);
-        if std::fs::remove_file(&data).is_ok() {
-            log::debug!("Removed '{}'.", data.display());
-            removed.push(data.display().to_string());
-        }
-    }
-    let mut unlink = |name: String| {
-        if std::fs::remove_file(Names::path(&name)).is_ok() {
-            log::debug!("Removed '{name}'.");
-            removed.push(name);
-        }
-    };
-    for r in regions {
-        unlink(names.region_queue(r.id));
-    }
-    for s in segments {
-        unlink(names.segment(s.id));
-    }
-    unlink(names.management());
-    for name in session_objects(names) {
-        if names.tmp_owner(&name).is_some_and(|pid| !process_alive(pid)) {
-            unlink(name);
-        }
-    }
-    removed
 }
 
 /// Removes every object whose name starts with the session's prefix, whatever state it is in (for

@@ -1,8 +1,8 @@
 //! The session: its management segment (who is attached, and the region registry), which of its
-//! processes are alive, what each holds of shared blocks, and the monitor that cleans up after them.
+//! processes are alive and what each holds of shared blocks.
 
+pub(crate) mod attach;
 pub(crate) mod ledger;
 pub(crate) mod liveness;
 pub(crate) mod management;
-pub mod monitor;
 pub(crate) mod registry;

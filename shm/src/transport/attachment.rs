@@ -1,7 +1,6 @@
 //! Per-transport shared-memory state: the session attachment, the segment this transport allocates
 //! in, segments of peers (mapped on first use), the caches, and the out-of-memory policy.
 
-use crate::config::ShmConfig;
 use crate::error::ShmError;
 use crate::meta::MetaError;
 use crate::naming::Names;
@@ -14,6 +13,7 @@ use crate::segment::tlsf::Block;
 use crate::segment::{Segment, SegmentInit};
 use crate::session::liveness::{Dead, Heartbeat};
 use crate::session::management::Management;
+use crate::transport::config::ShmConfig;
 use fairmq_zmq::Interrupter;
 use parking_lot::Mutex;
 use std::sync::atomic::Ordering;
@@ -53,7 +53,7 @@ impl Manager {
         log::debug!("Generated shmid '{shm_id}' out of session id '{}'.", config.session);
         let names = Names::new(&shm_id);
         let (mng, heartbeat) = Management::attach(&names, &config.session)?;
-        let started = if config.monitor { crate::session::monitor::start_daemon(&names) } else { Ok(()) };
+        let started = if config.monitor { crate::monitor::start_daemon(&names) } else { Ok(()) };
         let own = match started.and_then(|()| Self::own_segment(&names, &mng, config)) {
             Ok(own) => own,
             Err(e) => {

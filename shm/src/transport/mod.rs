@@ -1,16 +1,17 @@
 //! The shared-memory transport: a ZeroMQ context for metadata plus the session's shared memory.
 
 pub(crate) mod attachment;
+pub(crate) mod config;
 pub(crate) mod events;
 pub(crate) mod message;
 pub(crate) mod poller;
 pub(crate) mod region;
 pub(crate) mod socket;
 
-use crate::config::ShmConfig;
 use crate::error::ShmError;
 use crate::segment::SegmentStats;
 use crate::transport::attachment::Manager;
+use crate::transport::config::ShmConfig;
 use crate::transport::events::{RegionInfo, Subscription};
 use crate::transport::message::Message;
 use crate::transport::region::{Region, RegionCallback, RegionConfig};
@@ -362,7 +363,8 @@ impl Transport {
     /// session hold references to (their ledgers; a shared block names no holder in its count),
     /// and the messages waiting in those lanes. For inspection: lanes in use may be misread.
     pub fn shared_blocks_held(&self) -> Vec<(u16, u64)> {
-        crate::session::ledger::held_by_live(&self.inner.mgr)
+        let m = self.inner.mgr.management();
+        crate::session::ledger::held_by_live(m, &crate::session::liveness::live_slots(m), &*self.inner.mgr)
     }
 
     /// The owner mark of this transport's blocks.

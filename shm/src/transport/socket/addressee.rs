@@ -197,7 +197,7 @@ impl Addressee {
 
     /// Takes back what dead receivers did not claim: to send again (`resend`) or released.
     fn take_back_dead(&mut self, mgr: &Arc<Manager>, resend: bool) -> usize {
-        let mut dead = crate::session::liveness::remembered(|o| !mgr.owner_alive(o));
+        let mut dead = crate::segment::tickets::remembered(|o| !mgr.owner_alive(o));
         let (gone, kept): (VecDeque<_>, VecDeque<_>) =
             std::mem::take(&mut self.sent).into_iter().partition(|(r, _)| dead(*r));
         self.sent = kept;

@@ -849,6 +849,25 @@ impl Readers {
     }
 }
 
+/// A transport sweeping the dead (see `ledger`): frees through its caches, and releases a lane's
+/// messages while it is shared (not while it is leaving). Here, not beside the transport's state:
+/// releasing a lane's messages is the lanes' business.
+impl crate::session::ledger::Sweeper for Manager {
+    fn segment(&self, id: u16) -> Option<&crate::segment::Segment> {
+        Manager::segment(self, id).ok()
+    }
+
+    fn free(&self, seg: &crate::segment::Segment, offset: u64, delta: u32, slot: u32) {
+        self.release(seg, offset, delta, slot);
+    }
+
+    fn release_lane_contents(&self, ring: &crate::segment::ring::Ring<'_>) -> bool {
+        let Some(mgr) = self.shared() else { return false };
+        release_contents(&mgr, ring);
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -866,7 +885,7 @@ mod tests {
     /// for room, and a writer killed then left them allocated until the session ended.
     #[test]
     fn a_dead_writers_staged_entry_is_published_when_marked_else_released() {
-        let mut c = crate::config::ShmConfig::new("reader", &format!("lanes-staged-{}", std::process::id()));
+        let mut c = crate::transport::config::ShmConfig::new("reader", &format!("lanes-staged-{}", std::process::id()));
         c.segment_size = 8 << 20;
         let _scratch = crate::scratch::Scratch::of_shm_id(&c.resolved_shm_id());
         let mgr = Arc::new(Manager::new(&c, Arc::new(fairmq_zmq::Interrupter::new().unwrap())).unwrap());
@@ -912,7 +931,8 @@ mod tests {
     /// they go in flight again (the holder first). Before, they stayed in flight, named by nothing.
     #[test]
     fn entries_taken_back_are_the_writers_until_staged_again() {
-        let mut c = crate::config::ShmConfig::new("writer", &format!("lanes-takeback-{}", std::process::id()));
+        let mut c =
+            crate::transport::config::ShmConfig::new("writer", &format!("lanes-takeback-{}", std::process::id()));
         c.segment_size = 8 << 20;
         let _scratch = crate::scratch::Scratch::of_shm_id(&c.resolved_shm_id());
         let mgr = Arc::new(Manager::new(&c, Arc::new(fairmq_zmq::Interrupter::new().unwrap())).unwrap());

@@ -86,7 +86,7 @@ fn members(mgr: &Manager, set: Set, mine: &[Attached]) -> Option<(Vec<directory:
 /// mark, socket word; see `tickets`) `wanted` accepts. Only chunks a gone transport holds, or that
 /// nobody holds, are looked at (liveness looked up once per owner).
 pub(crate) fn find(mgr: &Manager, wanted: impl Fn(u32, u64) -> bool) -> Vec<Orphan> {
-    let mut alive = crate::session::liveness::remembered(|owner| owner == mgr.owner() || mgr.owner_alive(owner));
+    let mut alive = crate::segment::tickets::remembered(|owner| owner == mgr.owner() || mgr.owner_alive(owner));
     let mut out = Vec::new();
     for entry in mgr.management().segments() {
         let Ok(seg) = mgr.segment(entry.id) else { continue };

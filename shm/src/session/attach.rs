@@ -1,0 +1,150 @@
+//! Attaching a transport to its session and detaching it: the management segment is created by
+//! the first, each transport holds a process slot (see `liveness`) while attached, and the last to
+//! detach removes every object of the session.
+//!
+//! Attaching and detaching happen under the session lock. The last transport to detach marks the
+//! segment *removed* and unlinks every object of the session while still holding the lock; a
+//! process that opened the old management segment just before sees the mark once it gets the lock,
+//! and starts over with a fresh one. So removal is idempotent and never pulls a session from under
+//! a newcomer.
+
+use crate::error::ShmError;
+use crate::naming::Names;
+use crate::session::liveness::{Dead, Heartbeat, StartError};
+use crate::session::management::{
+    init, process_alive, session_objects, Management, SegmentEntry, SessionLock, MANAGEMENT_SIZE,
+};
+use crate::session::registry::RegionEntry;
+use crate::sys::mapping::{Created, Mapping};
+use std::sync::Arc;
+
+impl Management {
+    /// Attaches to the session (creating its management segment if needed): the returned heartbeat
+    /// holds a liveness slot, which counts this transport in (see `liveness`).
+    pub(crate) fn attach(names: &Names, session: &str) -> Result<(Arc<Management>, Heartbeat), ShmError> {
+        let name = names.management();
+        let path = Names::path(&name);
+        for _ in 0..1000 {
+            let map = match Mapping::open(&path) {
+                Ok(map) => map,
+                Err(e) if e.is_not_found() => {
+                    let tmp = Names::path(&names.tmp());
+                    match Mapping::create(&path, &tmp, MANAGEMENT_SIZE, |m| {
+                        init(m, session).and_then(|()| crate::session::liveness::init_slots(m))
+                    }) {
+                        // Whoever created it, open it by name and count ourselves in under the lock.
+                        Ok(Created::New(_) | Created::Exists) => continue,
+                        // The remover of an old session swept our temporary file: try again.
+                        Err(e) if e.is_not_found() => continue,
+                        Err(e) => return Err(ShmError::file("creating management segment", e)),
+                    }
+                }
+                Err(e) => return Err(ShmError::file("opening management segment", e)),
+            };
+            let m = Arc::new(Management::from_mapping(map, names)?);
+            match Heartbeat::start(m.clone()) {
+                Ok(hb) => {
+                    log::debug!("Attached to shared memory session '{session}' (shmid {})", names.shm_id());
+                    return Ok((m, hb));
+                }
+                // Removed (and unlinked) by the last user of the previous session.
+                Err(StartError::Removed) => {
+                    finish_removal(&m)?;
+                    continue;
+                }
+                Err(StartError::Failed(e)) => return Err(e),
+            }
+        }
+        Err(ShmError::Layout { name, reason: "could not attach: the session was removed again and again".into() })
+    }
+
+    /// Counts this transport out (its heartbeat gives up its slot); the last one removes every object
+    /// of the session unless `no_cleanup`. Both happen in one step under the session lock; the
+    /// heartbeat's mutex is let go only afterwards. Dead processes found on the way are counted out
+    /// too and returned: their cached blocks are the caller's to free (unless the session is gone).
+    pub(crate) fn detach(&self, heartbeat: Heartbeat, no_cleanup: bool) -> Result<Detached, ShmError> {
+        let lock = self.lock()?;
+        // Transports of dead processes never detach: count them out, so the last live one cleans up.
+        let dead = lock.sweep_dead();
+        heartbeat.leave(&lock);
+        let left = crate::session::liveness::count(self);
+        let kept = Detached { removed: false, dead };
+        if left > 0 {
+            log::debug!("Other segment users present ({left}), skipping removal.");
+            return Ok(kept);
+        }
+        if no_cleanup {
+            log::debug!("Last segment user, skipping removal (--shm-no-cleanup is true).");
+            return Ok(kept);
+        }
+        log::debug!("Last segment user, removing segment.");
+        lock.remove_session();
+        Ok(Detached { removed: true, ..kept })
+    }
+}
+
+/// What [`Management::detach`] did.
+#[derive(Debug)]
+pub(crate) struct Detached {
+    /// Whether this was the last transport and the session's objects were removed.
+    pub removed: bool,
+    /// Transports found dead and counted out.
+    pub dead: Vec<Dead>,
+}
+
+impl SessionLock<'_> {
+    /// Marks the session removed (a newcomer that opened it will open a new one) and removes its
+    /// objects, in one step under this lock, so nobody attaches in between. Returns their names.
+    pub(crate) fn remove_session(&self) -> Vec<String> {
+        self.mark_removed();
+        let m = self.management();
+        remove_objects(m.names(), &m.segments(), &crate::session::registry::regions(m))
+    }
+}
+
+/// Unlinks every object of a session: registered regions (also file-backed ones), registered
+/// segments, the management segment, and temporary files of dead creators. Missing objects are fine
+/// (removal is idempotent). Returns what was removed.
+pub fn remove_objects(names: &Names, segments: &[SegmentEntry], regions: &[RegionEntry]) -> Vec<String> {
+    let mut removed = Vec::new();
+    for r in regions {
+        let data = r.data_path(names);
+        if std::fs::remove_file(&data).is_ok() {
+            log::debug!("Removed '{}'.", data.display());
+            removed.push(data.display().to_string());
+        }
+    }
+    let mut unlink = |name: String| {
+        if std::fs::remove_file(Names::path(&name)).is_ok() {
+            log::debug!("Removed '{name}'.");
+            removed.push(name);
+        }
+    };
+    for r in regions {
+        unlink(names.region_queue(r.id));
+    }
+    for s in segments {
+        unlink(names.segment(s.id));
+    }
+    unlink(names.management());
+    for name in session_objects(names) {
+        if names.tmp_owner(&name).is_some_and(|pid| !process_alive(pid)) {
+            unlink(name);
+        }
+    }
+    removed
+}
+
+/// A session marked removed whose objects are still under their names: its remover died between
+/// marking and unlinking (a live remover holds the lock until it is done). Finishes the removal
+/// under the lock, so the next attempt starts anew.
+fn finish_removal(m: &Management) -> Result<(), ShmError> {
+    if m.still_linked() {
+        let lock = m.lock()?;
+        if lock.removed() && m.still_linked() {
+            log::warn!("session {} was left half removed; removing the rest", m.names().shm_id());
+            lock.remove_session();
+        }
+    }
+    Ok(())
+}
