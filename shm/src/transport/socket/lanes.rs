@@ -162,23 +162,55 @@ pub(crate) fn issue_waiting(
     }
 }
 
+/// Which records of lane entries [`release_entries`] releases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Whose {
+    /// All: entries a writer took back (marked its own again as they left the ring).
+    Ours,
+    /// Those the ring still accounts for: a block in flight or shared, a region piece. A block
+    /// marked by a holder is that holder's: a reader marks what it takes before it leaves the ring
+    /// (see `Readers::take`), a writer what it takes back; killed in between, the entry stays in
+    /// the ring and the sweep of the dead frees the block by its mark.
+    Ring,
+}
+
 /// [`release_frame`] for lane entries: an indirect entry's frame is in the block it names, which
 /// goes too.
-fn release_entries(mgr: &Arc<Manager>, entries: impl IntoIterator<Item = Taken>) -> usize {
+fn release_entries(mgr: &Arc<Manager>, entries: impl IntoIterator<Item = Taken>, whose: Whose) -> usize {
     let mut holders = Vec::new();
     let mut dropped = 0;
     for (kind, frame) in entries {
         if kind != KIND_INDIRECT {
-            dropped += release_frame(mgr, &frame, Source::Lane);
+            dropped += release_records(mgr, &frame, whose);
             continue;
         }
         holders.clear();
         let _ = meta::decode(&frame, &mut holders);
-        for holder in holders.drain(..).filter_map(|r| Message::from_record(mgr, r).ok()) {
-            dropped += release_frame(mgr, holder.data(), Source::Lane);
+        for holder in
+            holders.drain(..).filter(|r| accounted(mgr, r, whose)).filter_map(|r| Message::from_record(mgr, r).ok())
+        {
+            dropped += release_records(mgr, holder.data(), whose);
         }
     }
     dropped
+}
+
+fn release_records(mgr: &Arc<Manager>, frame: &[u8], whose: Whose) -> usize {
+    if whose == Whose::Ours {
+        return release_frame(mgr, frame, Source::Lane);
+    }
+    let mut records = Vec::new();
+    let _ = meta::decode(frame, &mut records);
+    records
+        .into_iter()
+        .filter(|r| accounted(mgr, r, whose))
+        .filter_map(|r| Message::receive(mgr, r, Source::Lane).ok())
+        .count()
+}
+
+/// Whether `rec`, from a lane entry, is for the releaser of `whose` to release.
+fn accounted(mgr: &Manager, rec: &Record, whose: Whose) -> bool {
+    whose == Whose::Ours || !matches!(rec, Record::Block { .. }) || held(mgr, rec) != Held::Otherwise
 }
 
 /// The blocks an entry of `kind` names, the block holding an indirect frame first, then the
@@ -264,7 +296,7 @@ pub(crate) fn release_contents(mgr: &Arc<Manager>, ring: &Ring<'_>) -> usize {
     if let Err(e) = ring.take_all(&mut left) {
         log::error!("a lane nobody reads any more is damaged, some of its messages are lost: {e}");
     }
-    release_entries(mgr, left)
+    release_entries(mgr, left, Whose::Ring)
 }
 
 /// How a block named in a dead writer's staged entry is held.
@@ -690,7 +722,7 @@ impl Writer {
 
     /// Drops what was taken back from a reader that left and could not go out again.
     fn release_resend(&mut self, mgr: &Arc<Manager>) {
-        let n = release_entries(mgr, self.resend.drain(..));
+        let n = release_entries(mgr, self.resend.drain(..), Whose::Ours);
         if n > 0 {
             log::warn!("{n} messages sent to a peer that left were dropped when the socket closed");
         }
@@ -702,6 +734,8 @@ impl Writer {
 pub(crate) struct Readers {
     lanes: Vec<LaneBlock>,
     next: usize,
+    /// The records of the entry being taken (kept: no allocation per entry).
+    records: Vec<Record>,
     last_sweep: Option<Instant>,
 }
 
@@ -756,6 +790,17 @@ impl Readers {
                 Ok(None) => continue,
                 Ok(Some(e)) => {
                     ring.read(&e, out);
+                    // Ours before it leaves the ring: killed at any moment, this reader leaves
+                    // blocks that the ring or its own mark accounts for (see `Whose::Ring`).
+                    if e.kind == KIND_FRAME {
+                        self.records.clear();
+                        if meta::decode(out, &mut self.records).is_ok() {
+                            let owner = mgr.owner();
+                            self.records.iter().for_each(|r| mgr.remark(r, crate::segment::slots::IN_FLIGHT, owner));
+                        }
+                    } else {
+                        remark_entry(mgr, e.kind, out, crate::segment::slots::IN_FLIGHT, mgr.owner());
+                    }
                     ring.consume(&e);
                     self.next = i + 1;
                     if e.kind == KIND_FRAME {
@@ -911,7 +956,7 @@ mod tests {
         meta::decode(&got, &mut read).unwrap();
         assert_eq!(read, recs);
         ring.consume(&e);
-        release_entries(&mgr, [(KIND_FRAME, got)]);
+        release_entries(&mgr, [(KIND_FRAME, got)], Whose::Ring);
         // Killed while marking: the first part marked, the second still the writer's.
         let mut half = [0, 1].map(|_| Message::allocate(mgr.clone(), 100, 0).unwrap());
         let recs = stage(&[&half[0], &half[1]]);
@@ -970,7 +1015,7 @@ mod tests {
         for r in recs {
             assert_eq!(count_word(&mgr, r), in_flight(r), "staged again: in flight");
         }
-        assert_eq!(release_entries(&mgr, taken), 3, "three messages' blocks released");
+        assert_eq!(release_entries(&mgr, taken, Whose::Ours), 3, "three messages' blocks released");
         for r in recs {
             assert_eq!(count_word(&mgr, r) as u32, 0, "freed");
         }
