@@ -291,20 +291,19 @@ fn killed_sender_queue_is_released(tag: &str, pair: bool, sender_binds: bool) {
     let (send_method, recv_method) = if sender_binds { ("bind", "connect") } else { ("connect", "bind") };
     let mut receiver = None;
     if !sender_binds {
-        let r = receiver.insert(peer(&["recv", &s.name, &addr, recv_method, "0", "1", flag]));
+        let r = receiver.insert(peer(&["recv", &s.name, &addr, recv_method, "0", "1", flag, "pause"]));
         r.expect_line("ready");
     }
     let mut sender = peer(&["send", &s.name, &addr, send_method, "0", "1000", "0", "hold", flag]);
     if sender_binds {
         // Connected once the sender has bound (its ipc path exists): a push learns it on connect.
         std::thread::sleep(Duration::from_millis(300));
-        let r = receiver.insert(peer(&["recv", &s.name, &addr, recv_method, "0", "1", flag]));
+        let r = receiver.insert(peer(&["recv", &s.name, &addr, recv_method, "0", "1", flag, "pause"]));
         r.expect_line("ready");
     }
     let mut receiver = receiver.unwrap();
-    // Stopped once the link carries messages: the rest fills the queues.
+    // Stopped (by itself) once the link carries messages: the rest fills the queues.
     receiver.expect_line("first");
-    receiver.signal("STOP");
     let line = sender.expect_line("sent ");
     let sent: u64 = line["sent ".len()..].parse().unwrap();
     let dead = sender.pid();

@@ -22,14 +22,14 @@ fn i03_what_a_killed_one_of_several_receivers_did_not_take_goes_to_another() {
     let addr = s.ipc("dealers");
     let dealer = t.socket(SocketType::Dealer, "data").unwrap();
     dealer.attach(&addr, &AttachOptions::new(Some(Method::Bind))).unwrap();
-    let receiver = || peer(&["recv", &s.name, &addr, "connect", "0", "1", "any", "dealer"]);
-    let mut first = receiver();
+    let receiver =
+        |extra: &[&str]| peer(&[&["recv", &s.name, &addr, "connect", "0", "1", "any", "dealer"][..], extra].concat());
+    let mut first = receiver(&["pause"]);
     first.expect_line("ready");
     dealer.send(&mut peer_message(&t, 0, 4000), 10_000).unwrap();
     first.expect_line("first");
-    // Stopped: what ZeroMQ hands it from now on waits in its queue.
-    first.signal("STOP");
-    let mut second = receiver();
+    // It stopped itself: what ZeroMQ hands it from now on waits in its queue.
+    let mut second = receiver(&[]);
     second.expect_line("ready");
     // Both connections attached: ZeroMQ takes them in turn.
     std::thread::sleep(Duration::from_millis(500));

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! fairmq-shm-peer send <session> <address> <bind|connect> <count> <sizes,...> <sender-id> [hold|retry] [pair|dealer|nolanes]
-//! fairmq-shm-peer recv <session> <address> <bind|connect> <count> <senders> [gaps|any] [sub] [hold|deaf] [pair|dealer|nolanes]
+//! fairmq-shm-peer recv <session> <address> <bind|connect> <count> <senders> [gaps|any] [sub] [hold|deaf] [pause] [pair|dealer|nolanes]
 //! fairmq-shm-peer allocloop <session> <iterations, 0 = forever>
 //! fairmq-shm-peer holdlock <session>
 //! fairmq-shm-peer regionsink <session> <address> <count> <plain|copy|parts>
@@ -176,6 +176,11 @@ fn recv(a: &[String]) -> Result<(), Box<dyn std::error::Error>> {
         if n == 1 {
             println!("first");
             std::io::stdout().flush()?;
+            if flag("pause") {
+                // Stopped here, holding no lock (a stop from outside could catch the receiver
+                // inside the segment's lock, and every other process would wait for it).
+                std::process::Command::new("kill").args(["-STOP", &std::process::id().to_string()]).status()?;
+            }
         }
         if hold {
             held.push(msg);

@@ -41,13 +41,15 @@ pub fn sweep(shm_id: &str) -> Result<Sweep, ShmError> {
 /// [`sweep`] with the management segment already open (closed before a cleanup).
 fn sweep_open(m: Management, names: &Names) -> Result<Sweep, ShmError> {
     let shm_id = names.shm_id();
+    // Held until the dead are counted out: the monitor has no slot (no owner mark) to claim
+    // their sweep with, so nobody else may find them meanwhile (see `find_dead`).
     let lock = m.lock()?;
-    let dead = lock.sweep_dead();
+    let dead = lock.find_dead(0);
     let mut out = Sweep { dead: dead.iter().map(|d| d.pid).collect(), ..Sweep::default() };
     if out.dead.is_empty() {
         return Ok(out);
     }
-    if m.device_count() == 0 {
+    if crate::session::liveness::live_slots(&m).is_empty() {
         // Decided and done under the session lock, as a last transport's detach does: a process
         // attaching meanwhile either came before (and is counted) or finds the session removed.
         log::info!("every process of session {shm_id} died ({:?}), cleaning...", out.dead);
@@ -57,12 +59,11 @@ fn sweep_open(m: Management, names: &Names) -> Result<Sweep, ShmError> {
         out.cleaned = true;
         return Ok(out);
     }
-    drop(lock);
     let opened: Vec<Segment> =
         m.segments().iter().filter_map(|s| Segment::open(&Names::path(&names.segment(s.id)), s.id).ok()).collect();
     for d in &dead {
         // Shared references it listed (see `ledger`); those to a lane's last reference stay.
-        crate::session::ledger::release(&opened[..], d.owner, &d.listed);
+        crate::session::ledger::release(&opened[..], &m, d.slot, d.owner);
     }
     let ticketed = crate::segment::Ticketed::of(&opened);
     for sg in &opened {
@@ -73,6 +74,7 @@ fn sweep_open(m: Management, names: &Names) -> Result<Sweep, ShmError> {
             }
         }
     }
+    dead.iter().for_each(|d| lock.count_out(d));
     Ok(out)
 }
 
@@ -218,7 +220,7 @@ mod tests {
         let names = scratch.0.clone();
         let (m, hb) = Management::attach(&names, "s").unwrap();
         make(&m);
-        assert!(!m.detach(hb, false).unwrap().removed, "slot 9 keeps the session");
+        assert!(!m.detach(hb, false).unwrap(), "slot 9 keeps the session");
         (scratch, m, Watcher::new(names.shm_id(), Duration::from_millis(200), true))
     }
 

@@ -10,7 +10,7 @@
 
 use crate::error::ShmError;
 use crate::naming::Names;
-use crate::session::liveness::{Dead, Heartbeat, StartError};
+use crate::session::liveness::{Heartbeat, StartError};
 use crate::session::management::{
     init, process_alive, session_objects, Management, SegmentEntry, SessionLock, MANAGEMENT_SIZE,
 };
@@ -58,38 +58,27 @@ impl Management {
         Err(ShmError::Layout { name, reason: "could not attach: the session was removed again and again".into() })
     }
 
-    /// Counts this transport out (its heartbeat gives up its slot); the last one removes every object
-    /// of the session unless `no_cleanup`. Both happen in one step under the session lock; the
-    /// heartbeat's mutex is let go only afterwards. Dead processes found on the way are counted out
-    /// too and returned: their cached blocks are the caller's to free (unless the session is gone).
-    pub(crate) fn detach(&self, heartbeat: Heartbeat, no_cleanup: bool) -> Result<Detached, ShmError> {
+    /// Counts this transport out (its heartbeat gives up its slot); the last one removes every
+    /// object of the session unless `no_cleanup`. Both happen in one step under the session lock;
+    /// the heartbeat's mutex is let go only afterwards. Dead transports not yet counted out keep
+    /// nothing: the last live one removes the session (the caller swept the dead before).
+    /// Returns whether this was the last transport and the session's objects were removed.
+    pub(crate) fn detach(&self, heartbeat: Heartbeat, no_cleanup: bool) -> Result<bool, ShmError> {
         let lock = self.lock()?;
-        // Transports of dead processes never detach: count them out, so the last live one cleans up.
-        let dead = lock.sweep_dead();
         heartbeat.leave(&lock);
-        let left = crate::session::liveness::count(self);
-        let kept = Detached { removed: false, dead };
+        let left = crate::session::liveness::live_slots(self).len();
         if left > 0 {
             log::debug!("Other segment users present ({left}), skipping removal.");
-            return Ok(kept);
+            return Ok(false);
         }
         if no_cleanup {
             log::debug!("Last segment user, skipping removal (--shm-no-cleanup is true).");
-            return Ok(kept);
+            return Ok(false);
         }
         log::debug!("Last segment user, removing segment.");
         lock.remove_session();
-        Ok(Detached { removed: true, ..kept })
+        Ok(true)
     }
-}
-
-/// What [`Management::detach`] did.
-#[derive(Debug)]
-pub(crate) struct Detached {
-    /// Whether this was the last transport and the session's objects were removed.
-    pub removed: bool,
-    /// Transports found dead and counted out.
-    pub dead: Vec<Dead>,
 }
 
 impl SessionLock<'_> {

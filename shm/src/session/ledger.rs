@@ -91,16 +91,6 @@ fn used(m: &Management, slot: usize) -> impl Iterator<Item = &[AtomicU64]> {
     (0..used).map(move |i| entry(a, i))
 }
 
-/// Takes the entries of the dead transport of slot `slot` (under the session lock, as its slot is
-/// counted out), to drop with [`release`].
-pub(crate) fn take(m: &Management, slot: usize) -> Vec<Listed> {
-    let out = used(m, slot)
-        .filter_map(|e| Listed::decode(e[0].swap(0, Ordering::AcqRel), e[1].load(Ordering::Relaxed)))
-        .collect();
-    area(m, slot)[0].store(0, Ordering::Release);
-    out
-}
-
 /// Who drops a dead transport's listed references: a transport (see `attachment`) or the monitor.
 pub(crate) trait Sweeper {
     /// Segment `id`, mapped.
@@ -177,10 +167,15 @@ fn in_lane(seg: &Segment, l: &Listed) -> Vec<(u16, u64)> {
     out
 }
 
-/// Drops the references `listed` of the dead transport of owner mark `owner`; returns how many.
-/// Each is checked: only a live block marked shared, with a reference left, loses one.
-pub(crate) fn release(by: &(impl Sweeper + ?Sized), owner: u32, listed: &[Listed]) -> usize {
-    listed.iter().filter(|l| drop_shared(by, owner, l)).count()
+/// Drops the references the dead transport of slot `slot` and owner mark `owner` listed; returns
+/// how many. Each entry is cleared before its reference is dropped: a sweeper killed in between
+/// loses that one reference (the block stays), and the sweeper that takes over never drops one
+/// twice. Each is checked: only a live block marked shared, with a reference left, loses one.
+pub(crate) fn release(by: &(impl Sweeper + ?Sized), m: &Management, slot: usize, owner: u32) -> usize {
+    used(m, slot)
+        .filter_map(|e| Listed::decode(e[0].swap(0, Ordering::AcqRel), e[1].load(Ordering::Relaxed)))
+        .filter(|l| drop_shared(by, owner, l))
+        .count()
 }
 
 fn drop_shared(by: &(impl Sweeper + ?Sized), owner: u32, l: &Listed) -> bool {
@@ -319,18 +314,22 @@ mod tests {
         let crate::meta::Record::Block { offset, slot, .. } = m.record() else { panic!("a block") };
         let count = || mgr.own().rc(offset, slot).load(Ordering::Acquire);
         assert_eq!(count(), u64::from(crate::segment::slots::SHARED) << 32 | 2);
-        // Killed: its messages are never dropped, and the sweep takes its entries.
+        // Killed: its messages are never dropped; the sweep releases its entries in place.
         std::mem::forget((m, copy));
-        let listed = take(mgr.management(), mgr.ledger().slot);
-        assert_eq!(listed.len(), 2, "both references listed");
-        assert!(take(mgr.management(), mgr.ledger().slot).is_empty(), "taken once");
-        let mut wrong = listed[0];
-        wrong.offset += 8;
-        let me = mgr.owner();
-        assert_eq!(release(&*mgr, me, &[wrong]), 0, "not a block: nothing");
-        assert_eq!(release(&*mgr, me, &listed), 2);
+        let (mng, slot, me) = (mgr.management(), mgr.ledger().slot, mgr.owner());
+        assert_eq!(used(mng, slot).filter(|e| e[0].load(Ordering::Relaxed) != 0).count(), 2, "both listed");
+        // A damaged entry (its offset moved) names no block: it drops nothing, the other its one.
+        let first = entry(area(mng, slot), 0);
+        let good = first[0].load(Ordering::Relaxed);
+        first[0].store(good + 8, Ordering::Relaxed);
+        assert_eq!(release(&*mgr, mng, slot, me), 1, "only the good entry dropped its reference");
+        assert_eq!(count(), u64::from(crate::segment::slots::SHARED) << 32 | 1);
+        // The good value back (as if it had been so): dropped, and with it the last reference.
+        first[0].store(good, Ordering::Relaxed);
+        assert_eq!(release(&*mgr, mng, slot, me), 1);
         assert_eq!(count() as u32, 0, "the block was freed with the last one");
-        assert_eq!(release(&*mgr, me, &listed[..1]), 0, "a block freed meanwhile loses nothing");
+        // A sweeper that takes over from one killed after it released finds nothing to drop twice.
+        assert_eq!(release(&*mgr, mng, slot, me), 0, "every entry was cleared as it was released");
         assert_eq!(settled_free(), free0);
         mgr.own().check().unwrap();
     }

@@ -30,6 +30,9 @@ const W_PID: usize = 0;
 const W_SINCE: usize = 1;
 /// The attachment's owner mark: what its blocks carry as owner in their count words.
 const W_OWNER: usize = 2;
+/// Of a dead transport's slot: the owner mark of the transport sweeping it (0: none, or one that
+/// holds the session lock throughout, the monitor). See [`SessionLock::find_dead`].
+const W_SWEEPER: usize = 3;
 const MUTEX_OFF: usize = 64;
 const _: () = assert!(MUTEX_OFF + MUTEX_BYTES <= SLOT_BYTES && FIRST_BYTE + SLOTS * SLOT_BYTES <= 64 << 10);
 /// How often a transport bumps the heartbeat (FairMQ: 100 ms).
@@ -76,15 +79,15 @@ pub struct Attached {
     pub owner: u32,
 }
 
-/// A transport found dead and counted out.
+/// A transport found dead, to be swept and then counted out (see [`SessionLock::find_dead`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Dead {
     /// Its process id (for the logs).
     pub pid: u32,
     /// Its owner mark (for freeing what it cached).
     pub owner: u32,
-    /// The shared references it listed (see `ledger`).
-    pub listed: Vec<crate::session::ledger::Listed>,
+    /// Its slot (its ledger: see `ledger`).
+    pub slot: usize,
 }
 
 /// Owner marks that blocks can never carry: 0 (none), and the four the segment reserves (a count
@@ -119,9 +122,15 @@ pub fn attached(m: &Management) -> Vec<Attached> {
 
 impl SessionLock<'_> {
     /// Finds transports whose process died (their slot's mutex is owner-died, or not held at all,
-    /// which a live transport's never is while its pid is published) and frees their slots, which
-    /// counts them out of the session. Returns them (one entry per dead transport).
-    pub(crate) fn sweep_dead(&self) -> Vec<Dead> {
+    /// which a live transport's never is while its pid is published) and takes their sweep for
+    /// `sweeper` (an owner mark; 0 for a sweeper that holds this lock until it counted them out).
+    /// Skipped: those a live transport sweeps. The slots stay occupied until [`count_out`]
+    /// (after the sweep): a sweeper killed before leaves them, with what they held, to the next
+    /// one. Before, finding counted out at once, and a sweeper killed before it freed what the
+    /// dead held left that allocated for the session's life.
+    ///
+    /// [`count_out`]: SessionLock::count_out
+    pub(crate) fn find_dead(&self, sweeper: u32) -> Vec<Dead> {
         let m = self.management();
         let mut dead = Vec::new();
         for slot in 0..SLOTS {
@@ -146,16 +155,28 @@ impl SessionLock<'_> {
                     log::warn!("liveness slot {slot} names process {pid} but nobody holds it");
                 }
             }
-            word(m, slot, W_PID).store(0, Ordering::Release);
-            let left = count(m);
-            log::warn!("process {pid} died without detaching from the session; {left} transports remain");
-            dead.push(Dead {
-                pid: pid as u32,
-                owner: word(m, slot, W_OWNER).load(Ordering::Relaxed) as u32,
-                listed: crate::session::ledger::take(m, slot),
-            });
+            let other = word(m, slot, W_SWEEPER).load(Ordering::Relaxed) as u32;
+            if other != 0 && other != sweeper && owner_alive(m, other) {
+                continue; // a live transport sweeps it
+            }
+            word(m, slot, W_SWEEPER).store(u64::from(sweeper), Ordering::Relaxed);
+            dead.push(Dead { pid: pid as u32, owner: word(m, slot, W_OWNER).load(Ordering::Relaxed) as u32, slot });
         }
         dead
+    }
+
+    /// Counts the swept transport `d` out of the session: its slot can be claimed again.
+    pub(crate) fn count_out(&self, d: &Dead) {
+        let m = self.management();
+        let same = word(m, d.slot, W_PID).load(Ordering::Acquire) == u64::from(d.pid)
+            && word(m, d.slot, W_OWNER).load(Ordering::Relaxed) as u32 == d.owner;
+        if !same {
+            return; // counted out by another sweeper (which took it over from us)
+        }
+        word(m, d.slot, W_SWEEPER).store(0, Ordering::Relaxed);
+        word(m, d.slot, W_PID).store(0, Ordering::Release);
+        let left = count(m);
+        log::warn!("process {} died without detaching from the session; {left} transports remain", d.pid);
     }
 }
 
@@ -323,6 +344,7 @@ fn claim<'a>(m: &Management, handles: &'a [RobustMutex]) -> Result<(usize, u32, 
         word(m, slot, W_SINCE).store(since, Ordering::Relaxed);
         let owner = new_owner(m);
         word(m, slot, W_OWNER).store(u64::from(owner), Ordering::Relaxed);
+        word(m, slot, W_SWEEPER).store(0, Ordering::Relaxed);
         crate::session::ledger::reset(m, slot);
         word(m, slot, W_PID).store(u64::from(std::process::id()), Ordering::Release);
         drop(lock);
@@ -421,9 +443,9 @@ mod tests {
         assert!(usable_owner(a.owner()) && usable_owner(b.owner()));
         let marks: Vec<u32> = attached(&m).iter().map(|x| x.owner).collect();
         assert!(marks.contains(&a.owner()) && marks.contains(&b.owner()), "{marks:?}");
-        assert!(!m.detach(a, false).unwrap().removed, "one is left: the session stays");
+        assert!(!m.detach(a, false).unwrap(), "one is left: the session stays");
         assert_eq!(m.device_count(), 1);
-        assert!(m.detach(b, false).unwrap().removed, "the last one removes the session");
+        assert!(m.detach(b, false).unwrap(), "the last one removes the session");
         assert!(Management::open_existing(&s.0).is_err());
     }
 
@@ -443,7 +465,7 @@ mod tests {
         assert!(!m.still_linked(), "the old management segment was removed");
         assert!(fresh.still_linked());
         assert_eq!(fresh.device_count(), 1);
-        assert!(fresh.detach(hb2, false).unwrap().removed);
+        assert!(fresh.detach(hb2, false).unwrap());
     }
 
     #[test]
@@ -453,9 +475,12 @@ mod tests {
         word(&m, 7, W_OWNER).store(77, Ordering::Relaxed);
         word(&m, 7, W_PID).store(4_000_000, Ordering::Release);
         assert_eq!(m.device_count(), 2);
-        assert_eq!(m.lock().unwrap().sweep_dead(), [Dead { pid: 4_000_000, owner: 77, listed: Vec::new() }]);
+        let dead = m.lock().unwrap().find_dead(hb.owner());
+        assert_eq!(dead, [Dead { pid: 4_000_000, owner: 77, slot: 7 }]);
+        assert_eq!(m.device_count(), 2, "counted out after its sweep, not before");
+        m.lock().unwrap().count_out(&dead[0]);
         assert_eq!(m.device_count(), 1);
-        assert!(m.detach(hb, false).unwrap().removed);
+        assert!(m.detach(hb, false).unwrap());
     }
 
     #[test]
@@ -472,11 +497,11 @@ mod tests {
         let (_, second) = Management::attach(&s.0, "s").unwrap();
         assert_eq!(second.slot, 2, "the busy slot is skipped, the dead holder's slot is taken");
         assert_eq!(m.device_count(), 2);
-        assert!(m.lock().unwrap().sweep_dead().is_empty(), "both holders are alive");
+        assert!(m.lock().unwrap().find_dead(second.owner()).is_empty(), "both holders are alive");
         busy.send(true).unwrap();
         busy_thread.join().unwrap();
-        assert!(!m.detach(second, false).unwrap().removed);
-        assert!(m.detach(first, false).unwrap().removed);
+        assert!(!m.detach(second, false).unwrap());
+        assert!(m.detach(first, false).unwrap());
     }
 
     #[test]
@@ -489,10 +514,36 @@ mod tests {
         assert_eq!(m.device_count(), 1);
         let mx = mutex(&m, gone.slot);
         assert!(matches!(mx.try_lock().unwrap(), TryLock::Busy), "its heartbeat thread still holds the mutex");
-        assert!(m.lock().unwrap().sweep_dead().is_empty(), "a free slot is nobody's to count out");
+        assert!(m.lock().unwrap().find_dead(keep.owner()).is_empty(), "a free slot is nobody's to count out");
         assert_eq!(m.device_count(), 1);
         drop(gone);
         assert_eq!(m.device_count(), 1, "dropping a heartbeat that left frees nothing more");
-        assert!(m.detach(keep, false).unwrap().removed);
+        assert!(m.detach(keep, false).unwrap());
+    }
+
+    /// A dead transport is swept by one live sweeper at a time, and counted out only when its
+    /// sweep is done; a sweeper killed before leaves it to the next. Before, finding it counted it
+    /// out: a sweeper killed before it freed what the dead held left that for the session's life.
+    #[test]
+    fn a_dead_transport_stays_until_its_sweep_is_done_and_passes_to_the_next_sweeper() {
+        let s = scratch("sweepers");
+        let (m, a) = Management::attach(&s.0, "s").unwrap();
+        let (_, b) = Management::attach(&s.0, "s").unwrap();
+        word(&m, 7, W_OWNER).store(77, Ordering::Relaxed);
+        word(&m, 7, W_PID).store(4_000_000, Ordering::Release);
+        let found = m.lock().unwrap().find_dead(a.owner());
+        assert_eq!(found, [Dead { pid: 4_000_000, owner: 77, slot: 7 }]);
+        assert!(m.lock().unwrap().find_dead(b.owner()).is_empty(), "a live sweeper has it");
+        assert_eq!(m.lock().unwrap().find_dead(a.owner()), found, "its own sweeper finds it again");
+        // Its sweeper dies (a mark nobody attached carries) before counting it out.
+        word(&m, 7, W_SWEEPER).store(4242, Ordering::Relaxed);
+        assert_eq!(m.lock().unwrap().find_dead(b.owner()), found, "the next sweeper takes it over");
+        assert_eq!(m.device_count(), 3, "not counted out yet");
+        m.lock().unwrap().count_out(&found[0]);
+        assert_eq!(m.device_count(), 2);
+        m.lock().unwrap().count_out(&found[0]);
+        assert_eq!(m.device_count(), 2, "counted out once");
+        assert!(!m.detach(a, false).unwrap());
+        assert!(m.detach(b, false).unwrap());
     }
 }

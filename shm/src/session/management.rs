@@ -8,7 +8,7 @@
 //! | 384..448 | the session lock (robust mutex) |
 //! | 448..464 | the session secret: 16 random bytes that only processes able to map the session know (see `peers`) |
 //! | 512..8704 | segment registry: 256 slots of 4 words |
-//! | 16 KiB..48 KiB | process slots (`liveness`): 256 of 128 bytes |
+//! | 16 KiB..48 KiB | process slots (`liveness`): 256 of 128 bytes (pid, since, owner mark, sweeper, ..., robust mutex at 64) |
 //! | 64 KiB..576 KiB | region registry (`registry`): 1024 slots of 512 bytes |
 //! | 576 KiB..609 KiB | endpoint directory (`directory`): generation, 1024 entries of 32 bytes |
 //!
@@ -24,7 +24,7 @@ use crate::sys::robust_mutex::{Guard, RobustMutex, MUTEX_BYTES};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 const MAGIC: u64 = u64::from_le_bytes(*b"FMQRSMNG");
-const LAYOUT: u64 = 6;
+const LAYOUT: u64 = 7;
 /// Size of the management segment: 1 MiB of tables, then the transports' ledgers (see `ledger`).
 pub const MANAGEMENT_SIZE: usize = 5 << 20;
 

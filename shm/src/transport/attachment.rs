@@ -82,17 +82,25 @@ impl Manager {
         Ok(mgr)
     }
 
-    /// Counts dead processes out of the session and frees what they held in their caches; returns
-    /// their pids.
+    /// Sweeps dead processes: frees what they held in their caches and listed, then counts them out
+    /// of the session (see `liveness::SessionLock::find_dead`); returns their pids.
     pub fn sweep_dead(&self) -> Vec<u32> {
-        let dead = match self.mng.lock().map(|l| l.sweep_dead()) {
+        let dead = match self.mng.lock().map(|l| l.find_dead(self.owner)) {
             Ok(d) => d,
             Err(e) => {
                 log::error!("could not look for dead processes: {e}");
                 return Vec::new();
             }
         };
+        if dead.is_empty() {
+            return Vec::new();
+        }
         self.reclaim_dead(&dead);
+        match self.mng.lock() {
+            Ok(lock) => dead.iter().for_each(|d| lock.count_out(d)),
+            // Left to the next sweeper, which finds them again (all it frees is gone already).
+            Err(e) => log::error!("could not count dead processes out: {e}"),
+        }
         dead.iter().map(|d| d.pid).collect()
     }
 
@@ -124,9 +132,9 @@ impl Manager {
             return;
         }
         let segments: Vec<&Segment> = self.mng.segments().iter().filter_map(|e| self.segment(e.id).ok()).collect();
-        // The shared references they listed (their ledgers were taken as they were counted out).
+        // The shared references they listed.
         for d in dead {
-            let n = crate::session::ledger::release(self, d.owner, &d.listed);
+            let n = crate::session::ledger::release(self, &self.mng, d.slot, d.owner);
             if n > 0 {
                 log::info!("dropped {n} references dead process {} held to shared messages", d.pid);
             }
@@ -484,8 +492,10 @@ impl Drop for Manager {
         self.issuer.get_mut().release(&self.own.tickets());
         self.acks.shutdown();
         let Some(heartbeat) = self.heartbeat.take() else { return };
+        // While still attached: what the dead held goes back before a last transport's detach
+        // removes the session, or stays for those that remain.
+        self.sweep_dead();
         match self.mng.detach(heartbeat, self.config.no_cleanup) {
-            Ok(d) if !d.removed => self.reclaim_dead(&d.dead),
             Ok(_) => {}
             Err(e) => log::error!("could not detach from shared memory session {}: {e}", self.names.shm_id()),
         }
