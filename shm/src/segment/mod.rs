@@ -691,6 +691,19 @@ impl Segment {
             .collect()
     }
 
+    /// Whether an offer of the lane whose block is at `offset` of this segment is out (its
+    /// writer's offers are tickets of this segment's table, as the block is its writer's).
+    pub(crate) fn offered(&self, offset: u64) -> bool {
+        let t = self.tickets();
+        t.out_in_chunks(|_| true).into_iter().any(|(ticket, nonce, ..)| {
+            matches!(
+                t.resolve(ticket, nonce),
+                Ok((crate::segment::tickets::Kind::Offer, crate::meta::Record::Block { segment, offset: o, .. }))
+                    if segment == self.id && o == offset
+            )
+        })
+    }
+
     /// Every used block: (offset, size, owner mark, reference count), for the monitor's debug view.
     pub fn used_blocks(&self) -> Result<Vec<(u64, u64, u32, u32)>, ShmError> {
         self.locked(|t| {

@@ -209,9 +209,19 @@ fn drop_lane_reference(by: &(impl Sweeper + ?Sized), seg: &Segment, owner: u32, 
         log::error!("a lane a dead process held is damaged: it stays in the segment");
         return false;
     };
-    if ring.writer() == owner && ring.orphan() {
-        ring.close(crate::segment::ring::WRITER_CLOSED);
-        return true; // the first claimant's now
+    if ring.writer() == owner {
+        if seg.offered(l.offset) {
+            if ring.orphan() {
+                ring.close(crate::segment::ring::WRITER_CLOSED);
+                return true; // the first claimant's now
+            }
+        } else if ring.claim(owner) == crate::segment::ring::Claim::Fresh {
+            // Unclaimed, and no offer of it is out: nobody can claim it any more (a reader that
+            // won an offer holds its own reference already, and finds the lane taken). Closed as
+            // a reader that claims and closes at once would; the writer's reference goes below.
+            // Before, it went to a first claimant that never came: the lane stayed.
+            ring.close(crate::segment::ring::READER_CLOSED | crate::segment::ring::WRITER_CLOSED);
+        }
     }
     let rc = seg.rc(l.offset, l.slot);
     if rc.load(Ordering::Acquire) as u32 == 1 {
@@ -332,5 +342,47 @@ mod tests {
         assert_eq!(release(&*mgr, mng, slot, me), 0, "every entry was cleared as it was released");
         assert_eq!(settled_free(), free0);
         mgr.own().check().unwrap();
+    }
+
+    /// A writer killed with a lane nobody claimed: while an offer of it is out, its reference goes
+    /// to the offer's claimant; with none out, nobody can claim the lane any more, and the sweep
+    /// drops the reference and frees the lane. Before, it waited for a claimant that never came
+    /// (a writer whose reader had died, killed while its new lane had no peer to be offered to).
+    #[test]
+    fn a_dead_writers_unclaimed_lane_waits_for_a_claimant_only_while_an_offer_is_out() {
+        use crate::segment::ring::{self, Ring, ORPHANED};
+        let mut c = crate::transport::config::ShmConfig::new("ledger", &format!("ledger-lane-{}", std::process::id()));
+        c.segment_size = 8 << 20;
+        let _scratch = crate::scratch::Scratch::of_shm_id(&c.resolved_shm_id());
+        let mgr = Arc::new(Manager::new(&c, Arc::new(fairmq_zmq::Interrupter::new().unwrap())).unwrap());
+        mgr.set_shared();
+        let (mng, slot, me) = (mgr.management(), mgr.ledger().slot, mgr.owner());
+        // As a writer makes a lane (see `lanes::Writer::offer`), then is killed.
+        let lane = || {
+            let block = Message::allocate(mgr.clone(), ring::block_bytes(ring::MIN_CAPACITY) as usize, 64).unwrap();
+            block.list_lane();
+            block.mark_held(crate::segment::slots::SHARED);
+            Ring::init(block.words().unwrap(), ring::MIN_CAPACITY, me);
+            let rec = block.record();
+            std::mem::forget(block);
+            rec
+        };
+        let count = |rec: crate::meta::Record| {
+            let crate::meta::Record::Block { offset, slot, .. } = rec else { panic!("a block") };
+            mgr.own().rc(offset, slot).load(Ordering::Acquire)
+        };
+        let reader = |rec: crate::meta::Record| {
+            let crate::meta::Record::Block { offset, delta, size, .. } = rec else { panic!("a block") };
+            Ring::open(mgr.own().block_words(offset, delta, size).unwrap()).unwrap().reader()
+        };
+        let offered = lane();
+        let ticket = mgr.issue(crate::segment::tickets::Kind::Offer, &offered).unwrap();
+        assert_eq!(release(&*mgr, mng, slot, me), 1);
+        assert_eq!(count(offered), u64::from(crate::segment::slots::SHARED) << 32 | 1, "kept for the claimant");
+        assert_eq!(reader(offered), ORPHANED, "handed to the first claimant");
+        assert!(mgr.take_back(&ticket));
+        let alone = lane();
+        assert_eq!(release(&*mgr, mng, slot, me), 1);
+        assert_eq!(count(alone) as u32, 0, "no offer out: the lane was freed");
     }
 }

@@ -485,7 +485,7 @@ impl Message {
             Record::Handed { segment, ticket, nonce } => {
                 // Marked ours before the claim ends: a process killed in between leaves a claim
                 // under way that the sweep of the dead finishes (see `tickets::CLAIMING`).
-                let m = Message::claim(mgr, segment, ticket, nonce, Kind::Message)?;
+                let m = Message::claim(mgr, segment, ticket, nonce)?;
                 m.mark_held(mgr.owner());
                 mgr.segment(segment)?.tickets().claimed(ticket, mgr.owner());
                 m.list_if_shared();
@@ -499,30 +499,38 @@ impl Message {
         Ok(m)
     }
 
-    /// Claims ticket `ticket` of segment `segment`: what it describes is checked like any record,
-    /// then the ticket is won (a message) or the check undone (it was never ours). An offer's
-    /// message holds no reference of its own (see `lanes`).
-    pub(crate) fn claim(
-        mgr: &Arc<Manager>,
-        segment: u16,
-        ticket: u32,
-        nonce: u64,
-        kind: Kind,
-    ) -> Result<Message, MetaError> {
+    /// Claims the message ticket `ticket` of segment `segment`: what it describes is checked like
+    /// any record, then the ticket is won or the check undone (it was never ours). The claim stays
+    /// under way until the block is marked ours (see `receive`).
+    pub(crate) fn claim(mgr: &Arc<Manager>, segment: u16, ticket: u32, nonce: u64) -> Result<Message, MetaError> {
         let tickets = mgr.segment(segment)?.tickets();
         let (issued_as, rec) = tickets.resolve(ticket, nonce)?;
-        if issued_as != kind {
+        if issued_as != Kind::Message {
             return Err(TicketError::WrongKind(ticket, issued_as).into());
         }
         let mut m = Message::from_record(mgr, rec)?;
-        // A message's claim stays under way until its block is marked (see `receive`); an offer
-        // moves no reference.
-        let won = match kind {
-            Kind::Message => tickets.claim_as(ticket, nonce, mgr.owner()),
-            Kind::Offer => tickets.claim(ticket, nonce),
-        };
-        if !won {
+        if !tickets.claim_as(ticket, nonce, mgr.owner()) {
             m.hand_over(); // taken by another claim meanwhile: never ours to release
+            return Err(TicketError::NotIssued(ticket).into());
+        }
+        Ok(m)
+    }
+
+    /// Claims the offer of a lane, ticket `ticket` of segment `segment` (see `lanes`): the lane's
+    /// block, with a reference of our own taken *before* the ticket is won. While an offer is out
+    /// its writer's reference keeps the block; once it is claimed, the claimant holds its own. So
+    /// a sweep that finds no offer out and drops a dead writer's reference never frees a block a
+    /// claimant is about to take one on.
+    pub(crate) fn claim_offer(mgr: &Arc<Manager>, segment: u16, ticket: u32, nonce: u64) -> Result<Message, MetaError> {
+        let tickets = mgr.segment(segment)?.tickets();
+        let (issued_as, rec) = tickets.resolve(ticket, nonce)?;
+        if issued_as != Kind::Offer {
+            return Err(TicketError::WrongKind(ticket, issued_as).into());
+        }
+        let m = Message::from_record(mgr, rec)?;
+        m.add_reference();
+        if !tickets.claim(ticket, nonce) {
+            // Taken by another claim meanwhile: our own reference goes with `m`.
             return Err(TicketError::NotIssued(ticket).into());
         }
         Ok(m)

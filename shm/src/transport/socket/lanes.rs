@@ -256,22 +256,20 @@ fn take_back_all(mgr: &Arc<Manager>, ring: &Ring<'_>, out: &mut Vec<Taken>) -> R
 
 /// Releases what a lane whose writer is gone holds, as a reader would that claims it and closes at
 /// once: its offer's ticket was just claimed by the caller (see `orphans`), so no reader will.
-/// `rec` names the lane's block. The dead writer's reference is dropped by the sweep that counts
-/// it out (or was handed to us, the first claimant).
-pub(crate) fn release_unclaimed(mgr: &Arc<Manager>, rec: Record) {
-    let Ok(mut block) = Message::from_record(mgr, rec) else { return };
+/// `block` is the lane's block, with a reference of the caller's own (taken before the claim, see
+/// `Message::claim_offer`). The dead writer's reference is dropped by the sweep that counts it out
+/// (or was handed to us, the first claimant).
+pub(crate) fn release_unclaimed(mgr: &Arc<Manager>, block: Message) {
     let opened = block.words().ok_or(LaneError::Header).and_then(Ring::open).map(|r| (r.writer(), r.capacity()));
     let capacity = match opened {
         Ok((writer, capacity)) if !mgr.owner_alive(writer) => capacity,
-        // Its writer lives: its own to offer again.
-        Ok(_) => return block.hand_over(),
+        // Its writer lives: its own to offer again (our reference goes with `block`).
+        Ok(_) => return,
         Err(e) => {
             log::error!("the lane of an offer nobody took is damaged, its messages are lost: {e}");
-            return block.hand_over();
+            return;
         }
     };
-    // Our own reference while we release what the lane holds (not listed: we hold it a moment).
-    block.add_reference();
     let lane = LaneBlock { block, capacity };
     let ring = lane.ring();
     match ring.claim(mgr.owner()) {
@@ -749,17 +747,14 @@ impl Readers {
     /// Claims a lane a peer offered, with a reference of our own (the offer handed over none).
     pub(crate) fn attach(&mut self, mgr: &Arc<Manager>, rec: Record, socket: &str) -> Result<(), ShmError> {
         let Record::Handed { segment, ticket, nonce } = rec else { return Err(meta::MetaError::Untracked.into()) };
-        let mut block = Message::claim(mgr, segment, ticket, nonce, Kind::Offer)?;
+        // With our own reference (see `Message::claim_offer`), taken before the lane's claim too,
+        // so a claim never holds a block without its reference.
+        let block = Message::claim_offer(mgr, segment, ticket, nonce)?;
         let opened = block.words().ok_or(LaneError::Header).and_then(|w| Ring::open(w).map(|r| r.capacity()));
         let capacity = match opened {
             Ok(c) => c,
-            Err(source) => {
-                block.hand_over(); // not ours to drop
-                return Err(ShmError::Lane { socket: socket.to_owned(), source });
-            }
+            Err(source) => return Err(ShmError::Lane { socket: socket.to_owned(), source }),
         };
-        // Taken before the claim, so a claim never holds a block without its reference.
-        block.add_reference();
         block.list_lane();
         let lane = LaneBlock { block, capacity };
         match lane.ring().claim(mgr.owner()) {

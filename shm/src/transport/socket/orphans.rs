@@ -112,10 +112,8 @@ pub(crate) fn release(mgr: &Arc<Manager>, o: &Orphan) -> bool {
     mgr.remark(&rec, o.issuer, crate::segment::slots::IN_FLIGHT);
     if kind == Kind::Offer {
         // Claimed, the offer can never be: nobody will claim its lane either.
-        if !tickets.claim(o.ticket, o.nonce) {
-            return false;
-        }
-        crate::transport::socket::lanes::release_unclaimed(mgr, rec);
+        let Ok(block) = Message::claim_offer(mgr, o.segment, o.ticket, o.nonce) else { return false };
+        crate::transport::socket::lanes::release_unclaimed(mgr, block);
         return true;
     }
     // Claimed as a receiver claims (the block ours before the claim ends): killed on the way, this
