@@ -42,7 +42,7 @@
 //! | `session/` | the management segment, attaching and detaching, the region registry, liveness of processes, ledgers of shared references |
 //! | `segment/` | a segment: its allocator (TLSF), slot table, depot, hand-over tickets, lane rings; a process's block cache |
 //! | root | the vocabulary: errors, metadata records, object names, session ids |
-//! | `sys/` | every system call and every unsafe block that touches shared memory |
+//! | `sys/` | every system call; mappings and the robust mutexes in them (safe handles borrowed from a mapping). Outside it, unsafe code only makes slices of message payloads and takes raw user buffers |
 //!
 //! ```
 //! use fairmq_shm::{ShmConfig, Transport};

@@ -14,8 +14,7 @@
 use crate::error::ShmError;
 use crate::naming::Names;
 use crate::sys::futex;
-use crate::sys::mapping::{Created, Mapping};
-use crate::sys::robust_mutex::{RobustMutex, MUTEX_BYTES};
+use crate::sys::mapping::{Created, Fresh, Mapping};
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -52,7 +51,6 @@ pub struct Ack {
 /// A mapped acknowledgement queue.
 pub(crate) struct AckQueue {
     map: Mapping,
-    mutex: RobustMutex,
 }
 
 impl std::fmt::Debug for AckQueue {
@@ -95,11 +93,7 @@ impl AckQueue {
         if w[W_CAPACITY].load(Ordering::Relaxed) != CAPACITY {
             return Err(bad("unexpected capacity"));
         }
-        let ptr = map.range_ptr(MUTEX_AT, MUTEX_BYTES).expect("size checked");
-        // SAFETY: `init` made a robust mutex there before the magic was written; the queue owns both
-        // the mapping and the handle.
-        let mutex = unsafe { RobustMutex::at(ptr) };
-        Ok(AckQueue { map, mutex })
+        Ok(AckQueue { map })
     }
 
     fn word(&self, i: usize) -> &std::sync::atomic::AtomicU64 {
@@ -140,7 +134,7 @@ impl AckQueue {
     pub fn push(&self, acks: &[Ack]) -> Result<usize, ShmError> {
         let n = {
             // Nothing to repair after a dead holder: its entries past `tail` were never published.
-            let _g = self.mutex.lock(|| {
+            let _g = self.map.mutex(MUTEX_AT).lock(|| {
                 log::warn!("a process died while acknowledging region blocks");
                 true
             })?;
@@ -243,13 +237,11 @@ fn slot(index: u64) -> usize {
     ENTRIES_WORD + (index % CAPACITY) as usize * ENTRY_WORDS
 }
 
-fn init(m: &Mapping) -> std::io::Result<()> {
+fn init(m: &Fresh<'_>) -> std::io::Result<()> {
     let w = m.words();
     w[W_LAYOUT].store(LAYOUT, Ordering::Relaxed);
     w[W_CAPACITY].store(CAPACITY, Ordering::Relaxed);
-    let ptr = m.range_ptr(MUTEX_AT, MUTEX_BYTES).expect("inside the mapping");
-    // SAFETY: the object is private to its creator until linked; the range is inside it and aligned.
-    unsafe { RobustMutex::init(ptr)? };
+    m.init_mutex(MUTEX_AT)?;
     w[W_MAGIC].store(MAGIC, Ordering::Release);
     Ok(())
 }

@@ -25,7 +25,7 @@ use crate::segment::tickets::Tickets;
 use crate::segment::tlsf::{Block, Tlsf};
 use crate::sys::futex;
 use crate::sys::mapping::{Created, Mapping};
-use crate::sys::robust_mutex::{RobustMutex, MUTEX_BYTES};
+use crate::sys::robust_mutex::MUTEX_BYTES;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -88,7 +88,6 @@ pub struct SegmentStats {
 pub struct Segment {
     map: Mapping,
     id: u16,
-    mutex: RobustMutex,
     heap_end: u64,
     nslots: u32,
     tickets_at: u64,
@@ -133,10 +132,7 @@ impl Segment {
                 w[i].store(v, Ordering::Relaxed);
             }
             w[W_ID].store(u64::from(id), Ordering::Relaxed);
-            let mutex_ptr = m.range_ptr(MUTEX_AT, MUTEX_BYTES).expect("header inside the mapping");
-            // SAFETY: the object is still private to us (not linked yet); the range is inside it and
-            // 64-aligned.
-            unsafe { RobustMutex::init(mutex_ptr)? };
+            m.init_mutex(MUTEX_AT)?;
             Tlsf::new(w, CTL_WORD, HEAP_START, end).format();
             // Magic last: a segment is only recognised once it is complete.
             w[W_MAGIC].store(MAGIC, Ordering::Release);
@@ -182,12 +178,8 @@ impl Segment {
         if get(W_ID) != u64::from(id) {
             return Err(bad(format!("segment id {} where {id} was expected", get(W_ID))));
         }
-        let mutex_ptr = map.range_ptr(MUTEX_AT, MUTEX_BYTES).expect("size checked above");
-        // SAFETY: the creator initialised a robust mutex there before publishing the segment (magic
-        // checked above); the mapping lives as long as this Segment, which owns the handle.
-        let mutex = unsafe { RobustMutex::at(mutex_ptr) };
         let tickets_at = get(W_TICKETS_AT);
-        Ok(Segment { map, id, mutex, heap_end: end, nslots, tickets_at, ntickets: tickets::count_for(size) })
+        Ok(Segment { map, id, heap_end: end, nslots, tickets_at, ntickets: tickets::count_for(size) })
     }
 
     /// Where the slot table (the heap's end) and the ticket table of a segment of `size` bytes
@@ -250,7 +242,7 @@ impl Segment {
     fn locked<T>(&self, f: impl FnOnce(&Tlsf<'_>) -> Result<T, ShmError>) -> Result<T, ShmError> {
         let t = self.tlsf();
         let mut repair = Ok(());
-        let locked = self.mutex.lock(|| {
+        let locked = self.map.mutex(MUTEX_AT).lock(|| {
             self.words()[W_RECOVERIES].fetch_add(1, Ordering::Relaxed);
             log::warn!("segment {}: a process died holding the allocator lock; repairing the heap", self.id);
             repair = self.repair(&t);

@@ -16,7 +16,7 @@
 
 use crate::error::ShmError;
 use crate::session::management::{Management, SessionLock};
-use crate::sys::mapping::Mapping;
+use crate::sys::mapping::Fresh;
 use crate::sys::robust_mutex::{Guard, RobustMutex, TryLock, MUTEX_BYTES};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
@@ -42,21 +42,13 @@ fn word(m: &Management, slot: usize, w: usize) -> &std::sync::atomic::AtomicU64 
     &m.words()[(FIRST_BYTE + slot * SLOT_BYTES) / 8 + w]
 }
 
-fn mutex(m: &Management, slot: usize) -> RobustMutex {
-    let ptr = m.range_ptr(FIRST_BYTE + slot * SLOT_BYTES + MUTEX_OFF, MUTEX_BYTES).expect("slot inside the segment");
-    // SAFETY: `init_slots` made a robust mutex there when the segment was created; the management
-    // segment stays mapped as long as `m`, and callers use the handle only while borrowing `m`.
-    unsafe { RobustMutex::at(ptr) }
+fn mutex(m: &Management, slot: usize) -> RobustMutex<'_> {
+    m.mutex_at(FIRST_BYTE + slot * SLOT_BYTES + MUTEX_OFF)
 }
 
 /// Creates the slots' mutexes in a new management segment (still private to its creator).
-pub(crate) fn init_slots(map: &Mapping) -> std::io::Result<()> {
-    for slot in 0..SLOTS {
-        let ptr = map.range_ptr(FIRST_BYTE + slot * SLOT_BYTES + MUTEX_OFF, MUTEX_BYTES).expect("inside the mapping");
-        // SAFETY: the object is not yet visible to other processes; the range is inside it and aligned.
-        unsafe { RobustMutex::init(ptr)? };
-    }
-    Ok(())
+pub(crate) fn init_slots(map: &Fresh<'_>) -> std::io::Result<()> {
+    (0..SLOTS).try_for_each(|slot| map.init_mutex(FIRST_BYTE + slot * SLOT_BYTES + MUTEX_OFF))
 }
 
 impl Management {
@@ -326,7 +318,7 @@ fn new_owner(m: &Management) -> u32 {
 /// Claims a free slot for this process: under the session lock, takes a free slot's mutex (one
 /// whose last holder died after leaving is owner-died: taken as well; one whose holder is still
 /// between leaving and unlocking is busy: skipped) and only then writes the owner mark and the pid.
-fn claim<'a>(m: &Management, handles: &'a [RobustMutex]) -> Result<(usize, u32, Guard<'a>), StartError> {
+fn claim<'a>(m: &Management, handles: &[RobustMutex<'a>]) -> Result<(usize, u32, Guard<'a>), StartError> {
     let lock = m.lock()?;
     if lock.removed() {
         // The attacher finishes a removal its remover did not (see `attach`).

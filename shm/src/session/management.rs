@@ -19,8 +19,8 @@
 
 use crate::error::ShmError;
 use crate::naming::Names;
-use crate::sys::mapping::Mapping;
-use crate::sys::robust_mutex::{Guard, RobustMutex, MUTEX_BYTES};
+use crate::sys::mapping::{Fresh, Mapping};
+use crate::sys::robust_mutex::{Guard, RobustMutex};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 const MAGIC: u64 = u64::from_le_bytes(*b"FMQRSMNG");
@@ -64,7 +64,6 @@ pub struct SegmentEntry {
 /// This process's attachment to a session's management segment.
 pub struct Management {
     map: Mapping,
-    mutex: RobustMutex,
     names: Names,
 }
 
@@ -113,20 +112,16 @@ impl Management {
         if layout != LAYOUT {
             return Err(bad(format!("layout version {layout} (this build uses {LAYOUT})")));
         }
-        let ptr = map.range_ptr(MUTEX_AT, MUTEX_BYTES).expect("size checked above");
-        // SAFETY: `init` created a robust mutex there before the magic was written; the mapping is owned
-        // by the Management, which owns the handle too.
-        let mutex = unsafe { RobustMutex::at(ptr) };
-        Ok(Management { map, mutex, names: names.clone() })
+        Ok(Management { map, names: names.clone() })
     }
 
     pub(crate) fn words(&self) -> &[AtomicU64] {
         self.map.words()
     }
 
-    /// Pointer to `len` bytes at `offset` of the segment (for the mutexes of process slots).
-    pub(crate) fn range_ptr(&self, offset: usize, len: usize) -> Option<*mut u8> {
-        self.map.range_ptr(offset, len)
+    /// The mutex at `offset` of the segment (those of process slots).
+    pub(crate) fn mutex_at(&self, offset: usize) -> RobustMutex<'_> {
+        self.map.mutex(offset)
     }
 
     /// The session's object names.
@@ -137,7 +132,7 @@ impl Management {
     /// Takes the session lock. The data it guards is only the registry and counters, each updated by
     /// single stores, so a holder that died leaves nothing to repair.
     pub(crate) fn lock(&self) -> Result<SessionLock<'_>, ShmError> {
-        let g = self.mutex.lock(|| {
+        let g = self.map.mutex(MUTEX_AT).lock(|| {
             log::warn!("a process died holding the session lock of {}", self.names.shm_id());
             true
         })?;
@@ -243,7 +238,7 @@ impl SessionLock<'_> {
 
 /// Lays out a new management segment (still private to its creator); `attach` adds the process
 /// slots' mutexes.
-pub(crate) fn init(m: &Mapping, session: &str) -> std::io::Result<()> {
+pub(crate) fn init(m: &Fresh<'_>, session: &str) -> std::io::Result<()> {
     let w = m.words();
     w[W_LAYOUT].store(LAYOUT, Ordering::Relaxed);
     w[W_STATE].store(LIVE, Ordering::Relaxed);
@@ -256,9 +251,7 @@ pub(crate) fn init(m: &Mapping, session: &str) -> std::io::Result<()> {
         b[..chunk.len()].copy_from_slice(chunk);
         w[W_SESSION + i].store(u64::from_le_bytes(b), Ordering::Relaxed);
     }
-    let ptr = m.range_ptr(MUTEX_AT, MUTEX_BYTES).expect("inside the mapping");
-    // SAFETY: the object is private to its creator until linked; the range is inside it and aligned.
-    unsafe { RobustMutex::init(ptr)? };
+    m.init_mutex(MUTEX_AT)?;
     for (i, v) in secret()?.into_iter().enumerate() {
         w[W_SECRET + i].store(v, Ordering::Relaxed);
     }

@@ -7,6 +7,7 @@
 //! through a link, private, with their room reserved.
 
 use super::files::{self, FileError};
+use super::robust_mutex::{RobustMutex, MUTEX_BYTES};
 use memmap2::{MmapOptions, MmapRaw};
 use std::fs::File;
 use std::io;
@@ -34,6 +35,28 @@ pub(crate) enum Created {
     Exists,
 }
 
+/// A mapping being created, still private to its creator (see [`Mapping::create`]): the only
+/// place where mutexes are made, since nobody else can use one yet.
+pub(crate) struct Fresh<'a>(&'a Mapping);
+
+impl std::ops::Deref for Fresh<'_> {
+    type Target = Mapping;
+
+    fn deref(&self) -> &Mapping {
+        self.0
+    }
+}
+
+impl Fresh<'_> {
+    /// Makes a robust process-shared mutex at `offset` (8-aligned, inside the mapping).
+    pub fn init_mutex(&self, offset: usize) -> io::Result<()> {
+        let ptr = self.0.mutex_place(offset).ok_or_else(|| io::Error::other("mutex outside the mapping"))?;
+        // SAFETY: the place is inside the mapping and aligned (checked); the object is not linked
+        // under its name yet, so no process uses those bytes as a mutex.
+        unsafe { RobustMutex::init(ptr) }
+    }
+}
+
 /// Whether `path` names the open `file` (it was not unlinked, nor replaced by another file or a
 /// link to it).
 pub(crate) fn names_file(file: &File, path: &Path) -> bool {
@@ -53,7 +76,7 @@ impl Mapping {
         path: &Path,
         tmp: &Path,
         size: usize,
-        init: impl FnOnce(&Mapping) -> io::Result<()>,
+        init: impl FnOnce(&Fresh<'_>) -> io::Result<()>,
     ) -> Result<Created, FileError> {
         let result = Mapping::create_as(path, tmp, size, init);
         let _ = files::remove(tmp);
@@ -68,14 +91,14 @@ impl Mapping {
         path: &Path,
         tmp: &Path,
         size: usize,
-        init: impl FnOnce(&Mapping) -> io::Result<()>,
+        init: impl FnOnce(&Fresh<'_>) -> io::Result<()>,
     ) -> Result<Created, FileError> {
         files::check_room(path, size as u64)?;
         files::remove(tmp)?;
         let file = files::create_new(tmp)?;
         files::reserve(&file, tmp, path, size as u64)?;
         let mapping = Mapping::map(file, tmp, false)?;
-        init(&mapping).map_err(|e| FileError::from_io(tmp, e))?;
+        init(&Fresh(&mapping)).map_err(|e| FileError::from_io(tmp, e))?;
         match std::fs::hard_link(tmp, path) {
             Ok(()) => Ok(Created::New(Mapping { path: path.to_owned(), ..mapping })),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(Created::Exists),
@@ -148,6 +171,19 @@ impl Mapping {
         }
         // SAFETY: `offset <= len()` was just checked, so the result stays inside (or one past) the mapping.
         Some(unsafe { self.base().add(offset) })
+    }
+
+    /// The robust mutex at `offset` (8-aligned, inside the mapping), made when the object was
+    /// created (see [`Fresh::init_mutex`]); borrowed from the mapping, so it cannot outlive it.
+    /// Panics on a place outside the mapping: callers name places of their own layouts.
+    pub fn mutex(&self, offset: usize) -> RobustMutex<'_> {
+        let ptr = self.mutex_place(offset).expect("a mutex inside the mapping");
+        // SAFETY: the place is inside this mapping and aligned, and the handle borrows the mapping.
+        unsafe { RobustMutex::at(ptr) }
+    }
+
+    fn mutex_place(&self, offset: usize) -> Option<*mut u8> {
+        self.range_ptr(offset, MUTEX_BYTES).filter(|p| (*p as usize) & 7 == 0)
     }
 
     /// Writes zeros over `len` bytes at `offset` (touching, and so allocating, those pages).

@@ -10,16 +10,16 @@ use std::io;
 pub(crate) const MUTEX_BYTES: usize = 64;
 const _: () = assert!(std::mem::size_of::<libc::pthread_mutex_t>() <= MUTEX_BYTES);
 
-/// A handle to a robust mutex at a fixed place in a mapping. It does not own the memory: the owner
-/// of the mapping keeps it alive as long as the handle.
+/// A handle to a robust mutex at a fixed place in a mapping, borrowed from the mapping (see
+/// `Mapping::mutex`): it, and every guard of it, ends before the memory can be unmapped.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct RobustMutex(*mut libc::pthread_mutex_t);
+pub(crate) struct RobustMutex<'a>(*mut libc::pthread_mutex_t, std::marker::PhantomData<&'a ()>);
 
 // SAFETY: a process-shared pthread mutex is designed to be used from any thread of any process; the
-// pointer targets shared memory that outlives every handle (see `at`).
-unsafe impl Send for RobustMutex {}
+// pointer targets shared memory that outlives the handle (its lifetime, see `at`).
+unsafe impl Send for RobustMutex<'_> {}
 // SAFETY: as above: all operations go through pthread calls that synchronise internally.
-unsafe impl Sync for RobustMutex {}
+unsafe impl Sync for RobustMutex<'_> {}
 
 /// Why a lock could not be taken.
 #[derive(Debug, thiserror::Error)]
@@ -32,14 +32,14 @@ pub enum LockError {
     Os(io::Error),
 }
 
-impl RobustMutex {
-    /// Initialises a new mutex at `ptr`.
+impl<'a> RobustMutex<'a> {
+    /// Initialises a new mutex at `ptr` (see `Fresh::init_mutex`, its safe form).
     ///
     /// # Safety
     /// `ptr` must point to `MUTEX_BYTES` writable, 8-aligned bytes of a shared mapping that no process
     /// uses as a mutex yet (the object is still private to its creator).
     // SAFETY: unsafe to call because `ptr` is written as a mutex (contract above).
-    pub unsafe fn init(ptr: *mut u8) -> io::Result<()> {
+    pub(super) unsafe fn init(ptr: *mut u8) -> io::Result<()> {
         let m = ptr.cast::<libc::pthread_mutex_t>();
         // SAFETY: attr is initialised by pthread_mutexattr_init before use and destroyed after; `m` is
         // valid and unused per the caller's contract.
@@ -56,14 +56,15 @@ impl RobustMutex {
         }
     }
 
-    /// A handle to the mutex initialised at `ptr`.
+    /// A handle to the mutex at `ptr` (see `Mapping::mutex`, its safe form).
     ///
     /// # Safety
-    /// `ptr` must point to a mutex made by [`RobustMutex::init`], in a mapping that stays mapped as
-    /// long as the handle (and any guard) is used.
+    /// `ptr` must point to `MUTEX_BYTES` 8-aligned bytes of a shared mapping that stays mapped for
+    /// `'a`. Bytes that are no mutex (another process wrote them) only make the pthread calls on
+    /// them fail or misbehave; those calls touch nothing outside them.
     // SAFETY: unsafe to call because every later lock dereferences `ptr` (contract above).
-    pub unsafe fn at(ptr: *mut u8) -> RobustMutex {
-        RobustMutex(ptr.cast())
+    pub(super) unsafe fn at(ptr: *mut u8) -> RobustMutex<'a> {
+        RobustMutex(ptr.cast(), std::marker::PhantomData)
     }
 
     /// Locks. If the previous holder died, `recover` runs first (still holding the lock) to restore
@@ -74,7 +75,7 @@ impl RobustMutex {
     /// A busy lock is tried again a few times with growing pauses before the thread sleeps on it:
     /// the sections it guards take well under a microsecond, while sleeping costs the waiter a
     /// futex wait and the holder a futex wake (with a page-table walk, the futex being shared).
-    pub fn lock(&self, recover: impl FnOnce() -> bool) -> Result<Guard<'_>, LockError> {
+    pub fn lock(self, recover: impl FnOnce() -> bool) -> Result<Guard<'a>, LockError> {
         const TRIES: u32 = 8;
         for i in 0..TRIES {
             // SAFETY: the pointer targets a live, initialised mutex (contract of `at`).
@@ -89,7 +90,7 @@ impl RobustMutex {
     }
 
     /// The outcome of a lock call that returned `rc` (anything but `EBUSY`).
-    fn taken(&self, rc: libc::c_int, recover: impl FnOnce() -> bool) -> Result<Guard<'_>, LockError> {
+    fn taken(self, rc: libc::c_int, recover: impl FnOnce() -> bool) -> Result<Guard<'a>, LockError> {
         match rc {
             0 => Ok(Guard::new(self)),
             libc::EOWNERDEAD => {
@@ -119,10 +120,10 @@ pub(crate) enum TryLock<'a> {
     OwnerDied(Guard<'a>),
 }
 
-impl RobustMutex {
+impl<'a> RobustMutex<'a> {
     /// Locks without waiting, telling a live holder from a dead one: the kernel hands the lock of a
     /// thread that ended without unlocking (a killed process) to the next locker, marked owner-died.
-    pub fn try_lock(&self) -> Result<TryLock<'_>, LockError> {
+    pub fn try_lock(self) -> Result<TryLock<'a>, LockError> {
         // SAFETY: the pointer targets a live, initialised mutex (contract of `at`).
         let rc = unsafe { libc::pthread_mutex_trylock(self.0) };
         match rc {
@@ -143,10 +144,10 @@ impl RobustMutex {
 /// Holds the lock until dropped. Not `Send`: a pthread mutex is unlocked by the thread that locked
 /// it (another thread's unlock fails, or, for a robust mutex, corrupts its owner list).
 #[derive(Debug)]
-pub(crate) struct Guard<'a>(&'a RobustMutex, std::marker::PhantomData<*const ()>);
+pub(crate) struct Guard<'a>(RobustMutex<'a>, std::marker::PhantomData<*const ()>);
 
 impl<'a> Guard<'a> {
-    fn new(m: &'a RobustMutex) -> Guard<'a> {
+    fn new(m: RobustMutex<'a>) -> Guard<'a> {
         Guard(m, std::marker::PhantomData)
     }
 }
