@@ -1,5 +1,6 @@
 //! Entry points for the fuzz targets in `fuzz/` and for the test that replays their corpora
-//! (`tests/fuzz_corpus.rs`). Not part of the API: hidden, and may change at any time.
+//! (`tests/fuzz_corpus.rs`), behind the cargo feature `fuzzing`. Not part of the API: hidden, and
+//! may change at any time.
 //!
 //! Each entry point takes arbitrary bytes, hands them to the code that reads a user's
 //! configuration, and panics only when an invariant breaks. Invalid UTF-8 is skipped: the

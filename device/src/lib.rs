@@ -42,7 +42,9 @@ pub mod control;
 mod device;
 pub mod devices;
 mod error;
-/// Entry points of the fuzz targets (`fuzz/`) and of the test replaying their corpora.
+/// Entry points of the fuzz targets (`fuzz/`) and of the test replaying their corpora (cargo
+/// feature `fuzzing`, not part of the API).
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod iterations;

@@ -67,6 +67,7 @@
 
 mod error;
 /// Entry points of the fuzz targets (`fuzz/`) and of the test replaying their corpora.
+#[cfg(feature = "fuzzing")]
 mod fuzzing;
 mod meta;
 pub mod monitor;
@@ -99,7 +100,9 @@ pub use transport::Transport;
 /// above it: not part of the API (hidden from the documentation; they change without notice).
 #[doc(hidden)]
 pub mod testing {
-    /// Entry points of the fuzz targets (`fuzz/`) and of the test replaying their corpora.
+    /// Entry points of the fuzz targets (`fuzz/`) and of the test replaying their corpora (cargo
+    /// feature `fuzzing`).
+    #[cfg(feature = "fuzzing")]
     pub mod fuzzing {
         pub use crate::fuzzing::*;
     }

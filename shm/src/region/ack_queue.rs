@@ -199,6 +199,7 @@ impl AckQueue {
 
     /// Overwrites the ring's indices as a faulty producer could (for the fuzzing harness, which
     /// checks that the queue survives any values there).
+    #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn force_indices(&self, head: u64, tail: u64) {
         self.word(W_HEAD).store(head, Ordering::Release);
         self.word(W_TAIL).store(tail, Ordering::Release);

@@ -203,6 +203,7 @@ impl<'a> Ring<'a> {
     }
 
     /// Sets head and tail, as a peer could (for the fuzz target).
+    #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn force_indices(&self, head: u64, tail: u64) {
         self.word(W_HEAD).store(head, Ordering::Relaxed);
         self.word(W_TAIL).store(tail, Ordering::Relaxed);

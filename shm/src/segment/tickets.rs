@@ -343,6 +343,7 @@ impl Issuer {
     }
 
     /// An issuer whose nonces are the same in every run (the fuzz fixture's seeds name them).
+    #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn reproducible(owner: u32) -> Issuer {
         Issuer { key: None, ..Issuer::new(owner) }
     }
