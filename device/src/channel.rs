@@ -310,6 +310,32 @@ impl fmt::Display for ChannelConfig {
 }
 
 /// A sub-channel of a running device: its configuration, transport and socket.
+///
+/// # Examples
+///
+/// Two channels as a device's `--channel-config` would describe them (`name=data,type=push,
+/// method=bind,...`), on the zeromq transport; either transport works alike.
+///
+/// ```
+/// use fairmq::{transports, Channel, ChannelConfig, Properties, TransportKind};
+///
+/// let transport = transports::create(TransportKind::Zeromq, "doc", &Properties::new())?;
+/// let config = |ty: &str, method: &str| {
+///     let mut c = ChannelConfig::new("data", 0);
+///     (c.ty, c.method, c.address) = (ty.into(), method.into(), "inproc://doc-channel".into());
+///     c
+/// };
+/// let mut out = Channel::new(config("push", "bind"), transport.clone())?;
+/// let mut input = Channel::new(config("pull", "connect"), transport)?;
+/// out.attach()?;
+/// input.attach()?;
+///
+/// out.send(&mut out.new_simple_message(b"event 1")?)?;
+/// let mut msg = input.new_message();
+/// assert_eq!(input.receive_timeout(&mut msg, 1000)?, 7);
+/// assert_eq!(msg.data(), b"event 1");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct Channel {
     config: ChannelConfig,

@@ -19,6 +19,46 @@ use std::time::Duration;
 /// the device to `ERROR`. In `RUNNING`, either data handlers are called (for channels registered with
 /// [`Context::on_data`] / [`Context::on_data_parts`]) or `conditional_run` is called in a loop and
 /// `run` once after it.
+///
+/// # Examples
+///
+/// A device that counts its `conditional_run` calls, driven through FairMQ's states by the
+/// program that runs it (as a controller plugin or `--control` would drive it).
+///
+/// ```
+/// use fairmq::{config_from_args, spawn_device, Context, Device, HookResult, State, Transition};
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// use std::sync::Arc;
+/// use std::time::Duration;
+///
+/// struct Counter(Arc<AtomicU64>);
+///
+/// impl Device for Counter {
+///     fn conditional_run(&mut self, _ctx: &Context) -> HookResult<bool> {
+///         Ok(self.0.fetch_add(1, Ordering::Relaxed) + 1 < 3) // false ends RUNNING
+///     }
+/// }
+///
+/// let runs = Arc::new(AtomicU64::new(0));
+/// let (h, thread) = spawn_device(Counter(runs.clone()), config_from_args(&["--id", "counter"], vec![])?);
+/// let go = |t: Transition, s: State| {
+///     assert!(h.change_state(t));
+///     assert!(h.wait_for_state(s, Some(Duration::from_secs(60))).unwrap());
+/// };
+/// go(Transition::InitDevice, State::InitializingDevice);
+/// go(Transition::CompleteInit, State::Initialized);
+/// go(Transition::Bind, State::Bound);
+/// go(Transition::Connect, State::DeviceReady);
+/// go(Transition::InitTask, State::Ready);
+/// go(Transition::Run, State::Running);
+/// assert!(h.wait_for_state(State::Ready, Some(Duration::from_secs(60))).unwrap(), "the run ended by itself");
+/// assert_eq!(runs.load(Ordering::Relaxed), 3);
+/// go(Transition::ResetTask, State::DeviceReady);
+/// go(Transition::ResetDevice, State::Idle);
+/// go(Transition::End, State::Exiting);
+/// thread.join().unwrap().unwrap();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[allow(unused_variables)]
 pub trait Device: Send {
     /// `INITIALIZING DEVICE`, before channels exist (register data handlers, add channels).

@@ -22,6 +22,35 @@ type ConnectNames = (Vec<u8>, Vec<Vec<u8>>);
 /// Not `Sync`: like a ZeroMQ socket it is used by one thread at a time (it may move between threads).
 /// [`counters`](Socket::counters) can be read from other threads through
 /// [`shared_counters`](Socket::shared_counters).
+///
+/// # Examples
+///
+/// A request and its reply between REQ and REP sockets, and a send that gives up after its
+/// timeout (a PUSH nobody receives from).
+///
+/// ```
+/// use fairmq_zmq::{Message, SocketType, TransferError, Transport};
+///
+/// let t = Transport::new("doc")?;
+/// let rep = t.socket(SocketType::Rep, "server")?;
+/// let req = t.socket(SocketType::Req, "client")?;
+/// rep.bind("inproc://doc-req-rep")?;
+/// req.connect("inproc://doc-req-rep")?;
+///
+/// req.send(&mut Message::from_slice(b"ping"), 1000)?;
+/// let mut request = Message::new();
+/// rep.receive(&mut request, 1000)?;
+/// assert_eq!(request.data(), b"ping");
+/// rep.send(&mut Message::from_slice(b"pong"), 1000)?;
+/// let mut reply = Message::new();
+/// assert_eq!(req.receive(&mut reply, 1000)?, 4, "bytes received");
+/// assert_eq!(reply.data(), b"pong");
+///
+/// let lonely = t.socket(SocketType::Push, "nobody")?;
+/// lonely.bind("inproc://doc-nobody")?;
+/// assert!(matches!(lonely.send(&mut Message::from_slice(b"x"), 10), Err(TransferError::Timeout)));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Socket {
     zsock: zmq::Socket,
     ptr: SockPtr,

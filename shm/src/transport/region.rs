@@ -21,6 +21,37 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// A region this transport created (or adopted from an external creator).
+///
+/// # Examples
+///
+/// Data written once into a region goes out without a copy; the creator hears (through the
+/// region's callback, with the hint it gave) when the receiver released it.
+///
+/// ```
+/// use fairmq_shm::{RegionCallback, RegionConfig, ShmConfig, Transport};
+/// use fairmq_zmq::SocketType;
+/// use std::time::Duration;
+///
+/// let mut config = ShmConfig::new("doc", &format!("doc-region-{}", std::process::id()));
+/// config.segment_size = 16 << 20;
+/// let t = Transport::new(&config)?;
+/// let (released, back) = std::sync::mpsc::channel();
+/// let callback = RegionCallback::Single(Box::new(move |b| { let _ = released.send((b.offset, b.hint)); }));
+/// let region = t.create_region(1 << 20, callback, &RegionConfig::default())?;
+/// region.write(4096, b"detector data")?;
+///
+/// let push = t.socket(SocketType::Push, "data")?;
+/// let pull = t.socket(SocketType::Pull, "data")?;
+/// pull.bind("inproc://doc-region")?;
+/// push.connect("inproc://doc-region")?;
+/// push.send(&mut t.new_message_from_region(&region, 4096, 13, 42)?, 1000)?;
+/// let mut msg = t.new_message();
+/// pull.receive(&mut msg, 1000)?;
+/// assert_eq!(msg.data(), b"detector data");
+/// drop(msg); // the last holder: the piece goes back to the creator
+/// assert_eq!(back.recv_timeout(Duration::from_secs(10))?, (4096, 42));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Region {
     map: Arc<RegionMap>,
     mgr: Arc<Manager>,

@@ -31,6 +31,43 @@ use std::sync::Arc;
 /// to every subscriber, whose reference the block's count holds, so the last subscriber to drop
 /// its message frees the block. Like ZeroMQ's PUB, a publisher never waits: a subscriber whose
 /// queue is full misses the message.
+///
+/// # Examples
+///
+/// A multipart message between the PAIR sockets of two transports of one session (two devices,
+/// in life), and a receive that gives up after its timeout.
+///
+/// ```
+/// use fairmq_shm::{ShmConfig, Transport};
+/// use fairmq_zmq::{SocketType, TransferError};
+///
+/// let session = format!("doc-socket-{}", std::process::id());
+/// let config = |id: &str| {
+///     let mut c = ShmConfig::new(id, &session);
+///     c.segment_size = 16 << 20;
+///     c
+/// };
+/// let (a, b) = (Transport::new(&config("a"))?, Transport::new(&config("b"))?);
+/// let left = a.socket(SocketType::Pair, "data")?;
+/// let right = b.socket(SocketType::Pair, "data")?;
+/// // Two transports are two ZeroMQ contexts: ipc, not inproc, between them.
+/// let path = std::env::temp_dir().join(&session);
+/// left.bind(&format!("ipc://{}", path.display()))?;
+/// right.connect(&format!("ipc://{}", path.display()))?;
+///
+/// let mut parts = vec![a.new_message_from_slice(b"header")?, a.new_message_from_slice(&[7; 4096])?];
+/// assert_eq!(left.send_parts(&mut parts, 5000)?, 6 + 4096, "payload bytes sent");
+/// let mut got = Vec::new();
+/// right.receive_parts(&mut got, 5000)?;
+/// assert_eq!(got[0].data(), b"header");
+/// assert_eq!(got[1].data(), &[7; 4096][..]);
+///
+/// let mut nothing = b.new_message();
+/// assert!(matches!(right.receive(&mut nothing, 10), Err(TransferError::Timeout)));
+/// # drop((left, right));
+/// # let _ = std::fs::remove_file(&path);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Socket {
     // Declared first: closing it may wait for linger before the manager can go.
     z: fairmq_zmq::Socket,
