@@ -3,6 +3,7 @@
 use crate::channel::ChannelError;
 use crate::channel_parsers::ConfigError;
 use crate::properties::PropertyError;
+pub use fairmq_zmq::ErrorKind;
 
 /// What user hooks return as an error: anything.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -72,4 +73,24 @@ pub enum Error {
     /// A state change was refused.
     #[error("Invalid transition: {0}: failed to change state of a fairmq device")]
     Transition(crate::state::Transition),
+}
+
+impl Error {
+    /// Its kind (see [`ErrorKind`]), the same sorting as the transports' errors.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Socket(e) => e.kind(),
+            Error::Shm(e) => e.kind(),
+            Error::Alloc(e) => e.kind(),
+            Error::Transfer(e) => e.kind(),
+            Error::Poll(e) => e.kind(),
+            Error::Region(e) => e.kind(),
+            Error::Channel(_) | Error::Config(_) | Error::NoMethod(_) => ErrorKind::Config,
+            Error::Property(PropertyError::NotFound(_)) | Error::NoChannel(_) => ErrorKind::NotFound,
+            Error::Property(_) | Error::Transport(_) | Error::RegionKind { .. } | Error::Transition(_) => {
+                ErrorKind::Invalid
+            }
+            Error::Binding(_) | Error::Connecting { .. } => ErrorKind::Transport,
+        }
+    }
 }

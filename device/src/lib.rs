@@ -69,7 +69,7 @@ pub mod transports;
 pub use channel::{Channel, ChannelConfig, ChannelError};
 pub use control::{ControlMode, DeviceHandle};
 pub use device::{ChannelRegistry, Context, Device};
-pub use error::{BoxError, Error, HookResult};
+pub use error::{BoxError, Error, ErrorKind, HookResult};
 pub use fairmq_zmq::{SocketType, TransferCode, TransferError, TransportKind};
 pub use iterations::Iterations;
 pub use plugin::{Plugin, PluginServices};

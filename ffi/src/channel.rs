@@ -64,8 +64,8 @@ pub unsafe extern "C" fn fmq_channel_new(
                 Ok(false) => return Err(fail(FMQ_ERROR_CONFIG, format!("channel {cfg} is not attachable (address?)"))),
                 Err(e) => return Err(fail(FMQ_ERROR_CONFIG, e)),
             }
-            let mut ch = Channel::new(cfg, t.0.clone()).map_err(|e| fail(FMQ_ERROR_TRANSPORT, e))?;
-            ch.attach().map_err(|e| fail(FMQ_ERROR_TRANSPORT, e))?;
+            let mut ch = Channel::new(cfg, t.0.clone()).map_err(fail_kind)?;
+            ch.attach().map_err(fail_kind)?;
             // SAFETY: `out` checked.
             unsafe { give(out, fmq_channel(ch)) };
             Ok(FMQ_OK)

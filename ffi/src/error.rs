@@ -54,6 +54,22 @@ fn record(text: String) {
     });
 }
 
+/// The code of an error of `kind`: the one place where the crates' errors become codes.
+pub(crate) fn code_of(kind: fairmq::ErrorKind) -> fmq_result {
+    match kind {
+        fairmq::ErrorKind::Invalid => FMQ_ERROR_INVALID,
+        fairmq::ErrorKind::Config => FMQ_ERROR_CONFIG,
+        fairmq::ErrorKind::NotFound => FMQ_ERROR_NOT_FOUND,
+        fairmq::ErrorKind::Alloc => FMQ_ERROR_ALLOC,
+        _ => FMQ_ERROR_TRANSPORT,
+    }
+}
+
+/// Records `e` and returns the code of its kind.
+pub(crate) fn fail_kind(e: fairmq::Error) -> fmq_result {
+    fail(code_of(e.kind()), e)
+}
+
 /// Records `e` and returns `code`.
 pub(crate) fn fail(code: fmq_result, e: impl std::fmt::Display) -> fmq_result {
     set_last(e.to_string());
@@ -307,5 +323,33 @@ mod tests {
         assert_eq!(unsafe { fmq_last_error(buf.as_mut_ptr(), buf.len(), std::ptr::null_mut()) }, FMQ_OK);
         // SAFETY: fmq_last_error wrote a NUL-terminated string into `buf`.
         assert_eq!(unsafe { CStr::from_ptr(buf.as_ptr()) }.to_str().unwrap(), "the real error");
+    }
+
+    /// Errors of the three crates become codes by their kind alone (issue 20): the caller's
+    /// mistakes, refused configurations, missing things, no memory, and the rest.
+    #[test]
+    fn i20_errors_become_codes_by_their_kind() {
+        use fairmq::Error;
+        use fairmq_shm::ShmError;
+        use fairmq_zmq::{AddressProblem, RegionError, SocketError};
+        let bad_address =
+            SocketError::InvalidAddress { address: "tcp://host".into(), problem: AddressProblem::MissingPort };
+        let unresolved = SocketError::Resolve { host: "no-such-host".into() };
+        let cases: Vec<(Error, fmq_result)> = vec![
+            (bad_address.into(), FMQ_ERROR_INVALID),
+            (unresolved.into(), FMQ_ERROR_TRANSPORT),
+            (Error::NoChannel("data".into()), FMQ_ERROR_NOT_FOUND),
+            (ShmError::BadAlloc { size: 1 << 40, alignment: 0, free: 0 }.into(), FMQ_ERROR_ALLOC),
+            (ShmError::Config("segment size 1".into()).into(), FMQ_ERROR_CONFIG),
+            (ShmError::ForeignRegion { id: 3 }.into(), FMQ_ERROR_INVALID),
+            (RegionError::OutsideRegion { offset: 9, size: 9, region_size: 10 }.into(), FMQ_ERROR_INVALID),
+            (RegionError::IdsExhausted.into(), FMQ_ERROR_TRANSPORT),
+            (fairmq_zmq::AllocError { size: usize::MAX, alignment: 0 }.into(), FMQ_ERROR_ALLOC),
+            (Error::Transport("nanomsg".into()), FMQ_ERROR_INVALID),
+        ];
+        for (e, want) in cases {
+            let text = e.to_string();
+            assert_eq!(fail_kind(e), want, "{text}");
+        }
     }
 }

@@ -127,7 +127,7 @@ pub unsafe extern "C" fn fmq_message_new_data(
             Transport::Shmem(s) => Message::Shmem(
                 // SAFETY: as above; shmem copies and releases at once.
                 unsafe { s.new_message_from_raw_parts(data.cast(), size, ffn, hint) }
-                    .map_err(|e| fail(FMQ_ERROR_ALLOC, e))?,
+                    .map_err(|e| fail(code_of(e.kind()), e))?,
             ),
         })
     })

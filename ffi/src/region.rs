@@ -248,7 +248,7 @@ pub unsafe extern "C" fn fmq_region_new(
                 rust_config(c, path)?
             };
             let callback = region_callback(callback, bulk_callback, UserPtr::new(user))?;
-            let region = t.0.create_region(size, callback, &config).map_err(|e| fail(FMQ_ERROR_TRANSPORT, e))?;
+            let region = t.0.create_region(size, callback, &config).map_err(fail_kind)?;
             // SAFETY: `out` checked and valid per the contract.
             unsafe { give(out, fmq_region(region)) };
             Ok(FMQ_OK)
@@ -349,21 +349,6 @@ pub unsafe extern "C" fn fmq_message_new_region(
     new_with(t, out, |t| {
         // SAFETY: valid per the contract.
         let r = &unsafe { refp(region, "region") }?.0;
-        t.new_message_from_region(r, offset, size, hint).map_err(|e| fail(region_message_code(&e), e))
+        t.new_message_from_region(r, offset, size, hint).map_err(fail_kind)
     })
-}
-
-/// A piece outside the region, or a region of another transport, is the caller's mistake; the
-/// transports check both (one place for the rule), we only sort their errors into codes.
-fn region_message_code(e: &fairmq::Error) -> fmq_result {
-    match e {
-        fairmq::Error::RegionKind { .. }
-        | fairmq::Error::Region(
-            fairmq_zmq::RegionError::OutsideRegion { .. } | fairmq_zmq::RegionError::ForeignRegion { .. },
-        )
-        | fairmq::Error::Shm(fairmq_shm::ShmError::OutsideRegion { .. } | fairmq_shm::ShmError::ForeignRegion { .. }) => {
-            FMQ_ERROR_INVALID
-        }
-        _ => FMQ_ERROR_TRANSPORT,
-    }
 }

@@ -88,7 +88,7 @@ pub unsafe extern "C" fn fmq_transport_subscribe_region_events(
                 // contract allows.
                 contain("region event callback", || unsafe { f(&c, user.get()) });
             })
-            .map_err(|e| fail(FMQ_ERROR_TRANSPORT, e))?;
+            .map_err(fail_kind)?;
             Ok(FMQ_OK)
         })())
     })

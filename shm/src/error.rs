@@ -132,6 +132,26 @@ pub enum ShmError {
 }
 
 impl ShmError {
+    /// Its kind (see [`fairmq_zmq::ErrorKind`]): no room for a message is
+    /// [`Alloc`](fairmq_zmq::ErrorKind::Alloc); a refused configuration, region id or size is
+    /// [`Config`](fairmq_zmq::ErrorKind::Config); a piece outside its region, a region of another
+    /// session or a write over pieces in use is [`Invalid`](fairmq_zmq::ErrorKind::Invalid).
+    pub fn kind(&self) -> fairmq_zmq::ErrorKind {
+        use fairmq_zmq::ErrorKind;
+        match self {
+            ShmError::BadAlloc { .. } | ShmError::TooLarge { .. } => ErrorKind::Alloc,
+            ShmError::Config(_)
+            | ShmError::RegionIdTaken { .. }
+            | ShmError::RegionExists { .. }
+            | ShmError::RegionSizeMismatch { .. } => ErrorKind::Config,
+            ShmError::OutsideRegion { .. } | ShmError::ForeignRegion { .. } | ShmError::RegionPieceInUse { .. } => {
+                ErrorKind::Invalid
+            }
+            ShmError::Socket(e) => e.kind(),
+            _ => ErrorKind::Transport,
+        }
+    }
+
     pub(crate) fn io(what: &'static str, name: &str, source: io::Error) -> ShmError {
         ShmError::Io { what, name: name.to_owned(), source }
     }

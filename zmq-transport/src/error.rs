@@ -19,6 +19,25 @@ pub enum TransferCode {
     Interrupted = -3,
 }
 
+/// What kind of failure an error is: the same few kinds for every error type of both transports
+/// and of the device framework (each has a `kind()`), so a caller sorts failures (the C ABI into
+/// its result codes) without knowing the variants of three crates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The caller's mistake: an unknown name, a malformed address, a piece outside its region.
+    Invalid,
+    /// A configuration was refused.
+    Config,
+    /// Something asked for does not exist (a channel, a property).
+    NotFound,
+    /// No memory for a message.
+    Alloc,
+    /// The transport or the system failed (including transfers that timed out or were
+    /// interrupted where the framework needed them).
+    Transport,
+}
+
 /// Why a send or receive did not happen. A failed send leaves the message with the caller.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -42,6 +61,11 @@ pub enum TransferError {
 }
 
 impl TransferError {
+    /// Its kind (see [`ErrorKind`]).
+    pub fn kind(&self) -> ErrorKind {
+        ErrorKind::Transport
+    }
+
     /// FairMQ's transfer code for this error: -2 timeout, -3 interrupted, -1 anything else.
     pub fn code(&self) -> TransferCode {
         match self {
@@ -61,6 +85,13 @@ pub struct AllocError {
     pub size: usize,
     /// The alignment asked for (0: none).
     pub alignment: usize,
+}
+
+impl AllocError {
+    /// Its kind (see [`ErrorKind`]).
+    pub fn kind(&self) -> ErrorKind {
+        ErrorKind::Alloc
+    }
 }
 
 /// Result of a transfer: bytes moved (payload bytes, summed over parts), or why nothing moved.
@@ -198,6 +229,21 @@ pub enum SocketError {
     Os(#[from] nix::Error),
 }
 
+impl SocketError {
+    /// Its kind (see [`ErrorKind`]): a name, method, address or range the caller gave is
+    /// [`ErrorKind::Invalid`]; what libzmq or the system refused is [`ErrorKind::Transport`].
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            SocketError::InvalidSocketType(_)
+            | SocketError::UnknownTransport(_)
+            | SocketError::InvalidMethod { .. }
+            | SocketError::InvalidAddress { .. }
+            | SocketError::InvalidPortRange { .. } => ErrorKind::Invalid,
+            _ => ErrorKind::Transport,
+        }
+    }
+}
+
 /// Errors of [`Poller::poll`](crate::Poller::poll).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -208,4 +254,11 @@ pub enum PollError {
     /// libzmq failed the poll.
     #[error("Polling failed, reason: {0}")]
     Zmq(#[from] zmq::Error),
+}
+
+impl PollError {
+    /// Its kind (see [`ErrorKind`]).
+    pub fn kind(&self) -> ErrorKind {
+        ErrorKind::Transport
+    }
 }

@@ -53,7 +53,8 @@ mod zap;
 pub use counters::{CounterSnapshot, Counters};
 pub use endpoint::{split_endpoints, validate_address, Endpoint, Method, Protocol};
 pub use error::{
-    transfer_code, AddressProblem, AllocError, PollError, SocketError, TransferCode, TransferError, TransferResult,
+    transfer_code, AddressProblem, AllocError, ErrorKind, PollError, SocketError, TransferCode, TransferError,
+    TransferResult,
 };
 pub use interrupt::{ms_until, Interrupter};
 pub use message::Message;

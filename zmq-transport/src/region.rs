@@ -44,6 +44,17 @@ pub enum RegionError {
     Thread(String),
 }
 
+impl RegionError {
+    /// Its kind (see [`crate::ErrorKind`]): a piece outside the region, or a region of another
+    /// transport, is the caller's mistake.
+    pub fn kind(&self) -> crate::ErrorKind {
+        match self {
+            RegionError::OutsideRegion { .. } | RegionError::ForeignRegion { .. } => crate::ErrorKind::Invalid,
+            _ => crate::ErrorKind::Transport,
+        }
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A callback that panicked poisons nothing we rely on: the data stays consistent.
     m.lock().unwrap_or_else(|p| p.into_inner())
