@@ -317,9 +317,9 @@ impl fmt::Display for ChannelConfig {
 /// method=bind,...`), on the zeromq transport; either transport works alike.
 ///
 /// ```
-/// use fairmq::{transports, Channel, ChannelConfig, Properties, TransportKind};
+/// use fairmq::{transport, Channel, ChannelConfig, Properties, TransportKind};
 ///
-/// let transport = transports::create(TransportKind::Zeromq, "doc", &Properties::new())?;
+/// let transport = transport::create(TransportKind::Zeromq, "doc", &Properties::new())?;
 /// let config = |ty: &str, method: &str| {
 ///     let mut c = ChannelConfig::new("data", 0);
 ///     (c.ty, c.method, c.address) = (ty.into(), method.into(), "inproc://doc-channel".into());

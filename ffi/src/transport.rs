@@ -56,7 +56,7 @@ pub unsafe extern "C" fn fmq_transport_new(
             let mut words: Vec<&str> = vec!["--id", id];
             words.extend(argv.iter().map(String::as_str));
             let config = fairmq::config_from_args(&words, vec![]).map_err(|e| fail(FMQ_ERROR_CONFIG, e))?;
-            let t = fairmq::transports::create(kind, id, &config).map_err(fail_kind)?;
+            let t = fairmq::transport::create(kind, id, &config).map_err(fail_kind)?;
             // SAFETY: `out` was checked and is valid per the contract.
             unsafe { give(out, fmq_transport(t)) };
             Ok(FMQ_OK)

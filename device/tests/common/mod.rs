@@ -218,7 +218,7 @@ pub fn session_transport(
     p.set("session", s.name.clone());
     p.set("shm-segment-size", 20_000_000u64);
     configure(&p);
-    fairmq::transports::create(kind, "peer", &p).expect("transport of the session")
+    fairmq::transport::create(kind, "peer", &p).expect("transport of the session")
 }
 
 /// A socket of `t` bound or connected to `address`.

@@ -1,6 +1,10 @@
 //! One API over both transports: `Transport`, `Message`, `Socket` and `Poller` are enums (no trait
 //! objects on the hot path), so one device may mix zeromq and shmem channels.
 
+mod options;
+
+pub use options::{create, shm_config};
+
 use crate::error::Error;
 use fairmq_zmq::{AttachOptions, CounterSnapshot, Counters, SocketOptions, SocketType, TransferResult, TransportKind};
 use std::sync::Arc;
@@ -12,13 +16,13 @@ use std::sync::Arc;
 /// Either transport through one type: a push and a pull of the shmem transport in one process.
 ///
 /// ```
-/// use fairmq::{transports, Properties, SocketType, TransportKind};
+/// use fairmq::{transport, Properties, SocketType, TransportKind};
 /// use fairmq_zmq::{AttachOptions, Method};
 ///
 /// let config = Properties::new();
 /// config.set("session", format!("doc-transport-{}", std::process::id()));
 /// config.set("shm-segment-size", 16u64 << 20);
-/// let transport = transports::create(TransportKind::Shmem, "doc", &config)?;
+/// let transport = transport::create(TransportKind::Shmem, "doc", &config)?;
 /// let pull = transport.socket(SocketType::Pull, "data")?;
 /// let push = transport.socket(SocketType::Push, "data")?;
 /// pull.attach("inproc://doc-transport", &AttachOptions::new(Some(Method::Bind)))?;

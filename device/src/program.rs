@@ -8,9 +8,9 @@ use crate::options::{self, OptionGroup, Options};
 use crate::panic_boundary;
 use crate::plugin::{self, ControlPlugin, DeviceControl, Plugin, PluginError, PluginManager, PluginServices};
 use crate::properties::Properties;
-use crate::runner::run_state_machine;
 use crate::state::State;
 use crate::state_machine::{ErrorState, StateMachine};
+use crate::state_work::run_state_machine;
 use std::sync::Arc;
 
 /// What a device program supplies: its custom options and how to build the device.

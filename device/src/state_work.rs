@@ -7,7 +7,7 @@ use crate::device::{Context, Device, InputKind};
 use crate::error::{BoxError, Error, HookResult};
 use crate::panic_boundary;
 use crate::properties::Properties;
-use crate::rate::RateLimiter;
+use crate::rate_limiter::RateLimiter;
 use crate::state::{State, Transition};
 use crate::state_machine::{ErrorState, StateMachine};
 use crate::transport::{Poller, Transport};
@@ -169,7 +169,7 @@ impl Runner<'_> {
             return Ok(t.clone());
         }
         log::debug!("Adding '{kind}' transport");
-        let t = crate::transports::create(kind, &self.ctx.id(), self.props())?;
+        let t = crate::transport::create(kind, &self.ctx.id(), self.props())?;
         list.push(t.clone());
         Ok(t)
     }
@@ -406,7 +406,7 @@ impl Runner<'_> {
             return None;
         }
         let sm = self.ctx.sm.clone();
-        Some(std::thread::spawn(move || crate::rate_log::log_rates(&sm, &chans)))
+        Some(std::thread::spawn(move || crate::channel_rates::log_rates(&sm, &chans)))
     }
 
     /// Lets the interactive control print every channel's count of connected peers (`[p]`).
