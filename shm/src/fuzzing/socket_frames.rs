@@ -74,7 +74,7 @@
 //!   `check_segment` passes.
 
 use crate::meta::{self, MetaError, Record};
-use crate::transport::attachment::Manager;
+use crate::transport::attachment::Attachment;
 use crate::transport::message::{Message, Source};
 use crate::transport::socket::lanes::{release_frame, Deadline, Link, Writer};
 use crate::{ShmConfig, ShmError, Socket, Transport};
@@ -307,7 +307,7 @@ struct Fixture {
     /// A plain ZeroMQ PAIR (used raw, like `dealer`), connected to `genuine`.
     capture: Socket,
     transport: Transport,
-    mgr: Arc<Manager>,
+    mgr: Arc<Attachment>,
     /// The next genuine message's serial (0 marks an empty part).
     serial: u64,
     /// Free bytes and used blocks of the segment with nothing in flight (measured after the

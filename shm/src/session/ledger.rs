@@ -299,7 +299,7 @@ impl Ledger {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::attachment::Manager;
+    use crate::transport::attachment::Attachment;
     use crate::transport::message::Message;
     use std::sync::Arc;
 
@@ -311,7 +311,7 @@ mod tests {
         let mut c = crate::transport::config::ShmConfig::new("ledger", &format!("ledger-{}", std::process::id()));
         c.segment_size = 8 << 20;
         let _scratch = crate::scratch::Scratch::of_shm_id(&c.resolved_shm_id());
-        let mgr = Arc::new(Manager::new(&c, Arc::new(fairmq_zmq::Interrupter::new().unwrap())).unwrap());
+        let mgr = Arc::new(Attachment::new(&c, Arc::new(fairmq_zmq::Interrupter::new().unwrap())).unwrap());
         let settled_free = || {
             mgr.flush(true);
             mgr.own().drain_depot().unwrap();
@@ -354,7 +354,7 @@ mod tests {
         let mut c = crate::transport::config::ShmConfig::new("ledger", &format!("ledger-lane-{}", std::process::id()));
         c.segment_size = 8 << 20;
         let _scratch = crate::scratch::Scratch::of_shm_id(&c.resolved_shm_id());
-        let mgr = Arc::new(Manager::new(&c, Arc::new(fairmq_zmq::Interrupter::new().unwrap())).unwrap());
+        let mgr = Arc::new(Attachment::new(&c, Arc::new(fairmq_zmq::Interrupter::new().unwrap())).unwrap());
         mgr.set_shared();
         let (mng, slot, me) = (mgr.management(), mgr.ledger().slot, mgr.owner());
         // As a writer makes a lane (see `lanes::Writer::offer`), then is killed.

@@ -1,5 +1,6 @@
-//! Per-transport shared-memory state: the session attachment, the segment this transport allocates
-//! in, segments of peers (mapped on first use), the caches, and the out-of-memory policy.
+//! A transport's attachment to its session, its per-process state: the session's management
+//! segment, the segment this transport allocates in, segments of peers (mapped on first use), the
+//! caches, and the out-of-memory policy.
 
 use crate::error::ShmError;
 use crate::meta::MetaError;
@@ -19,7 +20,7 @@ use parking_lot::Mutex;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
-pub(crate) struct Manager {
+pub(crate) struct Attachment {
     names: Names,
     config: ShmConfig,
     /// The owner mark of the blocks this transport allocates or caches (see `liveness::Attached`).
@@ -34,20 +35,20 @@ pub(crate) struct Manager {
     heartbeat: Option<Heartbeat>,
     /// The shared references this transport holds (see `ledger`).
     ledger: crate::session::ledger::Ledger,
-    /// This manager as shared (set once it is: what releasing messages needs).
-    me: OnceLock<std::sync::Weak<Manager>>,
+    /// This attachment as shared (set once it is: what releasing messages needs).
+    me: OnceLock<std::sync::Weak<Attachment>>,
     // Last: detaching may remove the session, after everything above is released.
     mng: Arc<Management>,
 }
 
-impl std::fmt::Debug for Manager {
+impl std::fmt::Debug for Attachment {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Manager").field("shm_id", &self.names.shm_id()).field("segment", &self.own.id()).finish()
+        f.debug_struct("Attachment").field("shm_id", &self.names.shm_id()).field("segment", &self.own.id()).finish()
     }
 }
 
-impl Manager {
-    pub fn new(config: &ShmConfig, interrupter: Arc<Interrupter>) -> Result<Manager, ShmError> {
+impl Attachment {
+    pub fn new(config: &ShmConfig, interrupter: Arc<Interrupter>) -> Result<Attachment, ShmError> {
         config.validate()?;
         let shm_id = config.resolved_shm_id();
         log::debug!("Generated shmid '{shm_id}' out of session id '{}'.", config.session);
@@ -64,7 +65,7 @@ impl Manager {
         let segments = SegmentTable::default();
         segments.insert(own.clone());
         let cache = Mutex::new(Cache::new(own.size()));
-        let mgr = Manager {
+        let mgr = Attachment {
             names,
             config: config.clone(),
             owner: heartbeat.owner(),
@@ -104,13 +105,13 @@ impl Manager {
         dead.iter().map(|d| d.pid).collect()
     }
 
-    /// Remembers this manager as shared (once it is in its `Arc`).
+    /// Remembers this attachment as shared (once it is in its `Arc`).
     pub(crate) fn set_shared(self: &Arc<Self>) {
         let _ = self.me.set(Arc::downgrade(self));
     }
 
-    /// This manager as shared, unless it is leaving.
-    pub(crate) fn shared(&self) -> Option<Arc<Manager>> {
+    /// This attachment as shared, unless it is leaving.
+    pub(crate) fn shared(&self) -> Option<Arc<Attachment>> {
         self.me.get().and_then(std::sync::Weak::upgrade)
     }
 
@@ -305,7 +306,7 @@ impl Manager {
         Ok(self.segments.insert(Arc::new(seg)))
     }
 
-    /// A segment this manager has mapped (every message's segment is).
+    /// A segment this attachment has mapped (every message's segment is).
     pub fn mapped(&self, id: u16) -> &Segment {
         self.segments.get(id).expect("a message's segment is mapped before the message exists and stays mapped")
     }
@@ -486,7 +487,7 @@ impl Manager {
     }
 }
 
-impl Drop for Manager {
+impl Drop for Attachment {
     fn drop(&mut self) {
         self.flush(true);
         self.issuer.get_mut().release(&self.own.tickets());
@@ -544,7 +545,7 @@ mod tests {
         let mut c = ShmConfig::new("live", &format!("mgr-claim-{}", std::process::id()));
         c.segment_size = 8 << 20;
         let _scratch = crate::scratch::Scratch::of_shm_id(&c.resolved_shm_id());
-        let live = Manager::new(&c, Arc::new(Interrupter::new().unwrap())).unwrap();
+        let live = Attachment::new(&c, Arc::new(Interrupter::new().unwrap())).unwrap();
         // A block handed over by a ticket, in flight (count 1, marked so), as a sender leaves it.
         let b = live.allocate(100, 0).unwrap();
         let in_flight = u64::from(crate::segment::slots::IN_FLIGHT) << 32 | 1;
@@ -578,7 +579,7 @@ mod tests {
         let mut c = ShmConfig::new("live", &format!("mgr-owner-{}", std::process::id()));
         c.segment_size = 8 << 20;
         let _scratch = crate::scratch::Scratch::of_shm_id(&c.resolved_shm_id());
-        let live = Manager::new(&c, Arc::new(Interrupter::new().unwrap())).unwrap();
+        let live = Attachment::new(&c, Arc::new(Interrupter::new().unwrap())).unwrap();
         // A block cached by the live transport (count 0, its mark).
         let b = live.allocate(100, 0).unwrap();
         // A dead transport of the same pid, with a cached block of its own.

@@ -6,7 +6,7 @@
 //! for every segment or region seen live for the first time, `Destroyed` for one seen live before and
 //! destroyed now.
 
-use crate::transport::attachment::Manager;
+use crate::transport::attachment::Attachment;
 pub use fairmq_zmq::region_types::{RegionEvent, RegionInfo};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,13 +19,13 @@ pub const EVENT_POLL: Duration = Duration::from_millis(50);
 
 /// Every segment and region of the session. Live regions are mapped (as a viewer) to learn their
 /// address, as in FairMQ.
-pub(crate) fn region_info(mgr: &Manager) -> Vec<RegionInfo> {
+pub(crate) fn region_info(mgr: &Attachment) -> Vec<RegionInfo> {
     looked_up(mgr).into_iter().map(|(info, _)| info).collect()
 }
 
 /// [`region_info`], each with whether it is settled: false for a live region that could not be
 /// mapped (yet), reported as destroyed.
-fn looked_up(mgr: &Manager) -> Vec<(RegionInfo, bool)> {
+fn looked_up(mgr: &Attachment) -> Vec<(RegionInfo, bool)> {
     let mut out = Vec::new();
     for s in mgr.management().segments() {
         if let Ok(seg) = mgr.segment(s.id) {
@@ -75,7 +75,7 @@ impl Reported {
     /// Calls back once per change since the last look, if the event counter moved. A live region
     /// that could not be mapped is left for the look after the next event (not taken as
     /// destroyed: its `Created` would never come).
-    fn deliver(&mut self, mgr: &Manager, callback: &mut dyn FnMut(RegionInfo)) {
+    fn deliver(&mut self, mgr: &Attachment, callback: &mut dyn FnMut(RegionInfo)) {
         let count = mgr.management().event_count();
         if self.seen == Some(count) {
             return;
@@ -103,7 +103,7 @@ pub(crate) struct Subscription {
     /// Set to end the thread; `last_look`: whether it looks once more first.
     stop: Arc<AtomicBool>,
     last_look: Arc<AtomicBool>,
-    mgr: Arc<Manager>,
+    mgr: Arc<Attachment>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -112,7 +112,10 @@ impl Subscription {
     /// every change after: woken by the session's event counter (any process that creates or
     /// destroys one bumps it), and looking every [`EVENT_POLL`] anyway. What changed before
     /// [`Subscription::finish`] is reported before it returns.
-    pub fn start(mgr: Arc<Manager>, mut callback: Box<dyn FnMut(RegionInfo) + Send>) -> std::io::Result<Subscription> {
+    pub fn start(
+        mgr: Arc<Attachment>,
+        mut callback: Box<dyn FnMut(RegionInfo) + Send>,
+    ) -> std::io::Result<Subscription> {
         let stop = Arc::new(AtomicBool::new(false));
         let last_look = Arc::new(AtomicBool::new(false));
         let (flag, look_last, m) = (stop.clone(), last_look.clone(), mgr.clone());

@@ -19,7 +19,7 @@ use crate::error::ShmError;
 use crate::meta::{MetaError, RcHandle, Record};
 use crate::region::map::RegionMap;
 use crate::segment::tickets::{Kind, TicketError};
-use crate::transport::attachment::Manager;
+use crate::transport::attachment::Attachment;
 use crate::transport::region::Region;
 
 use std::sync::atomic::{fence, Ordering};
@@ -36,7 +36,7 @@ pub(crate) enum Source {
 
 /// A message of the shared-memory transport.
 pub struct Message {
-    pub(crate) mgr: Arc<Manager>,
+    pub(crate) mgr: Arc<Attachment>,
     body: Body,
     /// The entry of its reference in this transport's ledger, when the block is shared (see
     /// `ledger`; [`crate::session::ledger::NONE`]: not listed).
@@ -102,16 +102,16 @@ impl std::fmt::Debug for Message {
 }
 
 impl Message {
-    fn with(mgr: Arc<Manager>, body: Body) -> Message {
+    fn with(mgr: Arc<Attachment>, body: Body) -> Message {
         Message { mgr, body, listed: crate::session::ledger::NONE.into() }
     }
 
-    pub(crate) fn empty(mgr: Arc<Manager>) -> Message {
+    pub(crate) fn empty(mgr: Arc<Attachment>) -> Message {
         Message::with(mgr, Body::Empty)
     }
 
     /// A message of `size` bytes (their content is whatever the block held) aligned to `align`.
-    pub(crate) fn allocate(mgr: Arc<Manager>, size: usize, align: usize) -> Result<Message, ShmError> {
+    pub(crate) fn allocate(mgr: Arc<Attachment>, size: usize, align: usize) -> Result<Message, ShmError> {
         if align as u64 > crate::segment::tlsf::MAX_ALIGN || (align != 0 && !align.is_power_of_two()) {
             return Err(ShmError::Config(format!(
                 "message alignment {align} is not a power of two up to {}",
@@ -129,14 +129,14 @@ impl Message {
     /// A message referring to `size` bytes at `offset` of `region`, zero-copy; `hint` comes back in the
     /// region's release callback.
     pub(crate) fn from_region(
-        mgr: Arc<Manager>,
+        mgr: Arc<Attachment>,
         region: &Region,
         offset: usize,
         size: usize,
         hint: u64,
     ) -> Result<Message, ShmError> {
         let map = region.map().clone();
-        if region.manager().names() != mgr.names() {
+        if region.attachment().names() != mgr.names() {
             return Err(ShmError::ForeignRegion { id: map.id() });
         }
         map.check(offset as u64, size as u64).map_err(|_| ShmError::OutsideRegion {
@@ -150,7 +150,7 @@ impl Message {
     }
 
     /// A message holding a copy of `bytes`.
-    pub(crate) fn copy_of(mgr: Arc<Manager>, bytes: &[u8]) -> Result<Message, ShmError> {
+    pub(crate) fn copy_of(mgr: Arc<Attachment>, bytes: &[u8]) -> Result<Message, ShmError> {
         let mut m = Message::allocate(mgr, bytes.len(), 0)?;
         m.data_mut()?.copy_from_slice(bytes);
         Ok(m)
@@ -381,7 +381,7 @@ impl Message {
         };
         self.release();
         if !Arc::ptr_eq(&self.mgr, &other.mgr) {
-            // The block's segment is mapped by `other`'s manager; take that one along.
+            // The block's segment is mapped by `other`'s attachment; take that one along.
             self.mgr = other.mgr.clone();
         }
         self.body = body;
@@ -466,7 +466,7 @@ impl Message {
     }
 
     /// Whether the message may travel on sockets of `mgr` (same session).
-    pub(crate) fn same_session(&self, mgr: &Arc<Manager>) -> bool {
+    pub(crate) fn same_session(&self, mgr: &Arc<Attachment>) -> bool {
         Arc::ptr_eq(&self.mgr, mgr) || self.mgr.names() == mgr.names()
     }
 
@@ -479,7 +479,7 @@ impl Message {
     /// The message a received record hands over. On a socket, only a handed record (a ticket)
     /// hands anything over; in a lane, which only the session's processes write, a record describes
     /// its message directly.
-    pub(crate) fn receive(mgr: &Arc<Manager>, rec: Record, source: Source) -> Result<Message, MetaError> {
+    pub(crate) fn receive(mgr: &Arc<Attachment>, rec: Record, source: Source) -> Result<Message, MetaError> {
         let m = match rec {
             Record::Empty => return Ok(Message::empty(mgr.clone())),
             Record::Handed { segment, ticket, nonce } => {
@@ -502,7 +502,7 @@ impl Message {
     /// Claims the message ticket `ticket` of segment `segment`: what it describes is checked like
     /// any record, then the ticket is won or the check undone (it was never ours). The claim stays
     /// under way until the block is marked ours (see `receive`).
-    pub(crate) fn claim(mgr: &Arc<Manager>, segment: u16, ticket: u32, nonce: u64) -> Result<Message, MetaError> {
+    pub(crate) fn claim(mgr: &Arc<Attachment>, segment: u16, ticket: u32, nonce: u64) -> Result<Message, MetaError> {
         let tickets = mgr.segment(segment)?.tickets();
         let (issued_as, rec) = tickets.resolve(ticket, nonce)?;
         if issued_as != Kind::Message {
@@ -521,7 +521,12 @@ impl Message {
     /// its writer's reference keeps the block; once it is claimed, the claimant holds its own. So
     /// a sweep that finds no offer out and drops a dead writer's reference never frees a block a
     /// claimant is about to take one on.
-    pub(crate) fn claim_offer(mgr: &Arc<Manager>, segment: u16, ticket: u32, nonce: u64) -> Result<Message, MetaError> {
+    pub(crate) fn claim_offer(
+        mgr: &Arc<Attachment>,
+        segment: u16,
+        ticket: u32,
+        nonce: u64,
+    ) -> Result<Message, MetaError> {
         let tickets = mgr.segment(segment)?.tickets();
         let (issued_as, rec) = tickets.resolve(ticket, nonce)?;
         if issued_as != Kind::Offer {
@@ -538,7 +543,7 @@ impl Message {
 
     /// A message for a record that describes it, after checking it against this process's
     /// mappings. Takes over the reference the sender handed over.
-    pub(crate) fn from_record(mgr: &Arc<Manager>, rec: Record) -> Result<Message, MetaError> {
+    pub(crate) fn from_record(mgr: &Arc<Attachment>, rec: Record) -> Result<Message, MetaError> {
         match rec {
             Record::Empty => Ok(Message::empty(mgr.clone())),
             Record::Block { segment, offset, delta, size, slot } => {

@@ -10,7 +10,7 @@ pub(crate) mod socket;
 
 use crate::error::ShmError;
 use crate::segment::SegmentStats;
-use crate::transport::attachment::Manager;
+use crate::transport::attachment::Attachment;
 use crate::transport::config::ShmConfig;
 use crate::transport::events::{RegionInfo, Subscription};
 use crate::transport::message::Message;
@@ -69,13 +69,13 @@ pub struct Transport {
 struct Inner {
     // Declared first: the metadata context ends (with its linger) before the session is detached.
     zmq: fairmq_zmq::Transport,
-    mgr: Arc<Manager>,
+    mgr: Arc<Attachment>,
     events: parking_lot::Mutex<Option<Subscription>>,
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        // Its thread holds the manager: stop it before the manager can go (joined outside the
+        // Its thread holds the attachment: stop it before the attachment can go (joined outside the
         // lock, which its callback may take).
         let old = self.events.lock().take();
         drop(old);
@@ -95,9 +95,9 @@ impl Transport {
             id: config.id.clone(),
             io_threads: config.io_threads,
         })?;
-        let mgr = Arc::new(Manager::new(config, zmq.interrupter().clone())?);
+        let mgr = Arc::new(Attachment::new(config, zmq.interrupter().clone())?);
         mgr.set_shared();
-        // Dead processes are counted out once the manager is shared: releasing what a lane whose
+        // Dead processes are counted out once the attachment is shared: releasing what a lane whose
         // last holder died still holds needs it so.
         mgr.sweep_dead();
         // Only the session's processes may connect to its sockets (see `peers::password`).

@@ -13,7 +13,7 @@ use crate::region::map::{RegionMap, BATCH};
 use crate::session::registry::RegionEntry;
 use crate::sys::files;
 use crate::sys::mapping::{Created, Mapping};
-use crate::transport::attachment::Manager;
+use crate::transport::attachment::Attachment;
 pub use fairmq_zmq::region_types::{BulkCallback, RegionBlock, RegionCallback, RegionConfig, SingleCallback};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -54,7 +54,7 @@ use std::time::{Duration, Instant};
 /// ```
 pub struct Region {
     map: Arc<RegionMap>,
-    mgr: Arc<Manager>,
+    mgr: Arc<Attachment>,
     receiver: Option<Receiver>,
     linger_ms: AtomicU64,
     remove_on_destruction: bool,
@@ -70,7 +70,7 @@ impl Region {
     /// Creates region `cfg.id` (or the next automatic id) of `size` bytes, or adopts an existing
     /// registered one of that id (external creator), and starts delivering `callback`.
     pub(crate) fn create(
-        mgr: &Arc<Manager>,
+        mgr: &Arc<Attachment>,
         size: u64,
         callback: RegionCallback,
         cfg: &RegionConfig,
@@ -179,18 +179,18 @@ impl Region {
         &self.map
     }
 
-    pub(crate) fn manager(&self) -> &Arc<Manager> {
+    pub(crate) fn attachment(&self) -> &Arc<Attachment> {
         &self.mgr
     }
 }
 
-fn name_of(mgr: &Manager, e: &RegionEntry) -> String {
+fn name_of(mgr: &Attachment, e: &RegionEntry) -> String {
     e.data_path(mgr.names()).display().to_string()
 }
 
 /// Under the session lock: picks the id, creates (and registers) or opens the region's object, and
 /// its queue.
-fn open_as_controller(mgr: &Arc<Manager>, size: u64, cfg: &RegionConfig) -> Result<Arc<RegionMap>, ShmError> {
+fn open_as_controller(mgr: &Arc<Attachment>, size: u64, cfg: &RegionConfig) -> Result<Arc<RegionMap>, ShmError> {
     let names = mgr.names();
     let lock = mgr.management().lock()?;
     let id = match cfg.id {
@@ -260,7 +260,7 @@ fn open_as_controller(mgr: &Arc<Manager>, size: u64, cfg: &RegionConfig) -> Resu
 /// Creates the region's object race-free. Every creation happens under the session lock and
 /// registers at once, so an object that exists but is not registered is a leftover of a session
 /// that was never cleaned: it is replaced.
-fn create_object(mgr: &Manager, e: &RegionEntry, populate: bool) -> Result<Mapping, ShmError> {
+fn create_object(mgr: &Attachment, e: &RegionEntry, populate: bool) -> Result<Mapping, ShmError> {
     let path = e.data_path(mgr.names());
     let name = path.display().to_string();
     let tmp = if e.path.is_empty() {

@@ -14,7 +14,7 @@
 
 use crate::segment::tickets::FACING;
 use crate::sys::clock::coarse_ns;
-use crate::transport::attachment::Manager;
+use crate::transport::attachment::Attachment;
 use crate::transport::message::Message;
 use crate::transport::socket::directory::{self, Attached, Listing, SocketMark};
 use crate::transport::socket::orphans::ARRIVAL;
@@ -65,7 +65,7 @@ pub(crate) struct Addressee {
 impl Addressee {
     /// The addressee state of a socket of type `ty`, number `number`, of `mgr`'s transport; `None`
     /// for types that know their peers otherwise (PUSH, PUB) or only receive (PULL, SUB).
-    pub(crate) fn new(mgr: &Manager, ty: SocketType, number: u64) -> Option<Addressee> {
+    pub(crate) fn new(mgr: &Attachment, ty: SocketType, number: u64) -> Option<Addressee> {
         let on_death = match ty {
             SocketType::Pair | SocketType::Dealer => OnDeath::Resend,
             SocketType::Rep | SocketType::Router => OnDeath::Release,
@@ -90,7 +90,7 @@ impl Addressee {
     }
 
     /// The socket bound (`bound`) or connected to `endpoint`: recorded in the directory.
-    pub(crate) fn attached(&mut self, mgr: &Manager, endpoint: &str, bound: bool) {
+    pub(crate) fn attached(&mut self, mgr: &Attachment, endpoint: &str, bound: bool) {
         self.listing.enter(mgr, self.me, endpoint, bound);
         self.seen = u64::MAX;
     }
@@ -101,7 +101,7 @@ impl Addressee {
     }
 
     /// The socket found itself empty: said in the directory (see `directory::stamp_empty`).
-    pub(crate) fn found_empty(&mut self, mgr: &Manager) {
+    pub(crate) fn found_empty(&mut self, mgr: &Attachment) {
         self.listing.found_empty(mgr.management(), self.me);
     }
 
@@ -115,7 +115,7 @@ impl Addressee {
     /// The receiver to name on the tickets of the next message: `(owner mark, socket number)`;
     /// `(FACING, this socket's number)` for one of several; `(0, 0)` when it cannot be named. A
     /// REP's reply goes to its requester, whose socket is known when the directory names it.
-    pub(crate) fn receiver(&mut self, mgr: &Manager) -> SocketMark {
+    pub(crate) fn receiver(&mut self, mgr: &Attachment) -> SocketMark {
         let generation = directory::generation(mgr.management());
         if generation != self.seen {
             self.seen = generation;
@@ -129,7 +129,7 @@ impl Addressee {
     }
 
     /// Looks up who faces this socket; a socket known to live before and gone now is a death.
-    fn look(&mut self, mgr: &Manager) {
+    fn look(&mut self, mgr: &Attachment) {
         self.note_deaths(mgr);
         let alive = |o| o == mgr.owner() || mgr.owner_alive(o);
         let facing = match self.listing.endpoints() {
@@ -146,7 +146,7 @@ impl Addressee {
     }
 
     /// Notes when a socket known to face this one is found gone with its transport.
-    fn note_deaths(&mut self, mgr: &Manager) {
+    fn note_deaths(&mut self, mgr: &Attachment) {
         let before = self.known.len();
         self.known.retain(|m| m.0 == mgr.owner() || mgr.owner_alive(m.0));
         if self.known.len() != before {
@@ -157,7 +157,7 @@ impl Addressee {
     }
 
     /// A message went to the receiver `receiver` (owner mark, or [`FACING`]) with `sent`'s tickets.
-    pub(crate) fn handed(&mut self, mgr: &Manager, receiver: u32, sent: Sent) {
+    pub(crate) fn handed(&mut self, mgr: &Attachment, receiver: u32, sent: Sent) {
         self.forget_claimed(mgr);
         if receiver == FACING {
             self.shared.push_back((coarse_ns(), sent));
@@ -167,7 +167,7 @@ impl Addressee {
     }
 
     /// Forgets the oldest messages, as long as they were claimed.
-    pub(crate) fn forget_claimed(&mut self, mgr: &Manager) {
+    pub(crate) fn forget_claimed(&mut self, mgr: &Attachment) {
         let claimed = |s: &Sent| s.tickets().iter().all(|t| !still_out(mgr, t));
         while self.sent.front().is_some_and(|(_, s)| claimed(s)) {
             self.sent.pop_front();
@@ -179,7 +179,7 @@ impl Addressee {
 
     /// Every [`CHECK_EVERY`] (or now, with `now`): forgets what was claimed and takes back what
     /// receivers that died did not claim. Returns how many messages were released.
-    pub(crate) fn check(&mut self, mgr: &Arc<Manager>, now: bool) -> usize {
+    pub(crate) fn check(&mut self, mgr: &Arc<Attachment>, now: bool) -> usize {
         if !now && self.last_check.is_some_and(|t| t.elapsed() < CHECK_EVERY) {
             return 0;
         }
@@ -196,7 +196,7 @@ impl Addressee {
     }
 
     /// Takes back what dead receivers did not claim: to send again (`resend`) or released.
-    fn take_back_dead(&mut self, mgr: &Arc<Manager>, resend: bool) -> usize {
+    fn take_back_dead(&mut self, mgr: &Arc<Attachment>, resend: bool) -> usize {
         let mut dead = crate::segment::tickets::remembered(|o| !mgr.owner_alive(o));
         let (gone, kept): (VecDeque<_>, VecDeque<_>) =
             std::mem::take(&mut self.sent).into_iter().partition(|(r, _)| dead(*r));
@@ -210,7 +210,7 @@ impl Addressee {
     /// Takes back what went to one of several facing sockets and can only have gone to one that
     /// died: sent before the last death was noticed, and every live facing socket found itself
     /// empty since, long enough after it was sent for it to have arrived.
-    fn take_back_shared(&mut self, mgr: &Arc<Manager>, resend: bool) -> usize {
+    fn take_back_shared(&mut self, mgr: &Arc<Attachment>, resend: bool) -> usize {
         let mine = self.listing.endpoints();
         if self.death_at == 0 || self.shared.is_empty() || mine.is_empty() {
             return 0;
@@ -230,7 +230,7 @@ impl Addressee {
 
     /// Takes back `gone` (what its receivers did not claim): to send again (`resend`) or
     /// released. Returns how many messages were released.
-    fn give_back(&mut self, mgr: &Arc<Manager>, gone: impl Iterator<Item = Sent>, resend: bool) -> usize {
+    fn give_back(&mut self, mgr: &Arc<Attachment>, gone: impl Iterator<Item = Sent>, resend: bool) -> usize {
         let mut released = 0;
         for s in gone {
             match reclaim(mgr, s) {
@@ -248,7 +248,7 @@ impl Addressee {
     /// The socket closes: what dead receivers did not claim is released, and so is what waited to
     /// go out again; live ones may still claim theirs. Leaves the directory. Returns how many
     /// messages were released.
-    pub(crate) fn close(&mut self, mgr: &Arc<Manager>) -> usize {
+    pub(crate) fn close(&mut self, mgr: &Arc<Attachment>) -> usize {
         self.note_deaths(mgr);
         let released =
             self.resend.drain(..).count() + self.take_back_dead(mgr, false) + self.take_back_shared(mgr, false);

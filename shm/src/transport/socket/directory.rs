@@ -144,7 +144,7 @@ pub(crate) fn register(m: &Management, me: SocketMark, at: Attached, alive: impl
 /// returns the endpoint and its entry, `None` when the directory cannot name the endpoint or is
 /// full (logged: the socket's tickets then name no one).
 pub(crate) fn enter(
-    mgr: &crate::transport::attachment::Manager,
+    mgr: &crate::transport::attachment::Attachment,
     me: SocketMark,
     endpoint: &str,
     bound: bool,
@@ -175,7 +175,7 @@ impl Listing {
     /// Socket `me` of `mgr`'s transport bound (`bound`) or connected to `endpoint`.
     pub(crate) fn enter(
         &mut self,
-        mgr: &crate::transport::attachment::Manager,
+        mgr: &crate::transport::attachment::Attachment,
         me: SocketMark,
         endpoint: &str,
         bound: bool,

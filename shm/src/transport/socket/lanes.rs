@@ -20,7 +20,7 @@ use crate::error::ShmError;
 use crate::meta::{self, Record};
 use crate::segment::ring::{self, Claim, LaneError, Ring, KIND_FRAME, KIND_INDIRECT, READER_CLOSED, WRITER_CLOSED};
 use crate::segment::tickets::{Issued, Kind};
-use crate::transport::attachment::Manager;
+use crate::transport::attachment::Attachment;
 use crate::transport::message::{Message, Source};
 use fairmq_zmq::TransferError;
 use std::cell::Cell;
@@ -129,7 +129,7 @@ impl LaneBlock {
 
 /// Frees the blocks of a metadata frame nobody will receive: its messages are dropped (the records
 /// are checked, and their tickets claimed, like received ones). Returns how many.
-pub(crate) fn release_frame(mgr: &Arc<Manager>, frame: &[u8], source: Source) -> usize {
+pub(crate) fn release_frame(mgr: &Arc<Attachment>, frame: &[u8], source: Source) -> usize {
     let mut records = Vec::new();
     let _ = meta::decode(frame, &mut records);
     records.into_iter().filter_map(|r| Message::receive(mgr, r, source).ok()).count()
@@ -138,7 +138,7 @@ pub(crate) fn release_frame(mgr: &Arc<Manager>, frame: &[u8], source: Source) ->
 /// A ticket for `rec`, waiting within `deadline` while every ticket this transport can get is out
 /// (its peers give them back as they receive); interruption ends the wait.
 pub(crate) fn issue_waiting(
-    mgr: &Manager,
+    mgr: &Attachment,
     kind: Kind,
     rec: &Record,
     deadline: Deadline,
@@ -176,7 +176,7 @@ enum Whose {
 
 /// [`release_frame`] for lane entries: an indirect entry's frame is in the block it names, which
 /// goes too.
-fn release_entries(mgr: &Arc<Manager>, entries: impl IntoIterator<Item = Taken>, whose: Whose) -> usize {
+fn release_entries(mgr: &Arc<Attachment>, entries: impl IntoIterator<Item = Taken>, whose: Whose) -> usize {
     let mut holders = Vec::new();
     let mut dropped = 0;
     for (kind, frame) in entries {
@@ -195,7 +195,7 @@ fn release_entries(mgr: &Arc<Manager>, entries: impl IntoIterator<Item = Taken>,
     dropped
 }
 
-fn release_records(mgr: &Arc<Manager>, frame: &[u8], whose: Whose) -> usize {
+fn release_records(mgr: &Arc<Attachment>, frame: &[u8], whose: Whose) -> usize {
     if whose == Whose::Ours {
         return release_frame(mgr, frame, Source::Lane);
     }
@@ -209,13 +209,13 @@ fn release_records(mgr: &Arc<Manager>, frame: &[u8], whose: Whose) -> usize {
 }
 
 /// Whether `rec`, from a lane entry, is for the releaser of `whose` to release.
-fn accounted(mgr: &Manager, rec: &Record, whose: Whose) -> bool {
+fn accounted(mgr: &Attachment, rec: &Record, whose: Whose) -> bool {
     whose == Whose::Ours || !matches!(rec, Record::Block { .. }) || held(mgr, rec) != Held::Otherwise
 }
 
 /// The blocks an entry of `kind` names, the block holding an indirect frame first, then the
 /// parts (`None` when the entry cannot be read).
-fn entry_blocks(mgr: &Arc<Manager>, kind: u32, entry: &[u8]) -> Option<Vec<Record>> {
+fn entry_blocks(mgr: &Arc<Attachment>, kind: u32, entry: &[u8]) -> Option<Vec<Record>> {
     let mut records = Vec::new();
     meta::decode(entry, &mut records).ok()?;
     if kind == KIND_INDIRECT {
@@ -232,7 +232,7 @@ fn entry_blocks(mgr: &Arc<Manager>, kind: u32, entry: &[u8]) -> Option<Vec<Recor
 /// reference): in flight when a writer stages it, its own again when it takes it back. The block
 /// holding an indirect frame goes in flight first and comes back last: a reader finishing a dead
 /// writer's entry reads the parts through it.
-fn remark_entry(mgr: &Arc<Manager>, kind: u32, entry: &[u8], from: u32, to: u32) {
+fn remark_entry(mgr: &Arc<Attachment>, kind: u32, entry: &[u8], from: u32, to: u32) {
     let Some(mut blocks) = entry_blocks(mgr, kind, entry) else { return };
     if to != crate::segment::slots::IN_FLIGHT {
         blocks.reverse();
@@ -243,7 +243,7 @@ fn remark_entry(mgr: &Arc<Manager>, kind: u32, entry: &[u8], from: u32, to: u32)
 /// Writer: takes every entry out of `ring` (its reader left) into `out`, each marked its own again
 /// before it leaves the ring: killed at any moment, the writer leaves blocks that the ring or its
 /// own mark accounts for (the sweep of the dead frees the latter).
-fn take_back_all(mgr: &Arc<Manager>, ring: &Ring<'_>, out: &mut Vec<Taken>) -> Result<(), LaneError> {
+fn take_back_all(mgr: &Arc<Attachment>, ring: &Ring<'_>, out: &mut Vec<Taken>) -> Result<(), LaneError> {
     while let Some(e) = ring.peek()? {
         let mut bytes = Vec::new();
         ring.read(&e, &mut bytes);
@@ -259,7 +259,7 @@ fn take_back_all(mgr: &Arc<Manager>, ring: &Ring<'_>, out: &mut Vec<Taken>) -> R
 /// `block` is the lane's block, with a reference of the caller's own (taken before the claim, see
 /// `Message::claim_offer`). The dead writer's reference is dropped by the sweep that counts it out
 /// (or was handed to us, the first claimant).
-pub(crate) fn release_unclaimed(mgr: &Arc<Manager>, block: Message) {
+pub(crate) fn release_unclaimed(mgr: &Arc<Attachment>, block: Message) {
     let opened = block.words().ok_or(LaneError::Header).and_then(Ring::open).map(|r| (r.writer(), r.capacity()));
     let capacity = match opened {
         Ok((writer, capacity)) if !mgr.owner_alive(writer) => capacity,
@@ -288,7 +288,7 @@ pub(crate) fn release_unclaimed(mgr: &Arc<Manager>, block: Message) {
 
 /// Releases what a lane holds that nobody will read (its last holder leaves, or nobody claimed
 /// it): a dead writer's staged entry, then every entry. Returns how many messages were released.
-pub(crate) fn release_contents(mgr: &Arc<Manager>, ring: &Ring<'_>) -> usize {
+pub(crate) fn release_contents(mgr: &Arc<Attachment>, ring: &Ring<'_>) -> usize {
     finish_staged(mgr, ring);
     let mut left = Vec::new();
     if let Err(e) = ring.take_all(&mut left) {
@@ -310,7 +310,7 @@ enum Held {
     Otherwise,
 }
 
-fn held(mgr: &Manager, rec: &Record) -> Held {
+fn held(mgr: &Attachment, rec: &Record) -> Held {
     let Record::Block { segment, offset, delta, size, slot } = *rec else {
         return if matches!(rec, Record::Handed { .. }) { Held::Otherwise } else { Held::NoBlock };
     };
@@ -330,7 +330,7 @@ fn held(mgr: &Manager, rec: &Record) -> Held {
 /// marked every block of it in flight, the entry is published and read like any other (true);
 /// when it was killed before or while marking, what it marked is released here and the rest,
 /// still marked its own, is freed by the sweep of the dead.
-fn finish_staged(mgr: &Arc<Manager>, ring: &Ring<'_>) -> bool {
+fn finish_staged(mgr: &Arc<Attachment>, ring: &Ring<'_>) -> bool {
     let e = match ring.staged() {
         Ok(Some(e)) => e,
         Ok(None) => return false,
@@ -391,7 +391,7 @@ fn spin_until(mut ready: impl FnMut() -> bool) -> bool {
 
 /// Turns a frame for the lane into an entry: frames too large for the ring travel in a block of
 /// their own whose record is the entry (`Ok(None)` when the frame fits).
-fn indirect(mgr: &Arc<Manager>, frame: &[u8], capacity: u64) -> Result<Option<(Message, Vec<u8>)>, ShmError> {
+fn indirect(mgr: &Arc<Attachment>, frame: &[u8], capacity: u64) -> Result<Option<(Message, Vec<u8>)>, ShmError> {
     if frame.len() <= ring::max_inline(capacity) {
         return Ok(None);
     }
@@ -445,7 +445,7 @@ impl Writer {
     /// moment leaves blocks a ring entry, its own mark or a staged entry accounts for.
     pub(crate) fn send(
         &mut self,
-        mgr: &Arc<Manager>,
+        mgr: &Arc<Attachment>,
         link: &dyn Link,
         frame: &[u8],
         deadline: Deadline,
@@ -502,7 +502,7 @@ impl Writer {
         Ok(())
     }
 
-    fn offer(&mut self, mgr: &Arc<Manager>, link: &dyn Link, deadline: Deadline) -> Result<(), TransferError> {
+    fn offer(&mut self, mgr: &Arc<Attachment>, link: &dyn Link, deadline: Deadline) -> Result<(), TransferError> {
         let capacity = self.capacity;
         let block = Message::allocate(mgr.clone(), ring::block_bytes(capacity) as usize, 64)?;
         // Writer and reader hold it, or an unclaimed offer still names it: never a dead
@@ -536,7 +536,7 @@ impl Writer {
     /// as not made, and made later.
     fn send_offer(
         &self,
-        mgr: &Manager,
+        mgr: &Attachment,
         l: &LaneBlock,
         link: &dyn Link,
         deadline: Deadline,
@@ -565,7 +565,7 @@ impl Writer {
     /// Offers an unclaimed lane again once `REOFFER` passed (at once if it was never offered). An
     /// earlier offer is taken back first: if a reader claimed it meanwhile (and is about to claim
     /// the lane), there is nothing to do.
-    fn reoffer_if_unclaimed(&self, mgr: &Manager, l: &LaneBlock, ring: &Ring<'_>, link: &dyn Link) {
+    fn reoffer_if_unclaimed(&self, mgr: &Attachment, l: &LaneBlock, ring: &Ring<'_>, link: &dyn Link) {
         let due = self.offered.get().is_none_or(|(at, _)| at.elapsed() >= REOFFER);
         if ring.reader() == 0 && due && self.offered.get().is_none_or(|(_, t)| mgr.take_back(&t)) {
             self.offered.set(None);
@@ -573,7 +573,12 @@ impl Writer {
         }
     }
 
-    fn push_resent(&mut self, mgr: &Arc<Manager>, link: &dyn Link, deadline: Deadline) -> Result<Wait, TransferError> {
+    fn push_resent(
+        &mut self,
+        mgr: &Arc<Attachment>,
+        link: &dyn Link,
+        deadline: Deadline,
+    ) -> Result<Wait, TransferError> {
         let l = self.lane.as_ref().expect("a lane was offered");
         let ring = l.ring();
         while let Some((kind, frame)) = self.resend.pop_front() {
@@ -595,7 +600,7 @@ impl Writer {
     #[allow(clippy::too_many_arguments)] // the lane and its ring view, made once per send
     fn push(
         &self,
-        mgr: &Arc<Manager>,
+        mgr: &Arc<Attachment>,
         link: &dyn Link,
         l: &LaneBlock,
         ring: &Ring<'_>,
@@ -631,7 +636,7 @@ impl Writer {
     }
 
     /// Drops a lane whose reader left or died, keeping what it did not read for the next lane.
-    fn retire(&mut self, mgr: &Arc<Manager>, check_dead: bool) {
+    fn retire(&mut self, mgr: &Arc<Attachment>, check_dead: bool) {
         let Some(l) = self.lane.take() else { return };
         let ring = l.ring();
         let reader = ring.reader();
@@ -655,7 +660,7 @@ impl Writer {
     /// Whether messages wait to go out again (taken back from a reader that left), or sit in a lane
     /// whose reader left or died: they go before any later message, so the next send goes through
     /// the lane (whose send takes them back and offers them first).
-    pub(crate) fn owes(&self, mgr: &Manager) -> bool {
+    pub(crate) fn owes(&self, mgr: &Attachment) -> bool {
         !self.resend.is_empty()
             || self.lane.as_ref().is_some_and(|l| {
                 let ring = l.ring();
@@ -673,7 +678,7 @@ impl Writer {
     /// The socket closes: a reader still reads what is in the lane, also one that claims it later
     /// (its offer may still wait in ZeroMQ's queue, which linger delivers without the reader's
     /// help). A lane whose offer never reaches a peer stays in the segment until the session ends.
-    pub(crate) fn close(&mut self, mgr: &Arc<Manager>) {
+    pub(crate) fn close(&mut self, mgr: &Arc<Attachment>) {
         if let Some(mut l) = self.lane.take() {
             let ring = l.ring();
             if ring.orphan() {
@@ -699,7 +704,7 @@ impl Writer {
     /// The socket is about to close with a lane no peer was offered yet (none was known): offers
     /// it as soon as one is, within `deadline` (the socket's linger), so that ZeroMQ's linger
     /// delivers the offer as it would have delivered the records.
-    pub(crate) fn offer_before_close(&self, mgr: &Manager, link: &dyn Link, deadline: Deadline) {
+    pub(crate) fn offer_before_close(&self, mgr: &Attachment, link: &dyn Link, deadline: Deadline) {
         let Some(l) = &self.lane else { return };
         loop {
             if l.ring().reader() != 0 || self.offered.get().is_some() {
@@ -719,7 +724,7 @@ impl Writer {
     }
 
     /// Drops what was taken back from a reader that left and could not go out again.
-    fn release_resend(&mut self, mgr: &Arc<Manager>) {
+    fn release_resend(&mut self, mgr: &Arc<Attachment>) {
         let n = release_entries(mgr, self.resend.drain(..), Whose::Ours);
         if n > 0 {
             log::warn!("{n} messages sent to a peer that left were dropped when the socket closed");
@@ -745,7 +750,7 @@ pub(crate) enum Got {
 
 impl Readers {
     /// Claims a lane a peer offered, with a reference of our own (the offer handed over none).
-    pub(crate) fn attach(&mut self, mgr: &Arc<Manager>, rec: Record, socket: &str) -> Result<(), ShmError> {
+    pub(crate) fn attach(&mut self, mgr: &Arc<Attachment>, rec: Record, socket: &str) -> Result<(), ShmError> {
         let Record::Handed { segment, ticket, nonce } = rec else { return Err(meta::MetaError::Untracked.into()) };
         // With our own reference (see `Message::claim_offer`), taken before the lane's claim too,
         // so a claim never holds a block without its reference.
@@ -773,7 +778,7 @@ impl Readers {
     /// Takes the next entry of any lane, in turn, into `out`.
     pub(crate) fn take(
         &mut self,
-        mgr: &Arc<Manager>,
+        mgr: &Arc<Attachment>,
         out: &mut Vec<u8>,
         socket: &str,
     ) -> Result<Option<Got>, ShmError> {
@@ -831,7 +836,7 @@ impl Readers {
 
     /// Before sleeping in the socket: marks every lane's reader asleep; false (nothing marked) when
     /// an entry arrived meanwhile. Drops idle lanes whose writer closed or died.
-    pub(crate) fn sleep(&mut self, mgr: &Arc<Manager>) -> bool {
+    pub(crate) fn sleep(&mut self, mgr: &Arc<Attachment>) -> bool {
         self.sweep(mgr);
         for (i, l) in self.lanes.iter().enumerate() {
             if !l.ring().sleep().unwrap_or(false) {
@@ -846,7 +851,7 @@ impl Readers {
         self.lanes.iter().for_each(|l| l.ring().wake_up());
     }
 
-    fn sweep(&mut self, mgr: &Arc<Manager>) {
+    fn sweep(&mut self, mgr: &Arc<Attachment>) {
         let check_alive = self.last_sweep.is_none_or(|t| t.elapsed() >= SWEEP_EVERY);
         if check_alive {
             self.last_sweep = Some(Instant::now());
@@ -873,7 +878,7 @@ impl Readers {
 
     /// The socket closes: a writer still there takes back what was not read (and sends it again);
     /// otherwise it is released here.
-    pub(crate) fn close(&mut self, mgr: &Arc<Manager>) {
+    pub(crate) fn close(&mut self, mgr: &Arc<Attachment>) {
         for l in self.lanes.drain(..) {
             let ring = l.ring();
             let before = ring.close(READER_CLOSED);
@@ -892,9 +897,9 @@ impl Readers {
 /// A transport sweeping the dead (see `ledger`): frees through its caches, and releases a lane's
 /// messages while it is shared (not while it is leaving). Here, not beside the transport's state:
 /// releasing a lane's messages is the lanes' business.
-impl crate::session::ledger::Sweeper for Manager {
+impl crate::session::ledger::Sweeper for Attachment {
     fn segment(&self, id: u16) -> Option<&crate::segment::Segment> {
-        Manager::segment(self, id).ok()
+        Attachment::segment(self, id).ok()
     }
 
     fn free(&self, seg: &crate::segment::Segment, offset: u64, delta: u32, slot: u32) {
@@ -913,7 +918,7 @@ mod tests {
     use super::*;
 
     /// The count word of the block `rec` names.
-    fn count_word(mgr: &Manager, rec: Record) -> u64 {
+    fn count_word(mgr: &Attachment, rec: Record) -> u64 {
         let Record::Block { offset, slot, .. } = rec else { panic!("a block") };
         mgr.own().rc(offset, slot).load(std::sync::atomic::Ordering::Acquire)
     }
@@ -928,7 +933,7 @@ mod tests {
         let mut c = crate::transport::config::ShmConfig::new("reader", &format!("lanes-staged-{}", std::process::id()));
         c.segment_size = 8 << 20;
         let _scratch = crate::scratch::Scratch::of_shm_id(&c.resolved_shm_id());
-        let mgr = Arc::new(Manager::new(&c, Arc::new(fairmq_zmq::Interrupter::new().unwrap())).unwrap());
+        let mgr = Arc::new(Attachment::new(&c, Arc::new(fairmq_zmq::Interrupter::new().unwrap())).unwrap());
         let lane = Message::allocate(mgr.clone(), ring::block_bytes(ring::MIN_CAPACITY) as usize, 8).unwrap();
         let ring = Ring::init(lane.words().unwrap(), ring::MIN_CAPACITY, 77);
         let stage = |parts: &[&Message]| {
@@ -975,7 +980,7 @@ mod tests {
             crate::transport::config::ShmConfig::new("writer", &format!("lanes-takeback-{}", std::process::id()));
         c.segment_size = 8 << 20;
         let _scratch = crate::scratch::Scratch::of_shm_id(&c.resolved_shm_id());
-        let mgr = Arc::new(Manager::new(&c, Arc::new(fairmq_zmq::Interrupter::new().unwrap())).unwrap());
+        let mgr = Arc::new(Attachment::new(&c, Arc::new(fairmq_zmq::Interrupter::new().unwrap())).unwrap());
         let lane = Message::allocate(mgr.clone(), ring::block_bytes(ring::MIN_CAPACITY) as usize, 8).unwrap();
         let ring = Ring::init(lane.words().unwrap(), ring::MIN_CAPACITY, mgr.owner());
         let in_flight = |_: Record| u64::from(crate::segment::slots::IN_FLIGHT) << 32 | 1;

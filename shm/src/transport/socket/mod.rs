@@ -12,7 +12,7 @@ pub(crate) mod peers;
 use crate::error::ShmError;
 use crate::meta::{self, MetaError, Record};
 use crate::segment::tickets::{Issued, Kind, TicketError};
-use crate::transport::attachment::Manager;
+use crate::transport::attachment::Attachment;
 use crate::transport::message::{Message, Source};
 use crate::transport::socket::addressee::Addressee;
 use crate::transport::socket::lanes::{release_frame, Deadline, Got, Link, Readers, Writer};
@@ -69,9 +69,9 @@ use std::sync::Arc;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Socket {
-    // Declared first: closing it may wait for linger before the manager can go.
+    // Declared first: closing it may wait for linger before the attachment can go.
     z: fairmq_zmq::Socket,
-    mgr: Arc<Manager>,
+    mgr: Arc<Attachment>,
     id: String,
     ty: SocketType,
     /// PUSH, PUB: the receiving sockets known, and what each was handed; when they were last
@@ -223,7 +223,7 @@ fn meta_error(e: MetaError) -> TransferError {
 }
 
 impl Socket {
-    pub(crate) fn new(z: fairmq_zmq::Socket, mgr: Arc<Manager>, ty: SocketType, id: String, number: u64) -> Socket {
+    pub(crate) fn new(z: fairmq_zmq::Socket, mgr: Arc<Attachment>, ty: SocketType, id: String, number: u64) -> Socket {
         let addressee = RefCell::new(Addressee::new(&mgr, ty, number).map(Box::new));
         Socket {
             z,

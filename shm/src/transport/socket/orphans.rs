@@ -14,7 +14,7 @@
 //! claim and sends it again (see `peers`).
 
 use crate::segment::tickets::{names_one, names_several, Kind, AT_ENDPOINT, FACING};
-use crate::transport::attachment::Manager;
+use crate::transport::attachment::Attachment;
 use crate::transport::message::Message;
 use crate::transport::socket::directory::{self, Attached, Role};
 use std::sync::Arc;
@@ -63,7 +63,7 @@ fn looked_up<V>(known: &mut Vec<(Set, V)>, set: Set, look: impl FnOnce() -> V) -
 /// The sockets of a set (see [`Orphan::several`]), and whether the socket at `mine` is one of
 /// them; `None` when they are not known (the directory is incomplete, or a dead sender's entries
 /// were reused).
-fn members(mgr: &Manager, set: Set, mine: &[Attached]) -> Option<(Vec<directory::Facing>, bool)> {
+fn members(mgr: &Attachment, set: Set, mine: &[Attached]) -> Option<(Vec<directory::Facing>, bool)> {
     let alive = |o| o == mgr.owner() || mgr.owner_alive(o);
     let m = mgr.management();
     match set {
@@ -85,7 +85,7 @@ fn members(mgr: &Manager, set: Set, mine: &[Attached]) -> Option<(Vec<directory:
 /// Tickets out in every segment of the session whose issuer is gone and whose receiver (owner
 /// mark, socket word; see `tickets`) `wanted` accepts. Only chunks a gone transport holds, or that
 /// nobody holds, are looked at (liveness looked up once per owner).
-pub(crate) fn find(mgr: &Manager, wanted: impl Fn(u32, u64) -> bool) -> Vec<Orphan> {
+pub(crate) fn find(mgr: &Attachment, wanted: impl Fn(u32, u64) -> bool) -> Vec<Orphan> {
     let mut alive = crate::segment::tickets::remembered(|owner| owner == mgr.owner() || mgr.owner_alive(owner));
     let mut out = Vec::new();
     for entry in mgr.management().segments() {
@@ -101,7 +101,7 @@ pub(crate) fn find(mgr: &Manager, wanted: impl Fn(u32, u64) -> bool) -> Vec<Orph
 }
 
 /// Takes `o` back, if it is still out, and releases what it hands over; true when it did.
-pub(crate) fn release(mgr: &Arc<Manager>, o: &Orphan) -> bool {
+pub(crate) fn release(mgr: &Arc<Attachment>, o: &Orphan) -> bool {
     let Ok(seg) = mgr.segment(o.segment) else { return false };
     let tickets = seg.tickets();
     // What it names is read before the claim: once claimed, the ticket may be issued again.
@@ -133,7 +133,7 @@ pub(crate) fn release(mgr: &Arc<Manager>, o: &Orphan) -> bool {
 /// Releases the tickets of gone issuers that never left them (no receiver: the issuer died before
 /// sending) or were addressed to gone receivers (a sweep of the dead), also to several of which
 /// none lives; returns how many.
-pub(crate) fn release_unreachable(mgr: &Arc<Manager>) -> usize {
+pub(crate) fn release_unreachable(mgr: &Arc<Attachment>) -> usize {
     let gone = find(mgr, |receiver, _| {
         receiver == 0
             || names_several(receiver)
@@ -173,7 +173,7 @@ pub(crate) struct Watch {
 impl Watch {
     /// The socket (`socket`, of this transport, attached to `mine` in the directory; empty when it
     /// is not listed there) found nothing to receive.
-    pub(crate) fn idle(&mut self, mgr: &Arc<Manager>, socket: u64, mine: &[Attached]) {
+    pub(crate) fn idle(&mut self, mgr: &Arc<Attachment>, socket: u64, mine: &[Attached]) {
         if socket == 0 || self.last.is_some_and(|t| t.elapsed() < EVERY) {
             return;
         }
@@ -193,7 +193,7 @@ impl Watch {
     /// Of the orphans `found` addressed to one of several sockets, those this socket (at `mine`)
     /// is one of are released once every live one of them was empty [`ARRIVAL`] after they were
     /// first seen here; returns how many.
-    fn release_shared(&mut self, mgr: &Arc<Manager>, found: Vec<Orphan>, mine: &[Attached]) -> usize {
+    fn release_shared(&mut self, mgr: &Arc<Attachment>, found: Vec<Orphan>, mine: &[Attached]) -> usize {
         let now = crate::sys::clock::coarse_ns();
         let mut sets: Vec<(Set, Option<Vec<directory::Facing>>)> = Vec::new();
         let mut released = 0;
@@ -222,7 +222,7 @@ impl Watch {
     }
 
     /// The socket closes: nothing addressed to it will be claimed any more.
-    pub(crate) fn close(&mut self, mgr: &Arc<Manager>, socket: u64) {
+    pub(crate) fn close(&mut self, mgr: &Arc<Attachment>, socket: u64) {
         if socket == 0 {
             return;
         }

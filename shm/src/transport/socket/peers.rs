@@ -17,7 +17,7 @@
 
 use crate::meta::Record;
 use crate::segment::tickets::Issued;
-use crate::transport::attachment::Manager;
+use crate::transport::attachment::Attachment;
 use crate::transport::message::Message;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -37,7 +37,7 @@ const CHECK_EVERY: Duration = Duration::from_secs(1);
 
 /// The routing id of a receiving socket of `mgr`'s transport: `magic, owner u32, socket u64, mac
 /// u64` (the socket's number is returned too).
-pub(crate) fn token(mgr: &Manager) -> (Vec<u8>, u64) {
+pub(crate) fn token(mgr: &Attachment) -> (Vec<u8>, u64) {
     let socket = socket_number();
     let owner = mgr.owner();
     let mut t = Vec::with_capacity(TOKEN_LEN);
@@ -57,7 +57,7 @@ pub(crate) fn socket_number() -> u64 {
 /// where it connects (ZeroMQ's PLAIN mechanism): only processes that can map the session know it,
 /// so a plain ZeroMQ socket, or one of another session, cannot even connect. Hex, from a hash of
 /// the session secret (never the secret itself).
-pub(crate) fn password(mgr: &Manager) -> String {
+pub(crate) fn password(mgr: &Attachment) -> String {
     use sha2::{Digest, Sha256};
     let secret = mgr.management().secret();
     let mut h = Sha256::new();
@@ -78,7 +78,7 @@ fn mac(secret: [u64; 2], owner: u32, socket: u64) -> u64 {
 }
 
 /// The owner mark and socket number a routing id presents, if it is a token of this session.
-pub(crate) fn verify(mgr: &Manager, id: &[u8]) -> Option<(u32, u64)> {
+pub(crate) fn verify(mgr: &Attachment, id: &[u8]) -> Option<(u32, u64)> {
     if id.len() != TOKEN_LEN || &id[..6] != MAGIC {
         return None;
     }
@@ -136,20 +136,20 @@ impl Peer {
     }
 
     /// Forgets what the peer took already (it takes in order: looking at the oldest is enough).
-    fn prune(&mut self, mgr: &Manager) {
+    fn prune(&mut self, mgr: &Attachment) {
         while self.sent.front().is_some_and(|s| s.tickets().iter().all(|t| !still_out(mgr, t))) {
             self.sent.pop_front();
         }
     }
 
     /// Remembers what was handed to the peer.
-    pub(crate) fn handed(&mut self, mgr: &Manager, sent: Sent) {
+    pub(crate) fn handed(&mut self, mgr: &Attachment, sent: Sent) {
         self.prune(mgr);
         self.sent.push_back(sent);
     }
 }
 
-pub(crate) fn still_out(mgr: &Manager, t: &Issued) -> bool {
+pub(crate) fn still_out(mgr: &Attachment, t: &Issued) -> bool {
     mgr.segment(t.segment).is_ok_and(|s| s.tickets().issued(t.ticket, t.nonce))
 }
 
@@ -174,7 +174,7 @@ impl Peers {
     /// Learns the peers whose probes wait on the ROUTER `z`; a known peer's probe is a new
     /// connection of it (what its old one held is gone: taken back). Every
     /// [`CHECK_EVERY`] the peers' transports are checked too.
-    pub(crate) fn learn(&mut self, mgr: &Arc<Manager>, z: &fairmq_zmq::Socket, socket: &str, resend: bool) {
+    pub(crate) fn learn(&mut self, mgr: &Arc<Attachment>, z: &fairmq_zmq::Socket, socket: &str, resend: bool) {
         // Peers of the endpoints we connected to: whoever listens there (their transport is not
         // known: they are not looked after by liveness, only by the connection).
         if z.endpoint_counts().1 as usize > self.connected {
@@ -272,7 +272,7 @@ impl Peers {
     /// directory (see `directory`), when it changed: tickets then name them, so what a killed
     /// sender queued for them is released by them, and what they did not take when they died
     /// comes back.
-    fn name_connected(&mut self, mgr: &Manager) {
+    fn name_connected(&mut self, mgr: &Attachment) {
         let generation = crate::transport::socket::directory::generation(mgr.management());
         if self.keys.iter().all(|&k| k == 0) || self.named_at == Some(generation) {
             return;
@@ -294,7 +294,7 @@ impl Peers {
     /// A peer takes what it is handed in order: what it left behind something it took was lost
     /// on the way (a connection ZeroMQ dropped and made again drops what it queued) and is taken
     /// back, to be sent again or released.
-    fn recover_lost(&mut self, mgr: &Arc<Manager>, i: usize, resend: bool) {
+    fn recover_lost(&mut self, mgr: &Arc<Attachment>, i: usize, resend: bool) {
         let sent = &mut self.list[i].sent;
         let Some(last_taken) = sent.iter().rposition(|s| s.tickets().iter().all(|t| !still_out(mgr, t))) else {
             return;
@@ -306,7 +306,12 @@ impl Peers {
 
     /// Takes back what `sent` holds that was not claimed: queued to go out again (`resend`) or
     /// released. Returns how many messages went each way: (again, released).
-    fn give_back(&mut self, mgr: &Arc<Manager>, sent: impl IntoIterator<Item = Sent>, resend: bool) -> (usize, usize) {
+    fn give_back(
+        &mut self,
+        mgr: &Arc<Attachment>,
+        sent: impl IntoIterator<Item = Sent>,
+        resend: bool,
+    ) -> (usize, usize) {
         let (mut again, mut released) = (0, 0);
         for frame in sent.into_iter().filter_map(|s| reclaim(mgr, s)) {
             if resend {
@@ -355,7 +360,7 @@ impl Peers {
 
     /// Removes peer `i` (gone or dead) and takes back what it did not claim: to send again
     /// (`resend`) or to release. Returns the peer.
-    pub(crate) fn take_back(&mut self, mgr: &Arc<Manager>, i: usize, resend: bool) -> (Peer, usize) {
+    pub(crate) fn take_back(&mut self, mgr: &Arc<Attachment>, i: usize, resend: bool) -> (Peer, usize) {
         let mut peer = self.list.remove(i);
         if self.next > i {
             self.next -= 1;
@@ -371,7 +376,7 @@ impl Peers {
     }
 
     /// Whether a peer has not taken everything it was handed yet.
-    pub(crate) fn unclaimed(&mut self, mgr: &Manager) -> bool {
+    pub(crate) fn unclaimed(&mut self, mgr: &Attachment) -> bool {
         self.list.iter_mut().any(|p| {
             p.prune(mgr);
             !p.sent.is_empty()
@@ -381,7 +386,7 @@ impl Peers {
     /// The socket closes: what peers whose transports died did not take is released; live ones may
     /// still take what they were sent. Returns how many messages were released, with the resend
     /// queue's.
-    pub(crate) fn close(&mut self, mgr: &Arc<Manager>) -> usize {
+    pub(crate) fn close(&mut self, mgr: &Arc<Attachment>) -> usize {
         let mut released = self.resend.drain(..).count();
         let mut i = 0;
         while i < self.list.len() {
@@ -399,7 +404,7 @@ impl Peers {
 /// Takes back the tickets of `sent` that were not claimed; returns its message as it was (the
 /// references are ours again) when none was, `None` when the peer took any part (the other parts
 /// taken back are released: a part of a multipart alone is no message).
-pub(crate) fn reclaim(mgr: &Arc<Manager>, sent: Sent) -> Option<Vec<Message>> {
+pub(crate) fn reclaim(mgr: &Arc<Attachment>, sent: Sent) -> Option<Vec<Message>> {
     let (records, tickets) = match sent {
         Sent::One(r, t) => (vec![r], vec![t]),
         Sent::Many { records, tickets } => (records, tickets),
