@@ -530,7 +530,15 @@ impl Socket {
         loop {
             match attempt(0) {
                 Ok(()) => return Ok(()),
-                Err(zmq::Error::EAGAIN) => return Err(TransferError::Timeout),
+                // libzmq times out by a coarse clock (a few ms per tick): a wait that ended before
+                // the deadline goes on for what is left, so no transfer gives up early.
+                Err(zmq::Error::EAGAIN) => match deadline.map(|d| d.saturating_duration_since(Instant::now())) {
+                    Some(left) if !left.is_zero() => {
+                        let ms = left.as_micros().div_ceil(1000);
+                        self.set_timeout(dir, i32::try_from(ms).unwrap_or(i32::MAX))?;
+                    }
+                    _ => return Err(TransferError::Timeout),
+                },
                 Err(zmq::Error::EINTR) if self.interrupter.is_interrupted() => {
                     // A transfer that can complete at once still completes while interrupted.
                     return self.at_once(timeout_ms, &mut attempt);
