@@ -208,3 +208,79 @@ fn c08_a_publisher_reaches_every_subscriber() {
         }
     }
 }
+
+#[test]
+fn c09_while_interrupted_a_transfer_that_can_complete_does_and_one_that_would_wait_does_not() {
+    for f in FLAVOURS {
+        let p = pair(f);
+        let (pull, push) = p.link(SocketType::Pull, SocketType::Push, "c09");
+        push.send(&mut p.message(b"queued"), LONG, &p.tx).unwrap();
+        let mut msg = p.rx.new_message();
+        // Arrived (a poll says so) before the interruption.
+        assert_eq!(Poller::new(&[&pull]).poll(LONG).unwrap(), 1, "{f:?}");
+        p.rx.interrupt();
+        assert_eq!(pull.receive(&mut msg, LONG, &p.rx).unwrap(), 6, "{f:?}: what is there is taken");
+        let start = Instant::now();
+        assert!(matches!(pull.receive(&mut msg, LONG, &p.rx), Err(TransferError::Interrupted)), "{f:?}");
+        assert!(start.elapsed() < Duration::from_millis(LONG as u64 / 2), "{f:?}: waited while interrupted");
+        p.rx.resume();
+    }
+}
+
+#[test]
+fn c10_a_bound_socket_counts_the_peers_whose_messages_it_received() {
+    for f in FLAVOURS {
+        let p = pair(f);
+        let address = p.s.ipc("c10");
+        let pull = attached_socket(&p.rx, SocketType::Pull, &address, Method::Bind);
+        assert_eq!(pull.number_of_connected_peers(), 0, "{f:?}");
+        let pushes: Vec<Socket> =
+            (0..2).map(|_| attached_socket(&p.tx, SocketType::Push, &address, Method::Connect)).collect();
+        for (i, push) in pushes.iter().enumerate() {
+            push.send(&mut p.message(&[i as u8]), LONG, &p.tx).unwrap();
+        }
+        let mut msg = p.rx.new_message();
+        let mut from = Vec::new();
+        for _ in 0..2 {
+            pull.receive(&mut msg, LONG, &p.rx).unwrap();
+            from.push(msg.data()[0]);
+        }
+        from.sort_unstable();
+        assert_eq!(from, [0, 1], "{f:?}");
+        assert_eq!(pull.number_of_connected_peers(), 2, "{f:?}");
+    }
+}
+
+#[test]
+fn c11_what_a_closing_sender_queued_still_arrives() {
+    for f in FLAVOURS {
+        let p = pair(f);
+        let (pull, push) = p.link(SocketType::Pull, SocketType::Push, "c11");
+        for seq in 0..10u8 {
+            push.send(&mut p.message(&[seq; 100]), LONG, &p.tx).unwrap();
+        }
+        drop(push);
+        let mut msg = p.rx.new_message();
+        for seq in 0..10u8 {
+            pull.receive(&mut msg, LONG, &p.rx).unwrap();
+            assert_eq!(msg.data(), &[seq; 100][..], "{f:?}: message {seq}");
+        }
+    }
+}
+
+#[test]
+fn c12_a_large_message_arrives_intact_and_pairs_talk_both_ways() {
+    for f in FLAVOURS {
+        let p = pair(f);
+        let (a, b) = p.link(SocketType::Pair, SocketType::Pair, "c12");
+        let big: Vec<u8> = (0..8usize << 20).map(|i| (i % 251) as u8).collect();
+        b.send(&mut p.tx.new_message_from_vec(big.clone()).unwrap(), LONG, &p.tx).unwrap();
+        let mut msg = p.rx.new_message();
+        assert_eq!(a.receive(&mut msg, LONG, &p.rx).unwrap(), big.len(), "{f:?}");
+        assert!(msg.data() == &big[..], "{f:?}: the bytes differ");
+        a.send(&mut p.rx.new_simple_message(b"back").unwrap(), LONG, &p.rx).unwrap();
+        let mut back = p.tx.new_message();
+        b.receive(&mut back, LONG, &p.tx).unwrap();
+        assert_eq!(back.data(), b"back", "{f:?}");
+    }
+}
