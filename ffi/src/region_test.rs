@@ -49,17 +49,12 @@ impl Drop for T {
 
 /// Removes a shmem session's objects when the test ends, also when it fails before freeing its
 /// regions and transports (declare it first: it is dropped last).
-struct Session(String);
+struct Session(String, #[allow(dead_code)] fairmq_shm::testing::session::SessionGuard);
 
 impl Session {
     fn new(tag: &str) -> Session {
-        Session(format!("ffi{tag}{}", std::process::id()))
-    }
-}
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        fairmq_shm::testing::management::remove_session(&fairmq_shm::Names::new(&fairmq_shm::shm_id(&self.0)));
+        let name = fairmq_shm::testing::session::unique_session(&format!("ffi{tag}"));
+        Session(name.clone(), fairmq_shm::testing::session::SessionGuard::new(&name))
     }
 }
 

@@ -5,8 +5,8 @@
 use fairmq::{
     config_from_args, spawn_device, Context, Device, DeviceHandle, HookResult, Properties, State, Transition,
 };
+use fairmq_shm::testing::session::{unique_session, SessionGuard};
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -144,18 +144,17 @@ impl Drop for Running {
     }
 }
 
-static NEXT: AtomicUsize = AtomicUsize::new(0);
-
 /// A unique session name whose shared memory is removed on drop.
 pub struct Session {
     pub name: String,
     pub dir: tempfile::TempDir,
+    _guard: SessionGuard,
 }
 
 impl Session {
     pub fn new() -> Session {
-        let name = format!("dev{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
-        Session { name, dir: tempfile::tempdir().unwrap() }
+        let name = unique_session("dev");
+        Session { _guard: SessionGuard::new(&name), name, dir: tempfile::tempdir().unwrap() }
     }
     pub fn ipc(&self, what: &str) -> String {
         format!("ipc://{}/{what}", self.dir.path().display())
@@ -163,13 +162,7 @@ impl Session {
 
     /// Names of this session's objects now in /dev/shm.
     pub fn objects(&self) -> Vec<String> {
-        fairmq_shm::testing::management::session_objects(&fairmq_shm::Names::new(&fairmq_shm::shm_id(&self.name)))
-    }
-}
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        fairmq_shm::testing::management::remove_session(&fairmq_shm::Names::new(&fairmq_shm::shm_id(&self.name)));
+        fairmq_shm::testing::session::session_objects(&self.name)
     }
 }
 

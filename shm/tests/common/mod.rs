@@ -2,29 +2,27 @@
 //! (also when a test fails), and peer processes that are killed and reaped when dropped.
 #![allow(dead_code)]
 
-use fairmq_shm::testing::management;
+use fairmq_shm::testing::session::{session_objects, unique_session, SessionGuard};
 use fairmq_shm::{Names, ShmConfig, Transport};
 use fairmq_zmq::{AttachOptions, Method, SocketType};
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
-
-static NEXT: AtomicUsize = AtomicUsize::new(0);
 
 /// A unique session; its shared-memory objects are removed on drop.
 pub struct Session {
     pub name: String,
     names: Names,
     _dir: tempfile::TempDir,
+    _guard: SessionGuard,
 }
 
 impl Session {
     pub fn new(tag: &str) -> Session {
-        let name = format!("t{}-{}-{tag}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+        let name = unique_session(&format!("t-{tag}"));
         let names = Names::new(&fairmq_shm::shm_id(&name));
-        Session { name, names, _dir: tempfile::tempdir().unwrap() }
+        Session { _guard: SessionGuard::new(&name), name, names, _dir: tempfile::tempdir().unwrap() }
     }
 
     pub fn config(&self, id: &str) -> ShmConfig {
@@ -44,17 +42,11 @@ impl Session {
 
     /// Names of this session's objects currently in /dev/shm.
     pub fn objects(&self) -> Vec<String> {
-        management::session_objects(&self.names)
+        session_objects(&self.name)
     }
 
     pub fn names(&self) -> &Names {
         &self.names
-    }
-}
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        management::remove_session(&self.names);
     }
 }
 
