@@ -56,7 +56,7 @@ fn i01_control_frames_of_any_length_are_refused_not_fatal() {
     for round in 0..frames.len() {
         // Every path that reads the socket: the poller's look, a single and a multipart receive.
         if round % 3 == 0 {
-            use fairmq_zmq::PollHook;
+            use fairmq_zmq::layered::PollHook;
             let _ = pull.input_ready();
             hook_looks += 1;
         }

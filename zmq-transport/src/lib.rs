@@ -37,6 +37,7 @@ mod counters;
 mod endpoint;
 mod error;
 mod interrupt;
+pub mod layered;
 mod message;
 mod monitor;
 mod options;
@@ -59,7 +60,7 @@ pub use error::{
 pub use interrupt::{ms_until, Interrupter};
 pub use message::Message;
 pub use options::{AttachOptions, SocketOptions};
-pub use poller::{PollHook, Poller};
+pub use poller::Poller;
 pub use region::{Region, RegionError};
 pub use region_types::{
     BulkCallback, RegionBlock, RegionCallback, RegionConfig, RegionEvent, RegionInfo, SingleCallback,

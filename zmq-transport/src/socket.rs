@@ -403,17 +403,16 @@ impl Socket {
         Ok(size)
     }
 
-    /// Sends one frame like [`send`](Socket::send) but without counting it: for transports layered on
-    /// this one, which count their own payload bytes in [`shared_counters`](Socket::shared_counters).
-    pub fn send_uncounted(&self, frame: &mut Message, timeout_ms: i32) -> Result<(), TransferError> {
+    /// Sends one frame like [`send`](Socket::send) but without counting it (see
+    /// [`crate::layered::Uncounted`]).
+    pub(crate) fn send_frame(&self, frame: &mut Message, timeout_ms: i32) -> Result<(), TransferError> {
         self.transfer(Dir::Send, timeout_ms, |flags| sys::msg_send(&mut frame.raw, self.ptr, flags))?;
         frame.after_send();
         Ok(())
     }
 
-    /// Receives one frame like [`receive`](Socket::receive) but without counting it (see
-    /// [`send_uncounted`](Socket::send_uncounted)).
-    pub fn receive_uncounted(&self, frame: &mut Message, timeout_ms: i32) -> Result<(), TransferError> {
+    /// Receives one frame like [`receive`](Socket::receive) but without counting it.
+    pub(crate) fn receive_frame(&self, frame: &mut Message, timeout_ms: i32) -> Result<(), TransferError> {
         let mut raw = RawMsg::empty();
         self.transfer(Dir::Receive, timeout_ms, |flags| sys::msg_recv(&mut raw, self.ptr, flags))?;
         frame.raw = raw;
@@ -427,17 +426,16 @@ impl Socket {
             return self.send(single, timeout_ms);
         }
         let total: usize = parts.iter().map(Message::size).sum();
-        self.send_parts_uncounted(parts, timeout_ms)?;
+        self.send_frames(parts, timeout_ms)?;
         self.counters.record_tx(total);
         Ok(total)
     }
 
-    /// Sends frames as one multipart without counting them (see
-    /// [`send_uncounted`](Socket::send_uncounted)); one frame is sent as a plain frame.
-    pub fn send_parts_uncounted(&self, parts: &mut [Message], timeout_ms: i32) -> Result<(), TransferError> {
+    /// Sends frames as one multipart without counting them; one frame is sent as a plain frame.
+    pub(crate) fn send_frames(&self, parts: &mut [Message], timeout_ms: i32) -> Result<(), TransferError> {
         let (first, rest) = match parts {
             [] => return Err(TransferError::EmptyMultipart),
-            [single] => return self.send_uncounted(single, timeout_ms),
+            [single] => return self.send_frame(single, timeout_ms),
             [first, rest @ ..] => (first, rest),
         };
         self.transfer(Dir::Send, timeout_ms, |flags| sys::msg_send(&mut first.raw, self.ptr, flags | zmq::SNDMORE))?;
@@ -487,7 +485,7 @@ impl Socket {
     }
 
     /// Receives every frame of one multipart without counting them, appended to `parts`.
-    pub fn receive_parts_uncounted(&self, parts: &mut Vec<Message>, timeout_ms: i32) -> Result<(), TransferError> {
+    pub(crate) fn receive_frames(&self, parts: &mut Vec<Message>, timeout_ms: i32) -> Result<(), TransferError> {
         let mut part = Message::new();
         self.transfer(Dir::Receive, timeout_ms, |flags| sys::msg_recv(&mut part.raw, self.ptr, flags))?;
         loop {
@@ -504,7 +502,7 @@ impl Socket {
     /// Receives a multipart message and appends its parts to `parts`. Returns the total size.
     pub fn receive_parts(&self, parts: &mut Vec<Message>, timeout_ms: i32) -> TransferResult {
         let start = parts.len();
-        self.receive_parts_uncounted(parts, timeout_ms)?;
+        self.receive_frames(parts, timeout_ms)?;
         let total = parts[start..].iter().map(Message::size).sum();
         self.counters.record_rx(total);
         Ok(total)

@@ -425,11 +425,11 @@ pub struct Poller<'a>(fairmq_zmq::Poller<'a>);
 impl<'a> Poller<'a> {
     /// A poller over `sockets` (index `i` is `sockets[i]`).
     pub fn new(sockets: &[&'a Socket]) -> Self {
-        let z: Vec<(&'a fairmq_zmq::Socket, Option<&'a dyn fairmq_zmq::PollHook>)> = sockets
+        let z: Vec<(&'a fairmq_zmq::Socket, Option<&'a dyn fairmq_zmq::layered::PollHook>)> = sockets
             .iter()
             .map(|&s| match s {
                 Socket::Zeromq(z) => (z, None),
-                Socket::Shmem(m) => (m.metadata_socket(), Some(m as &dyn fairmq_zmq::PollHook)),
+                Socket::Shmem(m) => (m.metadata_socket(), Some(m as &dyn fairmq_zmq::layered::PollHook)),
             })
             .collect();
         Poller(fairmq_zmq::Poller::with_hooks(&z))

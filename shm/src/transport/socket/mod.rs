@@ -17,6 +17,7 @@ use crate::transport::message::{Message, Source};
 use crate::transport::socket::addressee::Addressee;
 use crate::transport::socket::lanes::{release_frame, Deadline, Got, Link, Readers, Writer};
 use crate::transport::socket::peers::{Peers, Sent};
+use fairmq_zmq::layered::Uncounted;
 use fairmq_zmq::{AttachOptions, CounterSnapshot, Counters, SocketOptions, SocketType, TransferError, TransferResult};
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -1072,7 +1073,7 @@ impl Socket {
     }
 }
 
-impl fairmq_zmq::PollHook for Socket {
+impl fairmq_zmq::layered::PollHook for Socket {
     fn input_ready(&self) -> bool {
         // Nothing to receive: a publisher's socket carries only subscribers' probes, and a
         // receive on a push socket fails (a poller reporting it ready made callers spin on that).

@@ -19,6 +19,7 @@ use crate::meta::Record;
 use crate::segment::tickets::Issued;
 use crate::transport::attachment::Attachment;
 use crate::transport::message::Message;
+use fairmq_zmq::layered::Uncounted;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
