@@ -2,6 +2,7 @@
 //! transport are refused with `FMQ_ERROR_INVALID` (the transports' checks, sorted into codes).
 
 use crate::*;
+use fairmq_shm::testing::session::{unique_session, SessionGuard};
 use std::ffi::{c_char, CString};
 use std::ptr::{null, null_mut};
 
@@ -47,15 +48,10 @@ impl Drop for T {
     }
 }
 
-/// Removes a shmem session's objects when the test ends, also when it fails before freeing its
-/// regions and transports (declare it first: it is dropped last).
-struct Session(String, #[allow(dead_code)] fairmq_shm::testing::session::SessionGuard);
-
-impl Session {
-    fn new(tag: &str) -> Session {
-        let name = fairmq_shm::testing::session::unique_session(&format!("ffi{tag}"));
-        Session(name.clone(), fairmq_shm::testing::session::SessionGuard::new(&name))
-    }
+/// A shmem session of the test's own, removed when the test ends, also when it fails before
+/// freeing its regions and transports (declare it first: it is dropped last).
+fn session(tag: &str) -> SessionGuard {
+    SessionGuard::new(&unique_session(&format!("ffi{tag}")))
 }
 
 fn free(r: *mut fmq_region) {
@@ -65,8 +61,8 @@ fn free(r: *mut fmq_region) {
 
 #[test]
 fn pieces_outside_the_region_are_invalid_on_both_transports() {
-    let session = Session::new("region");
-    let shm_args = ["--session", session.0.as_str(), "--shm-segment-size", "10000000"];
+    let session = session("region");
+    let shm_args = ["--session", session.session(), "--shm-segment-size", "10000000"];
     for t in [T::new("zeromq", &[]), T::new("shmem", &shm_args)] {
         let r = t.region(4096);
         assert_eq!(t.piece(r, 0, 4096), FMQ_OK, "the whole region");
@@ -80,10 +76,10 @@ fn pieces_outside_the_region_are_invalid_on_both_transports() {
 
 #[test]
 fn regions_of_another_transport_are_invalid() {
-    let (session, other) = (Session::new("regionkind"), Session::new("regionother"));
+    let (session, other) = (session("regionkind"), session("regionother"));
     let (z, z2) = (T::new("zeromq", &[]), T::new("zeromq", &[]));
-    let shm = T::new("shmem", &["--session", session.0.as_str(), "--shm-segment-size", "10000000"]);
-    let shm2 = T::new("shmem", &["--session", other.0.as_str(), "--shm-segment-size", "10000000"]);
+    let shm = T::new("shmem", &["--session", session.session(), "--shm-segment-size", "10000000"]);
+    let shm2 = T::new("shmem", &["--session", other.session(), "--shm-segment-size", "10000000"]);
     let (zr, sr) = (z.region(1024), shm.region(1024));
     assert_eq!(shm.piece(zr, 0, 10), FMQ_ERROR_INVALID, "a zeromq region on shmem");
     assert_eq!(z.piece(sr, 0, 10), FMQ_ERROR_INVALID, "a shmem region on zeromq");

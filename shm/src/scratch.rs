@@ -22,3 +22,14 @@ impl Drop for Scratch {
         let _ = crate::monitor::cleanup_full(self.0.shm_id());
     }
 }
+
+/// An attachment (a transport's state, without sockets) to a scratch session of its own, with an
+/// 8 MiB segment; drop the attachment before the scratch (bind them in this order).
+pub(crate) fn attachment(tag: &str) -> (Scratch, std::sync::Arc<crate::transport::attachment::Attachment>) {
+    let mut c = crate::transport::config::ShmConfig::new(tag, &format!("{tag}-{}", std::process::id()));
+    c.segment_size = 8 << 20;
+    let scratch = Scratch::of_shm_id(&c.resolved_shm_id());
+    let interrupter = std::sync::Arc::new(fairmq_zmq::Interrupter::new().expect("an interrupter"));
+    let a = crate::transport::attachment::Attachment::new(&c, interrupter).expect("an attachment");
+    (scratch, std::sync::Arc::new(a))
+}

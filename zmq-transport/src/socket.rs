@@ -530,13 +530,7 @@ impl Socket {
                 Ok(()) => return Ok(()),
                 // libzmq times out by a coarse clock (a few ms per tick): a wait that ended before
                 // the deadline goes on for what is left, so no transfer gives up early.
-                Err(zmq::Error::EAGAIN) => match deadline.map(|d| d.saturating_duration_since(Instant::now())) {
-                    Some(left) if !left.is_zero() => {
-                        let ms = left.as_micros().div_ceil(1000);
-                        self.set_timeout(dir, i32::try_from(ms).unwrap_or(i32::MAX))?;
-                    }
-                    _ => return Err(TransferError::Timeout),
-                },
+                Err(zmq::Error::EAGAIN) => self.wait_until(dir, deadline.ok_or(TransferError::Timeout)?)?,
                 Err(zmq::Error::EINTR) if self.interrupter.is_interrupted() => {
                     // A transfer that can complete at once still completes while interrupted.
                     return self.at_once(timeout_ms, &mut attempt);
@@ -544,13 +538,18 @@ impl Socket {
                 // A signal: go on with the time that is left.
                 Err(zmq::Error::EINTR) => {
                     if let Some(d) = deadline {
-                        let left = ms_until(d).ok_or(TransferError::Timeout)?;
-                        self.set_timeout(dir, i32::try_from(left).unwrap_or(i32::MAX))?;
+                        self.wait_until(dir, d)?;
                     }
                 }
                 Err(e) => return Err(self.failed(e)),
             }
         }
+    }
+
+    /// The next wait of a transfer lasts until `deadline` (a timeout once it passed).
+    fn wait_until(&self, dir: Dir, deadline: Instant) -> Result<(), TransferError> {
+        let left = ms_until(deadline).ok_or(TransferError::Timeout)?;
+        self.set_timeout(dir, i32::try_from(left).unwrap_or(i32::MAX))
     }
 
     /// One attempt that does not wait: what cannot be done now is a timeout (`timeout_ms` 0) or

@@ -671,29 +671,29 @@ impl Segment {
     /// [`crate::segment::tickets::ELSEWHERE`]: not known, [`crate::segment::tickets::FACING`]: one of the sockets
     /// facing its sender)). For sweeps and fault tests.
     pub fn in_flight(&self) -> Vec<(u16, u64, u32, u32)> {
-        let t = self.tickets();
-        t.out_in_chunks(|_| true)
-            .into_iter()
-            .filter_map(|(ticket, nonce, issuer, receiver, _)| match t.resolve(ticket, nonce) {
-                Ok((crate::segment::tickets::Kind::Message, crate::meta::Record::Block { segment, offset, .. })) => {
-                    Some((segment, offset, issuer, receiver))
-                }
-                _ => None,
-            })
-            .collect()
+        self.handed(tickets::Kind::Message)
     }
 
     /// Whether an offer of the lane whose block is at `offset` of this segment is out (its
     /// writer's offers are tickets of this segment's table, as the block is its writer's).
     pub(crate) fn offered(&self, offset: u64) -> bool {
+        self.handed(tickets::Kind::Offer).iter().any(|&(segment, o, ..)| segment == self.id && o == offset)
+    }
+
+    /// The blocks tickets of `kind` out in this segment's table hand over (as [`in_flight`]).
+    ///
+    /// [`in_flight`]: Segment::in_flight
+    fn handed(&self, kind: tickets::Kind) -> Vec<(u16, u64, u32, u32)> {
         let t = self.tickets();
-        t.out_in_chunks(|_| true).into_iter().any(|(ticket, nonce, ..)| {
-            matches!(
-                t.resolve(ticket, nonce),
-                Ok((crate::segment::tickets::Kind::Offer, crate::meta::Record::Block { segment, offset: o, .. }))
-                    if segment == self.id && o == offset
-            )
-        })
+        t.out_in_chunks(|_| true)
+            .into_iter()
+            .filter_map(|(ticket, nonce, issuer, receiver, _)| match t.resolve(ticket, nonce) {
+                Ok((k, crate::meta::Record::Block { segment, offset, .. })) if k == kind => {
+                    Some((segment, offset, issuer, receiver))
+                }
+                _ => None,
+            })
+            .collect()
     }
 
     /// Every used block: (offset, size, owner mark, reference count), for the monitor's debug view.

@@ -128,12 +128,10 @@ pub fn remove_objects(names: &Names, segments: &[SegmentEntry], regions: &[Regio
 /// marking and unlinking (a live remover holds the lock until it is done). Finishes the removal
 /// under the lock, so the next attempt starts anew.
 fn finish_removal(m: &Management) -> Result<(), ShmError> {
-    if m.still_linked() {
-        let lock = m.lock()?;
-        if lock.removed() && m.still_linked() {
-            log::warn!("session {} was left half removed; removing the rest", m.names().shm_id());
-            lock.remove_session();
-        }
+    let lock = m.lock()?;
+    if lock.removed() && m.still_linked() {
+        log::warn!("session {} was left half removed; removing the rest", m.names().shm_id());
+        lock.remove_session();
     }
     Ok(())
 }

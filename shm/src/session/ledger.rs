@@ -299,19 +299,14 @@ impl Ledger {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::attachment::Attachment;
     use crate::transport::message::Message;
-    use std::sync::Arc;
 
     /// A process killed while it held a message and a copy of it (a shared block, two references
     /// listed): the sweep drops both and the block is freed; entries that do not name a shared
     /// block with a reference left are ignored.
     #[test]
     fn the_references_a_dead_transport_listed_are_dropped_once() {
-        let mut c = crate::transport::config::ShmConfig::new("ledger", &format!("ledger-{}", std::process::id()));
-        c.segment_size = 8 << 20;
-        let _scratch = crate::scratch::Scratch::of_shm_id(&c.resolved_shm_id());
-        let mgr = Arc::new(Attachment::new(&c, Arc::new(fairmq_zmq::Interrupter::new().unwrap())).unwrap());
+        let (_scratch, mgr) = crate::scratch::attachment("ledger");
         let settled_free = || {
             mgr.flush(true);
             mgr.own().drain_depot().unwrap();
@@ -351,10 +346,7 @@ mod tests {
     #[test]
     fn a_dead_writers_unclaimed_lane_waits_for_a_claimant_only_while_an_offer_is_out() {
         use crate::segment::ring::{self, Ring, ORPHANED};
-        let mut c = crate::transport::config::ShmConfig::new("ledger", &format!("ledger-lane-{}", std::process::id()));
-        c.segment_size = 8 << 20;
-        let _scratch = crate::scratch::Scratch::of_shm_id(&c.resolved_shm_id());
-        let mgr = Arc::new(Attachment::new(&c, Arc::new(fairmq_zmq::Interrupter::new().unwrap())).unwrap());
+        let (_scratch, mgr) = crate::scratch::attachment("ledger-lane");
         mgr.set_shared();
         let (mng, slot, me) = (mgr.management(), mgr.ledger().slot, mgr.owner());
         // As a writer makes a lane (see `lanes::Writer::offer`), then is killed.

@@ -24,7 +24,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 const FIRST_BYTE: usize = 16 << 10;
-pub(crate) use crate::session::management::PROCESS_SLOTS as SLOTS;
+use crate::session::management::PROCESS_SLOTS as SLOTS;
 const SLOT_BYTES: usize = 128;
 const W_PID: usize = 0;
 const W_SINCE: usize = 1;

@@ -223,10 +223,11 @@ impl Attachment {
     }
 
     /// Changes the holder mark of the block `rec` names from `from` to `to`, if it has one
-    /// reference and that mark.
+    /// reference and that mark. The record is checked first: it comes from a lane entry or a
+    /// ticket, which a faulty peer may have damaged.
     pub fn remark(&self, rec: &crate::meta::Record, from: u32, to: u32) {
-        if let crate::meta::Record::Block { segment, offset, slot, .. } = *rec {
-            if let Ok(seg) = self.segment(segment) {
+        if let crate::meta::Record::Block { segment, offset, delta, size, slot } = *rec {
+            if let Some(seg) = self.segment(segment).ok().filter(|s| s.check_block(offset, delta, size, slot).is_ok()) {
                 let (from, to) = (u64::from(from) << 32 | 1, u64::from(to) << 32 | 1);
                 let _ = seg.rc(offset, slot).compare_exchange(from, to, Ordering::AcqRel, Ordering::Relaxed);
             }

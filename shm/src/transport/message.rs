@@ -18,7 +18,7 @@
 use crate::error::ShmError;
 use crate::meta::{MetaError, RcHandle, Record};
 use crate::region::map::RegionMap;
-use crate::segment::tickets::{Kind, TicketError};
+use crate::segment::tickets::{Kind, TicketError, Tickets};
 use crate::transport::attachment::Attachment;
 use crate::transport::region::Region;
 
@@ -499,16 +499,28 @@ impl Message {
         Ok(m)
     }
 
+    /// What ticket `ticket` of segment `segment` hands over, checked like any record, if it was
+    /// issued as `kind`; with the table to claim it from (it stays out until claimed).
+    fn resolve<'a>(
+        mgr: &'a Arc<Attachment>,
+        segment: u16,
+        ticket: u32,
+        nonce: u64,
+        kind: Kind,
+    ) -> Result<(Tickets<'a>, Message), MetaError> {
+        let tickets = mgr.segment(segment)?.tickets();
+        let (issued_as, rec) = tickets.resolve(ticket, nonce)?;
+        if issued_as != kind {
+            return Err(TicketError::WrongKind(ticket, issued_as).into());
+        }
+        Ok((tickets, Message::from_record(mgr, rec)?))
+    }
+
     /// Claims the message ticket `ticket` of segment `segment`: what it describes is checked like
     /// any record, then the ticket is won or the check undone (it was never ours). The claim stays
     /// under way until the block is marked ours (see `receive`).
     pub(crate) fn claim(mgr: &Arc<Attachment>, segment: u16, ticket: u32, nonce: u64) -> Result<Message, MetaError> {
-        let tickets = mgr.segment(segment)?.tickets();
-        let (issued_as, rec) = tickets.resolve(ticket, nonce)?;
-        if issued_as != Kind::Message {
-            return Err(TicketError::WrongKind(ticket, issued_as).into());
-        }
-        let mut m = Message::from_record(mgr, rec)?;
+        let (tickets, mut m) = Message::resolve(mgr, segment, ticket, nonce, Kind::Message)?;
         if !tickets.claim_as(ticket, nonce, mgr.owner()) {
             m.hand_over(); // taken by another claim meanwhile: never ours to release
             return Err(TicketError::NotIssued(ticket).into());
@@ -527,12 +539,7 @@ impl Message {
         ticket: u32,
         nonce: u64,
     ) -> Result<Message, MetaError> {
-        let tickets = mgr.segment(segment)?.tickets();
-        let (issued_as, rec) = tickets.resolve(ticket, nonce)?;
-        if issued_as != Kind::Offer {
-            return Err(TicketError::WrongKind(ticket, issued_as).into());
-        }
-        let m = Message::from_record(mgr, rec)?;
+        let (tickets, m) = Message::resolve(mgr, segment, ticket, nonce, Kind::Offer)?;
         m.add_reference();
         if !tickets.claim(ticket, nonce) {
             // Taken by another claim meanwhile: our own reference goes with `m`.

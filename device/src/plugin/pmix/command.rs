@@ -120,8 +120,8 @@ fn drive(me: u32, timeout_s: u64, words: &[String]) -> Result<bool, BoxError> {
             }
             "wait-for-state" => {
                 let s: State = words.next().ok_or("wait-for-state needs a state")?.parse()?;
-                let marks = c.marks();
-                c.wait(&format!("every device entered {s}"), |c| c.all_entered_since(&marks, s))?;
+                let (all, marks): (Vec<u32>, _) = (c.peers.keys().copied().collect(), c.marks());
+                c.wait(&format!("every device entered {s}"), |c| c.all_entered_since(&all, &marks, s))?;
             }
             other => return Err(format!("unknown command '{other}'").into()),
         }
@@ -137,10 +137,13 @@ fn apply_report(peers: &mut BTreeMap<u32, Peer>, identity: &[u8], text: &str) {
     let fields: Vec<&str> = text.split('\t').collect();
     match fields.as_slice() {
         ["hello", rank, state] => match (rank.parse::<u32>().ok().and_then(|r| peers.get_mut(&r)), state.parse()) {
-            (Some(p), Ok(s)) => {
+            // The first hello of a rank names its link; a later one (another connection that
+            // claims the rank) would take the device's commands away from it.
+            (Some(p), Ok(s)) if p.identity.is_none() => {
                 p.identity = Some(identity.to_vec());
                 p.state = s;
             }
+            (Some(p), Ok(_)) => log::warn!("pmix command: ignored a second hello for device {}: '{text}'", p.id),
             _ => log::warn!("pmix command: ignored a hello that names no device of the job: '{text}'"),
         },
         ["state", state] => match (peers.values_mut().find(|p| p.identity.as_deref() == Some(identity)), state.parse())
@@ -162,8 +165,12 @@ impl Command {
         self.peers.iter().map(|(r, p)| (*r, p.entered.len())).collect()
     }
 
-    fn all_entered_since(&self, marks: &BTreeMap<u32, usize>, s: State) -> bool {
-        self.peers.iter().all(|(r, p)| p.entered[marks.get(r).copied().unwrap_or(0)..].contains(&s))
+    /// Whether each device of `ranks` entered `s` since `marks`.
+    fn all_entered_since(&self, ranks: &[u32], marks: &BTreeMap<u32, usize>, s: State) -> bool {
+        ranks.iter().all(|r| {
+            let p = &self.peers[r];
+            p.entered[marks.get(r).copied().unwrap_or(0)..].contains(&s)
+        })
     }
 
     fn request_all(&mut self, t: Transition, which: impl Fn(&Peer) -> bool) -> Result<(), BoxError> {
@@ -179,9 +186,7 @@ impl Command {
 
     /// Requests `t` of every device and waits until each entered `target`.
     fn step(&mut self, t: Transition, target: State) -> Result<(), BoxError> {
-        let marks = self.marks();
-        self.request_all(t, |_| true)?;
-        self.wait(&format!("every device entered {target}"), |c| c.all_entered_since(&marks, target))
+        self.step_for(t, target, |_| true)
     }
 
     fn startup(&mut self) -> Result<(), BoxError> {
@@ -219,9 +224,7 @@ impl Command {
         let chosen: Vec<u32> = self.peers.iter().filter(|(_, p)| which(p)).map(|(r, _)| *r).collect();
         let marks = self.marks();
         self.request_all(t, |p| which(p))?;
-        self.wait(&format!("the chosen devices entered {target}"), |c| {
-            chosen.iter().all(|r| c.peers[r].entered[marks[r]..].contains(&target))
-        })
+        self.wait(&format!("every chosen device entered {target}"), |c| c.all_entered_since(&chosen, &marks, target))
     }
 
     /// Handles what devices report until `done` holds; an error after the timeout.
@@ -283,6 +286,7 @@ mod tests {
         }
         assert_eq!((peers[&1].identity.as_deref(), peers[&1].state), (None, State::Undefined));
         apply_report(&mut peers, b"id-a", "hello\t1\tIDLE");
+        apply_report(&mut peers, b"id-b", "hello\t1\tIDLE");
         apply_report(&mut peers, b"id-b", "state\tRUNNING");
         apply_report(&mut peers, b"id-a", "state\tNOT A STATE");
         apply_report(&mut peers, b"id-a", "state\tINITIALIZING DEVICE");

@@ -16,6 +16,7 @@ mod ffi;
 mod link;
 
 use super::{builtin_control::crate_version, Plugin, PluginServices, Version};
+use crate::channel::ChannelConfig;
 use crate::properties::Properties;
 use crate::state::State;
 use crate::BoxError;
@@ -113,15 +114,17 @@ fn exchange_addresses(services: &PluginServices, size: u32, timeout: i32) -> Res
     }
     let config = services.config();
     let interface = config.get_or::<String>("network-interface", "default".into())?;
-    let mine: Vec<String> = channels(config, "bind")
-        .into_iter()
-        .filter(|(_, _, a)| !a.is_empty())
-        .map(|(name, _, address)| format!("{name}\t{}", reachable(&address, &interface)))
+    let channels = sub_channels(config);
+    let mine: Vec<String> = channels
+        .iter()
+        .filter(|c| c.method == "bind" && has_address(c))
+        .map(|c| format!("{}\t{}", c.prefix, reachable(&c.address, &interface)))
         .collect();
     ffi::put(BOUND_KEY, &mine.join("\n"))?;
     // The channels exist once the device initialised: their types tell the command which
     // devices are sources and sinks.
-    ffi::put(ROLE_KEY, &channel_types(config).join(","))?;
+    let types: Vec<&str> = channels.iter().map(|c| c.ty.as_str()).collect();
+    ffi::put(ROLE_KEY, &types.join(","))?;
     ffi::fence(timeout)?;
     let mut bound: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for r in 0..size {
@@ -131,11 +134,9 @@ fn exchange_addresses(services: &PluginServices, size: u32, timeout: i32) -> Res
             }
         }
     }
-    for (name, i, address) in channels(config, "connect") {
-        if !address.is_empty() && address != "unspecified" {
-            continue;
-        }
-        match bound.get(&name) {
+    for c in channels.iter().filter(|c| c.method == "connect" && !has_address(c)) {
+        let (name, i) = (&c.prefix, c.index);
+        match bound.get(name) {
             Some(list) => {
                 let joined = list.join(",");
                 log::info!("pmix: channel {name}[{i}] connects to {joined}");
@@ -147,33 +148,19 @@ fn exchange_addresses(services: &PluginServices, size: u32, timeout: i32) -> Res
     Ok(())
 }
 
-/// The socket types of the device's sub-channels.
-fn channel_types(config: &Properties) -> Vec<String> {
-    let mut out = Vec::new();
-    for (name, count) in config.channel_info() {
-        for i in 0..count {
-            out.push(config.get_or::<String>(&format!("chans.{name}.{i}.type"), String::new()).unwrap_or_default());
-        }
-    }
-    out
+/// Every sub-channel of the device as configured (keys it lacks keep FairMQ's defaults).
+fn sub_channels(config: &Properties) -> Vec<ChannelConfig> {
+    config
+        .channel_info()
+        .into_iter()
+        .flat_map(|(name, count)| (0..count).map(move |i| (name.clone(), i)))
+        .filter_map(|(name, i)| ChannelConfig::from_properties(config, &name, i).ok())
+        .collect()
 }
 
-/// The sub-channels whose method is `method`: name, index, address.
-fn channels(config: &Properties, method: &str) -> Vec<(String, usize, String)> {
-    let mut out = Vec::new();
-    for (name, count) in config.channel_info() {
-        for i in 0..count {
-            let key = |k: &str| format!("chans.{name}.{i}.{k}");
-            if config.get_or::<String>(&key("method"), String::new()).unwrap_or_default() == method {
-                out.push((
-                    name.clone(),
-                    i,
-                    config.get_or::<String>(&key("address"), String::new()).unwrap_or_default(),
-                ));
-            }
-        }
-    }
-    out
+/// Whether a sub-channel's address was given (or, bound, is known).
+fn has_address(c: &ChannelConfig) -> bool {
+    !matches!(c.address.as_str(), "" | "unspecified")
 }
 
 /// `address` with a wildcard host (`*`, `0.0.0.0`) replaced by the IPv4 address of `interface`

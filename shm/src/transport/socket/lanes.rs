@@ -196,9 +196,6 @@ fn release_entries(mgr: &Arc<Attachment>, entries: impl IntoIterator<Item = Take
 }
 
 fn release_records(mgr: &Arc<Attachment>, frame: &[u8], whose: Whose) -> usize {
-    if whose == Whose::Ours {
-        return release_frame(mgr, frame, Source::Lane);
-    }
     let mut records = Vec::new();
     let _ = meta::decode(frame, &mut records);
     records
@@ -213,31 +210,41 @@ fn accounted(mgr: &Attachment, rec: &Record, whose: Whose) -> bool {
     whose == Whose::Ours || !matches!(rec, Record::Block { .. }) || held(mgr, rec) != Held::Otherwise
 }
 
-/// The blocks an entry of `kind` names, the block holding an indirect frame first, then the
-/// parts (`None` when the entry cannot be read).
-fn entry_blocks(mgr: &Arc<Attachment>, kind: u32, entry: &[u8]) -> Option<Vec<Record>> {
-    let mut records = Vec::new();
-    meta::decode(entry, &mut records).ok()?;
-    if kind == KIND_INDIRECT {
-        let [holder] = records[..] else { return None };
-        let mut h = Message::from_record(mgr, holder).ok()?;
-        let read = meta::decode(h.data(), &mut records);
-        h.hand_over(); // only read: its reference stays where it was
-        read.ok()?;
+/// The blocks an entry of `kind` names, into `records` (cleared first): the block holding an
+/// indirect frame first, then the parts. False when the entry cannot be read.
+fn entry_blocks(mgr: &Arc<Attachment>, kind: u32, entry: &[u8], records: &mut Vec<Record>) -> bool {
+    records.clear();
+    if meta::decode(entry, records).is_err() {
+        return false;
     }
-    Some(records)
+    if kind != KIND_INDIRECT {
+        return true;
+    }
+    let [holder] = records[..] else { return false };
+    let Ok(mut h) = Message::from_record(mgr, holder) else { return false };
+    let read = meta::decode(h.data(), records);
+    h.hand_over(); // only read: its reference stays where it was
+    read.is_ok()
 }
 
 /// Changes the holder mark of the blocks of a lane entry from `from` to `to` (those with one
-/// reference): in flight when a writer stages it, its own again when it takes it back. The block
-/// holding an indirect frame goes in flight first and comes back last: a reader finishing a dead
-/// writer's entry reads the parts through it.
+/// reference): in flight when a writer stages it, its own again when it takes it back or a reader
+/// takes it. The block holding an indirect frame goes in flight first and comes back last: a
+/// reader finishing a dead writer's entry reads the parts through it.
 fn remark_entry(mgr: &Arc<Attachment>, kind: u32, entry: &[u8], from: u32, to: u32) {
-    let Some(mut blocks) = entry_blocks(mgr, kind, entry) else { return };
-    if to != crate::segment::slots::IN_FLIGHT {
-        blocks.reverse();
+    remark_entry_with(mgr, kind, entry, from, to, &mut Vec::new());
+}
+
+/// [`remark_entry`] with the caller's buffer for the records (a reader's: no allocation per entry).
+fn remark_entry_with(mgr: &Arc<Attachment>, kind: u32, entry: &[u8], from: u32, to: u32, blocks: &mut Vec<Record>) {
+    if !entry_blocks(mgr, kind, entry, blocks) {
+        return;
     }
-    blocks.iter().for_each(|r| mgr.remark(r, from, to));
+    if to == crate::segment::slots::IN_FLIGHT {
+        blocks.iter().for_each(|r| mgr.remark(r, from, to));
+    } else {
+        blocks.iter().rev().for_each(|r| mgr.remark(r, from, to));
+    }
 }
 
 /// Writer: takes every entry out of `ring` (its reader left) into `out`, each marked its own again
@@ -792,15 +799,14 @@ impl Readers {
                     ring.read(&e, out);
                     // Ours before it leaves the ring: killed at any moment, this reader leaves
                     // blocks that the ring or its own mark accounts for (see `Whose::Ring`).
-                    if e.kind == KIND_FRAME {
-                        self.records.clear();
-                        if meta::decode(out, &mut self.records).is_ok() {
-                            let owner = mgr.owner();
-                            self.records.iter().for_each(|r| mgr.remark(r, crate::segment::slots::IN_FLIGHT, owner));
-                        }
-                    } else {
-                        remark_entry(mgr, e.kind, out, crate::segment::slots::IN_FLIGHT, mgr.owner());
-                    }
+                    remark_entry_with(
+                        mgr,
+                        e.kind,
+                        out,
+                        crate::segment::slots::IN_FLIGHT,
+                        mgr.owner(),
+                        &mut self.records,
+                    );
                     ring.consume(&e);
                     self.next = i + 1;
                     if e.kind == KIND_FRAME {
@@ -923,6 +929,39 @@ mod tests {
         mgr.own().rc(offset, slot).load(std::sync::atomic::Ordering::Acquire)
     }
 
+    /// A lane entry names its blocks, and a reader marks them its own before it takes the entry.
+    /// One a faulty peer of the session damaged names places outside the segment, or a slot that
+    /// is no block's: nothing is marked, and the reader does not index out of bounds. Before, the
+    /// mark went to whatever word the record named (a slot past the table, an offset past the
+    /// segment: a panic of the receiving device).
+    #[test]
+    fn a_damaged_record_in_a_lane_entry_marks_nothing() {
+        let (_scratch, mgr) = crate::scratch::attachment("lanes-damaged");
+        let m = Message::allocate(mgr.clone(), 100, 0).unwrap();
+        m.mark_in_flight(true);
+        let rec = m.record();
+        let Record::Block { segment, offset, delta, size, slot } = rec else { panic!("a block") };
+        let in_flight = u64::from(crate::segment::slots::IN_FLIGHT) << 32 | 1;
+        assert_eq!(count_word(&mgr, rec), in_flight);
+        let damaged = [
+            Record::Block { segment, offset: u64::MAX - 7, delta, size, slot: crate::segment::slots::NO_SLOT },
+            Record::Block { segment, offset: 1 << 40, delta, size, slot: crate::segment::slots::NO_SLOT },
+            Record::Block { segment, offset, delta, size, slot: u32::MAX - 1 },
+            Record::Block { segment, offset: offset + 64, delta, size, slot },
+        ];
+        for bad in damaged {
+            let mut entry = Vec::new();
+            meta::encode_single(&bad, 0, &mut entry);
+            remark_entry(&mgr, KIND_FRAME, &entry, crate::segment::slots::IN_FLIGHT, mgr.owner());
+        }
+        assert_eq!(count_word(&mgr, rec), in_flight, "the block the damaged records almost named");
+        // The good record is marked.
+        let mut entry = Vec::new();
+        meta::encode_single(&rec, 0, &mut entry);
+        remark_entry(&mgr, KIND_FRAME, &entry, crate::segment::slots::IN_FLIGHT, mgr.owner());
+        assert_eq!(count_word(&mgr, rec), u64::from(mgr.owner()) << 32 | 1);
+    }
+
     /// A writer killed between staging an entry and publishing it (issue 17 item 3): once it had
     /// marked every block in flight, the reader publishes the entry and it is read like any other;
     /// killed while marking, what it marked is released and what it still marks its own is left
@@ -930,10 +969,7 @@ mod tests {
     /// for room, and a writer killed then left them allocated until the session ended.
     #[test]
     fn a_dead_writers_staged_entry_is_published_when_marked_else_released() {
-        let mut c = crate::transport::config::ShmConfig::new("reader", &format!("lanes-staged-{}", std::process::id()));
-        c.segment_size = 8 << 20;
-        let _scratch = crate::scratch::Scratch::of_shm_id(&c.resolved_shm_id());
-        let mgr = Arc::new(Attachment::new(&c, Arc::new(fairmq_zmq::Interrupter::new().unwrap())).unwrap());
+        let (_scratch, mgr) = crate::scratch::attachment("lanes-staged");
         let lane = Message::allocate(mgr.clone(), ring::block_bytes(ring::MIN_CAPACITY) as usize, 8).unwrap();
         let ring = Ring::init(lane.words().unwrap(), ring::MIN_CAPACITY, 77);
         let stage = |parts: &[&Message]| {
@@ -976,11 +1012,7 @@ mod tests {
     /// they go in flight again (the holder first). Before, they stayed in flight, named by nothing.
     #[test]
     fn entries_taken_back_are_the_writers_until_staged_again() {
-        let mut c =
-            crate::transport::config::ShmConfig::new("writer", &format!("lanes-takeback-{}", std::process::id()));
-        c.segment_size = 8 << 20;
-        let _scratch = crate::scratch::Scratch::of_shm_id(&c.resolved_shm_id());
-        let mgr = Arc::new(Attachment::new(&c, Arc::new(fairmq_zmq::Interrupter::new().unwrap())).unwrap());
+        let (_scratch, mgr) = crate::scratch::attachment("lanes-takeback");
         let lane = Message::allocate(mgr.clone(), ring::block_bytes(ring::MIN_CAPACITY) as usize, 8).unwrap();
         let ring = Ring::init(lane.words().unwrap(), ring::MIN_CAPACITY, mgr.owner());
         let in_flight = |_: Record| u64::from(crate::segment::slots::IN_FLIGHT) << 32 | 1;
