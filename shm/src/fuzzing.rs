@@ -288,10 +288,10 @@ pub fn region_acks(data: &[u8]) {
     assert_eq!(q.pending(), 0);
 }
 
-/// Target `lane_words`: what a peer can leave in the block of a lane (see `lane.rs`).
+/// Target `lane_words`: what a peer can leave in the block of a lane (see `segment::ring`).
 ///
 /// Byte 0, bit 0 clear, *raw*: the following bytes fill the block's words (room for a ring of
-/// twice the smallest capacity; missing bytes read as zero; bit 1 set keeps a valid magic, so the
+/// twice the smallest capacity; missing bytes read as zero; bit 1 set keeps a valid tag (magic and layout), so the
 /// fuzzer need not guess it). A reader opens the lane and reads until it is empty or refuses a word:
 /// nothing panics or reads outside the block, no entry is longer than an entry may be, and no more
 /// entries come out than the ring holds. A writer then pushes into what is left, and a reader that
@@ -321,12 +321,14 @@ pub fn lane_words(data: &[u8]) {
         }
     };
     if byte(0) & 1 == 0 {
-        let magic = words[0].load(Relaxed);
+        // The tag (magic and layout version), kept when asked so the rest of the header is reached.
+        let tag = [words[0].load(Relaxed), words[1].load(Relaxed)];
         for (w, chunk) in words.iter().zip(data.get(1..).unwrap_or(&[]).chunks(8)) {
             w.store(u64::from_le_bytes(std::array::from_fn(|i| chunk.get(i).copied().unwrap_or(0))), Relaxed);
         }
         if byte(0) & 2 != 0 {
-            words[0].store(magic, Relaxed);
+            words[0].store(tag[0], Relaxed);
+            words[1].store(tag[1], Relaxed);
         }
         let Ok(r) = Ring::open(&words) else { return };
         // A dead writer's staged entry, as a reader finishing it reads it.
@@ -489,7 +491,7 @@ fn lane_seeds() -> Vec<(&'static str, String, Vec<u8>)> {
         ("lane_words", "raw-entry-too-long".to_owned(), raw(&|w| w[entry].store(5000 | 1 << 32, Relaxed))),
         ("lane_words", "raw-unknown-kind".to_owned(), raw(&|w| w[entry].store(3 | 9 << 32, Relaxed))),
         ("lane_words", "raw-head-past-tail".to_owned(), raw(&|w| w[16].store(1 << 40, Relaxed))),
-        ("lane_words", "raw-capacity-beyond-block".to_owned(), raw(&|w| w[1].store(4 * MIN_CAPACITY, Relaxed))),
+        ("lane_words", "raw-capacity-beyond-block".to_owned(), raw(&|w| w[2].store(4 * MIN_CAPACITY, Relaxed))),
         ("lane_words", "round-trip-small".to_owned(), round_trip(0, &[(1, 3), (0, 0), (2, 4)])),
         (
             "lane_words",

@@ -42,7 +42,7 @@
 //! | `session/` | the management segment, attaching and detaching, the region registry, liveness of processes, ledgers of shared references |
 //! | `segment/` | a segment: its allocator (TLSF), slot table, depot, hand-over tickets, lane rings; a process's block cache |
 //! | root | the vocabulary: errors, metadata records, object names, session ids |
-//! | `sys/` | every system call; mappings and the robust mutexes in them (safe handles borrowed from a mapping). Outside it, unsafe code only makes slices of message payloads and takes raw user buffers |
+//! | `sys/` | every system call; mappings, the robust mutexes in them (safe handles borrowed from a mapping) and the typed views of shared layouts (`layout`: `#[repr(C)]` structs of atomic words, one open-and-check routine for every object). Outside it, unsafe code only makes slices of message payloads and takes raw user buffers |
 //!
 //! ```
 //! use fairmq_shm::{ShmConfig, Transport};

@@ -14,27 +14,44 @@
 use crate::error::ShmError;
 use crate::naming::Names;
 use crate::sys::futex;
+use crate::sys::layout::{shared_layout, Kind, MutexPlace, Tag};
 use crate::sys::mapping::{Created, Fresh, Mapping};
+use std::mem::{offset_of, size_of};
 use std::path::Path;
+use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-const MAGIC: u64 = u64::from_le_bytes(*b"FMQRSRGQ");
-const LAYOUT: u64 = 1;
+const KIND: Kind = Kind { what: "region queue", magic: u64::from_le_bytes(*b"FMQRSRGQ"), layout: 1 };
 /// Entries the ring holds (24 bytes each; the file is sparse).
 pub const CAPACITY: u64 = 1 << 16;
-const W_MAGIC: usize = 0;
-const W_LAYOUT: usize = 1;
-const W_CAPACITY: usize = 2;
-const W_HEAD: usize = 3;
-const W_TAIL: usize = 4;
-const W_DATA: usize = 5;
-const W_SPACE: usize = 6;
-const W_CONSUMER: usize = 7;
-const MUTEX_AT: usize = 128;
-const ENTRIES_WORD: usize = 4096 / 8;
-const ENTRY_WORDS: usize = 3;
-const SIZE: usize = ENTRIES_WORD * 8 + CAPACITY as usize * ENTRY_WORDS * 8;
+
+shared_layout! {
+    /// The whole queue: header, lock, and the ring from byte 4096.
+    struct Layout {
+        tag: Tag,
+        capacity: AtomicU64,
+        /// Entries ever consumed (by the consumer).
+        head: AtomicU64,
+        /// Entries ever published (by producers, under the lock).
+        tail: AtomicU64,
+        /// Futex bumped when entries were pushed.
+        data: AtomicU64,
+        /// Futex bumped when the consumer took entries.
+        space: AtomicU64,
+        /// The consumer's owner mark (0: none).
+        consumer: AtomicU64,
+        _spare: [AtomicU64; 8],
+        /// Guards producers.
+        lock: MutexPlace,
+        _pad: [AtomicU64; 488],
+        /// `(offset, size, hint)` of each acknowledgement.
+        entries: [[AtomicU64; 3]; CAPACITY as usize],
+    }
+}
+const _: () = assert!(offset_of!(Layout, consumer) == 56 && offset_of!(Layout, lock) == 128);
+const _: () = assert!(offset_of!(Layout, entries) == 4096);
+const SIZE: usize = size_of::<Layout>();
 const _: () = assert!(CAPACITY.is_power_of_two(), "slots must stay in order when the indices wrap");
 
 /// One released piece of a region, as it travels back.
@@ -82,29 +99,28 @@ impl AckQueue {
     pub fn open(path: &Path) -> Result<AckQueue, ShmError> {
         let name = path.display().to_string();
         let map = Mapping::open(path).map_err(|e| ShmError::file("opening region queue", e))?;
-        let bad = |reason: &str| ShmError::Layout { name: name.clone(), reason: reason.into() };
-        if map.len() < SIZE {
-            return Err(bad("too small"));
-        }
-        let w = map.words();
-        if w[W_MAGIC].load(Ordering::Acquire) != MAGIC || w[W_LAYOUT].load(Ordering::Relaxed) != LAYOUT {
-            return Err(bad("not a fairmq-rs region queue of this version"));
-        }
-        if w[W_CAPACITY].load(Ordering::Relaxed) != CAPACITY {
-            return Err(bad("unexpected capacity"));
-        }
+        KIND.open(
+            map.words(),
+            |q: &Layout| &q.tag,
+            |q| match q.capacity.load(Ordering::Relaxed) {
+                CAPACITY => Ok(()),
+                other => Err(format!("capacity {other} (this build uses {CAPACITY})")),
+            },
+        )
+        .map_err(|e| ShmError::Layout { name, reason: e.to_string() })?;
         Ok(AckQueue { map })
     }
 
-    fn word(&self, i: usize) -> &std::sync::atomic::AtomicU64 {
-        &self.map.words()[i]
+    /// The queue's words (checked to fit when it was opened).
+    fn q(&self) -> &Layout {
+        self.map.view().expect("a region queue holds its layout")
     }
 
     /// Registers the transport of owner mark `me` as the consumer unless another transport that
     /// is `alive` (by its mark) is; returns the holder's mark if so. Marks, not pids: a pid can
     /// name another process in another pid namespace sharing /dev/shm.
     pub fn claim_consumer(&self, me: u32, alive: impl Fn(u32) -> bool) -> Result<(), u32> {
-        let w = self.word(W_CONSUMER);
+        let w = &self.q().consumer;
         loop {
             let cur = w.load(Ordering::Acquire);
             if cur != 0 && cur != u64::from(me) && alive(cur as u32) {
@@ -118,13 +134,13 @@ impl AckQueue {
 
     /// Gives up the consumer role (if mark `me` holds it); later acknowledgements are dropped.
     pub fn release_consumer(&self, me: u32) {
-        let _ = self.word(W_CONSUMER).compare_exchange(u64::from(me), 0, Ordering::AcqRel, Ordering::Relaxed);
-        futex::bump_and_wake_all(self.word(W_SPACE));
+        let _ = self.q().consumer.compare_exchange(u64::from(me), 0, Ordering::AcqRel, Ordering::Relaxed);
+        futex::bump_and_wake_all(&self.q().space);
     }
 
     /// The owner mark of the transport that reads this queue, if one registered.
     pub fn consumer(&self) -> Option<u32> {
-        match self.word(W_CONSUMER).load(Ordering::Acquire) {
+        match self.q().consumer.load(Ordering::Acquire) {
             0 => None,
             mark => Some(mark as u32),
         }
@@ -134,12 +150,12 @@ impl AckQueue {
     pub fn push(&self, acks: &[Ack]) -> Result<usize, ShmError> {
         let n = {
             // Nothing to repair after a dead holder: its entries past `tail` were never published.
-            let _g = self.map.mutex(MUTEX_AT).lock(|| {
+            let _g = self.map.mutex(&self.q().lock).lock(|| {
                 log::warn!("a process died while acknowledging region blocks");
                 true
             })?;
-            let head = self.word(W_HEAD).load(Ordering::Acquire);
-            let tail = self.word(W_TAIL).load(Ordering::Relaxed);
+            let head = self.q().head.load(Ordering::Acquire);
+            let tail = self.q().tail.load(Ordering::Relaxed);
             let used = tail.wrapping_sub(head);
             if used > CAPACITY {
                 return Err(ShmError::Layout {
@@ -148,51 +164,49 @@ impl AckQueue {
                 });
             }
             let n = (CAPACITY - used).min(acks.len() as u64) as usize;
-            let w = self.map.words();
             for (i, a) in acks[..n].iter().enumerate() {
-                let at = slot(tail.wrapping_add(i as u64));
-                w[at].store(a.offset, Ordering::Relaxed);
-                w[at + 1].store(a.size, Ordering::Relaxed);
-                w[at + 2].store(a.hint, Ordering::Relaxed);
+                let [offset, size, hint] = self.entry(tail.wrapping_add(i as u64));
+                offset.store(a.offset, Ordering::Relaxed);
+                size.store(a.size, Ordering::Relaxed);
+                hint.store(a.hint, Ordering::Relaxed);
             }
-            self.word(W_TAIL).store(tail.wrapping_add(n as u64), Ordering::Release);
+            self.q().tail.store(tail.wrapping_add(n as u64), Ordering::Release);
             n
         };
         if n > 0 {
-            futex::bump_and_wake_all(self.word(W_DATA));
+            futex::bump_and_wake_all(&self.q().data);
         }
         Ok(n)
     }
 
     /// Acknowledgements waiting for the consumer.
     pub fn pending(&self) -> u64 {
-        let head = self.word(W_HEAD).load(Ordering::Acquire);
-        self.word(W_TAIL).load(Ordering::Acquire).wrapping_sub(head).min(CAPACITY)
+        let head = self.q().head.load(Ordering::Acquire);
+        self.q().tail.load(Ordering::Acquire).wrapping_sub(head).min(CAPACITY)
     }
 
     /// The consumer: moves up to `max` entries into `out`; returns how many.
     pub fn pop(&self, max: usize, out: &mut Vec<Ack>) -> usize {
-        let head = self.word(W_HEAD).load(Ordering::Relaxed);
-        let tail = self.word(W_TAIL).load(Ordering::Acquire);
+        let head = self.q().head.load(Ordering::Relaxed);
+        let tail = self.q().tail.load(Ordering::Acquire);
         let avail = tail.wrapping_sub(head);
         if avail > CAPACITY {
             log::error!("region queue {} has corrupt indices; dropping its content", self.map.path().display());
-            self.word(W_HEAD).store(tail, Ordering::Release);
+            self.q().head.store(tail, Ordering::Release);
             return 0;
         }
         let n = avail.min(max as u64) as usize;
-        let w = self.map.words();
         for i in 0..n {
-            let at = slot(head.wrapping_add(i as u64));
+            let [offset, size, hint] = self.entry(head.wrapping_add(i as u64));
             out.push(Ack {
-                offset: w[at].load(Ordering::Relaxed),
-                size: w[at + 1].load(Ordering::Relaxed),
-                hint: w[at + 2].load(Ordering::Relaxed),
+                offset: offset.load(Ordering::Relaxed),
+                size: size.load(Ordering::Relaxed),
+                hint: hint.load(Ordering::Relaxed),
             });
         }
         if n > 0 {
-            self.word(W_HEAD).store(head.wrapping_add(n as u64), Ordering::Release);
-            futex::bump_and_wake_all(self.word(W_SPACE));
+            self.q().head.store(head.wrapping_add(n as u64), Ordering::Release);
+            futex::bump_and_wake_all(&self.q().space);
         }
         n
     }
@@ -201,48 +215,47 @@ impl AckQueue {
     /// checks that the queue survives any values there).
     #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn force_indices(&self, head: u64, tail: u64) {
-        self.word(W_HEAD).store(head, Ordering::Release);
-        self.word(W_TAIL).store(tail, Ordering::Release);
+        self.q().head.store(head, Ordering::Release);
+        self.q().tail.store(tail, Ordering::Release);
     }
 
     /// The value to pass to [`AckQueue::wait_for_data`].
     pub fn data_epoch(&self) -> u32 {
-        futex::low32(self.word(W_DATA))
+        futex::low32(&self.q().data)
     }
 
     /// Sleeps until entries were pushed after `epoch` was read, at most `timeout`.
     pub fn wait_for_data(&self, epoch: u32, timeout: Duration) {
-        futex::wait(self.word(W_DATA), epoch, timeout);
+        futex::wait(&self.q().data, epoch, timeout);
     }
 
     /// The value to pass to [`AckQueue::wait_for_space`].
     pub fn space_epoch(&self) -> u32 {
-        futex::low32(self.word(W_SPACE))
+        futex::low32(&self.q().space)
     }
 
     /// Sleeps until the consumer took entries after `epoch` was read, at most `timeout`.
     pub fn wait_for_space(&self, epoch: u32, timeout: Duration) {
-        futex::wait(self.word(W_SPACE), epoch, timeout);
+        futex::wait(&self.q().space, epoch, timeout);
+    }
+
+    /// The entry at ring index `index`. Indices only ever grow and wrap around at `u64::MAX` (a
+    /// faulty process may have put them anywhere); `CAPACITY` divides 2^64, so the entries stay in
+    /// order across the wrap.
+    fn entry(&self, index: u64) -> &[AtomicU64; 3] {
+        &self.q().entries[(index % CAPACITY) as usize]
     }
 
     /// Wakes the consumer (to see a stop request).
     pub fn wake_consumer(&self) {
-        futex::bump_and_wake_all(self.word(W_DATA));
+        futex::bump_and_wake_all(&self.q().data);
     }
 }
 
-/// First word of the entry at ring index `index`. Indices only ever grow and wrap around at
-/// `u64::MAX` (a faulty process may have put them anywhere); `CAPACITY` divides 2^64, so the slots
-/// stay in order across the wrap.
-fn slot(index: u64) -> usize {
-    ENTRIES_WORD + (index % CAPACITY) as usize * ENTRY_WORDS
-}
-
 fn init(m: &Fresh<'_>) -> std::io::Result<()> {
-    let w = m.words();
-    w[W_LAYOUT].store(LAYOUT, Ordering::Relaxed);
-    w[W_CAPACITY].store(CAPACITY, Ordering::Relaxed);
-    m.init_mutex(MUTEX_AT)?;
-    w[W_MAGIC].store(MAGIC, Ordering::Release);
+    let q: &Layout = m.view().ok_or_else(|| std::io::Error::other("region queue smaller than its layout"))?;
+    q.capacity.store(CAPACITY, Ordering::Relaxed);
+    m.init_mutex(&q.lock)?;
+    KIND.stamp(&q.tag);
     Ok(())
 }

@@ -24,34 +24,43 @@ use crate::segment::slots::{Entry, Slots, NO_SLOT, SLOTTED};
 use crate::segment::tickets::Tickets;
 use crate::segment::tlsf::{Block, Tlsf};
 use crate::sys::futex;
+use crate::sys::layout::{shared_layout, Kind, MutexPlace, Tag};
 use crate::sys::mapping::{Created, Mapping};
-use crate::sys::robust_mutex::MUTEX_BYTES;
+use std::mem::{offset_of, size_of};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-const MAGIC: u64 = u64::from_le_bytes(*b"FMQRSSEG");
-/// Bumped whenever the layout changes: processes of different layouts refuse each other's segments.
-const LAYOUT: u64 = 5;
-const W_MAGIC: usize = 0;
-const W_LAYOUT: usize = 1;
-const W_SIZE: usize = 2;
-const W_HEAP_START: usize = 3;
-const W_HEAP_END: usize = 4;
-const W_ID: usize = 5;
-const W_EPOCH: usize = 6;
-const W_WAITERS: usize = 7;
-const W_RECOVERIES: usize = 8;
-const W_SLOTS_AT: usize = 9;
-const W_NSLOTS: usize = 10;
-const W_SLOT_HEAD: usize = 11;
-const W_SLOT_HW: usize = 12;
-const W_WANT: usize = 13;
-/// 1 once a wake was issued since a waiter last armed: later frees skip the system call.
-const W_WAKE: usize = 14;
-const W_TICKETS_AT: usize = 15;
-const MUTEX_AT: usize = 128;
-const CTL_WORD: usize = (MUTEX_AT + MUTEX_BYTES) / 8;
+/// What a managed segment is; the layout version is bumped whenever its layout changes.
+const KIND: Kind = Kind { what: "managed segment", magic: u64::from_le_bytes(*b"FMQRSSEG"), layout: 5 };
+
+shared_layout! {
+    /// A segment's header and lock (bytes 0..192; the table at the top of this file).
+    pub(crate) struct Header {
+        tag: Tag,
+        size: AtomicU64,
+        heap_start: AtomicU64,
+        heap_end: AtomicU64,
+        id: AtomicU64,
+        /// Free epoch: the futex word that waiters for memory sleep on.
+        epoch: AtomicU64,
+        waiters: AtomicU64,
+        recoveries: AtomicU64,
+        slots_at: AtomicU64,
+        nslots: AtomicU64,
+        slot_head: AtomicU64,
+        slot_hw: AtomicU64,
+        /// The block size the waiters need.
+        want: AtomicU64,
+        /// 1 once a wake was issued since a waiter last armed: later frees skip the system call.
+        wake: AtomicU64,
+        tickets_at: AtomicU64,
+        /// The robust mutex guarding the heap.
+        lock: MutexPlace,
+    }
+}
+const _: () = assert!(offset_of!(Header, tickets_at) == 120 && offset_of!(Header, lock) == 128);
+const CTL_WORD: usize = size_of::<Header>() / 8;
 const DEPOT_WORD: usize = 8192 / 8;
 const HEAP_START: u64 = ((DEPOT_WORD + depot::WORDS) * 8).div_ceil(4096) as u64 * 4096;
 const _: () = assert!((CTL_WORD + tlsf::CONTROL_WORDS) <= DEPOT_WORD);
@@ -118,24 +127,23 @@ impl Segment {
             )));
         }
         let created = Mapping::create(path, tmp, size as usize, |m| {
-            let w = m.words();
+            let h: &Header = m.view().ok_or_else(|| std::io::Error::other("segment smaller than its header"))?;
             let (end, tickets_at) = Self::tables_at(size);
-            for (i, v) in [
-                (W_LAYOUT, LAYOUT),
-                (W_SIZE, size),
-                (W_HEAP_START, HEAP_START),
-                (W_HEAP_END, end),
-                (W_SLOTS_AT, end),
-                (W_NSLOTS, u64::from(slots::count_for(size))),
-                (W_TICKETS_AT, tickets_at),
+            for (word, v) in [
+                (&h.size, size),
+                (&h.heap_start, HEAP_START),
+                (&h.heap_end, end),
+                (&h.slots_at, end),
+                (&h.nslots, u64::from(slots::count_for(size))),
+                (&h.tickets_at, tickets_at),
+                (&h.id, u64::from(id)),
             ] {
-                w[i].store(v, Ordering::Relaxed);
+                word.store(v, Ordering::Relaxed);
             }
-            w[W_ID].store(u64::from(id), Ordering::Relaxed);
-            m.init_mutex(MUTEX_AT)?;
-            Tlsf::new(w, CTL_WORD, HEAP_START, end).format();
-            // Magic last: a segment is only recognised once it is complete.
-            w[W_MAGIC].store(MAGIC, Ordering::Release);
+            m.init_mutex(&h.lock)?;
+            Tlsf::new(m.words(), CTL_WORD, HEAP_START, end).format();
+            // Stamped last: a segment is only recognised once it is complete.
+            KIND.stamp(&h.tag);
             Ok(())
         })
         .map_err(|e| ShmError::file("creating managed segment (size: --shm-segment-size)", e))?;
@@ -152,34 +160,36 @@ impl Segment {
     }
 
     fn from_mapping(map: Mapping, id: u16) -> Result<Segment, ShmError> {
-        let bad = |reason: String| ShmError::Layout { name: map.path().display().to_string(), reason };
-        if map.len() < MIN_SEGMENT_SIZE as usize {
-            return Err(bad(format!("size {} is too small", map.len())));
-        }
-        let w = map.words();
-        let get = |i: usize| w[i].load(Ordering::Acquire);
-        if get(W_MAGIC) != MAGIC {
-            return Err(bad("not a fairmq-rs managed segment".into()));
-        }
-        if get(W_LAYOUT) != LAYOUT {
-            return Err(bad(format!("layout version {} (this build uses {LAYOUT})", get(W_LAYOUT))));
-        }
-        let (size, start, end) = (get(W_SIZE), get(W_HEAP_START), get(W_HEAP_END));
-        let nslots = slots::count_for(size);
-        let consistent = size == map.len() as u64
-            && size >= MIN_SEGMENT_SIZE
-            && start == HEAP_START
-            && (end, get(W_TICKETS_AT)) == Self::tables_at(size)
-            && get(W_SLOTS_AT) == end
-            && get(W_NSLOTS) == u64::from(nslots);
-        if !consistent {
-            return Err(bad(format!("inconsistent header: size {size}, heap {start}..{end}, file {}", map.len())));
-        }
-        if get(W_ID) != u64::from(id) {
-            return Err(bad(format!("segment id {} where {id} was expected", get(W_ID))));
-        }
-        let tickets_at = get(W_TICKETS_AT);
-        Ok(Segment { map, id, heap_end: end, nslots, tickets_at, ntickets: tickets::count_for(size) })
+        let nslots = slots::count_for(map.len() as u64);
+        let h = KIND
+            .open(
+                map.words(),
+                |h: &Header| &h.tag,
+                |h| {
+                    let get = |w: &AtomicU64| w.load(Ordering::Acquire);
+                    let (size, start, end) = (get(&h.size), get(&h.heap_start), get(&h.heap_end));
+                    let consistent = size == map.len() as u64
+                        && size >= MIN_SEGMENT_SIZE
+                        && start == HEAP_START
+                        && (end, get(&h.tickets_at)) == Self::tables_at(size)
+                        && get(&h.slots_at) == end
+                        && get(&h.nslots) == u64::from(nslots);
+                    if !consistent {
+                        return Err(format!(
+                            "inconsistent header: size {size}, heap {start}..{end}, file {}",
+                            map.len()
+                        ));
+                    }
+                    match get(&h.id) {
+                        found if found == u64::from(id) => Ok(()),
+                        found => Err(format!("segment id {found} where {id} was expected")),
+                    }
+                },
+            )
+            .map_err(|e| ShmError::Layout { name: map.path().display().to_string(), reason: e.to_string() })?;
+        let (heap_end, tickets_at) = (h.heap_end.load(Ordering::Relaxed), h.tickets_at.load(Ordering::Relaxed));
+        let ntickets = tickets::count_for(map.len() as u64);
+        Ok(Segment { map, id, heap_end, nslots, tickets_at, ntickets })
     }
 
     /// Where the slot table (the heap's end) and the ticket table of a segment of `size` bytes
@@ -216,6 +226,11 @@ impl Segment {
         self.map.words()
     }
 
+    /// The header (checked to fit when the segment was opened).
+    fn header(&self) -> &Header {
+        self.map.view().expect("a segment holds its header")
+    }
+
     fn tlsf(&self) -> Tlsf<'_> {
         Tlsf::new(self.words(), CTL_WORD, HEAP_START, self.heap_end)
     }
@@ -230,7 +245,8 @@ impl Segment {
     }
 
     fn slots(&self) -> Slots<'_> {
-        Slots::new(self.words(), (self.heap_end / 8) as usize, self.nslots, W_SLOT_HEAD, W_SLOT_HW)
+        let h = self.header();
+        Slots::new(self.words(), (self.heap_end / 8) as usize, self.nslots, &h.slot_head, &h.slot_hw)
     }
 
     /// Blocks per magazine for blocks of `size` bytes in this segment (fewer than 2: not cached).
@@ -242,8 +258,8 @@ impl Segment {
     fn locked<T>(&self, f: impl FnOnce(&Tlsf<'_>) -> Result<T, ShmError>) -> Result<T, ShmError> {
         let t = self.tlsf();
         let mut repair = Ok(());
-        let locked = self.map.mutex(MUTEX_AT).lock(|| {
-            self.words()[W_RECOVERIES].fetch_add(1, Ordering::Relaxed);
+        let locked = self.map.mutex(&self.header().lock).lock(|| {
+            self.header().recoveries.fetch_add(1, Ordering::Relaxed);
             log::warn!("segment {}: a process died holding the allocator lock; repairing the heap", self.id);
             repair = self.repair(&t);
             repair.is_ok()
@@ -585,7 +601,7 @@ impl Segment {
             free_blocks: s.free_blocks,
             used_blocks: s.used_blocks,
             fragmentation,
-            recoveries: self.words()[W_RECOVERIES].load(Ordering::Relaxed),
+            recoveries: self.header().recoveries.load(Ordering::Relaxed),
             cached: self.depot().bytes(),
         }
     }
@@ -608,7 +624,7 @@ impl Segment {
     /// Counts the caller as waiting for `need`-byte blocks until the returned guard drops: frees
     /// wake it from now on, also between its last look for memory and its sleep.
     pub(crate) fn start_waiting(&self, need: u64) -> Waiting<'_> {
-        let (waiters, want) = (&self.words()[W_WAITERS], &self.words()[W_WANT]);
+        let (waiters, want) = (&self.header().waiters, &self.header().want);
         if waiters.fetch_add(1, Ordering::AcqRel) == 0 {
             want.store(need, Ordering::Release);
         } else if want.load(Ordering::Acquire) != need {
@@ -620,21 +636,21 @@ impl Segment {
     /// Whether a process waiting for memory could use a magazine of `size`-byte blocks from the
     /// depot (it waits for exactly that size class), so frees may keep them together for it.
     fn waiters_take(&self, size: u64) -> bool {
-        let want = self.words()[W_WANT].load(Ordering::Acquire);
+        let want = self.header().want.load(Ordering::Acquire);
         size >= want && size < want.saturating_add(tlsf::MIN_BLOCK)
     }
 
     /// Whether some process waits for memory in this segment.
     pub(crate) fn has_waiters(&self) -> bool {
-        self.words()[W_WAITERS].load(Ordering::Relaxed) > 0
+        self.header().waiters.load(Ordering::Relaxed) > 0
     }
 
     /// Wakes every process waiting for memory in this segment. Once per arming: a receiver frees
     /// in small batches, and a woken sender may wait for a processor long enough for dozens more,
     /// each a system call (with a page-table walk for the shared futex) the receiver paid for.
     pub(crate) fn wake_waiters(&self) {
-        if self.words()[W_WAKE].swap(1, Ordering::SeqCst) == 0 {
-            futex::bump_and_wake_all(&self.words()[W_EPOCH]);
+        if self.header().wake.swap(1, Ordering::SeqCst) == 0 {
+            futex::bump_and_wake_all(&self.header().epoch);
         }
     }
 
@@ -793,19 +809,19 @@ impl Waiting<'_> {
     /// include the bump of a free whose memory the look then misses (taken by another process),
     /// and later frees, seeing the wake issued, would not bump it again.
     pub(crate) fn arm(&self) -> u32 {
-        let epoch = futex::low32(&self.seg.words()[W_EPOCH]);
-        self.seg.words()[W_WAKE].store(0, Ordering::SeqCst);
+        let epoch = futex::low32(&self.seg.header().epoch);
+        self.seg.header().wake.store(0, Ordering::SeqCst);
         epoch
     }
 
     /// Sleeps until a free after [`arm`](Waiting::arm) returned `epoch`, a wake, or `timeout`.
     pub(crate) fn sleep(&self, epoch: u32, timeout: Duration) {
-        futex::wait(&self.seg.words()[W_EPOCH], epoch, timeout);
+        futex::wait(&self.seg.header().epoch, epoch, timeout);
     }
 }
 
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
-        self.seg.words()[W_WAITERS].fetch_sub(1, Ordering::AcqRel);
+        self.seg.header().waiters.fetch_sub(1, Ordering::AcqRel);
     }
 }

@@ -11,11 +11,11 @@
 //!
 //! | word | content | written by |
 //! |---|---|---|
-//! | 0 | magic | writer, once |
-//! | 1 | ring capacity in bytes (a power of two) | writer, once |
-//! | 2 | writer's owner mark | writer, once |
-//! | 3 | reader's owner mark, 0 while unclaimed, [`ORPHANED`] when the writer left first | by CAS |
-//! | 4 | closed bits: [`WRITER_CLOSED`], [`READER_CLOSED`] | each side, once |
+//! | 0, 1 | magic, layout version | writer, once |
+//! | 2 | ring capacity in bytes (a power of two) | writer, once |
+//! | 3 | writer's owner mark | writer, once |
+//! | 4 | reader's owner mark, 0 while unclaimed, [`ORPHANED`] when the writer left first | by CAS |
+//! | 5 | closed bits: [`WRITER_CLOSED`], [`READER_CLOSED`] | each side, once |
 //! | 8 | tail: bytes ever published | writer |
 //! | 9 | staged: end of an entry written past the tail, being published (see [`Ring::push`]) | writer |
 //! | 16 | head: bytes ever consumed | reader |
@@ -25,25 +25,45 @@
 //!
 //! The ring starts at word [`HEADER_WORDS`]. An entry is a word `length | kind << 32` and the frame's
 //! bytes in whole words. An entry never wraps: a [`KIND_SKIP`] entry fills the end of the ring.
-//! Everything in the ring comes from another process: [`Ring::open`] and [`Ring::peek`] check every
+//! The header is [`Header`]. Everything in the ring comes from another process: [`Ring::open`] and [`Ring::peek`] check every
 //! field and index before use.
 
 pub use crate::error::LaneError;
+use crate::sys::layout::{shared_layout, view, Kind, Tag};
+use std::mem::{offset_of, size_of};
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 
-const MAGIC: u64 = u64::from_le_bytes(*b"FMQLANE1");
-const W_MAGIC: usize = 0;
-const W_CAPACITY: usize = 1;
-const W_WRITER: usize = 2;
-const W_READER: usize = 3;
-const W_CLOSED: usize = 4;
-const W_TAIL: usize = 8;
-// On the tail's cache line: the reader reads that line anyway.
-const W_STAGED: usize = 9;
-const W_HEAD: usize = 16;
-const W_ASLEEP: usize = 24;
-const W_WAITING: usize = 32;
-const W_ROOM: usize = 40;
+const KIND: Kind = Kind { what: "lane", magic: u64::from_le_bytes(*b"FMQLANE1"), layout: 2 };
+
+shared_layout! {
+    /// A lane's header (the table above): hot words on cache lines of their own.
+    pub struct Header {
+        tag: Tag,
+        capacity: AtomicU64,
+        writer: AtomicU64,
+        reader: AtomicU64,
+        closed: AtomicU64,
+        _line0: [AtomicU64; 2],
+        tail: AtomicU64,
+        // On the tail's cache line: the reader reads that line anyway.
+        staged: AtomicU64,
+        _line1: [AtomicU64; 6],
+        head: AtomicU64,
+        _line2: [AtomicU64; 7],
+        asleep: AtomicU64,
+        _line3: [AtomicU64; 7],
+        waiting: AtomicU64,
+        _line4: [AtomicU64; 7],
+        room: AtomicU64,
+        _line5: [AtomicU64; 23],
+    }
+}
+const _: () = {
+    assert!(offset_of!(Header, capacity) == 16 && offset_of!(Header, closed) == 40);
+    assert!(offset_of!(Header, tail) == 64 && offset_of!(Header, staged) == 72 && offset_of!(Header, head) == 128);
+    assert!(offset_of!(Header, asleep) == 192 && offset_of!(Header, waiting) == 256 && offset_of!(Header, room) == 320);
+    assert!(size_of::<Header>() == HEADER_WORDS * 8);
+};
 /// Words before the ring.
 pub const HEADER_WORDS: usize = 64;
 /// Reader mark of a lane whose writer closed before any reader claimed it.
@@ -98,6 +118,7 @@ pub struct Entry {
 /// A view of a lane's words.
 #[derive(Clone, Copy)]
 pub struct Ring<'a> {
+    h: &'a Header,
     w: &'a [AtomicU64],
     capacity: u64,
 }
@@ -110,41 +131,46 @@ impl<'a> Ring<'a> {
     /// Lays out a new lane over `w` (its writer's, not yet offered): everything zero but the header.
     pub fn init(w: &'a [AtomicU64], capacity: u64, writer: u32) -> Ring<'a> {
         debug_assert!(capacity.is_power_of_two() && w.len() as u64 * 8 >= block_bytes(capacity));
+        let h: &Header = view(w).expect("a lane block holds its header");
         for word in &w[..HEADER_WORDS] {
             word.store(0, Ordering::Relaxed);
         }
-        w[W_CAPACITY].store(capacity, Ordering::Relaxed);
-        w[W_WRITER].store(u64::from(writer), Ordering::Relaxed);
-        w[W_MAGIC].store(MAGIC, Ordering::Release);
-        Ring { w, capacity }
+        h.capacity.store(capacity, Ordering::Relaxed);
+        h.writer.store(u64::from(writer), Ordering::Relaxed);
+        KIND.stamp(&h.tag);
+        Ring { h, w, capacity }
     }
 
     /// A lane a peer offered, after checking its header against the block that holds it.
     pub fn open(w: &'a [AtomicU64]) -> Result<Ring<'a>, LaneError> {
-        if w.len() < HEADER_WORDS || w[W_MAGIC].load(Ordering::Acquire) != MAGIC {
-            return Err(LaneError::Header);
-        }
-        let capacity = w[W_CAPACITY].load(Ordering::Relaxed);
-        let fits = capacity.checked_add(HEADER_WORDS as u64 * 8).is_some_and(|b| b <= w.len() as u64 * 8);
-        if !capacity.is_power_of_two() || !(MIN_CAPACITY..=MAX_CAPACITY).contains(&capacity) || !fits {
-            return Err(LaneError::Header);
-        }
-        Ok(Ring { w, capacity })
+        let mut capacity = 0;
+        let h = KIND
+            .open(
+                w,
+                |h: &Header| &h.tag,
+                |h| {
+                    // Read once: the capacity checked is the one every index is taken modulo.
+                    capacity = h.capacity.load(Ordering::Relaxed);
+                    let fits = capacity.checked_add(HEADER_WORDS as u64 * 8).is_some_and(|b| b <= w.len() as u64 * 8);
+                    match capacity.is_power_of_two() && (MIN_CAPACITY..=MAX_CAPACITY).contains(&capacity) && fits {
+                        true => Ok(()),
+                        false => Err(format!("capacity {capacity}")),
+                    }
+                },
+            )
+            .map_err(|_| LaneError::Header)?;
+        Ok(Ring { h, w, capacity })
     }
 
     /// A lane opened before (by `init` or `open`), with the capacity found then: a peer changing
     /// the header later cannot move any index outside `w`.
     pub fn reopen(w: &'a [AtomicU64], capacity: u64) -> Ring<'a> {
         debug_assert!(w.len() as u64 * 8 >= block_bytes(capacity));
-        Ring { w, capacity }
+        Ring { h: view(w).expect("a lane block holds its header"), w, capacity }
     }
 
     pub fn capacity(&self) -> u64 {
         self.capacity
-    }
-
-    fn word(&self, i: usize) -> &'a AtomicU64 {
-        &self.w[i]
     }
 
     fn ring_word(&self, pos: u64) -> &'a AtomicU64 {
@@ -152,16 +178,16 @@ impl<'a> Ring<'a> {
     }
 
     pub fn writer(&self) -> u32 {
-        self.word(W_WRITER).load(Ordering::Relaxed) as u32
+        self.h.writer.load(Ordering::Relaxed) as u32
     }
 
     pub fn reader(&self) -> u32 {
-        self.word(W_READER).load(Ordering::Acquire) as u32
+        self.h.reader.load(Ordering::Acquire) as u32
     }
 
     /// The reader claims the lane.
     pub fn claim(&self, reader: u32) -> Claim {
-        let w = self.word(W_READER);
+        let w = &self.h.reader;
         let mark = u64::from(reader);
         match w.compare_exchange(0, mark, Ordering::AcqRel, Ordering::Acquire) {
             Ok(_) => Claim::Fresh,
@@ -177,23 +203,23 @@ impl<'a> Ring<'a> {
 
     /// The writer leaves a lane nobody claimed yet; false when a reader claimed it first.
     pub fn orphan(&self) -> bool {
-        self.word(W_READER).compare_exchange(0, u64::from(ORPHANED), Ordering::AcqRel, Ordering::Acquire).is_ok()
+        self.h.reader.compare_exchange(0, u64::from(ORPHANED), Ordering::AcqRel, Ordering::Acquire).is_ok()
     }
 
     /// Marks one end closed; returns the bits set before.
     pub fn close(&self, bit: u64) -> u64 {
-        self.word(W_CLOSED).fetch_or(bit, Ordering::AcqRel)
+        self.h.closed.fetch_or(bit, Ordering::AcqRel)
     }
 
     pub fn closed(&self) -> u64 {
-        self.word(W_CLOSED).load(Ordering::Acquire)
+        self.h.closed.load(Ordering::Acquire)
     }
 
     /// Head and tail, checked: in order, at most a ring apart, word-aligned, and far below the end
     /// of the index space (2^62 bytes are never published), so no index arithmetic can overflow.
     fn indices(&self) -> Result<(u64, u64), LaneError> {
-        let head = self.word(W_HEAD).load(Ordering::Acquire);
-        let tail = self.word(W_TAIL).load(Ordering::Acquire);
+        let head = self.h.head.load(Ordering::Acquire);
+        let tail = self.h.tail.load(Ordering::Acquire);
         match tail.checked_sub(head) {
             Some(used) if used <= self.capacity && head % 8 == 0 && tail % 8 == 0 && tail <= MAX_INDEX => {
                 Ok((head, tail))
@@ -205,8 +231,8 @@ impl<'a> Ring<'a> {
     /// Sets head and tail, as a peer could (for the fuzz target).
     #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn force_indices(&self, head: u64, tail: u64) {
-        self.word(W_HEAD).store(head, Ordering::Relaxed);
-        self.word(W_TAIL).store(tail, Ordering::Relaxed);
+        self.h.head.store(head, Ordering::Relaxed);
+        self.h.tail.store(tail, Ordering::Relaxed);
     }
 
     /// Whether nothing is waiting to be read.
@@ -243,13 +269,13 @@ impl<'a> Ring<'a> {
             b[..chunk.len()].copy_from_slice(chunk);
             self.ring_word(at + 8 + i as u64 * 8).store(u64::from_le_bytes(b), Ordering::Relaxed);
         }
-        self.word(W_STAGED).store(at + need, Ordering::Release);
+        self.h.staged.store(at + need, Ordering::Release);
         Ok(Some(at + need))
     }
 
     /// Publishes everything up to `end` (a staged entry's end).
     pub(crate) fn publish(&self, end: u64) {
-        self.word(W_TAIL).store(end, Ordering::Release);
+        self.h.tail.store(end, Ordering::Release);
     }
 
     /// Reader, once the writer died: publishes the entry it staged (from [`Ring::staged`]).
@@ -261,7 +287,7 @@ impl<'a> Ring<'a> {
     /// like any entry).
     pub fn staged(&self) -> Result<Option<Entry>, LaneError> {
         let (head, tail) = self.indices()?;
-        let staged = self.word(W_STAGED).load(Ordering::Acquire);
+        let staged = self.h.staged.load(Ordering::Acquire);
         if staged <= tail {
             return Ok(None);
         }
@@ -280,7 +306,7 @@ impl<'a> Ring<'a> {
     pub fn reader_needs_wake(&self) -> bool {
         // Pairs with the fence in `sleep`: either the reader sees the new tail or we see it asleep.
         fence(Ordering::SeqCst);
-        let asleep = self.word(W_ASLEEP);
+        let asleep = &self.h.asleep;
         asleep.load(Ordering::Relaxed) == 1 && asleep.swap(0, Ordering::AcqRel) == 1
     }
 
@@ -346,16 +372,16 @@ impl<'a> Ring<'a> {
     /// Reader: frees an entry's room; wakes a writer that waits for room once the ring is down to
     /// its low-water mark.
     pub fn consume(&self, e: &Entry) {
-        self.word(W_HEAD).store(e.next, Ordering::Release);
+        self.h.head.store(e.next, Ordering::Release);
         // Pairs with the fence in `wait_for_room`.
         fence(Ordering::SeqCst);
-        let waiting = self.word(W_WAITING);
+        let waiting = &self.h.waiting;
         if waiting.load(Ordering::Relaxed) == 1 {
             // The tail stands still while its writer waits. A corrupt one may wake it early or
             // not at all; its sleep is cut into slices, and it then sees the damage itself.
-            let used = self.word(W_TAIL).load(Ordering::Relaxed).saturating_sub(e.next);
+            let used = self.h.tail.load(Ordering::Relaxed).saturating_sub(e.next);
             if self.capacity.saturating_sub(used) >= self.low_water() && waiting.swap(0, Ordering::AcqRel) == 1 {
-                crate::sys::futex::bump_and_wake_all(self.word(W_ROOM));
+                crate::sys::futex::bump_and_wake_all(&self.h.room);
             }
         }
     }
@@ -374,7 +400,7 @@ impl<'a> Ring<'a> {
         while let Some(e) = self.peek()? {
             let mut bytes = Vec::new();
             self.read(&e, &mut bytes);
-            self.word(W_HEAD).store(e.next, Ordering::Release);
+            self.h.head.store(e.next, Ordering::Release);
             out.push((e.kind, bytes));
         }
         Ok(())
@@ -383,26 +409,26 @@ impl<'a> Ring<'a> {
     /// Reader, before sleeping in its socket: marks itself asleep; returns false (and stays awake)
     /// when something arrived meanwhile.
     pub fn sleep(&self) -> Result<bool, LaneError> {
-        self.word(W_ASLEEP).store(1, Ordering::Relaxed);
+        self.h.asleep.store(1, Ordering::Relaxed);
         fence(Ordering::SeqCst);
         if self.is_empty()? {
             return Ok(true);
         }
-        self.word(W_ASLEEP).store(0, Ordering::Relaxed);
+        self.h.asleep.store(0, Ordering::Relaxed);
         Ok(false)
     }
 
     /// Reader, awake again. A writer may have taken the flag already and sent a wake frame; the
     /// reader skips such frames.
     pub fn wake_up(&self) {
-        self.word(W_ASLEEP).store(0, Ordering::Relaxed);
+        self.h.asleep.store(0, Ordering::Relaxed);
     }
 
     /// Writer: announces that it waits for room down to the low-water mark; returns the futex value
     /// to wait on, or `None` when the ring got there meanwhile.
     pub fn wait_for_room(&self) -> Result<Option<u32>, LaneError> {
-        let seen = crate::sys::futex::low32(self.word(W_ROOM));
-        self.word(W_WAITING).store(1, Ordering::Relaxed);
+        let seen = crate::sys::futex::low32(&self.h.room);
+        self.h.waiting.store(1, Ordering::Relaxed);
         fence(Ordering::SeqCst);
         let (head, tail) = self.indices()?;
         if self.capacity - (tail - head) >= self.low_water() {
@@ -414,12 +440,12 @@ impl<'a> Ring<'a> {
 
     /// Writer: no longer waiting (a reader then does not look at the tail on every consume).
     pub fn stop_waiting(&self) {
-        self.word(W_WAITING).store(0, Ordering::Relaxed);
+        self.h.waiting.store(0, Ordering::Relaxed);
     }
 
     /// The word a waiting writer sleeps on.
     pub fn room_word(&self) -> &'a AtomicU64 {
-        self.word(W_ROOM)
+        &self.h.room
     }
 
     /// Whether a frame of `frame_len` bytes fits now.
@@ -530,23 +556,23 @@ mod tests {
         let w = words(MIN_CAPACITY);
         let r = Ring::init(&w, MIN_CAPACITY, 1);
         r.push(KIND_FRAME, b"hello", || {}).unwrap();
-        w[W_TAIL].store(MIN_CAPACITY * 3, Ordering::Relaxed);
+        r.h.tail.store(MIN_CAPACITY * 3, Ordering::Relaxed);
         assert!(matches!(r.peek(), Err(LaneError::Indices { .. })));
         r.force_indices(u64::MAX - 7, u64::MAX - 7);
         assert!(matches!(r.push(KIND_FRAME, b"x", || {}), Err(LaneError::Indices { .. })), "indices near the end");
         r.force_indices(0, 0);
-        w[W_TAIL].store(16, Ordering::Relaxed);
+        r.h.tail.store(16, Ordering::Relaxed);
         w[HEADER_WORDS].store(u64::from(u32::MAX) | 1 << 32, Ordering::Relaxed);
         assert!(matches!(r.peek(), Err(LaneError::Entry { .. })));
         w[HEADER_WORDS].store(9 << 32, Ordering::Relaxed);
         assert!(matches!(r.peek(), Err(LaneError::Entry { kind: 9, .. })));
         w[HEADER_WORDS].store(u64::from(KIND_SKIP) << 32, Ordering::Relaxed);
         assert!(matches!(r.peek(), Err(LaneError::Entry { .. })), "a skip must reach the end of the ring");
-        w[W_CAPACITY].store(MIN_CAPACITY + 8, Ordering::Relaxed);
+        r.h.capacity.store(MIN_CAPACITY + 8, Ordering::Relaxed);
         assert!(matches!(Ring::open(&w), Err(LaneError::Header)));
-        w[W_CAPACITY].store(MIN_CAPACITY * 2, Ordering::Relaxed);
+        r.h.capacity.store(MIN_CAPACITY * 2, Ordering::Relaxed);
         assert!(matches!(Ring::open(&w), Err(LaneError::Header)), "capacity beyond the block");
-        w[W_MAGIC].store(0, Ordering::Relaxed);
+        r.h.tag.magic.store(0, Ordering::Relaxed);
         assert!(matches!(Ring::open(&w[..10]), Err(LaneError::Header)));
     }
 

@@ -60,19 +60,19 @@ pub struct Entry {
 }
 
 /// A view of the slot table: entries from word `at`, `n` of them; free-list head and high-water
-/// mark in words `head` and `hw` (head holds slot + 1, 0 for none).
+/// mark in the words `head` and `hw` of the segment's header (head holds slot + 1, 0 for none).
 #[derive(Clone, Copy)]
 pub struct Slots<'a> {
     w: &'a [AtomicU64],
     at: usize,
     n: u32,
-    head: usize,
-    hw: usize,
+    head: &'a AtomicU64,
+    hw: &'a AtomicU64,
 }
 
 impl<'a> Slots<'a> {
     /// The table over `w`.
-    pub fn new(w: &'a [AtomicU64], at: usize, n: u32, head: usize, hw: usize) -> Self {
+    pub fn new(w: &'a [AtomicU64], at: usize, n: u32, head: &'a AtomicU64, hw: &'a AtomicU64) -> Self {
         debug_assert!(at + n as usize * SLOT_WORDS <= w.len());
         Slots { w, at, n, head, hw }
     }
@@ -101,20 +101,20 @@ impl<'a> Slots<'a> {
 
     /// Takes a free slot for the block `e` with count word `rc` (under the segment lock).
     pub fn take(&self, e: Entry, rc: u64) -> Option<u32> {
-        let head = self.w[self.head].load(Relaxed);
+        let head = self.head.load(Relaxed);
         let slot = if head != 0 {
             let s = (head - 1) as u32;
             if s >= self.n {
                 return None; // damaged list: leave it to a rebuild, allocate without a slot
             }
-            self.w[self.head].store(self.word(s, 2).load(Relaxed), Relaxed);
+            self.head.store(self.word(s, 2).load(Relaxed), Relaxed);
             s
         } else {
-            let hw = self.w[self.hw].load(Relaxed);
+            let hw = self.hw.load(Relaxed);
             if hw >= u64::from(self.n) {
                 return None;
             }
-            self.w[self.hw].store(hw + 1, Relaxed);
+            self.hw.store(hw + 1, Relaxed);
             hw as u32
         };
         self.word(slot, 0).store(rc, Relaxed);
@@ -137,29 +137,29 @@ impl<'a> Slots<'a> {
             return;
         }
         self.word(slot, 1).store(0, Release);
-        self.word(slot, 2).store(self.w[self.head].load(Relaxed), Relaxed);
-        self.w[self.head].store(u64::from(slot) + 1, Relaxed);
+        self.word(slot, 2).store(self.head.load(Relaxed), Relaxed);
+        self.head.store(u64::from(slot) + 1, Relaxed);
     }
 
     /// Empties the table (the heap was formatted).
     pub fn clear(&self) {
-        self.w[self.head].store(0, Relaxed);
-        self.w[self.hw].store(0, Relaxed);
+        self.head.store(0, Relaxed);
+        self.hw.store(0, Relaxed);
     }
 
     /// Rebuilds the free list after a process died holding the lock: `in_use` lists the slots that
     /// used blocks point to (already checked against their entries); every other slot below the
     /// high-water mark is free.
     pub fn rebuild(&self, in_use: &[u32]) {
-        let hw = self.w[self.hw].load(Relaxed).min(u64::from(self.n)) as u32;
-        self.w[self.hw].store(u64::from(hw), Relaxed);
+        let hw = self.hw.load(Relaxed).min(u64::from(self.n)) as u32;
+        self.hw.store(u64::from(hw), Relaxed);
         let mut used = vec![false; hw as usize];
         for &s in in_use {
             if s < hw {
                 used[s as usize] = true;
             }
         }
-        self.w[self.head].store(0, Relaxed);
+        self.head.store(0, Relaxed);
         for s in (0..hw).rev().filter(|&s| !used[s as usize]) {
             self.give_back(s);
         }
@@ -177,7 +177,7 @@ mod tests {
     #[test]
     fn take_give_back_and_reuse_last_freed_first() {
         let w = table(3);
-        let s = Slots::new(&w, 2, 3, 0, 1);
+        let s = Slots::new(&w, 2, 3, &w[0], &w[1]);
         let e = |o| Entry { offset: o, size: 96, delta: 32 };
         assert_eq!(s.take(e(4096), 7), Some(0));
         assert_eq!(s.take(e(8192), 7), Some(1));
@@ -196,7 +196,7 @@ mod tests {
     #[test]
     fn rebuild_frees_what_no_block_uses() {
         let w = table(4);
-        let s = Slots::new(&w, 2, 4, 0, 1);
+        let s = Slots::new(&w, 2, 4, &w[0], &w[1]);
         for o in 1..=4 {
             s.take(Entry { offset: o * 4096, size: 64, delta: 32 }, 0).unwrap();
         }

@@ -12,7 +12,7 @@
 //! killed in between leaves a reference nobody drops (a block that stays, as before), never one
 //! dropped twice. Only the transport writes its ledger while it lives.
 //!
-//! | bytes from [`AT`] + slot × [`AREA_BYTES`] | content |
+//! | bytes of a slot's ledger (`ledgers` of the management layout, from 1 MiB) | content |
 //! |---|---|
 //! | 0..16 | entries used so far (a high-water mark), 0 |
 //! | 16.. | [`ENTRIES`] entries of 2 words: block offset + 1 (0: free) \| segment id << 48, slot \| data distance << 32 \| 1 << 63 for a lane's block |
@@ -24,6 +24,7 @@
 
 use crate::segment::ring::Ring;
 use crate::segment::Segment;
+use crate::session::layout::LEDGER_WORDS;
 use crate::session::management::Management;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -32,18 +33,11 @@ use std::sync::Mutex;
 const LANE_BIT: u32 = 1 << 31;
 /// An index meaning "not listed".
 pub(crate) const NONE: u32 = u32::MAX;
-/// Where the ledgers start in the management segment (after the endpoint directory).
-const AT: usize = 1 << 20;
 /// Entries per transport (beyond that, shared references are not listed: logged once).
-const ENTRIES: u32 = 1023;
-const AREA_BYTES: usize = (ENTRIES as usize + 1) * 16;
-const _: () =
-    assert!(AT + crate::session::management::PROCESS_SLOTS * AREA_BYTES <= crate::session::management::MANAGEMENT_SIZE);
-
+const ENTRIES: u32 = (LEDGER_WORDS / 2 - 1) as u32;
 /// The words of slot `slot`'s ledger: header, then entries.
 fn area(m: &Management, slot: usize) -> &[AtomicU64] {
-    let first = (AT + slot * AREA_BYTES) / 8;
-    &m.words()[first..first + AREA_BYTES / 8]
+    &m.layout().ledgers[slot]
 }
 
 fn entry(area: &[AtomicU64], i: u32) -> &[AtomicU64] {

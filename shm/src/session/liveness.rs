@@ -15,40 +15,33 @@
 //! gone from the count; no moment leaves a slot that nobody can free.
 
 use crate::error::ShmError;
+use crate::session::layout::ProcessSlot;
 use crate::session::management::{Management, SessionLock};
 use crate::sys::mapping::Fresh;
-use crate::sys::robust_mutex::{Guard, RobustMutex, TryLock, MUTEX_BYTES};
+use crate::sys::robust_mutex::{Guard, RobustMutex, TryLock};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-const FIRST_BYTE: usize = 16 << 10;
-use crate::session::management::PROCESS_SLOTS as SLOTS;
-const SLOT_BYTES: usize = 128;
-const W_PID: usize = 0;
-const W_SINCE: usize = 1;
-/// The attachment's owner mark: what its blocks carry as owner in their count words.
-const W_OWNER: usize = 2;
-/// Of a dead transport's slot: the owner mark of the transport sweeping it (0: none, or one that
-/// holds the session lock throughout, the monitor). See [`SessionLock::find_dead`].
-const W_SWEEPER: usize = 3;
-const MUTEX_OFF: usize = 64;
-const _: () = assert!(MUTEX_OFF + MUTEX_BYTES <= SLOT_BYTES && FIRST_BYTE + SLOTS * SLOT_BYTES <= 64 << 10);
+use crate::session::layout::PROCESS_SLOTS as SLOTS;
+
 /// How often a transport bumps the heartbeat (FairMQ: 100 ms).
 pub const HEARTBEAT_INTERVAL: Duration = Duration::from_millis(100);
 
-fn word(m: &Management, slot: usize, w: usize) -> &std::sync::atomic::AtomicU64 {
-    &m.words()[(FIRST_BYTE + slot * SLOT_BYTES) / 8 + w]
+fn slot_of(m: &Management, slot: usize) -> &ProcessSlot {
+    &m.layout().processes[slot]
 }
 
 fn mutex(m: &Management, slot: usize) -> RobustMutex<'_> {
-    m.mutex_at(FIRST_BYTE + slot * SLOT_BYTES + MUTEX_OFF)
+    m.mutex(&slot_of(m, slot).mutex)
 }
 
 /// Creates the slots' mutexes in a new management segment (still private to its creator).
 pub(crate) fn init_slots(map: &Fresh<'_>) -> std::io::Result<()> {
-    (0..SLOTS).try_for_each(|slot| map.init_mutex(FIRST_BYTE + slot * SLOT_BYTES + MUTEX_OFF))
+    let l: &crate::session::layout::Layout =
+        map.view().ok_or_else(|| std::io::Error::other("management segment smaller than its layout"))?;
+    l.processes.iter().try_for_each(|slot| map.init_mutex(&slot.mutex))
 }
 
 impl Management {
@@ -95,18 +88,18 @@ pub(crate) fn live_slots(m: &Management) -> Vec<usize> {
 
 /// Number of occupied slots: the transports attached to the session.
 pub(crate) fn count(m: &Management) -> u64 {
-    (0..SLOTS).filter(|&s| word(m, s, W_PID).load(Ordering::Acquire) != 0).count() as u64
+    (0..SLOTS).filter(|&s| slot_of(m, s).pid.load(Ordering::Acquire) != 0).count() as u64
 }
 
 /// Transports attached to the session, by their slots.
 pub fn attached(m: &Management) -> Vec<Attached> {
     (0..SLOTS)
-        .filter_map(|s| match word(m, s, W_PID).load(Ordering::Acquire) {
+        .filter_map(|s| match slot_of(m, s).pid.load(Ordering::Acquire) {
             0 => None,
             pid => Some(Attached {
                 pid: pid as u32,
-                since: word(m, s, W_SINCE).load(Ordering::Relaxed),
-                owner: word(m, s, W_OWNER).load(Ordering::Relaxed) as u32,
+                since: slot_of(m, s).since.load(Ordering::Relaxed),
+                owner: slot_of(m, s).owner.load(Ordering::Relaxed) as u32,
             }),
         })
         .collect()
@@ -126,7 +119,7 @@ impl SessionLock<'_> {
         let m = self.management();
         let mut dead = Vec::new();
         for slot in 0..SLOTS {
-            let pid = word(m, slot, W_PID).load(Ordering::Acquire);
+            let pid = slot_of(m, slot).pid.load(Ordering::Acquire);
             if pid == 0 {
                 continue;
             }
@@ -147,12 +140,12 @@ impl SessionLock<'_> {
                     log::warn!("liveness slot {slot} names process {pid} but nobody holds it");
                 }
             }
-            let other = word(m, slot, W_SWEEPER).load(Ordering::Relaxed) as u32;
+            let other = slot_of(m, slot).sweeper.load(Ordering::Relaxed) as u32;
             if other != 0 && other != sweeper && owner_alive(m, other) {
                 continue; // a live transport sweeps it
             }
-            word(m, slot, W_SWEEPER).store(u64::from(sweeper), Ordering::Relaxed);
-            dead.push(Dead { pid: pid as u32, owner: word(m, slot, W_OWNER).load(Ordering::Relaxed) as u32, slot });
+            slot_of(m, slot).sweeper.store(u64::from(sweeper), Ordering::Relaxed);
+            dead.push(Dead { pid: pid as u32, owner: slot_of(m, slot).owner.load(Ordering::Relaxed) as u32, slot });
         }
         dead
     }
@@ -160,13 +153,13 @@ impl SessionLock<'_> {
     /// Counts the swept transport `d` out of the session: its slot can be claimed again.
     pub(crate) fn count_out(&self, d: &Dead) {
         let m = self.management();
-        let same = word(m, d.slot, W_PID).load(Ordering::Acquire) == u64::from(d.pid)
-            && word(m, d.slot, W_OWNER).load(Ordering::Relaxed) as u32 == d.owner;
+        let same = slot_of(m, d.slot).pid.load(Ordering::Acquire) == u64::from(d.pid)
+            && slot_of(m, d.slot).owner.load(Ordering::Relaxed) as u32 == d.owner;
         if !same {
             return; // counted out by another sweeper (which took it over from us)
         }
-        word(m, d.slot, W_SWEEPER).store(0, Ordering::Relaxed);
-        word(m, d.slot, W_PID).store(0, Ordering::Release);
+        slot_of(m, d.slot).sweeper.store(0, Ordering::Relaxed);
+        slot_of(m, d.slot).pid.store(0, Ordering::Release);
         let left = count(m);
         log::warn!("process {} died without detaching from the session; {left} transports remain", d.pid);
     }
@@ -193,14 +186,14 @@ fn liveness(m: &Management, slot: usize) -> Liveness {
 }
 
 fn occupied(m: &Management) -> impl Iterator<Item = usize> + '_ {
-    (0..SLOTS).filter(|&s| word(m, s, W_PID).load(Ordering::Acquire) != 0)
+    (0..SLOTS).filter(|&s| slot_of(m, s).pid.load(Ordering::Acquire) != 0)
 }
 
 /// Whether the transport of owner mark `owner` is attached and alive. Unknown marks are not
 /// alive; a slot in a bad state is taken for alive.
 pub(crate) fn owner_alive(m: &Management, owner: u32) -> bool {
     occupied(m)
-        .filter(|&s| word(m, s, W_OWNER).load(Ordering::Relaxed) as u32 == owner)
+        .filter(|&s| slot_of(m, s).owner.load(Ordering::Relaxed) as u32 == owner)
         .any(|s| liveness(m, s) != Liveness::Dead)
 }
 
@@ -208,7 +201,7 @@ pub(crate) fn owner_alive(m: &Management, owner: u32) -> bool {
 pub(crate) fn alive(m: &Management) -> Vec<u32> {
     occupied(m)
         .filter(|&s| liveness(m, s) == Liveness::Alive)
-        .map(|s| word(m, s, W_PID).load(Ordering::Relaxed) as u32)
+        .map(|s| slot_of(m, s).pid.load(Ordering::Relaxed) as u32)
         .filter(|&pid| pid != 0) // left since the look
         .collect()
 }
@@ -297,7 +290,7 @@ impl Heartbeat {
     /// heartbeat is dropped.
     pub fn leave(&self, lock: &SessionLock<'_>) {
         if !self.left.swap(true, Ordering::AcqRel) {
-            word(lock.management(), self.slot, W_PID).store(0, Ordering::Release);
+            slot_of(lock.management(), self.slot).pid.store(0, Ordering::Release);
         }
     }
 }
@@ -307,7 +300,7 @@ fn new_owner(m: &Management) -> u32 {
     loop {
         let o = crate::naming::random_u32();
         let taken = (0..SLOTS).any(|s| {
-            word(m, s, W_PID).load(Ordering::Relaxed) != 0 && word(m, s, W_OWNER).load(Ordering::Relaxed) as u32 == o
+            slot_of(m, s).pid.load(Ordering::Relaxed) != 0 && slot_of(m, s).owner.load(Ordering::Relaxed) as u32 == o
         });
         if usable_owner(o) && !taken {
             return o;
@@ -325,7 +318,7 @@ fn claim<'a>(m: &Management, handles: &[RobustMutex<'a>]) -> Result<(usize, u32,
         return Err(StartError::Removed);
     }
     for (slot, mx) in handles.iter().enumerate() {
-        if word(m, slot, W_PID).load(Ordering::Relaxed) != 0 {
+        if slot_of(m, slot).pid.load(Ordering::Relaxed) != 0 {
             continue;
         }
         let guard = match mx.try_lock().map_err(ShmError::from)? {
@@ -333,12 +326,12 @@ fn claim<'a>(m: &Management, handles: &[RobustMutex<'a>]) -> Result<(usize, u32,
             TryLock::Busy => continue,
         };
         let since = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-        word(m, slot, W_SINCE).store(since, Ordering::Relaxed);
+        slot_of(m, slot).since.store(since, Ordering::Relaxed);
         let owner = new_owner(m);
-        word(m, slot, W_OWNER).store(u64::from(owner), Ordering::Relaxed);
-        word(m, slot, W_SWEEPER).store(0, Ordering::Relaxed);
+        slot_of(m, slot).owner.store(u64::from(owner), Ordering::Relaxed);
+        slot_of(m, slot).sweeper.store(0, Ordering::Relaxed);
         crate::session::ledger::reset(m, slot);
-        word(m, slot, W_PID).store(u64::from(std::process::id()), Ordering::Release);
+        slot_of(m, slot).pid.store(u64::from(std::process::id()), Ordering::Release);
         drop(lock);
         return Ok((slot, owner, guard));
     }
@@ -364,8 +357,8 @@ impl Drop for Heartbeat {
 /// a sweep finds of a transport that died (for tests of what sweeps free).
 #[cfg(test)]
 pub(crate) fn fake_dead_transport(m: &Management, slot: usize, pid: u32, owner: u32) {
-    word(m, slot, W_OWNER).store(u64::from(owner), Ordering::Relaxed);
-    word(m, slot, W_PID).store(u64::from(pid), Ordering::Release);
+    slot_of(m, slot).owner.store(u64::from(owner), Ordering::Relaxed);
+    slot_of(m, slot).pid.store(u64::from(pid), Ordering::Release);
 }
 
 /// Holds slot `slot`'s mutex on a thread of its own until told through the returned sender:
@@ -409,7 +402,7 @@ pub(crate) fn fake_live_transport(
 #[cfg(test)]
 pub(crate) fn fake_unseen_transport(m: &Management, slot: usize, pid: u32, owner: u32) {
     const NO_SUCH_KIND: u64 = 100; // priority-protect, priority-inherit and type 4 at once
-    m.words()[(FIRST_BYTE + slot * SLOT_BYTES + MUTEX_OFF + 16) / 8].store(NO_SUCH_KIND, Ordering::Relaxed);
+    slot_of(m, slot).mutex[2].store(NO_SUCH_KIND, Ordering::Relaxed);
     assert!(mutex(m, slot).try_lock().is_err(), "the damaged mutex refuses every try");
     fake_dead_transport(m, slot, pid, owner);
 }
@@ -464,8 +457,8 @@ mod tests {
     fn a_slot_that_names_a_process_nobody_holds_is_counted_out() {
         let s = scratch("unheld");
         let (m, hb) = Management::attach(&s.0, "s").unwrap();
-        word(&m, 7, W_OWNER).store(77, Ordering::Relaxed);
-        word(&m, 7, W_PID).store(4_000_000, Ordering::Release);
+        slot_of(&m, 7).owner.store(77, Ordering::Relaxed);
+        slot_of(&m, 7).pid.store(4_000_000, Ordering::Release);
         assert_eq!(m.device_count(), 2);
         let dead = m.lock().unwrap().find_dead(hb.owner());
         assert_eq!(dead, [Dead { pid: 4_000_000, owner: 77, slot: 7 }]);
@@ -521,14 +514,14 @@ mod tests {
         let s = scratch("sweepers");
         let (m, a) = Management::attach(&s.0, "s").unwrap();
         let (_, b) = Management::attach(&s.0, "s").unwrap();
-        word(&m, 7, W_OWNER).store(77, Ordering::Relaxed);
-        word(&m, 7, W_PID).store(4_000_000, Ordering::Release);
+        slot_of(&m, 7).owner.store(77, Ordering::Relaxed);
+        slot_of(&m, 7).pid.store(4_000_000, Ordering::Release);
         let found = m.lock().unwrap().find_dead(a.owner());
         assert_eq!(found, [Dead { pid: 4_000_000, owner: 77, slot: 7 }]);
         assert!(m.lock().unwrap().find_dead(b.owner()).is_empty(), "a live sweeper has it");
         assert_eq!(m.lock().unwrap().find_dead(a.owner()), found, "its own sweeper finds it again");
         // Its sweeper dies (a mark nobody attached carries) before counting it out.
-        word(&m, 7, W_SWEEPER).store(4242, Ordering::Relaxed);
+        slot_of(&m, 7).sweeper.store(4242, Ordering::Relaxed);
         assert_eq!(m.lock().unwrap().find_dead(b.owner()), found, "the next sweeper takes it over");
         assert_eq!(m.device_count(), 3, "not counted out yet");
         m.lock().unwrap().count_out(&found[0]);

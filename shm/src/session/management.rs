@@ -1,16 +1,7 @@
 //! The management segment of a session: its lock, the registry of segments, the event counter and
 //! the heartbeat. The region registry (`registry`) and the process slots (`liveness`, whose occupied
-//! slots are the count of attached transports) live in it too.
+//! slots are the count of attached transports) live in it too; `layout` describes it.
 //!
-//! | bytes | content |
-//! |---|---|
-//! | 0..384 | header words: magic, layout, state, (unused), events, heartbeat, region counter, uid, session |
-//! | 384..448 | the session lock (robust mutex) |
-//! | 448..464 | the session secret: 16 random bytes that only processes able to map the session know (see `peers`) |
-//! | 512..8704 | segment registry: 256 slots of 4 words |
-//! | 16 KiB..48 KiB | process slots (`liveness`): 256 of 128 bytes (pid, since, owner mark, sweeper, ..., robust mutex at 64) |
-//! | 64 KiB..576 KiB | region registry (`registry`): 1024 slots of 512 bytes |
-//! | 576 KiB..609 KiB | endpoint directory (`directory`): generation, 1024 entries of 32 bytes |
 //!
 //! Attaching and detaching happen under the session lock. The last transport to detach marks the
 //! segment *removed* and unlinks every object of the session while still holding the lock; a process
@@ -19,33 +10,12 @@
 
 use crate::error::ShmError;
 use crate::naming::Names;
+pub use crate::session::layout::MANAGEMENT_SIZE;
+use crate::session::layout::{Layout, KIND, SEGMENT_SLOTS, SESSION_MAX};
+use crate::sys::layout::MutexPlace;
 use crate::sys::mapping::{Fresh, Mapping};
 use crate::sys::robust_mutex::{Guard, RobustMutex};
 use std::sync::atomic::{AtomicU64, Ordering};
-
-const MAGIC: u64 = u64::from_le_bytes(*b"FMQRSMNG");
-const LAYOUT: u64 = 7;
-/// Size of the management segment: 1 MiB of tables, then the transports' ledgers (see `ledger`).
-pub const MANAGEMENT_SIZE: usize = 5 << 20;
-
-const W_MAGIC: usize = 0;
-const W_LAYOUT: usize = 1;
-const W_STATE: usize = 2;
-// Word 3 held a count of attached transports up to layout 2; the liveness slots are the count now.
-const W_EVENTS: usize = 4;
-const W_HEARTBEAT: usize = 5;
-pub(crate) const W_REGION_COUNTER: usize = 6;
-const W_CREATOR_UID: usize = 7;
-const W_SESSION_LEN: usize = 8;
-const W_SESSION: usize = 9;
-const SESSION_MAX: usize = 256;
-const MUTEX_AT: usize = 384;
-const W_SECRET: usize = 448 / 8;
-const W_SEGMENTS: usize = 512 / 8;
-const SEGMENT_SLOTS: usize = 256;
-/// Process slots (see `liveness`); each also has a ledger (see `ledger`).
-pub(crate) const PROCESS_SLOTS: usize = 256;
-const SEGMENT_WORDS: usize = 4;
 
 const LIVE: u64 = 1;
 const REMOVED: u64 = 2;
@@ -89,7 +59,7 @@ pub(crate) struct SessionLock<'a> {
 impl Management {
     /// The session secret (see `peers`).
     pub(crate) fn secret(&self) -> [u64; 2] {
-        [0, 1].map(|i| self.words()[W_SECRET + i].load(Ordering::Relaxed))
+        [0, 1].map(|i| self.layout().secret[i].load(Ordering::Relaxed))
     }
 
     /// Opens the management segment without counting as an attached transport (for the monitor).
@@ -100,28 +70,19 @@ impl Management {
     }
 
     pub(crate) fn from_mapping(map: Mapping, names: &Names) -> Result<Management, ShmError> {
-        let bad = |reason: String| ShmError::Layout { name: names.management(), reason };
-        if map.len() < MANAGEMENT_SIZE {
-            return Err(bad(format!("size {} is too small", map.len())));
-        }
-        let w = map.words();
-        if w[W_MAGIC].load(Ordering::Acquire) != MAGIC {
-            return Err(bad("not a fairmq-rs management segment".into()));
-        }
-        let layout = w[W_LAYOUT].load(Ordering::Relaxed);
-        if layout != LAYOUT {
-            return Err(bad(format!("layout version {layout} (this build uses {LAYOUT})")));
-        }
+        KIND.open(map.words(), |l: &Layout| &l.tag, |_| Ok(()))
+            .map_err(|e| ShmError::Layout { name: names.management(), reason: e.to_string() })?;
         Ok(Management { map, names: names.clone() })
     }
 
-    pub(crate) fn words(&self) -> &[AtomicU64] {
-        self.map.words()
+    /// The segment's layout (checked to fit when it was opened).
+    pub(crate) fn layout(&self) -> &Layout {
+        self.map.view().expect("a management segment holds its layout")
     }
 
-    /// The mutex at `offset` of the segment (those of process slots).
-    pub(crate) fn mutex_at(&self, offset: usize) -> RobustMutex<'_> {
-        self.map.mutex(offset)
+    /// The mutex at `place` of the layout (those of process slots).
+    pub(crate) fn mutex(&self, place: &MutexPlace) -> RobustMutex<'_> {
+        self.map.mutex(place)
     }
 
     /// The session's object names.
@@ -132,7 +93,7 @@ impl Management {
     /// Takes the session lock. The data it guards is only the registry and counters, each updated by
     /// single stores, so a holder that died leaves nothing to repair.
     pub(crate) fn lock(&self) -> Result<SessionLock<'_>, ShmError> {
-        let g = self.map.mutex(MUTEX_AT).lock(|| {
+        let g = self.map.mutex(&self.layout().lock).lock(|| {
             log::warn!("a process died holding the session lock of {}", self.names.shm_id());
             true
         })?;
@@ -141,42 +102,41 @@ impl Management {
 
     /// The event counter: bumped when segments or regions are created or destroyed.
     pub fn event_count(&self) -> u64 {
-        self.words()[W_EVENTS].load(Ordering::Acquire)
+        self.layout().events.load(Ordering::Acquire)
     }
 
     /// Sleeps until the event counter is no longer `seen`, or `timeout` passed (a bump wakes
     /// every waiter of the session at once).
     pub(crate) fn wait_for_events(&self, seen: u64, timeout: std::time::Duration) {
-        crate::sys::futex::wait(&self.words()[W_EVENTS], seen as u32, timeout);
+        crate::sys::futex::wait(&self.layout().events, seen as u32, timeout);
     }
 
     /// Wakes whoever waits for events (they look again, and sleep on if nothing changed).
     pub(crate) fn wake_event_waiters(&self) {
-        crate::sys::futex::wake_all(&self.words()[W_EVENTS]);
+        crate::sys::futex::wake_all(&self.layout().events);
     }
 
     /// The heartbeat counter's value.
     pub fn heartbeat_count(&self) -> u64 {
-        self.words()[W_HEARTBEAT].load(Ordering::Relaxed)
+        self.layout().heartbeat.load(Ordering::Relaxed)
     }
 
     /// The heartbeat counter.
     pub(crate) fn heartbeat(&self) -> &AtomicU64 {
-        &self.words()[W_HEARTBEAT]
+        &self.layout().heartbeat
     }
 
     /// Session name as recorded by the creator.
     pub fn session_name(&self) -> String {
-        let w = self.words();
-        let len = (w[W_SESSION_LEN].load(Ordering::Relaxed) as usize).min(SESSION_MAX);
-        let bytes: Vec<u8> =
-            (0..SESSION_MAX / 8).flat_map(|i| w[W_SESSION + i].load(Ordering::Relaxed).to_le_bytes()).collect();
+        let l = self.layout();
+        let len = (l.session_len.load(Ordering::Relaxed) as usize).min(SESSION_MAX);
+        let bytes: Vec<u8> = l.session.iter().flat_map(|w| w.load(Ordering::Relaxed).to_le_bytes()).collect();
         String::from_utf8_lossy(&bytes[..len]).into_owned()
     }
 
     /// Effective uid of the session's creator.
     pub fn creator_uid(&self) -> u32 {
-        self.words()[W_CREATOR_UID].load(Ordering::Relaxed) as u32
+        self.layout().creator_uid.load(Ordering::Relaxed) as u32
     }
 
     /// Registered segments.
@@ -185,20 +145,15 @@ impl Management {
     }
 
     fn segment_slot(&self, i: usize) -> Option<SegmentEntry> {
-        let w = self.words();
-        let base = W_SEGMENTS + i * SEGMENT_WORDS;
-        match w[base].load(Ordering::Acquire) {
+        let [tagged, size, ..] = &self.layout().segments[i];
+        match tagged.load(Ordering::Acquire) {
             0 => None,
-            tagged => Some(SegmentEntry { id: (tagged - 1) as u16, size: w[base + 1].load(Ordering::Relaxed) }),
+            tagged => Some(SegmentEntry { id: (tagged - 1) as u16, size: size.load(Ordering::Relaxed) }),
         }
     }
 }
 
 impl SessionLock<'_> {
-    pub(crate) fn word(&self, i: usize) -> &AtomicU64 {
-        &self.m.words()[i]
-    }
-
     /// The management segment this lock guards.
     pub(crate) fn management(&self) -> &Management {
         self.m
@@ -206,18 +161,18 @@ impl SessionLock<'_> {
 
     /// Bumps the event counter (segments or regions appeared or went).
     pub(crate) fn bump_events(&self) {
-        crate::sys::futex::bump_and_wake_all(self.word(W_EVENTS));
+        crate::sys::futex::bump_and_wake_all(&self.m.layout().events);
     }
 
     /// Marks the session removed: a newcomer that opened it will open a new one (the first step of
     /// a removal; alone, what a remover killed between the two steps leaves).
     pub(crate) fn mark_removed(&self) {
-        self.word(W_STATE).store(REMOVED, Ordering::Release);
+        self.m.layout().state.store(REMOVED, Ordering::Release);
     }
 
     /// Whether the last transport of the session removed it (a newcomer must open a new one).
     pub(crate) fn removed(&self) -> bool {
-        self.word(W_STATE).load(Ordering::Relaxed) == REMOVED
+        self.m.layout().state.load(Ordering::Relaxed) == REMOVED
     }
 
     /// Registers segment `id` of `size` bytes (if not yet) and bumps the event counter.
@@ -225,12 +180,11 @@ impl SessionLock<'_> {
         if self.m.segments().iter().any(|s| s.id == id) {
             return Ok(());
         }
-        let w = self.m.words();
         let slot =
             (0..SEGMENT_SLOTS).find(|&i| self.m.segment_slot(i).is_none()).ok_or(ShmError::TableFull("segment"))?;
-        let base = W_SEGMENTS + slot * SEGMENT_WORDS;
-        w[base + 1].store(size, Ordering::Relaxed);
-        w[base].store(u64::from(id) + 1, Ordering::Release);
+        let [tagged, size_word, ..] = &self.m.layout().segments[slot];
+        size_word.store(size, Ordering::Relaxed);
+        tagged.store(u64::from(id) + 1, Ordering::Release);
         self.bump_events();
         Ok(())
     }
@@ -239,23 +193,22 @@ impl SessionLock<'_> {
 /// Lays out a new management segment (still private to its creator); `attach` adds the process
 /// slots' mutexes.
 pub(crate) fn init(m: &Fresh<'_>, session: &str) -> std::io::Result<()> {
-    let w = m.words();
-    w[W_LAYOUT].store(LAYOUT, Ordering::Relaxed);
-    w[W_STATE].store(LIVE, Ordering::Relaxed);
-    w[W_REGION_COUNTER].store(FIRST_REGION_ID, Ordering::Relaxed);
-    w[W_CREATOR_UID].store(u64::from(crate::sys::files::euid()), Ordering::Relaxed);
+    let l: &Layout = m.view().ok_or_else(|| std::io::Error::other("management segment smaller than its layout"))?;
+    l.state.store(LIVE, Ordering::Relaxed);
+    l.region_counter.store(FIRST_REGION_ID, Ordering::Relaxed);
+    l.creator_uid.store(u64::from(crate::sys::files::euid()), Ordering::Relaxed);
     let name = &session.as_bytes()[..session.len().min(SESSION_MAX)];
-    w[W_SESSION_LEN].store(name.len() as u64, Ordering::Relaxed);
-    for (i, chunk) in name.chunks(8).enumerate() {
+    l.session_len.store(name.len() as u64, Ordering::Relaxed);
+    for (word, chunk) in l.session.iter().zip(name.chunks(8)) {
         let mut b = [0u8; 8];
         b[..chunk.len()].copy_from_slice(chunk);
-        w[W_SESSION + i].store(u64::from_le_bytes(b), Ordering::Relaxed);
+        word.store(u64::from_le_bytes(b), Ordering::Relaxed);
     }
-    m.init_mutex(MUTEX_AT)?;
-    for (i, v) in secret()?.into_iter().enumerate() {
-        w[W_SECRET + i].store(v, Ordering::Relaxed);
+    m.init_mutex(&l.lock)?;
+    for (word, v) in l.secret.iter().zip(secret()?) {
+        word.store(v, Ordering::Relaxed);
     }
-    w[W_MAGIC].store(MAGIC, Ordering::Release);
+    KIND.stamp(&l.tag);
     Ok(())
 }
 

@@ -2,6 +2,7 @@
 //! processes are alive and what each holds of shared blocks.
 
 pub(crate) mod attach;
+pub(crate) mod layout;
 pub(crate) mod ledger;
 pub(crate) mod liveness;
 pub(crate) mod management;

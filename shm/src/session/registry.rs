@@ -8,27 +8,15 @@
 
 use crate::error::ShmError;
 use crate::naming::Names;
-use crate::session::management::{Management, SessionLock, W_REGION_COUNTER};
+use crate::session::layout::{RegionSlot, REGION_SLOTS};
+use crate::session::management::{Management, SessionLock};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
-const FIRST_WORD: usize = (64 << 10) / 8;
-const SLOTS: usize = 1024;
-const SLOT_WORDS: usize = 64;
-const W_TAG: usize = 0;
-const W_STATE: usize = 1;
-const W_SIZE: usize = 2;
-const W_CREATION_FLAGS: usize = 3;
-const W_USER_FLAGS: usize = 4;
-const W_RC_SIZE: usize = 5;
-const W_PATH_LEN: usize = 6;
-const W_CREATOR: usize = 7;
-const W_PATH: usize = 8;
 /// Longest path prefix of a file-backed region.
-pub const PATH_MAX: usize = (SLOT_WORDS - W_PATH) * 8;
+pub const PATH_MAX: usize = 56 * 8;
 const LIVE: u64 = 1;
 const DESTROYED: u64 = 2;
-const _: () = assert!((FIRST_WORD + SLOTS * SLOT_WORDS) * 8 <= crate::session::management::MANAGEMENT_SIZE);
 
 /// A region as the registry records it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,40 +51,37 @@ impl RegionEntry {
     }
 }
 
-fn slot_base(i: usize) -> usize {
-    FIRST_WORD + i * SLOT_WORDS
+fn slot(m: &Management, i: usize) -> &RegionSlot {
+    &m.layout().regions[i]
 }
 
 fn read_slot(m: &Management, i: usize) -> Option<RegionEntry> {
-    let w = m.words();
-    let b = slot_base(i);
-    let tag = w[b + W_TAG].load(Ordering::Acquire);
+    let r = slot(m, i);
+    let tag = r.tag.load(Ordering::Acquire);
     if tag == 0 || tag > 1 << 16 {
         return None;
     }
-    let len = (w[b + W_PATH_LEN].load(Ordering::Relaxed) as usize).min(PATH_MAX);
-    let bytes: Vec<u8> =
-        (0..PATH_MAX / 8).flat_map(|k| w[b + W_PATH + k].load(Ordering::Relaxed).to_le_bytes()).collect();
+    let len = (r.path_len.load(Ordering::Relaxed) as usize).min(PATH_MAX);
+    let bytes: Vec<u8> = r.path.iter().flat_map(|w| w.load(Ordering::Relaxed).to_le_bytes()).collect();
     Some(RegionEntry {
         id: (tag - 1) as u16,
-        size: w[b + W_SIZE].load(Ordering::Relaxed),
-        creation_flags: w[b + W_CREATION_FLAGS].load(Ordering::Relaxed) as i32,
-        user_flags: w[b + W_USER_FLAGS].load(Ordering::Relaxed),
-        rc_segment_size: w[b + W_RC_SIZE].load(Ordering::Relaxed),
+        size: r.size.load(Ordering::Relaxed),
+        creation_flags: r.creation_flags.load(Ordering::Relaxed) as i32,
+        user_flags: r.user_flags.load(Ordering::Relaxed),
+        rc_segment_size: r.rc_size.load(Ordering::Relaxed),
         path: String::from_utf8_lossy(&bytes[..len]).into_owned(),
-        creator: w[b + W_CREATOR].load(Ordering::Relaxed) as u32,
-        destroyed: w[b + W_STATE].load(Ordering::Acquire) == DESTROYED,
+        creator: r.creator.load(Ordering::Relaxed) as u32,
+        destroyed: r.state.load(Ordering::Acquire) == DESTROYED,
     })
 }
 
 fn slot_of(m: &Management, id: u16) -> Option<usize> {
-    let w = m.words();
-    (0..SLOTS).find(|&i| w[slot_base(i) + W_TAG].load(Ordering::Acquire) == u64::from(id) + 1)
+    (0..REGION_SLOTS).find(|&i| slot(m, i).tag.load(Ordering::Acquire) == u64::from(id) + 1)
 }
 
 /// Every registered region (live and destroyed), in slot order.
 pub fn regions(m: &Management) -> Vec<RegionEntry> {
-    (0..SLOTS).filter_map(|i| read_slot(m, i)).collect()
+    (0..REGION_SLOTS).filter_map(|i| read_slot(m, i)).collect()
 }
 
 /// The registry entry of region `id`.
@@ -108,7 +93,7 @@ impl SessionLock<'_> {
     /// The next automatic region id (the first is 1024, as in FairMQ), skipping ids already taken
     /// explicitly.
     pub(crate) fn next_region_id(&self) -> Result<u16, ShmError> {
-        let counter = self.word(W_REGION_COUNTER);
+        let counter = &self.management().layout().region_counter;
         loop {
             let id = counter.load(Ordering::Relaxed);
             let id = u16::try_from(id).map_err(|_| ShmError::TableFull("region id"))?;
@@ -128,26 +113,25 @@ impl SessionLock<'_> {
         if e.path.len() > PATH_MAX {
             return Err(ShmError::Config(format!("region path longer than {PATH_MAX} bytes: {}", e.path)));
         }
-        let w = m.words();
-        let i = (0..SLOTS)
-            .find(|&i| w[slot_base(i) + W_TAG].load(Ordering::Relaxed) == 0)
+        let i = (0..REGION_SLOTS)
+            .find(|&i| slot(m, i).tag.load(Ordering::Relaxed) == 0)
             .ok_or(ShmError::TableFull("region"))?;
-        let b = slot_base(i);
-        w[b + W_STATE].store(LIVE, Ordering::Relaxed);
-        w[b + W_SIZE].store(e.size, Ordering::Relaxed);
-        w[b + W_CREATION_FLAGS].store(e.creation_flags as u32 as u64, Ordering::Relaxed);
-        w[b + W_USER_FLAGS].store(e.user_flags, Ordering::Relaxed);
-        w[b + W_RC_SIZE].store(e.rc_segment_size, Ordering::Relaxed);
-        w[b + W_CREATOR].store(u64::from(e.creator), Ordering::Relaxed);
-        w[b + W_PATH_LEN].store(e.path.len() as u64, Ordering::Relaxed);
-        for k in 0..PATH_MAX / 8 {
+        let r = slot(m, i);
+        r.state.store(LIVE, Ordering::Relaxed);
+        r.size.store(e.size, Ordering::Relaxed);
+        r.creation_flags.store(e.creation_flags as u32 as u64, Ordering::Relaxed);
+        r.user_flags.store(e.user_flags, Ordering::Relaxed);
+        r.rc_size.store(e.rc_segment_size, Ordering::Relaxed);
+        r.creator.store(u64::from(e.creator), Ordering::Relaxed);
+        r.path_len.store(e.path.len() as u64, Ordering::Relaxed);
+        for (word, k) in r.path.iter().zip((0..).step_by(8)) {
             let mut chunk = [0u8; 8];
-            let from = (k * 8).min(e.path.len());
-            let to = (k * 8 + 8).min(e.path.len());
+            let from = k.min(e.path.len());
+            let to = (k + 8).min(e.path.len());
             chunk[..to - from].copy_from_slice(&e.path.as_bytes()[from..to]);
-            w[b + W_PATH + k].store(u64::from_le_bytes(chunk), Ordering::Relaxed);
+            word.store(u64::from_le_bytes(chunk), Ordering::Relaxed);
         }
-        w[b + W_TAG].store(u64::from(e.id) + 1, Ordering::Release);
+        r.tag.store(u64::from(e.id) + 1, Ordering::Release);
         self.bump_events();
         Ok(())
     }
@@ -155,7 +139,7 @@ impl SessionLock<'_> {
     /// Marks region `id` destroyed and bumps the event counter.
     pub(crate) fn mark_region_destroyed(&self, id: u16) {
         if let Some(i) = slot_of(self.management(), id) {
-            self.management().words()[slot_base(i) + W_STATE].store(DESTROYED, Ordering::Release);
+            slot(self.management(), i).state.store(DESTROYED, Ordering::Release);
             self.bump_events();
         }
     }

@@ -7,7 +7,8 @@
 //! through a link, private, with their room reserved.
 
 use super::files::{self, FileError};
-use super::robust_mutex::{RobustMutex, MUTEX_BYTES};
+use super::layout::MutexPlace;
+use super::robust_mutex::RobustMutex;
 use memmap2::{MmapOptions, MmapRaw};
 use std::fs::File;
 use std::io;
@@ -48,9 +49,9 @@ impl std::ops::Deref for Fresh<'_> {
 }
 
 impl Fresh<'_> {
-    /// Makes a robust process-shared mutex at `offset` (8-aligned, inside the mapping).
-    pub fn init_mutex(&self, offset: usize) -> io::Result<()> {
-        let ptr = self.0.mutex_place(offset).ok_or_else(|| io::Error::other("mutex outside the mapping"))?;
+    /// Makes a robust process-shared mutex at `place` (a place of this mapping's layout).
+    pub fn init_mutex(&self, place: &MutexPlace) -> io::Result<()> {
+        let ptr = self.0.mutex_place(place).ok_or_else(|| io::Error::other("mutex outside the mapping"))?;
         // SAFETY: the place is inside the mapping and aligned (checked); the object is not linked
         // under its name yet, so no process uses those bytes as a mutex.
         unsafe { RobustMutex::init(ptr) }
@@ -173,17 +174,24 @@ impl Mapping {
         Some(unsafe { self.base().add(offset) })
     }
 
-    /// The robust mutex at `offset` (8-aligned, inside the mapping), made when the object was
-    /// created (see [`Fresh::init_mutex`]); borrowed from the mapping, so it cannot outlive it.
-    /// Panics on a place outside the mapping: callers name places of their own layouts.
-    pub fn mutex(&self, offset: usize) -> RobustMutex<'_> {
-        let ptr = self.mutex_place(offset).expect("a mutex inside the mapping");
+    /// The robust mutex at `place` (in this mapping's layout), made when the object was created
+    /// (see [`Fresh::init_mutex`]); borrowed from the mapping, so it cannot outlive it. Panics on a
+    /// place outside the mapping: callers name places of their own layouts.
+    pub fn mutex(&self, place: &MutexPlace) -> RobustMutex<'_> {
+        let ptr = self.mutex_place(place).expect("a mutex inside the mapping");
         // SAFETY: the place is inside this mapping and aligned, and the handle borrows the mapping.
         unsafe { RobustMutex::at(ptr) }
     }
 
-    fn mutex_place(&self, offset: usize) -> Option<*mut u8> {
-        self.range_ptr(offset, MUTEX_BYTES).filter(|p| (*p as usize) & 7 == 0)
+    /// The address of `place` if it lies inside this mapping (places are 8-aligned by type).
+    fn mutex_place(&self, place: &MutexPlace) -> Option<*mut u8> {
+        let offset = (place.as_ptr() as usize).checked_sub(self.base() as usize)?;
+        self.range_ptr(offset, std::mem::size_of::<MutexPlace>())
+    }
+
+    /// The mapping viewed as layout `T` from its start, or `None` if it is shorter than `T`.
+    pub fn view<T: super::layout::Words>(&self) -> Option<&T> {
+        super::layout::view(self.words())
     }
 
     /// Writes zeros over `len` bytes at `offset` (touching, and so allocating, those pages).

@@ -6,6 +6,7 @@ pub(crate) mod clock;
 pub(crate) mod files;
 pub(crate) mod flock;
 pub(crate) mod futex;
+pub(crate) mod layout;
 pub(crate) mod mapping;
 pub(crate) mod process;
 pub(crate) mod robust_mutex;

@@ -14,7 +14,7 @@
 //! Endpoints are keyed so that both ends agree: a tcp endpoint by its port (a session lives on one
 //! host), an ipc one by its absolute path, an inproc one by its name within one transport.
 //!
-//! | bytes from [`AT`] | content |
+//! | bytes of `directory` in the management layout (576 KiB) | content |
 //! |---|---|
 //! | 0..8 | generation: bumped by every change, so a sender looks again only when it moved |
 //! | 8..16 | 1 once a socket could not be listed (full): the directory names nobody any more |
@@ -23,17 +23,24 @@
 //! Entries are written and read under the session lock: binds, connects and closes are rare. Only
 //! the "empty at" word is written without it, by its socket, which owns the entry while it lives.
 
+use crate::session::layout::DIRECTORY_WORDS;
 use crate::session::management::{Management, SessionLock};
+use crate::sys::layout::{shared_layout, view};
+use std::mem::{offset_of, size_of};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Where the directory starts in the management segment (after the region registry).
-const AT: usize = 576 << 10;
 const ENTRIES: usize = 1024;
-const ENTRY_WORDS: usize = 4;
-const W_GENERATION: usize = AT / 8;
-const W_INCOMPLETE: usize = AT / 8 + 1;
-const FIRST: usize = AT / 8 + 8;
-const _: () = assert!((FIRST + ENTRIES * ENTRY_WORDS) * 8 <= crate::session::management::MANAGEMENT_SIZE);
+
+shared_layout! {
+    /// The directory's words in the management segment.
+    struct Table {
+        generation: AtomicU64,
+        incomplete: AtomicU64,
+        _spare: [AtomicU64; 6],
+        entries: [[AtomicU64; 4]; ENTRIES],
+    }
+}
+const _: () = assert!(size_of::<Table>() == DIRECTORY_WORDS * 8 && offset_of!(Table, entries) == 64);
 
 /// How a socket is attached to an endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,21 +102,21 @@ pub(crate) fn key(endpoint: &str, owner: u32) -> Option<u64> {
     Some(k | 1)
 }
 
-fn words(m: &Management) -> &[AtomicU64] {
-    m.words()
+fn table(m: &Management) -> &Table {
+    view(&m.layout().directory).expect("the directory's words hold its table")
 }
 
-fn entry(w: &[AtomicU64], i: usize) -> &[AtomicU64] {
-    &w[FIRST + i * ENTRY_WORDS..FIRST + (i + 1) * ENTRY_WORDS]
+fn entry(t: &Table, i: usize) -> &[AtomicU64; 4] {
+    &t.entries[i]
 }
 
 /// The directory's generation: a sender whose last look saw this one need not look again.
 pub(crate) fn generation(m: &Management) -> u64 {
-    words(m)[W_GENERATION].load(Ordering::Acquire)
+    table(m).generation.load(Ordering::Acquire)
 }
 
 fn bump(lock: &SessionLock<'_>) {
-    words(lock.management())[W_GENERATION].fetch_add(1, Ordering::AcqRel);
+    table(lock.management()).generation.fetch_add(1, Ordering::AcqRel);
 }
 
 /// Records that socket `me` is attached to `at`; returns its entry. Entries of transports `alive`
@@ -119,7 +126,7 @@ fn bump(lock: &SessionLock<'_>) {
 /// the other end of any endpoint), and names nobody any more.
 pub(crate) fn register(m: &Management, me: SocketMark, at: Attached, alive: impl Fn(u32) -> bool) -> Option<usize> {
     let listed = m.lock().ok().and_then(|lock| {
-        let w = words(m);
+        let w = table(m);
         let key_of = |i| entry(w, i)[0].load(Ordering::Relaxed);
         let free = (0..ENTRIES)
             .find(|&i| key_of(i) == 0)
@@ -133,9 +140,9 @@ pub(crate) fn register(m: &Management, me: SocketMark, at: Attached, alive: impl
         Some(free)
     });
     if listed.is_none() {
-        let w = words(m);
-        w[W_INCOMPLETE].store(1, Ordering::Release);
-        w[W_GENERATION].fetch_add(1, Ordering::AcqRel);
+        let w = table(m);
+        w.incomplete.store(1, Ordering::Release);
+        w.generation.fetch_add(1, Ordering::AcqRel);
     }
     listed
 }
@@ -221,7 +228,7 @@ impl Listing {
 ///
 /// [`coarse_ns`]: crate::sys::clock::coarse_ns
 pub(crate) fn stamp_empty(m: &Management, me: SocketMark, entries: &[usize], now: u64) {
-    let w = words(m);
+    let w = table(m);
     for &i in entries.iter().filter(|&&i| i < ENTRIES) {
         let e = entry(w, i);
         // Still ours: the entry is not reused while we live, but a stamp costs nothing to guard.
@@ -234,7 +241,7 @@ pub(crate) fn stamp_empty(m: &Management, me: SocketMark, entries: &[usize], now
 /// The endpoints of socket `them` (a gone one's too, until its entries are reused).
 pub(crate) fn endpoints_of(m: &Management, them: SocketMark) -> Vec<Attached> {
     let Ok(_lock) = m.lock() else { return Vec::new() };
-    let w = words(m);
+    let w = table(m);
     (0..ENTRIES)
         .filter_map(|i| {
             let e = entry(w, i);
@@ -256,11 +263,11 @@ pub(crate) fn facing(
     mine: &[Attached],
     alive: impl Fn(u32) -> bool,
 ) -> Option<Vec<Facing>> {
-    if words(m)[W_INCOMPLETE].load(Ordering::Acquire) != 0 {
+    if table(m).incomplete.load(Ordering::Acquire) != 0 {
         return None;
     }
     let _lock = m.lock().ok()?;
-    let w = words(m);
+    let w = table(m);
     let mut found: Vec<Facing> = Vec::new();
     for i in 0..ENTRIES {
         let e = entry(w, i);
@@ -287,7 +294,7 @@ pub(crate) fn facing(
 /// Forgets every entry of socket `me` (it closes).
 pub(crate) fn unregister(m: &Management, me: SocketMark) {
     let Ok(lock) = m.lock() else { return };
-    let w = words(m);
+    let w = table(m);
     for i in 0..ENTRIES {
         let e = entry(w, i);
         if e[0].load(Ordering::Relaxed) != 0
@@ -364,7 +371,7 @@ mod tests {
         let mine = [ep("tcp://*:7009", Role::Connect)];
         let not_9 = |o| o != 9;
         let mut n = 0;
-        while (0..ENTRIES).any(|k| entry(words(&m), k)[0].load(Ordering::Relaxed) == 0) {
+        while (0..ENTRIES).any(|k| entry(table(&m), k)[0].load(Ordering::Relaxed) == 0) {
             assert!(register(&m, (4, 100 + n), ep("tcp://*:7100", Role::Bind), not_9).is_some(), "entry {n}");
             n += 1;
         }
