@@ -14,7 +14,9 @@
 //! - Counters count successful transfers; a multipart is one message.
 //!
 //! The shared-memory transport (`fairmq-shm`) moves its metadata over these sockets, so timeouts,
-//! interruption and counters are implemented once, here.
+//! interruption and counters are implemented once, here; the [`vocabulary`] both transports share
+//! (transfer results and codes, socket types, transport kinds, endpoints, counters, interruption,
+//! region types) is one module, and what a layered transport needs of a socket is [`layered`].
 //!
 //! ```
 //! use fairmq_zmq::{Message, SocketType, Transport};
@@ -33,40 +35,33 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-mod counters;
-mod endpoint;
-mod error;
-mod interrupt;
 pub mod layered;
 mod message;
 mod monitor;
-mod options;
 mod poller;
 mod region;
-pub mod region_types;
 mod socket;
-mod socket_type;
 mod sys;
 mod transport;
-mod transport_kind;
+pub mod vocabulary;
 mod zap;
 
-pub use counters::{CounterSnapshot, Counters};
-pub use endpoint::{split_endpoints, validate_address, Endpoint, Method, Protocol};
-pub use error::{
+pub use message::Message;
+pub use poller::Poller;
+pub use region::{Region, RegionError};
+pub use socket::Socket;
+pub use sys::FreeFn;
+pub use transport::{Transport, TransportConfig};
+pub use vocabulary::counters::{CounterSnapshot, Counters};
+pub use vocabulary::endpoint::{split_endpoints, validate_address, Endpoint, Method, Protocol};
+pub use vocabulary::error::{
     transfer_code, AddressProblem, AllocError, ErrorKind, PollError, SocketError, TransferCode, TransferError,
     TransferResult,
 };
-pub use interrupt::{ms_until, Interrupter};
-pub use message::Message;
-pub use options::{AttachOptions, SocketOptions};
-pub use poller::Poller;
-pub use region::{Region, RegionError};
-pub use region_types::{
+pub use vocabulary::interrupt::{ms_until, Interrupter};
+pub use vocabulary::options::{AttachOptions, SocketOptions};
+pub use vocabulary::region::{
     BulkCallback, RegionBlock, RegionCallback, RegionConfig, RegionEvent, RegionInfo, SingleCallback,
 };
-pub use socket::Socket;
-pub use socket_type::SocketType;
-pub use sys::FreeFn;
-pub use transport::{Transport, TransportConfig};
-pub use transport_kind::TransportKind;
+pub use vocabulary::socket_type::SocketType;
+pub use vocabulary::transport_kind::TransportKind;

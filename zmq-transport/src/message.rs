@@ -1,7 +1,7 @@
 //! Messages of the zeromq transport: one ZeroMQ frame each.
 
-use crate::error::AllocError;
 use crate::sys::{FreeFn, RawMsg};
+use crate::vocabulary::error::AllocError;
 use std::ffi::c_void;
 use std::fmt;
 

@@ -11,7 +11,7 @@
 //! ZeroMQ reports a connection before the peer's first message can arrive. Readers on other
 //! threads ([`PeerCount`]) get the count as the thread last left it, for one atomic load.
 
-use crate::error::SocketError;
+use crate::vocabulary::error::SocketError;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;

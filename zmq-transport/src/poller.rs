@@ -1,8 +1,8 @@
 //! Waiting on several sockets at once.
 
-use crate::error::PollError;
-use crate::interrupt::Interrupter;
 use crate::socket::Socket;
+use crate::vocabulary::error::PollError;
+use crate::vocabulary::interrupt::Interrupter;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

@@ -8,7 +8,7 @@
 //! destroyed region; a subscription delivers the queue in order on a thread of its own.
 
 use crate::message::Message;
-use crate::region_types::{RegionBlock, RegionCallback, RegionConfig, RegionEvent, RegionInfo};
+use crate::vocabulary::region::{RegionBlock, RegionCallback, RegionConfig, RegionEvent, RegionInfo};
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;

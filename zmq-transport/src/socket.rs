@@ -1,14 +1,14 @@
 //! Sockets of the zeromq transport: options, attach, and transfers with timeouts and interruption.
 
-use crate::counters::{CounterSnapshot, Counters};
-use crate::endpoint::{resolve_tcp, split_endpoints, with_port, Method, Protocol};
-use crate::error::{SocketError, TransferError, TransferResult};
-use crate::interrupt::{ms_until, Interrupter};
 use crate::message::Message;
 use crate::monitor::{Monitors, PeerCount};
-use crate::options::{AttachOptions, SocketOptions};
-use crate::socket_type::SocketType;
 use crate::sys::{self, RawMsg, SockPtr};
+use crate::vocabulary::counters::{CounterSnapshot, Counters};
+use crate::vocabulary::endpoint::{resolve_tcp, split_endpoints, with_port, Method, Protocol};
+use crate::vocabulary::error::{SocketError, TransferError, TransferResult};
+use crate::vocabulary::interrupt::{ms_until, Interrupter};
+use crate::vocabulary::options::{AttachOptions, SocketOptions};
+use crate::vocabulary::socket_type::SocketType;
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
@@ -307,7 +307,7 @@ impl Socket {
     /// caller can write the bound port back to its configuration.
     pub fn attach(&self, address: &str, o: &AttachOptions) -> Result<String, SocketError> {
         // Check every endpoint before attaching any, so a bad list leaves the socket untouched.
-        crate::endpoint::validate_address(address)?;
+        crate::vocabulary::endpoint::validate_address(address)?;
         let mut attached = Vec::new();
         for ep in split_endpoints(address) {
             let protocol = ep.validate()?;

@@ -1,12 +1,12 @@
 //! The zeromq transport: one ZeroMQ context, one interrupt flag, and the sockets made from them.
 
-use crate::error::SocketError;
-use crate::interrupt::Interrupter;
 use crate::message::Message;
 use crate::region::{Region, RegionError, RegionEvents};
-use crate::region_types::{RegionCallback, RegionConfig, RegionInfo};
 use crate::socket::Socket;
-use crate::socket_type::SocketType;
+use crate::vocabulary::error::SocketError;
+use crate::vocabulary::interrupt::Interrupter;
+use crate::vocabulary::region::{RegionCallback, RegionConfig, RegionInfo};
+use crate::vocabulary::socket_type::SocketType;
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 use std::sync::Arc;

@@ -7,7 +7,7 @@
 //! presents the password, and refused otherwise, before it can send or receive a single frame.
 //! Without a handler libzmq refuses every PLAIN peer, so the thread runs as long as the context.
 
-use crate::error::SocketError;
+use crate::vocabulary::error::SocketError;
 use std::thread::JoinHandle;
 
 /// The endpoint RFC 27 reserves for the handler.

@@ -7,7 +7,7 @@
 //! destroyed now.
 
 use crate::transport::attachment::Attachment;
-pub use fairmq_zmq::region_types::{RegionEvent, RegionInfo};
+pub use fairmq_zmq::vocabulary::region::{RegionEvent, RegionInfo};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

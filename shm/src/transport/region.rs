@@ -14,7 +14,7 @@ use crate::session::registry::RegionEntry;
 use crate::sys::files;
 use crate::sys::mapping::{Created, Mapping};
 use crate::transport::attachment::Attachment;
-pub use fairmq_zmq::region_types::{BulkCallback, RegionBlock, RegionCallback, RegionConfig, SingleCallback};
+pub use fairmq_zmq::vocabulary::region::{BulkCallback, RegionBlock, RegionCallback, RegionConfig, SingleCallback};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;

@@ -7,7 +7,7 @@
 //! (level-triggered) until `resume`, so a call that starts waiting while interrupted returns at once
 //! too.
 
-use crate::error::SocketError;
+use crate::vocabulary::error::SocketError;
 use nix::sys::eventfd::{EfdFlags, EventFd};
 use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -4,7 +4,7 @@
 //! validation); we accept both and treat them alike, so what validates is what gets attached. Each
 //! endpoint may carry a modifier: `@` binds, `+` or `>` connects, regardless of the channel's method.
 
-use crate::error::{AddressProblem, SocketError};
+use crate::vocabulary::error::{AddressProblem, SocketError};
 use std::fmt;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::str::FromStr;

@@ -1,6 +1,6 @@
 //! Transport names: `"default"`, `"zeromq"`, `"shmem"`.
 
-use crate::error::SocketError;
+use crate::vocabulary::error::SocketError;
 use std::fmt;
 use std::str::FromStr;
 

@@ -1,6 +1,6 @@
 //! Socket patterns by FairMQ's names.
 
-use crate::error::SocketError;
+use crate::vocabulary::error::SocketError;
 use std::fmt;
 use std::str::FromStr;
 
