@@ -114,7 +114,7 @@ fn g36_gui_mode_waits_for_a_signal() {
     d.expect("RUNNING ---> READY");
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert!(!d.saw("READY ---> RESETTING TASK"));
-    d.signal(Signal::SIGTERM);
+    d.signal(Signal::SIGTERM as i32);
     assert_eq!(d.wait().code(), Some(0));
     assert!(d.saw("IDLE ---> EXITING"));
 }
@@ -125,7 +125,7 @@ fn g37_none_mode_requests_nothing_but_a_signal_still_shuts_down() {
     d.expect("Starting FairMQ state machine --> IDLE");
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert!(!d.saw("IDLE ---> INITIALIZING DEVICE"));
-    d.signal(Signal::SIGINT);
+    d.signal(Signal::SIGINT as i32);
     assert_eq!(d.wait().code(), Some(0));
     assert!(d.saw("IDLE ---> EXITING"));
 }
@@ -135,7 +135,7 @@ fn g38_a_signal_runs_the_shutdown_sequence_from_running() {
     for sig in [Signal::SIGINT, Signal::SIGTERM] {
         let mut d = device("--control dynamic");
         d.expect("READY ---> RUNNING");
-        d.signal(sig);
+        d.signal(sig as i32);
         assert_eq!(d.wait().code(), Some(0), "{sig}");
         for line in [
             "Received device shutdown request",
@@ -153,9 +153,9 @@ fn g38_a_signal_runs_the_shutdown_sequence_from_running() {
 fn g38_a_second_sigint_aborts_at_once() {
     let mut d = device("--control static --runs 2 --sleep-in reset_task");
     d.expect("hook: reset_task");
-    d.signal(Signal::SIGINT);
+    d.signal(Signal::SIGINT as i32);
     d.expect("Received device shutdown request");
-    d.signal(Signal::SIGINT);
+    d.signal(Signal::SIGINT as i32);
     let status = d.wait();
     assert_eq!(status.signal(), Some(Signal::SIGINT as i32), "killed by the second SIGINT: {status:?}");
 }
@@ -164,7 +164,7 @@ fn g38_a_second_sigint_aborts_at_once() {
 fn catch_signals_0_leaves_signals_to_the_default_action() {
     let mut d = device("--control dynamic --catch-signals 0");
     d.expect("READY ---> RUNNING");
-    d.signal(Signal::SIGTERM);
+    d.signal(Signal::SIGTERM as i32);
     assert_eq!(d.wait().signal(), Some(Signal::SIGTERM as i32));
 }
 

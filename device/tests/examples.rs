@@ -166,7 +166,7 @@ fn example_1_n_1() {
         ok(&mut sampler);
         ok(&mut sink);
         for mut p in procs {
-            p.signal(Signal::SIGINT);
+            p.signal(Signal::SIGINT as i32);
             ok(&mut p);
         }
         assert!(sink.saw("(modified by processor"), "{tr}");
@@ -192,7 +192,7 @@ fn example_1_n_1_with_the_json_configuration() {
         let mut sink = t.device(&exe, Some("sink"), "sink1", &with(cfg.to_vec(), &["--max-iterations", "2"]));
         ok(&mut sampler);
         ok(&mut sink);
-        proc1.signal(Signal::SIGINT);
+        proc1.signal(Signal::SIGINT as i32);
         ok(&mut proc1);
     }
 }
@@ -426,7 +426,7 @@ fn example_builtin_devices() {
                 "{tr} multipart={multipart}: FairMQ's count (3 received, 2 reported)"
             );
             for p in &mut others {
-                p.signal(Signal::SIGINT);
+                p.signal(Signal::SIGINT as i32);
                 ok(p);
             }
         }
@@ -474,7 +474,7 @@ fn example_multiple_channels() {
         );
         ok(&mut sampler);
         ok(&mut sink);
-        broadcaster.signal(Signal::SIGINT);
+        broadcaster.signal(Signal::SIGINT as i32);
         ok(&mut broadcaster);
     }
 }
@@ -581,10 +581,10 @@ fn example_n_m() {
             ok(r);
             assert!(r.saw("Reached configured maximum number of timeframes (5)"), "{tr}");
         }
-        synchronizer.signal(Signal::SIGINT);
+        synchronizer.signal(Signal::SIGINT as i32);
         ok(&mut synchronizer);
         for p in &mut senders {
-            p.signal(Signal::SIGINT);
+            p.signal(Signal::SIGINT as i32);
             ok(p);
         }
     }
@@ -660,13 +660,13 @@ fn g27_g39_g48_signalling_every_device_at_once_loses_messages_the_source_first_l
             if all_at_once {
                 // Ctrl-C everywhere reaches the devices in no particular order; the sink handling it
                 // first is the case that always shows the loss, so it is made certain here.
-                sink.signal(Signal::SIGINT);
+                sink.signal(Signal::SIGINT as i32);
                 sink.expect("sink: received ");
                 for p in [&processor, &sampler] {
-                    p.signal(Signal::SIGINT);
+                    p.signal(Signal::SIGINT as i32);
                 }
             } else {
-                sampler.signal(Signal::SIGINT);
+                sampler.signal(Signal::SIGINT as i32);
             }
             for p in [&mut sampler, &mut processor, &mut sink] {
                 p.wait();
@@ -710,7 +710,7 @@ fn quickstart_runs_and_ctrl_c_stops_it_in_order_losing_nothing() {
     }
     let mut q = start(&example("quickstart"), &["0", "256", "shmem"], None);
     std::thread::sleep(std::time::Duration::from_millis(1500));
-    q.signal(Signal::SIGINT);
+    q.signal(Signal::SIGINT as i32);
     ok(&mut q);
     assert!(q.saw("stopping the sampler first") && q.saw("0 lost"));
 }

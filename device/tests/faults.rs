@@ -200,7 +200,7 @@ fn a_processor_killed_mid_stream_loses_only_what_it_held() {
         assert_eq!(sorted[0], 0, "{tr}: nothing lost before the kill");
         let lost = sent as usize - seqs.len();
         assert!(lost <= 5000, "{tr}: lost {lost} of {sent}: more than the queues hold");
-        p2.signal(Signal::SIGINT);
+        p2.signal(Signal::SIGINT as i32);
         assert_eq!(p2.wait().code(), Some(0), "{tr}: {:?}", p2.seen);
         assert!(!p2.saw("panicked"), "{tr}");
     }
@@ -314,7 +314,7 @@ fn a_sender_killed_mid_stream_leaves_the_receiver_working() {
         if let Transport::Shmem(shm) = &t {
             // The receiver's lane found the sender dead and had it counted out already, or this does.
             let found = shm.sweep_dead_processes();
-            assert!(found.is_empty() || found == vec![sampler.pid() as u32], "only the dead sender: {found:?}");
+            assert!(found.is_empty() || found == vec![sampler.pid()], "only the dead sender: {found:?}");
             assert_eq!(shm.attached_transports(), 1, "the dead sender was counted out of the session");
         }
     }
@@ -417,7 +417,7 @@ fn a_session_removed_by_the_monitor_while_devices_run() {
     let lines = sink.seen.iter().filter(|l| l.contains("data[0]: in: ")).count();
     sink.expect_count("data[0]: in: ", lines + 2);
     for p in [&sampler, &sink] {
-        p.signal(Signal::SIGINT);
+        p.signal(Signal::SIGINT as i32);
     }
     for p in [&mut sampler, &mut sink] {
         assert_eq!(p.wait().code(), Some(0), "{:?}", p.seen);

@@ -57,7 +57,7 @@ fn i09_a_panicking_data_callback_ends_in_error_state_and_cleans_up() {
     let push = format!("name=data,type=push,method=connect,address={input},rateLogging=0");
     let mut sampler = launch(SAMPLER, "sampler", &s, "shmem", &["--msg-size", "100", "--channel-config", &push]);
     assert_ended_in_error(&mut dev, "HandleData() panicked: panic requested in handle_data");
-    sampler.signal(Signal::SIGTERM);
+    sampler.signal(Signal::SIGTERM as i32);
     sampler.wait();
     assert_no_shm_left(&s);
 }
@@ -110,7 +110,7 @@ fn i09_a_panic_while_receiving_for_a_data_callback_never_crashes_the_device() {
         // The peer's messages and sockets go with its transport, before the check below.
     };
     if forwarded {
-        splitter.signal(Signal::SIGTERM);
+        splitter.signal(Signal::SIGTERM as i32);
         assert_eq!(splitter.wait().code(), Some(0), "{}", splitter.seen.join("\n"));
     } else {
         assert_ended_in_error(&mut splitter, "RUNNING panicked");
@@ -195,7 +195,7 @@ fn i10_a_shutdown_signal_ends_connect_retries_at_once_and_exits_cleanly() {
             launch(TEST_DEVICE, "connector", &s, "shmem", &["--init-timeout", "600", "--channel-config", UNREACHABLE]);
         dev.expect("BOUND ---> CONNECTING");
         dev.expect("failed to attach channel data[0]");
-        dev.signal(sig);
+        dev.signal(sig as i32);
         assert_eq!(dev.wait().code(), Some(0), "{sig}: {}", dev.seen.join("\n"));
         for line in ["Received device shutdown request", "CONNECTING ---> DEVICE READY", "IDLE ---> EXITING"] {
             assert!(dev.saw(line), "{sig}: no '{line}': {}", dev.seen.join("\n"));
@@ -359,7 +359,7 @@ fn i12_a_flood_of_identical_errors_is_summarised_once_a_second() {
     let started = Instant::now();
     let mut dev = launch(SINK, "sink", &s, "zeromq", &["--channel-config", &push]);
     dev.expect_count(SUMMARY, 3);
-    dev.signal(Signal::SIGTERM);
+    dev.signal(Signal::SIGTERM as i32);
     assert_eq!(dev.wait().code(), Some(0), "{}", dev.seen.join("\n"));
     let failing = "Failed transfer on socket sink.data[0].push, errno: 95";
     assert_summarised(&dev, failing, started.elapsed().as_secs(), 1000);

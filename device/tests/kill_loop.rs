@@ -129,12 +129,12 @@ fn look(t: &fairmq_shm::Transport) -> Option<(Vec<(u64, u32)>, usize)> {
 /// (the look would wait for that lock for ever).
 fn quiesced(t: &fairmq_shm::Transport, sampler: &Proc, round: usize, devices: &str) -> usize {
     let deadline = Instant::now() + Duration::from_secs(20);
-    sampler.signal(Signal::SIGSTOP);
+    sampler.signal(Signal::SIGSTOP as i32);
     let used = loop {
         let Some((lost, used)) = look(t) else {
-            sampler.signal(Signal::SIGCONT);
+            sampler.signal(Signal::SIGCONT as i32);
             std::thread::sleep(Duration::from_millis(20));
-            sampler.signal(Signal::SIGSTOP);
+            sampler.signal(Signal::SIGSTOP as i32);
             continue;
         };
         if lost.is_empty() {
@@ -157,7 +157,7 @@ fn quiesced(t: &fairmq_shm::Transport, sampler: &Proc, round: usize, devices: &s
         }
         std::thread::sleep(Duration::from_millis(100));
     };
-    sampler.signal(Signal::SIGCONT);
+    sampler.signal(Signal::SIGCONT as i32);
     used
 }
 
@@ -216,7 +216,7 @@ fn kill_loop(name: &str, s: &Session, specs: &[Spec], sinks: usize) {
         std::thread::sleep(Duration::from_millis(50 + rng.below(400)));
         let victim = rng.below(specs.len() as u64) as usize;
         println!("{name}: round {round}: killing {}", specs[victim].id);
-        procs[victim].signal(Signal::SIGKILL);
+        procs[victim].signal(Signal::SIGKILL as i32);
         procs[victim].wait();
         procs[victim] = launch(s, &specs[victim]);
         traffic(&mut procs, sinks, &format!("after restarting {} in round {round}", specs[victim].id));

@@ -84,7 +84,7 @@ fn i19_a_signal_shuts_down_a_device_that_a_plugin_controls() {
         &format!("--control static --example-drive --example-run-ms 600000 --example-log {}", log.display()),
     );
     wait_until("the plugin drove the device to RUNNING", || states(&log_lines(&log)).contains(&12));
-    d.signal(Signal::SIGINT);
+    d.signal(Signal::SIGINT as i32);
     assert_eq!(d.wait().code(), Some(0), "{}", d.seen.join("\n"));
     let lines = log_lines(&log);
     assert_eq!(states(&lines).last(), Some(&15), "{lines:?}");

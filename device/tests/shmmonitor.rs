@@ -149,7 +149,7 @@ fn one_monitor_per_session_and_cleanup_on_exit() {
     let (code, out) = monitor_output(&["-m", "-s", &s.name]);
     assert_eq!(code, Some(0), "a second monitor is not an error");
     assert!(out.contains(&format!("fairmq-shmmonitor for shm id {} is already running.", shm_id(&s))), "{out}");
-    first.signal(Signal::SIGTERM);
+    first.signal(Signal::SIGTERM as i32);
     assert_eq!(first.wait().code(), Some(0));
     assert!(first.saw("signal: 15"));
     assert!(s.objects().is_empty(), "--clean-on-exit removed the session and the lock: {:?}", s.objects());

@@ -84,7 +84,7 @@ fn i06_a_session_whose_processes_are_stopped_is_not_removed() {
     let mut monitor = start(MONITOR, &["-m", "-t", "1000", "--shmid", &shm_id(&s)], None);
     monitor.expect("Starting shared memory monitor for session");
     // Stopped, it beats no more, but it lives: it holds its liveness slot.
-    sink.signal(Signal::SIGSTOP);
+    sink.signal(Signal::SIGSTOP as i32);
     monitor.expect("no heartbeats since over 1000 milliseconds");
     let verdict = monitor.seen.iter().find(|l| l.contains("no heartbeats since over")).unwrap().clone();
     assert!(verdict.contains(&format!("processes [{}]", sink.pid())), "{verdict}");
@@ -92,14 +92,14 @@ fn i06_a_session_whose_processes_are_stopped_is_not_removed() {
     assert!(has("_mng") && has("_m_0"), "the session survives: {:?}", s.objects());
 
     // Resumed, it works as before: it receives what a new sender sends, and both end well.
-    sink.signal(Signal::SIGCONT);
+    sink.signal(Signal::SIGCONT as i32);
     let sampler_args = format!("--id sampler1 {common} --msg-size 1000 --channel-config {}", chan("push", "connect"));
     let mut sampler =
         start(env!("CARGO_BIN_EXE_fairmq-bsampler"), &sampler_args.split_whitespace().collect::<Vec<_>>(), None);
     assert_eq!(sink.wait().code(), Some(0), "{:?}", sink.seen);
     assert_eq!(sampler.wait().code(), Some(0), "{:?}", sampler.seen);
     wait_until("the session's removal by its last device", || s.objects().iter().all(|n| n.ends_with("_ms")));
-    monitor.signal(Signal::SIGINT);
+    monitor.signal(Signal::SIGINT as i32);
     assert_eq!(monitor.wait().code(), Some(0));
     assert!(!monitor.saw("cleaning..."), "the monitor never cleaned: {:?}", monitor.seen);
 }

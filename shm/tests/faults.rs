@@ -308,7 +308,7 @@ fn killed_sender_queue_is_released(tag: &str, pair: bool, sender_binds: bool) {
     let sent: u64 = line["sent ".len()..].parse().unwrap();
     let dead = sender.pid();
     sender.kill();
-    receiver.signal("CONT");
+    receiver.signal(libc::SIGCONT);
     let (got, _) = received(&mut receiver);
     assert!(receiver.wait().success(), "{:?}", receiver.seen);
     assert!(got < sent, "records were still in the sender's queue when it died ({got} of {sent} arrived)");
@@ -366,7 +366,7 @@ fn i03_what_a_killed_pair_receiver_did_not_take_goes_to_its_successor() {
     pair.send(&mut peer_message(&t, 0, 4000), 10_000).unwrap();
     // Once it took the first, it stops taking: what follows waits in its queue.
     std::thread::sleep(Duration::from_millis(500));
-    first.signal("STOP");
+    first.signal(libc::SIGSTOP);
     for seq in 1..=20 {
         pair.send(&mut peer_message(&t, seq, 4000), 10_000).unwrap();
     }

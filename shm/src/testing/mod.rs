@@ -37,6 +37,8 @@ pub mod tlsf {
 }
 pub use crate::segment::Segment;
 
+/// Processes a test starts, reaped when it ends.
+pub mod process;
 /// Sessions owned by a test or benchmark, removed when it ends.
 pub mod session;
 

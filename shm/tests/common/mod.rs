@@ -5,10 +5,7 @@
 use fairmq_shm::testing::session::{session_objects, unique_session, SessionGuard};
 use fairmq_shm::{Names, ShmConfig, Transport};
 use fairmq_zmq::{AttachOptions, Method, SocketType};
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 /// A unique session; its shared-memory objects are removed on drop.
 pub struct Session {
@@ -50,122 +47,21 @@ impl Session {
     }
 }
 
+use fairmq_shm::testing::process::Start;
 /// A peer process; killed and reaped on drop.
-pub struct Peer {
-    child: Child,
-    lines: Receiver<String>,
-    pub seen: Vec<String>,
-}
+#[allow(unused_imports)] // each test binary uses its own part
+pub use fairmq_shm::testing::process::{run, Process as Peer, GENEROUS};
 
 pub const PEER: &str = env!("CARGO_BIN_EXE_fairmq-shm-peer");
 
 pub fn peer(args: &[&str]) -> Peer {
-    spawn_peer(Command::new(PEER).args(args))
+    Peer::start(Command::new(PEER).args(args), Start::default())
 }
 
 /// A peer running as user and group `id` (only root may start one).
 pub fn peer_as(id: u32, args: &[&str]) -> Peer {
     use std::os::unix::process::CommandExt;
-    spawn_peer(Command::new(PEER).args(args).uid(id).gid(id))
-}
-
-fn spawn_peer(cmd: &mut Command) -> Peer {
-    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().expect("spawn peer");
-    let out = child.stdout.take().unwrap();
-    let (tx, lines) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    Peer { child, lines, seen: Vec::new() }
-}
-
-pub const GENEROUS: Duration = Duration::from_secs(60);
-
-impl Peer {
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// Waits for an output line starting with `prefix`; returns it.
-    pub fn expect_line(&mut self, prefix: &str) -> String {
-        let deadline = Instant::now() + GENEROUS;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(l) => {
-                    self.seen.push(l.clone());
-                    if l.starts_with(prefix) {
-                        return l;
-                    }
-                }
-                Err(_) => panic!("peer {} never printed '{prefix}' (saw {:?})", self.pid(), self.seen),
-            }
-        }
-    }
-
-    /// Waits for the process to end (generous timeout); returns its status.
-    pub fn wait(&mut self) -> ExitStatus {
-        let deadline = Instant::now() + GENEROUS;
-        loop {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                while let Ok(l) = self.lines.recv_timeout(Duration::from_millis(200)) {
-                    self.seen.push(l);
-                }
-                return s;
-            }
-            assert!(Instant::now() < deadline, "peer {} did not end in time", self.pid());
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-
-    /// Sends signal `name` (`STOP`, `CONT`, ...) through kill(1).
-    pub fn signal(&self, name: &str) {
-        let status = Command::new("kill").arg(format!("-{name}")).arg(self.pid().to_string()).status();
-        assert!(status.is_ok_and(|s| s.success()), "kill -{name} {}", self.pid());
-    }
-
-    pub fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-/// Runs `cmd` to its end (generous timeout; killed after it): its status and everything it
-/// printed, stdout and stderr together.
-pub fn run(cmd: &mut Command) -> (ExitStatus, String) {
-    let out = tempfile::tempfile().unwrap();
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(out.try_clone().unwrap())
-        .stderr(out.try_clone().unwrap())
-        .spawn()
-        .expect("spawn");
-    let deadline = Instant::now() + GENEROUS;
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("{cmd:?} did not end in time");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    let mut text = String::new();
-    let mut out = out;
-    std::io::Seek::rewind(&mut out).unwrap();
-    std::io::Read::read_to_string(&mut out, &mut text).unwrap();
-    (status, text)
+    Peer::start(Command::new(PEER).args(args).uid(id).gid(id), Start::default())
 }
 
 /// Whether this process runs as root; if not, says which test is skipped and why.
