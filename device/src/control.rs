@@ -1,10 +1,10 @@
 //! Driving a device: the controller API ([`DeviceHandle`]), FairMQ's control modes (`--control`),
 //! the startup and shutdown sequences, interactive keys, and signal handling.
 
-use crate::logging;
 use crate::plugin::{DeviceControl, DeviceControlError, PluginServices};
 use crate::state::{State, Transition};
 use crate::state_machine::{ErrorState, StateMachine, StateQueue};
+use crate::{console, logging};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -424,23 +424,23 @@ fn repl(s: &Shared, color: bool) -> Result<bool, ErrorState> {
         }
         let _g = s.sequence.lock();
         let request = |t: Transition, text: &str| {
-            println!("\n --> [{key}] {text}\n");
+            console::line(&format!("\n --> [{key}] {text}\n"));
             h.change_state(t);
         };
         match key {
             'h' => print_help(color),
             'c' => {
-                println!("\n --> [c] check current state\n");
+                console::line("\n --> [c] check current state\n");
                 crate::logging::state!("{}", h.current_state());
             }
             'p' => {
-                println!("\n --> [p] print number of connected peers for all channels\n");
+                console::line("\n --> [p] print number of connected peers for all channels\n");
                 for (channel, n) in h.state_machine().channel_peers() {
                     log::info!("{channel}: {n} peers connected");
                 }
             }
             'i' => {
-                println!("\n --> [i] init device\n");
+                console::line("\n --> [i] init device\n");
                 if h.change_state(Transition::InitDevice) {
                     h.wait_for_state(State::InitializingDevice, Some(Duration::from_secs(10)))?;
                     h.change_state(Transition::CompleteInit);
@@ -453,16 +453,26 @@ fn repl(s: &Shared, color: bool) -> Result<bool, ErrorState> {
             's' => request(Transition::Stop, "stop"),
             't' => request(Transition::ResetTask, "reset task"),
             'd' => request(Transition::ResetDevice, "reset device"),
-            'k' => println!("\n --> [k] increase log severity: {}\n", logging::cycle_severity(true).name()),
-            'l' => println!("\n --> [l] decrease log severity: {}\n", logging::cycle_severity(false).name()),
-            'n' => println!("\n --> [n] increase log verbosity: {}\n", logging::cycle_verbosity(true).name()),
-            'm' => println!("\n --> [m] decrease log verbosity: {}\n", logging::cycle_verbosity(false).name()),
+            'k' => {
+                console::line(&format!("\n --> [k] increase log severity: {}\n", logging::cycle_severity(true).name()))
+            }
+            'l' => {
+                console::line(&format!("\n --> [l] decrease log severity: {}\n", logging::cycle_severity(false).name()))
+            }
+            'n' => console::line(&format!(
+                "\n --> [n] increase log verbosity: {}\n",
+                logging::cycle_verbosity(true).name()
+            )),
+            'm' => console::line(&format!(
+                "\n --> [m] decrease log verbosity: {}\n",
+                logging::cycle_verbosity(false).name()
+            )),
             'q' => {
-                println!("\n --> [q] end\n");
+                console::line("\n --> [q] end\n");
                 return Ok(true);
             }
             other => {
-                print!("Invalid input: [{other}]. ");
+                console::text(&format!("Invalid input: [{other}]. "));
                 print_help(color);
             }
         }
@@ -471,8 +481,8 @@ fn repl(s: &Shared, color: bool) -> Result<bool, ErrorState> {
 
 fn print_help(color: bool) {
     if color {
-        println!("\x1b[01;32m{HELP}\x1b[0m");
+        console::line(&format!("\x1b[01;32m{HELP}\x1b[0m"));
     } else {
-        println!("{HELP}");
+        console::line(HELP);
     }
 }

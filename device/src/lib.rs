@@ -39,6 +39,7 @@
 mod channel;
 pub mod channel_parsers;
 mod channel_rates;
+mod console;
 pub mod control;
 mod device;
 pub mod devices;

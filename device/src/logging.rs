@@ -239,8 +239,7 @@ fn write(s: &Settings, l: &Line<'_>) {
     }
     let text = format_line(l, s.verbosity, to_console && s.color);
     if to_console {
-        // println! (not a raw stdout write) so that test harnesses capture it.
-        println!("{text}");
+        crate::console::line(&text);
     } else if let Some(mut f) = s.file.as_ref() {
         let _ = writeln!(f, "{text}");
     }

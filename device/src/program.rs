@@ -164,11 +164,11 @@ impl<D: Device + 'static, F: FnOnce(&Arc<Properties>) -> Result<D, BoxError>> Pr
         }
         let flag = |k: &str| config.get_or(k, false).unwrap_or(false);
         if flag("help") {
-            print!("{}", opts.help());
+            crate::console::text(&opts.help());
             return 0;
         }
         if flag("print-options") {
-            print!("{}", opts.print_options(&config));
+            crate::console::text(&opts.print_options(&config));
             return 0;
         }
         if let Err(e) = apply_logging(&config) {
@@ -177,8 +177,8 @@ impl<D: Device + 'static, F: FnOnce(&Arc<Properties>) -> Result<D, BoxError>> Pr
             return 1;
         }
         if flag("version") {
-            println!("FairMQ version: fairmq-rs {}", env!("CARGO_PKG_VERSION"));
-            println!("User device version: {}", self.version);
+            crate::console::line(&format!("FairMQ version: fairmq-rs {}", env!("CARGO_PKG_VERSION")));
+            crate::console::line(&format!("User device version: {}", self.version));
             return 0;
         }
         if let Err(e) = opts.check_required(&config) {
@@ -196,7 +196,7 @@ impl<D: Device + 'static, F: FnOnce(&Arc<Properties>) -> Result<D, BoxError>> Pr
         if flag("print-channels") {
             let mut reg = ChannelRegistry::default();
             device.register_channel_endpoints(&mut reg);
-            print!("{}", reg.print());
+            crate::console::text(&reg.print());
             return 0;
         }
         log::debug!("PID: {}", std::process::id());

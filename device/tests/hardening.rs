@@ -410,3 +410,42 @@ fn i12_a_flood_of_bad_frames_from_a_peer_is_summarised() {
     assert_summarised(&sink, "[ERROR]", started.elapsed().as_secs(), 100_000);
     assert_no_shm_left(&s);
 }
+
+/// A device whose stdout reader left (`fairmq-bsampler ... | head`, a closed pipe) runs to its end
+/// and exits with 0, its log lines lost, as a C++ FairMQ device does; printing to the closed pipe
+/// panicked, and the panic's own report aborted the process.
+#[test]
+fn a_device_whose_stdout_reader_left_runs_to_its_end() {
+    use std::process::{Command, Stdio};
+    let s = Session::new();
+    let address = s.ipc("data");
+    let pull = format!("name=data,type=pull,method=bind,address={address}");
+    let mut sink = launch(SINK, "sink", &s, "shmem", &["--max-iterations", "500", "--channel-config", &pull]);
+    let push = format!("name=data,type=push,method=connect,address={address}");
+    let mut sampler = Command::new(SAMPLER)
+        .args(["--id", "sampler", "--control", "static", "--severity", "info", "--transport", "shmem"])
+        .args(["--session", &s.name, "--shm-segment-size", "20000000", "--max-iterations", "500"])
+        .args(["--msg-size", "100", "--channel-config", &push])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the sampler");
+    // The reader leaves before the device wrote its first line.
+    drop(sampler.stdout.take());
+    let deadline = Instant::now() + GENEROUS;
+    let status = loop {
+        if let Some(status) = sampler.try_wait().expect("try_wait") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = sampler.kill();
+            panic!("the sampler did not end");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(0), "the sampler's end: {status:?}");
+    sink.expect("Received 500 messages");
+    assert_eq!(sink.wait().code(), Some(0), "output:\n{}", sink.seen.join("\n"));
+    assert_no_shm_left(&s);
+}
