@@ -21,6 +21,7 @@ fn killed_in_an_alloc_free_loop_others_continue_and_no_block_is_lost() {
     let mut survivor = peer(&["allocloop", &s.name, "20000"]);
     victim.expect_line("running");
     survivor.expect_line("running");
+    // Killed in the middle of its loop (it has run for a while), at no particular point of it.
     std::thread::sleep(Duration::from_millis(300));
     let dead = owner_of(&t, victim.pid());
     victim.kill();
@@ -51,9 +52,7 @@ fn a_transport_that_detaches_frees_what_a_dead_process_cached() {
     let free0 = t.segment_stats().free;
     let mut victim = peer(&["allocloop", &s.name, "0"]);
     victim.expect_line("running");
-    std::thread::sleep(Duration::from_millis(200));
     let dead = owner_of(&t, victim.pid());
-    victim.kill();
     let cached = |t: &fairmq_shm::Transport| {
         fairmq_shm::testing::segment(t)
             .used_blocks()
@@ -62,6 +61,9 @@ fn a_transport_that_detaches_frees_what_a_dead_process_cached() {
             .filter(|&&(_, _, owner, count)| owner == dead && count == 0)
             .count()
     };
+    // Killed once its caches hold blocks.
+    wait_until("blocks in the victim's caches", || cached(&t) > 0);
+    victim.kill();
     assert!(cached(&t) > 0, "the dead process left blocks in its caches");
     drop(leaving);
     assert_eq!(cached(&t), 0, "the detaching transport freed them");
@@ -297,7 +299,7 @@ fn killed_sender_queue_is_released(tag: &str, pair: bool, sender_binds: bool) {
     let mut sender = peer(&["send", &s.name, &addr, send_method, "0", "1000", "0", "hold", flag]);
     if sender_binds {
         // Connected once the sender has bound (its ipc path exists): a push learns it on connect.
-        std::thread::sleep(Duration::from_millis(300));
+        wait_until("the sender's ipc path", || std::path::Path::new(&addr["ipc://".len()..]).exists());
         let r = receiver.insert(peer(&["recv", &s.name, &addr, recv_method, "0", "1", flag, "pause"]));
         r.expect_line("ready");
     }
@@ -365,7 +367,7 @@ fn i03_what_a_killed_pair_receiver_did_not_take_goes_to_its_successor() {
     pair.attach(&addr, &AttachOptions::new(Some(Method::Connect))).unwrap();
     pair.send(&mut peer_message(&t, 0, 4000), 10_000).unwrap();
     // Once it took the first, it stops taking: what follows waits in its queue.
-    std::thread::sleep(Duration::from_millis(500));
+    first.expect_line("first");
     first.signal(libc::SIGSTOP);
     for seq in 1..=20 {
         pair.send(&mut peer_message(&t, seq, 4000), 10_000).unwrap();
@@ -451,6 +453,7 @@ fn i03_a_push_attach_that_failed_part_way_names_each_endpoints_receiver() {
         while pull.receive(&mut m, 0).is_ok() {
             got += 1;
         }
+        // Sends spread over a while: both receivers' probes arrive meanwhile.
         std::thread::sleep(Duration::from_millis(10));
     }
     let mut m = later.new_message();

@@ -26,6 +26,7 @@ fn delivered_after_sender_closed(linger: i32) -> usize {
     if linger == 0 {
         sender.take().unwrap().join().unwrap();
     } else {
+        // Time to queue its messages and begin closing: the receiver appears while it lingers.
         std::thread::sleep(Duration::from_millis(300));
     }
     let pull = receiver.socket(SocketType::Pull, "in").unwrap();

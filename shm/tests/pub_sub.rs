@@ -66,7 +66,7 @@ fn every_subscriber_gets_the_same_block_and_the_last_frees_it() {
     }
     // A subscriber that leaves: later messages are not counted for it and nothing leaks.
     drop(subs);
-    std::thread::sleep(Duration::from_millis(200));
+    wait_until("the subscribers' disconnection", || publ.number_of_connected_peers() == 0);
     for _ in 0..10 {
         publ.send(&mut t.new_message_with_size(1000).unwrap(), 0).unwrap();
     }
@@ -97,11 +97,7 @@ fn two_subscribers(s: &Session, addr: &str, publ: &fairmq_shm::Socket, args: &[&
     for p in &mut subs {
         p.expect_line("ready");
     }
-    let deadline = Instant::now() + GENEROUS;
-    while publ.connected_subscribers() < 2 {
-        assert!(Instant::now() < deadline, "the subscribers' probes never arrived");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_until("the subscribers' probes", || publ.connected_subscribers() >= 2);
     subs
 }
 

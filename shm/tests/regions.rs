@@ -38,14 +38,6 @@ fn single(acked: &Arc<Mutex<Acked>>) -> RegionCallback {
     RegionCallback::Single(Box::new(move |b| a.lock().unwrap().pieces.push((b.offset, b.size, b.hint))))
 }
 
-fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + GENEROUS;
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
 fn fill(region: &fairmq_shm::Region) {
     let bytes: Vec<u8> = (0..region.size() as u64).map(region_byte).collect();
     region.write(0, &bytes).unwrap();
@@ -84,9 +76,15 @@ fn send_to_sink(
     line
 }
 
-fn expect_all_acked(acked: &Arc<Mutex<Acked>>, count: u64, size: usize, slots: u64) {
-    wait_for("every acknowledgement", || acked.lock().unwrap().pieces.len() as u64 >= count);
-    std::thread::sleep(Duration::from_millis(100)); // a duplicate would show up by now
+/// Waits for `count` acknowledgements, then drops `region`: its receiver delivers every
+/// acknowledgement queued before it stops (and the sink, which ended, queued all of its own), so a
+/// duplicate is counted by then.
+fn expect_all_acked(acked: &Arc<Mutex<Acked>>, region: fairmq_shm::Region, count: u64, size: usize, slots: u64) {
+    wait_until("every acknowledgement", || {
+        acked.lock().unwrap().pieces.len() as u64 >= count && region.outstanding() <= 0
+    });
+    assert_eq!(region.outstanding(), 0, "no piece acknowledged twice");
+    drop(region);
     let a = acked.lock().unwrap();
     assert_eq!(a.pieces.len() as u64, count, "each piece acknowledged exactly once");
     let by_hint: BTreeMap<u64, (u64, usize)> = a.pieces.iter().map(|&(o, s, h)| (h, (o, s))).collect();
@@ -107,11 +105,9 @@ fn bulk_callback_across_processes_every_piece_acked_once_in_batches() {
     let count = 5000;
     let line = send_to_sink(&s, &t, &region, count, 1000, "plain");
     assert_eq!(line, format!("received {count} {}", count * 1000));
-    expect_all_acked(&acked, count, 1000, 1048);
+    expect_all_acked(&acked, region, count, 1000, 1048);
     let a = acked.lock().unwrap();
     assert!(a.batches.iter().all(|&b| (1..=256).contains(&b)), "batches of at most 256: {:?}", a.batches);
-    drop(a);
-    assert_eq!(region.outstanding(), 0);
 }
 
 #[test]
@@ -123,7 +119,7 @@ fn single_callback_with_multipart_pieces() {
     fill(&region);
     let line = send_to_sink(&s, &t, &region, 1000, 512, "parts");
     assert_eq!(line, "received 1000 512000");
-    expect_all_acked(&acked, 1000, 512, 128);
+    expect_all_acked(&acked, region, 1000, 512, 128);
 }
 
 #[test]
@@ -135,7 +131,7 @@ fn copies_in_another_process_share_the_piece_and_release_once() {
     fill(&region);
     let line = send_to_sink(&s, &t, &region, 500, 2048, "copy");
     assert_eq!(line, "received 500 1024000");
-    expect_all_acked(&acked, 500, 2048, 512);
+    expect_all_acked(&acked, region, 500, 2048, 512);
     t.flush();
     t.check_segment().unwrap();
     assert_eq!(t.segment_stats().used_blocks, 0, "the reference-count blocks of the copies were freed");
@@ -168,12 +164,19 @@ fn copy_shares_the_piece_and_the_callback_fires_once_at_the_end() {
     drop(original);
     drop(got);
     assert_eq!(c2.refcount(), 1);
-    std::thread::sleep(Duration::from_millis(700));
-    assert!(acked.lock().unwrap().pieces.is_empty(), "not released while a copy lives");
+    // A piece released now is acknowledged after every release before it (one queue, in order):
+    // once its acknowledgement is in, an early one of the shared piece would be in too.
+    drop(t.new_message_from_region(&region, 0, 10, 99).unwrap());
+    wait_until("the acknowledgement of the piece released after", || !acked.lock().unwrap().pieces.is_empty());
+    assert_eq!(acked.lock().unwrap().pieces, vec![(0, 10, 99)], "not released while a copy lives");
     drop(c2);
-    wait_for("the acknowledgement", || !acked.lock().unwrap().pieces.is_empty());
-    std::thread::sleep(Duration::from_millis(600));
-    assert_eq!(acked.lock().unwrap().pieces, vec![(100, 50, 7)], "released once, with its offset, size and hint");
+    wait_until("the acknowledgement", || acked.lock().unwrap().pieces.len() > 1);
+    drop(region); // delivers every acknowledgement queued: a second one of the piece would be in
+    assert_eq!(
+        acked.lock().unwrap().pieces,
+        vec![(0, 10, 99), (100, 50, 7)],
+        "released once, with its offset, size and hint"
+    );
 }
 
 #[test]
@@ -280,8 +283,7 @@ fn file_backed_region_is_registered_found_by_id_announced_and_cleaned() {
         fill(&region);
         let line = send_to_sink(&s, &t, &region, 200, 1024, "plain");
         assert_eq!(line, "received 200 204800");
-        expect_all_acked(&acked, 200, 1024, 256);
-        drop(region);
+        expect_all_acked(&acked, region, 200, 1024, 256);
         assert!(!file.exists(), "removed with the region");
         let entry = fairmq_shm::testing::registry::find(&management(&s), 1024).unwrap();
         assert!(entry.destroyed);
@@ -496,8 +498,7 @@ fn an_external_region_is_adopted_by_id() {
     assert_eq!((adopted.id(), adopted.size()), (100, 64 << 10), "size 0 takes the existing size");
     let line = send_to_sink(&s, &device, &adopted, 100, 640, "plain");
     assert_eq!(line, "received 100 64000");
-    expect_all_acked(&acked, 100, 640, 102);
-    drop(adopted);
+    expect_all_acked(&acked, adopted, 100, 640, 102);
     assert!(
         !fairmq_shm::testing::registry::find(&management(&s), 100).unwrap().destroyed,
         "still there for the keeper"
@@ -593,6 +594,7 @@ fn the_monitor_cleans_the_file_backed_region_of_a_killed_creator() {
     let deadline = Instant::now() + GENEROUS;
     while w.step().unwrap() == Step::Continue {
         assert!(Instant::now() < deadline, "the monitor never cleaned the session");
+        // Each step is one round of the monitor's loop, at the monitor's own pace.
         std::thread::sleep(WATCH_INTERVAL);
     }
     assert!(!file.exists(), "the region file is gone");

@@ -9,6 +9,21 @@ use fairmq_zmq::{AttachOptions, Method, SocketType, TransferError};
 
 const LONG: i32 = 10_000;
 
+/// The monitor events of a refused handshake.
+const HANDSHAKE_FAILED: [zmq::SocketEvent; 3] = [
+    zmq::SocketEvent::HANDSHAKE_FAILED_NO_DETAIL,
+    zmq::SocketEvent::HANDSHAKE_FAILED_PROTOCOL,
+    zmq::SocketEvent::HANDSHAKE_FAILED_AUTH,
+];
+
+/// Waits (generously) for the event on `monitor` (of a plain ZeroMQ socket) that its handshake
+/// was refused: what is checked after it happens after the socket's attempt, not after a pause.
+fn refused(monitor: Option<zmq::Socket>) {
+    let event = monitor.expect("a monitor").recv_multipart(0).expect("the handshake is refused");
+    let kind = zmq::SocketEvent::from_raw(u16::from_le_bytes([event[0][0], event[0][1]]));
+    assert!(HANDSHAKE_FAILED.contains(&kind), "a refused handshake: {kind:?}");
+}
+
 /// A plain ZeroMQ socket of type `ty` connected to `address`, with the session's password (a
 /// local process of the session that does not follow the protocol).
 fn rogue(t: &fairmq_shm::Transport, ty: zmq::SocketType, address: &str) -> (zmq::Context, zmq::Socket) {
@@ -103,15 +118,7 @@ fn i13_a_poller_never_reports_input_on_a_socket_that_cannot_receive() {
     // A subscriber's probe arrives on the publisher's socket: it is no input either.
     let sub = t.socket(SocketType::Sub, "sub").unwrap();
     sub.connect(&s.ipc("pub")).unwrap();
-    let mut subscribed = false;
-    for _ in 0..500 {
-        if publisher.connected_subscribers() == 1 {
-            subscribed = true;
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    assert!(subscribed, "the subscriber's probe arrived");
+    wait_until("the subscriber's probe", || publisher.connected_subscribers() == 1);
     let sub2 = t.socket(SocketType::Sub, "sub2").unwrap();
     sub2.connect(&s.ipc("pub")).unwrap();
     // Alone, the unattached push can do nothing: the poll waits its whole timeout.
@@ -161,18 +168,13 @@ fn i13_a_subscriber_leaving_is_not_logged_as_an_error() {
     publisher.bind(&s.ipc("pub")).unwrap();
     let sub = t.socket(SocketType::Sub, "sub").unwrap();
     sub.connect(&s.ipc("pub")).unwrap();
-    let deadline = std::time::Instant::now() + GENEROUS;
-    while publisher.connected_subscribers() != 1 {
-        assert!(std::time::Instant::now() < deadline, "the subscriber's probe never arrived");
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    wait_until("the subscriber's probe", || publisher.connected_subscribers() == 1);
     drop(sub);
     // Publish until the publisher has noticed that the subscriber is gone.
-    while publisher.connected_subscribers() != 0 {
-        assert!(std::time::Instant::now() < deadline, "the publisher never noticed the subscriber left");
+    wait_until("the publisher noticing the subscriber left", || {
         publisher.send(&mut t.new_message_from_slice(b"news").unwrap(), 0).unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+        publisher.connected_subscribers() == 0
+    });
     let errors: Vec<_> = lines
         .lock()
         .iter()
@@ -284,11 +286,7 @@ fn i03_a_peer_without_the_session_token_gets_nothing() {
     dealer.set_identity(b"FMQRS3-a-made-up-token-xxxx").unwrap();
     dealer.set_probe_router(true).unwrap();
     dealer.connect(&at).unwrap();
-    let deadline = std::time::Instant::now() + GENEROUS;
-    while push.refused_peers() == 0 {
-        assert!(std::time::Instant::now() < deadline, "the dealer's probe never arrived");
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    wait_until("the dealer's probe", || push.refused_peers() > 0);
     for _ in 0..3 {
         let mut m = t.new_message_from_slice(b"for the session only").unwrap();
         assert!(matches!(push.send(&mut m, 100), Err(TransferError::Timeout)), "no peer may take it");
@@ -327,11 +325,7 @@ fn i03_a_probe_without_the_session_token_subscribes_nothing() {
     insider(&t, &dealer);
     dealer.set_probe_router(true).unwrap();
     dealer.connect(&s.ipc("pub")).unwrap();
-    let deadline = std::time::Instant::now() + GENEROUS;
-    while publisher.refused_peers() == 0 {
-        assert!(std::time::Instant::now() < deadline, "the dealer's probe never arrived");
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    wait_until("the dealer's probe", || publisher.refused_peers() > 0);
     assert_eq!(publisher.connected_subscribers(), 0);
     for _ in 0..1000 {
         publisher.send(&mut t.new_message_from_slice(&[1; 1000]).unwrap(), 0).unwrap();
@@ -585,23 +579,32 @@ fn i03_a_socket_without_the_session_password_cannot_connect() {
         let z = ctx.socket(ty).unwrap();
         z.set_linger(0).unwrap();
         z.set_rcvtimeo(LONG).unwrap();
+        // The stranger's own monitor reports when the socket refused it in the handshake.
+        let monitor = (!with_password).then(|| {
+            let endpoint = "inproc://stranger-monitor";
+            z.monitor(endpoint, HANDSHAKE_FAILED.iter().fold(0, |all, &e| all | e as i32)).unwrap();
+            let monitor = ctx.socket(zmq::PAIR).unwrap();
+            monitor.set_rcvtimeo(GENEROUS.as_millis() as i32).unwrap();
+            monitor.connect(endpoint).unwrap();
+            monitor
+        });
         if with_password {
             insider(&t, &z);
         }
         z.connect(at).unwrap();
-        (ctx, z)
+        (ctx, z, monitor)
     };
     let sending = [(SocketType::Pair, zmq::PAIR), (SocketType::Req, zmq::REP), (SocketType::Dealer, zmq::DEALER)];
     for (ours, theirs) in sending {
         let sock = t.socket(ours, "out").unwrap();
         let at = sock.attach(&s.ipc(&format!("out-{ours}")), &AttachOptions::new(Some(Method::Bind))).unwrap();
-        let (_c1, stranger) = peer(theirs, &at, false);
-        std::thread::sleep(std::time::Duration::from_millis(200));
+        let (_c1, stranger, monitor) = peer(theirs, &at, false);
+        refused(monitor);
         let mut m = t.new_message_from_slice(b"for the session only").unwrap();
         assert!(matches!(sock.send(&mut m, 500), Err(TransferError::Timeout)), "{ours}: no peer may take it");
         assert_eq!(m.data(), b"for the session only", "{ours}: the sender keeps it");
         assert!(stranger.recv_bytes(zmq::DONTWAIT).is_err(), "{ours}: the stranger got nothing");
-        let (_c2, insider) = peer(theirs, &at, true);
+        let (_c2, insider, _) = peer(theirs, &at, true);
         sock.send(&mut m, LONG).unwrap();
         assert!(!insider.recv_bytes(0).expect("the insider gets the record").is_empty(), "{ours}");
     }
@@ -609,14 +612,15 @@ fn i03_a_socket_without_the_session_password_cannot_connect() {
     for (ours, theirs) in receiving {
         let sock = t.socket(ours, "in").unwrap();
         let at = sock.attach(&s.ipc(&format!("in-{ours}")), &AttachOptions::new(Some(Method::Bind))).unwrap();
-        let (_c1, stranger) = peer(theirs, &at, false);
+        let (_c1, stranger, monitor) = peer(theirs, &at, false);
         // Queued on the stranger's side: its connection never completes.
         stranger.send(&b"not a record"[..], zmq::DONTWAIT).unwrap();
+        refused(monitor);
         assert!(
             matches!(sock.receive(&mut t.new_message(), 500), Err(TransferError::Timeout)),
             "{ours}: nothing of the stranger arrived"
         );
-        let (_c2, insider) = peer(theirs, &at, true);
+        let (_c2, insider, _) = peer(theirs, &at, true);
         insider.send(&b"not a record"[..], 0).unwrap();
         let got = sock.receive(&mut t.new_message(), LONG);
         assert!(got.is_err() && !matches!(got, Err(TransferError::Timeout)), "{ours}: the insider's frame is refused");

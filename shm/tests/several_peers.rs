@@ -31,13 +31,15 @@ fn i03_what_a_killed_one_of_several_receivers_did_not_take_goes_to_another() {
     // It stopped itself: what ZeroMQ hands it from now on waits in its queue.
     let mut second = receiver(&[]);
     second.expect_line("ready");
-    // Both connections attached: ZeroMQ takes them in turn.
-    std::thread::sleep(Duration::from_millis(500));
+    // Both connections accepted: ZeroMQ takes them in turn.
+    wait_until("both receivers' connections", || dealer.number_of_connected_peers() == 2);
     for seq in 1..=20 {
         dealer.send(&mut peer_message(&t, seq, 4000), 10_000).unwrap();
     }
     first.kill();
-    // The second took its share and freed it; the first's share is still out.
+    // The second took its share and freed it; the first's share is still out. Nothing reports
+    // the second's progress: this pause lets it take its share, so that what is still out is the
+    // first's.
     std::thread::sleep(Duration::from_millis(300));
     t.flush();
     assert!(t.segment_stats().free < free0, "some records went to the stopped receiver");
@@ -70,7 +72,7 @@ fn i03_what_a_killed_sender_of_several_receivers_had_queued_is_released_by_them(
     let addr = s.ipc("dealers");
     let mut sender = peer(&["send", &s.name, &addr, "bind", "0", "1000", "0", "hold", "dealer"]);
     // Connected once the sender has bound (its ipc path exists).
-    std::thread::sleep(Duration::from_millis(300));
+    wait_until("the sender's ipc path", || std::path::Path::new(&addr["ipc://".len()..]).exists());
     let receivers: Vec<_> = (0..2).map(|_| t.socket(SocketType::Dealer, "data").unwrap()).collect();
     for r in &receivers {
         r.attach(&addr, &AttachOptions::new(Some(Method::Connect))).unwrap();

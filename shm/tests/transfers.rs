@@ -234,6 +234,7 @@ fn interrupt_wakes_a_blocked_receive_and_resume_restores_it() {
     pull.bind(&s.ipc("i")).unwrap();
     let t2 = t.clone();
     let h = std::thread::spawn(move || {
+        // Most likely while the receive waits (one before it returns at once: also interrupted).
         std::thread::sleep(Duration::from_millis(100));
         t2.interrupt();
     });
@@ -279,6 +280,7 @@ fn out_of_memory_follows_the_policy() {
     let tf = fairmq_shm::Transport::new(&cf).unwrap();
     let one = hold.pop().unwrap();
     let freer = std::thread::spawn(move || {
+        // Most likely while the allocation waits for room: the free must wake it.
         std::thread::sleep(Duration::from_millis(100));
         drop(one);
     });
@@ -291,6 +293,7 @@ fn out_of_memory_follows_the_policy() {
     // Retry forever, interrupted: the allocation gives up with the out-of-memory error.
     let tf2 = tf.clone();
     let h = std::thread::spawn(move || {
+        // Most likely while the allocation waits for room.
         std::thread::sleep(Duration::from_millis(100));
         tf2.interrupt();
     });

@@ -16,6 +16,7 @@ fn interrupt_wakes_a_blocked_send_which_keeps_its_message() {
     let before = t.segment_stats().used_blocks;
     let t2 = t.clone();
     let waker = std::thread::spawn(move || {
+        // Most likely while the send waits (one before it returns at once: also interrupted).
         std::thread::sleep(Duration::from_millis(200));
         t2.interrupt();
     });

@@ -50,7 +50,7 @@ impl Session {
 use fairmq_shm::testing::process::Start;
 /// A peer process; killed and reaped on drop.
 #[allow(unused_imports)] // each test binary uses its own part
-pub use fairmq_shm::testing::process::{run, Process as Peer, GENEROUS};
+pub use fairmq_shm::testing::process::{run, wait_until, Process as Peer, GENEROUS};
 
 pub const PEER: &str = env!("CARGO_BIN_EXE_fairmq-shm-peer");
 
