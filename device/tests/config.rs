@@ -189,6 +189,7 @@ fn a_controller_can_fill_in_the_address_while_connecting() {
     d.go(Transition::Bind, State::Bound);
     assert!(d.h.change_state(Transition::Connect));
     assert!(d.h.wait_for_state(State::Connecting, T).unwrap());
+    // The address comes late: the device waits in CONNECTING for it meanwhile.
     std::thread::sleep(std::time::Duration::from_millis(200));
     cfg.set("chans.data.0.address", addr.clone());
     assert!(d.h.wait_for_state(State::DeviceReady, T).unwrap());

@@ -82,7 +82,10 @@ fn g35_dynamic_mode_stays_in_ready_when_running_ends() {
     for mode in ["", "--control dynamic", "--control external"] {
         let mut d = device(&format!("{mode} --runs 2"));
         d.expect("RUNNING ---> READY");
-        std::thread::sleep(std::time::Duration::from_millis(300));
+        // The controller answers a key in READY: it is waiting for keys there, not going on.
+        d.send_keys("c");
+        d.expect("--> [c] check current state");
+        d.expect("[STATE] READY");
         assert!(!d.saw("READY ---> RESETTING TASK"), "{mode:?}: the device waits for keys in READY");
         d.send_keys("r");
         d.expect_count("READY ---> RUNNING", 2);
@@ -112,8 +115,10 @@ fn g35_s_stops_a_running_device_in_every_key_mode() {
 fn g36_gui_mode_waits_for_a_signal() {
     let mut d = device("--control gui --runs 2");
     d.expect("RUNNING ---> READY");
+    // Nothing reports waiting for a signal: no further transition within a pause, still running.
     std::thread::sleep(std::time::Duration::from_millis(300));
-    assert!(!d.saw("READY ---> RESETTING TASK"));
+    d.drain();
+    assert!(!d.saw("READY ---> RESETTING TASK") && !d.has_ended());
     d.signal(Signal::SIGTERM as i32);
     assert_eq!(d.wait().code(), Some(0));
     assert!(d.saw("IDLE ---> EXITING"));
@@ -123,8 +128,10 @@ fn g36_gui_mode_waits_for_a_signal() {
 fn g37_none_mode_requests_nothing_but_a_signal_still_shuts_down() {
     let mut d = device("--control none");
     d.expect("Starting FairMQ state machine --> IDLE");
+    // Nothing reports requesting nothing: no transition within a pause, still running.
     std::thread::sleep(std::time::Duration::from_millis(300));
-    assert!(!d.saw("IDLE ---> INITIALIZING DEVICE"));
+    d.drain();
+    assert!(!d.saw("IDLE ---> INITIALIZING DEVICE") && !d.has_ended());
     d.signal(Signal::SIGINT as i32);
     assert_eq!(d.wait().code(), Some(0));
     assert!(d.saw("IDLE ---> EXITING"));
@@ -291,6 +298,7 @@ fn p_prints_the_connected_peers_of_every_channel() {
         d.send_keys("p");
         asked += 1;
         d.expect_count("[p] print number of connected peers for all channels", asked);
+        // Asks again a little later (the count is not reported when it changes).
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     drop(peers);
