@@ -6,9 +6,12 @@
 //!   and clean-up of shared memory.
 //! - [`systems`]: one module per system (fairmq-shm, fairmq-zmq, bare zmq, iceoryx2), all built on
 //!   the shared loops of [`workload`].
-//! - [`sections`]: the tables: throughput, flatness against size, latency, parts, senders, allocator.
+//! - [`devices`]: FairMQ's builtin devices run as the harness's children, for device-level cells.
+//! - [`sections`]: the tables: throughput, flatness against size, latency, parts, senders, allocator,
+//!   devices beside the transport.
 //! - [`report`]: summaries and formatting.
 
+pub mod devices;
 pub mod options;
 pub mod report;
 pub mod sections;
@@ -41,6 +44,7 @@ pub fn run(o: &Options) -> Result<(), Box<dyn std::error::Error>> {
             Section::Senders => sections::scaling::senders(&mut runner, o, &chosen, missing_iceoryx2),
             Section::Alloc => sections::alloc::run(o),
             Section::Flat => sections::flat::run(&mut runner, o),
+            Section::Devices => sections::devices::run(&mut runner, o, &chosen),
         }
     }
     Ok(())

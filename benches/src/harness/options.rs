@@ -108,6 +108,8 @@ pub enum Section {
     Alloc,
     /// fairmq-shm messages/s against payload size, sizes interleaved.
     Flat,
+    /// FairMQ's builtin devices (shmem and zeromq) beside the transport's rate.
+    Devices,
 }
 
 /// A system under test.

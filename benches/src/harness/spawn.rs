@@ -61,12 +61,35 @@ impl Runner {
         })
     }
 
-    fn args(&mut self, role: Role, system: System, mode: Mode, size: usize, parts: usize, senders: usize) -> RoleArgs {
+    /// The harness's own executable (children run it with a hidden command).
+    pub(super) fn exe(&self) -> &Path {
+        &self.exe
+    }
+
+    /// How long a cell may take before its processes are killed.
+    pub(super) fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// Segment size for fairmq-shm (`--segment-size`).
+    pub(super) fn segment_size(&self) -> usize {
+        self.segment_size
+    }
+
+    /// A fresh ipc address in the run's scratch directory.
+    pub(super) fn address(&mut self, tag: &str) -> String {
         self.cells += 1;
+        format!("ipc://{}/{tag}-{}", self.scratch.path().display(), self.cells)
+    }
+
+    fn args(&mut self, role: Role, system: System, mode: Mode, size: usize, parts: usize, senders: usize) -> RoleArgs {
         let session = unique_session("fmqbench");
         let address = match system {
-            System::Iceoryx2 => format!("fairmq-bench/{}/{}", std::process::id(), self.cells),
-            _ => format!("ipc://{}/cell{}", self.scratch.path().display(), self.cells),
+            System::Iceoryx2 => {
+                self.cells += 1;
+                format!("fairmq-bench/{}/{}", std::process::id(), self.cells)
+            }
+            _ => self.address("cell"),
         };
         RoleArgs {
             role,
@@ -197,8 +220,10 @@ enum Reporter {
 }
 
 /// The processes of one cell and their watchdog.
-struct Cell {
+pub(super) struct Cell {
     children: Arc<Mutex<Vec<Child>>>,
+    /// Children that run until told to stop (SIGTERM, see [`Cell::terminate_quiet`]).
+    quiet: Mutex<Vec<u32>>,
     /// Dropped when the cell ends: the watchdog stands down.
     done: Option<mpsc::Sender<()>>,
     deadline: Instant,
@@ -206,7 +231,7 @@ struct Cell {
 }
 
 impl Cell {
-    fn new(timeout: Duration) -> Cell {
+    pub(super) fn new(timeout: Duration) -> Cell {
         let children: Arc<Mutex<Vec<Child>>> = Arc::default();
         let (done, rx) = mpsc::channel::<()>();
         let victims = children.clone();
@@ -218,25 +243,47 @@ impl Cell {
                 }
             }
         });
-        Cell { children, done: Some(done), deadline: Instant::now() + timeout, watchdog: Some(watchdog) }
+        Cell {
+            children,
+            quiet: Mutex::default(),
+            done: Some(done),
+            deadline: Instant::now() + timeout,
+            watchdog: Some(watchdog),
+        }
     }
 
-    fn kill_all(&self) {
+    pub(super) fn kill_all(&self) {
         for c in self.children.lock().expect("children lock").iter_mut() {
             let _ = c.kill();
         }
     }
 
     /// Takes a started child into the cell; returns its stdout.
-    fn add(&self, mut child: Child) -> BufReader<ChildStdout> {
+    pub(super) fn add(&self, mut child: Child) -> BufReader<ChildStdout> {
         let out = child.stdout.take().expect("stdout is piped");
         self.children.lock().expect("children lock").push(child);
         BufReader::new(out)
     }
 
+    /// Takes a started child whose output nobody reads into the cell.
+    pub(super) fn add_quiet(&self, child: Child) {
+        self.quiet.lock().expect("quiet lock").push(child.id());
+        self.children.lock().expect("children lock").push(child);
+    }
+
+    /// Asks the quiet children still running to stop (SIGTERM: a FairMQ device's graceful end).
+    pub(super) fn terminate_quiet(&self) {
+        let mut children = self.children.lock().expect("children lock");
+        for c in children.iter_mut().filter(|c| self.quiet.lock().expect("quiet lock").contains(&c.id())) {
+            if let Ok(None) = c.try_wait() {
+                let _ = Command::new("kill").arg("-TERM").arg(c.id().to_string()).status();
+            }
+        }
+    }
+
     /// Closes the clients' stdin (they may exit now), waits for every process (the watchdog kills
     /// them at the deadline), and reports any that failed.
-    fn finish(mut self) -> Result<(), String> {
+    pub(super) fn finish(mut self) -> Result<(), String> {
         for c in self.children.lock().expect("children lock").iter_mut() {
             drop(c.stdin.take());
         }

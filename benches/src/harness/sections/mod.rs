@@ -4,6 +4,7 @@
 //! system of a row sees the same state of this noisy machine; ratios compare the medians of a row.
 
 pub mod alloc;
+pub mod devices;
 pub mod flat;
 pub mod latency;
 pub mod scaling;

@@ -1,0 +1,181 @@
+//! Device to device: FairMQ's builtin devices (`fairmq-bsampler`, `fairmq-proxy`, `fairmq-sink`)
+//! run as separate processes with FairMQ's command lines, so a figure here is what a user's
+//! topology reaches, device loop and state machine included.
+//!
+//! The harness starts itself as each device (hidden `device <name> <device options>` command):
+//! the devices are exactly this crate's builds of `fairmq::devices`, with no separate binaries to
+//! build. The sampler sends `--max-iterations` messages, the sink receives them and reports its
+//! rate (from its first message to its last), and the cell ends when every device exited.
+
+use super::spawn::{Cell, Rate, Runner};
+use crate::session::{unique_session, SessionGuard};
+use fairmq::devices::{BenchmarkSampler, Proxy, Sink};
+use fairmq::Program;
+use std::io::BufRead;
+use std::process::{Command, Stdio};
+
+/// The devices the hidden `device` command runs.
+pub const DEVICES: [&str; 3] = ["bsampler", "proxy", "sink"];
+
+/// Runs device `name` with `args` (FairMQ's device options); returns its exit code.
+pub fn run_device(name: &str, args: &[String]) -> i32 {
+    match name {
+        "bsampler" => {
+            Program::new(|_| Ok(BenchmarkSampler::default())).options(BenchmarkSampler::options).run_with_args(args)
+        }
+        "proxy" => Program::new(|_| Ok(Proxy::default())).options(Proxy::options).run_with_args(args),
+        "sink" => Program::new(|_| Ok(Sink::default())).options(Sink::options).run_with_args(args),
+        other => {
+            eprintln!("unknown device {other:?} (one of {})", DEVICES.join(", "));
+            1
+        }
+    }
+}
+
+/// How the devices are linked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Topology {
+    /// bsampler -> sink, the sampler's PUSH bound (FairMQ's examples do it this way).
+    SamplerBinds,
+    /// bsampler -> sink, the sink's PULL bound.
+    SinkBinds,
+    /// bsampler -> proxy -> sink, each sender bound.
+    ThreeStage,
+}
+
+impl Topology {
+    /// Its name in tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Topology::SamplerBinds => "sampler -> sink, sampler binds",
+            Topology::SinkBinds => "sampler -> sink, sink binds",
+            Topology::ThreeStage => "sampler -> proxy -> sink",
+        }
+    }
+}
+
+/// One device measurement.
+#[derive(Debug, Clone, Copy)]
+pub struct Chain {
+    /// FairMQ's transport name: `shmem` or `zeromq`.
+    pub transport: &'static str,
+    pub topology: Topology,
+    /// Bytes per part.
+    pub size: usize,
+    /// Parts per message (1: single messages).
+    pub parts: usize,
+    /// Messages the sampler sends.
+    pub iterations: u64,
+}
+
+impl Runner {
+    /// Runs the devices of `c` to their end; the sink's rate.
+    pub fn devices(&mut self, c: &Chain) -> Result<Rate, String> {
+        let session = unique_session("fmqbdev");
+        // Declared first, dropped last: after every device of the cell has exited.
+        let _session = SessionGuard::new(&session);
+        let cell = Cell::new(self.timeout());
+        let result = self.run_chain(&cell, c, &session);
+        if result.is_err() {
+            cell.kill_all();
+        }
+        let waited = cell.finish();
+        let rate = result?;
+        waited?;
+        Ok(rate)
+    }
+
+    fn run_chain(&mut self, cell: &Cell, c: &Chain, session: &str) -> Result<Rate, String> {
+        let (first, second) = (self.address("dev1"), self.address("dev2"));
+        let multipart = c.parts > 1;
+        let device = |name: &str, id: &str, extra: Vec<String>| -> Vec<String> {
+            let mut a: Vec<String> =
+                ["--id", id, "--transport", c.transport, "--session", session, "--control", "static"]
+                    .into_iter()
+                    .map(String::from)
+                    .collect();
+            // As the harness's own cells: a sender waits for memory (woken by frees) instead of
+            // failing when the messages in flight fill the segment (FairMQ's default throws).
+            a.extend(["--shm-segment-size".into(), self.segment_size().to_string()]);
+            a.extend(["--shm-throw-bad-alloc".into(), "false".into()]);
+            a.extend(["--max-iterations".into(), c.iterations.to_string()].into_iter().filter(|_| name != "proxy"));
+            a.extend(["--multipart".into(), multipart.to_string()]);
+            a.extend(extra);
+            a
+        };
+        // A sender that ends lingers until its queue is delivered (FairMQ's 500 ms would drop the
+        // tail of a run behind a slower next stage, and the sink would wait for it forever).
+        let channel = |name: &str, kind: &str, method: &str, address: &str| {
+            let spec = format!("name={name},type={kind},method={method},address={address},linger=-1");
+            vec!["--channel-config".to_owned(), spec]
+        };
+        let (sink_bind, sampler_bind) = match c.topology {
+            Topology::SinkBinds => ("bind", "connect"),
+            _ => ("connect", "bind"),
+        };
+        let sink_address = if c.topology == Topology::ThreeStage { &second } else { &first };
+        let sink = device("sink", "sink1", channel("data", "pull", sink_bind, sink_address));
+        let mut sink_out = cell.add(self.spawn_device("sink", &sink, Stdio::piped())?);
+        if c.topology == Topology::ThreeStage {
+            let mut links = channel("data-in", "pull", "connect", &first);
+            links.extend(channel("data-out", "push", "bind", &second));
+            cell.add_quiet(self.spawn_device("proxy", &device("proxy", "proxy1", links), Stdio::null())?);
+        }
+        let mut sampler = device("bsampler", "sampler1", channel("data", "push", sampler_bind, &first));
+        sampler.extend(["--msg-size".into(), c.size.to_string(), "--num-parts".into(), c.parts.to_string()]);
+        cell.add_quiet(self.spawn_device("bsampler", &sampler, Stdio::null())?);
+        let (mut messages, mut rate) = (None, None);
+        let mut line = String::new();
+        while rate.is_none() {
+            line.clear();
+            if sink_out.read_line(&mut line).map_err(|e| format!("reading the sink: {e}"))? == 0 {
+                return Err("the sink ended without reporting its rate".into());
+            }
+            messages = messages.or_else(|| number_before(&line, " messages in "));
+            rate = number_before(&line, " msg/s");
+        }
+        // The sink has all it will get: the proxy runs until told to stop. The sink's last lines
+        // are read to its end (a device's log needs a reader).
+        cell.terminate_quiet();
+        while sink_out.read_line(&mut line).is_ok_and(|n| n > 0) {
+            line.clear();
+        }
+        let (Some(messages), Some(rate)) = (messages, rate) else { return Err("no rate".into()) };
+        if messages as u64 != c.iterations {
+            return Err(format!("the sink received {messages} of {} messages", c.iterations));
+        }
+        Ok(Rate { messages: rate, bytes: rate * (c.size * c.parts) as f64 })
+    }
+
+    fn spawn_device(&self, name: &str, args: &[String], stdout: Stdio) -> Result<std::process::Child, String> {
+        Command::new(self.exe())
+            .arg("device")
+            .arg(name)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(stdout)
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("could not start device {name}: {e}"))
+    }
+}
+
+/// The number just before `marker` in a log line (`Received 5 messages in 3ms.`, `... 1234 msg/s`).
+fn number_before(line: &str, marker: &str) -> Option<f64> {
+    let head = &line[..line.find(marker)?];
+    head.rsplit(|c: char| c.is_whitespace() || c == ':').next()?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::number_before;
+
+    #[test]
+    fn the_sinks_report_is_read() {
+        let count = "[12:00:00][INFO] Received 1000 messages in 12ms.";
+        let rate = "[12:00:00][INFO] Received 64000 bytes: 83333 msg/s, 5.333 MB/s.";
+        assert_eq!(number_before(count, " messages in "), Some(1000.0));
+        assert_eq!(number_before(rate, " msg/s"), Some(83333.0));
+        assert_eq!(number_before(rate, " messages in "), None);
+    }
+}

@@ -1,0 +1,85 @@
+//! Device to device beside the transport: for each transport and topology, the builtin devices'
+//! rate next to the harness's rate for the same transport, size and parts (mode `fairmq`, as the
+//! benchmark sampler sends), measured interleaved run by run.
+
+use super::super::devices::{Chain, Topology};
+use super::super::options::{Mode, Options, System};
+use super::super::report::{self, Summary};
+use super::super::spawn::{Rate, Runner};
+
+/// Transports with devices: fairmq-shm as `shmem`, fairmq-zmq as `zeromq`.
+fn transport(s: System) -> Option<&'static str> {
+    match s {
+        System::Shm => Some("shmem"),
+        System::FmqZmq => Some("zeromq"),
+        _ => None,
+    }
+}
+
+/// Prints one table per transport.
+pub fn run(runner: &mut Runner, o: &Options, systems: &[System]) {
+    let topologies = [Topology::SamplerBinds, Topology::SinkBinds, Topology::ThreeStage];
+    let mut shapes: Vec<(usize, usize)> = o.sizes.iter().map(|&s| (s, 1)).collect();
+    shapes.push((1024, 8));
+    for &system in systems {
+        let Some(name) = transport(system) else { continue };
+        println!(
+            "\n### Device to device, {name} ({}): messages/s, {} runs of {} s per cell, median (min-max); a multipart counts as one message",
+            system.name(),
+            o.runs,
+            o.seconds
+        );
+        println!();
+        report::header(
+            &["topology", "size", "parts", "transport msg/s", "devices msg/s", "devices / transport"].map(String::from),
+        );
+        for topology in topologies {
+            for &(size, parts) in &shapes {
+                let (transport, devices) = measure(runner, o, system, name, topology, size, parts);
+                let median = |s: &Option<Summary>| s.as_ref().map(|s| s.median);
+                let show = |s: &Option<Summary>| s.as_ref().map_or("failed".to_owned(), |s| s.show(report::rate));
+                report::row(&[
+                    topology.name().to_owned(),
+                    report::size(size),
+                    parts.to_string(),
+                    show(&transport),
+                    show(&devices),
+                    report::ratio(median(&devices), median(&transport)),
+                ]);
+            }
+        }
+    }
+}
+
+/// `o.runs` pairs of a transport cell and a device cell; the medians of each.
+fn measure(
+    runner: &mut Runner,
+    o: &Options,
+    system: System,
+    name: &'static str,
+    topology: Topology,
+    size: usize,
+    parts: usize,
+) -> (Option<Summary>, Option<Summary>) {
+    let (mut transport, mut devices) = (Vec::new(), Vec::new());
+    for _ in 0..o.runs {
+        let harness = runner.throughput(system, Mode::Fairmq, size, parts, 1);
+        let rate = match &harness {
+            Ok(r) => r.messages,
+            Err(e) => {
+                eprintln!("{} {}: {e}", system.name(), report::size(size));
+                continue;
+            }
+        };
+        // As many messages as the transport moves in the cell's time: the devices take at least
+        // that long when slower, and no less than a few thousand messages.
+        let iterations = ((rate * o.seconds) as u64).max(2000);
+        let chain = Chain { transport: name, topology, size, parts, iterations };
+        match runner.devices(&chain) {
+            Ok(Rate { messages, .. }) => devices.push(messages),
+            Err(e) => eprintln!("{name} {} {}: {e}", topology.name(), report::size(size)),
+        }
+        transport.push(rate);
+    }
+    (Summary::of(&transport), Summary::of(&devices))
+}
