@@ -1,25 +1,45 @@
 //! Writing to the console without ever failing a device: when stdout is closed or broken (its
-//! reader left a pipe, `| head`), the text is lost, as C++ FairMQ's is (its streams go bad and stay
-//! quiet). `println!` would panic there, and the panic's own report would abort the process.
+//! reader left a pipe, `| head`), the text is lost from then on, as C++ FairMQ's is (its streams go
+//! bad and stay quiet). A bare `println!` panics there, and the panic's own report, logged to the
+//! same stdout, aborted the process.
+//!
+//! The print macros are kept (the test harness captures what they write); the one panic of a
+//! broken stdout is caught, kept out of the panic hook's log, and ends console output.
 
-use std::io::Write;
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Set once stdout failed: nothing is written to it any more.
+static BROKEN: AtomicBool = AtomicBool::new(false);
+
+thread_local! {
+    /// This thread is inside a console write (its panic is a broken stdout, not a bug).
+    static WRITING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the panic being reported is a console write's (the panic hook stays quiet for it).
+pub(crate) fn writing() -> bool {
+    WRITING.with(Cell::get)
+}
+
+fn write(print: impl FnOnce() + std::panic::UnwindSafe) {
+    if BROKEN.load(Ordering::Relaxed) {
+        return;
+    }
+    WRITING.with(|w| w.set(true));
+    let written = std::panic::catch_unwind(print).is_ok();
+    WRITING.with(|w| w.set(false));
+    if !written {
+        BROKEN.store(true, Ordering::Relaxed);
+    }
+}
 
 /// Writes `text` to stdout as it is.
 pub(crate) fn text(text: &str) {
-    // Unit tests capture what the print macros write; their failures show it.
-    if cfg!(test) {
-        print!("{text}");
-    } else {
-        let _ = std::io::stdout().lock().write_all(text.as_bytes());
-    }
+    write(|| print!("{text}"));
 }
 
 /// Writes `text` and a newline to stdout.
 pub(crate) fn line(text: &str) {
-    if cfg!(test) {
-        println!("{text}");
-    } else {
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(text.as_bytes()).and_then(|()| out.write_all(b"\n"));
-    }
+    write(|| println!("{text}"));
 }

@@ -36,6 +36,9 @@ pub(crate) fn guarded<T>(what: &dyn Display, f: impl FnOnce() -> Result<T, BoxEr
 /// is theirs.
 pub(crate) fn log_panics() {
     std::panic::set_hook(Box::new(|info| {
+        if crate::console::writing() {
+            return; // stdout broke: logging about it would write to it again
+        }
         let thread = std::thread::current();
         let at = info.location().map(|l| format!(" at {}:{}:{}", l.file(), l.line(), l.column())).unwrap_or_default();
         log::error!("thread '{}' panicked{at}: {}", thread.name().unwrap_or("<unnamed>"), message(info.payload()));
