@@ -411,6 +411,32 @@ impl Build {
             build.define("HAVE_STRNLEN", "1");
             build.define("ZMQ_HAVE_UIO", "1");
 
+            // fairmq-rs: what libzmq's own configuration finds on a current glibc Linux (Debian's
+            // libzmq5 is built with them): an eventfd signaler instead of a socketpair (every
+            // wake-up of a sleeping socket or I/O thread is one), queue chunks aligned to cache
+            // lines, the monotonic clock instead of gettimeofday, descriptors closed on exec,
+            // named I/O threads, and TCP keep-alive and peer-credential options that work.
+            if !target.contains("android") && !target.contains("musl") {
+                for name in [
+                    "ZMQ_HAVE_EVENTFD",
+                    "ZMQ_HAVE_EVENTFD_CLOEXEC",
+                    "HAVE_POSIX_MEMALIGN",
+                    "HAVE_CLOCK_GETTIME",
+                    "ZMQ_HAVE_SOCK_CLOEXEC",
+                    "HAVE_ACCEPT4",
+                    "ZMQ_IOTHREAD_POLLER_USE_EPOLL_CLOEXEC",
+                    "ZMQ_HAVE_PTHREAD_SETNAME_2",
+                    "ZMQ_HAVE_SO_KEEPALIVE",
+                    "ZMQ_HAVE_TCP_KEEPCNT",
+                    "ZMQ_HAVE_TCP_KEEPIDLE",
+                    "ZMQ_HAVE_TCP_KEEPINTVL",
+                    "ZMQ_HAVE_SO_PEERCRED",
+                ] {
+                    build.define(name, "1");
+                }
+                build.define("ZMQ_CACHELINE_SIZE", "64");
+            }
+
             if target.contains("android") {
                 has_strlcpy = true;
             }
