@@ -54,21 +54,24 @@ impl Device for Sink {
         let (mut count, mut bytes, mut written) = (0u64, 0u64, 0u64);
         let mut start = None;
         log::info!("Starting sink and expecting to receive {} messages.", self.max_iterations);
+        // One buffer of parts for the whole run: no allocation per message in the loop.
+        let mut parts = Vec::new();
+        let mut msg = ch.new_message();
         while !ctx.new_state_pending() {
-            let mut parts = Vec::new();
             let got = if self.multipart {
+                parts.clear();
                 ch.receive_parts(&mut parts)
             } else {
-                let mut m = ch.new_message();
-                let r = ch.receive(&mut m);
-                parts.push(m);
-                r
+                // A fresh message per receive, as FairMQ's sink does: the last one is dropped here.
+                msg = ch.new_message();
+                ch.receive(&mut msg)
             };
             let Ok(n) = got else { continue };
             start.get_or_insert_with(Instant::now);
             bytes += n as u64;
             if let Some(f) = file.as_mut() {
-                for p in &parts {
+                let received = if self.multipart { &parts[..] } else { std::slice::from_ref(&msg) };
+                for p in received {
                     f.write_all(p.data())?;
                     written += p.size() as u64;
                 }
