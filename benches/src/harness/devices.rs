@@ -104,9 +104,10 @@ impl Runner {
             a
         };
         // A sender that ends lingers until its queue is delivered (FairMQ's 500 ms would drop the
-        // tail of a run behind a slower next stage, and the sink would wait for it forever).
+        // tail of a run behind a slower next stage, and the sink would wait for it forever); 30 s,
+        // not forever, so a device whose peer failed still ends within the cell's time.
         let channel = |name: &str, kind: &str, method: &str, address: &str| {
-            let spec = format!("name={name},type={kind},method={method},address={address},linger=-1");
+            let spec = format!("name={name},type={kind},method={method},address={address},linger=30000");
             vec!["--channel-config".to_owned(), spec]
         };
         let (sink_bind, sampler_bind) = match c.topology {

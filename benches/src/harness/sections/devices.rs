@@ -71,9 +71,9 @@ fn measure(
                 continue;
             }
         };
-        // As many messages as the transport moves in the cell's time: the devices take at least
-        // that long when slower, and no less than a few thousand messages.
-        let iterations = ((rate * o.seconds) as u64).max(2000);
+        // As many messages as the transport moves in the cell's time (the devices take at least
+        // that long when slower), and a few hundred at least.
+        let iterations = ((rate * o.seconds) as u64).max(200);
         let chain = Chain { transport: name, topology, size, parts, iterations };
         match runner.devices(&chain) {
             Ok(Rate { messages, .. }) => devices.push(messages),
