@@ -102,6 +102,82 @@ fn i19_pmix_numbers_a_shared_id_and_connects_to_every_process_that_binds_the_cha
     assert!(out.contains("Received 1999 messages"), "{out}");
 }
 
+/// A topology file (`--mq-config`) works as the command line does: no addresses to connect to in
+/// it, the sampler binds `tcp://*:0`, and the sink finds the address through PMIx.
+#[test]
+fn i19_pmix_devices_configured_by_a_topology_file_find_each_other() {
+    let s = Session::new();
+    let dir = tempfile::tempdir().expect("a scratch directory");
+    let file = dir.path().join("topology.json");
+    let topology = r#"{ "fairMQOptions": { "devices": [
+        { "id": "sampler1", "channels": [ { "name": "data", "type": "push", "method": "bind",
+            "sockets": [ { "address": "tcp://*:0" } ] } ] },
+        { "id": "sink1", "channels": [ { "name": "data", "type": "pull", "method": "connect" } ] }
+    ] } }"#;
+    std::fs::write(&file, topology).expect("write the topology");
+    let c = device_args(&s, "zeromq", "static");
+    let config = file.display().to_string();
+    let with_file = |exe: &str, id: &str, iterations: &str| {
+        let mut a = vec![exe.to_owned()];
+        a.extend(c.iter().cloned());
+        a.extend(strings(&["--id", id, "--max-iterations", iterations, "--mq-config", &config]));
+        a
+    };
+    let mut sampler = with_file(SAMPLER, "sampler1", "500");
+    sampler.extend(strings(&["--msg-size", "256"]));
+    let line = job(vec![], vec![app(1, None, sampler), app(1, None, with_file(SINK, "sink1", "500"))]);
+    let (code, out) = mpirun(&line);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("pmix: channel data[0] connects to tcp://"), "{out}");
+    assert!(out.contains("Received 500 messages"), "{out}");
+}
+
+/// The pid of the process named `name` whose command line names session `s` (read from /proc, so
+/// neither mpirun's command line nor another test's devices match).
+fn pid_of(name: &str, s: &Session) -> Option<i32> {
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+        let comm = std::fs::read_to_string(e.path().join("comm")).ok()?;
+        let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+        let names_session = String::from_utf8_lossy(&cmdline).split('\0').any(|a| a == s.name);
+        (comm.trim() == name && names_session).then_some(pid)
+    })
+}
+
+/// A device killed mid-run: the launcher tells the rest (SIGTERM), which stop in order, to EXITING,
+/// and leave no shared memory behind; mpirun reports the dead one and fails.
+#[test]
+fn i19_pmix_a_device_killed_mid_run_the_rest_are_told_and_end_cleanly() {
+    use common::process::{start_as, wait_until};
+    let s = Session::new();
+    let c = device_args(&s, "shmem", "static");
+    // Sends until told to stop (--max-iterations 0), 2000 messages a second.
+    let mut sampler = sampler(&c, "sampler1", "0", "100");
+    sampler.extend(strings(&["--msg-rate", "2000"]));
+    let line = job(vec![], vec![app(1, None, sampler), app(1, None, sink(&c, "0"))]);
+    let mut args = vec!["--allow-run-as-root", "--oversubscribe", "--timeout", "50"];
+    args.extend(line.iter().map(String::as_str));
+    let mut job = start_as(None, "mpirun", &args);
+    job.expect_count("READY ---> RUNNING", 2);
+    let mut sink = None;
+    wait_until("the sink's process", || {
+        sink = pid_of("fairmq-sink", &s);
+        sink.is_some()
+    });
+    // Messages flow before the kill: the sink reports some.
+    job.expect("data[0]: in: 2");
+    let sink = nix::unistd::Pid::from_raw(sink.expect("found above"));
+    nix::sys::signal::kill(sink, nix::sys::signal::Signal::SIGKILL).expect("kill the sink");
+    let status = job.wait();
+    let out = job.seen.join("\n");
+    assert!(!status.success(), "mpirun reports the failed job: {status:?}\n{out}");
+    assert!(out.contains("exited on signal 9"), "{out}");
+    assert!(out.contains("Received device shutdown request (signal)"), "the sampler was told:\n{out}");
+    assert!(out.contains("IDLE ---> EXITING"), "the sampler stopped in order:\n{out}");
+    assert_eq!(pid_of("fairmq-bsampler", &s), None, "no device of the job is left");
+    assert_eq!(s.objects(), Vec::<String>::new(), "shared memory left behind:\n{out}");
+}
+
 #[test]
 fn i19_pmix_without_a_launcher_is_a_clear_error() {
     let (code, out) = run_to_end(
