@@ -88,7 +88,6 @@ fn a_publisher_without_subscribers_frees_at_once() {
     }
     t.flush();
     assert_eq!(t.segment_stats().free, free0);
-    assert_eq!(publ.counters().messages_tx, 100);
 }
 
 /// Two subscriber processes (`recv` with `args` after the address), once `publ` knows both.

@@ -1,5 +1,7 @@
-//! The shared-memory transport in one process: patterns, zero-copy sharing, message API, timeouts,
-//! interruption, counters, and session clean-up.
+//! The shared-memory transport in one process: patterns, zero-copy sharing, message API, blocks
+//! kept by timed-out sends, out-of-memory policy, and session clean-up. The contract both
+//! transports share (timeouts, interruption, counters, patterns) is the fairmq crate's
+//! conformance suite.
 
 mod common;
 use common::*;
@@ -49,26 +51,6 @@ fn push_pull_pair_req_rep_over_every_protocol() {
     }
     drop(t);
     assert!(s.objects().is_empty(), "last transport removed the session: {:?}", s.objects());
-}
-
-/// A bound push learns a pull that connects from the hello it sends (a frame on its own
-/// connection, after a handshake that carries the pull's token): over every protocol, and with
-/// the push's bound on what peers may send it. A bound of 64 bytes cut the handshake off.
-#[test]
-fn a_bound_push_reaches_pulls_that_connect() {
-    let s = Session::new("boundpush");
-    let t = s.transport("p");
-    for addr in addresses(&s, "bp") {
-        let (push, pull) = linked(&t, SocketType::Push, SocketType::Pull, &addr);
-        for i in 0..20u8 {
-            assert_eq!(push.send(&mut t.new_message_from_slice(&[i; 100]).unwrap(), LONG).unwrap(), 100, "{addr}");
-        }
-        let mut r = t.new_message();
-        for i in 0..20u8 {
-            assert_eq!(pull.receive(&mut r, LONG).unwrap(), 100, "{addr}");
-            assert_eq!(r.data(), &[i; 100][..], "{addr}");
-        }
-    }
 }
 
 #[test]
@@ -204,6 +186,9 @@ fn message_api_resize_rebuild_align() {
     assert!(e.is_empty());
 }
 
+/// A timed-out send leaves the message's block allocated, as the caller still holds it (what
+/// timeouts keep and return is checked on both transports in the fairmq crate's conformance
+/// suite).
 #[test]
 fn timeouts_keep_the_message_and_its_block() {
     let s = Session::new("timeout");
@@ -214,35 +199,9 @@ fn timeouts_keep_the_message_and_its_block() {
     let used = t.segment_stats().used;
     for timeout in [0, 100] {
         assert!(matches!(push.send(&mut m, timeout), Err(TransferError::Timeout)));
-        assert_eq!(m.data(), b"keep");
         assert!(matches!(push.send_parts(std::slice::from_mut(&mut m), timeout), Err(TransferError::Timeout)));
     }
     assert_eq!(t.segment_stats().used, used, "nothing freed");
-    let pull = t.socket(SocketType::Pull, "in").unwrap();
-    pull.bind(&s.ipc("empty")).unwrap();
-    let start = Instant::now();
-    assert!(matches!(pull.receive(&mut t.new_message(), 200), Err(TransferError::Timeout)));
-    assert!(start.elapsed() >= Duration::from_millis(200));
-    assert_eq!(push.counters().messages_tx, 0);
-}
-
-#[test]
-fn interrupt_wakes_a_blocked_receive_and_resume_restores_it() {
-    let s = Session::new("interrupt");
-    let t = s.transport("i");
-    let pull = t.socket(SocketType::Pull, "in").unwrap();
-    pull.bind(&s.ipc("i")).unwrap();
-    let t2 = t.clone();
-    let h = std::thread::spawn(move || {
-        // Most likely while the receive waits (one before it returns at once: also interrupted).
-        std::thread::sleep(Duration::from_millis(100));
-        t2.interrupt();
-    });
-    let r = pull.receive(&mut t.new_message(), -1);
-    assert!(matches!(r, Err(TransferError::Interrupted)), "{r:?}");
-    h.join().unwrap();
-    t.resume();
-    assert!(matches!(pull.receive(&mut t.new_message(), 50), Err(TransferError::Timeout)));
 }
 
 #[test]

@@ -1,8 +1,10 @@
-//! Interruption wakes blocked calls promptly; resume restores blocking.
+//! Interruption wakes a send blocked on ZeroMQ's full queues. The rest of the interruption
+//! contract (blocked receives and sends, ready transfers while interrupted, resume, one transport
+//! only) is checked on both transports in the fairmq crate's conformance suite.
 
 mod common;
 use common::*;
-use fairmq_zmq::{AttachOptions, Message, Method, SocketType, TransferCode, TransferError, Transport};
+use fairmq_zmq::{Message, SocketType, TransferError, Transport};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -24,18 +26,6 @@ where
     t.interrupt();
     let done = rx.recv_timeout(Duration::from_secs(10)).expect("interrupt must wake the call");
     (h.join().unwrap(), done.saturating_duration_since(at))
-}
-
-#[test]
-fn interrupt_wakes_a_blocked_receive() {
-    let t = Transport::new("irecv").unwrap();
-    let place = Place::new(Proto::Ipc);
-    let pull = t.socket(SocketType::Pull, "in").unwrap();
-    pull.attach(&place.address, &AttachOptions::new(Some(Method::Bind))).unwrap();
-    let (r, latency) = interrupt_while_blocked(&t, move || pull.receive(&mut Message::new(), -1));
-    assert!(matches!(r, Err(TransferError::Interrupted)), "{r:?}");
-    assert_eq!(r.unwrap_err().code(), TransferCode::Interrupted);
-    eprintln!("receive woke {latency:?} after the interrupt");
 }
 
 #[test]
@@ -61,42 +51,4 @@ fn interrupt_wakes_a_send_blocked_on_a_full_queue() {
     assert!(matches!(r, Err(TransferError::Interrupted)), "{r:?}");
     eprintln!("send woke {latency:?} after the interrupt ({queued} messages queued)");
     drop(pull);
-}
-
-#[test]
-fn ready_transfers_complete_while_interrupted_and_resume_restores_blocking() {
-    let t = Transport::new("iready").unwrap();
-    let (pull, push, _p) = pair_of(&t, SocketType::Pull, SocketType::Push, Proto::Inproc);
-    t.interrupt();
-    assert!(t.is_interrupted());
-    // The send can complete at once: it does.
-    assert_eq!(push.send(&mut Message::from_slice(b"x"), -1).unwrap(), 1);
-    let mut m = Message::new();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        match pull.receive(&mut m, -1) {
-            Ok(1) => break,
-            Err(TransferError::Interrupted) if Instant::now() < deadline => continue, // not arrived yet
-            other => panic!("{other:?}"),
-        }
-    }
-    // Nothing queued: even an infinite receive returns at once, and so does timeout 0.
-    assert!(matches!(pull.receive(&mut m, -1), Err(TransferError::Interrupted)));
-    assert!(matches!(pull.receive(&mut m, 0), Err(TransferError::Interrupted)));
-    t.resume();
-    assert!(!t.is_interrupted());
-    let start = Instant::now();
-    assert!(matches!(pull.receive(&mut m, 300), Err(TransferError::Timeout)), "blocks again after resume");
-    assert!(start.elapsed() >= Duration::from_millis(300));
-}
-
-#[test]
-fn interrupt_affects_only_its_own_transport() {
-    let t1 = Transport::new("one").unwrap();
-    let t2 = Transport::new("two").unwrap();
-    let p1 = Place::new(Proto::Ipc);
-    let s2 = t2.socket(SocketType::Pull, "in").unwrap();
-    s2.attach(&p1.address, &AttachOptions::new(Some(Method::Bind))).unwrap();
-    t1.interrupt();
-    assert!(matches!(s2.receive(&mut Message::new(), 100), Err(TransferError::Timeout)));
 }
