@@ -656,7 +656,8 @@ fn g27_g39_g48_signalling_every_device_at_once_loses_messages_the_source_first_l
             let mut sampler =
                 dev("sampler", "sampler1", &[format!("name=data1,type=push,method=connect,address={a},rateLogging=0")]);
             sink.expect("sink: data flows");
-            std::thread::sleep(std::time::Duration::from_millis(300)); // the queues between them fill
+            // Deliberate: the queues between them fill, so that messages are in flight when signalled.
+            std::thread::sleep(std::time::Duration::from_millis(300));
             if all_at_once {
                 // Ctrl-C everywhere reaches the devices in no particular order; the sink handling it
                 // first is the case that always shows the loss, so it is made certain here.
@@ -709,7 +710,9 @@ fn quickstart_runs_and_ctrl_c_stops_it_in_order_losing_nothing() {
         assert!(q.saw("received all 2000 messages") && q.saw("0 lost"), "{tr}");
     }
     let mut q = start(&example("quickstart"), &["0", "256", "shmem"], None);
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // Messages are in flight once the sink reports data (the orchestrator handles Ctrl-C by then:
+    // it does so right after starting the devices).
+    q.expect("sink: data flows");
     q.signal(Signal::SIGINT as i32);
     ok(&mut q);
     assert!(q.saw("stopping the sampler first") && q.saw("0 lost"));

@@ -91,6 +91,7 @@ impl Collector {
         let deadline = Instant::now() + GENEROUS;
         while !done(self) {
             assert!(Instant::now() < deadline, "timed out waiting for {what}: {} received", self.count());
+            // Poll interval of this bounded wait (not wait_until: the failure shows the count).
             std::thread::sleep(Duration::from_millis(10));
         }
     }

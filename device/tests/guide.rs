@@ -3,6 +3,7 @@
 
 mod common;
 use common::guide::*;
+use common::process::wait_until;
 use common::*;
 use fairmq::{Context, Device, HookResult, Message, Parts, State, TransferCode, Transition};
 use parking_lot::Mutex;
@@ -184,14 +185,11 @@ fn g26_stopping_the_sink_first_loses_its_queue_stopping_the_source_first_loses_n
             )),
         );
         start_all(&[&k, &src]);
-        std::thread::sleep(Duration::from_millis(300));
+        wait_until(&format!("{tr}: data reaching the sink"), || seen.data.load(Ordering::SeqCst) > 0);
         k.go(Transition::Stop, State::Ready);
         // The queues between them fill up, then the source's sends wait until their timeout.
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while timed_out.load(Ordering::SeqCst) == 0 {
-            assert!(Instant::now() < deadline, "{tr}: no send of the source timed out");
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        let before = timed_out.load(Ordering::SeqCst);
+        wait_until(&format!("{tr}: a send of the source timing out"), || timed_out.load(Ordering::SeqCst) > before);
         let sent_when_full = sent.load(Ordering::SeqCst);
         src.go(Transition::Stop, State::Ready);
         assert!(sent.load(Ordering::SeqCst) - sent_when_full < 20, "{tr}: the full queues took (almost) nothing more");
@@ -227,7 +225,8 @@ fn g29_g47_a_source_stopped_by_a_controller_sends_its_end_message_in_reset_task(
         let sent = Arc::new(AtomicU64::new(0));
         let post_run_result = Arc::new(Mutex::new(None));
         let (s1, s2, pr) = (sent.clone(), sent.clone(), post_run_result.clone());
-        let mut src = endless_source(s1);
+        let timed_out = Arc::new(AtomicU64::new(0));
+        let mut src = endless_source_counting(s1, timed_out.clone());
         // G47: in post_run the end message's Send must wait (the sink's queue is full): it returns -3 ...
         src.post_run = Some(Box::new(move |ctx| {
             let mut e = ctx.new_simple_message(eod::end(0))?;
@@ -254,9 +253,12 @@ fn g29_g47_a_source_stopped_by_a_controller_sends_its_end_message_in_reset_task(
             config(&format!("{}{q}", args("src", tr, &s, &format!("name=data,type=push,method=connect,address={a}")))),
         );
         start_all(&[&k, &src]);
-        std::thread::sleep(Duration::from_millis(200));
-        k.go(Transition::Stop, State::Ready); // the sink pauses: the queues fill up
-        std::thread::sleep(Duration::from_millis(500));
+        wait_until(&format!("{tr}: data reaching the sink"), || seen.data.load(Ordering::SeqCst) > 0);
+        // The sink pauses: the queues fill up, full once a send of the source times out after the
+        // sink stopped reading.
+        k.go(Transition::Stop, State::Ready);
+        let before = timed_out.load(Ordering::SeqCst);
+        wait_until(&format!("{tr}: a send of the source timing out"), || timed_out.load(Ordering::SeqCst) > before);
         src.go(Transition::Stop, State::Ready);
         assert_eq!(*post_run_result.lock(), Some(Err(TransferCode::Interrupted)), "{tr}: G28/G47");
         k.go(Transition::Run, State::Running); // the sink reads again (its queue survived READY)
@@ -330,7 +332,10 @@ fn g31_g32_a_sink_drains_in_post_run_then_gets_the_rest_in_reset_task() {
         k.go(Transition::Run, State::Running);
         src.to_ready();
         src.go(Transition::Run, State::Running);
-        wait_ready(&src); // 21 messages (20 + end) now wait in the sink's queue
+        // 21 messages (20 + end) sent to the sink's queue; time for the last of them to arrive
+        // there: nothing reports a message queued for a receiver without taking it (post_run's
+        // count is what is checked).
+        wait_ready(&src);
         std::thread::sleep(Duration::from_millis(200));
         k.go(Transition::Stop, State::Ready);
         // More data after RUNNING ended (the source runs again: its end message once more):
@@ -619,15 +624,27 @@ fn g43_g15_a_static_source_that_resets_at_once_delivers_with_enough_linger() {
             // As --control static does: reset at once, while the sink is not there yet.
             src.go(Transition::ResetTask, State::DeviceReady);
             assert!(src.h.change_state(Transition::ResetDevice));
-            std::thread::sleep(Duration::from_millis(200));
+            if linger == 0 {
+                // Without linger the reset ends at once, before the sink exists.
+                assert!(src.h.wait_for_state(State::Idle, T).unwrap());
+            } else {
+                // The sink appears while the reset lingers with the messages queued.
+                wait_until(&format!("{tr}: RESETTING DEVICE"), || src.h.current_state() == State::ResettingDevice);
+            }
             let (k, seen) = sink(&s, tr, "sink", &a, 1);
             k.to_ready();
             k.go(Transition::Run, State::Running);
-            assert!(src.h.wait_for_state(State::Idle, T).unwrap());
+            if linger > 0 {
+                assert!(src.h.wait_for_state(State::Idle, T).unwrap());
+            }
             if expected > 0 {
                 wait_ready(&k);
             } else {
-                std::thread::sleep(Duration::from_millis(500));
+                // Nothing arrives within 500 ms: delivered, the end message would end the sink's run.
+                assert!(
+                    !k.h.wait_for_state(State::Ready, Some(Duration::from_millis(500))).unwrap(),
+                    "{tr} linger 0: the sink got the end message"
+                );
                 k.go(Transition::Stop, State::Ready);
             }
             assert_eq!(

@@ -3,6 +3,7 @@
 
 mod common;
 use common::guide::*;
+use common::process::wait_until;
 use common::*;
 use fairmq::{State, TransferCode, Transition};
 use parking_lot::Mutex;
@@ -12,6 +13,19 @@ use std::time::{Duration, Instant};
 
 /// Long enough for a bug to show, not a timing assumption of the behaviour under test.
 const SETTLE: Duration = Duration::from_millis(300);
+
+/// Checks `holds` again and again for `SETTLE`, failing as soon as it does not: for something that
+/// must not happen, whose absence nothing reports.
+fn holds_throughout(what: &str, mut holds: impl FnMut() -> bool) {
+    let end = Instant::now() + SETTLE;
+    loop {
+        assert!(holds(), "{what}");
+        if Instant::now() >= end {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
 
 #[test]
 fn g04_after_stop_neither_conditional_run_nor_a_data_callback_is_called_again() {
@@ -28,21 +42,21 @@ fn g04_after_stop_neither_conditional_run_nor_a_data_callback_is_called_again() 
         let src = spawn(src, config(&args("src", tr, &s, &format!("name=data,type=push,method=connect,address={a}"))));
         let (k, seen) = sink(&s, tr, "sink", &a, 1);
         start_all(&[&k, &src]);
-        while seen.data.load(Ordering::SeqCst) < 10 {
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        wait_until(&format!("{tr}: 10 messages at the sink"), || seen.data.load(Ordering::SeqCst) >= 10);
         // The sink stops while the source goes on sending: messages wait in its queue (the source
         // may already be held by the high-water mark, so count what was sent, not what is still
         // being sent), but its data callback is not called any more.
         k.go(Transition::Stop, State::Ready);
         let callbacks = seen.data.load(Ordering::SeqCst);
-        std::thread::sleep(SETTLE);
-        assert!(sent.load(Ordering::SeqCst) > callbacks, "{tr}: messages wait for the stopped sink");
-        assert_eq!(seen.data.load(Ordering::SeqCst), callbacks, "{tr}: no data callback after Stop");
+        wait_until(&format!("{tr}: messages waiting for the stopped sink"), || sent.load(Ordering::SeqCst) > callbacks);
+        holds_throughout(&format!("{tr}: no data callback after Stop"), || {
+            seen.data.load(Ordering::SeqCst) == callbacks
+        });
         src.go(Transition::Stop, State::Ready);
         let runs_at_stop = runs.load(Ordering::SeqCst);
-        std::thread::sleep(SETTLE);
-        assert_eq!(runs.load(Ordering::SeqCst), runs_at_stop, "{tr}: no conditional_run after Stop");
+        holds_throughout(&format!("{tr}: no conditional_run after Stop"), || {
+            runs.load(Ordering::SeqCst) == runs_at_stop
+        });
         end_all(vec![src, k]);
     }
 }
@@ -54,8 +68,8 @@ fn g20_run(tr: &str, checked: bool) -> (u64, u64, bool) {
     let s = Session::new();
     let a = s.ipc("a");
     let (k, seen) = sink(&s, tr, "sink", &a, 1);
-    let sent = Arc::new(AtomicU64::new(0));
-    let mut src = endless_source(sent.clone());
+    let (sent, timed_out) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let mut src = endless_source_counting(sent.clone(), timed_out.clone());
     let result = Arc::new(Mutex::new(None));
     let r = result.clone();
     src.post_run = Some(Box::new(move |ctx| {
@@ -71,11 +85,12 @@ fn g20_run(tr: &str, checked: bool) -> (u64, u64, bool) {
     let spec = format!("name=data,type=push,method=connect,address={a}");
     let src = spawn(src, config(&format!("{}{q}", args("src", tr, &s, &spec))));
     start_all(&[&k, &src]);
-    while seen.data.load(Ordering::SeqCst) < 10 {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    k.go(Transition::Stop, State::Ready); // the sink pauses: the queues fill up
-    std::thread::sleep(SETTLE);
+    wait_until(&format!("{tr}: 10 messages at the sink"), || seen.data.load(Ordering::SeqCst) >= 10);
+    // The sink pauses: the queues fill up, full once a send of the source times out after the
+    // sink stopped reading.
+    k.go(Transition::Stop, State::Ready);
+    let before = timed_out.load(Ordering::SeqCst);
+    wait_until(&format!("{tr}: a send of the source timing out"), || timed_out.load(Ordering::SeqCst) > before);
     assert!(src.h.change_state(Transition::Stop));
     // The source's state is checked here: a checked failure takes it to ERROR, otherwise READY.
     if checked {
@@ -127,7 +142,8 @@ fn g11_g13_g44_linger_minus_one_holds_resetting_device_a_finite_linger_bounds_it
             );
             src.to_ready();
             assert!(src.h.change_state(Transition::Run));
-            // The end message's Send waits for a peer; the controller stops the source.
+            // The end message's Send waits for a peer; the controller stops the source. The pause
+            // lets it get that far (the source reports no count).
             std::thread::sleep(SETTLE);
             src.h.change_state(Transition::Stop);
             assert!(src.h.wait_for_state(State::Ready, T).unwrap(), "{tr}: back in READY");

@@ -133,6 +133,7 @@ fn quiesced(t: &fairmq_shm::Transport, sampler: &Proc, round: usize, devices: &s
     let used = loop {
         let Some((lost, used)) = look(t) else {
             sampler.signal(Signal::SIGCONT as i32);
+            // Deliberate: a moment of running, to get past the lock it held.
             std::thread::sleep(Duration::from_millis(20));
             sampler.signal(Signal::SIGSTOP as i32);
             continue;
@@ -155,6 +156,7 @@ fn quiesced(t: &fairmq_shm::Transport, sampler: &Proc, round: usize, devices: &s
                 &flights[..flights.len().min(5)]
             );
         }
+        // Poll interval of this bounded wait (the release comes about two seconds after the kill).
         std::thread::sleep(Duration::from_millis(100));
     };
     sampler.signal(Signal::SIGCONT as i32);
@@ -192,6 +194,7 @@ fn traffic(procs: &mut [Proc], sinks: usize, what: &str) {
                     .collect();
                 panic!("no traffic {what}; last lines of each device:\n{}", tails.join("\n---\n"));
             }
+            // Poll interval of this bounded wait for the next rate line.
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -213,6 +216,7 @@ fn kill_loop(name: &str, s: &Session, specs: &[Spec], sinks: usize) {
     println!("{name}: seed {seed}, used blocks at the start {start}");
     let mut rng = Rng(seed);
     for round in 1..=KILLS {
+        // Deliberate: the kill comes at a random moment of the traffic.
         std::thread::sleep(Duration::from_millis(50 + rng.below(400)));
         let victim = rng.below(specs.len() as u64) as usize;
         println!("{name}: round {round}: killing {}", specs[victim].id);

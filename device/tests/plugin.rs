@@ -33,9 +33,11 @@ impl Plugin for MyController {
             let never = AtomicBool::new(false);
             if h.run_startup_sequence(&never).unwrap() {
                 saw.store(h.current_state() == State::Running, Ordering::SeqCst);
+                // Pacing, as FairMQ's example controller: the device runs a while before it is stopped.
                 std::thread::sleep(Duration::from_millis(300));
             }
             assert!(h.run_shutdown_sequence().unwrap(), "the controller reaches EXITING");
+            // Deliberate: control is held past EXITING; the program must wait for its release.
             std::thread::sleep(linger);
             released_at.store(now_ns(), Ordering::SeqCst);
             services.release_device_control();

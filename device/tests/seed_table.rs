@@ -2,10 +2,11 @@
 //! the messages (the ids of the seed checklist in each name).
 
 mod common;
+use common::process::wait_until;
 use common::*;
 use fairmq::{State, TransferCode, Transition};
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -78,13 +79,16 @@ fn probe(log: &Arc<Mutex<Vec<String>>>, hook: &'static str, timeout: i32, waitin
 
 type Probe = Option<Box<dyn FnMut(&fairmq::Context) -> fairmq::HookResult + Send>>;
 
-/// Waits (60 s at most) until `flag` is set.
+/// Waits (generous timeout) until `flag` is set.
 fn wait_flag(flag: &AtomicBool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !flag.load(Ordering::SeqCst) {
-        assert!(Instant::now() < deadline, "the hook never started waiting");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_until("the hook to start waiting", || flag.load(Ordering::SeqCst));
+}
+
+/// Whether thread `tid` of this process is asleep (blocked in a wait), as /proc tells.
+fn asleep(tid: i32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).expect("the thread's stat");
+    // "tid (name) S ...": the state follows the name, which may hold spaces and parentheses.
+    stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('S'))
 }
 
 #[test]
@@ -141,10 +145,12 @@ fn g05_a_send_waiting_in_run_when_stop_comes_is_interrupted_and_keeps_the_messag
         let addr = s.ipc("late");
         let outcome = Arc::new(Mutex::new(None));
         let waiting = Arc::new(AtomicBool::new(false));
-        let (o, w) = (outcome.clone(), waiting.clone());
+        let tid = Arc::new(AtomicI32::new(0));
+        let (o, w, t) = (outcome.clone(), waiting.clone(), tid.clone());
         let dev = Hooks {
             run: Some(Box::new(move |ctx| {
                 let mut msg = ctx.new_simple_message(b"kept")?;
+                t.store(nix::unistd::gettid().as_raw(), Ordering::SeqCst);
                 w.store(true, Ordering::SeqCst);
                 let r = ctx.send_timeout(&mut msg, "data", 0, -1).map_err(|e| e.code());
                 *o.lock() = Some((r, msg.data().to_vec()));
@@ -156,7 +162,9 @@ fn g05_a_send_waiting_in_run_when_stop_comes_is_interrupted_and_keeps_the_messag
         d.to_ready();
         d.go(Transition::Run, State::Running);
         wait_flag(&waiting);
-        std::thread::sleep(Duration::from_millis(100)); // most likely inside the send by now
+        // Past the flag the hook's thread does nothing but the send: asleep, it waits in it.
+        let tid = tid.load(Ordering::SeqCst);
+        wait_until(&format!("{tr}: the send to wait"), || asleep(tid));
         d.go(Transition::Stop, State::Ready);
         let (r, kept) = outcome.lock().clone().expect("run's send returned");
         assert_eq!(r, Err(TransferCode::Interrupted), "{tr}");
@@ -375,6 +383,7 @@ fn rate_limits_conditional_run() {
     let d = spawn(dev, config("--id rated --severity warn --rate 20"));
     d.to_ready();
     d.go(Transition::Run, State::Running);
+    // Runs for a while: the rate is what is measured.
     std::thread::sleep(Duration::from_millis(500));
     d.go(Transition::Stop, State::Ready);
     let n = *count.lock();
