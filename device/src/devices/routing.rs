@@ -22,10 +22,11 @@ fn on_input(ctx: &Context, input: &str, multipart: bool) {
 
 /// Moves one message (or multipart) from `input` to `out`, as FairMQ's merger and proxy do: false
 /// (logged as FairMQ logs it) when either transfer did not complete.
-fn relay(input: &Channel, out: &Channel, multipart: bool) -> bool {
+fn relay(input: &Channel, out: &Channel, multipart: bool, parts: &mut Parts) -> bool {
     let ok = if multipart {
-        let mut p = Parts::new();
-        input.receive_parts(&mut p).is_ok() && out.send_parts(&mut p).is_ok()
+        // The caller's buffer, emptied: no allocation per message.
+        parts.clear();
+        input.receive_parts(parts).is_ok() && out.send_parts(parts).is_ok()
     } else {
         let mut m = input.new_message();
         input.receive(&mut m).is_ok() && out.send(&mut m).is_ok()
@@ -111,6 +112,7 @@ impl Device for Merger {
         let sockets: Vec<_> = inputs.iter().map(|c| c.socket()).collect();
         let mut poller = Poller::new(&sockets);
         let out = ctx.channel(&self.out, 0)?;
+        let mut parts = Parts::new();
         while !ctx.new_state_pending() {
             if poller.poll(100).is_err() {
                 continue;
@@ -119,7 +121,7 @@ impl Device for Merger {
                 if !poller.check_input(i) {
                     continue;
                 }
-                if !relay(ch, out, self.multipart) {
+                if !relay(ch, out, self.multipart, &mut parts) {
                     break;
                 }
             }
@@ -220,8 +222,9 @@ impl Device for Proxy {
     }
     fn run(&mut self, ctx: &Context) -> HookResult {
         let (input, out) = (ctx.channel(&self.input, 0)?, ctx.channel(&self.out, 0)?);
+        let mut parts = Parts::new();
         while !ctx.new_state_pending() {
-            if !relay(input, out, self.multipart) {
+            if !relay(input, out, self.multipart, &mut parts) {
                 break;
             }
         }

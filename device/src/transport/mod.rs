@@ -316,48 +316,40 @@ impl Socket {
             self.adopt(p, transport)?;
         }
         match self {
-            Socket::Zeromq(s) => {
-                let mut inner: Vec<fairmq_zmq::Message> = parts
-                    .drain(..)
-                    .map(|m| match m {
-                        Message::Zeromq(m) => m,
-                        Message::Shmem(_) => unreachable!("adopted"),
-                    })
-                    .collect();
-                let r = s.send_parts(&mut inner, timeout_ms);
-                parts.extend(inner.into_iter().map(Message::Zeromq));
+            Socket::Zeromq(s) => with_scratch(&ZMQ_SCRATCH, |inner| {
+                inner.extend(parts.drain(..).map(|m| match m {
+                    Message::Zeromq(m) => m,
+                    Message::Shmem(_) => unreachable!("adopted"),
+                }));
+                let r = s.send_parts(inner, timeout_ms);
+                parts.extend(inner.drain(..).map(Message::Zeromq));
                 r
-            }
-            Socket::Shmem(s) => {
-                let mut inner: Vec<fairmq_shm::Message> = parts
-                    .drain(..)
-                    .map(|m| match m {
-                        Message::Shmem(m) => m,
-                        Message::Zeromq(_) => unreachable!("adopted"),
-                    })
-                    .collect();
-                let r = s.send_parts(&mut inner, timeout_ms);
-                parts.extend(inner.into_iter().map(Message::Shmem));
+            }),
+            Socket::Shmem(s) => with_scratch(&SHM_SCRATCH, |inner| {
+                inner.extend(parts.drain(..).map(|m| match m {
+                    Message::Shmem(m) => m,
+                    Message::Zeromq(_) => unreachable!("adopted"),
+                }));
+                let r = s.send_parts(inner, timeout_ms);
+                parts.extend(inner.drain(..).map(Message::Shmem));
                 r
-            }
+            }),
         }
     }
 
     /// Receives a multipart message, appending its parts.
     pub fn receive_parts(&self, parts: &mut Parts, timeout_ms: i32) -> TransferResult {
         match self {
-            Socket::Zeromq(s) => {
-                let mut got = Vec::new();
-                let r = s.receive_parts(&mut got, timeout_ms);
-                parts.extend(got.into_iter().map(Message::Zeromq));
+            Socket::Zeromq(s) => with_scratch(&ZMQ_SCRATCH, |got| {
+                let r = s.receive_parts(got, timeout_ms);
+                parts.extend(got.drain(..).map(Message::Zeromq));
                 r
-            }
-            Socket::Shmem(s) => {
-                let mut got = Vec::new();
-                let r = s.receive_parts(&mut got, timeout_ms);
-                parts.extend(got.into_iter().map(Message::Shmem));
+            }),
+            Socket::Shmem(s) => with_scratch(&SHM_SCRATCH, |got| {
+                let r = s.receive_parts(got, timeout_ms);
+                parts.extend(got.drain(..).map(Message::Shmem));
                 r
-            }
+            }),
         }
     }
 
@@ -449,4 +441,26 @@ impl<'a> Poller<'a> {
     pub fn check_output(&self, i: usize) -> bool {
         self.0.check_output(i)
     }
+}
+
+thread_local! {
+    /// Each thread's buffers for handing a multipart to a transport's own message type: a
+    /// multipart costs no allocation beyond its parts.
+    static ZMQ_SCRATCH: std::cell::RefCell<Vec<fairmq_zmq::Message>> = const { std::cell::RefCell::new(Vec::new()) };
+    static SHM_SCRATCH: std::cell::RefCell<Vec<fairmq_shm::Message>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` with this thread's empty buffer from `key` (a fresh one if it is in use: a transfer
+/// cannot run inside another on one thread, but nothing here relies on that).
+fn with_scratch<M, R>(
+    key: &'static std::thread::LocalKey<std::cell::RefCell<Vec<M>>>,
+    f: impl FnOnce(&mut Vec<M>) -> R,
+) -> R {
+    key.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut v) => {
+            v.clear();
+            f(&mut v)
+        }
+        Err(_) => f(&mut Vec::new()),
+    })
 }
