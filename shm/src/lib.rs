@@ -29,8 +29,8 @@
 //!   while one peer is connected) and its receiver, records travel through a *lane*, a ring in the
 //!   segment, instead of one ZeroMQ message each; the socket carries the lane's offer and wakes a
 //!   sleeping reader (`ShmConfig::lanes`, `--shm-lanes`). What a reader that left did not read
-//!   goes out again on the next lane. This departs from the design's "only the record travels over
-//!   ZeroMQ": libzmq's per-message cost was the whole gap to bare ZeroMQ's rate.
+//!   goes out again on the next lane. Lanes exist because libzmq's per-message cost was the whole
+//!   gap between a record sent through ZeroMQ and bare ZeroMQ's own rate.
 //!
 //! Inside, each layer uses only those below it (no module reaches up, no two import each other):
 //!
