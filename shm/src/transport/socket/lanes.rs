@@ -812,9 +812,11 @@ impl Readers {
                     if e.kind == KIND_FRAME {
                         return Ok(Some(Got::Frame));
                     }
-                    let mut recs = Vec::new();
-                    meta::decode(out, &mut recs)?;
-                    return match recs[..] {
+                    // The entry's one record, the block holding the frame (into the kept buffer:
+                    // no allocation per entry).
+                    self.records.clear();
+                    meta::decode(out, &mut self.records)?;
+                    return match self.records[..] {
                         [rec @ Record::Block { .. }] => Ok(Some(Got::Indirect(Message::from_record(mgr, rec)?))),
                         _ => Err(meta::MetaError::Garbage(0).into()),
                     };
