@@ -98,7 +98,10 @@ impl Runner {
             // failing when the messages in flight fill the segment (FairMQ's default throws).
             a.extend(["--shm-segment-size".into(), self.segment_size().to_string()]);
             a.extend(["--shm-throw-bad-alloc".into(), "false".into()]);
-            a.extend(["--max-iterations".into(), c.iterations.to_string()].into_iter().filter(|_| name != "proxy"));
+            if name != "proxy" {
+                // The proxy relays until told to stop.
+                a.extend(["--max-iterations".into(), c.iterations.to_string()]);
+            }
             a.extend(["--multipart".into(), multipart.to_string()]);
             a.extend(extra);
             a
@@ -125,23 +128,25 @@ impl Runner {
         let mut sampler = device("bsampler", "sampler1", channel("data", "push", sampler_bind, &first));
         sampler.extend(["--msg-size".into(), c.size.to_string(), "--num-parts".into(), c.parts.to_string()]);
         cell.add_quiet(self.spawn_device("bsampler", &sampler, Stdio::null())?);
-        let (mut messages, mut rate) = (None, None);
+        let mut messages = None;
         let mut line = String::new();
-        while rate.is_none() {
+        let rate = loop {
             line.clear();
             if sink_out.read_line(&mut line).map_err(|e| format!("reading the sink: {e}"))? == 0 {
                 return Err("the sink ended without reporting its rate".into());
             }
             messages = messages.or_else(|| number_before(&line, " messages in "));
-            rate = number_before(&line, " msg/s");
-        }
+            if let Some(rate) = number_before(&line, " msg/s") {
+                break rate;
+            }
+        };
         // The sink has all it will get: the proxy runs until told to stop. The sink's last lines
         // are read to its end (a device's log needs a reader).
         cell.terminate_quiet();
         while sink_out.read_line(&mut line).is_ok_and(|n| n > 0) {
             line.clear();
         }
-        let (Some(messages), Some(rate)) = (messages, rate) else { return Err("no rate".into()) };
+        let messages = messages.ok_or("the sink did not say how many messages it received")?;
         if messages as u64 != c.iterations {
             return Err(format!("the sink received {messages} of {} messages", c.iterations));
         }

@@ -316,40 +316,16 @@ impl Socket {
             self.adopt(p, transport)?;
         }
         match self {
-            Socket::Zeromq(s) => with_scratch(&ZMQ_SCRATCH, |inner| {
-                inner.extend(parts.drain(..).map(|m| match m {
-                    Message::Zeromq(m) => m,
-                    Message::Shmem(_) => unreachable!("adopted"),
-                }));
-                let r = s.send_parts(inner, timeout_ms);
-                parts.extend(inner.drain(..).map(Message::Zeromq));
-                r
-            }),
-            Socket::Shmem(s) => with_scratch(&SHM_SCRATCH, |inner| {
-                inner.extend(parts.drain(..).map(|m| match m {
-                    Message::Shmem(m) => m,
-                    Message::Zeromq(_) => unreachable!("adopted"),
-                }));
-                let r = s.send_parts(inner, timeout_ms);
-                parts.extend(inner.drain(..).map(Message::Shmem));
-                r
-            }),
+            Socket::Zeromq(s) => send_own(&ZMQ_SCRATCH, parts, Message::Zeromq, |m| s.send_parts(m, timeout_ms)),
+            Socket::Shmem(s) => send_own(&SHM_SCRATCH, parts, Message::Shmem, |m| s.send_parts(m, timeout_ms)),
         }
     }
 
     /// Receives a multipart message, appending its parts.
     pub fn receive_parts(&self, parts: &mut Parts, timeout_ms: i32) -> TransferResult {
         match self {
-            Socket::Zeromq(s) => with_scratch(&ZMQ_SCRATCH, |got| {
-                let r = s.receive_parts(got, timeout_ms);
-                parts.extend(got.drain(..).map(Message::Zeromq));
-                r
-            }),
-            Socket::Shmem(s) => with_scratch(&SHM_SCRATCH, |got| {
-                let r = s.receive_parts(got, timeout_ms);
-                parts.extend(got.drain(..).map(Message::Shmem));
-                r
-            }),
+            Socket::Zeromq(s) => receive_own(&ZMQ_SCRATCH, parts, Message::Zeromq, |m| s.receive_parts(m, timeout_ms)),
+            Socket::Shmem(s) => receive_own(&SHM_SCRATCH, parts, Message::Shmem, |m| s.receive_parts(m, timeout_ms)),
         }
     }
 
@@ -450,12 +426,64 @@ thread_local! {
     static SHM_SCRATCH: std::cell::RefCell<Vec<fairmq_shm::Message>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
+/// A transport's own message type inside [`Message`].
+trait Own: Sized {
+    fn own(m: Message) -> Self;
+}
+
+impl Own for fairmq_zmq::Message {
+    fn own(m: Message) -> Self {
+        match m {
+            Message::Zeromq(m) => m,
+            Message::Shmem(_) => unreachable!("adopted before"),
+        }
+    }
+}
+
+impl Own for fairmq_shm::Message {
+    fn own(m: Message) -> Self {
+        match m {
+            Message::Shmem(m) => m,
+            Message::Zeromq(_) => unreachable!("adopted before"),
+        }
+    }
+}
+
+type Scratch<M> = std::thread::LocalKey<std::cell::RefCell<Vec<M>>>;
+
+/// Sends `parts` (all of `M`'s transport) as `M`s through this thread's buffer `key`; they come
+/// back to `parts` after, sent (emptied) or kept.
+fn send_own<M: Own>(
+    key: &'static Scratch<M>,
+    parts: &mut Parts,
+    back: fn(M) -> Message,
+    send: impl FnOnce(&mut Vec<M>) -> TransferResult,
+) -> TransferResult {
+    with_scratch(key, |own| {
+        own.extend(parts.drain(..).map(M::own));
+        let r = send(own);
+        parts.extend(own.drain(..).map(back));
+        r
+    })
+}
+
+/// Receives `M`s through this thread's buffer `key`, appended to `parts`.
+fn receive_own<M>(
+    key: &'static Scratch<M>,
+    parts: &mut Parts,
+    back: fn(M) -> Message,
+    receive: impl FnOnce(&mut Vec<M>) -> TransferResult,
+) -> TransferResult {
+    with_scratch(key, |got| {
+        let r = receive(got);
+        parts.extend(got.drain(..).map(back));
+        r
+    })
+}
+
 /// Runs `f` with this thread's empty buffer from `key` (a fresh one if it is in use: a transfer
 /// cannot run inside another on one thread, but nothing here relies on that).
-fn with_scratch<M, R>(
-    key: &'static std::thread::LocalKey<std::cell::RefCell<Vec<M>>>,
-    f: impl FnOnce(&mut Vec<M>) -> R,
-) -> R {
+fn with_scratch<M, R>(key: &'static Scratch<M>, f: impl FnOnce(&mut Vec<M>) -> R) -> R {
     key.with(|cell| match cell.try_borrow_mut() {
         Ok(mut v) => {
             v.clear();

@@ -161,33 +161,31 @@ impl Segment {
 
     fn from_mapping(map: Mapping, id: u16) -> Result<Segment, ShmError> {
         let nslots = slots::count_for(map.len() as u64);
-        let h = KIND
-            .open(
-                map.words(),
-                |h: &Header| &h.tag,
-                |h| {
-                    let get = |w: &AtomicU64| w.load(Ordering::Acquire);
-                    let (size, start, end) = (get(&h.size), get(&h.heap_start), get(&h.heap_end));
-                    let consistent = size == map.len() as u64
-                        && size >= MIN_SEGMENT_SIZE
-                        && start == HEAP_START
-                        && (end, get(&h.tickets_at)) == Self::tables_at(size)
-                        && get(&h.slots_at) == end
-                        && get(&h.nslots) == u64::from(nslots);
-                    if !consistent {
-                        return Err(format!(
-                            "inconsistent header: size {size}, heap {start}..{end}, file {}",
-                            map.len()
-                        ));
-                    }
-                    match get(&h.id) {
-                        found if found == u64::from(id) => Ok(()),
-                        found => Err(format!("segment id {found} where {id} was expected")),
-                    }
-                },
-            )
-            .map_err(|e| ShmError::Layout { name: map.path().display().to_string(), reason: e.to_string() })?;
-        let (heap_end, tickets_at) = (h.heap_end.load(Ordering::Relaxed), h.tickets_at.load(Ordering::Relaxed));
+        KIND.open(
+            map.words(),
+            |h: &Header| &h.tag,
+            |h| {
+                let get = |w: &AtomicU64| w.load(Ordering::Acquire);
+                let (size, start, end) = (get(&h.size), get(&h.heap_start), get(&h.heap_end));
+                let consistent = size == map.len() as u64
+                    && size >= MIN_SEGMENT_SIZE
+                    && start == HEAP_START
+                    && (end, get(&h.tickets_at)) == Self::tables_at(size)
+                    && get(&h.slots_at) == end
+                    && get(&h.nslots) == u64::from(nslots);
+                if !consistent {
+                    return Err(format!("inconsistent header: size {size}, heap {start}..{end}, file {}", map.len()));
+                }
+                match get(&h.id) {
+                    found if found == u64::from(id) => Ok(()),
+                    found => Err(format!("segment id {found} where {id} was expected")),
+                }
+            },
+        )
+        .map_err(|e| ShmError::Layout { name: map.path().display().to_string(), reason: e.to_string() })?;
+        // From the file's size, which the check found the header to agree with: read again, a
+        // word another process changed meanwhile would go unchecked.
+        let (heap_end, tickets_at) = Self::tables_at(map.len() as u64);
         let ntickets = tickets::count_for(map.len() as u64);
         Ok(Segment { map, id, heap_end, nslots, tickets_at, ntickets })
     }
