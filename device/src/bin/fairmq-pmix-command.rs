@@ -1,6 +1,6 @@
-//! `fairmq-pmix-command`: drives the devices of a PMIx job (see `fairmq::plugin::pmix::command`).
-//! Run it as a process of the job: `mpirun <devices with -P pmix --control none> : -n 1
-//! fairmq-pmix-command run stop`.
+//! `fairmq-pmix-command`: drives the devices of a PMIx job, as a process of the job (`run stop`,
+//! or `serve` for operators) or as an operator outside it (`--namespace NS stop`); see
+//! `fairmq::plugin::pmix::command`.
 
 fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

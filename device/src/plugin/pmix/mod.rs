@@ -11,9 +11,11 @@
 //! Every process of the job must load the plugin: the two fences are collective.
 
 pub mod command;
+mod controller;
 #[allow(unsafe_code)]
 mod ffi;
 mod link;
+mod operator;
 
 use super::{builtin_control::crate_version, Plugin, PluginServices, Version};
 use crate::channel::ChannelConfig;

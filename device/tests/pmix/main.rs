@@ -3,9 +3,14 @@
 //! `mpirun` (Debian: openmpi-bin) and libpmix (libpmix-dev), which `.ci/run` installs.
 #![cfg(feature = "pmix")]
 
+#[path = "../common/mod.rs"]
 mod common;
+mod hosts;
+mod operator;
+mod slurm;
 use common::process::run_to_end;
 use common::Session;
+use hosts::Hosts;
 
 const SAMPLER: &str = env!("CARGO_BIN_EXE_fairmq-bsampler");
 const SINK: &str = env!("CARGO_BIN_EXE_fairmq-sink");
@@ -204,108 +209,6 @@ fn i19_pmix_without_a_launcher_is_a_clear_error() {
     assert!(out.contains("An error occurred while instantiating plugin pmix: PMIx_Init failed"), "{out}");
 }
 
-/// Test hosts made of network namespaces, each with its own address on a bridge: created by the
-/// test, removed on drop (also when the test fails).
-struct Hosts {
-    namespaces: Vec<String>,
-    bridge: String,
-    /// The hosts' addresses, in the order of `namespaces`.
-    addresses: Vec<String>,
-}
-
-fn ip(args: &[&str]) -> Result<(), String> {
-    let out = std::process::Command::new("ip").args(args).output().map_err(|e| format!("ip: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!("ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()))
-    }
-}
-
-impl Hosts {
-    /// `n` hosts, or why they cannot be made here.
-    fn new(n: usize) -> Result<Hosts, String> {
-        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        // Unique among the tests of this process (they run in parallel) and, mostly, among processes.
-        let tag = (std::process::id() % 10_000) * 10 + NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 10;
-        let subnet = format!("10.78.{}", tag % 250);
-        let mut hosts = Hosts { namespaces: Vec::new(), bridge: format!("fmqb{tag}"), addresses: Vec::new() };
-        ip(&["link", "add", &hosts.bridge, "type", "bridge"])?;
-        ip(&["addr", "add", &format!("{subnet}.1/24"), "dev", &hosts.bridge])?;
-        ip(&["link", "set", &hosts.bridge, "up"])?;
-        for i in 0..n {
-            let ns = format!("fmqh{tag}-{i}");
-            let (outer, inner) = (format!("fmqv{tag}{i}"), format!("fmqi{tag}{i}"));
-            let address = format!("{subnet}.{}", i + 2);
-            ip(&["netns", "add", &ns])?;
-            hosts.namespaces.push(ns.clone());
-            ip(&["link", "add", &outer, "type", "veth", "peer", "name", &inner])?;
-            ip(&["link", "set", &inner, "netns", &ns])?;
-            ip(&["link", "set", &outer, "master", &hosts.bridge])?;
-            ip(&["link", "set", &outer, "up"])?;
-            ip(&["-n", &ns, "addr", "add", &format!("{address}/24"), "dev", &inner])?;
-            ip(&["-n", &ns, "link", "set", &inner, "up"])?;
-            ip(&["-n", &ns, "link", "set", "lo", "up"])?;
-            ip(&["-n", &ns, "route", "add", "default", "via", &format!("{subnet}.1")])?;
-            hosts.addresses.push(address);
-        }
-        Ok(hosts)
-    }
-
-    /// `n` hosts, or `None` (the reason printed) where namespaces cannot be made.
-    fn or_skip(n: usize) -> Option<Hosts> {
-        Hosts::new(n).map_err(|why| println!("skipped: network namespaces cannot be made here ({why})")).ok()
-    }
-
-    /// mpirun's options to start processes on these hosts: the launcher agent (written into
-    /// `dir`), the hosts' network, and daemons that talk to mpirun directly (ORTE's routing tree
-    /// failed now and then across namespaces).
-    fn launcher(&self, dir: &std::path::Path) -> Vec<String> {
-        let agent = self.agent(dir).to_string_lossy().into_owned();
-        let subnet = format!("{}.0/24", self.addresses[0].rsplit_once('.').expect("an IPv4 address").0);
-        strings(&[
-            "--mca",
-            "routed",
-            "direct",
-            "--mca",
-            "plm_rsh_agent",
-            &agent,
-            "--mca",
-            "oob_tcp_if_include",
-            &subnet,
-        ])
-    }
-
-    /// mpirun's launcher agent: "ssh HOST COMMAND" runs COMMAND in HOST's namespace. The hosts
-    /// share one /tmp and one host name: each daemon gets a session directory of its own under
-    /// `dir` (daemons creating the same one at once failed with "File exists").
-    fn agent(&self, dir: &std::path::Path) -> std::path::PathBuf {
-        use std::os::unix::fs::PermissionsExt;
-        let mut script = String::from("#!/bin/sh\nhost=$1; shift\ncase \"$host\" in\n");
-        for (a, ns) in self.addresses.iter().zip(&self.namespaces) {
-            script.push_str(&format!("  {a}) ns={ns} ;;\n"));
-        }
-        script.push_str(&format!(
-            "  *) echo \"unknown host $host\" >&2; exit 1 ;;\nesac\ntmp=\"{}/$ns\"\nmkdir -p \"$tmp\"\n\
-             exec ip netns exec \"$ns\" env OMPI_MCA_orte_tmpdir_base=\"$tmp\" /bin/sh -c \"$*\"\n",
-            dir.display()
-        ));
-        let path = dir.join("agent.sh");
-        std::fs::write(&path, script).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-        path
-    }
-}
-
-impl Drop for Hosts {
-    fn drop(&mut self) {
-        for ns in &self.namespaces {
-            let _ = ip(&["netns", "del", ns]);
-        }
-        let _ = ip(&["link", "del", &self.bridge]);
-    }
-}
-
 #[test]
 fn i19_pmix_devices_on_three_hosts_find_each_other_over_tcp() {
     let Some(hosts) = Hosts::or_skip(3) else { return };
@@ -347,52 +250,36 @@ fn quickstart() -> String {
     examples.join("quickstart").to_string_lossy().into_owned()
 }
 
-/// The apps of a sampler -> processor -> sink job (quickstart's roles) driven by
-/// `fairmq-pmix-command run stop state`, each placed on `hosts` (one each, in that order, the
-/// command with the sampler) when given.
-fn three_stages(exe: &str, s: &Session, transport: &str, hosts: Option<&[String]>) -> Vec<Vec<String>> {
+/// The command lines of a sampler -> processor -> sink job (quickstart's roles, `--control none`)
+/// and of `fairmq-pmix-command` with `command` (its arguments), in that order.
+fn three_stages(exe: &str, s: &Session, transport: &str, command: &[&str]) -> Vec<Vec<String>> {
     let c = device_args(s, transport, "none");
-    let host = |i: usize| hosts.map(|h| h[i].as_str());
     let role = |role: &str, id: &str, extra: &[&str]| {
         let mut a = strings(&[exe, "--role", role, "--id", id]);
         a.extend(c.iter().cloned());
         a.extend(strings(extra));
         a
     };
+    let sampler_channel = "name=data1,type=push,method=bind,address=tcp://*:0";
+    let processor_channels = ["name=data1,type=pull,method=connect", "name=data2,type=push,method=connect"];
     vec![
-        app(
-            1,
-            host(0),
-            role(
-                "sampler",
-                "sampler1",
-                &[
-                    "--messages",
-                    "0",
-                    "--msg-size",
-                    "256",
-                    "--channel-config",
-                    "name=data1,type=push,method=bind,address=tcp://*:0",
-                ],
-            ),
-        ),
-        app(
-            1,
-            host(1),
-            role(
-                "processor",
-                "processor1",
-                &["--channel-config", "name=data1,type=pull,method=connect", "name=data2,type=push,method=connect"],
-            ),
-        ),
-        app(
-            1,
-            host(2),
-            role("sink", "sink1", &["--channel-config", "name=data2,type=pull,method=bind,address=tcp://*:0"]),
-        ),
-        app(1, host(0), strings(&[COMMAND, "--timeout", "60", "run", "stop", "state"])),
+        role("sampler", "sampler1", &["--messages", "0", "--msg-size", "256", "--channel-config", sampler_channel]),
+        role("processor", "processor1", &["--channel-config", processor_channels[0], processor_channels[1]]),
+        role("sink", "sink1", &["--channel-config", "name=data2,type=pull,method=bind,address=tcp://*:0"]),
+        [COMMAND].iter().chain(command).map(|a| a.to_string()).collect(),
     ]
 }
+
+/// mpirun's apps of one process each for `lines`: on `hosts` when given (the i-th device on the
+/// i-th host, the last line, the command, with the first).
+fn apps(lines: Vec<Vec<String>>, hosts: Option<&[String]>) -> Vec<Vec<String>> {
+    let last = lines.len() - 1;
+    let host = |i: usize| hosts.map(|h| h[if i == last { 0 } else { i }].as_str());
+    lines.into_iter().enumerate().map(|(i, l)| app(1, host(i), l)).collect()
+}
+
+/// What `fairmq-pmix-command` runs in the three-stage jobs.
+const RUN_STOP_STATE: &[&str] = &["--timeout", "60", "run", "stop", "state"];
 
 /// Checks a three-stage job's output: every message the sampler sent reached the sink, in order,
 /// and every device ended.
@@ -416,7 +303,7 @@ fn i19_pmix_command_runs_and_stops_a_three_stage_topology_in_order_losing_nothin
     let exe = quickstart();
     for transport in common::TRANSPORTS {
         let s = Session::new();
-        let (code, out) = mpirun(&job(vec![], three_stages(&exe, &s, transport, None)));
+        let (code, out) = mpirun(&job(vec![], apps(three_stages(&exe, &s, transport, RUN_STOP_STATE), None)));
         check_three_stages(code, &out);
     }
 }
@@ -427,7 +314,7 @@ fn i19_pmix_command_stops_a_topology_spread_over_three_hosts_losing_nothing() {
     let exe = quickstart();
     let dir = tempfile::tempdir().unwrap();
     let s = Session::new();
-    let apps = three_stages(&exe, &s, "zeromq", Some(&hosts.addresses));
+    let apps = apps(three_stages(&exe, &s, "zeromq", RUN_STOP_STATE), Some(&hosts.addresses));
     let (code, out) = mpirun(&job(hosts.launcher(dir.path()), apps));
     check_three_stages(code, &out);
     // The processor on host B connected to the sampler on host A, the sink's address is on C.

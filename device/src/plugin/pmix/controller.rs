@@ -1,0 +1,293 @@
+//! The job's controller inside `fairmq-pmix-command`: a process of the PMIx job that drives every
+//! device of it (which load `-P pmix` and run `--control none`). It takes part in the plugin's
+//! two fences, publishes the address of its ROUTER with the first, and each device's plugin links
+//! to it (`link.rs`). Its commands:
+//!
+//! - `run`: FairMQ's startup sequence for every device, up to RUNNING.
+//! - `stop`: the guide's ordered stop: Stop and ResetTask for the sources (a stopped source sends
+//!   its end messages while it resets), wait until every other device left RUNNING by itself
+//!   after its end messages, then ResetTask, ResetDevice and End for all.
+//! - `change-state <TRANSITION>` for every device; `wait-for-state <STATE>` until every device is
+//!   in it (or entered it since the command began); `state`: each device's id and state.
+//!
+//! Sources are devices without a receiving channel (only push or pub), from the channel types
+//! each device published with its bound addresses.
+
+use super::{ffi, reachable, BOUND_KEY, CONTROLLER_KEY, ID_KEY, ROLE_KEY};
+use crate::state::{State, Transition};
+use crate::BoxError;
+use fairmq_zmq::{AttachOptions, Message, Method, SocketType, Transport};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// One device of the job as the controller sees it.
+#[derive(Debug)]
+struct Peer {
+    id: String,
+    role: String,
+    identity: Option<Vec<u8>>,
+    state: State,
+    /// Every state it entered, in order.
+    entered: Vec<State>,
+}
+
+impl Peer {
+    fn receives(&self) -> bool {
+        self.role.split(',').any(|t| !matches!(t, "push" | "pub" | ""))
+    }
+}
+
+/// The controller of a PMIx job's devices (this process is a member of the job).
+pub(super) struct Controller {
+    socket: fairmq_zmq::Socket,
+    peers: BTreeMap<u32, Peer>,
+    fenced: bool,
+    /// How long one command may wait for the devices.
+    pub(super) timeout: Duration,
+    fence_timeout: i32,
+    /// The transport owns the socket's context: it must outlive the socket.
+    pub(super) transport: Transport,
+}
+
+impl Controller {
+    /// Joins the job as rank `me`: binds the ROUTER, publishes its address in the first fence and
+    /// waits (up to `timeout_s`) until every device of the job linked to it.
+    pub(super) fn join(me: u32, timeout_s: u64) -> Result<Controller, BoxError> {
+        let size = ffi::job_size()?;
+        let transport = Transport::new("pmix-command")?;
+        let socket = transport.socket(SocketType::Router, "pmix-command")?;
+        let bound = socket.attach("tcp://*:0", &AttachOptions::new(Some(Method::Bind)))?;
+        let address = reachable(&bound, "default");
+        ffi::put(ID_KEY, "")?;
+        ffi::put(CONTROLLER_KEY, &address)?;
+        let fence_timeout = i32::try_from(timeout_s).unwrap_or(i32::MAX);
+        ffi::fence(fence_timeout)?;
+        let mut peers = BTreeMap::new();
+        for r in (0..size).filter(|&r| r != me) {
+            let id = ffi::get(r, ID_KEY)?;
+            peers.insert(
+                r,
+                Peer { id, role: String::new(), identity: None, state: State::Undefined, entered: Vec::new() },
+            );
+        }
+        let mut c = Controller {
+            socket,
+            peers,
+            fenced: false,
+            timeout: Duration::from_secs(timeout_s),
+            fence_timeout,
+            transport,
+        };
+        c.wait("every device said hello", |c| c.peers.values().all(|p| p.identity.is_some()))?;
+        Ok(c)
+    }
+
+    /// Runs `words` (commands and their arguments) in order; what they print (`state`).
+    pub(super) fn execute(&mut self, words: &[String]) -> Result<String, BoxError> {
+        let mut out = String::new();
+        let mut words = words.iter();
+        while let Some(w) = words.next() {
+            match w.as_str() {
+                "run" => self.startup()?,
+                "stop" => self.ordered_stop()?,
+                "state" => {
+                    for p in self.peers.values() {
+                        out.push_str(&format!("{}: {}\n", p.id, p.state));
+                    }
+                }
+                "change-state" => {
+                    let t: Transition = words.next().ok_or("change-state needs a transition")?.parse()?;
+                    self.request_all(t, |_| true)?;
+                }
+                "wait-for-state" => {
+                    let s: State = words.next().ok_or("wait-for-state needs a state")?.parse()?;
+                    let marks = self.marks();
+                    self.wait(&format!("every device is in {s}"), |c| {
+                        c.peers.iter().all(|(r, p)| p.state == s || c.entered_since(*r, &marks, s))
+                    })?;
+                }
+                other => return Err(format!("unknown command '{other}'").into()),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether every device is EXITING.
+    pub(super) fn all_exiting(&self) -> bool {
+        self.peers.values().all(|p| p.state == State::Exiting)
+    }
+}
+
+/// Applies a device's report (`hello\t<rank>\t<STATE>`, `state\t<STATE>`) from the router
+/// identity `identity`. What another process sends is not trusted: a report that is malformed,
+/// names a rank that is no device of the job, or comes from an identity that said no hello is
+/// logged and ignored, never the end of the command.
+fn apply_report(peers: &mut BTreeMap<u32, Peer>, identity: &[u8], text: &str) {
+    let fields: Vec<&str> = text.split('\t').collect();
+    match fields.as_slice() {
+        ["hello", rank, state] => match (rank.parse::<u32>().ok().and_then(|r| peers.get_mut(&r)), state.parse()) {
+            // The first hello of a rank names its link; a later one (another connection that
+            // claims the rank) would take the device's commands away from it.
+            (Some(p), Ok(s)) if p.identity.is_none() => {
+                p.identity = Some(identity.to_vec());
+                p.state = s;
+            }
+            (Some(p), Ok(_)) => log::warn!("pmix command: ignored a second hello for device {}: '{text}'", p.id),
+            _ => log::warn!("pmix command: ignored a hello that names no device of the job: '{text}'"),
+        },
+        ["state", state] => match (peers.values_mut().find(|p| p.identity.as_deref() == Some(identity)), state.parse())
+        {
+            (Some(p), Ok(s)) => {
+                log::info!("pmix command: {} ---> {s}", p.id);
+                p.state = s;
+                p.entered.push(s);
+            }
+            _ => log::warn!("pmix command: ignored a state report '{text}' (unknown sender or state)"),
+        },
+        _ => log::warn!("pmix command: unknown report '{text}'"),
+    }
+}
+
+impl Controller {
+    /// How many states each device had entered so far.
+    fn marks(&self) -> BTreeMap<u32, usize> {
+        self.peers.iter().map(|(r, p)| (*r, p.entered.len())).collect()
+    }
+
+    /// Whether device `rank` entered `s` since `marks`.
+    fn entered_since(&self, rank: u32, marks: &BTreeMap<u32, usize>, s: State) -> bool {
+        let entered = self.peers.get(&rank).map_or(&[][..], |p| &p.entered[..]);
+        entered.get(marks.get(&rank).copied().unwrap_or(0)..).is_some_and(|e| e.contains(&s))
+    }
+
+    /// Whether each device of `ranks` entered `s` since `marks`.
+    fn all_entered_since(&self, ranks: &[u32], marks: &BTreeMap<u32, usize>, s: State) -> bool {
+        ranks.iter().all(|&r| self.entered_since(r, marks, s))
+    }
+
+    fn request_all(&mut self, t: Transition, which: impl Fn(&Peer) -> bool) -> Result<(), BoxError> {
+        let targets: Vec<Vec<u8>> =
+            self.peers.values().filter(|p| which(p)).filter_map(|p| p.identity.clone()).collect();
+        for identity in targets {
+            let mut parts =
+                vec![Message::from_slice(&identity), Message::from_slice(format!("change-state {t}").as_bytes())];
+            self.socket.send_parts(&mut parts, 10_000)?;
+        }
+        Ok(())
+    }
+
+    /// Requests `t` of every device and waits until each entered `target`.
+    fn step(&mut self, t: Transition, target: State) -> Result<(), BoxError> {
+        self.step_for(t, target, |_| true)
+    }
+
+    fn startup(&mut self) -> Result<(), BoxError> {
+        self.step(Transition::InitDevice, State::InitializingDevice)?;
+        self.step(Transition::CompleteInit, State::Initialized)?;
+        self.step(Transition::Bind, State::Bound)?;
+        self.step(Transition::Connect, State::DeviceReady)?;
+        self.step(Transition::InitTask, State::Ready)?;
+        self.step(Transition::Run, State::Running)
+    }
+
+    fn ordered_stop(&mut self) -> Result<(), BoxError> {
+        if !self.fenced {
+            return Err("stop needs devices that were started (run)".into());
+        }
+        let source = |p: &Peer| !p.receives();
+        log::info!("pmix command: stopping the sources");
+        self.request_all(Transition::Stop, |p| source(p) && p.state == State::Running)?;
+        self.wait("every source left RUNNING", |c| {
+            c.peers.values().filter(|p| source(p)).all(|p| p.state != State::Running)
+        })?;
+        // A source that was stopped sends its end messages while it resets its task (the guide).
+        self.step_for(Transition::ResetTask, State::DeviceReady, |p| source(p) && p.state == State::Ready)?;
+        self.wait("every processor and sink left RUNNING after its end messages", |c| {
+            c.peers.values().all(|p| p.state != State::Running)
+        })?;
+        log::info!("pmix command: the data has drained; resetting every device");
+        self.step_for(Transition::ResetTask, State::DeviceReady, |p| p.state == State::Ready)?;
+        self.step(Transition::ResetDevice, State::Idle)?;
+        self.step(Transition::End, State::Exiting)
+    }
+
+    /// Requests `t` of the devices `which` selects and waits until each of them entered `target`.
+    fn step_for(&mut self, t: Transition, target: State, which: impl Fn(&Peer) -> bool) -> Result<(), BoxError> {
+        let chosen: Vec<u32> = self.peers.iter().filter(|(_, p)| which(p)).map(|(r, _)| *r).collect();
+        let marks = self.marks();
+        self.request_all(t, |p| which(p))?;
+        self.wait(&format!("every chosen device entered {target}"), |c| c.all_entered_since(&chosen, &marks, target))
+    }
+
+    /// Handles what devices report until `done` holds; an error after the timeout.
+    fn wait(&mut self, what: &str, done: impl Fn(&Controller) -> bool) -> Result<(), BoxError> {
+        let deadline = Instant::now() + self.timeout;
+        while !done(self) {
+            if Instant::now() >= deadline {
+                return Err(format!("timed out waiting until {what}").into());
+            }
+            if let Some(e) = self.peers.values().find(|p| p.state == State::Error) {
+                return Err(format!("device {} is in ERROR", e.id).into());
+            }
+            self.receive_one(100)?;
+        }
+        Ok(())
+    }
+
+    /// Applies what the devices report within `timeout_ms` (one report at most); joins the second
+    /// fence once every device is BOUND.
+    pub(super) fn receive_one(&mut self, timeout_ms: i32) -> Result<(), BoxError> {
+        let mut parts = Vec::new();
+        if self.socket.receive_parts(&mut parts, timeout_ms).is_err() || parts.len() != 2 {
+            return Ok(());
+        }
+        let text = String::from_utf8_lossy(parts[1].data()).into_owned();
+        apply_report(&mut self.peers, parts[0].data(), &text);
+        // The second fence (addresses) once every device is BOUND: they wait in it too.
+        if !self.fenced && self.peers.values().all(|p| p.entered.contains(&State::Bound)) {
+            // Devices read every process's bound addresses: the command binds none.
+            ffi::put(BOUND_KEY, "")?;
+            ffi::put(ROLE_KEY, "")?;
+            ffi::fence(self.fence_timeout)?;
+            self.fenced = true;
+            for (r, p) in &mut self.peers {
+                p.role = ffi::get(*r, ROLE_KEY)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn malformed_reports_are_ignored_and_good_ones_applied() {
+        let mut peers = BTreeMap::new();
+        peers.insert(
+            1,
+            Peer {
+                id: "sink1".into(),
+                role: String::new(),
+                identity: None,
+                state: State::Undefined,
+                entered: Vec::new(),
+            },
+        );
+        for bad in ["hello\tx\tIDLE", "hello\t7\tIDLE", "hello\t1\tSLEEPING", "state\tIDLE", "hello", ""] {
+            apply_report(&mut peers, b"id-a", bad);
+        }
+        assert_eq!((peers[&1].identity.as_deref(), peers[&1].state), (None, State::Undefined));
+        apply_report(&mut peers, b"id-a", "hello\t1\tIDLE");
+        apply_report(&mut peers, b"id-b", "hello\t1\tIDLE");
+        apply_report(&mut peers, b"id-b", "state\tRUNNING");
+        apply_report(&mut peers, b"id-a", "state\tNOT A STATE");
+        apply_report(&mut peers, b"id-a", "state\tINITIALIZING DEVICE");
+        let p = &peers[&1];
+        assert_eq!(
+            (p.identity.as_deref(), p.state, p.entered.clone()),
+            (Some(&b"id-a"[..]), State::InitializingDevice, vec![State::InitializingDevice])
+        );
+    }
+}

@@ -1,0 +1,121 @@
+//! The operator's command outside the job: `fairmq-pmix-command --namespace NS COMMAND...` drives
+//! a job that carries `fairmq-pmix-command serve`, under mpirun and under Slurm.
+
+use super::common::process::{wait_until, Proc};
+use super::common::Session;
+use super::slurm::Slurm;
+use super::{apps, check_three_stages, job, quickstart, three_stages, COMMAND};
+use fairmq_shm::testing::process::{run, Start};
+use std::path::Path;
+use std::process::Command;
+
+/// `fairmq-pmix-command ARGS` run by an operator whose rendezvous directory is `dir`.
+fn operator(dir: &Path, args: &[&str]) -> (Option<i32>, String) {
+    let (status, out) = run(Command::new(COMMAND).args(args).env("FAIRMQ_PMIX_DIR", dir));
+    (status.code(), out)
+}
+
+/// A rendezvous directory (mode 700, as the command requires).
+fn rendezvous() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("a rendezvous directory");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).expect("chmod 700");
+    dir
+}
+
+/// The namespace of the job that serves operators in `dir`, once it does.
+fn served_namespace(dir: &Path) -> String {
+    let mut listed = String::new();
+    wait_until("a job that serves operators", || {
+        let (code, out) = operator(dir, &["--list"]);
+        assert_eq!(code, Some(0), "{out}");
+        listed = out.trim().to_owned();
+        !listed.is_empty()
+    });
+    assert_eq!(listed.lines().count(), 1, "one job serves here: {listed}");
+    listed
+}
+
+/// Drives the three-stage `job` (started with `dir` as its rendezvous directory) from outside:
+/// startup, a state query, a refused command, the ordered stop; checks every answer and the job's
+/// end (all sent messages received, 0 lost).
+fn drive_from_outside(mut job: Proc, dir: &Path) {
+    let ns = served_namespace(dir);
+    let ask = |args: &[&str]| {
+        let mut a = vec!["--namespace", ns.as_str(), "--timeout", "60"];
+        a.extend(args);
+        operator(dir, &a)
+    };
+    let (code, out) = ask(&["run"]);
+    assert_eq!(code, Some(0), "run: {out}");
+    let (code, out) = ask(&["wait-for-state", "RUNNING", "state"]);
+    assert_eq!(code, Some(0), "{out}");
+    for id in ["sampler1", "processor1", "sink1"] {
+        assert!(out.contains(&format!("{id}: RUNNING")), "{id}:\n{out}");
+    }
+    // A bad command is an error of this command, exit code 1; the job goes on.
+    let (code, out) = ask(&["change-state", "FLY"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("FLY"), "the error names the bad transition: {out}");
+    let (code, out) = ask(&["state"]);
+    assert_eq!((code, out.matches(": RUNNING").count()), (Some(0), 3), "{out}");
+    let (code, out) = ask(&["stop", "state"]);
+    assert_eq!(code, Some(0), "stop: {out}");
+    for id in ["sampler1", "processor1", "sink1"] {
+        assert!(out.contains(&format!("{id}: EXITING")), "{id}:\n{out}");
+    }
+    let code = job.wait().code();
+    let seen = job.seen.join("\n");
+    check_three_stages(code, &format!("{seen}\n{out}"));
+    // The service is gone, and its socket with it.
+    let (code, out) = ask(&["state"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains(&format!("no fairmq-pmix-command serves namespace '{ns}'")), "{out}");
+}
+
+#[test]
+fn i19_pmix_operator_command_outside_the_job_runs_and_stops_it_under_mpirun() {
+    let exe = quickstart();
+    let s = Session::new();
+    let dir = rendezvous();
+    let rendezvous = dir.path().to_str().expect("a UTF-8 path");
+    let lines = three_stages(&exe, &s, "shmem", &["--timeout", "60", "serve"]);
+    let mut args = super::strings(&["--allow-run-as-root", "--oversubscribe", "--timeout", "90"]);
+    args.extend(super::strings(&["-x", "FAIRMQ_PMIX_DIR"]));
+    let line = job(args, apps(lines, None));
+    let mut cmd = Command::new("mpirun");
+    cmd.args(&line).env("FAIRMQ_PMIX_DIR", rendezvous);
+    drive_from_outside(Proc::start(&mut cmd, Start::default()), dir.path());
+}
+
+#[test]
+fn i19_slurm_operator_command_outside_the_job_runs_and_stops_it() {
+    let slurm = Slurm::start();
+    let exe = quickstart();
+    let s = Session::new();
+    let dir = rendezvous();
+    let rendezvous = dir.path().to_str().expect("a UTF-8 path");
+    let lines = three_stages(&exe, &s, "zeromq", &["--timeout", "60", "serve"]);
+    let mut cmd = slurm.srun(dir.path(), &lines, &[("FAIRMQ_PMIX_DIR", rendezvous)]);
+    drive_from_outside(Proc::start(&mut cmd, Start::default()), dir.path());
+}
+
+#[test]
+fn i19_pmix_operator_command_for_no_job_is_a_clear_error() {
+    let dir = rendezvous();
+    let (code, out) = operator(dir.path(), &["--namespace", "4242", "state"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("no fairmq-pmix-command serves namespace '4242' on this host"), "{out}");
+    // A rendezvous directory others may enter is refused, not used.
+    use std::os::unix::fs::PermissionsExt;
+    assert!(!out.contains("mode"), "{out}");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let (code, out) = operator(dir.path(), &["--namespace", "4242", "state"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("others may use it (mode 777"), "{out}");
+    let (code, out) = operator(dir.path(), &["--list"]);
+    assert_eq!(code, Some(1), "{out}");
+    let (code, out) = operator(dir.path(), &["--namespace", "4242", "serve"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("serve runs in the job"), "{out}");
+}
