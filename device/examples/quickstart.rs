@@ -25,15 +25,22 @@ struct Sampler {
     count: u64,
     size: usize,
     sent: u64,
+    /// Data messages sent on each sub-channel of `data1` (they take turns).
+    sent_on: Vec<u64>,
     ended: bool,
 }
 
 impl Sampler {
+    /// One end message on every sub-channel, carrying what that one carried: with several
+    /// receivers, each needs its own (the guide: one end message on a shared push socket reaches
+    /// only one of them).
     fn send_end(&mut self, ctx: &Context, timeout_ms: i32) -> HookResult {
-        let ch = ctx.channel("data1", 0)?;
-        let mut m = ch.new_message_with_size(self.size)?;
-        m.data_mut()?[..16].copy_from_slice(&[END.to_le_bytes(), self.sent.to_le_bytes()].concat());
-        ch.send_timeout(&mut m, timeout_ms)?;
+        for (i, sent) in self.sent_on.iter().enumerate() {
+            let ch = ctx.channel("data1", i)?;
+            let mut m = ch.new_message_with_size(self.size)?;
+            m.data_mut()?[..16].copy_from_slice(&[END.to_le_bytes(), sent.to_le_bytes()].concat());
+            ch.send_timeout(&mut m, timeout_ms)?;
+        }
         self.ended = true;
         Ok(())
     }
@@ -43,6 +50,7 @@ impl Device for Sampler {
     fn init_task(&mut self, ctx: &Context) -> HookResult {
         self.count = ctx.config().get("messages")?;
         self.size = ctx.config().get::<usize>("msg-size")?.max(16);
+        self.sent_on = vec![0; ctx.num_sub_channels("data1")?];
         Ok(())
     }
     fn conditional_run(&mut self, ctx: &Context) -> HookResult<bool> {
@@ -50,13 +58,15 @@ impl Device for Sampler {
             self.send_end(ctx, -1)?;
             return Ok(false);
         }
-        let ch = ctx.channel("data1", 0)?;
+        let i = (self.sent % self.sent_on.len() as u64) as usize;
+        let ch = ctx.channel("data1", i)?;
         let mut m = ch.new_message_with_size(self.size)?;
         m.data_mut()?[..16].copy_from_slice(&[self.sent.to_le_bytes(), [0; 8]].concat());
         if ch.send(&mut m).is_err() {
             return Ok(false); // interrupted: Ctrl-C
         }
         self.sent += 1;
+        self.sent_on[i] += 1;
         Ok(true)
     }
     fn post_run(&mut self, _: &Context) -> HookResult {
@@ -88,13 +98,62 @@ impl Device for Processor {
 }
 
 struct Sink {
-    next: u64,
+    /// Data messages received.
+    received: u64,
     bytes: u64,
     start: Option<Instant>,
+    /// `--num-senders`: end messages to wait for.
+    senders: u64,
+    ends: u64,
+    /// What the end messages announced, summed.
+    announced: u64,
+    /// One sender: the next sequence number due. Several: which ones arrived (their streams
+    /// interleave, each in order).
+    next: u64,
+    seen: Vec<u64>,
+}
+
+impl Sink {
+    fn new() -> Sink {
+        Sink { received: 0, bytes: 0, start: None, senders: 1, ends: 0, announced: 0, next: 0, seen: Vec::new() }
+    }
+
+    /// Checks and records sequence number `seq`.
+    fn record(&mut self, seq: u64) -> Result<(), String> {
+        if self.senders == 1 {
+            if seq != self.next {
+                return Err(format!("gap: expected message {}, got {seq}", self.next));
+            }
+            self.next += 1;
+            return Ok(());
+        }
+        let (word, bit) = (usize::try_from(seq / 64).map_err(|_| format!("sequence number {seq}"))?, seq % 64);
+        if word >= self.seen.len() {
+            self.seen.resize(word + 1, 0);
+        }
+        if self.seen[word] & (1 << bit) != 0 {
+            return Err(format!("message {seq} arrived twice"));
+        }
+        self.seen[word] |= 1 << bit;
+        Ok(())
+    }
+
+    /// After the last end message: every number below what was announced arrived.
+    fn complete(&self) -> Result<(), String> {
+        if self.received != self.announced {
+            return Err(format!("received {} messages, the end messages say {}", self.received, self.announced));
+        }
+        let arrived: u64 = self.seen.iter().map(|w| u64::from(w.count_ones())).sum();
+        if self.senders > 1 && arrived != self.announced {
+            return Err(format!("{arrived} distinct messages arrived of {}", self.announced));
+        }
+        Ok(())
+    }
 }
 
 impl Device for Sink {
     fn init_task(&mut self, ctx: &Context) -> HookResult {
+        self.senders = ctx.config().get::<u64>("num-senders")?.max(1);
         ctx.on_data("data2");
         Ok(())
     }
@@ -105,29 +164,29 @@ impl Device for Sink {
         }
         let seq = seq_of(m);
         if seq == END {
-            let announced = u64::from_le_bytes(m.data()[8..16].try_into()?);
-            if announced != self.next {
-                return Err(format!("received {} messages, the end message says {announced}", self.next).into());
+            self.announced += u64::from_le_bytes(m.data()[8..16].try_into()?);
+            self.ends += 1;
+            if self.ends < self.senders {
+                return Ok(true);
             }
+            self.complete()?;
             let secs = self.start.map_or(0.0, |s| s.elapsed().as_secs_f64()).max(1e-9);
             log::warn!(
                 "sink: received all {} messages ({} bytes) in {secs:.3} s: {:.0} msg/s, {:.3} GB/s; 0 lost",
-                self.next,
+                self.received,
                 self.bytes,
-                self.next as f64 / secs,
+                self.received as f64 / secs,
                 self.bytes as f64 / 1e9 / secs
             );
             return Ok(false);
         }
-        if seq != self.next {
-            return Err(format!("gap: expected message {}, got {seq}", self.next).into());
-        }
-        self.next += 1;
+        self.record(seq)?;
+        self.received += 1;
         self.bytes += m.size() as u64;
         Ok(true)
     }
     fn post_run(&mut self, _: &Context) -> HookResult {
-        log::warn!("sink: received {} data messages", self.next);
+        log::warn!("sink: received {} data messages", self.received);
         Ok(())
     }
 }
@@ -142,19 +201,16 @@ fn main() -> ExitCode {
 
 fn role(name: &str, rest: &[String]) -> ExitCode {
     let add = |o: &mut fairmq::options::OptionGroup| {
-        o.add("messages", Kind::U64, 100_000u64, "data messages to send").add(
-            "msg-size",
-            Kind::Size,
-            1024u64,
-            "message size",
-        );
+        o.add("messages", Kind::U64, 100_000u64, "data messages to send")
+            .add("msg-size", Kind::Size, 1024u64, "message size")
+            .add("num-senders", Kind::U64, 1u64, "sink: end messages to wait for (one per sender)");
     };
     let code = match name {
-        "sampler" => {
-            Program::new(|_| Ok(Sampler { count: 0, size: 0, sent: 0, ended: false })).options(add).run_with_args(rest)
-        }
+        "sampler" => Program::new(|_| Ok(Sampler { count: 0, size: 0, sent: 0, sent_on: Vec::new(), ended: false }))
+            .options(add)
+            .run_with_args(rest),
         "processor" => Program::new(|_| Ok(Processor)).options(add).run_with_args(rest),
-        _ => Program::new(|_| Ok(Sink { next: 0, bytes: 0, start: None })).options(add).run_with_args(rest),
+        _ => Program::new(|_| Ok(Sink::new())).options(add).run_with_args(rest),
     };
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }

@@ -284,6 +284,12 @@ const RUN_STOP_STATE: &[&str] = &["--timeout", "60", "run", "stop", "state"];
 /// Checks a three-stage job's output: every message the sampler sent reached the sink, in order,
 /// and every device ended.
 fn check_three_stages(code: Option<i32>, out: &str) {
+    check_ordered_stop(code, out, &["sampler1", "processor1", "sink1"]);
+}
+
+/// Checks the output of a job stopped in order by the command: every message the sampler sent
+/// reached the sink, and every device of `ids` ended.
+fn check_ordered_stop(code: Option<i32>, out: &str, ids: &[&str]) {
     assert_eq!(code, Some(0), "{out}");
     let sent: u64 = out
         .lines()
@@ -293,7 +299,7 @@ fn check_three_stages(code: Option<i32>, out: &str) {
     assert!(out.contains(&format!("sink: received all {sent} messages")), "sent {sent}:\n{out}");
     assert!(out.contains("; 0 lost"), "{out}");
     assert!(out.contains("pmix command: stopping the sources"), "{out}");
-    for id in ["sampler1", "processor1", "sink1"] {
+    for id in ids {
         assert!(out.contains(&format!("{id}: EXITING")), "{id}:\n{out}");
     }
 }
@@ -320,4 +326,65 @@ fn i19_pmix_command_stops_a_topology_spread_over_three_hosts_losing_nothing() {
     // The processor on host B connected to the sampler on host A, the sink's address is on C.
     assert!(out.contains(&format!("connects to tcp://{}:", hosts.addresses[0])), "{out}");
     assert!(out.contains(&format!("connects to tcp://{}:", hosts.addresses[2])), "{out}");
+}
+
+/// sampler -> 2 processors -> sink (`-n 2` processors sharing an id): the sampler's `data1` has a
+/// sub-channel per processor (the pmix plugin deals the processors' bound addresses out over them)
+/// and an end message goes out on each; the sink waits for both processors' end messages.
+fn one_two_one(exe: &str, s: &Session, transport: &str) -> Vec<Vec<String>> {
+    let c = device_args(s, transport, "none");
+    let role = |role: &str, id: &str, extra: &[&str]| {
+        let mut a = strings(&[exe, "--role", role, "--id", id]);
+        a.extend(c.iter().cloned());
+        a.extend(strings(extra));
+        a
+    };
+    let processor = ["name=data1,type=pull,method=bind,address=tcp://*:0", "name=data2,type=push,method=connect"];
+    vec![
+        app(
+            1,
+            None,
+            role(
+                "sampler",
+                "sampler1",
+                &[
+                    "--messages",
+                    "0",
+                    "--msg-size",
+                    "256",
+                    "--channel-config",
+                    "name=data1,type=push,method=connect,numSockets=2",
+                ],
+            ),
+        ),
+        app(2, None, role("processor", "processor", &["--channel-config", processor[0], processor[1]])),
+        app(
+            1,
+            None,
+            role(
+                "sink",
+                "sink1",
+                &["--num-senders", "2", "--channel-config", "name=data2,type=pull,method=bind,address=tcp://*:0"],
+            ),
+        ),
+        app(1, None, [COMMAND].iter().chain(RUN_STOP_STATE).map(|a| a.to_string())),
+    ]
+}
+
+#[test]
+fn i19_pmix_sampler_two_processors_sink_stopped_in_order_losing_nothing_on_both_transports() {
+    let exe = quickstart();
+    for transport in common::TRANSPORTS {
+        let s = Session::new();
+        let (code, out) = mpirun(&job(vec![], one_two_one(&exe, &s, transport)));
+        check_ordered_stop(code, &out, &["sampler1", "processor_0", "processor_1", "sink1"]);
+        // One processor on each sub-channel of the sampler.
+        let target = |i: usize| {
+            let line = out.lines().find(|l| l.contains(&format!("pmix: channel data1[{i}] connects to")));
+            line.unwrap_or_else(|| panic!("data1[{i}] connects:\n{out}")).rsplit(' ').next().unwrap_or("").to_owned()
+        };
+        let (a, b) = (target(0), target(1));
+        assert!(!a.contains(',') && !b.contains(',') && a != b, "{a} and {b}:\n{out}");
+        assert!(out.contains("sink: received 2 end messages") || out.contains("; 0 lost"), "{out}");
+    }
 }

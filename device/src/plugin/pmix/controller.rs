@@ -13,7 +13,7 @@
 //! Sources are devices without a receiving channel (only push or pub), from the channel types
 //! each device published with its bound addresses.
 
-use super::{ffi, reachable, BOUND_KEY, CONTROLLER_KEY, ID_KEY, ROLE_KEY};
+use super::{ffi, reachable, unique_id, BOUND_KEY, CONTROLLER_KEY, ID_KEY, ROLE_KEY};
 use crate::state::{State, Transition};
 use crate::BoxError;
 use fairmq_zmq::{AttachOptions, Message, Method, SocketType, Transport};
@@ -62,9 +62,12 @@ impl Controller {
         ffi::put(CONTROLLER_KEY, &address)?;
         let fence_timeout = i32::try_from(timeout_s).unwrap_or(i32::MAX);
         ffi::fence(fence_timeout)?;
+        let ids = (0..size).map(|r| if r == me { Ok(String::new()) } else { ffi::get(r, ID_KEY) });
+        let ids = ids.collect::<Result<Vec<_>, _>>()?;
         let mut peers = BTreeMap::new();
         for r in (0..size).filter(|&r| r != me) {
-            let id = ffi::get(r, ID_KEY)?;
+            // The id the device itself took: numbered where several processes share one.
+            let id = unique_id(&ids, r as usize).unwrap_or_else(|| ids[r as usize].clone());
             peers.insert(
                 r,
                 Peer { id, role: String::new(), identity: None, state: State::Undefined, entered: Vec::new() },

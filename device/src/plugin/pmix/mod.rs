@@ -7,6 +7,8 @@
 //!   replaced by the address of `--network-interface`), and a fence waits for all of them. A
 //!   connecting channel without an address then connects to the addresses bound under its name
 //!   (several, comma-separated, when several processes bind it), while the device is CONNECTING.
+//!   A connecting channel of several sub-channels (`numSockets=N`) deals them out instead: with
+//!   as many binders as sub-channels, one each.
 //!
 //! Every process of the job must load the plugin: the two fences are collective.
 
@@ -136,11 +138,12 @@ fn exchange_addresses(services: &PluginServices, size: u32, timeout: i32) -> Res
             }
         }
     }
+    let counts = config.channel_info();
     for c in channels.iter().filter(|c| c.method == "connect" && !has_address(c)) {
         let (name, i) = (&c.prefix, c.index);
         match bound.get(name) {
             Some(list) => {
-                let joined = list.join(",");
+                let joined = share(list, counts.get(name).copied().unwrap_or(1), i).join(",");
                 log::info!("pmix: channel {name}[{i}] connects to {joined}");
                 config.set(&format!("chans.{name}.{i}.address"), joined);
             }
@@ -148,6 +151,20 @@ fn exchange_addresses(services: &PluginServices, size: u32, timeout: i32) -> Res
         }
     }
     Ok(())
+}
+
+/// The bound addresses (in rank order) that sub-channel `i` of a connecting channel with `k`
+/// sub-channels connects to: all of them when it has one; else they are dealt out in turn (one
+/// each when there are as many as sub-channels, the guide's one receiver per sub-channel), and a
+/// sub-channel left over takes one again.
+fn share(bound: &[String], k: usize, i: usize) -> Vec<String> {
+    if k <= 1 || bound.is_empty() {
+        return bound.to_vec();
+    }
+    if bound.len() < k {
+        return vec![bound[i % bound.len()].clone()];
+    }
+    bound.iter().skip(i).step_by(k).cloned().collect()
 }
 
 /// Every sub-channel of the device as configured (keys it lacks keep FairMQ's defaults).
@@ -195,5 +212,16 @@ mod tests {
         assert_eq!(reachable("tcp://0.0.0.0:5555", "lo"), "tcp://127.0.0.1:5555");
         assert_eq!(reachable("tcp://10.1.2.3:5555", "lo"), "tcp://10.1.2.3:5555");
         assert_eq!(reachable("ipc:///tmp/x", "lo"), "ipc:///tmp/x");
+    }
+
+    #[test]
+    fn bound_addresses_are_dealt_out_over_sub_channels() {
+        let bound: Vec<String> = ["a", "b", "c", "d"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(share(&bound, 1, 0), bound);
+        assert_eq!(share(&bound, 2, 0), ["a", "c"]);
+        assert_eq!(share(&bound, 2, 1), ["b", "d"]);
+        assert_eq!(share(&bound, 4, 3), ["d"]);
+        assert_eq!(share(&bound[..2], 3, 2), ["a"]);
+        assert_eq!(share(&[], 2, 1), Vec::<String>::new());
     }
 }
