@@ -9,6 +9,7 @@
 
 use fairmq::options::Kind;
 use fairmq::{Context, Device, HookResult, Message, Program};
+use std::collections::BTreeSet;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitCode};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,8 +18,10 @@ use std::time::Instant;
 
 const END: u64 = u64::MAX;
 
-fn seq_of(m: &Message) -> u64 {
-    m.data().get(..8).map_or(END - 1, |b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+/// The sequence number a message starts with (`END` for an end message).
+fn seq_of(m: &Message) -> Result<u64, String> {
+    let head = m.data().get(..8).ok_or_else(|| format!("a message of {} bytes (at least 8)", m.size()))?;
+    Ok(u64::from_le_bytes(head.try_into().map_err(|_| "8 bytes")?))
 }
 
 struct Sampler {
@@ -91,7 +94,7 @@ impl Device for Processor {
         Ok(())
     }
     fn handle_data(&mut self, ctx: &Context, _: &str, m: &mut Message, _: usize) -> HookResult<bool> {
-        let end = seq_of(m) == END;
+        let end = seq_of(m)? == END;
         ctx.send(m, "data2", 0)?;
         Ok(!end) // forward the end message, then leave RUNNING
     }
@@ -107,45 +110,43 @@ struct Sink {
     ends: u64,
     /// What the end messages announced, summed.
     announced: u64,
-    /// One sender: the next sequence number due. Several: which ones arrived (their streams
-    /// interleave, each in order).
+    /// Every sequence number below this one arrived.
     next: u64,
-    seen: Vec<u64>,
+    /// Several senders: numbers above `next` that arrived (their streams interleave, each in
+    /// order, so this stays as small as the senders are apart).
+    ahead: BTreeSet<u64>,
 }
 
 impl Sink {
     fn new() -> Sink {
-        Sink { received: 0, bytes: 0, start: None, senders: 1, ends: 0, announced: 0, next: 0, seen: Vec::new() }
+        Sink { received: 0, bytes: 0, start: None, senders: 1, ends: 0, announced: 0, next: 0, ahead: BTreeSet::new() }
     }
 
     /// Checks and records sequence number `seq`.
     fn record(&mut self, seq: u64) -> Result<(), String> {
-        if self.senders == 1 {
-            if seq != self.next {
-                return Err(format!("gap: expected message {}, got {seq}", self.next));
-            }
+        if seq == self.next {
             self.next += 1;
+            while !self.ahead.is_empty() && self.ahead.remove(&self.next) {
+                self.next += 1;
+            }
             return Ok(());
         }
-        let (word, bit) = (usize::try_from(seq / 64).map_err(|_| format!("sequence number {seq}"))?, seq % 64);
-        if word >= self.seen.len() {
-            self.seen.resize(word + 1, 0);
+        if self.senders == 1 {
+            return Err(format!("gap: expected message {}, got {seq}", self.next));
         }
-        if self.seen[word] & (1 << bit) != 0 {
+        if seq < self.next || !self.ahead.insert(seq) {
             return Err(format!("message {seq} arrived twice"));
         }
-        self.seen[word] |= 1 << bit;
         Ok(())
     }
 
-    /// After the last end message: every number below what was announced arrived.
+    /// After the last end message: every number below what was announced arrived, no other.
     fn complete(&self) -> Result<(), String> {
-        if self.received != self.announced {
-            return Err(format!("received {} messages, the end messages say {}", self.received, self.announced));
-        }
-        let arrived: u64 = self.seen.iter().map(|w| u64::from(w.count_ones())).sum();
-        if self.senders > 1 && arrived != self.announced {
-            return Err(format!("{arrived} distinct messages arrived of {}", self.announced));
+        if self.received != self.announced || self.next != self.announced || !self.ahead.is_empty() {
+            return Err(format!(
+                "received {} messages ({} in sequence from 0), the end messages say {}",
+                self.received, self.next, self.announced
+            ));
         }
         Ok(())
     }
@@ -162,9 +163,13 @@ impl Device for Sink {
             self.start = Some(Instant::now());
             log::warn!("sink: data flows");
         }
-        let seq = seq_of(m);
+        let seq = seq_of(m)?;
         if seq == END {
-            self.announced += u64::from_le_bytes(m.data()[8..16].try_into()?);
+            let count = m.data().get(8..16).ok_or("an end message without its count")?;
+            self.announced = self
+                .announced
+                .checked_add(u64::from_le_bytes(count.try_into()?))
+                .ok_or("the end messages announce more than 2^64 messages")?;
             self.ends += 1;
             if self.ends < self.senders {
                 return Ok(true);

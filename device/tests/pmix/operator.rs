@@ -106,6 +106,21 @@ fn i19_pmix_operator_command_for_no_job_is_a_clear_error() {
     let (code, out) = operator(dir.path(), &["--namespace", "4242", "state"]);
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("no fairmq-pmix-command serves namespace '4242' on this host"), "{out}");
+    // A socket file left by a killed service: told at once, not after the timeout.
+    drop(std::os::unix::net::UnixListener::bind(dir.path().join("4243.sock")).expect("a socket file"));
+    let started = std::time::Instant::now();
+    let (code, out) = operator(dir.path(), &["--namespace", "4243", "--timeout", "30", "state"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("no fairmq-pmix-command serves namespace '4243'"), "{out}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(30), "it waited for an answer");
+    let (code, out) = operator(dir.path(), &["--list"]);
+    assert_eq!((code, out.trim()), (Some(0), ""), "a dead service is not listed");
+    // A namespace that is no plain file name, a relative directory: refused.
+    let (code, out) = operator(dir.path(), &["--namespace", "../x", "state"]);
+    assert_eq!(code, Some(1), "{out}");
+    let (status, out) = run(Command::new(COMMAND).args(["--list"]).env("FAIRMQ_PMIX_DIR", "relative/dir"));
+    assert_eq!(status.code(), Some(1), "{out}");
+    assert!(out.contains("must be an absolute UTF-8 path"), "{out}");
     // A rendezvous directory others may enter is refused, not used.
     use std::os::unix::fs::PermissionsExt;
     assert!(!out.contains("mode"), "{out}");

@@ -9,8 +9,10 @@
 //!   `operator.rs`: the launchers here accept no PMIx tool connections, so the job carries the
 //!   controller and the operator reaches it through a socket only its user can open).
 
+use super::steps::{self, Step};
 use super::{controller::Controller, ffi, operator};
 use crate::BoxError;
+use std::time::Duration;
 
 const USAGE: &str = "usage:
   in the job:  mpirun <devices with -P pmix --control none> : -n 1 fairmq-pmix-command [--timeout S] COMMAND...
@@ -18,7 +20,7 @@ const USAGE: &str = "usage:
   operator:    fairmq-pmix-command --namespace NS [--timeout S] COMMAND...
                fairmq-pmix-command --list
 COMMAND: run | stop | state | change-state TRANSITION | wait-for-state STATE
---timeout S: how long a command may wait for the devices (default 120 s)";
+--timeout S: how long the commands may take, 1 s to a day (default 120 s)";
 
 /// Runs `fairmq-pmix-command` with `args` (without the program name); the exit code.
 pub fn main_with_args(args: &[String]) -> u8 {
@@ -36,33 +38,45 @@ pub fn main_with_args(args: &[String]) -> u8 {
 /// What the command line asks for.
 #[derive(Debug, PartialEq)]
 struct Request {
-    timeout_s: u64,
+    timeout: Duration,
     namespace: Option<String>,
     list: bool,
+    serve: bool,
+    /// The commands as given (an operator sends them) and parsed (all checked before any runs).
     words: Vec<String>,
+    steps: Vec<Step>,
 }
 
 fn parse(args: &[String]) -> Result<Option<Request>, BoxError> {
-    let mut r = Request { timeout_s: 120, namespace: None, list: false, words: Vec::new() };
+    let mut r = Request {
+        timeout: Duration::from_secs(120),
+        namespace: None,
+        list: false,
+        serve: false,
+        words: Vec::new(),
+        steps: Vec::new(),
+    };
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
-            "--timeout" => {
-                let s = it.next().ok_or("--timeout needs seconds")?;
-                r.timeout_s = s.parse().map_err(|_| format!("--timeout: '{s}' is not a number of seconds"))?;
-            }
+            "--timeout" => r.timeout = steps::timeout(it.next().ok_or("--timeout needs seconds")?)?,
             "--namespace" => r.namespace = Some(it.next().ok_or("--namespace needs the job's PMIx namespace")?.clone()),
             "--list" => r.list = true,
             "-h" | "--help" => return Ok(None),
             _ => r.words.push(a.clone()),
         }
     }
-    if r.words.is_empty() && !r.list {
-        return Err(format!("no command given\n{USAGE}").into());
+    if r.list {
+        return Ok(Some(r));
     }
-    if r.namespace.is_some() && r.words.iter().any(|w| w == "serve") {
-        return Err("serve runs in the job, not with --namespace".into());
+    if r.words == ["serve"] {
+        if r.namespace.is_some() {
+            return Err("serve runs in the job, not with --namespace".into());
+        }
+        r.serve = true;
+        return Ok(Some(r));
     }
+    r.steps = steps::parse(&r.words).map_err(|e| format!("{e}\n{USAGE}"))?;
     Ok(Some(r))
 }
 
@@ -78,14 +92,14 @@ fn run(args: &[String]) -> Result<bool, BoxError> {
         return Ok(true);
     }
     if let Some(ns) = &r.namespace {
-        return operator::send(ns, r.timeout_s, &r.words);
+        return operator::send(ns, r.timeout, &r.words);
     }
     let (namespace, me) = ffi::init()?;
-    let result = Controller::join(me, r.timeout_s).and_then(|mut c| {
-        if r.words == ["serve"] {
-            operator::serve(&mut c, &namespace)
+    let result = Controller::join(me, r.timeout).and_then(|mut c| {
+        if r.serve {
+            operator::serve(&mut c, &namespace, r.timeout)
         } else {
-            print!("{}", c.execute(&r.words)?);
+            print!("{}", c.execute(&r.steps, r.timeout)?);
             Ok(c.all_exiting())
         }
     });
@@ -107,13 +121,22 @@ mod tests {
     fn command_lines_are_checked_before_anything_runs() {
         let r = parse(&args(&["--namespace", "1234", "--timeout", "9", "stop", "state"])).unwrap().unwrap();
         assert_eq!(
-            r,
-            Request { timeout_s: 9, namespace: Some("1234".into()), list: false, words: args(&["stop", "state"]) }
+            (r.timeout, r.namespace.as_deref(), r.serve, r.steps),
+            (Duration::from_secs(9), Some("1234"), false, vec![Step::Stop, Step::State])
         );
+        assert!(parse(&args(&["serve"])).unwrap().unwrap().serve);
         assert!(parse(&args(&["--help"])).unwrap().is_none());
-        for bad in
-            [&["--timeout", "soon", "run"][..], &["--timeout"], &["--namespace"], &[], &["--namespace", "x", "serve"]]
-        {
+        for bad in [
+            &["--timeout", "soon", "run"][..],
+            &["--timeout", "0", "run"],
+            &["--timeout", "18446744073709551615", "run"],
+            &["--timeout"],
+            &["--namespace"],
+            &[],
+            &["--namespace", "x", "serve"],
+            &["run", "stpo"],
+            &["serve", "run"],
+        ] {
             assert!(parse(&args(bad)).is_err(), "{bad:?}");
         }
     }

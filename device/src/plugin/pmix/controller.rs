@@ -13,6 +13,7 @@
 //! Sources are devices without a receiving channel (only push or pub), from the channel types
 //! each device published with its bound addresses.
 
+use super::steps::Step;
 use super::{ffi, reachable, unique_id, BOUND_KEY, CONTROLLER_KEY, ID_KEY, ROLE_KEY};
 use crate::state::{State, Transition};
 use crate::BoxError;
@@ -42,25 +43,36 @@ pub(super) struct Controller {
     socket: fairmq_zmq::Socket,
     peers: BTreeMap<u32, Peer>,
     fenced: bool,
-    /// How long one command may wait for the devices.
-    pub(super) timeout: Duration,
+    /// When the current command (or the wait for the devices' hellos) gives up.
+    deadline: Instant,
     fence_timeout: i32,
+    /// The secret a device's hello must carry: only processes of the job read it (from PMIx).
+    token: String,
     /// The transport owns the socket's context: it must outlive the socket.
     pub(super) transport: Transport,
 }
 
+/// 16 random bytes as hex.
+fn new_token() -> Result<String, BoxError> {
+    use std::io::Read;
+    let mut b = [0u8; 16];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut b)?;
+    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+}
+
 impl Controller {
-    /// Joins the job as rank `me`: binds the ROUTER, publishes its address in the first fence and
-    /// waits (up to `timeout_s`) until every device of the job linked to it.
-    pub(super) fn join(me: u32, timeout_s: u64) -> Result<Controller, BoxError> {
+    /// Joins the job as rank `me`: binds the ROUTER (on the address other hosts reach, not on
+    /// every interface), publishes its address and a secret in the first fence and waits (up to
+    /// `timeout`) until every device of the job linked to it.
+    pub(super) fn join(me: u32, timeout: Duration) -> Result<Controller, BoxError> {
         let size = ffi::job_size()?;
         let transport = Transport::new("pmix-command")?;
         let socket = transport.socket(SocketType::Router, "pmix-command")?;
-        let bound = socket.attach("tcp://*:0", &AttachOptions::new(Some(Method::Bind)))?;
-        let address = reachable(&bound, "default");
+        let bound = socket.attach(&reachable("tcp://*:0", "default"), &AttachOptions::new(Some(Method::Bind)))?;
+        let token = new_token()?;
         ffi::put(ID_KEY, "")?;
-        ffi::put(CONTROLLER_KEY, &address)?;
-        let fence_timeout = i32::try_from(timeout_s).unwrap_or(i32::MAX);
+        ffi::put(CONTROLLER_KEY, &format!("{bound}\t{token}"))?;
+        let fence_timeout = i32::try_from(timeout.as_secs()).unwrap_or(i32::MAX);
         ffi::fence(fence_timeout)?;
         let ids = (0..size).map(|r| if r == me { Ok(String::new()) } else { ffi::get(r, ID_KEY) });
         let ids = ids.collect::<Result<Vec<_>, _>>()?;
@@ -73,43 +85,32 @@ impl Controller {
                 Peer { id, role: String::new(), identity: None, state: State::Undefined, entered: Vec::new() },
             );
         }
-        let mut c = Controller {
-            socket,
-            peers,
-            fenced: false,
-            timeout: Duration::from_secs(timeout_s),
-            fence_timeout,
-            transport,
-        };
+        let deadline = Instant::now() + timeout;
+        let mut c = Controller { socket, peers, fenced: false, deadline, fence_timeout, token, transport };
         c.wait("every device said hello", |c| c.peers.values().all(|p| p.identity.is_some()))?;
         Ok(c)
     }
 
-    /// Runs `words` (commands and their arguments) in order; what they print (`state`).
-    pub(super) fn execute(&mut self, words: &[String]) -> Result<String, BoxError> {
+    /// Runs `steps` in order, all within `timeout`; what they print (`state`).
+    pub(super) fn execute(&mut self, steps: &[Step], timeout: Duration) -> Result<String, BoxError> {
+        self.deadline = Instant::now() + timeout;
         let mut out = String::new();
-        let mut words = words.iter();
-        while let Some(w) = words.next() {
-            match w.as_str() {
-                "run" => self.startup()?,
-                "stop" => self.ordered_stop()?,
-                "state" => {
+        for step in steps {
+            match *step {
+                Step::Run => self.startup()?,
+                Step::Stop => self.ordered_stop()?,
+                Step::State => {
                     for p in self.peers.values() {
                         out.push_str(&format!("{}: {}\n", p.id, p.state));
                     }
                 }
-                "change-state" => {
-                    let t: Transition = words.next().ok_or("change-state needs a transition")?.parse()?;
-                    self.request_all(t, |_| true)?;
-                }
-                "wait-for-state" => {
-                    let s: State = words.next().ok_or("wait-for-state needs a state")?.parse()?;
+                Step::ChangeState(t) => self.request_all(t, |_| true)?,
+                Step::WaitForState(s) => {
                     let marks = self.marks();
                     self.wait(&format!("every device is in {s}"), |c| {
                         c.peers.iter().all(|(r, p)| p.state == s || c.entered_since(*r, &marks, s))
                     })?;
                 }
-                other => return Err(format!("unknown command '{other}'").into()),
             }
         }
         Ok(out)
@@ -121,23 +122,27 @@ impl Controller {
     }
 }
 
-/// Applies a device's report (`hello\t<rank>\t<STATE>`, `state\t<STATE>`) from the router
-/// identity `identity`. What another process sends is not trusted: a report that is malformed,
-/// names a rank that is no device of the job, or comes from an identity that said no hello is
-/// logged and ignored, never the end of the command.
-fn apply_report(peers: &mut BTreeMap<u32, Peer>, identity: &[u8], text: &str) {
+/// Applies a device's report (`hello\t<rank>\t<STATE>\t<token>`, `state\t<STATE>`) from the
+/// router identity `identity`. What another process sends is not trusted: a report that is
+/// malformed, names a rank that is no device of the job, carries a wrong token or comes from an
+/// identity that said no hello is logged (never the token) and ignored, never the end of the
+/// command.
+fn apply_report(peers: &mut BTreeMap<u32, Peer>, token: &str, identity: &[u8], text: &str) {
     let fields: Vec<&str> = text.split('\t').collect();
     match fields.as_slice() {
-        ["hello", rank, state] => match (rank.parse::<u32>().ok().and_then(|r| peers.get_mut(&r)), state.parse()) {
-            // The first hello of a rank names its link; a later one (another connection that
-            // claims the rank) would take the device's commands away from it.
-            (Some(p), Ok(s)) if p.identity.is_none() => {
-                p.identity = Some(identity.to_vec());
-                p.state = s;
+        ["hello", rank, state, t] if *t == token => {
+            match (rank.parse::<u32>().ok().and_then(|r| peers.get_mut(&r)), state.parse()) {
+                // The first hello of a rank names its link; a later one (another connection that
+                // claims the rank) would take the device's commands away from it.
+                (Some(p), Ok(s)) if p.identity.is_none() => {
+                    p.identity = Some(identity.to_vec());
+                    p.state = s;
+                }
+                (Some(p), Ok(_)) => log::warn!("pmix command: ignored a second hello for device {}", p.id),
+                _ => log::warn!("pmix command: ignored a hello that names no device of the job (rank '{rank}')"),
             }
-            (Some(p), Ok(_)) => log::warn!("pmix command: ignored a second hello for device {}: '{text}'", p.id),
-            _ => log::warn!("pmix command: ignored a hello that names no device of the job: '{text}'"),
-        },
+        }
+        ["hello", ..] => log::warn!("pmix command: ignored a hello without the job's token"),
         ["state", state] => match (peers.values_mut().find(|p| p.identity.as_deref() == Some(identity)), state.parse())
         {
             (Some(p), Ok(s)) => {
@@ -224,9 +229,8 @@ impl Controller {
 
     /// Handles what devices report until `done` holds; an error after the timeout.
     fn wait(&mut self, what: &str, done: impl Fn(&Controller) -> bool) -> Result<(), BoxError> {
-        let deadline = Instant::now() + self.timeout;
         while !done(self) {
-            if Instant::now() >= deadline {
+            if Instant::now() >= self.deadline {
                 return Err(format!("timed out waiting until {what}").into());
             }
             if let Some(e) = self.peers.values().find(|p| p.state == State::Error) {
@@ -245,7 +249,7 @@ impl Controller {
             return Ok(());
         }
         let text = String::from_utf8_lossy(parts[1].data()).into_owned();
-        apply_report(&mut self.peers, parts[0].data(), &text);
+        apply_report(&mut self.peers, &self.token, parts[0].data(), &text);
         // The second fence (addresses) once every device is BOUND: they wait in it too.
         if !self.fenced && self.peers.values().all(|p| p.entered.contains(&State::Bound)) {
             // Devices read every process's bound addresses: the command binds none.
@@ -278,15 +282,24 @@ mod tests {
                 entered: Vec::new(),
             },
         );
-        for bad in ["hello\tx\tIDLE", "hello\t7\tIDLE", "hello\t1\tSLEEPING", "state\tIDLE", "hello", ""] {
-            apply_report(&mut peers, b"id-a", bad);
+        for bad in [
+            "hello\tx\tIDLE\tT",
+            "hello\t7\tIDLE\tT",
+            "hello\t1\tSLEEPING\tT",
+            "hello\t1\tIDLE",
+            "hello\t1\tIDLE\twrong",
+            "state\tIDLE",
+            "hello",
+            "",
+        ] {
+            apply_report(&mut peers, "T", b"id-a", bad);
         }
         assert_eq!((peers[&1].identity.as_deref(), peers[&1].state), (None, State::Undefined));
-        apply_report(&mut peers, b"id-a", "hello\t1\tIDLE");
-        apply_report(&mut peers, b"id-b", "hello\t1\tIDLE");
-        apply_report(&mut peers, b"id-b", "state\tRUNNING");
-        apply_report(&mut peers, b"id-a", "state\tNOT A STATE");
-        apply_report(&mut peers, b"id-a", "state\tINITIALIZING DEVICE");
+        apply_report(&mut peers, "T", b"id-a", "hello\t1\tIDLE\tT");
+        apply_report(&mut peers, "T", b"id-b", "hello\t1\tIDLE\tT");
+        apply_report(&mut peers, "T", b"id-b", "state\tRUNNING");
+        apply_report(&mut peers, "T", b"id-a", "state\tNOT A STATE");
+        apply_report(&mut peers, "T", b"id-a", "state\tINITIALIZING DEVICE");
         let p = &peers[&1];
         assert_eq!(
             (p.identity.as_deref(), p.state, p.entered.clone()),

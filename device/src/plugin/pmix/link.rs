@@ -1,7 +1,8 @@
 //! A device's side of the command link to a `fairmq-pmix-command` process of the job: it says
 //! hello, reports every state the device enters, and requests the transitions it is sent
 //! (`change-state <TRANSITION>`), as the device's controller. Plain text frames over a ZeroMQ
-//! DEALER connected to the command's ROUTER, whose address came with the first fence.
+//! DEALER connected to the command's ROUTER, whose address and secret (the hello shows it) came
+//! with the first fence.
 
 use crate::plugin::PluginServices;
 use crate::state::{State, Transition};
@@ -12,8 +13,14 @@ use std::sync::Arc;
 
 /// Runs the link until the device is EXITING (or in ERROR) or `stop` is set; releases control at
 /// the end.
-pub(super) fn run(services: &PluginServices, address: &str, rank: u32, states: &Receiver<State>, stop: &AtomicBool) {
-    if let Err(e) = serve(services, address, rank, states, stop) {
+pub(super) fn run(
+    services: &PluginServices,
+    command: (&str, &str),
+    rank: u32,
+    states: &Receiver<State>,
+    stop: &AtomicBool,
+) {
+    if let Err(e) = serve(services, command, rank, states, stop) {
         log::error!("pmix: the command link failed: {e}");
     }
     services.release_device_control();
@@ -21,20 +28,22 @@ pub(super) fn run(services: &PluginServices, address: &str, rank: u32, states: &
 
 fn serve(
     services: &PluginServices,
-    address: &str,
+    (address, token): (&str, &str),
     rank: u32,
     states: &Receiver<State>,
     stop: &AtomicBool,
 ) -> Result<(), crate::BoxError> {
-    // Named per rank: the socket's name is its routing id, which the command's router needs unique.
+    // The socket's name is its routing id, which the command's router needs unique and which no
+    // process outside the job may guess (one that connected first under it would have this
+    // link refused): the rank and the job's secret.
     let transport = Transport::new(&format!("pmix-link-{rank}"))?;
-    let socket = transport.socket(SocketType::Dealer, &format!("rank-{rank}"))?;
+    let socket = transport.socket(SocketType::Dealer, &format!("rank-{rank}-{token}"))?;
     socket.connect(address)?;
     let send = |text: String| -> Result<(), crate::BoxError> {
         socket.send(&mut Message::from_slice(text.as_bytes()), 10_000)?;
         Ok(())
     };
-    send(format!("hello\t{rank}\t{}", services.current_state()))?;
+    send(format!("hello\t{rank}\t{}\t{token}", services.current_state()))?;
     while !stop.load(Ordering::SeqCst) {
         while let Ok(s) = states.try_recv() {
             send(format!("state\t{s}"))?;

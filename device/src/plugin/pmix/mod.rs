@@ -18,6 +18,7 @@ mod controller;
 mod ffi;
 mod link;
 mod operator;
+mod steps;
 
 use super::{builtin_control::crate_version, Plugin, PluginServices, Version};
 use crate::channel::ChannelConfig;
@@ -30,7 +31,8 @@ const ID_KEY: &str = "fairmq-rs.id";
 const BOUND_KEY: &str = "fairmq-rs.bound";
 /// The types of a device's channels, comma-separated (sources and sinks for the command).
 const ROLE_KEY: &str = "fairmq-rs.role";
-/// The address of a `fairmq-pmix-command` process of the job (empty for devices).
+/// The address of a `fairmq-pmix-command` process of the job and the secret its links show,
+/// tab-separated (empty for devices).
 const CONTROLLER_KEY: &str = "fairmq-rs.controller";
 
 /// The `pmix` plugin.
@@ -68,8 +70,12 @@ impl Plugin for PmixPlugin {
             log::info!("pmix: device id '{id}' is given to several processes; this one is '{unique}'");
             config.set("id", unique);
         }
-        let controller = (0..size).find_map(|r| ffi::get(r, CONTROLLER_KEY).ok().filter(|a| !a.is_empty()));
-        if let Some(address) = controller {
+        // The command's address and the secret its links must show, tab-separated.
+        let controller = (0..size).find_map(|r| {
+            let value = ffi::get(r, CONTROLLER_KEY).ok()?;
+            value.split_once('\t').map(|(a, t)| (a.to_owned(), t.to_owned()))
+        });
+        if let Some((address, token)) = controller {
             log::info!("pmix: driven by the command process at {address}");
             let (tx, rx) = std::sync::mpsc::channel();
             services.subscribe_to_state_change(move |s| {
@@ -77,7 +83,7 @@ impl Plugin for PmixPlugin {
             });
             let stop = link::StopFlag::default();
             let (svc, flag) = (services.clone(), stop.clone());
-            let t = std::thread::spawn(move || link::run(&svc, &address, rank, &rx, &flag));
+            let t = std::thread::spawn(move || link::run(&svc, (&address, &token), rank, &rx, &flag));
             self.link = Some((t, stop));
         }
         self.exchange = Some(std::thread::spawn(move || {

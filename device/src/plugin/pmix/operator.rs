@@ -2,40 +2,49 @@
 //! server, but neither launcher here takes tool connections (OpenMPI 4.1's `mpirun` crashed when
 //! one connected; Slurm's PMIx plugin offers none). So the job's `fairmq-pmix-command serve`
 //! process listens on a ZeroMQ ipc socket named by its namespace, in a directory only its user
-//! may enter: `$FAIRMQ_PMIX_DIR`, else `$XDG_RUNTIME_DIR/fairmq-pmix`, else
-//! `/tmp/fairmq-pmix-<uid>`. The directory's permissions are the access control: one that another
-//! user owns or may enter is refused, never used.
+//! may enter: `$FAIRMQ_PMIX_DIR` (an absolute path), else `/tmp/fairmq-pmix-<uid>`. Permissions
+//! are the access control: a directory that another user owns or may enter, or one whose parents
+//! another user could swap, is refused, never used.
 //!
 //! A request is a multipart: the timeout in seconds, then the command words. The reply: `ok` or
 //! `error`, then the text (what `state` prints, or what went wrong). Requests are checked as any
-//! input from another process: a malformed one gets an `error` reply, never ends the service.
+//! input from another process, every word before any command runs: a malformed one gets an
+//! `error` reply, never ends the service.
 
 use super::controller::Controller;
+use super::steps::{self, Step, MAX_TIMEOUT_S};
 use crate::BoxError;
 use fairmq_zmq::{Message, SocketType, Transport};
 use std::fs;
+use std::io::ErrorKind;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// At most this many words in one request, and this long a timeout (a day).
+/// At most this many words in one request.
 const MAX_WORDS: usize = 64;
-const MAX_TIMEOUT_S: u64 = 86_400;
 /// `sun_path` holds 108 bytes with its terminating zero.
 const MAX_SOCKET_PATH: usize = 107;
 
-/// The rendezvous directory, created (mode 0700) if missing; an error if it is not a directory
-/// that only this user owns and may enter.
+/// The rendezvous directory, created (mode 0700) if missing; an error if it or a parent is not
+/// safe (see [`check_private`], [`check_parents`]).
 fn directory() -> Result<PathBuf, BoxError> {
     let euid = nix::unistd::geteuid().as_raw();
-    let dir = match (std::env::var_os("FAIRMQ_PMIX_DIR"), std::env::var_os("XDG_RUNTIME_DIR")) {
-        (Some(d), _) => PathBuf::from(d),
-        (None, Some(run)) => Path::new(&run).join("fairmq-pmix"),
-        (None, None) => PathBuf::from(format!("/tmp/fairmq-pmix-{euid}")),
+    let dir = match std::env::var_os("FAIRMQ_PMIX_DIR") {
+        Some(d) => {
+            let d = PathBuf::from(d);
+            if !d.is_absolute() || d.to_str().is_none() {
+                return Err(format!("FAIRMQ_PMIX_DIR must be an absolute UTF-8 path, not {}", d.display()).into());
+            }
+            d
+        }
+        None => PathBuf::from(format!("/tmp/fairmq-pmix-{euid}")),
     };
+    check_parents(&dir, euid)?;
     match fs::DirBuilder::new().mode(0o700).create(&dir) {
         Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
         Err(e) => return Err(format!("cannot create {}: {e}", dir.display()).into()),
     }
     check_private(&dir, euid)?;
@@ -63,24 +72,36 @@ fn check_private(dir: &Path, euid: u32) -> Result<(), BoxError> {
     Ok(())
 }
 
-/// A namespace as a file name: every character but letters, digits and `._@+-` becomes `_`, and a
-/// leading dot too (no hidden files, no `..`). Applying it twice changes nothing.
-fn file_name(namespace: &str) -> String {
-    let mut name: String =
-        namespace.chars().map(|c| if c.is_ascii_alphanumeric() || "._@+-".contains(c) { c } else { '_' }).collect();
-    if name.starts_with('.') {
-        name.replace_range(0..1, "_");
+/// Refuses `dir` when a parent could be changed by another user: each must be a directory owned
+/// by root or `euid`, and writable by others only with the sticky bit (as /tmp), where no one
+/// may rename or remove what another user made.
+fn check_parents(dir: &Path, euid: u32) -> Result<(), BoxError> {
+    for parent in dir.ancestors().skip(1) {
+        let m = fs::symlink_metadata(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        let sticky = m.mode() & 0o1000 != 0;
+        let safe = m.file_type().is_dir() && (m.uid() == 0 || m.uid() == euid) && (m.mode() & 0o022 == 0 || sticky);
+        if !safe {
+            return Err(format!(
+                "refusing {}: its parent {} could be changed by another user (owner {}, mode {:o})",
+                dir.display(),
+                parent.display(),
+                m.uid(),
+                m.mode() & 0o7777
+            )
+            .into());
+        }
     }
-    name
+    Ok(())
 }
 
-/// The socket of `namespace` in `dir`; an error for an empty namespace or a path too long for a
-/// unix socket.
+/// The socket of `namespace` in `dir`. Namespaces are refused unless made of letters, digits and
+/// `._@+-` without a leading dot (every launcher's are), so that two never share a file.
 fn socket_path(dir: &Path, namespace: &str) -> Result<PathBuf, BoxError> {
-    if namespace.is_empty() {
-        return Err("the namespace is empty".into());
+    let plain = namespace.chars().all(|c| c.is_ascii_alphanumeric() || "._@+-".contains(c));
+    if namespace.is_empty() || namespace.starts_with('.') || !plain {
+        return Err(format!("'{namespace}' is no PMIx namespace this command serves (letters, digits, ._@+-)").into());
     }
-    let path = dir.join(format!("{}.sock", file_name(namespace)));
+    let path = dir.join(format!("{namespace}.sock"));
     if path.as_os_str().len() > MAX_SOCKET_PATH {
         return Err(
             format!("{} is too long for a unix socket (at most {MAX_SOCKET_PATH} bytes)", path.display()).into()
@@ -89,49 +110,69 @@ fn socket_path(dir: &Path, namespace: &str) -> Result<PathBuf, BoxError> {
     Ok(path)
 }
 
-/// The namespaces served on this host (their sockets in the rendezvous directory).
+/// Whether a process listens on the socket file `path`: true, false (none: a file left by a
+/// service that was killed, or no file), or an error.
+fn listened(path: &Path) -> Result<bool, BoxError> {
+    match UnixStream::connect(path) {
+        Ok(_) => Ok(true),
+        Err(e) if matches!(e.kind(), ErrorKind::ConnectionRefused | ErrorKind::NotFound) => Ok(false),
+        Err(e) => Err(format!("{}: {e}", path.display()).into()),
+    }
+}
+
+/// The namespaces served on this host (a process listens on their sockets).
 pub(super) fn served_namespaces() -> Result<Vec<String>, BoxError> {
-    let mut names: Vec<String> = fs::read_dir(directory()?)?
+    let dir = directory()?;
+    let mut names: Vec<String> = fs::read_dir(&dir)?
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.strip_suffix(".sock").map(str::to_owned))
+        .filter(|ns| listened(&dir.join(format!("{ns}.sock"))).unwrap_or(false))
         .collect();
     names.sort();
     Ok(names)
 }
 
-/// Removes the socket file when the service ends (also on an error).
-struct SocketFile(PathBuf);
+/// The socket file this service bound; removed when it ends (also on an error), unless another
+/// file took its place by then.
+struct SocketFile {
+    path: PathBuf,
+    inode: Option<(u64, u64)>,
+}
 
 impl Drop for SocketFile {
     fn drop(&mut self) {
-        let _ = fs::remove_file(&self.0);
+        let now = fs::symlink_metadata(&self.path).ok().map(|m| (m.dev(), m.ino()));
+        if now.is_some() && now == self.inode {
+            let _ = fs::remove_file(&self.path);
+        }
     }
 }
 
 /// Serves operators' requests for the job `namespace` until every device is EXITING; true then.
-pub(super) fn serve(c: &mut Controller, namespace: &str) -> Result<bool, BoxError> {
+/// `timeout`: how long the service may wait for a command to take.
+pub(super) fn serve(c: &mut Controller, namespace: &str, timeout: Duration) -> Result<bool, BoxError> {
     let path = socket_path(&directory()?, namespace)?;
-    // A socket file left by a killed service of the same namespace would make bind fail.
+    if listened(&path)? {
+        return Err(format!("namespace {namespace} is served already (by another `serve` of this job?)").into());
+    }
+    // A file left by a killed service: bind would fail on it.
     let _ = fs::remove_file(&path);
     let socket = c.transport.socket(SocketType::Rep, "pmix-operator")?;
-    socket.bind(&format!("ipc://{}", path.display()))?;
-    let _file = SocketFile(path);
+    let address = format!("ipc://{}", path.to_str().ok_or("the socket's path is not UTF-8")?);
+    socket.bind(&address)?;
+    let inode = fs::symlink_metadata(&path).ok().map(|m| (m.dev(), m.ino()));
+    let _file = SocketFile { path, inode };
     log::info!("pmix command: serving namespace {namespace}: fairmq-pmix-command --namespace {namespace} COMMAND...");
-    let default_timeout = c.timeout;
     while !c.all_exiting() {
         c.receive_one(20)?;
         let mut parts = Vec::new();
         if socket.receive_parts(&mut parts, 0).is_err() {
             continue;
         }
-        let reply = match request(&parts) {
-            Ok((timeout, words)) => {
-                log::info!("pmix command: an operator asks for '{}'", words.join(" "));
-                c.timeout = timeout.unwrap_or(default_timeout);
-                c.execute(&words)
-            }
-            Err(e) => Err(e),
-        };
+        let reply = request(&parts).and_then(|(t, words, steps)| {
+            log::info!("pmix command: an operator asks for '{}'", words.join(" "));
+            c.execute(&steps, t.min(timeout))
+        });
         let (status, text) = match reply {
             Ok(text) => ("ok", text),
             Err(e) => ("error", e.to_string()),
@@ -142,33 +183,30 @@ pub(super) fn serve(c: &mut Controller, namespace: &str) -> Result<bool, BoxErro
     Ok(true)
 }
 
-/// The timeout and words of a request, checked.
-fn request(parts: &[Message]) -> Result<(Option<Duration>, Vec<String>), BoxError> {
+/// The timeout, words and commands of a request, checked.
+fn request(parts: &[Message]) -> Result<(Duration, Vec<String>, Vec<Step>), BoxError> {
     let (timeout, words) = parts.split_first().ok_or("an empty request")?;
     if words.is_empty() || words.len() > MAX_WORDS {
         return Err(format!("a request carries 1 to {MAX_WORDS} words, not {}", words.len()).into());
     }
-    let timeout: u64 = std::str::from_utf8(timeout.data())
-        .ok()
-        .and_then(|t| t.parse().ok())
-        .filter(|&t| t <= MAX_TIMEOUT_S)
-        .ok_or("the request's timeout is not a number of seconds up to a day")?;
+    let timeout = steps::timeout(std::str::from_utf8(timeout.data()).map_err(|_| "the timeout is not UTF-8")?)?;
     let words = words
         .iter()
         .map(|w| std::str::from_utf8(w.data()).map(str::to_owned))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|_| "a request's words must be UTF-8")?;
-    Ok(((timeout > 0).then(|| Duration::from_secs(timeout)), words))
+    let steps = steps::parse(&words)?;
+    Ok((timeout, words, steps))
 }
 
 /// Sends `words` to the job `namespace` served on this host and prints the reply; whether the
-/// command succeeded.
-pub(super) fn send(namespace: &str, timeout_s: u64, words: &[String]) -> Result<bool, BoxError> {
+/// commands succeeded. `timeout`: how long they may take (the service answers once done).
+pub(super) fn send(namespace: &str, timeout: Duration, words: &[String]) -> Result<bool, BoxError> {
     let path = socket_path(&directory()?, namespace)?;
-    if !path.exists() {
+    if !listened(&path)? {
         return Err(format!(
-            "no fairmq-pmix-command serves namespace '{namespace}' on this host (no {}); the job needs \
-             `: -n 1 fairmq-pmix-command serve`, and this command runs on that process's host",
+            "no fairmq-pmix-command serves namespace '{namespace}' on this host (nothing listens on {}); \
+             the job needs `: -n 1 fairmq-pmix-command serve`, and this command runs on that process's host",
             path.display()
         )
         .into());
@@ -178,17 +216,17 @@ pub(super) fn send(namespace: &str, timeout_s: u64, words: &[String]) -> Result<
     // previous operator's connection, not yet closed, and drop the request.
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
     let socket = transport.socket(SocketType::Req, &format!("pmix-operator-{}-{nanos}", std::process::id()))?;
-    socket.connect(&format!("ipc://{}", path.display()))?;
-    let mut parts = vec![Message::from_slice(timeout_s.min(MAX_TIMEOUT_S).to_string().as_bytes())];
+    socket.connect(&format!("ipc://{}", path.to_str().ok_or("the socket's path is not UTF-8")?))?;
+    let timeout_s = timeout.as_secs().clamp(1, MAX_TIMEOUT_S);
+    let mut parts = vec![Message::from_slice(timeout_s.to_string().as_bytes())];
     parts.extend(words.iter().map(|w| Message::from_slice(w.as_bytes())));
     socket.send_parts(&mut parts, 10_000).map_err(|e| format!("the service of namespace '{namespace}': {e}"))?;
-    // The service answers once the command ran: allow its own timeout and some.
-    let wait_ms = i32::try_from(timeout_s.saturating_add(10).saturating_mul(1000)).unwrap_or(i32::MAX);
+    // The commands' own time and some for the answer to travel.
+    let wait_s = timeout_s + 10;
     let mut reply = Vec::new();
-    socket.receive_parts(&mut reply, wait_ms).map_err(|e| {
+    socket.receive_parts(&mut reply, i32::try_from(wait_s * 1000).unwrap_or(i32::MAX)).map_err(|e| {
         format!(
-            "no answer from the service of namespace '{namespace}' within {} s ({e}); is the job still running?",
-            wait_ms / 1000
+            "no answer from the service of namespace '{namespace}' within {wait_s} s ({e}); is the job still running?"
         )
     })?;
     let text = |i: usize| reply.get(i).map(|m| String::from_utf8_lossy(m.data()).into_owned()).unwrap_or_default();
@@ -208,25 +246,25 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     #[test]
-    fn namespaces_become_plain_file_names() {
-        assert_eq!(file_name("slurm.pmix.12.0"), "slurm.pmix.12.0");
-        assert_eq!(file_name("prterun-vm-42@1"), "prterun-vm-42@1");
-        assert_eq!(file_name("../etc/x"), "_._etc_x");
-        assert_eq!(file_name(".."), "_.");
-        assert_eq!(file_name(&file_name("a/b c")), file_name("a/b c"));
+    fn namespaces_are_plain_file_names_or_refused() {
         let dir = Path::new("/run/x");
-        assert!(socket_path(dir, "").is_err());
+        assert_eq!(socket_path(dir, "slurm.pmix.12.0").unwrap(), Path::new("/run/x/slurm.pmix.12.0.sock"));
+        assert_eq!(socket_path(dir, "prterun-vm-42@1").unwrap(), Path::new("/run/x/prterun-vm-42@1.sock"));
+        for bad in ["", ".", "..", ".hidden", "a/b", "../etc/x", "a b", "a\0b", "ünï"] {
+            assert!(socket_path(dir, bad).is_err(), "{bad:?}");
+        }
         assert!(socket_path(dir, &"n".repeat(200)).is_err());
-        assert_eq!(socket_path(dir, "a/b").unwrap(), Path::new("/run/x/a_b.sock"));
     }
 
     #[test]
     fn a_directory_others_may_use_is_refused() {
         let euid = nix::unistd::geteuid().as_raw();
         let base = tempfile::tempdir().unwrap();
+        fs::set_permissions(base.path(), fs::Permissions::from_mode(0o700)).unwrap();
         let dir = base.path().join("d");
         fs::DirBuilder::new().mode(0o700).create(&dir).unwrap();
         check_private(&dir, euid).unwrap();
+        check_parents(&dir, euid).unwrap();
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
         assert!(check_private(&dir, euid).unwrap_err().to_string().contains("mode 755"));
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).unwrap();
@@ -234,18 +272,43 @@ mod tests {
         let link = base.path().join("link");
         std::os::unix::fs::symlink(&dir, &link).unwrap();
         assert!(check_private(&link, euid).unwrap_err().to_string().contains("not a directory"));
+        // A parent others may write (without the sticky bit) could have the directory swapped.
+        fs::set_permissions(base.path(), fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(check_parents(&dir, euid).unwrap_err().to_string().contains("could be changed by another user"));
+        fs::set_permissions(base.path(), fs::Permissions::from_mode(0o1777)).unwrap();
+        check_parents(&dir, euid).unwrap();
     }
 
     #[test]
     fn malformed_requests_are_refused() {
         let m = |parts: &[&str]| parts.iter().map(|p| Message::from_slice(p.as_bytes())).collect::<Vec<_>>();
-        assert_eq!(request(&m(&["30", "stop"])).unwrap(), (Some(Duration::from_secs(30)), vec!["stop".to_owned()]));
-        assert_eq!(request(&m(&["0", "state"])).unwrap().0, None);
+        let (t, words, steps) = request(&m(&["30", "stop"])).unwrap();
+        assert_eq!((t, words, steps), (Duration::from_secs(30), vec!["stop".to_owned()], vec![Step::Stop]));
         let many: Vec<&str> = std::iter::once("5").chain(std::iter::repeat_n("state", 65)).collect();
-        for bad in [&[][..], &["30"], &["soon", "stop"], &["-1", "stop"], &["99999999", "stop"], &many] {
+        for bad in [
+            &[][..],
+            &["30"],
+            &["soon", "stop"],
+            &["0", "stop"],
+            &["-1", "stop"],
+            &["99999999", "stop"],
+            &["30", "run", "stpo"],
+            &many,
+        ] {
             assert!(request(&m(bad)).is_err(), "{bad:?}");
         }
         let not_utf8 = vec![Message::from_slice(b"5"), Message::from_slice(&[0xff, 0xfe])];
         assert!(request(&not_utf8).is_err());
+    }
+
+    #[test]
+    fn a_socket_file_nobody_listens_on_is_told_apart_from_a_live_one() {
+        let base = tempfile::tempdir().unwrap();
+        let path = base.path().join("ns.sock");
+        assert!(!listened(&path).unwrap());
+        let live = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        assert!(listened(&path).unwrap());
+        drop(live); // the file stays, as after a killed service
+        assert!(path.exists() && !listened(&path).unwrap());
     }
 }
