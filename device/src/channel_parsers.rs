@@ -38,6 +38,12 @@ pub enum ConfigError {
         /// Where: `in --channel-config`, `in --mq-config` or `in --mq-config and in --channel-config`.
         place: &'static str,
     },
+    /// More sub-channels in all than a device may have.
+    #[error("the configuration defines more than the {MAX_DEVICE_SUB_CHANNELS} sub-channels a device may have")]
+    TooManySubChannels,
+    /// No entry of the JSON file is for this device.
+    #[error("no device with key or id '{0}' in the configuration")]
+    NoSuchDevice(String),
     /// A `numSockets` beyond what a channel can have.
     #[error(
         "channel {channel}: numSockets {requested} is more than the {MAX_SUB_CHANNELS} sub-channels a channel may have"
@@ -55,6 +61,22 @@ pub enum ConfigError {
 /// `numSockets=10000000000` into an error instead of a device that allocates until it is killed.
 pub const MAX_SUB_CHANNELS: usize = 1024;
 
+/// Most sub-channels a device may have in all (each is a socket; libzmq's default context takes
+/// 1023): a configuration of thousands of channels is refused before it is built.
+pub const MAX_DEVICE_SUB_CHANNELS: usize = 4096;
+
+/// Largest `--mq-config` file read: a topology file is kilobytes; `/dev/zero` must not be read
+/// until memory runs out.
+const MAX_CONFIG_BYTES: u64 = 16 << 20;
+
+/// Fails when `out` holds more sub-channels than a device may have.
+fn check_total(out: &[ChannelConfig]) -> Result<(), ConfigError> {
+    if out.len() > MAX_DEVICE_SUB_CHANNELS {
+        return Err(ConfigError::TooManySubChannels);
+    }
+    Ok(())
+}
+
 /// Expands one channel (common properties, optional per-socket overrides, `numSockets`) into
 /// its sub-channels, as FairMQ's JSON logic does.
 fn expand(
@@ -70,8 +92,9 @@ fn expand(
         }
         Ok(c)
     };
-    if num_sockets > MAX_SUB_CHANNELS {
-        return Err(ConfigError::TooManySockets { channel: name.to_owned(), requested: num_sockets });
+    if num_sockets.max(sockets.len()) > MAX_SUB_CHANNELS {
+        let requested = num_sockets.max(sockets.len());
+        return Err(ConfigError::TooManySockets { channel: name.to_owned(), requested });
     }
     if num_sockets > 0 {
         return (0..num_sockets).map(base).collect();
@@ -159,6 +182,7 @@ pub fn parse_channel_config(tokens: &[String]) -> Result<Vec<ChannelConfig>, Con
         })?;
         names.add(&name)?;
         out.extend(expand(&name, &common, &sockets, num_sockets)?);
+        check_total(&out)?;
     }
     Ok(out)
 }
@@ -175,11 +199,68 @@ fn json_value(v: &serde_json::Value) -> Option<Value> {
     })
 }
 
-fn properties_of(obj: &serde_json::Map<String, serde_json::Value>) -> Vec<(String, Value)> {
+/// The channel properties of a JSON object; an unknown key is ignored with a warning, as in
+/// `--channel-config`.
+fn properties_of(name: &str, obj: &serde_json::Map<String, serde_json::Value>) -> Vec<(String, Value)> {
+    for k in obj.keys().filter(|k| !PROPERTY_KEYS.contains(&k.as_str()) && !matches!(k.as_str(), "sockets" | "name")) {
+        log::warn!("Ignoring unknown key '{k}' of channel '{name}' in --mq-config");
+    }
     obj.iter()
         .filter(|(k, _)| PROPERTY_KEYS.contains(&k.as_str()) && *k != "numSockets")
         .filter_map(|(k, v)| json_value(v).map(|v| (k.clone(), v)))
         .collect()
+}
+
+/// A JSON document whose objects have no key twice (serde_json would keep the last one without a
+/// word: `"type": "pull", "type": "push"` is a typo to report, not a choice to make).
+struct Strict(serde_json::Value);
+
+impl<'de> serde::Deserialize<'de> for Strict {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Strict, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Strict;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Strict, E> {
+                Ok(Strict(v.into()))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Strict, E> {
+                Ok(Strict(v.into()))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Strict, E> {
+                Ok(Strict(v.into()))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Strict, E> {
+                Ok(Strict(serde_json::Number::from_f64(v).map_or(serde_json::Value::Null, Into::into)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Strict, E> {
+                Ok(Strict(v.into()))
+            }
+            fn visit_unit<E>(self) -> Result<Strict, E> {
+                Ok(Strict(serde_json::Value::Null))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<Strict, A::Error> {
+                let mut items = Vec::new();
+                while let Some(Strict(v)) = a.next_element()? {
+                    items.push(v);
+                }
+                Ok(Strict(items.into()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<Strict, A::Error> {
+                let mut map = serde_json::Map::new();
+                while let Some((k, Strict(v))) = a.next_entry::<String, Strict>()? {
+                    if map.contains_key(&k) {
+                        return Err(serde::de::Error::custom(format!("key '{k}' given twice in one object")));
+                    }
+                    map.insert(k, v);
+                }
+                Ok(Strict(map.into()))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// Reads the channels of device `id` from a FairMQ JSON configuration: every entry of
@@ -188,7 +269,7 @@ pub fn parse_json(text: &str, id: &str) -> Result<Vec<ChannelConfig>, ConfigErro
     if id.is_empty() {
         return Err(ConfigError::NoDeviceId);
     }
-    let root: serde_json::Value = serde_json::from_str(text).map_err(|e| ConfigError::Json(e.to_string()))?;
+    let Strict(root) = serde_json::from_str(text).map_err(|e| ConfigError::Json(e.to_string()))?;
     let devices = root
         .get("fairMQOptions")
         .and_then(|o| o.get("devices"))
@@ -196,17 +277,25 @@ pub fn parse_json(text: &str, id: &str) -> Result<Vec<ChannelConfig>, ConfigErro
         .ok_or_else(|| ConfigError::Json("no fairMQOptions.devices array".into()))?;
     let mut out = Vec::new();
     let mut names = Names::new("in --mq-config");
+    let mut found = false;
     for dev in devices {
         let key = dev.get("key").or_else(|| dev.get("id")).and_then(|k| k.as_str());
         if key != Some(id) {
             continue;
         }
-        let channels = dev.get("channels").and_then(|c| c.as_array()).map(Vec::as_slice).unwrap_or(&[]);
+        found = true;
+        let channels = match dev.get("channels") {
+            None => &[][..],
+            Some(c) => {
+                c.as_array().ok_or_else(|| ConfigError::Json(format!("device {id}: channels is not an array")))?
+            }
+        };
         for ch in channels {
             let obj = ch.as_object().ok_or_else(|| ConfigError::Json("a channel is not an object".into()))?;
             let name = obj
                 .get("name")
                 .and_then(|n| n.as_str())
+                .filter(|n| !n.is_empty())
                 .ok_or_else(|| ConfigError::Json("a channel has no name".into()))?;
             names.add(name)?;
             let num_sockets = match obj.get("numSockets") {
@@ -219,22 +308,42 @@ pub fn parse_json(text: &str, id: &str) -> Result<Vec<ChannelConfig>, ConfigErro
                     })
                     .ok_or_else(|| ConfigError::Json(format!("channel {name}: bad numSockets")))?,
             };
-            let sockets: Vec<Vec<(String, Value)>> = obj
-                .get("sockets")
-                .and_then(|s| s.as_array())
-                .map(|arr| arr.iter().filter_map(|s| s.as_object()).map(properties_of).collect())
-                .unwrap_or_default();
-            out.extend(expand(name, &properties_of(obj), &sockets, num_sockets)?);
+            let sockets = match obj.get("sockets") {
+                None => Vec::new(),
+                Some(s) => s
+                    .as_array()
+                    .ok_or_else(|| ConfigError::Json(format!("channel {name}: sockets is not an array")))?
+                    .iter()
+                    .map(|s| s.as_object().map(|o| properties_of(name, o)))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| ConfigError::Json(format!("channel {name}: a socket is not an object")))?,
+            };
+            out.extend(expand(name, &properties_of(name, obj), &sockets, num_sockets)?);
+            check_total(&out)?;
         }
+    }
+    if !found {
+        return Err(ConfigError::NoSuchDevice(id.to_owned()));
     }
     Ok(out)
 }
 
 /// Reads a JSON configuration file (a parser's message names the file).
 pub fn parse_json_file(path: &str, id: &str) -> Result<Vec<ChannelConfig>, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
+    let io = |source| ConfigError::Io { path: path.to_owned(), source };
+    let file = std::fs::File::open(path).map_err(io)?;
+    // A regular file, read up to a bound: not a FIFO that never ends, nor /dev/zero.
+    if !file.metadata().map_err(io)?.is_file() {
+        return Err(ConfigError::Json(format!("{path}: not a regular file")));
+    }
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut std::io::Read::take(file, MAX_CONFIG_BYTES + 1), &mut text).map_err(io)?;
+    if text.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(ConfigError::Json(format!("{path}: larger than {MAX_CONFIG_BYTES} bytes")));
+    }
     parse_json(&text, id).map_err(|e| match e {
         ConfigError::Json(m) => ConfigError::Json(format!("{path}: {m}")),
+        ConfigError::NoSuchDevice(id) => ConfigError::Json(format!("{path}: no device with key or id '{id}'")),
         other => other,
     })
 }
@@ -297,7 +406,8 @@ mod tests {
         assert_eq!(s[0].snd_buf_size, 1000);
         let k = parse_json(EXAMPLE, "sink").unwrap();
         assert_eq!((k.len(), k[0].address.as_str()), (1, "tcp://localhost:5555"));
-        assert!(parse_json(EXAMPLE, "ignored").unwrap().is_empty(), "key wins over id");
+        // The key wins over the id: no device is "ignored".
+        assert!(matches!(parse_json(EXAMPLE, "ignored"), Err(ConfigError::NoSuchDevice(id)) if id == "ignored"));
         let m = parse_json(EXAMPLE, "many").unwrap();
         assert_eq!(m.len(), 2);
         assert!(m.iter().all(|c| c.address == "unspecified"));
@@ -327,7 +437,7 @@ mod tests {
             { "id": "d", "channels": [ { "name": "data", "type": "pull" } ] },
             { "key": "d", "channels": [ { "name": "data", "type": "push" } ] } ] } }"#;
         assert_eq!(dup(parse_json(two_entries, "d")), "data in --mq-config");
-        assert_eq!(parse_json(two_entries, "other").unwrap().len(), 0, "other devices' channels do not count");
+        assert!(matches!(parse_json(two_entries, "other"), Err(ConfigError::NoSuchDevice(_))), "no entry for 'other'");
         let json = parse_json(EXAMPLE, "sampler1").unwrap();
         let cli = parse_channel_config(&toks(&["name=ctrl,type=pair", "name=data,type=push"])).unwrap();
         let e = check_disjoint(&json, &cli, "in --mq-config and in --channel-config").unwrap_err();
@@ -335,5 +445,52 @@ mod tests {
         assert!(check_disjoint(&json, &cli[..1], "x").is_ok());
         // Sub-channels of one definition are not duplicates.
         assert_eq!(parse_channel_config(&toks(&["name=x,address=ipc:///a,address=ipc:///b"])).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn json_that_would_be_misread_in_silence_is_an_error() {
+        let json = |channels: &str| {
+            format!(r#"{{ "fairMQOptions": {{ "devices": [ {{ "id": "d", "channels": {channels} }} ] }} }}"#)
+        };
+        let err = |text: &str| parse_json(text, "d").unwrap_err().to_string();
+        // A key given twice: serde_json would keep the last.
+        assert!(err(&json(r#"[ { "name": "data", "type": "pull", "type": "push" } ]"#)).contains("'type' given twice"));
+        assert!(err(&json(r#"[ { "name": "" } ]"#)).contains("has no name"));
+        assert!(err(&json(r#"{ "name": "data" }"#)).contains("channels is not an array"));
+        assert!(
+            err(&json(r#"[ { "name": "data", "sockets": { "address": "x" } } ]"#)).contains("sockets is not an array")
+        );
+        assert!(
+            err(&json(r#"[ { "name": "data", "sockets": [ "tcp://*:1" ] } ]"#)).contains("a socket is not an object")
+        );
+        // More sockets than a channel may have, more sub-channels than a device may have.
+        let sockets = vec![r#"{ "address": "ipc:///x" }"#; MAX_SUB_CHANNELS + 1].join(",");
+        let many_sockets = json(&format!(r#"[ {{ "name": "data", "sockets": [ {sockets} ] }} ]"#));
+        assert!(matches!(parse_json(&many_sockets, "d"), Err(ConfigError::TooManySockets { requested: 1025, .. })));
+        let channels: Vec<String> =
+            (0..5).map(|i| format!(r#"{{ "name": "c{i}", "numSockets": {MAX_SUB_CHANNELS} }}"#)).collect();
+        let many_channels = json(&format!("[ {} ]", channels.join(",")));
+        assert!(matches!(parse_json(&many_channels, "d"), Err(ConfigError::TooManySubChannels)));
+        let tokens: Vec<String> = (0..5).map(|i| format!("name=c{i},numSockets={MAX_SUB_CHANNELS}")).collect();
+        assert!(matches!(parse_channel_config(&tokens), Err(ConfigError::TooManySubChannels)));
+        // Still fine: the largest channel, and keys repeated in different objects.
+        let fine = json(&format!(
+            r#"[ {{ "name": "a", "type": "pull", "numSockets": {MAX_SUB_CHANNELS} }}, {{ "name": "b", "type": "pull" }} ]"#
+        ));
+        assert_eq!(parse_json(&fine, "d").unwrap().len(), MAX_SUB_CHANNELS + 1);
+    }
+
+    #[test]
+    fn a_configuration_file_must_be_a_regular_file_of_sensible_size() {
+        let e = parse_json_file("/dev/zero", "d").unwrap_err().to_string();
+        assert!(e.contains("/dev/zero: not a regular file"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        let big = dir.path().join("big.json");
+        let f = std::fs::File::create(&big).unwrap();
+        f.set_len(MAX_CONFIG_BYTES + 1).unwrap();
+        let e = parse_json_file(big.to_str().unwrap(), "d").unwrap_err().to_string();
+        assert!(e.contains("larger than"), "{e}");
+        let e = parse_json_file(dir.path().to_str().unwrap(), "d").unwrap_err().to_string();
+        assert!(e.contains("not a regular file") || e.contains("could not read"), "{e}");
     }
 }

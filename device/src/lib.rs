@@ -44,6 +44,7 @@ pub mod control;
 mod device;
 pub mod devices;
 mod error;
+mod file_trust;
 /// Entry points of the fuzz targets (`fuzz/`) and of the test replaying their corpora (cargo
 /// feature `fuzzing`, not part of the API).
 #[cfg(feature = "fuzzing")]
@@ -73,7 +74,7 @@ pub use error::{BoxError, Error, ErrorKind, HookResult};
 pub use fairmq_zmq::{SocketType, TransferCode, TransferError, TransportKind};
 pub use iterations::Iterations;
 pub use plugin::{Plugin, PluginServices};
-pub use program::{config_from_args, expect_state, run_role, spawn_device, Program};
+pub use program::{config_from_args, expect_state, process_args, run_role, spawn_device, Program};
 pub use properties::{Properties, Value};
 pub use rate_limiter::RateLimiter;
 pub use region::UnmanagedRegion;

@@ -374,9 +374,19 @@ pub fn set_color(on: bool) {
     SETTINGS.write().color = on;
 }
 
-/// Logs to `<prefix>_<pid>.log` instead of the console (`--log-to-file`).
+/// Logs to `<prefix>_<pid>.log` instead of the console (`--log-to-file`). The file is made new,
+/// readable by its user only, and never through a symbolic link: in a shared directory another
+/// user could otherwise have planted the predictable name and had the device write into their
+/// file, or truncate one of the device user's files.
 pub fn log_to_file(prefix: &str) -> std::io::Result<()> {
-    let f = File::create(format!("{prefix}_{}.log", std::process::id()))?;
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = format!("{prefix}_{}.log", std::process::id());
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+        .map_err(|e| std::io::Error::new(e.kind(), format!("{path}: {e} (the log file must not exist yet)")))?;
     SETTINGS.write().file = Some(f);
     Ok(())
 }

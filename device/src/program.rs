@@ -287,7 +287,7 @@ fn stop_plugins(mut started: Vec<Box<dyn Plugin>>) {
 
 /// The process's arguments without the program name. `std::env::args` would panic on an argument
 /// that is not UTF-8: it is refused like any bad input (message, exit code 1).
-fn process_args() -> Result<Vec<String>, std::process::ExitCode> {
+pub fn process_args() -> Result<Vec<String>, std::process::ExitCode> {
     std::env::args_os().skip(1).map(std::ffi::OsString::into_string).collect::<Result<_, _>>().map_err(|bad| {
         eprintln!("error: the argument {bad:?} is not valid UTF-8");
         std::process::ExitCode::from(1)

@@ -143,7 +143,7 @@ impl StateMachine {
 
     /// Waits until a transition is pending, at most `timeout` (`None`: forever); returns whether one is.
     pub fn wait_for_pending(&self, timeout: Option<Duration>) -> bool {
-        let deadline = timeout.map(|t| Instant::now() + t);
+        let deadline = timeout.and_then(|t| Instant::now().checked_add(t)); // too far off: no deadline
         let mut g = self.inner.lock();
         while !g.pending {
             match deadline {
@@ -307,7 +307,7 @@ impl StateQueue {
     /// Pops the next state, waiting at most `timeout` (`None`: forever). `ERROR` stays at the front
     /// and is returned as an error by every later call.
     pub fn wait_for_next(&self, timeout: Option<Duration>) -> Result<Option<State>, ErrorState> {
-        let deadline = timeout.map(|t| Instant::now() + t);
+        let deadline = timeout.and_then(|t| Instant::now().checked_add(t)); // too far off: no deadline
         let mut q = self.q.lock();
         loop {
             match q.front().copied() {
@@ -330,7 +330,7 @@ impl StateQueue {
 
     /// Pops states until `target` was popped (`Ok(false)` on timeout).
     pub fn wait_for_state(&self, target: State, timeout: Option<Duration>) -> Result<bool, ErrorState> {
-        let deadline = timeout.map(|t| Instant::now() + t);
+        let deadline = timeout.and_then(|t| Instant::now().checked_add(t)); // too far off: no deadline
         loop {
             let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
             match self.wait_for_next(left)? {
@@ -417,6 +417,16 @@ mod tests {
         assert_eq!(seen.last().unwrap(), "work EXITING");
         assert_eq!(interrupts.load(Ordering::SeqCst), 5, "every accepted transition notified");
         assert_eq!(sm.current_state(), State::Exiting);
+    }
+
+    #[test]
+    fn a_wait_too_long_for_a_deadline_waits_without_one() {
+        let sm = StateMachine::new();
+        assert!(sm.change_state(Transition::InitDevice));
+        // Instant + Duration::MAX overflowed (a panic; through the C ABI, `fmq_context_wait_for(ctx,
+        // UINT64_MAX)` answered false at once, again and again).
+        assert!(sm.wait_for_pending(Some(Duration::MAX)));
+        assert!(sm.wait_for_pending(Some(Duration::from_millis(u64::MAX))));
     }
 
     #[test]

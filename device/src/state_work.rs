@@ -116,6 +116,10 @@ impl Runner<'_> {
         let p = self.props();
         let id = p.get::<String>("config-key").or_else(|_| p.get::<String>("id")).unwrap_or_default();
         if id.is_empty() {
+            // A topology file is read by device id: without one it would be skipped in silence.
+            if p.get::<String>("mq-config").is_ok() {
+                return Err(channel_parsers::ConfigError::NoDeviceId);
+            }
             log::warn!("No device ID or config-key provided for the configuration parser.");
             return Ok(());
         }
@@ -322,7 +326,7 @@ impl Runner<'_> {
         let inputs = self.ctx.inputs.borrow().clone();
         if inputs.is_empty() {
             let rate = f64::from(self.props().get_or::<f32>("rate", 0.0)?);
-            let mut limiter = (rate > 0.001).then(|| RateLimiter::new(rate));
+            let mut limiter = (rate > 0.0).then(|| RateLimiter::new(rate));
             let (d, c) = (&mut *self.device, &self.ctx);
             while !c.sm.new_state_pending() && hook("ConditionalRun", || d.conditional_run(c))? {
                 if let Some(l) = limiter.as_mut() {

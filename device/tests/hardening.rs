@@ -239,10 +239,20 @@ fn i14_a_bad_mq_config_fails_the_device_at_initializing_device_with_the_parsers_
     let nested = dir.join("nested.json");
     std::fs::write(&nested, format!(r#"{{ "fairMQOptions": {}{} }}"#, "[".repeat(10_000), "]".repeat(10_000))).unwrap();
     let missing = dir.join("missing.json");
+    let twice = dir.join("twice.json");
+    std::fs::write(&twice, r#"{ "fairMQOptions": { "devices": [ { "id": "sink", "id": "sink2" } ] } }"#).unwrap();
+    let other = dir.join("other.json");
+    std::fs::write(&other, r#"{ "fairMQOptions": { "devices": [ { "id": "sampler" } ] } }"#).unwrap();
+    let zero = std::path::PathBuf::from("/dev/zero");
     for (path, message) in [
         (&missing, "No such file or directory"),
         (&malformed, "EOF while parsing"),
         (&nested, "recursion limit exceeded"),
+        // Read to the end of memory before; a key given twice and a file without this device
+        // were read in silence (serde_json kept the last key; the device got no channels).
+        (&zero, "not a regular file"),
+        (&twice, "key 'id' given twice"),
+        (&other, "no device with key or id 'sink'"),
     ] {
         let file = path.to_str().unwrap();
         let mut dev = launch(SINK, "sink", &s, "zeromq", &["--mq-config", file]);
@@ -448,4 +458,74 @@ fn a_device_whose_stdout_reader_left_runs_to_its_end() {
     sink.expect("Received 500 messages");
     assert_eq!(sink.wait().code(), Some(0), "output:\n{}", sink.seen.join("\n"));
     assert_no_shm_left(&s);
+}
+
+/// Input that was read in silence or crashed the program (a review of the device's inputs): a
+/// topology file without a device id to read it by, arguments that are not UTF-8, a log file name
+/// another user planted, a plugin search path others may write.
+#[test]
+fn input_once_ignored_or_crashing_is_refused_with_exit_code_1() {
+    use common::process::run_to_end;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
+    let s = Session::new();
+    let dir = s.dir.path();
+    let topology = dir.join("topology.json");
+    std::fs::write(&topology, r#"{ "fairMQOptions": { "devices": [ { "id": "sink" } ] } }"#).unwrap();
+    let common_args = ["--control", "static", "--color", "false", "--session", s.name.as_str()];
+    let mut args = vec!["--mq-config", topology.to_str().unwrap()];
+    args.extend(common_args);
+    let (code, out) = run_to_end(None, SINK, &args);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("no device ID provided"), "{out}");
+    // Not UTF-8: the monitor panicked (exit 101) reading its command line.
+    let monitor = env!("CARGO_BIN_EXE_fairmq-shmmonitor");
+    let out = std::process::Command::new(monitor)
+        .args([std::ffi::OsStr::new("--session"), std::ffi::OsStr::from_bytes(b"\xff")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not valid UTF-8"), "{out:?}");
+    let (code, out) = run_to_end(None, monitor, &["--interval", "0"]);
+    // 2: FairMQ's monitor's code for a command line it cannot use.
+    assert_eq!(code, Some(2), "an interval of 0 would redraw without pause: {out}");
+    assert!(out.contains("allowed are 10 to 86400000"), "{out}");
+    // --log-to-file: the file is new and private; a symbolic link planted under its name (the pid
+    // is predictable) is not followed. The shell execs the sink, which keeps the shell's pid.
+    let prefix = dir.join("log").to_str().unwrap().to_owned();
+    let victim = dir.join("victim");
+    std::fs::write(&victim, "keep me").unwrap();
+    let sink_with_log = |plant: bool| {
+        let link = if plant { format!("ln -s {} {prefix}_$$.log; ", victim.display()) } else { String::new() };
+        let line = format!(
+            "{link}exec {SINK} --id sink --log-to-file {prefix} --mq-config {} --control static --color false",
+            dir.join("missing.json").display()
+        );
+        run_to_end(None, "sh", &["-c", &line])
+    };
+    let (code, out) = sink_with_log(false);
+    assert_eq!(code, Some(1), "the missing topology file fails the device: {out}");
+    let logs: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("log_"))
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    let mode = std::fs::symlink_metadata(&logs[0]).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "readable by its user only");
+    assert!(std::fs::read_to_string(&logs[0]).unwrap().contains("missing.json"), "the log holds the error");
+    let (code, out) = sink_with_log(true);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("must not exist yet"), "{out}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me", "the planted link was not followed");
+    // A plugin search path others may write: refused, nothing loaded from it.
+    let plugins = dir.join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    std::fs::set_permissions(&plugins, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let mut args = vec!["--id", "sink", "-S", plugins.to_str().unwrap(), "-P", "x"];
+    args.extend(common_args);
+    let (code, out) = run_to_end(None, SINK, &args);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("another user could change it"), "{out}");
 }

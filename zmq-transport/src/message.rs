@@ -73,6 +73,13 @@ impl Message {
         Message { raw: RawMsg::copied(bytes, 0), alignment: 0 }
     }
 
+    /// [`Message::from_slice`], or an error when the copy cannot be allocated (the C ABI and
+    /// the device's messages report that instead of aborting).
+    pub fn try_from_slice(bytes: &[u8]) -> Result<Self, AllocError> {
+        let raw = RawMsg::try_copied(bytes, 0).ok_or(AllocError { size: bytes.len(), alignment: 0 })?;
+        Ok(Message { raw, alignment: 0 })
+    }
+
     /// Zero-copy: the message sends the vector's bytes and drops the vector when libzmq is done.
     pub fn from_vec(bytes: Vec<u8>) -> Self {
         Message { raw: RawMsg::from_owner(bytes), alignment: 0 }

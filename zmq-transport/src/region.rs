@@ -42,6 +42,13 @@ pub enum RegionError {
     /// The event thread could not start.
     #[error("could not start the region event thread: {0}")]
     Thread(String),
+    /// A message of a region made inside that region's callback: the callback runs while the
+    /// region holds it, and would wait for itself.
+    #[error("region {id}: a message of the region cannot be made inside its own callback")]
+    InsideCallback {
+        /// The region's id.
+        id: u16,
+    },
 }
 
 impl RegionError {
@@ -49,9 +56,32 @@ impl RegionError {
     /// transport, is the caller's mistake.
     pub fn kind(&self) -> crate::ErrorKind {
         match self {
-            RegionError::OutsideRegion { .. } | RegionError::ForeignRegion { .. } => crate::ErrorKind::Invalid,
+            RegionError::OutsideRegion { .. }
+            | RegionError::ForeignRegion { .. }
+            | RegionError::InsideCallback { .. } => crate::ErrorKind::Invalid,
             _ => crate::ErrorKind::Transport,
         }
+    }
+}
+
+thread_local! {
+    /// The address of the region whose callback this thread runs now (0: none).
+    static IN_CALLBACK: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Marks this thread as running a region's callback until dropped (also when the callback
+/// panics), restoring what was marked before (a callback making a message of another region).
+struct Running(usize);
+
+impl Running {
+    fn enter(region: usize) -> Running {
+        Running(IN_CALLBACK.replace(region))
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        IN_CALLBACK.set(self.0);
     }
 }
 
@@ -161,7 +191,15 @@ impl Region {
             Message::from_slice(&lock(&self.buf)[range])
         };
         let block = RegionBlock { ptr: (self.ptr + offset) as *mut u8, offset: offset as u64, size, hint };
-        match &mut *lock(&self.callback) {
+        // Not from inside this region's callback on this thread (it holds the lock): an error,
+        // not a thread waiting for itself.
+        let me = self as *const Region as usize;
+        if IN_CALLBACK.get() == me {
+            return Err(RegionError::InsideCallback { id: self.id });
+        }
+        let mut callback = lock(&self.callback);
+        let _running = Running::enter(me);
+        match &mut *callback {
             RegionCallback::None => {}
             RegionCallback::Single(f) => f(&block),
             RegionCallback::Bulk(f) => f(std::slice::from_ref(&block)),

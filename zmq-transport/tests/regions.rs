@@ -115,3 +115,30 @@ fn events_start_local_only_then_follow_creation_and_destruction() {
     let _later = t.create_region(8, RegionCallback::None, &RegionConfig::default()).unwrap();
     assert!(rx.recv_timeout(Duration::from_millis(200)).is_err(), "no delivery after unsubscribing");
 }
+
+/// A message of a region made inside that region's callback: the callback runs under the region's
+/// lock, so this call waited for itself for ever; now it is an error and the outer call goes on.
+#[test]
+fn a_message_of_a_region_made_inside_its_own_callback_is_an_error_not_a_deadlock() {
+    use std::sync::{OnceLock, Weak};
+    let t = Transport::new("reenter").unwrap();
+    let slot: Arc<OnceLock<(Transport, Weak<fairmq_zmq::Region>)>> = Arc::default();
+    let errors: Arc<Mutex<Vec<String>>> = Arc::default();
+    let (s, e) = (slot.clone(), errors.clone());
+    let cb = RegionCallback::Single(Box::new(move |_: &RegionBlock| {
+        if let Some((t, r)) = s.get() {
+            let r = r.upgrade().expect("the region lives while its callback runs");
+            let inner = t.new_message_from_region(&r, 0, 8, 0);
+            e.lock().unwrap().push(inner.err().map(|x| x.to_string()).unwrap_or_else(|| "made".into()));
+        }
+    }));
+    let region = Arc::new(t.create_region(4096, cb, &RegionConfig::default()).unwrap());
+    assert!(slot.set((t.clone(), Arc::downgrade(&region))).is_ok());
+    let outer = t.new_message_from_region(&region, 0, 8, 0).unwrap();
+    assert_eq!(outer.size(), 8);
+    let errors = errors.lock().unwrap().clone();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].contains("inside its own callback"), "{errors:?}");
+    // Outside the callback the region works as before.
+    assert_eq!(t.new_message_from_region(&region, 8, 8, 0).unwrap().size(), 8);
+}

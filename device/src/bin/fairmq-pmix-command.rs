@@ -3,6 +3,9 @@
 //! `fairmq::plugin::pmix::command`.
 
 fn main() -> std::process::ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args = match fairmq::process_args() {
+        Ok(a) => a,
+        Err(code) => return code,
+    };
     std::process::ExitCode::from(fairmq::plugin::pmix::command::main_with_args(&args))
 }

@@ -34,6 +34,8 @@ fn options() -> Options {
         .add_flag_with_short("debug", 'b', "Print a list of allocated messages and quit")
         .add_flag_with_short("clean-on-exit", 'e', "Perform cleanup on exit")
         .add("interval", Kind::U64, 1000u64, "Output interval for interactive mode")
+        // 0 would redraw the report without pause, at a full core.
+        .within(10u64..=86_400_000)
         .add_optional("get-shmid", Kind::Flag, "Translate given session id and user id to a shmem id")
         .add_optional("list-all", Kind::Flag, "List all sessions found in --list-all-path")
         .add("list-all-path", Kind::Str, "/dev/shm/", "Directory --list-all looks in")
@@ -54,7 +56,10 @@ fn main() -> ExitCode {
     logging::init();
     logging::set_verbosity(Verbosity::Verylow);
     logging::set_color(false);
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args = match fairmq::process_args() {
+        Ok(a) => a,
+        Err(code) => return code,
+    };
     let mut opts = options();
     let p = Properties::new();
     if let Err(e) = opts.parse(&args, &p) {

@@ -97,7 +97,7 @@ impl DeviceControl {
 
     /// Waits until no plugin is in control; false if `timeout` passed first.
     pub fn wait_for_release(&self, timeout: Option<Duration>) -> bool {
-        let deadline = timeout.map(|t| Instant::now() + t);
+        let deadline = timeout.and_then(|t| Instant::now().checked_add(t)); // too far off: no deadline
         let mut c = self.controller.lock();
         while c.is_some() {
             match deadline {

@@ -21,6 +21,10 @@ pub enum PluginError {
     /// A search path that exists but is not a directory.
     #[error("{0:?} is not a directory.")]
     NotADirectory(PathBuf),
+    /// A search path or plugin library another local user could change (they could have the
+    /// device run code of theirs).
+    #[error("plugin search path: {0}")]
+    Untrusted(String),
     /// No library of the plugin could be loaded; `reasons` says what was tried and failed.
     #[error("Could not load dynamic plugin {name} from configured search paths (-S) nor with system lookup (system libdirs, RUNPATH, $LD_LIBRARY_PATH).{}", reasons_text(.reasons))]
     Load {
@@ -155,6 +159,13 @@ impl PluginManager {
         let found =
             self.search_paths.iter().flat_map(|dir| files.iter().map(move |f| dir.join(f))).find(|p| p.exists());
         if let Some(path) = found {
+            // Found in -S but changeable by another user: refused, and no other library of the
+            // name is looked for instead.
+            let euid = nix::unistd::geteuid().as_raw();
+            if let Err(why) = crate::file_trust::check_owned(&path, euid) {
+                reasons.push(why);
+                return Err(PluginError::Load { name: name.into(), reasons });
+            }
             match DynamicPlugin::load(name, Some(&path.to_string_lossy())) {
                 Ok(p) => return Ok(p),
                 Err(e) => reasons.push(format!("{}: {e}", path.display())),
@@ -194,6 +205,9 @@ fn valid_search_path(p: &str) -> Result<PathBuf, PluginError> {
     // A path that does not exist is accepted (FairMQ does): nothing is found there.
     if path.exists() && !path.is_dir() {
         return Err(PluginError::NotADirectory(path.to_owned()));
+    }
+    if path.exists() {
+        crate::file_trust::check_owned(path, nix::unistd::geteuid().as_raw()).map_err(PluginError::Untrusted)?;
     }
     Ok(path.to_owned())
 }

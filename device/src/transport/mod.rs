@@ -105,7 +105,7 @@ impl Transport {
     /// A message holding a copy of `bytes` (FairMQ's `NewSimpleMessage`).
     pub fn new_simple_message(&self, bytes: &[u8]) -> Result<Message, Error> {
         Ok(match self {
-            Transport::Zeromq(_) => Message::Zeromq(fairmq_zmq::Message::from_slice(bytes)),
+            Transport::Zeromq(_) => Message::Zeromq(fairmq_zmq::Message::try_from_slice(bytes)?),
             Transport::Shmem(t) => Message::Shmem(t.new_message_from_slice(bytes)?),
         })
     }
@@ -236,7 +236,7 @@ impl Message {
         match (self, other) {
             (Message::Zeromq(a), Message::Zeromq(b)) => a.copy_from(b),
             (Message::Shmem(a), Message::Shmem(b)) => a.copy_from(b)?,
-            (Message::Zeromq(a), b) => *a = fairmq_zmq::Message::from_slice(b.data()),
+            (Message::Zeromq(a), b) => *a = fairmq_zmq::Message::try_from_slice(b.data())?,
             (Message::Shmem(a), b) => a.rebuild_from_slice(b.data())?,
         }
         Ok(())

@@ -28,7 +28,7 @@ const MAX_WORDS: usize = 64;
 const MAX_SOCKET_PATH: usize = 107;
 
 /// The rendezvous directory, created (mode 0700) if missing; an error if it or a parent is not
-/// safe (see [`check_private`], [`check_parents`]).
+/// safe (see [`check_private`] and `file_trust::check_parents`).
 fn directory() -> Result<PathBuf, BoxError> {
     let euid = nix::unistd::geteuid().as_raw();
     let dir = match std::env::var_os("FAIRMQ_PMIX_DIR") {
@@ -41,7 +41,7 @@ fn directory() -> Result<PathBuf, BoxError> {
         }
         None => PathBuf::from(format!("/tmp/fairmq-pmix-{euid}")),
     };
-    check_parents(&dir, euid)?;
+    crate::file_trust::check_parents(&dir, euid)?;
     match fs::DirBuilder::new().mode(0o700).create(&dir) {
         Ok(()) => {}
         Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
@@ -68,28 +68,6 @@ fn check_private(dir: &Path, euid: u32) -> Result<(), BoxError> {
             m.mode() & 0o777
         )
         .into());
-    }
-    Ok(())
-}
-
-/// Refuses `dir` when a parent could be changed by another user: each must be a directory owned
-/// by root or `euid`, and writable by others only with the sticky bit (as /tmp), where no one
-/// may rename or remove what another user made.
-fn check_parents(dir: &Path, euid: u32) -> Result<(), BoxError> {
-    for parent in dir.ancestors().skip(1) {
-        let m = fs::symlink_metadata(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
-        let sticky = m.mode() & 0o1000 != 0;
-        let safe = m.file_type().is_dir() && (m.uid() == 0 || m.uid() == euid) && (m.mode() & 0o022 == 0 || sticky);
-        if !safe {
-            return Err(format!(
-                "refusing {}: its parent {} could be changed by another user (owner {}, mode {:o})",
-                dir.display(),
-                parent.display(),
-                m.uid(),
-                m.mode() & 0o7777
-            )
-            .into());
-        }
     }
     Ok(())
 }
@@ -264,7 +242,6 @@ mod tests {
         let dir = base.path().join("d");
         fs::DirBuilder::new().mode(0o700).create(&dir).unwrap();
         check_private(&dir, euid).unwrap();
-        check_parents(&dir, euid).unwrap();
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
         assert!(check_private(&dir, euid).unwrap_err().to_string().contains("mode 755"));
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).unwrap();
@@ -274,9 +251,10 @@ mod tests {
         assert!(check_private(&link, euid).unwrap_err().to_string().contains("not a directory"));
         // A parent others may write (without the sticky bit) could have the directory swapped.
         fs::set_permissions(base.path(), fs::Permissions::from_mode(0o777)).unwrap();
-        assert!(check_parents(&dir, euid).unwrap_err().to_string().contains("could be changed by another user"));
+        let parents = crate::file_trust::check_parents(&dir, euid);
+        assert!(parents.unwrap_err().contains("could be changed by another user"));
         fs::set_permissions(base.path(), fs::Permissions::from_mode(0o1777)).unwrap();
-        check_parents(&dir, euid).unwrap();
+        crate::file_trust::check_parents(&dir, euid).unwrap();
     }
 
     #[test]
