@@ -53,6 +53,10 @@ pub enum Error {
     /// A channel without bind/connect.
     #[error("Cannot update configuration. Socket method (bind/connect) for channel '{0}' not specified.")]
     NoMethod(String),
+    /// `--network-interface` names an interface without an IPv4 address (a bind channel without
+    /// address would listen on it).
+    #[error("network interface '{0}' has no IPv4 address to bind on")]
+    NoInterface(String),
     /// A transfer failed where the framework needed it.
     #[error(transparent)]
     Transfer(#[from] fairmq_zmq::TransferError),
@@ -85,7 +89,7 @@ impl Error {
             Error::Transfer(e) => e.kind(),
             Error::Poll(e) => e.kind(),
             Error::Region(e) => e.kind(),
-            Error::Channel(_) | Error::Config(_) | Error::NoMethod(_) => ErrorKind::Config,
+            Error::Channel(_) | Error::Config(_) | Error::NoMethod(_) | Error::NoInterface(_) => ErrorKind::Config,
             Error::Property(PropertyError::NotFound(_)) | Error::NoChannel(_) => ErrorKind::NotFound,
             Error::Property(_) | Error::Transport(_) | Error::RegionKind { .. } | Error::Transition(_) => {
                 ErrorKind::Invalid

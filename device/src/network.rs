@@ -23,14 +23,21 @@ pub fn interface_ipv4(name: &str) -> Option<Ipv4Addr> {
     })
 }
 
-/// `tcp://<ip>:1` for `--network-interface` (`default` = the default route's), or `tcp://*:1`.
-pub fn default_bind_address(interface: &str) -> String {
-    let name = if interface == "default" { default_route_interface() } else { Some(interface.to_owned()) };
-    match name.and_then(|n| interface_ipv4(&n)) {
-        Some(ip) => format!("tcp://{ip}:1"),
+/// `tcp://<ip>:1` for `--network-interface` (`default` = the default route's; without a default
+/// route, `tcp://*:1`). An interface given by name that has no IPv4 address is an error, as in
+/// FairMQ (whose bind then fails): binding on every interface instead would be a surprise.
+pub fn default_bind_address(interface: &str) -> Result<String, String> {
+    if interface != "default" {
+        return match interface_ipv4(interface) {
+            Some(ip) => Ok(format!("tcp://{ip}:1")),
+            None => Err(format!("Could not find provided network interface: \"{interface}\"!, exiting.")),
+        };
+    }
+    match default_route_interface().and_then(|n| interface_ipv4(&n)) {
+        Some(ip) => Ok(format!("tcp://{ip}:1")),
         None => {
-            log::debug!("binding on tcp://*:1");
-            "tcp://*:1".to_owned()
+            log::debug!("no default route: binding on tcp://*:1");
+            Ok("tcp://*:1".to_owned())
         }
     }
 }
@@ -40,9 +47,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn loopback_has_an_address_and_unknown_interfaces_fall_back() {
+    fn loopback_has_an_address_and_unknown_interfaces_are_errors() {
         assert_eq!(interface_ipv4("lo"), Some(Ipv4Addr::LOCALHOST));
-        assert_eq!(default_bind_address("no-such-if0"), "tcp://*:1");
-        assert_eq!(default_bind_address("lo"), "tcp://127.0.0.1:1");
+        let e = default_bind_address("no-such-if0").unwrap_err();
+        assert_eq!(e, "Could not find provided network interface: \"no-such-if0\"!, exiting.");
+        assert_eq!(default_bind_address("lo").unwrap(), "tcp://127.0.0.1:1");
+        assert!(default_bind_address("default").unwrap().starts_with("tcp://"));
     }
 }

@@ -190,7 +190,10 @@ impl Runner<'_> {
                 match cfg.method.as_str() {
                     "bind" => {
                         if cfg.address.is_empty() || cfg.address == "unspecified" {
-                            cfg.address = crate::network::default_bind_address(&interface);
+                            cfg.address = crate::network::default_bind_address(&interface).map_err(|e| {
+                                log::error!("{e}");
+                                Error::NoInterface(interface.clone())
+                            })?;
                         }
                         self.binding.push((name.clone(), i));
                     }

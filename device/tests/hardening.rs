@@ -478,6 +478,15 @@ fn input_once_ignored_or_crashing_is_refused_with_exit_code_1() {
     let (code, out) = run_to_end(None, SINK, &args);
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("no device ID provided"), "{out}");
+    // A bind channel without address on an interface that does not exist listened on every
+    // interface instead (FairMQ fails there).
+    let mut args = vec!["--id", "sink", "--network-interface", "no-such-if0"];
+    args.extend(["--channel-config", "name=data,type=pull,method=bind"]);
+    args.extend(common_args);
+    let (code, out) = run_to_end(None, SINK, &args);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("Could not find provided network interface: \"no-such-if0\""), "{out}");
+    assert!(!out.contains("tcp://*:"), "{out}");
     // Not UTF-8: the monitor panicked (exit 101) reading its command line.
     let monitor = env!("CARGO_BIN_EXE_fairmq-shmmonitor");
     let out = std::process::Command::new(monitor)

@@ -98,9 +98,11 @@ impl PluginManager {
         g
     }
 
-    /// Reads `-P` and `-S` from a whole command line (other options are left for later).
+    /// Reads `-P` and `-S` from a whole command line (other options are left for later). FairMQ's
+    /// standard options are known here too, so that a value such as `--id -Pfoo` stays the id and
+    /// loads no plugin `foo`.
     pub fn from_args(args: &[String]) -> Result<PluginManager, PluginError> {
-        let mut opts = Options::default();
+        let mut opts = crate::options::standard();
         opts.add_group(Self::options());
         let props = Properties::new();
         opts.parse(args, &props).map_err(PluginError::Options)?;
@@ -234,6 +236,14 @@ mod tests {
         let want: Vec<PathBuf> = [home, usr, local, lib].iter().map(PathBuf::from).collect();
         assert_eq!(m.search_paths, want);
         assert!(m.names.is_empty());
+    }
+
+    #[test]
+    fn an_option_value_that_looks_like_dash_p_loads_no_plugin() {
+        let m = PluginManager::from_args(&strings("--id -Pfoo --control static")).unwrap();
+        assert!(m.names.is_empty(), "{:?}", m.names);
+        let m = PluginManager::from_args(&strings("--id x -Pfoo")).unwrap();
+        assert_eq!(m.names, ["foo"]);
     }
 
     #[test]
