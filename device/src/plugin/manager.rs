@@ -5,7 +5,7 @@
 
 use super::dynamic::DynamicPlugin;
 use super::Plugin;
-use crate::options::{Kind, OptionGroup, Options, OptionsError};
+use crate::options::{Kind, OptionGroup, OptionsError};
 use crate::properties::Properties;
 use std::path::{Path, PathBuf};
 
