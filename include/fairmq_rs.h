@@ -1479,8 +1479,11 @@ fmq_result fmq_region_new(const fmq_transport *t,
  * acknowledgements (their callbacks still run), then removes the region unless configured not to;
  * no callback runs after this returns. Free it after the messages made from it.
  *
+ * Inside a region callback it frees nothing (logged, and said by `fmq_last_error`): the region
+ * whose callback runs would be freed under it.
+ *
  * # Safety
- * `r` is NULL or an owned region, not used afterwards; not called from the region's callback.
+ * `r` is NULL or an owned region, not used afterwards.
  */
 void fmq_region_free(fmq_region *r);
 

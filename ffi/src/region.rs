@@ -110,6 +110,34 @@ pub(crate) fn contain(what: &str, f: impl FnOnce()) {
     }
 }
 
+thread_local! {
+    /// How many region callbacks this thread is inside (a callback may make messages of another
+    /// region, whose callback then runs too).
+    static IN_CALLBACK: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Marks this thread as inside a region callback while it lives (also when the callback unwinds).
+struct InCallback;
+
+impl InCallback {
+    fn enter() -> InCallback {
+        IN_CALLBACK.set(IN_CALLBACK.get() + 1);
+        InCallback
+    }
+}
+
+impl Drop for InCallback {
+    fn drop(&mut self) {
+        IN_CALLBACK.set(IN_CALLBACK.get().saturating_sub(1));
+    }
+}
+
+/// Whether this thread runs a region callback now: freeing a region there would free the one
+/// whose callback is running (zeromq: under its lock; shmem: its own thread would wait for itself).
+pub(crate) fn inside_region_callback() -> bool {
+    IN_CALLBACK.get() > 0
+}
+
 /// The bulk callback's scratch array, moved with the callback to the region's thread.
 struct BlockBuffer(Vec<fmq_region_block>);
 
@@ -141,6 +169,7 @@ fn region_callback(
         (Some(_), Some(_)) => return Err(fail(FMQ_ERROR_INVALID, "give a single or a bulk callback, not both")),
         (Some(f), None) => RegionCallback::Single(Box::new(move |b: &RegionBlock| {
             let block = c_block(b);
+            let _inside = InCallback::enter();
             // SAFETY: the caller's callback, called with a block valid for the call and its user
             // pointer, from a thread the contract of fmq_region_new allows.
             contain("region callback", || unsafe { f(&block, user.get()) });
@@ -150,6 +179,7 @@ fn region_callback(
             let mut scratch = BlockBuffer(Vec::new());
             RegionCallback::Bulk(Box::new(move |blocks: &[RegionBlock]| {
                 let buf = scratch.fill(blocks);
+                let _inside = InCallback::enter();
                 // SAFETY: as for the single callback; the array lives until the call returns.
                 contain("region bulk callback", || unsafe { f(buf.as_ptr(), buf.len(), user.get()) });
             }))
@@ -260,10 +290,18 @@ pub unsafe extern "C" fn fmq_region_new(
 /// acknowledgements (their callbacks still run), then removes the region unless configured not to;
 /// no callback runs after this returns. Free it after the messages made from it.
 ///
+/// Inside a region callback it frees nothing (logged, and said by `fmq_last_error`): the region
+/// whose callback runs would be freed under it.
+///
 /// # Safety
-/// `r` is NULL or an owned region, not used afterwards; not called from the region's callback.
+/// `r` is NULL or an owned region, not used afterwards.
 #[no_mangle]
 pub unsafe extern "C" fn fmq_region_free(r: *mut fmq_region) {
+    if inside_region_callback() {
+        set_last("fmq_region_free inside a region callback: refused, the region is not freed");
+        log::error!("fmq_region_free inside a region callback: refused, the region is not freed");
+        return;
+    }
     // SAFETY: contract of `take`.
     guard_value((), || unsafe { take(r) });
 }

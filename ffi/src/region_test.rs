@@ -90,3 +90,37 @@ fn regions_of_another_transport_are_invalid() {
     free(zr);
     free(sr);
 }
+
+/// What the callback of the region test below sees: the region to free and the transport.
+static REENTRY: std::sync::Mutex<(usize, usize, Vec<fmq_result>)> = std::sync::Mutex::new((0, 0, Vec::new()));
+
+unsafe extern "C-unwind" fn free_and_remake(_block: *const fmq_region_block, _user: *mut std::ffi::c_void) {
+    let (region, transport) = {
+        let g = REENTRY.lock().unwrap();
+        (g.0 as *mut fmq_region, g.1 as *const fmq_transport)
+    };
+    // SAFETY: the region and transport of the test, alive while it runs; both calls must refuse.
+    unsafe { fmq_region_free(region) };
+    let mut m = null_mut();
+    // SAFETY: as above; `m` is NULL on an error, freeing NULL is fine.
+    let rc = unsafe { fmq_message_new_region(transport, region, 0, 8, 0, &mut m) };
+    // SAFETY: NULL or the message just made.
+    unsafe { fmq_message_free(m) };
+    REENTRY.lock().unwrap().2.push(rc);
+}
+
+/// A zeromq region's callback that frees its region, or makes another message of it: the free was
+/// a use after free and the message a thread waiting for itself; both are refused now.
+#[test]
+fn freeing_or_remaking_a_region_inside_its_callback_is_refused() {
+    let t = T::new("zeromq", &[]);
+    let mut r = null_mut();
+    // SAFETY: a valid transport, default configuration, one callback, a valid out pointer.
+    let rc = unsafe { fmq_region_new(t.0, 4096, null(), Some(free_and_remake), None, null_mut(), &mut r) };
+    assert_eq!(rc, FMQ_OK);
+    *REENTRY.lock().unwrap() = (r as usize, t.0 as usize, Vec::new());
+    assert_eq!(t.piece(r, 0, 8), FMQ_OK, "the outer message is made; its callback ran");
+    assert_eq!(REENTRY.lock().unwrap().2, [FMQ_ERROR_INVALID], "the inner message is refused");
+    assert_eq!(t.piece(r, 8, 8), FMQ_OK, "the region was not freed by its callback");
+    free(r);
+}
