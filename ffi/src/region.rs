@@ -297,13 +297,15 @@ pub unsafe extern "C" fn fmq_region_new(
 /// `r` is NULL or an owned region, not used afterwards.
 #[no_mangle]
 pub unsafe extern "C" fn fmq_region_free(r: *mut fmq_region) {
-    if inside_region_callback() {
-        set_last("fmq_region_free inside a region callback: refused, the region is not freed");
-        log::error!("fmq_region_free inside a region callback: refused, the region is not freed");
-        return;
-    }
-    // SAFETY: contract of `take`.
-    guard_value((), || unsafe { take(r) });
+    guard_value((), || {
+        if inside_region_callback() {
+            set_last("fmq_region_free inside a region callback: refused, the region is not freed");
+            log::error!("fmq_region_free inside a region callback: refused, the region is not freed");
+            return;
+        }
+        // SAFETY: contract of `take`.
+        unsafe { take(r) }
+    });
 }
 
 /// The region's id, or -1 for NULL.
