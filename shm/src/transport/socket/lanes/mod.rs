@@ -1,0 +1,451 @@
+//! The lanes of one socket: the lane it writes (when it has a single peer) and the lanes it reads.
+//!
+//! Life of a lane: the writer allocates it in its segment and offers it in a frame on the socket
+//! (again if nobody claims it for a while: an offer sent as the peer went away is lost with the
+//! connection). An offer hands over no reference: the reader that claims the lane takes a
+//! reference of its own. Each side drops its reference when it is done, the last one frees the
+//! block; a writer that leaves before any claim leaves its reference to the first claimant. Each
+//! side lists its reference in its transport's ledger (see `ledger`): the reference of a side that
+//! dies is dropped by the sweep that counts it out, never by the other side (which only asks for
+//! that sweep), so it is dropped once, and the sweep that drops the last one releases what the lane
+//! still holds. A dead writer's reference to a lane nobody claimed yet goes to its first claimant,
+//! or to whoever releases the offer nobody will claim (see `orphans`).
+//!
+//! Nothing sent is dropped because a lane ends: when the reader closes its end (or dies), the
+//! writer takes back what it did not read and sends it again first, on a new lane to whichever
+//! peer the socket has then. When the writer closes, the reader still reads what is there; when
+//! both close, the second one releases what is left (as ZeroMQ drops a closed socket's queue).
+
+use crate::error::ShmError;
+use crate::meta::{self, Record};
+use crate::segment::ring::{self, Claim, LaneError, Ring, KIND_INDIRECT, READER_CLOSED};
+use crate::segment::tickets::{Issued, Kind};
+use crate::transport::attachment::Attachment;
+use crate::transport::message::{Message, Source};
+use fairmq_zmq::TransferError;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Smallest ring of a lane: about 1600 single-message entries, more than ZeroMQ's default send
+/// queue (1000) holds.
+const CAPACITY: u64 = 64 << 10;
+/// Bytes of an entry holding one single-message record.
+const SINGLE_ENTRY: u64 = 8 + (meta::BLOCK_LEN as u64).div_ceil(8) * 8;
+
+/// Ring bytes of a lane for a socket whose send queue holds `hwm` messages (ZeroMQ's SNDHWM): room
+/// for at least that many records, as the socket would queue, at least [`CAPACITY`], and beyond
+/// that no more than a sixty-fourth of the segment the lane lives in. No limit (0) gets
+/// [`UNLIMITED`]: a lane cannot grow, and each one stays in the segment as long as its socket.
+fn capacity_for(hwm: i32, segment: u64) -> u64 {
+    let wanted = match u64::try_from(hwm) {
+        Ok(n) if n > 0 => n.saturating_mul(SINGLE_ENTRY).checked_next_power_of_two().unwrap_or(u64::MAX),
+        _ => UNLIMITED,
+    };
+    let share = match segment / 64 {
+        0 => 0,
+        n => 1 << n.ilog2(),
+    };
+    wanted.min(share).clamp(CAPACITY, ring::MAX_CAPACITY)
+}
+
+/// Whether a segment of `size` bytes takes lanes: the smallest lane may use at most an eighth of
+/// it (in a smaller segment the lane would crowd out the messages, or not fit at all: records then
+/// travel through the socket).
+pub(crate) fn fits_segment(size: u64) -> bool {
+    ring::block_bytes(CAPACITY) <= size / 8
+}
+
+/// Ring bytes of a lane for a socket without a send-queue limit: about 26 000 records.
+const UNLIMITED: u64 = 1 << 20;
+/// How long a reader with empty lanes looks again before it sleeps: a wake costs two system calls
+/// and a ZeroMQ message, what the lane saves; a writer busy on another processor usually comes back
+/// sooner. (A writer with a full ring does not spin: see `Writer::push`.)
+const SPIN: Duration = Duration::from_micros(40);
+/// Longest futex sleep of a writer waiting for room, so it notices interruption and a dead reader
+/// (and room short of the low-water mark, when its reader stopped reading before it).
+const WAIT_SLICE: Duration = Duration::from_millis(5);
+/// How long a lane may stay unclaimed before it is offered again (ZeroMQ reconnects every 100 ms).
+const REOFFER: Duration = Duration::from_millis(250);
+/// How often a sleeping reader checks that the writers of its idle lanes still live.
+const SWEEP_EVERY: Duration = Duration::from_secs(1);
+
+/// An entry taken out of a lane: its kind and frame.
+type Taken = (u32, Vec<u8>);
+
+/// When a transfer must end, from its timeout (-1 for ever, 0 no wait, N ms).
+#[derive(Clone, Copy)]
+pub(crate) enum Deadline {
+    Now,
+    Never,
+    At(Instant),
+}
+
+impl Deadline {
+    pub(crate) fn new(timeout_ms: i32) -> Deadline {
+        match timeout_ms {
+            0 => Deadline::Now,
+            t if t < 0 => Deadline::Never,
+            t => Deadline::At(Instant::now() + Duration::from_millis(t as u64)),
+        }
+    }
+
+    pub(crate) fn passed(&self) -> bool {
+        match self {
+            Deadline::Now => true,
+            Deadline::Never => false,
+            Deadline::At(d) => Instant::now() >= *d,
+        }
+    }
+
+    /// What is left, as a ZeroMQ timeout (-1: for ever, 0: passed).
+    pub(crate) fn ms_left(&self) -> i32 {
+        match self {
+            Deadline::Now => 0,
+            Deadline::Never => -1,
+            Deadline::At(d) => fairmq_zmq::ms_until(*d).map_or(0, |ms| i32::try_from(ms).unwrap_or(i32::MAX)),
+        }
+    }
+
+    fn slice(&self) -> Duration {
+        match self {
+            Deadline::At(d) => d.saturating_duration_since(Instant::now()).min(WAIT_SLICE),
+            _ => WAIT_SLICE,
+        }
+    }
+}
+
+struct LaneBlock {
+    block: Message,
+    capacity: u64,
+}
+
+impl LaneBlock {
+    fn ring(&self) -> Ring<'_> {
+        Ring::reopen(self.block.words().expect("a lane block is whole words"), self.capacity)
+    }
+}
+
+/// Frees the blocks of a metadata frame nobody will receive: its messages are dropped (the records
+/// are checked, and their tickets claimed, like received ones). Returns how many.
+pub(crate) fn release_frame(mgr: &Arc<Attachment>, frame: &[u8], source: Source) -> usize {
+    let mut records = Vec::new();
+    let _ = meta::decode(frame, &mut records);
+    records.into_iter().filter_map(|r| Message::receive(mgr, r, source).ok()).count()
+}
+
+/// A ticket for `rec`, waiting within `deadline` while every ticket this transport can get is out
+/// (its peers give them back as they receive); interruption ends the wait.
+pub(crate) fn issue_waiting(
+    mgr: &Attachment,
+    kind: Kind,
+    rec: &Record,
+    deadline: Deadline,
+) -> Result<Issued, TransferError> {
+    let mut warned = false;
+    loop {
+        if let Some(t) = mgr.issue(kind, rec) {
+            return Ok(t);
+        }
+        if mgr.interrupted() {
+            return Err(TransferError::Interrupted);
+        }
+        if deadline.passed() {
+            return Err(TransferError::Timeout);
+        }
+        if !warned {
+            log::warn!("every hand-over ticket of this transport is out (are its peers receiving?); waiting");
+            warned = true;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Which records of lane entries [`release_entries`] releases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Whose {
+    /// All: entries a writer took back (marked its own again as they left the ring).
+    Ours,
+    /// Those the ring still accounts for: a block in flight or shared, a region piece. A block
+    /// marked by a holder is that holder's: a reader marks what it takes before it leaves the ring
+    /// (see `Readers::take`), a writer what it takes back; killed in between, the entry stays in
+    /// the ring and the sweep of the dead frees the block by its mark.
+    Ring,
+}
+
+/// [`release_frame`] for lane entries: an indirect entry's frame is in the block it names, which
+/// goes too.
+fn release_entries(mgr: &Arc<Attachment>, entries: impl IntoIterator<Item = Taken>, whose: Whose) -> usize {
+    let mut holders = Vec::new();
+    let mut dropped = 0;
+    for (kind, frame) in entries {
+        if kind != KIND_INDIRECT {
+            dropped += release_records(mgr, &frame, whose);
+            continue;
+        }
+        holders.clear();
+        let _ = meta::decode(&frame, &mut holders);
+        for holder in
+            holders.drain(..).filter(|r| accounted(mgr, r, whose)).filter_map(|r| Message::from_record(mgr, r).ok())
+        {
+            dropped += release_records(mgr, holder.data(), whose);
+        }
+    }
+    dropped
+}
+
+fn release_records(mgr: &Arc<Attachment>, frame: &[u8], whose: Whose) -> usize {
+    let mut records = Vec::new();
+    let _ = meta::decode(frame, &mut records);
+    records
+        .into_iter()
+        .filter(|r| accounted(mgr, r, whose))
+        .filter_map(|r| Message::receive(mgr, r, Source::Lane).ok())
+        .count()
+}
+
+/// Whether `rec`, from a lane entry, is for the releaser of `whose` to release.
+fn accounted(mgr: &Attachment, rec: &Record, whose: Whose) -> bool {
+    whose == Whose::Ours || !matches!(rec, Record::Block { .. }) || held(mgr, rec) != Held::Otherwise
+}
+
+/// The blocks an entry of `kind` names, into `records` (cleared first): the block holding an
+/// indirect frame first, then the parts. False when the entry cannot be read.
+fn entry_blocks(mgr: &Arc<Attachment>, kind: u32, entry: &[u8], records: &mut Vec<Record>) -> bool {
+    records.clear();
+    if meta::decode(entry, records).is_err() {
+        return false;
+    }
+    if kind != KIND_INDIRECT {
+        return true;
+    }
+    let [holder] = records[..] else { return false };
+    let Ok(mut h) = Message::from_record(mgr, holder) else { return false };
+    let read = meta::decode(h.data(), records);
+    h.hand_over(); // only read: its reference stays where it was
+    read.is_ok()
+}
+
+/// Changes the holder mark of the blocks of a lane entry from `from` to `to` (those with one
+/// reference): in flight when a writer stages it, its own again when it takes it back or a reader
+/// takes it. The block holding an indirect frame goes in flight first and comes back last: a
+/// reader finishing a dead writer's entry reads the parts through it.
+fn remark_entry(mgr: &Arc<Attachment>, kind: u32, entry: &[u8], from: u32, to: u32) {
+    remark_entry_with(mgr, kind, entry, from, to, &mut Vec::new());
+}
+
+/// [`remark_entry`] with the caller's buffer for the records (a reader's: no allocation per entry).
+fn remark_entry_with(mgr: &Arc<Attachment>, kind: u32, entry: &[u8], from: u32, to: u32, blocks: &mut Vec<Record>) {
+    if !entry_blocks(mgr, kind, entry, blocks) {
+        return;
+    }
+    if to == crate::segment::slots::IN_FLIGHT {
+        blocks.iter().for_each(|r| mgr.remark(r, from, to));
+    } else {
+        blocks.iter().rev().for_each(|r| mgr.remark(r, from, to));
+    }
+}
+
+/// Writer: takes every entry out of `ring` (its reader left) into `out`, each marked its own again
+/// before it leaves the ring: killed at any moment, the writer leaves blocks that the ring or its
+/// own mark accounts for (the sweep of the dead frees the latter).
+fn take_back_all(mgr: &Arc<Attachment>, ring: &Ring<'_>, out: &mut Vec<Taken>) -> Result<(), LaneError> {
+    while let Some(e) = ring.peek()? {
+        let mut bytes = Vec::new();
+        ring.read(&e, &mut bytes);
+        remark_entry(mgr, e.kind, &bytes, crate::segment::slots::IN_FLIGHT, mgr.owner());
+        ring.consume(&e);
+        out.push((e.kind, bytes));
+    }
+    Ok(())
+}
+
+/// Releases what a lane whose writer is gone holds, as a reader would that claims it and closes at
+/// once: its offer's ticket was just claimed by the caller (see `orphans`), so no reader will.
+/// `block` is the lane's block, with a reference of the caller's own (taken before the claim, see
+/// `Message::claim_offer`). The dead writer's reference is dropped by the sweep that counts it out
+/// (or was handed to us, the first claimant).
+pub(crate) fn release_unclaimed(mgr: &Arc<Attachment>, block: Message) {
+    let opened = block.words().ok_or(LaneError::Header).and_then(Ring::open).map(|r| (r.writer(), r.capacity()));
+    let capacity = match opened {
+        Ok((writer, capacity)) if !mgr.owner_alive(writer) => capacity,
+        // Its writer lives: its own to offer again (our reference goes with `block`).
+        Ok(_) => return,
+        Err(e) => {
+            log::error!("the lane of an offer nobody took is damaged, its messages are lost: {e}");
+            return;
+        }
+    };
+    let lane = LaneBlock { block, capacity };
+    let ring = lane.ring();
+    match ring.claim(mgr.owner()) {
+        Claim::Orphaned => lane.block.drop_reference(), // the writer's, handed to us
+        Claim::Fresh => {}
+        Claim::Taken => return, // a reader has it (an earlier offer): ours goes back
+    }
+    ring.close(READER_CLOSED);
+    let n = release_contents(mgr, &ring);
+    if n > 0 {
+        log::warn!("released {n} messages a writer that is gone left in a lane nobody took");
+    }
+    drop(lane);
+    mgr.sweep_dead(); // the dead writer's reference, if it was not handed to us
+}
+
+/// Releases what a lane holds that nobody will read (its last holder leaves, or nobody claimed
+/// it): a dead writer's staged entry, then every entry. Returns how many messages were released.
+pub(crate) fn release_contents(mgr: &Arc<Attachment>, ring: &Ring<'_>) -> usize {
+    finish_staged(mgr, ring);
+    let mut left = Vec::new();
+    if let Err(e) = ring.take_all(&mut left) {
+        log::error!("a lane nobody reads any more is damaged, some of its messages are lost: {e}");
+    }
+    release_entries(mgr, left, Whose::Ring)
+}
+
+/// How a block named in a dead writer's staged entry is held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Held {
+    /// Not a block (a region piece, an empty part): nothing to mark.
+    NoBlock,
+    /// Marked in flight: the writer handed it over.
+    InFlight,
+    /// Shared: no holder is named, nobody frees it by a mark.
+    Shared,
+    /// Still its writer's, or freed since, or not a block at all: not to be handed on.
+    Otherwise,
+}
+
+fn held(mgr: &Attachment, rec: &Record) -> Held {
+    let Record::Block { segment, offset, delta, size, slot } = *rec else {
+        return if matches!(rec, Record::Handed { .. }) { Held::Otherwise } else { Held::NoBlock };
+    };
+    let Ok(seg) = mgr.segment(segment) else { return Held::Otherwise };
+    if seg.check_block(offset, delta, size, slot).is_err() {
+        return Held::Otherwise;
+    }
+    let v = seg.rc(offset, slot).load(std::sync::atomic::Ordering::Acquire);
+    match ((v >> 32) as u32, v as u32) {
+        (crate::segment::slots::IN_FLIGHT, 1) => Held::InFlight,
+        (crate::segment::slots::SHARED, n) if n > 0 => Held::Shared,
+        _ => Held::Otherwise,
+    }
+}
+
+/// Finishes the entry a dead writer staged and never published (see `Ring::push`). When it had
+/// marked every block of it in flight, the entry is published and read like any other (true);
+/// when it was killed before or while marking, what it marked is released here and the rest,
+/// still marked its own, is freed by the sweep of the dead.
+fn finish_staged(mgr: &Arc<Attachment>, ring: &Ring<'_>) -> bool {
+    let e = match ring.staged() {
+        Ok(Some(e)) => e,
+        Ok(None) => return false,
+        Err(err) => {
+            log::error!("a dead writer's staged lane entry: {err}");
+            return false;
+        }
+    };
+    let mut entry = Vec::new();
+    ring.read(&e, &mut entry);
+    let mut records = Vec::new();
+    if meta::decode(&entry, &mut records).is_err() {
+        return false;
+    }
+    let mut parts = Vec::new();
+    if e.kind == KIND_INDIRECT {
+        // The block holding the frame is marked before the parts: not in flight, nothing is.
+        let [holder] = records[..] else { return false };
+        if held(mgr, &holder) != Held::InFlight {
+            return false;
+        }
+        let Ok(mut h) = Message::from_record(mgr, holder) else { return false };
+        let read = meta::decode(h.data(), &mut parts);
+        h.hand_over(); // only read: its reference stays in flight
+        if read.is_err() {
+            return false;
+        }
+    } else {
+        parts.clone_from(&records);
+    }
+    if parts.iter().all(|r| held(mgr, r) != Held::Otherwise) {
+        ring.publish_staged(&e);
+        return true;
+    }
+    let marked = parts.iter().chain(if e.kind == KIND_INDIRECT { &records[..] } else { &[] });
+    for r in marked.filter(|r| held(mgr, r) == Held::InFlight) {
+        mgr.remark(r, crate::segment::slots::IN_FLIGHT, mgr.owner());
+        if let Ok(m) = Message::from_record(mgr, *r) {
+            drop(m);
+        }
+    }
+    false
+}
+
+/// Looks at `ready` until it holds (true) or `SPIN` passed (false).
+fn spin_until(mut ready: impl FnMut() -> bool) -> bool {
+    let until = Instant::now() + SPIN;
+    loop {
+        if ready() {
+            return true;
+        }
+        if Instant::now() >= until {
+            return false;
+        }
+        std::hint::spin_loop();
+    }
+}
+
+/// Turns a frame for the lane into an entry: frames too large for the ring travel in a block of
+/// their own whose record is the entry (`Ok(None)` when the frame fits).
+fn indirect(mgr: &Arc<Attachment>, frame: &[u8], capacity: u64) -> Result<Option<(Message, Vec<u8>)>, ShmError> {
+    if frame.len() <= ring::max_inline(capacity) {
+        return Ok(None);
+    }
+    let holder = Message::copy_of(mgr.clone(), frame)?;
+    let mut entry = Vec::new();
+    meta::encode_single(&holder.record(), 0, &mut entry);
+    Ok(Some((holder, entry)))
+}
+
+/// How a lane's writer reaches its reader's socket: offers and wake frames go there.
+pub(crate) trait Link {
+    /// Sends a control frame to the peer of owner mark `to` (the newest peer when `None`) within
+    /// `deadline`. `Ok(false)`: no peer is known yet (nothing sent).
+    /// `address` is called with the receiver's owner mark and socket number (0, 0: not known)
+    /// before the frame goes out.
+    fn send_control(
+        &self,
+        frame: &[u8],
+        to: Option<u32>,
+        deadline: Deadline,
+        address: &dyn Fn(u32, u64),
+    ) -> Result<bool, TransferError>;
+    /// The socket's send queue limit (ZeroMQ's SNDHWM, 0: none), which sizes the ring.
+    fn send_queue(&self) -> i32;
+}
+
+/// A transport sweeping the dead (see `ledger`): frees through its caches, and releases a lane's
+/// messages while it is shared (not while it is leaving). Here, not beside the transport's state:
+/// releasing a lane's messages is the lanes' business.
+impl crate::session::ledger::Sweeper for Attachment {
+    fn segment(&self, id: u16) -> Option<&crate::segment::Segment> {
+        Attachment::segment(self, id).ok()
+    }
+
+    fn free(&self, seg: &crate::segment::Segment, offset: u64, delta: u32, slot: u32) {
+        self.release(seg, offset, delta, slot);
+    }
+
+    fn release_lane_contents(&self, ring: &crate::segment::ring::Ring<'_>) -> bool {
+        let Some(mgr) = self.shared() else { return false };
+        release_contents(&mgr, ring);
+        true
+    }
+}
+
+mod readers;
+#[cfg(test)]
+mod tests;
+mod writer;
+
+pub(crate) use readers::{Got, Readers};
+pub(crate) use writer::Writer;

@@ -1,0 +1,174 @@
+//! The lanes a socket reads: claimed from its peers' offers, taken from in turn, swept of writers
+//! that died.
+
+use super::*;
+use crate::error::ShmError;
+use crate::meta::{self, Record};
+use crate::segment::ring::{Claim, LaneError, Ring, KIND_FRAME, READER_CLOSED, WRITER_CLOSED};
+use crate::transport::attachment::Attachment;
+use crate::transport::message::Message;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The lanes a socket reads.
+#[derive(Default)]
+pub(crate) struct Readers {
+    lanes: Vec<LaneBlock>,
+    next: usize,
+    /// The records of the entry being taken (kept: no allocation per entry).
+    records: Vec<Record>,
+    last_sweep: Option<Instant>,
+}
+
+/// What `Readers::take` found.
+pub(crate) enum Got {
+    Frame,
+    Indirect(Message),
+}
+
+impl Readers {
+    /// Claims a lane a peer offered, with a reference of our own (the offer handed over none).
+    pub(crate) fn attach(&mut self, mgr: &Arc<Attachment>, rec: Record, socket: &str) -> Result<(), ShmError> {
+        let Record::Handed { segment, ticket, nonce } = rec else { return Err(meta::MetaError::Untracked.into()) };
+        // With our own reference (see `Message::claim_offer`), taken before the lane's claim too,
+        // so a claim never holds a block without its reference.
+        let block = Message::claim_offer(mgr, segment, ticket, nonce)?;
+        let opened = block.words().ok_or(LaneError::Header).and_then(|w| Ring::open(w).map(|r| r.capacity()));
+        let capacity = match opened {
+            Ok(c) => c,
+            Err(source) => return Err(ShmError::Lane { socket: socket.to_owned(), source }),
+        };
+        block.list_lane();
+        let lane = LaneBlock { block, capacity };
+        match lane.ring().claim(mgr.owner()) {
+            Claim::Fresh => {}
+            Claim::Orphaned => lane.block.drop_reference(), // the writer left us its own
+            Claim::Taken => return Ok(()),                  // a repeated offer: ours goes back
+        }
+        self.lanes.push(lane);
+        Ok(())
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.lanes.is_empty()
+    }
+
+    /// Takes the next entry of any lane, in turn, into `out`.
+    pub(crate) fn take(
+        &mut self,
+        mgr: &Arc<Attachment>,
+        out: &mut Vec<u8>,
+        socket: &str,
+    ) -> Result<Option<Got>, ShmError> {
+        let n = self.lanes.len();
+        for k in 0..n {
+            let i = (self.next + k) % n;
+            let ring = self.lanes[i].ring();
+            match ring.peek() {
+                Ok(None) => continue,
+                Ok(Some(e)) => {
+                    ring.read(&e, out);
+                    // Ours before it leaves the ring: killed at any moment, this reader leaves
+                    // blocks that the ring or its own mark accounts for (see `Whose::Ring`).
+                    remark_entry_with(
+                        mgr,
+                        e.kind,
+                        out,
+                        crate::segment::slots::IN_FLIGHT,
+                        mgr.owner(),
+                        &mut self.records,
+                    );
+                    ring.consume(&e);
+                    self.next = i + 1;
+                    if e.kind == KIND_FRAME {
+                        return Ok(Some(Got::Frame));
+                    }
+                    // The entry's one record, the block holding the frame (into the kept buffer:
+                    // no allocation per entry).
+                    self.records.clear();
+                    meta::decode(out, &mut self.records)?;
+                    return match self.records[..] {
+                        [rec @ Record::Block { .. }] => Ok(Some(Got::Indirect(Message::from_record(mgr, rec)?))),
+                        _ => Err(meta::MetaError::Garbage(0).into()),
+                    };
+                }
+                Err(source) => {
+                    // A damaged lane cannot be read on: give it up (its writer takes back nothing).
+                    let l = self.lanes.remove(i);
+                    l.ring().close(READER_CLOSED | WRITER_CLOSED);
+                    return Err(ShmError::Lane { socket: socket.to_owned(), source });
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Whether some lane has an entry.
+    pub(crate) fn any_ready(&self) -> bool {
+        self.lanes.iter().any(|l| !l.ring().is_empty().unwrap_or(false))
+    }
+
+    /// Looks at the lanes until `SPIN` passed or one has an entry (at once false without lanes).
+    pub(crate) fn spin(&self) -> bool {
+        !self.lanes.is_empty() && spin_until(|| self.any_ready())
+    }
+
+    /// Before sleeping in the socket: marks every lane's reader asleep; false (nothing marked) when
+    /// an entry arrived meanwhile. Drops idle lanes whose writer closed or died.
+    pub(crate) fn sleep(&mut self, mgr: &Arc<Attachment>) -> bool {
+        self.sweep(mgr);
+        for (i, l) in self.lanes.iter().enumerate() {
+            if !l.ring().sleep().unwrap_or(false) {
+                self.lanes[..=i].iter().for_each(|l| l.ring().wake_up());
+                return false;
+            }
+        }
+        true
+    }
+
+    pub(crate) fn wake_up(&self) {
+        self.lanes.iter().for_each(|l| l.ring().wake_up());
+    }
+
+    fn sweep(&mut self, mgr: &Arc<Attachment>) {
+        let check_alive = self.last_sweep.is_none_or(|t| t.elapsed() >= SWEEP_EVERY);
+        if check_alive {
+            self.last_sweep = Some(Instant::now());
+        }
+        self.lanes.retain(|l| {
+            let ring = l.ring();
+            if !ring.is_empty().unwrap_or(false) {
+                return true;
+            }
+            let closed = ring.closed() & WRITER_CLOSED != 0;
+            let dead = !closed && check_alive && !mgr.owner_alive(ring.writer());
+            if dead && finish_staged(mgr, &ring) {
+                return true; // read like any other entry; the lane goes once empty
+            }
+            if closed || dead {
+                ring.close(READER_CLOSED);
+            }
+            if dead {
+                mgr.sweep_dead(); // drops the dead writer's reference
+            }
+            !(closed || dead)
+        });
+    }
+
+    /// The socket closes: a writer still there takes back what was not read (and sends it again);
+    /// otherwise it is released here.
+    pub(crate) fn close(&mut self, mgr: &Arc<Attachment>) {
+        for l in self.lanes.drain(..) {
+            let ring = l.ring();
+            let before = ring.close(READER_CLOSED);
+            let dead = before & WRITER_CLOSED == 0 && !mgr.owner_alive(ring.writer());
+            if before & WRITER_CLOSED != 0 || dead {
+                // A writer that closed staged nothing; a dead one's staged entry goes too.
+                release_contents(mgr, &ring);
+            }
+            if dead {
+                mgr.sweep_dead(); // drops the dead writer's reference
+            }
+        }
+    }
+}

@@ -1,0 +1,329 @@
+//! The lane a socket writes: offered to its single peer, refilled from what a departed reader
+//! left, and its entries staged so that a writer killed at any moment loses nothing.
+
+use super::*;
+use crate::error::ShmError;
+use crate::meta::{self};
+use crate::segment::ring::{self, LaneError, Ring, KIND_FRAME, KIND_INDIRECT, READER_CLOSED, WRITER_CLOSED};
+use crate::segment::tickets::{Issued, Kind};
+use crate::transport::attachment::Attachment;
+use crate::transport::message::Message;
+use fairmq_zmq::TransferError;
+use std::cell::Cell;
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The lane a socket with a single peer writes, and entries taken back from lanes whose reader left.
+#[derive(Default)]
+pub(crate) struct Writer {
+    lane: Option<LaneBlock>,
+    /// Ring bytes of this writer's lanes, fixed at its first send (entries taken back from a lane
+    /// whose reader left must fit the next one).
+    capacity: u64,
+    /// When the lane was last offered, and the offer's ticket (an offer sent just as the peer went
+    /// away is lost with the connection; until a reader claims the lane it is offered again, the
+    /// earlier offer taken back).
+    offered: Cell<Option<(Instant, Issued)>>,
+    resend: VecDeque<Taken>,
+}
+
+enum Wait {
+    Room,
+    ReaderGone,
+}
+
+impl Writer {
+    /// Sends `frame` through the lane (offering a new one first if needed). On error nothing of
+    /// `frame` was sent (and `mark` was not called); on success its records belong to the reader.
+    /// `mark` marks the frame's blocks in flight: it runs only once the entry is staged in the
+    /// ring (see `Ring::push`), never while a send waits for room, so that a writer killed at any
+    /// moment leaves blocks a ring entry, its own mark or a staged entry accounts for.
+    pub(crate) fn send(
+        &mut self,
+        mgr: &Arc<Attachment>,
+        link: &dyn Link,
+        frame: &[u8],
+        deadline: Deadline,
+        mark: &dyn Fn(),
+    ) -> Result<(), TransferError> {
+        if self.capacity == 0 {
+            self.capacity = capacity_for(link.send_queue(), mgr.own().size());
+        }
+        let mut holder = indirect(mgr, frame, self.capacity)?;
+        // A frame too large for the ring travels in a block of its own: marked first, so a reader
+        // finishing a staged entry can read it (a block its dead writer still marks may be freed).
+        let mark_all = || {
+            if let Some((h, _)) = &holder {
+                h.mark_in_flight(true);
+            }
+            mark();
+        };
+        let (kind, entry) = match &holder {
+            Some((_, e)) => (KIND_INDIRECT, e.as_slice()),
+            None => (KIND_FRAME, frame),
+        };
+        loop {
+            let Some(l) = &self.lane else {
+                self.offer(mgr, link, deadline)?;
+                continue;
+            };
+            if l.ring().closed() & READER_CLOSED != 0 {
+                self.retire(mgr, false);
+                continue;
+            }
+            if !self.resend.is_empty() {
+                if let Wait::ReaderGone = self.push_resent(mgr, link, deadline)? {
+                    self.retire(mgr, true);
+                    continue;
+                }
+            }
+            let l = self.lane.as_ref().expect("a lane is there");
+            let ring = l.ring();
+            self.reoffer_if_unclaimed(mgr, l, &ring, link);
+            if let Wait::ReaderGone = self.push(mgr, link, l, &ring, kind, entry, deadline, &mark_all)? {
+                self.retire(mgr, true);
+                continue;
+            }
+            // A reader asleep in its socket gets a wake frame (one per sleep). A full queue means
+            // frames wait for it anyway, so a failed wake changes nothing.
+            if ring.reader_needs_wake() {
+                let _ = link.send_control(&meta::WAKE_FRAME, Some(ring.reader()), Deadline::Now, &|_, _| {});
+            }
+            break;
+        }
+        if let Some((mut h, _)) = holder.take() {
+            h.hand_over();
+        }
+        Ok(())
+    }
+
+    fn offer(&mut self, mgr: &Arc<Attachment>, link: &dyn Link, deadline: Deadline) -> Result<(), TransferError> {
+        let capacity = self.capacity;
+        let block = Message::allocate(mgr.clone(), ring::block_bytes(capacity) as usize, 64)?;
+        // Writer and reader hold it, or an unclaimed offer still names it: never a dead
+        // transport's alone (see `Message::mark_held`); the writer's reference is listed first.
+        block.list_lane();
+        block.mark_held(crate::segment::slots::SHARED);
+        let words = block.words().ok_or(ShmError::Config("a lane block is not whole words".into()))?;
+        Ring::init(words, capacity, mgr.owner());
+        let lane = LaneBlock { block, capacity };
+        self.send_offer(mgr, &lane, link, deadline)?;
+        // No peer to send it to yet: a push's ZeroMQ socket attaches the connection it made a
+        // moment after the connect. Wait for it within the send's deadline: a message pushed into
+        // a lane nobody heard of would wait for the writer's next send to be offered (a single
+        // message sent after a connect stayed there). On error the lane goes, and the message
+        // stays the caller's.
+        while self.offered.get().is_none() {
+            if mgr.interrupted() {
+                return Err(TransferError::Interrupted);
+            }
+            if deadline.passed() {
+                return Err(TransferError::Timeout);
+            }
+            std::thread::sleep(Duration::from_millis(1));
+            self.send_offer(mgr, &lane, link, deadline)?;
+        }
+        self.lane = Some(lane);
+        Ok(())
+    }
+
+    /// Sends an offer of `l` to the peer; one that cannot go out yet (no peer known) is remembered
+    /// as not made, and made later.
+    fn send_offer(
+        &self,
+        mgr: &Attachment,
+        l: &LaneBlock,
+        link: &dyn Link,
+        deadline: Deadline,
+    ) -> Result<(), TransferError> {
+        let ticket = issue_waiting(mgr, Kind::Offer, &l.block.record(), deadline)?;
+        let mut frame = Vec::with_capacity(40);
+        meta::encode_lane_offer(&ticket.record(), &mut frame);
+        // Whoever reads it may claim the lane later, also after this writer is gone. Its receiver
+        // is named where it can be: an offer lost with a killed writer's queue is released then,
+        // and its lane with it (see `orphans`).
+        let address = |owner, socket| mgr.address(&ticket, owner, socket);
+        match link.send_control(&frame, None, deadline, &address) {
+            Ok(true) => self.offered.set(Some((Instant::now(), ticket))),
+            Ok(false) => {
+                mgr.take_back(&ticket);
+                self.offered.set(None);
+            }
+            Err(e) => {
+                mgr.take_back(&ticket);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Offers an unclaimed lane again once `REOFFER` passed (at once if it was never offered). An
+    /// earlier offer is taken back first: if a reader claimed it meanwhile (and is about to claim
+    /// the lane), there is nothing to do.
+    fn reoffer_if_unclaimed(&self, mgr: &Attachment, l: &LaneBlock, ring: &Ring<'_>, link: &dyn Link) {
+        let due = self.offered.get().is_none_or(|(at, _)| at.elapsed() >= REOFFER);
+        if ring.reader() == 0 && due && self.offered.get().is_none_or(|(_, t)| mgr.take_back(&t)) {
+            self.offered.set(None);
+            let _ = self.send_offer(mgr, l, link, Deadline::Now);
+        }
+    }
+
+    fn push_resent(
+        &mut self,
+        mgr: &Arc<Attachment>,
+        link: &dyn Link,
+        deadline: Deadline,
+    ) -> Result<Wait, TransferError> {
+        let l = self.lane.as_ref().expect("a lane was offered");
+        let ring = l.ring();
+        while let Some((kind, frame)) = self.resend.pop_front() {
+            // Taken back from a lane whose reader left, their blocks marked ours again: in flight
+            // once staged, as any entry's.
+            let mark = || remark_entry(mgr, kind, &frame, mgr.owner(), crate::segment::slots::IN_FLIGHT);
+            match self.push(mgr, link, l, &ring, kind, &frame, deadline, &mark) {
+                Ok(Wait::Room) => {}
+                other => {
+                    self.resend.push_front((kind, frame));
+                    return other;
+                }
+            }
+        }
+        Ok(Wait::Room)
+    }
+
+    /// Appends one entry to `l`, waiting for room within `deadline`.
+    #[allow(clippy::too_many_arguments)] // the lane and its ring view, made once per send
+    fn push(
+        &self,
+        mgr: &Arc<Attachment>,
+        link: &dyn Link,
+        l: &LaneBlock,
+        ring: &Ring<'_>,
+        kind: u32,
+        entry: &[u8],
+        deadline: Deadline,
+        mark: &dyn Fn(),
+    ) -> Result<Wait, TransferError> {
+        let lane_error = |source: LaneError| ShmError::Lane { socket: "(writer)".into(), source };
+        loop {
+            if ring.push(kind, entry, mark).map_err(lane_error)? {
+                return Ok(Wait::Room);
+            }
+            if mgr.interrupted() {
+                return Err(TransferError::Interrupted);
+            }
+            if deadline.passed() {
+                return Err(TransferError::Timeout);
+            }
+            let reader = ring.reader();
+            if ring.closed() & READER_CLOSED != 0 || (reader != 0 && !mgr.owner_alive(reader)) {
+                return Ok(Wait::ReaderGone);
+            }
+            // No spinning on a full ring: its reader has a ring's worth of work, and sleeping
+            // until half of it is done costs one wake per half ring.
+            self.reoffer_if_unclaimed(mgr, l, ring, link);
+            if let Some(seen) = ring.wait_for_room().map_err(lane_error)? {
+                crate::sys::futex::wait(ring.room_word(), seen, deadline.slice());
+                // Woken or not (a slice ended): the next turn announces itself again.
+                ring.stop_waiting();
+            }
+        }
+    }
+
+    /// Drops a lane whose reader left or died, keeping what it did not read for the next lane.
+    fn retire(&mut self, mgr: &Arc<Attachment>, check_dead: bool) {
+        let Some(l) = self.lane.take() else { return };
+        let ring = l.ring();
+        let reader = ring.reader();
+        // A reader that closed its end dropped its reference itself (and may have exited since).
+        let closed = ring.closed() & READER_CLOSED != 0;
+        let dead = check_dead && !closed && reader != 0 && !mgr.owner_alive(reader);
+        let mut unread = Vec::new();
+        if let Err(e) = take_back_all(mgr, &ring, &mut unread) {
+            log::error!("lane of a gone reader is damaged, {} of its messages are lost: {e}", unread.len());
+        }
+        ring.close(WRITER_CLOSED);
+        if dead {
+            mgr.sweep_dead(); // drops the dead reader's reference
+        }
+        log::debug!("lane reader {reader:#x} left; {} entries go out again on a new lane", unread.len());
+        for e in unread.into_iter().rev() {
+            self.resend.push_front(e);
+        }
+    }
+
+    /// Whether messages wait to go out again (taken back from a reader that left), or sit in a lane
+    /// whose reader left or died: they go before any later message, so the next send goes through
+    /// the lane (whose send takes them back and offers them first).
+    pub(crate) fn owes(&self, mgr: &Attachment) -> bool {
+        !self.resend.is_empty()
+            || self.lane.as_ref().is_some_and(|l| {
+                let ring = l.ring();
+                let reader = ring.reader();
+                !ring.is_empty().unwrap_or(true)
+                    && (ring.closed() & READER_CLOSED != 0 || (reader != 0 && !mgr.owner_alive(reader)))
+            })
+    }
+
+    /// Whether a message could go out now without waiting for room.
+    pub(crate) fn has_room(&self) -> bool {
+        self.lane.as_ref().is_none_or(|l| l.ring().has_room(meta::BLOCK_LEN).unwrap_or(false))
+    }
+
+    /// The socket closes: a reader still reads what is in the lane, also one that claims it later
+    /// (its offer may still wait in ZeroMQ's queue, which linger delivers without the reader's
+    /// help). A lane whose offer never reaches a peer stays in the segment until the session ends.
+    pub(crate) fn close(&mut self, mgr: &Arc<Attachment>) {
+        if let Some(mut l) = self.lane.take() {
+            let ring = l.ring();
+            if ring.orphan() {
+                ring.close(WRITER_CLOSED);
+                l.block.hand_over(); // our reference is the first claimant's
+                return self.release_resend(mgr);
+            }
+            let reader = ring.reader();
+            let before = ring.close(WRITER_CLOSED);
+            let dead = reader != 0 && before & READER_CLOSED == 0 && !mgr.owner_alive(reader);
+            if before & READER_CLOSED != 0 || dead {
+                let mut left = Vec::new();
+                let _ = take_back_all(mgr, &ring, &mut left);
+                self.resend.extend(left);
+            }
+            if dead {
+                mgr.sweep_dead(); // drops the dead reader's reference
+            }
+        }
+        self.release_resend(mgr);
+    }
+
+    /// The socket is about to close with a lane no peer was offered yet (none was known): offers
+    /// it as soon as one is, within `deadline` (the socket's linger), so that ZeroMQ's linger
+    /// delivers the offer as it would have delivered the records.
+    pub(crate) fn offer_before_close(&self, mgr: &Attachment, link: &dyn Link, deadline: Deadline) {
+        let Some(l) = &self.lane else { return };
+        loop {
+            if l.ring().reader() != 0 || self.offered.get().is_some() {
+                return;
+            }
+            let _ = self.send_offer(mgr, l, link, Deadline::Now);
+            if self.offered.get().is_some() || deadline.passed() || mgr.interrupted() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Whether this writer has a lane no reader claimed yet.
+    pub(crate) fn unclaimed(&self) -> bool {
+        self.lane.as_ref().is_some_and(|l| l.ring().reader() == 0)
+    }
+
+    /// Drops what was taken back from a reader that left and could not go out again.
+    fn release_resend(&mut self, mgr: &Arc<Attachment>) {
+        let n = release_entries(mgr, self.resend.drain(..), Whose::Ours);
+        if n > 0 {
+            log::warn!("{n} messages sent to a peer that left were dropped when the socket closed");
+        }
+    }
+}
