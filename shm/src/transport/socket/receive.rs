@@ -1,0 +1,283 @@
+//! The receive path of a shmem socket: frames from the lanes or the ZeroMQ socket, control frames
+//! (lane offers, wakes), records turned into messages.
+
+use super::*;
+
+impl Socket {
+    /// Handles a control frame (lane offer, wake); false for a frame that carries messages.
+    pub(super) fn control(&self, frame: &fairmq_zmq::Message) -> Result<bool, TransferError> {
+        match meta::control(frame.data()) {
+            None => Ok(false),
+            Some(Ok(meta::Control::Wake)) => Ok(true),
+            Some(Ok(meta::Control::Lane(rec))) => {
+                match self.lanes.readers.borrow_mut().attach(&self.mgr, rec, &self.id) {
+                    Ok(()) => Ok(true),
+                    // An offer its writer took back to offer the lane again (it was not claimed
+                    // soon enough): the new offer follows. A forged one grants nothing either.
+                    Err(ShmError::Metadata(MetaError::Ticket(TicketError::NotIssued(t)))) => {
+                        log::debug!("socket {}: lane offer {t} was withdrawn", self.id);
+                        Ok(true)
+                    }
+                    Err(e) => {
+                        log::error!("{e}");
+                        Err(e.into())
+                    }
+                }
+            }
+            Some(Err(e)) => Err(meta_error(e)),
+        }
+    }
+
+    pub(super) fn take_from_lanes(&self) -> Result<Option<Frame>, TransferError> {
+        let mut readers = self.lanes.readers.borrow_mut();
+        if readers.is_empty() {
+            return Ok(None);
+        }
+        let got = readers.take(&self.mgr, &mut self.lanes.frame.borrow_mut(), &self.id);
+        match got.inspect_err(|e| log::error!("{e}"))? {
+            None => Ok(None),
+            Some(Got::Frame) => Ok(Some(Frame::Lane)),
+            Some(Got::Indirect(m)) => Ok(Some(Frame::Block(m))),
+        }
+    }
+
+    /// A frame from the socket without waiting.
+    /// Nothing waits for this socket (its lanes and ZeroMQ socket are empty): said in the
+    /// directory (see `addressee`), and the watch for records lost on their way here looks.
+    pub(super) fn found_empty(&self) {
+        let mut a = self.addressee.borrow_mut();
+        let mut listing = self.receiving.listing.borrow_mut();
+        let me = (self.mgr.owner(), self.receiving.number);
+        let mine = match a.as_mut() {
+            Some(a) => {
+                a.found_empty(&self.mgr);
+                a.endpoints()
+            }
+            None => {
+                listing.found_empty(self.mgr.management(), me);
+                listing.endpoints()
+            }
+        };
+        self.receiving.orphans.borrow_mut().idle(&self.mgr, self.receiving.number, mine);
+    }
+
+    pub(super) fn poll_socket(&self) -> Result<Polled, TransferError> {
+        let mut frame = fairmq_zmq::Message::new();
+        match self.z.receive_uncounted(&mut frame, 0) {
+            Ok(()) if self.control(&frame)? => Ok(Polled::Control),
+            Ok(()) => Ok(Polled::Frame(frame)),
+            Err(TransferError::Timeout) => Ok(Polled::Nothing),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// A receiving socket that connected to senders says hello to them once a second: a
+    /// connection to a sender that restarted carries no probe (the DEALER's pipe outlives the
+    /// reconnect), and the sender, which picks whom it sends to, would never learn of us.
+    pub(super) fn announce(&self) {
+        const EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+        let connected = self.z.endpoint_counts().1;
+        if self.receiving.token.is_empty()
+            || connected == 0
+            || self.receiving.announced.get().is_some_and(|t| t.elapsed() < EVERY)
+        {
+            return;
+        }
+        self.receiving.announced.set(Some(std::time::Instant::now()));
+        // One each, as the DEALER takes its connections in turn; a full queue skips one.
+        for _ in 0..connected {
+            let _ = self.z.send_uncounted(&mut fairmq_zmq::Message::from_slice(&meta::HELLO_FRAME), 0);
+        }
+    }
+
+    /// Receives a frame from the lanes or the socket. Before sleeping it looks at the lanes a little
+    /// longer, frees what this process deferred (it would wait anyway) and marks its lanes' reader
+    /// asleep, so a writer wakes it through the socket.
+    pub(super) fn receive_frame(&self, timeout_ms: i32) -> Result<Frame, TransferError> {
+        if let Some(f) = self.lanes.stash.borrow_mut().take() {
+            return Ok(Frame::Zmq(f));
+        }
+        let deadline = Deadline::new(timeout_ms);
+        // A busy socket, which never waits, says hello too (one of its senders may have
+        // restarted), without reading the clock on every receive.
+        let busy = self.receiving.busy.get().wrapping_add(1);
+        self.receiving.busy.set(busy);
+        if busy % 1024 == 0 {
+            self.announce();
+        }
+        loop {
+            if let Some(f) = self.take_from_lanes()? {
+                return Ok(f);
+            }
+            match self.poll_socket()? {
+                Polled::Frame(f) => return Ok(Frame::Zmq(f)),
+                Polled::Control => continue, // a new lane may have input
+                Polled::Nothing => {}
+            }
+            if matches!(deadline, Deadline::Now) {
+                // A receiver that polls gives back what it freed when it finds nothing, as one
+                // that blocks does before it sleeps.
+                self.mgr.flush(false);
+                self.found_empty();
+                return Err(TransferError::Timeout);
+            }
+            if self.lanes.readers.borrow().spin() {
+                continue;
+            }
+            self.mgr.flush(false);
+            self.found_empty();
+            if !self.lanes.readers.borrow_mut().sleep(&self.mgr) {
+                continue;
+            }
+            let mut frame = fairmq_zmq::Message::new();
+            // Records lost in flight are released at the watch's next look, and senders hear our
+            // hello: wake for them.
+            self.announce();
+            let look = self.receiving.orphans.borrow().next_look_ms();
+            let wait = match deadline.ms_left() {
+                ms if ms < 0 || ms > look => look,
+                ms => ms,
+            };
+            let r = self.z.receive_uncounted(&mut frame, wait);
+            self.lanes.readers.borrow().wake_up();
+            match r {
+                Ok(()) if self.control(&frame)? => {}
+                Ok(()) => return Ok(Frame::Zmq(frame)),
+                Err(TransferError::Timeout) if !deadline.passed() => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Receives a frame and hands its bytes, and where they came from, to `use_frame`.
+    ///
+    /// A frame whose message its sender took back is skipped (the error was logged): its receiver
+    /// died before taking it, and the sender sends it again (see `addressee`), while the record
+    /// still waited in the sender's queue for the connection to the next receiver; a repeated or
+    /// forged record is skipped alike.
+    pub(super) fn receive_with<T>(
+        &self,
+        timeout_ms: i32,
+        mut use_frame: impl FnMut(&[u8], Source) -> Result<T, TransferError>,
+    ) -> Result<T, TransferError> {
+        let deadline = Deadline::new(timeout_ms);
+        loop {
+            let got = match self.receive_frame(deadline.ms_left())? {
+                Frame::Zmq(f) => use_frame(f.data(), Source::Socket),
+                Frame::Lane => use_frame(&self.lanes.frame.borrow(), Source::Lane),
+                Frame::Block(m) => use_frame(m.data(), Source::Lane),
+            };
+            match got {
+                // Not on REQ and REP: ZeroMQ counted the frame as the request (or reply), and
+                // only a send may follow.
+                Err(e) if withdrawn(&e) && !matches!(self.ty, SocketType::Req | SocketType::Rep) => {
+                    if deadline.passed() {
+                        return Err(TransferError::Timeout);
+                    }
+                }
+                got => return got,
+            }
+        }
+    }
+
+    /// Turns records into messages; if any record is bad, the good ones are released (we own them)
+    /// and the error is returned.
+    pub(super) fn messages(
+        &self,
+        records: &[Record],
+        source: Source,
+        out: &mut Vec<Message>,
+    ) -> Result<usize, TransferError> {
+        let start = out.len();
+        let mut first_error = None;
+        for &r in records {
+            match Message::receive(&self.mgr, r, source) {
+                Ok(m) => out.push(m),
+                Err(e) => {
+                    // No further claim: a sender that won this part takes back the others (see
+                    // `peers::reclaim`), and a part claimed here would be lost to both.
+                    first_error = Some(e);
+                    break;
+                }
+            }
+        }
+        if let Some(e) = first_error {
+            out.truncate(start);
+            return Err(meta_error(e));
+        }
+        Ok(out[start..].iter().map(Message::size).sum())
+    }
+
+    /// Whether `frame`'s first record names a ticket that hands nothing over any more (REQ and REP
+    /// receive it still: see `receive_with`).
+    pub(super) fn taken_back(&self, frame: &[u8]) -> bool {
+        match Record::decode(frame) {
+            Ok((Record::Handed { segment, ticket, nonce }, _))
+                if !matches!(self.ty, SocketType::Req | SocketType::Rep) =>
+            {
+                let gone = self.mgr.segment(segment).is_ok_and(|s| !s.tickets().issued(ticket, nonce));
+                if gone {
+                    log::error!("socket {}: {}", self.id, TicketError::NotIssued(ticket));
+                }
+                gone
+            }
+            _ => false,
+        }
+    }
+
+    /// A REP notes whose request a frame is (its reply goes there; see `addressee`): the issuer
+    /// of its first ticket, read before the claim frees the ticket.
+    pub(super) fn note_requester(&self, frame: &[u8]) {
+        if self.ty != SocketType::Rep {
+            return;
+        }
+        let issuer = match Record::decode(frame) {
+            Ok((Record::Handed { segment, ticket, nonce }, _)) => {
+                self.mgr.segment(segment).ok().and_then(|s| s.tickets().issuer(ticket, nonce)).unwrap_or(0)
+            }
+            _ => 0,
+        };
+        if let Some(a) = self.addressee.borrow_mut().as_mut() {
+            a.heard_from(issuer);
+        }
+    }
+
+    /// Receives one message into `msg` (its previous block is released). A multipart frame is an
+    /// error here (its blocks are released).
+    pub fn receive(&self, msg: &mut Message, timeout_ms: i32) -> TransferResult {
+        self.check_can_receive()?;
+        *msg = self.receive_with(timeout_ms, |data, source| {
+            self.note_requester(data);
+            // The common case, one record alone in its frame, without the multipart machinery.
+            if let Ok((rec, n)) = Record::decode(data) {
+                if data[n..].iter().all(|&b| b == 0) {
+                    return Message::receive(&self.mgr, rec, source).map_err(meta_error);
+                }
+            }
+            let (_, recs) = &mut *self.scratch.borrow_mut();
+            recs.clear();
+            meta::decode(data, recs).map_err(meta_error)?;
+            let mut got = Vec::with_capacity(recs.len());
+            self.messages(recs, source, &mut got)?;
+            // A valid frame that is not a single record is a multipart; its parts are released.
+            Err(meta_error(MetaError::Multipart(got.len())))
+        })?;
+        let size = msg.size();
+        self.z.shared_counters().record_rx(size);
+        Ok(size)
+    }
+
+    /// Receives a multipart (or single) message and appends its parts to `parts`.
+    pub fn receive_parts(&self, parts: &mut Vec<Message>, timeout_ms: i32) -> TransferResult {
+        self.check_can_receive()?;
+        let total = self.receive_with(timeout_ms, |data, source| {
+            self.note_requester(data);
+            let (_, recs) = &mut *self.scratch.borrow_mut();
+            recs.clear();
+            meta::decode(data, recs).map_err(meta_error)?;
+            self.messages(recs, source, parts)
+        })?;
+        self.z.shared_counters().record_rx(total);
+        Ok(total)
+    }
+}

@@ -1,0 +1,398 @@
+//! The send path of a shmem socket: records through a lane or on the ZeroMQ socket with a ticket
+//! each, routed to one peer or published, taken back when they cannot go.
+
+use super::*;
+
+impl Socket {
+    /// Sends the records of `parts` (one message, or the parts of a multipart) in one frame:
+    /// through the lane, or on the socket with a ticket for each. On error nothing was handed over.
+    ///
+    /// A block goes in flight (marked so; the taker marks it as its own) only once a ticket holds
+    /// its reference, and comes back (marked as ours again) before the ticket is taken back: a
+    /// process killed at any point leaves a block its mark or a ticket accounts for.
+    pub(super) fn send_records(&self, parts: &[Message], timeout_ms: i32) -> Result<(), TransferError> {
+        let min = self.mgr.config().metadata_msg_size;
+        let deadline = Deadline::new(timeout_ms);
+        if self.uses_lane() {
+            // Lane entries have no tickets: the lane accounts for them once staged (the blocks
+            // are marked in flight then, see `Writer::send`).
+            let sent = {
+                let (buf, _) = &mut *self.scratch.borrow_mut();
+                meta::encode_parts(parts.iter().map(Message::record), min, buf);
+                let mark = || parts.iter().for_each(|p| p.mark_in_flight(true));
+                self.lanes.writer.borrow_mut().send(&self.mgr, self, buf, deadline, &mark)
+            };
+            if sent.is_err() {
+                parts.iter().for_each(|p| p.mark_in_flight(false));
+            }
+            return sent;
+        }
+        if self.ty == SocketType::Push {
+            return self.push_to_peer(parts, deadline);
+        }
+        self.resend_to_addressee(deadline)?;
+        self.send_addressed(parts, deadline)
+    }
+
+    /// Sends the records of `parts` on the socket (to whoever ZeroMQ hands them to), their tickets
+    /// naming the receiver where it can be named (see `addressee`).
+    pub(super) fn send_addressed(&self, parts: &[Message], deadline: Deadline) -> Result<(), TransferError> {
+        let issued = &mut *self.issued.borrow_mut();
+        self.issue_for(parts, deadline, issued)?;
+        let receiver = self.addressee.borrow_mut().as_mut().map_or((0, 0), |a| a.receiver(&self.mgr));
+        for t in issued.iter() {
+            self.mgr.address(t, receiver.0, receiver.1);
+        }
+        let (buf, _) = &mut *self.scratch.borrow_mut();
+        meta::encode_parts(handed(parts, issued), self.mgr.config().metadata_msg_size, buf);
+        let sent = self.z.send_uncounted(&mut fairmq_zmq::Message::from_slice(buf), deadline.ms_left());
+        match (&sent, self.addressee.borrow_mut().as_mut()) {
+            (Err(_), _) => self.take_back_parts(parts, issued),
+            (Ok(()), Some(a)) if receiver.0 != 0 => a.handed(&self.mgr, receiver.0, Sent::of(parts, issued)),
+            (Ok(()), Some(a)) => a.forget_claimed(&self.mgr),
+            (Ok(()), None) => {}
+        }
+        sent
+    }
+
+    /// Sends again, first and in order, what receivers that died did not claim (see `addressee`).
+    pub(super) fn resend_to_addressee(&self, deadline: Deadline) -> Result<(), TransferError> {
+        loop {
+            let frame = {
+                let mut a = self.addressee.borrow_mut();
+                let Some(a) = a.as_mut() else { return Ok(()) };
+                let released = a.check(&self.mgr, false);
+                if released > 0 {
+                    log::warn!(
+                        "socket {}: released {released} messages whose receiver died before taking them",
+                        self.id
+                    );
+                }
+                let Some(frame) = a.resend.pop_front() else { return Ok(()) };
+                frame
+            };
+            match self.send_addressed(&frame, deadline) {
+                Ok(()) => frame.into_iter().for_each(|mut p| p.hand_over()),
+                Err(e) => {
+                    if let Some(a) = self.addressee.borrow_mut().as_mut() {
+                        a.resend.push_front(frame);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// Issues the tickets of `parts` into `issued`, then marks their blocks in flight (in that
+    /// order: a block in flight is always one a ticket holds).
+    pub(super) fn issue_for(
+        &self,
+        parts: &[Message],
+        deadline: Deadline,
+        issued: &mut Vec<Issued>,
+    ) -> Result<(), TransferError> {
+        self.issue_all(parts.iter().map(Message::record), deadline, issued)?;
+        parts.iter().for_each(|p| p.mark_in_flight(true));
+        Ok(())
+    }
+
+    /// Takes back the tickets of `parts`, whose records did not leave, marking them ours first.
+    pub(super) fn take_back_parts(&self, parts: &[Message], issued: &mut Vec<Issued>) {
+        parts.iter().for_each(|p| p.mark_in_flight(false));
+        self.take_back(issued);
+    }
+
+    /// Closing: waits within `linger` until the peers claimed what they were handed and a reader
+    /// claimed the lane, while the socket still delivers (ZeroMQ's own linger, after the close,
+    /// lost a frame a router had queued for a peer it was still connecting to; see
+    /// [`CLAIM_WAIT_MS`]).
+    pub(super) fn linger(&self, linger: Deadline) {
+        loop {
+            let lane = self.lanes.writer.borrow().unclaimed();
+            let peers = matches!(self.ty, SocketType::Push | SocketType::Pub) && {
+                self.learn_peers(true);
+                self.peers.borrow_mut().unclaimed(&self.mgr)
+            };
+            if !(lane || peers) || linger.passed() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    }
+
+    /// Learns the peers that connected (PUSH, PUB; see `peers`): at once with `now` or when none
+    /// is known, else at most every [`LEARN_EVERY`] (reading the socket costs a system call).
+    pub(super) fn learn_peers(&self, now: bool) {
+        let due = now || self.peers.borrow().len() == 0 || self.learnt.get().is_none_or(|t| t.elapsed() >= LEARN_EVERY);
+        if due {
+            self.learnt.set(Some(std::time::Instant::now()));
+            self.peers.borrow_mut().learn(&self.mgr, &self.z, &self.id, self.ty == SocketType::Push);
+        }
+    }
+
+    /// Sends `frame` to the peer of routing id `id` without waiting: a full queue is a timeout
+    /// (or an interruption), a peer gone `EHOSTUNREACH`.
+    pub(super) fn send_to(&self, id: &[u8], frame: &[u8]) -> Result<(), TransferError> {
+        let mut frames = [fairmq_zmq::Message::from_slice(id), fairmq_zmq::Message::from_slice(frame)];
+        self.z.send_parts_uncounted(&mut frames, 0)
+    }
+
+    /// A PUSH hands `parts` to one peer: what peers that left did not take goes first, then
+    /// `parts`, then, without waiting, what was taken back meanwhile.
+    pub(super) fn push_to_peer(&self, parts: &[Message], deadline: Deadline) -> Result<(), TransferError> {
+        loop {
+            self.resend_taken_back(deadline)?;
+            if let Routed::Sent = self.route(parts, deadline, true)? {
+                break;
+            }
+        }
+        let _ = self.resend_taken_back(Deadline::Now);
+        Ok(())
+    }
+
+    /// Sends again what peers that left did not take, in order, within `deadline`.
+    pub(super) fn resend_taken_back(&self, deadline: Deadline) -> Result<(), TransferError> {
+        loop {
+            let Some(frame) = self.peers.borrow_mut().resend.pop_front() else { return Ok(()) };
+            match self.route(&frame, deadline, false) {
+                Ok(_) => frame.into_iter().for_each(|mut p| p.hand_over()),
+                Err(e) => {
+                    self.peers.borrow_mut().resend.push_front(frame);
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// Hands one message to the peer whose turn it is, skipping peers whose queue is full and
+    /// waiting within `deadline` while none can take it. Its tickets name the peer that took it.
+    /// With `after_taken_back`, a message taken back from a peer that left meanwhile must go
+    /// first: nothing is sent then ([`Routed::TakenBack`]).
+    pub(super) fn route(
+        &self,
+        parts: &[Message],
+        deadline: Deadline,
+        after_taken_back: bool,
+    ) -> Result<Routed, TransferError> {
+        let issued = &mut *self.issued.borrow_mut();
+        self.issue_for(parts, deadline, issued)?;
+        let (frame, _) = &mut *self.scratch.borrow_mut();
+        meta::encode_parts(handed(parts, issued), self.mgr.config().metadata_msg_size, frame);
+        let mut false_room = 0;
+        let mut waited = false;
+        loop {
+            // Peers are learnt at once when none is known, or after a wait; else now and then.
+            self.learn_peers(waited);
+            let mut peers = self.peers.borrow_mut();
+            if after_taken_back && !peers.resend.is_empty() {
+                drop(peers);
+                self.take_back_parts(parts, issued);
+                return Ok(Routed::TakenBack);
+            }
+            let (mut gone, mut took) = (Vec::new(), None);
+            for k in 0..peers.len() {
+                let i = peers.turn(k);
+                let p = peers.get_mut(i);
+                let (owner, socket) = p.receiver();
+                for t in issued.iter() {
+                    self.mgr.address(t, owner, socket);
+                }
+                match self.send_to(&p.id, frame) {
+                    Ok(()) => {
+                        p.handed(&self.mgr, Sent::of(parts, issued));
+                        took = Some(i);
+                        break;
+                    }
+                    Err(TransferError::Zmq(zmq::Error::EHOSTUNREACH)) => gone.push(i),
+                    Err(TransferError::Timeout | TransferError::Interrupted) => {} // its queue is full
+                    Err(e) => {
+                        self.take_back_parts(parts, issued);
+                        return Err(e);
+                    }
+                }
+            }
+            if let Some(i) = took {
+                peers.took(i);
+            }
+            // Turns wrap around: highest index first, so the others stay where they are.
+            gone.sort_unstable();
+            for &i in gone.iter().rev() {
+                log::debug!("socket {}: a peer left", self.id);
+                peers.take_back(&self.mgr, i, true);
+            }
+            drop(peers);
+            if took.is_some() {
+                issued.clear();
+                return Ok(Routed::Sent);
+            }
+            if self.mgr.interrupted() {
+                self.take_back_parts(parts, issued);
+                return Err(TransferError::Interrupted);
+            }
+            if deadline.passed() {
+                self.take_back_parts(parts, issued);
+                return Err(TransferError::Timeout);
+            }
+            // Writable twice without a peer taking it: a peer that is not the session's keeps
+            // the ROUTER writable; do not spin on it.
+            false_room = if self.wait_for_room(deadline) { false_room + 1 } else { 0 };
+            if false_room > 1 {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            waited = true;
+        }
+    }
+
+    /// Waits until the socket may take a frame or a peer's probe arrived, the transport is
+    /// interrupted, or `deadline` (at most a moment: peers' liveness is looked at between waits).
+    /// Returns whether the socket said it may take a frame.
+    pub(super) fn wait_for_room(&self, deadline: Deadline) -> bool {
+        const MOMENT: i64 = 100;
+        let ms = match deadline {
+            Deadline::Never => MOMENT,
+            d => i64::from(d.ms_left()).min(MOMENT),
+        };
+        let mut items = [
+            self.z.as_zmq().as_poll_item(zmq::POLLIN | zmq::POLLOUT),
+            zmq::PollItem::from_fd(self.mgr.interrupter_fd(), zmq::POLLIN),
+        ];
+        zmq::poll(&mut items, ms).is_ok_and(|n| n > 0) && items[0].is_writable()
+    }
+
+    /// Issues a ticket for each non-empty record into `out`, waiting within `deadline` while every
+    /// ticket this transport can get is out (its peers claim them as they receive). On error none
+    /// is left issued.
+    pub(super) fn issue_all(
+        &self,
+        records: impl Iterator<Item = Record>,
+        deadline: Deadline,
+        out: &mut Vec<Issued>,
+    ) -> Result<(), TransferError> {
+        out.clear();
+        for rec in records.filter(|r| !r.is_empty()) {
+            match crate::transport::socket::lanes::issue_waiting(&self.mgr, Kind::Message, &rec, deadline) {
+                Ok(t) => out.push(t),
+                Err(e) => {
+                    self.take_back(out);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes back tickets whose records did not leave.
+    pub(super) fn take_back(&self, issued: &mut Vec<Issued>) {
+        for t in issued.drain(..) {
+            if !self.mgr.take_back(&t) {
+                log::error!("socket {}: ticket {} of a record that never left was claimed", self.id, t.ticket);
+            }
+        }
+    }
+
+    /// Sends one message: only its metadata travels. On success the receiver owns the block and
+    /// `msg` is empty; on any error `msg` is unchanged.
+    pub fn send(&self, msg: &mut Message, timeout_ms: i32) -> TransferResult {
+        self.check_session(msg)?;
+        match self.ty {
+            SocketType::Pub => return self.publish(std::slice::from_mut(msg)),
+            SocketType::Sub | SocketType::Pull => return Err(not_supported()),
+            _ => {}
+        }
+        let size = msg.size();
+        self.send_records(std::slice::from_ref(msg), timeout_ms)?;
+        msg.hand_over();
+        self.z.shared_counters().record_tx(size);
+        Ok(size)
+    }
+
+    /// Sends all parts in one metadata frame. Empty multiparts are refused (as by the zeromq transport).
+    pub fn send_parts(&self, parts: &mut [Message], timeout_ms: i32) -> TransferResult {
+        if parts.is_empty() {
+            return Err(TransferError::EmptyMultipart);
+        }
+        for p in parts.iter() {
+            self.check_session(p)?;
+        }
+        match self.ty {
+            SocketType::Pub => return self.publish(parts),
+            SocketType::Sub | SocketType::Pull => return Err(not_supported()),
+            _ => {}
+        }
+        let total: usize = parts.iter().map(Message::size).sum();
+        self.send_records(parts, timeout_ms)?;
+        for p in parts.iter_mut() {
+            p.hand_over();
+        }
+        self.z.shared_counters().record_tx(total);
+        Ok(total)
+    }
+
+    /// A publisher's number of known subscribers (those whose probe arrived; FairMQ's
+    /// `GetNumberOfConnectedPeers`); 0 for other socket types.
+    pub fn connected_subscribers(&self) -> usize {
+        if self.ty != SocketType::Pub {
+            return 0;
+        }
+        self.learn_peers(true);
+        self.peers.borrow().len()
+    }
+
+    /// Connections refused so far because the peer was not a shared-memory socket of this session
+    /// (PUSH, PUB).
+    pub fn refused_peers(&self) -> u64 {
+        self.learn_peers(true);
+        self.peers.borrow().refused()
+    }
+
+    /// Sends the parts' records to every subscriber, one reference and one ticket each; the
+    /// publisher's own references are released afterwards (freeing blocks nobody got).
+    pub(super) fn publish(&self, parts: &mut [Message]) -> TransferResult {
+        for p in parts.iter() {
+            p.share()?;
+        }
+        self.learn_peers(false);
+        let total: usize = parts.iter().map(Message::size).sum();
+        let min = self.mgr.config().metadata_msg_size;
+        let (frame, _) = &mut *self.scratch.borrow_mut();
+        let issued = &mut *self.issued.borrow_mut();
+        let mut peers = self.peers.borrow_mut();
+        let mut gone = Vec::new();
+        for i in 0..peers.len() {
+            let p = peers.get_mut(i);
+            parts.iter().for_each(|m| {
+                m.add_reference();
+                m.list_if_shared();
+            });
+            // Like a full queue, no free ticket makes this subscriber miss the message.
+            if self.issue_all(parts.iter().map(Message::record), Deadline::Now, issued).is_err() {
+                parts.iter().for_each(|m| m.drop_reference());
+                continue;
+            }
+            for t in issued.iter() {
+                self.mgr.address(t, p.owner, p.socket);
+            }
+            meta::encode_parts(handed(parts, issued), min, frame);
+            match self.send_to(&p.id, frame) {
+                Ok(()) => p.handed(&self.mgr, Sent::of(parts, issued)),
+                Err(e) => {
+                    self.take_back(issued);
+                    parts.iter().for_each(|m| m.drop_reference());
+                    // Gone (ROUTER_MANDATORY says unroutable): forget it; full queue: it misses this one.
+                    if matches!(e, TransferError::Zmq(zmq::Error::EHOSTUNREACH)) {
+                        gone.push(i);
+                    }
+                }
+            }
+        }
+        for &i in gone.iter().rev() {
+            peers.take_back(&self.mgr, i, false);
+        }
+        drop(peers);
+        for p in parts.iter_mut() {
+            p.rebuild();
+        }
+        self.z.shared_counters().record_tx(total);
+        Ok(total)
+    }
+}
