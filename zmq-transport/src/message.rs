@@ -144,6 +144,13 @@ impl Message {
         self.raw.bytes_mut(self.alignment)
     }
 
+    /// [`Message::data_mut`], or an error (the message unchanged) when a shared message's private
+    /// copy cannot be allocated.
+    pub fn try_data_mut(&mut self) -> Result<&mut [u8], AllocError> {
+        let (size, alignment) = (self.size(), self.alignment);
+        self.raw.try_bytes_mut(alignment).ok_or(AllocError { size, alignment })
+    }
+
     /// Shrinks the message to its first `size` bytes without copying. Returns false (and changes
     /// nothing) if `size` is larger than the current size. Size 0 releases the buffer at once.
     pub fn set_used_size(&mut self, size: usize) -> bool {

@@ -165,12 +165,26 @@ impl RawMsg {
         if self.is_shared() {
             *self = RawMsg::copied(self.bytes(), alignment);
         }
+        self.unshared_bytes_mut()
+    }
+
+    /// [`RawMsg::bytes_mut`], or `None` (the frame unchanged) when the private copy cannot be
+    /// allocated.
+    pub fn try_bytes_mut(&mut self, alignment: usize) -> Option<&mut [u8]> {
+        if self.is_shared() {
+            *self = RawMsg::try_copied(self.bytes(), alignment)?;
+        }
+        Some(self.unshared_bytes_mut())
+    }
+
+    /// The bytes of a frame that is not shared.
+    fn unshared_bytes_mut(&mut self) -> &mut [u8] {
         let size = self.size();
         if size == 0 {
             return &mut [];
         }
-        // SAFETY: readable as in `bytes`; exclusive because the frame is unshared and not constant (just
-        // checked) and borrowed mutably.
+        // SAFETY: readable as in `bytes`; exclusive because both callers replaced a shared or
+        // constant frame by a private copy just before, and the frame is borrowed mutably.
         unsafe { std::slice::from_raw_parts_mut(self.data_ptr(), size) }
     }
 

@@ -192,7 +192,7 @@ impl Message {
     /// The bytes, writable (a shared block is copied first, which can fail for lack of memory).
     pub fn data_mut(&mut self) -> Result<&mut [u8], Error> {
         match self {
-            Message::Zeromq(m) => Ok(m.data_mut()),
+            Message::Zeromq(m) => Ok(m.try_data_mut()?),
             Message::Shmem(m) => Ok(m.data_mut()?),
         }
     }
