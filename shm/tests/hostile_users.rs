@@ -153,3 +153,33 @@ fn i05_joining_another_users_session_says_permission_denied() {
     );
     assert!(out.contains(&want), "expected '{want}' in: {out}");
 }
+
+/// A hard link needs no permission on its target: another user can give our session's objects
+/// (still ours, mode 600) a second name in a session of ours that does not exist yet. Each object
+/// carries the number of the name it was made under, so the session that finds it under another
+/// name refuses it instead of sharing registries, heap and acknowledgements with the first.
+#[test]
+fn hard_links_of_another_sessions_objects_are_refused() {
+    let a = Session::new("hlinka");
+    let ta = a.transport("a");
+    let _ra = ta.create_region(1 << 20, RegionCallback::None, &RegionConfig::default()).unwrap();
+    let refused = |err: &dyn std::fmt::Display| {
+        assert!(err.to_string().contains("made under another name"), "{err}");
+    };
+    // The management segment.
+    let b = Session::new("hlinkb");
+    std::fs::hard_link(path(&a.names().management()), path(&b.names().management())).unwrap();
+    refused(&Transport::new(&b.config("b")).expect_err("another session's management segment"));
+    // A managed segment, under a management segment of our own.
+    let c = Session::new("hlinkc");
+    std::fs::hard_link(path(&a.names().segment(0)), path(&c.names().segment(0))).unwrap();
+    refused(&Transport::new(&c.config("c")).expect_err("another session's segment"));
+    // A region's acknowledgement queue (the first automatic region id is 1024).
+    let d = Session::new("hlinkd");
+    let td = d.transport("d");
+    std::fs::hard_link(path(&a.names().region_queue(1024)), path(&d.names().region_queue(1024))).unwrap();
+    let err = td.create_region(1 << 20, RegionCallback::None, &RegionConfig::default());
+    refused(&err.expect_err("another session's acknowledgement queue"));
+    // The first session goes on as before.
+    assert!(ta.create_region(1 << 20, RegionCallback::None, &RegionConfig::default()).is_ok());
+}

@@ -57,7 +57,11 @@ impl MonitorLock {
 
 impl Drop for MonitorLock {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
+        // Only while the name is still our file: `fairmq-shmmonitor -c` may have removed it and a
+        // new monitor made and locked another under the name, which must stay.
+        if names_file(&self._file, &self.path) {
+            let _ = std::fs::remove_file(&self.path);
+        }
     }
 }
 
@@ -147,6 +151,20 @@ mod tests {
         assert!(!names_file(&stale, &path), "but it is no longer the session's lock");
         let b = MonitorLock::acquire(&names).unwrap().expect("the lock by name is free");
         assert!(names_file(&b._file, &path));
+        drop(b);
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn a_monitor_that_ends_leaves_the_lock_file_of_the_monitor_after_it() {
+        let names = Names::new(&crate::shm_id(&format!("monlock2-{}", std::process::id())));
+        let path = Names::path(&names.monitor_lock());
+        let a = MonitorLock::acquire(&names).unwrap().expect("free");
+        std::fs::remove_file(&path).unwrap(); // `fairmq-shmmonitor -c` cleans up meanwhile
+        let b = MonitorLock::acquire(&names).unwrap().expect("a new lock file under the name");
+        drop(a); // removed b's file by name before
+        assert!(names_file(&b._file, &path), "the new monitor's lock file stays");
+        assert!(MonitorLock::acquire(&names).unwrap().is_none(), "and a third monitor cannot start");
         drop(b);
         assert!(!path.exists());
     }

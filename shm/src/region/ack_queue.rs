@@ -22,7 +22,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-const KIND: Kind = Kind { what: "region queue", magic: u64::from_le_bytes(*b"FMQRSRGQ"), layout: 1 };
+const KIND: Kind = Kind { what: "region queue", magic: u64::from_le_bytes(*b"FMQRSRGQ"), layout: 2 };
 /// Entries the ring holds (24 bytes each; the file is sparse).
 pub const CAPACITY: u64 = 1 << 16;
 
@@ -41,7 +41,9 @@ shared_layout! {
         space: AtomicU64,
         /// The consumer's owner mark (0: none).
         consumer: AtomicU64,
-        _spare: [AtomicU64; 8],
+        /// The number of the file name it was made under (see `files::name_tag`).
+        name_tag: AtomicU64,
+        _spare: [AtomicU64; 7],
         /// Guards producers.
         lock: MutexPlace,
         _pad: [AtomicU64; 488],
@@ -87,7 +89,7 @@ impl AckQueue {
                 Err(e) if e.is_not_found() => {}
                 Err(e) => return Err(e),
             }
-            match Mapping::create(&path, &Names::path(&names.tmp()), SIZE, init) {
+            match Mapping::create(&path, &Names::path(&names.tmp()), SIZE, |m| init(m, &path)) {
                 Ok(Created::New(_) | Created::Exists) => continue,
                 Err(e) => return Err(ShmError::file("creating region queue", e)),
             }
@@ -103,7 +105,7 @@ impl AckQueue {
             map.words(),
             |q: &Layout| &q.tag,
             |q| match q.capacity.load(Ordering::Relaxed) {
-                CAPACITY => Ok(()),
+                CAPACITY => crate::sys::files::check_name_tag(q.name_tag.load(Ordering::Relaxed), path),
                 other => Err(format!("capacity {other} (this build uses {CAPACITY})")),
             },
         )
@@ -252,8 +254,9 @@ impl AckQueue {
     }
 }
 
-fn init(m: &Fresh<'_>) -> std::io::Result<()> {
+fn init(m: &Fresh<'_>, path: &Path) -> std::io::Result<()> {
     let q: &Layout = m.view().ok_or_else(|| std::io::Error::other("region queue smaller than its layout"))?;
+    q.name_tag.store(crate::sys::files::name_tag(path), Ordering::Relaxed);
     q.capacity.store(CAPACITY, Ordering::Relaxed);
     m.init_mutex(&q.lock)?;
     KIND.stamp(&q.tag);

@@ -5,7 +5,8 @@
 //! |---|---|
 //! | 0..128 | header words: magic, layout version, size, heap bounds, id, free epoch (futex), waiters, recoveries, slot table place, slots, free slot list, slots ever used, block size the waiters need, wake issued, ticket table place |
 //! | 128..192 | the robust process-shared mutex guarding the heap |
-//! | 192.. | TLSF control words |
+//! | 192..200 | the number of the file name it was made under (`files::name_tag`) |
+//! | 200.. | TLSF control words |
 //! | 8192.. | the depot of freed magazines (see `depot`) |
 //! | `HEAP_START`..`heap end` | blocks |
 //! | `heap end`..`tickets` | the slot table (see `slots`; none in segments under 1 MiB) |
@@ -32,7 +33,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// What a managed segment is; the layout version is bumped whenever its layout changes.
-const KIND: Kind = Kind { what: "managed segment", magic: u64::from_le_bytes(*b"FMQRSSEG"), layout: 5 };
+const KIND: Kind = Kind { what: "managed segment", magic: u64::from_le_bytes(*b"FMQRSSEG"), layout: 6 };
 
 shared_layout! {
     /// A segment's header and lock (bytes 0..192; the table at the top of this file).
@@ -57,9 +58,12 @@ shared_layout! {
         tickets_at: AtomicU64,
         /// The robust mutex guarding the heap.
         lock: MutexPlace,
+        /// The number of the file name it was made under (see `files::name_tag`).
+        name_tag: AtomicU64,
     }
 }
 const _: () = assert!(offset_of!(Header, tickets_at) == 120 && offset_of!(Header, lock) == 128);
+const _: () = assert!(offset_of!(Header, name_tag) == 192);
 const CTL_WORD: usize = size_of::<Header>() / 8;
 const DEPOT_WORD: usize = 8192 / 8;
 const HEAP_START: u64 = ((DEPOT_WORD + depot::WORDS) * 8).div_ceil(4096) as u64 * 4096;
@@ -137,6 +141,7 @@ impl Segment {
                 (&h.nslots, u64::from(slots::count_for(size))),
                 (&h.tickets_at, tickets_at),
                 (&h.id, u64::from(id)),
+                (&h.name_tag, crate::sys::files::name_tag(path)),
             ] {
                 word.store(v, Ordering::Relaxed);
             }
@@ -161,6 +166,7 @@ impl Segment {
 
     fn from_mapping(map: Mapping, id: u16) -> Result<Segment, ShmError> {
         let nslots = slots::count_for(map.len() as u64);
+        let path = map.path().to_owned();
         KIND.open(
             map.words(),
             |h: &Header| &h.tag,
@@ -177,7 +183,7 @@ impl Segment {
                     return Err(format!("inconsistent header: size {size}, heap {start}..{end}, file {}", map.len()));
                 }
                 match get(&h.id) {
-                    found if found == u64::from(id) => Ok(()),
+                    found if found == u64::from(id) => crate::sys::files::check_name_tag(get(&h.name_tag), &path),
                     found => Err(format!("segment id {found} where {id} was expected")),
                 }
             },

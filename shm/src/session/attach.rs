@@ -30,7 +30,7 @@ impl Management {
                 Err(e) if e.is_not_found() => {
                     let tmp = Names::path(&names.tmp());
                     match Mapping::create(&path, &tmp, MANAGEMENT_SIZE, |m| {
-                        init(m, session).and_then(|()| crate::session::liveness::init_slots(m))
+                        init(m, &path, session).and_then(|()| crate::session::liveness::init_slots(m))
                     }) {
                         // Whoever created it, open it by name and count ourselves in under the lock.
                         Ok(Created::New(_) | Created::Exists) => continue,

@@ -2,7 +2,7 @@
 //!
 //! | bytes | content |
 //! |---|---|
-//! | 0..384 | header words: magic, layout, state, (unused), events, heartbeat, region counter, uid, session |
+//! | 0..384 | header words: magic, layout, state, name tag, events, heartbeat, region counter, uid, session |
 //! | 384..448 | the session lock (robust mutex) |
 //! | 448..464 | the session secret: 16 random bytes that only processes able to map the session know (see `peers`) |
 //! | 512..8704 | segment registry: 256 slots of 4 words |
@@ -16,7 +16,7 @@ use std::mem::{offset_of, size_of};
 use std::sync::atomic::AtomicU64;
 
 /// What a management segment is; the layout version is bumped whenever its layout changes.
-pub(crate) const KIND: Kind = Kind { what: "management segment", magic: u64::from_le_bytes(*b"FMQRSMNG"), layout: 7 };
+pub(crate) const KIND: Kind = Kind { what: "management segment", magic: u64::from_le_bytes(*b"FMQRSMNG"), layout: 8 };
 pub(crate) const SESSION_MAX: usize = 256;
 pub(crate) const SEGMENT_SLOTS: usize = 256;
 /// Process slots (see `liveness`); each also has a ledger (see `ledger`).
@@ -29,8 +29,9 @@ shared_layout! {
     pub(crate) struct Layout {
         pub(crate) tag: Tag,
         pub(crate) state: AtomicU64,
-        /// Held a count of attached transports up to layout 2; the liveness slots are the count now.
-        _retired: AtomicU64,
+        /// The number of the file name it was made under (see `files::name_tag`; held a count of
+        /// attached transports up to layout 2).
+        pub(crate) name_tag: AtomicU64,
         pub(crate) events: AtomicU64,
         pub(crate) heartbeat: AtomicU64,
         pub(crate) region_counter: AtomicU64,

@@ -70,8 +70,13 @@ impl Management {
     }
 
     pub(crate) fn from_mapping(map: Mapping, names: &Names) -> Result<Management, ShmError> {
-        KIND.open(map.words(), |l: &Layout| &l.tag, |_| Ok(()))
-            .map_err(|e| ShmError::Layout { name: names.management(), reason: e.to_string() })?;
+        let path = map.path().to_owned();
+        KIND.open(
+            map.words(),
+            |l: &Layout| &l.tag,
+            |l| crate::sys::files::check_name_tag(l.name_tag.load(Ordering::Relaxed), &path),
+        )
+        .map_err(|e| ShmError::Layout { name: names.management(), reason: e.to_string() })?;
         Ok(Management { map, names: names.clone() })
     }
 
@@ -192,8 +197,9 @@ impl SessionLock<'_> {
 
 /// Lays out a new management segment (still private to its creator); `attach` adds the process
 /// slots' mutexes.
-pub(crate) fn init(m: &Fresh<'_>, session: &str) -> std::io::Result<()> {
+pub(crate) fn init(m: &Fresh<'_>, path: &std::path::Path, session: &str) -> std::io::Result<()> {
     let l: &Layout = m.view().ok_or_else(|| std::io::Error::other("management segment smaller than its layout"))?;
+    l.name_tag.store(crate::sys::files::name_tag(path), Ordering::Relaxed);
     l.state.store(LIVE, Ordering::Relaxed);
     l.region_counter.store(FIRST_REGION_ID, Ordering::Relaxed);
     l.creator_uid.store(u64::from(crate::sys::files::euid()), Ordering::Relaxed);

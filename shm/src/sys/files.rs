@@ -45,6 +45,18 @@ pub enum FileError {
         /// The link.
         path: PathBuf,
     },
+    /// A file of ours that others may write (made 0600; someone changed its mode): whatever it
+    /// holds may have been written by another user.
+    #[error(
+        "{} may be written by other users (mode {mode:03o}; shared-memory files are 600): refusing to use it",
+        path.display()
+    )]
+    WritableByOthers {
+        /// The file.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
     /// Something else than a regular file (a directory, a FIFO, a device).
     #[error("{} is not a regular file: refusing to use it", path.display())]
     NotAFile {
@@ -153,10 +165,35 @@ pub(crate) fn create_new(path: &Path) -> Result<File, FileError> {
         .map_err(|e| FileError::from_io(path, e))
 }
 
+/// A number for the file name of `path` (FNV-1a; never 0), written into a shared-memory object
+/// when it is made and checked when it is opened: the file name holds the session's id, so an
+/// object that another user hard-linked into our session under another name (a link needs no
+/// permission on its target) is told apart from the session's own.
+pub(crate) fn name_tag(path: &Path) -> u64 {
+    let name = path.file_name().map_or(&b""[..], |n| std::os::unix::ffi::OsStrExt::as_bytes(n));
+    name.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)).max(1)
+}
+
+/// Whether `tag`, read from the object mapped from `path`, was made for that name; the reason
+/// otherwise.
+pub(crate) fn check_name_tag(tag: u64, path: &Path) -> Result<(), String> {
+    if tag == name_tag(path) {
+        Ok(())
+    } else {
+        Err(format!("it was made under another name (tag {tag:#x}): a hard link from another session, refused"))
+    }
+}
+
 /// Refuses `file` (opened from `path`) unless it is a regular file of this process's effective
 /// uid, as the descriptor says (not the name, which may have changed since).
 fn check_own(file: &File, path: &Path) -> Result<(), FileError> {
-    check_meta(&file.metadata().map_err(|e| FileError::from_io(path, e))?, path)
+    let meta = file.metadata().map_err(|e| FileError::from_io(path, e))?;
+    check_meta(&meta, path)?;
+    // Ours, but others may write it: its contents are not ours alone (removing it is still fine).
+    if meta.mode() & 0o022 != 0 {
+        return Err(FileError::WritableByOthers { path: path.to_owned(), mode: meta.mode() & 0o777 });
+    }
+    Ok(())
 }
 
 /// Refuses what `meta` describes unless it is a regular file of this process's effective uid.
@@ -280,6 +317,11 @@ mod tests {
         assert!(remove(&link).unwrap() && target.exists(), "removing a link leaves its target");
         assert!(!remove(&link).unwrap());
         open_own(&target).unwrap();
+        check_own_name(&target).unwrap();
+        // Ours, but made writable by others: not used (it may be removed).
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o622)).unwrap();
+        assert!(matches!(open_own(&target), Err(FileError::WritableByOthers { mode: 0o622, .. })));
         check_own_name(&target).unwrap();
     }
 
