@@ -235,3 +235,45 @@ mod tests {
         assert!(a.range_ptr(usize::MAX, 2).is_none());
     }
 }
+
+#[cfg(test)]
+mod lock_tests {
+    use super::*;
+    use crate::session::layout::{Layout, MANAGEMENT_SIZE};
+    use crate::sys::robust_mutex::{LockError, HOLD_LIMIT};
+
+    /// A live holder that never lets go (stopped by SIGSTOP, a debugger): the next locker gets an
+    /// error after the hold limit instead of waiting for ever.
+    #[test]
+    fn a_lock_held_past_the_limit_is_an_error_not_a_wait_for_ever() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mng");
+        let created = Mapping::create(&path, &dir.path().join("t"), MANAGEMENT_SIZE, |m| {
+            let l: &Layout = m.view().expect("the layout fits");
+            m.init_mutex(&l.lock)
+        })
+        .unwrap();
+        let Created::New(map) = created else { panic!("new") };
+        let map = std::sync::Arc::new(map);
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let holder = {
+            let map = map.clone();
+            std::thread::spawn(move || {
+                let l: &Layout = map.view().unwrap();
+                let _g = map.mutex(&l.lock).lock(|| true).unwrap();
+                held_tx.send(()).unwrap();
+                let _ = done_rx.recv(); // holds until the other thread gave up
+            })
+        };
+        held_rx.recv().unwrap();
+        let l: &Layout = map.view().unwrap();
+        let started = std::time::Instant::now();
+        let got = map.mutex(&l.lock).lock(|| true);
+        assert!(matches!(got, Err(LockError::TimedOut)), "{got:?}");
+        assert!(started.elapsed() >= HOLD_LIMIT, "it waited the limit");
+        done_tx.send(()).unwrap();
+        holder.join().unwrap();
+        assert!(map.mutex(&l.lock).lock(|| true).is_ok(), "free again once released");
+    }
+}

@@ -27,10 +27,22 @@ pub enum LockError {
     /// A previous recovery failed (its process died or it did not mark the mutex consistent).
     #[error("shared-memory mutex is not recoverable")]
     NotRecoverable,
+    /// Held longer than any section it guards could take: its holder is stopped (SIGSTOP, a
+    /// debugger) or the lock is damaged. An error instead of a wait for ever.
+    #[error("shared-memory mutex held for more than {} s by another live thread", HOLD_LIMIT.as_secs())]
+    TimedOut,
     /// Any other pthread error.
     #[error("shared-memory mutex error: {0}")]
     Os(io::Error),
 }
+
+/// How long a lock call waits for a live holder. The sections these mutexes guard take
+/// microseconds (a session sweep milliseconds).
+#[cfg(not(test))]
+pub(crate) const HOLD_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+/// Short in unit tests, which hold a lock past it.
+#[cfg(test)]
+pub(crate) const HOLD_LIMIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl<'a> RobustMutex<'a> {
     /// Initialises a new mutex at `ptr` (see `Fresh::init_mutex`, its safe form).
@@ -60,8 +72,10 @@ impl<'a> RobustMutex<'a> {
     ///
     /// # Safety
     /// `ptr` must point to `MUTEX_BYTES` 8-aligned bytes of a shared mapping that stays mapped for
-    /// `'a`. Bytes that are no mutex (another process wrote them) only make the pthread calls on
-    /// them fail or misbehave; those calls touch nothing outside them.
+    /// `'a`. Bytes that are no mutex (another process wrote them) make the pthread calls on them
+    /// fail or misbehave, and glibc's robust-list bookkeeping writes through list pointers kept in
+    /// those bytes: a session trusts every process that can write its mappings, which only its
+    /// user can (files of mode 600, refused when others may write them).
     // SAFETY: unsafe to call because every later lock dereferences `ptr` (contract above).
     pub(super) unsafe fn at(ptr: *mut u8) -> RobustMutex<'a> {
         RobustMutex(ptr.cast(), std::marker::PhantomData)
@@ -84,9 +98,17 @@ impl<'a> RobustMutex<'a> {
                 rc => return self.taken(rc, recover),
             }
         }
-        // SAFETY: as above.
-        let rc = unsafe { libc::pthread_mutex_lock(self.0) };
-        self.taken(rc, recover)
+        let mut deadline = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: a valid clock id and a writable timespec.
+        if unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut deadline) } != 0 {
+            return Err(LockError::Os(io::Error::last_os_error()));
+        }
+        deadline.tv_sec = deadline.tv_sec.saturating_add(HOLD_LIMIT.as_secs() as libc::time_t);
+        // SAFETY: as above; `deadline` is a valid absolute CLOCK_REALTIME time.
+        match unsafe { libc::pthread_mutex_timedlock(self.0, &deadline) } {
+            libc::ETIMEDOUT => Err(LockError::TimedOut),
+            rc => self.taken(rc, recover),
+        }
     }
 
     /// The outcome of a lock call that returned `rc` (anything but `EBUSY`).
