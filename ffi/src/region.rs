@@ -215,6 +215,28 @@ pub unsafe extern "C" fn fmq_region_config_init(cfg: *mut fmq_region_config) -> 
 }
 
 /// The Rust configuration of a C one whose `path` was already read (`path`).
+/// Refuses a configuration whose `bool` fields hold another byte than 0 or 1 (a struct that was
+/// not initialised with `fmq_region_config_init`): reading one as a Rust `bool` would be undefined
+/// behaviour, so they are read as bytes first.
+fn check_bools(cfg: *const fmq_region_config) -> Result<(), fmq_result> {
+    // SAFETY: `cfg` is non-NULL and points to a readable fmq_region_config (contract of
+    // fmq_region_new); the fields are read as plain bytes, which any value is.
+    let bytes = unsafe {
+        [
+            ("lock", std::ptr::addr_of!((*cfg).lock).cast::<u8>().read()),
+            ("zero", std::ptr::addr_of!((*cfg).zero).cast::<u8>().read()),
+            ("remove_on_destruction", std::ptr::addr_of!((*cfg).remove_on_destruction).cast::<u8>().read()),
+        ]
+    };
+    match bytes.iter().find(|(_, b)| *b > 1) {
+        Some((name, b)) => Err(fail(
+            FMQ_ERROR_INVALID,
+            format!("fmq_region_config.{name} holds {b}, not a bool (initialise with fmq_region_config_init)"),
+        )),
+        None => Ok(()),
+    }
+}
+
 fn rust_config(c: &fmq_region_config, path: String) -> Result<RegionConfig, fmq_result> {
     let id = match c.id {
         -1 => None,
@@ -267,7 +289,9 @@ pub unsafe extern "C" fn fmq_region_new(
             let config = if cfg.is_null() {
                 RegionConfig::default()
             } else {
-                // SAFETY: a non-NULL cfg is valid, its path NULL or NUL-terminated (contract).
+                check_bools(cfg)?;
+                // SAFETY: a non-NULL cfg is valid, its path NULL or NUL-terminated (contract), and
+                // its bool fields hold 0 or 1 (just checked): a Rust reference to it is sound.
                 let c = unsafe { &*cfg };
                 let path = if c.path.is_null() {
                     String::new()

@@ -124,3 +124,26 @@ fn freeing_or_remaking_a_region_inside_its_callback_is_refused() {
     assert_eq!(t.piece(r, 8, 8), FMQ_OK, "the region was not freed by its callback");
     free(r);
 }
+
+/// A configuration whose bool fields were never set (bytes other than 0 and 1): refused before
+/// any Rust code reads them as bools (undefined behaviour before).
+#[test]
+fn a_region_config_with_bytes_that_are_no_bools_is_invalid() {
+    let t = T::new("zeromq", &[]);
+    let mut cfg = std::mem::MaybeUninit::<fmq_region_config>::uninit();
+    // SAFETY: writable for the struct's size; then set as fmq_region_config_init does.
+    unsafe { fmq_region_config_init(cfg.as_mut_ptr()) };
+    // SAFETY: the pointer is to the initialised struct; the byte written is the `zero` field's.
+    unsafe { std::ptr::addr_of_mut!((*cfg.as_mut_ptr()).zero).cast::<u8>().write(0xAA) };
+    let mut r = null_mut();
+    // SAFETY: a valid transport, a config pointer, no callbacks, a valid out pointer.
+    let rc = unsafe { fmq_region_new(t.0, 4096, cfg.as_ptr(), None, None, null_mut(), &mut r) };
+    assert_eq!(rc, FMQ_ERROR_INVALID);
+    assert!(r.is_null());
+    let mut buf = [0 as c_char; 256];
+    // SAFETY: a buffer of its stated length.
+    unsafe { fmq_last_error(buf.as_mut_ptr(), buf.len(), null_mut()) };
+    // SAFETY: fmq_last_error NUL-terminates within the buffer.
+    let msg = unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned();
+    assert!(msg.contains("fmq_region_config.zero holds 170"), "{msg}");
+}
