@@ -117,19 +117,20 @@ impl<D: Device + 'static, F: FnOnce(&Arc<Properties>) -> Result<D, BoxError>> Pr
     }
 
     fn run_program(mut self, args: &[String]) -> i32 {
-        let mut plugins = match self.load_plugins(args) {
+        // The options known before any plugin is loaded: `-P`/`-S` are read with them (a value of
+        // one is never a plugin), and plugins' options may not clash with them nor each other's.
+        let mut known = options::standard();
+        known.add_group(PluginManager::options());
+        if let Some(g) = &self.custom_options {
+            known.add_group(g.clone());
+        }
+        let mut plugins = match self.load_plugins(&known, args) {
             Ok(p) => p,
             Err(e) => {
                 log::error!("Uncaught exception reached the top of main: {e}");
                 return 1;
             }
         };
-        // Plugins' options may not clash with the program's nor each other's.
-        let mut known = options::standard();
-        known.add_group(PluginManager::options());
-        if let Some(g) = &self.custom_options {
-            known.add_group(g.clone());
-        }
         let mut groups: Vec<(String, OptionGroup)> =
             plugins.iter().filter_map(|p| Some((p.name().to_owned(), p.options()?))).collect();
         for (name, g) in &groups {
@@ -237,8 +238,8 @@ impl<D: Device + 'static, F: FnOnce(&Arc<Properties>) -> Result<D, BoxError>> Pr
 
     /// The plugins in the order they start: those `-P` names, the program's own, the builtin
     /// controller.
-    fn load_plugins(&mut self, args: &[String]) -> Result<Vec<Box<dyn Plugin>>, PluginError> {
-        let manager = PluginManager::from_args(args)?;
+    fn load_plugins(&mut self, known: &Options, args: &[String]) -> Result<Vec<Box<dyn Plugin>>, PluginError> {
+        let manager = PluginManager::from_args_with(known, args)?;
         let own: Vec<String> = self.plugins.iter().map(|p| p.name().to_owned()).collect();
         let mut builtin: Vec<&str> = own.iter().map(String::as_str).collect();
         builtin.extend(["control", "config"]);

@@ -5,7 +5,7 @@
 
 use super::dynamic::DynamicPlugin;
 use super::Plugin;
-use crate::options::{Kind, OptionGroup, OptionsError};
+use crate::options::{Kind, OptionGroup, Options, OptionsError};
 use crate::properties::Properties;
 use std::path::{Path, PathBuf};
 
@@ -104,6 +104,14 @@ impl PluginManager {
     pub fn from_args(args: &[String]) -> Result<PluginManager, PluginError> {
         let mut opts = crate::options::standard();
         opts.add_group(Self::options());
+        Self::from_args_with(&opts, args)
+    }
+
+    /// [`PluginManager::from_args`] with the options the program knows (`opts` holds this
+    /// manager's group), so that a value of any of them is never read as `-P`.
+    pub fn from_args_with(opts: &Options, args: &[String]) -> Result<PluginManager, PluginError> {
+        // Parsing notes the tokens it did not know: on a copy, the caller's stays as it was.
+        let mut opts = opts.clone();
         let props = Properties::new();
         opts.parse(args, &props).map_err(PluginError::Options)?;
         let list = |k: &str| props.get_or::<Vec<String>>(k, Vec::new()).unwrap_or_default();

@@ -67,7 +67,7 @@ impl Controller {
     pub(super) fn join(me: u32, timeout: Duration) -> Result<Controller, BoxError> {
         let size = ffi::job_size()?;
         let transport = Transport::new("pmix-command")?;
-        let socket = transport.socket(SocketType::Router, "pmix-command")?;
+        let socket = super::control_socket(&transport, SocketType::Router, "pmix-command")?;
         let bound = socket.attach(&reachable("tcp://*:0", "default"), &AttachOptions::new(Some(Method::Bind)))?;
         let token = new_token()?;
         ffi::put(ID_KEY, "")?;

@@ -37,7 +37,7 @@ fn serve(
     // process outside the job may guess (one that connected first under it would have this
     // link refused): the rank and the job's secret.
     let transport = Transport::new(&format!("pmix-link-{rank}"))?;
-    let socket = transport.socket(SocketType::Dealer, &format!("rank-{rank}-{token}"))?;
+    let socket = super::control_socket(&transport, SocketType::Dealer, &format!("rank-{rank}-{token}"))?;
     socket.connect(address)?;
     let send = |text: String| -> Result<(), crate::BoxError> {
         socket.send(&mut Message::from_slice(text.as_bytes()), 10_000)?;

@@ -35,6 +35,22 @@ const ROLE_KEY: &str = "fairmq-rs.role";
 /// tab-separated (empty for devices).
 const CONTROLLER_KEY: &str = "fairmq-rs.controller";
 
+/// Longest frame the command's sockets take: their frames are a few words. A peer's larger frame
+/// ends its connection instead of being buffered, however large it says it is (the controller's
+/// ROUTER listens on the network).
+const MAX_CONTROL_FRAME: i64 = 4096;
+
+/// A socket of the command's links (controller, devices' links, operator), its frames bounded.
+fn control_socket(
+    transport: &fairmq_zmq::Transport,
+    ty: fairmq_zmq::SocketType,
+    name: &str,
+) -> Result<fairmq_zmq::Socket, BoxError> {
+    let socket = transport.socket(ty, name)?;
+    socket.as_zmq().set_maxmsgsize(MAX_CONTROL_FRAME)?;
+    Ok(socket)
+}
+
 /// The `pmix` plugin.
 #[derive(Debug, Default)]
 pub struct PmixPlugin {
@@ -218,6 +234,28 @@ mod tests {
         assert_eq!(reachable("tcp://0.0.0.0:5555", "lo"), "tcp://127.0.0.1:5555");
         assert_eq!(reachable("tcp://10.1.2.3:5555", "lo"), "tcp://10.1.2.3:5555");
         assert_eq!(reachable("ipc:///tmp/x", "lo"), "ipc:///tmp/x");
+    }
+
+    #[test]
+    fn a_control_socket_drops_a_peer_whose_frame_is_too_large() {
+        use fairmq_zmq::{Message, SocketType, Transport};
+        let t = Transport::new("control-frames").unwrap();
+        let router = control_socket(&t, SocketType::Router, "router").unwrap();
+        let bound = router.attach("tcp://127.0.0.1:0", &fairmq_zmq::AttachOptions::new(Some(fairmq_zmq::Method::Bind)));
+        let bound = bound.unwrap();
+        let send = |size: usize, name: &str| {
+            let d = t.socket(SocketType::Dealer, name).unwrap();
+            d.connect(&bound).unwrap();
+            d.send(&mut Message::from_slice(&vec![7u8; size]), 5000).unwrap();
+            d
+        };
+        let _big = send(MAX_CONTROL_FRAME as usize + 1, "big");
+        let mut parts = Vec::new();
+        assert!(router.receive_parts(&mut parts, 500).is_err(), "a frame over the bound is not delivered");
+        let _small = send(64, "small");
+        router.receive_parts(&mut parts, 5000).unwrap();
+        let id = String::from_utf8_lossy(parts[0].data()).into_owned();
+        assert!(id.contains("small") && parts[1].size() == 64, "{id}: {} bytes", parts[1].size());
     }
 
     #[test]

@@ -135,7 +135,7 @@ pub(super) fn serve(c: &mut Controller, namespace: &str, timeout: Duration) -> R
     }
     // A file left by a killed service: bind would fail on it.
     let _ = fs::remove_file(&path);
-    let socket = c.transport.socket(SocketType::Rep, "pmix-operator")?;
+    let socket = super::control_socket(&c.transport, SocketType::Rep, "pmix-operator")?;
     let address = format!("ipc://{}", path.to_str().ok_or("the socket's path is not UTF-8")?);
     socket.bind(&address)?;
     let inode = fs::symlink_metadata(&path).ok().map(|m| (m.dev(), m.ino()));
@@ -193,7 +193,8 @@ pub(super) fn send(namespace: &str, timeout: Duration, words: &[String]) -> Resu
     // The socket's name is its routing id: one of its own, or the service could take it for the
     // previous operator's connection, not yet closed, and drop the request.
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
-    let socket = transport.socket(SocketType::Req, &format!("pmix-operator-{}-{nanos}", std::process::id()))?;
+    let name = format!("pmix-operator-{}-{nanos}", std::process::id());
+    let socket = super::control_socket(&transport, SocketType::Req, &name)?;
     socket.connect(&format!("ipc://{}", path.to_str().ok_or("the socket's path is not UTF-8")?))?;
     let timeout_s = timeout.as_secs().clamp(1, MAX_TIMEOUT_S);
     let mut parts = vec![Message::from_slice(timeout_s.to_string().as_bytes())];
