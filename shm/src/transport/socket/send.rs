@@ -121,11 +121,14 @@ impl Socket {
     }
 
     /// Learns the peers that connected (PUSH, PUB; see `peers`): at once with `now` or when none
-    /// is known, else at most every [`LEARN_EVERY`] (reading the socket costs a system call).
+    /// is known, else at most every [`LEARN_EVERY_NS`] (reading the socket costs a system call).
     pub(super) fn learn_peers(&self, now: bool) {
-        let due = now || self.peers.borrow().len() == 0 || self.learnt.get().is_none_or(|t| t.elapsed() >= LEARN_EVERY);
+        let clock = crate::sys::clock::coarse_ns();
+        let due = now
+            || self.peers.borrow().len() == 0
+            || self.learnt.get().is_none_or(|t| clock.saturating_sub(t) >= LEARN_EVERY_NS);
         if due {
-            self.learnt.set(Some(std::time::Instant::now()));
+            self.learnt.set(Some(clock));
             self.peers.borrow_mut().learn(&self.mgr, &self.z, &self.id, self.ty == SocketType::Push);
         }
     }

@@ -162,8 +162,11 @@ impl Writer {
     /// earlier offer is taken back first: if a reader claimed it meanwhile (and is about to claim
     /// the lane), there is nothing to do.
     fn reoffer_if_unclaimed(&self, mgr: &Attachment, l: &LaneBlock, ring: &Ring<'_>, link: &dyn Link) {
-        let due = self.offered.get().is_none_or(|(at, _)| at.elapsed() >= REOFFER);
-        if ring.reader() == 0 && due && self.offered.get().is_none_or(|(_, t)| mgr.take_back(&t)) {
+        // The reader first: a claimed lane (every send of a running link) reads no clock.
+        if ring.reader() != 0 || self.offered.get().is_some_and(|(at, _)| at.elapsed() < REOFFER) {
+            return;
+        }
+        if self.offered.get().is_none_or(|(_, t)| mgr.take_back(&t)) {
             self.offered.set(None);
             let _ = self.send_offer(mgr, l, link, Deadline::Now);
         }
