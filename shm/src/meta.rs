@@ -165,6 +165,9 @@ pub enum MetaError {
     /// A handed record whose ticket hands nothing over (forged, repeated, or taken back).
     #[error("shared-memory record refused: {0}")]
     Ticket(#[from] TicketError),
+    /// A lane entry naming a block its writer did not hand over (another holder's, or freed).
+    #[error("a shared-memory lane entry names a block its sender did not hand over; the message is dropped")]
+    NotHandedOver,
     /// A record that describes a message directly where only handed records are valid (a socket).
     #[error("a shared-memory message arrived without a ticket (only the session's lanes carry such records)")]
     Untracked,
@@ -384,6 +387,9 @@ pub fn decode(frame: &[u8], out: &mut Vec<Record>) -> Result<bool, MetaError> {
     decode_into(frame, out).inspect_err(|_| out.truncate(start))
 }
 
+/// Records [`decode`] reserves room for before it has read them.
+const RESERVE_AT_MOST: usize = 1024;
+
 fn decode_into(frame: &[u8], out: &mut Vec<Record>) -> Result<bool, MetaError> {
     let head = need(frame, 2)?;
     if head[0] != VERSION {
@@ -401,7 +407,10 @@ fn decode_into(frame: &[u8], out: &mut Vec<Record>) -> Result<bool, MetaError> {
     } else {
         (1, 0, false)
     };
-    out.reserve(count);
+    // Reserved up to a bound: the count is checked against the frame, but a frame in a block
+    // (an indirect lane entry) may be as large as the segment, and records take more room than
+    // their encoding; a frame that is damaged past its start must not have reserved for all.
+    out.reserve(count.min(RESERVE_AT_MOST));
     for _ in 0..count {
         let (rec, n) = Record::decode(&frame[at..])?;
         out.push(rec);
@@ -441,6 +450,22 @@ pub enum TicketError {
 
 #[cfg(test)]
 mod tests {
+
+    /// A large frame whose records go bad after the first: the room reserved for its records
+    /// is bounded, not what its count says (a frame in a block may be as large as the segment,
+    /// and each record takes several times its encoding). Before, all of it was reserved.
+    #[test]
+    fn a_damaged_large_frame_reserves_a_bounded_room() {
+        let count = 200_000usize;
+        let mut frame = vec![VERSION, TAG_MULTI, 0, 0];
+        frame.extend_from_slice(&(count as u32).to_le_bytes());
+        frame.extend_from_slice(&[VERSION, TAG_EMPTY, 0, 0, 0, 0, 0, 0]);
+        frame.resize(8 + count * EMPTY_LEN, 0xee); // the second record on: no version
+        let mut out = Vec::new();
+        assert_eq!(decode(&frame, &mut out), Err(MetaError::Version(0xee)));
+        assert!(out.is_empty());
+        assert!(out.capacity() <= RESERVE_AT_MOST, "reserved {} records", out.capacity());
+    }
     use super::*;
     use proptest::prelude::*;
 

@@ -510,3 +510,62 @@ fn i03_a_transport_that_attaches_after_both_ends_of_a_lane_died_releases_it() {
     t.check_segment().unwrap();
     assert_eq!(t.segment_stats().free, free0, "the lane and the messages in it were released");
 }
+
+/// A receiver that closes without reading the offer of its sender's lane (a device that
+/// restarts), and a new one at the same address: the lane is offered again to the new one,
+/// which reads what the first did not, then the rest, in order. The offer the first left behind
+/// was released as lost while the sender lived (its ticket claimed, the lane left to the sender);
+/// before, the sender then never offered the lane again, and the new receiver got nothing.
+#[test]
+fn a_receiver_that_comes_back_gets_the_lane_its_predecessor_never_claimed() {
+    let s = Session::new("lanecomeback");
+    let tx = s.transport("tx");
+    let addr = s.ipc("back");
+    let push = tx.socket(SocketType::Push, "out").unwrap();
+    {
+        let rx = s.transport("rx1");
+        let pull = rx.socket(SocketType::Pull, "in").unwrap();
+        pull.bind(&addr).unwrap();
+        push.connect(&addr).unwrap();
+        for seq in 0..10 {
+            push.send(&mut numbered(&tx, seq), LONG).unwrap();
+        }
+    }
+    let rx = s.transport("rx2");
+    let pull = rx.socket(SocketType::Pull, "in").unwrap();
+    pull.bind(&addr).unwrap();
+    // A sender offers a lane nobody claimed again as it sends (at most every 250 ms).
+    for seq in 10..20 {
+        push.send(&mut numbered(&tx, seq), LONG).unwrap();
+        std::thread::sleep(Duration::from_millis(60));
+    }
+    receive_in_order(&rx, &pull, 0..20);
+}
+
+/// A sender that closes while the offer of its lane went to a receiver that is gone (it left
+/// before claiming the lane) releases the lane and the messages in it: no reader can claim it
+/// any more. Before, the lane was left to a first claimant that could not come, and stayed in
+/// the segment with its messages for as long as the sender's process lived.
+#[test]
+fn a_lane_nobody_can_claim_goes_when_its_sender_closes() {
+    let s = Session::new("lanenoclaim");
+    let tx = s.transport("tx");
+    tx.flush();
+    let free0 = tx.segment_stats().free;
+    let addr = s.ipc("noclaim");
+    let push = tx.socket(SocketType::Push, "out").unwrap();
+    push.metadata_socket().set_linger(0).unwrap();
+    {
+        let rx = s.transport("rx");
+        let pull = rx.socket(SocketType::Pull, "in").unwrap();
+        push.bind(&addr).unwrap();
+        pull.connect(&addr).unwrap();
+        for seq in 0..10 {
+            push.send(&mut numbered(&tx, seq), LONG).unwrap();
+        }
+    }
+    drop(push);
+    tx.flush();
+    tx.check_segment().unwrap();
+    assert_eq!(tx.segment_stats().free, free0, "the lane and its 10 messages were released");
+}

@@ -283,6 +283,14 @@ impl<'a> Ring<'a> {
         self.publish(e.next);
     }
 
+    /// Reader, once the writer died: gives up the entry it staged (from [`Ring::staged`]), whose
+    /// blocks are about to be released. True for the one caller that does: a second look finds
+    /// nothing staged.
+    pub(crate) fn unstage(&self, e: &Entry) -> bool {
+        let tail = self.h.tail.load(Ordering::Acquire);
+        self.h.staged.compare_exchange(e.next, tail, Ordering::AcqRel, Ordering::Relaxed).is_ok()
+    }
+
     /// Reader, once the writer died: the entry it staged and never published, if any (checked
     /// like any entry).
     pub fn staged(&self) -> Result<Option<Entry>, LaneError> {
@@ -314,6 +322,21 @@ impl<'a> Ring<'a> {
     pub fn peek(&self) -> Result<Option<Entry>, LaneError> {
         let (head, tail) = self.indices()?;
         self.entry_between(head, tail)
+    }
+
+    /// The tail now (checked with the head, as every read of them is).
+    pub fn tail(&self) -> Result<u64, LaneError> {
+        Ok(self.indices()?.1)
+    }
+
+    /// [`Ring::peek`] for an entry that ends by `end`, a tail read before: whoever empties a ring
+    /// stops there, also when the other end keeps writing.
+    pub fn peek_before(&self, end: u64) -> Result<Option<Entry>, LaneError> {
+        let (head, tail) = self.indices()?;
+        if head >= end {
+            return Ok(None);
+        }
+        self.entry_between(head, tail.min(end))
     }
 
     /// The first entry from `head` on, skipping filler, that ends by `tail`.
@@ -397,7 +420,8 @@ impl<'a> Ring<'a> {
     /// Reader: drops everything unread (the lane is being abandoned); returns the entries, oldest
     /// first, for their blocks to be released.
     pub fn take_all(&self, out: &mut Vec<(u32, Vec<u8>)>) -> Result<(), LaneError> {
-        while let Some(e) = self.peek()? {
+        let end = self.tail()?;
+        while let Some(e) = self.peek_before(end)? {
             let mut bytes = Vec::new();
             self.read(&e, &mut bytes);
             self.h.head.store(e.next, Ordering::Release);

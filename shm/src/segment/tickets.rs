@@ -201,6 +201,15 @@ impl<'a> Tickets<'a> {
         self.issued(t, nonce).then_some(issuer)
     }
 
+    /// The receiver mark of ticket `t` (see [`Tickets::address`]), while it is out with `nonce`.
+    pub fn receiver(&self, t: u32, nonce: u64) -> Option<u32> {
+        if !self.issued(t, nonce) {
+            return None;
+        }
+        let receiver = (self.word(t, 7).load(Ordering::Relaxed) >> 32) as u32;
+        self.issued(t, nonce).then_some(receiver)
+    }
+
     /// Whether ticket `t` is still out with `nonce` (not claimed, not taken back).
     pub fn issued(&self, t: u32, nonce: u64) -> bool {
         t < self.n && nonce != 0 && self.word(t, 0).load(Ordering::Acquire) == nonce

@@ -247,6 +247,12 @@ struct State {
 }
 
 impl Ledger {
+    /// The liveness slot whose ledger this is.
+    #[cfg(test)]
+    pub(crate) fn slot(&self) -> usize {
+        self.slot
+    }
+
     /// The ledger of the transport in liveness slot `slot` (reset when the slot was claimed).
     pub(crate) fn new(slot: usize) -> Ledger {
         Ledger { slot, state: Mutex::new(State { used: 0, free: Vec::new(), full_logged: false }) }

@@ -20,6 +20,19 @@ use parking_lot::Mutex;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
+/// What [`Attachment::remark`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Remark {
+    /// The block had the mark given and one reference: it has the new mark now.
+    Done,
+    /// Nothing to mark: not a block (a region piece, an empty part), or a shared block (which
+    /// names no holder).
+    NoMark,
+    /// A block with another holder's mark (or freed), or a record that names no block: not the
+    /// caller's to take.
+    Refused,
+}
+
 pub(crate) struct Attachment {
     names: Names,
     config: ShmConfig,
@@ -120,6 +133,13 @@ impl Attachment {
         &self.ledger
     }
 
+    /// Drops what this transport's ledger lists, as the sweep of the dead would once it were
+    /// killed (for tests of what a killed process leaves); returns how many references.
+    #[cfg(test)]
+    pub(crate) fn release_ledger_as_if_dead(&self) -> usize {
+        crate::session::ledger::release(self, &self.mng, self.ledger.slot(), self.owner)
+    }
+
     /// The owner mark of this transport's blocks.
     pub fn owner(&self) -> u32 {
         self.owner
@@ -168,7 +188,7 @@ impl Attachment {
         let tickets = seg.tickets();
         for (t, word, claimer) in tickets.claiming_by(owners) {
             if let Ok((crate::segment::tickets::Kind::Message, rec)) = tickets.resolve(t, word) {
-                self.remark(&rec, crate::segment::slots::IN_FLIGHT, claimer);
+                let _ = self.remark(&rec, crate::segment::slots::IN_FLIGHT, claimer);
             }
             tickets.claimed(t, claimer);
         }
@@ -219,19 +239,32 @@ impl Attachment {
     /// ticket is taken back: a process killed in between leaves a block that a ticket still names
     /// (a sweep leaves it alone), never one in flight that nothing names.
     pub fn mark_back(&self, rec: &crate::meta::Record) {
-        self.remark(rec, crate::segment::slots::IN_FLIGHT, self.owner);
+        let _ = self.remark(rec, crate::segment::slots::IN_FLIGHT, self.owner);
     }
 
     /// Changes the holder mark of the block `rec` names from `from` to `to`, if it has one
     /// reference and that mark. The record is checked first: it comes from a lane entry or a
     /// ticket, which a faulty peer may have damaged.
-    pub fn remark(&self, rec: &crate::meta::Record, from: u32, to: u32) {
-        if let crate::meta::Record::Block { segment, offset, delta, size, slot } = *rec {
-            if let Some(seg) = self.segment(segment).ok().filter(|s| s.check_block(offset, delta, size, slot).is_ok()) {
-                let (from, to) = (u64::from(from) << 32 | 1, u64::from(to) << 32 | 1);
-                let _ = seg.rc(offset, slot).compare_exchange(from, to, Ordering::AcqRel, Ordering::Relaxed);
-            }
+    pub fn remark(&self, rec: &crate::meta::Record, from: u32, to: u32) -> Remark {
+        let crate::meta::Record::Block { segment, offset, delta, size, slot } = *rec else {
+            return if matches!(rec, crate::meta::Record::Handed { .. }) { Remark::Refused } else { Remark::NoMark };
+        };
+        let Some(seg) = self.segment(segment).ok().filter(|s| s.check_block(offset, delta, size, slot).is_ok()) else {
+            return Remark::Refused;
+        };
+        let (from, to) = (u64::from(from) << 32 | 1, u64::from(to) << 32 | 1);
+        match seg.rc(offset, slot).compare_exchange(from, to, Ordering::AcqRel, Ordering::Relaxed) {
+            Ok(_) => Remark::Done,
+            Err(v) if (v >> 32) as u32 == crate::segment::slots::SHARED && v as u32 > 0 => Remark::NoMark,
+            Err(_) => Remark::Refused,
         }
+    }
+
+    /// Whether ticket `t`, still out, was addressed to one transport that is gone: its record is
+    /// lost with that transport's queue (as the release of orphans holds, see `orphans`).
+    pub fn addressee_gone(&self, t: &Issued) -> bool {
+        let receiver = self.segment(t.segment).ok().and_then(|s| s.tickets().receiver(t.ticket, t.nonce));
+        receiver.is_some_and(|r| crate::segment::tickets::names_one(r) && !self.owner_alive(r))
     }
 
     /// Takes back a ticket whose record never left; false when someone claimed it first.

@@ -293,6 +293,18 @@ impl Message {
         }
     }
 
+    /// [`Message::add_reference`] to a block that another process may free meanwhile (a lane's, whose
+    /// offer someone else may be resolving): none is added to a block nobody holds any more
+    /// (false). The message must not be dropped then: it holds no reference.
+    pub(crate) fn try_add_reference(&self) -> bool {
+        let Some(w) = self.count_word() else { return false };
+        let shared = u64::from(crate::segment::slots::SHARED) << 32;
+        w.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
+            (v as u32 > 0).then(|| shared | ((v as u32) + 1) as u64)
+        })
+        .is_ok()
+    }
+
     /// Lists this message's reference in the transport's ledger if its block is shared and it is
     /// not listed yet (see `ledger`): a sweep drops it if this process is killed.
     pub(crate) fn list_if_shared(&self) {
@@ -324,6 +336,26 @@ impl Message {
                 self.mgr.ledger().forget(self.mgr.management(), i);
             }
         }
+    }
+
+    /// Its record is about to be published in a lane (the last step before it is): its block goes
+    /// in flight, and a shared reference stops being listed (see [`Message::unlist_for_hand_over`]).
+    pub(crate) fn hand_to_lane(&self) {
+        self.mark_in_flight(true);
+        self.unlist_for_hand_over();
+    }
+
+    /// Its record is about to be handed to a ticket or published in a lane: a shared reference
+    /// stops being listed first, so that once it is handed over only its taker drops it (the
+    /// sweep of this process, killed after the hand-over, would drop it as well). Killed in
+    /// between, this process leaves a reference nobody drops, the ledger's direction.
+    pub(crate) fn unlist_for_hand_over(&self) {
+        self.unlist();
+    }
+
+    /// A hand-over that did not happen: a shared reference is listed again.
+    pub(crate) fn relist(&self) {
+        self.list_if_shared();
     }
 
     /// Clears this message's ledger entry: its reference is dropped or handed over next.
@@ -539,8 +571,13 @@ impl Message {
         ticket: u32,
         nonce: u64,
     ) -> Result<Message, MetaError> {
-        let (tickets, m) = Message::resolve(mgr, segment, ticket, nonce, Kind::Offer)?;
-        m.add_reference();
+        let (tickets, mut m) = Message::resolve(mgr, segment, ticket, nonce, Kind::Offer)?;
+        if !m.try_add_reference() {
+            // Released by whoever claimed the offer first (the block is free): no reference of
+            // ours to drop.
+            m.hand_over();
+            return Err(TicketError::NotIssued(ticket).into());
+        }
         if !tickets.claim(ticket, nonce) {
             // Taken by another claim meanwhile: our own reference goes with `m`.
             return Err(TicketError::NotIssued(ticket).into());

@@ -109,7 +109,7 @@ pub(crate) fn release(mgr: &Arc<Attachment>, o: &Orphan) -> bool {
     // An issuer killed between handing the block to the ticket and marking it in flight left its
     // own mark on it: marked in flight first, so that a sweep that no longer sees the ticket once
     // it is claimed does not free the block as the dead issuer's as well.
-    mgr.remark(&rec, o.issuer, crate::segment::slots::IN_FLIGHT);
+    let _ = mgr.remark(&rec, o.issuer, crate::segment::slots::IN_FLIGHT);
     if kind == Kind::Offer {
         // Claimed, the offer can never be: nobody will claim its lane either.
         let Ok(block) = Message::claim_offer(mgr, o.segment, o.ticket, o.nonce) else { return false };
@@ -121,7 +121,7 @@ pub(crate) fn release(mgr: &Arc<Attachment>, o: &Orphan) -> bool {
     if !tickets.claim_as(o.ticket, o.nonce, mgr.owner()) {
         return false;
     }
-    mgr.remark(&rec, crate::segment::slots::IN_FLIGHT, mgr.owner());
+    let _ = mgr.remark(&rec, crate::segment::slots::IN_FLIGHT, mgr.owner());
     tickets.claimed(o.ticket, mgr.owner());
     match Message::from_record(mgr, rec) {
         Ok(m) => drop(m),

@@ -19,11 +19,14 @@ impl Socket {
             let sent = {
                 let (buf, _) = &mut *self.scratch.borrow_mut();
                 meta::encode_parts(parts.iter().map(Message::record), min, buf);
-                let mark = || parts.iter().for_each(|p| p.mark_in_flight(true));
+                let mark = || parts.iter().for_each(Message::hand_to_lane);
                 self.lanes.writer.borrow_mut().send(&self.mgr, self, buf, deadline, &mark)
             };
             if sent.is_err() {
-                parts.iter().for_each(|p| p.mark_in_flight(false));
+                parts.iter().for_each(|p| {
+                    p.mark_in_flight(false);
+                    p.relist();
+                });
             }
             return sent;
         }
@@ -84,22 +87,29 @@ impl Socket {
     }
 
     /// Issues the tickets of `parts` into `issued`, then marks their blocks in flight (in that
-    /// order: a block in flight is always one a ticket holds).
+    /// order: a block in flight is always one a ticket holds). A shared reference is unlisted
+    /// before its ticket holds it (see `Message::unlist_for_hand_over`).
     pub(super) fn issue_for(
         &self,
         parts: &[Message],
         deadline: Deadline,
         issued: &mut Vec<Issued>,
     ) -> Result<(), TransferError> {
-        self.issue_all(parts.iter().map(Message::record), deadline, issued)?;
+        parts.iter().for_each(Message::unlist_for_hand_over);
+        if let Err(e) = self.issue_all(parts.iter().map(Message::record), deadline, issued) {
+            parts.iter().for_each(Message::relist);
+            return Err(e);
+        }
         parts.iter().for_each(|p| p.mark_in_flight(true));
         Ok(())
     }
 
-    /// Takes back the tickets of `parts`, whose records did not leave, marking them ours first.
+    /// Takes back the tickets of `parts`, whose records did not leave, marking them ours first
+    /// (and listing shared references again once no ticket holds them).
     pub(super) fn take_back_parts(&self, parts: &[Message], issued: &mut Vec<Issued>) {
         parts.iter().for_each(|p| p.mark_in_flight(false));
         self.take_back(issued);
+        parts.iter().for_each(Message::relist);
     }
 
     /// Closing: waits within `linger` until the peers claimed what they were handed and a reader
@@ -397,5 +407,37 @@ impl Socket {
         }
         self.z.shared_counters().record_tx(total);
         Ok(total)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sender killed after a ticket took a shared part's reference (between issuing it and
+    /// forgetting the message) leaves that reference to the ticket (its receiver, or the release
+    /// of orphans) alone: the sweep of the dead must not drop it too. Before, it stayed in the
+    /// sender's ledger until the send returned, and was dropped twice.
+    #[test]
+    fn a_shared_part_handed_to_a_ticket_is_not_in_its_senders_ledger() {
+        let mut c = crate::transport::config::ShmConfig::new("t", &format!("send-ledger-{}", std::process::id()));
+        c.segment_size = 8 << 20;
+        let _scratch = crate::scratch::Scratch::of_shm_id(&c.resolved_shm_id());
+        let t = crate::Transport::new(&c).unwrap();
+        let s = t.socket(SocketType::Push, "out").unwrap();
+        let mut original = t.new_message_with_size(100).unwrap();
+        let mut copy = t.new_message();
+        copy.copy_from(&original).unwrap();
+        let rec = copy.record();
+        let mut issued = Vec::new();
+        s.issue_for(std::slice::from_ref(&copy), Deadline::Now, &mut issued).unwrap();
+        assert_eq!(issued.len(), 1);
+        assert_eq!(s.mgr.release_ledger_as_if_dead(), 1, "only the original's reference is listed");
+        original.hand_over(); // dropped by that sweep
+        s.take_back_parts(std::slice::from_ref(&copy), &mut issued);
+        drop(copy); // taken back: the last reference
+        let Record::Block { offset, slot, .. } = rec else { panic!("a block") };
+        assert_eq!(s.mgr.own().rc(offset, slot).load(std::sync::atomic::Ordering::Acquire) as u32, 0, "freed once");
+        s.mgr.own().check().unwrap();
     }
 }

@@ -20,7 +20,7 @@ use crate::error::ShmError;
 use crate::meta::{self, Record};
 use crate::segment::ring::{self, Claim, LaneError, Ring, KIND_INDIRECT, READER_CLOSED};
 use crate::segment::tickets::{Issued, Kind};
-use crate::transport::attachment::Attachment;
+use crate::transport::attachment::{Attachment, Remark};
 use crate::transport::message::{Message, Source};
 use fairmq_zmq::TransferError;
 use std::sync::Arc;
@@ -233,35 +233,74 @@ fn entry_blocks(mgr: &Arc<Attachment>, kind: u32, entry: &[u8], records: &mut Ve
 /// Changes the holder mark of the blocks of a lane entry from `from` to `to` (those with one
 /// reference): in flight when a writer stages it, its own again when it takes it back or a reader
 /// takes it. The block holding an indirect frame goes in flight first and comes back last: a
-/// reader finishing a dead writer's entry reads the parts through it.
-fn remark_entry(mgr: &Arc<Attachment>, kind: u32, entry: &[u8], from: u32, to: u32) {
-    remark_entry_with(mgr, kind, entry, from, to, &mut Vec::new());
+/// reader finishing a dead writer's entry reads the parts through it. False when a block was not
+/// `from`'s to give (see [`remark_entry_with`]).
+fn remark_entry(mgr: &Arc<Attachment>, kind: u32, entry: &[u8], from: u32, to: u32) -> bool {
+    remark_entry_with(mgr, kind, entry, from, to, &mut Marking::default())
 }
 
-/// [`remark_entry`] with the caller's buffer for the records (a reader's: no allocation per entry).
-fn remark_entry_with(mgr: &Arc<Attachment>, kind: u32, entry: &[u8], from: u32, to: u32, blocks: &mut Vec<Record>) {
-    if !entry_blocks(mgr, kind, entry, blocks) {
-        return;
+/// The records of an entry being marked, and those whose mark changed (the caller's buffers: a
+/// reader's, so no allocation per entry).
+#[derive(Default)]
+pub(crate) struct Marking {
+    blocks: Vec<Record>,
+    done: Vec<Record>,
+}
+
+/// [`remark_entry`] with the caller's buffers. When a block of the entry is not marked `from`
+/// (another holder's, or freed), or the entry cannot be read, the entry is not the caller's to
+/// take: false, and the blocks it did mark (in `m.done`) are the caller's to release (see
+/// [`release_marked`]). Every block is looked at either way.
+fn remark_entry_with(mgr: &Arc<Attachment>, kind: u32, entry: &[u8], from: u32, to: u32, m: &mut Marking) -> bool {
+    m.done.clear();
+    if !entry_blocks(mgr, kind, entry, &mut m.blocks) {
+        return false;
     }
+    let mut whole = true;
+    let mut one = |r: &Record| match mgr.remark(r, from, to) {
+        Remark::Done => m.done.push(*r),
+        Remark::NoMark => {}
+        Remark::Refused => whole = false,
+    };
     if to == crate::segment::slots::IN_FLIGHT {
-        blocks.iter().for_each(|r| mgr.remark(r, from, to));
+        m.blocks.iter().for_each(&mut one);
     } else {
-        blocks.iter().rev().for_each(|r| mgr.remark(r, from, to));
+        m.blocks.iter().rev().for_each(&mut one);
     }
+    whole
+}
+
+/// Frees the blocks of an entry that was not the caller's to take, which it marked its own
+/// before it knew (see [`remark_entry_with`]): the message is lost, its other blocks are their
+/// holders' to free. Returns how many blocks.
+fn release_marked(mgr: &Arc<Attachment>, done: &mut Vec<Record>) -> usize {
+    done.drain(..).filter_map(|r| Message::from_record(mgr, r).ok()).count()
 }
 
 /// Writer: takes every entry out of `ring` (its reader left) into `out`, each marked its own again
 /// before it leaves the ring: killed at any moment, the writer leaves blocks that the ring or its
-/// own mark accounts for (the sweep of the dead frees the latter).
-fn take_back_all(mgr: &Arc<Attachment>, ring: &Ring<'_>, out: &mut Vec<Taken>) -> Result<(), LaneError> {
-    while let Some(e) = ring.peek()? {
+/// own mark accounts for (the sweep of the dead frees the latter). An entry its reader had begun to
+/// take when it was killed (some of its blocks marked the reader's, freed by the sweep of the dead)
+/// is not sent again: its message went with the reader, and what the writer marked back of it is
+/// freed here. Returns how many such entries.
+fn take_back_all(mgr: &Arc<Attachment>, ring: &Ring<'_>, out: &mut Vec<Taken>) -> Result<usize, LaneError> {
+    let mut marking = Marking::default();
+    let mut lost = 0;
+    // Up to the tail as it is now: a writer the other end cannot outrun.
+    let end = ring.tail()?;
+    while let Some(e) = ring.peek_before(end)? {
         let mut bytes = Vec::new();
         ring.read(&e, &mut bytes);
-        remark_entry(mgr, e.kind, &bytes, crate::segment::slots::IN_FLIGHT, mgr.owner());
+        let whole = remark_entry_with(mgr, e.kind, &bytes, crate::segment::slots::IN_FLIGHT, mgr.owner(), &mut marking);
         ring.consume(&e);
-        out.push((e.kind, bytes));
+        if whole {
+            out.push((e.kind, bytes));
+        } else {
+            release_marked(mgr, &mut marking.done);
+            lost += 1;
+        }
     }
-    Ok(())
+    Ok(lost)
 }
 
 /// Releases what a lane whose writer is gone holds, as a reader would that claims it and closes at
@@ -371,15 +410,24 @@ fn finish_staged(mgr: &Arc<Attachment>, ring: &Ring<'_>) -> bool {
     } else {
         parts.clone_from(&records);
     }
-    if parts.iter().all(|r| held(mgr, r) != Held::Otherwise) {
+    // A shared part is never published here: the writer unlists its reference just before it
+    // publishes (see `Message::unlist_for_hand_over`), and whether it got that far cannot be
+    // told; still listed, the sweep of the dead drops it, and a reader must not take it too.
+    if parts.iter().all(|r| matches!(held(mgr, r), Held::InFlight | Held::NoBlock)) {
         ring.publish_staged(&e);
         return true;
     }
+    // Given up before anything is released: a second look (the sweep that drops the lane's last
+    // reference looks again) must not release blocks that were freed and handed out since.
+    if !ring.unstage(&e) {
+        return false;
+    }
     let marked = parts.iter().chain(if e.kind == KIND_INDIRECT { &records[..] } else { &[] });
     for r in marked.filter(|r| held(mgr, r) == Held::InFlight) {
-        mgr.remark(r, crate::segment::slots::IN_FLIGHT, mgr.owner());
-        if let Ok(m) = Message::from_record(mgr, *r) {
-            drop(m);
+        if mgr.remark(r, crate::segment::slots::IN_FLIGHT, mgr.owner()) == Remark::Done {
+            if let Ok(m) = Message::from_record(mgr, *r) {
+                drop(m);
+            }
         }
     }
     false

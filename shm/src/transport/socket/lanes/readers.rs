@@ -15,8 +15,10 @@ use std::time::Instant;
 pub(crate) struct Readers {
     lanes: Vec<LaneBlock>,
     next: usize,
-    /// The records of the entry being taken (kept: no allocation per entry).
+    /// The records of the entry being taken, and of its blocks being marked (kept: no allocation
+    /// per entry).
     records: Vec<Record>,
+    marking: Marking,
     last_sweep: Option<Instant>,
 }
 
@@ -49,6 +51,12 @@ impl Readers {
         Ok(())
     }
 
+    /// Readers of one lane, claimed or not (for tests of what a reader takes).
+    #[cfg(test)]
+    pub(crate) fn of(block: Message, capacity: u64) -> Readers {
+        Readers { lanes: vec![LaneBlock { block, capacity }], ..Readers::default() }
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.lanes.is_empty()
     }
@@ -70,16 +78,24 @@ impl Readers {
                     ring.read(&e, out);
                     // Ours before it leaves the ring: killed at any moment, this reader leaves
                     // blocks that the ring or its own mark accounts for (see `Whose::Ring`).
-                    remark_entry_with(
+                    let ours = remark_entry_with(
                         mgr,
                         e.kind,
                         out,
                         crate::segment::slots::IN_FLIGHT,
                         mgr.owner(),
-                        &mut self.records,
+                        &mut self.marking,
                     );
                     ring.consume(&e);
                     self.next = i + 1;
+                    if !ours {
+                        // A block its writer did not hand over (still another holder's, or freed)
+                        // is never taken: the entry is dropped, what it handed over released.
+                        release_marked(mgr, &mut self.marking.done);
+                        self.records.clear();
+                        meta::decode(out, &mut self.records)?; // a damaged entry says how
+                        return Err(meta::MetaError::NotHandedOver.into());
+                    }
                     if e.kind == KIND_FRAME {
                         return Ok(Some(Got::Frame));
                     }

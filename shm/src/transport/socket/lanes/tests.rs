@@ -148,3 +148,237 @@ fn a_lane_holds_what_the_send_queue_would() {
     assert!(!fits_segment(150_000), "a 150 kB segment is too small for a lane");
     assert!(fits_segment(1 << 20));
 }
+
+/// A lane of the smallest ring in `mgr`'s segment, its writer `writer`.
+fn lane_of(mgr: &Arc<Attachment>, writer: u32) -> Message {
+    let lane = Message::allocate(mgr.clone(), ring::block_bytes(ring::MIN_CAPACITY) as usize, 8).unwrap();
+    Ring::init(lane.words().unwrap(), ring::MIN_CAPACITY, writer);
+    lane
+}
+
+/// An entry naming `m`'s block.
+fn entry_of(m: &Message) -> Vec<u8> {
+    entry_of_rec(m.record())
+}
+
+/// A writer takes back the entries of a lane whose reader was killed while taking one: that
+/// entry's block is marked the dead reader's (it marks before it consumes), and the sweep of the
+/// dead frees it. The writer keeps only what it could mark its own again; the other entry is not
+/// sent again nor released by it. Before, it kept every entry: the block was sent again after the
+/// sweep freed it, or released a second time (a double free, or someone else's block freed).
+#[test]
+fn entries_a_killed_reader_was_taking_are_not_taken_back() {
+    let (_scratch, mgr) = crate::scratch::attachment("lanes-takeback-dead");
+    let lane = lane_of(&mgr, mgr.owner());
+    let ring = Ring::reopen(lane.words().unwrap(), ring::MIN_CAPACITY);
+    let mut taking = Message::allocate(mgr.clone(), 100, 0).unwrap();
+    let mut waiting = Message::allocate(mgr.clone(), 100, 0).unwrap();
+    let (taking_rec, waiting_rec) = (taking.record(), waiting.record());
+    for m in [&mut taking, &mut waiting] {
+        m.mark_in_flight(true);
+        assert!(ring.push(KIND_FRAME, &entry_of(m), || {}).unwrap());
+        m.hand_over();
+    }
+    // The reader (owner 77) marked the first entry's block and was killed before consuming it.
+    assert!(remark_entry(&mgr, KIND_FRAME, &entry_of_rec(taking_rec), crate::segment::slots::IN_FLIGHT, 77));
+    let mut taken = Vec::new();
+    assert_eq!(take_back_all(&mgr, &ring, &mut taken).unwrap(), 1, "one entry went with the reader");
+    assert!(ring.peek().unwrap().is_none());
+    assert_eq!(taken.len(), 1, "only the entry still in flight is taken back");
+    assert_eq!(count_word(&mgr, waiting_rec), u64::from(mgr.owner()) << 32 | 1);
+    assert_eq!(release_entries(&mgr, taken, Whose::Ours), 1);
+    assert_eq!(count_word(&mgr, taking_rec), 77 << 32 | 1, "the dead reader's block is the sweep's to free");
+    mgr.own().check().unwrap();
+}
+
+fn entry_of_rec(rec: Record) -> Vec<u8> {
+    let mut e = Vec::new();
+    meta::encode_single(&rec, 0, &mut e);
+    e
+}
+
+/// A reader takes an entry only when its writer handed every block of it over (marked in
+/// flight): an entry naming a block someone holds (a faulty or hostile writer of the session)
+/// is dropped with an error, and the block stays its holder's. The next entry is read as usual.
+/// Before, the reader took any live block a lane entry named, and freed it when done with it.
+#[test]
+fn a_lane_entry_naming_a_block_not_handed_over_is_refused() {
+    let (_scratch, mgr) = crate::scratch::attachment("lanes-notours");
+    let lane = lane_of(&mgr, 77);
+    let ring = Ring::reopen(lane.words().unwrap(), ring::MIN_CAPACITY);
+    let mut held = Message::allocate(mgr.clone(), 100, 0).unwrap();
+    held.data_mut().unwrap().fill(9);
+    let mut half = [0, 1].map(|_| Message::allocate(mgr.clone(), 100, 0).unwrap());
+    let mut good = Message::allocate(mgr.clone(), 100, 0).unwrap();
+    // A multipart of a handed-over block and one still its writer's, then a proper entry.
+    let half_recs = half.each_ref().map(Message::record);
+    half[0].mark_in_flight(true);
+    half[1].mark_held(78);
+    let mut frame = Vec::new();
+    meta::encode_parts(half_recs.into_iter(), 0, &mut frame);
+    half.iter_mut().for_each(Message::hand_over);
+    good.mark_in_flight(true);
+    let good_rec = good.record();
+    assert!(ring.push(KIND_FRAME, &entry_of(&held), || {}).unwrap());
+    assert!(ring.push(KIND_FRAME, &frame, || {}).unwrap());
+    assert!(ring.push(KIND_FRAME, &entry_of(&good), || {}).unwrap());
+    good.hand_over();
+    let mut readers = Readers::of(lane, ring::MIN_CAPACITY);
+    let mut out = Vec::new();
+    for what in ["a block its holder keeps", "a part its writer kept"] {
+        match readers.take(&mgr, &mut out, "in") {
+            Err(ShmError::Metadata(meta::MetaError::NotHandedOver)) => {}
+            Err(e) => panic!("{what}: {e}"),
+            Ok(_) => panic!("{what}: taken"),
+        }
+    }
+    assert_eq!(count_word(&mgr, held.record()), u64::from(mgr.owner()) << 32 | 1, "still its holder's");
+    assert!(held.data().iter().all(|&b| b == 9));
+    assert_eq!(count_word(&mgr, half_recs[0]) as u32, 0, "the part handed over was released");
+    assert_eq!(count_word(&mgr, half_recs[1]), 78 << 32 | 1, "the part kept is its writer's");
+    assert!(matches!(readers.take(&mgr, &mut out, "in"), Ok(Some(super::readers::Got::Frame))));
+    assert_eq!(count_word(&mgr, good_rec), u64::from(mgr.owner()) << 32 | 1, "a proper entry is taken");
+    release_entries(&mgr, [(KIND_FRAME, out)], Whose::Ours);
+}
+
+/// A dead writer's staged entry with a shared part is not published: whether the writer had
+/// unlisted its reference (just before publishing) cannot be told, and the sweep of the dead
+/// drops a listed one. Its part in flight is released; the shared one is left to the sweep. A
+/// second look releases nothing: before, it released the in-flight part again (freed, maybe
+/// handed out since).
+#[test]
+fn a_dead_writers_staged_entry_with_a_shared_part_is_released_once() {
+    let (_scratch, mgr) = crate::scratch::attachment("lanes-staged-shared");
+    let lane = lane_of(&mgr, 77);
+    let ring = Ring::reopen(lane.words().unwrap(), ring::MIN_CAPACITY);
+    let mut single = Message::allocate(mgr.clone(), 100, 0).unwrap();
+    let original = Message::allocate(mgr.clone(), 100, 0).unwrap();
+    let mut copy = Message::empty(mgr.clone());
+    copy.copy_from(&original).unwrap();
+    let recs = [single.record(), copy.record()];
+    let mut frame = Vec::new();
+    meta::encode_parts(recs.into_iter(), 0, &mut frame);
+    ring.stage(KIND_FRAME, &frame).unwrap().expect("room");
+    single.mark_in_flight(true);
+    single.hand_over();
+    copy.hand_over(); // the dead writer's reference
+    assert!(!finish_staged(&mgr, &ring), "a shared part: not published");
+    assert!(ring.peek().unwrap().is_none());
+    assert_eq!(count_word(&mgr, recs[0]) as u32, 0, "the part in flight was released");
+    let shared = u64::from(crate::segment::slots::SHARED) << 32;
+    assert_eq!(count_word(&mgr, recs[1]), shared | 2, "the shared part keeps both references");
+    // The freed block handed out again, in flight for someone else.
+    let again = Message::allocate(mgr.clone(), 100, 0).unwrap();
+    assert_eq!(again.record(), recs[0], "the allocator hands the same block out again");
+    again.mark_in_flight(true);
+    assert!(!finish_staged(&mgr, &ring), "a second look finds nothing staged");
+    assert_eq!(count_word(&mgr, recs[0]), u64::from(crate::segment::slots::IN_FLIGHT) << 32 | 1, "not released again");
+    again.mark_in_flight(false);
+    drop(original);
+}
+
+/// The step of `Message::claim_offer` that takes a reference on an offer's lane block, which
+/// another caller resolving the same offer may have released meanwhile: a freed block gets no
+/// reference. Before, its count went from 0 to 1 (shared), and the claim that then failed
+/// freed the block a second time (a double free in the segment).
+#[test]
+fn no_reference_is_added_to_a_freed_lane_block() {
+    let (_scratch, mgr) = crate::scratch::attachment("lanes-offer-twice");
+    let lane = lane_of(&mgr, mgr.owner());
+    lane.mark_held(crate::segment::slots::SHARED);
+    let rec = lane.record();
+    let mut resolved = Message::from_record(&mgr, rec).unwrap(); // what a second caller resolved
+    assert!(resolved.try_add_reference(), "a live block takes one");
+    resolved.drop_reference();
+    drop(lane); // the first caller released the lane
+    assert_eq!(count_word(&mgr, rec) as u32, 0, "freed");
+    assert!(!resolved.try_add_reference(), "a freed block takes none");
+    assert_eq!(count_word(&mgr, rec) as u32, 0, "still free");
+    resolved.hand_over(); // it holds no reference
+    mgr.own().check().unwrap();
+}
+
+/// A writer killed right after it published a lane entry with a shared part (a copy) and before
+/// it forgot the message: its reference is the reader's now, and the sweep of the dead must not
+/// drop it too. The writer unlists it just before publishing; before, it stayed listed until the
+/// send returned, and the sweep dropped a reference the reader held (the block freed under it).
+#[test]
+fn a_shared_part_published_in_a_lane_is_not_in_its_writers_ledger() {
+    let (_scratch, mgr) = crate::scratch::attachment("lanes-shared-ledger");
+    let mut original = Message::allocate(mgr.clone(), 100, 0).unwrap();
+    let mut copy = Message::empty(mgr.clone());
+    copy.copy_from(&original).unwrap();
+    let rec = copy.record();
+    let shared = u64::from(crate::segment::slots::SHARED) << 32;
+    assert_eq!(count_word(&mgr, rec), shared | 2);
+    copy.hand_to_lane(); // published: the reader takes this reference
+                         // The writer killed: the sweep drops what it listed, its original's reference among them.
+    assert_eq!(mgr.release_ledger_as_if_dead(), 1, "only the reference the writer kept");
+    original.hand_over(); // dropped by the sweep
+    assert_eq!(count_word(&mgr, rec), shared | 1, "the reader's reference is left");
+    copy.hand_over();
+    drop(Message::from_record(&mgr, rec).unwrap()); // the reader done with it
+    assert_eq!(count_word(&mgr, rec) as u32, 0);
+}
+
+/// A link that takes every control frame (a peer is always known) and keeps the offers.
+#[derive(Default)]
+struct Offers(std::cell::RefCell<Vec<Record>>);
+
+impl Link for Offers {
+    fn send_control(
+        &self,
+        frame: &[u8],
+        _to: Option<u32>,
+        _deadline: Deadline,
+        _address: &dyn Fn(u32, u64),
+    ) -> Result<bool, TransferError> {
+        if let Some(Ok(meta::Control::Lane(rec))) = meta::control(frame) {
+            self.0.borrow_mut().push(rec);
+        }
+        Ok(true)
+    }
+
+    fn send_queue(&self) -> i32 {
+        1000
+    }
+}
+
+/// An offer claimed by whoever released it as lost (its receiver went away) while the writer
+/// lived, which leaves the lane to the writer: the lane is offered again a while later, and a
+/// new reader claims it and reads everything in order. Before, the writer took the failed
+/// take-back for a reader about to claim the lane and never offered it again: a receiver that
+/// came back got nothing.
+#[test]
+fn a_lane_whose_offer_was_released_as_lost_is_offered_again() {
+    let (_scratch, mgr) = crate::scratch::attachment("lanes-reoffer");
+    let link = Offers::default();
+    let mut writer = Writer::default();
+    let send = |writer: &mut Writer, seq: u8| {
+        let mut m = Message::copy_of(mgr.clone(), &[seq; 16]).unwrap();
+        let entry = entry_of(&m);
+        writer.send(&mgr, &link, &entry, Deadline::Now, &|| m.mark_in_flight(true)).unwrap();
+        m.hand_over();
+    };
+    send(&mut writer, 0);
+    let first = link.0.borrow()[0];
+    let Record::Handed { segment, ticket, nonce } = first else { panic!("a handed record") };
+    // Released as lost: claimed (a reference of its own), the lane left to its living writer.
+    drop(Message::claim_offer(&mgr, segment, ticket, nonce).unwrap());
+    std::thread::sleep(REOFFER + Duration::from_millis(50));
+    send(&mut writer, 1);
+    let offers = link.0.borrow().clone();
+    assert_eq!(offers.len(), 2, "offered again");
+    let mut readers = Readers::default();
+    readers.attach(&mgr, offers[1], "in").unwrap();
+    let mut out = Vec::new();
+    for seq in 0..2u8 {
+        assert!(matches!(readers.take(&mgr, &mut out, "in"), Ok(Some(super::readers::Got::Frame))));
+        let mut recs = Vec::new();
+        meta::decode(&out, &mut recs).unwrap();
+        let m = Message::receive(&mgr, recs[0], Source::Lane).unwrap();
+        assert_eq!(m.data(), &[seq; 16]);
+    }
+    readers.close(&mgr);
+    writer.close(&mgr);
+}

@@ -158,18 +158,22 @@ impl Writer {
         Ok(())
     }
 
-    /// Offers an unclaimed lane again once `REOFFER` passed (at once if it was never offered). An
-    /// earlier offer is taken back first: if a reader claimed it meanwhile (and is about to claim
-    /// the lane), there is nothing to do.
+    /// Offers an unclaimed lane again once `REOFFER` passed (at once if it was never offered), the
+    /// earlier offer taken back first. One that somebody claimed without claiming the lane within
+    /// `REOFFER` was claimed by whoever released it as lost (its receiver went away) and left the
+    /// lane to this writer, which lives; or by a reader about to claim the lane, which then finds
+    /// it taken by whoever claims the new offer first and gives its reference back. Offered again
+    /// either way: before, such a lane was never offered again, and a receiver that came back
+    /// got nothing.
     fn reoffer_if_unclaimed(&self, mgr: &Attachment, l: &LaneBlock, ring: &Ring<'_>, link: &dyn Link) {
         // The reader first: a claimed lane (every send of a running link) reads no clock.
         if ring.reader() != 0 || self.offered.get().is_some_and(|(at, _)| at.elapsed() < REOFFER) {
             return;
         }
-        if self.offered.get().is_none_or(|(_, t)| mgr.take_back(&t)) {
-            self.offered.set(None);
-            let _ = self.send_offer(mgr, l, link, Deadline::Now);
+        if let Some((_, t)) = self.offered.take() {
+            let _ = mgr.take_back(&t);
         }
+        let _ = self.send_offer(mgr, l, link, Deadline::Now);
     }
 
     fn push_resent(
@@ -183,7 +187,10 @@ impl Writer {
         while let Some((kind, frame)) = self.resend.pop_front() {
             // Taken back from a lane whose reader left, their blocks marked ours again: in flight
             // once staged, as any entry's.
-            let mark = || remark_entry(mgr, kind, &frame, mgr.owner(), crate::segment::slots::IN_FLIGHT);
+            let mark = || {
+                // Every block was marked ours as it was taken back (see `take_back_all`).
+                remark_entry(mgr, kind, &frame, mgr.owner(), crate::segment::slots::IN_FLIGHT);
+            };
             match self.push(mgr, link, l, &ring, kind, &frame, deadline, &mark) {
                 Ok(Wait::Room) => {}
                 other => {
@@ -243,8 +250,10 @@ impl Writer {
         let closed = ring.closed() & READER_CLOSED != 0;
         let dead = check_dead && !closed && reader != 0 && !mgr.owner_alive(reader);
         let mut unread = Vec::new();
-        if let Err(e) = take_back_all(mgr, &ring, &mut unread) {
-            log::error!("lane of a gone reader is damaged, {} of its messages are lost: {e}", unread.len());
+        match take_back_all(mgr, &ring, &mut unread) {
+            Ok(0) => {}
+            Ok(n) => log::warn!("{n} messages the reader of a lane was taking when it died are lost with it"),
+            Err(e) => log::error!("lane of a gone reader is damaged, {} of its messages are lost: {e}", unread.len()),
         }
         ring.close(WRITER_CLOSED);
         if dead {
@@ -276,10 +285,25 @@ impl Writer {
 
     /// The socket closes: a reader still reads what is in the lane, also one that claims it later
     /// (its offer may still wait in ZeroMQ's queue, which linger delivers without the reader's
-    /// help). A lane whose offer never reaches a peer stays in the segment until the session ends.
+    /// help). A lane with no offer out (none could be made, or the last one was taken back) can
+    /// never be claimed: it goes now, with what it holds.
     pub(crate) fn close(&mut self, mgr: &Arc<Attachment>) {
         if let Some(mut l) = self.lane.take() {
             let ring = l.ring();
+            // No reader can come when no offer's ticket is out (`send_offer` takes back one that
+            // did not go; a claim wins the ticket before it claims the ring), or when the one out
+            // went to a receiver that is gone (taken back here).
+            let offer_out = self.offered.get().is_some_and(|(_, t)| !(mgr.addressee_gone(&t) && mgr.take_back(&t)));
+            if !offer_out && ring.reader() == 0 {
+                ring.close(READER_CLOSED | WRITER_CLOSED);
+                let mut left = Vec::new();
+                if let Err(e) = take_back_all(mgr, &ring, &mut left) {
+                    log::error!("a lane nobody claimed is damaged, some of its messages are lost: {e}");
+                }
+                self.resend.extend(left);
+                drop(l); // our reference, the only one: the block is freed
+                return self.release_resend(mgr);
+            }
             if ring.orphan() {
                 ring.close(WRITER_CLOSED);
                 l.block.hand_over(); // our reference is the first claimant's
@@ -290,7 +314,9 @@ impl Writer {
             let dead = reader != 0 && before & READER_CLOSED == 0 && !mgr.owner_alive(reader);
             if before & READER_CLOSED != 0 || dead {
                 let mut left = Vec::new();
-                let _ = take_back_all(mgr, &ring, &mut left);
+                if let Err(e) = take_back_all(mgr, &ring, &mut left) {
+                    log::error!("lane of a gone reader is damaged, some of its messages are lost: {e}");
+                }
                 self.resend.extend(left);
             }
             if dead {
