@@ -310,7 +310,9 @@ pub fn lane_words(data: &[u8]) {
     let drain = |r: &Ring<'_>, out: &mut Vec<Vec<u8>>| {
         let mut bytes = Vec::new();
         let mut n = 0;
-        while let Ok(Some(e)) = r.peek() {
+        // As a reader does: the tail seen last kept between looks.
+        let seen = std::cell::Cell::new(0);
+        while let Ok(Some(e)) = r.peek_seen(&seen) {
             assert!(e.len <= max_inline(r.capacity()), "an entry longer than an entry may be: {e:?}");
             r.read(&e, &mut bytes);
             assert_eq!(bytes.len(), e.len);
@@ -349,14 +351,17 @@ pub fn lane_words(data: &[u8]) {
     }
     let start = u64::from(u16::from_le_bytes([byte(1), byte(2)])) * 8;
     fresh.force_indices(start, start);
+    // As a writer does: the head seen last kept between pushes.
+    let seen = std::cell::Cell::new(start);
     let (mut sent, mut got) = (Vec::new(), Vec::new());
     let mut frames = data.get(3..).unwrap_or(&[]);
     while let Some((&len, rest)) = frames.split_first() {
         let (frame, tail) = rest.split_at((usize::from(len) * 4).min(rest.len()));
         frames = tail;
-        if !fresh.push(KIND_FRAME, frame, || {}).expect("sound indices") {
+        if !fresh.push_seen(KIND_FRAME, frame, || {}, &seen).expect("sound indices") {
             drain(&fresh, &mut got);
-            assert!(fresh.push(KIND_FRAME, frame, || {}).expect("sound indices"), "an empty ring refused a frame");
+            let pushed = fresh.push_seen(KIND_FRAME, frame, || {}, &seen).expect("sound indices");
+            assert!(pushed, "an empty ring refused a frame");
         }
         sent.push(frame.to_vec());
     }

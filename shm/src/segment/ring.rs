@@ -30,6 +30,7 @@
 
 pub use crate::error::LaneError;
 use crate::sys::layout::{shared_layout, view, Kind, Tag};
+use std::cell::Cell;
 use std::mem::{offset_of, size_of};
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 
@@ -248,16 +249,33 @@ impl<'a> Ring<'a> {
     /// A writer killed in between leaves a staged entry that the reader finishes (see
     /// [`Ring::staged`]): published if its blocks were all marked, else released.
     pub fn push(&self, kind: u32, frame: &[u8], before_publish: impl FnOnce()) -> Result<bool, LaneError> {
-        let Some(end) = self.stage(kind, frame)? else { return Ok(false) };
+        self.push_seen(kind, frame, before_publish, &Cell::new(0))
+    }
+
+    /// [`Ring::push`] by a writer that keeps the head it saw last in `seen`: while that leaves
+    /// room, the reader's cache line is not read (it moves between the processors on every read).
+    pub fn push_seen(
+        &self,
+        kind: u32,
+        frame: &[u8],
+        before_publish: impl FnOnce(),
+        seen: &Cell<u64>,
+    ) -> Result<bool, LaneError> {
+        let Some(end) = self.stage_seen(kind, frame, seen)? else { return Ok(false) };
         before_publish();
         self.publish(end);
         Ok(true)
     }
 
     /// Writer: writes an entry past the tail and stages it; its end, or `None` without room.
+    #[cfg(test)]
     pub(crate) fn stage(&self, kind: u32, frame: &[u8]) -> Result<Option<u64>, LaneError> {
+        self.stage_seen(kind, frame, &Cell::new(0))
+    }
+
+    fn stage_seen(&self, kind: u32, frame: &[u8], seen: &Cell<u64>) -> Result<Option<u64>, LaneError> {
         debug_assert!(frame.len() <= max_inline(self.capacity));
-        let Some((tail, skip, need)) = self.room_for(frame.len())? else { return Ok(None) };
+        let Some((tail, skip, need)) = self.room_seen(frame.len(), seen)? else { return Ok(None) };
         let mut at = tail;
         if skip > 0 {
             self.ring_word(at).store(u64::from(KIND_SKIP) << 32, Ordering::Relaxed);
@@ -319,8 +337,23 @@ impl<'a> Ring<'a> {
     }
 
     /// Reader: the next entry, if any, skipping filler. The entry's bytes stay valid until `consume`.
+    #[cfg(test)]
     pub fn peek(&self) -> Result<Option<Entry>, LaneError> {
         let (head, tail) = self.indices()?;
+        self.entry_between(head, tail)
+    }
+
+    /// [`Ring::peek`] by a reader that keeps the tail it saw last in `seen`: the writer's cache
+    /// line is read again only once everything up to that tail is consumed.
+    pub fn peek_seen(&self, seen: &Cell<u64>) -> Result<Option<Entry>, LaneError> {
+        let head = self.h.head.load(Ordering::Relaxed);
+        let tail = seen.get();
+        // Checked as `indices` checks: what lies before a tail read (with acquire) was published.
+        if head < tail && head % 8 == 0 && tail - head <= self.capacity {
+            return self.entry_between(head, tail);
+        }
+        let (head, tail) = self.indices()?;
+        seen.set(tail);
         self.entry_between(head, tail)
     }
 
@@ -481,10 +514,32 @@ impl<'a> Ring<'a> {
     /// entry never wraps) and the entry's bytes; `None` when that does not fit now.
     fn room_for(&self, frame_len: usize) -> Result<Option<(u64, u64, u64)>, LaneError> {
         let (head, tail) = self.indices()?;
+        Ok(Self::room_between(head, tail, frame_len, self.capacity))
+    }
+
+    /// [`Ring::room_for`] from the head seen last (`seen`, at most the head now: the room it
+    /// shows is there), the head read again (and kept) only when that shows too little.
+    fn room_seen(&self, frame_len: usize, seen: &Cell<u64>) -> Result<Option<(u64, u64, u64)>, LaneError> {
+        let tail = self.h.tail.load(Ordering::Acquire);
+        let head = seen.get();
+        // The tail checked as `indices` checks it, against the head seen.
+        if tail % 8 == 0 && tail <= MAX_INDEX && head <= tail && tail - head <= self.capacity {
+            if let Some(room) = Self::room_between(head, tail, frame_len, self.capacity) {
+                return Ok(Some(room));
+            }
+        }
+        let (head, tail) = self.indices()?;
+        seen.set(head);
+        Ok(Self::room_between(head, tail, frame_len, self.capacity))
+    }
+
+    /// The tail, the filler to skip and the entry's bytes for a frame of `frame_len` bytes between
+    /// checked `head` and `tail`, if it fits.
+    fn room_between(head: u64, tail: u64, frame_len: usize, capacity: u64) -> Option<(u64, u64, u64)> {
         let need = 8 + words_for(frame_len) * 8;
-        let to_end = self.capacity - tail % self.capacity;
+        let to_end = capacity - tail % capacity;
         let skip = if to_end < need { to_end } else { 0 };
-        Ok((tail + skip + need - head <= self.capacity).then_some((tail, skip, need)))
+        (tail + skip + need - head <= capacity).then_some((tail, skip, need))
     }
 }
 

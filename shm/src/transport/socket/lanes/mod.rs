@@ -122,9 +122,15 @@ impl Deadline {
 struct LaneBlock {
     block: Message,
     capacity: u64,
+    /// The writer's last view of the head, or the reader's of the tail (see `Ring::push_seen`).
+    seen: std::cell::Cell<u64>,
 }
 
 impl LaneBlock {
+    fn new(block: Message, capacity: u64) -> LaneBlock {
+        LaneBlock { block, capacity, seen: std::cell::Cell::new(0) }
+    }
+
     fn ring(&self) -> Ring<'_> {
         Ring::reopen(self.block.words().expect("a lane block is whole words"), self.capacity)
     }
@@ -319,7 +325,7 @@ pub(crate) fn release_unclaimed(mgr: &Arc<Attachment>, block: Message) {
             return;
         }
     };
-    let lane = LaneBlock { block, capacity };
+    let lane = LaneBlock::new(block, capacity);
     let ring = lane.ring();
     match ring.claim(mgr.owner()) {
         Claim::Orphaned => lane.block.drop_reference(), // the writer's, handed to us

@@ -41,7 +41,7 @@ impl Readers {
             Err(source) => return Err(ShmError::Lane { socket: socket.to_owned(), source }),
         };
         block.list_lane();
-        let lane = LaneBlock { block, capacity };
+        let lane = LaneBlock::new(block, capacity);
         match lane.ring().claim(mgr.owner()) {
             Claim::Fresh => {}
             Claim::Orphaned => lane.block.drop_reference(), // the writer left us its own
@@ -54,7 +54,7 @@ impl Readers {
     /// Readers of one lane, claimed or not (for tests of what a reader takes).
     #[cfg(test)]
     pub(crate) fn of(block: Message, capacity: u64) -> Readers {
-        Readers { lanes: vec![LaneBlock { block, capacity }], ..Readers::default() }
+        Readers { lanes: vec![LaneBlock::new(block, capacity)], ..Readers::default() }
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -72,7 +72,7 @@ impl Readers {
         for k in 0..n {
             let i = (self.next + k) % n;
             let ring = self.lanes[i].ring();
-            match ring.peek() {
+            match ring.peek_seen(&self.lanes[i].seen) {
                 Ok(None) => continue,
                 Ok(Some(e)) => {
                     ring.read(&e, out);

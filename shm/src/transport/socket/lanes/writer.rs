@@ -107,7 +107,7 @@ impl Writer {
         block.mark_held(crate::segment::slots::SHARED);
         let words = block.words().ok_or(ShmError::Config("a lane block is not whole words".into()))?;
         Ring::init(words, capacity, mgr.owner());
-        let lane = LaneBlock { block, capacity };
+        let lane = LaneBlock::new(block, capacity);
         self.send_offer(mgr, &lane, link, deadline)?;
         // No peer to send it to yet: a push's ZeroMQ socket attaches the connection it made a
         // moment after the connect. Wait for it within the send's deadline: a message pushed into
@@ -217,7 +217,7 @@ impl Writer {
     ) -> Result<Wait, TransferError> {
         let lane_error = |source: LaneError| ShmError::Lane { socket: "(writer)".into(), source };
         loop {
-            if ring.push(kind, entry, mark).map_err(lane_error)? {
+            if ring.push_seen(kind, entry, mark, &l.seen).map_err(lane_error)? {
                 return Ok(Wait::Room);
             }
             if mgr.interrupted() {
