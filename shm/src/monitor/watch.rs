@@ -65,6 +65,13 @@ fn sweep_open(m: Management, names: &Names) -> Result<Sweep, ShmError> {
         // Shared references it listed (see `ledger`); those to a lane's last reference stay.
         crate::session::ledger::release(&opened[..], &m, d.slot, d.owner);
     }
+    // Claims they left under way, finished as a transport's sweep finishes them: before, their
+    // tickets stayed claimed and their blocks in flight until the session ended.
+    let owners: Vec<u32> = dead.iter().map(|d| d.owner).collect();
+    let segment = |id: u16| opened.iter().find(|s| s.id() == id);
+    for sg in &opened {
+        sg.finish_claims(&owners, segment);
+    }
     let ticketed = crate::segment::Ticketed::of(&opened);
     for sg in &opened {
         for d in &dead {

@@ -686,6 +686,34 @@ impl Segment {
         Ok(())
     }
 
+    /// Claims of this segment's tickets that dead `owners` left under way (killed between claiming
+    /// a ticket and marking its block): the block becomes the dead claimer's, to be freed with what
+    /// it held, and the ticket free. `segment` finds the segment a record names.
+    pub(crate) fn finish_claims<'a>(&self, owners: &[u32], segment: impl Fn(u16) -> Option<&'a Segment> + Copy) {
+        let tickets = self.tickets();
+        for (t, word, claimer) in tickets.claiming_by(owners) {
+            if let Ok((tickets::Kind::Message, rec)) = tickets.resolve(t, word) {
+                let _ = remark(segment, &rec, slots::IN_FLIGHT, claimer);
+            }
+            tickets.claimed(t, claimer);
+        }
+    }
+
+    /// The blocks of this segment's message tickets that a receiver is claiming: they are the
+    /// claimer's (or, once it died, its sweep's), whatever their mark says now.
+    fn being_claimed(&self) -> Vec<(u16, u64)> {
+        let t = self.tickets();
+        t.claiming_all()
+            .into_iter()
+            .filter_map(|(ticket, word)| match t.resolve(ticket, word) {
+                Ok((tickets::Kind::Message, crate::meta::Record::Block { segment, offset, .. })) => {
+                    Some((segment, offset))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Blocks handed over through this segment's tickets and not claimed yet: (segment, block
     /// offset, issuer's owner mark, receiver's owner mark (0: not sent yet,
     /// [`crate::segment::tickets::ELSEWHERE`]: not known, [`crate::segment::tickets::FACING`]: one of the sockets
@@ -785,6 +813,42 @@ impl Segment {
     }
 }
 
+/// What [`remark`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Remark {
+    /// The block had the mark given and one reference: it has the new mark now.
+    Done,
+    /// Nothing to mark: not a block (a region piece, an empty part), or a shared block (which
+    /// names no holder).
+    NoMark,
+    /// A block with another holder's mark (or freed), or a record that names no block: not the
+    /// caller's to take.
+    Refused,
+}
+
+/// Changes the holder mark of the block `rec` names (in the segment `segment` finds) from
+/// `from` to `to`, if it has one reference and that mark. The record is checked first: it comes
+/// from a lane entry or a ticket, which a faulty peer may have damaged.
+pub(crate) fn remark<'a>(
+    segment: impl Fn(u16) -> Option<&'a Segment>,
+    rec: &crate::meta::Record,
+    from: u32,
+    to: u32,
+) -> Remark {
+    let crate::meta::Record::Block { segment: id, offset, delta, size, slot } = *rec else {
+        return if matches!(rec, crate::meta::Record::Handed { .. }) { Remark::Refused } else { Remark::NoMark };
+    };
+    let Some(seg) = segment(id).filter(|s| s.check_block(offset, delta, size, slot).is_ok()) else {
+        return Remark::Refused;
+    };
+    let (from, to) = (u64::from(from) << 32 | 1, u64::from(to) << 32 | 1);
+    match seg.rc(offset, slot).compare_exchange(from, to, Ordering::AcqRel, Ordering::Relaxed) {
+        Ok(_) => Remark::Done,
+        Err(v) if (v >> 32) as u32 == slots::SHARED && v as u32 > 0 => Remark::NoMark,
+        Err(_) => Remark::Refused,
+    }
+}
+
 /// The blocks, `(segment, offset)`, that tickets out in the tables of some segments hand over.
 pub(crate) struct Ticketed(std::collections::HashSet<(u16, u64)>);
 
@@ -792,7 +856,13 @@ impl Ticketed {
     /// What the tables of `segments` hand over.
     pub(crate) fn of<'a>(segments: impl IntoIterator<Item = &'a Segment>) -> Ticketed {
         Ticketed(
-            segments.into_iter().flat_map(|s| s.in_flight()).map(|(segment, offset, _, _)| (segment, offset)).collect(),
+            segments
+                .into_iter()
+                .flat_map(|s| {
+                    let out = s.in_flight().into_iter().map(|(segment, offset, _, _)| (segment, offset));
+                    out.chain(s.being_claimed())
+                })
+                .collect(),
         )
     }
 

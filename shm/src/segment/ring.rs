@@ -248,6 +248,7 @@ impl<'a> Ring<'a> {
     /// `before_publish` runs (it marks the entry's blocks in flight), then the tail publishes it.
     /// A writer killed in between leaves a staged entry that the reader finishes (see
     /// [`Ring::staged`]): published if its blocks were all marked, else released.
+    #[cfg(any(test, feature = "fuzzing"))]
     pub fn push(&self, kind: u32, frame: &[u8], before_publish: impl FnOnce()) -> Result<bool, LaneError> {
         self.push_seen(kind, frame, before_publish, &Cell::new(0))
     }

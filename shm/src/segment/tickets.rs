@@ -271,6 +271,16 @@ impl<'a> Tickets<'a> {
             .collect()
     }
 
+    /// Tickets whose claim is under way (any claimer): `(ticket, word)`.
+    pub fn claiming_all(&self) -> Vec<(u32, u64)> {
+        (0..self.n)
+            .filter_map(|t| {
+                let w = self.word(t, 0).load(Ordering::Acquire);
+                (w & CLAIMING != 0).then_some((t, w))
+            })
+            .collect()
+    }
+
     /// Tickets issued and not yet claimed.
     pub fn outstanding(&self) -> u32 {
         (0..self.n).filter(|&t| !self.is_free(t)).count() as u32

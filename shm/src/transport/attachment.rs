@@ -20,18 +20,7 @@ use parking_lot::Mutex;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
-/// What [`Attachment::remark`] found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Remark {
-    /// The block had the mark given and one reference: it has the new mark now.
-    Done,
-    /// Nothing to mark: not a block (a region piece, an empty part), or a shared block (which
-    /// names no holder).
-    NoMark,
-    /// A block with another holder's mark (or freed), or a record that names no block: not the
-    /// caller's to take.
-    Refused,
-}
+pub(crate) use crate::segment::Remark;
 
 pub(crate) struct Attachment {
     names: Names,
@@ -185,13 +174,7 @@ impl Attachment {
     /// ticket and marking its block): the block becomes the dead claimer's, to be freed with what
     /// it held, and the ticket free.
     fn finish_claims(&self, seg: &Segment, owners: &[u32]) {
-        let tickets = seg.tickets();
-        for (t, word, claimer) in tickets.claiming_by(owners) {
-            if let Ok((crate::segment::tickets::Kind::Message, rec)) = tickets.resolve(t, word) {
-                let _ = self.remark(&rec, crate::segment::slots::IN_FLIGHT, claimer);
-            }
-            tickets.claimed(t, claimer);
-        }
+        seg.finish_claims(owners, |id| self.segment(id).ok());
     }
 
     fn own_segment(names: &Names, mng: &Management, c: &ShmConfig) -> Result<Arc<Segment>, ShmError> {
@@ -246,18 +229,7 @@ impl Attachment {
     /// reference and that mark. The record is checked first: it comes from a lane entry or a
     /// ticket, which a faulty peer may have damaged.
     pub fn remark(&self, rec: &crate::meta::Record, from: u32, to: u32) -> Remark {
-        let crate::meta::Record::Block { segment, offset, delta, size, slot } = *rec else {
-            return if matches!(rec, crate::meta::Record::Handed { .. }) { Remark::Refused } else { Remark::NoMark };
-        };
-        let Some(seg) = self.segment(segment).ok().filter(|s| s.check_block(offset, delta, size, slot).is_ok()) else {
-            return Remark::Refused;
-        };
-        let (from, to) = (u64::from(from) << 32 | 1, u64::from(to) << 32 | 1);
-        match seg.rc(offset, slot).compare_exchange(from, to, Ordering::AcqRel, Ordering::Relaxed) {
-            Ok(_) => Remark::Done,
-            Err(v) if (v >> 32) as u32 == crate::segment::slots::SHARED && v as u32 > 0 => Remark::NoMark,
-            Err(_) => Remark::Refused,
-        }
+        crate::segment::remark(|id| self.segment(id).ok(), rec, from, to)
     }
 
     /// Whether ticket `t`, still out, was addressed to one transport that is gone: its record is
@@ -270,6 +242,23 @@ impl Attachment {
     /// Takes back a ticket whose record never left; false when someone claimed it first.
     pub fn take_back(&self, t: &Issued) -> bool {
         self.segment(t.segment).is_ok_and(|s| s.tickets().claim(t.ticket, t.nonce))
+    }
+
+    /// Takes back a ticket whose record `rec` went out (a receiver may be claiming it right
+    /// now): claimed as a receiver claims, the block marked ours while the claim is under way,
+    /// then the claim ended. Killed on the way, this process leaves a claim the sweep of the dead
+    /// finishes (the block is freed as ours); a receiver that claims first keeps the block as it
+    /// is. False then. (Marking the block ours before the claim let a receiver claim it
+    /// meanwhile, and a sweep of this process, killed then, free the block under the receiver.)
+    pub fn take_back_sent(&self, t: &Issued, rec: &crate::meta::Record) -> bool {
+        let Ok(seg) = self.segment(t.segment) else { return false };
+        let tickets = seg.tickets();
+        if !tickets.claim_as(t.ticket, t.nonce, self.owner) {
+            return false;
+        }
+        let _ = self.remark(rec, crate::segment::slots::IN_FLIGHT, self.owner);
+        tickets.claimed(t.ticket, self.owner);
+        true
     }
 
     /// Whether the transport is interrupted (a waiting transfer gives up).
@@ -608,6 +597,59 @@ mod tests {
     /// Processes in different pid namespaces can share /dev/shm, so a dead transport can have a
     /// live one's pid: the sweep frees the dead one's cached blocks by its owner mark, and leaves
     /// the live one's alone.
+    /// A live attachment in a scratch session of its own (drop it before the scratch).
+    fn live(tag: &str) -> (crate::scratch::Scratch, Attachment) {
+        let mut c = ShmConfig::new("live", &format!("mgr-{tag}-{}", std::process::id()));
+        c.segment_size = 8 << 20;
+        let scratch = crate::scratch::Scratch::of_shm_id(&c.resolved_shm_id());
+        (scratch, Attachment::new(&c, Arc::new(Interrupter::new().unwrap())).unwrap())
+    }
+
+    /// A block of 100 bytes with count word `word`, and its record.
+    fn block_with(a: &Attachment, word: u64) -> crate::meta::Record {
+        let b = a.allocate(100, 0).unwrap();
+        a.own().rc(b.offset, b.slot).store(word, Ordering::Relaxed);
+        crate::meta::Record::Block { segment: a.own().id(), offset: b.offset, delta: b.delta, size: 100, slot: b.slot }
+    }
+
+    /// A sender killed while taking back a ticket whose record a live receiver is claiming, its
+    /// mark already on the block: the block is the receiver's, and the sweep of the sender leaves
+    /// it. Before, the sweep freed it (tickets under claim were not counted as handing anything
+    /// over), and the receiver went on with a freed block. (Senders now take back by claiming
+    /// first, as receivers do: see `take_back_sent`.)
+    #[test]
+    fn a_block_a_live_receiver_is_claiming_is_not_freed_with_its_dead_sender() {
+        let (_scratch, live) = live("claiming");
+        let dead_mark = live.owner() ^ 0x5a5a;
+        let rec = block_with(&live, u64::from(dead_mark) << 32 | 1);
+        let t = live.issue(Kind::Message, &rec).unwrap();
+        assert!(live.own().tickets().claim_as(t.ticket, t.nonce, live.owner()), "the live receiver's claim");
+        crate::session::liveness::fake_dead_transport(&live.mng, 200, std::process::id(), dead_mark);
+        assert_eq!(live.sweep_dead(), [std::process::id()]);
+        let crate::meta::Record::Block { offset, delta, size, slot, .. } = rec else { unreachable!() };
+        assert!(live.own().check_block(offset, delta, size, slot).is_ok(), "still allocated");
+        assert!(!live.take_back_sent(&t, &rec), "the receiver's claim came first");
+        live.own().check().unwrap();
+    }
+
+    /// The monitor's sweep finishes the claims dead receivers left under way, as a transport's
+    /// does (before, their tickets stayed claimed and their blocks in flight for good).
+    #[test]
+    fn the_monitor_finishes_claims_dead_receivers_left() {
+        let (_scratch, live) = live("monclaim");
+        let rec = block_with(&live, u64::from(crate::segment::slots::IN_FLIGHT) << 32 | 1);
+        let t = live.issue(Kind::Message, &rec).unwrap();
+        let dead_mark = live.owner() ^ 0x5a5a;
+        let tickets = live.own().tickets();
+        assert!(tickets.claim_as(t.ticket, t.nonce, dead_mark));
+        crate::session::liveness::fake_dead_transport(&live.mng, 200, std::process::id(), dead_mark);
+        let swept = crate::monitor::sweep(live.names().shm_id()).unwrap();
+        assert_eq!(swept.dead, [std::process::id()]);
+        assert_eq!(tickets.outstanding(), 0, "the claim was finished");
+        assert_eq!(live.own().owned_by(dead_mark).unwrap().0, 0, "and the block freed as the dead claimer's");
+        live.own().check().unwrap();
+    }
+
     #[test]
     fn a_sweep_frees_by_owner_mark_not_by_pid() {
         let mut c = ShmConfig::new("live", &format!("mgr-owner-{}", std::process::id()));

@@ -516,11 +516,20 @@ impl Message {
             Record::Empty => return Ok(Message::empty(mgr.clone())),
             Record::Handed { segment, ticket, nonce } => {
                 // Marked ours before the claim ends: a process killed in between leaves a claim
-                // under way that the sweep of the dead finishes (see `tickets::CLAIMING`).
-                let m = Message::claim(mgr, segment, ticket, nonce)?;
-                m.mark_held(mgr.owner());
+                // under way that the sweep of the dead finishes (see `tickets::CLAIMING`). A
+                // shared reference is listed before the claim ends too: the sweep then drops it.
+                let mut m = Message::claim(mgr, segment, ticket, nonce)?;
+                let marked = mgr.remark(&m.record(), crate::segment::slots::IN_FLIGHT, mgr.owner());
+                if marked != crate::segment::Remark::Refused {
+                    m.list_if_shared();
+                }
                 mgr.segment(segment)?.tickets().claimed(ticket, mgr.owner());
-                m.list_if_shared();
+                if marked == crate::segment::Remark::Refused {
+                    // A block its sender did not hand over (still some holder's, or freed): a
+                    // faulty sender's ticket. Never taken, never freed here.
+                    m.hand_over();
+                    return Err(MetaError::NotHandedOver);
+                }
                 return Ok(m);
             }
             _ if source == Source::Lane => Message::from_record(mgr, rec)?,

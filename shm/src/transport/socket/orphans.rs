@@ -121,8 +121,13 @@ pub(crate) fn release(mgr: &Arc<Attachment>, o: &Orphan) -> bool {
     if !tickets.claim_as(o.ticket, o.nonce, mgr.owner()) {
         return false;
     }
-    let _ = mgr.remark(&rec, crate::segment::slots::IN_FLIGHT, mgr.owner());
+    let marked = mgr.remark(&rec, crate::segment::slots::IN_FLIGHT, mgr.owner());
     tickets.claimed(o.ticket, mgr.owner());
+    if marked == crate::segment::Remark::Refused {
+        // Not in flight: a block some holder keeps (a faulty ticket), not ours to free.
+        log::error!("a ticket a dead sender left names a block it did not hand over; left alone");
+        return true;
+    }
     match Message::from_record(mgr, rec) {
         Ok(m) => drop(m),
         Err(e) => log::error!("could not release a message its sender left in flight: {e}"),

@@ -428,12 +428,8 @@ pub(crate) fn reclaim(mgr: &Arc<Attachment>, sent: Sent) -> Option<Vec<Message>>
                 std::thread::sleep(Duration::from_millis(1));
             }
         }
-        // Only while the ticket is out: a block claimed long ago may be someone else's by now.
-        if still_out(mgr, t) {
-            mgr.mark_back(&rec);
-        }
         let first = std::mem::replace(&mut first_part, false);
-        if !mgr.take_back(t) {
+        if !mgr.take_back_sent(t, &rec) {
             // The peer took this part. Its receive claims the parts in order and stops at the
             // first it does not get, so whoever wins the first part gets the message.
             if first {

@@ -382,3 +382,25 @@ fn a_lane_whose_offer_was_released_as_lost_is_offered_again() {
     readers.close(&mgr);
     writer.close(&mgr);
 }
+
+/// A ticket naming a block its sender did not hand over (still held, not in flight: a faulty
+/// sender of the session) is refused, and the block stays its holder's. Before, the receiver
+/// took it (the holder's mark overwritten), and both freed it.
+#[test]
+fn a_ticket_for_a_block_not_handed_over_is_refused() {
+    let (_scratch, mgr) = crate::scratch::attachment("ticket-notours");
+    let mut held = Message::allocate(mgr.clone(), 100, 0).unwrap();
+    held.data_mut().unwrap().fill(7);
+    let rec = held.record();
+    let t = mgr.issue(Kind::Message, &rec).unwrap();
+    match Message::receive(&mgr, t.record(), Source::Socket) {
+        Err(meta::MetaError::NotHandedOver) => {}
+        other => panic!("taken: {:?}", other.map(|m| m.size())),
+    }
+    assert_eq!(mgr.own().tickets().outstanding(), 0, "the ticket is used up");
+    assert_eq!(count_word(&mgr, rec), u64::from(mgr.owner()) << 32 | 1, "still its holder's");
+    assert!(held.data().iter().all(|&b| b == 7));
+    drop(held);
+    assert_eq!(count_word(&mgr, rec) as u32, 0);
+    mgr.own().check().unwrap();
+}
