@@ -61,20 +61,22 @@ fn sweep_open(m: Management, names: &Names) -> Result<Sweep, ShmError> {
     }
     let opened: Vec<Segment> =
         m.segments().iter().filter_map(|s| Segment::open(&Names::path(&names.segment(s.id)), s.id).ok()).collect();
-    for d in &dead {
+    // A slot with a damaged mark (0) is counted out with nothing freed by it.
+    let swept: Vec<_> = dead.iter().filter(|d| d.owner != 0).collect();
+    for d in &swept {
         // Shared references it listed (see `ledger`); those to a lane's last reference stay.
         crate::session::ledger::release(&opened[..], &m, d.slot, d.owner);
     }
     // Claims they left under way, finished as a transport's sweep finishes them: before, their
     // tickets stayed claimed and their blocks in flight until the session ended.
-    let owners: Vec<u32> = dead.iter().map(|d| d.owner).collect();
+    let owners: Vec<u32> = swept.iter().map(|d| d.owner).collect();
     let segment = |id: u16| opened.iter().find(|s| s.id() == id);
     for sg in &opened {
         sg.finish_claims(&owners, segment);
     }
     let ticketed = crate::segment::Ticketed::of(&opened);
     for sg in &opened {
-        for d in &dead {
+        for d in &swept {
             if let Ok((n, b)) = sg.reclaim_dead(d.owner, &ticketed) {
                 out.freed.0 += n;
                 out.freed.1 += b;

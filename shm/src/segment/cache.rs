@@ -127,7 +127,7 @@ impl Cache {
                 return Released::Cached;
             }
         }
-        self.deferred_bytes += block.size;
+        self.deferred_bytes = self.deferred_bytes.saturating_add(block.size); // a size word another process damaged
         self.deferred.push((seg.id(), block.offset, block.slot));
         // A process waits for memory: give back soon, but a whole magazine at a time when blocks
         // of one size stream through (the waiter's next refill takes it from the depot as it is).

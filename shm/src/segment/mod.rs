@@ -271,7 +271,17 @@ impl Segment {
         // A failed repair leaves the lock not recoverable; its own error says more.
         repair?;
         let _g = locked?;
-        f(&t)
+        let r = f(&t);
+        if let Err(ShmError::Corrupt(c)) = &r {
+            // Damaged free-list words (a message written past its end reaches the next block's):
+            // the lists are rebuilt from the blocks themselves, so the next call finds them sound
+            // (before, every later allocation of that size failed for the session's life).
+            log::error!("segment {}: the heap is damaged at {}; rebuilding its free lists", self.id, c.0);
+            if let Err(e) = self.repair(&t) {
+                log::error!("segment {}: the heap could not be repaired: {e}", self.id);
+            }
+        }
+        r
     }
 
     /// Rebuilds the heap's derived data and the slot table's free list, and empties the depot into
@@ -328,6 +338,19 @@ impl Segment {
         self.tlsf().capacity()
     }
 
+    /// Whether slot entry `e` describes a block the depot may hand out as one of `bsize` bytes:
+    /// inside the heap, starting where a block's header names the slot. (A damaged entry handed
+    /// out made a message outside the mapping, a panic at its first access, or one aliasing a
+    /// live block.)
+    fn deposited(&self, e: &Entry, slot: u32, bsize: u64) -> bool {
+        e.delta == tlsf::HDR
+            && e.size == bsize
+            && e.offset >= HEAP_START
+            && e.offset % tlsf::ALIGN == 0
+            && e.offset.checked_add(bsize).is_some_and(|end| end <= self.heap_end)
+            && self.header_word(e.offset).load(Ordering::Acquire) == (u64::from(SLOTTED) << 32) | u64::from(slot)
+    }
+
     /// Bytes of heap a request needs, if it can ever fit.
     pub fn needed(&self, size: u64, align: u64) -> Option<u64> {
         Tlsf::block_size_for(size, align).filter(|&n| n <= self.heap_end - HEAP_START)
@@ -359,8 +382,8 @@ impl Segment {
                             // Deposited blocks all have slots (see `free`) and say so in their
                             // count word; skip a damaged entry.
                             let Some(e) = slots.entry(slot) else { continue };
-                            if slots.rc(slot).load(Ordering::Relaxed) != DEPOSITED {
-                                log::error!("segment {}: the depot lists slot {slot}, not deposited", self.id);
+                            if slots.rc(slot).load(Ordering::Relaxed) != DEPOSITED || !self.deposited(&e, slot, bsize) {
+                                log::error!("segment {}: the depot lists slot {slot}, not a deposited block", self.id);
                                 continue;
                             }
                             slots.rc(slot).store(rc, Ordering::Relaxed);
@@ -899,3 +922,6 @@ impl Drop for Waiting<'_> {
         self.seg.header().waiters.fetch_sub(1, Ordering::AcqRel);
     }
 }
+
+#[cfg(test)]
+mod tests;

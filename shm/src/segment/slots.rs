@@ -104,7 +104,8 @@ impl<'a> Slots<'a> {
         let head = self.head.load(Relaxed);
         let slot = if head != 0 {
             let s = (head - 1) as u32;
-            if s >= self.n {
+            // A slot in use (an offset of its own) on the free list: a damaged list.
+            if s >= self.n || self.word(s, 1).load(Relaxed) != 0 {
                 return None; // damaged list: leave it to a rebuild, allocate without a slot
             }
             self.head.store(self.word(s, 2).load(Relaxed), Relaxed);

@@ -201,15 +201,27 @@ impl<'a> Tlsf<'a> {
         self.c(C_HEADS + fl * SL + sl)
     }
 
+    /// Whether `link`, read from a free block's list words, is a free block whose word `i` points
+    /// back at `off` (links are checked before anything is written through them: a message
+    /// written past its end damages the next block's words, and an unchecked link then had a
+    /// live block's words overwritten).
+    fn links_back(&self, link: u64, i: u64, off: u64) -> R<()> {
+        match self.block(link) {
+            Ok((_, true)) if self.get(link, i)? == off => Ok(()),
+            _ => Err(Corrupt(link)),
+        }
+    }
+
     fn insert(&self, off: u64, size: u64) -> R<()> {
         let (fl, sl) = mapping(size);
         let head = self.head(fl, sl).load(Relaxed);
+        if head != 0 {
+            // The head has no predecessor.
+            self.links_back(head, 3, 0)?;
+        }
         self.put(off, 2, head);
         self.put(off, 3, 0);
         if head != 0 {
-            if !self.in_heap(head) {
-                return Err(Corrupt(head));
-            }
             self.put(head, 3, off);
         }
         self.head(fl, sl).store(off, Relaxed);
@@ -223,10 +235,13 @@ impl<'a> Tlsf<'a> {
     fn remove(&self, off: u64, size: u64) -> R<()> {
         let (fl, sl) = mapping(size);
         let (next, prev) = (self.get(off, 2)?, self.get(off, 3)?);
-        for link in [next, prev] {
-            if link != 0 && !self.in_heap(link) {
-                return Err(Corrupt(link));
-            }
+        if next != 0 {
+            self.links_back(next, 3, off)?;
+        }
+        if prev != 0 {
+            self.links_back(prev, 2, off)?;
+        } else if self.head(fl, sl).load(Relaxed) != off {
+            return Err(Corrupt(off));
         }
         if next != 0 {
             self.put(next, 3, prev);
@@ -739,6 +754,35 @@ mod tests {
             }
             t.check().map_err(TestCaseError::fail)?;
             prop_assert_eq!(t.stats(), initial);
+        }
+    }
+
+    /// A free block's list words damaged (a message written past its end reaches the next
+    /// block's header): links are checked before anything is written through them, so the used
+    /// block a damaged link names keeps its words, and the rebuilt lists are sound again. Before,
+    /// taking the free block off its list wrote into the used block's header.
+    #[test]
+    fn a_damaged_free_list_link_writes_into_no_used_block() {
+        for word in [2, 3] {
+            let w = heap(1 << 14);
+            let t = Tlsf::new(&w, CTL, start(), (w.len() * 8) as u64);
+            t.format();
+            let a = t.alloc(1000, 16, 1).unwrap().unwrap();
+            let b = t.alloc(1000, 16, 1).unwrap().unwrap();
+            let c = t.alloc(1000, 16, 1).unwrap().unwrap();
+            let _d = t.alloc(1000, 16, 1).unwrap().unwrap();
+            t.free(b.offset).unwrap();
+            // C's size, count and slot words (word 0, the previous block, is the heap's to fix).
+            let words_of_c = || (1..4).map(|i| t.get(c.offset, i).unwrap()).collect::<Vec<_>>();
+            let before = words_of_c();
+            // B's link names C, a used block; freeing A merges A with B, taking B off its list.
+            t.put(b.offset, word, c.offset);
+            assert!(t.free(a.offset).is_err(), "a damaged link (word {word}) is refused");
+            assert_eq!(words_of_c(), before, "the used block's words are untouched (word {word})");
+            // The free of A was cut short: as one a killed process left, the rebuild finishes it.
+            t.recover().unwrap();
+            t.check().unwrap();
+            assert_eq!(words_of_c(), before);
         }
     }
 

@@ -145,7 +145,18 @@ impl SessionLock<'_> {
                 continue; // a live transport sweeps it
             }
             slot_of(m, slot).sweeper.store(u64::from(sweeper), Ordering::Relaxed);
-            dead.push(Dead { pid: pid as u32, owner: slot_of(m, slot).owner.load(Ordering::Relaxed) as u32, slot });
+            let mut owner = slot_of(m, slot).owner.load(Ordering::Relaxed) as u32;
+            // Sweeps free what carries the dead one's mark: a mark no transport can have, or one
+            // another slot names, is a damaged slot's (claims keep marks unique), and nothing is
+            // freed by it (0). Before, such a slot had a live transport's blocks freed.
+            let named_twice =
+                occupied(m).any(|s| s != slot && slot_of(m, s).owner.load(Ordering::Relaxed) as u32 == owner);
+            if !usable_owner(owner) || named_twice {
+                log::error!("liveness slot {slot} of dead process {pid} has a damaged owner mark {owner:#x}: counted out, nothing freed by it");
+                owner = 0;
+                slot_of(m, slot).owner.store(0, Ordering::Relaxed); // as counted out
+            }
+            dead.push(Dead { pid: pid as u32, owner, slot });
         }
         dead
     }
@@ -321,9 +332,14 @@ fn claim<'a>(m: &Management, handles: &[RobustMutex<'a>]) -> Result<(usize, u32,
         if slot_of(m, slot).pid.load(Ordering::Relaxed) != 0 {
             continue;
         }
-        let guard = match mx.try_lock().map_err(ShmError::from)? {
-            TryLock::Acquired(g) | TryLock::OwnerDied(g) => g,
-            TryLock::Busy => continue,
+        let guard = match mx.try_lock() {
+            Ok(TryLock::Acquired(g) | TryLock::OwnerDied(g)) => g,
+            Ok(TryLock::Busy) => continue,
+            // A damaged free slot is skipped (before, it failed every attach to the session).
+            Err(e) => {
+                log::error!("liveness slot {slot} is damaged, another is taken: {e}");
+                continue;
+            }
         };
         let since = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
         slot_of(m, slot).since.store(since, Ordering::Relaxed);
@@ -466,6 +482,38 @@ mod tests {
         m.lock().unwrap().count_out(&dead[0]);
         assert_eq!(m.device_count(), 1);
         assert!(m.detach(hb, false).unwrap());
+    }
+
+    /// A dead slot whose owner mark no transport can have, or that a live transport has: counted
+    /// out with owner 0, so its sweep frees nothing by that mark.
+    #[test]
+    fn a_dead_slot_with_a_damaged_owner_mark_frees_nothing_by_it() {
+        let s = scratch("badmark");
+        let (m, hb) = Management::attach(&s.0, "s").unwrap();
+        for (slot, mark) in [(7, hb.owner()), (8, crate::segment::slots::IN_FLIGHT), (9, 0)] {
+            slot_of(&m, slot).owner.store(u64::from(mark), Ordering::Relaxed);
+            slot_of(&m, slot).pid.store(4_000_000 + slot as u64, Ordering::Release);
+        }
+        let mut dead = m.lock().unwrap().find_dead(hb.owner());
+        dead.sort_by_key(|d| d.slot);
+        let owners: Vec<u32> = dead.iter().map(|d| d.owner).collect();
+        assert_eq!(owners, [0, 0, 0]);
+        dead.iter().for_each(|d| m.lock().unwrap().count_out(d));
+        assert_eq!(m.device_count(), 1);
+        assert!(m.detach(hb, false).unwrap());
+    }
+
+    /// A free slot whose mutex is damaged is skipped by a newcomer, which takes the next one.
+    #[test]
+    fn a_newcomer_skips_a_free_slot_whose_mutex_is_damaged() {
+        let s = scratch("badfree");
+        let (m, a) = Management::attach(&s.0, "s").unwrap();
+        const NO_SUCH_KIND: u64 = 100; // as in `fake_unseen_transport`
+        slot_of(&m, 1).mutex[2].store(NO_SUCH_KIND, Ordering::Relaxed);
+        let (_, b) = Management::attach(&s.0, "s").expect("attached past the damaged slot");
+        assert_eq!((a.slot, b.slot), (0, 2));
+        assert!(!m.detach(b, false).unwrap());
+        assert!(m.detach(a, false).unwrap());
     }
 
     #[test]

@@ -138,6 +138,9 @@ impl Attachment {
     /// process caches blocks of its own segment, defers frees into its peers' and holds messages
     /// of any).
     fn reclaim_dead(&self, dead: &[Dead]) {
+        // A slot with a damaged mark (0) is counted out with nothing freed by it.
+        let dead: Vec<Dead> = dead.iter().filter(|d| d.owner != 0).cloned().collect();
+        let dead = &dead[..];
         if dead.is_empty() {
             return;
         }
