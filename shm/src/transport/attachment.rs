@@ -185,7 +185,14 @@ impl Attachment {
         let path = Names::path(&names.segment(id));
         let lock = mng.lock()?;
         let (seg, created) = Segment::open_or_create(&path, &Names::path(&names.tmp()), id, c.segment_size)?;
-        lock.register_segment(id, seg.size())?;
+        if let Err(e) = lock.register_segment(id, seg.size()) {
+            // A segment the registry does not list is removed by nobody: it would outlive the
+            // session (nobody else opened it: that takes this lock too).
+            if created {
+                let _ = std::fs::remove_file(&path);
+            }
+            return Err(e);
+        }
         drop(lock);
         log::debug!(
             "{} managed shared memory segment {}. Size: {} bytes. Available: {} bytes.",
@@ -651,6 +658,25 @@ mod tests {
         assert_eq!(tickets.outstanding(), 0, "the claim was finished");
         assert_eq!(live.own().owned_by(dead_mark).unwrap().0, 0, "and the block freed as the dead claimer's");
         live.own().check().unwrap();
+    }
+
+    /// A segment whose id finds no room in the session's registry: the attach fails, and the
+    /// segment file it created is removed. Before, it stayed in /dev/shm after the session ended.
+    #[test]
+    fn a_segment_the_registry_has_no_room_for_is_removed() {
+        let (_scratch, live) = live("segfull");
+        {
+            let lock = live.mng.lock().unwrap();
+            let mut id = 1;
+            while lock.register_segment(id, 1 << 20).is_ok() {
+                id += 1;
+            }
+        }
+        let mut c = live.config.clone();
+        c.segment_id = 999;
+        let path = Names::path(&live.names.segment(999));
+        assert!(Attachment::new(&c, Arc::new(Interrupter::new().unwrap())).is_err());
+        assert!(!path.exists(), "{} was left", path.display());
     }
 
     #[test]

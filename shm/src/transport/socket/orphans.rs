@@ -17,11 +17,12 @@ use crate::segment::tickets::{names_one, names_several, Kind, AT_ENDPOINT, FACIN
 use crate::transport::attachment::Attachment;
 use crate::transport::message::Message;
 use crate::transport::socket::directory::{self, Attached, Role};
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A ticket out whose issuer is gone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct Orphan {
     segment: u16,
     ticket: u32,
@@ -169,10 +170,12 @@ pub(crate) const ARRIVAL: u64 = 1_000_000_000;
 #[derive(Default)]
 pub(crate) struct Watch {
     last: Option<Instant>,
-    seen: Vec<Orphan>,
+    /// Sets, not lists: a table full of orphans (2^18 tickets a segment) must not cost a look
+    /// time in the square of their number.
+    seen: HashSet<Orphan>,
     /// Tickets addressed to one of several sockets, this one among them, and when they were first
     /// seen (coarse ns).
-    shared: Vec<(Orphan, u64)>,
+    shared: HashMap<Orphan, u64>,
 }
 
 impl Watch {
@@ -188,7 +191,7 @@ impl Watch {
         });
         let (shared, now): (Vec<Orphan>, Vec<Orphan>) = now.into_iter().partition(|o| names_several(o.receiver));
         let mut released = now.iter().filter(|o| self.seen.contains(o) && release(mgr, o)).count();
-        self.seen = now;
+        self.seen = now.into_iter().collect();
         released += self.release_shared(mgr, shared, mine);
         if released > 0 {
             log::warn!("released {released} messages lost in flight to this socket by senders that are gone");
@@ -202,17 +205,17 @@ impl Watch {
         let now = crate::sys::clock::coarse_ns();
         let mut sets: Vec<(Set, Option<Vec<directory::Facing>>)> = Vec::new();
         let mut released = 0;
-        let mut kept = Vec::new();
+        let mut kept = HashMap::new();
         for o in found {
             let Some(set) = o.several() else { continue };
             let ours = || members(mgr, set, mine).and_then(|(f, me_too)| me_too.then_some(f));
             let Some(facing) = looked_up(&mut sets, set, ours) else { continue };
-            let since = self.shared.iter().find(|(s, _)| *s == o).map_or(now, |&(_, t)| t);
+            let since = self.shared.get(&o).copied().unwrap_or(now);
             let all_empty = facing.iter().filter(|f| f.alive).all(|f| f.empty_at > since.saturating_add(ARRIVAL));
             if all_empty && release(mgr, &o) {
                 released += 1;
             } else {
-                kept.push((o, since));
+                kept.insert(o, since);
             }
         }
         self.shared = kept;
