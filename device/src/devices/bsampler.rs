@@ -84,9 +84,14 @@ impl Device for BenchmarkSampler {
                 None => fresh(),
             }
         };
+        // One buffer of parts for the whole run: no allocation per message in the loop.
+        let mut parts = Vec::with_capacity(self.num_parts.max(1));
         while !ctx.new_state_pending() {
             let ok = if self.multipart {
-                let mut parts = (0..self.num_parts.max(1)).map(|_| make()).collect::<HookResult<Vec<_>>>()?;
+                parts.clear();
+                for _ in 0..self.num_parts.max(1) {
+                    parts.push(make()?);
+                }
                 ch.send_parts(&mut parts).is_ok()
             } else {
                 ch.send(&mut make()?).is_ok()
