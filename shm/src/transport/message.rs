@@ -316,6 +316,15 @@ impl Message {
         }
     }
 
+    /// Lists this message's reference in the ledger before its block is shared (by
+    /// [`Message::add_reference`], next): a sweep drops a listed reference only once the block is
+    /// shared (before, the block names its holder and is freed by that), so a process killed
+    /// between the two steps leaves nothing out. Listing after the sharing left a reference that
+    /// nobody dropped.
+    pub(crate) fn list_before_sharing(&self) {
+        self.list(false);
+    }
+
     /// Lists this message's reference to a lane's block in the transport's ledger (see `ledger`):
     /// a sweep drops it if this process is killed, and releases what the lane holds with the last
     /// reference.
@@ -402,8 +411,8 @@ impl Message {
     /// when the first copy of a region piece finds no room for its reference count.
     pub fn copy_from(&mut self, other: &Message) -> Result<(), ShmError> {
         other.share()?;
+        other.list_before_sharing();
         other.add_reference();
-        other.list_if_shared();
         let body = match &other.body {
             Body::Empty => Body::Empty,
             Body::Block { seg, offset, delta, size, slot } => {

@@ -363,6 +363,7 @@ impl Socket {
     pub(super) fn publish(&self, parts: &mut [Message]) -> TransferResult {
         for p in parts.iter() {
             p.share()?;
+            p.list_before_sharing();
         }
         self.learn_peers(false);
         let total: usize = parts.iter().map(Message::size).sum();
@@ -373,10 +374,7 @@ impl Socket {
         let mut gone = Vec::new();
         for i in 0..peers.len() {
             let p = peers.get_mut(i);
-            parts.iter().for_each(|m| {
-                m.add_reference();
-                m.list_if_shared();
-            });
+            parts.iter().for_each(Message::add_reference);
             // Like a full queue, no free ticket makes this subscriber miss the message.
             if self.issue_all(parts.iter().map(Message::record), Deadline::Now, issued).is_err() {
                 parts.iter().for_each(|m| m.drop_reference());

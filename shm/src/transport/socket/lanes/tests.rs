@@ -404,3 +404,28 @@ fn a_ticket_for_a_block_not_handed_over_is_refused() {
     assert_eq!(count_word(&mgr, rec) as u32, 0);
     mgr.own().check().unwrap();
 }
+
+/// Messages listed before their blocks are shared (as `copy_from` and a publisher list them):
+/// killed before the sharing, the sweep drops nothing by the listing (the block names its
+/// holder, and is freed by that); killed after, it drops the listed reference. Before, the
+/// reference was listed after the sharing, and a process killed in between left it for the
+/// session's life.
+#[test]
+fn a_reference_listed_before_sharing_is_dropped_once_shared() {
+    let (_scratch, mgr) = crate::scratch::attachment("list-before-share");
+    let [mut alone, mut shared] = [0, 1].map(|_| Message::allocate(mgr.clone(), 100, 0).unwrap());
+    let (alone_rec, shared_rec) = (alone.record(), shared.record());
+    alone.list_before_sharing(); // killed before the sharing
+    shared.list_before_sharing();
+    shared.add_reference(); // the reference a subscriber's ticket takes; killed now
+    assert_eq!(mgr.release_ledger_as_if_dead(), 1, "only the shared block's listed reference");
+    assert_eq!(count_word(&mgr, alone_rec), u64::from(mgr.owner()) << 32 | 1, "its mark accounts for it");
+    let mark = u64::from(crate::segment::slots::SHARED) << 32;
+    assert_eq!(count_word(&mgr, shared_rec), mark | 1, "the subscriber's is left");
+    shared.hand_over(); // dropped by that sweep
+    alone.hand_over(); // its ledger entry went with the sweep
+    drop(Message::from_record(&mgr, shared_rec).unwrap());
+    drop(Message::from_record(&mgr, alone_rec).unwrap());
+    assert_eq!(count_word(&mgr, shared_rec) as u32, 0);
+    assert_eq!(count_word(&mgr, alone_rec) as u32, 0);
+}
