@@ -274,11 +274,17 @@ impl Segment {
         let r = f(&t);
         if let Err(ShmError::Corrupt(c)) = &r {
             // Damaged free-list words (a message written past its end reaches the next block's):
-            // the lists are rebuilt from the blocks themselves, so the next call finds them sound
-            // (before, every later allocation of that size failed for the session's life).
-            log::error!("segment {}: the heap is damaged at {}; rebuilding its free lists", self.id, c.0);
-            if let Err(e) = self.repair(&t) {
-                log::error!("segment {}: the heap could not be repaired: {e}", self.id);
+            // the lists are rebuilt from the blocks themselves when the chain of blocks is sound,
+            // so the next call finds them sound (before, every later allocation of that size
+            // failed for the session's life). A broken chain is left as it is: a rebuild would
+            // empty every list, or take user bytes for headers.
+            if t.chain_sound() {
+                log::error!("segment {}: the heap's free lists are damaged at {}; rebuilding them", self.id, c.0);
+                if let Err(e) = self.repair(&t) {
+                    log::error!("segment {}: the heap could not be repaired: {e}", self.id);
+                }
+            } else {
+                log::error!("segment {}: the heap's blocks are damaged at {}; left as they are", self.id, c.0);
             }
         }
         r

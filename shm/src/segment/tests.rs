@@ -68,5 +68,32 @@ fn a_heap_whose_free_list_was_damaged_is_rebuilt() {
     seg.check_block(c.offset, c.delta, 1000, c.slot).unwrap();
     let mut more = Vec::new();
     seg.allocate(1000, 16, mgr.owner(), 1, &mut more).unwrap();
+    assert_eq!(more.len(), 1);
     seg.check().unwrap();
+}
+
+/// A message written past its end breaks the next block's header, a free one's size among it:
+/// the operation that finds it fails, and the lists stay as they are, so allocations from other
+/// blocks go on and the used blocks keep their words. (A rebuild from a broken chain would have
+/// emptied every list and failed every later allocation; it stops at the first bad block.)
+#[test]
+fn a_broken_block_chain_is_not_rebuilt() {
+    let (_scratch, mgr) = crate::scratch::attachment("seg-broken");
+    let seg = mgr.own();
+    let mut blocks = Vec::new();
+    for _ in 0..4 {
+        seg.allocate(1000, 16, mgr.owner(), 1, &mut blocks).unwrap();
+    }
+    let [a, b, c, _d] = blocks[..] else { panic!("four blocks") };
+    seg.free_block(b.offset).unwrap();
+    let words_of_c: Vec<u64> =
+        (0..4).map(|i| seg.words()[(c.offset / 8 + i) as usize].load(Ordering::Relaxed)).collect();
+    // A's overrun zeroes B's header.
+    (0..4).for_each(|i| seg.words()[(b.offset / 8 + i) as usize].store(0, Ordering::Relaxed));
+    assert!(seg.free_block(a.offset).is_err(), "the damage is found");
+    let mut more = Vec::new();
+    seg.allocate(1000, 16, mgr.owner(), 1, &mut more).unwrap();
+    assert_eq!(more.len(), 1, "the other free blocks are still listed");
+    let now: Vec<u64> = (0..4).map(|i| seg.words()[(c.offset / 8 + i) as usize].load(Ordering::Relaxed)).collect();
+    assert_eq!(now, words_of_c, "C's header is untouched");
 }

@@ -411,6 +411,23 @@ impl<'a> Tlsf<'a> {
     }
 
     /// The blocks of the heap in address order: (offset, size, free). Stops early at a damaged block.
+    /// Whether [`Tlsf::recover`] can rebuild the lists from the block chain, read without writing:
+    /// every size in range, every used block carrying its check tag, the chain ending exactly at
+    /// the heap's end. (`recover` clears the lists first and stops at the first bad block: on a
+    /// chain a message written past its end broke, it would leave no list at all, or take user
+    /// bytes for headers.)
+    pub fn chain_sound(&self) -> bool {
+        let mut off = self.start;
+        while off < self.end {
+            match self.block(off) {
+                Ok((size, true)) => off += size,
+                Ok((size, false)) if self.get(off, 3).is_ok_and(|w| w >> 32 == tag(off)) => off += size,
+                _ => return false,
+            }
+        }
+        off == self.end
+    }
+
     pub fn walk(&self) -> impl Iterator<Item = (u64, u64, bool)> + '_ {
         let mut off = self.start;
         std::iter::from_fn(move || {

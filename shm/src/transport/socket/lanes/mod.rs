@@ -245,27 +245,28 @@ fn remark_entry(mgr: &Arc<Attachment>, kind: u32, entry: &[u8], from: u32, to: u
     remark_entry_with(mgr, kind, entry, from, to, &mut Marking::default())
 }
 
-/// The records of an entry being marked, and those whose mark changed (the caller's buffers: a
-/// reader's, so no allocation per entry).
+/// The records of an entry being marked, and those the caller holds the entry's references of:
+/// blocks whose mark changed, shared blocks and region pieces (the caller's buffers: a reader's,
+/// so no allocation per entry).
 #[derive(Default)]
 pub(crate) struct Marking {
     blocks: Vec<Record>,
-    done: Vec<Record>,
+    taken: Vec<Record>,
 }
 
 /// [`remark_entry`] with the caller's buffers. When a block of the entry is not marked `from`
 /// (another holder's, or freed), or the entry cannot be read, the entry is not the caller's to
-/// take: false, and the blocks it did mark (in `m.done`) are the caller's to release (see
+/// take: false, and what it did hand over (in `m.taken`: the blocks marked, the shared blocks and
+/// region pieces, whose references no other holder lists) is the caller's to release (see
 /// [`release_marked`]). Every block is looked at either way.
 fn remark_entry_with(mgr: &Arc<Attachment>, kind: u32, entry: &[u8], from: u32, to: u32, m: &mut Marking) -> bool {
-    m.done.clear();
+    m.taken.clear();
     if !entry_blocks(mgr, kind, entry, &mut m.blocks) {
         return false;
     }
     let mut whole = true;
     let mut one = |r: &Record| match mgr.remark(r, from, to) {
-        Remark::Done => m.done.push(*r),
-        Remark::NoMark => {}
+        Remark::Done | Remark::NoMark => m.taken.push(*r),
         Remark::Refused => whole = false,
     };
     if to == crate::segment::slots::IN_FLIGHT {
@@ -276,11 +277,11 @@ fn remark_entry_with(mgr: &Arc<Attachment>, kind: u32, entry: &[u8], from: u32, 
     whole
 }
 
-/// Frees the blocks of an entry that was not the caller's to take, which it marked its own
-/// before it knew (see [`remark_entry_with`]): the message is lost, its other blocks are their
-/// holders' to free. Returns how many blocks.
-fn release_marked(mgr: &Arc<Attachment>, done: &mut Vec<Record>) -> usize {
-    done.drain(..).filter_map(|r| Message::from_record(mgr, r).ok()).count()
+/// Releases what an entry that was not the caller's to take handed over (see
+/// [`remark_entry_with`]): the message is lost, its other blocks are their holders' to free.
+/// Returns how many parts.
+fn release_marked(mgr: &Arc<Attachment>, taken: &mut Vec<Record>) -> usize {
+    taken.drain(..).filter_map(|r| Message::from_record(mgr, r).ok()).count()
 }
 
 /// Writer: takes every entry out of `ring` (its reader left) into `out`, each marked its own again
@@ -302,7 +303,7 @@ fn take_back_all(mgr: &Arc<Attachment>, ring: &Ring<'_>, out: &mut Vec<Taken>) -
         if whole {
             out.push((e.kind, bytes));
         } else {
-            release_marked(mgr, &mut marking.done);
+            release_marked(mgr, &mut marking.taken);
             lost += 1;
         }
     }

@@ -91,7 +91,7 @@ impl Readers {
                     if !ours {
                         // A block its writer did not hand over (still another holder's, or freed)
                         // is never taken: the entry is dropped, what it handed over released.
-                        release_marked(mgr, &mut self.marking.done);
+                        release_marked(mgr, &mut self.marking.taken);
                         self.records.clear();
                         meta::decode(out, &mut self.records)?; // a damaged entry says how
                         return Err(meta::MetaError::NotHandedOver.into());

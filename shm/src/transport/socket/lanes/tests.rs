@@ -321,9 +321,10 @@ fn a_shared_part_published_in_a_lane_is_not_in_its_writers_ledger() {
     assert_eq!(count_word(&mgr, rec) as u32, 0);
 }
 
-/// A link that takes every control frame (a peer is always known) and keeps the offers.
+/// A link that keeps the offers; it takes every control frame (a peer is always known) until
+/// told to refuse them (no peer).
 #[derive(Default)]
-struct Offers(std::cell::RefCell<Vec<Record>>);
+struct Offers(std::cell::RefCell<Vec<Record>>, std::cell::Cell<bool>);
 
 impl Link for Offers {
     fn send_control(
@@ -333,6 +334,9 @@ impl Link for Offers {
         _deadline: Deadline,
         _address: &dyn Fn(u32, u64),
     ) -> Result<bool, TransferError> {
+        if self.1.get() {
+            return Ok(false);
+        }
         if let Some(Ok(meta::Control::Lane(rec))) = meta::control(frame) {
             self.0.borrow_mut().push(rec);
         }
@@ -428,4 +432,72 @@ fn a_reference_listed_before_sharing_is_dropped_once_shared() {
     drop(Message::from_record(&mgr, alone_rec).unwrap());
     assert_eq!(count_word(&mgr, shared_rec) as u32, 0);
     assert_eq!(count_word(&mgr, alone_rec) as u32, 0);
+}
+
+/// An entry a killed reader had begun to take (one part marked its own), with a shared part (a
+/// copy, whose reference the writer unlisted as it published): taking it back, the writer drops
+/// that reference, which nobody else holds. Before, only the blocks it marked back were released,
+/// and the shared block stayed allocated for the session's life.
+#[test]
+fn a_shared_part_of_an_entry_lost_with_its_reader_is_released() {
+    let (_scratch, mgr) = crate::scratch::attachment("lanes-lost-shared");
+    let lane = lane_of(&mgr, mgr.owner());
+    let ring = Ring::reopen(lane.words().unwrap(), ring::MIN_CAPACITY);
+    let original = Message::allocate(mgr.clone(), 100, 0).unwrap();
+    let mut copy = Message::empty(mgr.clone());
+    copy.copy_from(&original).unwrap();
+    let mut plain = Message::allocate(mgr.clone(), 100, 0).unwrap();
+    let recs = [plain.record(), copy.record()];
+    let mut frame = Vec::new();
+    meta::encode_parts(recs.into_iter(), 0, &mut frame);
+    assert!(ring.push(KIND_FRAME, &frame, || [&plain, &copy].iter().for_each(|m| m.hand_to_lane())).unwrap());
+    plain.hand_over();
+    copy.hand_over();
+    // The reader (owner 77) marked the plain part and was killed before consuming the entry.
+    assert_eq!(mgr.remark(&recs[0], crate::segment::slots::IN_FLIGHT, 77), Remark::Done);
+    let mut taken = Vec::new();
+    assert_eq!(take_back_all(&mgr, &ring, &mut taken).unwrap(), 1);
+    let shared = u64::from(crate::segment::slots::SHARED) << 32;
+    assert_eq!(count_word(&mgr, recs[1]), shared | 1, "the entry's reference to the copy was dropped");
+    assert_eq!(count_word(&mgr, recs[0]), 77 << 32 | 1, "the dead reader's part is the sweep's");
+    drop(original);
+    assert_eq!(count_word(&mgr, recs[1]) as u32, 0);
+}
+
+/// A reader that claimed a lane's offer and has not claimed the lane yet, while its writer
+/// closes with no offer out (its new offer found no peer): the lane is not released under the
+/// reader, which then reads everything. Before, the writer took the lane for one nobody could
+/// claim any more, and freed it with its messages.
+#[test]
+fn a_lane_whose_offer_a_reader_holds_is_not_released_at_close() {
+    let (_scratch, mgr) = crate::scratch::attachment("lanes-close-claimed");
+    let link = Offers::default();
+    let mut writer = Writer::default();
+    let send = |writer: &mut Writer, seq: u8| {
+        let mut m = Message::copy_of(mgr.clone(), &[seq; 16]).unwrap();
+        let entry = entry_of(&m);
+        writer.send(&mgr, &link, &entry, Deadline::Now, &|| m.mark_in_flight(true)).unwrap();
+        m.hand_over();
+    };
+    send(&mut writer, 0);
+    let Record::Handed { segment, ticket, nonce } = link.0.borrow()[0] else { panic!("a handed record") };
+    // The reader's attach, cut short between winning the ticket and claiming the ring.
+    let block = Message::claim_offer(&mgr, segment, ticket, nonce).unwrap();
+    std::thread::sleep(REOFFER + Duration::from_millis(50));
+    link.1.set(true); // the peer is gone for the writer: its new offer does not go out
+    send(&mut writer, 1);
+    writer.close(&mgr);
+    // The reader goes on: claims the lane and reads both messages.
+    let capacity = block.words().map(|w| Ring::open(w).unwrap().capacity()).unwrap();
+    let lane = LaneBlock::new(block, capacity);
+    assert_ne!(lane.ring().claim(mgr.owner()), ring::Claim::Taken);
+    let mut readers = Readers::of(lane.block, capacity);
+    let mut out = Vec::new();
+    for seq in 0..2u8 {
+        assert!(matches!(readers.take(&mgr, &mut out, "in"), Ok(Some(super::readers::Got::Frame))), "message {seq}");
+        let mut recs = Vec::new();
+        meta::decode(&out, &mut recs).unwrap();
+        assert_eq!(Message::receive(&mgr, recs[0], Source::Lane).unwrap().data(), &[seq; 16]);
+    }
+    readers.close(&mgr);
 }

@@ -25,6 +25,9 @@ pub(crate) struct Writer {
     /// away is lost with the connection; until a reader claims the lane it is offered again, the
     /// earlier offer taken back).
     offered: Cell<Option<(Instant, Issued)>>,
+    /// An offer of the current lane was claimed by someone who did not claim the lane yet (a
+    /// reader may be about to): the lane is never released as unclaimable at close.
+    claimed_unseen: Cell<bool>,
     resend: VecDeque<Taken>,
 }
 
@@ -108,6 +111,7 @@ impl Writer {
         let words = block.words().ok_or(ShmError::Config("a lane block is not whole words".into()))?;
         Ring::init(words, capacity, mgr.owner());
         let lane = LaneBlock::new(block, capacity);
+        self.claimed_unseen.set(false);
         self.send_offer(mgr, &lane, link, deadline)?;
         // No peer to send it to yet: a push's ZeroMQ socket attaches the connection it made a
         // moment after the connect. Wait for it within the send's deadline: a message pushed into
@@ -171,7 +175,9 @@ impl Writer {
             return;
         }
         if let Some((_, t)) = self.offered.take() {
-            let _ = mgr.take_back(&t);
+            if !mgr.take_back(&t) {
+                self.claimed_unseen.set(true);
+            }
         }
         let _ = self.send_offer(mgr, l, link, Deadline::Now);
     }
@@ -292,9 +298,10 @@ impl Writer {
             let ring = l.ring();
             // No reader can come when no offer's ticket is out (`send_offer` takes back one that
             // did not go; a claim wins the ticket before it claims the ring), or when the one out
-            // went to a receiver that is gone (taken back here).
+            // went to a receiver that is gone (taken back here), and no claim of an earlier offer
+            // may still be on its way to the ring.
             let offer_out = self.offered.get().is_some_and(|(_, t)| !(mgr.addressee_gone(&t) && mgr.take_back(&t)));
-            if !offer_out && ring.reader() == 0 {
+            if !offer_out && !self.claimed_unseen.get() && ring.reader() == 0 {
                 ring.close(READER_CLOSED | WRITER_CLOSED);
                 let mut left = Vec::new();
                 if let Err(e) = take_back_all(mgr, &ring, &mut left) {
