@@ -569,3 +569,37 @@ fn a_lane_nobody_can_claim_goes_when_its_sender_closes() {
     tx.check_segment().unwrap();
     assert_eq!(tx.segment_stats().free, free0, "the lane and its 10 messages were released");
 }
+
+/// A lane's reader killed at a different moment of its receive loop each round while its sender
+/// lives on: a second receiver at the same address gets what the first did not take, no message
+/// twice (the peer checks every payload and refuses a repeat), the sender ends normally once
+/// everything went out, and nothing stays allocated. The writer takes back what its dead reader
+/// left, except an entry the reader had begun to take (its blocks are the dead reader's, freed by
+/// the sweep): before, that entry was sent again or released a second time.
+#[test]
+fn i03_what_a_killed_lane_reader_left_goes_to_the_next_one_once() {
+    for round in 0..6u64 {
+        let s = Session::new(&format!("lanenext{round}"));
+        let t = s.transport("observer");
+        t.flush();
+        let free0 = t.segment_stats().free;
+        let addr = s.ipc("lane");
+        let mut first = peer(&["recv", &s.name, &addr, "bind", "0", "1"]);
+        first.expect_line("ready");
+        let mut sender = peer(&["send", &s.name, &addr, "connect", "200000", "16", "0"]);
+        first.expect_line("first");
+        std::thread::sleep(Duration::from_millis(3 + round * 7 % 40));
+        first.kill();
+        let mut second = peer(&["recv", &s.name, &addr, "bind", "0", "1", "any"]);
+        second.expect_line("ready");
+        let got = second.expect_line("received ");
+        assert!(second.wait().success(), "round {round}: the second receiver: {:?}", second.seen);
+        assert!(sender.wait().success(), "round {round}: the sender: {:?}", sender.seen);
+        let n: u64 = got["received ".len()..].split(' ').next().unwrap().parse().unwrap();
+        assert!(n > 0, "round {round}: the second receiver got nothing");
+        t.sweep_dead_processes();
+        t.flush();
+        t.check_segment().unwrap();
+        assert_eq!(t.segment_stats().free, free0, "round {round}: everything was freed");
+    }
+}
