@@ -626,6 +626,12 @@ impl Socket {
         self.counters.clone()
     }
 
+    /// The counters, borrowed: for a layered transport that records its own transfers (cloning
+    /// the `Arc` per message cost two locked instructions, more than the record itself).
+    pub fn counters_ref(&self) -> &Counters {
+        &self.counters
+    }
+
     /// Poll item for this socket with the events its type supports (for [`Poller`](crate::Poller)).
     pub(crate) fn poll_item(&self) -> zmq::PollItem<'_> {
         let mut events = zmq::PollEvents::empty();

@@ -263,7 +263,7 @@ impl Socket {
             Err(meta_error(MetaError::Multipart(got.len())))
         })?;
         let size = msg.size();
-        self.z.shared_counters().record_rx(size);
+        self.z.counters_ref().record_rx(size);
         Ok(size)
     }
 
@@ -277,7 +277,7 @@ impl Socket {
             meta::decode(data, recs).map_err(meta_error)?;
             self.messages(recs, source, parts)
         })?;
-        self.z.shared_counters().record_rx(total);
+        self.z.counters_ref().record_rx(total);
         Ok(total)
     }
 }

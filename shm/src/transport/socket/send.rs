@@ -315,7 +315,7 @@ impl Socket {
         let size = msg.size();
         self.send_records(std::slice::from_ref(msg), timeout_ms)?;
         msg.hand_over();
-        self.z.shared_counters().record_tx(size);
+        self.z.counters_ref().record_tx(size);
         Ok(size)
     }
 
@@ -337,7 +337,7 @@ impl Socket {
         for p in parts.iter_mut() {
             p.hand_over();
         }
-        self.z.shared_counters().record_tx(total);
+        self.z.counters_ref().record_tx(total);
         Ok(total)
     }
 
@@ -403,7 +403,7 @@ impl Socket {
         for p in parts.iter_mut() {
             p.rebuild();
         }
-        self.z.shared_counters().record_tx(total);
+        self.z.counters_ref().record_tx(total);
         Ok(total)
     }
 }
