@@ -245,8 +245,13 @@ impl Attachment {
     /// Whether ticket `t`, still out, was addressed to one transport that is gone: its record is
     /// lost with that transport's queue (as the release of orphans holds, see `orphans`).
     pub fn addressee_gone(&self, t: &Issued) -> bool {
-        let receiver = self.segment(t.segment).ok().and_then(|s| s.tickets().receiver(t.ticket, t.nonce));
-        receiver.is_some_and(|r| crate::segment::tickets::names_one(r) && !self.owner_alive(r))
+        let addressee = self.segment(t.segment).ok().and_then(|s| s.tickets().receiver(t.ticket, t.nonce));
+        addressee.is_some_and(|r| self.receiver_gone(r))
+    }
+
+    /// Whether receiver mark `r` names one transport, and it is gone.
+    pub fn receiver_gone(&self, r: u32) -> bool {
+        crate::segment::tickets::names_one(r) && !self.owner_alive(r)
     }
 
     /// Takes back a ticket whose record never left; false when someone claimed it first.

@@ -322,9 +322,10 @@ fn a_shared_part_published_in_a_lane_is_not_in_its_writers_ledger() {
 }
 
 /// A link that keeps the offers; it takes every control frame (a peer is always known) until
-/// told to refuse them (no peer).
+/// told to refuse them (no peer), addressed to the receiver mark in its third field (0: not
+/// known).
 #[derive(Default)]
-struct Offers(std::cell::RefCell<Vec<Record>>, std::cell::Cell<bool>);
+struct Offers(std::cell::RefCell<Vec<Record>>, std::cell::Cell<bool>, std::cell::Cell<u32>);
 
 impl Link for Offers {
     fn send_control(
@@ -332,11 +333,12 @@ impl Link for Offers {
         frame: &[u8],
         _to: Option<u32>,
         _deadline: Deadline,
-        _address: &dyn Fn(u32, u64),
+        address: &dyn Fn(u32, u64),
     ) -> Result<bool, TransferError> {
         if self.1.get() {
             return Ok(false);
         }
+        address(self.2.get(), 1);
         if let Some(Ok(meta::Control::Lane(rec))) = meta::control(frame) {
             self.0.borrow_mut().push(rec);
         }
@@ -500,4 +502,36 @@ fn a_lane_whose_offer_a_reader_holds_is_not_released_at_close() {
         assert_eq!(Message::receive(&mgr, recs[0], Source::Lane).unwrap().data(), &[seq; 16]);
     }
     readers.close(&mgr);
+}
+
+/// As above, but the reader that claimed the offer was killed before it claimed the lane (the
+/// offer was addressed to it): at close the lane is released with its messages, as nobody can
+/// claim it any more. (Left to a first claimant, it stayed for the session's life.)
+#[test]
+fn a_lane_whose_offer_a_dead_reader_claimed_is_released_at_close() {
+    let (_scratch, mgr) = crate::scratch::attachment("lanes-close-dead-claim");
+    let link = Offers::default();
+    link.2.set(77); // a receiver mark no live transport has
+    let mut writer = Writer::default();
+    let mut sent = Vec::new();
+    let mut send = |writer: &mut Writer, seq: u8| {
+        let mut m = Message::copy_of(mgr.clone(), &[seq; 16]).unwrap();
+        sent.push(m.record());
+        let entry = entry_of(&m);
+        writer.send(&mgr, &link, &entry, Deadline::Now, &|| m.mark_in_flight(true)).unwrap();
+        m.hand_over();
+    };
+    send(&mut writer, 0);
+    let Record::Handed { segment, ticket, nonce } = link.0.borrow()[0] else { panic!("a handed record") };
+    // Reader 77 won the ticket (its reference taken) and was killed: the sweep drops its reference.
+    let block = Message::claim_offer(&mgr, segment, ticket, nonce).unwrap();
+    std::thread::sleep(REOFFER + Duration::from_millis(50));
+    link.1.set(true);
+    send(&mut writer, 1);
+    drop(block);
+    writer.close(&mgr);
+    for rec in sent {
+        assert_eq!(count_word(&mgr, rec) as u32, 0, "the lane's messages were released");
+    }
+    mgr.own().check().unwrap();
 }

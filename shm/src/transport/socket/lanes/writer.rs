@@ -26,8 +26,11 @@ pub(crate) struct Writer {
     /// earlier offer taken back).
     offered: Cell<Option<(Instant, Issued)>>,
     /// An offer of the current lane was claimed by someone who did not claim the lane yet (a
-    /// reader may be about to): the lane is never released as unclaimable at close.
-    claimed_unseen: Cell<bool>,
+    /// reader may be about to), and the receiver it was addressed to: while that one lives (or is
+    /// not known), the lane is not released as unclaimable at close.
+    claimed_unseen: Cell<Option<u32>>,
+    /// The receiver mark the last offer was addressed to (0: not known).
+    offered_to: Cell<u32>,
     resend: VecDeque<Taken>,
 }
 
@@ -111,7 +114,7 @@ impl Writer {
         let words = block.words().ok_or(ShmError::Config("a lane block is not whole words".into()))?;
         Ring::init(words, capacity, mgr.owner());
         let lane = LaneBlock::new(block, capacity);
-        self.claimed_unseen.set(false);
+        self.claimed_unseen.set(None);
         self.send_offer(mgr, &lane, link, deadline)?;
         // No peer to send it to yet: a push's ZeroMQ socket attaches the connection it made a
         // moment after the connect. Wait for it within the send's deadline: a message pushed into
@@ -147,7 +150,10 @@ impl Writer {
         // Whoever reads it may claim the lane later, also after this writer is gone. Its receiver
         // is named where it can be: an offer lost with a killed writer's queue is released then,
         // and its lane with it (see `orphans`).
-        let address = |owner, socket| mgr.address(&ticket, owner, socket);
+        let address = |owner, socket| {
+            self.offered_to.set(owner);
+            mgr.address(&ticket, owner, socket);
+        };
         match link.send_control(&frame, None, deadline, &address) {
             Ok(true) => self.offered.set(Some((Instant::now(), ticket))),
             Ok(false) => {
@@ -176,7 +182,7 @@ impl Writer {
         }
         if let Some((_, t)) = self.offered.take() {
             if !mgr.take_back(&t) {
-                self.claimed_unseen.set(true);
+                self.claimed_unseen.set(Some(self.offered_to.get()));
             }
         }
         let _ = self.send_offer(mgr, l, link, Deadline::Now);
@@ -301,7 +307,8 @@ impl Writer {
             // went to a receiver that is gone (taken back here), and no claim of an earlier offer
             // may still be on its way to the ring.
             let offer_out = self.offered.get().is_some_and(|(_, t)| !(mgr.addressee_gone(&t) && mgr.take_back(&t)));
-            if !offer_out && !self.claimed_unseen.get() && ring.reader() == 0 {
+            let claim_pending = self.claimed_unseen.get().is_some_and(|r| !mgr.receiver_gone(r));
+            if !offer_out && !claim_pending && ring.reader() == 0 {
                 ring.close(READER_CLOSED | WRITER_CLOSED);
                 let mut left = Vec::new();
                 if let Err(e) = take_back_all(mgr, &ring, &mut left) {
