@@ -63,14 +63,9 @@ fn sweep_open(m: Management, names: &Names) -> Result<Sweep, ShmError> {
         m.segments().iter().filter_map(|s| Segment::open(&Names::path(&names.segment(s.id)), s.id).ok()).collect();
     // A slot with a damaged mark (0) is counted out with nothing freed by it.
     let swept: Vec<_> = dead.iter().filter(|d| d.owner != 0).collect();
-    // Shared references they listed (see `ledger`). One that listed a lane's last reference is
-    // left for a transport's sweep, which can release the lane's messages (before, the entry was
-    // cleared and the lane stayed for the session's life); this monitor does not take it up again.
-    let mut pending = Vec::new();
     for d in &swept {
-        if crate::session::ledger::release(&opened[..], &m, d.slot, d.owner).kept > 0 {
-            pending.push(d.slot);
-        }
+        // Shared references it listed (see `ledger`); those to a lane's last reference stay.
+        crate::session::ledger::release(&opened[..], &m, d.slot, d.owner);
     }
     // Claims they left under way, finished as a transport's sweep finishes them: before, their
     // tickets stayed claimed and their blocks in flight until the session ended.
@@ -88,13 +83,7 @@ fn sweep_open(m: Management, names: &Names) -> Result<Sweep, ShmError> {
             }
         }
     }
-    for d in &dead {
-        if pending.contains(&d.slot) {
-            lock.leave_lanes_pending(d);
-        } else {
-            lock.count_out(d);
-        }
-    }
+    dead.iter().for_each(|d| lock.count_out(d));
     Ok(out)
 }
 

@@ -161,55 +161,26 @@ fn in_lane(seg: &Segment, l: &Listed) -> Vec<(u16, u64)> {
     out
 }
 
-/// What a sweep did with the references a dead transport listed.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Released {
-    /// References dropped.
-    pub dropped: usize,
-    /// Entries left listed: the last reference to a lane, whose messages this sweeper cannot
-    /// release (see [`Sweeper::release_lane_contents`]). The dead transport is then left for a
-    /// sweeper that can (not counted out), which finds them again.
-    pub kept: usize,
+/// Drops the references the dead transport of slot `slot` and owner mark `owner` listed; returns
+/// how many. Each entry is cleared before its reference is dropped: a sweeper killed in between
+/// loses that one reference (the block stays), and the sweeper that takes over never drops one
+/// twice. Each is checked: only a live block marked shared, with a reference left, loses one.
+pub(crate) fn release(by: &(impl Sweeper + ?Sized), m: &Management, slot: usize, owner: u32) -> usize {
+    used(m, slot)
+        .filter_map(|e| Listed::decode(e[0].swap(0, Ordering::AcqRel), e[1].load(Ordering::Relaxed)))
+        .filter(|l| drop_shared(by, owner, l))
+        .count()
 }
 
-/// What became of one listed reference.
-enum Dropped {
-    Yes,
-    No,
-    /// Left for another sweeper (see [`Released::kept`]).
-    Declined,
-}
-
-/// Drops the references the dead transport of slot `slot` and owner mark `owner` listed. Each
-/// entry is cleared before its reference is dropped: a sweeper killed in between loses that one
-/// reference (the block stays), and the sweeper that takes over never drops one twice. Each is
-/// checked: only a live block marked shared, with a reference left, loses one.
-pub(crate) fn release(by: &(impl Sweeper + ?Sized), m: &Management, slot: usize, owner: u32) -> Released {
-    let mut r = Released::default();
-    for e in used(m, slot) {
-        let w0 = e[0].swap(0, Ordering::AcqRel);
-        let Some(l) = Listed::decode(w0, e[1].load(Ordering::Relaxed)) else { continue };
-        match drop_shared(by, owner, &l) {
-            Dropped::Yes => r.dropped += 1,
-            Dropped::No => {}
-            Dropped::Declined => {
-                e[0].store(w0, Ordering::Release);
-                r.kept += 1;
-            }
-        }
-    }
-    r
-}
-
-fn drop_shared(by: &(impl Sweeper + ?Sized), owner: u32, l: &Listed) -> Dropped {
-    let Some(seg) = by.segment(l.segment) else { return Dropped::No };
+fn drop_shared(by: &(impl Sweeper + ?Sized), owner: u32, l: &Listed) -> bool {
+    let Some(seg) = by.segment(l.segment) else { return false };
     if seg.check_any_block(l.offset, l.delta, 0).ok() != Some(l.slot) {
-        return Dropped::No;
+        return false;
     }
     let rc = seg.rc(l.offset, l.slot);
     let shared = |v: u64| (v >> 32) as u32 == crate::segment::slots::SHARED && v as u32 > 0;
     if !shared(rc.load(Ordering::Acquire)) {
-        return Dropped::No;
+        return false;
     }
     if l.lane {
         return drop_lane_reference(by, seg, owner, l);
@@ -217,26 +188,26 @@ fn drop_shared(by: &(impl Sweeper + ?Sized), owner: u32, l: &Listed) -> Dropped 
     match rc.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| shared(v).then(|| v - 1)) {
         Ok(prev) if prev as u32 == 1 => {
             by.free(seg, l.offset, l.delta, l.slot);
-            Dropped::Yes
+            true
         }
-        Ok(_) => Dropped::Yes,
-        Err(_) => Dropped::No,
+        Ok(_) => true,
+        Err(_) => false,
     }
 }
 
 /// A dead side's reference to a lane's block: handed to the first claimant when the dead side is
 /// its writer and nobody claimed the lane; else dropped, and with the last one what the lane holds
 /// is released (that needs a transport: without one, the last reference stays, and the lane).
-fn drop_lane_reference(by: &(impl Sweeper + ?Sized), seg: &Segment, owner: u32, l: &Listed) -> Dropped {
+fn drop_lane_reference(by: &(impl Sweeper + ?Sized), seg: &Segment, owner: u32, l: &Listed) -> bool {
     let Some(ring) = lane_ring(seg, l) else {
         log::error!("a lane a dead process held is damaged: it stays in the segment");
-        return Dropped::No;
+        return false;
     };
     if ring.writer() == owner {
         if seg.offered(l.offset) {
             if ring.orphan() {
                 ring.close(crate::segment::ring::WRITER_CLOSED);
-                return Dropped::Yes; // the first claimant's now
+                return true; // the first claimant's now
             }
         } else if ring.claim(owner) == crate::segment::ring::Claim::Fresh {
             // Unclaimed, and no offer of it is out: nobody can claim it any more (a reader that
@@ -250,16 +221,16 @@ fn drop_lane_reference(by: &(impl Sweeper + ?Sized), seg: &Segment, owner: u32, 
     if rc.load(Ordering::Acquire) as u32 == 1 {
         // The last holder: nobody reads or writes the lane any more.
         if !by.release_lane_contents(&ring) {
-            log::debug!("a lane whose last holder died is left for a transport to release its messages");
-            return Dropped::Declined;
+            log::warn!("a lane whose last holder died stays in the segment: no transport to release its messages");
+            return false;
         }
     }
     match rc.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| (v as u32 > 0).then(|| v - 1)) {
         Ok(prev) if prev as u32 == 1 => by.free(seg, l.offset, l.delta, l.slot),
         Ok(_) => {}
-        Err(_) => return Dropped::No,
+        Err(_) => return false,
     }
-    Dropped::Yes
+    true
 }
 
 /// A transport's ledger: its liveness slot's area, and which entries are free.
@@ -356,14 +327,14 @@ mod tests {
         let first = entry(area(mng, slot), 0);
         let good = first[0].load(Ordering::Relaxed);
         first[0].store(good + 8, Ordering::Relaxed);
-        assert_eq!(release(&*mgr, mng, slot, me).dropped, 1, "only the good entry dropped its reference");
+        assert_eq!(release(&*mgr, mng, slot, me), 1, "only the good entry dropped its reference");
         assert_eq!(count(), u64::from(crate::segment::slots::SHARED) << 32 | 1);
         // The good value back (as if it had been so): dropped, and with it the last reference.
         first[0].store(good, Ordering::Relaxed);
-        assert_eq!(release(&*mgr, mng, slot, me).dropped, 1);
+        assert_eq!(release(&*mgr, mng, slot, me), 1);
         assert_eq!(count() as u32, 0, "the block was freed with the last one");
         // A sweeper that takes over from one killed after it released finds nothing to drop twice.
-        assert_eq!(release(&*mgr, mng, slot, me).dropped, 0, "every entry was cleared as it was released");
+        assert_eq!(release(&*mgr, mng, slot, me), 0, "every entry was cleared as it was released");
         assert_eq!(settled_free(), free0);
         mgr.own().check().unwrap();
     }
@@ -398,12 +369,12 @@ mod tests {
         };
         let offered = lane();
         let ticket = mgr.issue(crate::segment::tickets::Kind::Offer, &offered).unwrap();
-        assert_eq!(release(&*mgr, mng, slot, me).dropped, 1);
+        assert_eq!(release(&*mgr, mng, slot, me), 1);
         assert_eq!(count(offered), u64::from(crate::segment::slots::SHARED) << 32 | 1, "kept for the claimant");
         assert_eq!(reader(offered), ORPHANED, "handed to the first claimant");
         assert!(mgr.take_back(&ticket));
         let alone = lane();
-        assert_eq!(release(&*mgr, mng, slot, me).dropped, 1);
+        assert_eq!(release(&*mgr, mng, slot, me), 1);
         assert_eq!(count(alone) as u32, 0, "no offer out: the lane was freed");
     }
 }

@@ -77,10 +77,6 @@ pub(crate) struct Dead {
 
 /// Owner marks that blocks can never carry: 0 (none), and the four the segment reserves (a count
 /// kept in a slot, a block in the depot, a shared block, a block in flight).
-/// Sweeper word of a dead transport swept but for lanes it held last (see
-/// [`SessionLock::leave_lanes_pending`]); no owner mark has this value.
-const LANES_PENDING: u32 = u32::MAX;
-
 fn usable_owner(o: u32) -> bool {
     o != 0 && o < crate::segment::slots::IN_FLIGHT
 }
@@ -127,12 +123,6 @@ impl SessionLock<'_> {
             if pid == 0 {
                 continue;
             }
-            let other = slot_of(m, slot).sweeper.load(Ordering::Relaxed) as u32;
-            if other == LANES_PENDING && sweeper == 0 {
-                // Swept but for lanes it held last, whose messages only a transport can release:
-                // the monitor (sweeper 0) found it before and leaves it to one.
-                continue;
-            }
             let mx = mutex(m, slot);
             // One slot in a bad state must not hide the other slots' dead processes.
             let state = match mx.try_lock() {
@@ -147,12 +137,11 @@ impl SessionLock<'_> {
                 TryLock::OwnerDied(guard) => drop(guard),
                 TryLock::Acquired(guard) => {
                     drop(guard);
-                    if other != LANES_PENDING {
-                        log::warn!("liveness slot {slot} names process {pid} but nobody holds it");
-                    }
+                    log::warn!("liveness slot {slot} names process {pid} but nobody holds it");
                 }
             }
-            if other != 0 && other != LANES_PENDING && other != sweeper && owner_alive(m, other) {
+            let other = slot_of(m, slot).sweeper.load(Ordering::Relaxed) as u32;
+            if other != 0 && other != sweeper && owner_alive(m, other) {
                 continue; // a live transport sweeps it
             }
             slot_of(m, slot).sweeper.store(u64::from(sweeper), Ordering::Relaxed);
@@ -170,18 +159,6 @@ impl SessionLock<'_> {
             dead.push(Dead { pid: pid as u32, owner, slot });
         }
         dead
-    }
-
-    /// The swept transport `d` held the last reference to lanes whose messages its sweeper could
-    /// not release (see `ledger::Released::kept`): left, not counted out, for a transport's sweep
-    /// to finish; the monitor does not take it up again.
-    pub(crate) fn leave_lanes_pending(&self, d: &Dead) {
-        let m = self.management();
-        let same = slot_of(m, d.slot).pid.load(Ordering::Acquire) == u64::from(d.pid)
-            && slot_of(m, d.slot).owner.load(Ordering::Relaxed) as u32 == d.owner;
-        if same {
-            slot_of(m, d.slot).sweeper.store(u64::from(LANES_PENDING), Ordering::Relaxed);
-        }
     }
 
     /// Counts the swept transport `d` out of the session: its slot can be claimed again.

@@ -98,12 +98,9 @@ impl Attachment {
         if dead.is_empty() {
             return Vec::new();
         }
-        let pending = self.reclaim_dead(&dead);
+        self.reclaim_dead(&dead);
         match self.mng.lock() {
-            Ok(lock) => dead.iter().for_each(|d| match pending.contains(&d.slot) {
-                true => lock.leave_lanes_pending(d),
-                false => lock.count_out(d),
-            }),
+            Ok(lock) => dead.iter().for_each(|d| lock.count_out(d)),
             // Left to the next sweeper, which finds them again (all it frees is gone already).
             Err(e) => log::error!("could not count dead processes out: {e}"),
         }
@@ -129,7 +126,7 @@ impl Attachment {
     /// killed (for tests of what a killed process leaves); returns how many references.
     #[cfg(test)]
     pub(crate) fn release_ledger_as_if_dead(&self) -> usize {
-        crate::session::ledger::release(self, &self.mng, self.ledger.slot(), self.owner).dropped
+        crate::session::ledger::release(self, &self.mng, self.ledger.slot(), self.owner)
     }
 
     /// The owner mark of this transport's blocks.
@@ -140,26 +137,19 @@ impl Attachment {
     /// Frees what the `dead` transports cached or held alone, in every segment of the session (a
     /// process caches blocks of its own segment, defers frees into its peers' and holds messages
     /// of any).
-    ///
-    /// Returns the slots of those that held the last reference to lanes this transport cannot
-    /// release (it is leaving): left for another transport (see `leave_lanes_pending`).
-    fn reclaim_dead(&self, dead: &[Dead]) -> Vec<usize> {
+    fn reclaim_dead(&self, dead: &[Dead]) {
         // A slot with a damaged mark (0) is counted out with nothing freed by it.
         let dead: Vec<Dead> = dead.iter().filter(|d| d.owner != 0).cloned().collect();
         let dead = &dead[..];
-        let mut pending = Vec::new();
         if dead.is_empty() {
-            return pending;
+            return;
         }
         let segments: Vec<&Segment> = self.mng.segments().iter().filter_map(|e| self.segment(e.id).ok()).collect();
         // The shared references they listed.
         for d in dead {
-            let r = crate::session::ledger::release(self, &self.mng, d.slot, d.owner);
-            if r.dropped > 0 {
-                log::info!("dropped {} references dead process {} held to shared messages", r.dropped, d.pid);
-            }
-            if r.kept > 0 {
-                pending.push(d.slot);
+            let n = crate::session::ledger::release(self, &self.mng, d.slot, d.owner);
+            if n > 0 {
+                log::info!("dropped {n} references dead process {} held to shared messages", d.pid);
             }
         }
         let owners: Vec<u32> = dead.iter().map(|d| d.owner).collect();
@@ -181,7 +171,6 @@ impl Attachment {
                 }
             }
         }
-        pending
     }
 
     /// Claims of `seg`'s tickets that dead `owners` left under way (killed between claiming a
@@ -693,49 +682,6 @@ mod tests {
         let path = Names::path(&live.names.segment(999));
         assert!(Attachment::new(&c, Arc::new(Interrupter::new().unwrap())).is_err());
         assert!(!path.exists(), "{} was left", path.display());
-    }
-
-    /// A dead transport that listed the last reference to a lane, with a message in it, swept by
-    /// the monitor (which cannot release a lane's messages): left for a transport, which the
-    /// monitor does not take up again (it redid a whole sweep every look), and whose sweep
-    /// releases the lane and the message. Before, the monitor cleared the entry and counted the
-    /// dead out: the lane and its message stayed for the session's life.
-    #[test]
-    fn the_monitor_leaves_a_dead_lane_holder_to_a_transport() {
-        let (_scratch, mgr) = crate::scratch::attachment("monlane");
-        mgr.set_shared();
-        let dead_mark = mgr.owner() ^ 0x5a5a;
-        let capacity = crate::segment::ring::MIN_CAPACITY;
-        let mut lane = crate::transport::message::Message::allocate(
-            mgr.clone(),
-            crate::segment::ring::block_bytes(capacity) as usize,
-            8,
-        )
-        .unwrap();
-        let ring = crate::segment::ring::Ring::init(lane.words().unwrap(), capacity, dead_mark);
-        lane.mark_held(crate::segment::slots::SHARED);
-        let mut m = crate::transport::message::Message::allocate(mgr.clone(), 100, 0).unwrap();
-        m.mark_in_flight(true);
-        let mut entry = Vec::new();
-        crate::meta::encode_single(&m.record(), 0, &mut entry);
-        assert!(ring.push(crate::segment::ring::KIND_FRAME, &entry, || {}).unwrap());
-        let (lane_rec, m_rec) = (lane.record(), m.record());
-        m.hand_over();
-        let crate::meta::Record::Block { segment, offset, delta, slot, .. } = lane_rec else { unreachable!() };
-        crate::session::ledger::Ledger::new(200).note(&mgr.mng, segment, offset, delta, slot, true);
-        lane.hand_over(); // the dead writer's reference, the lane's only one
-        crate::session::liveness::fake_dead_transport(&mgr.mng, 200, std::process::id(), dead_mark);
-        let word = |rec: crate::meta::Record| {
-            let crate::meta::Record::Block { offset, slot, .. } = rec else { unreachable!() };
-            mgr.own().rc(offset, slot).load(Ordering::Acquire)
-        };
-        assert_eq!(crate::monitor::sweep(mgr.names().shm_id()).unwrap().dead, [std::process::id()]);
-        assert_eq!(word(lane_rec), u64::from(crate::segment::slots::SHARED) << 32 | 1, "the lane stays");
-        assert!(crate::monitor::sweep(mgr.names().shm_id()).unwrap().dead.is_empty(), "not taken up again");
-        assert_eq!(mgr.sweep_dead(), [std::process::id()], "left for a transport, which finds it again");
-        assert_eq!(word(lane_rec) as u32, 0, "the lane was released");
-        assert_eq!(word(m_rec) as u32, 0, "and the message in it");
-        mgr.own().check().unwrap();
     }
 
     #[test]
