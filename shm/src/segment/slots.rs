@@ -101,19 +101,24 @@ impl<'a> Slots<'a> {
 
     /// Takes a free slot for the block `e` with count word `rc` (under the segment lock).
     pub fn take(&self, e: Entry, rc: u64) -> Option<u32> {
-        let head = self.head.load(Relaxed);
+        let mut head = self.head.load(Relaxed);
+        // A slot out of range or in use (an offset of its own) at the head: a damaged list. It is
+        // dropped (its free slots are lost until a heap repair rebuilds the table) and slots come
+        // from the high-water mark; before, every later block went without a slot (and was never
+        // cached) for the session's life.
+        if head != 0 && ((head - 1) >= u64::from(self.n) || self.word((head - 1) as u32, 1).load(Relaxed) != 0) {
+            log::error!("the slot table's free list is damaged (head {head}); new slots come from its unused end");
+            self.head.store(0, Relaxed);
+            head = 0;
+        }
         let slot = if head != 0 {
             let s = (head - 1) as u32;
-            // A slot in use (an offset of its own) on the free list: a damaged list.
-            if s >= self.n || self.word(s, 1).load(Relaxed) != 0 {
-                return None; // damaged list: leave it to a rebuild, allocate without a slot
-            }
             self.head.store(self.word(s, 2).load(Relaxed), Relaxed);
             s
         } else {
             let hw = self.hw.load(Relaxed);
-            if hw >= u64::from(self.n) {
-                return None;
+            if hw >= u64::from(self.n) || self.word(hw as u32, 1).load(Relaxed) != 0 {
+                return None; // full, or a damaged high-water mark: no slot for this block
             }
             self.hw.store(hw + 1, Relaxed);
             hw as u32

@@ -32,7 +32,8 @@ fn a_refill_hands_out_no_damaged_depot_entry() {
 }
 
 /// A free-list head naming a slot in use (another process damaged the list): the slot is not
-/// taken again; the block gets none. Before, the slot in use was overwritten.
+/// taken again, the damaged list is dropped, and slots come from the table's unused end. Before,
+/// the slot in use was overwritten.
 #[test]
 fn a_slot_in_use_at_the_free_list_head_is_not_taken_again() {
     let (_scratch, mgr) = crate::scratch::attachment("seg-slots");
@@ -43,8 +44,11 @@ fn a_slot_in_use_at_the_free_list_head_is_not_taken_again() {
     let before = seg.slots().entry(b.slot).unwrap();
     seg.header().slot_head.store(u64::from(b.slot) + 1, Ordering::Relaxed);
     let fresh = Entry { offset: HEAP_START + 8192, size: 64, delta: tlsf::HDR };
-    assert_eq!(seg.slots().take(fresh, 1), None);
+    let taken = seg.slots().take(fresh, 1).expect("a slot from the unused end");
+    assert_ne!(taken, b.slot);
     assert_eq!(seg.slots().entry(b.slot), Some(before), "the slot in use is unchanged");
+    assert_eq!(seg.slots().entry(taken), Some(fresh));
+    assert_eq!(seg.header().slot_head.load(Ordering::Relaxed), 0, "the damaged list was dropped");
 }
 
 /// Free-list words damaged by a message written past its end: the operation that finds the
