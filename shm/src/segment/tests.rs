@@ -51,6 +51,31 @@ fn a_slot_in_use_at_the_free_list_head_is_not_taken_again() {
     assert_eq!(seg.header().slot_head.load(Ordering::Relaxed), 0, "the damaged list was dropped");
 }
 
+/// Four blocks of 1000 bytes, the second freed again: its free neighbour list words are what a
+/// message written past the end of the first reaches.
+fn four_blocks_second_freed(mgr: &crate::transport::attachment::Attachment) -> [Block; 4] {
+    let seg = mgr.own();
+    let mut blocks = Vec::new();
+    for _ in 0..4 {
+        seg.allocate(1000, 16, mgr.owner(), 1, &mut blocks).unwrap();
+    }
+    let blocks: [Block; 4] = blocks.try_into().expect("four blocks");
+    seg.free_block(blocks[1].offset).unwrap();
+    blocks
+}
+
+/// The four header words of the block at `offset`.
+fn header_words(seg: &Segment, offset: u64) -> Vec<u64> {
+    (0..4).map(|i| seg.words()[(offset / 8 + i) as usize].load(Ordering::Relaxed)).collect()
+}
+
+/// How many blocks of 1000 bytes one allocation call got.
+fn allocated(mgr: &crate::transport::attachment::Attachment) -> usize {
+    let mut more = Vec::new();
+    mgr.own().allocate(1000, 16, mgr.owner(), 1, &mut more).unwrap();
+    more.len()
+}
+
 /// Free-list words damaged by a message written past its end: the operation that finds the
 /// damage fails, the lists are rebuilt from the blocks under the same lock, and the heap is
 /// sound for what follows. Before, every later allocation and free that reached the damaged
@@ -59,20 +84,13 @@ fn a_slot_in_use_at_the_free_list_head_is_not_taken_again() {
 fn a_heap_whose_free_list_was_damaged_is_rebuilt() {
     let (_scratch, mgr) = crate::scratch::attachment("seg-heal");
     let seg = mgr.own();
-    let mut blocks = Vec::new();
-    for _ in 0..4 {
-        seg.allocate(1000, 16, mgr.owner(), 1, &mut blocks).unwrap();
-    }
-    let [a, b, c, _d] = blocks[..] else { panic!("four blocks") };
-    seg.free_block(b.offset).unwrap();
+    let [a, b, c, _d] = four_blocks_second_freed(&mgr);
     // B's next link names C, a used block.
     seg.words()[(b.offset / 8 + 2) as usize].store(c.offset, Ordering::Relaxed);
     assert!(seg.free_block(a.offset).is_err(), "the damage is found");
     seg.check().unwrap();
     seg.check_block(c.offset, c.delta, 1000, c.slot).unwrap();
-    let mut more = Vec::new();
-    seg.allocate(1000, 16, mgr.owner(), 1, &mut more).unwrap();
-    assert_eq!(more.len(), 1);
+    assert_eq!(allocated(&mgr), 1);
     seg.check().unwrap();
 }
 
@@ -84,20 +102,11 @@ fn a_heap_whose_free_list_was_damaged_is_rebuilt() {
 fn a_broken_block_chain_is_not_rebuilt() {
     let (_scratch, mgr) = crate::scratch::attachment("seg-broken");
     let seg = mgr.own();
-    let mut blocks = Vec::new();
-    for _ in 0..4 {
-        seg.allocate(1000, 16, mgr.owner(), 1, &mut blocks).unwrap();
-    }
-    let [a, b, c, _d] = blocks[..] else { panic!("four blocks") };
-    seg.free_block(b.offset).unwrap();
-    let words_of_c: Vec<u64> =
-        (0..4).map(|i| seg.words()[(c.offset / 8 + i) as usize].load(Ordering::Relaxed)).collect();
+    let [a, b, c, _d] = four_blocks_second_freed(&mgr);
+    let words_of_c = header_words(seg, c.offset);
     // A's overrun zeroes B's header.
     (0..4).for_each(|i| seg.words()[(b.offset / 8 + i) as usize].store(0, Ordering::Relaxed));
     assert!(seg.free_block(a.offset).is_err(), "the damage is found");
-    let mut more = Vec::new();
-    seg.allocate(1000, 16, mgr.owner(), 1, &mut more).unwrap();
-    assert_eq!(more.len(), 1, "the other free blocks are still listed");
-    let now: Vec<u64> = (0..4).map(|i| seg.words()[(c.offset / 8 + i) as usize].load(Ordering::Relaxed)).collect();
-    assert_eq!(now, words_of_c, "C's header is untouched");
+    assert_eq!(allocated(&mgr), 1, "the other free blocks are still listed");
+    assert_eq!(header_words(seg, c.offset), words_of_c, "C's header is untouched");
 }

@@ -20,8 +20,6 @@ use parking_lot::Mutex;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
-pub(crate) use crate::segment::Remark;
-
 pub(crate) struct Attachment {
     names: Names,
     config: ShmConfig,
@@ -154,7 +152,7 @@ impl Attachment {
         }
         let owners: Vec<u32> = dead.iter().map(|d| d.owner).collect();
         for seg in &segments {
-            self.finish_claims(seg, &owners);
+            seg.finish_claims(&owners, |id| self.segment(id).ok());
         }
         let ticketed = crate::segment::Ticketed::of(segments.iter().copied());
         for seg in segments {
@@ -171,13 +169,6 @@ impl Attachment {
                 }
             }
         }
-    }
-
-    /// Claims of `seg`'s tickets that dead `owners` left under way (killed between claiming a
-    /// ticket and marking its block): the block becomes the dead claimer's, to be freed with what
-    /// it held, and the ticket free.
-    fn finish_claims(&self, seg: &Segment, owners: &[u32]) {
-        seg.finish_claims(owners, |id| self.segment(id).ok());
     }
 
     fn own_segment(names: &Names, mng: &Management, c: &ShmConfig) -> Result<Arc<Segment>, ShmError> {
@@ -238,7 +229,7 @@ impl Attachment {
     /// Changes the holder mark of the block `rec` names from `from` to `to`, if it has one
     /// reference and that mark. The record is checked first: it comes from a lane entry or a
     /// ticket, which a faulty peer may have damaged.
-    pub fn remark(&self, rec: &crate::meta::Record, from: u32, to: u32) -> Remark {
+    pub fn remark(&self, rec: &crate::meta::Record, from: u32, to: u32) -> crate::segment::Remark {
         crate::segment::remark(|id| self.segment(id).ok(), rec, from, to)
     }
 

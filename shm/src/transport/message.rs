@@ -362,11 +362,6 @@ impl Message {
         self.unlist();
     }
 
-    /// A hand-over that did not happen: a shared reference is listed again.
-    pub(crate) fn relist(&self) {
-        self.list_if_shared();
-    }
-
     /// Clears this message's ledger entry: its reference is dropped or handed over next.
     fn unlist(&self) {
         let i = self.listed.swap(crate::session::ledger::NONE, Ordering::Relaxed);

@@ -80,7 +80,7 @@ pub struct Socket {
     /// PUSH, PUB: the receiving sockets known, and what each was handed; when they were last
     /// looked for.
     peers: Box<RefCell<Peers>>,
-    learnt: std::cell::Cell<Option<u64>>,
+    learnt: std::cell::Cell<Option<std::time::Instant>>,
     /// PULL, SUB: what a receiving socket keeps about itself (boxed: most sockets send).
     receiving: Box<Receiving>,
     scratch: RefCell<(Vec<u8>, Vec<Record>)>,
@@ -119,10 +119,11 @@ struct LaneState {
 /// Frames a closing receiving socket takes off its queue at most, to release their messages.
 const CLOSE_DRAIN: usize = 100_000;
 
-/// How often a sending socket looks for new peers and dead ones while it has peers, in
-/// nanoseconds of the coarse clock (read on every send: the precise one costs a fifth of a lane
-/// send; the coarse one ticks every few milliseconds, so this is the next tick).
-const LEARN_EVERY_NS: u64 = 1_000_000;
+/// How often a sending socket looks for new peers and dead ones while it has peers. Read on the
+/// precise clock: the coarse one ticks every few milliseconds, and a message routed meanwhile to
+/// a peer that left waits for the next send to be taken back (a bound PUSH whose second peer
+/// left sometimes kept one from the first).
+const LEARN_EVERY: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// How long a closing socket waits at most for its peers to take what it sent, while it can still
 /// deliver (ms; no longer than its linger).

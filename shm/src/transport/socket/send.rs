@@ -25,7 +25,7 @@ impl Socket {
             if sent.is_err() {
                 parts.iter().for_each(|p| {
                     p.mark_in_flight(false);
-                    p.relist();
+                    p.list_if_shared(); // the hand-over did not happen
                 });
             }
             return sent;
@@ -97,7 +97,7 @@ impl Socket {
     ) -> Result<(), TransferError> {
         parts.iter().for_each(Message::unlist_for_hand_over);
         if let Err(e) = self.issue_all(parts.iter().map(Message::record), deadline, issued) {
-            parts.iter().for_each(Message::relist);
+            parts.iter().for_each(Message::list_if_shared);
             return Err(e);
         }
         parts.iter().for_each(|p| p.mark_in_flight(true));
@@ -109,7 +109,7 @@ impl Socket {
     pub(super) fn take_back_parts(&self, parts: &[Message], issued: &mut Vec<Issued>) {
         parts.iter().for_each(|p| p.mark_in_flight(false));
         self.take_back(issued);
-        parts.iter().for_each(Message::relist);
+        parts.iter().for_each(Message::list_if_shared);
     }
 
     /// Closing: waits within `linger` until the peers claimed what they were handed and a reader
@@ -131,14 +131,11 @@ impl Socket {
     }
 
     /// Learns the peers that connected (PUSH, PUB; see `peers`): at once with `now` or when none
-    /// is known, else at most every [`LEARN_EVERY_NS`] (reading the socket costs a system call).
+    /// is known, else at most every [`LEARN_EVERY`] (reading the socket costs a system call).
     pub(super) fn learn_peers(&self, now: bool) {
-        let clock = crate::sys::clock::coarse_ns();
-        let due = now
-            || self.peers.borrow().len() == 0
-            || self.learnt.get().is_none_or(|t| clock.saturating_sub(t) >= LEARN_EVERY_NS);
+        let due = now || self.peers.borrow().len() == 0 || self.learnt.get().is_none_or(|t| t.elapsed() >= LEARN_EVERY);
         if due {
-            self.learnt.set(Some(clock));
+            self.learnt.set(Some(std::time::Instant::now()));
             self.peers.borrow_mut().learn(&self.mgr, &self.z, &self.id, self.ty == SocketType::Push);
         }
     }

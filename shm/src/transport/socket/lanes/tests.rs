@@ -350,6 +350,32 @@ impl Link for Offers {
     }
 }
 
+/// Sends a message of 16 bytes `seq` through `writer`; its record.
+fn send_numbered(mgr: &Arc<Attachment>, writer: &mut Writer, link: &Offers, seq: u8) -> Record {
+    let mut m = Message::copy_of(mgr.clone(), &[seq; 16]).unwrap();
+    let rec = m.record();
+    writer.send(mgr, link, &entry_of(&m), Deadline::Now, &|| m.mark_in_flight(true)).unwrap();
+    m.hand_over();
+    rec
+}
+
+/// The ticket (segment, ticket, nonce) of the first offer `link` carried.
+fn first_offer(link: &Offers) -> (u16, u32, u64) {
+    let Record::Handed { segment, ticket, nonce } = link.0.borrow()[0] else { panic!("a handed record") };
+    (segment, ticket, nonce)
+}
+
+/// Takes the messages numbered 0, 1, .. `n` - 1 out of `readers`, in order.
+fn read_numbered(mgr: &Arc<Attachment>, readers: &mut Readers, n: u8) {
+    let mut out = Vec::new();
+    for seq in 0..n {
+        assert!(matches!(readers.take(mgr, &mut out, "in"), Ok(Some(super::readers::Got::Frame))), "message {seq}");
+        let mut recs = Vec::new();
+        meta::decode(&out, &mut recs).unwrap();
+        assert_eq!(Message::receive(mgr, recs[0], Source::Lane).unwrap().data(), &[seq; 16]);
+    }
+}
+
 /// An offer claimed by whoever released it as lost (its receiver went away) while the writer
 /// lived, which leaves the lane to the writer: the lane is offered again a while later, and a
 /// new reader claims it and reads everything in order. Before, the writer took the failed
@@ -360,31 +386,17 @@ fn a_lane_whose_offer_was_released_as_lost_is_offered_again() {
     let (_scratch, mgr) = crate::scratch::attachment("lanes-reoffer");
     let link = Offers::default();
     let mut writer = Writer::default();
-    let send = |writer: &mut Writer, seq: u8| {
-        let mut m = Message::copy_of(mgr.clone(), &[seq; 16]).unwrap();
-        let entry = entry_of(&m);
-        writer.send(&mgr, &link, &entry, Deadline::Now, &|| m.mark_in_flight(true)).unwrap();
-        m.hand_over();
-    };
-    send(&mut writer, 0);
-    let first = link.0.borrow()[0];
-    let Record::Handed { segment, ticket, nonce } = first else { panic!("a handed record") };
+    send_numbered(&mgr, &mut writer, &link, 0);
+    let (segment, ticket, nonce) = first_offer(&link);
     // Released as lost: claimed (a reference of its own), the lane left to its living writer.
     drop(Message::claim_offer(&mgr, segment, ticket, nonce).unwrap());
     std::thread::sleep(REOFFER + Duration::from_millis(50));
-    send(&mut writer, 1);
+    send_numbered(&mgr, &mut writer, &link, 1);
     let offers = link.0.borrow().clone();
     assert_eq!(offers.len(), 2, "offered again");
     let mut readers = Readers::default();
     readers.attach(&mgr, offers[1], "in").unwrap();
-    let mut out = Vec::new();
-    for seq in 0..2u8 {
-        assert!(matches!(readers.take(&mgr, &mut out, "in"), Ok(Some(super::readers::Got::Frame))));
-        let mut recs = Vec::new();
-        meta::decode(&out, &mut recs).unwrap();
-        let m = Message::receive(&mgr, recs[0], Source::Lane).unwrap();
-        assert_eq!(m.data(), &[seq; 16]);
-    }
+    read_numbered(&mgr, &mut readers, 2);
     readers.close(&mgr);
     writer.close(&mgr);
 }
@@ -475,32 +487,20 @@ fn a_lane_whose_offer_a_reader_holds_is_not_released_at_close() {
     let (_scratch, mgr) = crate::scratch::attachment("lanes-close-claimed");
     let link = Offers::default();
     let mut writer = Writer::default();
-    let send = |writer: &mut Writer, seq: u8| {
-        let mut m = Message::copy_of(mgr.clone(), &[seq; 16]).unwrap();
-        let entry = entry_of(&m);
-        writer.send(&mgr, &link, &entry, Deadline::Now, &|| m.mark_in_flight(true)).unwrap();
-        m.hand_over();
-    };
-    send(&mut writer, 0);
-    let Record::Handed { segment, ticket, nonce } = link.0.borrow()[0] else { panic!("a handed record") };
+    send_numbered(&mgr, &mut writer, &link, 0);
+    let (segment, ticket, nonce) = first_offer(&link);
     // The reader's attach, cut short between winning the ticket and claiming the ring.
     let block = Message::claim_offer(&mgr, segment, ticket, nonce).unwrap();
     std::thread::sleep(REOFFER + Duration::from_millis(50));
     link.1.set(true); // the peer is gone for the writer: its new offer does not go out
-    send(&mut writer, 1);
+    send_numbered(&mgr, &mut writer, &link, 1);
     writer.close(&mgr);
     // The reader goes on: claims the lane and reads both messages.
     let capacity = block.words().map(|w| Ring::open(w).unwrap().capacity()).unwrap();
     let lane = LaneBlock::new(block, capacity);
     assert_ne!(lane.ring().claim(mgr.owner()), ring::Claim::Taken);
     let mut readers = Readers::of(lane.block, capacity);
-    let mut out = Vec::new();
-    for seq in 0..2u8 {
-        assert!(matches!(readers.take(&mgr, &mut out, "in"), Ok(Some(super::readers::Got::Frame))), "message {seq}");
-        let mut recs = Vec::new();
-        meta::decode(&out, &mut recs).unwrap();
-        assert_eq!(Message::receive(&mgr, recs[0], Source::Lane).unwrap().data(), &[seq; 16]);
-    }
+    read_numbered(&mgr, &mut readers, 2);
     readers.close(&mgr);
 }
 
@@ -513,21 +513,13 @@ fn a_lane_whose_offer_a_dead_reader_claimed_is_released_at_close() {
     let link = Offers::default();
     link.2.set(77); // a receiver mark no live transport has
     let mut writer = Writer::default();
-    let mut sent = Vec::new();
-    let mut send = |writer: &mut Writer, seq: u8| {
-        let mut m = Message::copy_of(mgr.clone(), &[seq; 16]).unwrap();
-        sent.push(m.record());
-        let entry = entry_of(&m);
-        writer.send(&mgr, &link, &entry, Deadline::Now, &|| m.mark_in_flight(true)).unwrap();
-        m.hand_over();
-    };
-    send(&mut writer, 0);
-    let Record::Handed { segment, ticket, nonce } = link.0.borrow()[0] else { panic!("a handed record") };
+    let mut sent = vec![send_numbered(&mgr, &mut writer, &link, 0)];
+    let (segment, ticket, nonce) = first_offer(&link);
     // Reader 77 won the ticket (its reference taken) and was killed: the sweep drops its reference.
     let block = Message::claim_offer(&mgr, segment, ticket, nonce).unwrap();
     std::thread::sleep(REOFFER + Duration::from_millis(50));
     link.1.set(true);
-    send(&mut writer, 1);
+    sent.push(send_numbered(&mgr, &mut writer, &link, 1));
     drop(block);
     writer.close(&mgr);
     for rec in sent {
