@@ -361,14 +361,15 @@ fn i03_what_a_killed_pair_receiver_did_not_take_goes_to_its_successor() {
     t.flush();
     let free0 = t.segment_stats().free;
     let addr = s.ipc("pairrecv");
-    let mut first = peer(&["recv", &s.name, &addr, "bind", "0", "1", "pair"]);
+    // `pause`: once it took the first, it stops itself (holding no lock: stopped from outside at
+    // any moment, it could hold the sender's segment lock, and every send here waited for it
+    // until the lock's time limit); what follows waits in its queue.
+    let mut first = peer(&["recv", &s.name, &addr, "bind", "0", "1", "pair", "pause"]);
     first.expect_line("ready");
     let pair = t.socket(SocketType::Pair, "data").unwrap();
     pair.attach(&addr, &AttachOptions::new(Some(Method::Connect))).unwrap();
     pair.send(&mut peer_message(&t, 0, 4000), 10_000).unwrap();
-    // Once it took the first, it stops taking: what follows waits in its queue.
     first.expect_line("first");
-    first.signal(libc::SIGSTOP);
     for seq in 1..=20 {
         pair.send(&mut peer_message(&t, seq, 4000), 10_000).unwrap();
     }
