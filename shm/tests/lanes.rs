@@ -603,3 +603,46 @@ fn i03_what_a_killed_lane_reader_left_goes_to_the_next_one_once() {
         assert_eq!(t.segment_stats().free, free0, "round {round}: everything was freed");
     }
 }
+
+/// Issue 21: a receiver with a lane looks at its ZeroMQ socket only now and then while it polls
+/// (timeout 0); what comes through the socket (a second sender's first messages, before it has a
+/// lane of its own) still arrives, all of it, in order, while the lane's messages keep coming.
+#[test]
+fn i21_a_polling_receiver_with_a_lane_gets_what_comes_through_its_socket() {
+    let s = Session::new("lanepoll");
+    let t = s.transport("t");
+    let addr = s.ipc("poll");
+    let (first, pull) = push_pull(&t, &t, &addr, false);
+    let poll = |got: &mut Vec<u64>| {
+        let mut m = t.new_message();
+        while pull.receive(&mut m, 0).is_ok() {
+            got.push(seq_of(&m));
+        }
+    };
+    let mut got = Vec::new();
+    // The first sender's lane: its first messages go on the socket, the next ones on the lane.
+    for seq in 0..10 {
+        first.send(&mut numbered(&t, seq), LONG).unwrap();
+    }
+    receive_in_order(&t, &pull, 0..10);
+    for seq in 10..20 {
+        first.send(&mut numbered(&t, seq), LONG).unwrap();
+    }
+    assert!(!t.shared_blocks_held().is_empty(), "a lane carries the first sender's messages");
+    let second = t.socket(SocketType::Push, "out2").unwrap();
+    second.connect(&addr).unwrap();
+    for seq in 1000..1010 {
+        second.send(&mut numbered(&t, seq), LONG).unwrap();
+    }
+    let deadline = Instant::now() + GENEROUS;
+    while got.len() < 20 {
+        assert!(Instant::now() < deadline, "polling got only {got:?}");
+        poll(&mut got);
+        std::thread::yield_now();
+    }
+    let (lane, socket): (Vec<u64>, Vec<u64>) = got.iter().partition(|&&s| s < 1000);
+    assert_eq!(lane, (10..20).collect::<Vec<_>>());
+    assert_eq!(socket, (1000..1010).collect::<Vec<_>>());
+    poll(&mut got);
+    assert_eq!(got.len(), 20, "nothing more, nothing twice");
+}

@@ -171,6 +171,9 @@ pub enum Role {
     Pong,
     /// Times round trips for `--seconds`; prints median and p99.
     Ping,
+    /// Binds `--address`, connects to `--forward-to` and passes on every message (the senders' end
+    /// markers too) until `--senders` ends passed; stays until its stdin closes.
+    Forwarder,
 }
 
 /// Everything one child process needs, passed on its command line.
@@ -218,6 +221,9 @@ pub struct RoleArgs {
     /// Busy-poll receives in ping and pong (ZeroMQ-based systems).
     #[arg(long)]
     pub busy_poll: bool,
+    /// Where a forwarder sends (empty for the other roles).
+    #[arg(long, default_value = "")]
+    pub forward_to: String,
 }
 
 impl RoleArgs {
@@ -236,6 +242,7 @@ impl RoleArgs {
             ("--prefix", self.prefix.clone()),
             ("--senders", self.senders.to_string()),
             ("--segment-size", self.segment_size.to_string()),
+            ("--forward-to", self.forward_to.clone()),
         ] {
             a.push(name.into());
             a.push(v);
@@ -321,6 +328,7 @@ mod tests {
             senders: 2,
             segment_size: 1 << 30,
             busy_poll: true,
+            forward_to: "ipc:///tmp/y".into(),
         };
         let mut argv = vec!["throughput".to_owned(), "role".to_owned()];
         argv.extend(a.to_args());

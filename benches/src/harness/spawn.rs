@@ -1,10 +1,10 @@
 //! Runs one measurement ("cell") as separate processes: the harness starts itself again with the
-//! hidden `role` subcommand, once as the server (receiver or pong) and then as the clients (senders
-//! or ping).
+//! hidden `role` subcommand, once as the server (receiver or pong), then as the middle of a chain
+//! (a forwarder) if there is one, and then as the clients (senders or ping).
 //!
-//! Protocol on the children's stdout: the server prints `ready` once bound; the reporting process
-//! (receiver, or ping) then prints `result <numbers>`. Senders keep their sockets open until their
-//! stdin closes, which the harness does only after the receiver reported (see
+//! Protocol on the children's stdout: the server (and a forwarder) prints `ready` once bound; the
+//! reporting process (receiver, or ping) then prints `result <numbers>`. Senders (and forwarders)
+//! keep their sockets open until their stdin closes, which the harness does only after the receiver reported (see
 //! [`wait_for_stdin_close`](super::workload::wait_for_stdin_close)).
 //!
 //! Clean-up: a watchdog kills the cell's processes (only those, by their handles) when it outlasts
@@ -106,6 +106,7 @@ impl Runner {
             senders,
             segment_size: self.segment_size,
             busy_poll: self.busy_poll,
+            forward_to: String::new(),
         }
     }
 
@@ -121,23 +122,30 @@ impl Runner {
         let server = self.args(Role::Receiver, system, mode, size, parts, senders);
         let client = RoleArgs { role: Role::Sender, ..server.clone() };
         let clients = vec![client; senders];
-        let r = self.run(&server, &clients, Reporter::Server)?;
-        let [units, seconds] = r[..] else { return Err(format!("receiver printed {r:?}")) };
-        // iceoryx2 counts samples: one per part.
-        let per_message = if system == System::Iceoryx2 { parts as f64 } else { 1.0 };
-        let messages = units / per_message;
-        if messages < 1.0 || seconds <= 0.0 {
-            return Err(format!("{}: no messages after the warm-up (raise --seconds)", system.name()));
-        }
-        let rate = messages / seconds;
-        Ok(Rate { messages: rate, bytes: rate * (parts * size) as f64 })
+        let r = self.run(&server, &[], &clients, Reporter::Server)?;
+        rate(system, size, parts, &r)
+    }
+
+    /// A sender, a forwarder and a receiver, each link connected by its sender (the harness's
+    /// direction); the receiver's rate. fairmq-shm and fairmq-zmq only.
+    pub fn chain(&mut self, system: System, mode: Mode, size: usize, parts: usize) -> Result<Rate, String> {
+        let server = self.args(Role::Receiver, system, mode, size, parts, 1);
+        let middle = RoleArgs {
+            role: Role::Forwarder,
+            address: self.address("chain"),
+            forward_to: server.address.clone(),
+            ..server.clone()
+        };
+        let client = RoleArgs { role: Role::Sender, address: middle.address.clone(), ..server.clone() };
+        let r = self.run(&server, &[middle], &[client], Reporter::Server)?;
+        rate(system, size, parts, &r)
     }
 
     /// A pong and a ping process; ping's round-trip figures.
     pub fn latency(&mut self, system: System, mode: Mode, size: usize) -> Result<Latency, String> {
         let server = self.args(Role::Pong, system, mode, size, 1, 1);
         let client = RoleArgs { role: Role::Ping, ..server.clone() };
-        let r = self.run(&server, &[client], Reporter::Client)?;
+        let r = self.run(&server, &[], &[client], Reporter::Client)?;
         let [median_ns, p99_ns, count] = r[..] else { return Err(format!("ping printed {r:?}")) };
         Ok(Latency { median_ns, p99_ns, count: count as u64 })
     }
@@ -153,11 +161,17 @@ impl Runner {
             .map_err(|e| format!("could not start {}: {e}", self.exe.display()))
     }
 
-    fn run(&self, server: &RoleArgs, clients: &[RoleArgs], reporter: Reporter) -> Result<Vec<f64>, String> {
+    fn run(
+        &self,
+        server: &RoleArgs,
+        middles: &[RoleArgs],
+        clients: &[RoleArgs],
+        reporter: Reporter,
+    ) -> Result<Vec<f64>, String> {
         // Declared first, dropped last: after every process of the cell has exited.
         let _session = SessionGuard::new(&server.session);
         let cell = Cell::new(self.timeout);
-        let result = self.run_cell(&cell, server, clients, reporter);
+        let result = self.run_cell(&cell, server, middles, clients, reporter);
         if result.is_err() {
             // Nothing to wait for: a receiver whose sender failed would otherwise wait until the timeout.
             cell.kill_all();
@@ -173,14 +187,17 @@ impl Runner {
         &self,
         cell: &Cell,
         server: &RoleArgs,
+        middles: &[RoleArgs],
         clients: &[RoleArgs],
         reporter: Reporter,
     ) -> Result<Vec<f64>, String> {
         let name = format!("{} {:?}", server.system.name(), server.role);
         let mut server_out = cell.add(self.spawn(server, Stdio::null())?);
-        match read_line(&mut server_out) {
-            Some(l) if l == "ready" => {}
-            other => return Err(format!("{name} did not get ready (printed {other:?})")),
+        expect_ready(&mut server_out, &name)?;
+        // Each middle process is ready (bound, connected onwards) before what sends to it starts.
+        for m in middles {
+            let mut out = cell.add(self.spawn(m, Stdio::piped())?);
+            expect_ready(&mut out, &format!("{} {:?}", m.system.name(), m.role))?;
         }
         let mut client_outs = Vec::new();
         for c in clients {
@@ -341,6 +358,26 @@ impl Drop for Cell {
             }
             self.stand_down();
         }
+    }
+}
+
+/// The receiver's `units seconds` as a rate.
+fn rate(system: System, size: usize, parts: usize, r: &[f64]) -> Result<Rate, String> {
+    let [units, seconds] = r[..] else { return Err(format!("receiver printed {r:?}")) };
+    // iceoryx2 counts samples: one per part.
+    let per_message = if system == System::Iceoryx2 { parts as f64 } else { 1.0 };
+    let messages = units / per_message;
+    if messages < 1.0 || seconds <= 0.0 {
+        return Err(format!("{}: no messages after the warm-up (raise --seconds)", system.name()));
+    }
+    let rate = messages / seconds;
+    Ok(Rate { messages: rate, bytes: rate * (parts * size) as f64 })
+}
+
+fn expect_ready(out: &mut BufReader<ChildStdout>, name: &str) -> Result<(), String> {
+    match read_line(out) {
+        Some(l) if l == "ready" => Ok(()),
+        other => Err(format!("{name} did not get ready (printed {other:?})")),
     }
 }
 

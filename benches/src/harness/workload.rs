@@ -94,6 +94,18 @@ pub fn receive_until_end(senders: usize, warmup: Duration, mut recv: impl FnMut(
     Tally { units, seconds: window.map_or(0.0, |w| w.elapsed().as_secs_f64()) }
 }
 
+/// Passes messages on until `senders` end markers passed (`forward()` moves one and returns its
+/// bytes, 0 for an end marker), then waits for stdin to close, as a sender does.
+pub fn forward_until_end(senders: usize, mut forward: impl FnMut() -> usize) {
+    let mut ends = 0;
+    while ends < senders {
+        if forward() == 0 {
+            ends += 1;
+        }
+    }
+    wait_for_stdin_close();
+}
+
 /// The byte a touching sender writes into every byte of message `seq` (never 0, so a block that was
 /// never written cannot pass the check).
 pub fn fill_byte(seq: u64) -> u8 {

@@ -66,6 +66,36 @@ pub fn sender(a: &RoleArgs) -> Res<()> {
     Ok(())
 }
 
+/// The middle of a chain: receives at `--address`, sends on to `--forward-to`, as it came.
+pub fn forwarder(a: &RoleArgs) -> Res<()> {
+    let t = Transport::new("forwarder")?;
+    let input = t.socket(SocketType::Pull, "in")?;
+    input.as_zmq().set_rcvhwm(workload::zmq_hwm(a.size, a.parts))?;
+    input.bind(&a.address)?;
+    let output = t.socket(SocketType::Push, "out")?;
+    output.set_linger(-1)?;
+    output.as_zmq().set_sndhwm(workload::zmq_hwm(a.size, a.parts))?;
+    output.connect(&a.forward_to)?;
+    workload::announce_ready();
+    if a.parts == 1 {
+        workload::forward_until_end(a.senders, || {
+            let mut m = Message::new();
+            let n = input.receive(&mut m, -1).expect("receive");
+            output.send(&mut m, -1).expect("send");
+            n
+        });
+    } else {
+        let mut parts = Vec::with_capacity(a.parts);
+        workload::forward_until_end(a.senders, || {
+            parts.clear();
+            let n = input.receive_parts(&mut parts, -1).expect("receive");
+            output.send_parts(&mut parts, -1).expect("send");
+            n
+        });
+    }
+    Ok(())
+}
+
 fn pair(a: &RoleArgs, bind: bool) -> Res<(Transport, Socket)> {
     let t = Transport::new(if bind { "pong" } else { "ping" })?;
     let s = t.socket(SocketType::Pair, "rt")?;

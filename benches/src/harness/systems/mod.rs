@@ -1,7 +1,8 @@
 //! The systems under test, one module each, and the dispatch of a child process's role to them.
 //!
 //! Each module has the same four functions (`receiver`, `sender`, `pong`, `ping`) built on the shared
-//! loops of [`workload`](super::workload), so the systems differ only in how a message moves.
+//! loops of [`workload`](super::workload), so the systems differ only in how a message moves;
+//! fairmq-shm and fairmq-zmq have a `forwarder` too, the middle of a three-process chain.
 
 mod bare_zmq;
 mod fmq_zmq;
@@ -33,6 +34,17 @@ pub fn run_role(a: &RoleArgs) -> Result<(), Box<dyn std::error::Error>> {
             let l = ping(a)?;
             println!("result {} {} {}", l.median_ns, l.p99_ns, l.count);
         }
+        Role::Forwarder => match a.system {
+            System::Shm => shm::forwarder(a)?,
+            System::FmqZmq => fmq_zmq::forwarder(a)?,
+            _ => {
+                return Err(format!(
+                    "{}: no forwarder (chains are measured on fairmq-shm and fairmq-zmq)",
+                    a.system.name()
+                )
+                .into())
+            }
+        },
     }
     Ok(())
 }

@@ -78,6 +78,36 @@ pub fn sender(a: &RoleArgs) -> Res<()> {
     Ok(())
 }
 
+/// The middle of a chain: receives at `--address`, sends on to `--forward-to`, as it came
+/// (single messages or multiparts; the payloads stay where they are).
+pub fn forwarder(a: &RoleArgs) -> Res<()> {
+    let _guard = SessionGuard::on_panic(&a.session);
+    let t = transport(a, "forwarder")?;
+    let input = t.socket(SocketType::Pull, "in")?;
+    input.bind(&a.address)?;
+    let output = t.socket(SocketType::Push, "out")?;
+    output.metadata_socket().set_linger(-1)?;
+    output.connect(&a.forward_to)?;
+    workload::announce_ready();
+    if a.parts == 1 {
+        workload::forward_until_end(a.senders, || {
+            let mut m = t.new_message();
+            let n = input.receive(&mut m, -1).expect("receive");
+            output.send(&mut m, -1).expect("send");
+            n
+        });
+    } else {
+        let mut parts: Vec<Message> = Vec::with_capacity(a.parts);
+        workload::forward_until_end(a.senders, || {
+            parts.clear();
+            let n = input.receive_parts(&mut parts, -1).expect("receive");
+            output.send_parts(&mut parts, -1).expect("send");
+            n
+        });
+    }
+    Ok(())
+}
+
 fn pair(a: &RoleArgs, id: &str, bind: bool) -> Res<(Transport, fairmq_shm::Socket)> {
     let t = transport(a, id)?;
     let s = t.socket(SocketType::Pair, "rt")?;

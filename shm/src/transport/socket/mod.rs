@@ -101,6 +101,8 @@ struct Receiving {
     announced: std::cell::Cell<Option<std::time::Instant>>,
     /// Receives since the last look at the clock for a hello (a busy socket looks now and then).
     busy: std::cell::Cell<u32>,
+    /// When the ZeroMQ socket was last looked at without waiting (see `Socket::socket_due`).
+    socket_looked: std::cell::Cell<Option<std::time::Instant>>,
     /// PULL, SUB: where it is bound, in the session's endpoint directory (see `directory`).
     listing: RefCell<crate::transport::socket::directory::Listing>,
     orphans: RefCell<crate::transport::socket::orphans::Watch>,
@@ -244,6 +246,7 @@ impl Socket {
                 presented: std::cell::Cell::new(false),
                 announced: std::cell::Cell::new(None),
                 busy: std::cell::Cell::new(0),
+                socket_looked: std::cell::Cell::new(None),
                 listing: RefCell::default(),
                 orphans: RefCell::default(),
             }),

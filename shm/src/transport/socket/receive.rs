@@ -71,6 +71,26 @@ impl Socket {
         }
     }
 
+    /// Whether to look at the ZeroMQ socket now. Always without lanes; with lanes, which carry the
+    /// messages, at most every `SOCKET_LOOK_EVERY` (the socket carries control frames, and
+    /// messages of peers without a lane): a look that finds nothing is a system call (libzmq
+    /// polls its mailbox), which took longer than a message on a lane, and a receiver polling
+    /// with timeout 0 paid it on every call.
+    fn socket_due(&self) -> bool {
+        /// Longer than a few lane messages, far shorter than a ZeroMQ hop (tens of us).
+        const SOCKET_LOOK_EVERY: std::time::Duration = std::time::Duration::from_micros(20);
+        if self.lanes.readers.borrow().is_empty() {
+            return true;
+        }
+        let looked = &self.receiving.socket_looked;
+        let now = std::time::Instant::now();
+        if looked.get().is_some_and(|t| now.duration_since(t) < SOCKET_LOOK_EVERY) {
+            return false;
+        }
+        looked.set(Some(now));
+        true
+    }
+
     /// A receiving socket that connected to senders says hello to them once a second: a
     /// connection to a sender that restarted carries no probe (the DEALER's pipe outlives the
     /// reconnect), and the sender, which picks whom it sends to, would never learn of us.
@@ -109,16 +129,25 @@ impl Socket {
             if let Some(f) = self.take_from_lanes()? {
                 return Ok(f);
             }
-            match self.poll_socket()? {
-                Polled::Frame(f) => return Ok(Frame::Zmq(f)),
-                Polled::Control => continue, // a new lane may have input
-                Polled::Nothing => {}
+            let looked = self.socket_due();
+            if looked {
+                match self.poll_socket()? {
+                    Polled::Frame(f) => return Ok(Frame::Zmq(f)),
+                    Polled::Control => {
+                        // A new lane may have input, and more control frames may follow.
+                        self.receiving.socket_looked.set(None);
+                        continue;
+                    }
+                    Polled::Nothing => {}
+                }
             }
             if matches!(deadline, Deadline::Now) {
                 // A receiver that polls gives back what it freed when it finds nothing, as one
-                // that blocks does before it sleeps.
-                self.mgr.flush(false);
-                self.found_empty();
+                // that blocks does before it sleeps (as often as it looks at the socket).
+                if looked {
+                    self.mgr.flush(false);
+                    self.found_empty();
+                }
                 return Err(TransferError::Timeout);
             }
             if self.lanes.readers.borrow().spin() {
