@@ -436,6 +436,23 @@ fn i03_a_lane_reader_killed_after_its_writer_left_leaves_nothing() {
     });
 }
 
+/// A lane's last holder killed, and a monitor sweeps it first: the monitor has no transport to
+/// release what the lane holds with, so it attaches one, whose attach sweeps the dead. Before, the
+/// monitor counted the reader out and the lane stayed, with the messages in it, for the session's
+/// life (every process killed in a session that lives on could leave a full lane behind).
+#[test]
+fn i03_a_lane_whose_last_holder_a_monitor_sweeps_leaves_nothing() {
+    nothing_left_after("lanemonitor", "the monitor's sweep released the lane and its messages", |s, addr| {
+        let (mut receiver, mut sender) = stopped_receiver_and_sender(s, addr, &["200", "1000", "0"]);
+        assert!(sender.wait().success(), "the sender sent 200 and left: {:?}", sender.seen);
+        let pid = receiver.pid();
+        receiver.kill();
+        let swept = fairmq_shm::monitor::sweep(&fairmq_shm::shm_id(&s.name)).unwrap();
+        assert_eq!(swept.dead, [pid], "the monitor found the reader dead");
+        assert!(swept.by_transport, "and had a transport sweep it");
+    });
+}
+
 /// Issue 17 item 3: both ends of a lane killed (the reader stopped with the ring full): the sweep
 /// drops each side's reference, and the one that drops the last releases what the lane holds.
 /// Before, the lane, and every message in it, stayed allocated until the session ended.

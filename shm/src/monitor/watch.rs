@@ -29,10 +29,19 @@ pub struct Sweep {
     pub freed: (u64, u64),
     /// Whether the session was cleaned because no transport is left.
     pub cleaned: bool,
+    /// Whether a transport the monitor attached swept them (some listed lanes; see [`sweep`]).
+    pub by_transport: bool,
 }
 
 /// Looks for dead processes in the session, counts them out, frees their cached blocks in every
 /// segment and, if they were the last ones, cleans the session.
+///
+/// A dead transport that listed a lane may hold its last reference, and releasing what a lane
+/// still holds (messages, region pieces, each as its reader would drop it) takes a transport: the
+/// monitor then attaches one for a moment, and its attach sweeps every dead transport. Before, the
+/// monitor counted such a transport out and the lane stayed, with its messages, for the session's
+/// life. The monitor does nothing of that sweep itself first: a dead writer's staged lane entry
+/// names blocks still marked its own, and a sweep split in two could free them twice.
 pub fn sweep(shm_id: &str) -> Result<Sweep, ShmError> {
     let names = Names::new(shm_id);
     sweep_open(Management::open_existing(&names)?, &names)
@@ -59,6 +68,26 @@ fn sweep_open(m: Management, names: &Names) -> Result<Sweep, ShmError> {
         out.cleaned = true;
         return Ok(out);
     }
+    let (lock, dead) = if dead.iter().any(|d| d.owner != 0 && crate::session::ledger::lists_a_lane(&m, d.slot)) {
+        drop(lock);
+        match sweep_by_transport(&m, names) {
+            Ok(()) => {
+                out.by_transport = true;
+                return Ok(out);
+            }
+            Err(e) => {
+                // Swept here, as before: the lanes whose last reference they held stay.
+                log::warn!(
+                    "could not attach a transport to session {shm_id} to release the lanes of dead processes: {e}"
+                );
+                let lock = m.lock()?;
+                let dead = lock.find_dead(0);
+                (lock, dead)
+            }
+        }
+    } else {
+        (lock, dead)
+    };
     let opened: Vec<Segment> =
         m.segments().iter().filter_map(|s| Segment::open(&Names::path(&names.segment(s.id)), s.id).ok()).collect();
     // A slot with a damaged mark (0) is counted out with nothing freed by it.
@@ -85,6 +114,21 @@ fn sweep_open(m: Management, names: &Names) -> Result<Sweep, ShmError> {
     }
     dead.iter().for_each(|d| lock.count_out(d));
     Ok(out)
+}
+
+/// Attaches a transport to the session (one of its segments, as it is) and detaches it again: the
+/// attach sweeps the dead, releasing what their lanes hold (see [`sweep`]).
+fn sweep_by_transport(m: &Management, names: &Names) -> Result<(), ShmError> {
+    let shm_id = names.shm_id();
+    let number = crate::shmid::shm_id_number(shm_id)
+        .ok_or_else(|| ShmError::Config(format!("shmid {shm_id} is not a number a transport can attach by")))?;
+    let segment = m.segments().first().copied().ok_or_else(|| ShmError::Config("no segment".into()))?;
+    let mut c = crate::ShmConfig::new("shmmonitor-sweep", shm_id);
+    c.shm_id = Some(number);
+    c.segment_id = segment.id;
+    c.segment_size = segment.size;
+    drop(crate::Transport::new(&c)?);
+    Ok(())
 }
 
 /// What a watch step decided.
@@ -147,6 +191,12 @@ impl Watcher {
         }
         match sweep_open(m, &self.names) {
             Ok(s) if s.cleaned => return Ok(self.cleaned()),
+            Ok(s) if s.by_transport => {
+                log::info!(
+                    "processes {:?} died; what they held, their lanes too, was released by a transport's sweep",
+                    s.dead
+                );
+            }
             Ok(s) if !s.dead.is_empty() => {
                 log::info!("processes {:?} died; freed {} cached blocks ({} bytes)", s.dead, s.freed.0, s.freed.1);
             }

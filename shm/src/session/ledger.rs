@@ -92,7 +92,9 @@ pub(crate) trait Sweeper {
     /// The block (offset, delta, slot) of `seg` lost its last reference: freed.
     fn free(&self, seg: &Segment, offset: u64, delta: u32, slot: u32);
     /// Releases the messages still in `ring`, a lane whose last reference goes; false when this
-    /// sweeper cannot (the monitor, or a transport that is leaving): such a lane stays.
+    /// sweeper cannot (the monitor, or a transport that is leaving): such a lane stays. (The
+    /// monitor leaves dead transports that listed lanes to a transport it attaches: see
+    /// `monitor::sweep`; it sweeps them itself only when that attach failed.)
     fn release_lane_contents(&self, ring: &Ring<'_>) -> bool;
 }
 
@@ -131,6 +133,14 @@ pub(crate) fn held_by_live(m: &Management, live_slots: &[usize], by: &(impl Swee
     out.sort_unstable();
     out.dedup();
     out
+}
+
+/// Whether slot `slot`'s ledger lists a reference to a lane's block (its transport may hold the
+/// lane's last reference: see `Sweeper::release_lane_contents`).
+pub(crate) fn lists_a_lane(m: &Management, slot: usize) -> bool {
+    used(m, slot)
+        .filter_map(|e| Listed::decode(e[0].load(Ordering::Acquire), e[1].load(Ordering::Relaxed)))
+        .any(|l| l.lane)
 }
 
 /// The ring of the lane whose block `l` names in `seg`, once the block checks out as a live one
