@@ -41,7 +41,9 @@ pub struct Sweep {
 /// monitor then attaches one for a moment, and its attach sweeps every dead transport. Before, the
 /// monitor counted such a transport out and the lane stayed, with its messages, for the session's
 /// life. The monitor does nothing of that sweep itself first: a dead writer's staged lane entry
-/// names blocks still marked its own, and a sweep split in two could free them twice.
+/// names blocks still marked its own, and a sweep split in two could free them twice. (A last user
+/// that detaches while that transport is attached leaves the session to the monitor, which cleans
+/// it after the heartbeat timeout.)
 pub fn sweep(shm_id: &str) -> Result<Sweep, ShmError> {
     let names = Names::new(shm_id);
     sweep_open(Management::open_existing(&names)?, &names)
@@ -116,18 +118,22 @@ fn sweep_open(m: Management, names: &Names) -> Result<Sweep, ShmError> {
     Ok(out)
 }
 
-/// Attaches a transport to the session (one of its segments, as it is) and detaches it again: the
-/// attach sweeps the dead, releasing what their lanes hold (see [`sweep`]).
+/// Attaches a transport to the session (one of its segments, as it is; a session or segment
+/// removed meanwhile is not made again) and detaches it, leaving the session in place: the attach
+/// sweeps the dead, releasing what their lanes hold (see [`sweep`]).
 fn sweep_by_transport(m: &Management, names: &Names) -> Result<(), ShmError> {
     let shm_id = names.shm_id();
     let number = crate::shmid::shm_id_number(shm_id)
-        .ok_or_else(|| ShmError::Config(format!("shmid {shm_id} is not a number a transport can attach by")))?;
+        .filter(|&n| crate::shmid::shm_id_from_number(n) == shm_id)
+        .ok_or_else(|| ShmError::Config(format!("shmid {shm_id} is not one a transport can attach by")))?;
     let segment = m.segments().first().copied().ok_or_else(|| ShmError::Config("no segment".into()))?;
     let mut c = crate::ShmConfig::new("shmmonitor-sweep", shm_id);
     c.shm_id = Some(number);
     c.segment_id = segment.id;
     c.segment_size = segment.size;
-    drop(crate::Transport::new(&c)?);
+    // Whether the session goes is the monitor's to decide (its users may keep it: --shm-no-cleanup).
+    c.no_cleanup = true;
+    drop(crate::Transport::existing(&c)?);
     Ok(())
 }
 
@@ -196,6 +202,10 @@ impl Watcher {
                     "processes {:?} died; what they held, their lanes too, was released by a transport's sweep",
                     s.dead
                 );
+                // That transport's heartbeats are not the session's users'.
+                if let Ok(Some(m)) = open_if_present(&self.names) {
+                    self.last_count = m.heartbeat_count();
+                }
             }
             Ok(s) if !s.dead.is_empty() => {
                 log::info!("processes {:?} died; freed {} cached blocks ({} bytes)", s.dead, s.freed.0, s.freed.1);
@@ -306,6 +316,21 @@ mod tests {
         holder.join().unwrap();
         assert_eq!(w.step().unwrap(), Step::Stop, "its process gone, the session is cleaned");
         assert!(!m.still_linked());
+    }
+
+    /// The monitor's sweeping transport attaches to a session that exists only: one removed
+    /// between the monitor's look and the attach is not made again (nor its segment).
+    #[test]
+    fn the_sweeping_transport_makes_no_session() {
+        let mut c = crate::ShmConfig::new("sweep", &format!("watch-none-{}", std::process::id()));
+        c.segment_size = 8 << 20;
+        let _scratch = Scratch::of_shm_id(&c.resolved_shm_id());
+        let names = Names::new(&c.resolved_shm_id());
+        assert!(crate::Transport::existing(&c).is_err(), "no session to attach to");
+        assert!(!Names::path(&names.management()).exists(), "no session made");
+        assert!(!Names::path(&names.segment(0)).exists(), "no segment made");
+        drop(crate::Transport::new(&c).unwrap());
+        assert!(!Names::path(&names.management()).exists(), "an ordinary transport made one, and removed it");
     }
 
     /// Issue 17, item 6: for a transport whose liveness cannot be seen, the heartbeats decide.

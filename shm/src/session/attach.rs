@@ -22,11 +22,22 @@ impl Management {
     /// Attaches to the session (creating its management segment if needed): the returned heartbeat
     /// holds a liveness slot, which counts this transport in (see `liveness`).
     pub(crate) fn attach(names: &Names, session: &str) -> Result<(Arc<Management>, Heartbeat), ShmError> {
+        Self::join(names, session, true)
+    }
+
+    /// [`attach`](Management::attach), to a session that exists only: the monitor's sweeping
+    /// transport must not make a new session of one removed meanwhile.
+    pub(crate) fn attach_existing(names: &Names, session: &str) -> Result<(Arc<Management>, Heartbeat), ShmError> {
+        Self::join(names, session, false)
+    }
+
+    fn join(names: &Names, session: &str, create: bool) -> Result<(Arc<Management>, Heartbeat), ShmError> {
         let name = names.management();
         let path = Names::path(&name);
         for _ in 0..1000 {
             let map = match Mapping::open(&path) {
                 Ok(map) => map,
+                Err(e) if e.is_not_found() && !create => return Err(ShmError::file("opening management segment", e)),
                 Err(e) if e.is_not_found() => {
                     let tmp = Names::path(&names.tmp());
                     match Mapping::create(&path, &tmp, MANAGEMENT_SIZE, |m| {

@@ -49,13 +49,27 @@ impl std::fmt::Debug for Attachment {
 
 impl Attachment {
     pub fn new(config: &ShmConfig, interrupter: Arc<Interrupter>) -> Result<Attachment, ShmError> {
+        Self::join(config, interrupter, true)
+    }
+
+    /// An attachment to the session and segment of `config` if both exist (nothing is created:
+    /// see `Management::attach_existing`), else an error.
+    pub(crate) fn existing(config: &ShmConfig, interrupter: Arc<Interrupter>) -> Result<Attachment, ShmError> {
+        Self::join(config, interrupter, false)
+    }
+
+    fn join(config: &ShmConfig, interrupter: Arc<Interrupter>, create: bool) -> Result<Attachment, ShmError> {
         config.validate()?;
         let shm_id = config.resolved_shm_id();
         log::debug!("Generated shmid '{shm_id}' out of session id '{}'.", config.session);
         let names = Names::new(&shm_id);
-        let (mng, heartbeat) = Management::attach(&names, &config.session)?;
+        let (mng, heartbeat) = if create {
+            Management::attach(&names, &config.session)?
+        } else {
+            Management::attach_existing(&names, &config.session)?
+        };
         let started = if config.monitor { crate::monitor::start_daemon(&names) } else { Ok(()) };
-        let own = match started.and_then(|()| Self::own_segment(&names, &mng, config)) {
+        let own = match started.and_then(|()| Self::own_segment(&names, &mng, config, create)) {
             Ok(own) => own,
             Err(e) => {
                 let _ = mng.detach(heartbeat, config.no_cleanup);
@@ -171,11 +185,15 @@ impl Attachment {
         }
     }
 
-    fn own_segment(names: &Names, mng: &Management, c: &ShmConfig) -> Result<Arc<Segment>, ShmError> {
+    fn own_segment(names: &Names, mng: &Management, c: &ShmConfig, create: bool) -> Result<Arc<Segment>, ShmError> {
         let id = c.segment_id;
         let path = Names::path(&names.segment(id));
         let lock = mng.lock()?;
-        let (seg, created) = Segment::open_or_create(&path, &Names::path(&names.tmp()), id, c.segment_size)?;
+        let (seg, created) = if create {
+            Segment::open_or_create(&path, &Names::path(&names.tmp()), id, c.segment_size)?
+        } else {
+            (Segment::open(&path, id)?, false)
+        };
         if let Err(e) = lock.register_segment(id, seg.size()) {
             // A segment the registry does not list is removed by nobody: it would outlive the
             // session (nobody else opened it: that takes this lock too).

@@ -91,11 +91,24 @@ impl std::fmt::Debug for Subscription {
 impl Transport {
     /// Attaches to the session named by `config`.
     pub fn new(config: &ShmConfig) -> Result<Transport, ShmError> {
+        Self::join(config, true)
+    }
+
+    /// A transport of a session and segment that exist (nothing is created): the monitor's, for
+    /// sweeping what a transport alone can release (see `monitor::sweep`).
+    pub(crate) fn existing(config: &ShmConfig) -> Result<Transport, ShmError> {
+        Self::join(config, false)
+    }
+
+    fn join(config: &ShmConfig, create: bool) -> Result<Transport, ShmError> {
         let zmq = fairmq_zmq::Transport::with_config(&TransportConfig {
             id: config.id.clone(),
             io_threads: config.io_threads,
         })?;
-        let mgr = Arc::new(Attachment::new(config, zmq.interrupter().clone())?);
+        let interrupter = zmq.interrupter().clone();
+        let attachment =
+            if create { Attachment::new(config, interrupter)? } else { Attachment::existing(config, interrupter)? };
+        let mgr = Arc::new(attachment);
         mgr.set_shared();
         // Dead processes are counted out once the attachment is shared: releasing what a lane whose
         // last holder died still holds needs it so.

@@ -71,24 +71,25 @@ impl Socket {
         }
     }
 
+    /// Looks at the ZeroMQ socket. A look that found nothing holds the next one back while the
+    /// socket has lanes (see `socket_due`); after a frame, or a control frame (a new lane may have
+    /// input, more control frames may follow), the next look is due at once.
+    fn look_at_socket(&self) -> Result<Polled, TransferError> {
+        let polled = self.poll_socket()?;
+        let empty = matches!(polled, Polled::Nothing) && !self.lanes.readers.borrow().is_empty();
+        self.receiving.socket_looked.set(empty.then(std::time::Instant::now));
+        Ok(polled)
+    }
+
     /// Whether to look at the ZeroMQ socket now. Always without lanes; with lanes, which carry the
-    /// messages, at most every `SOCKET_LOOK_EVERY` (the socket carries control frames, and
-    /// messages of peers without a lane): a look that finds nothing is a system call (libzmq
-    /// polls its mailbox), which took longer than a message on a lane, and a receiver polling
-    /// with timeout 0 paid it on every call.
+    /// messages, no sooner than `SOCKET_LOOK_EVERY` after a look that found nothing (the socket
+    /// carries control frames, and messages of peers without a lane): such a look is a system
+    /// call (libzmq polls its mailbox), which took longer than a message on a lane, and a
+    /// receiver polling with timeout 0 paid it on every call.
     fn socket_due(&self) -> bool {
         /// Longer than a few lane messages, far shorter than a ZeroMQ hop (tens of us).
         const SOCKET_LOOK_EVERY: std::time::Duration = std::time::Duration::from_micros(20);
-        if self.lanes.readers.borrow().is_empty() {
-            return true;
-        }
-        let looked = &self.receiving.socket_looked;
-        let now = std::time::Instant::now();
-        if looked.get().is_some_and(|t| now.duration_since(t) < SOCKET_LOOK_EVERY) {
-            return false;
-        }
-        looked.set(Some(now));
-        true
+        self.receiving.socket_looked.get().is_none_or(|t| t.elapsed() >= SOCKET_LOOK_EVERY)
     }
 
     /// A receiving socket that connected to senders says hello to them once a second: a
@@ -129,29 +130,36 @@ impl Socket {
             if let Some(f) = self.take_from_lanes()? {
                 return Ok(f);
             }
-            let looked = self.socket_due();
-            if looked {
-                match self.poll_socket()? {
+            // Whether the socket was looked at in this pass and found empty: only then may the
+            // directory hear that nothing waits here (see `found_empty`).
+            let mut empty = false;
+            if self.socket_due() {
+                match self.look_at_socket()? {
                     Polled::Frame(f) => return Ok(Frame::Zmq(f)),
-                    Polled::Control => {
-                        // A new lane may have input, and more control frames may follow.
-                        self.receiving.socket_looked.set(None);
-                        continue;
-                    }
-                    Polled::Nothing => {}
+                    Polled::Control => continue,
+                    Polled::Nothing => empty = true,
                 }
             }
             if matches!(deadline, Deadline::Now) {
                 // A receiver that polls gives back what it freed when it finds nothing, as one
-                // that blocks does before it sleeps (as often as it looks at the socket).
-                if looked {
-                    self.mgr.flush(false);
+                // that blocks does before it sleeps.
+                self.mgr.flush(false);
+                if empty {
                     self.found_empty();
                 }
                 return Err(TransferError::Timeout);
             }
             if self.lanes.readers.borrow().spin() {
                 continue;
+            }
+            if !empty {
+                // Not looked at in this pass (with lanes, it is looked at now and then): a frame
+                // may wait there, and before it says it is empty and sleeps, it looks.
+                match self.look_at_socket()? {
+                    Polled::Frame(f) => return Ok(Frame::Zmq(f)),
+                    Polled::Control => continue,
+                    Polled::Nothing => {}
+                }
             }
             self.mgr.flush(false);
             self.found_empty();
