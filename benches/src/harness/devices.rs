@@ -1,6 +1,8 @@
 //! Device to device: FairMQ's builtin devices (`fairmq-bsampler`, `fairmq-proxy`, `fairmq-sink`)
 //! run as separate processes with FairMQ's command lines, so a figure here is what a user's
-//! topology reaches, device loop and state machine included.
+//! topology reaches, device loop and state machine included. A `processor` in the middle is the
+//! quickstart's kind of device instead of the builtin proxy: data handled by callback (`OnData`),
+//! each message sent on from the handler.
 //!
 //! The harness starts itself as each device (hidden `device <name> <device options>` command):
 //! the devices are exactly this crate's builds of `fairmq::devices`, with no separate binaries to
@@ -10,12 +12,12 @@
 use super::spawn::{Cell, Rate, Runner};
 use crate::session::{unique_session, SessionGuard};
 use fairmq::devices::{BenchmarkSampler, Proxy, Sink};
-use fairmq::Program;
+use fairmq::{Context, Device, HookResult, Message, Parts, Program};
 use std::io::BufRead;
 use std::process::{Command, Stdio};
 
 /// The devices the hidden `device` command runs.
-pub const DEVICES: [&str; 3] = ["bsampler", "proxy", "sink"];
+pub const DEVICES: [&str; 4] = ["bsampler", "proxy", "processor", "sink"];
 
 /// Runs device `name` with `args` (FairMQ's device options); returns its exit code.
 pub fn run_device(name: &str, args: &[String]) -> i32 {
@@ -24,11 +26,33 @@ pub fn run_device(name: &str, args: &[String]) -> i32 {
             Program::new(|_| Ok(BenchmarkSampler::default())).options(BenchmarkSampler::options).run_with_args(args)
         }
         "proxy" => Program::new(|_| Ok(Proxy::default())).options(Proxy::options).run_with_args(args),
+        "processor" => Program::new(|_| Ok(Processor)).options(Proxy::options).run_with_args(args),
         "sink" => Program::new(|_| Ok(Sink::default())).options(Sink::options).run_with_args(args),
         other => {
             eprintln!("unknown device {other:?} (one of {})", DEVICES.join(", "));
             1
         }
+    }
+}
+
+/// The quickstart's processor: messages (or multiparts, with `--multipart`) from `data-in`
+/// handed to a callback, which sends each on to `data-out`.
+struct Processor;
+
+impl Device for Processor {
+    fn init_task(&mut self, ctx: &Context) -> HookResult {
+        if ctx.config().get::<bool>("multipart")? {
+            ctx.on_data_parts("data-in");
+        } else {
+            ctx.on_data("data-in");
+        }
+        Ok(())
+    }
+    fn handle_data(&mut self, ctx: &Context, _: &str, m: &mut Message, _: usize) -> HookResult<bool> {
+        Ok(ctx.send(m, "data-out", 0).is_ok())
+    }
+    fn handle_parts(&mut self, ctx: &Context, _: &str, parts: &mut Parts, _: usize) -> HookResult<bool> {
+        Ok(ctx.send_parts(parts, "data-out", 0).is_ok())
     }
 }
 
@@ -41,6 +65,8 @@ pub enum Topology {
     SinkBinds,
     /// bsampler -> proxy -> sink, each sender bound.
     ThreeStage,
+    /// bsampler -> processor (data by callback, as the quickstart's) -> sink, each sender bound.
+    ThreeStageOnData,
 }
 
 impl Topology {
@@ -50,6 +76,16 @@ impl Topology {
             Topology::SamplerBinds => "sampler -> sink, sampler binds",
             Topology::SinkBinds => "sampler -> sink, sink binds",
             Topology::ThreeStage => "sampler -> proxy -> sink",
+            Topology::ThreeStageOnData => "sampler -> processor (OnData) -> sink",
+        }
+    }
+
+    /// The middle device of a chain, if any.
+    pub fn middle(self) -> Option<&'static str> {
+        match self {
+            Topology::ThreeStage => Some("proxy"),
+            Topology::ThreeStageOnData => Some("processor"),
+            _ => None,
         }
     }
 }
@@ -98,8 +134,8 @@ impl Runner {
             // failing when the messages in flight fill the segment (FairMQ's default throws).
             a.extend(["--shm-segment-size".into(), self.segment_size().to_string()]);
             a.extend(["--shm-throw-bad-alloc".into(), "false".into()]);
-            if name != "proxy" {
-                // The proxy relays until told to stop.
+            if name != "proxy" && name != "processor" {
+                // The middle device relays until told to stop.
                 a.extend(["--max-iterations".into(), c.iterations.to_string()]);
             }
             a.extend(["--multipart".into(), multipart.to_string()]);
@@ -117,13 +153,14 @@ impl Runner {
             Topology::SinkBinds => ("bind", "connect"),
             _ => ("connect", "bind"),
         };
-        let sink_address = if c.topology == Topology::ThreeStage { &second } else { &first };
+        let sink_address = if c.topology.middle().is_some() { &second } else { &first };
         let sink = device("sink", "sink1", channel("data", "pull", sink_bind, sink_address));
         let mut sink_out = cell.add(self.spawn_device("sink", &sink, Stdio::piped())?);
-        if c.topology == Topology::ThreeStage {
+        if let Some(middle) = c.topology.middle() {
             let mut links = channel("data-in", "pull", "connect", &first);
             links.extend(channel("data-out", "push", "bind", &second));
-            cell.add_quiet(self.spawn_device("proxy", &device("proxy", "proxy1", links), Stdio::null())?);
+            let id = format!("{middle}1");
+            cell.add_quiet(self.spawn_device(middle, &device(middle, &id, links), Stdio::null())?);
         }
         let mut sampler = device("bsampler", "sampler1", channel("data", "push", sampler_bind, &first));
         sampler.extend(["--msg-size".into(), c.size.to_string(), "--num-parts".into(), c.parts.to_string()]);
@@ -140,7 +177,7 @@ impl Runner {
                 break rate;
             }
         };
-        // The sink has all it will get: the proxy runs until told to stop. The sink's last lines
+        // The sink has all it will get: the middle device runs until told to stop. The sink's last lines
         // are read to its end (a device's log needs a reader).
         cell.terminate_quiet();
         while sink_out.read_line(&mut line).is_ok_and(|n| n > 0) {

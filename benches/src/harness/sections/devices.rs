@@ -19,7 +19,7 @@ fn transport(s: System) -> Option<&'static str> {
 
 /// Prints one table per transport.
 pub fn run(runner: &mut Runner, o: &Options, systems: &[System]) {
-    let topologies = [Topology::SamplerBinds, Topology::SinkBinds, Topology::ThreeStage];
+    let topologies = [Topology::SamplerBinds, Topology::SinkBinds, Topology::ThreeStage, Topology::ThreeStageOnData];
     let mut shapes: Vec<(usize, usize)> = o.sizes.iter().map(|&s| (s, 1)).collect();
     shapes.push((1024, 8));
     for &system in systems {
@@ -67,9 +67,9 @@ fn measure(
         // Three devices against three processes of the transport (a forwarder in the middle):
         // on two cores the chain cannot reach the two-process rate (three busy processes, and
         // the middle one receives and sends).
-        let harness = match topology {
-            Topology::ThreeStage => runner.chain(system, Mode::Fairmq, size, parts),
-            _ => runner.throughput(system, Mode::Fairmq, size, parts, 1),
+        let harness = match topology.middle() {
+            Some(_) => runner.chain(system, Mode::Fairmq, size, parts),
+            None => runner.throughput(system, Mode::Fairmq, size, parts, 1),
         };
         let rate = match &harness {
             Ok(r) => r.messages,
