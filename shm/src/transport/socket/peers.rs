@@ -439,7 +439,13 @@ pub(crate) fn reclaim(mgr: &Arc<Attachment>, sent: Sent) -> Option<Vec<Message>>
             continue;
         }
         match Message::from_record(mgr, rec) {
-            Ok(m) => frame.push(m),
+            Ok(m) => {
+                // A shared part was unlisted when its ticket took it (see `unlist_for_hand_over`):
+                // ours again, it is listed again, so a sweep drops it if we are killed with it
+                // waiting to go out again (before, the block stayed for the session's life).
+                m.list_if_shared();
+                frame.push(m);
+            }
             Err(e) => {
                 whole = false;
                 log::error!("could not take back a message a peer left: {e}");

@@ -435,4 +435,33 @@ mod tests {
         assert_eq!(s.mgr.own().rc(offset, slot).load(std::sync::atomic::Ordering::Acquire) as u32, 0, "freed once");
         s.mgr.own().check().unwrap();
     }
+
+    /// A shared part taken back from a ticket nobody claimed (its receiver died: `reclaim`, for
+    /// the resend queue or for release) is this process's reference again, and is listed again:
+    /// a sender killed while it waits in the resend queue leaves it to the sweep of the dead.
+    /// Before, it was not listed, and the block stayed for the session's life.
+    #[test]
+    fn a_shared_part_taken_back_from_its_ticket_is_listed_again() {
+        let mut c = crate::transport::config::ShmConfig::new("t", &format!("send-relist-{}", std::process::id()));
+        c.segment_size = 8 << 20;
+        let _scratch = crate::scratch::Scratch::of_shm_id(&c.resolved_shm_id());
+        let t = crate::Transport::new(&c).unwrap();
+        let s = t.socket(SocketType::Push, "out").unwrap();
+        let mut original = t.new_message_with_size(100).unwrap();
+        let mut copy = t.new_message();
+        copy.copy_from(&original).unwrap();
+        let rec = copy.record();
+        let mut issued = Vec::new();
+        s.issue_for(std::slice::from_ref(&copy), Deadline::Now, &mut issued).unwrap();
+        copy.hand_over(); // sent: its ticket holds the reference now
+        let sent = Sent::One(rec, issued.pop().expect("a ticket"));
+        let mut back = crate::transport::socket::peers::reclaim(&s.mgr, sent).expect("taken back whole");
+        assert_eq!(back.len(), 1);
+        assert_eq!(s.mgr.release_ledger_as_if_dead(), 2, "the original's reference and the one taken back");
+        original.hand_over(); // both dropped by that sweep
+        back.iter_mut().for_each(Message::hand_over);
+        let Record::Block { offset, slot, .. } = rec else { panic!("a block") };
+        assert_eq!(s.mgr.own().rc(offset, slot).load(std::sync::atomic::Ordering::Acquire) as u32, 0, "freed once");
+        s.mgr.own().check().unwrap();
+    }
 }
