@@ -19,19 +19,17 @@ use crate::sys::mapping::{Created, Mapping};
 use std::sync::Arc;
 
 impl Management {
-    /// Attaches to the session (creating its management segment if needed): the returned heartbeat
-    /// holds a liveness slot, which counts this transport in (see `liveness`).
+    /// [`join`](Management::join) with `create` (the tests' shorthand).
+    #[cfg(test)]
     pub(crate) fn attach(names: &Names, session: &str) -> Result<(Arc<Management>, Heartbeat), ShmError> {
         Self::join(names, session, true)
     }
 
-    /// [`attach`](Management::attach), to a session that exists only: the monitor's sweeping
-    /// transport must not make a new session of one removed meanwhile.
-    pub(crate) fn attach_existing(names: &Names, session: &str) -> Result<(Arc<Management>, Heartbeat), ShmError> {
-        Self::join(names, session, false)
-    }
-
-    fn join(names: &Names, session: &str, create: bool) -> Result<(Arc<Management>, Heartbeat), ShmError> {
+    /// Attaches to the session, creating its management segment if needed with `create` (without,
+    /// to a session that exists only: the monitor's sweeping transport must not make a new
+    /// session of one removed meanwhile). The returned heartbeat holds a liveness slot, which
+    /// counts this transport in (see `liveness`).
+    pub(crate) fn join(names: &Names, session: &str, create: bool) -> Result<(Arc<Management>, Heartbeat), ShmError> {
         let name = names.management();
         let path = Names::path(&name);
         for _ in 0..1000 {

@@ -121,9 +121,7 @@ impl Sweeper for [Segment] {
 pub(crate) fn held_by_live(m: &Management, live_slots: &[usize], by: &(impl Sweeper + ?Sized)) -> Vec<(u16, u64)> {
     let mut out = Vec::new();
     for &slot in live_slots {
-        for l in
-            used(m, slot).filter_map(|e| Listed::decode(e[0].load(Ordering::Acquire), e[1].load(Ordering::Relaxed)))
-        {
+        for l in listed(m, slot) {
             out.push((l.segment, l.offset));
             if l.lane {
                 out.extend(by.segment(l.segment).map(|seg| in_lane(seg, &l)).unwrap_or_default());
@@ -138,9 +136,12 @@ pub(crate) fn held_by_live(m: &Management, live_slots: &[usize], by: &(impl Swee
 /// Whether slot `slot`'s ledger lists a reference to a lane's block (its transport may hold the
 /// lane's last reference: see `Sweeper::release_lane_contents`).
 pub(crate) fn lists_a_lane(m: &Management, slot: usize) -> bool {
-    used(m, slot)
-        .filter_map(|e| Listed::decode(e[0].load(Ordering::Acquire), e[1].load(Ordering::Relaxed)))
-        .any(|l| l.lane)
+    listed(m, slot).any(|l| l.lane)
+}
+
+/// The references slot `slot`'s ledger lists, read (not taken).
+fn listed(m: &Management, slot: usize) -> impl Iterator<Item = Listed> + '_ {
+    used(m, slot).filter_map(|e| Listed::decode(e[0].load(Ordering::Acquire), e[1].load(Ordering::Relaxed)))
 }
 
 /// The ring of the lane whose block `l` names in `seg`, once the block checks out as a live one

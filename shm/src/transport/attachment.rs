@@ -48,26 +48,24 @@ impl std::fmt::Debug for Attachment {
 }
 
 impl Attachment {
+    /// [`join`](Attachment::join) with `create` (the tests' shorthand).
+    #[cfg(test)]
     pub fn new(config: &ShmConfig, interrupter: Arc<Interrupter>) -> Result<Attachment, ShmError> {
         Self::join(config, interrupter, true)
     }
 
-    /// An attachment to the session and segment of `config` if both exist (nothing is created:
-    /// see `Management::attach_existing`), else an error.
-    pub(crate) fn existing(config: &ShmConfig, interrupter: Arc<Interrupter>) -> Result<Attachment, ShmError> {
-        Self::join(config, interrupter, false)
-    }
-
-    fn join(config: &ShmConfig, interrupter: Arc<Interrupter>, create: bool) -> Result<Attachment, ShmError> {
+    /// Attaches to the session of `config` and opens (with `create`, makes if needed) its segment;
+    /// without `create`, to a session and segment that exist only (see `Management::join`).
+    pub(crate) fn join(
+        config: &ShmConfig,
+        interrupter: Arc<Interrupter>,
+        create: bool,
+    ) -> Result<Attachment, ShmError> {
         config.validate()?;
         let shm_id = config.resolved_shm_id();
         log::debug!("Generated shmid '{shm_id}' out of session id '{}'.", config.session);
         let names = Names::new(&shm_id);
-        let (mng, heartbeat) = if create {
-            Management::attach(&names, &config.session)?
-        } else {
-            Management::attach_existing(&names, &config.session)?
-        };
+        let (mng, heartbeat) = Management::join(&names, &config.session, create)?;
         let started = if config.monitor { crate::monitor::start_daemon(&names) } else { Ok(()) };
         let own = match started.and_then(|()| Self::own_segment(&names, &mng, config, create)) {
             Ok(own) => own,

@@ -105,10 +105,7 @@ impl Transport {
             id: config.id.clone(),
             io_threads: config.io_threads,
         })?;
-        let interrupter = zmq.interrupter().clone();
-        let attachment =
-            if create { Attachment::new(config, interrupter)? } else { Attachment::existing(config, interrupter)? };
-        let mgr = Arc::new(attachment);
+        let mgr = Arc::new(Attachment::join(config, zmq.interrupter().clone(), create)?);
         mgr.set_shared();
         // Dead processes are counted out once the attachment is shared: releasing what a lane whose
         // last holder died still holds needs it so.

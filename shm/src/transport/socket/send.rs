@@ -409,31 +409,57 @@ impl Socket {
 mod tests {
     use super::*;
 
+    /// A PUSH in a session of its own, a message of 100 bytes and a copy of it (a shared block)
+    /// whose ticket was just issued, as a send does; the copy's record and tickets.
+    /// (Fields drop in this order: the session's files go last.)
+    struct CopyIssued {
+        original: Message,
+        copy: Message,
+        rec: Record,
+        issued: Vec<Issued>,
+        s: Socket,
+        _t: crate::Transport,
+        _scratch: crate::scratch::Scratch,
+    }
+
+    impl CopyIssued {
+        fn new(tag: &str) -> CopyIssued {
+            let mut c = crate::transport::config::ShmConfig::new("t", &format!("{tag}-{}", std::process::id()));
+            c.segment_size = 8 << 20;
+            let scratch = crate::scratch::Scratch::of_shm_id(&c.resolved_shm_id());
+            let t = crate::Transport::new(&c).unwrap();
+            let s = t.socket(SocketType::Push, "out").unwrap();
+            let original = t.new_message_with_size(100).unwrap();
+            let mut copy = t.new_message();
+            copy.copy_from(&original).unwrap();
+            let rec = copy.record();
+            let mut issued = Vec::new();
+            s.issue_for(std::slice::from_ref(&copy), Deadline::Now, &mut issued).unwrap();
+            assert_eq!(issued.len(), 1);
+            CopyIssued { original, copy, rec, issued, s, _t: t, _scratch: scratch }
+        }
+
+        /// The shared block was freed, once, and the segment is sound.
+        fn assert_freed_once(&self) {
+            let Record::Block { offset, slot, .. } = self.rec else { panic!("a block") };
+            let count = self.s.mgr.own().rc(offset, slot).load(std::sync::atomic::Ordering::Acquire) as u32;
+            assert_eq!(count, 0, "freed once");
+            self.s.mgr.own().check().unwrap();
+        }
+    }
+
     /// A sender killed after a ticket took a shared part's reference (between issuing it and
     /// forgetting the message) leaves that reference to the ticket (its receiver, or the release
     /// of orphans) alone: the sweep of the dead must not drop it too. Before, it stayed in the
     /// sender's ledger until the send returned, and was dropped twice.
     #[test]
     fn a_shared_part_handed_to_a_ticket_is_not_in_its_senders_ledger() {
-        let mut c = crate::transport::config::ShmConfig::new("t", &format!("send-ledger-{}", std::process::id()));
-        c.segment_size = 8 << 20;
-        let _scratch = crate::scratch::Scratch::of_shm_id(&c.resolved_shm_id());
-        let t = crate::Transport::new(&c).unwrap();
-        let s = t.socket(SocketType::Push, "out").unwrap();
-        let mut original = t.new_message_with_size(100).unwrap();
-        let mut copy = t.new_message();
-        copy.copy_from(&original).unwrap();
-        let rec = copy.record();
-        let mut issued = Vec::new();
-        s.issue_for(std::slice::from_ref(&copy), Deadline::Now, &mut issued).unwrap();
-        assert_eq!(issued.len(), 1);
-        assert_eq!(s.mgr.release_ledger_as_if_dead(), 1, "only the original's reference is listed");
-        original.hand_over(); // dropped by that sweep
-        s.take_back_parts(std::slice::from_ref(&copy), &mut issued);
-        drop(copy); // taken back: the last reference
-        let Record::Block { offset, slot, .. } = rec else { panic!("a block") };
-        assert_eq!(s.mgr.own().rc(offset, slot).load(std::sync::atomic::Ordering::Acquire) as u32, 0, "freed once");
-        s.mgr.own().check().unwrap();
+        let mut f = CopyIssued::new("send-ledger");
+        assert_eq!(f.s.mgr.release_ledger_as_if_dead(), 1, "only the original's reference is listed");
+        f.original.hand_over(); // dropped by that sweep
+        f.s.take_back_parts(std::slice::from_ref(&f.copy), &mut f.issued);
+        drop(std::mem::replace(&mut f.copy, Message::empty(f.s.mgr.clone()))); // taken back: the last reference
+        f.assert_freed_once();
     }
 
     /// A shared part taken back from a ticket nobody claimed (its receiver died: `reclaim`, for
@@ -442,26 +468,14 @@ mod tests {
     /// Before, it was not listed, and the block stayed for the session's life.
     #[test]
     fn a_shared_part_taken_back_from_its_ticket_is_listed_again() {
-        let mut c = crate::transport::config::ShmConfig::new("t", &format!("send-relist-{}", std::process::id()));
-        c.segment_size = 8 << 20;
-        let _scratch = crate::scratch::Scratch::of_shm_id(&c.resolved_shm_id());
-        let t = crate::Transport::new(&c).unwrap();
-        let s = t.socket(SocketType::Push, "out").unwrap();
-        let mut original = t.new_message_with_size(100).unwrap();
-        let mut copy = t.new_message();
-        copy.copy_from(&original).unwrap();
-        let rec = copy.record();
-        let mut issued = Vec::new();
-        s.issue_for(std::slice::from_ref(&copy), Deadline::Now, &mut issued).unwrap();
-        copy.hand_over(); // sent: its ticket holds the reference now
-        let sent = Sent::One(rec, issued.pop().expect("a ticket"));
-        let mut back = crate::transport::socket::peers::reclaim(&s.mgr, sent).expect("taken back whole");
+        let mut f = CopyIssued::new("send-relist");
+        f.copy.hand_over(); // sent: its ticket holds the reference now
+        let sent = Sent::One(f.rec, f.issued.pop().expect("a ticket"));
+        let mut back = crate::transport::socket::peers::reclaim(&f.s.mgr, sent).expect("taken back whole");
         assert_eq!(back.len(), 1);
-        assert_eq!(s.mgr.release_ledger_as_if_dead(), 2, "the original's reference and the one taken back");
-        original.hand_over(); // both dropped by that sweep
+        assert_eq!(f.s.mgr.release_ledger_as_if_dead(), 2, "the original's reference and the one taken back");
+        f.original.hand_over(); // both dropped by that sweep
         back.iter_mut().for_each(Message::hand_over);
-        let Record::Block { offset, slot, .. } = rec else { panic!("a block") };
-        assert_eq!(s.mgr.own().rc(offset, slot).load(std::sync::atomic::Ordering::Acquire) as u32, 0, "freed once");
-        s.mgr.own().check().unwrap();
+        f.assert_freed_once();
     }
 }
