@@ -9,7 +9,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 fn block(i: u64) -> Record {
-    Record::Block { segment: 0, offset: 4096 + i * 1088, delta: 32, size: 1024, slot: i as u32 }
+    Record::Block { segment: 0, offset: 4096 + i * 1088, delta: 32, size: 1024, slot: i as u32, generation: 1 }
 }
 
 fn single(c: &mut Criterion) {

@@ -100,7 +100,14 @@ impl Fixture {
         let table = segment.tickets();
         let b = blocks[0];
         let handed = [
-            Record::Block { segment: SEGMENT_ID, offset: b.offset, delta: b.delta, size: BLOCKS[0].0, slot: b.slot },
+            Record::Block {
+                segment: SEGMENT_ID,
+                offset: b.offset,
+                delta: b.delta,
+                size: BLOCKS[0].0,
+                slot: b.slot,
+                generation: b.generation,
+            },
             Record::Region { region: REGION_ID, offset: 64, size: 32, hint: 5, rc: None },
         ];
         let tickets = handed
@@ -131,9 +138,14 @@ impl Fixture {
                     }
                 }
             }
-            Record::Block { segment, offset, delta, size, slot } => {
+            Record::Block { segment, offset, delta, size, slot, generation } => {
                 if segment == SEGMENT_ID {
                     self.check_block(offset, delta, size, Some(slot));
+                    // A record of a live block matches it only in the generation it was made in.
+                    if let Some(b) = self.blocks.iter().find(|b| b.offset == offset && b.slot == slot) {
+                        let current = self.segment.check_generation(offset, slot, generation).is_ok();
+                        assert_eq!(current, generation == b.generation, "generation {generation} of block {offset}");
+                    }
                 }
             }
             Record::Region { region, offset, size, rc, .. } => {
@@ -375,7 +387,14 @@ pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
     let fx = fixture();
     let block = |i: usize, size: u64, slot: u32| {
         let blk = fx.blocks[i];
-        Record::Block { segment: SEGMENT_ID, offset: blk.offset, delta: blk.delta, size, slot }
+        Record::Block {
+            segment: SEGMENT_ID,
+            offset: blk.offset,
+            delta: blk.delta,
+            size,
+            slot,
+            generation: blk.generation,
+        }
     };
     let b = |i: usize| block(i, BLOCKS[i].0, fx.blocks[i].slot);
     let rc = crate::meta::RcHandle { segment: SEGMENT_ID, offset: fx.blocks[0].offset, delta: tlsf::HDR as u16 };
@@ -385,8 +404,18 @@ pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
         ("block", b(2)),
         ("aligned-block", b(3)),
         ("block-too-long", block(1, 5000, fx.blocks[1].slot)),
-        ("unknown-block", Record::Block { segment: SEGMENT_ID, offset: 1 << 20, delta: 32, size: 1, slot: 7 }),
+        (
+            "unknown-block",
+            Record::Block { segment: SEGMENT_ID, offset: 1 << 20, delta: 32, size: 1, slot: 7, generation: 1 },
+        ),
         ("block-wrong-slot", block(2, BLOCKS[2].0, fx.blocks[1].slot)),
+        ("block-earlier-use", {
+            let mut r = b(2);
+            if let Record::Block { generation, .. } = &mut r {
+                *generation = generation.wrapping_sub(1);
+            }
+            r
+        }),
         ("slotted-block-without-slot", block(2, BLOCKS[2].0, u32::MAX)),
         ("unslotted-block", b(BLOCKS.len() - 1)),
         ("region", piece(4096, 100, None)),

@@ -12,7 +12,7 @@
 //! | record | bytes | layout |
 //! |---|---|---|
 //! | empty message | 8 | `version u8, tag=0 u8, 6 zero bytes` |
-//! | block in a managed segment | 28 | `version u8, tag=1 u8, segment u16, delta u32, offset u64, size u64, slot u32` |
+//! | block in a managed segment | 32 | `version u8, tag=1 u8, segment u16, delta u32, offset u64, size u64, slot u32, generation u32` |
 //! | piece of an unmanaged region | 40 | `version u8, tag=2 u8, region u16, rc segment u16, rc delta u16, offset u64, size u64, hint u64, rc offset u64` |
 //! | multipart header | 8 | `version u8, tag=3 u8, 2 zero bytes, count u32`, then `count` records |
 //! | lane offer (control) | 8 + 16 | `version u8, tag=4 u8, 6 zero bytes`, then a handed record of the lane's block |
@@ -24,7 +24,9 @@
 //!
 //! `offset` of a block is its header's offset in the segment; `delta` is the distance from there to
 //! the user data; `slot` its entry in the segment's slot table (`u32::MAX`: none), where the
-//! receiver checks the record and finds the reference count without touching the block. A region record's `offset` is the data's offset in the region; a region message
+//! receiver checks the record and finds the reference count without touching the block;
+//! `generation` the slot's generation when the block was handed out for this message (0 without a
+//! slot): a record of an earlier use of a block freed and handed out again does not match it. A region record's `offset` is the data's offset in the region; a region message
 //! that was copied has a shared reference count, a small block of a managed segment named by `rc`
 //! (`rc offset = u64::MAX`, segment and delta 0: none). A frame may be padded with zero bytes (option
 //! `--shm-metadata-msg-size`). A handed record (16 bytes) fits libzmq's inline "very small message"
@@ -33,7 +35,7 @@
 //! [`decode`] checks the structure only; the receiver then checks every record against its mappings.
 
 /// Format version written by this build.
-pub const VERSION: u8 = 3;
+pub const VERSION: u8 = 4;
 const TAG_EMPTY: u8 = 0;
 const TAG_BLOCK: u8 = 1;
 const TAG_REGION: u8 = 2;
@@ -45,7 +47,7 @@ const TAG_HELLO: u8 = 7;
 /// Size of an empty-message record.
 pub const EMPTY_LEN: usize = 8;
 /// Size of a managed-block record.
-pub const BLOCK_LEN: usize = 28;
+pub const BLOCK_LEN: usize = 32;
 /// Size of a region record.
 pub const REGION_LEN: usize = 40;
 /// Size of the multipart header.
@@ -85,6 +87,8 @@ pub enum Record {
         size: u64,
         /// Slot in the segment's slot table (`u32::MAX`: none).
         slot: u32,
+        /// The slot's generation for this use of the block (see `slots`).
+        generation: u32,
     },
     /// A piece of an unmanaged region.
     Region {
@@ -154,6 +158,14 @@ pub enum MetaError {
         /// Offset given.
         offset: u64,
     },
+    /// A record of an earlier use of a block that was freed and handed out again since.
+    #[error("shared-memory metadata refers to an earlier use of a block: segment {segment}, offset {offset}")]
+    Stale {
+        /// Segment id.
+        segment: u16,
+        /// Offset given.
+        offset: u64,
+    },
     /// A segment or region id that does not exist in this session.
     #[error("unknown shared-memory {kind} {id}")]
     Unknown {
@@ -193,13 +205,14 @@ impl Record {
     pub fn encode(&self, out: &mut Vec<u8>) {
         match *self {
             Record::Empty => out.extend_from_slice(&[VERSION, TAG_EMPTY, 0, 0, 0, 0, 0, 0]),
-            Record::Block { segment, offset, delta, size, slot } => {
+            Record::Block { segment, offset, delta, size, slot, generation } => {
                 out.extend_from_slice(&[VERSION, TAG_BLOCK]);
                 out.extend_from_slice(&segment.to_le_bytes());
                 out.extend_from_slice(&delta.to_le_bytes());
                 out.extend_from_slice(&offset.to_le_bytes());
                 out.extend_from_slice(&size.to_le_bytes());
                 out.extend_from_slice(&slot.to_le_bytes());
+                out.extend_from_slice(&generation.to_le_bytes());
             }
             Record::Region { region, offset, size, hint, rc } => {
                 let (rc_segment, rc_delta, rc_offset) =
@@ -241,6 +254,7 @@ impl Record {
                     offset: u64_at(b, 8),
                     size: u64_at(b, 16),
                     slot: u32_at(b, 24),
+                    generation: u32_at(b, 28),
                 };
                 Ok((rec, BLOCK_LEN))
             }
@@ -472,8 +486,16 @@ mod tests {
     fn record() -> impl Strategy<Value = Record> {
         prop_oneof![
             Just(Record::Empty),
-            (any::<u16>(), any::<u64>(), any::<u32>(), any::<u64>(), any::<u32>())
-                .prop_map(|(segment, offset, delta, size, slot)| Record::Block { segment, offset, delta, size, slot }),
+            (any::<u16>(), any::<u64>(), any::<u32>(), any::<u64>(), any::<u32>(), any::<u32>()).prop_map(
+                |(segment, offset, delta, size, slot, generation)| Record::Block {
+                    segment,
+                    offset,
+                    delta,
+                    size,
+                    slot,
+                    generation
+                }
+            ),
             (
                 any::<u16>(),
                 any::<u64>(),
@@ -518,13 +540,20 @@ mod tests {
     #[test]
     fn layout_is_fixed() {
         let mut buf = Vec::new();
-        let rec = Record::Block { segment: 0x0102, offset: 0x1000, delta: 32, size: 5, slot: 0x0a0b0c0d };
+        let rec = Record::Block {
+            segment: 0x0102,
+            offset: 0x1000,
+            delta: 32,
+            size: 5,
+            slot: 0x0a0b0c0d,
+            generation: 0x01020304,
+        };
         encode_single(&rec, 0, &mut buf);
-        assert_eq!(buf.len(), 28, "fits libzmq's inline small message (33 bytes)");
+        assert_eq!(buf.len(), 32, "fits libzmq's inline small message (33 bytes)");
         assert_eq!(&buf[..8], &[VERSION, 1, 2, 1, 32, 0, 0, 0]);
         assert_eq!(&buf[8..16], &0x1000u64.to_le_bytes());
         assert_eq!(&buf[16..24], &5u64.to_le_bytes());
-        assert_eq!(&buf[24..], &[0x0d, 0x0c, 0x0b, 0x0a]);
+        assert_eq!(&buf[24..], &[0x0d, 0x0c, 0x0b, 0x0a, 4, 3, 2, 1]);
         encode_single(&Record::Handed { segment: 0x0102, ticket: 0x0a0b0c0d, nonce: 0x1122 }, 0, &mut buf);
         assert_eq!(buf.len(), 16);
         assert_eq!(&buf[..8], &[VERSION, 6, 2, 1, 0x0d, 0x0c, 0x0b, 0x0a]);
@@ -536,8 +565,9 @@ mod tests {
         let mut out = Vec::new();
         assert!(matches!(decode(&[], &mut out), Err(MetaError::Truncated { .. })));
         assert!(matches!(decode(&[2, 1], &mut out), Err(MetaError::Version(2))), "version 2 (no tickets) is gone");
+        assert!(matches!(decode(&[3, 1], &mut out), Err(MetaError::Version(3))), "version 3 (no generations) is gone");
         assert!(matches!(decode(&[VERSION, 9], &mut out), Err(MetaError::Tag(9))));
-        assert!(matches!(decode(&[VERSION, 1, 0, 0], &mut out), Err(MetaError::Truncated { need: 28, got: 4 })));
+        assert!(matches!(decode(&[VERSION, 1, 0, 0], &mut out), Err(MetaError::Truncated { need: 32, got: 4 })));
         let mut buf = Vec::new();
         encode_single(&Record::Empty, 16, &mut buf);
         buf[12] = 7;

@@ -177,13 +177,14 @@ fn bad_metadata_is_rejected_and_nothing_breaks() {
 
     // A real block to corrupt records of.
     let good = t.new_message_from_slice(&[5u8; 256]).unwrap();
-    let fairmq_shm::testing::meta::Record::Block { segment, offset, delta, size, slot } = good.record() else {
+    let fairmq_shm::testing::meta::Record::Block { segment, offset, delta, size, slot, generation } = good.record()
+    else {
         panic!()
     };
     assert_ne!(slot, u32::MAX, "a block of a default segment has a slot");
     let enc_slot = |segment: u16, offset: u64, delta: u32, size: u64, slot: u32| {
         let mut v = Vec::new();
-        let rec = fairmq_shm::testing::meta::Record::Block { segment, offset, delta, size, slot };
+        let rec = fairmq_shm::testing::meta::Record::Block { segment, offset, delta, size, slot, generation };
         fairmq_shm::testing::meta::encode_single(&rec, 0, &mut v);
         v
     };
@@ -209,7 +210,7 @@ fn bad_metadata_is_rejected_and_nothing_breaks() {
     // The record of a block freed since (a stale or repeated record): the block is in a cache now,
     // with no reference, and must not be taken (the next allocation would alias it).
     let gone = t.new_message_from_slice(&[6u8; 256]).unwrap();
-    let fairmq_shm::testing::meta::Record::Block { segment: gs, offset: go, delta: gd, size: gz, slot: gl } =
+    let fairmq_shm::testing::meta::Record::Block { segment: gs, offset: go, delta: gd, size: gz, slot: gl, .. } =
         gone.record()
     else {
         panic!()

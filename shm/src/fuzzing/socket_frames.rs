@@ -798,7 +798,7 @@ pub(super) fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
     let one = spec(1, 0);
     let xor = |at: u8, xor: &[u8]| Tamper { at, xor: xor.to_vec() };
     let mut block_record = Vec::new();
-    Record::Block { segment: 0, offset: 4096, delta: 32, size: 8, slot: 0 }.encode(&mut block_record);
+    Record::Block { segment: 0, offset: 4096, delta: 32, size: 8, slot: 0, generation: 1 }.encode(&mut block_record);
     let mut forged_offer = vec![v, 4, 0, 0, 0, 0, 0, 0];
     Record::Handed { segment: 0, ticket: 1, nonce: 0x1234_5678 }.encode(&mut forged_offer);
     let mut offer_of_block = vec![v, 4, 0, 0, 0, 0, 0, 0];

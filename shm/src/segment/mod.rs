@@ -393,7 +393,13 @@ impl Segment {
                                 continue;
                             }
                             slots.rc(slot).store(rc, Ordering::Relaxed);
-                            out.push(Block { offset: e.offset, delta: tlsf::HDR as u32, size: bsize, slot });
+                            out.push(Block {
+                                offset: e.offset,
+                                delta: tlsf::HDR as u32,
+                                size: bsize,
+                                slot,
+                                generation: 0,
+                            });
                         }
                         return Ok(());
                     }
@@ -408,6 +414,10 @@ impl Segment {
                         self.header_word(b.offset)
                             .store((u64::from(SLOTTED) << 32) | u64::from(slot), Ordering::Release);
                         b.slot = slot;
+                        // A single block is handed out now (refilled ones when a cache hands them out).
+                        if !refill {
+                            b.generation = slots.next_generation(slot);
+                        }
                     }
                     None => self.header_word(b.offset).store(rc, Ordering::Relaxed),
                 }
@@ -520,6 +530,31 @@ impl Segment {
     /// Header word 2 of a block: its count and owner, or the slot that holds them.
     fn header_word(&self, offset: u64) -> &AtomicU64 {
         &self.words()[(offset / 8 + 2) as usize]
+    }
+
+    /// Hands out `b` (a block of this segment from a cache or a refill, no reference yet) to
+    /// `owner` with one reference, as a new use: its generation moves on (see `slots`).
+    pub(crate) fn hand_out(&self, b: &mut Block, owner: u32) {
+        if b.slot != NO_SLOT {
+            b.generation = self.slots().next_generation(b.slot);
+        }
+        self.rc(b.offset, b.slot).store((u64::from(owner) << 32) | 1, Ordering::Release);
+    }
+
+    /// Checks that a record of the block at `offset` in `slot` was made in the block's current
+    /// use (see `slots`; a block without a slot has no generation: 0).
+    pub(crate) fn check_generation(
+        &self,
+        offset: u64,
+        slot: u32,
+        generation: u32,
+    ) -> Result<(), crate::meta::MetaError> {
+        let current = if slot == NO_SLOT { 0 } else { self.slots().generation(slot) };
+        if current == generation {
+            Ok(())
+        } else {
+            Err(crate::meta::MetaError::Stale { segment: self.id, offset })
+        }
     }
 
     /// The count word of a block with a known slot (checked on receipt or set at allocation):
@@ -864,15 +899,23 @@ pub(crate) fn remark<'a>(
     from: u32,
     to: u32,
 ) -> Remark {
-    let crate::meta::Record::Block { segment: id, offset, delta, size, slot } = *rec else {
+    let crate::meta::Record::Block { segment: id, offset, delta, size, slot, generation } = *rec else {
         return if matches!(rec, crate::meta::Record::Handed { .. }) { Remark::Refused } else { Remark::NoMark };
     };
-    let Some(seg) = segment(id).filter(|s| s.check_block(offset, delta, size, slot).is_ok()) else {
+    let current = |s: &Segment| s.check_generation(offset, slot, generation).is_ok();
+    let Some(seg) = segment(id).filter(|s| s.check_block(offset, delta, size, slot).is_ok() && current(s)) else {
         return Remark::Refused;
     };
     let (from, to) = (u64::from(from) << 32 | 1, u64::from(to) << 32 | 1);
-    match seg.rc(offset, slot).compare_exchange(from, to, Ordering::AcqRel, Ordering::Relaxed) {
-        Ok(_) => Remark::Done,
+    let rc = seg.rc(offset, slot);
+    match rc.compare_exchange(from, to, Ordering::AcqRel, Ordering::Relaxed) {
+        Ok(_) if current(seg) => Remark::Done,
+        Ok(_) => {
+            // Freed and handed out again between the check and the swap: another use's, given
+            // back its mark (the generation cannot move while the block carries ours).
+            let _ = rc.compare_exchange(to, from, Ordering::AcqRel, Ordering::Relaxed);
+            Remark::Refused
+        }
         Err(v) if (v >> 32) as u32 == slots::SHARED && v as u32 > 0 => Remark::NoMark,
         Err(_) => Remark::Refused,
     }

@@ -131,7 +131,7 @@ fn words_for(len: usize) -> u64 {
 impl<'a> Ring<'a> {
     /// Lays out a new lane over `w` (its writer's, not yet offered): everything zero but the header.
     pub fn init(w: &'a [AtomicU64], capacity: u64, writer: u32) -> Ring<'a> {
-        debug_assert!(capacity.is_power_of_two() && w.len() as u64 * 8 >= block_bytes(capacity));
+        assert!(capacity.is_power_of_two() && w.len() as u64 * 8 >= block_bytes(capacity));
         let h: &Header = view(w).expect("a lane block holds its header");
         for word in &w[..HEADER_WORDS] {
             word.store(0, Ordering::Relaxed);
@@ -175,7 +175,13 @@ impl<'a> Ring<'a> {
     }
 
     fn ring_word(&self, pos: u64) -> &'a AtomicU64 {
-        &self.w[HEADER_WORDS + ((pos % self.capacity) / 8) as usize]
+        &self.w[HEADER_WORDS + (self.in_ring(pos) / 8) as usize]
+    }
+
+    /// Where index `pos` falls in the ring. The capacity is a power of two (checked by `open`,
+    /// chosen so by `init`): a mask, not a division per word copied.
+    fn in_ring(&self, pos: u64) -> u64 {
+        pos & (self.capacity - 1)
     }
 
     pub fn writer(&self) -> u32 {
@@ -381,7 +387,7 @@ impl<'a> Ring<'a> {
             }
             let word = self.ring_word(head).load(Ordering::Relaxed);
             let (len, kind) = (word as u32, (word >> 32) as u32);
-            let to_end = self.capacity - head % self.capacity;
+            let to_end = self.capacity - self.in_ring(head);
             let bad = LaneError::Entry { at: head, kind, len };
             if kind == KIND_SKIP {
                 if len != 0 || head + to_end > tail {
@@ -538,7 +544,7 @@ impl<'a> Ring<'a> {
     /// checked `head` and `tail`, if it fits.
     fn room_between(head: u64, tail: u64, frame_len: usize, capacity: u64) -> Option<(u64, u64, u64)> {
         let need = 8 + words_for(frame_len) * 8;
-        let to_end = capacity - tail % capacity;
+        let to_end = capacity - (tail & (capacity - 1));
         let skip = if to_end < need { to_end } else { 0 };
         (tail + skip + need - head <= capacity).then_some((tail, skip, need))
     }

@@ -12,7 +12,10 @@
 //! Blocks without a slot (table full) keep their count in the header, as before.
 //!
 //! Entry words: `[count | owner << 32, block offset (0: slot free), block size (next free slot + 1
-//! when free), data distance]`. The free list and the high-water mark are changed under the segment
+//! when free), data distance | generation << 32]`. The generation moves on each time the block is
+//! handed out for a new use (see [`Slots::next_generation`]); a record names the generation it was
+//! made in, so a record of an earlier use (its block freed and handed out again meanwhile) no
+//! longer matches the block. The free list and the high-water mark are changed under the segment
 //! lock only; after a process died holding it, [`Slots::rebuild`] derives both from the heap.
 
 use std::sync::atomic::{AtomicU64, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
@@ -95,8 +98,30 @@ impl<'a> Slots<'a> {
         (offset != 0).then(|| Entry {
             offset,
             size: self.word(slot, 2).load(Relaxed),
-            delta: self.word(slot, 3).load(Relaxed),
+            delta: self.word(slot, 3).load(Relaxed) & u64::from(u32::MAX),
         })
+    }
+
+    /// The generation of the block in `slot` (0 for a slot number out of range).
+    pub fn generation(&self, slot: u32) -> u32 {
+        if slot >= self.n {
+            return 0;
+        }
+        (self.word(slot, 3).load(Acquire) >> 32) as u32
+    }
+
+    /// Moves the generation of the block in `slot` on, as it is handed out for a new use, and
+    /// returns the new one. Only the block's holder calls it (nobody else may change the block
+    /// then); the record that carries the generation to others is published after it.
+    pub fn next_generation(&self, slot: u32) -> u32 {
+        if slot >= self.n {
+            return 0;
+        }
+        let w = self.word(slot, 3);
+        let v = w.load(Relaxed);
+        let next = ((v >> 32) as u32).wrapping_add(1);
+        w.store(v & u64::from(u32::MAX) | u64::from(next) << 32, Release);
+        next
     }
 
     /// Takes a free slot for the block `e` with count word `rc` (under the segment lock).
@@ -125,7 +150,9 @@ impl<'a> Slots<'a> {
         };
         self.word(slot, 0).store(rc, Relaxed);
         self.word(slot, 2).store(e.size, Relaxed);
-        self.word(slot, 3).store(e.delta, Relaxed);
+        // The slot's generation goes on from its last block's, so no record of that one matches.
+        let generation = self.word(slot, 3).load(Relaxed) & !u64::from(u32::MAX);
+        self.word(slot, 3).store(e.delta | generation, Relaxed);
         self.word(slot, 1).store(e.offset, Release);
         Some(slot)
     }

@@ -24,7 +24,7 @@
 //! | 1 | kind (bits 0..8: 1 block, 2 region piece; bit 7: a lane offer), id << 16 (segment or region), aux << 32 (block: data distance; region: shared count's segment, and its data distance << 16) |
 //! | 2 | offset |
 //! | 3 | size |
-//! | 4 | block: slot; region: the creator's hint |
+//! | 4 | block: slot, and its generation << 32; region: the creator's hint |
 //! | 5 | region: offset of the shared count's block ([`meta::NOT_SHARED`]: none) |
 //! | 6 | the receiving socket's number (see `peers`), 0 while not known; the issuing socket's with receiver [`FACING`], the endpoint's directory key with [`AT_ENDPOINT`] |
 //! | 7 | issuer's owner mark, and the receiving transport's owner mark << 32 (0: not known) |
@@ -127,11 +127,11 @@ impl<'a> Tickets<'a> {
     fn write(&self, t: u32, nonce: u64, kind: Kind, rec: &Record, issuer: u32) {
         let offer = if kind == Kind::Offer { OFFER_BIT } else { 0 };
         let words = match *rec {
-            Record::Block { segment, offset, delta, size, slot } => [
+            Record::Block { segment, offset, delta, size, slot, generation } => [
                 KIND_BLOCK | offer | u64::from(segment) << 16 | u64::from(delta) << 32,
                 offset,
                 size,
-                u64::from(slot),
+                u64::from(slot) | u64::from(generation) << 32,
                 0,
             ],
             Record::Region { region, offset, size, hint, rc } => {
@@ -165,7 +165,8 @@ impl<'a> Tickets<'a> {
         let aux = (head >> 32) as u32;
         let rec = match head & 0x7f {
             KIND_BLOCK if head & 0xff00 == 0 => {
-                Record::Block { segment: id, offset: w(2), delta: aux, size: w(3), slot: w(4) as u32 }
+                let (slot, generation) = (w(4) as u32, (w(4) >> 32) as u32);
+                Record::Block { segment: id, offset: w(2), delta: aux, size: w(3), slot, generation }
             }
             KIND_REGION if head & 0xff00 == 0 => {
                 let rc = (w(5) != meta::NOT_SHARED).then(|| RcHandle {
@@ -479,7 +480,7 @@ mod tests {
     }
 
     fn block() -> Record {
-        Record::Block { segment: 3, offset: 4096, delta: 32, size: 100, slot: 7 }
+        Record::Block { segment: 3, offset: 4096, delta: 32, size: 100, slot: 7, generation: 9 }
     }
 
     #[test]

@@ -64,6 +64,8 @@ pub struct Block {
     pub size: u64,
     /// Its slot in the segment's slot table (`slots::NO_SLOT`: none, the count is in the header).
     pub slot: u32,
+    /// The generation of its current use (see `slots`; 0 without a slot, or before it is handed out).
+    pub generation: u32,
 }
 
 /// Allocator statistics.
@@ -345,7 +347,13 @@ impl<'a> Tlsf<'a> {
             bsize
         };
         self.c(C_USED_BLOCKS).fetch_add(1, Relaxed);
-        Ok(Some(Block { offset: off, delta: delta as u32, size: used, slot: crate::segment::slots::NO_SLOT }))
+        Ok(Some(Block {
+            offset: off,
+            delta: delta as u32,
+            size: used,
+            slot: crate::segment::slots::NO_SLOT,
+            generation: 0,
+        }))
     }
 
     /// Validates that `off` is a used block; returns its size.

@@ -464,9 +464,9 @@ impl Attachment {
         // A cached block first: the common case needs nothing else (magazines hold blocks of the
         // heap's own alignment only).
         if align <= crate::segment::tlsf::ALIGN {
-            if let Some(b) = cache.take(need) {
+            if let Some(mut b) = cache.take(need) {
                 drop(cache);
-                self.own.rc(b.offset, b.slot).store((u64::from(self.owner) << 32) | 1, Ordering::Release);
+                self.own.hand_out(&mut b, self.owner);
                 return Ok(Some(b));
             }
         }
@@ -480,9 +480,9 @@ impl Attachment {
         self.own.allocate(size, align, self.owner, refill, &mut out)?;
         // Refilled blocks carry no reference, only our pid (if we die, a sweep frees exactly
         // those); the one handed out now gets its reference.
-        let first = out.pop();
-        if let Some(b) = &first {
-            self.own.rc(b.offset, b.slot).store((u64::from(self.owner) << 32) | 1, Ordering::Release);
+        let mut first = out.pop();
+        if let Some(b) = &mut first {
+            self.own.hand_out(b, self.owner);
         }
         let evicted = cache.stock(need, out);
         drop(cache);
@@ -496,7 +496,7 @@ impl Attachment {
     /// Called when this process dropped the last reference to a block.
     pub fn release(&self, seg: &Segment, offset: u64, delta: u32, slot: u32) {
         let size = seg.block_size(offset, slot);
-        let block = Block { offset, delta, size, slot };
+        let block = Block { offset, delta, size, slot, generation: 0 };
         let own = seg.id() == self.own.id();
         // Record ourselves as owner while the block sits in our cache or deferred list: if we die,
         // the blocks with our pid and no reference are exactly those, and can be freed for us.
@@ -601,6 +601,7 @@ mod tests {
             delta: b.delta,
             size: 100,
             slot: b.slot,
+            generation: b.generation,
         };
         let t = live.issue(Kind::Message, &rec).unwrap();
         // A receiver (another transport) won the claim and was killed before marking the block.
@@ -631,7 +632,8 @@ mod tests {
     fn block_with(a: &Attachment, word: u64) -> crate::meta::Record {
         let b = a.allocate(100, 0).unwrap();
         a.own().rc(b.offset, b.slot).store(word, Ordering::Relaxed);
-        crate::meta::Record::Block { segment: a.own().id(), offset: b.offset, delta: b.delta, size: 100, slot: b.slot }
+        let (offset, delta, slot, generation) = (b.offset, b.delta, b.slot, b.generation);
+        crate::meta::Record::Block { segment: a.own().id(), offset, delta, size: 100, slot, generation }
     }
 
     /// A sender killed while taking back a ticket whose record a live receiver is claiming, its

@@ -45,7 +45,15 @@ pub struct Message {
 
 enum Body {
     Empty,
-    Block { seg: u16, offset: u64, delta: u32, size: usize, slot: u32 },
+    /// A block of a managed segment; `generation`: its slot's generation for this use (see `slots`).
+    Block {
+        seg: u16,
+        offset: u64,
+        delta: u32,
+        size: usize,
+        slot: u32,
+        generation: u32,
+    },
     Region(Piece),
 }
 
@@ -123,7 +131,10 @@ impl Message {
         }
         let b = mgr.allocate(size, align)?;
         let seg = mgr.own().id();
-        Ok(Message::with(mgr, Body::Block { seg, offset: b.offset, delta: b.delta, size, slot: b.slot }))
+        Ok(Message::with(
+            mgr,
+            Body::Block { seg, offset: b.offset, delta: b.delta, size, slot: b.slot, generation: b.generation },
+        ))
     }
 
     /// A message referring to `size` bytes at `offset` of `region`, zero-copy; `hint` comes back in the
@@ -410,8 +421,8 @@ impl Message {
         other.add_reference();
         let body = match &other.body {
             Body::Empty => Body::Empty,
-            Body::Block { seg, offset, delta, size, slot } => {
-                Body::Block { seg: *seg, offset: *offset, delta: *delta, size: *size, slot: *slot }
+            &Body::Block { seg, offset, delta, size, slot, generation } => {
+                Body::Block { seg, offset, delta, size, slot, generation }
             }
             Body::Region(p) => Body::Region(Piece::new(p.map.clone(), p.offset, p.size, p.hint, p.rc.clone())),
         };
@@ -443,7 +454,7 @@ impl Message {
         let unshared = self.refcount() == 1;
         let mgr = self.mgr.clone();
         match &mut self.body {
-            Body::Block { seg, offset, delta, size, slot } => {
+            Body::Block { seg, offset, delta, size, slot, .. } => {
                 if unshared {
                     if let Err(e) = mgr.mapped(*seg).shrink(*offset, *slot, u64::from(*delta) + new as u64) {
                         log::error!("could not shrink message: {e}");
@@ -488,8 +499,8 @@ impl Message {
     pub fn record(&self) -> Record {
         match &self.body {
             Body::Empty => Record::Empty,
-            Body::Block { seg, offset, delta, size, slot } => {
-                Record::Block { segment: *seg, offset: *offset, delta: *delta, size: *size as u64, slot: *slot }
+            &Body::Block { seg, offset, delta, size, slot, generation } => {
+                Record::Block { segment: seg, offset, delta, size: size as u64, slot, generation }
             }
             Body::Region(p) => Record::Region {
                 region: p.map.id(),
@@ -603,10 +614,12 @@ impl Message {
     pub(crate) fn from_record(mgr: &Arc<Attachment>, rec: Record) -> Result<Message, MetaError> {
         match rec {
             Record::Empty => Ok(Message::empty(mgr.clone())),
-            Record::Block { segment, offset, delta, size, slot } => {
-                mgr.segment(segment)?.check_block(offset, delta, size, slot)?;
+            Record::Block { segment, offset, delta, size, slot, generation } => {
+                let seg = mgr.segment(segment)?;
+                seg.check_block(offset, delta, size, slot)?;
+                seg.check_generation(offset, slot, generation)?;
                 let size = usize::try_from(size).map_err(|_| MetaError::OutOfBounds { segment, offset, size })?;
-                Ok(Message::with(mgr.clone(), Body::Block { seg: segment, offset, delta, size, slot }))
+                Ok(Message::with(mgr.clone(), Body::Block { seg: segment, offset, delta, size, slot, generation }))
             }
             Record::Handed { .. } => Err(MetaError::Untracked),
             Record::Region { region, offset, size, hint, rc } => {

@@ -368,11 +368,11 @@ enum Held {
 }
 
 fn held(mgr: &Attachment, rec: &Record) -> Held {
-    let Record::Block { segment, offset, delta, size, slot } = *rec else {
+    let Record::Block { segment, offset, delta, size, slot, generation } = *rec else {
         return if matches!(rec, Record::Handed { .. }) { Held::Otherwise } else { Held::NoBlock };
     };
     let Ok(seg) = mgr.segment(segment) else { return Held::Otherwise };
-    if seg.check_block(offset, delta, size, slot).is_err() {
+    if seg.check_block(offset, delta, size, slot).is_err() || seg.check_generation(offset, slot, generation).is_err() {
         return Held::Otherwise;
     }
     let v = seg.rc(offset, slot).load(std::sync::atomic::Ordering::Acquire);

@@ -20,14 +20,18 @@ fn a_damaged_record_in_a_lane_entry_marks_nothing() {
     let m = Message::allocate(mgr.clone(), 100, 0).unwrap();
     m.mark_in_flight(true);
     let rec = m.record();
-    let Record::Block { segment, offset, delta, size, slot } = rec else { panic!("a block") };
+    let Record::Block { segment, offset, delta, size, slot, generation } = rec else { panic!("a block") };
     let in_flight = u64::from(crate::segment::slots::IN_FLIGHT) << 32 | 1;
     assert_eq!(count_word(&mgr, rec), in_flight);
+    let no_slot = crate::segment::slots::NO_SLOT;
     let damaged = [
-        Record::Block { segment, offset: u64::MAX - 7, delta, size, slot: crate::segment::slots::NO_SLOT },
-        Record::Block { segment, offset: 1 << 40, delta, size, slot: crate::segment::slots::NO_SLOT },
-        Record::Block { segment, offset, delta, size, slot: u32::MAX - 1 },
-        Record::Block { segment, offset: offset + 64, delta, size, slot },
+        Record::Block { segment, offset: u64::MAX - 7, delta, size, slot: no_slot, generation: 0 },
+        Record::Block { segment, offset: 1 << 40, delta, size, slot: no_slot, generation: 0 },
+        Record::Block { segment, offset, delta, size, slot: u32::MAX - 1, generation },
+        Record::Block { segment, offset: offset + 64, delta, size, slot, generation },
+        // Another use of the block (an earlier one, or a record forged ahead).
+        Record::Block { segment, offset, delta, size, slot, generation: generation.wrapping_sub(1) },
+        Record::Block { segment, offset, delta, size, slot, generation: generation.wrapping_add(1) },
     ];
     for bad in damaged {
         let mut entry = Vec::new();
@@ -191,6 +195,49 @@ fn entries_a_killed_reader_was_taking_are_not_taken_back() {
     mgr.own().check().unwrap();
 }
 
+/// As above, but the sweep of the dead reader freed the block it had marked and the block was
+/// handed out again, for another message now in flight, before the writer took the entries back:
+/// the entry's record is of the block's earlier use, and the writer leaves the block to the new
+/// one. Before, the writer took it as the entry's (its mark said in flight), sending the other
+/// message's block as this one and taking it from its own ticket or lane.
+#[test]
+fn an_entry_a_killed_reader_was_taking_is_not_taken_for_its_blocks_next_use() {
+    let (_scratch, mgr) = crate::scratch::attachment("lanes-takeback-reused");
+    let lane = lane_of(&mgr, mgr.owner());
+    let ring = Ring::reopen(lane.words().unwrap(), ring::MIN_CAPACITY);
+    let mut taking = Message::allocate(mgr.clone(), 100, 0).unwrap();
+    let taking_rec = taking.record();
+    taking.mark_in_flight(true);
+    assert!(ring.push(KIND_FRAME, &entry_of(&taking), || {}).unwrap());
+    taking.hand_over();
+    drop(taking);
+    assert!(remark_entry(&mgr, KIND_FRAME, &entry_of_rec(taking_rec), crate::segment::slots::IN_FLIGHT, 77));
+    crate::session::liveness::fake_dead_transport(mgr.management(), 200, std::process::id(), 77);
+    assert_eq!(mgr.sweep_dead(), [std::process::id()]);
+    // The block comes back for another message (held, so every allocation is a new block).
+    let Record::Block { offset, .. } = taking_rec else { panic!("a block") };
+    let mut held = Vec::new();
+    let next = loop {
+        let m = Message::allocate(mgr.clone(), 100, 0).unwrap();
+        if matches!(m.record(), Record::Block { offset: o, .. } if o == offset) {
+            break m;
+        }
+        assert!(held.len() < 10_000, "the freed block is handed out again");
+        held.push(m);
+    };
+    next.mark_in_flight(true);
+    let in_flight = u64::from(crate::segment::slots::IN_FLIGHT) << 32 | 1;
+    assert_eq!(count_word(&mgr, next.record()), in_flight);
+    assert_ne!(next.record(), taking_rec, "another use of the block");
+    let mut taken = Vec::new();
+    assert_eq!(take_back_all(&mgr, &ring, &mut taken).unwrap(), 1, "the entry went with the reader");
+    assert!(taken.is_empty(), "nothing of it is sent again");
+    assert_eq!(count_word(&mgr, next.record()), in_flight, "the block stays the next message's");
+    next.mark_in_flight(false);
+    drop((next, held));
+    mgr.own().check().unwrap();
+}
+
 fn entry_of_rec(rec: Record) -> Vec<u8> {
     let mut e = Vec::new();
     meta::encode_single(&rec, 0, &mut e);
@@ -269,7 +316,13 @@ fn a_dead_writers_staged_entry_with_a_shared_part_is_released_once() {
     assert_eq!(count_word(&mgr, recs[1]), shared | 2, "the shared part keeps both references");
     // The freed block handed out again, in flight for someone else.
     let again = Message::allocate(mgr.clone(), 100, 0).unwrap();
-    assert_eq!(again.record(), recs[0], "the allocator hands the same block out again");
+    let block = |r: Record| match r {
+        Record::Block { offset, slot, generation, .. } => (offset, slot, generation),
+        _ => panic!("a block"),
+    };
+    let (was, now) = (block(recs[0]), block(again.record()));
+    assert_eq!((now.0, now.1), (was.0, was.1), "the allocator hands the same block out again");
+    assert_ne!(now.2, was.2, "for another use");
     again.mark_in_flight(true);
     assert!(!finish_staged(&mgr, &ring), "a second look finds nothing staged");
     assert_eq!(count_word(&mgr, recs[0]), u64::from(crate::segment::slots::IN_FLIGHT) << 32 | 1, "not released again");
