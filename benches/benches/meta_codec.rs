@@ -1,5 +1,5 @@
 //! Encoding and decoding of fairmq-shm's metadata (`fairmq_shm::testing::meta`): the per-message work of the
-//! wire format, a single 28-byte block record and multipart frames of 8 and 64 records.
+//! wire format, a single 32-byte block record and multipart frames of 8 and 64 records.
 //!
 //! `cargo bench -p fairmq-benches --bench meta_codec`
 

@@ -210,13 +210,29 @@ fn bad_metadata_is_rejected_and_nothing_breaks() {
     // The record of a block freed since (a stale or repeated record): the block is in a cache now,
     // with no reference, and must not be taken (the next allocation would alias it).
     let gone = t.new_message_from_slice(&[6u8; 256]).unwrap();
-    let fairmq_shm::testing::meta::Record::Block { segment: gs, offset: go, delta: gd, size: gz, slot: gl, .. } =
-        gone.record()
+    let fairmq_shm::testing::meta::Record::Block {
+        segment: gs,
+        offset: go,
+        delta: gd,
+        size: gz,
+        slot: gl,
+        generation: gg,
+    } = gone.record()
     else {
         panic!()
     };
     drop(gone);
-    frames.push(enc_slot(gs, go, gd, gz, gl));
+    let mut stale = Vec::new();
+    let rec = fairmq_shm::testing::meta::Record::Block {
+        segment: gs,
+        offset: go,
+        delta: gd,
+        size: gz,
+        slot: gl,
+        generation: gg,
+    };
+    fairmq_shm::testing::meta::encode_single(&rec, 0, &mut stale);
+    frames.push(stale);
     // Random frames too (deterministic pseudo-random bytes).
     let mut x = 0x9e37_79b9_7f4a_7c15u64;
     for len in [8usize, 24, 25, 40, 64, 200] {

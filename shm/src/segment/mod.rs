@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// What a managed segment is; the layout version is bumped whenever its layout changes.
-const KIND: Kind = Kind { what: "managed segment", magic: u64::from_le_bytes(*b"FMQRSSEG"), layout: 6 };
+const KIND: Kind = Kind { what: "managed segment", magic: u64::from_le_bytes(*b"FMQRSSEG"), layout: 7 };
 
 shared_layout! {
     /// A segment's header and lock (bytes 0..192; the table at the top of this file).
@@ -414,10 +414,9 @@ impl Segment {
                         self.header_word(b.offset)
                             .store((u64::from(SLOTTED) << 32) | u64::from(slot), Ordering::Release);
                         b.slot = slot;
-                        // A single block is handed out now (refilled ones when a cache hands them out).
-                        if !refill {
-                            b.generation = slots.next_generation(slot);
-                        }
+                        // A single block is handed out now, in the generation its slot took it with
+                        // (refilled ones get the next when a cache hands them out).
+                        b.generation = slots.generation(slot);
                     }
                     None => self.header_word(b.offset).store(rc, Ordering::Relaxed),
                 }

@@ -166,7 +166,7 @@ impl<'a> Ring<'a> {
     /// A lane opened before (by `init` or `open`), with the capacity found then: a peer changing
     /// the header later cannot move any index outside `w`.
     pub fn reopen(w: &'a [AtomicU64], capacity: u64) -> Ring<'a> {
-        debug_assert!(w.len() as u64 * 8 >= block_bytes(capacity));
+        debug_assert!(capacity.is_power_of_two() && w.len() as u64 * 8 >= block_bytes(capacity));
         Ring { h: view(w).expect("a lane block holds its header"), w, capacity }
     }
 

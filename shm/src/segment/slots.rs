@@ -148,11 +148,12 @@ impl<'a> Slots<'a> {
             self.hw.store(hw + 1, Relaxed);
             hw as u32
         };
-        self.word(slot, 0).store(rc, Relaxed);
+        // A new block is a new use: the generation goes on from the slot's last block's (before
+        // the count says the block is held), so no record of that one matches.
+        let generation = ((self.word(slot, 3).load(Relaxed) >> 32) as u32).wrapping_add(1);
+        self.word(slot, 3).store(e.delta | u64::from(generation) << 32, Relaxed);
+        self.word(slot, 0).store(rc, Release);
         self.word(slot, 2).store(e.size, Relaxed);
-        // The slot's generation goes on from its last block's, so no record of that one matches.
-        let generation = self.word(slot, 3).load(Relaxed) & !u64::from(u32::MAX);
-        self.word(slot, 3).store(e.delta | generation, Relaxed);
         self.word(slot, 1).store(e.offset, Release);
         Some(slot)
     }
@@ -174,8 +175,14 @@ impl<'a> Slots<'a> {
         self.head.store(u64::from(slot) + 1, Relaxed);
     }
 
-    /// Empties the table (the heap was formatted).
+    /// Empties the table (the heap was formatted). Every slot used so far is marked free (its
+    /// offset 0), or `take` would find the first one in use and give no block a slot again; the
+    /// generations stay, and go on.
     pub fn clear(&self) {
+        let hw = self.hw.load(Relaxed).min(u64::from(self.n)) as u32;
+        for slot in 0..hw {
+            self.word(slot, 1).store(0, Release);
+        }
         self.head.store(0, Relaxed);
         self.hw.store(0, Relaxed);
     }
@@ -224,6 +231,25 @@ mod tests {
         assert_eq!(s.take(e(20480), 1), Some(0), "last freed first");
         assert_eq!(s.take(e(24576), 1), Some(1));
         assert_eq!(s.entry(3), None, "out of range");
+    }
+
+    /// After a format every slot is free again, and a block taking one is in a later generation
+    /// than the slot's last. Before, `clear` left the slots' offsets, and the first `take` found
+    /// slot 0 in use: no block got a slot after a format (nor a cache).
+    #[test]
+    fn a_cleared_table_gives_slots_again_in_later_generations() {
+        let w = table(2);
+        let s = Slots::new(&w, 2, 2, &w[0], &w[1]);
+        let e = Entry { offset: 4096, size: 96, delta: 32 };
+        assert_eq!(s.take(e, 1), Some(0));
+        assert_eq!(s.take(e, 1), Some(1));
+        let before = s.generation(0);
+        s.clear();
+        assert_eq!(s.entry(1), None, "a cleared slot describes no block");
+        assert_eq!(s.take(e, 1), Some(0), "slots are given again after a format");
+        assert_eq!(s.entry(0), Some(e));
+        assert_ne!(s.generation(0), before, "the block in it is another use");
+        assert_eq!(s.next_generation(0), s.generation(0), "a hand-out moves it on again");
     }
 
     #[test]

@@ -307,13 +307,40 @@ impl Message {
     /// [`Message::add_reference`] to a block that another process may free meanwhile (a lane's, whose
     /// offer someone else may be resolving): none is added to a block nobody holds any more
     /// (false). The message must not be dropped then: it holds no reference.
+    /// Nor to a block freed and handed out again for another use (see `slots`).
     pub(crate) fn try_add_reference(&self) -> bool {
         let Some(w) = self.count_word() else { return false };
+        if !self.is_current_use() {
+            return false;
+        }
         let shared = u64::from(crate::segment::slots::SHARED) << 32;
-        w.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
+        let Ok(before) = w.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
             (v as u32 > 0).then(|| shared | ((v as u32) + 1) as u64)
-        })
-        .is_ok()
+        }) else {
+            return false;
+        };
+        if self.is_current_use() {
+            return true;
+        }
+        // Freed and handed out again between the check and the update: the other use gets its
+        // count back, and its mark unless it changed meanwhile (then it stays shared, which only
+        // keeps a sweep from freeing it).
+        let added = shared | u64::from((before as u32) + 1);
+        if w.compare_exchange(added, before, Ordering::AcqRel, Ordering::Relaxed).is_err() {
+            w.fetch_sub(1, Ordering::AcqRel);
+        }
+        false
+    }
+
+    /// Whether this message's block is still in the use the message was made for (a region
+    /// piece, an empty message: always).
+    fn is_current_use(&self) -> bool {
+        match self.body {
+            Body::Block { seg, offset, slot, generation, .. } => {
+                self.mgr.mapped(seg).check_generation(offset, slot, generation).is_ok()
+            }
+            _ => true,
+        }
     }
 
     /// Lists this message's reference in the transport's ledger if its block is shared and it is
@@ -389,7 +416,9 @@ impl Message {
             let v = w.load(Ordering::Relaxed);
             // Count 1 is our own reference: nobody else changes the word meanwhile.
             if v as u32 == 1 && (v >> 32) as u32 != crate::segment::slots::SHARED {
-                w.store(u64::from(mark) << 32 | 1, Ordering::Relaxed);
+                // Release: who swaps the mark away (see `segment::remark`) then sees the block's
+                // generation as its hand-out wrote it.
+                w.store(u64::from(mark) << 32 | 1, Ordering::Release);
             }
         }
     }

@@ -1,4 +1,4 @@
-//! fairmq-shm: payloads in the session's segment, 28-byte metadata records over ipc sockets.
+//! fairmq-shm: payloads in the session's segment, 16-byte handed records over ipc sockets and lanes.
 //!
 //! Every role attaches to the cell's own session with FairMQ's "retry forever" out-of-memory policy
 //! (a 16 MiB sender waits for frees instead of failing), and removes the session if it panics.

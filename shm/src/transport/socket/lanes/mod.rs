@@ -51,9 +51,10 @@ fn capacity_for(hwm: i32, segment: u64) -> u64 {
 
 /// Whether a segment of `size` bytes takes lanes: the smallest lane may use at most an eighth of
 /// it (in a smaller segment the lane would crowd out the messages, or not fit at all: records then
-/// travel through the socket).
+/// travel through the socket), and its blocks have slots, whose generations tell a lane entry's
+/// block from a later use of it (see `take_back_all`).
 pub(crate) fn fits_segment(size: u64) -> bool {
-    ring::block_bytes(CAPACITY) <= size / 8
+    ring::block_bytes(CAPACITY) <= size / 8 && crate::segment::slots::count_for(size) > 0
 }
 
 /// Ring bytes of a lane for a socket without a send-queue limit: about 26 000 records.

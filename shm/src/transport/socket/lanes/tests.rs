@@ -151,6 +151,7 @@ fn a_lane_holds_what_the_send_queue_would() {
     assert_eq!(capacity_for(-1, 1 << 20), CAPACITY);
     assert!(!fits_segment(150_000), "a 150 kB segment is too small for a lane");
     assert!(fits_segment(1 << 20));
+    assert!(!fits_segment(768 << 10), "a segment without slots has no lanes");
 }
 
 /// A lane of the smallest ring in `mgr`'s segment, its writer `writer`.
@@ -347,7 +348,25 @@ fn no_reference_is_added_to_a_freed_lane_block() {
     assert_eq!(count_word(&mgr, rec) as u32, 0, "freed");
     assert!(!resolved.try_add_reference(), "a freed block takes none");
     assert_eq!(count_word(&mgr, rec) as u32, 0, "still free");
+    // Nor does the block handed out again, for another use (its holder's mark stays). Before
+    // generations, it took one and became shared: its holder's mark was lost.
+    let Record::Block { offset, .. } = rec else { panic!("a block") };
+    let size = ring::block_bytes(ring::MIN_CAPACITY) as usize;
+    let mut held = Vec::new();
+    let again = loop {
+        let m = Message::allocate(mgr.clone(), size, 8).unwrap();
+        if matches!(m.record(), Record::Block { offset: o, .. } if o == offset) {
+            break m;
+        }
+        assert!(held.len() < 1000, "the freed block is handed out again");
+        held.push(m);
+    };
+    let mine = u64::from(mgr.owner()) << 32 | 1;
+    assert_eq!(count_word(&mgr, again.record()), mine);
+    assert!(!resolved.try_add_reference(), "another use takes none");
+    assert_eq!(count_word(&mgr, again.record()), mine, "its holder's, one reference");
     resolved.hand_over(); // it holds no reference
+    drop((again, held));
     mgr.own().check().unwrap();
 }
 
