@@ -9,6 +9,7 @@
 //! build. The sampler sends `--max-iterations` messages, the sink receives them and reports its
 //! rate (from its first message to its last), and the cell ends when every device exited.
 
+use super::device_ping::{Ping, Pong};
 use super::spawn::{Cell, Rate, Runner};
 use crate::session::{unique_session, SessionGuard};
 use fairmq::devices::{BenchmarkSampler, Proxy, Sink};
@@ -17,7 +18,7 @@ use std::io::BufRead;
 use std::process::{Command, Stdio};
 
 /// The devices the hidden `device` command runs.
-pub const DEVICES: [&str; 4] = ["bsampler", "proxy", "processor", "sink"];
+pub const DEVICES: [&str; 6] = ["bsampler", "proxy", "processor", "sink", "ping", "pong"];
 
 /// Runs device `name` with `args` (FairMQ's device options); returns its exit code.
 pub fn run_device(name: &str, args: &[String]) -> i32 {
@@ -28,6 +29,8 @@ pub fn run_device(name: &str, args: &[String]) -> i32 {
         "proxy" => Program::new(|_| Ok(Proxy::default())).options(Proxy::options).run_with_args(args),
         "processor" => Program::new(|_| Ok(Processor)).options(Proxy::options).run_with_args(args),
         "sink" => Program::new(|_| Ok(Sink::default())).options(Sink::options).run_with_args(args),
+        "ping" => Program::new(|_| Ok(Ping::default())).options(Ping::options).run_with_args(args),
+        "pong" => Program::new(|_| Ok(Pong::default())).options(Pong::options).run_with_args(args),
         other => {
             eprintln!("unknown device {other:?} (one of {})", DEVICES.join(", "));
             1
@@ -190,7 +193,12 @@ impl Runner {
         Ok(Rate { messages: rate, bytes: rate * (c.size * c.parts) as f64 })
     }
 
-    fn spawn_device(&self, name: &str, args: &[String], stdout: Stdio) -> Result<std::process::Child, String> {
+    pub(super) fn spawn_device(
+        &self,
+        name: &str,
+        args: &[String],
+        stdout: Stdio,
+    ) -> Result<std::process::Child, String> {
         Command::new(self.exe())
             .arg("device")
             .arg(name)
@@ -204,7 +212,7 @@ impl Runner {
 }
 
 /// The number just before `marker` in a log line (`Received 5 messages in 3ms.`, `... 1234 msg/s`).
-fn number_before(line: &str, marker: &str) -> Option<f64> {
+pub(super) fn number_before(line: &str, marker: &str) -> Option<f64> {
     let head = &line[..line.find(marker)?];
     head.rsplit(|c: char| c.is_whitespace() || c == ':').next()?.parse().ok()
 }

@@ -6,11 +6,13 @@
 //!   and clean-up of shared memory.
 //! - [`systems`]: one module per system (fairmq-shm, fairmq-zmq, bare zmq, iceoryx2), all built on
 //!   the shared loops of [`workload`].
-//! - [`devices`]: FairMQ's builtin devices run as the harness's children, for device-level cells.
+//! - [`devices`]: FairMQ's builtin devices run as the harness's children, for device-level cells;
+//!   [`device_ping`]: two devices timing round trips.
 //! - [`sections`]: the tables: throughput, flatness against size, latency, parts, senders, allocator,
 //!   devices beside the transport.
 //! - [`report`]: summaries and formatting.
 
+pub mod device_ping;
 pub mod devices;
 pub mod options;
 pub mod report;

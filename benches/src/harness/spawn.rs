@@ -76,6 +76,20 @@ impl Runner {
         self.segment_size
     }
 
+    /// Seconds measured per run, and of warm-up before (`--seconds`, `--warmup`).
+    pub(super) fn seconds(&self) -> f64 {
+        self.seconds
+    }
+
+    pub(super) fn warmup(&self) -> f64 {
+        self.warmup
+    }
+
+    /// Whether receivers of a round trip poll without blocking (`--busy-poll`).
+    pub(super) fn busy_poll(&self) -> bool {
+        self.busy_poll
+    }
+
     /// A fresh ipc address in the run's scratch directory.
     pub(super) fn address(&mut self, tag: &str) -> String {
         self.cells += 1;

@@ -1,12 +1,14 @@
 //! Device to device beside the transport: for each transport and topology, the builtin devices'
 //! rate next to the harness's rate for the same transport, size, parts and number of processes
 //! (mode `fairmq`, as the benchmark sampler sends; the three-stage row's transport is a harness
-//! chain with a forwarder in the middle), measured interleaved run by run.
+//! chain with a forwarder in the middle), measured interleaved run by run; then the round trip of
+//! two devices (see `device_ping`) beside the harness's round trip.
 
 use super::super::devices::{Chain, Topology};
 use super::super::options::{Mode, Options, System};
 use super::super::report::{self, Summary};
 use super::super::spawn::{Rate, Runner};
+use super::super::workload::Latency;
 
 /// Transports with devices: fairmq-shm as `shmem`, fairmq-zmq as `zeromq`.
 fn transport(s: System) -> Option<&'static str> {
@@ -49,6 +51,49 @@ pub fn run(runner: &mut Runner, o: &Options, systems: &[System]) {
                 ]);
             }
         }
+        round_trips(runner, o, system, name);
+    }
+}
+
+/// The round trip of a ping and a pong device beside the harness's ping and pong of the same
+/// transport, `o.runs` pairs interleaved per size: medians of the runs' medians and p99s.
+fn round_trips(runner: &mut Runner, o: &Options, system: System, name: &'static str) {
+    let wait = if o.busy_poll { "busy-polling" } else { "blocking" };
+    println!(
+        "\n### Round trip device to device, {name} ({}), {wait}: median / p99, {} runs of {} s per cell",
+        system.name(),
+        o.runs,
+        o.seconds
+    );
+    println!();
+    report::header(&["size", "transport", "devices", "devices / transport (median)"].map(String::from));
+    for &size in &o.latency_sizes {
+        let (mut transport, mut devices) = (Vec::new(), Vec::new());
+        for _ in 0..o.runs {
+            match runner.latency(system, Mode::Fairmq, size) {
+                Ok(l) => transport.push(l),
+                Err(e) => eprintln!("{} {}: {e}", system.name(), report::size(size)),
+            }
+            match runner.device_latency(name, size) {
+                Ok(l) => devices.push(l),
+                Err(e) => eprintln!("{name} ping -> pong {}: {e}", report::size(size)),
+            }
+        }
+        let summary = |ls: &[Latency]| {
+            let medians: Vec<f64> = ls.iter().map(|l| l.median_ns).collect();
+            let p99s: Vec<f64> = ls.iter().map(|l| l.p99_ns).collect();
+            Some((Summary::of(&medians)?.median, Summary::of(&p99s)?.median))
+        };
+        let (transport, devices) = (summary(&transport), summary(&devices));
+        let show = |s: Option<(f64, f64)>| {
+            s.map_or("failed".to_owned(), |(m, p)| format!("{} / {}", report::duration_ns(m), report::duration_ns(p)))
+        };
+        report::row(&[
+            report::size(size),
+            show(transport),
+            show(devices),
+            report::ratio(devices.map(|d| d.0), transport.map(|t| t.0)),
+        ]);
     }
 }
 
