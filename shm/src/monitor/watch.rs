@@ -114,6 +114,7 @@ fn sweep_open(m: Management, names: &Names) -> Result<Sweep, ShmError> {
             }
         }
     }
+    crate::session::attach::remove_dead_tmp(names, |pid| out.dead.contains(&pid));
     dead.iter().for_each(|d| lock.count_out(d));
     Ok(out)
 }

@@ -164,7 +164,9 @@ impl SessionLock<'_> {
     /// Counts the swept transport `d` out of the session: its slot can be claimed again.
     pub(crate) fn count_out(&self, d: &Dead) {
         let m = self.management();
-        let same = slot_of(m, d.slot).pid.load(Ordering::Acquire) == u64::from(d.pid)
+        // Pids are 32-bit: a damaged word's high half must not keep the slot in forever (every
+        // sweep, the monitor's too, walked every heap again for it).
+        let same = slot_of(m, d.slot).pid.load(Ordering::Acquire) as u32 == d.pid
             && slot_of(m, d.slot).owner.load(Ordering::Relaxed) as u32 == d.owner;
         if !same {
             return; // counted out by another sweeper (which took it over from us)
@@ -481,6 +483,23 @@ mod tests {
         assert_eq!(m.device_count(), 2, "counted out after its sweep, not before");
         m.lock().unwrap().count_out(&dead[0]);
         assert_eq!(m.device_count(), 1);
+        assert!(m.detach(hb, false).unwrap());
+    }
+
+    /// A dead slot whose pid word is no 32-bit pid (a faulty process wrote it) is counted out too.
+    /// Before, `count_out` compared the whole word with the pid found, never equal: the slot was
+    /// found dead again by every sweep, each walking every segment's heap.
+    #[test]
+    fn a_dead_slot_with_a_damaged_pid_is_counted_out() {
+        let s = scratch("badpid");
+        let (m, hb) = Management::attach(&s.0, "s").unwrap();
+        slot_of(&m, 7).owner.store(77, Ordering::Relaxed);
+        slot_of(&m, 7).pid.store(1 << 32 | 5, Ordering::Release);
+        let dead = m.lock().unwrap().find_dead(hb.owner());
+        assert_eq!(dead, [Dead { pid: 5, owner: 77, slot: 7 }]);
+        m.lock().unwrap().count_out(&dead[0]);
+        assert_eq!(m.device_count(), 1, "counted out");
+        assert!(m.lock().unwrap().find_dead(hb.owner()).is_empty(), "and not found again");
         assert!(m.detach(hb, false).unwrap());
     }
 

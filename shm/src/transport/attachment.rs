@@ -109,12 +109,14 @@ impl Attachment {
             return Vec::new();
         }
         self.reclaim_dead(&dead);
+        let pids: Vec<u32> = dead.iter().map(|d| d.pid).collect();
+        crate::session::attach::remove_dead_tmp(self.mng.names(), |pid| pids.contains(&pid));
         match self.mng.lock() {
             Ok(lock) => dead.iter().for_each(|d| lock.count_out(d)),
             // Left to the next sweeper, which finds them again (all it frees is gone already).
             Err(e) => log::error!("could not count dead processes out: {e}"),
         }
-        dead.iter().map(|d| d.pid).collect()
+        pids
     }
 
     /// Remembers this attachment as shared (once it is in its `Arc`).
@@ -617,9 +619,6 @@ mod tests {
         live.own().check().unwrap();
     }
 
-    /// Processes in different pid namespaces can share /dev/shm, so a dead transport can have a
-    /// live one's pid: the sweep frees the dead one's cached blocks by its owner mark, and leaves
-    /// the live one's alone.
     /// A live attachment in a scratch session of its own (drop it before the scratch).
     fn live(tag: &str) -> (crate::scratch::Scratch, Attachment) {
         let mut c = ShmConfig::new("live", &format!("mgr-{tag}-{}", std::process::id()));
@@ -693,6 +692,29 @@ mod tests {
         assert!(!path.exists(), "{} was left", path.display());
     }
 
+    /// A process killed while it made a segment or region file, before it linked the file under
+    /// its name, leaves a temporary file with all the room it reserved; the sweep that counts it
+    /// out removes it. Before, it stayed until the session ended (a large segment's worth of the
+    /// tmpfs). A live creator's temporary file stays.
+    #[test]
+    fn the_sweep_of_a_dead_creator_removes_its_temporary_files() {
+        let (_scratch, live) = live("tmpfiles");
+        let dead_pid = 4_000_000;
+        let theirs = Names::path(&format!("{}tmp_{dead_pid}_0badc0de_0", live.names.session_prefix()));
+        let ours = Names::path(&live.names.tmp());
+        for p in [&theirs, &ours] {
+            std::fs::write(p, b"reserved").unwrap();
+        }
+        crate::session::liveness::fake_dead_transport(&live.mng, 200, dead_pid, live.owner() ^ 0x5a5a);
+        assert_eq!(live.sweep_dead(), [dead_pid]);
+        assert!(!theirs.exists(), "the dead creator's file is removed");
+        assert!(ours.exists(), "a live creator's stays");
+        std::fs::remove_file(&ours).unwrap();
+    }
+
+    /// Processes in different pid namespaces can share /dev/shm, so a dead transport can have a
+    /// live one's pid: the sweep frees the dead one's cached blocks by its owner mark, and leaves
+    /// the live one's alone.
     #[test]
     fn a_sweep_frees_by_owner_mark_not_by_pid() {
         let mut c = ShmConfig::new("live", &format!("mgr-owner-{}", std::process::id()));

@@ -599,3 +599,34 @@ fn a_lane_whose_offer_a_dead_reader_claimed_is_released_at_close() {
     }
     mgr.own().check().unwrap();
 }
+
+/// A writer killed as it left its lane to the first claimant (orphaned, the message not yet
+/// forgotten), and a reader then claiming the lane: the sweep of the writer must not drop the
+/// reference the reader took over. Before, the writer orphaned the lane with its reference still
+/// listed, and the sweep dropped it as well: the lane was freed under its reader.
+#[test]
+fn a_lane_left_to_its_claimant_by_a_killed_writer_is_not_freed_under_the_reader() {
+    let (_scratch, writer_side) = crate::scratch::attachment("lanes-orphan-killed");
+    writer_side.set_shared(); // as a transport's: its sweeps release what a lane holds
+    let interrupter = Arc::new(fairmq_zmq::Interrupter::new().unwrap());
+    let reader_side = Arc::new(Attachment::new(writer_side.config(), interrupter).unwrap());
+    let mut lane = lane_of(&writer_side, writer_side.owner());
+    lane.list_lane();
+    let offer = writer_side.issue(Kind::Offer, &lane.record()).unwrap();
+    let ring = Ring::reopen(lane.words().unwrap(), ring::MIN_CAPACITY);
+    assert!(writer::leave_to_claimant(&lane, &ring), "nobody claimed it yet");
+    // The writer is killed here. The reader claims the offer, then the lane, orphaned: it takes
+    // over the writer's reference (and drops the one it took for the claim).
+    let claimed = Message::claim_offer(&reader_side, offer.segment, offer.ticket, offer.nonce).unwrap();
+    claimed.list_lane();
+    assert_eq!(ring.claim(reader_side.owner()), ring::Claim::Orphaned);
+    claimed.drop_reference();
+    let shared = u64::from(crate::segment::slots::SHARED) << 32;
+    assert_eq!(count_word(&writer_side, lane.record()), shared | 1, "the reader's reference alone");
+    assert_eq!(writer_side.release_ledger_as_if_dead(), 0, "the dead writer lists no reference");
+    assert_eq!(count_word(&writer_side, lane.record()), shared | 1, "the lane stays the reader's");
+    lane.hand_over(); // the killed writer never drops its message
+    drop(claimed);
+    drop(reader_side);
+    writer_side.own().check().unwrap();
+}

@@ -318,8 +318,7 @@ impl Writer {
                 drop(l); // our reference, the only one: the block is freed
                 return self.release_resend(mgr);
             }
-            if ring.orphan() {
-                ring.close(WRITER_CLOSED);
+            if leave_to_claimant(&l.block, &ring) {
                 l.block.hand_over(); // our reference is the first claimant's
                 return self.release_resend(mgr);
             }
@@ -369,4 +368,19 @@ impl Writer {
             log::warn!("{n} messages sent to a peer that left were dropped when the socket closed");
         }
     }
+}
+
+/// Leaves a lane (its block, whose reference this writer lists, and its ring) to its first
+/// claimant, unless a reader claimed it already (false). The reference becomes the claimant's, so
+/// it is unlisted first: the sweep of this process, killed right after the lane was orphaned,
+/// would drop it as well, and free the lane under the reader that took it over. (Killed between
+/// the two steps, the reference is nobody's and the lane stays: a leak, never a double drop.)
+pub(super) fn leave_to_claimant(block: &Message, ring: &Ring<'_>) -> bool {
+    block.unlist_for_hand_over();
+    if ring.orphan() {
+        ring.close(WRITER_CLOSED);
+        return true;
+    }
+    block.list_lane(); // a reader came first: ours again
+    false
 }
