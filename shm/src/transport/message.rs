@@ -694,7 +694,7 @@ impl Message {
         // The sole holder (the usual case for a received message): nobody else can add a reference
         // (that takes one), so the count needs no locked decrement; `release` overwrites the word.
         // Acquire pairs with the Release decrements of earlier holders, as the fence below does.
-        if rc.load(Ordering::Acquire) & 0xffff_ffff == 1 {
+        if sole_holder(rc.load(Ordering::Acquire)) {
             self.mgr.release(segment, offset, delta, slot);
             return true;
         }
@@ -710,8 +710,34 @@ impl Message {
     }
 }
 
+/// Whether the holder of one reference to a block whose count word is `word` holds it alone, so
+/// that nobody can add one while it drops it. Not so for a shared block: a lane's block (always
+/// shared) gets a reference from whoever resolves an offer of it, holding none before (see
+/// `Message::try_add_reference`). Its last holder's plain store could overwrite such a reference
+/// (two processes releasing the same orphaned offer), leaving a freed block with a count, or
+/// counting down a block handed out again since; its count goes down atomically.
+fn sole_holder(word: u64) -> bool {
+    word as u32 == 1 && (word >> 32) as u32 != crate::segment::slots::SHARED
+}
+
 impl Drop for Message {
     fn drop(&mut self) {
         self.release();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::segment::slots::{IN_FLIGHT, SHARED};
+
+    /// The last reference to a shared block (a lane's, to which a resolver of its offer may add
+    /// one meanwhile) is dropped by an atomic decrement; only a block one holder names takes the
+    /// plain store. Before, any count of 1 did.
+    #[test]
+    fn only_a_block_one_holder_names_is_dropped_without_a_locked_decrement() {
+        assert!(super::sole_holder(7 << 32 | 1));
+        assert!(super::sole_holder(u64::from(IN_FLIGHT) << 32 | 1));
+        assert!(!super::sole_holder(u64::from(SHARED) << 32 | 1), "a lane's block, or a copy's last");
+        assert!(!super::sole_holder(7 << 32 | 2));
     }
 }
