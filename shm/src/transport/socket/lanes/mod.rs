@@ -173,52 +173,32 @@ pub(crate) fn issue_waiting(
     }
 }
 
-/// Which records of lane entries [`release_entries`] releases.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Whose {
-    /// All: entries a writer took back (marked its own again as they left the ring).
-    Ours,
-    /// Those the ring still accounts for: a block in flight or shared, a region piece. A block
-    /// marked by a holder is that holder's: a reader marks what it takes before it leaves the ring
-    /// (see `Readers::take`), a writer what it takes back; killed in between, the entry stays in
-    /// the ring and the sweep of the dead frees the block by its mark.
-    Ring,
-}
-
-/// [`release_frame`] for lane entries: an indirect entry's frame is in the block it names, which
-/// goes too.
-fn release_entries(mgr: &Arc<Attachment>, entries: impl IntoIterator<Item = Taken>, whose: Whose) -> usize {
+/// Releases the messages of lane entries taken out of their ring, each marked its taker's as it
+/// left (a reader marks what it takes before it leaves the ring, see `Readers::take`, a writer
+/// what it takes back, a last holder what it releases: killed in between, the entry stays in the
+/// ring, or the sweep of the dead frees the blocks by the taker's mark). An indirect entry's
+/// frame is in the block it names, which goes too.
+fn release_entries(mgr: &Arc<Attachment>, entries: impl IntoIterator<Item = Taken>) -> usize {
     let mut holders = Vec::new();
     let mut dropped = 0;
     for (kind, frame) in entries {
         if kind != KIND_INDIRECT {
-            dropped += release_records(mgr, &frame, whose);
+            dropped += release_records(mgr, &frame);
             continue;
         }
         holders.clear();
         let _ = meta::decode(&frame, &mut holders);
-        for holder in
-            holders.drain(..).filter(|r| accounted(mgr, r, whose)).filter_map(|r| Message::from_record(mgr, r).ok())
-        {
-            dropped += release_records(mgr, holder.data(), whose);
+        for holder in holders.drain(..).filter_map(|r| Message::from_record(mgr, r).ok()) {
+            dropped += release_records(mgr, holder.data());
         }
     }
     dropped
 }
 
-fn release_records(mgr: &Arc<Attachment>, frame: &[u8], whose: Whose) -> usize {
+fn release_records(mgr: &Arc<Attachment>, frame: &[u8]) -> usize {
     let mut records = Vec::new();
     let _ = meta::decode(frame, &mut records);
-    records
-        .into_iter()
-        .filter(|r| accounted(mgr, r, whose))
-        .filter_map(|r| Message::receive(mgr, r, Source::Lane).ok())
-        .count()
-}
-
-/// Whether `rec`, from a lane entry, is for the releaser of `whose` to release.
-fn accounted(mgr: &Attachment, rec: &Record, whose: Whose) -> bool {
-    whose == Whose::Ours || !matches!(rec, Record::Block { .. }) || held(mgr, rec) != Held::Otherwise
+    records.into_iter().filter_map(|r| Message::receive(mgr, r, Source::Lane).ok()).count()
 }
 
 /// The blocks an entry of `kind` names, into `records` (cleared first): the block holding an
@@ -348,11 +328,23 @@ pub(crate) fn release_unclaimed(mgr: &Arc<Attachment>, block: Message) {
 /// it): a dead writer's staged entry, then every entry. Returns how many messages were released.
 pub(crate) fn release_contents(mgr: &Arc<Attachment>, ring: &Ring<'_>) -> usize {
     finish_staged(mgr, ring);
+    let left = take_for_release(mgr, ring);
+    release_entries(mgr, left)
+}
+
+/// Takes every entry out of a lane nobody will read, each entry's blocks marked the caller's before
+/// the entry leaves the ring (as a writer takes back, see [`take_back_all`]): killed before it
+/// released them, the caller leaves blocks its own mark names, which the sweep of the dead frees.
+/// Before, every entry left the ring first, and a caller killed then left their blocks in flight
+/// with nothing naming them, for the session's life.
+fn take_for_release(mgr: &Arc<Attachment>, ring: &Ring<'_>) -> Vec<Taken> {
     let mut left = Vec::new();
-    if let Err(e) = ring.take_all(&mut left) {
-        log::error!("a lane nobody reads any more is damaged, some of its messages are lost: {e}");
+    match take_back_all(mgr, ring, &mut left) {
+        Ok(0) => {}
+        Ok(n) => log::warn!("{n} messages a reader was taking when it died are lost with it"),
+        Err(e) => log::error!("a lane nobody reads any more is damaged, some of its messages are lost: {e}"),
     }
-    release_entries(mgr, left, Whose::Ring)
+    left
 }
 
 /// How a block named in a dead writer's staged entry is held.

@@ -77,7 +77,7 @@ impl Readers {
                 Ok(Some(e)) => {
                     ring.read(&e, out);
                     // Ours before it leaves the ring: killed at any moment, this reader leaves
-                    // blocks that the ring or its own mark accounts for (see `Whose::Ring`).
+                    // blocks that the ring or its own mark accounts for (see `release_entries`).
                     let ours = remark_entry_with(
                         mgr,
                         e.kind,

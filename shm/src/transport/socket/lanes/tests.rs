@@ -76,7 +76,7 @@ fn a_dead_writers_staged_entry_is_published_when_marked_else_released() {
     meta::decode(&got, &mut read).unwrap();
     assert_eq!(read, recs);
     ring.consume(&e);
-    release_entries(&mgr, [(KIND_FRAME, got)], Whose::Ring);
+    release_entries(&mgr, [(KIND_FRAME, got)]);
     // Killed while marking: the first part marked, the second still the writer's.
     let mut half = [0, 1].map(|_| Message::allocate(mgr.clone(), 100, 0).unwrap());
     let recs = stage(&[&half[0], &half[1]]);
@@ -131,7 +131,7 @@ fn entries_taken_back_are_the_writers_until_staged_again() {
     for r in recs {
         assert_eq!(count_word(&mgr, r), in_flight(r), "staged again: in flight");
     }
-    assert_eq!(release_entries(&mgr, taken, Whose::Ours), 3, "three messages' blocks released");
+    assert_eq!(release_entries(&mgr, taken), 3, "three messages' blocks released");
     for r in recs {
         assert_eq!(count_word(&mgr, r) as u32, 0, "freed");
     }
@@ -191,7 +191,7 @@ fn entries_a_killed_reader_was_taking_are_not_taken_back() {
     assert!(ring.peek().unwrap().is_none());
     assert_eq!(taken.len(), 1, "only the entry still in flight is taken back");
     assert_eq!(count_word(&mgr, waiting_rec), u64::from(mgr.owner()) << 32 | 1);
-    assert_eq!(release_entries(&mgr, taken, Whose::Ours), 1);
+    assert_eq!(release_entries(&mgr, taken), 1);
     assert_eq!(count_word(&mgr, taking_rec), 77 << 32 | 1, "the dead reader's block is the sweep's to free");
     mgr.own().check().unwrap();
 }
@@ -286,7 +286,7 @@ fn a_lane_entry_naming_a_block_not_handed_over_is_refused() {
     assert_eq!(count_word(&mgr, half_recs[1]), 78 << 32 | 1, "the part kept is its writer's");
     assert!(matches!(readers.take(&mgr, &mut out, "in"), Ok(Some(super::readers::Got::Frame))));
     assert_eq!(count_word(&mgr, good_rec), u64::from(mgr.owner()) << 32 | 1, "a proper entry is taken");
-    release_entries(&mgr, [(KIND_FRAME, out)], Whose::Ours);
+    release_entries(&mgr, [(KIND_FRAME, out)]);
 }
 
 /// A dead writer's staged entry with a shared part is not published: whether the writer had
@@ -629,4 +629,34 @@ fn a_lane_left_to_its_claimant_by_a_killed_writer_is_not_freed_under_the_reader(
     drop(claimed);
     drop(reader_side);
     writer_side.own().check().unwrap();
+}
+
+/// What a lane nobody will read holds is marked the releaser's as it leaves the ring, so that a
+/// releaser killed before it released it leaves blocks the sweep of the dead frees by its mark.
+/// Before, the entries left the ring with their blocks still in flight: a releaser killed then
+/// left them allocated for the session's life.
+#[test]
+fn what_a_released_lane_held_is_the_releasers_as_it_leaves_the_ring() {
+    let (_scratch, mgr) = crate::scratch::attachment("lanes-release-marked");
+    let lane = lane_of(&mgr, mgr.owner());
+    let ring = Ring::reopen(lane.words().unwrap(), ring::MIN_CAPACITY);
+    let mut recs = Vec::new();
+    for _ in 0..3 {
+        let mut m = Message::allocate(mgr.clone(), 100, 0).unwrap();
+        recs.push(m.record());
+        m.mark_in_flight(true);
+        assert!(ring.push(KIND_FRAME, &entry_of(&m), || {}).unwrap());
+        m.hand_over();
+    }
+    let taken = take_for_release(&mgr, &ring);
+    assert_eq!(taken.len(), 3);
+    assert!(ring.peek().unwrap().is_none(), "the ring is empty");
+    for rec in &recs {
+        assert_eq!(count_word(&mgr, *rec), u64::from(mgr.owner()) << 32 | 1, "named by the releaser's mark");
+    }
+    assert_eq!(release_entries(&mgr, taken), 3);
+    for rec in recs {
+        assert_eq!(count_word(&mgr, rec) as u32, 0, "released");
+    }
+    mgr.own().check().unwrap();
 }
