@@ -68,10 +68,24 @@ impl Names {
         format!("{}tmp_{}_{:08x}_{n}", self.session_prefix(), std::process::id(), random_u32())
     }
 
+    /// [`Names::tmp`] for a transport of owner mark `owner` (see `liveness`), which the name
+    /// carries: the sweep that counts that transport out finds what it left by its mark, which
+    /// unlike a pid is the session's own (a pid may be a live process's in another namespace).
+    pub fn tmp_for(&self, owner: u32) -> String {
+        format!("{}_o{owner:x}", self.tmp())
+    }
+
     /// The pid in a temporary name of this session, if `name` is one.
     pub fn tmp_owner(&self, name: &str) -> Option<u32> {
         let rest = name.strip_prefix(&self.session_prefix())?.strip_prefix("tmp_")?;
         rest.split('_').next()?.parse().ok()
+    }
+
+    /// The owner mark in a temporary name of this session made by [`Names::tmp_for`], if `name`
+    /// is one.
+    pub fn tmp_mark(&self, name: &str) -> Option<u32> {
+        let rest = name.strip_prefix(&self.session_prefix())?.strip_prefix("tmp_")?;
+        u32::from_str_radix(rest.rsplit_once("_o")?.1, 16).ok()
     }
 
     /// Path of a shared-memory object.
@@ -103,6 +117,9 @@ mod tests {
         assert_eq!(n.tmp_owner(&t), Some(std::process::id()));
         assert_ne!(n.tmp(), n.tmp(), "unique per call");
         assert_eq!(n.tmp_owner("fmqrs_eca859e3_m_0"), None);
+        assert_eq!(n.tmp_mark(&t), None, "no transport's");
+        let marked = n.tmp_for(0x5a5a);
+        assert_eq!((n.tmp_owner(&marked), n.tmp_mark(&marked)), (Some(std::process::id()), Some(0x5a5a)));
         assert_eq!(Names::path("x"), PathBuf::from("/dev/shm/x"));
     }
 }

@@ -114,7 +114,8 @@ fn sweep_open(m: Management, names: &Names) -> Result<Sweep, ShmError> {
             }
         }
     }
-    crate::session::attach::remove_dead_tmp(names, |pid| out.dead.contains(&pid));
+    let owners: Vec<u32> = dead.iter().map(|d| d.owner).collect();
+    crate::session::attach::remove_tmp_of(names, &owners);
     dead.iter().for_each(|d| lock.count_out(d));
     Ok(out)
 }

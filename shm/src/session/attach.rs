@@ -125,20 +125,23 @@ pub fn remove_objects(names: &Names, segments: &[SegmentEntry], regions: &[Regio
         unlink(names.segment(s.id));
     }
     unlink(names.management());
-    removed.extend(remove_dead_tmp(names, |_| true));
+    removed.extend(remove_tmp(names, |name| names.tmp_owner(name).is_some_and(|pid| !process_alive(pid))));
     removed
 }
 
-/// Unlinks the session's temporary files whose creating process is gone and `gone` names (a
-/// creator killed between making a segment or region file and linking it under its name leaves
-/// it with all the room it reserved: gigabytes of the tmpfs, until the session ended). A pid that
-/// lives is never taken for gone: the file may be being made. Returns what was removed.
-pub(crate) fn remove_dead_tmp(names: &Names, gone: impl Fn(u32) -> bool) -> Vec<String> {
+/// Unlinks the temporary files the transports of owner marks `owners` made in the session (see
+/// `Names::tmp_for`): once they are found dead, nobody links them under a name any more. A creator
+/// killed between making a segment or region file and linking it left it with all the room it
+/// reserved (gigabytes of the tmpfs) until the session ended. Returns what was removed.
+pub(crate) fn remove_tmp_of(names: &Names, owners: &[u32]) -> Vec<String> {
+    remove_tmp(names, |name| names.tmp_mark(name).is_some_and(|o| o != 0 && owners.contains(&o)))
+}
+
+/// Unlinks the session's temporary files that `gone` says nobody will link any more.
+fn remove_tmp(names: &Names, gone: impl Fn(&str) -> bool) -> Vec<String> {
     let mut removed = Vec::new();
     for name in session_objects(names) {
-        if names.tmp_owner(&name).is_some_and(|pid| gone(pid) && !process_alive(pid))
-            && std::fs::remove_file(Names::path(&name)).is_ok()
-        {
+        if gone(&name) && std::fs::remove_file(Names::path(&name)).is_ok() {
             log::debug!("Removed '{name}'.");
             removed.push(name);
         }

@@ -67,7 +67,7 @@ impl Attachment {
         let names = Names::new(&shm_id);
         let (mng, heartbeat) = Management::join(&names, &config.session, create)?;
         let started = if config.monitor { crate::monitor::start_daemon(&names) } else { Ok(()) };
-        let own = match started.and_then(|()| Self::own_segment(&names, &mng, config, create)) {
+        let own = match started.and_then(|()| Self::own_segment(&names, &mng, heartbeat.owner(), config, create)) {
             Ok(own) => own,
             Err(e) => {
                 let _ = mng.detach(heartbeat, config.no_cleanup);
@@ -109,8 +109,9 @@ impl Attachment {
             return Vec::new();
         }
         self.reclaim_dead(&dead);
+        let owners: Vec<u32> = dead.iter().map(|d| d.owner).collect();
+        crate::session::attach::remove_tmp_of(self.mng.names(), &owners);
         let pids: Vec<u32> = dead.iter().map(|d| d.pid).collect();
-        crate::session::attach::remove_dead_tmp(self.mng.names(), |pid| pids.contains(&pid));
         match self.mng.lock() {
             Ok(lock) => dead.iter().for_each(|d| lock.count_out(d)),
             // Left to the next sweeper, which finds them again (all it frees is gone already).
@@ -185,12 +186,18 @@ impl Attachment {
         }
     }
 
-    fn own_segment(names: &Names, mng: &Management, c: &ShmConfig, create: bool) -> Result<Arc<Segment>, ShmError> {
+    fn own_segment(
+        names: &Names,
+        mng: &Management,
+        owner: u32,
+        c: &ShmConfig,
+        create: bool,
+    ) -> Result<Arc<Segment>, ShmError> {
         let id = c.segment_id;
         let path = Names::path(&names.segment(id));
         let lock = mng.lock()?;
         let (seg, created) = if create {
-            Segment::open_or_create(&path, &Names::path(&names.tmp()), id, c.segment_size)?
+            Segment::open_or_create(&path, &Names::path(&names.tmp_for(owner)), id, c.segment_size)?
         } else {
             (Segment::open(&path, id)?, false)
         };
@@ -699,14 +706,16 @@ mod tests {
     #[test]
     fn the_sweep_of_a_dead_creator_removes_its_temporary_files() {
         let (_scratch, live) = live("tmpfiles");
-        let dead_pid = 4_000_000;
-        let theirs = Names::path(&format!("{}tmp_{dead_pid}_0badc0de_0", live.names.session_prefix()));
-        let ours = Names::path(&live.names.tmp());
+        // By owner mark, not pid: the dead transport may have had a live process's pid (another
+        // pid namespace), here our own.
+        let dead_mark = live.owner() ^ 0x5a5a;
+        let theirs = Names::path(&live.names.tmp_for(dead_mark));
+        let ours = Names::path(&live.names.tmp_for(live.owner()));
         for p in [&theirs, &ours] {
             std::fs::write(p, b"reserved").unwrap();
         }
-        crate::session::liveness::fake_dead_transport(&live.mng, 200, dead_pid, live.owner() ^ 0x5a5a);
-        assert_eq!(live.sweep_dead(), [dead_pid]);
+        crate::session::liveness::fake_dead_transport(&live.mng, 200, std::process::id(), dead_mark);
+        assert_eq!(live.sweep_dead(), [std::process::id()]);
         assert!(!theirs.exists(), "the dead creator's file is removed");
         assert!(ours.exists(), "a live creator's stays");
         std::fs::remove_file(&ours).unwrap();

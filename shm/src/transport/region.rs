@@ -264,7 +264,7 @@ fn create_object(mgr: &Attachment, e: &RegionEntry, populate: bool) -> Result<Ma
     let path = e.data_path(mgr.names());
     let name = path.display().to_string();
     let tmp = if e.path.is_empty() {
-        crate::Names::path(&mgr.names().tmp())
+        crate::Names::path(&mgr.names().tmp_for(mgr.owner()))
     } else {
         std::path::PathBuf::from(format!("{}{}", e.path, mgr.names().tmp()))
     };
