@@ -139,6 +139,13 @@ pub(crate) fn lists_a_lane(m: &Management, slot: usize) -> bool {
     listed(m, slot).any(|l| l.lane)
 }
 
+/// The blocks `(segment, offset)` slot `slot`'s ledger lists references to (for tests of what a
+/// killed transport would have dropped for it).
+#[cfg(test)]
+pub(crate) fn listed_blocks(m: &Management, slot: usize) -> Vec<(u16, u64)> {
+    listed(m, slot).map(|l| (l.segment, l.offset)).collect()
+}
+
 /// The references slot `slot`'s ledger lists, read (not taken).
 fn listed(m: &Management, slot: usize) -> impl Iterator<Item = Listed> + '_ {
     used(m, slot).filter_map(|e| Listed::decode(e[0].load(Ordering::Acquire), e[1].load(Ordering::Relaxed)))

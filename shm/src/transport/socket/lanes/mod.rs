@@ -503,6 +503,7 @@ impl crate::session::ledger::Sweeper for Attachment {
 }
 
 mod readers;
+mod resent;
 #[cfg(test)]
 mod tests;
 mod writer;

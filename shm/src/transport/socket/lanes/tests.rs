@@ -660,3 +660,89 @@ fn what_a_released_lane_held_is_the_releasers_as_it_leaves_the_ring() {
     }
     mgr.own().check().unwrap();
 }
+
+/// A shared part (a copy) of an entry taken back from a lane whose reader left is listed in the
+/// writer's ledger while it waits to go out again (here with no peer to go to), and unlisted as
+/// it is released at close. Before, nothing listed it: a writer killed while it waited left the
+/// block for the session's life.
+#[test]
+fn a_shared_part_waiting_to_go_out_again_is_listed() {
+    shared_part_taken_back("lanes-resent-shared", false);
+}
+
+/// As above, and unlisted as it goes out again on a new lane: the new reader drops it.
+#[test]
+fn a_shared_part_sent_again_is_unlisted_as_it_goes() {
+    shared_part_taken_back("lanes-resent-again", true);
+}
+
+/// A copy sent through a lane whose reader leaves unread, taken back by the next send (no peer
+/// for a new lane), then released at close or, with `republish`, sent again to a new reader.
+fn shared_part_taken_back(tag: &str, republish: bool) {
+    let (_scratch, mgr) = crate::scratch::attachment(tag);
+    let link = Offers::default();
+    let mut writer = Writer::default();
+    let original = Message::allocate(mgr.clone(), 100, 0).unwrap();
+    let mut copy = Message::empty(mgr.clone());
+    copy.copy_from(&original).unwrap();
+    let rec = copy.record();
+    let Record::Block { segment, offset, .. } = rec else { panic!("a block") };
+    writer.send(&mgr, &link, &entry_of(&copy), Deadline::Now, &|| copy.hand_to_lane()).unwrap();
+    copy.hand_over();
+    drop(original);
+    let shared = u64::from(crate::segment::slots::SHARED) << 32;
+    assert_eq!(count_word(&mgr, rec), shared | 1, "the entry's reference alone");
+    let listed = || crate::session::ledger::listed_blocks(mgr.management(), mgr.ledger().slot());
+    assert!(!listed().contains(&(segment, offset)), "published: the reader's to drop");
+    // A reader claims the lane and leaves without reading; the next send takes the entry back
+    // and finds no peer for a new lane.
+    let (seg, ticket, nonce) = first_offer(&link);
+    let block = Message::claim_offer(&mgr, seg, ticket, nonce).unwrap();
+    let capacity = block.words().map(|w| Ring::open(w).unwrap().capacity()).unwrap();
+    let lane = LaneBlock::new(block, capacity);
+    assert_eq!(lane.ring().claim(mgr.owner()), ring::Claim::Fresh);
+    let mut readers = Readers::of(lane.block, capacity);
+    readers.close(&mgr);
+    link.1.set(true);
+    let next = Message::copy_of(mgr.clone(), &[1; 16]).unwrap();
+    let later = Deadline::new(20);
+    assert!(writer.send(&mgr, &link, &entry_of(&next), later, &|| next.mark_in_flight(true)).is_err());
+    assert_eq!(count_word(&mgr, rec), shared | 1, "taken back, waiting");
+    assert!(listed().contains(&(segment, offset)), "listed while it waits");
+    if republish {
+        // A peer again: the entry goes out first on a new lane, its reference the reader's.
+        link.1.set(false);
+        let mut next = next;
+        writer.send(&mgr, &link, &entry_of(&next), Deadline::Now, &|| next.mark_in_flight(true)).unwrap();
+        next.hand_over();
+        assert!(!listed().contains(&(segment, offset)), "unlisted as it was published again");
+        let (seg, ticket, nonce) = link
+            .0
+            .borrow()
+            .last()
+            .map(|r| match *r {
+                Record::Handed { segment, ticket, nonce } => (segment, ticket, nonce),
+                _ => panic!("a handed record"),
+            })
+            .unwrap();
+        let block = Message::claim_offer(&mgr, seg, ticket, nonce).unwrap();
+        let capacity = block.words().map(|w| Ring::open(w).unwrap().capacity()).unwrap();
+        let lane = LaneBlock::new(block, capacity);
+        assert_eq!(lane.ring().claim(mgr.owner()), ring::Claim::Fresh);
+        let mut readers = Readers::of(lane.block, capacity);
+        let mut out = Vec::new();
+        assert!(matches!(readers.take(&mgr, &mut out, "in"), Ok(Some(super::readers::Got::Frame))));
+        let mut recs = Vec::new();
+        meta::decode(&out, &mut recs).unwrap();
+        assert_eq!(recs, [rec], "the copy first");
+        drop(Message::receive(&mgr, recs[0], Source::Lane).unwrap());
+        writer.close(&mgr);
+        readers.close(&mgr);
+    } else {
+        writer.close(&mgr);
+        assert!(!listed().contains(&(segment, offset)), "unlisted as it was released");
+        drop(next);
+    }
+    assert_eq!(count_word(&mgr, rec) as u32, 0, "released once");
+    mgr.own().check().unwrap();
+}

@@ -1,6 +1,7 @@
 //! The lane a socket writes: offered to its single peer, refilled from what a departed reader
 //! left, and its entries staged so that a writer killed at any moment loses nothing.
 
+use super::resent::Resent;
 use super::*;
 use crate::error::ShmError;
 use crate::meta::{self};
@@ -31,7 +32,7 @@ pub(crate) struct Writer {
     claimed_unseen: Cell<Option<u32>>,
     /// The receiver mark the last offer was addressed to (0: not known).
     offered_to: Cell<u32>,
-    resend: VecDeque<Taken>,
+    resend: VecDeque<Resent>,
 }
 
 enum Wait {
@@ -196,17 +197,22 @@ impl Writer {
     ) -> Result<Wait, TransferError> {
         let l = self.lane.as_ref().expect("a lane was offered");
         let ring = l.ring();
-        while let Some((kind, frame)) = self.resend.pop_front() {
+        while let Some(mut e) = self.resend.pop_front() {
             // Taken back from a lane whose reader left, their blocks marked ours again: in flight
-            // once staged, as any entry's.
+            // once staged, as any entry's, and the shared parts' references unlisted before the
+            // entry is published (see `Message::hand_to_lane`): once it is, the reader drops them.
+            let listed = Cell::new(std::mem::take(&mut e.listed));
             let mark = || {
                 // Every block was marked ours as it was taken back (see `take_back_all`).
-                remark_entry(mgr, kind, &frame, mgr.owner(), crate::segment::slots::IN_FLIGHT);
+                remark_entry(mgr, e.kind, &e.frame, mgr.owner(), crate::segment::slots::IN_FLIGHT);
+                super::resent::unlist(mgr, listed.take());
             };
-            match self.push(mgr, link, l, &ring, kind, &frame, deadline, &mark) {
+            match self.push(mgr, link, l, &ring, e.kind, &e.frame, deadline, &mark) {
                 Ok(Wait::Room) => {}
                 other => {
-                    self.resend.push_front((kind, frame));
+                    // Not staged, so not marked: still listed.
+                    e.listed = listed.take();
+                    self.resend.push_front(e);
                     return other;
                 }
             }
@@ -273,7 +279,7 @@ impl Writer {
         }
         log::debug!("lane reader {reader:#x} left; {} entries go out again on a new lane", unread.len());
         for e in unread.into_iter().rev() {
-            self.resend.push_front(e);
+            self.resend.push_front(Resent::new(mgr, e));
         }
     }
 
@@ -314,7 +320,7 @@ impl Writer {
                 if let Err(e) = take_back_all(mgr, &ring, &mut left) {
                     log::error!("a lane nobody claimed is damaged, some of its messages are lost: {e}");
                 }
-                self.resend.extend(left);
+                self.resend.extend(left.into_iter().map(|e| Resent::new(mgr, e)));
                 drop(l); // our reference, the only one: the block is freed
                 return self.release_resend(mgr);
             }
@@ -330,7 +336,7 @@ impl Writer {
                 if let Err(e) = take_back_all(mgr, &ring, &mut left) {
                     log::error!("lane of a gone reader is damaged, some of its messages are lost: {e}");
                 }
-                self.resend.extend(left);
+                self.resend.extend(left.into_iter().map(|e| Resent::new(mgr, e)));
             }
             if dead {
                 mgr.sweep_dead(); // drops the dead reader's reference
@@ -363,7 +369,7 @@ impl Writer {
 
     /// Drops what was taken back from a reader that left and could not go out again.
     fn release_resend(&mut self, mgr: &Arc<Attachment>) {
-        let n = release_entries(mgr, self.resend.drain(..));
+        let n = release_entries(mgr, self.resend.drain(..).map(|e| e.into_taken(mgr)).collect::<Vec<_>>());
         if n > 0 {
             log::warn!("{n} messages sent to a peer that left were dropped when the socket closed");
         }

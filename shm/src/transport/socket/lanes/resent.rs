@@ -1,0 +1,53 @@
+//! Entries taken back from a lane whose reader left, waiting to go out again on the writer's next
+//! lane (a writer with no peer waits for one as long as it lives).
+//!
+//! Their blocks were marked the writer's as they were taken back (see `take_back_all`), so a
+//! sweep frees them if the writer is killed meanwhile; a shared part names no holder, so its
+//! reference is listed in the writer's ledger while it waits (see `ledger`), and unlisted as the
+//! entry is published again or released. Before, nothing listed it: a writer killed while such an
+//! entry waited left the block for the session's life.
+
+use super::*;
+use crate::session::ledger::NONE;
+
+/// An entry taken back, and the ledger entries that list its shared parts' references.
+pub(crate) struct Resent {
+    pub kind: u32,
+    pub frame: Vec<u8>,
+    /// Taken out by a send while it publishes the entry (see `Writer::push_resent`).
+    pub listed: Vec<u32>,
+}
+
+impl Resent {
+    /// Lists the references `taken`'s shared parts hold (its records checked as any lane entry's).
+    pub(crate) fn new(mgr: &Arc<Attachment>, taken: Taken) -> Resent {
+        let (kind, frame) = taken;
+        let mut blocks = Vec::new();
+        let mut listed = Vec::new();
+        if entry_blocks(mgr, kind, &frame, &mut blocks) {
+            for r in blocks.iter().filter(|r| held(mgr, r) == Held::Shared) {
+                let &Record::Block { segment, offset, delta, slot, .. } = r else { continue };
+                let i = mgr.ledger().note(mgr.management(), segment, offset, delta, slot, false);
+                if i != NONE {
+                    listed.push(i);
+                }
+            }
+        }
+        Resent { kind, frame, listed }
+    }
+
+    /// The entry, to be released: its references are no longer listed, so that only the release
+    /// drops them (killed in between, the writer leaves a reference nobody drops, the ledger's
+    /// direction).
+    pub(crate) fn into_taken(self, mgr: &Attachment) -> Taken {
+        unlist(mgr, self.listed);
+        (self.kind, self.frame)
+    }
+}
+
+/// Clears the ledger entries `listed` (their references are handed over, or dropped next).
+pub(crate) fn unlist(mgr: &Attachment, listed: Vec<u32>) {
+    for i in listed {
+        mgr.ledger().forget(mgr.management(), i);
+    }
+}
