@@ -36,9 +36,9 @@ impl Resent {
         Resent { kind, frame, listed }
     }
 
-    /// The entry, to be released: its references are no longer listed, so that only the release
-    /// drops them (killed in between, the writer leaves a reference nobody drops, the ledger's
-    /// direction).
+    /// The entry, to be released at once: its references are no longer listed here (the release
+    /// lists each again as it takes it, and drops it; killed in between, the writer leaves a
+    /// reference nobody drops, the ledger's direction).
     pub(crate) fn into_taken(self, mgr: &Attachment) -> Taken {
         unlist(mgr, self.listed);
         (self.kind, self.frame)

@@ -667,18 +667,34 @@ fn what_a_released_lane_held_is_the_releasers_as_it_leaves_the_ring() {
 /// block for the session's life.
 #[test]
 fn a_shared_part_waiting_to_go_out_again_is_listed() {
-    shared_part_taken_back("lanes-resent-shared", false);
+    shared_part_taken_back("lanes-resent-shared", Then::Close);
+}
+
+/// As above, the writer killed while the entry waits: its sweep drops the waiting reference (the
+/// block freed), exactly once.
+#[test]
+fn a_shared_part_waiting_to_go_out_again_is_dropped_by_the_sweep_of_its_writer() {
+    shared_part_taken_back("lanes-resent-killed", Then::Die);
 }
 
 /// As above, and unlisted as it goes out again on a new lane: the new reader drops it.
 #[test]
 fn a_shared_part_sent_again_is_unlisted_as_it_goes() {
-    shared_part_taken_back("lanes-resent-again", true);
+    shared_part_taken_back("lanes-resent-again", Then::SendAgain);
+}
+
+/// What becomes of the writer of an entry taken back (see [`shared_part_taken_back`]).
+#[derive(PartialEq)]
+enum Then {
+    Close,
+    Die,
+    SendAgain,
 }
 
 /// A copy sent through a lane whose reader leaves unread, taken back by the next send (no peer
-/// for a new lane), then released at close or, with `republish`, sent again to a new reader.
-fn shared_part_taken_back(tag: &str, republish: bool) {
+/// for a new lane), then released at close, dropped by the sweep of the writer killed, or sent
+/// again to a new reader.
+fn shared_part_taken_back(tag: &str, then: Then) {
     let (_scratch, mgr) = crate::scratch::attachment(tag);
     let link = Offers::default();
     let mut writer = Writer::default();
@@ -709,7 +725,15 @@ fn shared_part_taken_back(tag: &str, republish: bool) {
     assert!(writer.send(&mgr, &link, &entry_of(&next), later, &|| next.mark_in_flight(true)).is_err());
     assert_eq!(count_word(&mgr, rec), shared | 1, "taken back, waiting");
     assert!(listed().contains(&(segment, offset)), "listed while it waits");
-    if republish {
+    if then == Then::Die {
+        assert_eq!(mgr.release_ledger_as_if_dead(), 1, "the waiting reference alone is listed");
+        assert_eq!(count_word(&mgr, rec) as u32, 0, "and dropped: the block freed");
+        std::mem::forget(writer); // killed: it releases nothing (it holds no lane now)
+        drop(next);
+        mgr.own().check().unwrap();
+        return;
+    }
+    if then == Then::SendAgain {
         // A peer again: the entry goes out first on a new lane, its reference the reader's.
         link.1.set(false);
         let mut next = next;

@@ -369,7 +369,7 @@ impl Writer {
 
     /// Drops what was taken back from a reader that left and could not go out again.
     fn release_resend(&mut self, mgr: &Arc<Attachment>) {
-        let n = release_entries(mgr, self.resend.drain(..).map(|e| e.into_taken(mgr)).collect::<Vec<_>>());
+        let n = release_entries(mgr, self.resend.drain(..).map(|e| e.into_taken(mgr)));
         if n > 0 {
             log::warn!("{n} messages sent to a peer that left were dropped when the socket closed");
         }
