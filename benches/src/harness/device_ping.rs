@@ -6,10 +6,9 @@
 //! The ping ends its run once it has measured (an empty message tells the pong to end too) and
 //! reports `Round trip median: <ns> ns, p99: <ns> ns, over <n> round trips.`
 
-use super::devices::number_before;
+use super::devices::{number_before, read_to_end};
 use super::spawn::{Cell, Runner};
 use super::workload::{self, Latency, Spin};
-use crate::session::{unique_session, SessionGuard};
 use fairmq::options::{Kind, OptionGroup};
 use fairmq::{Channel, Context, Device, HookResult, Message, TransferError};
 use std::io::BufRead;
@@ -142,29 +141,13 @@ impl Runner {
     /// The round trip between a `ping` and a `pong` device on FairMQ's `transport` (`shmem` or
     /// `zeromq`), messages of `size` bytes.
     pub fn device_latency(&mut self, transport: &'static str, size: usize) -> Result<Latency, String> {
-        let session = unique_session("fmqbping");
-        // Declared first, dropped last: after both devices exited.
-        let _session = SessionGuard::new(&session);
-        let cell = Cell::new(self.timeout());
-        let result = self.run_ping(&cell, transport, size, &session);
-        if result.is_err() {
-            cell.kill_all();
-        }
-        let waited = cell.finish();
-        let latency = result?;
-        waited?;
-        Ok(latency)
+        self.device_cell("fmqbping", |runner, cell, session| runner.run_ping(cell, transport, size, session))
     }
 
     fn run_ping(&mut self, cell: &Cell, transport: &str, size: usize, session: &str) -> Result<Latency, String> {
         let address = self.address("ping");
         let device = |id: &str, method: &str| -> Vec<String> {
-            let mut a: Vec<String> =
-                ["--id", id, "--transport", transport, "--session", session, "--control", "static"]
-                    .into_iter()
-                    .map(String::from)
-                    .collect();
-            a.extend(["--shm-segment-size".into(), self.segment_size().to_string()]);
+            let mut a = self.device_args(id, transport, session);
             a.extend(["--busy-poll".into(), self.busy_poll().to_string()]);
             a.extend(["--channel-config".into(), format!("name=data,type=pair,method={method},address={address}")]);
             a
@@ -188,9 +171,7 @@ impl Runner {
         };
         // The pong ends at the empty message; told to stop as well, should it have missed it.
         cell.terminate_quiet();
-        while out.read_line(&mut line).is_ok_and(|n| n > 0) {
-            line.clear();
-        }
+        read_to_end(&mut out);
         Ok(latency)
     }
 }

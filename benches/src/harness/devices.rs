@@ -110,32 +110,49 @@ pub struct Chain {
 impl Runner {
     /// Runs the devices of `c` to their end; the sink's rate.
     pub fn devices(&mut self, c: &Chain) -> Result<Rate, String> {
-        let session = unique_session("fmqbdev");
+        self.device_cell("fmqbdev", |runner, cell, session| runner.run_chain(cell, c, session))
+    }
+
+    /// Runs `measure` (given the cell and its session) in a cell of its own: its session is
+    /// removed once every device of the cell exited, and every device is killed when `measure`
+    /// fails.
+    pub(super) fn device_cell<T>(
+        &mut self,
+        tag: &str,
+        measure: impl FnOnce(&mut Runner, &Cell, &str) -> Result<T, String>,
+    ) -> Result<T, String> {
+        let session = unique_session(tag);
         // Declared first, dropped last: after every device of the cell has exited.
         let _session = SessionGuard::new(&session);
         let cell = Cell::new(self.timeout());
-        let result = self.run_chain(&cell, c, &session);
+        let result = measure(self, &cell, &session);
         if result.is_err() {
             cell.kill_all();
         }
         let waited = cell.finish();
-        let rate = result?;
+        let value = result?;
         waited?;
-        Ok(rate)
+        Ok(value)
+    }
+
+    /// The options every device of a cell takes: its id, FairMQ's `transport`, the cell's
+    /// `session`, static control and the harness's segment size.
+    pub(super) fn device_args(&self, id: &str, transport: &str, session: &str) -> Vec<String> {
+        let mut a: Vec<String> = ["--id", id, "--transport", transport, "--session", session, "--control", "static"]
+            .into_iter()
+            .map(String::from)
+            .collect();
+        a.extend(["--shm-segment-size".into(), self.segment_size().to_string()]);
+        a
     }
 
     fn run_chain(&mut self, cell: &Cell, c: &Chain, session: &str) -> Result<Rate, String> {
         let (first, second) = (self.address("dev1"), self.address("dev2"));
         let multipart = c.parts > 1;
         let device = |name: &str, id: &str, extra: Vec<String>| -> Vec<String> {
-            let mut a: Vec<String> =
-                ["--id", id, "--transport", c.transport, "--session", session, "--control", "static"]
-                    .into_iter()
-                    .map(String::from)
-                    .collect();
+            let mut a = self.device_args(id, c.transport, session);
             // As the harness's own cells: a sender waits for memory (woken by frees) instead of
             // failing when the messages in flight fill the segment (FairMQ's default throws).
-            a.extend(["--shm-segment-size".into(), self.segment_size().to_string()]);
             a.extend(["--shm-throw-bad-alloc".into(), "false".into()]);
             if name != "proxy" && name != "processor" {
                 // The middle device relays until told to stop.
@@ -180,12 +197,9 @@ impl Runner {
                 break rate;
             }
         };
-        // The sink has all it will get: the middle device runs until told to stop. The sink's last lines
-        // are read to its end (a device's log needs a reader).
+        // The sink has all it will get: the middle device runs until told to stop.
         cell.terminate_quiet();
-        while sink_out.read_line(&mut line).is_ok_and(|n| n > 0) {
-            line.clear();
-        }
+        read_to_end(&mut sink_out);
         let messages = messages.ok_or("the sink did not say how many messages it received")?;
         if messages as u64 != c.iterations {
             return Err(format!("the sink received {messages} of {} messages", c.iterations));
@@ -208,6 +222,15 @@ impl Runner {
             .stderr(Stdio::inherit())
             .spawn()
             .map_err(|e| format!("could not start device {name}: {e}"))
+    }
+}
+
+/// Reads a device's log to its end once it said what the cell wanted (a device's log needs a
+/// reader until it exits).
+pub(super) fn read_to_end(out: &mut impl BufRead) {
+    let mut line = String::new();
+    while out.read_line(&mut line).is_ok_and(|n| n > 0) {
+        line.clear();
     }
 }
 

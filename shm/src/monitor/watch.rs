@@ -114,8 +114,7 @@ fn sweep_open(m: Management, names: &Names) -> Result<Sweep, ShmError> {
             }
         }
     }
-    let owners: Vec<u32> = dead.iter().map(|d| d.owner).collect();
-    crate::session::attach::remove_tmp_of(names, &owners);
+    crate::session::attach::remove_tmp_of(names, &dead);
     dead.iter().for_each(|d| lock.count_out(d));
     Ok(out)
 }

@@ -556,6 +556,20 @@ impl Segment {
         }
     }
 
+    /// [`Segment::check_block`] and [`Segment::check_generation`]: a record from another process
+    /// names a used block of this segment, in the use it was made for.
+    pub(crate) fn check_use(
+        &self,
+        offset: u64,
+        delta: u32,
+        size: u64,
+        slot: u32,
+        generation: u32,
+    ) -> Result<(), crate::meta::MetaError> {
+        self.check_block(offset, delta, size, slot)?;
+        self.check_generation(offset, slot, generation)
+    }
+
     /// The count word of a block with a known slot (checked on receipt or set at allocation):
     /// low 32 bits the count, high 32 the owner pid.
     pub(crate) fn rc(&self, offset: u64, slot: u32) -> &AtomicU64 {
@@ -901,10 +915,10 @@ pub(crate) fn remark<'a>(
     let crate::meta::Record::Block { segment: id, offset, delta, size, slot, generation } = *rec else {
         return if matches!(rec, crate::meta::Record::Handed { .. }) { Remark::Refused } else { Remark::NoMark };
     };
-    let current = |s: &Segment| s.check_generation(offset, slot, generation).is_ok();
-    let Some(seg) = segment(id).filter(|s| s.check_block(offset, delta, size, slot).is_ok() && current(s)) else {
+    let Some(seg) = segment(id).filter(|s| s.check_use(offset, delta, size, slot, generation).is_ok()) else {
         return Remark::Refused;
     };
+    let current = |s: &Segment| s.check_generation(offset, slot, generation).is_ok();
     let (from, to) = (u64::from(from) << 32 | 1, u64::from(to) << 32 | 1);
     let rc = seg.rc(offset, slot);
     match rc.compare_exchange(from, to, Ordering::AcqRel, Ordering::Relaxed) {

@@ -117,10 +117,16 @@ impl<'a> Slots<'a> {
         if slot >= self.n {
             return 0;
         }
+        let delta = self.word(slot, 3).load(Relaxed) & u64::from(u32::MAX);
+        self.move_on(slot, delta, Release)
+    }
+
+    /// Writes word 3 of `slot`: data distance `delta` and the generation after the one it held;
+    /// returns that generation.
+    fn move_on(&self, slot: u32, delta: u64, order: std::sync::atomic::Ordering) -> u32 {
         let w = self.word(slot, 3);
-        let v = w.load(Relaxed);
-        let next = ((v >> 32) as u32).wrapping_add(1);
-        w.store(v & u64::from(u32::MAX) | u64::from(next) << 32, Release);
+        let next = ((w.load(Relaxed) >> 32) as u32).wrapping_add(1);
+        w.store(delta | u64::from(next) << 32, order);
         next
     }
 
@@ -150,8 +156,7 @@ impl<'a> Slots<'a> {
         };
         // A new block is a new use: the generation goes on from the slot's last block's (before
         // the count says the block is held), so no record of that one matches.
-        let generation = ((self.word(slot, 3).load(Relaxed) >> 32) as u32).wrapping_add(1);
-        self.word(slot, 3).store(e.delta | u64::from(generation) << 32, Relaxed);
+        self.move_on(slot, e.delta, Relaxed);
         self.word(slot, 0).store(rc, Release);
         self.word(slot, 2).store(e.size, Relaxed);
         self.word(slot, 1).store(e.offset, Release);

@@ -10,7 +10,7 @@
 
 use crate::error::ShmError;
 use crate::naming::Names;
-use crate::session::liveness::{Heartbeat, StartError};
+use crate::session::liveness::{Dead, Heartbeat, StartError};
 use crate::session::management::{
     init, process_alive, session_objects, Management, SegmentEntry, SessionLock, MANAGEMENT_SIZE,
 };
@@ -129,12 +129,12 @@ pub fn remove_objects(names: &Names, segments: &[SegmentEntry], regions: &[Regio
     removed
 }
 
-/// Unlinks the temporary files the transports of owner marks `owners` made in the session (see
-/// `Names::tmp_for`): once they are found dead, nobody links them under a name any more. A creator
-/// killed between making a segment or region file and linking it left it with all the room it
-/// reserved (gigabytes of the tmpfs) until the session ended. Returns what was removed.
-pub(crate) fn remove_tmp_of(names: &Names, owners: &[u32]) -> Vec<String> {
-    remove_tmp(names, |name| names.tmp_mark(name).is_some_and(|o| o != 0 && owners.contains(&o)))
+/// Unlinks the temporary files the `dead` transports made in the session, found by their owner
+/// marks (see `Names::tmp_for`): nobody links them under a name any more. A creator killed between
+/// making a segment or region file and linking it left it with all the room it reserved
+/// (gigabytes of the tmpfs) until the session ended. Returns what was removed.
+pub(crate) fn remove_tmp_of(names: &Names, dead: &[Dead]) -> Vec<String> {
+    remove_tmp(names, |name| names.tmp_mark(name).is_some_and(|o| o != 0 && dead.iter().any(|d| d.owner == o)))
 }
 
 /// Unlinks the session's temporary files that `gone` says nobody will link any more.

@@ -109,15 +109,13 @@ impl Attachment {
             return Vec::new();
         }
         self.reclaim_dead(&dead);
-        let owners: Vec<u32> = dead.iter().map(|d| d.owner).collect();
-        crate::session::attach::remove_tmp_of(self.mng.names(), &owners);
-        let pids: Vec<u32> = dead.iter().map(|d| d.pid).collect();
+        crate::session::attach::remove_tmp_of(self.mng.names(), &dead);
         match self.mng.lock() {
             Ok(lock) => dead.iter().for_each(|d| lock.count_out(d)),
             // Left to the next sweeper, which finds them again (all it frees is gone already).
             Err(e) => log::error!("could not count dead processes out: {e}"),
         }
-        pids
+        dead.iter().map(|d| d.pid).collect()
     }
 
     /// Remembers this attachment as shared (once it is in its `Arc`).

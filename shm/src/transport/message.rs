@@ -644,9 +644,7 @@ impl Message {
         match rec {
             Record::Empty => Ok(Message::empty(mgr.clone())),
             Record::Block { segment, offset, delta, size, slot, generation } => {
-                let seg = mgr.segment(segment)?;
-                seg.check_block(offset, delta, size, slot)?;
-                seg.check_generation(offset, slot, generation)?;
+                mgr.segment(segment)?.check_use(offset, delta, size, slot, generation)?;
                 let size = usize::try_from(size).map_err(|_| MetaError::OutOfBounds { segment, offset, size })?;
                 Ok(Message::with(mgr.clone(), Body::Block { seg: segment, offset, delta, size, slot, generation }))
             }

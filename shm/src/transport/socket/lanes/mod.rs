@@ -328,23 +328,22 @@ pub(crate) fn release_unclaimed(mgr: &Arc<Attachment>, block: Message) {
 /// it): a dead writer's staged entry, then every entry. Returns how many messages were released.
 pub(crate) fn release_contents(mgr: &Arc<Attachment>, ring: &Ring<'_>) -> usize {
     finish_staged(mgr, ring);
-    let left = take_for_release(mgr, ring);
+    // Each entry's blocks marked ours before the entry leaves the ring: killed before they are
+    // released, this process leaves blocks its own mark names, which the sweep of the dead frees.
+    // (Before, every entry left the ring first, its blocks in flight, named by nothing.)
+    let left = take_back(mgr, ring);
     release_entries(mgr, left)
 }
 
-/// Takes every entry out of a lane nobody will read, each entry's blocks marked the caller's before
-/// the entry leaves the ring (as a writer takes back, see [`take_back_all`]): killed before it
-/// released them, the caller leaves blocks its own mark names, which the sweep of the dead frees.
-/// Before, every entry left the ring first, and a caller killed then left their blocks in flight
-/// with nothing naming them, for the session's life.
-fn take_for_release(mgr: &Arc<Attachment>, ring: &Ring<'_>) -> Vec<Taken> {
-    let mut left = Vec::new();
-    match take_back_all(mgr, ring, &mut left) {
+/// [`take_back_all`], what it cannot take logged: the entries taken, each marked ours.
+fn take_back(mgr: &Arc<Attachment>, ring: &Ring<'_>) -> Vec<Taken> {
+    let mut taken = Vec::new();
+    match take_back_all(mgr, ring, &mut taken) {
         Ok(0) => {}
-        Ok(n) => log::warn!("{n} messages a reader was taking when it died are lost with it"),
-        Err(e) => log::error!("a lane nobody reads any more is damaged, some of its messages are lost: {e}"),
+        Ok(n) => log::warn!("{n} messages the reader of a lane was taking when it died are lost with it"),
+        Err(e) => log::error!("a lane is damaged, some of its messages are lost: {e}"),
     }
-    left
+    taken
 }
 
 /// How a block named in a dead writer's staged entry is held.
@@ -365,7 +364,7 @@ fn held(mgr: &Attachment, rec: &Record) -> Held {
         return if matches!(rec, Record::Handed { .. }) { Held::Otherwise } else { Held::NoBlock };
     };
     let Ok(seg) = mgr.segment(segment) else { return Held::Otherwise };
-    if seg.check_block(offset, delta, size, slot).is_err() || seg.check_generation(offset, slot, generation).is_err() {
+    if seg.check_use(offset, delta, size, slot, generation).is_err() {
         return Held::Otherwise;
     }
     let v = seg.rc(offset, slot).load(std::sync::atomic::Ordering::Acquire);

@@ -433,8 +433,26 @@ fn send_numbered(mgr: &Arc<Attachment>, writer: &mut Writer, link: &Offers, seq:
 
 /// The ticket (segment, ticket, nonce) of the first offer `link` carried.
 fn first_offer(link: &Offers) -> (u16, u32, u64) {
-    let Record::Handed { segment, ticket, nonce } = link.0.borrow()[0] else { panic!("a handed record") };
+    ticket_of(link.0.borrow()[0])
+}
+
+/// The ticket of the last offer `link` carried.
+fn last_offer(link: &Offers) -> (u16, u32, u64) {
+    ticket_of(*link.0.borrow().last().expect("an offer"))
+}
+
+fn ticket_of(offer: Record) -> (u16, u32, u64) {
+    let Record::Handed { segment, ticket, nonce } = offer else { panic!("a handed record") };
     (segment, ticket, nonce)
+}
+
+/// A reader of the lane `offer` names, claimed as a socket's attach claims it (the first claim).
+fn claim_lane(mgr: &Arc<Attachment>, (segment, ticket, nonce): (u16, u32, u64)) -> Readers {
+    let block = Message::claim_offer(mgr, segment, ticket, nonce).unwrap();
+    let capacity = block.words().map(|w| Ring::open(w).unwrap().capacity()).unwrap();
+    let lane = LaneBlock::new(block, capacity);
+    assert_eq!(lane.ring().claim(mgr.owner()), ring::Claim::Fresh);
+    Readers::of(lane.block, capacity)
 }
 
 /// Takes the messages numbered 0, 1, .. `n` - 1 out of `readers`, in order.
@@ -648,7 +666,7 @@ fn what_a_released_lane_held_is_the_releasers_as_it_leaves_the_ring() {
         assert!(ring.push(KIND_FRAME, &entry_of(&m), || {}).unwrap());
         m.hand_over();
     }
-    let taken = take_for_release(&mgr, &ring);
+    let taken = take_back(&mgr, &ring);
     assert_eq!(taken.len(), 3);
     assert!(ring.peek().unwrap().is_none(), "the ring is empty");
     for rec in &recs {
@@ -684,7 +702,6 @@ fn a_shared_part_sent_again_is_unlisted_as_it_goes() {
 }
 
 /// What becomes of the writer of an entry taken back (see [`shared_part_taken_back`]).
-#[derive(PartialEq)]
 enum Then {
     Close,
     Die,
@@ -712,60 +729,42 @@ fn shared_part_taken_back(tag: &str, then: Then) {
     assert!(!listed().contains(&(segment, offset)), "published: the reader's to drop");
     // A reader claims the lane and leaves without reading; the next send takes the entry back
     // and finds no peer for a new lane.
-    let (seg, ticket, nonce) = first_offer(&link);
-    let block = Message::claim_offer(&mgr, seg, ticket, nonce).unwrap();
-    let capacity = block.words().map(|w| Ring::open(w).unwrap().capacity()).unwrap();
-    let lane = LaneBlock::new(block, capacity);
-    assert_eq!(lane.ring().claim(mgr.owner()), ring::Claim::Fresh);
-    let mut readers = Readers::of(lane.block, capacity);
-    readers.close(&mgr);
+    claim_lane(&mgr, first_offer(&link)).close(&mgr);
     link.1.set(true);
     let next = Message::copy_of(mgr.clone(), &[1; 16]).unwrap();
     let later = Deadline::new(20);
     assert!(writer.send(&mgr, &link, &entry_of(&next), later, &|| next.mark_in_flight(true)).is_err());
     assert_eq!(count_word(&mgr, rec), shared | 1, "taken back, waiting");
     assert!(listed().contains(&(segment, offset)), "listed while it waits");
-    if then == Then::Die {
-        assert_eq!(mgr.release_ledger_as_if_dead(), 1, "the waiting reference alone is listed");
-        assert_eq!(count_word(&mgr, rec) as u32, 0, "and dropped: the block freed");
-        std::mem::forget(writer); // killed: it releases nothing (it holds no lane now)
-        drop(next);
-        mgr.own().check().unwrap();
-        return;
-    }
-    if then == Then::SendAgain {
-        // A peer again: the entry goes out first on a new lane, its reference the reader's.
-        link.1.set(false);
-        let mut next = next;
-        writer.send(&mgr, &link, &entry_of(&next), Deadline::Now, &|| next.mark_in_flight(true)).unwrap();
-        next.hand_over();
-        assert!(!listed().contains(&(segment, offset)), "unlisted as it was published again");
-        let (seg, ticket, nonce) = link
-            .0
-            .borrow()
-            .last()
-            .map(|r| match *r {
-                Record::Handed { segment, ticket, nonce } => (segment, ticket, nonce),
-                _ => panic!("a handed record"),
-            })
-            .unwrap();
-        let block = Message::claim_offer(&mgr, seg, ticket, nonce).unwrap();
-        let capacity = block.words().map(|w| Ring::open(w).unwrap().capacity()).unwrap();
-        let lane = LaneBlock::new(block, capacity);
-        assert_eq!(lane.ring().claim(mgr.owner()), ring::Claim::Fresh);
-        let mut readers = Readers::of(lane.block, capacity);
-        let mut out = Vec::new();
-        assert!(matches!(readers.take(&mgr, &mut out, "in"), Ok(Some(super::readers::Got::Frame))));
-        let mut recs = Vec::new();
-        meta::decode(&out, &mut recs).unwrap();
-        assert_eq!(recs, [rec], "the copy first");
-        drop(Message::receive(&mgr, recs[0], Source::Lane).unwrap());
-        writer.close(&mgr);
-        readers.close(&mgr);
-    } else {
-        writer.close(&mgr);
-        assert!(!listed().contains(&(segment, offset)), "unlisted as it was released");
-        drop(next);
+    match then {
+        Then::Die => {
+            assert_eq!(mgr.release_ledger_as_if_dead(), 1, "the waiting reference alone is listed");
+            assert_eq!(count_word(&mgr, rec) as u32, 0, "and dropped: the block freed");
+            std::mem::forget(writer); // killed: it releases nothing (it holds no lane now)
+            drop(next);
+        }
+        Then::SendAgain => {
+            // A peer again: the entry goes out first on a new lane, its reference the reader's.
+            link.1.set(false);
+            let mut next = next;
+            writer.send(&mgr, &link, &entry_of(&next), Deadline::Now, &|| next.mark_in_flight(true)).unwrap();
+            next.hand_over();
+            assert!(!listed().contains(&(segment, offset)), "unlisted as it was published again");
+            let mut readers = claim_lane(&mgr, last_offer(&link));
+            let mut out = Vec::new();
+            assert!(matches!(readers.take(&mgr, &mut out, "in"), Ok(Some(super::readers::Got::Frame))));
+            let mut recs = Vec::new();
+            meta::decode(&out, &mut recs).unwrap();
+            assert_eq!(recs, [rec], "the copy first");
+            drop(Message::receive(&mgr, recs[0], Source::Lane).unwrap());
+            writer.close(&mgr);
+            readers.close(&mgr);
+        }
+        Then::Close => {
+            writer.close(&mgr);
+            assert!(!listed().contains(&(segment, offset)), "unlisted as it was released");
+            drop(next);
+        }
     }
     assert_eq!(count_word(&mgr, rec) as u32, 0, "released once");
     mgr.own().check().unwrap();

@@ -267,20 +267,23 @@ impl Writer {
         // A reader that closed its end dropped its reference itself (and may have exited since).
         let closed = ring.closed() & READER_CLOSED != 0;
         let dead = check_dead && !closed && reader != 0 && !mgr.owner_alive(reader);
-        let mut unread = Vec::new();
-        match take_back_all(mgr, &ring, &mut unread) {
-            Ok(0) => {}
-            Ok(n) => log::warn!("{n} messages the reader of a lane was taking when it died are lost with it"),
-            Err(e) => log::error!("lane of a gone reader is damaged, {} of its messages are lost: {e}", unread.len()),
-        }
+        let unread = self.take_back_to_resend(mgr, &ring);
         ring.close(WRITER_CLOSED);
         if dead {
             mgr.sweep_dead(); // drops the dead reader's reference
         }
-        log::debug!("lane reader {reader:#x} left; {} entries go out again on a new lane", unread.len());
+        log::debug!("lane reader {reader:#x} left; {unread} entries go out again on a new lane");
+    }
+
+    /// Takes back what `ring`'s reader did not read, to go out again before anything waiting
+    /// already; returns how many entries.
+    fn take_back_to_resend(&mut self, mgr: &Arc<Attachment>, ring: &Ring<'_>) -> usize {
+        let unread = take_back(mgr, ring);
+        let n = unread.len();
         for e in unread.into_iter().rev() {
             self.resend.push_front(Resent::new(mgr, e));
         }
+        n
     }
 
     /// Whether messages wait to go out again (taken back from a reader that left), or sit in a lane
@@ -316,11 +319,7 @@ impl Writer {
             let claim_pending = self.claimed_unseen.get().is_some_and(|r| !mgr.receiver_gone(r));
             if !offer_out && !claim_pending && ring.reader() == 0 {
                 ring.close(READER_CLOSED | WRITER_CLOSED);
-                let mut left = Vec::new();
-                if let Err(e) = take_back_all(mgr, &ring, &mut left) {
-                    log::error!("a lane nobody claimed is damaged, some of its messages are lost: {e}");
-                }
-                self.resend.extend(left.into_iter().map(|e| Resent::new(mgr, e)));
+                self.take_back_to_resend(mgr, &ring);
                 drop(l); // our reference, the only one: the block is freed
                 return self.release_resend(mgr);
             }
@@ -332,11 +331,7 @@ impl Writer {
             let before = ring.close(WRITER_CLOSED);
             let dead = reader != 0 && before & READER_CLOSED == 0 && !mgr.owner_alive(reader);
             if before & READER_CLOSED != 0 || dead {
-                let mut left = Vec::new();
-                if let Err(e) = take_back_all(mgr, &ring, &mut left) {
-                    log::error!("lane of a gone reader is damaged, some of its messages are lost: {e}");
-                }
-                self.resend.extend(left.into_iter().map(|e| Resent::new(mgr, e)));
+                self.take_back_to_resend(mgr, &ring);
             }
             if dead {
                 mgr.sweep_dead(); // drops the dead reader's reference
