@@ -326,6 +326,46 @@ fn a_bound_push_uses_a_lane_while_it_has_one_peer() {
     assert!((alone..seq).all(|s| got1.contains(&s)), "alone again, it got all 20: {got1:?}");
 }
 
+/// Issue 21: a bound PUSH that found its one peer took everything sends on through its lane
+/// without looking for peers on every send (that reads the clock and the socket), yet sees a peer
+/// that connects at once, by the count of connected peers: a sender that sends seldom hands the new
+/// peer a message within a few sends, not only after the sends its finding stands for.
+#[test]
+fn a_bound_push_on_a_lane_sees_a_new_peer_within_a_few_sends() {
+    let s = Session::new("lanenewpeer");
+    let t = s.transport("t");
+    let addr = s.ipc("bound");
+    let push = t.socket(SocketType::Push, "out").unwrap();
+    push.bind(&addr).unwrap();
+    let first = t.socket(SocketType::Pull, "in1").unwrap();
+    first.connect(&addr).unwrap();
+    let mut m = t.new_message();
+    let send = |seq: u64| push.send(&mut numbered(&t, seq), LONG).unwrap();
+    // The first messages may go on the socket; then the lane carries them.
+    for seq in 0.. {
+        if !t.shared_blocks_held().is_empty() {
+            break;
+        }
+        assert!(seq < 1000, "the push never took to a lane");
+        send(seq);
+        first.receive(&mut m, LONG).unwrap();
+    }
+    let second = t.socket(SocketType::Pull, "in2").unwrap();
+    second.connect(&addr).unwrap();
+    wait_until("the push counting its second peer", || push.number_of_connected_peers() == 2);
+    // Fewer sends than a finding stands for: only the count can have sent one to the second.
+    let mut got = None;
+    for n in 1..=40 {
+        std::thread::sleep(Duration::from_millis(5));
+        send(n);
+        if second.receive(&mut m, 20).is_ok() {
+            got = Some(n);
+            break;
+        }
+    }
+    assert!(got.is_some(), "the second peer got none of 40 messages sent after it connected");
+}
+
 /// Issue 17 item 11: in a segment too small for a lane's ring (150 kB), a single-peer push sends
 /// through the socket instead of waiting for ever for room for a ring.
 #[test]

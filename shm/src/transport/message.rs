@@ -32,6 +32,9 @@ pub(crate) enum Source {
     Socket,
     /// A lane (or a block a lane entry named): written by a process of the session.
     Lane,
+    /// A lane entry's own copy, taken by its reader, whose block records the reader checked and
+    /// marked its own as it took the entry (see `lanes::remark_entry_with`): not checked again.
+    Remarked,
 }
 
 /// A message of the shared-memory transport.
@@ -576,7 +579,13 @@ impl Message {
                 }
                 return Ok(m);
             }
-            _ if source == Source::Lane => Message::from_record(mgr, rec)?,
+            Record::Block { segment, offset, delta, size, slot, generation } if source == Source::Remarked => {
+                let size = usize::try_from(size).map_err(|_| MetaError::OutOfBounds { segment, offset, size })?;
+                let m = Message::with(mgr.clone(), Body::Block { seg: segment, offset, delta, size, slot, generation });
+                m.list_if_shared();
+                return Ok(m);
+            }
+            _ if source != Source::Socket => Message::from_record(mgr, rec)?,
             _ => return Err(MetaError::Untracked),
         };
         m.mark_held(mgr.owner());

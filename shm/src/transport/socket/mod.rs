@@ -81,6 +81,9 @@ pub struct Socket {
     /// looked for.
     peers: Box<RefCell<Peers>>,
     learnt: std::cell::Cell<Option<std::time::Instant>>,
+    /// A bound PUSH found that its one peer took everything (see `one_peer_took_all`): the sends
+    /// since, and the count of connected peers then.
+    one_peer: std::cell::Cell<Option<OnePeer>>,
     /// PULL, SUB: what a receiving socket keeps about itself (boxed: most sockets send).
     receiving: Box<Receiving>,
     scratch: RefCell<(Vec<u8>, Vec<Record>)>,
@@ -126,6 +129,17 @@ const CLOSE_DRAIN: usize = 100_000;
 /// a peer that left waits for the next send to be taken back (a bound PUSH whose second peer
 /// left sometimes kept one from the first).
 const LEARN_EVERY: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// Sends a bound PUSH makes on its lane before it looks at its peers again (see
+/// `Socket::one_peer_took_all`; a connect or disconnect makes it look at once).
+const ONE_PEER_SENDS: u32 = 64;
+
+/// A bound PUSH's finding that its one peer took everything.
+#[derive(Clone, Copy)]
+struct OnePeer {
+    sends: u32,
+    counted: u64,
+}
 
 /// How long a closing socket waits at most for its peers to take what it sent, while it can still
 /// deliver (ms; no longer than its linger).
@@ -240,6 +254,7 @@ impl Socket {
             ty,
             peers: Box::default(),
             learnt: std::cell::Cell::new(None),
+            one_peer: std::cell::Cell::new(None),
             receiving: Box::new(Receiving {
                 number,
                 token: Vec::new(),
@@ -386,10 +401,27 @@ impl Socket {
     /// on the socket before (a receiver reads its lanes first). With a second peer, records go on
     /// the socket again (the first still reads what its lane holds, before them). What a lane owes
     /// (taken back from a reader that left) goes through a lane first, whatever the peers.
+    ///
+    /// Once found, the answer stands for [`ONE_PEER_SENDS`] sends while the count of connected
+    /// peers stays: nothing else goes on the socket meanwhile, so nothing can be left unclaimed
+    /// or taken back, and a peer that connects changes the count (learning peers reads the clock
+    /// and the socket, which cost more than the lane's send).
     fn one_peer_took_all(&self) -> bool {
+        let counted = self.z.counted_peers();
+        if let Some(o) = self.one_peer.get() {
+            if o.sends < ONE_PEER_SENDS && o.counted == counted {
+                self.one_peer.set(Some(OnePeer { sends: o.sends + 1, ..o }));
+                return true;
+            }
+        }
         self.learn_peers(false);
         let mut peers = self.peers.borrow_mut();
-        peers.len() == 1 && peers.resend.is_empty() && !peers.unclaimed(&self.mgr)
+        let yes = peers.len() == 1 && peers.resend.is_empty() && !peers.unclaimed(&self.mgr);
+        // Only while the peers learnt are those counted: a peer whose probe has not come yet is
+        // learnt at the next send.
+        let settled = yes && counted == 1;
+        self.one_peer.set(settled.then_some(OnePeer { sends: 0, counted }));
+        yes
     }
 
     /// PUSH and PUB cannot receive (their ROUTER only hears peers' probes).

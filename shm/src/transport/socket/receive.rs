@@ -201,7 +201,8 @@ impl Socket {
         loop {
             let got = match self.receive_frame(deadline.ms_left())? {
                 Frame::Zmq(f) => use_frame(f.data(), Source::Socket),
-                Frame::Lane => use_frame(&self.lanes.frame.borrow(), Source::Lane),
+                // The entry's own copy: its blocks were checked as the reader took it.
+                Frame::Lane => use_frame(&self.lanes.frame.borrow(), Source::Remarked),
                 Frame::Block(m) => use_frame(m.data(), Source::Lane),
             };
             match got {
