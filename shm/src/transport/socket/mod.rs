@@ -81,9 +81,6 @@ pub struct Socket {
     /// looked for.
     peers: Box<RefCell<Peers>>,
     learnt: std::cell::Cell<Option<std::time::Instant>>,
-    /// A bound PUSH found that its one peer took everything (see `one_peer_took_all`): the sends
-    /// since, and the count of connected peers then.
-    one_peer: std::cell::Cell<Option<OnePeer>>,
     /// PULL, SUB: what a receiving socket keeps about itself (boxed: most sockets send).
     receiving: Box<Receiving>,
     scratch: RefCell<(Vec<u8>, Vec<Record>)>,
@@ -119,6 +116,9 @@ struct LaneState {
     /// A frame the poller took off the socket to see whether it carries a message (it did).
     stash: RefCell<Option<fairmq_zmq::Message>>,
     frame: RefCell<Vec<u8>>,
+    /// A bound PUSH found that its one peer took everything (see `Socket::one_peer_took_all`):
+    /// the sends since, and the count of connected peers then.
+    one_peer: std::cell::Cell<Option<OnePeer>>,
 }
 
 /// Frames a closing receiving socket takes off its queue at most, to release their messages.
@@ -254,7 +254,6 @@ impl Socket {
             ty,
             peers: Box::default(),
             learnt: std::cell::Cell::new(None),
-            one_peer: std::cell::Cell::new(None),
             receiving: Box::new(Receiving {
                 number,
                 token: Vec::new(),
@@ -408,9 +407,9 @@ impl Socket {
     /// and the socket, which cost more than the lane's send).
     fn one_peer_took_all(&self) -> bool {
         let counted = self.z.counted_peers();
-        if let Some(o) = self.one_peer.get() {
+        if let Some(o) = self.lanes.one_peer.get() {
             if o.sends < ONE_PEER_SENDS && o.counted == counted {
-                self.one_peer.set(Some(OnePeer { sends: o.sends + 1, ..o }));
+                self.lanes.one_peer.set(Some(OnePeer { sends: o.sends + 1, ..o }));
                 return true;
             }
         }
@@ -420,7 +419,7 @@ impl Socket {
         // Only while the peers learnt are those counted: a peer whose probe has not come yet is
         // learnt at the next send.
         let settled = yes && counted == 1;
-        self.one_peer.set(settled.then_some(OnePeer { sends: 0, counted }));
+        self.lanes.one_peer.set(settled.then_some(OnePeer { sends: 0, counted }));
         yes
     }
 
