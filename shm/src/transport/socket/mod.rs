@@ -160,10 +160,17 @@ enum Polled {
     Nothing,
 }
 
+/// What a receive hands on: a frame's bytes, or a lane entry's records as its reader checked them.
+pub(super) enum Received<'a> {
+    Frame(&'a [u8], Source),
+    /// Decoded from the entry's own copy, checked and marked ours (see `Source::Remarked`).
+    Records(&'a [Record]),
+}
+
 /// A received metadata frame.
 enum Frame {
     Zmq(fairmq_zmq::Message),
-    /// In `lanes.frame`.
+    /// In `lanes.frame`, its records in the readers' `entry_records`.
     Lane,
     /// A frame too large for a lane, in a block of its own.
     Block(Message),

@@ -195,15 +195,16 @@ impl Socket {
     pub(super) fn receive_with<T>(
         &self,
         timeout_ms: i32,
-        mut use_frame: impl FnMut(&[u8], Source) -> Result<T, TransferError>,
+        mut use_frame: impl FnMut(Received<'_>) -> Result<T, TransferError>,
     ) -> Result<T, TransferError> {
         let deadline = Deadline::new(timeout_ms);
         loop {
             let got = match self.receive_frame(deadline.ms_left())? {
-                Frame::Zmq(f) => use_frame(f.data(), Source::Socket),
-                // The entry's own copy: its blocks were checked as the reader took it.
-                Frame::Lane => use_frame(&self.lanes.frame.borrow(), Source::Remarked),
-                Frame::Block(m) => use_frame(m.data(), Source::Lane),
+                Frame::Zmq(f) => use_frame(Received::Frame(f.data(), Source::Socket)),
+                // The records the reader decoded from the entry's own copy, checked and marked its
+                // own as it took the entry: not decoded again.
+                Frame::Lane => use_frame(Received::Records(self.lanes.readers.borrow().entry_records())),
+                Frame::Block(m) => use_frame(Received::Frame(m.data(), Source::Lane)),
             };
             match got {
                 // Not on REQ and REP: ZeroMQ counted the frame as the request (or reply), and
@@ -284,7 +285,18 @@ impl Socket {
     /// error here (its blocks are released).
     pub fn receive(&self, msg: &mut Message, timeout_ms: i32) -> TransferResult {
         self.check_can_receive()?;
-        *msg = self.receive_with(timeout_ms, |data, source| {
+        *msg = self.receive_with(timeout_ms, |received| {
+            let mut got = Vec::new();
+            let (data, source) = match received {
+                Received::Records(&[rec]) => {
+                    return Message::receive(&self.mgr, rec, Source::Remarked).map_err(meta_error)
+                }
+                Received::Records(recs) => {
+                    self.messages(recs, Source::Remarked, &mut got)?;
+                    return Err(meta_error(MetaError::Multipart(got.len())));
+                }
+                Received::Frame(data, source) => (data, source),
+            };
             self.note_requester(data);
             // The common case, one record alone in its frame, without the multipart machinery.
             if let Ok((rec, n)) = Record::decode(data) {
@@ -295,7 +307,6 @@ impl Socket {
             let (_, recs) = &mut *self.scratch.borrow_mut();
             recs.clear();
             meta::decode(data, recs).map_err(meta_error)?;
-            let mut got = Vec::with_capacity(recs.len());
             self.messages(recs, source, &mut got)?;
             // A valid frame that is not a single record is a multipart; its parts are released.
             Err(meta_error(MetaError::Multipart(got.len())))
@@ -308,7 +319,11 @@ impl Socket {
     /// Receives a multipart (or single) message and appends its parts to `parts`.
     pub fn receive_parts(&self, parts: &mut Vec<Message>, timeout_ms: i32) -> TransferResult {
         self.check_can_receive()?;
-        let total = self.receive_with(timeout_ms, |data, source| {
+        let total = self.receive_with(timeout_ms, |received| {
+            let (data, source) = match received {
+                Received::Records(recs) => return self.messages(recs, Source::Remarked, parts),
+                Received::Frame(data, source) => (data, source),
+            };
             self.note_requester(data);
             let (_, recs) = &mut *self.scratch.borrow_mut();
             recs.clear();

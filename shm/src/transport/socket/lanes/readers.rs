@@ -57,6 +57,12 @@ impl Readers {
         Readers { lanes: vec![LaneBlock::new(block, capacity)], ..Readers::default() }
     }
 
+    /// The records of the entry `take` last took whole ([`Got::Frame`]), checked and marked ours
+    /// as it took it.
+    pub(crate) fn entry_records(&self) -> &[Record] {
+        &self.marking.blocks
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.lanes.is_empty()
     }
