@@ -394,6 +394,11 @@ pub fn control(frame: &[u8]) -> Option<Result<Control, MetaError>> {
     }
 }
 
+/// Whether `frame` is a multipart's (as [`decode`] says of a frame it decodes).
+pub fn is_multipart(frame: &[u8]) -> bool {
+    matches!(frame, [VERSION, TAG_MULTI, ..])
+}
+
 /// Decodes a frame into its records (one for a single message), appending them to `out`.
 /// Returns whether the frame was a multipart. On error `out` is left as it was.
 pub fn decode(frame: &[u8], out: &mut Vec<Record>) -> Result<bool, MetaError> {

@@ -341,15 +341,7 @@ fn a_bound_push_on_a_lane_sees_a_new_peer_within_a_few_sends() {
     first.connect(&addr).unwrap();
     let mut m = t.new_message();
     let send = |seq: u64| push.send(&mut numbered(&t, seq), LONG).unwrap();
-    // The first messages may go on the socket; then the lane carries them.
-    for seq in 0.. {
-        if !t.shared_blocks_held().is_empty() {
-            break;
-        }
-        assert!(seq < 1000, "the push never took to a lane");
-        send(seq);
-        first.receive(&mut m, LONG).unwrap();
-    }
+    until_on_a_lane(&t, &push, &first);
     let second = t.socket(SocketType::Pull, "in2").unwrap();
     second.connect(&addr).unwrap();
     wait_until("the push counting its second peer", || push.number_of_connected_peers() == 2);
@@ -364,6 +356,48 @@ fn a_bound_push_on_a_lane_sees_a_new_peer_within_a_few_sends() {
         }
     }
     assert!(got.is_some(), "the second peer got none of 40 messages sent after it connected");
+}
+
+/// Sends numbered messages from `push` (bound) to `pull` (its one peer), each received at once,
+/// until a lane carries them (the first ones may go on the socket); the next number.
+fn until_on_a_lane(t: &Transport, push: &fairmq_shm::Socket, pull: &fairmq_shm::Socket) -> u64 {
+    let mut m = t.new_message();
+    for seq in 0.. {
+        if !t.shared_blocks_held().is_empty() {
+            return seq;
+        }
+        assert!(seq < 1000, "the push never took to a lane");
+        push.send(&mut numbered(t, seq), LONG).unwrap();
+        pull.receive(&mut m, LONG).unwrap();
+        assert_eq!(seq_of(&m), seq);
+    }
+    unreachable!("the loop returns or fails")
+}
+
+/// Issue 21, review of the bound PUSH's finding that its one peer took everything: records it
+/// sends on the socket meanwhile (here while its queue was too small for a lane) drop the finding,
+/// so that with room for a lane again the next messages wait for the peer to claim those records
+/// and arrive after them. Before, the finding stood: the next ones went through the lane, which
+/// the peer reads first, ahead of the records on the socket.
+#[test]
+fn a_bound_push_back_on_its_lane_after_sending_on_the_socket_keeps_the_order() {
+    let s = Session::new("lanebackorder");
+    let t = s.transport("t");
+    let addr = s.ipc("bound");
+    let push = t.socket(SocketType::Push, "out").unwrap();
+    push.bind(&addr).unwrap();
+    let pull = t.socket(SocketType::Pull, "in").unwrap();
+    pull.connect(&addr).unwrap();
+    let start = until_on_a_lane(&t, &push, &pull);
+    push.metadata_socket().set_snd_buf_size(100).unwrap(); // too small a queue for a lane
+    for seq in start..start + 5 {
+        push.send(&mut numbered(&t, seq), LONG).unwrap();
+    }
+    push.metadata_socket().set_snd_buf_size(1000).unwrap();
+    for seq in start + 5..start + 10 {
+        push.send(&mut numbered(&t, seq), LONG).unwrap();
+    }
+    receive_in_order(&t, &pull, start..start + 10);
 }
 
 /// Issue 17 item 11: in a segment too small for a lane's ring (150 kB), a single-peer push sends

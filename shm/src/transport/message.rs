@@ -593,6 +593,33 @@ impl Message {
         Ok(m)
     }
 
+    /// Turns the records of a frame into messages appended to `out`; their payload bytes. If a
+    /// record is bad, the messages made of the others are released (they are ours) and the error
+    /// returned. From a socket, the records after a bad one are not claimed (a sender that won
+    /// such a part takes back the others, see `peers::reclaim`, and a part claimed here would be
+    /// lost to both); those of a lane entry its reader took are ours already, and released too.
+    pub(crate) fn receive_all(
+        mgr: &Arc<Attachment>,
+        records: &[Record],
+        source: Source,
+        out: &mut Vec<Message>,
+    ) -> Result<usize, MetaError> {
+        let start = out.len();
+        for (i, &r) in records.iter().enumerate() {
+            match Message::receive(mgr, r, source) {
+                Ok(m) => out.push(m),
+                Err(e) => {
+                    out.truncate(start);
+                    if source == Source::Remarked {
+                        records[i + 1..].iter().for_each(|&r| drop(Message::receive(mgr, r, source)));
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(out[start..].iter().map(Message::size).sum())
+    }
+
     /// What ticket `ticket` of segment `segment` hands over, checked like any record, if it was
     /// issued as `kind`; with the table to claim it from (it stays out until claimed).
     fn resolve<'a>(

@@ -117,7 +117,8 @@ struct LaneState {
     stash: RefCell<Option<fairmq_zmq::Message>>,
     frame: RefCell<Vec<u8>>,
     /// A bound PUSH found that its one peer took everything (see `Socket::one_peer_took_all`):
-    /// the sends since, and the count of connected peers then.
+    /// the looks since, and the count of connected peers then. Dropped when a record goes on
+    /// the socket.
     one_peer: std::cell::Cell<Option<OnePeer>>,
 }
 
@@ -130,8 +131,8 @@ const CLOSE_DRAIN: usize = 100_000;
 /// left sometimes kept one from the first).
 const LEARN_EVERY: std::time::Duration = std::time::Duration::from_millis(1);
 
-/// Sends a bound PUSH makes on its lane before it looks at its peers again (see
-/// `Socket::one_peer_took_all`; a connect or disconnect makes it look at once).
+/// Looks at its lane a bound PUSH makes before it learns its peers again (see
+/// `Socket::one_peer_took_all`; a change in the count of connected peers makes it learn at once).
 const ONE_PEER_SENDS: u32 = 64;
 
 /// A bound PUSH's finding that its one peer took everything.
@@ -163,8 +164,9 @@ enum Polled {
 /// What a receive hands on: a frame's bytes, or a lane entry's records as its reader checked them.
 pub(super) enum Received<'a> {
     Frame(&'a [u8], Source),
-    /// Decoded from the entry's own copy, checked and marked ours (see `Source::Remarked`).
-    Records(&'a [Record]),
+    /// Decoded from the entry's own copy, checked and marked ours (see `Source::Remarked`), and
+    /// whether the entry was a multipart (one of one part is still one).
+    Records(&'a [Record], bool),
 }
 
 /// A received metadata frame.
@@ -408,10 +410,13 @@ impl Socket {
     /// the socket again (the first still reads what its lane holds, before them). What a lane owes
     /// (taken back from a reader that left) goes through a lane first, whatever the peers.
     ///
-    /// Once found, the answer stands for [`ONE_PEER_SENDS`] sends while the count of connected
-    /// peers stays: nothing else goes on the socket meanwhile, so nothing can be left unclaimed
-    /// or taken back, and a peer that connects changes the count (learning peers reads the clock
-    /// and the socket, which cost more than the lane's send).
+    /// Once found, the answer stands for [`ONE_PEER_SENDS`] looks (sends, and polls for room)
+    /// while the count of connected peers stays and nothing goes on the socket (see `route`,
+    /// which drops it): nothing can be left unclaimed or taken back meanwhile, and a peer that
+    /// connects changes the count (learning peers reads the clock and the socket, which cost more
+    /// than the lane's send). A peer that leaves as another comes between two looks leaves the
+    /// count as it was: the writer finds its reader gone and offers a new lane, and at worst the
+    /// looks left go to that lane before the two peers are learnt.
     fn one_peer_took_all(&self) -> bool {
         let counted = self.z.counted_peers();
         if let Some(o) = self.lanes.one_peer.get() {

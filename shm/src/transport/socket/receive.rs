@@ -203,7 +203,10 @@ impl Socket {
                 Frame::Zmq(f) => use_frame(Received::Frame(f.data(), Source::Socket)),
                 // The records the reader decoded from the entry's own copy, checked and marked its
                 // own as it took the entry: not decoded again.
-                Frame::Lane => use_frame(Received::Records(self.lanes.readers.borrow().entry_records())),
+                Frame::Lane => {
+                    let multipart = meta::is_multipart(&self.lanes.frame.borrow());
+                    use_frame(Received::Records(self.lanes.readers.borrow().entry_records(), multipart))
+                }
                 Frame::Block(m) => use_frame(Received::Frame(m.data(), Source::Lane)),
             };
             match got {
@@ -219,32 +222,14 @@ impl Socket {
         }
     }
 
-    /// Turns records into messages; if any record is bad, the good ones are released (we own them)
-    /// and the error is returned.
+    /// [`Message::receive_all`] on this socket's transport.
     pub(super) fn messages(
         &self,
         records: &[Record],
         source: Source,
         out: &mut Vec<Message>,
     ) -> Result<usize, TransferError> {
-        let start = out.len();
-        let mut first_error = None;
-        for &r in records {
-            match Message::receive(&self.mgr, r, source) {
-                Ok(m) => out.push(m),
-                Err(e) => {
-                    // No further claim: a sender that won this part takes back the others (see
-                    // `peers::reclaim`), and a part claimed here would be lost to both.
-                    first_error = Some(e);
-                    break;
-                }
-            }
-        }
-        if let Some(e) = first_error {
-            out.truncate(start);
-            return Err(meta_error(e));
-        }
-        Ok(out[start..].iter().map(Message::size).sum())
+        Message::receive_all(&self.mgr, records, source, out).map_err(meta_error)
     }
 
     /// Whether `frame`'s first record names a ticket that hands nothing over any more (REQ and REP
@@ -288,10 +273,10 @@ impl Socket {
         *msg = self.receive_with(timeout_ms, |received| {
             let mut got = Vec::new();
             let (data, source) = match received {
-                Received::Records(&[rec]) => {
+                Received::Records(&[rec], false) => {
                     return Message::receive(&self.mgr, rec, Source::Remarked).map_err(meta_error)
                 }
-                Received::Records(recs) => {
+                Received::Records(recs, _) => {
                     self.messages(recs, Source::Remarked, &mut got)?;
                     return Err(meta_error(MetaError::Multipart(got.len())));
                 }
@@ -321,7 +306,7 @@ impl Socket {
         self.check_can_receive()?;
         let total = self.receive_with(timeout_ms, |received| {
             let (data, source) = match received {
-                Received::Records(recs) => return self.messages(recs, Source::Remarked, parts),
+                Received::Records(recs, _) => return self.messages(recs, Source::Remarked, parts),
                 Received::Frame(data, source) => (data, source),
             };
             self.note_requester(data);

@@ -184,6 +184,8 @@ impl Socket {
         deadline: Deadline,
         after_taken_back: bool,
     ) -> Result<Routed, TransferError> {
+        // Records on the socket: the peer has something to claim before a lane may carry more.
+        self.lanes.one_peer.set(None);
         let issued = &mut *self.issued.borrow_mut();
         self.issue_for(parts, deadline, issued)?;
         let (frame, _) = &mut *self.scratch.borrow_mut();

@@ -58,7 +58,7 @@ impl Readers {
     }
 
     /// The records of the entry `take` last took whole ([`Got::Frame`]), checked and marked ours
-    /// as it took it.
+    /// as it took it (none after any other outcome).
     pub(crate) fn entry_records(&self) -> &[Record] {
         &self.marking.blocks
     }
@@ -67,13 +67,22 @@ impl Readers {
         self.lanes.is_empty()
     }
 
-    /// Takes the next entry of any lane, in turn, into `out`.
+    /// Takes the next entry of any lane, in turn, into `out`; its records are
+    /// [`Readers::entry_records`] when it is a [`Got::Frame`] (none otherwise).
     pub(crate) fn take(
         &mut self,
         mgr: &Arc<Attachment>,
         out: &mut Vec<u8>,
         socket: &str,
     ) -> Result<Option<Got>, ShmError> {
+        let got = self.take_entry(mgr, out, socket);
+        if !matches!(got, Ok(Some(Got::Frame))) {
+            self.marking.blocks.clear();
+        }
+        got
+    }
+
+    fn take_entry(&mut self, mgr: &Arc<Attachment>, out: &mut Vec<u8>, socket: &str) -> Result<Option<Got>, ShmError> {
         let n = self.lanes.len();
         for k in 0..n {
             let i = (self.next + k) % n;

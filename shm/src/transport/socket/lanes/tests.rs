@@ -769,3 +769,28 @@ fn shared_part_taken_back(tag: &str, then: Then) {
     assert_eq!(count_word(&mgr, rec) as u32, 0, "released once");
     mgr.own().check().unwrap();
 }
+
+/// Review of the lane receive taking the records its reader checked: a lane entry whose part
+/// cannot become a message (here a region this transport cannot map) releases every other part,
+/// those after it too: the reader marked them all its own as it took the entry. Before, the parts
+/// after the bad one stayed marked ours, allocated until the process ended.
+#[test]
+fn a_lane_entry_with_a_bad_part_releases_all_its_other_parts() {
+    let (_scratch, mgr) = crate::scratch::attachment("lanes-bad-part");
+    let (before, after) =
+        (Message::allocate(mgr.clone(), 100, 0).unwrap(), Message::allocate(mgr.clone(), 100, 0).unwrap());
+    let bad = Record::Region { region: 999, offset: 0, size: 8, hint: 0, rc: None };
+    let recs = [before.record(), bad, after.record()];
+    // As the reader leaves them once it took the entry: marked its own, held by the entry alone.
+    let (mut before, mut after) = (before, after);
+    before.hand_over();
+    after.hand_over();
+    let mut out = Vec::new();
+    assert!(Message::receive_all(&mgr, &recs, Source::Remarked, &mut out).is_err());
+    assert!(out.is_empty(), "no message of a bad entry");
+    for rec in [recs[0], recs[2]] {
+        assert_eq!(count_word(&mgr, rec) as u32, 0, "released");
+    }
+    mgr.flush(false);
+    mgr.own().check().unwrap();
+}
