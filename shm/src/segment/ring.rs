@@ -420,15 +420,12 @@ impl<'a> Ring<'a> {
 
     /// Reader: copies an entry's bytes into `out` (replacing its content).
     pub fn read(&self, e: &Entry, out: &mut Vec<u8>) {
+        // Sized once, then filled word by word (appending each word checked the room each time).
         out.clear();
-        let mut left = e.len;
-        let mut pos = e.at;
-        while left > 0 {
-            let b = self.ring_word(pos).load(Ordering::Relaxed).to_le_bytes();
-            let n = left.min(8);
-            out.extend_from_slice(&b[..n]);
-            left -= n;
-            pos += 8;
+        out.resize(e.len, 0);
+        for (i, chunk) in out.chunks_mut(8).enumerate() {
+            let b = self.ring_word(e.at + i as u64 * 8).load(Ordering::Relaxed).to_le_bytes();
+            chunk.copy_from_slice(&b[..chunk.len()]);
         }
     }
 

@@ -367,7 +367,7 @@ impl Attachment {
     /// the out-of-memory policy.
     pub fn allocate(&self, size: usize, align: usize) -> Result<Block, ShmError> {
         let (size64, align64) = (size as u64, (align as u64).max(1).next_power_of_two());
-        let need = self.own.needed(size64, align64).ok_or(ShmError::TooLarge {
+        let need = self.own.needed(size64, align64).ok_or_else(|| ShmError::TooLarge {
             requested: size64.saturating_add(crate::segment::tlsf::HDR + align64),
             segment: self.own.size(),
         })?;

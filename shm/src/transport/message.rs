@@ -57,7 +57,9 @@ enum Body {
         slot: u32,
         generation: u32,
     },
-    Region(Piece),
+    /// Boxed: a piece is more than twice a block's size, and every message is moved often (into
+    /// and out of vectors, returned in results); a piece's allocation is one per region message.
+    Region(Box<Piece>),
 }
 
 /// A piece of an unmanaged region. While it lives, its bytes count as in use by this process
@@ -160,7 +162,7 @@ impl Message {
         })?;
         map.made_message();
         let piece = Piece::new(map, offset as u64, size, hint, OnceLock::new());
-        Ok(Message::with(mgr, Body::Region(piece)))
+        Ok(Message::with(mgr, Body::Region(Box::new(piece))))
     }
 
     /// A message holding a copy of `bytes`.
@@ -456,7 +458,9 @@ impl Message {
             &Body::Block { seg, offset, delta, size, slot, generation } => {
                 Body::Block { seg, offset, delta, size, slot, generation }
             }
-            Body::Region(p) => Body::Region(Piece::new(p.map.clone(), p.offset, p.size, p.hint, p.rc.clone())),
+            Body::Region(p) => {
+                Body::Region(Box::new(Piece::new(p.map.clone(), p.offset, p.size, p.hint, p.rc.clone())))
+            }
         };
         self.release();
         if !Arc::ptr_eq(&self.mgr, &other.mgr) {
@@ -698,7 +702,7 @@ impl Message {
                 let size =
                     usize::try_from(size).map_err(|_| MetaError::OutOfBounds { segment: region, offset, size })?;
                 let piece = Piece::new(map, offset, size, hint, count);
-                Ok(Message::with(mgr.clone(), Body::Region(piece)))
+                Ok(Message::with(mgr.clone(), Body::Region(Box::new(piece))))
             }
         }
     }
