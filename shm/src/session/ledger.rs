@@ -196,14 +196,23 @@ fn drop_shared(by: &(impl Sweeper + ?Sized), owner: u32, l: &Listed) -> bool {
         return false;
     }
     let rc = seg.rc(l.offset, l.slot);
-    let shared = |v: u64| (v >> 32) as u32 == crate::segment::slots::SHARED && v as u32 > 0;
     if !shared(rc.load(Ordering::Acquire)) {
         return false;
     }
     if l.lane {
         return drop_lane_reference(by, seg, owner, l);
     }
-    match rc.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| shared(v).then(|| v - 1)) {
+    drop_one(by, seg, l)
+}
+
+/// Whether a block's count word says shared, with a reference left.
+fn shared(v: u64) -> bool {
+    (v >> 32) as u32 == crate::segment::slots::SHARED && v as u32 > 0
+}
+
+/// Drops the shared reference `l` lists; frees the block with the last one.
+fn drop_one(by: &(impl Sweeper + ?Sized), seg: &Segment, l: &Listed) -> bool {
+    match seg.rc(l.offset, l.slot).fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| shared(v).then(|| v - 1)) {
         Ok(prev) if prev as u32 == 1 => {
             by.free(seg, l.offset, l.delta, l.slot);
             true
@@ -218,8 +227,10 @@ fn drop_shared(by: &(impl Sweeper + ?Sized), owner: u32, l: &Listed) -> bool {
 /// is released (that needs a transport: without one, the last reference stays, and the lane).
 fn drop_lane_reference(by: &(impl Sweeper + ?Sized), seg: &Segment, owner: u32, l: &Listed) -> bool {
     let Some(ring) = lane_ring(seg, l) else {
-        log::error!("a lane a dead process held is damaged: it stays in the segment");
-        return false;
+        // Nothing in it can be found: the block goes as any shared block's, with its last
+        // reference (before, it stayed for the session's life).
+        log::error!("a lane a dead process held is damaged: messages it may hold stay in the segment");
+        return drop_one(by, seg, l);
     };
     if ring.writer() == owner {
         if seg.offered(l.offset) {

@@ -794,3 +794,22 @@ fn a_lane_entry_with_a_bad_part_releases_all_its_other_parts() {
     mgr.flush(false);
     mgr.own().check().unwrap();
 }
+
+/// A lane block a dead transport listed whose ring cannot be read (a damaged header, or a writer
+/// of before killed while it wrote the header of a block already listed and marked shared; the
+/// writer writes the ring first now) goes with its last reference, as any shared block's. Before,
+/// the sweep left it in the segment for the session's life.
+#[test]
+fn a_listed_lane_whose_ring_cannot_be_read_is_freed_with_its_last_reference() {
+    let (_scratch, mgr) = crate::scratch::attachment("lanes-unreadable");
+    let mut block = Message::allocate(mgr.clone(), ring::block_bytes(ring::MIN_CAPACITY) as usize, 64).unwrap();
+    block.words().unwrap().iter().for_each(|w| w.store(0, std::sync::atomic::Ordering::Relaxed));
+    block.list_lane();
+    block.mark_held(crate::segment::slots::SHARED);
+    let rec = block.record();
+    assert_eq!(mgr.release_ledger_as_if_dead(), 1, "its reference dropped");
+    assert_eq!(count_word(&mgr, rec) as u32, 0, "and the block freed");
+    block.hand_over(); // dropped by the sweep
+    mgr.flush(false);
+    mgr.own().check().unwrap();
+}

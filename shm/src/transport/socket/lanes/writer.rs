@@ -108,12 +108,14 @@ impl Writer {
     fn offer(&mut self, mgr: &Arc<Attachment>, link: &dyn Link, deadline: Deadline) -> Result<(), TransferError> {
         let capacity = self.capacity;
         let block = Message::allocate(mgr.clone(), ring::block_bytes(capacity) as usize, 64)?;
+        // The ring written while the block is still ours alone: killed meanwhile, we leave a
+        // block our mark names (the sweep of the dead frees it), not a listed lane it cannot read.
+        let words = block.words().ok_or(ShmError::Config("a lane block is not whole words".into()))?;
+        Ring::init(words, capacity, mgr.owner());
         // Writer and reader hold it, or an unclaimed offer still names it: never a dead
         // transport's alone (see `Message::mark_held`); the writer's reference is listed first.
         block.list_lane();
         block.mark_held(crate::segment::slots::SHARED);
-        let words = block.words().ok_or(ShmError::Config("a lane block is not whole words".into()))?;
-        Ring::init(words, capacity, mgr.owner());
         let lane = LaneBlock::new(block, capacity);
         self.claimed_unseen.set(None);
         self.send_offer(mgr, &lane, link, deadline)?;
