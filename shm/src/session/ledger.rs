@@ -228,9 +228,12 @@ fn drop_one(by: &(impl Sweeper + ?Sized), seg: &Segment, l: &Listed) -> bool {
 fn drop_lane_reference(by: &(impl Sweeper + ?Sized), seg: &Segment, owner: u32, l: &Listed) -> bool {
     let Some(ring) = lane_ring(seg, l) else {
         // Nothing in it can be found: the block goes as any shared block's, with its last
-        // reference (before, it stayed for the session's life).
+        // reference (before, it stayed for the session's life); not while an offer of it is out
+        // (its writer's reference keeps it for the offer's claimant), nor once it is not the block
+        // listed any more.
         log::error!("a lane a dead process held is damaged: messages it may hold stay in the segment");
-        return drop_one(by, seg, l);
+        let listed_block = seg.check_any_block(l.offset, l.delta, 0).ok() == Some(l.slot);
+        return listed_block && !seg.offered(l.offset) && drop_one(by, seg, l);
     };
     if ring.writer() == owner {
         if seg.offered(l.offset) {

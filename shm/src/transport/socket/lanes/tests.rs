@@ -802,14 +802,39 @@ fn a_lane_entry_with_a_bad_part_releases_all_its_other_parts() {
 #[test]
 fn a_listed_lane_whose_ring_cannot_be_read_is_freed_with_its_last_reference() {
     let (_scratch, mgr) = crate::scratch::attachment("lanes-unreadable");
-    let mut block = Message::allocate(mgr.clone(), ring::block_bytes(ring::MIN_CAPACITY) as usize, 64).unwrap();
-    block.words().unwrap().iter().for_each(|w| w.store(0, std::sync::atomic::Ordering::Relaxed));
-    block.list_lane();
-    block.mark_held(crate::segment::slots::SHARED);
+    let mut block = unreadable_lane(&mgr);
     let rec = block.record();
     assert_eq!(mgr.release_ledger_as_if_dead(), 1, "its reference dropped");
     assert_eq!(count_word(&mgr, rec) as u32, 0, "and the block freed");
     block.hand_over(); // dropped by the sweep
     mgr.flush(false);
     mgr.own().check().unwrap();
+}
+
+/// Review of the above: while an offer of such a lane is out, the reference stays (it keeps the
+/// block for the offer's claimant, as for a lane that can be read); freed, the ticket would name
+/// a block of another use.
+#[test]
+fn an_unreadable_lane_with_an_offer_out_is_kept_for_its_claimant() {
+    let (_scratch, mgr) = crate::scratch::attachment("lanes-unreadable-offered");
+    let mut block = unreadable_lane(&mgr);
+    let rec = block.record();
+    let offer = issue_waiting(&mgr, Kind::Offer, &rec, Deadline::Now).unwrap();
+    assert_eq!(mgr.release_ledger_as_if_dead(), 0, "nothing dropped");
+    let shared = u64::from(crate::segment::slots::SHARED) << 32;
+    assert_eq!(count_word(&mgr, rec), shared | 1, "the reference kept");
+    assert!(mgr.take_back(&offer));
+    block.hand_over();
+    drop(Message::from_record(&mgr, rec).unwrap()); // the last reference, dropped here
+    mgr.flush(false);
+    mgr.own().check().unwrap();
+}
+
+/// A lane block listed and shared whose ring header was never written.
+fn unreadable_lane(mgr: &Arc<Attachment>) -> Message {
+    let block = Message::allocate(mgr.clone(), ring::block_bytes(ring::MIN_CAPACITY) as usize, 64).unwrap();
+    block.words().unwrap().iter().for_each(|w| w.store(0, std::sync::atomic::Ordering::Relaxed));
+    block.list_lane();
+    block.mark_held(crate::segment::slots::SHARED);
+    block
 }
