@@ -312,8 +312,11 @@ impl Socket {
 
     /// Sends all parts as one multipart message.
     pub fn send_parts(&self, parts: &mut Parts, timeout_ms: i32, transport: &Transport) -> TransferResult {
-        for p in parts.iter_mut() {
-            self.adopt(p, transport)?;
+        // Parts of another transport become ours first (usually none: one look at each).
+        if parts.iter().any(|p| p.kind() != self.kind()) {
+            for p in parts.iter_mut() {
+                self.adopt(p, transport)?;
+            }
         }
         match self {
             Socket::Zeromq(s) => send_own(&ZMQ_SCRATCH, parts, Message::Zeromq, |m| s.send_parts(m, timeout_ms)),
