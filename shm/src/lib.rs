@@ -70,6 +70,7 @@ mod error;
 /// Entry points of the fuzz targets (`fuzz/`) and of the test replaying their corpora.
 #[cfg(feature = "fuzzing")]
 mod fuzzing;
+mod kill_point;
 mod meta;
 pub mod monitor;
 mod naming;

@@ -14,7 +14,7 @@ use super::report::open_if_present;
 use crate::error::ShmError;
 use crate::naming::Names;
 use crate::segment::Segment;
-use crate::session::management::Management;
+use crate::session::management::{Management, SessionLock};
 use std::time::{Duration, Instant};
 
 /// How often the watch loop looks at the session (FairMQ: 100 ms).
@@ -50,6 +50,20 @@ pub fn sweep(shm_id: &str) -> Result<Sweep, ShmError> {
 }
 
 /// [`sweep`] with the management segment already open (closed before a cleanup).
+/// Removes the session when no process of it lives (decided and done under the session lock
+/// `lock`, as a last transport's detach does: a process attaching meanwhile either came before
+/// and is counted, or finds the session removed); whether it did.
+fn remove_if_nobody_lives(m: &Management, lock: &SessionLock<'_>, dead: &[u32]) -> bool {
+    if !crate::session::liveness::live_slots(m).is_empty() {
+        return false;
+    }
+    log::info!("every process of session {} died ({dead:?}), cleaning...", m.names().shm_id());
+    for name in lock.remove_session() {
+        log::info!("Successfully removed '{name}'.");
+    }
+    true
+}
+
 fn sweep_open(m: Management, names: &Names) -> Result<Sweep, ShmError> {
     let shm_id = names.shm_id();
     // Held until the dead are counted out: the monitor has no slot (no owner mark) to claim
@@ -60,13 +74,7 @@ fn sweep_open(m: Management, names: &Names) -> Result<Sweep, ShmError> {
     if out.dead.is_empty() {
         return Ok(out);
     }
-    if crate::session::liveness::live_slots(&m).is_empty() {
-        // Decided and done under the session lock, as a last transport's detach does: a process
-        // attaching meanwhile either came before (and is counted) or finds the session removed.
-        log::info!("every process of session {shm_id} died ({:?}), cleaning...", out.dead);
-        for name in lock.remove_session() {
-            log::info!("Successfully removed '{name}'.");
-        }
+    if remove_if_nobody_lives(&m, &lock, &out.dead) {
         out.cleaned = true;
         return Ok(out);
     }
@@ -75,6 +83,11 @@ fn sweep_open(m: Management, names: &Names) -> Result<Sweep, ShmError> {
         match sweep_by_transport(&m, names) {
             Ok(()) => {
                 out.by_transport = true;
+                // That transport counted out every dead process it found, those that died after
+                // the look above too: with nobody left alive, nobody finds them dead again, and the
+                // session goes here, as the last detach would have removed it (that transport
+                // left it to the monitor). Before, it stayed until the heartbeats timed out.
+                out.cleaned = remove_if_nobody_lives(&m, &m.lock()?, &out.dead);
                 return Ok(out);
             }
             Err(e) => {

@@ -417,17 +417,26 @@ fn finish_staged(mgr: &Arc<Attachment>, ring: &Ring<'_>) -> bool {
         ring.publish_staged(&e);
         return true;
     }
-    // Given up before anything is released: a second look (the sweep that drops the lane's last
-    // reference looks again) must not release blocks that were freed and handed out since.
-    if !ring.unstage(&e) {
-        return false;
-    }
+    // Each block still in flight is marked ours before the entry is given up: killed at any
+    // moment, this process leaves blocks its mark names (the sweep of the dead frees them) or a
+    // staged entry whose blocks a next look finds (those marked ours it skips). Given up before
+    // anything is released: a next look (the sweep that drops the lane's last reference looks
+    // again) must not release blocks that were freed and handed out since. (Before, the entry was
+    // given up first: killed before it marked them, the blocks stayed in flight, named by nothing.)
     let marked = parts.iter().chain(if e.kind == KIND_INDIRECT { &records[..] } else { &[] });
-    for r in marked.filter(|r| held(mgr, r) == Held::InFlight) {
-        if mgr.remark(r, crate::segment::slots::IN_FLIGHT, mgr.owner()) == Remark::Done {
-            if let Ok(m) = Message::from_record(mgr, *r) {
-                drop(m);
-            }
+    let ours: Vec<Record> = marked
+        .filter(|r| {
+            held(mgr, r) == Held::InFlight
+                && mgr.remark(r, crate::segment::slots::IN_FLIGHT, mgr.owner()) == Remark::Done
+        })
+        .copied()
+        .collect();
+    crate::kill_point::here("finish_staged: marked, not given up");
+    ring.unstage(&e);
+    // Ours whether or not this look gave the entry up: nobody else takes what our mark names.
+    for r in ours {
+        if let Ok(m) = Message::from_record(mgr, r) {
+            drop(m);
         }
     }
     false

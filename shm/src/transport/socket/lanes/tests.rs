@@ -90,6 +90,46 @@ fn a_dead_writers_staged_entry_is_published_when_marked_else_released() {
     assert!(!finish_staged(&mgr, &ring), "a second look releases nothing more");
 }
 
+/// A reader giving up a dead writer's staged entry (the writer was killed while it marked its
+/// blocks) marks the blocks still in flight its own before it gives the entry up: killed between
+/// the two, it leaves blocks its mark names (the sweep of the dead frees them) and the entry still
+/// staged, which the next look gives up without taking those blocks again. Before, the entry was
+/// given up first, and a reader killed then left the blocks in flight, named by nothing.
+#[test]
+fn a_reader_killed_while_it_gives_up_a_staged_entry_leaves_every_block_named() {
+    let (_scratch, mgr) = crate::scratch::attachment("lanes-staged-killed");
+    let lane = Message::allocate(mgr.clone(), ring::block_bytes(ring::MIN_CAPACITY) as usize, 8).unwrap();
+    let ring = Ring::init(lane.words().unwrap(), ring::MIN_CAPACITY, 77);
+    let mut half = [0, 1].map(|_| Message::allocate(mgr.clone(), 100, 0).unwrap());
+    let mut frame = Vec::new();
+    meta::encode_parts(half.iter().map(Message::record), 0, &mut frame);
+    ring.stage(KIND_FRAME, &frame).unwrap().expect("room");
+    let recs = half.each_ref().map(Message::record);
+    half[0].mark_in_flight(true); // the writer killed while marking: the second still its own
+    half[1].mark_held(77);
+    half.iter_mut().for_each(Message::hand_over);
+    crate::kill_point::arm("finish_staged: marked, not given up");
+    let killed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| finish_staged(&mgr, &ring)));
+    assert!(killed.is_err(), "the reader was killed at the point");
+    let ours = u64::from(mgr.owner()) << 32 | 1;
+    let staged = ring.staged().unwrap().is_some();
+    assert!(
+        count_word(&mgr, recs[0]) == ours || staged,
+        "the block in flight is named: by our mark, or the staged entry"
+    );
+    assert_eq!(count_word(&mgr, recs[0]), ours, "marked ours first");
+    assert!(staged, "the entry not given up yet");
+    // The next look gives it up and takes nothing it does not find in flight.
+    assert!(!finish_staged(&mgr, &ring));
+    assert!(ring.staged().unwrap().is_none());
+    assert_eq!(count_word(&mgr, recs[0]), ours, "still ours: the sweep of the dead reader frees it");
+    assert_eq!(count_word(&mgr, recs[1]), 77 << 32 | 1, "what the writer still held is the sweep's");
+    drop(Message::from_record(&mgr, recs[0]).unwrap()); // as that sweep would
+    drop(Message::from_record(&mgr, recs[1]).unwrap());
+    mgr.flush(false);
+    mgr.own().check().unwrap();
+}
+
 /// Issue 17 item 3: entries a writer takes back from a lane whose reader left are marked its
 /// own before they leave the ring (the holder of an indirect frame last), so a writer killed
 /// while it keeps them to send again leaves blocks the sweep of the dead frees; staged again,
