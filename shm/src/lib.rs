@@ -30,8 +30,9 @@
 //!   segment, instead of one ZeroMQ message each; the socket carries the lane's offer and wakes a
 //!   sleeping reader (`ShmConfig::lanes`, `--shm-lanes`). A reader checks each block an entry
 //!   names, and marks it its own, once, as it takes the entry; the messages are made of the
-//!   records it checked. What a reader that left did not read goes out again on the next lane. Lanes exist because libzmq's per-message cost was the whole
-//!   gap between a record sent through ZeroMQ and bare ZeroMQ's own rate.
+//!   records it checked. What a reader that left did not read goes out again on the next lane.
+//!   Lanes exist because libzmq's per-message cost was the whole gap between a record sent
+//!   through ZeroMQ and bare ZeroMQ's own rate.
 //!
 //! Inside, each layer uses only those below it (no module reaches up, no two import each other):
 //!

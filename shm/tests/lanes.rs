@@ -281,10 +281,7 @@ fn a_bound_push_uses_a_lane_while_it_has_one_peer() {
     let s = Session::new("lanebound");
     let t = s.transport("t");
     let addr = s.ipc("bound");
-    let push = t.socket(SocketType::Push, "out").unwrap();
-    push.bind(&addr).unwrap();
-    let first = t.socket(SocketType::Pull, "in1").unwrap();
-    first.connect(&addr).unwrap();
+    let (push, first) = push_pull(&t, &t, &addr, true);
     let take = |pull: &fairmq_shm::Socket, got: &mut Vec<u64>| {
         let mut m = t.new_message();
         while pull.receive(&mut m, 200).is_ok() {
@@ -335,27 +332,19 @@ fn a_bound_push_on_a_lane_sees_a_new_peer_within_a_few_sends() {
     let s = Session::new("lanenewpeer");
     let t = s.transport("t");
     let addr = s.ipc("bound");
-    let push = t.socket(SocketType::Push, "out").unwrap();
-    push.bind(&addr).unwrap();
-    let first = t.socket(SocketType::Pull, "in1").unwrap();
-    first.connect(&addr).unwrap();
-    let mut m = t.new_message();
-    let send = |seq: u64| push.send(&mut numbered(&t, seq), LONG).unwrap();
+    let (push, first) = push_pull(&t, &t, &addr, true);
     until_on_a_lane(&t, &push, &first);
     let second = t.socket(SocketType::Pull, "in2").unwrap();
     second.connect(&addr).unwrap();
     wait_until("the push counting its second peer", || push.number_of_connected_peers() == 2);
     // Fewer sends than a finding stands for: only the count can have sent one to the second.
-    let mut got = None;
-    for n in 1..=40 {
+    let mut m = t.new_message();
+    let got = (1..=40).any(|seq| {
         std::thread::sleep(Duration::from_millis(5));
-        send(n);
-        if second.receive(&mut m, 20).is_ok() {
-            got = Some(n);
-            break;
-        }
-    }
-    assert!(got.is_some(), "the second peer got none of 40 messages sent after it connected");
+        push.send(&mut numbered(&t, seq), LONG).unwrap();
+        second.receive(&mut m, 20).is_ok()
+    });
+    assert!(got, "the second peer got none of 40 messages sent after it connected");
 }
 
 /// Sends numbered messages from `push` (bound) to `pull` (its one peer), each received at once,
@@ -384,10 +373,7 @@ fn a_bound_push_back_on_its_lane_after_sending_on_the_socket_keeps_the_order() {
     let s = Session::new("lanebackorder");
     let t = s.transport("t");
     let addr = s.ipc("bound");
-    let push = t.socket(SocketType::Push, "out").unwrap();
-    push.bind(&addr).unwrap();
-    let pull = t.socket(SocketType::Pull, "in").unwrap();
-    pull.connect(&addr).unwrap();
+    let (push, pull) = push_pull(&t, &t, &addr, true);
     let start = until_on_a_lane(&t, &push, &pull);
     push.metadata_socket().set_snd_buf_size(100).unwrap(); // too small a queue for a lane
     for seq in start..start + 5 {

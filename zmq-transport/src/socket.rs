@@ -153,7 +153,7 @@ impl Socket {
     /// call (a peer whose message was received is counted; one that left a moment ago may still be).
     pub fn number_of_connected_peers(&self) -> u64 {
         self.peers.0.sync();
-        self.peers.2.load(std::sync::atomic::Ordering::Relaxed)
+        self.counted_peers()
     }
 
     /// The count of connected peers as the monitor thread last counted, without waiting for it

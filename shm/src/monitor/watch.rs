@@ -49,7 +49,6 @@ pub fn sweep(shm_id: &str) -> Result<Sweep, ShmError> {
     sweep_open(Management::open_existing(&names)?, &names)
 }
 
-/// [`sweep`] with the management segment already open (closed before a cleanup).
 /// Removes the session when no process of it lives (decided and done under the session lock
 /// `lock`, as a last transport's detach does: a process attaching meanwhile either came before
 /// and is counted, or finds the session removed); whether it did.
@@ -64,6 +63,7 @@ fn remove_if_nobody_lives(m: &Management, lock: &SessionLock<'_>, dead: &[u32]) 
     true
 }
 
+/// [`sweep`] with the management segment already open (closed before a cleanup).
 fn sweep_open(m: Management, names: &Names) -> Result<Sweep, ShmError> {
     let shm_id = names.shm_id();
     // Held until the dead are counted out: the monitor has no slot (no owner mark) to claim

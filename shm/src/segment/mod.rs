@@ -929,7 +929,7 @@ pub(crate) fn remark<'a>(
             let _ = rc.compare_exchange(to, from, Ordering::AcqRel, Ordering::Relaxed);
             Remark::Refused
         }
-        Err(v) if (v >> 32) as u32 == slots::SHARED && v as u32 > 0 => Remark::NoMark,
+        Err(v) if slots::is_shared(v) => Remark::NoMark,
         Err(_) => Remark::Refused,
     }
 }

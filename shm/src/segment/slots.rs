@@ -25,6 +25,11 @@ pub const SLOTTED: u32 = u32::MAX - 1;
 /// Owner mark of a block whose count went above 1 (copies, publishing): no one holder can be
 /// named, so a sweep of dead transports never frees it.
 pub const SHARED: u32 = u32::MAX - 2;
+
+/// Whether a count word says shared, with a reference left.
+pub(crate) fn is_shared(word: u64) -> bool {
+    (word >> 32) as u32 == SHARED && word as u32 > 0
+}
 /// Owner mark of a block with one reference, handed to a socket or a lane and not yet taken: the
 /// ticket or the lane accounts for it, not a holder.
 pub const IN_FLIGHT: u32 = u32::MAX - 3;

@@ -112,12 +112,7 @@ pub fn remove_objects(names: &Names, segments: &[SegmentEntry], regions: &[Regio
             removed.push(data.display().to_string());
         }
     }
-    let mut unlink = |name: String| {
-        if std::fs::remove_file(Names::path(&name)).is_ok() {
-            log::debug!("Removed '{name}'.");
-            removed.push(name);
-        }
-    };
+    let mut unlink = |name: String| unlink_into(&mut removed, name);
     for r in regions {
         unlink(names.region_queue(r.id));
     }
@@ -140,13 +135,18 @@ pub(crate) fn remove_tmp_of(names: &Names, dead: &[Dead]) -> Vec<String> {
 /// Unlinks the session's temporary files that `gone` says nobody will link any more.
 fn remove_tmp(names: &Names, gone: impl Fn(&str) -> bool) -> Vec<String> {
     let mut removed = Vec::new();
-    for name in session_objects(names) {
-        if gone(&name) && std::fs::remove_file(Names::path(&name)).is_ok() {
-            log::debug!("Removed '{name}'.");
-            removed.push(name);
-        }
+    for name in session_objects(names).into_iter().filter(|n| gone(n)) {
+        unlink_into(&mut removed, name);
     }
     removed
+}
+
+/// Unlinks the session object `name`, noting it in `removed` if it was there.
+fn unlink_into(removed: &mut Vec<String>, name: String) {
+    if std::fs::remove_file(Names::path(&name)).is_ok() {
+        log::debug!("Removed '{name}'.");
+        removed.push(name);
+    }
 }
 
 /// A session marked removed whose objects are still under their names: its remover died between

@@ -23,6 +23,7 @@
 //! what the lane still holds.
 
 use crate::segment::ring::Ring;
+use crate::segment::slots::is_shared;
 use crate::segment::Segment;
 use crate::session::layout::LEDGER_WORDS;
 use crate::session::management::Management;
@@ -196,7 +197,7 @@ fn drop_shared(by: &(impl Sweeper + ?Sized), owner: u32, l: &Listed) -> bool {
         return false;
     }
     let rc = seg.rc(l.offset, l.slot);
-    if !shared(rc.load(Ordering::Acquire)) {
+    if !is_shared(rc.load(Ordering::Acquire)) {
         return false;
     }
     if l.lane {
@@ -205,14 +206,9 @@ fn drop_shared(by: &(impl Sweeper + ?Sized), owner: u32, l: &Listed) -> bool {
     drop_one(by, seg, l)
 }
 
-/// Whether a block's count word says shared, with a reference left.
-fn shared(v: u64) -> bool {
-    (v >> 32) as u32 == crate::segment::slots::SHARED && v as u32 > 0
-}
-
 /// Drops the shared reference `l` lists; frees the block with the last one.
 fn drop_one(by: &(impl Sweeper + ?Sized), seg: &Segment, l: &Listed) -> bool {
-    match seg.rc(l.offset, l.slot).fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| shared(v).then(|| v - 1)) {
+    match seg.rc(l.offset, l.slot).fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| is_shared(v).then(|| v - 1)) {
         Ok(prev) if prev as u32 == 1 => {
             by.free(seg, l.offset, l.delta, l.slot);
             true

@@ -58,7 +58,8 @@ enum Body {
         generation: u32,
     },
     /// Boxed: a piece is more than twice a block's size, and every message is moved often (into
-    /// and out of vectors, returned in results); a piece's allocation is one per region message.
+    /// and out of vectors, returned in results); a piece's allocation is one per region message
+    /// made, received or copied.
     Region(Box<Piece>),
 }
 
@@ -420,7 +421,7 @@ impl Message {
         if let (Body::Block { .. }, Some(w)) = (&self.body, self.count_word()) {
             let v = w.load(Ordering::Relaxed);
             // Count 1 is our own reference: nobody else changes the word meanwhile.
-            if v as u32 == 1 && (v >> 32) as u32 != crate::segment::slots::SHARED {
+            if sole_holder(v) {
                 // Release: who swaps the mark away (see `segment::remark`) then sees the block's
                 // generation as its hand-out wrote it.
                 w.store(u64::from(mark) << 32 | 1, Ordering::Release);
@@ -583,9 +584,8 @@ impl Message {
                 }
                 return Ok(m);
             }
-            Record::Block { segment, offset, delta, size, slot, generation } if source == Source::Remarked => {
-                let size = usize::try_from(size).map_err(|_| MetaError::OutOfBounds { segment, offset, size })?;
-                let m = Message::with(mgr.clone(), Body::Block { seg: segment, offset, delta, size, slot, generation });
+            Record::Block { .. } if source == Source::Remarked => {
+                let m = Message::of_block(mgr, rec)?;
                 m.list_if_shared();
                 return Ok(m);
             }
@@ -685,8 +685,7 @@ impl Message {
             Record::Empty => Ok(Message::empty(mgr.clone())),
             Record::Block { segment, offset, delta, size, slot, generation } => {
                 mgr.segment(segment)?.check_use(offset, delta, size, slot, generation)?;
-                let size = usize::try_from(size).map_err(|_| MetaError::OutOfBounds { segment, offset, size })?;
-                Ok(Message::with(mgr.clone(), Body::Block { seg: segment, offset, delta, size, slot, generation }))
+                Message::of_block(mgr, rec)
             }
             Record::Handed { .. } => Err(MetaError::Untracked),
             Record::Region { region, offset, size, hint, rc } => {
@@ -705,6 +704,15 @@ impl Message {
                 Ok(Message::with(mgr.clone(), Body::Region(Box::new(piece))))
             }
         }
+    }
+
+    /// The message of a block record already checked (see `Segment::check_use`).
+    fn of_block(mgr: &Arc<Attachment>, rec: Record) -> Result<Message, MetaError> {
+        let Record::Block { segment, offset, delta, size, slot, generation } = rec else {
+            return Err(MetaError::Untracked);
+        };
+        let size = usize::try_from(size).map_err(|_| MetaError::OutOfBounds { segment, offset, size })?;
+        Ok(Message::with(mgr.clone(), Body::Block { seg: segment, offset, delta, size, slot, generation }))
     }
 
     fn release(&mut self) {

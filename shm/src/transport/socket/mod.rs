@@ -133,12 +133,12 @@ const LEARN_EVERY: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// Looks at its lane a bound PUSH makes before it learns its peers again (see
 /// `Socket::one_peer_took_all`; a change in the count of connected peers makes it learn at once).
-const ONE_PEER_SENDS: u32 = 64;
+const ONE_PEER_LOOKS: u32 = 64;
 
 /// A bound PUSH's finding that its one peer took everything.
 #[derive(Clone, Copy)]
 struct OnePeer {
-    sends: u32,
+    looks: u32,
     counted: u64,
 }
 
@@ -410,7 +410,7 @@ impl Socket {
     /// the socket again (the first still reads what its lane holds, before them). What a lane owes
     /// (taken back from a reader that left) goes through a lane first, whatever the peers.
     ///
-    /// Once found, the answer stands for [`ONE_PEER_SENDS`] looks (sends, and polls for room)
+    /// Once found, the answer stands for [`ONE_PEER_LOOKS`] looks (sends, and polls for room)
     /// while the count of connected peers stays and nothing goes on the socket (see `route`,
     /// which drops it): nothing can be left unclaimed or taken back meanwhile, and a peer that
     /// connects changes the count (learning peers reads the clock and the socket, which cost more
@@ -420,8 +420,8 @@ impl Socket {
     fn one_peer_took_all(&self) -> bool {
         let counted = self.z.counted_peers();
         if let Some(o) = self.lanes.one_peer.get() {
-            if o.sends < ONE_PEER_SENDS && o.counted == counted {
-                self.lanes.one_peer.set(Some(OnePeer { sends: o.sends + 1, ..o }));
+            if o.looks < ONE_PEER_LOOKS && o.counted == counted {
+                self.lanes.one_peer.set(Some(OnePeer { looks: o.looks + 1, ..o }));
                 return true;
             }
         }
@@ -431,7 +431,7 @@ impl Socket {
         // Only while the peers learnt are those counted: a peer whose probe has not come yet is
         // learnt at the next send.
         let settled = yes && counted == 1;
-        self.lanes.one_peer.set(settled.then_some(OnePeer { sends: 0, counted }));
+        self.lanes.one_peer.set(settled.then_some(OnePeer { looks: 0, counted }));
         yes
     }
 

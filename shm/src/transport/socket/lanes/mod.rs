@@ -368,10 +368,12 @@ fn held(mgr: &Attachment, rec: &Record) -> Held {
         return Held::Otherwise;
     }
     let v = seg.rc(offset, slot).load(std::sync::atomic::Ordering::Acquire);
-    match ((v >> 32) as u32, v as u32) {
-        (crate::segment::slots::IN_FLIGHT, 1) => Held::InFlight,
-        (crate::segment::slots::SHARED, n) if n > 0 => Held::Shared,
-        _ => Held::Otherwise,
+    if v == u64::from(crate::segment::slots::IN_FLIGHT) << 32 | 1 {
+        Held::InFlight
+    } else if crate::segment::slots::is_shared(v) {
+        Held::Shared
+    } else {
+        Held::Otherwise
     }
 }
 

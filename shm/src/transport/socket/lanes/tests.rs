@@ -54,14 +54,9 @@ fn a_damaged_record_in_a_lane_entry_marks_nothing() {
 #[test]
 fn a_dead_writers_staged_entry_is_published_when_marked_else_released() {
     let (_scratch, mgr) = crate::scratch::attachment("lanes-staged");
-    let lane = Message::allocate(mgr.clone(), ring::block_bytes(ring::MIN_CAPACITY) as usize, 8).unwrap();
-    let ring = Ring::init(lane.words().unwrap(), ring::MIN_CAPACITY, 77);
-    let stage = |parts: &[&Message]| {
-        let mut frame = Vec::new();
-        meta::encode_parts(parts.iter().map(|m| m.record()), 0, &mut frame);
-        ring.stage(KIND_FRAME, &frame).unwrap().expect("room");
-        parts.iter().map(|m| m.record()).collect::<Vec<_>>()
-    };
+    let lane = lane_of(&mgr, 77);
+    let ring = Ring::reopen(lane.words().unwrap(), ring::MIN_CAPACITY);
+    let stage = |parts: &[&Message]| stage_parts(&ring, parts);
     let mut sent = [0, 1].map(|_| Message::allocate(mgr.clone(), 100, 0).unwrap());
     let recs = stage(&[&sent[0], &sent[1]]);
     sent.iter_mut().for_each(|m| {
@@ -98,13 +93,10 @@ fn a_dead_writers_staged_entry_is_published_when_marked_else_released() {
 #[test]
 fn a_reader_killed_while_it_gives_up_a_staged_entry_leaves_every_block_named() {
     let (_scratch, mgr) = crate::scratch::attachment("lanes-staged-killed");
-    let lane = Message::allocate(mgr.clone(), ring::block_bytes(ring::MIN_CAPACITY) as usize, 8).unwrap();
-    let ring = Ring::init(lane.words().unwrap(), ring::MIN_CAPACITY, 77);
+    let lane = lane_of(&mgr, 77);
+    let ring = Ring::reopen(lane.words().unwrap(), ring::MIN_CAPACITY);
     let mut half = [0, 1].map(|_| Message::allocate(mgr.clone(), 100, 0).unwrap());
-    let mut frame = Vec::new();
-    meta::encode_parts(half.iter().map(Message::record), 0, &mut frame);
-    ring.stage(KIND_FRAME, &frame).unwrap().expect("room");
-    let recs = half.each_ref().map(Message::record);
+    let recs = stage_parts(&ring, &[&half[0], &half[1]]);
     half[0].mark_in_flight(true); // the writer killed while marking: the second still its own
     half[1].mark_held(77);
     half.iter_mut().for_each(Message::hand_over);
@@ -199,6 +191,14 @@ fn lane_of(mgr: &Arc<Attachment>, writer: u32) -> Message {
     let lane = Message::allocate(mgr.clone(), ring::block_bytes(ring::MIN_CAPACITY) as usize, 8).unwrap();
     Ring::init(lane.words().unwrap(), ring::MIN_CAPACITY, writer);
     lane
+}
+
+/// Stages (as a writer does before it marks them) an entry of `parts` in `ring`; their records.
+fn stage_parts(ring: &Ring<'_>, parts: &[&Message]) -> Vec<Record> {
+    let mut frame = Vec::new();
+    meta::encode_parts(parts.iter().map(|m| m.record()), 0, &mut frame);
+    ring.stage(KIND_FRAME, &frame).unwrap().expect("room");
+    parts.iter().map(|m| m.record()).collect()
 }
 
 /// An entry naming `m`'s block.
@@ -817,14 +817,11 @@ fn shared_part_taken_back(tag: &str, then: Then) {
 #[test]
 fn a_lane_entry_with_a_bad_part_releases_all_its_other_parts() {
     let (_scratch, mgr) = crate::scratch::attachment("lanes-bad-part");
-    let (before, after) =
-        (Message::allocate(mgr.clone(), 100, 0).unwrap(), Message::allocate(mgr.clone(), 100, 0).unwrap());
+    let mut good = [0, 1].map(|_| Message::allocate(mgr.clone(), 100, 0).unwrap());
     let bad = Record::Region { region: 999, offset: 0, size: 8, hint: 0, rc: None };
-    let recs = [before.record(), bad, after.record()];
+    let recs = [good[0].record(), bad, good[1].record()];
     // As the reader leaves them once it took the entry: marked its own, held by the entry alone.
-    let (mut before, mut after) = (before, after);
-    before.hand_over();
-    after.hand_over();
+    good.iter_mut().for_each(Message::hand_over);
     let mut out = Vec::new();
     assert!(Message::receive_all(&mgr, &recs, Source::Remarked, &mut out).is_err());
     assert!(out.is_empty(), "no message of a bad entry");
