@@ -94,6 +94,7 @@ pub use sys::robust_mutex::LockError;
 pub use transport::config::{BadAllocPolicy, ShmConfig};
 pub use transport::events::{RegionEvent, RegionInfo};
 pub use transport::message::Message;
+pub use transport::part::Part;
 pub use transport::poller::Poller;
 pub use transport::region::{BulkCallback, Region, RegionBlock, RegionCallback, RegionConfig, SingleCallback};
 pub use transport::socket::Socket;

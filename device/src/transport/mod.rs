@@ -320,7 +320,8 @@ impl Socket {
         }
         match self {
             Socket::Zeromq(s) => send_own(&ZMQ_SCRATCH, parts, Message::Zeromq, |m| s.send_parts(m, timeout_ms)),
-            Socket::Shmem(s) => send_own(&SHM_SCRATCH, parts, Message::Shmem, |m| s.send_parts(m, timeout_ms)),
+            // Sent where they lie (see `fairmq_shm::Part`).
+            Socket::Shmem(s) => s.send_parts(parts, timeout_ms),
         }
     }
 
@@ -328,7 +329,7 @@ impl Socket {
     pub fn receive_parts(&self, parts: &mut Parts, timeout_ms: i32) -> TransferResult {
         match self {
             Socket::Zeromq(s) => receive_own(&ZMQ_SCRATCH, parts, Message::Zeromq, |m| s.receive_parts(m, timeout_ms)),
-            Socket::Shmem(s) => receive_own(&SHM_SCRATCH, parts, Message::Shmem, |m| s.receive_parts(m, timeout_ms)),
+            Socket::Shmem(s) => s.receive_parts_into(parts, Message::Shmem, timeout_ms),
         }
     }
 
@@ -426,7 +427,6 @@ thread_local! {
     /// Each thread's buffers for handing a multipart to a transport's own message type: a
     /// multipart costs no allocation beyond its parts.
     static ZMQ_SCRATCH: std::cell::RefCell<Vec<fairmq_zmq::Message>> = const { std::cell::RefCell::new(Vec::new()) };
-    static SHM_SCRATCH: std::cell::RefCell<Vec<fairmq_shm::Message>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// A transport's own message type inside [`Message`].
@@ -443,11 +443,22 @@ impl Own for fairmq_zmq::Message {
     }
 }
 
-impl Own for fairmq_shm::Message {
-    fn own(m: Message) -> Self {
-        match m {
-            Message::Shmem(m) => m,
-            Message::Zeromq(_) => unreachable!("adopted before"),
+/// A device's multipart goes to a shmem socket as it is: the socket takes each part's message
+/// (none for a zeromq part, which the socket refuses; the device made every part shmem before).
+impl fairmq_shm::Part for Message {
+    #[inline]
+    fn as_shm(&self) -> Option<&fairmq_shm::Message> {
+        match self {
+            Message::Shmem(m) => Some(m),
+            Message::Zeromq(_) => None,
+        }
+    }
+
+    #[inline]
+    fn as_shm_mut(&mut self) -> Option<&mut fairmq_shm::Message> {
+        match self {
+            Message::Shmem(m) => Some(m),
+            Message::Zeromq(_) => None,
         }
     }
 }

@@ -597,21 +597,27 @@ impl Message {
         Ok(m)
     }
 
-    /// Turns the records of a frame into messages appended to `out`; their payload bytes. If a
+    /// Turns the records of a frame into messages appended to `out` (each made a `T` by `wrap`:
+    /// a caller's own message type holds them where they land); their payload bytes. If a
     /// record is bad, the messages made of the others are released (they are ours) and the error
     /// returned. From a socket, the records after a bad one are not claimed (a sender that won
     /// such a part takes back the others, see `peers::reclaim`, and a part claimed here would be
     /// lost to both); those of a lane entry its reader took are ours already, and released too.
-    pub(crate) fn receive_all(
+    pub(crate) fn receive_all<T>(
         mgr: &Arc<Attachment>,
         records: &[Record],
         source: Source,
-        out: &mut Vec<Message>,
+        out: &mut Vec<T>,
+        wrap: fn(Message) -> T,
     ) -> Result<usize, MetaError> {
         let start = out.len();
+        let mut total = 0;
         for (i, &r) in records.iter().enumerate() {
             match Message::receive(mgr, r, source) {
-                Ok(m) => out.push(m),
+                Ok(m) => {
+                    total += m.size();
+                    out.push(wrap(m));
+                }
                 Err(e) => {
                     out.truncate(start);
                     if source == Source::Remarked {
@@ -621,7 +627,7 @@ impl Message {
                 }
             }
         }
-        Ok(out[start..].iter().map(Message::size).sum())
+        Ok(total)
     }
 
     /// What ticket `ticket` of segment `segment` hands over, checked like any record, if it was

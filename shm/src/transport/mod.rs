@@ -4,6 +4,7 @@ pub(crate) mod attachment;
 pub(crate) mod config;
 pub(crate) mod events;
 pub(crate) mod message;
+pub(crate) mod part;
 pub(crate) mod poller;
 pub(crate) mod region;
 pub(crate) mod socket;

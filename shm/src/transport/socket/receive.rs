@@ -223,13 +223,14 @@ impl Socket {
     }
 
     /// [`Message::receive_all`] on this socket's transport.
-    pub(super) fn messages(
+    pub(super) fn messages<T>(
         &self,
         records: &[Record],
         source: Source,
-        out: &mut Vec<Message>,
+        out: &mut Vec<T>,
+        wrap: fn(Message) -> T,
     ) -> Result<usize, TransferError> {
-        Message::receive_all(&self.mgr, records, source, out).map_err(meta_error)
+        Message::receive_all(&self.mgr, records, source, out, wrap).map_err(meta_error)
     }
 
     /// Whether `frame`'s first record names a ticket that hands nothing over any more (REQ and REP
@@ -271,13 +272,13 @@ impl Socket {
     pub fn receive(&self, msg: &mut Message, timeout_ms: i32) -> TransferResult {
         self.check_can_receive()?;
         *msg = self.receive_with(timeout_ms, |received| {
-            let mut got = Vec::new();
+            let mut got: Vec<Message> = Vec::new();
             let (data, source) = match received {
                 Received::Records(&[rec], false) => {
                     return Message::receive(&self.mgr, rec, Source::Remarked).map_err(meta_error)
                 }
                 Received::Records(recs, _) => {
-                    self.messages(recs, Source::Remarked, &mut got)?;
+                    self.messages(recs, Source::Remarked, &mut got, std::convert::identity)?;
                     return Err(meta_error(MetaError::Multipart(got.len())));
                 }
                 Received::Frame(data, source) => (data, source),
@@ -292,7 +293,7 @@ impl Socket {
             let (_, recs) = &mut *self.scratch.borrow_mut();
             recs.clear();
             meta::decode(data, recs).map_err(meta_error)?;
-            self.messages(recs, source, &mut got)?;
+            self.messages(recs, source, &mut got, std::convert::identity)?;
             // A valid frame that is not a single record is a multipart; its parts are released.
             Err(meta_error(MetaError::Multipart(got.len())))
         })?;
@@ -303,17 +304,24 @@ impl Socket {
 
     /// Receives a multipart (or single) message and appends its parts to `parts`.
     pub fn receive_parts(&self, parts: &mut Vec<Message>, timeout_ms: i32) -> TransferResult {
+        self.receive_parts_into(parts, std::convert::identity, timeout_ms)
+    }
+
+    /// Receives a multipart (or single) message and appends its parts to `parts`, each made a `T`
+    /// by `wrap`: a caller's own message type (a device's) holds them where they land, with no
+    /// vector of ours in between. On error `parts` is as it was.
+    pub fn receive_parts_into<T>(&self, parts: &mut Vec<T>, wrap: fn(Message) -> T, timeout_ms: i32) -> TransferResult {
         self.check_can_receive()?;
         let total = self.receive_with(timeout_ms, |received| {
             let (data, source) = match received {
-                Received::Records(recs, _) => return self.messages(recs, Source::Remarked, parts),
+                Received::Records(recs, _) => return self.messages(recs, Source::Remarked, parts, wrap),
                 Received::Frame(data, source) => (data, source),
             };
             self.note_requester(data);
             let (_, recs) = &mut *self.scratch.borrow_mut();
             recs.clear();
             meta::decode(data, recs).map_err(meta_error)?;
-            self.messages(recs, source, parts)
+            self.messages(recs, source, parts, wrap)
         })?;
         self.z.counters_ref().record_rx(total);
         Ok(total)

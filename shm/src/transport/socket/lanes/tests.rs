@@ -823,7 +823,7 @@ fn a_lane_entry_with_a_bad_part_releases_all_its_other_parts() {
     // As the reader leaves them once it took the entry: marked its own, held by the entry alone.
     good.iter_mut().for_each(Message::hand_over);
     let mut out = Vec::new();
-    assert!(Message::receive_all(&mgr, &recs, Source::Remarked, &mut out).is_err());
+    assert!(Message::receive_all(&mgr, &recs, Source::Remarked, &mut out, std::convert::identity).is_err());
     assert!(out.is_empty(), "no message of a bad entry");
     for rec in [recs[0], recs[2]] {
         assert_eq!(count_word(&mgr, rec) as u32, 0, "released");
