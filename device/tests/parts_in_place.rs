@@ -1,73 +1,91 @@
-//! A device's multipart on a shmem link: sent from the device's own vector where its parts lie
-//! (parts of the other transport made shmem first), received into the device's vector after
-//! what it held, and refused whole by a shmem socket handed a part that is not shmem.
+//! A device's multipart on a link of either transport: sent from the device's own vector where
+//! its parts lie (parts of the other transport made the link's first), received into the
+//! device's vector after what it held, and refused whole by a socket handed a part of the other
+//! transport directly.
 
 mod common;
 use common::*;
 use fairmq::{Message, Socket, SocketType, TransferError, Transport, TransportKind};
 use fairmq_zmq::Method;
 
-/// A shmem PUSH connected to a shmem PULL of session `s`, with the session's transports.
+/// A PUSH connected to a PULL of transport `kind` (`link`), and a transport of the other kind
+/// (`other`), of session `s`.
 struct Link {
-    shm: Transport,
-    zmq: Transport,
+    link: Transport,
+    other: Transport,
     push: Socket,
     pull: Socket,
 }
 
 impl Link {
-    fn new(s: &Session) -> Link {
+    fn new(s: &Session, kind: TransportKind) -> Link {
         let shm = session_transport(s, TransportKind::Shmem, |_| {});
         let zmq = session_transport(s, TransportKind::Zeromq, |_| {});
+        let (link, other) = if kind == TransportKind::Shmem { (shm, zmq) } else { (zmq, shm) };
         let address = s.ipc("parts");
-        let pull = attached_socket(&shm, SocketType::Pull, &address, Method::Bind);
-        let push = attached_socket(&shm, SocketType::Push, &address, Method::Connect);
-        Link { shm, zmq, push, pull }
+        let pull = attached_socket(&link, SocketType::Pull, &address, Method::Bind);
+        let push = attached_socket(&link, SocketType::Push, &address, Method::Connect);
+        Link { link, other, push, pull }
     }
 }
+
+const KINDS: [TransportKind; 2] = [TransportKind::Shmem, TransportKind::Zeromq];
 
 fn bytes(parts: &[Message]) -> Vec<Vec<u8>> {
     parts.iter().map(|p| p.data().to_vec()).collect()
 }
 
 #[test]
-fn a_multipart_with_a_zeromq_part_crosses_a_shmem_link_whole_and_lands_after_what_was_held() {
-    let s = Session::new();
-    let l = Link::new(&s);
-    let mut parts = vec![
-        l.shm.new_simple_message(b"one").unwrap(),
-        l.zmq.new_simple_message(b"two!").unwrap(),
-        l.shm.new_message(),
-    ];
-    assert_eq!(l.push.send_parts(&mut parts, 5000, &l.shm).unwrap(), 7);
-    // Sent where they lay: three shmem messages, emptied by the hand-over.
-    assert_eq!(parts.len(), 3);
-    assert!(parts.iter().all(|p| p.kind() == TransportKind::Shmem && p.size() == 0));
+fn a_multipart_with_a_part_of_the_other_transport_crosses_a_link_whole_and_lands_after_what_was_held() {
+    for kind in KINDS {
+        let s = Session::new();
+        let l = Link::new(&s, kind);
+        let mut parts = vec![
+            l.link.new_simple_message(b"one").unwrap(),
+            l.other.new_simple_message(b"two!").unwrap(),
+            l.link.new_message(),
+        ];
+        assert_eq!(l.push.send_parts(&mut parts, 5000, &l.link).unwrap(), 7, "{kind:?}");
+        // Sent where they lay: three messages of the link's transport, emptied by the send.
+        assert_eq!(parts.len(), 3);
+        assert!(parts.iter().all(|p| p.kind() == kind && p.size() == 0), "{kind:?}");
 
-    let mut got = vec![l.shm.new_simple_message(b"held").unwrap()];
-    assert_eq!(l.pull.receive_parts(&mut got, 5000).unwrap(), 7);
-    assert_eq!(bytes(&got), [b"held".to_vec(), b"one".to_vec(), b"two!".to_vec(), Vec::new()]);
-    assert!(got.iter().all(|p| p.kind() == TransportKind::Shmem));
+        let mut got = vec![l.link.new_simple_message(b"held").unwrap()];
+        assert_eq!(l.pull.receive_parts(&mut got, 5000).unwrap(), 7, "{kind:?}");
+        assert_eq!(bytes(&got), [b"held".to_vec(), b"one".to_vec(), b"two!".to_vec(), Vec::new()]);
+        assert!(got.iter().all(|p| p.kind() == kind), "{kind:?}");
+    }
+}
+
+/// What the socket under `l.push` says, handed `parts` directly (past the device's making every
+/// part the socket's transport).
+fn send_directly(l: &Link, parts: &mut [Message]) -> Result<usize, TransferError> {
+    match &l.push {
+        Socket::Shmem(push) => push.send_parts(parts, 1000),
+        Socket::Zeromq(push) => push.send_parts(parts, 1000),
+    }
 }
 
 #[test]
-fn a_shmem_socket_refuses_a_multipart_with_a_part_that_is_not_shmem_and_leaves_it_as_it_was() {
-    let s = Session::new();
-    let l = Link::new(&s);
-    let Socket::Shmem(push) = &l.push else { panic!("a shmem socket") };
-    // Handed straight to the shmem socket, past the device's making every part shmem.
-    let mut parts = vec![l.shm.new_simple_message(b"a").unwrap(), l.zmq.new_simple_message(b"b").unwrap()];
-    let e = push.send_parts(&mut parts, 1000).unwrap_err();
-    assert!(matches!(e, TransferError::Transport(_)), "{e:?}");
-    assert!(e.to_string().contains("not a shared-memory message"), "{e}");
-    assert_eq!(bytes(&parts), [b"a".to_vec(), b"b".to_vec()]);
-    assert_eq!([parts[0].kind(), parts[1].kind()], [TransportKind::Shmem, TransportKind::Zeromq]);
+fn a_socket_refuses_a_multipart_with_a_part_of_the_other_transport_and_leaves_it_as_it_was() {
+    for kind in KINDS {
+        let s = Session::new();
+        let l = Link::new(&s, kind);
+        let mut parts = vec![l.link.new_simple_message(b"a").unwrap(), l.other.new_simple_message(b"b").unwrap()];
+        let other = parts[1].kind();
+        let e = send_directly(&l, &mut parts).unwrap_err();
+        assert!(matches!(e, TransferError::Transport(_)), "{kind:?}: {e:?}");
+        let says = if kind == TransportKind::Shmem { "not a shared-memory message" } else { "not a zeromq message" };
+        assert!(e.to_string().contains(says), "{e}");
+        assert_eq!(bytes(&parts), [b"a".to_vec(), b"b".to_vec()]);
+        assert_eq!([parts[0].kind(), parts[1].kind()], [kind, other]);
 
-    // Nothing left: the receiver times out, and the same parts go once made shmem.
-    let mut got = Vec::new();
-    assert!(matches!(l.pull.receive_parts(&mut got, 200), Err(TransferError::Timeout)));
-    assert!(got.is_empty());
-    assert_eq!(l.push.send_parts(&mut parts, 5000, &l.shm).unwrap(), 2);
-    assert_eq!(l.pull.receive_parts(&mut got, 5000).unwrap(), 2);
-    assert_eq!(bytes(&got), [b"a".to_vec(), b"b".to_vec()]);
+        // Nothing left: the receiver times out, and the same parts go once made the link's.
+        let mut got = Vec::new();
+        assert!(matches!(l.pull.receive_parts(&mut got, 200), Err(TransferError::Timeout)), "{kind:?}");
+        assert!(got.is_empty());
+        assert_eq!(l.push.send_parts(&mut parts, 5000, &l.link).unwrap(), 2);
+        assert_eq!(l.pull.receive_parts(&mut got, 5000).unwrap(), 2);
+        assert_eq!(bytes(&got), [b"a".to_vec(), b"b".to_vec()]);
+    }
 }

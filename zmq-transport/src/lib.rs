@@ -38,6 +38,7 @@
 pub mod layered;
 mod message;
 mod monitor;
+mod part;
 mod poller;
 mod region;
 mod socket;
@@ -47,6 +48,7 @@ pub mod vocabulary;
 mod zap;
 
 pub use message::Message;
+pub use part::Part;
 pub use poller::Poller;
 pub use region::{Region, RegionError};
 pub use socket::Socket;

@@ -2,6 +2,7 @@
 
 use crate::message::Message;
 use crate::monitor::{Monitors, PeerCount};
+use crate::part::{self, Part};
 use crate::sys::{self, RawMsg, SockPtr};
 use crate::vocabulary::counters::{CounterSnapshot, Counters};
 use crate::vocabulary::endpoint::{resolve_tcp, split_endpoints, with_port, Method, Protocol};
@@ -427,35 +428,38 @@ impl Socket {
 
     /// Sends a multipart message: one ZeroMQ multipart, frame for frame. All parts leave atomically:
     /// the call waits (or fails) only before the first frame. Empty multiparts are refused.
-    pub fn send_parts(&self, parts: &mut [Message], timeout_ms: i32) -> TransferResult {
+    /// The parts may be a caller's own messages that hold ours (see [`Part`]).
+    pub fn send_parts<P: Part>(&self, parts: &mut [P], timeout_ms: i32) -> TransferResult {
+        part::check_all(parts)?;
         if let [single] = parts {
-            return self.send(single, timeout_ms);
+            return self.send(part::msg_mut(single), timeout_ms);
         }
-        let total: usize = parts.iter().map(Message::size).sum();
+        let total: usize = parts.iter().map(|p| part::msg(p).size()).sum();
         self.send_frames(parts, timeout_ms)?;
         self.counters.record_tx(total);
         Ok(total)
     }
 
     /// Sends frames as one multipart without counting them; one frame is sent as a plain frame.
-    pub(crate) fn send_frames(&self, parts: &mut [Message], timeout_ms: i32) -> Result<(), TransferError> {
+    /// Every part holds a zeromq message (see [`part::check_all`]).
+    pub(crate) fn send_frames<P: Part>(&self, parts: &mut [P], timeout_ms: i32) -> Result<(), TransferError> {
         let (first, rest) = match parts {
             [] => return Err(TransferError::EmptyMultipart),
-            [single] => return self.send_frame(single, timeout_ms),
-            [first, rest @ ..] => (first, rest),
+            [single] => return self.send_frame(part::msg_mut(single), timeout_ms),
+            [first, rest @ ..] => (part::msg_mut(first), rest),
         };
         self.transfer(Dir::Send, timeout_ms, |flags| sys::msg_send(&mut first.raw, self.ptr, flags | zmq::SNDMORE))?;
         let n = rest.len();
         let mut lost = false;
         for i in 0..n {
             let more = if i + 1 < n { zmq::SNDMORE } else { 0 };
-            let part = &mut rest[i];
-            match self.send_rest(i + 1 == n, |flags| sys::msg_send(&mut part.raw, self.ptr, flags | more))? {
+            let frame = part::msg_mut(&mut rest[i]);
+            match self.send_rest(i + 1 == n, |flags| sys::msg_send(&mut frame.raw, self.ptr, flags | more))? {
                 Rest::Sent => {}
                 Rest::Dropped => lost = true,
                 Rest::NoPeer => {
                     lost = true;
-                    rest[i..].iter_mut().for_each(Message::rebuild);
+                    rest[i..].iter_mut().for_each(|p| part::msg_mut(p).rebuild());
                     break;
                 }
             }
@@ -491,25 +495,38 @@ impl Socket {
     }
 
     /// Receives every frame of one multipart without counting them, appended to `parts`.
-    pub(crate) fn receive_frames(&self, parts: &mut Vec<Message>, timeout_ms: i32) -> Result<(), TransferError> {
-        let mut part = Message::new();
-        self.transfer(Dir::Receive, timeout_ms, |flags| sys::msg_recv(&mut part.raw, self.ptr, flags))?;
+    /// Each made a `T` by `wrap` (see [`Socket::receive_parts_into`]); their total size.
+    pub(crate) fn receive_frames<T>(
+        &self,
+        parts: &mut Vec<T>,
+        wrap: fn(Message) -> T,
+        timeout_ms: i32,
+    ) -> Result<usize, TransferError> {
+        let mut frame = Message::new();
+        self.transfer(Dir::Receive, timeout_ms, |flags| sys::msg_recv(&mut frame.raw, self.ptr, flags))?;
+        let mut total = 0;
         loop {
-            let more = part.raw.more();
-            parts.push(part);
+            let more = frame.raw.more();
+            total += frame.size();
+            parts.push(wrap(frame));
             if !more {
-                return Ok(());
+                return Ok(total);
             }
-            part = Message::new();
-            self.complete(zmq::POLLIN, |flags| sys::msg_recv(&mut part.raw, self.ptr, flags))?;
+            frame = Message::new();
+            self.complete(zmq::POLLIN, |flags| sys::msg_recv(&mut frame.raw, self.ptr, flags))?;
         }
     }
 
     /// Receives a multipart message and appends its parts to `parts`. Returns the total size.
     pub fn receive_parts(&self, parts: &mut Vec<Message>, timeout_ms: i32) -> TransferResult {
-        let start = parts.len();
-        self.receive_frames(parts, timeout_ms)?;
-        let total = parts[start..].iter().map(Message::size).sum();
+        self.receive_parts_into(parts, std::convert::identity, timeout_ms)
+    }
+
+    /// Receives a multipart message and appends its parts to `parts`, each made a `T` by `wrap`:
+    /// a caller's own message type (a device's) holds them where they land, with no vector of
+    /// ours in between. Returns the total size.
+    pub fn receive_parts_into<T>(&self, parts: &mut Vec<T>, wrap: fn(Message) -> T, timeout_ms: i32) -> TransferResult {
+        let total = self.receive_frames(parts, wrap, timeout_ms)?;
         self.counters.record_rx(total);
         Ok(total)
     }

@@ -319,8 +319,8 @@ impl Socket {
             }
         }
         match self {
-            Socket::Zeromq(s) => send_own(&ZMQ_SCRATCH, parts, Message::Zeromq, |m| s.send_parts(m, timeout_ms)),
-            // Sent where they lie (see `fairmq_shm::Part`).
+            // Sent where they lie (see `fairmq_zmq::Part`, `fairmq_shm::Part`).
+            Socket::Zeromq(s) => s.send_parts(parts, timeout_ms),
             Socket::Shmem(s) => s.send_parts(parts, timeout_ms),
         }
     }
@@ -328,7 +328,7 @@ impl Socket {
     /// Receives a multipart message, appending its parts.
     pub fn receive_parts(&self, parts: &mut Parts, timeout_ms: i32) -> TransferResult {
         match self {
-            Socket::Zeromq(s) => receive_own(&ZMQ_SCRATCH, parts, Message::Zeromq, |m| s.receive_parts(m, timeout_ms)),
+            Socket::Zeromq(s) => s.receive_parts_into(parts, Message::Zeromq, timeout_ms),
             Socket::Shmem(s) => s.receive_parts_into(parts, Message::Shmem, timeout_ms),
         }
     }
@@ -423,28 +423,27 @@ impl<'a> Poller<'a> {
     }
 }
 
-thread_local! {
-    /// Each thread's buffers for handing a multipart to a transport's own message type: a
-    /// multipart costs no allocation beyond its parts.
-    static ZMQ_SCRATCH: std::cell::RefCell<Vec<fairmq_zmq::Message>> = const { std::cell::RefCell::new(Vec::new()) };
-}
+/// A device's multipart goes to a zeromq socket as it is: the socket takes each part's message
+/// (none for a shmem part, which the socket refuses; the device made every part zeromq before).
+impl fairmq_zmq::Part for Message {
+    #[inline]
+    fn as_zmq(&self) -> Option<&fairmq_zmq::Message> {
+        match self {
+            Message::Zeromq(m) => Some(m),
+            Message::Shmem(_) => None,
+        }
+    }
 
-/// A transport's own message type inside [`Message`].
-trait Own: Sized {
-    fn own(m: Message) -> Self;
-}
-
-impl Own for fairmq_zmq::Message {
-    fn own(m: Message) -> Self {
-        match m {
-            Message::Zeromq(m) => m,
-            Message::Shmem(_) => unreachable!("adopted before"),
+    #[inline]
+    fn as_zmq_mut(&mut self) -> Option<&mut fairmq_zmq::Message> {
+        match self {
+            Message::Zeromq(m) => Some(m),
+            Message::Shmem(_) => None,
         }
     }
 }
 
-/// A device's multipart goes to a shmem socket as it is: the socket takes each part's message
-/// (none for a zeromq part, which the socket refuses; the device made every part shmem before).
+/// The same for a shmem socket (see `fairmq_shm::Part`).
 impl fairmq_shm::Part for Message {
     #[inline]
     fn as_shm(&self) -> Option<&fairmq_shm::Message> {
@@ -461,48 +460,4 @@ impl fairmq_shm::Part for Message {
             Message::Zeromq(_) => None,
         }
     }
-}
-
-type Scratch<M> = std::thread::LocalKey<std::cell::RefCell<Vec<M>>>;
-
-/// Sends `parts` (all of `M`'s transport) as `M`s through this thread's buffer `key`; they come
-/// back to `parts` after, sent (emptied) or kept.
-fn send_own<M: Own>(
-    key: &'static Scratch<M>,
-    parts: &mut Parts,
-    back: fn(M) -> Message,
-    send: impl FnOnce(&mut Vec<M>) -> TransferResult,
-) -> TransferResult {
-    with_scratch(key, |own| {
-        own.extend(parts.drain(..).map(M::own));
-        let r = send(own);
-        parts.extend(own.drain(..).map(back));
-        r
-    })
-}
-
-/// Receives `M`s through this thread's buffer `key`, appended to `parts`.
-fn receive_own<M>(
-    key: &'static Scratch<M>,
-    parts: &mut Parts,
-    back: fn(M) -> Message,
-    receive: impl FnOnce(&mut Vec<M>) -> TransferResult,
-) -> TransferResult {
-    with_scratch(key, |got| {
-        let r = receive(got);
-        parts.extend(got.drain(..).map(back));
-        r
-    })
-}
-
-/// Runs `f` with this thread's empty buffer from `key` (a fresh one if it is in use: a transfer
-/// cannot run inside another on one thread, but nothing here relies on that).
-fn with_scratch<M, R>(key: &'static Scratch<M>, f: impl FnOnce(&mut Vec<M>) -> R) -> R {
-    key.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut v) => {
-            v.clear();
-            f(&mut v)
-        }
-        Err(_) => f(&mut Vec::new()),
-    })
 }
