@@ -245,16 +245,23 @@ fn drop_lane_reference(by: &(impl Sweeper + ?Sized), seg: &Segment, owner: u32, 
             ring.close(crate::segment::ring::READER_CLOSED | crate::segment::ring::WRITER_CLOSED);
         }
     }
+    // The reference goes first, and the sweep that took the last one releases what the lane holds
+    // (nobody reads or writes it any more; it is still allocated). A live holder that drops its
+    // own does the same (`LaneBlock`'s drop). Before, the sweep looked at the count and then took
+    // its reference: a live holder that dropped its own in between left the lane's messages to
+    // the sweep, which had left them to that holder, and they stayed for the session's life.
     let rc = seg.rc(l.offset, l.slot);
-    if rc.load(Ordering::Acquire) as u32 == 1 {
-        // The last holder: nobody reads or writes the lane any more.
-        if !by.release_lane_contents(&ring) {
-            log::warn!("a lane whose last holder died stays in the segment: no transport to release its messages");
-            return false;
-        }
-    }
+    crate::kill_point::here("drop_lane_reference: before the reference goes");
     match rc.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| (v as u32 > 0).then(|| v - 1)) {
-        Ok(prev) if prev as u32 == 1 => by.free(seg, l.offset, l.delta, l.slot),
+        Ok(prev) if prev as u32 == 1 => {
+            if !by.release_lane_contents(&ring) {
+                // The reference back: the lane stays in the segment, held, as before.
+                rc.fetch_add(1, Ordering::AcqRel);
+                log::warn!("a lane whose last holder died stays in the segment: no transport to release its messages");
+                return false;
+            }
+            by.free(seg, l.offset, l.delta, l.slot);
+        }
         Ok(_) => {}
         Err(_) => return false,
     }

@@ -739,6 +739,24 @@ impl Message {
         }
     }
 
+    /// Drops this message's reference to its block, as a drop does; when it was the last, `last`
+    /// runs first, the block still allocated and nobody else's (a lane's last holder releases what
+    /// the lane holds: see `lanes::LaneBlock`). The message is empty after.
+    pub(crate) fn release_last_with(&mut self, last: impl FnOnce(&Arc<Attachment>, &Message)) {
+        let Body::Block { seg, offset, delta, slot, .. } = self.body else { return self.release() };
+        self.unlist();
+        let segment = self.mgr.mapped(seg);
+        // No shortcut for a sole holder: another may drop its reference at the same time, and
+        // whoever takes the count to zero is the last.
+        if segment.rc(offset, slot).fetch_sub(1, Ordering::Release) & 0xffff_ffff == 1 {
+            // Pairs with the other holders' Release decrements: their accesses happen before ours.
+            fence(Ordering::Acquire);
+            last(&self.mgr, self);
+            self.mgr.release(segment, offset, delta, slot);
+        }
+        self.body = Body::Empty;
+    }
+
     /// Drops one reference to a block, freeing it if it was the last; returns whether it was.
     fn drop_block_reference(&self, seg: u16, offset: u64, delta: u32, slot: u32) -> bool {
         let segment = self.mgr.mapped(seg);

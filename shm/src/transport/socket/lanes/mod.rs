@@ -138,6 +138,24 @@ impl LaneBlock {
     }
 }
 
+/// Whoever drops a lane's last reference releases what the lane still holds: a side that closed
+/// while the other lived left it to the other, and the sweep of a dead side that found another
+/// reference left it to that one (see `ledger::drop_lane_reference`). Before, a side that closed
+/// while its peer lived, its peer then killed and swept before this reference went, freed the lane
+/// with its messages still allocated, for the session's life.
+impl Drop for LaneBlock {
+    fn drop(&mut self) {
+        let capacity = self.capacity;
+        self.block.release_last_with(|mgr, block| {
+            let Some(words) = block.words() else { return };
+            let n = release_contents(mgr, &Ring::reopen(words, capacity));
+            if n > 0 {
+                log::warn!("released {n} messages left in a lane whose last holder left it");
+            }
+        });
+    }
+}
+
 /// Frees the blocks of a metadata frame nobody will receive: its messages are dropped (the records
 /// are checked, and their tickets claimed, like received ones). Returns how many.
 pub(crate) fn release_frame(mgr: &Arc<Attachment>, frame: &[u8], source: Source) -> usize {

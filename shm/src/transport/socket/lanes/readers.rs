@@ -200,6 +200,7 @@ impl Readers {
             if dead {
                 mgr.sweep_dead(); // drops the dead writer's reference
             }
+            crate::kill_point::here("Readers::close: closed, the reference not dropped");
         }
     }
 }

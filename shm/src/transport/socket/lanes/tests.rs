@@ -490,9 +490,8 @@ fn ticket_of(offer: Record) -> (u16, u32, u64) {
 fn claim_lane(mgr: &Arc<Attachment>, (segment, ticket, nonce): (u16, u32, u64)) -> Readers {
     let block = Message::claim_offer(mgr, segment, ticket, nonce).unwrap();
     let capacity = block.words().map(|w| Ring::open(w).unwrap().capacity()).unwrap();
-    let lane = LaneBlock::new(block, capacity);
-    assert_eq!(lane.ring().claim(mgr.owner()), ring::Claim::Fresh);
-    Readers::of(lane.block, capacity)
+    assert_eq!(Ring::reopen(block.words().unwrap(), capacity).claim(mgr.owner()), ring::Claim::Fresh);
+    Readers::of(block, capacity)
 }
 
 /// Takes the messages numbered 0, 1, .. `n` - 1 out of `readers`, in order.
@@ -627,9 +626,8 @@ fn a_lane_whose_offer_a_reader_holds_is_not_released_at_close() {
     writer.close(&mgr);
     // The reader goes on: claims the lane and reads both messages.
     let capacity = block.words().map(|w| Ring::open(w).unwrap().capacity()).unwrap();
-    let lane = LaneBlock::new(block, capacity);
-    assert_ne!(lane.ring().claim(mgr.owner()), ring::Claim::Taken);
-    let mut readers = Readers::of(lane.block, capacity);
+    assert_ne!(Ring::reopen(block.words().unwrap(), capacity).claim(mgr.owner()), ring::Claim::Taken);
+    let mut readers = Readers::of(block, capacity);
     read_numbered(&mgr, &mut readers, 2);
     readers.close(&mgr);
 }
@@ -874,4 +872,63 @@ fn unreadable_lane(mgr: &Arc<Attachment>) -> Message {
     block.list_lane();
     block.mark_held(crate::segment::slots::SHARED);
     block
+}
+
+/// The writer and reader of a lane with a message in it, each its own transport: the writer
+/// killed (never dropping its side); its messages' records.
+fn lane_with_a_killed_writer(
+    tag: &str,
+) -> (crate::scratch::Scratch, Arc<Attachment>, Arc<Attachment>, Readers, Record) {
+    let (scratch, writer_side) = crate::scratch::attachment(tag);
+    writer_side.set_shared(); // as a transport's: its sweeps release what a lane holds
+    let interrupter = Arc::new(fairmq_zmq::Interrupter::new().unwrap());
+    let reader_side = Arc::new(Attachment::new(writer_side.config(), interrupter).unwrap());
+    reader_side.set_shared();
+    let link = Offers::default();
+    let mut writer = Writer::default();
+    let rec = send_numbered(&writer_side, &mut writer, &link, 0);
+    let readers = claim_lane(&reader_side, first_offer(&link));
+    std::mem::forget(writer); // killed: its reference goes with the sweep of the dead
+    (scratch, writer_side, reader_side, readers, rec)
+}
+
+/// A reader closes its lane while the writer lives (what is in the lane is the writer's to take
+/// back), the writer is killed and swept before the reader's reference goes: that reference is
+/// the last, and what the lane holds goes with it. Before, the sweep left the lane's message to
+/// the reader, the reader had left it to the writer, and it stayed allocated for the session's
+/// life.
+#[test]
+fn a_lane_whose_writer_is_swept_while_its_reader_closes_is_released_by_the_reader() {
+    let (_scratch, writer_side, reader_side, mut readers, rec) = lane_with_a_killed_writer("lanes-swept-in-close");
+    let sweeper = writer_side.clone();
+    crate::kill_point::meanwhile("Readers::close: closed, the reference not dropped", move || {
+        assert_eq!(sweeper.release_ledger_as_if_dead(), 1, "the dead writer's reference dropped");
+    });
+    readers.close(&reader_side);
+    assert_eq!(count_word(&writer_side, rec) as u32, 0, "the lane's message was released");
+    drop(reader_side);
+    writer_side.flush(false);
+    writer_side.own().check().unwrap();
+}
+
+/// The same race the other way round: the sweep of the killed writer finds the reader's
+/// reference, and the reader drops it (closing while the writer lived) before the sweep drops the
+/// writer's: the sweep's is the last, and what the lane holds goes with it. Before, the sweep
+/// decided by the count it saw before the reader's went, and freed the lane with its message.
+#[test]
+fn a_lane_whose_reader_closes_while_the_sweep_of_its_writer_runs_is_released_by_the_sweep() {
+    let (_scratch, writer_side, reader_side, readers, rec) = lane_with_a_killed_writer("lanes-close-in-sweep");
+    let closing = reader_side.clone();
+    let readers = std::cell::RefCell::new(Some(readers));
+    let readers = std::rc::Rc::new(readers);
+    let in_sweep = readers.clone();
+    crate::kill_point::meanwhile("drop_lane_reference: before the reference goes", move || {
+        in_sweep.borrow_mut().take().unwrap().close(&closing);
+    });
+    assert_eq!(writer_side.release_ledger_as_if_dead(), 1, "the dead writer's reference dropped");
+    assert!(readers.borrow().is_none(), "the reader closed during the sweep");
+    assert_eq!(count_word(&writer_side, rec) as u32, 0, "the lane's message was released");
+    drop(reader_side);
+    writer_side.flush(false);
+    writer_side.own().check().unwrap();
 }
