@@ -61,8 +61,8 @@ fn a_multipart_with_a_part_of_the_other_transport_crosses_a_link_whole_and_lands
 /// part the socket's transport).
 fn send_directly(l: &Link, parts: &mut [Message]) -> Result<usize, TransferError> {
     match &l.push {
-        Socket::Shmem(push) => push.send_parts(parts, 1000),
-        Socket::Zeromq(push) => push.send_parts(parts, 1000),
+        Socket::Shmem(push) => push.send_parts_of(parts, 1000),
+        Socket::Zeromq(push) => push.send_parts_of(parts, 1000),
     }
 }
 
@@ -87,5 +87,57 @@ fn a_socket_refuses_a_multipart_with_a_part_of_the_other_transport_and_leaves_it
         assert_eq!(l.push.send_parts(&mut parts, 5000, &l.link).unwrap(), 2);
         assert_eq!(l.pull.receive_parts(&mut got, 5000).unwrap(), 2);
         assert_eq!(bytes(&got), [b"a".to_vec(), b"b".to_vec()]);
+    }
+}
+
+#[test]
+fn a_multipart_with_a_part_of_the_other_transport_crosses_a_shmem_push_without_lanes_whole() {
+    // Records on the ZeroMQ socket, a ticket each (the PUSH's routing), not through a lane.
+    let s = Session::new();
+    let shm = session_transport(&s, TransportKind::Shmem, |p| p.set("shm-lanes", false));
+    let zmq = session_transport(&s, TransportKind::Zeromq, |_| {});
+    let address = s.ipc("no-lanes");
+    let pull = attached_socket(&shm, SocketType::Pull, &address, Method::Bind);
+    let push = attached_socket(&shm, SocketType::Push, &address, Method::Connect);
+    let mut parts = vec![zmq.new_simple_message(b"first").unwrap(), shm.new_simple_message(b"2nd").unwrap()];
+    assert_eq!(push.send_parts(&mut parts, 5000, &shm).unwrap(), 8);
+    assert!(parts.iter().all(|p| p.kind() == TransportKind::Shmem && p.size() == 0));
+    let mut got = Vec::new();
+    assert_eq!(pull.receive_parts(&mut got, 5000).unwrap(), 8);
+    assert_eq!(bytes(&got), [b"first".to_vec(), b"2nd".to_vec()]);
+}
+
+#[test]
+fn a_published_multipart_with_a_part_of_the_other_transport_reaches_a_subscriber_whole() {
+    for kind in KINDS {
+        let s = Session::new();
+        let shm = session_transport(&s, TransportKind::Shmem, |_| {});
+        let zmq = session_transport(&s, TransportKind::Zeromq, |_| {});
+        let (link, other) = if kind == TransportKind::Shmem { (shm, zmq) } else { (zmq, shm) };
+        let address = s.ipc("pubsub");
+        let publisher = attached_socket(&link, SocketType::Pub, &address, Method::Bind);
+        let sub = attached_socket(&link, SocketType::Sub, &address, Method::Connect);
+        // The subscription reaches the publisher a moment after the connect: publish until one
+        // arrives.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let mut got = Vec::new();
+        loop {
+            assert!(std::time::Instant::now() < deadline, "{kind:?}: the subscriber never got a message");
+            publisher.send(&mut link.new_simple_message(b"warm-up").unwrap(), 5000, &link).unwrap();
+            if sub.receive_parts(&mut got, 20).is_ok() {
+                break;
+            }
+        }
+        let mut parts = vec![other.new_simple_message(b"p").unwrap(), link.new_simple_message(b"qq").unwrap()];
+        assert_eq!(publisher.send_parts(&mut parts, 5000, &link).unwrap(), 3, "{kind:?}");
+        // Warm-ups still on their way come first.
+        loop {
+            got.clear();
+            sub.receive_parts(&mut got, 5000).unwrap();
+            if bytes(&got) != [b"warm-up".to_vec()] {
+                break;
+            }
+        }
+        assert_eq!(bytes(&got), [b"p".to_vec(), b"qq".to_vec()], "{kind:?}");
     }
 }

@@ -24,7 +24,9 @@
 //!   socket picks the receiver name it, or the set it is one of, from the session's directory of
 //!   endpoints (see `addressee`), and what a killed process held of shared blocks it listed in its
 //!   ledger (see `ledger`): the sweep of the dead drops it.
-//! - Sockets, timeouts, interruption, counters and pollers behave as in `fairmq-zmq`.
+//! - Sockets, timeouts, interruption, counters and pollers behave as in `fairmq-zmq`. A caller's own
+//!   message type that holds ours (a device's) is sent and received where it lies
+//!   ([`Part`], `Socket::send_parts_of`, `Socket::receive_parts_into`).
 //! - Between a sender with a single peer (PAIR, a PUSH connected to one endpoint, or a bound PUSH
 //!   while one peer is connected) and its receiver, records travel through a *lane*, a ring in the
 //!   segment, instead of one ZeroMQ message each; the socket carries the lane's offer and wakes a
@@ -38,7 +40,7 @@
 //!
 //! | layer | holds |
 //! |---|---|
-//! | `transport/` | the transport's attachment to the session, messages, regions, region events, pollers, `socket/` (sockets, their lanes, the peers they send to, orphans of the dead, the endpoint directory), the configuration |
+//! | `transport/` | the transport's attachment to the session, messages (and the parts a send takes), regions, region events, pollers, `socket/` (sockets, their lanes, the peers they send to, orphans of the dead, the endpoint directory), the configuration |
 //! | `monitor/` | the session monitor (`fairmq-shmmonitor`) |
 //! | `region/` | a region's map into this process, and the queues of acknowledgements |
 //! | `session/` | the management segment, attaching and detaching, the region registry, liveness of processes, ledgers of shared references |

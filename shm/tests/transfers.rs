@@ -83,7 +83,7 @@ fn multipart_and_empty_messages() {
     assert_eq!(e.code(), fairmq_zmq::TransferCode::Error, "{e}");
     t.flush();
     assert_eq!(t.segment_stats().free, free_before);
-    assert!(matches!(push.send_parts::<fairmq_shm::Message>(&mut [], LONG), Err(TransferError::EmptyMultipart)));
+    assert!(matches!(push.send_parts(&mut [], LONG), Err(TransferError::EmptyMultipart)));
     let c = push.counters();
     assert_eq!((c.messages_tx, c.bytes_tx), (3, 100_003 + 3 + 10_000), "payload bytes, a multipart once");
 }

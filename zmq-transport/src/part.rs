@@ -3,45 +3,37 @@
 //! zeromq ones before the send) is sent where it lies, not moved into a vector of ours and back.
 
 use crate::message::Message;
-use crate::vocabulary::error::TransferError;
 
-/// A part of a multipart to send: a zeromq [`Message`], if it holds one (a send refuses the
-/// multipart when any part holds none).
+/// A part of a multipart to send with [`Socket::send_parts_of`](crate::Socket::send_parts_of):
+/// a zeromq [`Message`], if it holds one (the send refuses the multipart when any part holds
+/// none). The send asks each part once, before it starts.
 pub trait Part {
-    /// The message to send.
-    fn as_zmq(&self) -> Option<&Message>;
     /// The message to send, emptied by the send.
     fn as_zmq_mut(&mut self) -> Option<&mut Message>;
 }
 
 impl Part for Message {
     #[inline]
-    fn as_zmq(&self) -> Option<&Message> {
-        Some(self)
-    }
-
-    #[inline]
     fn as_zmq_mut(&mut self) -> Option<&mut Message> {
         Some(self)
     }
 }
 
-/// Refuses a multipart with a part that holds no zeromq message.
-pub(crate) fn check_all<P: Part>(parts: &[P]) -> Result<(), TransferError> {
-    match parts.iter().all(|p| p.as_zmq().is_some()) {
-        true => Ok(()),
-        false => Err(TransferError::Transport("a part is not a zeromq message".into())),
+/// What the send path works on: a message, or a caller's part's message asked for once.
+pub(crate) trait Held {
+    fn msg_mut(&mut self) -> &mut Message;
+}
+
+impl Held for Message {
+    #[inline]
+    fn msg_mut(&mut self) -> &mut Message {
+        self
     }
 }
 
-/// The message of a part whose multipart [`check_all`] passed.
-#[inline]
-pub(crate) fn msg<P: Part>(p: &P) -> &Message {
-    p.as_zmq().expect("check_all refused parts without a zeromq message")
-}
-
-/// [`msg`], to change.
-#[inline]
-pub(crate) fn msg_mut<P: Part>(p: &mut P) -> &mut Message {
-    p.as_zmq_mut().expect("check_all refused parts without a zeromq message")
+impl Held for &mut Message {
+    #[inline]
+    fn msg_mut(&mut self) -> &mut Message {
+        self
+    }
 }

@@ -2,7 +2,7 @@
 
 use crate::message::Message;
 use crate::monitor::{Monitors, PeerCount};
-use crate::part::{self, Part};
+use crate::part::{Held, Part};
 use crate::sys::{self, RawMsg, SockPtr};
 use crate::vocabulary::counters::{CounterSnapshot, Counters};
 use crate::vocabulary::endpoint::{resolve_tcp, split_endpoints, with_port, Method, Protocol};
@@ -428,38 +428,53 @@ impl Socket {
 
     /// Sends a multipart message: one ZeroMQ multipart, frame for frame. All parts leave atomically:
     /// the call waits (or fails) only before the first frame. Empty multiparts are refused.
-    /// The parts may be a caller's own messages that hold ours (see [`Part`]).
-    pub fn send_parts<P: Part>(&self, parts: &mut [P], timeout_ms: i32) -> TransferResult {
-        part::check_all(parts)?;
+    pub fn send_parts(&self, parts: &mut [Message], timeout_ms: i32) -> TransferResult {
         if let [single] = parts {
-            return self.send(part::msg_mut(single), timeout_ms);
+            return self.send(single, timeout_ms);
         }
-        let total: usize = parts.iter().map(|p| part::msg(p).size()).sum();
+        let total: usize = parts.iter().map(Message::size).sum();
         self.send_frames(parts, timeout_ms)?;
         self.counters.record_tx(total);
         Ok(total)
     }
 
+    /// [`send_parts`](Socket::send_parts) of a caller's own messages that hold ours (see
+    /// [`Part`]): each part's message is asked for once; a multipart with a part that holds none
+    /// is refused whole, with an error.
+    pub fn send_parts_of<P: Part>(&self, parts: &mut [P], timeout_ms: i32) -> TransferResult {
+        // On the stack for the usual few parts: no allocation per send.
+        let mut held: smallvec::SmallVec<[&mut Message; 16]> = smallvec::SmallVec::with_capacity(parts.len());
+        for p in parts.iter_mut() {
+            held.push(p.as_zmq_mut().ok_or_else(|| TransferError::Transport("a part is not a zeromq message".into()))?);
+        }
+        if let [single] = &mut held[..] {
+            return self.send(single, timeout_ms);
+        }
+        let total: usize = held.iter().map(|m| m.size()).sum();
+        self.send_frames(&mut held, timeout_ms)?;
+        self.counters.record_tx(total);
+        Ok(total)
+    }
+
     /// Sends frames as one multipart without counting them; one frame is sent as a plain frame.
-    /// Every part holds a zeromq message (see [`part::check_all`]).
-    pub(crate) fn send_frames<P: Part>(&self, parts: &mut [P], timeout_ms: i32) -> Result<(), TransferError> {
+    pub(crate) fn send_frames<P: Held>(&self, parts: &mut [P], timeout_ms: i32) -> Result<(), TransferError> {
         let (first, rest) = match parts {
             [] => return Err(TransferError::EmptyMultipart),
-            [single] => return self.send_frame(part::msg_mut(single), timeout_ms),
-            [first, rest @ ..] => (part::msg_mut(first), rest),
+            [single] => return self.send_frame(single.msg_mut(), timeout_ms),
+            [first, rest @ ..] => (first.msg_mut(), rest),
         };
         self.transfer(Dir::Send, timeout_ms, |flags| sys::msg_send(&mut first.raw, self.ptr, flags | zmq::SNDMORE))?;
         let n = rest.len();
         let mut lost = false;
         for i in 0..n {
             let more = if i + 1 < n { zmq::SNDMORE } else { 0 };
-            let frame = part::msg_mut(&mut rest[i]);
+            let frame = rest[i].msg_mut();
             match self.send_rest(i + 1 == n, |flags| sys::msg_send(&mut frame.raw, self.ptr, flags | more))? {
                 Rest::Sent => {}
                 Rest::Dropped => lost = true,
                 Rest::NoPeer => {
                     lost = true;
-                    rest[i..].iter_mut().for_each(|p| part::msg_mut(p).rebuild());
+                    rest[i..].iter_mut().for_each(|p| p.msg_mut().rebuild());
                     break;
                 }
             }
@@ -504,7 +519,7 @@ impl Socket {
     ) -> Result<usize, TransferError> {
         let mut frame = Message::new();
         self.transfer(Dir::Receive, timeout_ms, |flags| sys::msg_recv(&mut frame.raw, self.ptr, flags))?;
-        let mut total = 0;
+        let (start, mut total) = (parts.len(), 0);
         loop {
             let more = frame.raw.more();
             total += frame.size();
@@ -513,7 +528,11 @@ impl Socket {
                 return Ok(total);
             }
             frame = Message::new();
-            self.complete(zmq::POLLIN, |flags| sys::msg_recv(&mut frame.raw, self.ptr, flags))?;
+            if let Err(e) = self.complete(zmq::POLLIN, |flags| sys::msg_recv(&mut frame.raw, self.ptr, flags)) {
+                // Only a socket that is going fails here: what came of the multipart goes too.
+                parts.truncate(start);
+                return Err(e);
+            }
         }
     }
 
@@ -524,7 +543,8 @@ impl Socket {
 
     /// Receives a multipart message and appends its parts to `parts`, each made a `T` by `wrap`:
     /// a caller's own message type (a device's) holds them where they land, with no vector of
-    /// ours in between. Returns the total size.
+    /// ours in between (`wrap` runs inside the receive: it must not use this socket). Returns the
+    /// total size. On error `parts` is as it was.
     pub fn receive_parts_into<T>(&self, parts: &mut Vec<T>, wrap: fn(Message) -> T, timeout_ms: i32) -> TransferResult {
         let total = self.receive_frames(parts, wrap, timeout_ms)?;
         self.counters.record_rx(total);

@@ -320,8 +320,8 @@ impl Socket {
         }
         match self {
             // Sent where they lie (see `fairmq_zmq::Part`, `fairmq_shm::Part`).
-            Socket::Zeromq(s) => s.send_parts(parts, timeout_ms),
-            Socket::Shmem(s) => s.send_parts(parts, timeout_ms),
+            Socket::Zeromq(s) => s.send_parts_of(parts, timeout_ms),
+            Socket::Shmem(s) => s.send_parts_of(parts, timeout_ms),
         }
     }
 
@@ -427,14 +427,6 @@ impl<'a> Poller<'a> {
 /// (none for a shmem part, which the socket refuses; the device made every part zeromq before).
 impl fairmq_zmq::Part for Message {
     #[inline]
-    fn as_zmq(&self) -> Option<&fairmq_zmq::Message> {
-        match self {
-            Message::Zeromq(m) => Some(m),
-            Message::Shmem(_) => None,
-        }
-    }
-
-    #[inline]
     fn as_zmq_mut(&mut self) -> Option<&mut fairmq_zmq::Message> {
         match self {
             Message::Zeromq(m) => Some(m),
@@ -445,14 +437,6 @@ impl fairmq_zmq::Part for Message {
 
 /// The same for a shmem socket (see `fairmq_shm::Part`).
 impl fairmq_shm::Part for Message {
-    #[inline]
-    fn as_shm(&self) -> Option<&fairmq_shm::Message> {
-        match self {
-            Message::Shmem(m) => Some(m),
-            Message::Zeromq(_) => None,
-        }
-    }
-
     #[inline]
     fn as_shm_mut(&mut self) -> Option<&mut fairmq_shm::Message> {
         match self {

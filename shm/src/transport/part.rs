@@ -4,35 +4,48 @@
 
 use super::message::Message;
 
-/// A part of a multipart to send: a shmem [`Message`], if it holds one (a send refuses the
-/// multipart when any part holds none).
+/// A part of a multipart to send with [`Socket::send_parts_of`](crate::Socket::send_parts_of):
+/// a shmem [`Message`], if it holds one (the send refuses the multipart when any part holds
+/// none). The send asks each part once, before it starts.
 pub trait Part {
-    /// The message to send.
-    fn as_shm(&self) -> Option<&Message>;
     /// The message to send, emptied by the send once it was handed over.
     fn as_shm_mut(&mut self) -> Option<&mut Message>;
 }
 
 impl Part for Message {
     #[inline]
-    fn as_shm(&self) -> Option<&Message> {
-        Some(self)
-    }
-
-    #[inline]
     fn as_shm_mut(&mut self) -> Option<&mut Message> {
         Some(self)
     }
 }
 
-/// The message of a part whose multipart [`Socket::send_parts`](crate::Socket::send_parts) checked.
-#[inline]
-pub(crate) fn msg<P: Part>(p: &P) -> &Message {
-    p.as_shm().expect("send_parts refused parts without a shmem message")
+/// What the send path works on: a message, or a caller's part's message asked for once (each a
+/// distinct message, the same one at every look).
+pub(crate) trait Held {
+    fn msg(&self) -> &Message;
+    fn msg_mut(&mut self) -> &mut Message;
 }
 
-/// [`msg`], to change.
-#[inline]
-pub(crate) fn msg_mut<P: Part>(p: &mut P) -> &mut Message {
-    p.as_shm_mut().expect("send_parts refused parts without a shmem message")
+impl Held for Message {
+    #[inline]
+    fn msg(&self) -> &Message {
+        self
+    }
+
+    #[inline]
+    fn msg_mut(&mut self) -> &mut Message {
+        self
+    }
+}
+
+impl Held for &mut Message {
+    #[inline]
+    fn msg(&self) -> &Message {
+        self
+    }
+
+    #[inline]
+    fn msg_mut(&mut self) -> &mut Message {
+        self
+    }
 }

@@ -16,7 +16,7 @@ use crate::meta::{self, MetaError, Record};
 use crate::segment::tickets::{Issued, Kind, TicketError};
 use crate::transport::attachment::Attachment;
 use crate::transport::message::{Message, Source};
-use crate::transport::part::{msg, msg_mut, Part};
+use crate::transport::part::{Held, Part};
 use crate::transport::socket::addressee::Addressee;
 use crate::transport::socket::lanes::{release_frame, Deadline, Got, Link, Readers, Writer};
 use crate::transport::socket::peers::{Peers, Sent};
@@ -228,9 +228,9 @@ impl std::fmt::Debug for Socket {
 }
 
 /// The records that hand `parts` over with `tickets` (one per non-empty part, in order).
-fn handed<'a, P: Part>(parts: &'a [P], tickets: &'a [Issued]) -> impl ExactSizeIterator<Item = Record> + 'a {
+fn handed<'a, P: Held>(parts: &'a [P], tickets: &'a [Issued]) -> impl ExactSizeIterator<Item = Record> + 'a {
     let mut tickets = tickets.iter();
-    parts.iter().map(move |p| match msg(p).record() {
+    parts.iter().map(move |p| match p.msg().record() {
         Record::Empty => Record::Empty,
         _ => tickets.next().expect("a ticket per non-empty part").record(),
     })

@@ -19,7 +19,7 @@ use crate::meta::Record;
 use crate::segment::tickets::Issued;
 use crate::transport::attachment::Attachment;
 use crate::transport::message::Message;
-use crate::transport::part::{msg, Part};
+use crate::transport::part::Held;
 use fairmq_zmq::layered::Uncounted;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -99,10 +99,10 @@ pub(crate) enum Sent {
 
 impl Sent {
     /// What `parts` were sent as with `tickets`.
-    pub(crate) fn of<P: Part>(parts: &[P], tickets: &[Issued]) -> Sent {
+    pub(crate) fn of<P: Held>(parts: &[P], tickets: &[Issued]) -> Sent {
         match (parts, tickets) {
-            ([one], [t]) => Sent::One(msg(one).record(), *t),
-            _ => Sent::Many { records: parts.iter().map(|p| msg(p).record()).collect(), tickets: tickets.to_vec() },
+            ([one], [t]) => Sent::One(one.msg().record(), *t),
+            _ => Sent::Many { records: parts.iter().map(|p| p.msg().record()).collect(), tickets: tickets.to_vec() },
         }
     }
 

@@ -309,7 +309,8 @@ impl Socket {
 
     /// Receives a multipart (or single) message and appends its parts to `parts`, each made a `T`
     /// by `wrap`: a caller's own message type (a device's) holds them where they land, with no
-    /// vector of ours in between. On error `parts` is as it was.
+    /// vector of ours in between (`wrap` runs inside the receive: it must not use this socket). On
+    /// error `parts` is as it was.
     pub fn receive_parts_into<T>(&self, parts: &mut Vec<T>, wrap: fn(Message) -> T, timeout_ms: i32) -> TransferResult {
         self.check_can_receive()?;
         let total = self.receive_with(timeout_ms, |received| {

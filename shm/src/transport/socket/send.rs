@@ -3,6 +3,9 @@
 
 use super::*;
 
+/// Parts of a multipart whose messages `send_parts_of` holds without allocating.
+const HELD_ON_STACK: usize = 16;
+
 impl Socket {
     /// Sends the records of `parts` (one message, or the parts of a multipart) in one frame:
     /// through the lane, or on the socket with a ticket for each. On error nothing was handed over.
@@ -10,7 +13,7 @@ impl Socket {
     /// A block goes in flight (marked so; the taker marks it as its own) only once a ticket holds
     /// its reference, and comes back (marked as ours again) before the ticket is taken back: a
     /// process killed at any point leaves a block its mark or a ticket accounts for.
-    pub(super) fn send_records<P: Part>(&self, parts: &[P], timeout_ms: i32) -> Result<(), TransferError> {
+    pub(super) fn send_records<P: Held>(&self, parts: &[P], timeout_ms: i32) -> Result<(), TransferError> {
         let min = self.mgr.config().metadata_msg_size;
         let deadline = Deadline::new(timeout_ms);
         if self.uses_lane() {
@@ -18,12 +21,12 @@ impl Socket {
             // are marked in flight then, see `Writer::send`).
             let sent = {
                 let (buf, _) = &mut *self.scratch.borrow_mut();
-                meta::encode_parts(parts.iter().map(|p| msg(p).record()), min, buf);
-                let mark = || parts.iter().for_each(|p| msg(p).hand_to_lane());
+                meta::encode_parts(parts.iter().map(|p| p.msg().record()), min, buf);
+                let mark = || parts.iter().for_each(|p| p.msg().hand_to_lane());
                 self.lanes.writer.borrow_mut().send(&self.mgr, self, buf, deadline, &mark)
             };
             if sent.is_err() {
-                parts.iter().map(msg).for_each(|p| {
+                parts.iter().map(P::msg).for_each(|p| {
                     p.mark_in_flight(false);
                     p.list_if_shared(); // the hand-over did not happen
                 });
@@ -39,7 +42,7 @@ impl Socket {
 
     /// Sends the records of `parts` on the socket (to whoever ZeroMQ hands them to), their tickets
     /// naming the receiver where it can be named (see `addressee`).
-    pub(super) fn send_addressed<P: Part>(&self, parts: &[P], deadline: Deadline) -> Result<(), TransferError> {
+    pub(super) fn send_addressed<P: Held>(&self, parts: &[P], deadline: Deadline) -> Result<(), TransferError> {
         let issued = &mut *self.issued.borrow_mut();
         self.issue_for(parts, deadline, issued)?;
         let receiver = self.addressee.borrow_mut().as_mut().map_or((0, 0), |a| a.receiver(&self.mgr));
@@ -89,27 +92,27 @@ impl Socket {
     /// Issues the tickets of `parts` into `issued`, then marks their blocks in flight (in that
     /// order: a block in flight is always one a ticket holds). A shared reference is unlisted
     /// before its ticket holds it (see `Message::unlist_for_hand_over`).
-    pub(super) fn issue_for<P: Part>(
+    pub(super) fn issue_for<P: Held>(
         &self,
         parts: &[P],
         deadline: Deadline,
         issued: &mut Vec<Issued>,
     ) -> Result<(), TransferError> {
-        parts.iter().for_each(|p| msg(p).unlist_for_hand_over());
-        if let Err(e) = self.issue_all(parts.iter().map(|p| msg(p).record()), deadline, issued) {
-            parts.iter().for_each(|p| msg(p).list_if_shared());
+        parts.iter().for_each(|p| p.msg().unlist_for_hand_over());
+        if let Err(e) = self.issue_all(parts.iter().map(|p| p.msg().record()), deadline, issued) {
+            parts.iter().for_each(|p| p.msg().list_if_shared());
             return Err(e);
         }
-        parts.iter().for_each(|p| msg(p).mark_in_flight(true));
+        parts.iter().for_each(|p| p.msg().mark_in_flight(true));
         Ok(())
     }
 
     /// Takes back the tickets of `parts`, whose records did not leave, marking them ours first
     /// (and listing shared references again once no ticket holds them).
-    pub(super) fn take_back_parts<P: Part>(&self, parts: &[P], issued: &mut Vec<Issued>) {
-        parts.iter().for_each(|p| msg(p).mark_in_flight(false));
+    pub(super) fn take_back_parts<P: Held>(&self, parts: &[P], issued: &mut Vec<Issued>) {
+        parts.iter().for_each(|p| p.msg().mark_in_flight(false));
         self.take_back(issued);
-        parts.iter().for_each(|p| msg(p).list_if_shared());
+        parts.iter().for_each(|p| p.msg().list_if_shared());
     }
 
     /// Closing: waits within `linger` until the peers claimed what they were handed and a reader
@@ -149,7 +152,7 @@ impl Socket {
 
     /// A PUSH hands `parts` to one peer: what peers that left did not take goes first, then
     /// `parts`, then, without waiting, what was taken back meanwhile.
-    pub(super) fn push_to_peer<P: Part>(&self, parts: &[P], deadline: Deadline) -> Result<(), TransferError> {
+    pub(super) fn push_to_peer<P: Held>(&self, parts: &[P], deadline: Deadline) -> Result<(), TransferError> {
         loop {
             self.resend_taken_back(deadline)?;
             if let Routed::Sent = self.route(parts, deadline, true)? {
@@ -178,7 +181,7 @@ impl Socket {
     /// waiting within `deadline` while none can take it. Its tickets name the peer that took it.
     /// With `after_taken_back`, a message taken back from a peer that left meanwhile must go
     /// first: nothing is sent then ([`Routed::TakenBack`]).
-    pub(super) fn route<P: Part>(
+    pub(super) fn route<P: Held>(
         &self,
         parts: &[P],
         deadline: Deadline,
@@ -319,24 +322,40 @@ impl Socket {
     }
 
     /// Sends all parts in one metadata frame. Empty multiparts are refused (as by the zeromq transport).
-    /// The parts may be a caller's own messages that hold ours (see [`Part`]).
-    pub fn send_parts<P: Part>(&self, parts: &mut [P], timeout_ms: i32) -> TransferResult {
+    pub fn send_parts(&self, parts: &mut [Message], timeout_ms: i32) -> TransferResult {
+        self.send_held(parts, timeout_ms)
+    }
+
+    /// [`send_parts`](Socket::send_parts) of a caller's own messages that hold ours (see
+    /// [`Part`]): each part's message is asked for once; a multipart with a part that holds none
+    /// is refused whole, with an error.
+    pub fn send_parts_of<P: Part>(&self, parts: &mut [P], timeout_ms: i32) -> TransferResult {
+        // On the stack for the usual few parts: no allocation per send.
+        let mut held: smallvec::SmallVec<[&mut Message; HELD_ON_STACK]> =
+            smallvec::SmallVec::with_capacity(parts.len());
+        for p in parts.iter_mut() {
+            let m = p.as_shm_mut().ok_or_else(|| ShmError::Config("a part is not a shared-memory message".into()))?;
+            held.push(m);
+        }
+        self.send_held(&mut held, timeout_ms)
+    }
+
+    fn send_held<P: Held>(&self, parts: &mut [P], timeout_ms: i32) -> TransferResult {
         if parts.is_empty() {
             return Err(TransferError::EmptyMultipart);
         }
         for p in parts.iter() {
-            let m = p.as_shm().ok_or_else(|| ShmError::Config("a part is not a shared-memory message".into()))?;
-            self.check_session(m)?;
+            self.check_session(p.msg())?;
         }
         match self.ty {
             SocketType::Pub => return self.publish(parts),
             SocketType::Sub | SocketType::Pull => return Err(not_supported()),
             _ => {}
         }
-        let total: usize = parts.iter().map(|p| msg(p).size()).sum();
+        let total: usize = parts.iter().map(|p| p.msg().size()).sum();
         self.send_records(parts, timeout_ms)?;
         for p in parts.iter_mut() {
-            msg_mut(p).hand_over();
+            p.msg_mut().hand_over();
         }
         self.z.counters_ref().record_tx(total);
         Ok(total)
@@ -361,13 +380,13 @@ impl Socket {
 
     /// Sends the parts' records to every subscriber, one reference and one ticket each; the
     /// publisher's own references are released afterwards (freeing blocks nobody got).
-    pub(super) fn publish<P: Part>(&self, parts: &mut [P]) -> TransferResult {
-        for p in parts.iter().map(msg) {
+    pub(super) fn publish<P: Held>(&self, parts: &mut [P]) -> TransferResult {
+        for p in parts.iter().map(P::msg) {
             p.share()?;
             p.list_before_sharing();
         }
         self.learn_peers(false);
-        let total: usize = parts.iter().map(|p| msg(p).size()).sum();
+        let total: usize = parts.iter().map(|p| p.msg().size()).sum();
         let min = self.mgr.config().metadata_msg_size;
         let (frame, _) = &mut *self.scratch.borrow_mut();
         let issued = &mut *self.issued.borrow_mut();
@@ -375,10 +394,10 @@ impl Socket {
         let mut gone = Vec::new();
         for i in 0..peers.len() {
             let p = peers.get_mut(i);
-            parts.iter().for_each(|p| msg(p).add_reference());
+            parts.iter().for_each(|p| p.msg().add_reference());
             // Like a full queue, no free ticket makes this subscriber miss the message.
-            if self.issue_all(parts.iter().map(|p| msg(p).record()), Deadline::Now, issued).is_err() {
-                parts.iter().for_each(|p| msg(p).drop_reference());
+            if self.issue_all(parts.iter().map(|p| p.msg().record()), Deadline::Now, issued).is_err() {
+                parts.iter().for_each(|p| p.msg().drop_reference());
                 continue;
             }
             for t in issued.iter() {
@@ -389,7 +408,7 @@ impl Socket {
                 Ok(()) => p.handed(&self.mgr, Sent::of(parts, issued)),
                 Err(e) => {
                     self.take_back(issued);
-                    parts.iter().for_each(|p| msg(p).drop_reference());
+                    parts.iter().for_each(|p| p.msg().drop_reference());
                     // Gone (ROUTER_MANDATORY says unroutable): forget it; full queue: it misses this one.
                     if matches!(e, TransferError::Zmq(zmq::Error::EHOSTUNREACH)) {
                         gone.push(i);
@@ -402,7 +421,7 @@ impl Socket {
         }
         drop(peers);
         for p in parts.iter_mut() {
-            msg_mut(p).rebuild();
+            p.msg_mut().rebuild();
         }
         self.z.counters_ref().record_tx(total);
         Ok(total)
