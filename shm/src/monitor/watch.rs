@@ -80,6 +80,7 @@ fn sweep_open(m: Management, names: &Names) -> Result<Sweep, ShmError> {
     }
     let (lock, dead) = if dead.iter().any(|d| d.owner != 0 && crate::session::ledger::lists_a_lane(&m, d.slot)) {
         drop(lock);
+        crate::kill_point::here("sweep_open: the lock let go, no transport attached");
         match sweep_by_transport(&m, names) {
             Ok(()) => {
                 out.by_transport = true;
@@ -346,6 +347,38 @@ mod tests {
         let ordinary = crate::Transport::new(&c).unwrap();
         assert!(Names::path(&names.management()).exists(), "an ordinary transport makes one: the names are right");
         drop(ordinary);
+    }
+
+    /// The monitor found one dead process, which listed a lane, and left the sweep to a transport
+    /// of its own; the session's other process died before that transport attached, which counted
+    /// out both: nobody lives, and the session goes at once. Before, nobody found them dead again,
+    /// and the session stayed until the heartbeats timed out (the kill test of the monitor mode
+    /// hung under load).
+    #[test]
+    fn a_session_whose_last_process_dies_while_a_transport_sweeps_for_the_monitor_is_cleaned_at_once() {
+        let mut c = crate::ShmConfig::new("race", &format!("watch-race-{}", std::process::id()));
+        c.segment_size = 8 << 20;
+        let _scratch = Scratch::of_shm_id(&c.resolved_shm_id());
+        let names = Names::new(&c.resolved_shm_id());
+        let first = crate::Transport::new(&c).unwrap(); // makes the session and its segment
+        let m = Arc::new(Management::open_existing(&names).unwrap());
+        let (end_a, a) = crate::session::liveness::fake_live_transport(&m, 9, 4_000_001, 91);
+        let (end_b, b) = crate::session::liveness::fake_live_transport(&m, 10, 4_000_002, 92);
+        // A lists a lane (the entry names no block: the sweep checks it and drops nothing).
+        crate::session::ledger::Ledger::new(9).note(&m, 0, 1 << 20, 0, 0, true);
+        drop(first); // A and B keep the session
+        assert!(m.still_linked());
+        end_a.send(false).unwrap(); // A dies
+        a.join().unwrap();
+        crate::kill_point::meanwhile("sweep_open: the lock let go, no transport attached", move || {
+            end_b.send(false).unwrap(); // B dies
+            b.join().unwrap();
+        });
+        let out = sweep(names.shm_id()).unwrap();
+        assert_eq!(out.dead, [4_000_001], "the monitor found A");
+        assert!(out.by_transport, "a transport swept");
+        assert!(out.cleaned, "the session was cleaned");
+        assert!(!m.still_linked());
     }
 
     /// Issue 17, item 6: for a transport whose liveness cannot be seen, the heartbeats decide.
