@@ -1,8 +1,8 @@
 //! Points where a unit test stands in for a kill: armed, the point panics there, once. Between two
-//! steps on shared memory a panic leaves what a kill would (the steps here hold no message that
-//! unwinding would release), so a test sees the state a process killed there leaves. A point can
-//! also run what another process does meanwhile (a test's closure, once). Nothing outside tests:
-//! the point compiles to nothing.
+//! steps on shared memory a panic leaves what a kill would where the steps hold no message that
+//! unwinding would release (arm only such points: at `Readers::close`'s, a lane is held), so a
+//! test sees the state a process killed there leaves. A point can also run what another process
+//! does meanwhile (a test's closure, once). Nothing outside tests: the point compiles to nothing.
 
 #[cfg(test)]
 type Meanwhile = Option<(&'static str, Box<dyn FnOnce()>)>;

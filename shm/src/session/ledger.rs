@@ -19,8 +19,8 @@
 //!
 //! A lane's block (see `lanes`) is listed by its writer and its reader. The sweep drops a dead
 //! side's reference, except a dead writer's to a lane nobody claimed yet, which it leaves to the
-//! first claimant (as a writer that closes does); the sweep that drops the last reference releases
-//! what the lane still holds.
+//! first claimant (as a writer that closes does); whoever drops the last reference, the sweep or
+//! a live side letting go of its lane, releases what the lane still holds.
 
 use crate::segment::ring::Ring;
 use crate::segment::slots::is_shared;

@@ -22,7 +22,7 @@ use crate::segment::tickets::{Kind, TicketError, Tickets};
 use crate::transport::attachment::Attachment;
 use crate::transport::region::Region;
 
-use std::sync::atomic::{fence, Ordering};
+use std::sync::atomic::{fence, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 /// Where a received record comes from.
@@ -669,6 +669,7 @@ impl Message {
         segment: u16,
         ticket: u32,
         nonce: u64,
+        lost: impl FnOnce(Message),
     ) -> Result<Message, MetaError> {
         let (tickets, mut m) = Message::resolve(mgr, segment, ticket, nonce, Kind::Offer)?;
         if !m.try_add_reference() {
@@ -677,8 +678,11 @@ impl Message {
             m.hand_over();
             return Err(TicketError::NotIssued(ticket).into());
         }
+        crate::kill_point::here("claim_offer: referenced, not claimed");
         if !tickets.claim(ticket, nonce) {
-            // Taken by another claim meanwhile: our own reference goes with `m`.
+            // Taken by another claim meanwhile: our own reference goes, as a holder of the lane
+            // drops it (`lost`: with the last one, what the lane holds).
+            lost(m);
             return Err(TicketError::NotIssued(ticket).into());
         }
         Ok(m)
@@ -740,21 +744,22 @@ impl Message {
     }
 
     /// Drops this message's reference to its block, as a drop does; when it was the last, `last`
-    /// runs first, the block still allocated and nobody else's (a lane's last holder releases what
-    /// the lane holds: see `lanes::LaneBlock`). The message is empty after.
-    pub(crate) fn release_last_with(&mut self, last: impl FnOnce(&Arc<Attachment>, &Message)) {
-        let Body::Block { seg, offset, delta, slot, .. } = self.body else { return self.release() };
+    /// runs first with the block's words, the block still allocated and nobody else's (a lane's
+    /// last holder releases what the lane holds: see `lanes::LaneBlock`). The message is empty
+    /// before `last` runs: if `last` panics, the block stays (a leak, never a count dropped twice).
+    pub(crate) fn release_last_with(&mut self, last: impl FnOnce(&Arc<Attachment>, Option<&[AtomicU64]>)) {
+        let Body::Block { seg, offset, delta, size, slot, .. } = self.body else { return self.release() };
         self.unlist();
+        self.body = Body::Empty;
         let segment = self.mgr.mapped(seg);
         // No shortcut for a sole holder: another may drop its reference at the same time, and
         // whoever takes the count to zero is the last.
         if segment.rc(offset, slot).fetch_sub(1, Ordering::Release) & 0xffff_ffff == 1 {
             // Pairs with the other holders' Release decrements: their accesses happen before ours.
             fence(Ordering::Acquire);
-            last(&self.mgr, self);
+            last(&self.mgr, segment.block_words(offset, delta, size as u64));
             self.mgr.release(segment, offset, delta, slot);
         }
-        self.body = Body::Empty;
     }
 
     /// Drops one reference to a block, freeing it if it was the last; returns whether it was.

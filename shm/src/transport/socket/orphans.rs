@@ -113,7 +113,11 @@ pub(crate) fn release(mgr: &Arc<Attachment>, o: &Orphan) -> bool {
     let _ = mgr.remark(&rec, o.issuer, crate::segment::slots::IN_FLIGHT);
     if kind == Kind::Offer {
         // Claimed, the offer can never be: nobody will claim its lane either.
-        let Ok(block) = Message::claim_offer(mgr, o.segment, o.ticket, o.nonce) else { return false };
+        let Ok(block) =
+            Message::claim_offer(mgr, o.segment, o.ticket, o.nonce, crate::transport::socket::lanes::drop_lane)
+        else {
+            return false;
+        };
         crate::transport::socket::lanes::release_unclaimed(mgr, block);
         return true;
     }

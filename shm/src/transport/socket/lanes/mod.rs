@@ -7,8 +7,8 @@
 //! block; a writer that leaves before any claim leaves its reference to the first claimant. Each
 //! side lists its reference in its transport's ledger (see `ledger`): the reference of a side that
 //! dies is dropped by the sweep that counts it out, never by the other side (which only asks for
-//! that sweep), so it is dropped once, and the sweep that drops the last one releases what the lane
-//! still holds. A dead writer's reference to a lane nobody claimed yet goes to its first claimant,
+//! that sweep), so it is dropped once; whoever drops the last reference (a sweep, or a side that
+//! lets go of its lane) releases what the lane still holds. A dead writer's reference to a lane nobody claimed yet goes to its first claimant,
 //! or to whoever releases the offer nobody will claim (see `orphans`).
 //!
 //! Nothing sent is dropped because a lane ends: when the reader closes its end (or dies), the
@@ -146,13 +146,23 @@ impl LaneBlock {
 impl Drop for LaneBlock {
     fn drop(&mut self) {
         let capacity = self.capacity;
-        self.block.release_last_with(|mgr, block| {
-            let Some(words) = block.words() else { return };
+        self.block.release_last_with(|mgr, words| {
+            let Some(words) = words else { return };
             let n = release_contents(mgr, &Ring::reopen(words, capacity));
             if n > 0 {
                 log::warn!("released {n} messages left in a lane whose last holder left it");
             }
         });
+    }
+}
+
+/// Drops a reference to a lane's block as a holder of the lane does: with the last one, what the
+/// lane still holds goes too (see `LaneBlock`'s drop); a block whose ring cannot be read goes as
+/// a plain block.
+pub(crate) fn drop_lane(block: Message) {
+    match block.words().ok_or(LaneError::Header).and_then(Ring::open).map(|r| r.capacity()) {
+        Ok(capacity) => drop(LaneBlock::new(block, capacity)),
+        Err(_) => drop(block),
     }
 }
 

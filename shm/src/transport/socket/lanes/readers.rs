@@ -34,7 +34,7 @@ impl Readers {
         let Record::Handed { segment, ticket, nonce } = rec else { return Err(meta::MetaError::Untracked.into()) };
         // With our own reference (see `Message::claim_offer`), taken before the lane's claim too,
         // so a claim never holds a block without its reference.
-        let block = Message::claim_offer(mgr, segment, ticket, nonce)?;
+        let block = Message::claim_offer(mgr, segment, ticket, nonce, super::drop_lane)?;
         let opened = block.words().ok_or(LaneError::Header).and_then(|w| Ring::open(w).map(|r| r.capacity()));
         let capacity = match opened {
             Ok(c) => c,

@@ -488,7 +488,7 @@ fn ticket_of(offer: Record) -> (u16, u32, u64) {
 
 /// A reader of the lane `offer` names, claimed as a socket's attach claims it (the first claim).
 fn claim_lane(mgr: &Arc<Attachment>, (segment, ticket, nonce): (u16, u32, u64)) -> Readers {
-    let block = Message::claim_offer(mgr, segment, ticket, nonce).unwrap();
+    let block = Message::claim_offer(mgr, segment, ticket, nonce, drop_lane).unwrap();
     let capacity = block.words().map(|w| Ring::open(w).unwrap().capacity()).unwrap();
     assert_eq!(Ring::reopen(block.words().unwrap(), capacity).claim(mgr.owner()), ring::Claim::Fresh);
     Readers::of(block, capacity)
@@ -518,7 +518,7 @@ fn a_lane_whose_offer_was_released_as_lost_is_offered_again() {
     send_numbered(&mgr, &mut writer, &link, 0);
     let (segment, ticket, nonce) = first_offer(&link);
     // Released as lost: claimed (a reference of its own), the lane left to its living writer.
-    drop(Message::claim_offer(&mgr, segment, ticket, nonce).unwrap());
+    drop(Message::claim_offer(&mgr, segment, ticket, nonce, drop_lane).unwrap());
     std::thread::sleep(REOFFER + Duration::from_millis(50));
     send_numbered(&mgr, &mut writer, &link, 1);
     let offers = link.0.borrow().clone();
@@ -619,7 +619,7 @@ fn a_lane_whose_offer_a_reader_holds_is_not_released_at_close() {
     send_numbered(&mgr, &mut writer, &link, 0);
     let (segment, ticket, nonce) = first_offer(&link);
     // The reader's attach, cut short between winning the ticket and claiming the ring.
-    let block = Message::claim_offer(&mgr, segment, ticket, nonce).unwrap();
+    let block = Message::claim_offer(&mgr, segment, ticket, nonce, drop_lane).unwrap();
     std::thread::sleep(REOFFER + Duration::from_millis(50));
     link.1.set(true); // the peer is gone for the writer: its new offer does not go out
     send_numbered(&mgr, &mut writer, &link, 1);
@@ -644,7 +644,7 @@ fn a_lane_whose_offer_a_dead_reader_claimed_is_released_at_close() {
     let mut sent = vec![send_numbered(&mgr, &mut writer, &link, 0)];
     let (segment, ticket, nonce) = first_offer(&link);
     // Reader 77 won the ticket (its reference taken) and was killed: the sweep drops its reference.
-    let block = Message::claim_offer(&mgr, segment, ticket, nonce).unwrap();
+    let block = Message::claim_offer(&mgr, segment, ticket, nonce, drop_lane).unwrap();
     std::thread::sleep(REOFFER + Duration::from_millis(50));
     link.1.set(true);
     sent.push(send_numbered(&mgr, &mut writer, &link, 1));
@@ -673,7 +673,7 @@ fn a_lane_left_to_its_claimant_by_a_killed_writer_is_not_freed_under_the_reader(
     assert!(writer::leave_to_claimant(&lane, &ring), "nobody claimed it yet");
     // The writer is killed here. The reader claims the offer, then the lane, orphaned: it takes
     // over the writer's reference (and drops the one it took for the claim).
-    let claimed = Message::claim_offer(&reader_side, offer.segment, offer.ticket, offer.nonce).unwrap();
+    let claimed = Message::claim_offer(&reader_side, offer.segment, offer.ticket, offer.nonce, drop_lane).unwrap();
     claimed.list_lane();
     assert_eq!(ring.claim(reader_side.owner()), ring::Claim::Orphaned);
     claimed.drop_reference();
@@ -931,4 +931,62 @@ fn a_lane_whose_reader_closes_while_the_sweep_of_its_writer_runs_is_released_by_
     drop(reader_side);
     writer_side.flush(false);
     writer_side.own().check().unwrap();
+}
+
+/// A claimant of a lane's offer that took its reference and lost the claim to another reader:
+/// meanwhile that reader closed while the writer lived, and the writer was killed and swept. The
+/// losing claimant's reference is the last, and what the lane holds goes with it. Before, it was
+/// dropped as a plain block's: the lane was freed with its message allocated.
+#[test]
+fn a_lane_whose_last_reference_is_a_losing_claimants_is_released_by_it() {
+    let (_scratch, writer_side) = crate::scratch::attachment("lanes-lost-claim");
+    writer_side.set_shared();
+    let interrupter = Arc::new(fairmq_zmq::Interrupter::new().unwrap());
+    let reader_side = Arc::new(Attachment::new(writer_side.config(), interrupter).unwrap());
+    let link = Offers::default();
+    let mut writer = Writer::default();
+    let rec = send_numbered(&writer_side, &mut writer, &link, 0);
+    std::mem::forget(writer); // killed: its reference goes with the sweep of the dead
+    let offer = first_offer(&link);
+    let (winner_side, sweeper) = (reader_side.clone(), writer_side.clone());
+    crate::kill_point::meanwhile("claim_offer: referenced, not claimed", move || {
+        let mut winner = claim_lane(&winner_side, offer);
+        winner.close(&winner_side);
+        assert_eq!(sweeper.release_ledger_as_if_dead(), 1, "the dead writer's reference dropped");
+    });
+    let (segment, ticket, nonce) = offer;
+    assert!(Message::claim_offer(&reader_side, segment, ticket, nonce, drop_lane).is_err(), "the claim lost");
+    assert_eq!(count_word(&writer_side, rec) as u32, 0, "the lane's message was released");
+    drop(reader_side);
+    writer_side.flush(false);
+    writer_side.own().check().unwrap();
+}
+
+/// The sweep that takes a lane's last reference but cannot release what the lane holds (a
+/// transport that is leaving, or the monitor) gives the reference back: the lane stays, held, as
+/// before, and nothing is freed under its messages.
+#[test]
+fn a_sweep_that_cannot_release_a_lane_gives_its_last_reference_back() {
+    // Not marked shared: as a transport's that is leaving, its sweeps cannot release a lane.
+    let (_scratch, mgr) = crate::scratch::attachment("lanes-cannot-release");
+    let lane = lane_of(&mgr, 77);
+    lane.list_lane();
+    lane.mark_held(crate::segment::slots::SHARED);
+    let ring = Ring::reopen(lane.words().unwrap(), ring::MIN_CAPACITY);
+    let mut part = Message::allocate(mgr.clone(), 100, 0).unwrap();
+    let recs = [part.record()];
+    let mut frame = Vec::new();
+    meta::encode_parts(recs.into_iter(), 0, &mut frame);
+    assert!(ring.push(KIND_FRAME, &frame, || part.hand_to_lane()).unwrap());
+    part.hand_over();
+    assert_eq!(mgr.release_ledger_as_if_dead(), 0, "nothing dropped");
+    let shared = u64::from(crate::segment::slots::SHARED) << 32;
+    assert_eq!(count_word(&mgr, lane.record()), shared | 1, "the reference given back");
+    assert_eq!(count_word(&mgr, recs[0]) as u32, 1, "the lane's message stays");
+    // A holder that can release lets go of it: everything goes.
+    mgr.set_shared();
+    drop(LaneBlock::new(lane, ring::MIN_CAPACITY));
+    assert_eq!(count_word(&mgr, recs[0]) as u32, 0, "released with the last reference");
+    mgr.flush(false);
+    mgr.own().check().unwrap();
 }
