@@ -874,22 +874,37 @@ fn unreadable_lane(mgr: &Arc<Attachment>) -> Message {
     block
 }
 
-/// The writer and reader of a lane with a message in it, each its own transport: the writer
-/// killed (never dropping its side); its messages' records.
-fn lane_with_a_killed_writer(
-    tag: &str,
-) -> (crate::scratch::Scratch, Arc<Attachment>, Arc<Attachment>, Readers, Record) {
-    let (scratch, writer_side) = crate::scratch::attachment(tag);
-    writer_side.set_shared(); // as a transport's: its sweeps release what a lane holds
-    let interrupter = Arc::new(fairmq_zmq::Interrupter::new().unwrap());
-    let reader_side = Arc::new(Attachment::new(writer_side.config(), interrupter).unwrap());
-    reader_side.set_shared();
-    let link = Offers::default();
-    let mut writer = Writer::default();
-    let rec = send_numbered(&writer_side, &mut writer, &link, 0);
-    let readers = claim_lane(&reader_side, first_offer(&link));
-    std::mem::forget(writer); // killed: its reference goes with the sweep of the dead
-    (scratch, writer_side, reader_side, readers, rec)
+/// A lane with a message in it, its writer and its reader-to-be each their own transport: the
+/// writer killed (never dropping its side). The lane's offer, and the message's record.
+struct KilledWriter {
+    _scratch: crate::scratch::Scratch,
+    writer_side: Arc<Attachment>,
+    reader_side: Arc<Attachment>,
+    offer: (u16, u32, u64),
+    rec: Record,
+}
+
+impl KilledWriter {
+    fn new(tag: &str) -> KilledWriter {
+        let (_scratch, writer_side) = crate::scratch::attachment(tag);
+        writer_side.set_shared(); // as a transport's: its sweeps release what a lane holds
+        let interrupter = Arc::new(fairmq_zmq::Interrupter::new().unwrap());
+        let reader_side = Arc::new(Attachment::new(writer_side.config(), interrupter).unwrap());
+        reader_side.set_shared();
+        let link = Offers::default();
+        let mut writer = Writer::default();
+        let rec = send_numbered(&writer_side, &mut writer, &link, 0);
+        std::mem::forget(writer); // killed: its reference goes with the sweep of the dead
+        KilledWriter { _scratch, writer_side, reader_side, offer: first_offer(&link), rec }
+    }
+
+    /// The lane's message was released, and nothing else is left of it.
+    fn check_released(self) {
+        assert_eq!(count_word(&self.writer_side, self.rec) as u32, 0, "the lane's message was released");
+        drop(self.reader_side);
+        self.writer_side.flush(false);
+        self.writer_side.own().check().unwrap();
+    }
 }
 
 /// A reader closes its lane while the writer lives (what is in the lane is the writer's to take
@@ -899,16 +914,14 @@ fn lane_with_a_killed_writer(
 /// life.
 #[test]
 fn a_lane_whose_writer_is_swept_while_its_reader_closes_is_released_by_the_reader() {
-    let (_scratch, writer_side, reader_side, mut readers, rec) = lane_with_a_killed_writer("lanes-swept-in-close");
-    let sweeper = writer_side.clone();
+    let k = KilledWriter::new("lanes-swept-in-close");
+    let mut readers = claim_lane(&k.reader_side, k.offer);
+    let sweeper = k.writer_side.clone();
     crate::kill_point::meanwhile("Readers::close: closed, the reference not dropped", move || {
         assert_eq!(sweeper.release_ledger_as_if_dead(), 1, "the dead writer's reference dropped");
     });
-    readers.close(&reader_side);
-    assert_eq!(count_word(&writer_side, rec) as u32, 0, "the lane's message was released");
-    drop(reader_side);
-    writer_side.flush(false);
-    writer_side.own().check().unwrap();
+    readers.close(&k.reader_side);
+    k.check_released();
 }
 
 /// The same race the other way round: the sweep of the killed writer finds the reader's
@@ -917,20 +930,15 @@ fn a_lane_whose_writer_is_swept_while_its_reader_closes_is_released_by_the_reade
 /// decided by the count it saw before the reader's went, and freed the lane with its message.
 #[test]
 fn a_lane_whose_reader_closes_while_the_sweep_of_its_writer_runs_is_released_by_the_sweep() {
-    let (_scratch, writer_side, reader_side, readers, rec) = lane_with_a_killed_writer("lanes-close-in-sweep");
-    let closing = reader_side.clone();
-    let readers = std::cell::RefCell::new(Some(readers));
-    let readers = std::rc::Rc::new(readers);
-    let in_sweep = readers.clone();
+    let k = KilledWriter::new("lanes-close-in-sweep");
+    let readers = std::rc::Rc::new(std::cell::RefCell::new(Some(claim_lane(&k.reader_side, k.offer))));
+    let (in_sweep, closing) = (readers.clone(), k.reader_side.clone());
     crate::kill_point::meanwhile("drop_lane_reference: before the reference goes", move || {
         in_sweep.borrow_mut().take().unwrap().close(&closing);
     });
-    assert_eq!(writer_side.release_ledger_as_if_dead(), 1, "the dead writer's reference dropped");
+    assert_eq!(k.writer_side.release_ledger_as_if_dead(), 1, "the dead writer's reference dropped");
     assert!(readers.borrow().is_none(), "the reader closed during the sweep");
-    assert_eq!(count_word(&writer_side, rec) as u32, 0, "the lane's message was released");
-    drop(reader_side);
-    writer_side.flush(false);
-    writer_side.own().check().unwrap();
+    k.check_released();
 }
 
 /// A claimant of a lane's offer that took its reference and lost the claim to another reader:
@@ -939,27 +947,16 @@ fn a_lane_whose_reader_closes_while_the_sweep_of_its_writer_runs_is_released_by_
 /// dropped as a plain block's: the lane was freed with its message allocated.
 #[test]
 fn a_lane_whose_last_reference_is_a_losing_claimants_is_released_by_it() {
-    let (_scratch, writer_side) = crate::scratch::attachment("lanes-lost-claim");
-    writer_side.set_shared();
-    let interrupter = Arc::new(fairmq_zmq::Interrupter::new().unwrap());
-    let reader_side = Arc::new(Attachment::new(writer_side.config(), interrupter).unwrap());
-    let link = Offers::default();
-    let mut writer = Writer::default();
-    let rec = send_numbered(&writer_side, &mut writer, &link, 0);
-    std::mem::forget(writer); // killed: its reference goes with the sweep of the dead
-    let offer = first_offer(&link);
-    let (winner_side, sweeper) = (reader_side.clone(), writer_side.clone());
+    let k = KilledWriter::new("lanes-lost-claim");
+    let (winner_side, sweeper, offer) = (k.reader_side.clone(), k.writer_side.clone(), k.offer);
     crate::kill_point::meanwhile("claim_offer: referenced, not claimed", move || {
         let mut winner = claim_lane(&winner_side, offer);
         winner.close(&winner_side);
         assert_eq!(sweeper.release_ledger_as_if_dead(), 1, "the dead writer's reference dropped");
     });
-    let (segment, ticket, nonce) = offer;
-    assert!(Message::claim_offer(&reader_side, segment, ticket, nonce, drop_lane).is_err(), "the claim lost");
-    assert_eq!(count_word(&writer_side, rec) as u32, 0, "the lane's message was released");
-    drop(reader_side);
-    writer_side.flush(false);
-    writer_side.own().check().unwrap();
+    let (segment, ticket, nonce) = k.offer;
+    assert!(Message::claim_offer(&k.reader_side, segment, ticket, nonce, drop_lane).is_err(), "the claim lost");
+    k.check_released();
 }
 
 /// The sweep that takes a lane's last reference but cannot release what the lane holds (a
