@@ -162,12 +162,15 @@ fn lane_ring<'a>(seg: &'a Segment, l: &Listed) -> Option<Ring<'a>> {
     Ring::open(seg.block_words(l.offset, l.delta, bytes)?).ok()
 }
 
-/// The blocks the entries of the lane `l` names (an indirect entry: the block holding its frame).
+/// The blocks the entries of the lane `l` names, the one its writer is staging too (its blocks go
+/// in flight before it is published; before, a writer stopped between the two showed them held by
+/// nobody); an indirect entry: the block holding its frame.
 fn in_lane(seg: &Segment, l: &Listed) -> Vec<(u16, u64)> {
     let Some(ring) = lane_ring(seg, l) else { return Vec::new() };
     let mut out = Vec::new();
     let (mut frame, mut records) = (Vec::new(), Vec::new());
-    for e in ring.entries().unwrap_or_default() {
+    let staged = ring.staged().ok().flatten();
+    for e in ring.entries().unwrap_or_default().into_iter().chain(staged) {
         ring.read(&e, &mut frame);
         records.clear();
         if crate::meta::decode(&frame, &mut records).is_ok() {
