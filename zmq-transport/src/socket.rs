@@ -429,13 +429,7 @@ impl Socket {
     /// Sends a multipart message: one ZeroMQ multipart, frame for frame. All parts leave atomically:
     /// the call waits (or fails) only before the first frame. Empty multiparts are refused.
     pub fn send_parts(&self, parts: &mut [Message], timeout_ms: i32) -> TransferResult {
-        if let [single] = parts {
-            return self.send(single, timeout_ms);
-        }
-        let total: usize = parts.iter().map(Message::size).sum();
-        self.send_frames(parts, timeout_ms)?;
-        self.counters.record_tx(total);
-        Ok(total)
+        self.send_held(parts, timeout_ms)
     }
 
     /// [`send_parts`](Socket::send_parts) of a caller's own messages that hold ours (see
@@ -447,11 +441,15 @@ impl Socket {
         for p in parts.iter_mut() {
             held.push(p.as_zmq_mut().ok_or_else(|| TransferError::Transport("a part is not a zeromq message".into()))?);
         }
-        if let [single] = &mut held[..] {
-            return self.send(single, timeout_ms);
+        self.send_held(&mut held, timeout_ms)
+    }
+
+    fn send_held<P: Held>(&self, parts: &mut [P], timeout_ms: i32) -> TransferResult {
+        if let [single] = parts {
+            return self.send(single.msg_mut(), timeout_ms);
         }
-        let total: usize = held.iter().map(|m| m.size()).sum();
-        self.send_frames(&mut held, timeout_ms)?;
+        let total: usize = parts.iter_mut().map(|p| p.msg_mut().size()).sum();
+        self.send_frames(parts, timeout_ms)?;
         self.counters.record_tx(total);
         Ok(total)
     }
