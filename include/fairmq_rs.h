@@ -65,6 +65,14 @@ typedef enum {
    * Rust code panicked; the panic was stopped at the C boundary.
    */
   FMQ_ERROR_PANIC = 7008,
+  /**
+   * A command line held a token that is no option (`fmq_last_error` names it).
+   */
+  FMQ_ERROR_UNKNOWN_OPTION = 7009,
+  /**
+   * The call is not possible in the object's state (a device that already runs, say).
+   */
+  FMQ_ERROR_STATE = 7010,
 } fmq_result;
 
 /**
@@ -147,6 +155,10 @@ enum fmq_option_kind
    * repeat; its default and its property text hold one item per line.
    */
   FMQ_OPTION_STRINGS = 6,
+  /**
+   * Unsigned 16-bit integer (uint16_t).
+   */
+  FMQ_OPTION_UINT16 = 7,
   /**
    * Added to an option's type: the option must be given (Boost's `required()`).
    */
@@ -329,6 +341,12 @@ typedef int32_t fmq_transition;
 #endif // __cplusplus
 
 /**
+ * A device: its hooks, the `user` pointer they get, and its state machine. Thread-safe; its run
+ * (`fmq_device_run`) happens once, in the thread that calls it.
+ */
+typedef struct fmq_device fmq_device;
+
+/**
  * A poller over `n` channels (of either transport). The channels must outlive the poller.
  * Not thread-safe: use it from one thread at a time, and while `fmq_poller_poll` runs no other
  * thread may use the channels it polls (their sockets are ZeroMQ sockets, which are not
@@ -374,13 +392,35 @@ typedef int32_t fmq_option_type;
 
 /**
  * Called when a property changes, on the thread that changed it: its key, its value's type (an
- * `FMQ_OPTION_*` type; lists of text are `FMQ_OPTION_STRING`, one item per line) and its value as
- * text. Must not throw (C++).
+ * `FMQ_OPTION_*` type; lists of text are `FMQ_OPTION_STRINGS`, one item per line) and its value
+ * as text. Must not throw (C++).
  */
 typedef void (*fmq_property_callback)(const char *key,
                                       fmq_option_type ty,
                                       const char *value,
                                       void *user);
+
+/**
+ * An option of a C device or plugin (FairMQ's `addCustomOptions`, a plugin's program options).
+ */
+typedef struct {
+  /**
+   * Name without dashes.
+   */
+  const char *name;
+  /**
+   * Value type: an `fmq_option_kind` value (plus `FMQ_OPTION_REQUIRED`).
+   */
+  fmq_option_type ty;
+  /**
+   * Default as text (NULL: no default, the option is then unset unless given).
+   */
+  const char *default_value;
+  /**
+   * Help text.
+   */
+  const char *description;
+} fmq_option;
 
 /**
  * A hook: returns 0 on success; anything else takes the device to ERROR. Hooks must not throw (C++):
@@ -469,28 +509,6 @@ typedef struct {
    */
   fmq_hook connect;
 } fmq_device_hooks;
-
-/**
- * An option of a C device or plugin (FairMQ's `addCustomOptions`, a plugin's program options).
- */
-typedef struct {
-  /**
-   * Name without dashes.
-   */
-  const char *name;
-  /**
-   * Value type: an `fmq_option_kind` value (plus `FMQ_OPTION_REQUIRED`).
-   */
-  fmq_option_type ty;
-  /**
-   * Default as text (NULL: no default, the option is then unset unless given).
-   */
-  const char *default_value;
-  /**
-   * Help text.
-   */
-  const char *description;
-} fmq_option;
 
 /**
  * Builds the device once the command line is parsed and logging set up (FairMQ's `getDevice`):
@@ -1112,6 +1130,83 @@ fmq_result fmq_config_subscribe(const fmq_config *cfg,
 fmq_result fmq_config_unsubscribe(const fmq_config *cfg, const char *subscriber);
 
 /**
+ * A new store, with the default of every FairMQ option when `defaults` is true (FairMQ's
+ * `ProgOptions()`), empty otherwise; into `*out`, freed with `fmq_config_free`.
+ *
+ * # Safety
+ * `out` valid for a write.
+ */
+fmq_result fmq_config_new(bool defaults, fmq_config **out);
+
+/**
+ * Frees a store made by `fmq_config_new` (NULL is fine). A device run with it keeps its own
+ * share until its run ends.
+ *
+ * # Safety
+ * `cfg` is NULL or came from `fmq_config_new` and is not used afterwards.
+ */
+void fmq_config_free(fmq_config *cfg);
+
+/**
+ * Sets property `key` to `value` read as a value of kind `ty` (`FMQ_OPTION_STRING`, `_BOOL`,
+ * `_INT` (64-bit), `_UINT64`, `_UINT16`, `_FLOAT` (double) or `_STRINGS`, one item per line);
+ * subscribers hear of it. `FMQ_ERROR_INVALID` when the text is no such value.
+ *
+ * # Safety
+ * `cfg` valid or NULL; `key` and `value` NUL-terminated.
+ */
+fmq_result fmq_config_set_value(const fmq_config *cfg,
+                                const char *key,
+                                fmq_option_type ty,
+                                const char *value);
+
+/**
+ * Removes property `key` (nobody hears of it); `FMQ_ERROR_NOT_FOUND` if there was none.
+ *
+ * # Safety
+ * `cfg` valid or NULL; `key` NUL-terminated.
+ */
+fmq_result fmq_config_delete(const fmq_config *cfg, const char *key);
+
+/**
+ * The kind of the value property `key` holds (`FMQ_OPTION_STRING`, `_BOOL`, `_INT`, `_UINT64`,
+ * `_FLOAT` or `_STRINGS`); -1 when there is no such property or an argument is bad.
+ *
+ * # Safety
+ * `cfg` valid or NULL; `key` NUL-terminated or NULL.
+ */
+fmq_option_type fmq_config_value_type(const fmq_config *cfg, const char *key);
+
+/**
+ * The type FairMQ declares option `name` with (`FMQ_OPTION_UINT16` for `--shm-segment-id`,
+ * `FMQ_OPTION_UINT64` for sizes, `FMQ_OPTION_FLAG` for switches, ...); -1 for a name that is
+ * none of FairMQ's options.
+ *
+ * # Safety
+ * `name` NUL-terminated or NULL.
+ */
+fmq_option_type fmq_option_declared_type(const char *name);
+
+/**
+ * Parses a command line into the store as FairMQ's `ProgOptions::ParseAll` does: every property
+ * is removed, then the defaults of FairMQ's options and of `options` (`n_options` entries, as
+ * for `fmq_run_device`) are set, then what `argv` gives (`argv[0]` is the program name).
+ * A token that is no option is refused unless `allow_unregistered`:
+ * `FMQ_ERROR_UNKNOWN_OPTION`, and `fmq_last_error` says `unrecognised option '<token>'`; a bad
+ * value is `FMQ_ERROR_CONFIG` with the reason.
+ *
+ * # Safety
+ * `cfg` valid or NULL; `argv` holds `argc` NUL-terminated strings; `options` as for
+ * `fmq_run_device`.
+ */
+fmq_result fmq_config_parse(const fmq_config *cfg,
+                            int32_t argc,
+                            const char *const *argv,
+                            const fmq_option *options,
+                            size_t n_options,
+                            bool allow_unregistered);
+
+/**
  * Runs a C device like FairMQ's `runDevice`: parses `argv` (FairMQ's options plus `options`),
  * handles `--help`, `--print-options` and friends, runs the state machine under the control mode
  * and signal handling, and returns the process exit code (0 EXITING, 1 ERROR or bad input).
@@ -1248,6 +1343,45 @@ fmq_result fmq_context_id(const fmq_context *ctx, char *buf, size_t len, size_t 
  * `ctx` is the context of the running hook.
  */
 bool fmq_context_error_found(const fmq_context *ctx);
+
+/**
+ * A new device whose state is IDLE, into `*out` (freed with `fmq_device_free`). `hooks` is
+ * copied; the hooks and `user` are used from the thread that calls `fmq_device_run` during its
+ * call.
+ *
+ * # Safety
+ * `hooks` valid; `out` valid for a write.
+ */
+fmq_result fmq_device_new(const fmq_device_hooks *hooks, void *user, fmq_device **out);
+
+/**
+ * The device's state machine (borrowed: valid until `fmq_device_free`): current state,
+ * transitions, state subscriptions, from any thread.
+ *
+ * # Safety
+ * `dev` valid or NULL (then NULL is returned).
+ */
+const fmq_states *fmq_device_states(const fmq_device *dev);
+
+/**
+ * Runs the device's state machine in this thread (FairMQ's `RunStateMachine`) with the
+ * configuration `cfg` (shared: the device reads and sets its properties while it runs) until
+ * EXITING (`FMQ_OK`) or ERROR (`FMQ_ERROR_STATE`, after the device went through ERROR).
+ * Transitions come from other threads (`fmq_states_change`); nobody handles signals. A device
+ * runs once: a second call is `FMQ_ERROR_STATE` at once.
+ *
+ * # Safety
+ * `dev` valid or NULL; `cfg` a valid handle or NULL; both stay valid during the call.
+ */
+fmq_result fmq_device_run(const fmq_device *dev, const fmq_config *cfg);
+
+/**
+ * Frees a device (NULL is fine). Not while it runs.
+ *
+ * # Safety
+ * `dev` NULL or from `fmq_device_new`, not running and not used afterwards.
+ */
+void fmq_device_free(fmq_device *dev);
 
 /**
  * Text of a result code (static, never NULL). Takes an `int`, not `fmq_result`, so that any value a

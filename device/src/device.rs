@@ -187,6 +187,11 @@ impl Context {
         &self.config
     }
 
+    /// The configuration store as the device shares it (with its plugins and controller).
+    pub fn shared_config(&self) -> &Arc<Properties> {
+        &self.config
+    }
+
     /// Whether a transition is pending: loops in hooks should end.
     pub fn new_state_pending(&self) -> bool {
         self.sm.new_state_pending()

@@ -236,6 +236,11 @@ impl Options {
         self.find(Some(name), None).is_some()
     }
 
+    /// The kind of option `name`, if there is one.
+    pub fn kind_of(&self, name: &str) -> Option<Kind> {
+        self.find(Some(name), None).map(|o| o.kind)
+    }
+
     /// Parses `args` (without the program name) into `props`: defaults first, then the line.
     pub fn parse(&mut self, args: &[String], props: &Properties) -> Result<(), OptionsError> {
         for o in self.groups.iter().flat_map(|g| &g.options) {

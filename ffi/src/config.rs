@@ -2,23 +2,40 @@
 //! device factory (`getDevice`) on, and from every hook through its context.
 
 use crate::device::{fmq_context, fmq_option_type, option_kind};
-use crate::device::{FMQ_OPTION_BOOL, FMQ_OPTION_FLOAT, FMQ_OPTION_INT, FMQ_OPTION_STRING, FMQ_OPTION_UINT64};
+use crate::device::{
+    FMQ_OPTION_BOOL, FMQ_OPTION_FLOAT, FMQ_OPTION_INT, FMQ_OPTION_STRING, FMQ_OPTION_STRINGS, FMQ_OPTION_UINT64,
+};
 use crate::error::*;
 use crate::ptr::*;
 use fairmq::properties::Value;
 use fairmq::Properties;
 use std::ffi::{c_char, c_int, c_void, CString};
+use std::sync::Arc;
 
-/// The configuration of a device program: borrowed, valid while the program runs (the device
-/// factory's call and every hook); use it from one thread at a time.
+/// A configuration store: borrowed from a device program (valid while the program runs: the
+/// device factory's call and every hook), or owned (`fmq_config_new`, until `fmq_config_free`).
+/// Thread-safe.
+///
+/// Every handle points at the `Properties` inside an `Arc` (made only by `config_ptr` and
+/// `fmq_config_new`), so a device can share the store it is given (`fmq_device_run`).
 #[allow(non_camel_case_types)]
 #[repr(transparent)]
 pub struct fmq_config(Properties);
 
 /// `p` as the handle C sees.
-pub(crate) fn config_ptr(p: &Properties) -> *const fmq_config {
+pub(crate) fn config_ptr(p: &Arc<Properties>) -> *const fmq_config {
     // fmq_config is repr(transparent) over Properties.
-    (p as *const Properties).cast()
+    Arc::as_ptr(p).cast()
+}
+
+/// The store behind a handle.
+pub(crate) fn inner(c: &fmq_config) -> &Properties {
+    &c.0
+}
+
+/// The `FMQ_OPTION_*` kind of a value.
+pub(crate) fn value_type(v: &Value) -> fmq_option_type {
+    typed_text(v).0
 }
 
 /// Runs `f` on the configuration inside the panic boundary.
@@ -40,7 +57,7 @@ fn with_config(cfg: *const fmq_config, f: impl FnOnce(&Properties) -> fmq_result
 pub unsafe extern "C" fn fmq_context_config(ctx: *const fmq_context) -> *const fmq_config {
     guard_value(std::ptr::null(), || {
         // SAFETY: contract as documented.
-        unsafe { refp(ctx, "context") }.map_or(std::ptr::null(), |c| config_ptr(c.0.config()))
+        unsafe { refp(ctx, "context") }.map_or(std::ptr::null(), |c| config_ptr(c.0.shared_config()))
     })
 }
 
@@ -182,8 +199,8 @@ pub unsafe extern "C" fn fmq_config_keys(
 }
 
 /// Called when a property changes, on the thread that changed it: its key, its value's type (an
-/// `FMQ_OPTION_*` type; lists of text are `FMQ_OPTION_STRING`, one item per line) and its value as
-/// text. Must not throw (C++).
+/// `FMQ_OPTION_*` type; lists of text are `FMQ_OPTION_STRINGS`, one item per line) and its value
+/// as text. Must not throw (C++).
 #[allow(non_camel_case_types)]
 pub type fmq_property_callback = Option<
     unsafe extern "C-unwind" fn(key: *const c_char, ty: fmq_option_type, value: *const c_char, user: *mut c_void),
@@ -205,7 +222,7 @@ fn typed_text(v: &Value) -> (fmq_option_type, String) {
         Value::Int(i) => (FMQ_OPTION_INT, i.to_string()),
         Value::UInt(u) => (FMQ_OPTION_UINT64, u.to_string()),
         Value::Float(f) => (FMQ_OPTION_FLOAT, f.to_string()),
-        Value::Strings(l) => (FMQ_OPTION_STRING, l.join("\n")),
+        Value::Strings(l) => (FMQ_OPTION_STRINGS, l.join("\n")),
     }
 }
 

@@ -124,12 +124,12 @@ impl From<HooksBeforeBind> for fmq_device_hooks {
 
 pub use fairmq::plugin::c_abi::{
     fmq_option, fmq_option_type, option_kind, FMQ_OPTION_BOOL, FMQ_OPTION_FLAG, FMQ_OPTION_FLOAT, FMQ_OPTION_INT,
-    FMQ_OPTION_REQUIRED, FMQ_OPTION_STRING, FMQ_OPTION_STRINGS, FMQ_OPTION_UINT64,
+    FMQ_OPTION_REQUIRED, FMQ_OPTION_STRING, FMQ_OPTION_STRINGS, FMQ_OPTION_UINT16, FMQ_OPTION_UINT64,
 };
 
-struct CDevice {
-    hooks: fmq_device_hooks,
-    user: *mut c_void,
+pub(crate) struct CDevice {
+    pub(crate) hooks: fmq_device_hooks,
+    pub(crate) user: *mut c_void,
 }
 
 // SAFETY: the device runs on the state-loop thread only; the C side promises (in fmq_run_device's
@@ -474,7 +474,7 @@ pub unsafe extern "C" fn fmq_context_property(
 ) -> fmq_result {
     with_ctx_code(ctx, |c| {
         // SAFETY: contract as documented; the configuration is the context's.
-        unsafe { crate::config::fmq_config_property(config_ptr(c.config()), key, buf, len, written) }
+        unsafe { crate::config::fmq_config_property(config_ptr(c.shared_config()), key, buf, len, written) }
     })
 }
 

@@ -29,12 +29,22 @@ pub enum fmq_result {
     FMQ_ERROR_BUFFER = 7007,
     /// Rust code panicked; the panic was stopped at the C boundary.
     FMQ_ERROR_PANIC = 7008,
+    /// A command line held a token that is no option (`fmq_last_error` names it).
+    FMQ_ERROR_UNKNOWN_OPTION = 7009,
+    /// The call is not possible in the object's state (a device that already runs, say).
+    FMQ_ERROR_STATE = 7010,
 }
 
 pub use fmq_result::*;
 
 thread_local! {
     static LAST: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// The calling thread's last error text (for tests).
+#[cfg(test)]
+pub(crate) fn last_error_text() -> String {
+    LAST.with(|l| l.borrow().clone())
 }
 
 /// Records the details of an error for `fmq_last_error`.
@@ -176,7 +186,7 @@ pub extern "C" fn fmq_result_message(code: c_int) -> *const c_char {
 /// The text of `code`; a C `int` is matched against the enumerators' values (converting it to
 /// `fmq_result` first would be undefined behaviour for a value that is none of them).
 fn result_text(code: c_int) -> &'static CStr {
-    const CODES: [(fmq_result, &CStr); 9] = [
+    const CODES: [(fmq_result, &CStr); 11] = [
         (FMQ_OK, c"success"),
         (FMQ_ERROR_NULL, c"a required pointer argument was NULL"),
         (FMQ_ERROR_INVALID, c"invalid argument"),
@@ -186,6 +196,8 @@ fn result_text(code: c_int) -> &'static CStr {
         (FMQ_ERROR_NOT_FOUND, c"not found"),
         (FMQ_ERROR_BUFFER, c"buffer too small"),
         (FMQ_ERROR_PANIC, c"internal error (a panic was stopped at the C boundary)"),
+        (FMQ_ERROR_UNKNOWN_OPTION, c"unrecognised option"),
+        (FMQ_ERROR_STATE, c"not possible in the current state"),
     ];
     CODES.iter().find(|(c, _)| *c as c_int == code).map_or(c"unknown result code", |(_, text)| text)
 }
@@ -303,7 +315,7 @@ mod tests {
         let text = |c: c_int| unsafe { CStr::from_ptr(fmq_result_message(c)) }.to_str().unwrap();
         assert_eq!(text(FMQ_OK as c_int), "success");
         assert_eq!(text(FMQ_ERROR_PANIC as c_int), "internal error (a panic was stopped at the C boundary)");
-        for unknown in [-1, 1, 7000, 7009, c_int::MAX, c_int::MIN] {
+        for unknown in [-1, 1, 7000, 7011, c_int::MAX, c_int::MIN] {
             assert_eq!(text(unknown), "unknown result code");
         }
     }

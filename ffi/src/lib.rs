@@ -25,7 +25,9 @@
 mod boundary_test;
 mod channel;
 mod config;
+mod config_store;
 mod device;
+mod device_object;
 mod error;
 mod message;
 mod ptr;
@@ -37,7 +39,9 @@ mod states;
 mod transport;
 
 pub use channel::*;
+pub use config_store::*;
 pub use device::*;
+pub use device_object::*;
 pub use error::*;
 pub use message::*;
 pub use region::*;

@@ -42,6 +42,8 @@ pub enum fmq_option_kind {
     /// A list of texts (Boost's `value<std::vector<T>>()`): several tokens, and the option may
     /// repeat; its default and its property text hold one item per line.
     FMQ_OPTION_STRINGS = 6,
+    /// Unsigned 16-bit integer (uint16_t).
+    FMQ_OPTION_UINT16 = 7,
     /// Added to an option's type: the option must be given (Boost's `required()`).
     FMQ_OPTION_REQUIRED = 0x100,
 }
@@ -60,6 +62,8 @@ pub const FMQ_OPTION_BOOL: fmq_option_type = fmq_option_kind::FMQ_OPTION_BOOL as
 pub const FMQ_OPTION_FLAG: fmq_option_type = fmq_option_kind::FMQ_OPTION_FLAG as i32;
 /// Option type: a list of texts.
 pub const FMQ_OPTION_STRINGS: fmq_option_type = fmq_option_kind::FMQ_OPTION_STRINGS as i32;
+/// Option type: unsigned 16-bit integer.
+pub const FMQ_OPTION_UINT16: fmq_option_type = fmq_option_kind::FMQ_OPTION_UINT16 as i32;
 /// Added to an option's type: the option must be given.
 pub const FMQ_OPTION_REQUIRED: fmq_option_type = fmq_option_kind::FMQ_OPTION_REQUIRED as i32;
 
@@ -73,6 +77,7 @@ pub fn option_kind(ty: fmq_option_type) -> Option<Kind> {
         FMQ_OPTION_BOOL => Some(Kind::Bool),
         FMQ_OPTION_FLAG => Some(Kind::Flag),
         FMQ_OPTION_STRINGS => Some(Kind::Strings),
+        FMQ_OPTION_UINT16 => Some(Kind::U16),
         _ => None,
     }
 }
