@@ -12,6 +12,7 @@
 #pragma once
 #include <fairmq/PluginServices.h>
 #include <fairmq_rs_boost_options.hpp>
+#include <fairmq/tools/Version.h>
 
 #include <boost/any.hpp>
 #include <boost/optional.hpp>
@@ -33,30 +34,6 @@
 
 namespace fair::mq {
 
-namespace tools {
-/// FairMQ's <fairmq/tools/Version.h>.
-struct Version
-{
-    const int fkMajor, fkMinor, fkPatch;
-
-    friend auto operator<(const Version& lhs, const Version& rhs) -> bool
-    {
-        return std::tie(lhs.fkMajor, lhs.fkMinor, lhs.fkPatch) < std::tie(rhs.fkMajor, rhs.fkMinor, rhs.fkPatch);
-    }
-    friend auto operator>(const Version& lhs, const Version& rhs) -> bool { return rhs < lhs; }
-    friend auto operator<=(const Version& lhs, const Version& rhs) -> bool { return !(lhs > rhs); }
-    friend auto operator>=(const Version& lhs, const Version& rhs) -> bool { return !(lhs < rhs); }
-    friend auto operator==(const Version& lhs, const Version& rhs) -> bool
-    {
-        return std::tie(lhs.fkMajor, lhs.fkMinor, lhs.fkPatch) == std::tie(rhs.fkMajor, rhs.fkMinor, rhs.fkPatch);
-    }
-    friend auto operator!=(const Version& lhs, const Version& rhs) -> bool { return !(lhs == rhs); }
-    friend auto operator<<(std::ostream& os, const Version& v) -> std::ostream&
-    {
-        return os << v.fkMajor << "." << v.fkMinor << "." << v.fkPatch;
-    }
-};
-} // namespace tools
 
 /// Base class of plugins: their metadata, and the device's services with the plugin's name as
 /// controller and subscriber id. The device logs "Loaded plugin: ..." and "Unloaded plugin: ...".
