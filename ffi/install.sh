@@ -38,6 +38,9 @@ fi
 chmod 644 "$prefix/lib/libfairmq_rs.a"
 install -m 644 "$root/include/fairmq_rs.h" "$root/include/fairmq_rs.hpp" "$root/include/fairmq_rs_run_device.hpp" \
   "$root/include/fairmq_rs_boost_options.hpp" "$prefix/include/"
+# The parts fairmq_rs.hpp includes.
+mkdir -p "$prefix/include/fairmq_rs"
+install -m 644 "$root"/include/fairmq_rs/*.hpp "$prefix/include/fairmq_rs/"
 # FairMQ's include paths, in a directory of their own (only FairMQ::FairMQ and fairmq.pc add it).
 (cd "$root/include/compat" && find . -name '*.h' -print0) | while IFS= read -r -d '' h; do
   install -D -m 644 "$root/include/compat/$h" "$prefix/include/fairmq-rs-compat/$h"

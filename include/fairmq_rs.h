@@ -1038,6 +1038,62 @@ bool fmq_poller_check_input(const fmq_poller *p, size_t i);
 bool fmq_poller_check_output(const fmq_poller *p, size_t i);
 
 /**
+ * Validates the channel configuration `spec` (a `--channel-config` token with at most one address)
+ * as FairMQ's `Channel::Validate`: `FMQ_OK` with `*valid` true when it can attach, false when its
+ * address is unspecified or no usable endpoint (`fmq_last_error` says why); `FMQ_ERROR_CONFIG` for
+ * what can never work (an unknown type or method, a negative size, an illegal name).
+ *
+ * # Safety
+ * `spec` NUL-terminated; `valid` valid for a write.
+ */
+fmq_result fmq_channel_validate(const char *spec, bool *valid);
+
+/**
+ * Makes a channel's socket on `t` from the configuration `spec` (as `fmq_channel_new` takes it)
+ * without binding or connecting it: method and address may be left out, and are given by
+ * `fmq_channel_attach`. Its options apply to the socket at once.
+ *
+ * # Safety
+ * `t` valid; `spec` NUL-terminated; `out` valid for a write.
+ */
+fmq_result fmq_channel_create(const fmq_transport *t, const char *spec, fmq_channel **out);
+
+/**
+ * Binds or connects a channel (`method` "bind" or "connect") to `address` (endpoints separated by
+ * ';'), as FairMQ's `Channel::Bind`/`Connect`. `FMQ_ERROR_CONFIG` when the address is not usable,
+ * a transport error when the socket refuses it; `fmq_channel_address` tells the address attached.
+ *
+ * # Safety
+ * `c` an owned channel handle, used by no other thread meanwhile; the strings NUL-terminated.
+ */
+fmq_result fmq_channel_attach(fmq_channel *c, const char *method, const char *address);
+
+/**
+ * The channel's full name (`data[0]`), NUL-terminated into `buf`.
+ *
+ * # Safety
+ * `c` a valid channel; `buf` valid for `len` bytes; `written` NULL or valid.
+ */
+fmq_result fmq_channel_name(const fmq_channel *c, char *buf, size_t len, size_t *written);
+
+/**
+ * Sets socket option `name` ("linger" ms, "snd-hwm"/"rcv-hwm" queue lengths in messages,
+ * "snd-size"/"rcv-size" kernel buffers in bytes) of an owned channel.
+ *
+ * # Safety
+ * `c` an owned channel handle, used by no other thread meanwhile; `name` NUL-terminated.
+ */
+fmq_result fmq_channel_set_option(fmq_channel *c, const char *name, int32_t value);
+
+/**
+ * The value of socket option `name` (see `fmq_channel_set_option`) into `*value`.
+ *
+ * # Safety
+ * `c` a valid channel; `name` NUL-terminated; `value` valid for a write.
+ */
+fmq_result fmq_channel_get_option(const fmq_channel *c, const char *name, int32_t *value);
+
+/**
  * The configuration of the running device (borrowed: valid as long as `ctx`).
  *
  * # Safety
@@ -1186,6 +1242,33 @@ fmq_option_type fmq_config_value_type(const fmq_config *cfg, const char *key);
  * `name` NUL-terminated or NULL.
  */
 fmq_option_type fmq_option_declared_type(const char *name);
+
+/**
+ * The `--help` text of FairMQ's options and `options` (as for `fmq_run_device`) into `buf`.
+ *
+ * # Safety
+ * `options` as for `fmq_run_device`; `buf` valid for `len` bytes; `written` NULL or valid.
+ */
+fmq_result fmq_options_help(const fmq_option *options,
+                            size_t n_options,
+                            char *buf,
+                            size_t len,
+                            size_t *written);
+
+/**
+ * Every option of FairMQ's and of `options` with its value in `cfg`, as `--print-options` prints
+ * them (`<option>:<value>:<type>:<description>`, a line each), into `buf`.
+ *
+ * # Safety
+ * `cfg` valid; `options` as for `fmq_run_device`; `buf` valid for `len` bytes; `written` NULL or
+ * valid.
+ */
+fmq_result fmq_config_print_options(const fmq_config *cfg,
+                                    const fmq_option *options,
+                                    size_t n_options,
+                                    char *buf,
+                                    size_t len,
+                                    size_t *written);
 
 /**
  * Parses a command line into the store as FairMQ's `ProgOptions::ParseAll` does: every property
@@ -1417,8 +1500,8 @@ const char *fmq_version(void);
 
 /**
  * Logs `message` through the fairmq-rs logger at FairMQ's `severity` (trace, debug, info, state,
- * warn, error, fatal), so C and C++ devices' lines look like the Rust devices' lines. An unknown
- * severity logs at info.
+ * warn, error, fatal, and FairLogger's debug1..4, detail, important, alarm), so C and C++ devices'
+ * lines look like the Rust devices' lines. An unknown severity logs at info.
  *
  * # Safety
  * `severity` and `message` are NUL-terminated strings (or NULL: nothing is logged).
@@ -1439,6 +1522,61 @@ void fmq_log_at(const char *severity,
                 int line,
                 const char *function,
                 const char *message);
+
+/**
+ * Sets the console severity (`--severity`: trace, debug, info, state, warn, error, fatal, nolog,
+ * and FairLogger's debug1..4, detail, important, alarm); `FMQ_ERROR_INVALID` for another name.
+ *
+ * # Safety
+ * `name` NUL-terminated.
+ */
+fmq_result fmq_log_set_console_severity(const char *name);
+
+/**
+ * Sets the severity of the log file (`--file-severity`).
+ *
+ * # Safety
+ * `name` NUL-terminated.
+ */
+fmq_result fmq_log_set_file_severity(const char *name);
+
+/**
+ * Sets the verbosity (`--verbosity`: verylow, low, medium, high, veryhigh).
+ *
+ * # Safety
+ * `name` NUL-terminated.
+ */
+fmq_result fmq_log_set_verbosity(const char *name);
+
+/**
+ * Colours the console's lines or not (`--color`).
+ */
+fmq_result fmq_log_set_color(bool on);
+
+/**
+ * Writes the log to a file named from `prefix` as `--log-to-file` does (FairLogger's
+ * InitFileSink); `FMQ_ERROR_INVALID` when it cannot be opened.
+ *
+ * # Safety
+ * `prefix` NUL-terminated.
+ */
+fmq_result fmq_log_to_file(const char *prefix);
+
+/**
+ * Moves the console severity one step up (`up`: fewer lines) or down, as the interactive
+ * controller's keys do; returns the new severity's name (static).
+ */
+const char *fmq_log_cycle_console_severity(bool up);
+
+/**
+ * Moves the verbosity one step up (more context) or down; returns its name (static).
+ */
+const char *fmq_log_cycle_verbosity(bool up);
+
+/**
+ * The console severity's name (static).
+ */
+const char *fmq_log_console_severity(void);
 
 /**
  * An empty message (to receive into). `*out` owns it (free with `fmq_message_free`).
@@ -1795,6 +1933,27 @@ fmq_result fmq_transport_new(const char *kind,
                              int32_t argc,
                              const char *const *argv,
                              fmq_transport **out);
+
+/**
+ * Creates a transport of `kind` ("zeromq" or "shmem"; "default" is zeromq) for device `id`,
+ * configured by the store `cfg` (`session`, `io-threads`, the `shm-*` options: FairMQ's
+ * `TransportFactory::CreateTransportFactory(type, id, config)`). `*out` owns it.
+ *
+ * # Safety
+ * `kind` and `id` NUL-terminated; `cfg` a valid handle; `out` valid for a write.
+ */
+fmq_result fmq_transport_new_with_config(const char *kind,
+                                         const char *id,
+                                         const fmq_config *cfg,
+                                         fmq_transport **out);
+
+/**
+ * The transport's kind: 1 zeromq, 2 shmem (FairMQ's `fair::mq::Transport` numbers); 0 for NULL.
+ *
+ * # Safety
+ * `t` a valid transport or NULL.
+ */
+int32_t fmq_transport_kind(const fmq_transport *t);
 
 /**
  * Frees a transport (NULL is fine). Sockets and messages made from it keep it alive until they

@@ -15,8 +15,13 @@
 #define FAIRMQ_RS_HPP
 
 #include "fairmq_rs.h"
+#include "fairmq_rs/c_abi.hpp"
+#include "fairmq_rs/log.hpp"
+#include "fairmq_rs/prog_options.hpp"
+#include "fairmq_rs/version.hpp"
 
 #include <algorithm>
+#include <cassert>
 
 #include <chrono>
 #include <condition_variable>
@@ -29,6 +34,7 @@
 #include <memory_resource>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <regex>
 #include <ostream>
 #include <sstream>
@@ -47,42 +53,6 @@ namespace mq {
 /// FairMQ's transfer codes (bytes >= 0 are returned as such).
 enum class TransferCode : int { success = 0, error = -1, timeout = -2, interrupted = -3 };
 
-/// Thrown for FMQ_ERROR_* results, with the library's error text.
-class Error : public std::runtime_error {
-  public:
-    explicit Error(const std::string& what) : std::runtime_error(what) {}
-};
-
-namespace detail {
-inline std::string last_error()
-{
-    size_t n = 0;
-    fmq_last_error(nullptr, 0, &n); // asks for the length; the error text stays
-    std::vector<char> buf(n + 1);
-    if (fmq_last_error(buf.data(), buf.size(), &n) != FMQ_OK) {
-        return std::string();
-    }
-    return std::string(buf.data(), n);
-}
-inline void check(fmq_result r, const char* what)
-{
-    if (r != FMQ_OK) {
-        throw Error(std::string(what) + ": " + fmq_result_message(r) + " (" + last_error() + ")");
-    }
-}
-inline std::string read_text(const std::function<fmq_result(char*, size_t, size_t*)>& f)
-{
-    std::vector<char> buf(256);
-    size_t n = 0;
-    fmq_result r = f(buf.data(), buf.size(), &n);
-    if (r == FMQ_ERROR_BUFFER) {
-        buf.resize(n + 1);
-        r = f(buf.data(), buf.size(), &n);
-    }
-    detail::check(r, "reading text"); // a missing property, say
-    return std::string(buf.data(), n);
-}
-} // namespace detail
 
 class Message;
 using MessagePtr = std::unique_ptr<Message>;
@@ -188,6 +158,38 @@ inline void RegionEventTrampoline(const fmq_region_info* info, void* user) noexc
 }
 } // namespace detail
 
+/// FairMQ's transport kinds.
+enum class Transport { DEFAULT, ZMQ, SHM };
+
+inline std::string TransportName(Transport t)
+{
+    switch (t) {
+        case Transport::DEFAULT: return "default";
+        case Transport::ZMQ: return "zeromq";
+        case Transport::SHM: return "shmem";
+    }
+    return "default";
+}
+/// The kind of a transport name; TransportError for a name that is none.
+inline Transport TransportType(const std::string& name)
+{
+    if (name == "default") return Transport::DEFAULT;
+    if (name == "zeromq") return Transport::ZMQ;
+    if (name == "shmem") return Transport::SHM;
+    throw TransportError("Unknown transport provided: " + name);
+}
+
+namespace detail {
+/// A fresh random id (FairMQ names an anonymous transport by a UUID).
+inline std::string RandomId()
+{
+    static thread_local std::mt19937_64 gen{std::random_device{}()};
+    std::ostringstream id;
+    id << std::hex << gen() << gen();
+    return id.str();
+}
+} // namespace detail
+
 /// A transport ("zeromq" or "shmem"). Copies share it.
 class TransportFactory {
   public:
@@ -197,29 +199,47 @@ class TransportFactory {
         for (auto& o : options) argv.push_back(o.c_str());
         fmq_transport* t = nullptr;
         detail::check(fmq_transport_new(kind.c_str(), id.c_str(), static_cast<int32_t>(argv.size()), argv.data(), &t), "fmq_transport_new");
-        fOwned = std::shared_ptr<fmq_transport>(t, [](fmq_transport* gone) {
-            ForgetMemoryResource(gone); // a later transport may get the same address
-            fmq_transport_free(gone);
-        });
-        fRaw = t;
+        Own(t);
+        fId = id;
+    }
+    /// A transport configured by `config` (session, io-threads, shm-* options).
+    TransportFactory(const std::string& kind, const std::string& id, const ProgOptions& config) : fId(id)
+    {
+        fmq_transport* t = nullptr;
+        detail::check(fmq_transport_new_with_config(kind.c_str(), id.c_str(), config.Raw(), &t), "CreateTransportFactory");
+        Own(t);
     }
     explicit TransportFactory(const fmq_transport* borrowed) : fRaw(borrowed) {}
     const fmq_transport* Raw() const { return fRaw; }
+    std::string GetId() const { return fId; }
+    Transport GetType() const
+    {
+        const int32_t k = fmq_transport_kind(fRaw);
+        return k == 2 ? Transport::SHM : k == 1 ? Transport::ZMQ : Transport::DEFAULT;
+    }
     void Interrupt() const { detail::check(fmq_transport_interrupt(fRaw), "Interrupt"); }
     void Resume() const { detail::check(fmq_transport_resume(fRaw), "Resume"); }
 
     MessagePtr CreateMessage(size_t size = 0) const;
     MessagePtr CreateMessage(size_t size, Alignment alignment) const;
+    MessagePtr CreateMessage(Alignment alignment) const { return CreateMessage(0, alignment); }
     /// FairMQ's memory resource of this transport (`fair::mq::pmr`): what it allocates are
     /// messages, so a container built in it is sent without a copy (see ChannelResource). One per
     /// transport, however many TransportFactory objects name it.
     ChannelResource* GetMemoryResource() const;
     operator ChannelResource*() const { return GetMemoryResource(); }
-    /// FairMQ's factory: a transport of `type` ("zeromq" or "shmem") with its default options.
+    /// FairMQ's factory: a transport of `type` ("zeromq" or "shmem") configured by `config` (its
+    /// defaults without one); an unknown type is a TransportFactoryError.
     static std::shared_ptr<TransportFactory> CreateTransportFactory(const std::string& type, const std::string& id = "",
-                                                                    const void* /*config*/ = nullptr)
+                                                                    const ProgOptions* config = nullptr)
     {
-        return std::make_shared<TransportFactory>(type, id.empty() ? "transport" : id);
+        if (type != "zeromq" && type != "shmem") {
+            LogLine("error") << "Unavailable transport requested: \"" << type << "\". Available are: \"zeromq\", \"shmem\".";
+            throw TransportFactoryError("Unavailable transport requested: " + type);
+        }
+        const std::string name = id.empty() ? detail::RandomId() : id;
+        if (config) return std::make_shared<TransportFactory>(type, name, *config);
+        return std::make_shared<TransportFactory>(type, name);
     }
     template<typename T>
     MessagePtr NewSimpleMessage(const T& v) const;
@@ -263,9 +283,18 @@ class TransportFactory {
     }
 
   private:
+    void Own(fmq_transport* t)
+    {
+        fOwned = std::shared_ptr<fmq_transport>(t, [](fmq_transport* gone) {
+            ForgetMemoryResource(gone); // a later transport may get the same address
+            fmq_transport_free(gone);
+        });
+        fRaw = t;
+    }
     static void ForgetMemoryResource(const fmq_transport* t);
     std::shared_ptr<fmq_transport> fOwned;
     const fmq_transport* fRaw = nullptr;
+    std::string fId;
 };
 
 /// A message (owning, or borrowed from the framework inside a data handler).
@@ -293,10 +322,16 @@ class Message {
         return fMsg;
     }
     bool Owned() const { return fOwned; }
+    /// The transport that made or received the message (FairMQ's GetTransport); NULL when it was
+    /// made through the plain C handle functions.
+    TransportFactory* GetTransport() const { return fTransport; }
+    void SetTransport(TransportFactory* t) { fTransport = t; }
+    Transport GetType() const;
 
   private:
     fmq_message* fMsg;
     bool fOwned;
+    TransportFactory* fTransport = nullptr;
 };
 
 inline MessagePtr NewMessage(const fmq_transport* t, size_t size = 0)
@@ -435,12 +470,19 @@ inline MessagePtr NewMessage(const fmq_transport* t, const UnmanagedRegionPtr& r
     return std::make_unique<Message>(m, true);
 }
 
-inline MessagePtr TransportFactory::CreateMessage(size_t size) const { return NewMessage(fRaw, size); }
+inline MessagePtr TransportFactory::CreateMessage(size_t size) const
+{
+    MessagePtr m = NewMessage(fRaw, size);
+    m->SetTransport(const_cast<TransportFactory*>(this));
+    return m;
+}
 inline MessagePtr TransportFactory::CreateMessage(size_t size, Alignment alignment) const
 {
     fmq_message* m = nullptr;
     detail::check(fmq_message_new_aligned(fRaw, size, static_cast<size_t>(alignment), &m), "NewMessage(aligned)");
-    return std::make_unique<Message>(m, true);
+    auto msg = std::make_unique<Message>(m, true);
+    msg->SetTransport(const_cast<TransportFactory*>(this));
+    return msg;
 }
 
 using byte = unsigned char;
@@ -550,26 +592,42 @@ inline ChannelResource* TransportFactory::GetMemoryResource() const
 template<typename T>
 inline MessagePtr TransportFactory::NewSimpleMessage(const T& v) const
 {
-    return fair::mq::NewSimpleMessage(fRaw, &v, sizeof(T));
+    MessagePtr m = fair::mq::NewSimpleMessage(fRaw, &v, sizeof(T));
+    m->SetTransport(const_cast<TransportFactory*>(this));
+    return m;
 }
 template<std::size_t N>
 inline MessagePtr TransportFactory::NewSimpleMessage(const char (&s)[N]) const
 {
-    return fair::mq::NewSimpleMessage(fRaw, s);
+    MessagePtr m = fair::mq::NewSimpleMessage(fRaw, s);
+    m->SetTransport(const_cast<TransportFactory*>(this));
+    return m;
 }
 inline MessagePtr TransportFactory::NewSimpleMessage(const std::string& s) const
 {
-    return fair::mq::NewSimpleMessage(fRaw, s.data(), s.size());
+    MessagePtr m = fair::mq::NewSimpleMessage(fRaw, s.data(), s.size());
+    m->SetTransport(const_cast<TransportFactory*>(this));
+    return m;
 }
-inline MessagePtr TransportFactory::NewStaticMessage(const std::string& s) const { return fair::mq::NewStaticMessage(fRaw, s); }
+inline MessagePtr TransportFactory::NewStaticMessage(const std::string& s) const
+{
+    MessagePtr m = fair::mq::NewStaticMessage(fRaw, s);
+    m->SetTransport(const_cast<TransportFactory*>(this));
+    return m;
+}
 inline MessagePtr TransportFactory::CreateMessage(void* data, size_t size, fairmq_free_fn* ffn, void* hint) const
 {
-    return NewMessage(fRaw, data, size, ffn, hint);
+    MessagePtr m = NewMessage(fRaw, data, size, ffn, hint);
+    m->SetTransport(const_cast<TransportFactory*>(this));
+    return m;
 }
 inline MessagePtr TransportFactory::CreateMessage(UnmanagedRegionPtr& region, void* data, size_t size, void* hint) const
 {
-    return NewMessage(fRaw, region, data, size, hint);
+    MessagePtr m = NewMessage(fRaw, region, data, size, hint);
+    m->SetTransport(const_cast<TransportFactory*>(this));
+    return m;
 }
+inline Transport Message::GetType() const { return fTransport ? fTransport->GetType() : Transport::DEFAULT; }
 inline UnmanagedRegionPtr TransportFactory::CreateUnmanagedRegion(size_t size, RegionCallback callback, const RegionConfig& cfg) const
 {
     return std::make_unique<UnmanagedRegion>(fRaw, size, std::move(callback), cfg);
@@ -706,74 +764,13 @@ inline void TakeParts(fmq_parts* raw, Parts& p)
 }
 } // namespace detail
 
-/// A sub-channel (borrowed from the device, or owned when made directly).
-class Channel {
-  public:
-    explicit Channel(const fmq_channel* borrowed) : fCh(borrowed), fTransport(fmq_channel_transport(borrowed)) {}
-    Channel(const TransportFactory& t, const std::string& spec) : fTransport(nullptr)
-    {
-        fmq_channel* c = nullptr;
-        detail::check(fmq_channel_new(t.Raw(), spec.c_str(), &c), "fmq_channel_new");
-        fOwned = std::shared_ptr<fmq_channel>(c, fmq_channel_free);
-        fCh = c;
-        fTransport = TransportFactory(fmq_channel_transport(c));
-    }
-    int64_t Send(MessagePtr& m, int timeoutMs = -1) const { return fmq_channel_send(fCh, m->Raw(), timeoutMs); }
-    int64_t Receive(MessagePtr& m, int timeoutMs = -1) const { return fmq_channel_receive(fCh, m->Raw(), timeoutMs); }
-    int64_t Send(Parts& p, int timeoutMs = -1) const
-    {
-        detail::LentParts lent(p, fTransport.Raw());
-        return fmq_channel_send_parts(fCh, lent.Raw(), timeoutMs);
-    }
-    int64_t Receive(Parts& p, int timeoutMs = -1) const
-    {
-        fmq_parts* raw = fmq_parts_new();
-        auto r = fmq_channel_receive_parts(fCh, raw, timeoutMs);
-        try {
-            detail::TakeParts(raw, p);
-        } catch (...) {
-            fmq_parts_free(raw);
-            throw;
-        }
-        fmq_parts_free(raw);
-        return r;
-    }
-    MessagePtr NewMessage(size_t size = 0) const { return fair::mq::NewMessage(fTransport.Raw(), size); }
-    MessagePtr NewMessage(void* data, size_t size, fairmq_free_fn* ffn, void* hint = nullptr) const
-    {
-        return fair::mq::NewMessage(fTransport.Raw(), data, size, ffn, hint);
-    }
-    template<typename T>
-    MessagePtr NewSimpleMessage(const T& v) const
-    {
-        return fTransport.NewSimpleMessage(v);
-    }
-    MessagePtr NewStaticMessage(const std::string& s) const { return fTransport.NewStaticMessage(s); }
-    /// The channel's transport (borrowed: valid while the channel lives), as FairMQ's Transport().
-    const TransportFactory* Transport() const { return &fTransport; }
-    std::string GetAddress() const
-    {
-        return detail::read_text([&](char* b, size_t l, size_t* n) { return fmq_channel_address(fCh, b, l, n); });
-    }
-    fmq_counters Counters() const
-    {
-        fmq_counters c{};
-        detail::check(fmq_channel_counters(fCh, &c), "Counters");
-        return c;
-    }
-    uint64_t GetMessagesTx() const { return Counters().messages_tx; }
-    uint64_t GetMessagesRx() const { return Counters().messages_rx; }
-    uint64_t GetBytesTx() const { return Counters().bytes_tx; }
-    uint64_t GetBytesRx() const { return Counters().bytes_rx; }
-    /// How many peers are connected now (ZeroMQ reports them a moment late, and no inproc ones).
-    unsigned long GetNumberOfConnectedPeers() const { return fmq_channel_connected_peers(fCh); }
-    const fmq_channel* Raw() const { return fCh; }
+} // namespace mq
+} // namespace fair
 
-  private:
-    std::shared_ptr<fmq_channel> fOwned;
-    const fmq_channel* fCh = nullptr;
-    TransportFactory fTransport;
-};
+#include "fairmq_rs/channel.hpp"
+
+namespace fair {
+namespace mq {
 
 /// Waits for input or output on several channels (FairMQ's Poller). Used from one thread at a
 /// time, and no other thread may use its channels while Poll runs; the channels must outlive it.
@@ -816,235 +813,6 @@ class Poller {
 };
 using PollerPtr = std::unique_ptr<Poller>;
 
-namespace detail {
-/// The FMQ_OPTION_* type a value of T is set and declared as. The library's float is a C++
-/// float and its int a C++ int: wider signed integers and doubles go as text, which keeps every
-/// digit (GetProperty<T> reads them back exactly).
-template<typename T>
-constexpr fmq_option_type OptionType()
-{
-    return std::is_same<T, bool>::value                                               ? FMQ_OPTION_BOOL
-           : std::is_floating_point<T>::value && sizeof(T) <= sizeof(float)           ? FMQ_OPTION_FLOAT
-           : std::is_integral<T>::value && std::is_unsigned<T>::value                 ? FMQ_OPTION_UINT64
-           : std::is_integral<T>::value && std::is_signed<T>::value && sizeof(T) <= sizeof(int) ? FMQ_OPTION_INT
-                                                                                      : FMQ_OPTION_STRING;
-}
-} // namespace detail
-
-/// A device program's configuration (FairMQ's ProgOptions): the command line, the channel
-/// configuration and what devices set. Usable in getDevice(config) and, as fConfig, from Init on.
-class ProgOptions {
-  public:
-    ProgOptions() = default;
-    explicit ProgOptions(const fmq_config* cfg) : fCfg(cfg) {}
-
-    /// The value of `key`; throws fair::mq::Error when there is none or it is not a T.
-    template<typename T>
-    T GetProperty(const std::string& key) const;
-    template<typename T>
-    T GetProperty(const std::string& key, const T& ifNotFound) const
-    {
-        return Count(key) ? GetProperty<T>(key) : ifNotFound;
-    }
-    /// As GetProperty, but a T{} when there is no such key (FairMQ's GetValue).
-    template<typename T>
-    T GetValue(const std::string& key) const
-    {
-        return Count(key) ? GetProperty<T>(key) : T{};
-    }
-    std::string GetPropertyAsString(const std::string& key) const { return Text(key); }
-    std::string GetPropertyAsString(const std::string& key, const std::string& ifNotFound) const
-    {
-        return Count(key) ? Text(key) : ifNotFound;
-    }
-    /// 1 if the configuration has `key`, else 0.
-    int Count(const std::string& key) const { return fCfg ? fmq_config_count(fCfg, key.c_str()) : 0; }
-    /// Sets `key` (its subscribers hear of it).
-    template<typename T>
-    void SetProperty(const std::string& key, const T& value)
-    {
-        std::ostringstream text;
-        text.precision(17);
-        text << std::boolalpha << value;
-        detail::check(fmq_config_set_property(Cfg(), key.c_str(), detail::OptionType<T>(), text.str().c_str()), "SetProperty");
-    }
-    /// Every property whose key matches the regular expression `q` (std::regex_search), as text.
-    std::map<std::string, std::string> GetPropertiesAsString(const std::string& q) const
-    {
-        const std::regex re(q);
-        std::map<std::string, std::string> out;
-        for (auto& k : Keys("")) {
-            if (std::regex_search(k, re)) out.emplace(k, Text(k));
-        }
-        return out;
-    }
-    /// Every property whose key starts with `prefix`, as text.
-    std::map<std::string, std::string> GetPropertiesAsStringStartingWith(const std::string& prefix) const
-    {
-        std::map<std::string, std::string> out;
-        for (auto& k : Keys(prefix)) out.emplace(k, Text(k));
-        return out;
-    }
-    /// Calls `f(key, value)` whenever a property of type T is set (FairMQ's Subscribe), on the
-    /// thread that sets it; a subscriber's second subscription replaces its first.
-    template<typename T>
-    void Subscribe(const std::string& subscriber, std::function<void(const std::string&, T)> f)
-    {
-        Listen(Key<T>(subscriber), [f](const std::string& key, fmq_option_type ty, const std::string& text) {
-            if (ty != detail::OptionType<T>()) return;
-            if constexpr (std::is_same<T, std::string>::value) {
-                f(key, text);
-            } else {
-                std::istringstream in(text);
-                T v{};
-                in >> std::boolalpha >> v;
-                if (!in.fail()) f(key, v);
-            }
-        });
-    }
-    /// Calls `f(key, value as text)` whenever any property is set.
-    void SubscribeAsString(const std::string& subscriber, std::function<void(const std::string&, std::string)> f)
-    {
-        Listen(subscriber + "\x1f" + "string", [f](const std::string& key, fmq_option_type, const std::string& text) { f(key, text); });
-    }
-    template<typename T>
-    void Unsubscribe(const std::string& subscriber)
-    {
-        Forget(Key<T>(subscriber));
-    }
-    void UnsubscribeAsString(const std::string& subscriber) { Forget(subscriber + "\x1f" + "string"); }
-    void SetContext(const fmq_context* ctx) { fCfg = fmq_context_config(ctx); }
-    void SetConfig(const fmq_config* cfg) { fCfg = cfg; }
-
-  private:
-    using Listener = std::function<void(const std::string&, fmq_option_type, const std::string&)>;
-    static void OnChange(const char* key, fmq_option_type ty, const char* value, void* user) noexcept
-    {
-        try {
-            (*static_cast<Listener*>(user))(key, ty, value);
-        } catch (...) {
-            // A subscriber's exception must not cross into the library; FairMQ's would end there too.
-        }
-    }
-    /// A subscription's key in the library: the subscriber and what it listens for, so that one
-    /// subscriber can listen for several types and for text, as in FairMQ.
-    template<typename T>
-    static std::string Key(const std::string& subscriber)
-    {
-        return subscriber + "\x1f" + typeid(T).name();
-    }
-    /// No-op once the run ended (a destructor may unsubscribe).
-    void Forget(const std::string& key)
-    {
-        if (fCfg) detail::check(fmq_config_unsubscribe(fCfg, key.c_str()), "Unsubscribe");
-    }
-    void Listen(const std::string& subscriber, Listener l)
-    {
-        // Kept for the program's life: a callback may still run on another thread while it is
-        // replaced or unsubscribed.
-        fListeners->push_back(std::make_unique<Listener>(std::move(l)));
-        detail::check(fmq_config_subscribe(Cfg(), subscriber.c_str(), &ProgOptions::OnChange, fListeners->back().get()), "Subscribe");
-    }
-    std::shared_ptr<std::vector<std::unique_ptr<Listener>>> fListeners = std::make_shared<std::vector<std::unique_ptr<Listener>>>();
-
-    const fmq_config* Cfg() const
-    {
-        if (!fCfg) throw Error("ProgOptions: no configuration (the program has not parsed its command line yet)");
-        return fCfg;
-    }
-    std::string Text(const std::string& key) const
-    {
-        const fmq_config* c = Cfg();
-        return detail::read_text([&](char* b, size_t l, size_t* n) { return fmq_config_property(c, key.c_str(), b, l, n); });
-    }
-    std::vector<std::string> Keys(const std::string& prefix) const
-    {
-        const fmq_config* c = Cfg();
-        std::istringstream lines(
-            detail::read_text([&](char* b, size_t l, size_t* n) { return fmq_config_keys(c, prefix.c_str(), b, l, n); }));
-        std::vector<std::string> keys;
-        for (std::string k; std::getline(lines, k);) keys.push_back(k);
-        return keys;
-    }
-    const fmq_config* fCfg = nullptr;
-};
-
-template<>
-inline std::string ProgOptions::GetProperty<std::string>(const std::string& key) const
-{
-    return Text(key);
-}
-namespace detail {
-template<typename T>
-struct IsVector : std::false_type {};
-template<typename T>
-struct IsVector<std::vector<T>> : std::true_type {};
-
-/// A property's text read as a T (a vector: one item per line).
-template<typename T>
-struct FromText {
-    static T Read(const std::string& text, const std::string& key)
-    {
-        std::istringstream in(text);
-        T v{};
-        in >> std::boolalpha >> v;
-        if (in.fail()) throw Error("property '" + key + "' has no value of the requested type");
-        return v;
-    }
-};
-template<>
-struct FromText<std::string> {
-    static std::string Read(const std::string& text, const std::string&) { return text; }
-};
-template<typename T>
-struct FromText<std::vector<T>> {
-    static std::vector<T> Read(const std::string& text, const std::string& key)
-    {
-        std::vector<T> items;
-        std::istringstream lines(text);
-        for (std::string line; std::getline(lines, line);) items.push_back(FromText<T>::Read(line, key));
-        return items;
-    }
-};
-} // namespace detail
-
-template<typename T>
-inline T ProgOptions::GetProperty(const std::string& key) const
-{
-    if constexpr (detail::IsVector<T>::value) {
-        const fmq_config* c = Cfg();
-        return detail::FromText<T>::Read(
-            detail::read_text([&](char* b, size_t l, size_t* n) { return fmq_config_property_lines(c, key.c_str(), b, l, n); }),
-            key);
-    } else {
-        return detail::FromText<T>::Read(Text(key), key);
-    }
-}
-
-/// Log lines through the fairmq-rs logger: LOG(info) << "text";
-class LogLine {
-  public:
-    explicit LogLine(const char* severity, const char* file = nullptr, int line = 0, const char* function = nullptr)
-        : fSeverity(severity)
-        , fFile(file)
-        , fLine(line)
-        , fFunction(function)
-    {}
-    ~LogLine() { fmq_log_at(fSeverity, fFile, fLine, fFunction, fText.str().c_str()); }
-    template<typename T>
-    LogLine& operator<<(const T& v)
-    {
-        fText << v;
-        return *this;
-    }
-
-  private:
-    const char* fSeverity;
-    const char* fFile;
-    int fLine;
-    const char* fFunction;
-    std::ostringstream fText;
-};
 
 /// FairMQ's states and transitions (the same numbers as fair::mq::State and Transition).
 enum class State : int {
@@ -1100,7 +868,7 @@ E ByName(const std::vector<std::string>& names, const std::string& name, const c
     for (size_t i = 0; i < names.size(); ++i) {
         if (names[i] == name) return static_cast<E>(i);
     }
-    throw Error(std::string("no ") + what + " named '" + name + "'");
+    throw std::out_of_range(std::string("no ") + what + " named '" + name + "'");
 }
 } // namespace detail
 
@@ -1114,402 +882,13 @@ inline Transition GetTransition(const std::string& name)
 inline std::ostream& operator<<(std::ostream& os, State s) { return os << GetStateName(s); }
 inline std::ostream& operator<<(std::ostream& os, Transition t) { return os << GetTransitionName(t); }
 
-class Device;
+} // namespace mq
+} // namespace fair
 
-namespace detail {
-struct Hooks;
-}
+#include "fairmq_rs/device.hpp"
 
-/// A device: override the hooks you need (FairMQ's names); register data handlers with OnData.
-class Device {
-  public:
-    Device() : fConfig(&fOptions) {}
-    /// The configuration (FairMQ's GetConfig()); set once the device runs (Init on).
-    ProgOptions* GetConfig() const { return fConfig; }
-    virtual ~Device() = default;
-
-    virtual void Init() {}
-    virtual void InitTask() {}
-    virtual void PreRun() {}
-    virtual bool ConditionalRun() { return false; }
-    virtual void Run() {}
-    virtual void PostRun() {}
-    virtual void ResetTask() {}
-    virtual void Reset() {}
-    /// BINDING: after the channels that bind are bound.
-    virtual void Bind() {}
-    /// CONNECTING: after the channels that connect are connected.
-    virtual void Connect() {}
-
-    template<typename T>
-    void OnData(const std::string& channel, bool (T::*f)(MessagePtr&, int))
-    {
-        T* self = static_cast<T*>(this);
-        fMsgHandlers.emplace(channel, [self, f](MessagePtr& m, int i) { return (self->*f)(m, i); });
-        fPending.emplace_back(channel, false);
-    }
-    template<typename T>
-    void OnData(const std::string& channel, bool (T::*f)(Parts&, int))
-    {
-        T* self = static_cast<T*>(this);
-        fPartsHandlers.emplace(channel, [self, f](Parts& p, int i) { return (self->*f)(p, i); });
-        fPending.emplace_back(channel, true);
-    }
-    void OnData(const std::string& channel, std::function<bool(MessagePtr&, int)> f)
-    {
-        fMsgHandlers.emplace(channel, std::move(f));
-        fPending.emplace_back(channel, false);
-    }
-    void OnData(const std::string& channel, std::function<bool(Parts&, int)> f)
-    {
-        fPartsHandlers.emplace(channel, std::move(f));
-        fPending.emplace_back(channel, true);
-    }
-
-    /// Sub-channel `index` of `name`, as FairMQ's: a reference into fChannels, which stays valid
-    /// until RESETTING DEVICE.
-    unsigned long GetNumberOfConnectedPeers(const std::string& name, int index = 0) const
-    {
-        return GetChannel(name, index).GetNumberOfConnectedPeers();
-    }
-    Channel& GetChannel(const std::string& name, int index = 0) const
-    {
-        auto it = fChannels.find(name);
-        if (it == fChannels.end() || index < 0 || static_cast<size_t>(index) >= it->second.size()) {
-            throw std::out_of_range("GetChannel(): '" + name + "[" + std::to_string(index) + "]' does not exist.");
-        }
-        return it->second[static_cast<size_t>(index)];
-    }
-    size_t GetNumSubChannels(const std::string& name) const { return fmq_context_num_sub_channels(fCtx, name.c_str()); }
-    int64_t Send(MessagePtr& m, const std::string& ch, int i = 0, int timeoutMs = -1) const { return GetChannel(ch, i).Send(m, timeoutMs); }
-    int64_t Receive(MessagePtr& m, const std::string& ch, int i = 0, int timeoutMs = -1) const { return GetChannel(ch, i).Receive(m, timeoutMs); }
-    int64_t Send(Parts& p, const std::string& ch, int i = 0, int timeoutMs = -1) const { return GetChannel(ch, i).Send(p, timeoutMs); }
-    int64_t Receive(Parts& p, const std::string& ch, int i = 0, int timeoutMs = -1) const { return GetChannel(ch, i).Receive(p, timeoutMs); }
-    MessagePtr NewMessage(size_t size = 0) const { return fair::mq::NewMessage(fmq_context_transport(fCtx), size); }
-    MessagePtr NewMessage(void* data, size_t size, fairmq_free_fn* ffn, void* hint = nullptr) const
-    {
-        return fair::mq::NewMessage(fmq_context_transport(fCtx), data, size, ffn, hint);
-    }
-    MessagePtr NewMessageFor(const std::string& ch, int i, size_t size = 0) const { return GetChannel(ch, i).NewMessage(size); }
-    MessagePtr NewMessageFor(const std::string& ch, int i, void* data, size_t size, fairmq_free_fn* ffn, void* hint = nullptr) const
-    {
-        return GetChannel(ch, i).NewMessage(data, size, ffn, hint);
-    }
-    /// A message of channel ch[i]'s transport referring to `size` bytes at `data` inside `region`.
-    MessagePtr NewMessageFor(const std::string& ch, int i, const UnmanagedRegionPtr& region, void* data, size_t size, void* hint = nullptr) const
-    {
-        return fair::mq::NewMessage(fmq_channel_transport(GetChannel(ch, i).Raw()), region, data, size, hint);
-    }
-    /// An unmanaged region of channel ch[i]'s transport (see UnmanagedRegion for the callbacks).
-    UnmanagedRegionPtr NewUnmanagedRegionFor(const std::string& ch, int i, size_t size, RegionCallback callback, const RegionConfig& cfg = RegionConfig()) const
-    {
-        return std::make_unique<UnmanagedRegion>(fmq_channel_transport(GetChannel(ch, i).Raw()), size, std::move(callback), cfg);
-    }
-    UnmanagedRegionPtr NewUnmanagedRegionFor(const std::string& ch, int i, size_t size, RegionBulkCallback callback, const RegionConfig& cfg = RegionConfig()) const
-    {
-        return std::make_unique<UnmanagedRegion>(fmq_channel_transport(GetChannel(ch, i).Raw()), size, std::move(callback), cfg);
-    }
-    /// A poller over every sub-channel of the named channels: CheckInput(name, j) as in FairMQ.
-    template<typename... Names>
-    PollerPtr NewPoller(const std::string& name, const Names&... more) const
-    {
-        return NewPoller(std::vector<std::string>{name, more...});
-    }
-    PollerPtr NewPoller(const std::vector<std::string>& names) const
-    {
-        std::vector<const fmq_channel*> channels;
-        std::map<std::string, size_t> offsets;
-        for (auto& n : names) {
-            offsets[n] = channels.size();
-            size_t subs = GetNumSubChannels(n);
-            if (subs == 0) throw std::out_of_range("NewPoller(): channel '" + n + "' does not exist.");
-            for (size_t j = 0; j < subs; ++j) channels.push_back(GetChannel(n, static_cast<int>(j)).Raw());
-        }
-        return std::make_unique<Poller>(channels, std::move(offsets));
-    }
-    /// The device's default transport (borrowed), as FairMQ's Transport().
-    const TransportFactory* Transport() const
-    {
-        fTransport = TransportFactory(fmq_context_transport(fCtx));
-        return &fTransport;
-    }
-    template<typename T>
-    MessagePtr NewSimpleMessage(const T& v) const
-    {
-        return Transport()->NewSimpleMessage(v);
-    }
-    MessagePtr NewStaticMessage(const std::string& s) const { return Transport()->NewStaticMessage(s); }
-    bool NewStatePending() const { return fStates ? fmq_states_new_state_pending(fStates) : fmq_context_new_state_pending(fCtx); }
-
-    // FairMQ's state API: usable from any thread once the device runs (Init on).
-    State GetCurrentState() const { return static_cast<State>(fmq_states_current(States())); }
-    std::string GetCurrentStateName() const { return GetStateName(GetCurrentState()); }
-    static std::string GetStateName(State s) { return ::fair::mq::GetStateName(s); }
-    static std::string GetTransitionName(Transition t) { return ::fair::mq::GetTransitionName(t); }
-    /// Requests `t`; whether the current state accepts it.
-    bool ChangeState(Transition t) { return fmq_states_change(States(), static_cast<int32_t>(t)); }
-    bool ChangeState(const std::string& t) { return ChangeState(GetTransition(t)); }
-    void ChangeStateOrThrow(Transition t)
-    {
-        if (!ChangeState(t)) throw Error("could not change state with transition " + GetTransitionName(t) + " from " + GetCurrentStateName());
-    }
-    void ChangeStateOrThrow(const std::string& t) { ChangeStateOrThrow(GetTransition(t)); }
-    /// The next state the device enters after the last one this returned (states are queued from
-    /// Init on).
-    State WaitForNextState()
-    {
-        std::unique_lock<std::mutex> lock(fStateMutex);
-        fStateChanged.wait(lock, [this] { return !fStateQueue.empty(); });
-        State s = fStateQueue.front();
-        fStateQueue.pop_front();
-        return s;
-    }
-    /// Returns once the device entered `s` (or entered it since the last wait).
-    void WaitForState(State s)
-    {
-        while (WaitForNextState() != s) {
-        }
-    }
-    void WaitForState(const std::string& s) { WaitForState(GetState(s)); }
-    /// Calls `callback` on the state machine's thread for every state entered from now on.
-    void SubscribeToStateChange(const std::string& key, std::function<void(const State)> callback)
-    {
-        std::lock_guard<std::mutex> lock(fStateMutex);
-        fStateSubscribers[key] = std::move(callback);
-    }
-    void UnsubscribeFromStateChange(const std::string& key)
-    {
-        std::lock_guard<std::mutex> lock(fStateMutex);
-        fStateSubscribers.erase(key);
-    }
-    template<typename Rep, typename Period>
-    bool WaitFor(std::chrono::duration<Rep, Period> d) const
-    {
-        return fmq_context_wait_for(fCtx, static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()));
-    }
-    std::string GetId() const
-    {
-        return detail::read_text([&](char* b, size_t l, size_t* n) { return fmq_context_id(fCtx, b, l, n); });
-    }
-
-  protected:
-    ProgOptions* fConfig;
-
-  public:
-    /// FairMQ's members: the device id (from Init on), its channels by name (from Init on, until
-    /// RESETTING DEVICE), and its default transport (from InitTask on).
-    std::string fId;
-    mutable std::unordered_map<std::string, std::vector<Channel>> fChannels;
-    std::shared_ptr<TransportFactory> fTransportFactory;
-
-  private:
-    /// Reads the device's channels (and its transport, once there is one) into the members, from
-    /// a hook (its context is valid there only). Channels already known are updated in place, so
-    /// references to them stay valid; new ones are added.
-    void RefreshChannels() const
-    {
-        std::istringstream names(
-            detail::read_text([&](char* b, size_t l, size_t* n) { return fmq_context_channel_names(fCtx, b, l, n); }));
-        for (std::string name; std::getline(names, name);) {
-            auto& subs = fChannels[name];
-            const size_t n = fmq_context_num_sub_channels(fCtx, name.c_str());
-            for (size_t i = 0; i < n; ++i) {
-                const fmq_channel* c = fmq_context_channel(fCtx, name.c_str(), i);
-                if (!c) break;
-                if (i < subs.size()) {
-                    if (subs[i].Raw() != c) subs[i] = Channel(c);
-                } else {
-                    subs.emplace_back(c);
-                }
-            }
-        }
-    }
-    void Refresh()
-    {
-        RefreshChannels();
-        if (!fTransportFactory) {
-            if (const fmq_transport* t = fmq_context_transport(fCtx)) fTransportFactory = std::make_shared<TransportFactory>(t);
-        }
-    }
-
-  private:
-    friend struct detail::Hooks;
-    ProgOptions fOptions;
-    const fmq_context* fCtx = nullptr;
-
-  private:
-    const fmq_states* States() const
-    {
-        if (!fStates) throw Error("the device's state machine is not running yet (available from Init on)");
-        return fStates;
-    }
-    /// The first hook: follows the state machine from now on (the state queue, subscribers).
-    void AttachStates(const fmq_states* states)
-    {
-        fStates = states;
-        detail::check(fmq_states_subscribe(states, "fairmq-rs C++ device", &Device::OnStateChange, this), "SubscribeToStateChange");
-        std::lock_guard<std::mutex> lock(fStateMutex);
-        fStateQueue.push_back(GetCurrentState());
-        fStateChanged.notify_all();
-    }
-    static void OnStateChange(int32_t state, void* user) noexcept
-    {
-        auto* d = static_cast<Device*>(user);
-        try {
-            std::map<std::string, std::function<void(const State)>> subscribers;
-            {
-                std::lock_guard<std::mutex> lock(d->fStateMutex);
-                d->fStateQueue.push_back(static_cast<State>(state));
-                subscribers = d->fStateSubscribers;
-            }
-            d->fStateChanged.notify_all();
-            for (auto& s : subscribers) s.second(static_cast<State>(state));
-        } catch (const std::exception& e) {
-            LogLine("error") << "state change subscriber: " << e.what();
-        } catch (...) {
-            LogLine("error") << "state change subscriber: an exception that is no std::exception";
-        }
-    }
-    const fmq_states* fStates = nullptr;
-    std::mutex fStateMutex;
-    std::condition_variable fStateChanged;
-    std::deque<State> fStateQueue;
-    std::map<std::string, std::function<void(const State)>> fStateSubscribers;
-
-  protected:
-    mutable TransportFactory fTransport{nullptr};
-    std::map<std::string, std::function<bool(MessagePtr&, int)>> fMsgHandlers;
-    std::map<std::string, std::function<bool(Parts&, int)>> fPartsHandlers;
-    std::vector<std::pair<std::string, bool>> fPending;
-};
-
-namespace detail {
-/// C hooks that call the Device's virtual functions; exceptions become errors (device -> ERROR).
-struct Hooks {
-    static Device* Dev(const fmq_context* ctx, void* user)
-    {
-        auto* d = static_cast<Device*>(user);
-        d->fCtx = ctx;
-        d->fOptions.SetContext(ctx);
-        if (!d->fStates) d->AttachStates(fmq_context_states(ctx));
-        return d;
-    }
-    static void Register(Device* d)
-    {
-        for (auto& p : d->fPending) {
-            detail::check(p.second ? fmq_context_on_data_parts(d->fCtx, p.first.c_str())
-                                   : fmq_context_on_data(d->fCtx, p.first.c_str()),
-                          "OnData");
-        }
-        d->fPending.clear();
-    }
-    template<typename F>
-    static int32_t Guarded(const char* name, F f)
-    {
-        try {
-            return f();
-        } catch (const std::exception& e) {
-            fmq_log("error", (std::string(name) + ": " + e.what()).c_str());
-        } catch (...) {
-            fmq_log("error", (std::string(name) + ": unknown exception").c_str());
-        }
-        return -1;
-    }
-    static int32_t Init(const fmq_context* c, void* u)
-    {
-        return Guarded("Init", [&] {
-            Device* d = Dev(c, u);
-            d->fId = d->fOptions.GetPropertyAsString("id", "");
-            d->Refresh();
-            Register(d);
-            d->Init();
-            Register(d);
-            return 0;
-        });
-    }
-    static int32_t Bind(const fmq_context* c, void* u)
-    {
-        return Guarded("Bind", [&] { Device* d = Dev(c, u); d->Refresh(); d->Bind(); return 0; });
-    }
-    static int32_t Connect(const fmq_context* c, void* u)
-    {
-        return Guarded("Connect", [&] { Device* d = Dev(c, u); d->Refresh(); d->Connect(); return 0; });
-    }
-    static int32_t InitTask(const fmq_context* c, void* u)
-    {
-        return Guarded("InitTask", [&] {
-            Device* d = Dev(c, u);
-            d->Refresh();
-            d->InitTask();
-            Register(d);
-            return 0;
-        });
-    }
-    static int32_t PreRun(const fmq_context* c, void* u) { return Guarded("PreRun", [&] { Dev(c, u)->PreRun(); return 0; }); }
-    static int32_t ConditionalRun(const fmq_context* c, void* u)
-    {
-        return Guarded("ConditionalRun", [&] { return Dev(c, u)->ConditionalRun() ? 1 : 0; });
-    }
-    static int32_t Run(const fmq_context* c, void* u) { return Guarded("Run", [&] { Dev(c, u)->Run(); return 0; }); }
-    static int32_t PostRun(const fmq_context* c, void* u) { return Guarded("PostRun", [&] { Dev(c, u)->PostRun(); return 0; }); }
-    static int32_t ResetTask(const fmq_context* c, void* u) { return Guarded("ResetTask", [&] { Dev(c, u)->ResetTask(); return 0; }); }
-    static int32_t Reset(const fmq_context* c, void* u)
-    {
-        return Guarded("Reset", [&] {
-            Device* d = Dev(c, u);
-            d->Reset();
-            d->fChannels.clear(); // the channels go with RESETTING DEVICE
-            d->fTransportFactory.reset();
-            return 0;
-        });
-    }
-    static int32_t Data(const fmq_context* c, const char* ch, fmq_message* m, int32_t i, void* u)
-    {
-        return Guarded("HandleData", [&] {
-            Device* d = Dev(c, u);
-            // The handler owns its message, as in FairMQ: it may keep it (std::move) beyond the call.
-            fmq_message* owned = nullptr;
-            detail::check(fmq_message_take(m, &owned), "taking the received message");
-            MessagePtr msg = std::make_unique<Message>(owned, true);
-            return d->fMsgHandlers.at(ch)(msg, i) ? 1 : 0;
-        });
-    }
-    static int32_t PartsData(const fmq_context* c, const char* ch, fmq_parts* p, int32_t i, void* u)
-    {
-        return Guarded("HandleData", [&] {
-            Device* d = Dev(c, u);
-            Parts parts;
-            detail::TakeParts(p, parts);
-            return d->fPartsHandlers.at(ch)(parts, i) ? 1 : 0;
-        });
-    }
-    /// The run ended: the context, configuration and state machine are gone.
-    static void Detach(Device& d)
-    {
-        d.fCtx = nullptr;
-        d.fStates = nullptr;
-        d.fOptions.SetConfig(nullptr);
-    }
-    static fmq_device_hooks Table(const Device& d)
-    {
-        fmq_device_hooks h{};
-        h.init = Init;
-        h.init_task = InitTask;
-        h.pre_run = PreRun;
-        h.run = Run;
-        h.post_run = PostRun;
-        h.reset_task = ResetTask;
-        h.reset = Reset;
-        h.bind = Bind;
-        h.connect = Connect;
-        h.conditional_run = ConditionalRun;
-        (void)d;
-        h.handle_data = Data; // called only for channels registered with OnData
-        h.handle_parts = PartsData;
-        return h;
-    }
-};
-} // namespace detail
+namespace fair {
+namespace mq {
 
 namespace tools {
 /// Keeps a loop at `rate` iterations a second (FairMQ's fair::mq::tools::RateLimiter): call

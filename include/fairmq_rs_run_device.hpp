@@ -34,7 +34,8 @@ inline int32_t MakeDevice(const fmq_config* cfg, void* user, fmq_device_hooks* h
         program->config.SetConfig(cfg);
         program->device = getDevice(program->config);
         if (!program->device) return 1;
-        *hooks = Hooks::Table(*program->device);
+        program->device->SetConfig(program->config);
+        *hooks = Hooks::Table();
         *device = program->device.get();
         return 0;
     } catch (const std::exception& e) {
@@ -56,11 +57,12 @@ int main(int argc, char* argv[])
         addCustomOptions(custom);
         const fair::mq::detail::BoostOptionTable options(custom);
         fair::mq::detail::Program program;
+        program.config.AddToCmdLineOptions(custom); // getDevice reads them as their Boost types
         const int code = fmq_run_device_factory(argc, argv, fair::mq::detail::MakeDevice, options.table.data(),
                                                 options.table.size(), &program);
         // What the run lent the device is gone: its destructor must not reach for it.
-        program.config.SetConfig(nullptr);
         if (program.device) fair::mq::detail::Hooks::Detach(*program.device);
+        program.config.SetConfig(nullptr);
         return code;
     } catch (const std::exception& e) {
         std::cerr << "Uncaught exception reached the top of main: " << e.what() << std::endl;

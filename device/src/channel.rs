@@ -371,6 +371,30 @@ impl Channel {
         &self.socket
     }
 
+    /// Changes the socket options kept in the configuration (`linger`, the buffer sizes) and applies
+    /// them to the socket (FairMQ's `Socket::SetOption` and setters).
+    pub fn update_socket_options(&mut self, f: impl FnOnce(&mut ChannelConfig)) -> Result<(), Error> {
+        f(&mut self.config);
+        self.socket.set_options(&self.config.socket_options())
+    }
+
+    /// Binds or connects (`method`) to `address` as FairMQ's `Channel::Bind`/`Connect`: the
+    /// configuration takes both, is validated, and the socket attaches; returns the address as
+    /// attached.
+    pub fn attach_to(&mut self, method: &str, address: &str) -> Result<String, Error> {
+        self.config.method = method.to_owned();
+        self.config.address = address.to_owned();
+        match self.config.validate() {
+            Ok(true) => self.attach(),
+            Ok(false) => Err(Error::Unattachable {
+                channel: self.name(),
+                method: method.to_owned(),
+                address: address.to_owned(),
+            }),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Binds/connects every endpoint; returns the address as attached and records it.
     pub fn attach(&mut self) -> Result<String, Error> {
         let attached = self.socket.attach(&self.config.address, &self.config.attach_options())?;

@@ -74,6 +74,16 @@ pub enum Error {
         /// The message's transport.
         message: fairmq_zmq::TransportKind,
     },
+    /// A channel told to bind or connect to an address it cannot use.
+    #[error("channel {channel} cannot {method} to '{address}' (an invalid or unspecified address)")]
+    Unattachable {
+        /// Full channel name.
+        channel: String,
+        /// `bind` or `connect`.
+        method: String,
+        /// The address given.
+        address: String,
+    },
     /// A state change was refused.
     #[error("Invalid transition: {0}: failed to change state of a fairmq device")]
     Transition(crate::state::Transition),
@@ -89,7 +99,11 @@ impl Error {
             Error::Transfer(e) => e.kind(),
             Error::Poll(e) => e.kind(),
             Error::Region(e) => e.kind(),
-            Error::Channel(_) | Error::Config(_) | Error::NoMethod(_) | Error::NoInterface(_) => ErrorKind::Config,
+            Error::Channel(_)
+            | Error::Config(_)
+            | Error::NoMethod(_)
+            | Error::NoInterface(_)
+            | Error::Unattachable { .. } => ErrorKind::Config,
             Error::Property(PropertyError::NotFound(_)) | Error::NoChannel(_) => ErrorKind::NotFound,
             Error::Property(_) | Error::Transport(_) | Error::RegionKind { .. } | Error::Transition(_) => {
                 ErrorKind::Invalid

@@ -183,6 +183,71 @@ pub unsafe extern "C" fn fmq_option_declared_type(name: *const c_char) -> fmq_op
     })
 }
 
+/// FairMQ's options and `options` (`n_options` entries, as for `fmq_run_device`), a group each.
+///
+/// # Safety
+/// As for `fmq_run_device`'s `options`.
+unsafe fn with_custom(options: *const fmq_option, n_options: usize) -> Result<Options, fmq_result> {
+    // SAFETY: contract as documented.
+    let decls = unsafe { read_option_table(options, n_options) }.map_err(|e| match e {
+        OptionTableError::Null(_) => fail(FMQ_ERROR_NULL, e),
+        OptionTableError::Invalid(_) => fail(FMQ_ERROR_INVALID, e),
+    })?;
+    let mut opts = known_options();
+    let mut custom = options::OptionGroup::new("Custom options");
+    add_options(&mut custom, &decls);
+    opts.add_group(custom);
+    Ok(opts)
+}
+
+/// The `--help` text of FairMQ's options and `options` (as for `fmq_run_device`) into `buf`.
+///
+/// # Safety
+/// `options` as for `fmq_run_device`; `buf` valid for `len` bytes; `written` NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn fmq_options_help(
+    options: *const fmq_option,
+    n_options: usize,
+    buf: *mut c_char,
+    len: usize,
+    written: *mut usize,
+) -> fmq_result {
+    guard(|| {
+        code((|| {
+            // SAFETY: contract as documented.
+            let opts = unsafe { with_custom(options, n_options)? };
+            // SAFETY: contract as documented.
+            Ok(unsafe { copy_out(&opts.help(), buf, len, written) })
+        })())
+    })
+}
+
+/// Every option of FairMQ's and of `options` with its value in `cfg`, as `--print-options` prints
+/// them (`<option>:<value>:<type>:<description>`, a line each), into `buf`.
+///
+/// # Safety
+/// `cfg` valid; `options` as for `fmq_run_device`; `buf` valid for `len` bytes; `written` NULL or
+/// valid.
+#[no_mangle]
+pub unsafe extern "C" fn fmq_config_print_options(
+    cfg: *const fmq_config,
+    options: *const fmq_option,
+    n_options: usize,
+    buf: *mut c_char,
+    len: usize,
+    written: *mut usize,
+) -> fmq_result {
+    guard(|| {
+        code((|| {
+            // SAFETY: contract as documented.
+            let (c, opts) = unsafe { (refp(cfg, "config")?, with_custom(options, n_options)?) };
+            let text = opts.print_options(crate::config::inner(c));
+            // SAFETY: contract as documented.
+            Ok(unsafe { copy_out(&text, buf, len, written) })
+        })())
+    })
+}
+
 /// Parses a command line into the store as FairMQ's `ProgOptions::ParseAll` does: every property
 /// is removed, then the defaults of FairMQ's options and of `options` (`n_options` entries, as
 /// for `fmq_run_device`) are set, then what `argv` gives (`argv[0]` is the program name).
@@ -207,14 +272,7 @@ pub unsafe extern "C" fn fmq_config_parse(
             // SAFETY: contract as documented.
             let (c, args) = unsafe { (refp(cfg, "config")?, crate::transport::args(argc, argv)?) };
             // SAFETY: contract as documented.
-            let decls = unsafe { read_option_table(options, n_options) }.map_err(|e| match e {
-                OptionTableError::Null(_) => fail(FMQ_ERROR_NULL, e),
-                OptionTableError::Invalid(_) => fail(FMQ_ERROR_INVALID, e),
-            })?;
-            let mut opts = known_options();
-            let mut custom = options::OptionGroup::new("Custom options");
-            add_options(&mut custom, &decls);
-            opts.add_group(custom);
+            let mut opts = unsafe { with_custom(options, n_options)? };
             // Parsed into a fresh store first: a refused line leaves the store as it was.
             let parsed = Properties::new();
             opts.parse(args.get(1..).unwrap_or(&[]), &parsed).map_err(|e| fail(FMQ_ERROR_CONFIG, e))?;

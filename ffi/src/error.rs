@@ -248,8 +248,8 @@ pub extern "C" fn fmq_version() -> *const c_char {
 }
 
 /// Logs `message` through the fairmq-rs logger at FairMQ's `severity` (trace, debug, info, state,
-/// warn, error, fatal), so C and C++ devices' lines look like the Rust devices' lines. An unknown
-/// severity logs at info.
+/// warn, error, fatal, and FairLogger's debug1..4, detail, important, alarm), so C and C++ devices'
+/// lines look like the Rust devices' lines. An unknown severity logs at info.
 ///
 /// # Safety
 /// `severity` and `message` are NUL-terminated strings (or NULL: nothing is logged).
@@ -283,13 +283,16 @@ pub unsafe extern "C" fn fmq_log_at(
         let (file, function) = unsafe { (optional_str(file), optional_str(function)) };
         let file = file.map(|f| f.rsplit('/').next().unwrap_or(f));
         let caller = function.unwrap_or("c");
-        let (level, target) = match sev {
-            "trace" => (log::Level::Trace, caller),
-            "debug" => (log::Level::Debug, caller),
-            "state" => (log::Level::Info, fairmq::logging::STATE_TARGET),
-            "warn" | "warning" => (log::Level::Warn, caller),
-            "error" => (log::Level::Error, caller),
-            "fatal" => (log::Level::Error, fairmq::logging::FATAL_TARGET),
+        use fairmq::logging::Severity;
+        // FairLogger's names (debug1..4, detail, important, alarm) at their own levels.
+        let (level, target) = match crate::logger::severity(sev) {
+            Some(Severity::Trace) => (log::Level::Trace, caller),
+            Some(Severity::Debug) => (log::Level::Debug, caller),
+            Some(Severity::State) => (log::Level::Info, fairmq::logging::STATE_TARGET),
+            Some(Severity::Warn) => (log::Level::Warn, caller),
+            Some(Severity::Error) => (log::Level::Error, caller),
+            Some(Severity::Fatal) => (log::Level::Error, fairmq::logging::FATAL_TARGET),
+            Some(Severity::Nolog) => return,
             _ => (log::Level::Info, caller),
         };
         let line = u32::try_from(line).ok().filter(|&l| l > 0);

@@ -24,11 +24,13 @@
 #[cfg(test)]
 mod boundary_test;
 mod channel;
+mod channel_setup;
 mod config;
 mod config_store;
 mod device;
 mod device_object;
 mod error;
+mod logger;
 mod message;
 mod ptr;
 mod region;
@@ -39,10 +41,12 @@ mod states;
 mod transport;
 
 pub use channel::*;
+pub use channel_setup::*;
 pub use config_store::*;
 pub use device::*;
 pub use device_object::*;
 pub use error::*;
+pub use logger::*;
 pub use message::*;
 pub use region::*;
 pub use region_events::*;

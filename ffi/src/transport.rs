@@ -64,6 +64,53 @@ pub unsafe extern "C" fn fmq_transport_new(
     })
 }
 
+/// Creates a transport of `kind` ("zeromq" or "shmem"; "default" is zeromq) for device `id`,
+/// configured by the store `cfg` (`session`, `io-threads`, the `shm-*` options: FairMQ's
+/// `TransportFactory::CreateTransportFactory(type, id, config)`). `*out` owns it.
+///
+/// # Safety
+/// `kind` and `id` NUL-terminated; `cfg` a valid handle; `out` valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn fmq_transport_new_with_config(
+    kind: *const c_char,
+    id: *const c_char,
+    cfg: *const crate::config::fmq_config,
+    out: *mut *mut fmq_transport,
+) -> fmq_result {
+    guard(|| {
+        code((|| {
+            check_out(out)?;
+            // SAFETY: contracts as documented above.
+            let (kind, id, cfg) = unsafe { (str_arg(kind)?, str_arg(id)?, refp(cfg, "config")?) };
+            let kind = match kind.parse::<TransportKind>() {
+                Ok(TransportKind::Default) | Ok(TransportKind::Zeromq) => TransportKind::Zeromq,
+                Ok(k) => k,
+                Err(e) => return Err(fail(FMQ_ERROR_INVALID, e)),
+            };
+            let t = fairmq::transport::create(kind, id, crate::config::inner(cfg)).map_err(fail_kind)?;
+            // SAFETY: `out` was checked and is valid per the contract.
+            unsafe { give(out, fmq_transport(t)) };
+            Ok(FMQ_OK)
+        })())
+    })
+}
+
+/// The transport's kind: 1 zeromq, 2 shmem (FairMQ's `fair::mq::Transport` numbers); 0 for NULL.
+///
+/// # Safety
+/// `t` a valid transport or NULL.
+#[no_mangle]
+pub unsafe extern "C" fn fmq_transport_kind(t: *const fmq_transport) -> i32 {
+    guard_value(0, || {
+        // SAFETY: contract as documented.
+        match unsafe { refp(t, "transport") }.map(|t| t.0.kind()) {
+            Ok(TransportKind::Shmem) => 2,
+            Ok(_) => 1,
+            Err(_) => 0,
+        }
+    })
+}
+
 /// Frees a transport (NULL is fine). Sockets and messages made from it keep it alive until they
 /// are freed too; the last one ends the context (linger applies) and may remove the session.
 ///

@@ -79,7 +79,7 @@ class Sampler : public FairMQDevice
         if ((method != "connect" && method != "bind") || method != config.GetPropertyAsString("chans.data.0.method")) {
             fail("StartingWith");
         }
-        auto compat = config.GetPropertiesAsString("^compat-");
+        auto compat = config.GetPropertiesAsString("compat-.*"); // the whole key matches, as in FairMQ
         if (compat.size() != 2 || compat["compat-answer"] != "42") fail("GetPropertiesAsString");
         bool threw = false;
         try {

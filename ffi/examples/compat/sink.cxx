@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <system_error>
 #include <thread>
 
 namespace bpo = boost::program_options;
@@ -63,7 +64,7 @@ class Sink : public fair::mq::Device
             try {
                 ChangeStateOrThrow("BIND");
                 fRefused = false;
-            } catch (const fair::mq::Error&) {
+            } catch (const std::system_error&) { // FairMQ's error code DeviceChangeStateFailed
             }
         }
         ++fReceived;

@@ -142,6 +142,10 @@ namespace detail {
 
 // --- LOG in a plugin library -------------------------------------------------------------------
 
+// A plugin library does not link libfairmq_rs: its LOG reaches the library's logger only where
+// the process has it (a program with its own PluginManager), else the device's table or std::clog.
+#pragma weak fmq_log_at
+
 // The device loads plugin libraries RTLD_GLOBAL, so a default-visibility inline function of one
 // library would serve the others too: what keeps or reads per-library state is hidden.
 #define FAIRMQ_RS_PLUGIN_LOCAL __attribute__((visibility("hidden")))
@@ -176,6 +180,8 @@ class FAIRMQ_RS_PLUGIN_LOCAL PluginLogLine
             const std::string text = fText.str();
             if (const fmq_plugin_services* s = gPluginLogServices.load()) {
                 s->log(s->host, PluginLogSeverity(fSeverity), text.c_str());
+            } else if (&fmq_log_at != nullptr) { // a program that links the library (see below)
+                fmq_log_at(fSeverity, nullptr, 0, nullptr, text.c_str());
             } else {
                 std::clog << "[" << fSeverity << "] " << text << std::endl;
             }
@@ -235,8 +241,12 @@ struct PluginDescriptor
 };
 
 /// A running plugin: the services wrapper and the plugin made with it.
+/// What an instance starts with, so that a program's PluginManager knows one of these.
+inline constexpr std::uint64_t kPluginInstanceMagic = 0x666d717273706c67; // "fmqrsplg"
+
 struct PluginInstance
 {
+    std::uint64_t magic = kPluginInstanceMagic;
     std::unique_ptr<PluginServices> services;
     std::unique_ptr<Plugin> plugin;
 };

@@ -1,18 +1,23 @@
 // fairmq-rs compatibility header: FairMQ's <fairmq/PluginServices.h>, what the device offers a plugin.
 // Installed in its own include directory (see ffi/install.sh): it never shadows a real FairMQ.
 //
-// A wrapper around the fmq_plugin_services table the device hands a plugin (include/fairmq_rs.h),
-// so a plugin library needs neither libfairmq_rs nor the device's C++ types. Differences from
-// FairMQ: a plugin acts only as itself (controller ids must be its name; subscriber ids are free,
-// a second subscription of one replaces the first); properties travel as text, so GetProperty<T>
-// reads T from text (a missing key throws fair::mq::Error "Config has no key: KEY"); there is no
-// GetProperties/SetProperties/DeleteProperty, property subscriptions, channel info, key listing,
-// log cycling or GetNumberOfConnectedPeers (the C ABI has none).
+// Two kinds, one class:
+// - PluginServices(config, device): FairMQ's, over a program's own ProgOptions and Device (what
+//   fair::mq::PluginManager gives the plugins it starts; tests and controllers use it directly).
+//   Controllers are named freely; every FairMQ service is there.
+// - PluginServices(table, name): a wrapper around the fmq_plugin_services table a device hands a
+//   plugin (include/fairmq_rs.h), so a plugin library needs neither libfairmq_rs nor the device's
+//   C++ types. Differences from FairMQ: a plugin acts only as itself (controller ids must be its
+//   name); properties travel as text, so GetProperty<T> reads T from text; the table has no
+//   GetProperties/SetProperties/DeleteProperty, property subscriptions, channel info, key
+//   listing or GetNumberOfConnectedPeers: those throw fair::mq::Error there.
 #pragma once
 #include <fairmq_rs.hpp>
 
 #include <boost/optional.hpp>
 #include <boost/optional/optional_io.hpp>
+
+#include <condition_variable>
 
 #include <cstdint>
 #include <functional>
@@ -29,6 +34,40 @@
 
 namespace fair::mq {
 
+namespace plugin_detail {
+template<typename T>
+struct IsVector : std::false_type {};
+template<typename T>
+struct IsVector<std::vector<T>> : std::true_type {};
+
+/// A property's text read as a T (a vector: one item per line).
+template<typename T>
+struct FromText {
+    static T Read(const std::string& text, const std::string& key)
+    {
+        if constexpr (std::is_same<T, std::string>::value) {
+            return text;
+        } else {
+            std::istringstream in(text);
+            T v{};
+            in >> std::boolalpha >> v;
+            if (in.fail()) throw Error("property '" + key + "' has no value of the requested type");
+            return v;
+        }
+    }
+};
+template<typename T>
+struct FromText<std::vector<T>> {
+    static std::vector<T> Read(const std::string& text, const std::string& key)
+    {
+        std::vector<T> items;
+        std::istringstream lines(text);
+        for (std::string line; std::getline(lines, line);) items.push_back(FromText<T>::Read(line, key));
+        return items;
+    }
+};
+} // namespace plugin_detail
+
 class PluginServices
 {
   public:
@@ -42,6 +81,11 @@ class PluginServices
     };
 
     PluginServices() = delete;
+    /// FairMQ's services over a program's configuration and device (both outlive this object).
+    PluginServices(ProgOptions& config, Device& device)
+        : fConfig(&config)
+        , fDevice(&device)
+    {}
     /// The services of plugin `plugin`; `services` stays valid until the plugin's stop returns,
     /// which outlives this object (REGISTER_FAIRMQ_PLUGIN makes and deletes it).
     PluginServices(const fmq_plugin_services* services, std::string plugin)
@@ -86,6 +130,7 @@ class PluginServices
 
     auto GetCurrentDeviceState() const -> DeviceState
     {
+        if (fDevice) return fDevice->GetCurrentState();
         const int32_t s = fServices->current_state(fServices->host);
         return s >= 0 && s <= static_cast<int32_t>(DeviceState::Exiting) ? static_cast<DeviceState>(s) : DeviceState::Undefined;
     }
@@ -94,23 +139,53 @@ class PluginServices
     /// @throw DeviceControlError if another plugin is
     auto TakeDeviceControl(const std::string& controller) -> void
     {
+        if (fDevice) {
+            std::lock_guard<std::mutex> lock(fControlMtx);
+            if (fController && *fController != controller) {
+                throw DeviceControlError("Plugin '" + controller + "' is not allowed to take over control. Currently, plugin '" +
+                                         *fController + "' has taken control.");
+            }
+            fController = controller;
+            return;
+        }
         Self(controller);
         Check(fServices->take_device_control(fServices->host), "TakeDeviceControl");
     }
     /// Becomes the controller whoever is (e.g. to shut the device down on a signal).
     auto StealDeviceControl(const std::string& controller) -> void
     {
+        if (fDevice) {
+            std::lock_guard<std::mutex> lock(fControlMtx);
+            fController = controller;
+            return;
+        }
         Self(controller);
         Check(fServices->steal_device_control(fServices->host), "StealDeviceControl");
     }
     /// Ends the plugin's control; nothing happens if it has none (as FairMQ's, which only logs).
     auto ReleaseDeviceControl(const std::string& controller) -> void
     {
+        if (fDevice) {
+            {
+                std::lock_guard<std::mutex> lock(fControlMtx);
+                if (fController == controller) {
+                    fController.reset();
+                } else {
+                    LOG(debug) << "Plugin '" << controller << "' cannot release control because it has not taken over control.";
+                }
+            }
+            fControlReleased.notify_all();
+            return;
+        }
         Self(controller);
         Check(fServices->release_device_control(fServices->host), "ReleaseDeviceControl");
     }
     auto GetDeviceController() const -> boost::optional<std::string>
     {
+        if (fDevice) {
+            std::lock_guard<std::mutex> lock(fControlMtx);
+            return fController ? boost::optional<std::string>(*fController) : boost::none;
+        }
         auto c = ReadText([this](char* buf, size_t cap, size_t* len) { return fServices->device_controller(fServices->host, buf, cap, len); },
                           "GetDeviceController");
         return c ? boost::optional<std::string>(std::move(*c)) : boost::none;
@@ -118,6 +193,11 @@ class PluginServices
     /// Blocks until no plugin controls the device.
     auto WaitForReleaseDeviceControl() -> void
     {
+        if (fDevice) {
+            std::unique_lock<std::mutex> lock(fControlMtx);
+            fControlReleased.wait(lock, [this] { return !fController; });
+            return;
+        }
         Check(fServices->wait_for_release_device_control(fServices->host, -1), "WaitForReleaseDeviceControl");
     }
     /// Requests a transition: false if the current state does not take it (or another one is
@@ -125,6 +205,17 @@ class PluginServices
     /// @throw DeviceControlError if another plugin controls the device
     auto ChangeDeviceState(const std::string& controller, DeviceStateTransition next) -> bool
     {
+        if (fDevice) {
+            {
+                std::lock_guard<std::mutex> lock(fControlMtx);
+                if (!fController) fController = controller; // control taken implicitly
+                if (*fController != controller) {
+                    throw DeviceControlError("Plugin '" + controller + "' is not allowed to change device states. Currently, plugin '" +
+                                             *fController + "' has taken control.");
+                }
+            }
+            return fDevice->ChangeState(next);
+        }
         Self(controller);
         const fmq_plugin_result r = fServices->change_state(fServices->host, static_cast<int32_t>(next));
         if (r == FMQ_PLUGIN_REFUSED) {
@@ -139,6 +230,10 @@ class PluginServices
     /// and goes no further (it must not cross into the device).
     auto SubscribeToDeviceStateChange(const std::string& subscriber, std::function<void(DeviceState)> callback) -> void
     {
+        if (fDevice) {
+            fDevice->SubscribeToStateChange(subscriber, std::move(callback));
+            return;
+        }
         std::lock_guard<std::mutex> lock(fSubscribersMtx);
         fSubscribers[subscriber] = std::make_shared<std::function<void(DeviceState)>>(std::move(callback));
         if (!fSubscribed) {
@@ -149,6 +244,10 @@ class PluginServices
     /// Ends `subscriber`'s subscription (a callback already running may still finish).
     auto UnsubscribeFromDeviceStateChange(const std::string& subscriber) -> void
     {
+        if (fDevice) {
+            fDevice->UnsubscribeFromStateChange(subscriber);
+            return;
+        }
         std::lock_guard<std::mutex> lock(fSubscribersMtx);
         fSubscribers.erase(subscriber);
         if (fSubscribers.empty() && fSubscribed) {
@@ -159,12 +258,20 @@ class PluginServices
 
     // Config API: values travel as text (lists: one item per line).
 
-    auto PropertyExists(const std::string& key) const -> bool { return fServices->property_exists(fServices->host, key.c_str()); }
+    auto PropertyExists(const std::string& key) const -> bool
+    {
+        if (fConfig) return fConfig->Count(key) > 0;
+        return fServices->property_exists(fServices->host, key.c_str());
+    }
 
     /// Sets `key`, read as the type the property has (a new property is text).
     template<typename T>
     auto SetProperty(const std::string& key, T val) -> void
     {
+        if (fConfig) {
+            fConfig->SetProperty(key, std::move(val));
+            return;
+        }
         const std::string text = ToText(val);
         Check(fServices->set_property(fServices->host, key.c_str(), text.c_str()), "SetProperty");
     }
@@ -172,6 +279,7 @@ class PluginServices
     template<typename T>
     bool UpdateProperty(const std::string& key, T val)
     {
+        if (fConfig) return fConfig->UpdateProperty(key, std::move(val));
         if (!PropertyExists(key)) {
             return false;
         }
@@ -183,23 +291,78 @@ class PluginServices
     template<typename T>
     auto GetProperty(const std::string& key) const -> T
     {
+        if (fConfig) return fConfig->GetProperty<T>(key);
         auto text = Property(key);
         if (!text) {
             throw Error("Config has no key: " + key);
         }
-        return detail::FromText<T>::Read(*text, key);
+        return plugin_detail::FromText<T>::Read(*text, key);
     }
     template<typename T>
     T GetProperty(const std::string& key, const T& ifNotFound) const
     {
+        if (fConfig) return fConfig->GetProperty<T>(key, ifNotFound);
         auto text = Property(key);
-        return text ? detail::FromText<T>::Read(*text, key) : ifNotFound;
+        return text ? plugin_detail::FromText<T>::Read(*text, key) : ifNotFound;
     }
-    auto GetPropertyAsString(const std::string& key) const -> std::string { return GetProperty<std::string>(key); }
+    auto GetPropertyAsString(const std::string& key) const -> std::string
+    {
+        if (fConfig) return fConfig->GetPropertyAsString(key);
+        return GetProperty<std::string>(key);
+    }
     auto GetPropertyAsString(const std::string& key, const std::string& ifNotFound) const -> std::string
     {
+        if (fConfig) return fConfig->GetPropertyAsString(key, ifNotFound);
         return GetProperty<std::string>(key, ifNotFound);
     }
+    // The rest of FairMQ's configuration services: a program's own services only.
+    auto SetProperties(const fair::mq::Properties& props) -> void { Config("SetProperties").SetProperties(props); }
+    auto UpdateProperties(const fair::mq::Properties& input) -> bool { return Config("UpdateProperties").UpdateProperties(input); }
+    auto DeleteProperty(const std::string& key) -> void { Config("DeleteProperty").DeleteProperty(key); }
+    auto GetProperties(const std::string& q) const -> fair::mq::Properties { return Config("GetProperties").GetProperties(q); }
+    auto GetPropertiesStartingWith(const std::string& q) const -> fair::mq::Properties
+    {
+        return Config("GetPropertiesStartingWith").GetPropertiesStartingWith(q);
+    }
+    auto GetPropertiesAsString(const std::string& q) const -> std::map<std::string, std::string>
+    {
+        return Config("GetPropertiesAsString").GetPropertiesAsString(q);
+    }
+    auto GetPropertiesAsStringStartingWith(const std::string& q) const -> std::map<std::string, std::string>
+    {
+        return Config("GetPropertiesAsStringStartingWith").GetPropertiesAsStringStartingWith(q);
+    }
+    auto GetChannelInfo() const -> std::unordered_map<std::string, int> { return Config("GetChannelInfo").GetChannelInfo(); }
+    auto GetPropertyKeys() const -> std::vector<std::string> { return Config("GetPropertyKeys").GetPropertyKeys(); }
+    template<typename T>
+    auto SubscribeToPropertyChange(const std::string& subscriber, std::function<void(const std::string& key, T)> callback) const
+        -> void
+    {
+        Config("SubscribeToPropertyChange").template Subscribe<T>(subscriber, std::move(callback));
+    }
+    template<typename T>
+    auto UnsubscribeFromPropertyChange(const std::string& subscriber) -> void
+    {
+        Config("UnsubscribeFromPropertyChange").template Unsubscribe<T>(subscriber);
+    }
+    auto SubscribeToPropertyChangeAsString(const std::string& subscriber,
+                                           std::function<void(const std::string& key, std::string)> callback) const -> void
+    {
+        Config("SubscribeToPropertyChangeAsString").SubscribeAsString(subscriber, std::move(callback));
+    }
+    auto UnsubscribeFromPropertyChangeAsString(const std::string& subscriber) -> void
+    {
+        Config("UnsubscribeFromPropertyChangeAsString").UnsubscribeAsString(subscriber);
+    }
+    auto GetNumberOfConnectedPeers(const std::string& channelName, int index = 0) -> unsigned long
+    {
+        if (!fDevice) throw Error("GetNumberOfConnectedPeers: not available to a plugin of a fairmq-rs device program");
+        return fDevice->GetNumberOfConnectedPeers(channelName, index);
+    }
+    auto CycleLogConsoleSeverityUp() -> void { fmq_log_cycle_console_severity(true); }
+    auto CycleLogConsoleSeverityDown() -> void { fmq_log_cycle_console_severity(false); }
+    auto CycleLogVerbosityUp() -> void { fmq_log_cycle_verbosity(true); }
+    auto CycleLogVerbosityDown() -> void { fmq_log_cycle_verbosity(false); }
 
     /// The plugin's name (fairmq-rs).
     auto GetPluginName() const -> const std::string& { return fPlugin; }
@@ -208,6 +371,13 @@ class PluginServices
 
   private:
     using Callback = std::shared_ptr<std::function<void(DeviceState)>>;
+
+    /// The program's configuration; Error in a plugin of a device program (its table has none).
+    ProgOptions& Config(const char* what) const
+    {
+        if (!fConfig) throw Error(std::string(what) + ": not available to a plugin of a fairmq-rs device program");
+        return *fConfig;
+    }
 
     /// The C ABI acts for the plugin that was started: it cannot act as another.
     void Self(const std::string& id) const
@@ -262,7 +432,7 @@ class PluginServices
     template<typename T>
     static std::string ToText(const T& v)
     {
-        if constexpr (detail::IsVector<T>::value) {
+        if constexpr (plugin_detail::IsVector<T>::value) {
             std::string lines;
             for (size_t i = 0; i < v.size(); ++i) {
                 lines += (i ? "\n" : "") + ToText(v[i]);
@@ -323,7 +493,14 @@ class PluginServices
         }
     }
 
-    const fmq_plugin_services* fServices;
+    // A program's own services (FairMQ's kind).
+    ProgOptions* fConfig = nullptr;
+    Device* fDevice = nullptr;
+    mutable std::mutex fControlMtx;
+    std::condition_variable fControlReleased;
+    std::optional<std::string> fController;
+    // A plugin's view of a device program's table.
+    const fmq_plugin_services* fServices = nullptr;
     const std::string fPlugin;
     std::mutex fSubscribersMtx;
     std::map<std::string, Callback> fSubscribers;
