@@ -1696,6 +1696,29 @@ fmq_result fmq_message_rebuild(fmq_message *m);
 fmq_result fmq_message_rebuild_size(fmq_message *m, size_t size);
 
 /**
+ * Releases the content and allocates `size` new bytes aligned to `alignment` (a power of two; 0:
+ * none), as FairMQ's `Rebuild(size, Alignment)`.
+ *
+ * # Safety
+ * `m` is a valid message.
+ */
+fmq_result fmq_message_rebuild_aligned(fmq_message *m, size_t size, size_t alignment);
+
+/**
+ * Releases the content and takes `size` bytes at `data` as FairMQ's `Rebuild(data, size, ffn,
+ * hint)` does (see `fmq_message_new_data`: zeromq takes the buffer, shmem copies it and releases
+ * it at once). On failure the message is empty and the buffer still the caller's.
+ *
+ * # Safety
+ * `m` is a valid message; `data` as for `fmq_message_new_data`.
+ */
+fmq_result fmq_message_rebuild_data(fmq_message *m,
+                                    void *data,
+                                    size_t size,
+                                    fmq_free_fn ffn,
+                                    void *hint);
+
+/**
  * Moves `m`'s content into a new message `*out` (free it with `fmq_message_free`); `m` is left
  * empty. A data handler's message belongs to the framework: this is how a handler keeps it beyond
  * the call.
@@ -1864,6 +1887,53 @@ fmq_result fmq_transport_region_info(const fmq_transport *t,
                                      fmq_region_info *out,
                                      size_t len,
                                      size_t *count);
+
+/**
+ * The shm id (8 hex digits) of session `session` for the effective user, as devices derive it
+ * (FairMQ's `makeShmIdStr`), into `buf`.
+ *
+ * # Safety
+ * `session` NUL-terminated; `buf` valid for `len` bytes; `written` NULL or valid.
+ */
+fmq_result fmq_shm_id_for_session(const char *session, char *buf, size_t len, size_t *written);
+
+/**
+ * The free bytes of managed segment `segment_id` of session `shm_id` into `*out`;
+ * `FMQ_ERROR_NOT_FOUND` when the session has no management segment or no such segment (the last
+ * error says which, in FairMQ's words).
+ *
+ * # Safety
+ * `shm_id` NUL-terminated; `out` valid for a write.
+ */
+fmq_result fmq_shm_free_memory(const char *shm_id, uint16_t segment_id, uint64_t *out);
+
+/**
+ * Removes every object of session `shm_id` (FairMQ's `Monitor::Cleanup`; with `full`, also the
+ * monitor's lock: `CleanupFull`). Writes one line per object, `<name>\t1` (removed) or `<name>\t0`,
+ * into `buf`; a session that has none gives no lines.
+ *
+ * # Safety
+ * `shm_id` NUL-terminated; `buf` valid for `len` bytes; `written` NULL or valid.
+ */
+fmq_result fmq_shm_cleanup(const char *shm_id, bool full, char *buf, size_t len, size_t *written);
+
+/**
+ * Whether managed segment `segment_id` of session `shm_id` exists (FairMQ's
+ * `SegmentIsPresent`); false for bad arguments.
+ *
+ * # Safety
+ * `shm_id` NUL-terminated or NULL.
+ */
+bool fmq_shm_segment_present(const char *shm_id, uint16_t segment_id);
+
+/**
+ * Whether unmanaged region `region_id` of session `shm_id` exists (FairMQ's `RegionIsPresent`);
+ * false for bad arguments.
+ *
+ * # Safety
+ * `shm_id` NUL-terminated or NULL.
+ */
+bool fmq_shm_region_present(const char *shm_id, uint16_t region_id);
 
 /**
  * The running device's state machine (see `fmq_states`); NULL for a NULL context.

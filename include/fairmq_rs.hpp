@@ -68,6 +68,7 @@ struct Alignment {
 
 /// FairMQ's free function of a user buffer: ffn(data, hint).
 using fairmq_free_fn = void(void* data, void* hint);
+using FreeFn = fairmq_free_fn;
 
 /// A released piece of a region (FairMQ's RegionBlock).
 struct RegionBlock {
@@ -313,6 +314,15 @@ class Message {
     bool SetUsedSize(size_t size) { return fmq_message_set_used_size(fMsg, size); }
     void Rebuild() { detail::check(fmq_message_rebuild(fMsg), "Rebuild"); }
     void Rebuild(size_t size) { detail::check(fmq_message_rebuild_size(fMsg, size), "Rebuild"); }
+    void Rebuild(size_t size, Alignment alignment)
+    {
+        detail::check(fmq_message_rebuild_aligned(fMsg, size, static_cast<size_t>(alignment)), "Rebuild");
+    }
+    /// Takes `size` bytes at `data`, released by ffn(data, hint) (see NewMessage(data, ...)).
+    void Rebuild(void* data, size_t size, fairmq_free_fn* ffn, void* hint = nullptr)
+    {
+        detail::check(fmq_message_rebuild_data(fMsg, data, size, ffn, hint), "Rebuild");
+    }
     void Copy(const Message& other) { detail::check(fmq_message_copy(fMsg, other.fMsg), "Copy"); }
     fmq_message* Raw() const { return fMsg; }
     /// Gives up ownership (for handing the message to the C ABI).

@@ -253,6 +253,72 @@ pub unsafe extern "C" fn fmq_message_rebuild_size(m: *mut fmq_message, size: usi
     })
 }
 
+/// Releases the content and allocates `size` new bytes aligned to `alignment` (a power of two; 0:
+/// none), as FairMQ's `Rebuild(size, Alignment)`.
+///
+/// # Safety
+/// `m` is a valid message.
+#[no_mangle]
+pub unsafe extern "C" fn fmq_message_rebuild_aligned(m: *mut fmq_message, size: usize, alignment: usize) -> fmq_result {
+    guard(|| {
+        if alignment != 0 && !alignment.is_power_of_two() {
+            return fail(FMQ_ERROR_INVALID, format!("alignment {alignment} is not a power of two"));
+        }
+        // SAFETY: valid per contract.
+        code(unsafe { mutp(m, "message") }.and_then(|m| {
+            m.0.rebuild_with_size_aligned(size, alignment).map(|_| FMQ_OK).map_err(alloc_err)
+        }))
+    })
+}
+
+/// Releases the content and takes `size` bytes at `data` as FairMQ's `Rebuild(data, size, ffn,
+/// hint)` does (see `fmq_message_new_data`: zeromq takes the buffer, shmem copies it and releases
+/// it at once). On failure the message is empty and the buffer still the caller's.
+///
+/// # Safety
+/// `m` is a valid message; `data` as for `fmq_message_new_data`.
+#[no_mangle]
+pub unsafe extern "C" fn fmq_message_rebuild_data(
+    m: *mut fmq_message,
+    data: *mut c_void,
+    size: usize,
+    ffn: fmq_free_fn,
+    hint: *mut c_void,
+) -> fmq_result {
+    guard(|| {
+        code((|| {
+            // SAFETY: valid per contract.
+            let m = unsafe { mutp(m, "message")? };
+            if data.is_null() && size > 0 {
+                return Err(fail(FMQ_ERROR_NULL, "data is NULL"));
+            }
+            m.0.rebuild();
+            match &mut m.0 {
+                // SAFETY: the buffer contract is the caller's, what from_raw_parts requires.
+                Message::Zeromq(z) => *z = unsafe { fairmq_zmq::Message::from_raw_parts(data.cast(), size, ffn, hint) },
+                Message::Shmem(s) => {
+                    let bytes = if size == 0 {
+                        &[][..]
+                    } else {
+                        // SAFETY: readable for `size` bytes per the contract.
+                        unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size) }
+                    };
+                    s.rebuild_from_slice(bytes).map_err(|e| fail(code_of(e.kind()), e))?;
+                    // SAFETY: the copy above was the buffer's last use; `ffn` (or free) releases
+                    // it, the caller says.
+                    unsafe {
+                        match ffn {
+                            Some(f) => f(data, hint),
+                            None => libc::free(data),
+                        }
+                    }
+                }
+            }
+            Ok(FMQ_OK)
+        })())
+    })
+}
+
 /// Moves `m`'s content into a new message `*out` (free it with `fmq_message_free`); `m` is left
 /// empty. A data handler's message belongs to the framework: this is how a handler keeps it beyond
 /// the call.

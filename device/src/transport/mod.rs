@@ -223,9 +223,15 @@ impl Message {
 
     /// Releases the content and allocates `size` new bytes.
     pub fn rebuild_with_size(&mut self, size: usize) -> Result<(), Error> {
+        self.rebuild_with_size_aligned(size, 0)
+    }
+
+    /// Releases the content and allocates `size` new bytes aligned to `alignment` (a power of two;
+    /// 0: none).
+    pub fn rebuild_with_size_aligned(&mut self, size: usize, alignment: usize) -> Result<(), Error> {
         match self {
-            Message::Zeromq(m) => m.try_rebuild_with_size_aligned(size, 0)?,
-            Message::Shmem(m) => m.rebuild_with_size(size, 0)?,
+            Message::Zeromq(m) => m.try_rebuild_with_size_aligned(size, alignment)?,
+            Message::Shmem(m) => m.rebuild_with_size(size, alignment)?,
         }
         Ok(())
     }

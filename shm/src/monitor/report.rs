@@ -73,6 +73,30 @@ pub fn report(shm_id: &str) -> Result<Option<String>, ShmError> {
     Ok(Some(s))
 }
 
+/// Why a segment's free memory could not be told (FairMQ's `Monitor::GetFreeMemory` errors).
+#[derive(Debug, thiserror::Error)]
+pub enum FreeMemoryError {
+    /// The session has no management segment.
+    #[error("Could not find management segment for shmid '{0}'")]
+    NoSession(String),
+    /// The session registered no segment of this id.
+    #[error("Could not find segment id '{0}'")]
+    NoSegment(u16),
+    /// The session or segment exists but cannot be used.
+    #[error(transparent)]
+    Shm(#[from] ShmError),
+}
+
+/// The free bytes of managed segment `id` of session `shm_id` (FairMQ's `GetFreeMemory`).
+pub fn free_memory(shm_id: &str, id: u16) -> Result<u64, FreeMemoryError> {
+    let names = Names::new(shm_id);
+    let m = open_if_present(&names)?.ok_or_else(|| FreeMemoryError::NoSession(shm_id.to_owned()))?;
+    if !m.segments().iter().any(|s| s.id == id) {
+        return Err(FreeMemoryError::NoSegment(id));
+    }
+    Ok(Segment::open(&Names::path(&names.segment(id)), id)?.stats().free)
+}
+
 /// Every used block of every segment with its owner (FairMQ's `--debug`, which needs a debug build
 /// there; here owners are always recorded).
 pub fn debug_info(shm_id: &str) -> Result<String, ShmError> {
