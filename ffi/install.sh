@@ -74,4 +74,11 @@ else()
   endif()
 endif()
 CMAKE
+# The programs (fairmq-shmmonitor, which devices started with --shm-monitor look for in
+# $FAIRMQ_PATH, fairmq-uuid-gen and the builtin devices), where `cargo build -p fairmq --bins` made them.
+mkdir -p "$prefix/bin"
+for b in fairmq-shmmonitor fairmq-uuid-gen fairmq-bsampler fairmq-sink fairmq-proxy fairmq-splitter fairmq-merger \
+  fairmq-multiplier fairmq-pmix-command; do
+  if [ -x "$target/$b" ]; then install -m 755 "$target/$b" "$prefix/bin/"; fi
+done
 echo "installed fairmq_rs $version into $prefix"

@@ -896,6 +896,7 @@ inline std::ostream& operator<<(std::ostream& os, Transition t) { return os << G
 } // namespace fair
 
 #include "fairmq_rs/device.hpp"
+#include "fairmq_rs/run.hpp"
 
 namespace fair {
 namespace mq {
@@ -934,7 +935,5 @@ class RateLimiter {
 } // namespace mq
 } // namespace fair
 
-/// FairLogger's LOG(severity): the line names its file, line and function (shown at verbosity veryhigh).
-#define LOG(severity) ::fair::mq::LogLine(#severity, __FILE__, __LINE__, static_cast<const char*>(__func__))
 
 #endif

@@ -36,3 +36,6 @@ class LogLine {
 
 } // namespace mq
 } // namespace fair
+
+/// FairLogger's LOG(severity): the line names its file, line and function (shown at verbosity veryhigh).
+#define LOG(severity) ::fair::mq::LogLine(#severity, __FILE__, __LINE__, static_cast<const char*>(__func__))

@@ -2,9 +2,5 @@
 // Installed in its own include directory (see ffi/install.sh): it never shadows a real FairMQ.
 #pragma once
 #include <fairmq_rs.hpp>
+#include <fairmq/LegacyNames.h>
 
-// FairMQ's older global names, still used by many device sources.
-using FairMQDevice = fair::mq::Device;
-using FairMQMessagePtr = fair::mq::MessagePtr;
-using FairMQParts = fair::mq::Parts;
-using FairMQChannel = fair::mq::Channel;

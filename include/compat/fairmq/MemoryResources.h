@@ -4,6 +4,7 @@
 // Installed in its own include directory (see ffi/install.sh): it never shadows a real FairMQ.
 #pragma once
 #include <fairmq_rs.hpp>
+#include <fairmq/LegacyNames.h>
 
 namespace fair::mq {
 using FairMQMemoryResource [[deprecated("Use fair::mq::MemoryResource")]] = MemoryResource;

@@ -2,3 +2,4 @@
 // Installed in its own include directory (see ffi/install.sh): it never shadows a real FairMQ.
 #pragma once
 #include <fairmq_rs.hpp>
+#include <fairmq/LegacyNames.h>

@@ -13,6 +13,7 @@
 //   listing or GetNumberOfConnectedPeers: those throw fair::mq::Error there.
 #pragma once
 #include <fairmq_rs.hpp>
+#include <fairmq/LegacyNames.h>
 
 #include <boost/optional.hpp>
 #include <boost/optional/optional_io.hpp>

@@ -2,6 +2,7 @@
 // Installed in its own include directory (see ffi/install.sh): it never shadows a real FairMQ.
 #pragma once
 #include <fairmq_rs.hpp>
+#include <fairmq/LegacyNames.h>
 
 // The same set as FairMQ 1.10's Tools.h. <fairmq/tools/IO.h> is left out there too: it would put
 // <termios.h>'s macros (ECHO, B0, ...) into every source that includes this.

@@ -1,0 +1,5 @@
+// fairmq-rs compatibility header: FairMQ's <fairmq/Socket.h>, a channel's socket (Channel::GetSocket).
+// Installed in its own include directory (see ffi/install.sh): it never shadows a real FairMQ.
+#pragma once
+#include <fairmq_rs.hpp>
+#include <fairmq/LegacyNames.h>
