@@ -4,6 +4,10 @@
 //! second is over a single summary says how many more came. While the flood goes on, each second
 //! gives one summary and nothing else; a second without the line ends the limiting, and the next
 //! occurrence starts a new burst. Time comes in as an argument, so tests drive the clock.
+//!
+//! Lines are counted by the kind of event, not by their text: the place in the code that logged
+//! them (a flood of refused frames differs in ticket numbers and segment ids from line to line, yet
+//! is one event repeated). A summary shows the last line it held back.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -16,12 +20,13 @@ pub(crate) const WINDOW: Duration = Duration::from_secs(1);
 /// and a line's entry goes away one window after it was last seen).
 const TRACKED: usize = 1024;
 
-/// What makes lines identical: severity (as `log` sees it), target and text.
+/// What makes lines one kind of event: severity (as `log` sees it), target and the place that
+/// logged them (`file:line`; the text when the place is not known).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct LineKey {
     pub level: log::Level,
     pub target: String,
-    pub text: String,
+    pub site: String,
 }
 
 #[derive(Debug)]
@@ -34,12 +39,15 @@ struct Entry {
     held: u64,
     /// Past the burst: the line passes no more until a window without it.
     limiting: bool,
+    /// The last line held back (what the summary shows).
+    sample: String,
 }
 
-/// A summary of lines held back: the line, how many, and over how long.
+/// A summary of lines held back: their kind, the last of them, how many, and over how long.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Summary {
     pub key: LineKey,
+    pub sample: String,
     pub held: u64,
     pub span: Duration,
 }
@@ -47,7 +55,7 @@ pub(crate) struct Summary {
 impl Summary {
     /// The summary line's text.
     pub(crate) fn text(&self) -> String {
-        format!("{} [{} more like this in the last {:.1} s]", self.key.text, self.held, self.span.as_secs_f64())
+        format!("{} [{} more like this in the last {:.1} s]", self.sample, self.held, self.span.as_secs_f64())
     }
 }
 
@@ -75,19 +83,20 @@ impl RepeatLimiter {
         RepeatLimiter { lines: BTreeMap::new(), next_due: None }
     }
 
-    /// Whether the line `key`, logged at `now`, is to be written.
-    pub(crate) fn admit(&mut self, key: &LineKey, now: Instant) -> Verdict {
+    /// Whether the line `text` of kind `key`, logged at `now`, is to be written.
+    pub(crate) fn admit(&mut self, key: &LineKey, text: &str, now: Instant) -> Verdict {
         if !self.lines.contains_key(key) {
             if self.lines.len() >= TRACKED {
                 return Verdict::Pass;
             }
             self.next_due = Some(self.next_due.map_or(now + WINDOW, |d| d.min(now + WINDOW)));
-            self.lines.insert(key.clone(), Entry { since: now, passed: 0, held: 0, limiting: false });
+            self.lines
+                .insert(key.clone(), Entry { since: now, passed: 0, held: 0, limiting: false, sample: String::new() });
         }
         let Some(e) = self.lines.get_mut(key) else { return Verdict::Pass };
         if !e.limiting && now >= e.since + WINDOW {
             // A new window (this entry's old one ended without anything held back).
-            *e = Entry { since: now, passed: 0, held: 0, limiting: false };
+            *e = Entry { since: now, passed: 0, held: 0, limiting: false, sample: String::new() };
         }
         if !e.limiting && e.passed < BURST {
             e.passed += 1;
@@ -95,6 +104,7 @@ impl RepeatLimiter {
         }
         e.limiting = true;
         e.held += 1;
+        text.clone_into(&mut e.sample);
         if e.held == 1 {
             Verdict::HoldFirst
         } else {
@@ -116,8 +126,13 @@ impl RepeatLimiter {
             if e.held == 0 {
                 return false; // quiet for a window: limiting ends
             }
-            out.push(Summary { key: key.clone(), held: e.held, span: now - e.since });
-            *e = Entry { since: now, passed: 0, held: 0, limiting: true };
+            out.push(Summary {
+                key: key.clone(),
+                sample: std::mem::take(&mut e.sample),
+                held: e.held,
+                span: now - e.since,
+            });
+            *e = Entry { since: now, passed: 0, held: 0, limiting: true, sample: String::new() };
             true
         });
         self.next_due = self.lines.values().map(|e| e.since + WINDOW).min();
@@ -134,7 +149,12 @@ impl RepeatLimiter {
         let out = std::mem::take(&mut self.lines)
             .into_iter()
             .filter(|(_, e)| e.held > 0)
-            .map(|(key, e)| Summary { key, held: e.held, span: now.saturating_duration_since(e.since) })
+            .map(|(key, e)| Summary {
+                key,
+                sample: e.sample,
+                held: e.held,
+                span: now.saturating_duration_since(e.since),
+            })
             .collect();
         self.next_due = None;
         out
@@ -145,13 +165,13 @@ impl RepeatLimiter {
 mod tests {
     use super::*;
 
-    fn key(text: &str) -> LineKey {
-        LineKey { level: log::Level::Error, target: "t".into(), text: text.into() }
+    fn key(site: &str) -> LineKey {
+        LineKey { level: log::Level::Error, target: "t".into(), site: site.into() }
     }
 
-    /// Logs `key` `n` times at `at`; returns how many passed.
+    /// Logs `key` `n` times at `at` (its site as the text); returns how many passed.
     fn flood(l: &mut RepeatLimiter, key: &LineKey, n: u32, at: Instant) -> u32 {
-        (0..n).filter(|_| l.admit(key, at) == Verdict::Pass).count() as u32
+        (0..n).filter(|_| l.admit(key, &key.site, at) == Verdict::Pass).count() as u32
     }
 
     #[test]
@@ -162,7 +182,10 @@ mod tests {
         assert!(l.due(ms(999)).is_empty(), "nothing before the second is over");
         assert_eq!(flood(&mut l, &k, 500, ms(999)), 0);
         let s = l.due(ms(1000));
-        assert_eq!(s, [Summary { key: k.clone(), held: 1000 - u64::from(BURST) + 500, span: WINDOW }]);
+        assert_eq!(
+            s,
+            [Summary { key: k.clone(), sample: k.site.clone(), held: 1000 - u64::from(BURST) + 500, span: WINDOW }]
+        );
         assert_eq!(s[0].text(), "errno: 95 [1490 more like this in the last 1.0 s]");
         // The flood goes on: no new burst, one summary per window.
         for second in 1..5u64 {
@@ -181,12 +204,12 @@ mod tests {
     fn i12_the_first_line_held_in_a_window_says_so() {
         let (mut l, t0, k) = (RepeatLimiter::new(), Instant::now(), key("again"));
         assert_eq!(flood(&mut l, &k, BURST, t0), BURST);
-        assert_eq!(l.admit(&k, t0), Verdict::HoldFirst);
-        assert_eq!(l.admit(&k, t0), Verdict::Hold);
+        assert_eq!(l.admit(&k, "x", t0), Verdict::HoldFirst);
+        assert_eq!(l.admit(&k, "x", t0), Verdict::Hold);
         assert_eq!(l.due(t0 + WINDOW).len(), 1);
         // The flood goes on into the next window: its first held line wakes the writer again.
-        assert_eq!(l.admit(&k, t0 + WINDOW), Verdict::HoldFirst);
-        assert_eq!(l.admit(&k, t0 + WINDOW), Verdict::Hold);
+        assert_eq!(l.admit(&k, "x", t0 + WINDOW), Verdict::HoldFirst);
+        assert_eq!(l.admit(&k, "x", t0 + WINDOW), Verdict::Hold);
     }
 
     #[test]
@@ -201,6 +224,17 @@ mod tests {
         let s = l.due(t0 + WINDOW);
         assert_eq!(s.len(), 4);
         assert!(s.iter().all(|s| s.held == 5));
+    }
+
+    #[test]
+    fn lines_of_one_site_with_different_texts_are_one_kind_and_the_summary_shows_the_last() {
+        let (mut l, t0, k) = (RepeatLimiter::new(), Instant::now(), key("shm/src/meta.rs:120"));
+        let passed =
+            (0..100_000u32).filter(|i| l.admit(&k, &format!("refused frame: ticket {i}"), t0) == Verdict::Pass).count();
+        assert_eq!(passed, BURST as usize, "a flood of varying text costs the burst only");
+        let s = l.due(t0 + WINDOW);
+        assert_eq!(s.len(), 1);
+        assert_eq!(s[0].text(), "refused frame: ticket 99999 [99990 more like this in the last 1.0 s]");
     }
 
     #[test]
@@ -219,13 +253,13 @@ mod tests {
     fn i12_at_most_tracked_lines_are_kept_and_drain_gives_what_is_left() {
         let (mut l, t0) = (RepeatLimiter::new(), Instant::now());
         for i in 0..TRACKED + 10 {
-            assert!(l.admit(&key(&i.to_string()), t0) == Verdict::Pass);
+            assert!(l.admit(&key(&i.to_string()), "x", t0) == Verdict::Pass);
         }
         assert_eq!(l.lines.len(), TRACKED);
         let k = key("0");
         flood(&mut l, &k, BURST + 3, t0);
         let left = l.drain(t0 + Duration::from_millis(250));
-        assert_eq!(left, [Summary { key: k, held: 4, span: Duration::from_millis(250) }]);
+        assert_eq!(left, [Summary { key: k, sample: "0".into(), held: 4, span: Duration::from_millis(250) }]);
         assert!(l.lines.is_empty() && l.due(t0 + WINDOW * 2).is_empty());
     }
 }

@@ -5,10 +5,12 @@
 //! and warn) is logged through `log` at info level with the target [`STATE_TARGET`], `fatal` at
 //! error level with [`FATAL_TARGET`]. Library users may install their own `log` backend instead.
 //!
-//! A line repeated more than a few times a second (a peer sending bad frames, a socket failing on
-//! every call) is summarised: after a burst, one line per second says how many more came (see
-//! `log_limiter`), for lines of every crate, on the console and in the file. State lines are
-//! exempt: controllers and scripts read them, and the state machine cannot repeat them in a loop.
+//! A line the framework repeats more than a few times a second (a peer sending bad frames, a socket
+//! failing on every call) is summarised: after a burst, one line per second says how many more of
+//! that kind came (see `log_limiter`), on the console and in the file. The program's own lines (a
+//! device's, a C or C++ caller's) all appear, as in FairMQ, unless `--log-summary all` asks for
+//! them to be summarised too (`none`: nothing is). State lines are always exempt: controllers and
+//! scripts read them, and the state machine cannot repeat them in a loop.
 
 use crate::log_limiter::{LineKey, RepeatLimiter, Summary, Verdict};
 use parking_lot::{Mutex, RwLock};
@@ -146,6 +148,47 @@ struct Settings {
     verbosity: Verbosity,
     color: bool,
     file: Option<File>,
+    summary: SummaryPolicy,
+}
+
+/// Which repeated lines are summarised (`--log-summary`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SummaryPolicy {
+    /// The framework's own lines (the default).
+    Library,
+    /// Every line but state lines.
+    All,
+    /// None.
+    None,
+}
+
+impl FromStr for SummaryPolicy {
+    type Err = UnknownLogSetting;
+    fn from_str(s: &str) -> Result<SummaryPolicy, UnknownLogSetting> {
+        match s {
+            "library" => Ok(SummaryPolicy::Library),
+            "all" => Ok(SummaryPolicy::All),
+            "none" => Ok(SummaryPolicy::None),
+            _ => Err(UnknownLogSetting { kind: "log summary", name: s.to_owned(), known: "library, all, none" }),
+        }
+    }
+}
+
+impl SummaryPolicy {
+    /// Whether lines of `target` (a module path, or a C caller's function) may be summarised.
+    fn covers(self, target: &str) -> bool {
+        match self {
+            SummaryPolicy::All => true,
+            SummaryPolicy::None => false,
+            // The framework's crates: fairmq, fairmq_shm, fairmq_zmq, fairmq_rs (the C ABI).
+            SummaryPolicy::Library => target.starts_with("fairmq"),
+        }
+    }
+}
+
+/// Sets which repeated lines are summarised.
+pub fn set_summary_policy(p: SummaryPolicy) {
+    SETTINGS.write().summary = p;
 }
 
 static SETTINGS: RwLock<Settings> = RwLock::new(Settings {
@@ -154,6 +197,7 @@ static SETTINGS: RwLock<Settings> = RwLock::new(Settings {
     verbosity: Verbosity::Medium,
     color: false,
     file: None,
+    summary: SummaryPolicy::Library,
 });
 
 static LIMITER: Mutex<RepeatLimiter> = Mutex::new(RepeatLimiter::new());
@@ -169,17 +213,26 @@ impl log::Log for Logger {
 
     fn log(&self, record: &log::Record<'_>) {
         let sev = Severity::of(record.metadata());
-        if !SETTINGS.read().writes(sev) {
-            return;
-        }
+        let policy = {
+            let s = SETTINGS.read();
+            if !s.writes(sev) {
+                return;
+            }
+            s.summary
+        };
         // Formatted once, and before any lock is taken: an argument's Display may log itself.
-        let key =
-            LineKey { level: record.level(), target: record.target().to_owned(), text: record.args().to_string() };
+        let text = record.args().to_string();
+        let site = match (record.file(), record.line()) {
+            (Some(f), Some(l)) => format!("{f}:{l}"),
+            _ => text.clone(),
+        };
+        let key = LineKey { level: record.level(), target: record.target().to_owned(), site };
+        let limited = sev != Severity::State && policy.covers(&key.target);
         let now = Instant::now();
         let (summaries, verdict) = {
             let mut limiter = LIMITER.lock();
             let summaries = limiter.due(now);
-            let verdict = if sev == Severity::State { Verdict::Pass } else { limiter.admit(&key, now) };
+            let verdict = if limited { limiter.admit(&key, &text, now) } else { Verdict::Pass };
             (summaries, verdict)
         };
         let s = SETTINGS.read();
@@ -188,7 +241,7 @@ impl log::Log for Logger {
         }
         match verdict {
             Verdict::Pass => {
-                let line = Line { sev, text: &key.text, target: &key.target, file: record.file(), line: record.line() };
+                let line = Line { sev, text: &text, target: &key.target, file: record.file(), line: record.line() };
                 write(&s, &line);
             }
             // Its summary is due within a second, even if nothing else is logged: the writer may
@@ -439,6 +492,20 @@ mod tests {
         assert!(format_line(&l, Verbosity::Medium, true).contains("\x1b[0;35mSTATE\x1b[0m"));
         let very = format_line(&l, Verbosity::Veryhigh, false);
         assert!(very.ends_with("[STATE][device.rs:7:fairmq::state] IDLE ---> INITIALIZING DEVICE"), "{very}");
+    }
+
+    #[test]
+    fn only_the_frameworks_lines_are_summarised_unless_all_are_asked_for() {
+        for framework in ["fairmq::device", "fairmq_shm::transport::socket", "fairmq_zmq", "fairmq_rs"] {
+            assert!(SummaryPolicy::Library.covers(framework), "{framework}");
+            assert!(!SummaryPolicy::None.covers(framework), "{framework}");
+        }
+        for program in ["HandleData", "c", "my_device::sink"] {
+            assert!(!SummaryPolicy::Library.covers(program), "{program}");
+            assert!(SummaryPolicy::All.covers(program), "{program}");
+        }
+        assert_eq!("all".parse::<SummaryPolicy>().unwrap(), SummaryPolicy::All);
+        assert!("some".parse::<SummaryPolicy>().is_err());
     }
 
     /// A value whose Display logs: the logger formats it before it takes its locks (it deadlocked

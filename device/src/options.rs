@@ -416,6 +416,12 @@ pub fn standard() -> Options {
         .add("verbosity", Kind::Str, "medium", "Log verbosity level: veryhigh, high, medium, low")
         .add("color", Kind::Bool, true, "Log color (true/false)")
         .add("log-to-file", Kind::Str, "", "Log output to a file.")
+        .add(
+            "log-summary",
+            Kind::Str,
+            "library",
+            "Summarise repeated log lines: 'library' (the framework's own), 'all' (the program's too), 'none'",
+        )
         .add_optional(
             "print-options",
             Kind::Flag,

@@ -320,6 +320,9 @@ fn apply_logging(c: &Properties) -> Result<(), BoxError> {
     logging::set_verbosity(c.get_or::<String>("verbosity", "medium".into())?.parse::<Verbosity>()?);
     logging::set_color(c.get_or("color", true)?);
     logging::set_file_severity(c.get_or::<String>("file-severity", "debug".into())?.parse::<Severity>()?);
+    logging::set_summary_policy(
+        c.get_or::<String>("log-summary", "library".into())?.parse::<logging::SummaryPolicy>()?,
+    );
     let file = c.get_or::<String>("log-to-file", String::new())?;
     if !file.is_empty() {
         logging::log_to_file(&file)?;

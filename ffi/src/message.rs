@@ -265,9 +265,10 @@ pub unsafe extern "C" fn fmq_message_rebuild_aligned(m: *mut fmq_message, size: 
             return fail(FMQ_ERROR_INVALID, format!("alignment {alignment} is not a power of two"));
         }
         // SAFETY: valid per contract.
-        code(unsafe { mutp(m, "message") }.and_then(|m| {
-            m.0.rebuild_with_size_aligned(size, alignment).map(|_| FMQ_OK).map_err(alloc_err)
-        }))
+        code(
+            unsafe { mutp(m, "message") }
+                .and_then(|m| m.0.rebuild_with_size_aligned(size, alignment).map(|_| FMQ_OK).map_err(alloc_err)),
+        )
     })
 }
 

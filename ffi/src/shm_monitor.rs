@@ -138,7 +138,8 @@ mod tests {
         assert!(!unsafe { fmq_shm_segment_present(id.as_ptr(), 0) });
         let mut buf = [0 as c_char; 64];
         // SAFETY: valid arguments.
-        assert_eq!(unsafe { fmq_shm_cleanup(id.as_ptr(), false, buf.as_mut_ptr(), buf.len(), std::ptr::null_mut()) }, FMQ_OK);
+        let r = unsafe { fmq_shm_cleanup(id.as_ptr(), false, buf.as_mut_ptr(), buf.len(), std::ptr::null_mut()) };
+        assert_eq!(r, FMQ_OK);
         // SAFETY: NUL-terminated on success.
         assert_eq!(unsafe { CStr::from_ptr(buf.as_ptr()) }.to_str().unwrap(), "");
     }

@@ -34,7 +34,10 @@ fn parse(args: &[String]) -> Result<Option<bool>, String> {
                 }
             }
             _ => match a.strip_prefix("--hash=").or_else(|| a.strip_prefix("-h")) {
-                Some(v) => hash = fairmq::options::parse_bool(v).ok_or_else(|| format!("the argument ('{v}') for option '--hash' is invalid"))?,
+                Some(v) => {
+                    hash = fairmq::options::parse_bool(v)
+                        .ok_or_else(|| format!("the argument ('{v}') for option '--hash' is invalid"))?
+                }
                 None => return Err(format!("unrecognised option '{a}'")),
             },
         }
