@@ -1672,6 +1672,28 @@ size_t fmq_message_size(const fmq_message *m);
 void *fmq_message_data(fmq_message *m);
 
 /**
+ * How many messages (in every process) share this message's bytes (FairMQ's shmem
+ * `GetRefCount`): 1 for an empty or unshared message, 2 after one `fmq_message_copy`, ...; a
+ * zeromq message answers 1. 0 for a NULL message.
+ *
+ * # Safety
+ * `m` is NULL or a valid message.
+ */
+uint32_t fmq_message_ref_count(const fmq_message *m);
+
+/**
+ * The data pointer as FairMQ's `GetData()` gives it (NULL when empty): the bytes the message
+ * refers to, also when copies share them, never copied first (`fmq_message_data` copies a shared
+ * block before it gives a pointer to write through). Write only through a message whose bytes
+ * no other message shares, as FairMQ's contract says. Valid until the message is changed or
+ * freed.
+ *
+ * # Safety
+ * `m` is NULL or a valid message.
+ */
+void *fmq_message_data_ptr(const fmq_message *m);
+
+/**
  * Shrinks the message to `size` bytes; false if larger than its size.
  *
  * # Safety

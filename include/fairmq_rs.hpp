@@ -97,7 +97,7 @@ inline std::ostream& operator<<(std::ostream& os, RegionEvent e)
 /// A segment or region of the session (FairMQ's RegionInfo).
 struct RegionInfo {
     bool managed = true;
-    uint16_t id = 0;
+    uint64_t id = 0;
     void* ptr = nullptr;
     size_t size = 0;
     int64_t flags = 0;
@@ -113,8 +113,10 @@ struct RegionConfig {
     bool zero = false;
     bool removeOnDestruction = true;
     int creationFlags = 0;
-    uint64_t userFlags = 0;
-    uint64_t rcSegmentSize = 10000000;
+    int64_t userFlags = 0;
+    /// The region's size when made by FairMQ's shmem::UnmanagedRegion(shmId, RegionConfig).
+    uint64_t size = 0;
+    uint64_t rcSegmentSize = 100000000;
     std::string path;
     std::optional<uint16_t> id;
     uint32_t linger = 100;
@@ -309,9 +311,14 @@ class Message {
     Message(const Message&) = delete;
     Message& operator=(const Message&) = delete;
 
-    void* GetData() const { return fmq_message_data(fMsg); }
+    /// The bytes (nullptr when empty). Copies share them (Copy is zero-copy): write only through a
+    /// message whose bytes no copy shares, as in FairMQ.
+    void* GetData() const { return fmq_message_data_ptr(fMsg); }
     size_t GetSize() const { return fmq_message_size(fMsg); }
     bool SetUsedSize(size_t size) { return fmq_message_set_used_size(fMsg, size); }
+    /// How many messages (in every process) share this message's bytes (FairMQ's shmem
+    /// GetRefCount; a zeromq message answers 1).
+    uint16_t GetRefCount() const { return static_cast<uint16_t>(fmq_message_ref_count(fMsg)); }
     void Rebuild() { detail::check(fmq_message_rebuild(fMsg), "Rebuild"); }
     void Rebuild(size_t size) { detail::check(fmq_message_rebuild_size(fMsg, size), "Rebuild"); }
     void Rebuild(size_t size, Alignment alignment)
@@ -455,11 +462,14 @@ class UnmanagedRegion {
         c.zero = cfg.zero;
         c.remove_on_destruction = cfg.removeOnDestruction;
         c.creation_flags = cfg.creationFlags;
-        c.user_flags = cfg.userFlags;
+        c.user_flags = static_cast<uint64_t>(cfg.userFlags);
         c.rc_segment_size = cfg.rcSegmentSize;
         c.linger_ms = cfg.linger;
-        detail::check(fmq_region_new(t, size, &c, fCallbacks->single ? Single : nullptr, fCallbacks->bulk ? Bulk : nullptr, fCallbacks.get(), &fRegion),
-                      "CreateUnmanagedRegion");
+        const fmq_result r = fmq_region_new(t, size, &c, fCallbacks->single ? Single : nullptr,
+                                            fCallbacks->bulk ? Bulk : nullptr, fCallbacks.get(), &fRegion);
+        if (r == FMQ_ERROR_ALLOC) throw MessageBadAlloc("CreateUnmanagedRegion: " + detail::last_error());
+        // A refused region (an id in use, a size that does not match) is FairMQ's TransportError.
+        if (r != FMQ_OK) throw TransportError("CreateUnmanagedRegion: " + detail::last_error());
     }
 
     std::unique_ptr<Callbacks> fCallbacks;

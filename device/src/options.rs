@@ -442,7 +442,7 @@ pub fn standard() -> Options {
         .add_optional("print-channels", Kind::Flag, "Print registered channel endpoints in a machine-readable format (<channel name>:<min num subchannels>:<max num subchannels>)")
         .add("shm-segment-size", Kind::Size, 2u64 << 30, "Shared memory: size of the shared memory segment (in bytes).")
         // The segment's file is sized with an off_t.
-        .within(fairmq_shm::MIN_SEGMENT_SIZE..=i64::MAX as u64)
+        .within(1..=i64::MAX as u64)
         .add("shm-allocation", Kind::Str, "rbtree_best_fit", "Shared memory allocation algorithm: rbtree_best_fit/simple_seq_fit (fairmq-rs always uses its TLSF allocator).")
         .add("shm-segment-id", Kind::U16, 0u16, "EXPERIMENTAL: Shared memory segment id for message creation.")
         .add_optional("shmid", Kind::U64, "EXPERIMENTAL: Shared memory id (decimal) instead of the one derived from session and user id.")

@@ -216,6 +216,41 @@ pub unsafe extern "C" fn fmq_message_data(m: *mut fmq_message) -> *mut c_void {
     })
 }
 
+/// How many messages (in every process) share this message's bytes (FairMQ's shmem
+/// `GetRefCount`): 1 for an empty or unshared message, 2 after one `fmq_message_copy`, ...; a
+/// zeromq message answers 1. 0 for a NULL message.
+///
+/// # Safety
+/// `m` is NULL or a valid message.
+#[no_mangle]
+pub unsafe extern "C" fn fmq_message_ref_count(m: *const fmq_message) -> u32 {
+    // SAFETY: valid per contract.
+    guard_value(0, || unsafe { refp(m, "message") }.map_or(0, |m| m.0.ref_count()))
+}
+
+/// The data pointer as FairMQ's `GetData()` gives it (NULL when empty): the bytes the message
+/// refers to, also when copies share them, never copied first (`fmq_message_data` copies a shared
+/// block before it gives a pointer to write through). Write only through a message whose bytes
+/// no other message shares, as FairMQ's contract says. Valid until the message is changed or
+/// freed.
+///
+/// # Safety
+/// `m` is NULL or a valid message.
+#[no_mangle]
+pub unsafe extern "C" fn fmq_message_data_ptr(m: *const fmq_message) -> *mut c_void {
+    guard_value(std::ptr::null_mut(), || {
+        // SAFETY: valid per contract. No Rust reference is made to the bytes: the pointer goes to
+        // C, which writes through it under FairMQ's contract (as for region pieces above).
+        unsafe { refp(m, "message") }.map_or(std::ptr::null_mut(), |m| {
+            if m.0.size() == 0 {
+                std::ptr::null_mut()
+            } else {
+                m.0.data_ptr().cast_mut().cast()
+            }
+        })
+    })
+}
+
 /// Shrinks the message to `size` bytes; false if larger than its size.
 ///
 /// # Safety

@@ -88,7 +88,7 @@ mod transport;
 
 pub use error::ShmError;
 pub use naming::Names;
-pub use segment::{SegmentStats, MIN_SEGMENT_SIZE};
+pub use segment::{file_size_for, SegmentStats, MIN_SEGMENT_SIZE};
 pub use session::registry::RegionEntry;
 pub use shmid::{shm_id, shm_id_for, shm_id_from_number, shm_id_number};
 pub use sys::files::FileError;

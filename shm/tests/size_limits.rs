@@ -139,3 +139,33 @@ fn i08_a_message_larger_than_any_segment_is_an_error_not_a_wrap() {
     assert_eq!(m.size(), 1000);
     fairmq_shm::testing::segment(&t).check().unwrap();
 }
+
+/// FairMQ takes any segment size (its tests zero and lock a 16384-byte segment): a segment asked
+/// for below the smallest file gets a heap of the size asked for, and a 10000-byte message fits in
+/// a 16384-byte one, zeroed as asked (both the every-time and the on-creation flags); 0 is refused.
+#[test]
+fn a_small_segment_holds_what_it_was_asked_for_and_is_zeroed() {
+    for on_creation in [false, true] {
+        let s = Session::new(if on_creation { "small-c" } else { "small" });
+        let mut c = s.config("small");
+        c.segment_size = 16384;
+        if on_creation {
+            c.zero_segment_on_creation = true;
+            c.mlock_segment_on_creation = true;
+        } else {
+            c.zero_segment = true;
+            c.mlock_segment = true;
+        }
+        let t = Transport::new(&c).expect("a 16384-byte segment");
+        let m = t.new_message_with_size(10_000).expect("10000 bytes in a 16384-byte heap");
+        assert!(m.data().iter().all(|&b| b == 0), "zeroed");
+        assert!(t.new_message_with_size(20_000).is_err(), "the heap is about the size asked for");
+    }
+    assert_eq!(fairmq_shm::file_size_for(16384), fairmq_shm::file_size_for(16384) / 16 * 16);
+    assert!(fairmq_shm::file_size_for(1) >= fairmq_shm::MIN_SEGMENT_SIZE);
+    assert_eq!(fairmq_shm::file_size_for(1 << 20), 1 << 20, "from the minimum on, the size asked for");
+    let s = Session::new("zero");
+    let mut c = s.config("zero");
+    c.segment_size = 0;
+    assert!(Transport::new(&c).is_err(), "a segment of 0 bytes is refused");
+}

@@ -205,6 +205,16 @@ impl Message {
         }
     }
 
+    /// How many messages (in every process) refer to this message's bytes: shmem counts its
+    /// block's or region piece's references; a zeromq message answers 1 (libzmq keeps its count to
+    /// itself).
+    pub fn ref_count(&self) -> u32 {
+        match self {
+            Message::Zeromq(_) => 1,
+            Message::Shmem(m) => m.refcount(),
+        }
+    }
+
     /// Releases the content; the message becomes empty.
     pub fn rebuild(&mut self) {
         match self {

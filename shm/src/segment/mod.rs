@@ -71,8 +71,24 @@ const _: () = assert!((CTL_WORD + tlsf::CONTROL_WORDS) <= DEPOT_WORD);
 /// The count word of a block in the depot: no reference, owner [`DEPOT_OWNER`].
 const DEPOSITED: u64 = (DEPOT_OWNER as u64) << 32;
 
-/// Smallest segment we create (header, a little heap and the smallest ticket table).
+/// Smallest segment file we create (header, a little heap and the smallest ticket table).
 pub const MIN_SEGMENT_SIZE: u64 = HEAP_START + 4096 + tickets::MIN_TABLE_BYTES;
+/// The bookkeeping of a segment under 1 MiB: header, allocator control, depot and the smallest
+/// ticket table (such a segment has no slot table).
+const SMALL_OVERHEAD: u64 = HEAP_START + tickets::MIN_TABLE_BYTES;
+
+/// The file size of a segment asked for as `requested` bytes (`--shm-segment-size`). FairMQ takes
+/// any size; one below [`MIN_SEGMENT_SIZE`] gets a heap of the size asked for on top of the
+/// bookkeeping, so that what was asked for can be allocated (at least the minimum). 0 stays 0.
+pub fn file_size_for(requested: u64) -> u64 {
+    if requested == 0 {
+        0
+    } else if requested >= MIN_SEGMENT_SIZE {
+        requested / 16 * 16
+    } else {
+        ((requested + SMALL_OVERHEAD).div_ceil(16) * 16).max(MIN_SEGMENT_SIZE)
+    }
+}
 
 /// Memory figures of a segment.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -124,12 +140,10 @@ impl Segment {
     /// Creates the segment at `path` (race-free), or opens it if another process created it first.
     /// Returns the segment and whether we created it.
     pub(crate) fn open_or_create(path: &Path, tmp: &Path, id: u16, size: u64) -> Result<(Segment, bool), ShmError> {
-        let size = size / 16 * 16;
-        if size < MIN_SEGMENT_SIZE {
-            return Err(ShmError::Config(format!(
-                "segment size {size} is below the minimum of {MIN_SEGMENT_SIZE} bytes"
-            )));
+        if size == 0 {
+            return Err(ShmError::Config("segment size 0: a segment needs at least one byte".into()));
         }
+        let size = file_size_for(size);
         let created = Mapping::create(path, tmp, size as usize, |m| {
             let h: &Header = m.view().ok_or_else(|| std::io::Error::other("segment smaller than its header"))?;
             let (end, tickets_at) = Self::tables_at(size);

@@ -123,12 +123,8 @@ impl ShmConfig {
         if self.session.is_empty() {
             return Err(ShmError::Config("session name is empty".into()));
         }
-        if self.segment_size < crate::segment::MIN_SEGMENT_SIZE {
-            return Err(ShmError::Config(format!(
-                "segment size {} is below the minimum of {} bytes",
-                self.segment_size,
-                crate::segment::MIN_SEGMENT_SIZE
-            )));
+        if self.segment_size == 0 {
+            return Err(ShmError::Config("segment size 0 (--shm-segment-size): a segment needs at least one byte".into()));
         }
         if self.segment_size > MAX_SEGMENT_SIZE {
             return Err(ShmError::Config(format!(
