@@ -159,6 +159,14 @@ for s in "${suites[@]}"; do
 done
 
 # Running: each test alone (as gtest_discover_tests registers them), from the build directory.
+# What the tests leave in /dev/shm (a failed test's session, say) is removed at the end: every
+# fmqrs_ object that was not there before.
+shm_before="$work/shm.before"
+ls /dev/shm 2> /dev/null | grep '^fmqrs_' | sort > "$shm_before" || true
+remove_new_shm() {
+  ls /dev/shm 2> /dev/null | grep '^fmqrs_' | sort | comm -13 "$shm_before" - | while read -r n; do rm -f "/dev/shm/$n"; done
+}
+trap 'remove_new_shm; [ -n "${FMQ_WORK:-}" ] || rm -rf "$work"' EXIT
 total_pass=0
 total_fail=0
 summary=()

@@ -362,6 +362,17 @@ typedef struct fmq_poller fmq_poller;
 typedef struct fmq_region fmq_region;
 
 /**
+ * An unmanaged region made or opened without a transport (its controller until a transport
+ * adopts it). Thread-safe; `fmq_shm_region_free` only when no other call on it runs.
+ */
+typedef struct fmq_shm_region fmq_shm_region;
+
+/**
+ * A managed segment made or opened without a transport. Thread-safe.
+ */
+typedef struct fmq_shm_segment fmq_shm_segment;
+
+/**
  * Messages and payload bytes moved by a channel (successful transfers; a multipart counts once).
  */
 typedef struct {
@@ -1909,6 +1920,172 @@ fmq_result fmq_transport_region_info(const fmq_transport *t,
                                      fmq_region_info *out,
                                      size_t len,
                                      size_t *count);
+
+/**
+ * Opens managed segment `id` of session `shm_id` (8 hex digits, see `fmq_shm_id_for_session`),
+ * or creates it with `size` bytes, and registers it in the session, creating the session if
+ * needed (FairMQ's `shmem::Segment`). An existing segment keeps its size. `*out` owns the handle;
+ * freeing it never removes the segment.
+ *
+ * # Safety
+ * `shm_id` NUL-terminated; `out` valid for a write.
+ */
+fmq_result fmq_shm_segment_open(const char *shm_id,
+                                uint16_t id,
+                                uint64_t size,
+                                fmq_shm_segment **out);
+
+/**
+ * Unmaps a segment (NULL is fine); the segment stays in the session.
+ *
+ * # Safety
+ * `s` is NULL or an owned segment, not used afterwards.
+ */
+void fmq_shm_segment_free(fmq_shm_segment *s);
+
+/**
+ * The segment's size in bytes (0 for NULL).
+ *
+ * # Safety
+ * `s` is NULL or a valid segment.
+ */
+uint64_t fmq_shm_segment_size(const fmq_shm_segment *s);
+
+/**
+ * The segment's first byte in this process (NULL for NULL). Its allocator owns the bytes: use
+ * them through messages only.
+ *
+ * # Safety
+ * `s` is NULL or a valid segment.
+ */
+void *fmq_shm_segment_data(const fmq_shm_segment *s);
+
+/**
+ * The segment's free bytes (0 for NULL).
+ *
+ * # Safety
+ * `s` is NULL or a valid segment.
+ */
+uint64_t fmq_shm_segment_free_memory(const fmq_shm_segment *s);
+
+/**
+ * Writes zeros over the segment's free memory (safe while transports use it).
+ *
+ * # Safety
+ * `s` is a valid segment.
+ */
+fmq_result fmq_shm_segment_zero(const fmq_shm_segment *s);
+
+/**
+ * Locks the segment's pages in RAM (`mlock`); `FMQ_ERROR_TRANSPORT` when not allowed (the
+ * privilege, or `RLIMIT_MEMLOCK`).
+ *
+ * # Safety
+ * `s` is a valid segment.
+ */
+fmq_result fmq_shm_segment_lock(const fmq_shm_segment *s);
+
+/**
+ * Unlinks managed segment `id` of session `shm_id` (FairMQ's `Segment::Remove`); `*removed`
+ * (if not NULL) tells whether there was one.
+ *
+ * # Safety
+ * `shm_id` NUL-terminated; `removed` NULL or valid for a write.
+ */
+fmq_result fmq_shm_segment_remove(const char *shm_id, uint16_t id, bool *removed);
+
+/**
+ * Opens region `cfg->id` (required) of session `shm_id`, or creates it with `size` bytes and
+ * registers it, creating the session if needed (FairMQ's `shmem::UnmanagedRegion`, a controller).
+ * An existing region must have `size` bytes (0: any). `cfg->lock`, `zero` and `creation_flags`
+ * apply as for `fmq_region_new`; `remove_on_destruction` says whether `fmq_shm_region_free`
+ * removes it. A transport of the session adopts it with `fmq_region_new` and the same id.
+ * Errors: `FMQ_ERROR_CONFIG` for a missing id, a size that does not match, or an id destroyed
+ * before in the session; `FMQ_ERROR_TRANSPORT` when the region cannot be made, locked or zeroed.
+ *
+ * # Safety
+ * `shm_id` NUL-terminated; `cfg` valid (initialised with `fmq_region_config_init`; its `path`
+ * NULL or NUL-terminated); `out` valid for a write.
+ */
+fmq_result fmq_shm_region_open(const char *shm_id,
+                               uint64_t size,
+                               const fmq_region_config *cfg,
+                               fmq_shm_region **out);
+
+/**
+ * Frees a region handle (NULL is fine): removes the region if it was opened with
+ * `remove_on_destruction`, unless its session was removed meanwhile.
+ *
+ * # Safety
+ * `r` is NULL or an owned region, not used afterwards.
+ */
+void fmq_shm_region_free(fmq_shm_region *r);
+
+/**
+ * The region's first byte in this process (NULL for NULL).
+ *
+ * # Safety
+ * `r` is NULL or a valid region; the pointer is valid for `fmq_shm_region_size` bytes until the
+ * region is freed.
+ */
+void *fmq_shm_region_data(const fmq_shm_region *r);
+
+/**
+ * The region's size in bytes (0 for NULL).
+ *
+ * # Safety
+ * `r` is NULL or a valid region.
+ */
+uint64_t fmq_shm_region_size(const fmq_shm_region *r);
+
+/**
+ * The region's id, or -1 for NULL.
+ *
+ * # Safety
+ * `r` is NULL or a valid region.
+ */
+int32_t fmq_shm_region_id(const fmq_shm_region *r);
+
+/**
+ * Writes zeros over the whole region. Only while no message refers to any of its pieces.
+ *
+ * # Safety
+ * `r` is a valid region.
+ */
+fmq_result fmq_shm_region_zero(const fmq_shm_region *r);
+
+/**
+ * Locks the region's pages in RAM (`mlock`); `FMQ_ERROR_TRANSPORT` when not allowed.
+ *
+ * # Safety
+ * `r` is a valid region.
+ */
+fmq_result fmq_shm_region_lock(const fmq_shm_region *r);
+
+/**
+ * Sets the region's linger in ms (kept for FairMQ's API: acknowledgements go to the adopting
+ * transport's region, which has its own).
+ *
+ * # Safety
+ * `r` is a valid region.
+ */
+fmq_result fmq_shm_region_set_linger(const fmq_shm_region *r, uint32_t linger_ms);
+
+/**
+ * The region's linger in ms (0 for NULL).
+ *
+ * # Safety
+ * `r` is NULL or a valid region.
+ */
+uint32_t fmq_shm_region_get_linger(const fmq_shm_region *r);
+
+/**
+ * Whether freeing the handle removes the region (false for NULL).
+ *
+ * # Safety
+ * `r` is NULL or a valid region.
+ */
+bool fmq_shm_region_remove_on_destruction(const fmq_shm_region *r);
 
 /**
  * The shm id (8 hex digits) of session `session` for the effective user, as devices derive it

@@ -123,6 +123,24 @@ struct RegionConfig {
 };
 
 namespace detail {
+/// The C form of `cfg` (size aside: the C calls take it as an argument). Its `path` points into
+/// `cfg.path`: valid while `cfg` lives unchanged.
+inline fmq_region_config ToCRegionConfig(const RegionConfig& cfg)
+{
+    fmq_region_config c;
+    detail::check(fmq_region_config_init(&c), "RegionConfig");
+    c.id = cfg.id ? static_cast<int32_t>(*cfg.id) : -1;
+    c.path = cfg.path.empty() ? nullptr : cfg.path.c_str();
+    c.lock = cfg.lock;
+    c.zero = cfg.zero;
+    c.remove_on_destruction = cfg.removeOnDestruction;
+    c.creation_flags = cfg.creationFlags;
+    c.user_flags = static_cast<uint64_t>(cfg.userFlags);
+    c.rc_segment_size = cfg.rcSegmentSize;
+    c.linger_ms = cfg.linger;
+    return c;
+}
+
 inline RegionInfo ToRegionInfo(const fmq_region_info& i)
 {
     RegionInfo r;
@@ -454,17 +472,7 @@ class UnmanagedRegion {
     }
     void Create(const fmq_transport* t, size_t size, const RegionConfig& cfg)
     {
-        fmq_region_config c;
-        detail::check(fmq_region_config_init(&c), "RegionConfig");
-        c.id = cfg.id ? static_cast<int32_t>(*cfg.id) : -1;
-        c.path = cfg.path.empty() ? nullptr : cfg.path.c_str();
-        c.lock = cfg.lock;
-        c.zero = cfg.zero;
-        c.remove_on_destruction = cfg.removeOnDestruction;
-        c.creation_flags = cfg.creationFlags;
-        c.user_flags = static_cast<uint64_t>(cfg.userFlags);
-        c.rc_segment_size = cfg.rcSegmentSize;
-        c.linger_ms = cfg.linger;
+        const fmq_region_config c = detail::ToCRegionConfig(cfg);
         const fmq_result r = fmq_region_new(t, size, &c, fCallbacks->single ? Single : nullptr,
                                             fCallbacks->bulk ? Bulk : nullptr, fCallbacks.get(), &fRegion);
         if (r == FMQ_ERROR_ALLOC) throw MessageBadAlloc("CreateUnmanagedRegion: " + detail::last_error());

@@ -37,6 +37,7 @@ mod region;
 mod region_events;
 #[cfg(test)]
 mod region_test;
+mod shm_external;
 mod shm_monitor;
 mod states;
 mod transport;
@@ -51,6 +52,7 @@ pub use logger::*;
 pub use message::*;
 pub use region::*;
 pub use region_events::*;
+pub use shm_external::*;
 pub use shm_monitor::*;
 pub use transport::*;
 

@@ -214,13 +214,12 @@ pub unsafe extern "C" fn fmq_region_config_init(cfg: *mut fmq_region_config) -> 
     })
 }
 
-/// The Rust configuration of a C one whose `path` was already read (`path`).
 /// Refuses a configuration whose `bool` fields hold another byte than 0 or 1 (a struct that was
 /// not initialised with `fmq_region_config_init`): reading one as a Rust `bool` would be undefined
 /// behaviour, so they are read as bytes first.
 fn check_bools(cfg: *const fmq_region_config) -> Result<(), fmq_result> {
     // SAFETY: `cfg` is non-NULL and points to a readable fmq_region_config (contract of
-    // fmq_region_new); the fields are read as plain bytes, which any value is.
+    // config_arg, its only caller); the fields are read as plain bytes, which any value is.
     let bytes = unsafe {
         [
             ("lock", std::ptr::addr_of!((*cfg).lock).cast::<u8>().read()),
@@ -237,6 +236,29 @@ fn check_bools(cfg: *const fmq_region_config) -> Result<(), fmq_result> {
     }
 }
 
+/// The Rust configuration of a C one; NULL gives the defaults.
+///
+/// # Safety
+/// `cfg` is NULL or valid, its `path` NULL or NUL-terminated.
+// SAFETY: unsafe to call because `cfg` and its path are read (contract above).
+pub(crate) unsafe fn config_arg(cfg: *const fmq_region_config) -> Result<RegionConfig, fmq_result> {
+    if cfg.is_null() {
+        return Ok(RegionConfig::default());
+    }
+    check_bools(cfg)?;
+    // SAFETY: a non-NULL cfg is valid, its path NULL or NUL-terminated (contract), and its bool
+    // fields hold 0 or 1 (just checked): a Rust reference to it is sound.
+    let c = unsafe { &*cfg };
+    let path = if c.path.is_null() {
+        String::new()
+    } else {
+        // SAFETY: a non-NULL path is a NUL-terminated string per the contract.
+        unsafe { str_arg(c.path) }?.to_owned()
+    };
+    rust_config(c, path)
+}
+
+/// The Rust configuration of a C one whose `path` was already read (`path`).
 fn rust_config(c: &fmq_region_config, path: String) -> Result<RegionConfig, fmq_result> {
     let id = match c.id {
         -1 => None,
@@ -286,21 +308,8 @@ pub unsafe extern "C" fn fmq_region_new(
             check_out(out)?;
             // SAFETY: valid per the contract.
             let t = unsafe { refp(t, "transport") }?;
-            let config = if cfg.is_null() {
-                RegionConfig::default()
-            } else {
-                check_bools(cfg)?;
-                // SAFETY: a non-NULL cfg is valid, its path NULL or NUL-terminated (contract), and
-                // its bool fields hold 0 or 1 (just checked): a Rust reference to it is sound.
-                let c = unsafe { &*cfg };
-                let path = if c.path.is_null() {
-                    String::new()
-                } else {
-                    // SAFETY: a non-NULL path is a NUL-terminated string per the contract.
-                    unsafe { str_arg(c.path) }?.to_owned()
-                };
-                rust_config(c, path)?
-            };
+            // SAFETY: `cfg` NULL or valid, its path NULL or NUL-terminated (contract).
+            let config = unsafe { config_arg(cfg) }?;
             let callback = region_callback(callback, bulk_callback, UserPtr::new(user))?;
             let region = t.0.create_region(size, callback, &config).map_err(fail_kind)?;
             // SAFETY: `out` checked and valid per the contract.

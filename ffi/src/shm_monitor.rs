@@ -35,7 +35,7 @@ pub unsafe extern "C" fn fmq_shm_id_for_session(
 /// # Safety
 /// `shm_id` NUL-terminated or NULL.
 // SAFETY: unsafe to call because `shm_id` is read as a C string (contract above).
-unsafe fn shm_id_arg<'a>(shm_id: *const c_char) -> Result<&'a str, fmq_result> {
+pub(crate) unsafe fn shm_id_arg<'a>(shm_id: *const c_char) -> Result<&'a str, fmq_result> {
     // SAFETY: the caller's contract.
     let id = unsafe { str_arg(shm_id) }?;
     if id.len() != 8 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {

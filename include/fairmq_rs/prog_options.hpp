@@ -429,7 +429,7 @@ class ProgOptions {
     }
 
     /// The C++ type a value the library holds gets: its option's declared type, else its kind's.
-    Property Typed(const std::string& key, fmq_option_type kind, const std::string& text, bool& guessed) const
+    Property Declared(const std::string& key, fmq_option_type kind, const std::string& text, bool& guessed) const
     {
         guessed = false;
         auto custom = fCustomOptions.find(key);
@@ -459,7 +459,7 @@ class ProgOptions {
         if (echo.store == self && (!echo.key || *echo.key == key)) return; // no key: all of them
         try {
             bool guessed = false;
-            Property p = self->Typed(key, kind, value, guessed);
+            Property p = self->Declared(key, kind, value, guessed);
             {
                 std::lock_guard<std::mutex> lock(self->fMtx);
                 self->fMap[key] = p;
@@ -487,7 +487,7 @@ class ProgOptions {
             const std::string text = detail::read_text(
                 [&](char* b, size_t l, size_t* n) { return fmq_config_property_lines(fCfg, key.c_str(), b, l, n); });
             bool g = false;
-            map[key] = Typed(key, kind, text, g);
+            map[key] = Declared(key, kind, text, g);
             if (g) guessed.insert(key);
         }
         std::lock_guard<std::mutex> lock(fMtx);

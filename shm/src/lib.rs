@@ -42,7 +42,8 @@
 //! |---|---|
 //! | `transport/` | the transport's attachment to the session, messages (and the parts a send takes), regions, region events, pollers, `socket/` (sockets, their lanes, the peers they send to, orphans of the dead, the endpoint directory), the configuration |
 //! | `monitor/` | the session monitor (`fairmq-shmmonitor`) |
-//! | `region/` | a region's map into this process, and the queues of acknowledgements |
+//! | `external` | a session's segments and regions made without joining it (FairMQ's `shmem::Segment`, `shmem::UnmanagedRegion`) |
+//! | `region/` | a region's bytes (made, and mapped into this process), and the queues of acknowledgements |
 //! | `session/` | the management segment, attaching and detaching, the region registry, liveness of processes, ledgers of shared references |
 //! | `segment/` | a segment: its allocator (TLSF), slot table, depot, hand-over tickets, lane rings; a process's block cache |
 //! | root | the vocabulary: errors, metadata records, object names, session ids |
@@ -70,6 +71,7 @@
 //! ```
 
 mod error;
+pub mod external;
 /// Entry points of the fuzz targets (`fuzz/`) and of the test replaying their corpora.
 #[cfg(feature = "fuzzing")]
 mod fuzzing;

@@ -30,6 +30,15 @@ pub fn shm_id_number(id: &str) -> Option<u64> {
     u64::from_str_radix(id, 16).ok()
 }
 
+/// Refuses what is no shmId (1 to 16 hexadecimal digits): one taken from a caller goes into
+/// object names, where "../x" would be a path.
+pub(crate) fn check_shm_id(id: &str) -> Result<(), crate::ShmError> {
+    if id.is_empty() || id.len() > 16 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(crate::ShmError::Config(format!("'{id}' is no shm id (up to 16 hexadecimal digits)")));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -42,5 +51,7 @@ mod tests {
         assert_eq!(shm_id_from_number(3970456035), "eca859e3");
         assert_eq!(shm_id_number("eca859e3"), Some(3970456035));
         assert_eq!(shm_id_from_number(1), "00000001");
+        assert!(check_shm_id("eca859e3").is_ok());
+        assert!(["", "../x", "eca859e3/", &"f".repeat(17)].iter().all(|id| check_shm_id(id).is_err()));
     }
 }

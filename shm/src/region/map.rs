@@ -4,13 +4,17 @@
 //! The controller (the process that created or adopted the region) and every viewer (a process
 //! that received a message of it) hold one. Pieces released here are batched (FairMQ: up to 256,
 //! sent at least every 500 ms) and pushed to the queue by the transport's ack thread (`acks`).
+//!
+//! Creating a region's bytes (`create_data`) is here too, for both of its creators: a transport,
+//! and a program outside one (`external`).
 
 use crate::error::ShmError;
 use crate::meta::MetaError;
 use crate::region::ack_queue::{Ack, AckQueue};
 use crate::session::management::Management;
 use crate::session::registry::RegionEntry;
-use crate::sys::mapping::Mapping;
+use crate::sys::files;
+use crate::sys::mapping::{Created, Mapping};
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -19,6 +23,60 @@ use std::time::{Duration, Instant};
 
 /// Acknowledgements sent in one go (FairMQ's batch size).
 pub(crate) const BATCH: usize = 256;
+
+/// The `mmap` flags a region may be created with.
+const SUPPORTED_FLAGS: i32 = libc::MAP_POPULATE | libc::MAP_LOCKED;
+
+/// Refuses creation flags other than MAP_POPULATE and MAP_LOCKED (whoever creates the region:
+/// a transport or a creator outside one).
+pub(crate) fn check_creation_flags(flags: i32) -> Result<(), ShmError> {
+    if flags & !SUPPORTED_FLAGS != 0 {
+        return Err(ShmError::Config(format!(
+            "unsupported region creation flags {flags:#x}: MAP_POPULATE and MAP_LOCKED are supported"
+        )));
+    }
+    Ok(())
+}
+
+/// Creates the bytes of region `e` race-free and maps them; `shm_tmp` is the temporary name to
+/// create a shared-memory object under (a file-backed region takes one under its path). Every
+/// creation happens under the session lock and registers at once, so an object that exists but is
+/// not registered is a leftover of a session that was never cleaned: it is replaced.
+pub(crate) fn create_data(
+    names: &crate::Names,
+    e: &RegionEntry,
+    shm_tmp: &str,
+    populate: bool,
+) -> Result<Mapping, ShmError> {
+    let path = e.data_path(names);
+    let name = path.display().to_string();
+    let tmp = if e.path.is_empty() {
+        crate::Names::path(shm_tmp)
+    } else {
+        std::path::PathBuf::from(format!("{}{}", e.path, names.tmp()))
+    };
+    let size = usize::try_from(e.size).map_err(|_| ShmError::Config(format!("region size {} too large", e.size)))?;
+    for attempt in 0..2 {
+        match Mapping::create(&path, &tmp, size, |_| Ok(())) {
+            Ok(Created::New(_)) => {
+                return Mapping::open_with(&path, populate).map_err(|err| ShmError::file("opening region", err));
+            }
+            Ok(Created::Exists) if attempt == 0 => {
+                // Only a file of ours: another user's, or a link, is refused, never removed.
+                files::remove_own(&path).map_err(|err| ShmError::file("removing leftover region", err))?;
+                log::warn!("removed leftover region object '{name}' of an earlier session");
+            }
+            Ok(Created::Exists) => break,
+            Err(err) => {
+                return Err(ShmError::file(
+                    "Failed to initialize file for shared memory region (size: the region's)",
+                    err,
+                ))
+            }
+        }
+    }
+    Err(ShmError::RegionExists { id: e.id })
+}
 
 pub(crate) struct RegionMap {
     pub entry: RegionEntry,

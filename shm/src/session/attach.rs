@@ -1,6 +1,7 @@
 //! Attaching a transport to its session and detaching it: the management segment is created by
 //! the first, each transport holds a process slot (see `liveness`) while attached, and the last to
-//! detach removes every object of the session.
+//! detach removes every object of the session. Objects made outside a transport (see `external`)
+//! open or create the session without attaching: they keep no session alive.
 //!
 //! Attaching and detaching happen under the session lock. The last transport to detach marks the
 //! segment *removed* and unlinks every object of the session while still holding the lock; a
@@ -30,27 +31,9 @@ impl Management {
     /// session of one removed meanwhile). The returned heartbeat holds a liveness slot, which
     /// counts this transport in (see `liveness`).
     pub(crate) fn join(names: &Names, session: &str, create: bool) -> Result<(Arc<Management>, Heartbeat), ShmError> {
-        let name = names.management();
-        let path = Names::path(&name);
         for _ in 0..1000 {
-            let map = match Mapping::open(&path) {
-                Ok(map) => map,
-                Err(e) if e.is_not_found() && !create => return Err(ShmError::file("opening management segment", e)),
-                Err(e) if e.is_not_found() => {
-                    let tmp = Names::path(&names.tmp());
-                    match Mapping::create(&path, &tmp, MANAGEMENT_SIZE, |m| {
-                        init(m, &path, session).and_then(|()| crate::session::liveness::init_slots(m))
-                    }) {
-                        // Whoever created it, open it by name and count ourselves in under the lock.
-                        Ok(Created::New(_) | Created::Exists) => continue,
-                        // The remover of an old session swept our temporary file: try again.
-                        Err(e) if e.is_not_found() => continue,
-                        Err(e) => return Err(ShmError::file("creating management segment", e)),
-                    }
-                }
-                Err(e) => return Err(ShmError::file("opening management segment", e)),
-            };
-            let m = Arc::new(Management::from_mapping(map, names)?);
+            let Some(m) = open_or_make(names, session, create)? else { continue };
+            let m = Arc::new(m);
             match Heartbeat::start(m.clone()) {
                 Ok(hb) => {
                     log::debug!("Attached to shared memory session '{session}' (shmid {})", names.shm_id());
@@ -64,7 +47,41 @@ impl Management {
                 Err(StartError::Failed(e)) => return Err(e),
             }
         }
-        Err(ShmError::Layout { name, reason: "could not attach: the session was removed again and again".into() })
+        Err(ShmError::Layout {
+            name: names.management(),
+            reason: "could not attach: the session was removed again and again".into(),
+        })
+    }
+
+    /// Runs `f` under the session lock of a live (not removed) management segment of the session,
+    /// creating that segment if needed, WITHOUT joining (no liveness slot, no heartbeat): for
+    /// objects made outside a transport (see `external`), which `f` registers. Checking that the
+    /// session is live under the same lock as the registration matters: a last transport detaching
+    /// in between would unlink the session, and objects registered in its dead management segment
+    /// would be found by no cleanup. The last transport to leave removes what `f` registered
+    /// (unless `--shm-no-cleanup`), as in FairMQ.
+    pub(crate) fn with_session<T>(
+        names: &Names,
+        session: &str,
+        f: impl FnOnce(&SessionLock<'_>) -> Result<T, ShmError>,
+    ) -> Result<(Arc<Management>, T), ShmError> {
+        for _ in 0..1000 {
+            let Some(m) = open_or_make(names, session, true)? else { continue };
+            let m = Arc::new(m);
+            let lock = m.lock()?;
+            if lock.removed() {
+                drop(lock);
+                finish_removal(&m)?;
+                continue;
+            }
+            let t = f(&lock)?;
+            drop(lock);
+            return Ok((m, t));
+        }
+        Err(ShmError::Layout {
+            name: names.management(),
+            reason: "could not open: the session was removed again and again".into(),
+        })
     }
 
     /// Counts this transport out (its heartbeat gives up its slot); the last one removes every
@@ -88,6 +105,31 @@ impl Management {
         lock.remove_session();
         Ok(true)
     }
+}
+
+/// Opens the session's management segment, creating it first with `create` (without, a missing
+/// one is an error). `Ok(None)`: it was just created (by us or another process), or its creation
+/// raced with a removal; open it again.
+fn open_or_make(names: &Names, session: &str, create: bool) -> Result<Option<Management>, ShmError> {
+    let path = Names::path(&names.management());
+    let map = match Mapping::open(&path) {
+        Ok(map) => map,
+        Err(e) if e.is_not_found() && !create => return Err(ShmError::file("opening management segment", e)),
+        Err(e) if e.is_not_found() => {
+            let tmp = Names::path(&names.tmp());
+            return match Mapping::create(&path, &tmp, MANAGEMENT_SIZE, |m| {
+                init(m, &path, session).and_then(|()| crate::session::liveness::init_slots(m))
+            }) {
+                // Whoever created it, open it by name.
+                Ok(Created::New(_) | Created::Exists) => Ok(None),
+                // The remover of an old session swept our temporary file: try again.
+                Err(e) if e.is_not_found() => Ok(None),
+                Err(e) => Err(ShmError::file("creating management segment", e)),
+            };
+        }
+        Err(e) => return Err(ShmError::file("opening management segment", e)),
+    };
+    Management::from_mapping(map, names).map(Some)
 }
 
 impl SessionLock<'_> {

@@ -124,7 +124,9 @@ impl ShmConfig {
             return Err(ShmError::Config("session name is empty".into()));
         }
         if self.segment_size == 0 {
-            return Err(ShmError::Config("segment size 0 (--shm-segment-size): a segment needs at least one byte".into()));
+            return Err(ShmError::Config(
+                "segment size 0 (--shm-segment-size): a segment needs at least one byte".into(),
+            ));
         }
         if self.segment_size > MAX_SEGMENT_SIZE {
             return Err(ShmError::Config(format!(

@@ -12,7 +12,6 @@ use crate::region::ack_queue::{Ack, AckQueue};
 use crate::region::map::{RegionMap, BATCH};
 use crate::session::registry::RegionEntry;
 use crate::sys::files;
-use crate::sys::mapping::{Created, Mapping};
 use crate::transport::attachment::Attachment;
 pub use fairmq_zmq::vocabulary::region::{BulkCallback, RegionBlock, RegionCallback, RegionConfig, SingleCallback};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -75,13 +74,7 @@ impl Region {
         callback: RegionCallback,
         cfg: &RegionConfig,
     ) -> Result<Region, ShmError> {
-        const SUPPORTED: i32 = libc::MAP_POPULATE | libc::MAP_LOCKED;
-        if cfg.creation_flags & !SUPPORTED != 0 {
-            return Err(ShmError::Config(format!(
-                "unsupported region creation flags {:#x}: MAP_POPULATE and MAP_LOCKED are supported",
-                cfg.creation_flags
-            )));
-        }
+        crate::region::map::check_creation_flags(cfg.creation_flags)?;
         let map = open_as_controller(mgr, size, cfg)?;
         // Until the `Region` exists, a failure only gives up control: the region's `Drop` would
         // remove it, and an adopted region is its creator's (another process may be using it).
@@ -229,7 +222,8 @@ fn open_as_controller(mgr: &Arc<Attachment>, size: u64, cfg: &RegionConfig) -> R
                 creator: std::process::id(),
                 destroyed: false,
             };
-            let data = create_object(mgr, &entry, cfg.creation_flags & libc::MAP_POPULATE != 0)?;
+            let populate = cfg.creation_flags & libc::MAP_POPULATE != 0;
+            let data = crate::region::map::create_data(names, &entry, &names.tmp_for(mgr.owner()), populate)?;
             // The queue exists before the registry names the region: a viewer that finds the
             // region (an event subscriber can, at once) also finds its queue, or its
             // acknowledgements would be dropped for good.
@@ -255,40 +249,6 @@ fn open_as_controller(mgr: &Arc<Attachment>, size: u64, cfg: &RegionConfig) -> R
         return Err(ShmError::RegionExists { id: map.id() });
     }
     Ok(map)
-}
-
-/// Creates the region's object race-free. Every creation happens under the session lock and
-/// registers at once, so an object that exists but is not registered is a leftover of a session
-/// that was never cleaned: it is replaced.
-fn create_object(mgr: &Attachment, e: &RegionEntry, populate: bool) -> Result<Mapping, ShmError> {
-    let path = e.data_path(mgr.names());
-    let name = path.display().to_string();
-    let tmp = if e.path.is_empty() {
-        crate::Names::path(&mgr.names().tmp_for(mgr.owner()))
-    } else {
-        std::path::PathBuf::from(format!("{}{}", e.path, mgr.names().tmp()))
-    };
-    let size = usize::try_from(e.size).map_err(|_| ShmError::Config(format!("region size {} too large", e.size)))?;
-    for attempt in 0..2 {
-        match Mapping::create(&path, &tmp, size, |_| Ok(())) {
-            Ok(Created::New(_)) => {
-                return Mapping::open_with(&path, populate).map_err(|err| ShmError::file("opening region", err));
-            }
-            Ok(Created::Exists) if attempt == 0 => {
-                // Only a file of ours: another user's, or a link, is refused, never removed.
-                files::remove_own(&path).map_err(|err| ShmError::file("removing leftover region", err))?;
-                log::warn!("removed leftover region object '{name}' of an earlier session");
-            }
-            Ok(Created::Exists) => break,
-            Err(err) => {
-                return Err(ShmError::file(
-                    "Failed to initialize file for shared memory region (size: the region's)",
-                    err,
-                ))
-            }
-        }
-    }
-    Err(ShmError::RegionExists { id: e.id })
 }
 
 impl Drop for Region {
