@@ -164,9 +164,12 @@ done
 shm_before="$work/shm.before"
 ls /dev/shm 2> /dev/null | grep '^fmqrs_' | sort > "$shm_before" || true
 remove_new_shm() {
-  ls /dev/shm 2> /dev/null | grep '^fmqrs_' | sort | comm -13 "$shm_before" - | while read -r n; do rm -f "/dev/shm/$n"; done
+  local n
+  for n in $( (ls /dev/shm 2> /dev/null | grep '^fmqrs_' | sort | comm -13 "$shm_before" -) || true); do
+    rm -f "/dev/shm/$n"
+  done
 }
-trap 'remove_new_shm; [ -n "${FMQ_WORK:-}" ] || rm -rf "$work"' EXIT
+trap 'remove_new_shm; [ -n "${FMQ_WORK:-}" ] || rm -rf "$work"; true' EXIT
 total_pass=0
 total_fail=0
 summary=()
