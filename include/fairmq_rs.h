@@ -2117,6 +2117,47 @@ fmq_result fmq_shm_free_memory(const char *shm_id, uint16_t segment_id, uint64_t
 fmq_result fmq_shm_cleanup(const char *shm_id, bool full, char *buf, size_t len, size_t *written);
 
 /**
+ * The segment report of session `shm_id` (FairMQ's `PrintShm`: segments with free and used
+ * memory, regions, attached processes) into `buf`; `FMQ_ERROR_NOT_FOUND` when it has none.
+ *
+ * # Safety
+ * `shm_id` NUL-terminated; `buf` valid for `len` bytes; `written` NULL or valid.
+ */
+fmq_result fmq_shm_report(const char *shm_id, char *buf, size_t len, size_t *written);
+
+/**
+ * Every block in use in session `shm_id`, a line each: `<segment>\t<offset>\t<pid>\t<size>\t<references>`
+ * (pid 0: its process is not attached), into `buf` (FairMQ's `GetDebugInfo`);
+ * `FMQ_ERROR_NOT_FOUND` when the session has no management segment.
+ *
+ * # Safety
+ * `shm_id` NUL-terminated; `buf` valid for `len` bytes; `written` NULL or valid.
+ */
+fmq_result fmq_shm_debug_info(const char *shm_id,
+                              char *buf,
+                              size_t len,
+                              size_t *written);
+
+/**
+ * Every session found under `dir` (`/dev/shm` for NULL), as `fairmq-shmmonitor --list-all`
+ * lists them (FairMQ's `ListAll`), into `buf`.
+ *
+ * # Safety
+ * `dir` NUL-terminated or NULL; `buf` valid for `len` bytes; `written` NULL or valid.
+ */
+fmq_result fmq_shm_list_all(const char *dir, char *buf, size_t len, size_t *written);
+
+/**
+ * Forgets every allocation in session `shm_id`'s segments (FairMQ's experimental
+ * `ResetContent`; refused while a transport that is not provably dead is attached), writing
+ * what it did, a line each, into `buf`; the first failure is returned once everything was tried.
+ *
+ * # Safety
+ * `shm_id` NUL-terminated; `buf` valid for `len` bytes; `written` NULL or valid.
+ */
+fmq_result fmq_shm_reset_content(const char *shm_id, char *buf, size_t len, size_t *written);
+
+/**
  * Whether managed segment `segment_id` of session `shm_id` exists (FairMQ's
  * `SegmentIsPresent`); false for bad arguments.
  *

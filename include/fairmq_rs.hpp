@@ -334,6 +334,8 @@ class Message {
     void* GetData() const { return fmq_message_data_ptr(fMsg); }
     size_t GetSize() const { return fmq_message_size(fMsg); }
     bool SetUsedSize(size_t size) { return fmq_message_set_used_size(fMsg, size); }
+    /// Shrinking keeps the data's start, and with it its alignment.
+    bool SetUsedSize(size_t size, Alignment /*alignment*/) { return SetUsedSize(size); }
     /// How many messages (in every process) share this message's bytes (FairMQ's shmem
     /// GetRefCount; a zeromq message answers 1).
     uint16_t GetRefCount() const { return static_cast<uint16_t>(fmq_message_ref_count(fMsg)); }

@@ -92,6 +92,117 @@ pub unsafe extern "C" fn fmq_shm_cleanup(
     })
 }
 
+/// The segment report of session `shm_id` (FairMQ's `PrintShm`: segments with free and used
+/// memory, regions, attached processes) into `buf`; `FMQ_ERROR_NOT_FOUND` when it has none.
+///
+/// # Safety
+/// `shm_id` NUL-terminated; `buf` valid for `len` bytes; `written` NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn fmq_shm_report(
+    shm_id: *const c_char,
+    buf: *mut c_char,
+    len: usize,
+    written: *mut usize,
+) -> fmq_result {
+    guard(|| {
+        code((|| {
+            // SAFETY: contract as documented.
+            let id = unsafe { shm_id_arg(shm_id)? };
+            match monitor::report(id).map_err(|e| fail(FMQ_ERROR_TRANSPORT, e))? {
+                // SAFETY: contract as documented.
+                Some(text) => Ok(unsafe { copy_out(&text, buf, len, written) }),
+                None => Err(fail(FMQ_ERROR_NOT_FOUND, format!("no segments found for shmid '{id}'"))),
+            }
+        })())
+    })
+}
+
+/// Every block in use in session `shm_id`, a line each: `<segment>\t<offset>\t<pid>\t<size>\t<references>`
+/// (pid 0: its process is not attached), into `buf` (FairMQ's `GetDebugInfo`);
+/// `FMQ_ERROR_NOT_FOUND` when the session has no management segment.
+///
+/// # Safety
+/// `shm_id` NUL-terminated; `buf` valid for `len` bytes; `written` NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn fmq_shm_debug_info(
+    shm_id: *const c_char,
+    buf: *mut c_char,
+    len: usize,
+    written: *mut usize,
+) -> fmq_result {
+    guard(|| {
+        code((|| {
+            // SAFETY: contract as documented.
+            let id = unsafe { shm_id_arg(shm_id)? };
+            let Some(segments) = monitor::used_blocks(id).map_err(|e| fail(FMQ_ERROR_TRANSPORT, e))? else {
+                return Err(fail(FMQ_ERROR_NOT_FOUND, format!("no segments found for shmid '{id}'")));
+            };
+            let mut lines = Vec::new();
+            for (seg, blocks) in segments {
+                for b in blocks {
+                    lines.push(format!("{seg}\t{}\t{}\t{}\t{}", b.offset, b.pid.unwrap_or(0), b.size, b.references));
+                }
+            }
+            // SAFETY: contract as documented.
+            Ok(unsafe { copy_out(&lines.join("\n"), buf, len, written) })
+        })())
+    })
+}
+
+/// Every session found under `dir` (`/dev/shm` for NULL), as `fairmq-shmmonitor --list-all`
+/// lists them (FairMQ's `ListAll`), into `buf`.
+///
+/// # Safety
+/// `dir` NUL-terminated or NULL; `buf` valid for `len` bytes; `written` NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn fmq_shm_list_all(
+    dir: *const c_char,
+    buf: *mut c_char,
+    len: usize,
+    written: *mut usize,
+) -> fmq_result {
+    guard(|| {
+        code((|| {
+            let dir = if dir.is_null() {
+                "/dev/shm"
+            } else {
+                // SAFETY: contract as documented.
+                unsafe { str_arg(dir)? }
+            };
+            let text = monitor::list_all(std::path::Path::new(dir)).map_err(|e| fail(FMQ_ERROR_TRANSPORT, e))?;
+            // SAFETY: contract as documented.
+            Ok(unsafe { copy_out(&text, buf, len, written) })
+        })())
+    })
+}
+
+/// Forgets every allocation in session `shm_id`'s segments (FairMQ's experimental
+/// `ResetContent`; refused while a transport that is not provably dead is attached), writing
+/// what it did, a line each, into `buf`; the first failure is returned once everything was tried.
+///
+/// # Safety
+/// `shm_id` NUL-terminated; `buf` valid for `len` bytes; `written` NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn fmq_shm_reset_content(
+    shm_id: *const c_char,
+    buf: *mut c_char,
+    len: usize,
+    written: *mut usize,
+) -> fmq_result {
+    guard(|| {
+        code((|| {
+            // SAFETY: contract as documented.
+            let id = unsafe { shm_id_arg(shm_id)? };
+            let mut lines = Vec::new();
+            let r = monitor::reset_content(id, &mut |l| lines.push(l.to_owned()));
+            // SAFETY: contract as documented.
+            let copied = unsafe { copy_out(&lines.join("\n"), buf, len, written) };
+            r.map_err(|e| fail(FMQ_ERROR_TRANSPORT, e))?;
+            Ok(copied)
+        })())
+    })
+}
+
 /// Whether managed segment `segment_id` of session `shm_id` exists (FairMQ's
 /// `SegmentIsPresent`); false for bad arguments.
 ///
@@ -123,7 +234,64 @@ pub unsafe extern "C" fn fmq_shm_region_present(shm_id: *const c_char, region_id
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::message::{fmq_message_free, fmq_message_new_size};
+    use crate::transport::{fmq_transport_free, fmq_transport_new};
     use std::ffi::{CStr, CString};
+
+    /// A shmem transport of its own session and a message of it, freed (the session with them)
+    /// when the test ends, also when it fails.
+    struct Live(*mut crate::transport::fmq_transport, *mut crate::message::fmq_message);
+    impl Drop for Live {
+        fn drop(&mut self) {
+            // SAFETY: made by the test, freed once, the message before its transport.
+            unsafe {
+                fmq_message_free(self.1);
+                fmq_transport_free(self.0);
+            }
+        }
+    }
+
+    fn text(f: impl Fn(*mut c_char, usize, *mut usize) -> fmq_result) -> (fmq_result, String) {
+        let mut buf = vec![0 as c_char; 1 << 16];
+        let r = f(buf.as_mut_ptr(), buf.len(), std::ptr::null_mut());
+        // SAFETY: NUL-terminated by copy_out (the buffer is large enough).
+        (r, unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned())
+    }
+
+    #[test]
+    fn a_live_sessions_report_blocks_and_listing_and_its_content_cannot_be_reset() {
+        let session = format!("ffi-monitor-{}", std::process::id());
+        let args: Vec<CString> = ["--session", &session, "--shm-segment-size", "10000000"]
+            .iter()
+            .map(|a| CString::new(*a).unwrap())
+            .collect();
+        let argv: Vec<*const c_char> = args.iter().map(|a| a.as_ptr()).collect();
+        let (mut t, mut m) = (std::ptr::null_mut(), std::ptr::null_mut());
+        // SAFETY: valid arguments.
+        unsafe {
+            assert_eq!(
+                fmq_transport_new(c"shmem".as_ptr(), c"mon".as_ptr(), argv.len() as i32, argv.as_ptr(), &mut t),
+                FMQ_OK
+            );
+            assert_eq!(fmq_message_new_size(t, 1000, &mut m), FMQ_OK);
+        }
+        let _live = Live(t, m);
+        let id = CString::new(fairmq_shm::shm_id(&session)).unwrap();
+        // SAFETY (every closure below): valid shm id and buffers.
+        let (r, report) = text(|b, l, n| unsafe { fmq_shm_report(id.as_ptr(), b, l, n) });
+        assert_eq!(r, FMQ_OK);
+        assert!(report.contains(&format!("session: {session}")), "{report}");
+        let (r, blocks) = text(|b, l, n| unsafe { fmq_shm_debug_info(id.as_ptr(), b, l, n) });
+        assert_eq!(r, FMQ_OK);
+        let mine: Vec<&str> =
+            blocks.lines().filter(|l| l.split('\t').nth(2) == Some(&std::process::id().to_string())).collect();
+        assert!(!mine.is_empty(), "the message's block, with this process as its creator: {blocks}");
+        let (r, all) = text(|b, l, n| unsafe { fmq_shm_list_all(std::ptr::null(), b, l, n) });
+        assert_eq!(r, FMQ_OK);
+        assert!(all.contains(id.to_str().unwrap()), "{all}");
+        let (r, _) = text(|b, l, n| unsafe { fmq_shm_reset_content(id.as_ptr(), b, l, n) });
+        assert_ne!(r, FMQ_OK, "a session in use is not reset");
+    }
 
     #[test]
     fn free_memory_names_what_is_missing() {

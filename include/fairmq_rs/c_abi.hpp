@@ -24,10 +24,16 @@ inline std::string last_error()
     }
     return std::string(buf.data(), n);
 }
+/// Throws for a failed call: FairMQ's exception type where there is one (no memory for a message:
+/// MessageBadAlloc; a transport's refusal: TransportError), fair::mq::Error otherwise.
 inline void check(fmq_result r, const char* what)
 {
-    if (r != FMQ_OK) {
-        throw Error(std::string(what) + ": " + fmq_result_message(r) + " (" + last_error() + ")");
+    if (r == FMQ_OK) return;
+    const std::string text = std::string(what) + ": " + fmq_result_message(r) + " (" + last_error() + ")";
+    switch (r) {
+        case FMQ_ERROR_ALLOC: throw MessageBadAlloc(text);
+        case FMQ_ERROR_TRANSPORT: throw TransportError(text);
+        default: throw Error(text);
     }
 }
 inline std::string read_text(const std::function<fmq_result(char*, size_t, size_t*)>& f)

@@ -100,33 +100,68 @@ pub fn free_memory(shm_id: &str, id: u16) -> Result<u64, FreeMemoryError> {
 /// Every used block of every segment with its owner (FairMQ's `--debug`, which needs a debug build
 /// there; here owners are always recorded).
 pub fn debug_info(shm_id: &str) -> Result<String, ShmError> {
+    let Some(segments) = used_blocks(shm_id)? else { return Ok("no segments found".into()) };
+    let mut s = String::new();
+    for (id, blocks) in segments {
+        let _ = writeln!(s, "found {} messages.", blocks.len());
+        for b in blocks {
+            let creator = match b.pid {
+                Some(pid) => pid.to_string(),
+                None => format!("unknown (owner mark {}, not attached)", b.owner),
+            };
+            let _ = writeln!(
+                s,
+                "segment: {id:>3}, offset: {:>12}, size: {:>10}, creator PID: {creator}, references: {}",
+                b.offset, b.size, b.references
+            );
+        }
+    }
+    Ok(s)
+}
+
+/// A block in use in a managed segment (FairMQ's `BufferDebugInfo`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsedBlock {
+    /// Offset in its segment.
+    pub offset: u64,
+    /// Size in bytes.
+    pub size: u64,
+    /// The owner mark of the transport that allocated it.
+    pub owner: u32,
+    /// That transport's process, while it is attached.
+    pub pid: Option<u32>,
+    /// Messages referring to it.
+    pub references: u32,
+}
+
+/// Every block in use, per managed segment id (FairMQ's `GetDebugInfo`); `None` when the session
+/// has no management segment.
+pub fn used_blocks(shm_id: &str) -> Result<Option<Vec<(u16, Vec<UsedBlock>)>>, ShmError> {
     let names = Names::new(shm_id);
-    let Some(m) = open_if_present(&names)? else { return Ok("no segments found".into()) };
+    let Some(m) = open_if_present(&names)? else { return Ok(None) };
     // Blocks carry their transport's owner mark; the attached transports tell whose pid that is.
     let attached = crate::session::liveness::attached(&m);
-    let creator = |owner: u32| match attached.iter().find(|a| a.owner == owner) {
-        Some(a) => a.pid.to_string(),
-        None => format!("unknown (owner mark {owner}, not attached)"),
-    };
-    let mut s = String::new();
+    let mut out = Vec::new();
     for seg in m.segments() {
         let sg = match Segment::open(&Names::path(&names.segment(seg.id)), seg.id) {
             Ok(sg) => sg,
             Err(e) if e.is_not_found() => continue, // registered, then removed by hand
             Err(e) => return Err(e),
         };
-        let blocks = sg.used_blocks()?;
-        let _ = writeln!(s, "found {} messages.", blocks.len());
-        for (off, size, owner, count) in blocks {
-            let _ = writeln!(
-                s,
-                "segment: {:>3}, offset: {off:>12}, size: {size:>10}, creator PID: {}, references: {count}",
-                seg.id,
-                creator(owner)
-            );
-        }
+        let blocks = sg
+            .used_blocks()?
+            .into_iter()
+            .map(|(offset, size, owner, references)| UsedBlock {
+                offset,
+                size,
+                owner,
+                pid: attached.iter().find(|a| a.owner == owner).map(|a| a.pid),
+                references,
+            })
+            .collect();
+        out.push((seg.id, blocks));
     }
-    Ok(s)
+    Ok(Some(out))
 }
 
 /// Every session found in `dir` (FairMQ's `--list-all`). A directory that cannot be read is an
