@@ -134,9 +134,12 @@ pub struct UsedBlock {
     pub references: u32,
 }
 
+/// The blocks in use of each managed segment, by segment id.
+pub type SegmentBlocks = Vec<(u16, Vec<UsedBlock>)>;
+
 /// Every block in use, per managed segment id (FairMQ's `GetDebugInfo`); `None` when the session
 /// has no management segment.
-pub fn used_blocks(shm_id: &str) -> Result<Option<Vec<(u16, Vec<UsedBlock>)>>, ShmError> {
+pub fn used_blocks(shm_id: &str) -> Result<Option<SegmentBlocks>, ShmError> {
     let names = Names::new(shm_id);
     let Some(m) = open_if_present(&names)? else { return Ok(None) };
     // Blocks carry their transport's owner mark; the attached transports tell whose pid that is.
