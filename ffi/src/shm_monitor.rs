@@ -277,18 +277,21 @@ mod tests {
         }
         let _live = Live(t, m);
         let id = CString::new(fairmq_shm::shm_id(&session)).unwrap();
-        // SAFETY (every closure below): valid shm id and buffers.
+        // SAFETY: a valid shm id (or NULL directory) and buffer.
         let (r, report) = text(|b, l, n| unsafe { fmq_shm_report(id.as_ptr(), b, l, n) });
         assert_eq!(r, FMQ_OK);
         assert!(report.contains(&format!("session: {session}")), "{report}");
+        // SAFETY: a valid shm id (or NULL directory) and buffer.
         let (r, blocks) = text(|b, l, n| unsafe { fmq_shm_debug_info(id.as_ptr(), b, l, n) });
         assert_eq!(r, FMQ_OK);
         let mine: Vec<&str> =
             blocks.lines().filter(|l| l.split('\t').nth(2) == Some(&std::process::id().to_string())).collect();
         assert!(!mine.is_empty(), "the message's block, with this process as its creator: {blocks}");
+        // SAFETY: a valid shm id (or NULL directory) and buffer.
         let (r, all) = text(|b, l, n| unsafe { fmq_shm_list_all(std::ptr::null(), b, l, n) });
         assert_eq!(r, FMQ_OK);
         assert!(all.contains(id.to_str().unwrap()), "{all}");
+        // SAFETY: a valid shm id (or NULL directory) and buffer.
         let (r, _) = text(|b, l, n| unsafe { fmq_shm_reset_content(id.as_ptr(), b, l, n) });
         assert_ne!(r, FMQ_OK, "a session in use is not reset");
     }
