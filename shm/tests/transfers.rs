@@ -359,3 +359,28 @@ fn zero_and_lock_options() {
     let m = t2.new_message_with_size(10_000).unwrap();
     assert!(m.data().iter().all(|&b| b == 0), "a new message of a zeroed segment reads as zeros");
 }
+
+/// Every part of a multipart holds a hand-over ticket until it is received: one of more parts than
+/// the segment has tickets fails at once, naming the limit, instead of waiting forever; one within
+/// the limit goes through (paths without a lane, where records travel with tickets).
+#[test]
+fn a_multipart_of_more_parts_than_tickets_fails_at_once_naming_the_limit() {
+    let s = Session::new("tickets");
+    let mut c = s.config("t");
+    c.lanes = false;
+    c.segment_size = 4 << 20; // 512 tickets
+    let t = fairmq_shm::Transport::new(&c).unwrap();
+    let (pull, push) = linked(&t, SocketType::Pull, SocketType::Push, &s.ipc("t"));
+    let mut parts: Vec<_> = (0..600).map(|_| t.new_message_from_slice(b"x").unwrap()).collect();
+    let started = Instant::now();
+    let e = push.send_parts(&mut parts, -1).expect_err("600 parts need 600 tickets of 512");
+    assert!(started.elapsed() < Duration::from_secs(5), "at once, not after a wait");
+    let text = e.to_string();
+    assert!(text.contains("600 parts") && text.contains("has 512") && text.contains("--shm-segment-size"), "{text}");
+    assert!(parts.iter().all(|p| p.size() == 1), "the parts stay with the sender");
+    let mut fewer: Vec<_> = parts.drain(..500).collect();
+    assert_eq!(push.send_parts(&mut fewer, LONG).unwrap(), 500);
+    let mut got = Vec::new();
+    assert_eq!(pull.receive_parts(&mut got, LONG).unwrap(), 500);
+    assert_eq!(got.len(), 500);
+}

@@ -114,6 +114,11 @@ impl<'a> Tickets<'a> {
         Tickets { w, owners: at, first, n }
     }
 
+    /// How many tickets the table holds (`count_for` the segment's size).
+    pub fn capacity(&self) -> u32 {
+        self.n
+    }
+
     fn word(&self, t: u32, i: usize) -> &'a AtomicU64 {
         &self.w[self.first + t as usize * WORDS + i]
     }

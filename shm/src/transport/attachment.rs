@@ -229,6 +229,12 @@ impl Attachment {
         self.issuer.lock().issue(&table, self.own.id(), kind, rec, &|owner| self.owner_alive(owner))
     }
 
+    /// How many tickets this transport's segment holds, all processes' together: the most parts a
+    /// multipart sent from it can have in flight at once.
+    pub fn ticket_capacity(&self) -> u32 {
+        self.own.tickets().capacity()
+    }
+
     /// Names the receiver of ticket `t`, whose record is about to go to it (see `peers`).
     pub fn address(&self, t: &Issued, owner: u32, socket: u64) {
         if let Ok(s) = self.segment(t.segment) {

@@ -241,12 +241,11 @@ fn not_supported() -> TransferError {
     TransferError::Zmq(zmq::Error::ENOTSUP)
 }
 
-/// Whether `e` says a record's ticket hands nothing over (claimed already, taken back, forged).
-fn withdrawn(e: &TransferError) -> bool {
-    matches!(e, TransferError::Transport(b) if matches!(
-        b.downcast_ref::<ShmError>(),
-        Some(ShmError::Metadata(MetaError::Ticket(TicketError::NotIssued(_))))
-    ))
+/// Whether `e` is the refusal of a frame's metadata (malformed, of another version, naming what
+/// does not exist, forged or repeated, a ticket that hands nothing over): the frame is skipped,
+/// as the peer that sent it, not the application, made the mistake (logged where it was found).
+fn refused(e: &TransferError) -> bool {
+    matches!(e, TransferError::Transport(b) if matches!(b.downcast_ref::<ShmError>(), Some(ShmError::Metadata(_))))
 }
 
 fn meta_error(e: MetaError) -> TransferError {

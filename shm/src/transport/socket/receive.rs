@@ -18,13 +18,19 @@ impl Socket {
                         log::debug!("socket {}: lane offer {t} was withdrawn", self.id);
                         Ok(true)
                     }
+                    // An offer this socket cannot take (forged, damaged): refused and skipped,
+                    // the writer's messages come through the socket meanwhile.
                     Err(e) => {
-                        log::error!("{e}");
-                        Err(e.into())
+                        log::error!("socket {}: lane offer refused: {e}", self.id);
+                        Ok(true)
                     }
                 }
             }
-            Some(Err(e)) => Err(meta_error(e)),
+            // A control frame this build cannot read: refused and skipped.
+            Some(Err(e)) => {
+                log::error!("socket {}: control frame refused: {e}", self.id);
+                Ok(true)
+            }
         }
     }
 
@@ -188,10 +194,14 @@ impl Socket {
 
     /// Receives a frame and hands its bytes, and where they came from, to `use_frame`.
     ///
-    /// A frame whose message its sender took back is skipped (the error was logged): its receiver
-    /// died before taking it, and the sender sends it again (see `addressee`), while the record
-    /// still waited in the sender's queue for the connection to the next receiver; a repeated or
-    /// forged record is skipped alike.
+    /// A frame whose metadata is refused is skipped (the error was logged), and the receive goes
+    /// on within its timeout: a malformed, forged or repeated record is a peer's mistake, which
+    /// must not end the application's receive loop. So is a frame whose message its sender took
+    /// back: its receiver died before taking it, and the sender sends it again (see `addressee`),
+    /// while the record still waited in the sender's queue for the connection to the next
+    /// receiver. A REP answers a refused request with an empty frame (ZeroMQ counted the request:
+    /// only a reply may follow), which its requester refuses in turn; a REQ cannot skip a refused
+    /// reply (a request must follow it) and returns the error.
     pub(super) fn receive_with<T>(
         &self,
         timeout_ms: i32,
@@ -210,9 +220,11 @@ impl Socket {
                 Frame::Block(m) => use_frame(Received::Frame(m.data(), Source::Lane)),
             };
             match got {
-                // Not on REQ and REP: ZeroMQ counted the frame as the request (or reply), and
-                // only a send may follow.
-                Err(e) if withdrawn(&e) && !matches!(self.ty, SocketType::Req | SocketType::Rep) => {
+                Err(e) if refused(&e) && self.ty != SocketType::Req => {
+                    if self.ty == SocketType::Rep {
+                        // ZeroMQ's REP takes the next request only after a reply.
+                        let _ = self.z.send_uncounted(&mut fairmq_zmq::Message::new(), 0);
+                    }
                     if deadline.passed() {
                         return Err(TransferError::Timeout);
                     }

@@ -284,7 +284,20 @@ impl Socket {
         out: &mut Vec<Issued>,
     ) -> Result<(), TransferError> {
         out.clear();
-        for rec in records.filter(|r| !r.is_empty()) {
+        let records: smallvec::SmallVec<[Record; 16]> = records.filter(|r| !r.is_empty()).collect();
+        // Every part holds its ticket until received: a multipart of more parts than the segment
+        // has tickets would wait forever.
+        let capacity = self.mgr.ticket_capacity();
+        if records.len() > capacity as usize {
+            return Err(ShmError::Config(format!(
+                "a multipart of {} parts needs a hand-over ticket each at once, and segment {} has {capacity} \
+                 (one per 8 KiB of --shm-segment-size, at least 512): send fewer parts or use a larger segment",
+                records.len(),
+                self.mgr.own().id()
+            ))
+            .into());
+        }
+        for rec in records {
             match crate::transport::socket::lanes::issue_waiting(&self.mgr, Kind::Message, &rec, deadline) {
                 Ok(t) => out.push(t),
                 Err(e) => {
