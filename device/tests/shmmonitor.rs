@@ -261,3 +261,22 @@ fn bad_command_lines_exit_2_with_a_message() {
         assert!(out.contains("Unhandled Exception reached the top of main"), "{args:?}: {out}");
     }
 }
+
+/// Issue 37: devices take `--shmid` in decimal, the monitor (as FairMQ's) the hex form
+/// `--get-shmid` prints: a decimal id that finds nothing is answered with the hex form it stands
+/// for, which finds the session.
+#[test]
+fn a_devices_decimal_shmid_given_to_the_monitor_is_answered_with_its_hex_form() {
+    let s = Session::new();
+    let t = transport(&s);
+    let hex = shm_id(&s);
+    let decimal = u64::from_str_radix(&hex, 16).unwrap().to_string();
+    let (code, out) = monitor_output(&["--shmid", &decimal]);
+    assert_eq!(code, Some(0));
+    assert!(out.contains("No segments found."), "{out}");
+    assert!(out.contains(&format!("is shm id {hex} here")), "the hex form is named: {out}");
+    let (code, out) = monitor_output(&["--shmid", &hex]);
+    assert_eq!(code, Some(0));
+    assert!(!out.contains("No segments found."), "{out}");
+    drop(t);
+}

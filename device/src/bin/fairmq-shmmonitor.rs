@@ -124,7 +124,14 @@ fn run(opts: &Options, p: &Properties) -> Result<(), String> {
     let (interactive, mon) = (flag(p, "interactive"), flag(p, "monitor"));
     let view = flag(p, "view") || !(interactive || mon);
     if view && !interactive {
-        log_report(&shm_id).map_err(|e| e.to_string())?;
+        if !log_report(&shm_id).map_err(|e| e.to_string())? {
+            if let Some(hex) = decimal_form(&given) {
+                // Devices take --shmid in decimal, the monitor (as FairMQ's) in hex.
+                log::warn!(
+                    "--shmid '{given}' is read as hex (as --get-shmid prints it); a device's --shmid {given} (decimal) is shm id {hex} here: fairmq-shmmonitor --shmid {hex}"
+                );
+            }
+        }
         return Ok(());
     }
     if flag(p, "daemonize") && mon && !daemonize(flag(p, "verbose"))? {
@@ -172,13 +179,27 @@ fn run(opts: &Options, p: &Properties) -> Result<(), String> {
     Ok(())
 }
 
-/// Logs the segment report of the session (FairMQ's `PrintShm`), or that it has none.
-fn log_report(shm_id: &str) -> Result<(), fairmq_shm::ShmError> {
+/// Logs the segment report of the session (FairMQ's `PrintShm`), or that it has none; whether
+/// it has one.
+fn log_report(shm_id: &str) -> Result<bool, fairmq_shm::ShmError> {
     match monitor::report(shm_id)? {
-        Some(r) => log::info!("{}", r.trim_end()),
-        None => log::info!("No segments found."),
+        Some(r) => {
+            log::info!("{}", r.trim_end());
+            Ok(true)
+        }
+        None => {
+            log::info!("No segments found.");
+            Ok(false)
+        }
     }
-    Ok(())
+}
+
+/// The shm id a device's decimal `--shmid` names, if `given` is a decimal number.
+fn decimal_form(given: &str) -> Option<String> {
+    if given.is_empty() || !given.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    given.parse::<u64>().ok().map(fairmq_shm::shm_id_from_number)
 }
 
 /// A shmId from the command line becomes part of file names: only hex digits are accepted.
