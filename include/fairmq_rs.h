@@ -377,6 +377,11 @@ typedef struct fmq_shm_segment fmq_shm_segment;
  */
 typedef struct {
   /**
+   * The size of this struct as the caller knows it: set it to `sizeof(fmq_counters)` before
+   * the call (later versions write only the fields a caller knows).
+   */
+  uint32_t struct_size;
+  /**
    * Messages sent.
    */
   uint64_t messages_tx;
@@ -544,6 +549,11 @@ typedef void (*fmq_free_fn)(void *data, void *hint);
  */
 typedef struct {
   /**
+   * The size of this struct as the caller knows it (`fmq_region_config_init` sets it): fields
+   * added in later versions are read only from callers that know them.
+   */
+  uint32_t struct_size;
+  /**
    * Region id (0 to 65535), or -1 for the transport's next automatic id (default -1). shmem
    * adopts an existing region of that id made by another process; zeromq ignores the field.
    */
@@ -628,6 +638,11 @@ typedef int32_t fmq_region_event;
  * A segment or region of the session (FairMQ's `RegionInfo`).
  */
 typedef struct {
+  /**
+   * The size of this struct as the library fills it (later versions may add fields: read
+   * them only when this says they are there).
+   */
+  uint32_t struct_size;
   /**
    * A managed segment (true) or an unmanaged region.
    */
@@ -935,10 +950,11 @@ int64_t fmq_channel_send_parts(const fmq_channel *c, fmq_parts *p, int32_t timeo
 int64_t fmq_channel_receive_parts(const fmq_channel *c, fmq_parts *p, int32_t timeout_ms);
 
 /**
- * The channel's counters into `*out`.
+ * The channel's counters into `*out`, whose `struct_size` the caller set;
+ * `FMQ_ERROR_INVALID` for a size below this version's.
  *
  * # Safety
- * `c` is valid; `out` valid for a write.
+ * `c` is valid; `out` valid for reads and writes of `struct_size` bytes.
  */
 fmq_result fmq_channel_counters(const fmq_channel *c, fmq_counters *out);
 
@@ -1908,17 +1924,20 @@ bool fmq_transport_subscribed_to_region_events(const fmq_transport *t);
 
 /**
  * The segments and regions transport `t` knows of (FairMQ's `GetRegionInfo`; zeromq: its live
- * regions, shmem: every segment and region of the session) into `out[0..len]`. `*count` (may be
- * NULL) gets how many there are, also when `len` is too small: then nothing is written and the
- * result is `FMQ_ERROR_BUFFER`.
+ * regions, shmem: every segment and region of the session) into `out[0..len]`, entries of
+ * `info_size` bytes (the caller's `sizeof(fmq_region_info)`: a later library fills only the fields
+ * the caller knows; below this version's size is `FMQ_ERROR_INVALID`). `*count` (may be NULL)
+ * gets how many there are, also when `len` is too small: then nothing is written and the result
+ * is `FMQ_ERROR_BUFFER`.
  *
  * # Safety
- * `t` is a valid transport; `out` valid for `len` entries (or NULL with `len` 0); `count` NULL or
- * valid for a write.
+ * `t` is a valid transport; `out` valid for `len` entries of `info_size` bytes (or NULL with
+ * `len` 0); `count` NULL or valid for a write.
  */
 fmq_result fmq_transport_region_info(const fmq_transport *t,
                                      fmq_region_info *out,
                                      size_t len,
+                                     size_t info_size,
                                      size_t *count);
 
 /**

@@ -292,10 +292,10 @@ class TransportFactory {
     {
         std::vector<fmq_region_info> raw(16);
         size_t n = 0;
-        fmq_result r = fmq_transport_region_info(fRaw, raw.data(), raw.size(), &n);
+        fmq_result r = fmq_transport_region_info(fRaw, raw.data(), raw.size(), sizeof(fmq_region_info), &n);
         while (r == FMQ_ERROR_BUFFER) {
             raw.resize(n + 16); // regions may appear between the two calls
-            r = fmq_transport_region_info(fRaw, raw.data(), raw.size(), &n);
+            r = fmq_transport_region_info(fRaw, raw.data(), raw.size(), sizeof(fmq_region_info), &n);
         }
         detail::check(r, "GetRegionInfo");
         std::vector<RegionInfo> out;

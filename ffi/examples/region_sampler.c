@@ -104,7 +104,7 @@ static int32_t init_task(const fmq_context* ctx, void* user)
     /* The transport lists the new region. */
     fmq_region_info infos[64];
     size_t n = 0;
-    if (fmq_transport_region_info(t, infos, 64, &n) != FMQ_OK) return fail("region info");
+    if (fmq_transport_region_info(t, infos, 64, sizeof(fmq_region_info), &n) != FMQ_OK) return fail("region info");
     int listed = 0;
     for (size_t i = 0; i < n; i++) listed |= !infos[i].managed && infos[i].id == s->region_id && infos[i].flags == 42;
     if (!listed) return fail("the region is not in fmq_transport_region_info");

@@ -120,7 +120,7 @@ int main(int argc, char** argv)
     CHECK(fmq_transport_resume(t) == FMQ_OK);
 
     /* Counters: 4 messages sent by a (5 + 8 + 6 + 60 bytes), all received by b. */
-    fmq_counters ca, cb;
+    fmq_counters ca = {.struct_size = sizeof(fmq_counters)}, cb = {.struct_size = sizeof(fmq_counters)};
     CHECK(fmq_channel_counters(a, &ca) == FMQ_OK && fmq_channel_counters(b, &cb) == FMQ_OK);
     CHECK(ca.messages_tx == 4 && ca.bytes_tx == 79 && cb.messages_rx == 4 && cb.bytes_rx == 79);
 

@@ -22,6 +22,9 @@ pub struct fmq_parts(pub(crate) Parts);
 #[derive(Debug, Default, Clone, Copy)]
 #[allow(non_camel_case_types)]
 pub struct fmq_counters {
+    /// The size of this struct as the caller knows it: set it to `sizeof(fmq_counters)` before
+    /// the call (later versions write only the fields a caller knows).
+    pub struct_size: u32,
     /// Messages sent.
     pub messages_tx: u64,
     /// Bytes sent.
@@ -171,18 +174,30 @@ pub(crate) fn transfer(r: fairmq_zmq::TransferResult) -> i64 {
     fairmq_zmq::transfer_code(&r)
 }
 
-/// The channel's counters into `*out`.
+/// The channel's counters into `*out`, whose `struct_size` the caller set;
+/// `FMQ_ERROR_INVALID` for a size below this version's.
 ///
 /// # Safety
-/// `c` is valid; `out` valid for a write.
+/// `c` is valid; `out` valid for reads and writes of `struct_size` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn fmq_channel_counters(c: *const fmq_channel, out: *mut fmq_counters) -> fmq_result {
     guard(|| {
         code((|| {
             // SAFETY: valid per contract.
             let (c, out) = unsafe { (refp(c, "channel")?, mutp(out, "out")?) };
+            if (out.struct_size as usize) < size_of::<fmq_counters>() {
+                return Err(fail(
+                    FMQ_ERROR_INVALID,
+                    format!(
+                        "fmq_counters.struct_size is {}, below {} (set it to sizeof(fmq_counters))",
+                        out.struct_size,
+                        size_of::<fmq_counters>()
+                    ),
+                ));
+            }
             let s = c.0.counters();
             *out = fmq_counters {
+                struct_size: size_of::<fmq_counters>() as u32,
                 messages_tx: s.messages_tx,
                 bytes_tx: s.bytes_tx,
                 messages_rx: s.messages_rx,

@@ -266,6 +266,13 @@ mod tests {
             assert_eq!(fmq_channel_attach(a, c"bind".as_ptr(), addr.as_ptr()), FMQ_OK);
             assert_eq!(fmq_channel_attach(b, c"connect".as_ptr(), addr.as_ptr()), FMQ_OK);
         }
+        // Counters carry their size: one the caller did not set is refused.
+        let mut counters = crate::channel::fmq_counters::default();
+        // SAFETY: a valid channel and out pointer.
+        assert_eq!(unsafe { crate::channel::fmq_channel_counters(a, &mut counters) }, FMQ_ERROR_INVALID);
+        counters.struct_size = size_of::<crate::channel::fmq_counters>() as u32;
+        // SAFETY: as above.
+        assert_eq!(unsafe { crate::channel::fmq_channel_counters(a, &mut counters) }, FMQ_OK);
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         // SAFETY: valid handles.
         while unsafe { fmq_channel_connected_peers(a) + fmq_channel_connected_peers(b) } < 2 {

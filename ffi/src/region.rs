@@ -31,6 +31,9 @@ const _: fn() = || {
 #[derive(Debug, Clone, Copy)]
 #[allow(non_camel_case_types)]
 pub struct fmq_region_config {
+    /// The size of this struct as the caller knows it (`fmq_region_config_init` sets it): fields
+    /// added in later versions are read only from callers that know them.
+    pub struct_size: u32,
     /// Region id (0 to 65535), or -1 for the transport's next automatic id (default -1). shmem
     /// adopts an existing region of that id made by another process; zeromq ignores the field.
     pub id: i32,
@@ -199,6 +202,7 @@ pub unsafe extern "C" fn fmq_region_config_init(cfg: *mut fmq_region_config) -> 
         code(unsafe { mutp(cfg, "cfg") }.map(|cfg| {
             let d = RegionConfig::default();
             *cfg = fmq_region_config {
+                struct_size: size_of::<fmq_region_config>() as u32,
                 id: -1,
                 path: std::ptr::null(),
                 lock: d.lock,
@@ -218,6 +222,17 @@ pub unsafe extern "C" fn fmq_region_config_init(cfg: *mut fmq_region_config) -> 
 /// not initialised with `fmq_region_config_init`): reading one as a Rust `bool` would be undefined
 /// behaviour, so they are read as bytes first.
 fn check_bools(cfg: *const fmq_region_config) -> Result<(), fmq_result> {
+    // SAFETY: as below; the size field is read as a plain u32, which any value is.
+    let size = unsafe { std::ptr::addr_of!((*cfg).struct_size).read() };
+    if (size as usize) < size_of::<fmq_region_config>() {
+        return Err(fail(
+            FMQ_ERROR_INVALID,
+            format!(
+                "fmq_region_config.struct_size is {size}, below {} (initialise with fmq_region_config_init)",
+                size_of::<fmq_region_config>()
+            ),
+        ));
+    }
     // SAFETY: `cfg` is non-NULL and points to a readable fmq_region_config (contract of
     // config_arg, its only caller); the fields are read as plain bytes, which any value is.
     let bytes = unsafe {

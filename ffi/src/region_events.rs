@@ -25,6 +25,9 @@ pub const FMQ_REGION_LOCAL_ONLY: fmq_region_event = 2;
 #[derive(Debug, Clone, Copy)]
 #[allow(non_camel_case_types)]
 pub struct fmq_region_info {
+    /// The size of this struct as the library fills it (later versions may add fields: read
+    /// them only when this says they are there).
+    pub struct_size: u32,
     /// A managed segment (true) or an unmanaged region.
     pub managed: bool,
     /// Its id.
@@ -48,6 +51,7 @@ pub type fmq_region_event_callback =
 
 fn c_info(i: &RegionInfo) -> fmq_region_info {
     fmq_region_info {
+        struct_size: size_of::<fmq_region_info>() as u32,
         managed: i.managed,
         id: i.id,
         ptr: i.ptr as *mut c_void,
@@ -121,22 +125,31 @@ pub unsafe extern "C" fn fmq_transport_subscribed_to_region_events(t: *const fmq
 }
 
 /// The segments and regions transport `t` knows of (FairMQ's `GetRegionInfo`; zeromq: its live
-/// regions, shmem: every segment and region of the session) into `out[0..len]`. `*count` (may be
-/// NULL) gets how many there are, also when `len` is too small: then nothing is written and the
-/// result is `FMQ_ERROR_BUFFER`.
+/// regions, shmem: every segment and region of the session) into `out[0..len]`, entries of
+/// `info_size` bytes (the caller's `sizeof(fmq_region_info)`: a later library fills only the fields
+/// the caller knows; below this version's size is `FMQ_ERROR_INVALID`). `*count` (may be NULL)
+/// gets how many there are, also when `len` is too small: then nothing is written and the result
+/// is `FMQ_ERROR_BUFFER`.
 ///
 /// # Safety
-/// `t` is a valid transport; `out` valid for `len` entries (or NULL with `len` 0); `count` NULL or
-/// valid for a write.
+/// `t` is a valid transport; `out` valid for `len` entries of `info_size` bytes (or NULL with
+/// `len` 0); `count` NULL or valid for a write.
 #[no_mangle]
 pub unsafe extern "C" fn fmq_transport_region_info(
     t: *const fmq_transport,
     out: *mut fmq_region_info,
     len: usize,
+    info_size: usize,
     count: *mut usize,
 ) -> fmq_result {
     guard(|| {
         code((|| {
+            if info_size < size_of::<fmq_region_info>() {
+                return Err(fail(
+                    FMQ_ERROR_INVALID,
+                    format!("info_size {info_size} is below sizeof(fmq_region_info), {}", size_of::<fmq_region_info>()),
+                ));
+            }
             // SAFETY: valid per the contract.
             let t = unsafe { refp(t, "transport") }?;
             let infos = t.0.region_info();
@@ -148,8 +161,10 @@ pub unsafe extern "C" fn fmq_transport_region_info(
                 return Err(fail(FMQ_ERROR_BUFFER, format!("room for {len} entries, {} needed", infos.len())));
             }
             for (i, info) in infos.iter().enumerate() {
-                // SAFETY: `out` holds `len` >= infos.len() entries per the contract.
-                unsafe { out.add(i).write(c_info(info)) };
+                // SAFETY: `out` holds `len` >= infos.len() entries of `info_size` bytes each (the
+                // contract), at least this version's struct; written unaligned, as a caller's
+                // larger struct may place entries at any multiple of its size.
+                unsafe { out.cast::<u8>().add(i * info_size).cast::<fmq_region_info>().write_unaligned(c_info(info)) };
             }
             Ok(FMQ_OK)
         })())

@@ -147,3 +147,40 @@ fn a_region_config_with_bytes_that_are_no_bools_is_invalid() {
     let msg = unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned();
     assert!(msg.contains("fmq_region_config.zero holds 170"), "{msg}");
 }
+
+/// Issue 37: the structs a caller fills or receives carry their size, so they can grow without
+/// breaking programs built against this version: a size below this version's is refused, and
+/// region information is written at the caller's stride (a later, larger struct).
+#[test]
+fn structs_carry_their_size_and_a_short_one_is_refused() {
+    let t = T::new("zeromq", &[]);
+    let r = t.region(4096);
+    // A configuration not made by fmq_region_config_init (its size unset) is refused.
+    let mut cfg = std::mem::MaybeUninit::<fmq_region_config>::uninit();
+    // SAFETY: a valid out pointer; initialised on FMQ_OK.
+    assert_eq!(unsafe { fmq_region_config_init(cfg.as_mut_ptr()) }, FMQ_OK);
+    // SAFETY: initialised above.
+    let mut cfg = unsafe { cfg.assume_init() };
+    assert_eq!(cfg.struct_size as usize, size_of::<fmq_region_config>());
+    cfg.struct_size = 8;
+    let mut refused = null_mut();
+    // SAFETY: valid arguments; the configuration is refused before use.
+    let rc = unsafe { fmq_region_new(t.0, 4096, &cfg, None, None, null_mut(), &mut refused) };
+    assert_eq!(rc, FMQ_ERROR_INVALID);
+    // Entries twice this version's size: each at its place, its size saying what was filled.
+    let stride = 2 * size_of::<fmq_region_info>();
+    let mut buf = vec![0u8; 4 * stride];
+    let mut n = 0;
+    // SAFETY: room for 4 entries of `stride` bytes.
+    let rc = unsafe { fmq_transport_region_info(t.0, buf.as_mut_ptr().cast(), 4, stride, &mut n) };
+    assert_eq!(rc, FMQ_OK);
+    assert!(n >= 1);
+    // SAFETY: the first entry was written at offset 0 (unaligned reads of plain data).
+    let first = unsafe { buf.as_ptr().cast::<fmq_region_info>().read_unaligned() };
+    assert_eq!(first.struct_size as usize, size_of::<fmq_region_info>());
+    assert_eq!(first.size, 4096);
+    // SAFETY: as above; nothing is written short of a whole entry.
+    let rc = unsafe { fmq_transport_region_info(t.0, buf.as_mut_ptr().cast(), 4, 8, &mut n) };
+    assert_eq!(rc, FMQ_ERROR_INVALID);
+    free(r);
+}

@@ -69,6 +69,7 @@ class Socket {
     fmq_counters Counters() const
     {
         fmq_counters c{};
+        c.struct_size = sizeof(fmq_counters);
         if (fRaw) detail::check(fmq_channel_counters(fRaw, &c), "Counters");
         return c;
     }
@@ -283,6 +284,7 @@ class Channel {
     fmq_counters Counters() const
     {
         fmq_counters c{};
+        c.struct_size = sizeof(fmq_counters);
         detail::check(fmq_channel_counters(Ch(), &c), "Counters");
         return c;
     }
