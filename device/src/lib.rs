@@ -44,6 +44,7 @@ pub mod control;
 mod device;
 pub mod devices;
 mod error;
+mod fd_limit;
 mod file_trust;
 /// Entry points of the fuzz targets (`fuzz/`) and of the test replaying their corpora (cargo
 /// feature `fuzzing`, not part of the API).

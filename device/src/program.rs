@@ -107,6 +107,7 @@ impl<D: Device + 'static, F: FnOnce(&Arc<Properties>) -> Result<D, BoxError>> Pr
     pub fn run_with_args(self, args: &[String]) -> i32 {
         logging::init();
         panic_boundary::log_panics();
+        crate::fd_limit::raise_open_files_limit();
         let code = panic_boundary::catch(move || self.run_program(args)).unwrap_or_else(|p| {
             log::error!("Uncaught exception reached the top of main: {p}");
             1

@@ -46,6 +46,7 @@ zmq::stream_listener_base_t::stream_listener_base_t (
   const zmq::options_t &options_) :
     own_t (io_thread_, options_),
     io_object_t (io_thread_),
+    _backing_off (false),
     _s (retired_fd),
     _handle (static_cast<handle_t> (NULL)),
     _socket (socket_)
@@ -71,8 +72,31 @@ void zmq::stream_listener_base_t::process_plug ()
     set_pollin (_handle);
 }
 
+void zmq::stream_listener_base_t::accept_failed (int errno_)
+{
+    _socket->event_accept_failed (make_unconnected_bind_endpoint_pair (_endpoint), errno_);
+    const bool exhausted =
+      errno_ == EMFILE || errno_ == ENFILE || errno_ == ENOBUFS || errno_ == ENOMEM;
+    if (exhausted && !_backing_off) {
+        _backing_off = true;
+        reset_pollin (_handle);
+        add_timer (accept_backoff_ms, accept_backoff_timer_id);
+    }
+}
+
+void zmq::stream_listener_base_t::timer_event (int id_)
+{
+    zmq_assert (id_ == accept_backoff_timer_id);
+    _backing_off = false;
+    set_pollin (_handle);
+}
+
 void zmq::stream_listener_base_t::process_term (int linger_)
 {
+    if (_backing_off) {
+        cancel_timer (accept_backoff_timer_id);
+        _backing_off = false;
+    }
     rm_fd (_handle);
     _handle = static_cast<handle_t> (NULL);
     close ();

@@ -69,6 +69,26 @@ class stream_listener_base_t : public own_t, public io_object_t
 
     virtual void create_engine (fd_t fd);
 
+    //  fairmq-rs: after accept failed for lack of descriptors or memory (EMFILE, ENFILE,
+    //  ENOBUFS, ENOMEM), stop polling the listening socket for a moment. The connection left
+    //  pending keeps it readable, so polling it again at once spins the I/O thread, which then
+    //  starves the established connections it also serves. Other errors change nothing.
+    void accept_failed (int errno_);
+
+  private:
+    //  Polling the listening socket again after a back-off.
+    void timer_event (int id_) ZMQ_OVERRIDE;
+
+    enum
+    {
+        accept_backoff_timer_id = 0x40
+    };
+    //  Milliseconds the listening socket is not polled after such a failure.
+    static const int accept_backoff_ms = 100;
+    bool _backing_off;
+
+  protected:
+
     //  Underlying socket.
     fd_t _s;
 

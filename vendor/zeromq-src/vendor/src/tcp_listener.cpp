@@ -70,11 +70,10 @@ void zmq::tcp_listener_t::in_event ()
 {
     const fd_t fd = accept ();
 
-    //  If connection was reset by the peer in the meantime, just ignore it.
-    //  TODO: Handle specific errors like ENFILE/EMFILE etc.
+    //  If connection was reset by the peer in the meantime, just ignore it; without
+    //  descriptors or memory, back off for a moment (fairmq-rs, see accept_failed).
     if (fd == retired_fd) {
-        _socket->event_accept_failed (
-          make_unconnected_bind_endpoint_pair (_endpoint), zmq_errno ());
+        accept_failed (zmq_errno ());
         return;
     }
 
