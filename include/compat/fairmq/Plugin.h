@@ -145,6 +145,18 @@ namespace detail {
 // A plugin library does not link libfairmq_rs: its LOG reaches the library's logger only where
 // the process has it (a program with its own PluginManager), else the device's table or std::clog.
 #pragma weak fmq_log_at
+// PluginServices' own kind (over a program's ProgOptions and Device, <fairmq/PluginServices.h>)
+// calls into the library; a plugin gets the table kind from a device program, which has no
+// library: these references stay weak, so the plugin loads there (they are never reached).
+#pragma weak fmq_states_change
+#pragma weak fmq_states_current
+#pragma weak fmq_states_subscribe
+#pragma weak fmq_states_unsubscribe
+#pragma weak fmq_config_set_value
+#pragma weak fmq_config_delete
+#pragma weak fmq_channel_connected_peers
+#pragma weak fmq_log_cycle_console_severity
+#pragma weak fmq_log_cycle_verbosity
 
 // The device loads plugin libraries RTLD_GLOBAL, so a default-visibility inline function of one
 // library would serve the others too: what keeps or reads per-library state is hidden.
