@@ -16,14 +16,7 @@ std::unique_ptr<fair::mq::Device> getDevice(fair::mq::ProgOptions&);
 
 int main(int argc, char* argv[])
 {
-    boost::program_options::options_description custom("Custom options");
-    try {
-        addCustomOptions(custom);
-    } catch (const std::exception& e) {
-        std::cerr << "Uncaught exception reached the top of main: " << e.what() << std::endl;
-        return 1;
-    }
-    return fair::mq::RunDevice(argc, argv, custom, [](fair::mq::ProgOptions& config) { return getDevice(config); });
+    return fair::mq::RunDeviceMain(argc, argv, addCustomOptions, [](fair::mq::ProgOptions& config) { return getDevice(config); });
 }
 
 #endif

@@ -375,6 +375,17 @@ fn i12_a_flood_of_identical_errors_is_summarised_once_a_second() {
     assert!(dev.seen.last().is_some_and(|l| l.contains(SUMMARY)), "the rest is summarised at exit");
 }
 
+/// A plain ZeroMQ dealer (the kind of socket that may connect to a shmem pull, a DEALER) of a
+/// local process of the session, connected to `address`: it presents the session's password.
+/// Keep its transport as long as the socket.
+fn rogue_dealer(s: &Session, address: &str) -> (fairmq::Transport, fairmq::Socket) {
+    let raw = session_transport(s, TransportKind::Zeromq, |_| {});
+    let rogue = raw.socket(SocketType::Dealer, "rogue").expect("socket");
+    rogue.zmq_socket().require_password(&shm_transport(s, "password").connect_password());
+    rogue.attach(address, &fairmq_zmq::AttachOptions::new(Some(Method::Connect))).expect("attach");
+    (raw, rogue)
+}
+
 /// Item 12: a rogue peer sends 100000 frames that are not this transport's metadata, then (once
 /// the sink's lines account for every frame) two real messages: the sink refuses each frame and
 /// goes on (its run ends with the second message), and its error lines come as a burst and at most
@@ -388,12 +399,7 @@ fn i12_a_flood_of_bad_frames_from_a_peer_is_summarised() {
     let mut sink = launch(SINK, "sink", &s, "shmem", &["--max-iterations", "1", "--channel-config", &pull]);
     sink.expect("READY ---> RUNNING");
     {
-        // A plain ZeroMQ dealer (the kind of socket that may connect to a shmem pull, a DEALER)
-        // of a local process of the session: it presents the session's password.
-        let raw = session_transport(&s, TransportKind::Zeromq, |_| {});
-        let rogue = raw.socket(SocketType::Dealer, "rogue").expect("socket");
-        rogue.zmq_socket().require_password(&shm_transport(&s, "password").connect_password());
-        rogue.attach(&address, &fairmq_zmq::AttachOptions::new(Some(Method::Connect))).expect("attach");
+        let (_raw, rogue) = rogue_dealer(&s, &address);
         for _ in 0..100_000 {
             let mut m = fairmq_zmq::Message::from_slice(&[0xff; 3]);
             rogue.zmq_socket().send(&mut m, 10_000).expect("rogue frame sent");
@@ -434,10 +440,7 @@ fn a_flood_of_bad_frames_with_varying_text_is_summarised_by_kind() {
     sink.expect("READY ---> RUNNING");
     const FRAMES: u64 = 20_000;
     {
-        let raw = session_transport(&s, TransportKind::Zeromq, |_| {});
-        let rogue = raw.socket(SocketType::Dealer, "rogue").expect("socket");
-        rogue.zmq_socket().require_password(&shm_transport(&s, "password").connect_password());
-        rogue.attach(&address, &fairmq_zmq::AttachOptions::new(Some(Method::Connect))).expect("attach");
+        let (_raw, rogue) = rogue_dealer(&s, &address);
         for i in 0..FRAMES {
             // An unknown record type, a different one in each frame: each refusal's text differs.
             let tag = 20 + (i % 200) as u8;

@@ -68,5 +68,20 @@ inline int RunDevice(int argc, char* argv[], const boost::program_options::optio
     }
 }
 
+/// main() of a device program: the options `addCustom` declares (FairMQ's addCustomOptions), the
+/// device `make` builds from the parsed configuration (FairMQ's getDevice).
+inline int RunDeviceMain(int argc, char* argv[], const std::function<void(boost::program_options::options_description&)>& addCustom,
+                         DeviceMaker make)
+{
+    boost::program_options::options_description custom("Custom options");
+    try {
+        addCustom(custom);
+    } catch (const std::exception& e) {
+        std::cerr << "Uncaught exception reached the top of main: " << e.what() << std::endl;
+        return 1;
+    }
+    return RunDevice(argc, argv, custom, std::move(make));
+}
+
 } // namespace mq
 } // namespace fair

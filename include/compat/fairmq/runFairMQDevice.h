@@ -18,14 +18,7 @@ void addCustomOptions(boost::program_options::options_description&);
 
 int main(int argc, char* argv[])
 {
-    boost::program_options::options_description custom("Custom options");
-    try {
-        addCustomOptions(custom);
-    } catch (const std::exception& e) {
-        std::cerr << "Uncaught exception reached the top of main: " << e.what() << std::endl;
-        return 1;
-    }
-    return fair::mq::RunDevice(argc, argv, custom, [](fair::mq::ProgOptions& config) {
+    return fair::mq::RunDeviceMain(argc, argv, addCustomOptions, [](fair::mq::ProgOptions& config) {
         return std::unique_ptr<fair::mq::Device>(getDevice(config));
     });
 }
