@@ -6,7 +6,7 @@ mod common;
 use common::*;
 use fairmq_shm::testing::meta::{self, Record};
 use fairmq_shm::{RegionCallback, RegionConfig, RegionEvent, ShmError, Transport};
-use fairmq_zmq::SocketType;
+use fairmq_zmq::{SocketType, TransferError};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -479,8 +479,10 @@ fn forged_region_records_are_rejected() {
         meta::encode_single(&rec, 0, &mut buf);
         push.send(&mut fairmq_zmq::Message::from_slice(&buf), 1000).unwrap();
         let mut m = t.new_message();
-        let e = pull.receive(&mut m, 5000).unwrap_err();
-        assert!(e.to_string().contains("shared-memory"), "{rec:?} rejected: {e}");
+        // Refused and skipped (logged): the receive waits on for a frame it can deliver.
+        let e = pull.receive(&mut m, 500).unwrap_err();
+        assert!(matches!(e, TransferError::Timeout), "{rec:?} skipped: {e}");
+        assert!(m.is_empty(), "{rec:?}: nothing delivered");
     }
     assert_eq!(region.outstanding(), 0, "nothing acknowledged for forged pieces");
 }

@@ -244,8 +244,12 @@ fn not_supported() -> TransferError {
 /// Whether `e` is the refusal of a frame's metadata (malformed, of another version, naming what
 /// does not exist, forged or repeated, a ticket that hands nothing over): the frame is skipped,
 /// as the peer that sent it, not the application, made the mistake (logged where it was found).
+/// A valid multipart received as a single message is the application's to hear of.
 fn refused(e: &TransferError) -> bool {
-    matches!(e, TransferError::Transport(b) if matches!(b.downcast_ref::<ShmError>(), Some(ShmError::Metadata(_))))
+    matches!(e, TransferError::Transport(b) if matches!(
+        b.downcast_ref::<ShmError>(),
+        Some(ShmError::Metadata(m)) if !matches!(m, MetaError::Multipart(_))
+    ))
 }
 
 fn meta_error(e: MetaError) -> TransferError {
