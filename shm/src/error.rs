@@ -62,6 +62,15 @@ pub enum ShmError {
         /// What is wrong.
         source: LaneError,
     },
+    /// No room in the transport's segment for the ledger page that would list one more shared
+    /// reference (see `ledger`): the reference is not taken.
+    #[error("shmem: no room for a ledger page ({page} bytes) to list a shared reference, free memory: {free}")]
+    LedgerFull {
+        /// Bytes of the page.
+        page: u64,
+        /// Free bytes in the segment when giving up.
+        free: u64,
+    },
     /// A fixed-size table in the management segment is full.
     #[error("the session's {0} table is full")]
     TableFull(&'static str),
@@ -132,14 +141,14 @@ pub enum ShmError {
 }
 
 impl ShmError {
-    /// Its kind (see [`fairmq_zmq::ErrorKind`]): no room for a message is
-    /// [`Alloc`](fairmq_zmq::ErrorKind::Alloc); a refused configuration, region id or size is
-    /// [`Config`](fairmq_zmq::ErrorKind::Config); a piece outside its region, a region of another
-    /// session or a write over pieces in use is [`Invalid`](fairmq_zmq::ErrorKind::Invalid).
+    /// Its kind (see [`fairmq_zmq::ErrorKind`]): no room for a message, or to list a shared
+    /// reference, is [`Alloc`](fairmq_zmq::ErrorKind::Alloc); a refused configuration, region id or
+    /// size is [`Config`](fairmq_zmq::ErrorKind::Config); a piece outside its region, a region of
+    /// another session or a write over pieces in use is [`Invalid`](fairmq_zmq::ErrorKind::Invalid).
     pub fn kind(&self) -> fairmq_zmq::ErrorKind {
         use fairmq_zmq::ErrorKind;
         match self {
-            ShmError::BadAlloc { .. } | ShmError::TooLarge { .. } => ErrorKind::Alloc,
+            ShmError::BadAlloc { .. } | ShmError::TooLarge { .. } | ShmError::LedgerFull { .. } => ErrorKind::Alloc,
             ShmError::Config(_)
             | ShmError::RegionIdTaken { .. }
             | ShmError::RegionExists { .. }
@@ -191,4 +200,18 @@ pub enum LaneError {
     Indices { head: u64, tail: u64, capacity: u64 },
     #[error("lane entry corrupt at {at}: kind {kind}, length {len}")]
     Entry { at: u64, kind: u32, len: u32 },
+}
+
+/// Why a ledger's overflow pages cannot be followed (see `ledger`): what the link names is not a
+/// page of that ledger.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LedgerError {
+    #[error("ledger of slot {slot}: an overflow link names segment {segment}, which is not mapped")]
+    UnknownSegment { slot: usize, segment: u16 },
+    #[error(
+        "ledger of slot {slot}: the overflow link to offset {offset} of segment {segment} names no page of it ({why})"
+    )]
+    NotAPage { slot: usize, segment: u16, offset: u64, why: &'static str },
+    #[error("ledger of slot {slot}: its overflow pages link back to offset {offset} of segment {segment}")]
+    Cycle { slot: usize, segment: u16, offset: u64 },
 }

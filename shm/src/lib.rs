@@ -23,7 +23,8 @@
 //!   killed sender left in flight, its receiver releases (see `orphans`). Sockets whose ZeroMQ
 //!   socket picks the receiver name it, or the set it is one of, from the session's directory of
 //!   endpoints (see `addressee`), and what a killed process held of shared blocks it listed in its
-//!   ledger (see `ledger`): the sweep of the dead drops it.
+//!   ledger (see `ledger`; past its area in the management segment, pages of its own segment):
+//!   the sweep of the dead drops every listed reference and frees the pages.
 //! - Sockets, timeouts, interruption, counters and pollers behave as in `fairmq-zmq`. A caller's own
 //!   message type that holds ours (a device's) is sent and received where it lies
 //!   ([`Part`], `Socket::send_parts_of`, `Socket::receive_parts_into`).

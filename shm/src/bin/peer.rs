@@ -9,6 +9,7 @@
 //! fairmq-shm-peer regionsrc <session> <address> <count> <size> <wait|hold> [path]
 //! fairmq-shm-peer regionevents <session> <region events to see>
 //! fairmq-shm-peer attach <session> [shmid]
+//! fairmq-shm-peer copies <session> <messages> <copies of each> <size>
 //! ```
 //! Region pieces carry `region_byte(offset + i)` at byte `i`; the sink checks every byte it gets
 //! (`copy`: keeps a copy of each message, drops the original at once and the copies at the end;
@@ -32,6 +33,8 @@
 //! PUSH and PULL without lanes.
 //! `attach` joins (or creates) the session, under the explicit shmId (hex, as in object names) if
 //! given, prints `attached` and sleeps until killed (another user's process in the hardening tests).
+//! `copies` makes `messages` messages of `size` bytes and holds each with its copies (shared
+//! references, all listed in its ledger), prints `holding <references>` and sleeps until killed.
 
 use fairmq_shm::{ShmConfig, Transport};
 use fairmq_zmq::{AttachOptions, Method, SocketType};
@@ -351,6 +354,26 @@ fn attach(a: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     }
 }
 
+fn copies(a: &[String]) -> Result<(), Box<dyn std::error::Error>> {
+    let (session, messages, each, size) = (&a[0], a[1].parse::<usize>()?, a[2].parse::<usize>()?, a[3].parse()?);
+    let t = transport("copies", session)?;
+    let mut held = Vec::with_capacity(messages * (each + 1));
+    for _ in 0..messages {
+        let m = t.new_message_with_size(size)?;
+        for _ in 0..each {
+            let mut c = t.new_message();
+            c.copy_from(&m)?;
+            held.push(c);
+        }
+        held.push(m);
+    }
+    println!("holding {}", held.len());
+    std::io::stdout().flush()?;
+    loop {
+        std::thread::sleep(std::time::Duration::from_secs(3600));
+    }
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let need = |n: usize| args.len() > n;
@@ -363,7 +386,10 @@ fn main() -> ExitCode {
         Some("regionsrc") if need(5) => regionsrc(&args[1..]),
         Some("regionevents") if need(2) => regionevents(&args[1..]),
         Some("attach") if need(1) => attach(&args[1..]),
-        _ => Err("usage: see the file's documentation (send|recv|allocloop|holdlock|region...|attach ...)".into()),
+        Some("copies") if need(4) => copies(&args[1..]),
+        _ => {
+            Err("usage: see the file's documentation (send|recv|allocloop|holdlock|region...|attach|copies ...)".into())
+        }
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

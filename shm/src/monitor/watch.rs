@@ -78,7 +78,12 @@ fn sweep_open(m: Management, names: &Names) -> Result<Sweep, ShmError> {
         out.cleaned = true;
         return Ok(out);
     }
-    let (lock, dead) = if dead.iter().any(|d| d.owner != 0 && crate::session::ledger::lists_a_lane(&m, d.slot)) {
+    let opened: Vec<Segment> =
+        m.segments().iter().filter_map(|s| Segment::open(&Names::path(&names.segment(s.id)), s.id).ok()).collect();
+    let lists_a_lane = |d: &crate::session::liveness::Dead| {
+        d.owner != 0 && crate::session::ledger::lists_a_lane(&opened[..], &m, d.slot, d.owner)
+    };
+    let (lock, dead) = if dead.iter().any(lists_a_lane) {
         drop(lock);
         crate::kill_point::here("sweep_open: the lock let go, no transport attached");
         match sweep_by_transport(&m, names) {
@@ -104,8 +109,6 @@ fn sweep_open(m: Management, names: &Names) -> Result<Sweep, ShmError> {
     } else {
         (lock, dead)
     };
-    let opened: Vec<Segment> =
-        m.segments().iter().filter_map(|s| Segment::open(&Names::path(&names.segment(s.id)), s.id).ok()).collect();
     // A slot with a damaged mark (0) is counted out with nothing freed by it.
     let swept: Vec<_> = dead.iter().filter(|d| d.owner != 0).collect();
     for d in &swept {
@@ -365,7 +368,8 @@ mod tests {
         let (end_a, a) = crate::session::liveness::fake_live_transport(&m, 9, 4_000_001, 91);
         let (end_b, b) = crate::session::liveness::fake_live_transport(&m, 10, 4_000_002, 92);
         // A lists a lane (the entry names no block: the sweep checks it and drops nothing).
-        crate::session::ledger::Ledger::new(9).note(&m, 0, 1 << 20, 0, 0, true);
+        let own = Arc::new(Segment::open(&Names::path(&names.segment(0)), 0).unwrap());
+        crate::session::ledger::Ledger::new(9, 91, own).note(&m, 0, 1 << 20, 0, 0, true).unwrap();
         drop(first); // A and B keep the session
         assert!(m.still_linked());
         end_a.send(false).unwrap(); // A dies

@@ -9,14 +9,15 @@
 //! | 16 KiB..48 KiB | process slots (`liveness`): 256 of 128 bytes (pid, since, owner mark, sweeper, ..., robust mutex at 64) |
 //! | 64 KiB..576 KiB | region registry (`registry`): 1024 slots of 512 bytes |
 //! | 576 KiB..609 KiB | endpoint directory (`directory`): generation, 1024 entries of 32 bytes |
-//! | 1 MiB..5 MiB | the transports' ledgers (`ledger`): 256 of 16 KiB |
+//! | 1 MiB..5 MiB | the transports' ledgers (`ledger`): 256 of 16 KiB (each links its overflow pages, in the transport's segment) |
 
 use crate::sys::layout::{shared_layout, Kind, MutexPlace, Tag};
 use std::mem::{offset_of, size_of};
 use std::sync::atomic::AtomicU64;
 
-/// What a management segment is; the layout version is bumped whenever its layout changes.
-pub(crate) const KIND: Kind = Kind { what: "management segment", magic: u64::from_le_bytes(*b"FMQRSMNG"), layout: 8 };
+/// What a management segment is; the layout version is bumped whenever its layout changes (9: a
+/// ledger's header links its overflow pages).
+pub(crate) const KIND: Kind = Kind { what: "management segment", magic: u64::from_le_bytes(*b"FMQRSMNG"), layout: 9 };
 pub(crate) const SESSION_MAX: usize = 256;
 pub(crate) const SEGMENT_SLOTS: usize = 256;
 /// Process slots (see `liveness`); each also has a ledger (see `ledger`).
@@ -100,5 +101,5 @@ shared_layout! {
     }
 }
 const _: () = assert!(offset_of!(RegionSlot, path) == 64 && size_of::<RegionSlot>() == 512);
-/// Words of one transport's ledger (2 of header, then entries of 2).
+/// Words of one transport's ledger area (4 of header, then entries of 2; see `ledger`).
 pub(crate) const LEDGER_WORDS: usize = 1024 * 2;

@@ -7,6 +7,34 @@
 pub mod fuzzing {
     pub use crate::fuzzing::*;
 }
+/// Ledgers of shared references (see `ledger`), as a sweep sees them.
+pub mod ledger {
+    use crate::naming::Names;
+    use crate::segment::Segment;
+    use crate::session::management::Management;
+
+    /// Bytes of an overflow page.
+    pub const PAGE_BYTES: u64 = crate::session::ledger::PAGE_BYTES;
+
+    /// How many overflow pages the ledger of process `pid`'s transport in session `shm_id` links,
+    /// checked as a sweep checks them (`Err`: the link that does not check); `None` when no
+    /// transport of that process is attached.
+    pub fn overflow_pages(shm_id: &str, pid: u32) -> Option<Result<usize, String>> {
+        let names = Names::new(shm_id);
+        let m = Management::open_existing(&names).ok()?;
+        let segments: Vec<Segment> =
+            m.segments().iter().filter_map(|s| Segment::open(&Names::path(&names.segment(s.id)), s.id).ok()).collect();
+        crate::session::ledger::overflow_pages(&m, &segments, pid).map(|r| r.map_err(|e| e.to_string()))
+    }
+
+    /// Overwrites the first word of the link to the first overflow page in the ledger of process
+    /// `pid`'s transport in session `shm_id` with `word` (block offset + 1 | segment id << 48), as
+    /// a faulty process could; false when no transport of that process is attached.
+    pub fn damage_overflow_link(shm_id: &str, pid: u32, word: u64) -> bool {
+        Management::open_existing(&Names::new(shm_id))
+            .is_ok_and(|m| crate::session::ledger::damage_overflow_link(&m, pid, word))
+    }
+}
 /// Which processes of the session are alive.
 pub mod liveness {
     pub use crate::session::liveness::*;

@@ -77,6 +77,7 @@ impl Attachment {
         let segments = SegmentTable::default();
         segments.insert(own.clone());
         let cache = Mutex::new(Cache::new(own.size()));
+        let ledger = crate::session::ledger::Ledger::new(heartbeat.slot(), heartbeat.owner(), own.clone());
         let mgr = Attachment {
             names,
             config: config.clone(),
@@ -87,7 +88,7 @@ impl Attachment {
             issuer: Mutex::new(Issuer::new(heartbeat.owner())),
             interrupter,
             acks: Acks::default(),
-            ledger: crate::session::ledger::Ledger::new(heartbeat.slot()),
+            ledger,
             me: OnceLock::new(),
             heartbeat: Some(heartbeat),
             mng,
@@ -547,13 +548,18 @@ impl Attachment {
 
 impl Drop for Attachment {
     fn drop(&mut self) {
-        self.flush(true);
         self.issuer.get_mut().release(&self.own.tickets());
         self.acks.shutdown();
-        let Some(heartbeat) = self.heartbeat.take() else { return };
+        // Nothing is listed any more (every message is gone): its overflow pages go.
+        self.ledger.leave(&self.mng);
+        let Some(heartbeat) = self.heartbeat.take() else { return self.flush(true) };
         // While still attached: what the dead held goes back before a last transport's detach
         // removes the session, or stays for those that remain.
         self.sweep_dead();
+        // After the sweep, which frees what the dead held last through our caches. Before, the
+        // caches were emptied first: what a transport swept as it left stayed allocated, marked
+        // with the mark of a transport gone, until the session ended.
+        self.flush(true);
         match self.mng.detach(heartbeat, self.config.no_cleanup) {
             Ok(_) => {}
             Err(e) => log::error!("could not detach from shared memory session {}: {e}", self.names.shm_id()),

@@ -350,36 +350,45 @@ impl Message {
     }
 
     /// Lists this message's reference in the transport's ledger if its block is shared and it is
-    /// not listed yet (see `ledger`): a sweep drops it if this process is killed.
+    /// not listed yet (see `ledger`): a sweep drops it if this process is killed. Without room
+    /// in the ledger (logged there) it stays unlisted: what holds it cannot refuse it.
     pub(crate) fn list_if_shared(&self) {
+        let _ = self.list_shared();
+    }
+
+    /// [`Message::list_if_shared`], saying when the ledger had no room.
+    fn list_shared(&self) -> Result<(), ShmError> {
         if let Body::Block { seg, offset, slot, .. } = self.body {
             let v = self.mgr.mapped(seg).rc(offset, slot).load(Ordering::Relaxed);
             if (v >> 32) as u32 == crate::segment::slots::SHARED {
-                self.list(false);
+                return self.list(false);
             }
         }
+        Ok(())
     }
 
     /// Lists this message's reference in the ledger before its block is shared (by
     /// [`Message::add_reference`], next): a sweep drops a listed reference only once the block is
     /// shared (before, the block names its holder and is freed by that), so a process killed
     /// between the two steps leaves nothing out. Listing after the sharing left a reference that
-    /// nobody dropped.
-    pub(crate) fn list_before_sharing(&self) {
-        self.list(false);
+    /// nobody dropped. An error when the ledger has no room (logged there).
+    pub(crate) fn list_before_sharing(&self) -> Result<(), ShmError> {
+        self.list(false)
     }
 
     /// Lists this message's reference to a lane's block in the transport's ledger (see `ledger`):
     /// a sweep drops it if this process is killed, and releases what the lane holds with the last
-    /// reference.
+    /// reference. Without room in the ledger (logged there) it stays unlisted.
     pub(crate) fn list_lane(&self) {
-        self.list(true);
+        let _ = self.list(true);
     }
 
-    fn list(&self, lane: bool) {
-        let Body::Block { seg, offset, delta, slot, .. } = self.body else { return };
+    /// An error when the ledger has no room for the entry (logged there): the reference is not
+    /// listed.
+    fn list(&self, lane: bool) -> Result<(), ShmError> {
+        let Body::Block { seg, offset, delta, slot, .. } = self.body else { return Ok(()) };
         if self.listed.load(Ordering::Relaxed) == crate::session::ledger::NONE {
-            let i = self.mgr.ledger().note(self.mgr.management(), seg, offset, delta, slot, lane);
+            let i = self.mgr.ledger().note(self.mgr.management(), seg, offset, delta, slot, lane)?;
             // Two threads copying the same message at once: one entry is enough.
             if self
                 .listed
@@ -389,6 +398,7 @@ impl Message {
                 self.mgr.ledger().forget(self.mgr.management(), i);
             }
         }
+        Ok(())
     }
 
     /// Its record is about to be published in a lane (the last step before it is): its block goes
@@ -449,10 +459,12 @@ impl Message {
     }
 
     /// Makes this message refer to `other`'s block or region piece (shared, not copied). Fails only
-    /// when the first copy of a region piece finds no room for its reference count.
+    /// when the first copy of a region piece finds no room for its reference count, or the
+    /// transport's ledger no room to list the references (see `ledger`; both need a little of the
+    /// segment): this message is then as it was, or empty.
     pub fn copy_from(&mut self, other: &Message) -> Result<(), ShmError> {
         other.share()?;
-        other.list_before_sharing();
+        other.list_before_sharing()?;
         other.add_reference();
         let body = match &other.body {
             Body::Empty => Body::Empty,
@@ -469,7 +481,11 @@ impl Message {
             self.mgr = other.mgr.clone();
         }
         self.body = body;
-        self.list_if_shared();
+        if let Err(e) = self.list_shared() {
+            // Refused rather than held unlisted: a kill would leave it for the session's life.
+            self.release();
+            return Err(e);
+        }
         Ok(())
     }
 

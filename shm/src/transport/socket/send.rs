@@ -396,7 +396,7 @@ impl Socket {
     pub(super) fn publish<P: Held>(&self, parts: &mut [P]) -> TransferResult {
         for p in parts.iter().map(P::msg) {
             p.share()?;
-            p.list_before_sharing();
+            p.list_before_sharing()?;
         }
         self.learn_peers(false);
         let total: usize = parts.iter().map(|p| p.msg().size()).sum();

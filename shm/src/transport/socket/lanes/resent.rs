@@ -8,7 +8,6 @@
 //! entry waited left the block for the session's life.
 
 use super::*;
-use crate::session::ledger::NONE;
 
 /// An entry taken back, and the ledger entries that list its shared parts' references.
 pub(crate) struct Resent {
@@ -27,8 +26,8 @@ impl Resent {
         if entry_blocks(mgr, kind, &frame, &mut blocks) {
             for r in blocks.iter().filter(|r| held(mgr, r) == Held::Shared) {
                 let &Record::Block { segment, offset, delta, slot, .. } = r else { continue };
-                let i = mgr.ledger().note(mgr.management(), segment, offset, delta, slot, false);
-                if i != NONE {
+                // Without room in the ledger (logged there) it waits unlisted.
+                if let Ok(i) = mgr.ledger().note(mgr.management(), segment, offset, delta, slot, false) {
                     listed.push(i);
                 }
             }

@@ -562,8 +562,8 @@ fn a_reference_listed_before_sharing_is_dropped_once_shared() {
     let (_scratch, mgr) = crate::scratch::attachment("list-before-share");
     let [mut alone, mut shared] = [0, 1].map(|_| Message::allocate(mgr.clone(), 100, 0).unwrap());
     let (alone_rec, shared_rec) = (alone.record(), shared.record());
-    alone.list_before_sharing(); // killed before the sharing
-    shared.list_before_sharing();
+    alone.list_before_sharing().unwrap(); // killed before the sharing
+    shared.list_before_sharing().unwrap();
     shared.add_reference(); // the reference a subscriber's ticket takes; killed now
     assert_eq!(mgr.release_ledger_as_if_dead(), 1, "only the shared block's listed reference");
     assert_eq!(count_word(&mgr, alone_rec), u64::from(mgr.owner()) << 32 | 1, "its mark accounts for it");
@@ -763,7 +763,7 @@ fn shared_part_taken_back(tag: &str, then: Then) {
     drop(original);
     let shared = u64::from(crate::segment::slots::SHARED) << 32;
     assert_eq!(count_word(&mgr, rec), shared | 1, "the entry's reference alone");
-    let listed = || crate::session::ledger::listed_blocks(mgr.management(), mgr.ledger().slot());
+    let listed = || crate::session::ledger::listed_blocks(&*mgr, mgr.management(), mgr.ledger().slot());
     assert!(!listed().contains(&(segment, offset)), "published: the reader's to drop");
     // A reader claims the lane and leaves without reading; the next send takes the entry back
     // and finds no peer for a new lane.

@@ -1,0 +1,151 @@
+//! A live transport's side of its ledger: listing the shared references it takes, and forgetting
+//! them as it lets them go.
+
+use super::overflow::{self, Link, PAGE_ENTRIES};
+use super::{area, entry, head, Listed, ENTRIES, HEADER};
+use crate::error::ShmError;
+use crate::segment::Segment;
+use crate::session::management::Management;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// A transport's ledger: its liveness slot's area, its overflow pages, and which entries are free.
+/// Entries `0..ENTRIES` are the area's, the next `PAGE_ENTRIES` the first page's, and so on.
+pub(crate) struct Ledger {
+    slot: usize,
+    /// The transport's owner mark: its pages carry it.
+    owner: u32,
+    /// The transport's own segment, where its pages are.
+    own: Arc<Segment>,
+    state: Mutex<State>,
+}
+
+struct State {
+    /// Entries below this were used; those above are free.
+    used: u32,
+    free: Vec<u32>,
+    /// The overflow pages, in the order they are linked.
+    pages: Vec<Link>,
+    /// A page could not be had: said once, until one is made again.
+    short_logged: bool,
+}
+
+impl Ledger {
+    /// The liveness slot whose ledger this is.
+    #[cfg(test)]
+    pub(crate) fn slot(&self) -> usize {
+        self.slot
+    }
+
+    /// The ledger of the transport of owner mark `owner` in liveness slot `slot` (reset when the
+    /// slot was claimed), with its overflow pages in `own`.
+    pub(crate) fn new(slot: usize, owner: u32, own: Arc<Segment>) -> Ledger {
+        let state = State { used: 0, free: Vec::new(), pages: Vec::new(), short_logged: false };
+        Ledger { slot, owner, own, state: Mutex::new(state) }
+    }
+
+    /// Lists a shared reference this transport took to the block (`seg`, `offset`, `delta`,
+    /// `slot`); returns its entry. An error when a page for it could not be had (the segment is
+    /// full; logged once until one is made again): the reference is not listed, and a caller that
+    /// can refuse it does.
+    pub(crate) fn note(
+        &self,
+        m: &Management,
+        seg: u16,
+        offset: u64,
+        delta: u32,
+        slot: u32,
+        lane: bool,
+    ) -> Result<u32, ShmError> {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let i = match s.free.pop() {
+            Some(i) => i,
+            None => {
+                if s.used >= ENTRIES + s.pages.len() as u32 * PAGE_ENTRIES {
+                    self.grow(m, &mut s)?;
+                }
+                s.used += 1;
+                if s.used <= ENTRIES {
+                    area(m, self.slot)[0].store(u64::from(s.used), Ordering::Release);
+                }
+                s.used - 1
+            }
+        };
+        let Some(e) = self.entry(m, &s, i) else {
+            // Our own page, checked when it was made: not reached.
+            s.free.push(i);
+            return Err(ShmError::LedgerFull { page: overflow::PAGE_BYTES, free: self.own.stats().free });
+        };
+        Listed { segment: seg, offset, delta, slot, lane }.encode(e);
+        Ok(i)
+    }
+
+    /// Clears entry `i` (its reference is about to be dropped or handed over).
+    pub(crate) fn forget(&self, m: &Management, i: u32) {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if i >= s.used {
+            return;
+        }
+        if let Some(e) = self.entry(m, &s, i) {
+            e[0].store(0, Ordering::Release);
+            s.free.push(i);
+        }
+    }
+
+    /// The transport leaves: its pages are unlinked, then freed (nothing is listed any more; a
+    /// process killed in between leaves pages it held alone, which the sweep frees).
+    pub(crate) fn leave(&self, m: &Management) {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if s.pages.is_empty() {
+            return;
+        }
+        Link::clear(head(area(m, self.slot)));
+        for page in s.pages.drain(..) {
+            overflow::free(&self.own, self.owner, page);
+        }
+        s.used = s.used.min(ENTRIES);
+        s.free.retain(|&i| i < ENTRIES);
+    }
+
+    /// The words of entry `i` (below `s.used`).
+    fn entry<'a>(&'a self, m: &'a Management, s: &State, i: u32) -> Option<&'a [AtomicU64]> {
+        if i < ENTRIES {
+            return Some(entry(&area(m, self.slot)[HEADER..], i));
+        }
+        let (page, at) = ((i - ENTRIES) / PAGE_ENTRIES, (i - ENTRIES) % PAGE_ENTRIES);
+        let words = overflow::words(&self.own, *s.pages.get(page as usize)?)?;
+        Some(entry(overflow::entries(words), at))
+    }
+
+    /// One more page, linked after the last.
+    fn grow(&self, m: &Management, s: &mut State) -> Result<(), ShmError> {
+        let page = match overflow::make(&self.own, self.owner, self.slot) {
+            Ok(page) => page,
+            Err(e) => {
+                if !std::mem::replace(&mut s.short_logged, true) {
+                    log::error!(
+                        "no room to list more than {} shared references: further ones are refused, or not listed \
+                         (then they stay if this process is killed): {e}",
+                        s.used
+                    );
+                }
+                return Err(e);
+            }
+        };
+        s.short_logged = false;
+        let to = match s.pages.last() {
+            None => head(area(m, self.slot)),
+            Some(&last) => match overflow::words(&self.own, last) {
+                Some(words) => overflow::next(words),
+                None => {
+                    overflow::free(&self.own, self.owner, page);
+                    return Err(ShmError::LedgerFull { page: overflow::PAGE_BYTES, free: self.own.stats().free });
+                }
+            },
+        };
+        // Linked once written (see `Link::write`): a sweep finds the page whole or not at all.
+        page.write(to);
+        s.pages.push(page);
+        Ok(())
+    }
+}
