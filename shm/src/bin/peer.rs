@@ -5,7 +5,7 @@
 //! fairmq-shm-peer recv <session> <address> <bind|connect> <count> <senders> [gaps|any] [sub] [hold|deaf] [pause] [pair|dealer|nolanes]
 //! fairmq-shm-peer allocloop <session> <iterations, 0 = forever>
 //! fairmq-shm-peer holdlock <session>
-//! fairmq-shm-peer regionsink <session> <address> <count> <plain|copy|parts>
+//! fairmq-shm-peer regionsink <session> <address> <count> <plain|copy|parts> [sub] [hold]
 //! fairmq-shm-peer regionsrc <session> <address> <count> <size> <wait|hold> [path]
 //! fairmq-shm-peer regionevents <session> <region events to see>
 //! fairmq-shm-peer attach <session> [shmid]
@@ -13,7 +13,8 @@
 //! ```
 //! Region pieces carry `region_byte(offset + i)` at byte `i`; the sink checks every byte it gets
 //! (`copy`: keeps a copy of each message, drops the original at once and the copies at the end;
-//! `parts`: receives multiparts). The source makes a region, sends `count` pieces and then waits for
+//! `parts`: receives multiparts; `sub`: a SUB socket instead of PULL; `hold`: keeps every message
+//! and copy, prints `holding <messages>` and sleeps until killed). The source makes a region, sends `count` pieces and then waits for
 //! every acknowledgement (`wait`, prints `acked <n>`) or sleeps until killed (`hold`).
 //! A sender with count 0 sends, once a peer took its first message, until a send would wait
 //! 100 ms (its peers' queues are full); with `hold` it sleeps after its last message until killed,
@@ -245,8 +246,9 @@ pub fn region_byte(offset: u64) -> u8 {
 
 fn regionsink(a: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     let (session, address, count, mode) = (&a[0], &a[1], a[2].parse::<u64>()?, a[3].as_str());
+    let flag = |f: &str| a[4..].iter().any(|g| g == f);
     let t = transport("regionsink", session)?;
-    let s = t.socket(SocketType::Pull, "data")?;
+    let s = t.socket(if flag("sub") { SocketType::Sub } else { SocketType::Pull }, "data")?;
     s.connect(address)?;
     println!("ready");
     std::io::stdout().flush()?;
@@ -275,6 +277,16 @@ fn regionsink(a: &[String]) -> Result<(), Box<dyn std::error::Error>> {
             }
             bytes += m.size() as u64;
             n += 1;
+            if flag("hold") {
+                copies.push(m);
+            }
+        }
+    }
+    if flag("hold") {
+        println!("holding {n}");
+        std::io::stdout().flush()?;
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(3600));
         }
     }
     drop(copies);

@@ -369,7 +369,9 @@ mod tests {
         let (end_b, b) = crate::session::liveness::fake_live_transport(&m, 10, 4_000_002, 92);
         // A lists a lane (the entry names no block: the sweep checks it and drops nothing).
         let own = Arc::new(Segment::open(&Names::path(&names.segment(0)), 0).unwrap());
-        crate::session::ledger::Ledger::new(9, 91, own).note(&m, 0, 1 << 20, 0, 0, true).unwrap();
+        crate::session::ledger::Ledger::new(9, 91, own)
+            .note(&m, 0, 1 << 20, 0, 0, crate::session::ledger::Referent::Lane)
+            .unwrap();
         drop(first); // A and B keep the session
         assert!(m.still_linked());
         end_a.send(false).unwrap(); // A dies

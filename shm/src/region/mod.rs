@@ -3,4 +3,5 @@
 
 pub(crate) mod ack_queue;
 pub(crate) mod acks;
+pub(crate) mod count;
 pub(crate) mod map;

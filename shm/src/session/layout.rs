@@ -15,9 +15,10 @@ use crate::sys::layout::{shared_layout, Kind, MutexPlace, Tag};
 use std::mem::{offset_of, size_of};
 use std::sync::atomic::AtomicU64;
 
-/// What a management segment is; the layout version is bumped whenever its layout changes (9: a
-/// ledger's header links its overflow pages).
-pub(crate) const KIND: Kind = Kind { what: "management segment", magic: u64::from_le_bytes(*b"FMQRSMNG"), layout: 9 };
+/// What a management segment is; the layout version is bumped whenever its layout changes, or
+/// what the session's processes share changes meaning (9: a ledger's header links its overflow
+/// pages; 10: a region piece's count block is 32 bytes and names the piece, and ledgers list it).
+pub(crate) const KIND: Kind = Kind { what: "management segment", magic: u64::from_le_bytes(*b"FMQRSMNG"), layout: 10 };
 pub(crate) const SESSION_MAX: usize = 256;
 pub(crate) const SEGMENT_SLOTS: usize = 256;
 /// Process slots (see `liveness`); each also has a ledger (see `ledger`).

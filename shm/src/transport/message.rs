@@ -6,8 +6,10 @@
 //! to the receiver: the sent message is left empty and frees nothing.
 //!
 //! A message can also refer to a piece of an unmanaged region. Such a piece has no reference count
-//! until the message is first copied; then a small block of a managed segment holds the count, and
-//! whoever releases the last reference acknowledges the piece to the region's creator.
+//! until the message is first copied or received; then a small block of a managed segment holds
+//! the count and names the piece (see `region::count`), and whoever releases the last reference
+//! acknowledges the piece to the region's creator: a holder's release, or the sweep of a killed
+//! holder.
 //!
 //! Bytes are readable through `data()` while the message lives. They are writable through
 //! `data_mut()` only while this message holds the only reference to a block; otherwise `data_mut`
@@ -281,23 +283,51 @@ impl Message {
     }
 
     /// Makes sure the message has a shared reference count (region pieces get one on first use),
-    /// before references are added for other holders.
+    /// before references are added for other holders. A region piece's count block names the
+    /// piece and is listed in this transport's ledger, marked shared: if this process is killed,
+    /// the sweep of the dead acknowledges the piece with the last reference (see
+    /// `region::count`). An error when the segment has no room for the block, or the ledger
+    /// none for its entry: the piece stays without one.
     pub(crate) fn share(&self) -> Result<(), ShmError> {
         let Body::Region(p) = &self.body else { return Ok(()) };
         if p.rc.get().is_some() {
             return Ok(());
         }
-        let b = self.mgr.allocate(8, 0)?;
-        let seg = self.mgr.own().id();
-        let delta = u16::try_from(b.delta).expect("an unaligned 8-byte block starts right after its header");
-        let count = SharedCount { handle: RcHandle { segment: seg, offset: b.offset, delta }, slot: b.slot };
+        let b = self.mgr.allocate(crate::region::count::BYTES as usize, 0)?;
+        let own = self.mgr.own();
+        let delta = u16::try_from(b.delta).expect("an unaligned small block starts right after its header");
+        let words = own.block_words(b.offset, b.delta, crate::region::count::BYTES).expect("a fresh aligned block");
+        let ack = crate::region::ack_queue::Ack { offset: p.offset, size: p.size as u64, hint: p.hint };
+        crate::region::count::write(words, p.map.id(), ack);
+        let count = SharedCount { handle: RcHandle { segment: own.id(), offset: b.offset, delta }, slot: b.slot };
         if p.rc.set(count).is_err() {
             // Another thread made one first: give ours back.
-            let own = self.mgr.own();
             own.rc(b.offset, b.slot).fetch_sub(1, Ordering::Relaxed);
             self.mgr.release(own, b.offset, b.delta, b.slot);
+            return Ok(());
         }
-        Ok(())
+        // Listed while the block still names this transport as its holder, then marked shared
+        // (see `list_before_sharing`); a copy made meanwhile in another thread marked it already.
+        let listed = self.list(false);
+        let shared = u64::from(crate::segment::slots::SHARED) << 32 | 1;
+        let held = u64::from(self.mgr.owner()) << 32 | 1;
+        let _ = own.rc(b.offset, b.slot).compare_exchange(held, shared, Ordering::AcqRel, Ordering::Relaxed);
+        listed
+    }
+
+    /// A message just received takes hold of what it refers to: a shared reference is listed in
+    /// this transport's ledger, and a region piece without a count block gets one (see
+    /// [`Message::share`]), so that the sweep of the dead releases either if this process is
+    /// killed. Without room for them (logged) the message is kept as it is.
+    fn take_hold(&self) {
+        match &self.body {
+            Body::Region(p) if p.rc.get().is_none() => {
+                if let Err(e) = self.share() {
+                    log::warn!("a region piece received is not counted (lost if this process is killed): {e}");
+                }
+            }
+            _ => self.list_if_shared(),
+        }
     }
 
     /// One more reference, owned by whoever receives a record of this message (publishing). Call
@@ -358,13 +388,10 @@ impl Message {
 
     /// [`Message::list_if_shared`], saying when the ledger had no room.
     fn list_shared(&self) -> Result<(), ShmError> {
-        if let Body::Block { seg, offset, slot, .. } = self.body {
-            let v = self.mgr.mapped(seg).rc(offset, slot).load(Ordering::Relaxed);
-            if (v >> 32) as u32 == crate::segment::slots::SHARED {
-                return self.list(false);
-            }
+        match self.count_word() {
+            Some(w) if (w.load(Ordering::Relaxed) >> 32) as u32 == crate::segment::slots::SHARED => self.list(false),
+            _ => Ok(()),
         }
-        Ok(())
     }
 
     /// Lists this message's reference in the ledger before its block is shared (by
@@ -386,9 +413,19 @@ impl Message {
     /// An error when the ledger has no room for the entry (logged there): the reference is not
     /// listed.
     fn list(&self, lane: bool) -> Result<(), ShmError> {
-        let Body::Block { seg, offset, delta, slot, .. } = self.body else { return Ok(()) };
+        use crate::session::ledger::Referent;
+        let (seg, offset, delta, slot, what) = match &self.body {
+            &Body::Block { seg, offset, delta, slot, .. } => {
+                (seg, offset, delta, slot, if lane { Referent::Lane } else { Referent::Message })
+            }
+            Body::Region(p) => match p.rc.get() {
+                Some(c) => (c.handle.segment, c.handle.offset, u32::from(c.handle.delta), c.slot, Referent::Piece),
+                None => return Ok(()),
+            },
+            Body::Empty => return Ok(()),
+        };
         if self.listed.load(Ordering::Relaxed) == crate::session::ledger::NONE {
-            let i = self.mgr.ledger().note(self.mgr.management(), seg, offset, delta, slot, lane)?;
+            let i = self.mgr.ledger().note(self.mgr.management(), seg, offset, delta, slot, what)?;
             // Two threads copying the same message at once: one entry is enough.
             if self
                 .listed
@@ -589,7 +626,7 @@ impl Message {
                 let mut m = Message::claim(mgr, segment, ticket, nonce)?;
                 let marked = mgr.remark(&m.record(), crate::segment::slots::IN_FLIGHT, mgr.owner());
                 if marked != crate::segment::Remark::Refused {
-                    m.list_if_shared();
+                    m.take_hold();
                 }
                 mgr.segment(segment)?.tickets().claimed(ticket, mgr.owner());
                 if marked == crate::segment::Remark::Refused {
@@ -609,7 +646,7 @@ impl Message {
             _ => return Err(MetaError::Untracked),
         };
         m.mark_held(mgr.owner());
-        m.list_if_shared();
+        m.take_hold();
         Ok(m)
     }
 
@@ -719,7 +756,9 @@ impl Message {
                 map.check(offset, size)?;
                 let count = match rc {
                     Some(h) => {
-                        let slot = mgr.segment(h.segment)?.check_any_block(h.offset, u32::from(h.delta), 8)?;
+                        let count_bytes = crate::region::count::BYTES;
+                        let slot =
+                            mgr.segment(h.segment)?.check_any_block(h.offset, u32::from(h.delta), count_bytes)?;
                         OnceLock::from(SharedCount { handle: h, slot })
                     }
                     None => OnceLock::new(),

@@ -21,7 +21,7 @@
 //! | words of a slot's ledger (`ledgers` of the management layout, from 1 MiB) | content |
 //! |---|---|
 //! | 0..4 | entries of the area used so far (a high-water mark), 0, the link to the first overflow page (2 words, see `overflow`) |
-//! | 4.. | [`ENTRIES`] entries of 2 words: block offset + 1 (0: free) \| segment id << 48, slot \| data distance << 32 \| 1 << 63 for a lane's block |
+//! | 4.. | [`ENTRIES`] entries of 2 words: block offset + 1 (0: free) \| segment id << 48, slot \| data distance << 32 \| 1 << 63 for a lane's block, 1 << 62 for a region piece's count block |
 //!
 //! Pages hold entries of the same form. Everything read from another process's ledger is
 //! checked: an entry names a live block marked shared or it drops nothing, and a link names a
@@ -32,6 +32,9 @@
 //! side's reference, except a dead writer's to a lane nobody claimed yet, which it leaves to the
 //! first claimant (as a writer that closes does); whoever drops the last reference, the sweep or
 //! a live side letting go of its lane, releases what the lane still holds.
+//!
+//! A region piece's count block (see `region::count`) is listed by every holder of the piece.
+//! The sweep that drops its last reference acknowledges the piece to the region's controller.
 //!
 //! Here: the area and what reads it; `overflow`, the pages; `sweep`, the sweep of a dead
 //! transport's ledger; `writer`, a live transport's side.
@@ -56,6 +59,19 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Bit of an entry's data distance word: the block is a lane's (data distances stay far below).
 const LANE_BIT: u32 = 1 << 31;
+/// Bit of an entry's data distance word: the block is a region piece's count block.
+const PIECE_BIT: u32 = 1 << 30;
+
+/// What a listed block is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Referent {
+    /// A message's block.
+    Message,
+    /// A lane's block (see `lanes`).
+    Lane,
+    /// A region piece's count block (see `region::count`).
+    Piece,
+}
 /// An index meaning "not listed".
 pub(crate) const NONE: u32 = u32::MAX;
 /// Words of an area before its entries.
@@ -99,7 +115,7 @@ pub(crate) struct Listed {
     offset: u64,
     delta: u32,
     slot: u32,
-    lane: bool,
+    what: Referent,
 }
 
 impl Listed {
@@ -108,19 +124,31 @@ impl Listed {
     fn decode(w0: u64, w1: u64) -> Option<Listed> {
         let offset = (w0 & ((1 << 48) - 1)).checked_sub(1)?;
         let distance = (w1 >> 32) as u32;
+        let what = match (distance & LANE_BIT != 0, distance & PIECE_BIT != 0) {
+            (false, false) => Referent::Message,
+            (true, false) => Referent::Lane,
+            (false, true) => Referent::Piece,
+            // Written by nobody: a damaged entry, which drops nothing (no block has this distance).
+            (true, true) => return None,
+        };
         Some(Listed {
             segment: (w0 >> 48) as u16,
             offset,
-            delta: distance & !LANE_BIT,
+            delta: distance & !(LANE_BIT | PIECE_BIT),
             slot: w1 as u32,
-            lane: distance & LANE_BIT != 0,
+            what,
         })
     }
 
     /// Writes this reference into the entry `e` (free): its first word last, so a reader that
     /// sees it sees the second.
     fn encode(self, e: &[AtomicU64]) {
-        let distance = (self.delta & !LANE_BIT) | if self.lane { LANE_BIT } else { 0 };
+        let bit = match self.what {
+            Referent::Message => 0,
+            Referent::Lane => LANE_BIT,
+            Referent::Piece => PIECE_BIT,
+        };
+        let distance = (self.delta & !(LANE_BIT | PIECE_BIT)) | bit;
         e[1].store(u64::from(self.slot) | u64::from(distance) << 32, Ordering::Relaxed);
         e[0].store((self.offset + 1) | u64::from(self.segment) << 48, Ordering::Release);
     }
@@ -166,7 +194,7 @@ pub(crate) fn held_by_live(m: &Management, live_slots: &[usize], by: &(impl Swee
     for &slot in live_slots.iter().filter(|&&s| s < PROCESS_SLOTS) {
         for l in listed(by, m, slot, owner_of(m, slot)) {
             out.push((l.segment, l.offset));
-            if l.lane {
+            if l.what == Referent::Lane {
                 out.extend(by.segment(l.segment).map(|seg| sweep::in_lane(seg, &l)).unwrap_or_default());
             }
         }
@@ -180,7 +208,7 @@ pub(crate) fn held_by_live(m: &Management, live_slots: &[usize], by: &(impl Swee
 /// a lane's block (its transport may hold the lane's last reference: see
 /// `Sweeper::release_lane_contents`); pages in segments `by` maps.
 pub(crate) fn lists_a_lane(by: &(impl Sweeper + ?Sized), m: &Management, slot: usize, owner: u32) -> bool {
-    listed(by, m, slot, owner).iter().any(|l| l.lane)
+    listed(by, m, slot, owner).iter().any(|l| l.what == Referent::Lane)
 }
 
 /// The blocks `(segment, offset)` slot `slot`'s ledger lists references to (for tests of what a

@@ -1,6 +1,7 @@
 //! The sweep of a dead transport's ledger: each listed reference dropped, checked first.
 
-use super::{area, head, on_page, overflow, used, Link, Listed};
+use super::{area, head, on_page, overflow, used, Link, Listed, Referent};
+use crate::region::count::{self, Orphans};
 use crate::segment::ring::Ring;
 use crate::segment::slots::is_shared;
 use crate::segment::Segment;
@@ -41,7 +42,8 @@ impl Sweeper for [Segment] {
 /// area and on its overflow pages; returns how many. Each entry is cleared before its reference
 /// is dropped: a sweeper killed in between loses that one reference (the block stays), and the
 /// sweeper that takes over never drops one twice. Each is checked: only a live block marked
-/// shared, with a reference left, loses one. A link to a page that does not check ends the walk
+/// shared, with a reference left, loses one. A region piece whose last reference goes is
+/// acknowledged to its region's controller (see `region::count`). A link to a page that does not check ends the walk
 /// (logged): the references listed past it stay.
 ///
 /// The pages are unlinked once walked, and freed later in the sweep with the other blocks the
@@ -49,8 +51,10 @@ impl Sweeper for [Segment] {
 /// finds no link to a block that went meanwhile (the checks would refuse it, with an error).
 pub(crate) fn release(by: &(impl Sweeper + ?Sized), m: &Management, slot: usize, owner: u32) -> usize {
     let a = area(m, slot);
-    let mut n = take_all(by, owner, used(a));
-    if let Err(e) = overflow::walk(by, head(a), owner, slot, |page| n += take_all(by, owner, on_page(page))) {
+    let mut orphans = Orphans::new(m);
+    let mut n = take_all(by, owner, &mut orphans, used(a));
+    let walked = overflow::walk(by, head(a), owner, slot, |page| n += take_all(by, owner, &mut orphans, on_page(page)));
+    if let Err(e) = walked {
         log::error!("{e}: the shared references listed past it stay until the session ends");
     }
     Link::clear(head(a));
@@ -58,14 +62,19 @@ pub(crate) fn release(by: &(impl Sweeper + ?Sized), m: &Management, slot: usize,
 }
 
 /// Takes the entries `entries` and drops the references they list; how many it dropped.
-fn take_all<'a>(by: &(impl Sweeper + ?Sized), owner: u32, entries: impl Iterator<Item = &'a [AtomicU64]>) -> usize {
+fn take_all<'a>(
+    by: &(impl Sweeper + ?Sized),
+    owner: u32,
+    orphans: &mut Orphans<'_>,
+    entries: impl Iterator<Item = &'a [AtomicU64]>,
+) -> usize {
     entries
         .filter_map(|e| Listed::decode(e[0].swap(0, Ordering::AcqRel), e[1].load(Ordering::Relaxed)))
-        .filter(|l| drop_shared(by, owner, l))
+        .filter(|l| drop_shared(by, owner, orphans, l))
         .count()
 }
 
-fn drop_shared(by: &(impl Sweeper + ?Sized), owner: u32, l: &Listed) -> bool {
+fn drop_shared(by: &(impl Sweeper + ?Sized), owner: u32, orphans: &mut Orphans<'_>, l: &Listed) -> bool {
     let Some(seg) = by.segment(l.segment) else { return false };
     if seg.check_any_block(l.offset, l.delta, 0).ok() != Some(l.slot) {
         return false;
@@ -74,16 +83,30 @@ fn drop_shared(by: &(impl Sweeper + ?Sized), owner: u32, l: &Listed) -> bool {
     if !is_shared(rc.load(Ordering::Acquire)) {
         return false;
     }
-    if l.lane {
-        return drop_lane_reference(by, seg, owner, l);
+    match l.what {
+        Referent::Message => drop_one(by, seg, l, || {}),
+        Referent::Lane => drop_lane_reference(by, seg, owner, l),
+        Referent::Piece => drop_one(by, seg, l, || acknowledge_piece(seg, orphans, l)),
     }
-    drop_one(by, seg, l)
 }
 
-/// Drops the shared reference `l` lists; frees the block with the last one.
-fn drop_one(by: &(impl Sweeper + ?Sized), seg: &Segment, l: &Listed) -> bool {
+/// The region piece whose count block `l` lists lost its last reference: acknowledged to its
+/// region's controller (the block is freed next). A block that names no piece (damaged) is
+/// freed all the same: nobody can acknowledge what it held.
+fn acknowledge_piece(seg: &Segment, orphans: &mut Orphans<'_>, l: &Listed) {
+    match seg.block_words(l.offset, l.delta, count::BYTES).and_then(count::read) {
+        Some((region, ack)) => {
+            orphans.acknowledge(region, ack);
+        }
+        None => log::error!("a dead process's region count block names no piece: it is freed unacknowledged"),
+    }
+}
+
+/// Drops the shared reference `l` lists; with the last one, `last` runs, then the block is freed.
+fn drop_one(by: &(impl Sweeper + ?Sized), seg: &Segment, l: &Listed, last: impl FnOnce()) -> bool {
     match seg.rc(l.offset, l.slot).fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| is_shared(v).then(|| v - 1)) {
         Ok(prev) if prev as u32 == 1 => {
+            last();
             by.free(seg, l.offset, l.delta, l.slot);
             true
         }
@@ -103,7 +126,7 @@ fn drop_lane_reference(by: &(impl Sweeper + ?Sized), seg: &Segment, owner: u32, 
         // listed any more.
         log::error!("a lane a dead process held is damaged: messages it may hold stay in the segment");
         let listed_block = seg.check_any_block(l.offset, l.delta, 0).ok() == Some(l.slot);
-        return listed_block && !seg.offered(l.offset) && drop_one(by, seg, l);
+        return listed_block && !seg.offered(l.offset) && drop_one(by, seg, l, || {});
     };
     if ring.writer() == owner {
         if seg.offered(l.offset) {

@@ -2,7 +2,7 @@
 //! them as it lets them go.
 
 use super::overflow::{self, Link, PAGE_ENTRIES};
-use super::{area, entry, head, Listed, ENTRIES, HEADER};
+use super::{area, entry, head, Listed, Referent, ENTRIES, HEADER};
 use crate::error::ShmError;
 use crate::segment::Segment;
 use crate::session::management::Management;
@@ -45,7 +45,7 @@ impl Ledger {
     }
 
     /// Lists a shared reference this transport took to the block (`seg`, `offset`, `delta`,
-    /// `slot`); returns its entry. An error when a page for it could not be had (the segment is
+    /// `slot`), which is `what`; returns its entry. An error when a page for it could not be had (the segment is
     /// full; logged once until one is made again): the reference is not listed, and a caller that
     /// can refuse it does.
     pub(crate) fn note(
@@ -55,7 +55,7 @@ impl Ledger {
         offset: u64,
         delta: u32,
         slot: u32,
-        lane: bool,
+        what: Referent,
     ) -> Result<u32, ShmError> {
         let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let i = match s.free.pop() {
@@ -76,7 +76,7 @@ impl Ledger {
             s.free.push(i);
             return Err(ShmError::LedgerFull { page: overflow::PAGE_BYTES, free: self.own.stats().free });
         };
-        Listed { segment: seg, offset, delta, slot, lane }.encode(e);
+        Listed { segment: seg, offset, delta, slot, what }.encode(e);
         Ok(i)
     }
 

@@ -27,7 +27,14 @@ impl Resent {
             for r in blocks.iter().filter(|r| held(mgr, r) == Held::Shared) {
                 let &Record::Block { segment, offset, delta, slot, .. } = r else { continue };
                 // Without room in the ledger (logged there) it waits unlisted.
-                if let Ok(i) = mgr.ledger().note(mgr.management(), segment, offset, delta, slot, false) {
+                if let Ok(i) = mgr.ledger().note(
+                    mgr.management(),
+                    segment,
+                    offset,
+                    delta,
+                    slot,
+                    crate::session::ledger::Referent::Message,
+                ) {
                     listed.push(i);
                 }
             }

@@ -1,0 +1,133 @@
+//! A region piece's count block: the small block of a managed segment that holds the shared
+//! reference count of a piece of an unmanaged region, and names the piece.
+//!
+//! A receiver gives every region piece it takes a count block (the first copy of a piece made
+//! where it was created does too), and lists its reference in its ledger (see `ledger`). When the
+//! receiver is killed, the sweep of the dead drops the reference; the sweep that drops the last
+//! one reads the piece from the block and acknowledges it to the region's controller through the
+//! region's queue, as the last holder's release would have. Before, a killed consumer's pieces
+//! were never acknowledged, and a controller waiting for them waited forever.
+//!
+//! | word of the block's data | content |
+//! |---|---|
+//! | 0 | [`TAG`] << 16 \| region id |
+//! | 1 | offset of the piece in the region |
+//! | 2 | size of the piece |
+//! | 3 | the hint given when its message was made |
+//!
+//! The reference count itself is the block's count word (see `slots`), marked shared.
+
+use crate::region::ack_queue::{Ack, AckQueue};
+use crate::session::management::Management;
+use crate::Names;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Bytes of a count block's data.
+pub(crate) const BYTES: u64 = 32;
+/// Marks word 0 of a count block's data (the rest of the word is the region id).
+const TAG: u64 = 0x46_4d51_5043; // "FMQPC"
+/// How long the sweep waits for room in a full acknowledgement queue.
+const ROOM_WAIT: Duration = Duration::from_secs(1);
+
+/// Writes the piece (`region`, `ack`) into the data words of a count block just allocated (no
+/// other process sees it before its reference is handed on).
+pub(crate) fn write(words: &[AtomicU64], region: u16, ack: Ack) {
+    let values = [TAG << 16 | u64::from(region), ack.offset, ack.size, ack.hint];
+    for (w, v) in words.iter().zip(values) {
+        w.store(v, Ordering::Relaxed);
+    }
+}
+
+/// The piece a count block's data words name; `None` when they are not a count block's.
+pub(crate) fn read(words: &[AtomicU64]) -> Option<(u16, Ack)> {
+    let [w0, offset, size, hint] = words else { return None };
+    let head = w0.load(Ordering::Acquire);
+    if head >> 16 != TAG {
+        return None;
+    }
+    let load = |w: &AtomicU64| w.load(Ordering::Relaxed);
+    Some((head as u16, Ack { offset: load(offset), size: load(size), hint: load(hint) }))
+}
+
+/// Acknowledges, for holders that were killed, the pieces whose last reference a sweep dropped:
+/// each goes to its region's queue, as its holder's release would have sent it. Queues are
+/// opened once per sweep; a piece of a region the session does not list (any more), or outside
+/// it, is dropped with an error.
+pub(crate) struct Orphans<'a> {
+    m: &'a Management,
+    queues: HashMap<u16, Option<AckQueue>>,
+}
+
+impl<'a> Orphans<'a> {
+    pub(crate) fn new(m: &'a Management) -> Orphans<'a> {
+        Orphans { m, queues: HashMap::new() }
+    }
+
+    /// Acknowledges the piece `ack` of region `region`; false when it could not be.
+    pub(crate) fn acknowledge(&mut self, region: u16, ack: Ack) -> bool {
+        let Some(entry) = crate::session::registry::find(self.m, region) else {
+            log::warn!("a dead process held a piece of region {region}, which is gone: not acknowledged");
+            return false;
+        };
+        if ack.offset.checked_add(ack.size).is_none_or(|end| end > entry.size) {
+            log::error!(
+                "a dead process's count block names bytes {}+{} outside region {region} ({} bytes): not acknowledged",
+                ack.offset,
+                ack.size,
+                entry.size
+            );
+            return false;
+        }
+        let names = self.m.names();
+        let queue = self.queues.entry(region).or_insert_with(|| open(names, region));
+        let Some(q) = queue.as_ref() else { return false };
+        match q.consumer() {
+            Some(mark) if crate::session::liveness::owner_alive(self.m, mark) => {}
+            // A region without callback, or its controller gone: nobody waits for it.
+            _ => return true,
+        }
+        let deadline = Instant::now() + ROOM_WAIT;
+        loop {
+            let epoch = q.space_epoch();
+            match q.push(&[ack]) {
+                Ok(1) => return true,
+                Ok(_) if Instant::now() < deadline => q.wait_for_space(epoch, Duration::from_millis(50)),
+                Ok(_) => {
+                    log::error!(
+                        "region {region}: its acknowledgement queue stays full; a dead process's piece is dropped"
+                    );
+                    return false;
+                }
+                Err(e) => {
+                    log::error!("region {region}: cannot acknowledge a dead process's piece: {e}");
+                    return false;
+                }
+            }
+        }
+    }
+}
+
+fn open(names: &Names, region: u16) -> Option<AckQueue> {
+    AckQueue::open(&Names::path(&names.region_queue(region)))
+        .map_err(|e| log::error!("region {region}: cannot open its acknowledgement queue: {e}"))
+        .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_count_block_names_its_piece_and_nothing_else_reads_as_one() {
+        let words: Vec<AtomicU64> = (0..4).map(|_| AtomicU64::new(0)).collect();
+        assert_eq!(read(&words), None, "zeroed memory is no count block");
+        let ack = Ack { offset: 4096, size: 1000, hint: 77 };
+        write(&words, 1031, ack);
+        assert_eq!(read(&words), Some((1031, ack)));
+        words[0].store(1031, Ordering::Relaxed);
+        assert_eq!(read(&words), None, "a region id without the tag");
+        assert_eq!(read(&words[..3]), None, "too short");
+    }
+}
