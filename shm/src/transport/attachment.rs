@@ -37,6 +37,9 @@ pub(crate) struct Attachment {
     ledger: crate::session::ledger::Ledger,
     /// This attachment as shared (set once it is: what releasing messages needs).
     me: OnceLock<std::sync::Weak<Attachment>>,
+    /// Held through a sweep of the dead: the session lock lets one transport sweep a dead one,
+    /// this lets one thread of it. Reentrant: releasing what a lane held may sweep again.
+    sweeping: parking_lot::ReentrantMutex<()>,
     // Last: detaching may remove the session, after everything above is released.
     mng: Arc<Management>,
 }
@@ -90,6 +93,7 @@ impl Attachment {
             acks: Acks::default(),
             ledger,
             me: OnceLock::new(),
+            sweeping: parking_lot::ReentrantMutex::new(()),
             heartbeat: Some(heartbeat),
             mng,
         };
@@ -99,6 +103,9 @@ impl Attachment {
     /// Sweeps dead processes: frees what they held in their caches and listed, then counts them out
     /// of the session (see `liveness::SessionLock::find_dead`); returns their pids.
     pub fn sweep_dead(&self) -> Vec<u32> {
+        // Two threads of this transport would both find the same dead (the sweep is taken by
+        // owner mark), and one could walk the ledger pages the other freed meanwhile.
+        let _one_thread = self.sweeping.lock();
         let dead = match self.mng.lock().map(|l| l.find_dead(self.owner)) {
             Ok(d) => d,
             Err(e) => {
