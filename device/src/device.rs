@@ -169,9 +169,9 @@ impl Context {
         Context {
             id: RefCell::new(String::new()),
             config,
+            transports: sm.telemetry().transports().clone(),
             sm,
             channels: BTreeMap::new(),
-            transports: Arc::default(),
             default_transport: None,
             inputs: RefCell::new(Vec::new()),
         }

@@ -54,6 +54,7 @@ pub mod fuzzing;
 pub mod iterations;
 mod log_limiter;
 pub mod logging;
+pub mod metrics;
 pub mod network;
 pub mod options;
 mod panic_boundary;
@@ -65,6 +66,7 @@ pub mod region;
 pub mod state;
 pub mod state_machine;
 mod state_work;
+mod telemetry;
 pub mod terminal;
 pub mod transport;
 

@@ -201,6 +201,13 @@ static SETTINGS: RwLock<Settings> = RwLock::new(Settings {
 });
 
 static LIMITER: Mutex<RepeatLimiter> = Mutex::new(RepeatLimiter::new());
+/// Error and fatal records logged by this process, written or not (the metrics' error count).
+static ERRORS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many error and fatal records this process logged so far.
+pub(crate) fn errors_logged() -> u64 {
+    ERRORS.load(std::sync::atomic::Ordering::Relaxed)
+}
 
 struct Logger;
 
@@ -212,6 +219,9 @@ impl log::Log for Logger {
     }
 
     fn log(&self, record: &log::Record<'_>) {
+        if record.level() == log::Level::Error {
+            ERRORS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         let sev = Severity::of(record.metadata());
         let policy = {
             let s = SETTINGS.read();

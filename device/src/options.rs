@@ -463,6 +463,7 @@ pub fn standard() -> Options {
         .add("rate", Kind::Float, 0.0f32, "Rate for conditional run loop (Hz).")
         .within(0.0..=f64::from(f32::MAX))
         .add("session", Kind::Str, "default", "Session name.")
+        .add("metrics-address", Kind::Str, "", "Serve Prometheus metrics at http://HOST:PORT/metrics (port 0: a free port, logged; empty: no endpoint). Read-only counts, never payload: bind to loopback or a trusted interface (fairmq-rs).")
         .add_optional("config-key", Kind::Str, "Use provided value instead of device id for fetching the configuration from JSON file")
         .add_optional("mq-config", Kind::Str, "JSON input as file.")
         .add_optional("channel-config", Kind::Strings, "Configuration of single or multiple channel(s) by comma separated key=value list");

@@ -207,6 +207,15 @@ impl<D: Device + 'static, F: FnOnce(&Arc<Properties>) -> Result<D, BoxError>> Pr
             log::debug!("detected unregistered option: {u}");
         }
         let sm = StateMachine::new();
+        // Before the plugins start: the pmix plugin publishes the address with its first fence.
+        let metrics = match crate::metrics::start_for_device(&config, &sm) {
+            Ok(m) => m,
+            Err(e) => {
+                log::error!("{e}");
+                eprintln!("error: {e}");
+                return 1;
+            }
+        };
         let control = Arc::new(DeviceControl::new());
         let mut started: Vec<Box<dyn Plugin>> = Vec::new();
         for mut p in plugins.drain(..) {
@@ -228,6 +237,8 @@ impl<D: Device + 'static, F: FnOnce(&Arc<Properties>) -> Result<D, BoxError>> Pr
         wait_for_release(&control);
         stop_plugins(started);
         drop(device);
+        // Last: the final states stay readable until here.
+        drop(metrics);
         match result {
             Ok(()) => 0,
             Err(e) => {

@@ -33,9 +33,9 @@ pub struct StateMachine {
     shutdown: AtomicBool,
     current: AtomicI32,
     queue: StateQueue,
-    /// Each channel's count of connected peers (`name[index]`, sorted), while the device has
-    /// channels: what the interactive control's `[p]` prints.
-    peers: Mutex<Vec<(String, Arc<std::sync::atomic::AtomicU64>)>>,
+    /// What the metrics endpoint reads (channels, transports, states entered); the channels' peer
+    /// counts are also what the interactive control's `[p]` prints.
+    telemetry: crate::telemetry::Telemetry,
 }
 
 impl std::fmt::Debug for StateMachine {
@@ -59,7 +59,7 @@ impl Default for StateMachine {
             shutdown: AtomicBool::new(false),
             current: AtomicI32::new(State::Idle as i32),
             queue: StateQueue::default(),
-            peers: Mutex::new(Vec::new()),
+            telemetry: crate::telemetry::Telemetry::default(),
         }
     }
 }
@@ -70,15 +70,15 @@ impl StateMachine {
         Arc::new(StateMachine::default())
     }
 
-    /// The device's channels and their counts of connected peers (see [`StateMachine::channel_peers`]).
-    pub fn set_channel_peers(&self, mut peers: Vec<(String, Arc<std::sync::atomic::AtomicU64>)>) {
-        peers.sort_by(|a, b| a.0.cmp(&b.0));
-        *self.peers.lock() = peers;
+    /// What the device publishes for its metrics endpoint.
+    pub(crate) fn telemetry(&self) -> &crate::telemetry::Telemetry {
+        &self.telemetry
     }
 
     /// Each channel (`name[index]`) and how many peers it has now.
     pub fn channel_peers(&self) -> Vec<(String, u64)> {
-        self.peers.lock().iter().map(|(n, c)| (n.clone(), c.load(Ordering::Relaxed))).collect()
+        let channels = self.telemetry.channels();
+        channels.iter().map(|c| (format!("{}[{}]", c.name, c.index), c.peers.load(Ordering::Relaxed))).collect()
     }
 
     /// Requests a transition; returns whether it was accepted.
@@ -227,6 +227,7 @@ impl StateMachine {
     /// `work(state)`, which returns when the state's work is done.
     pub fn run(&self, mut prepare: impl FnMut(State), mut work: impl FnMut(State)) -> Result<(), ErrorState> {
         log_state!("Starting FairMQ state machine --> IDLE");
+        self.telemetry.entered(State::Idle);
         let _ = self.notify_state(State::Idle);
         loop {
             let (old, new) = {
@@ -243,6 +244,7 @@ impl StateMachine {
                 prepare(g.state);
                 self.pending.store(false, Ordering::Release);
                 self.current.store(g.state as i32, Ordering::Release);
+                self.telemetry.entered(g.state);
                 (old, g.state)
             };
             log_state!("{old} ---> {new}");

@@ -280,7 +280,7 @@ impl Runner<'_> {
                 }
             }
             left = still;
-            self.publish_peer_counts();
+            self.publish_channels();
             if left.is_empty() || self.sm().new_state_pending() || self.sm().shutdown_requested() {
                 break;
             }
@@ -416,16 +416,23 @@ impl Runner<'_> {
         Some(std::thread::spawn(move || crate::channel_rates::log_rates(&sm, &chans)))
     }
 
-    /// Lets the interactive control print every channel's count of connected peers (`[p]`).
-    fn publish_peer_counts(&self) {
-        let counts = self.ctx.channels.iter().flat_map(|(name, v)| {
-            v.iter().enumerate().map(move |(i, c)| (format!("{name}[{i}]"), c.socket().peer_count()))
+    /// Publishes the channels for the metrics endpoint and the interactive control's `[p]`
+    /// (every channel's counters and count of connected peers).
+    fn publish_channels(&self) {
+        let views = self.ctx.channels.iter().flat_map(|(name, v)| {
+            v.iter().enumerate().map(move |(index, c)| crate::telemetry::ChannelView {
+                name: name.clone(),
+                index,
+                transport: c.transport().kind(),
+                counters: c.socket().shared_counters(),
+                peers: c.socket().peer_count(),
+            })
         });
-        self.sm().set_channel_peers(counts.collect());
+        self.sm().telemetry().set_channels(views.collect());
     }
 
     fn reset_device(&mut self) -> Result<(), BoxError> {
-        self.sm().set_channel_peers(Vec::new());
+        self.sm().telemetry().set_channels(Vec::new());
         self.ctx.transports.lock().clear();
         let (d, c) = (&mut *self.device, &self.ctx);
         let r = hook("Reset", || d.reset(c));

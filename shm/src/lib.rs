@@ -103,6 +103,7 @@ pub use transport::part::Part;
 pub use transport::poller::Poller;
 pub use transport::region::{BulkCallback, Region, RegionBlock, RegionCallback, RegionConfig, SingleCallback};
 pub use transport::socket::Socket;
+pub use transport::usage::{RegionUsage, Usage};
 pub use transport::Transport;
 
 /// Internals for this crate's tests, benchmarks and fuzz targets and for the tests of the crates

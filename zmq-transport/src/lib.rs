@@ -54,7 +54,7 @@ pub use region::{Region, RegionError};
 pub use socket::Socket;
 pub use sys::FreeFn;
 pub use transport::{Transport, TransportConfig};
-pub use vocabulary::counters::{CounterSnapshot, Counters};
+pub use vocabulary::counters::{CounterSnapshot, Counters, Direction};
 pub use vocabulary::endpoint::{split_endpoints, validate_address, Endpoint, Method, Protocol};
 pub use vocabulary::error::{
     transfer_code, AddressProblem, AllocError, ErrorKind, PollError, SocketError, TransferCode, TransferError,

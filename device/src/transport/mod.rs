@@ -6,7 +6,9 @@ mod options;
 pub use options::{create, shm_config};
 
 use crate::error::Error;
-use fairmq_zmq::{AttachOptions, CounterSnapshot, Counters, SocketOptions, SocketType, TransferResult, TransportKind};
+use fairmq_zmq::{
+    AttachOptions, CounterSnapshot, Counters, Direction, SocketOptions, SocketType, TransferResult, TransportKind,
+};
 use std::sync::Arc;
 
 /// A transport: the zeromq one, or the shared-memory one.
@@ -306,12 +308,12 @@ impl Socket {
 
     /// Sends one message; a message of the other transport is first copied into one of ours.
     pub fn send(&self, msg: &mut Message, timeout_ms: i32, transport: &Transport) -> TransferResult {
-        self.adopt(msg, transport)?;
-        match (self, msg) {
+        let r = self.adopt(msg, transport).and_then(|()| match (self, msg) {
             (Socket::Zeromq(s), Message::Zeromq(m)) => s.send(m, timeout_ms),
             (Socket::Shmem(s), Message::Shmem(m)) => s.send(m, timeout_ms),
             _ => unreachable!("adopt made the message the socket's kind"),
-        }
+        });
+        self.counted(Direction::Send, r)
     }
 
     /// Receives one message into `msg` (replaced by a message of this socket's transport).
@@ -319,11 +321,12 @@ impl Socket {
         if msg.kind() != self.kind() {
             *msg = transport.new_message();
         }
-        match (self, msg) {
+        let r = match (self, msg) {
             (Socket::Zeromq(s), Message::Zeromq(m)) => s.receive(m, timeout_ms),
             (Socket::Shmem(s), Message::Shmem(m)) => s.receive(m, timeout_ms),
             _ => unreachable!("message kind matched above"),
-        }
+        };
+        self.counted(Direction::Receive, r)
     }
 
     /// Sends all parts as one multipart message.
@@ -331,22 +334,36 @@ impl Socket {
         // Parts of another transport become ours first (usually none: one look at each).
         if parts.iter().any(|p| p.kind() != self.kind()) {
             for p in parts.iter_mut() {
-                self.adopt(p, transport)?;
+                if let Err(e) = self.adopt(p, transport) {
+                    return self.counted(Direction::Send, Err(e));
+                }
             }
         }
-        match self {
+        let r = match self {
             // Sent where they lie (see `fairmq_zmq::Part`, `fairmq_shm::Part`).
             Socket::Zeromq(s) => s.send_parts_of(parts, timeout_ms),
             Socket::Shmem(s) => s.send_parts_of(parts, timeout_ms),
-        }
+        };
+        self.counted(Direction::Send, r)
     }
 
     /// Receives a multipart message, appending its parts.
     pub fn receive_parts(&self, parts: &mut Parts, timeout_ms: i32) -> TransferResult {
-        match self {
+        let r = match self {
             Socket::Zeromq(s) => s.receive_parts_into(parts, Message::Zeromq, timeout_ms),
             Socket::Shmem(s) => s.receive_parts_into(parts, Message::Shmem, timeout_ms),
+        };
+        self.counted(Direction::Receive, r)
+    }
+
+    /// `r`, a failure counted first (timeouts and errors, for the metrics; nothing is added to
+    /// a transfer that succeeds).
+    #[inline]
+    fn counted(&self, dir: Direction, r: TransferResult) -> TransferResult {
+        if let Err(e) = &r {
+            self.zmq_socket().counters_ref().record_failure(dir, e);
         }
+        r
     }
 
     /// A message of another transport becomes one of ours (a copy; FairMQ wraps it instead).

@@ -286,6 +286,7 @@ impl Running {
 }
 pub mod guide;
 pub mod process;
+pub mod prometheus;
 
 /// The end-of-data protocol of the guide's tests: every message starts with a tag byte (0 data,
 /// 1 end), a sequence number and, in an end message, the number of data messages sent.

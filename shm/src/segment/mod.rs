@@ -111,6 +111,8 @@ pub struct SegmentStats {
     pub recoveries: u64,
     /// Bytes of freed blocks kept in the depot for reuse (counted in `used`, not in `free`).
     pub cached: u64,
+    /// Bytes of the largest free block (the largest message that fits without waiting).
+    pub largest_free: u64,
 }
 
 /// One managed segment mapped in this process.
@@ -698,6 +700,7 @@ impl Segment {
             fragmentation,
             recoveries: self.header().recoveries.load(Ordering::Relaxed),
             cached: self.depot().bytes(),
+            largest_free: s.largest_free,
         }
     }
 

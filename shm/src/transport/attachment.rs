@@ -40,6 +40,10 @@ pub(crate) struct Attachment {
     /// Held through a sweep of the dead: the session lock lets one transport sweep a dead one,
     /// this lets one thread of it. Reentrant: releasing what a lane held may sweep again.
     sweeping: parking_lot::ReentrantMutex<()>,
+    /// Allocations that found no room at first (each waited or retried), and those that failed
+    /// in the end (the metrics read them; written on the slow path only).
+    alloc_retries: std::sync::atomic::AtomicU64,
+    alloc_failures: std::sync::atomic::AtomicU64,
     // Last: detaching may remove the session, after everything above is released.
     mng: Arc<Management>,
 }
@@ -94,6 +98,8 @@ impl Attachment {
             ledger,
             me: OnceLock::new(),
             sweeping: parking_lot::ReentrantMutex::new(()),
+            alloc_retries: Default::default(),
+            alloc_failures: Default::default(),
             heartbeat: Some(heartbeat),
             mng,
         };
@@ -146,6 +152,11 @@ impl Attachment {
     #[cfg(test)]
     pub(crate) fn release_ledger_as_if_dead(&self) -> usize {
         crate::session::ledger::release(self, &self.mng, self.ledger.slot(), self.owner)
+    }
+
+    /// Allocations that found no room at first, and those of them that failed: (retried, failed).
+    pub fn allocation_counts(&self) -> (u64, u64) {
+        (self.alloc_retries.load(Ordering::Relaxed), self.alloc_failures.load(Ordering::Relaxed))
     }
 
     /// The owner mark of this transport's blocks.
@@ -389,7 +400,11 @@ impl Attachment {
             return Ok(b);
         }
         let policy = self.config.bad_alloc;
-        let bad_alloc = || ShmError::BadAlloc { size, alignment: align.max(16), free: self.own.stats().free };
+        self.alloc_retries.fetch_add(1, Ordering::Relaxed);
+        let bad_alloc = || {
+            self.alloc_failures.fetch_add(1, Ordering::Relaxed);
+            ShmError::BadAlloc { size, alignment: align.max(16), free: self.own.stats().free }
+        };
         let mut attempts = 0;
         loop {
             // What this process holds in its caches, and the depot, are the first places to find

@@ -8,6 +8,7 @@ pub(crate) mod part;
 pub(crate) mod poller;
 pub(crate) mod region;
 pub(crate) mod socket;
+pub(crate) mod usage;
 
 use crate::error::ShmError;
 use crate::segment::SegmentStats;
@@ -339,6 +340,12 @@ impl Transport {
     /// Memory figures of the segment this transport allocates in.
     pub fn segment_stats(&self) -> SegmentStats {
         self.inner.mgr.own().stats()
+    }
+
+    /// What this transport uses of the session now: its segment's memory, messages in flight,
+    /// allocations that waited, its regions (for metrics; read, not counted per message).
+    pub fn usage(&self) -> usage::Usage {
+        usage::of(&self.inner.mgr)
     }
 
     /// Returns every block this process caches, and the segment's depot, to the heap (frees

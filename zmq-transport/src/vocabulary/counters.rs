@@ -1,5 +1,6 @@
 //! Per-socket transfer counters.
 
+use crate::TransferError;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Messages and bytes moved by one socket, successful transfers only; a multipart counts as one
@@ -12,6 +13,19 @@ pub struct Counters {
     bytes_tx: AtomicU64,
     messages_rx: AtomicU64,
     bytes_rx: AtomicU64,
+    send_timeouts: AtomicU64,
+    receive_timeouts: AtomicU64,
+    send_errors: AtomicU64,
+    receive_errors: AtomicU64,
+}
+
+/// Which way a failed transfer went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// A send.
+    Send,
+    /// A receive.
+    Receive,
 }
 
 /// A copy of the counters at one moment.
@@ -25,6 +39,14 @@ pub struct CounterSnapshot {
     pub messages_rx: u64,
     /// Payload bytes received.
     pub bytes_rx: u64,
+    /// Sends that timed out.
+    pub send_timeouts: u64,
+    /// Receives that timed out.
+    pub receive_timeouts: u64,
+    /// Sends that failed otherwise (not interrupted: a state change is no failure).
+    pub send_errors: u64,
+    /// Receives that failed otherwise (not interrupted).
+    pub receive_errors: u64,
 }
 
 impl Counters {
@@ -44,6 +66,20 @@ impl Counters {
         bump(&self.bytes_rx, bytes as u64);
     }
 
+    /// Records a transfer that failed with `e` (single writer, as [`Counters::record_tx`]): a
+    /// timeout, or an error; an interruption is not counted (the device changes state).
+    #[cold]
+    pub fn record_failure(&self, dir: Direction, e: &TransferError) {
+        let c = match (dir, e) {
+            (_, TransferError::Interrupted) => return,
+            (Direction::Send, TransferError::Timeout) => &self.send_timeouts,
+            (Direction::Receive, TransferError::Timeout) => &self.receive_timeouts,
+            (Direction::Send, _) => &self.send_errors,
+            (Direction::Receive, _) => &self.receive_errors,
+        };
+        bump(c, 1);
+    }
+
     /// The current values.
     pub fn snapshot(&self) -> CounterSnapshot {
         CounterSnapshot {
@@ -51,6 +87,10 @@ impl Counters {
             bytes_tx: self.bytes_tx.load(Ordering::Relaxed),
             messages_rx: self.messages_rx.load(Ordering::Relaxed),
             bytes_rx: self.bytes_rx.load(Ordering::Relaxed),
+            send_timeouts: self.send_timeouts.load(Ordering::Relaxed),
+            receive_timeouts: self.receive_timeouts.load(Ordering::Relaxed),
+            send_errors: self.send_errors.load(Ordering::Relaxed),
+            receive_errors: self.receive_errors.load(Ordering::Relaxed),
         }
     }
 }
@@ -59,4 +99,23 @@ impl Counters {
 #[inline]
 fn bump(c: &AtomicU64, n: u64) {
     c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_are_counted_by_direction_and_kind_and_interruptions_not_at_all() {
+        let c = Counters::default();
+        c.record_failure(Direction::Send, &TransferError::Timeout);
+        c.record_failure(Direction::Send, &TransferError::Timeout);
+        c.record_failure(Direction::Receive, &TransferError::Timeout);
+        c.record_failure(Direction::Receive, &TransferError::Interrupted);
+        c.record_failure(Direction::Send, &TransferError::Transport("lost".into()));
+        c.record_tx(10);
+        let s = c.snapshot();
+        assert_eq!((s.send_timeouts, s.receive_timeouts, s.send_errors, s.receive_errors), (2, 1, 1, 0));
+        assert_eq!((s.messages_tx, s.bytes_tx, s.messages_rx), (1, 10, 0));
+    }
 }

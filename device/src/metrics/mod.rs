@@ -1,0 +1,77 @@
+//! Metrics for Prometheus: a device program started with `--metrics-address HOST:PORT` serves
+//! `GET /metrics` there, in the Prometheus text format (0.0.4), or in OpenMetrics when the
+//! scraper asks for it (Prometheus does). Everything is read at scrape time from what the device
+//! already keeps; without the option there is no endpoint, no thread and no cost.
+//!
+//! | metric | type | labels | what |
+//! |---|---|---|---|
+//! | `fairmq_device_state` | gauge | `device`, `state` | 1 for the current state, 0 for the others |
+//! | `fairmq_device_transitions_total` | counter | `device`, `state` | entries into each state |
+//! | `fairmq_device_uptime_seconds` | gauge | `device` | time since the state machine started |
+//! | `fairmq_device_errors_total` | counter | `device` | error and fatal log lines of the process |
+//! | `fairmq_channel_{sent,received}_messages_total` | counter | `device`, `channel`, `index`, `transport` | messages moved (a multipart once) |
+//! | `fairmq_channel_{sent,received}_bytes_total` | counter | same | payload bytes moved |
+//! | `fairmq_channel_{send,receive}_{timeouts,errors}_total` | counter | same | transfers that timed out, or failed otherwise |
+//! | `fairmq_channel_peers` | gauge | same | peers connected now |
+//! | `fairmq_shm_segment_{size,free,used,largest_free_block,cached}_bytes` | gauge | `device`, `segment` | the segment the device allocates in |
+//! | `fairmq_shm_messages_in_flight` | gauge | `device`, `segment` | messages handed to sockets, not taken yet |
+//! | `fairmq_shm_allocation_{retries,failures}_total` | counter | `device`, `segment` | allocations that waited, or failed |
+//! | `fairmq_region_size_bytes`, `fairmq_region_pieces_in_flight`, `fairmq_region_acks_pending` | gauge | `device`, `transport`, `region` | the unmanaged regions the device maps |
+//! | `process_*` | | | client_golang's process metrics: CPU, memory, descriptors, threads, start time |
+
+mod address;
+mod device_collector;
+mod endpoint;
+mod families;
+mod negotiation;
+mod process_collector;
+mod shm_collector;
+
+pub use address::{parse as parse_address, AddressError};
+pub use endpoint::Endpoint;
+
+use crate::properties::Properties;
+use crate::state_machine::StateMachine;
+use prometheus_client::registry::Registry;
+use std::sync::Arc;
+
+/// The option that asks for an endpoint.
+pub const OPTION: &str = "metrics-address";
+
+/// Why the metrics endpoint could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum MetricsError {
+    /// The address given is not one.
+    #[error(transparent)]
+    Address(#[from] AddressError),
+    /// The address could not be bound.
+    #[error("cannot serve metrics on {given}: {source}")]
+    Bind {
+        /// The address given.
+        given: String,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// Starts the endpoint `--metrics-address` asks for (none when it is empty), logs the address it
+/// serves on and writes it back into the option (with the port chosen when 0 was given).
+pub(crate) fn start_for_device(
+    config: &Arc<Properties>,
+    sm: &Arc<StateMachine>,
+) -> Result<Option<Endpoint>, MetricsError> {
+    let given = config.get_or::<String>(OPTION, String::new()).unwrap_or_default();
+    if given.is_empty() {
+        return Ok(None);
+    }
+    let addr = address::parse(&given)?;
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(process_collector::ProcessCollector));
+    let fairmq = registry.sub_registry_with_prefix("fairmq");
+    fairmq.register_collector(Box::new(device_collector::DeviceCollector { sm: sm.clone(), config: config.clone() }));
+    fairmq.register_collector(Box::new(shm_collector::ShmCollector { sm: sm.clone(), config: config.clone() }));
+    let endpoint = Endpoint::start(addr, registry).map_err(|source| MetricsError::Bind { given, source })?;
+    log::info!("metrics: serving http://{}/metrics", endpoint.address());
+    config.set(OPTION, endpoint.address().to_string());
+    Ok(Some(endpoint))
+}

@@ -1,0 +1,96 @@
+//! What the metrics endpoint reads of a running device: its channels' counters, its transports,
+//! how often it entered each state, and since when it runs. The device's threads publish these
+//! where they already change (a channel set up, a state entered); the endpoint's thread only
+//! reads them, so a scrape never touches a socket (sockets belong to the device's thread).
+
+use crate::state::State;
+use crate::transport::Transport;
+use fairmq_zmq::{Counters, TransportKind};
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// One sub-socket of a channel (`name[index]`), as the endpoint sees it.
+#[derive(Debug, Clone)]
+pub(crate) struct ChannelView {
+    /// The channel's name (without the index).
+    pub name: String,
+    /// The sub-socket's index.
+    pub index: usize,
+    pub transport: TransportKind,
+    pub counters: Arc<Counters>,
+    /// Peers connected now (kept by the transport).
+    pub peers: Arc<AtomicU64>,
+}
+
+/// A device's telemetry (one per state machine).
+#[derive(Debug)]
+pub(crate) struct Telemetry {
+    channels: Mutex<Vec<ChannelView>>,
+    /// The transports the device made (its `Context` holds the same list).
+    transports: Arc<Mutex<Vec<Transport>>>,
+    /// How often each state was entered, by `State as usize`.
+    entered: [AtomicU64; State::ALL.len()],
+    started: Instant,
+}
+
+impl Default for Telemetry {
+    fn default() -> Self {
+        Telemetry {
+            channels: Mutex::default(),
+            transports: Arc::default(),
+            entered: std::array::from_fn(|_| AtomicU64::new(0)),
+            started: Instant::now(),
+        }
+    }
+}
+
+impl Telemetry {
+    /// The device's channels now (sorted by name and index); empty while it has none.
+    pub(crate) fn set_channels(&self, mut channels: Vec<ChannelView>) {
+        channels.sort_by(|a, b| (&a.name, a.index).cmp(&(&b.name, b.index)));
+        *self.channels.lock() = channels;
+    }
+
+    pub(crate) fn channels(&self) -> Vec<ChannelView> {
+        self.channels.lock().clone()
+    }
+
+    /// The list of the device's transports, shared with its `Context`.
+    pub(crate) fn transports(&self) -> &Arc<Mutex<Vec<Transport>>> {
+        &self.transports
+    }
+
+    /// `state` was entered (once per state change, never per message).
+    pub(crate) fn entered(&self, state: State) {
+        self.entered[state as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How often `state` was entered.
+    pub(crate) fn times_entered(&self, state: State) -> u64 {
+        self.entered[state as usize].load(Ordering::Relaxed)
+    }
+
+    /// Seconds since the device's state machine was made.
+    pub(crate) fn uptime(&self) -> f64 {
+        self.started.elapsed().as_secs_f64()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn states_entered_are_counted_per_state() {
+        let t = Telemetry::default();
+        for s in [State::Idle, State::InitializingDevice, State::Idle] {
+            t.entered(s);
+        }
+        assert_eq!(t.times_entered(State::Idle), 2);
+        assert_eq!(t.times_entered(State::InitializingDevice), 1);
+        assert_eq!(t.times_entered(State::Running), 0);
+        assert!(State::ALL.iter().enumerate().all(|(i, &s)| s as usize == i), "indexable by state");
+    }
+}
