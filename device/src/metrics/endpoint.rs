@@ -1,8 +1,9 @@
-//! The HTTP endpoint that serves `GET /metrics`: tiny_http parses the requests (one thread per
-//! connection, its own), one thread of ours answers them in turn with the registry's exposition.
-//! Read-only: it exposes counts and states, never payload; bind it to loopback or a trusted
-//! interface (anyone who reaches it can read the counts, and hold connections open).
+//! The endpoint that serves `GET /metrics` (see `http` for the server): the registry's
+//! exposition, in the format the scraper asks for. Read-only: it exposes counts and states,
+//! never payload; bind it to loopback or a trusted interface (anyone who reaches it can read
+//! the counts).
 
+use super::http::{self, Request, TEXT};
 use super::negotiation::wants_openmetrics;
 use prometheus_client::registry::Registry;
 use std::io;
@@ -10,11 +11,8 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
 
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
-/// How often the serving thread looks whether it is to stop.
-const POLL: Duration = Duration::from_millis(200);
 
 /// A running endpoint; dropping it stops it.
 #[derive(Debug)]
@@ -25,15 +23,15 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
-    /// Binds `addr` (port 0: a free one) and serves `registry` there.
+    /// Binds `addr` (port 0: a free one) and serves `registry` there, on a thread of its own.
     pub fn start(addr: SocketAddr, registry: Registry) -> io::Result<Endpoint> {
-        let server = bind(addr)?;
-        let addr = server.server_addr().to_ip().ok_or_else(|| io::Error::other("not a TCP address"))?;
+        let listener = std::net::TcpListener::bind(addr)?;
+        let addr = listener.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
         let stopped = stop.clone();
         let thread = std::thread::Builder::new()
             .name("fmq-metrics".into())
-            .spawn(move || serve(server, addr, &registry, &stopped))?;
+            .spawn(move || http::serve(listener, &stopped, |r| answer(r, &registry)))?;
         Ok(Endpoint { addr, stop, thread: Some(thread) })
     }
 
@@ -52,53 +50,17 @@ impl Drop for Endpoint {
     }
 }
 
-fn bind(addr: SocketAddr) -> io::Result<tiny_http::Server> {
-    let listener = std::net::TcpListener::bind(addr)?;
-    tiny_http::Server::from_listener(listener, None).map_err(io::Error::other)
-}
-
-/// Answers requests until `stop`. tiny_http's accept thread ends at the first accept error (out
-/// of descriptors, say): the endpoint then listens again on the same address, so a flood of
-/// connections costs scrapes while it lasts, never the endpoint.
-fn serve(mut server: tiny_http::Server, addr: SocketAddr, registry: &Registry, stop: &AtomicBool) {
-    while !stop.load(Ordering::Relaxed) {
-        match server.recv_timeout(POLL) {
-            Ok(Some(req)) => {
-                let (status, content_type, body) = answer(&req, registry);
-                let mut response = tiny_http::Response::from_string(body).with_status_code(status);
-                if let Ok(h) = tiny_http::Header::from_bytes(&b"Content-Type"[..], content_type.as_bytes()) {
-                    response = response.with_header(h);
-                }
-                if let Err(e) = req.respond(response) {
-                    log::debug!("metrics: a scraper left before its answer: {e}");
-                }
-            }
-            Ok(None) => {}
-            Err(e) => {
-                log::error!("metrics: the endpoint stopped accepting ({e}); listening again on {addr}");
-                std::thread::sleep(POLL);
-                match bind(addr) {
-                    Ok(s) => server = s,
-                    Err(e) => log::error!("metrics: cannot listen on {addr} again: {e}"),
-                }
-            }
-        }
-    }
-}
-
-/// Status, content type and body for `req`: the exposition for `GET /metrics`, errors otherwise.
-fn answer(req: &tiny_http::Request, registry: &Registry) -> (u16, &'static str, String) {
-    const TEXT: &str = "text/plain; charset=utf-8";
-    let path = req.url().split('?').next().unwrap_or("");
+/// The answer to `req`: the exposition for `GET /metrics`, errors otherwise.
+fn answer(req: &Request, registry: &Registry) -> http::Answer {
+    let path = req.path.split('?').next().unwrap_or("");
     if path != "/metrics" {
         return (404, TEXT, "Not found: metrics are at /metrics\n".to_owned());
     }
-    if !matches!(req.method(), tiny_http::Method::Get | tiny_http::Method::Head) {
+    if !matches!(req.method.as_str(), "GET" | "HEAD") {
         return (405, TEXT, "Method not allowed: GET /metrics\n".to_owned());
     }
-    let accept = req.headers().iter().find(|h| h.field.equiv("Accept")).map_or("", |h| h.value.as_str());
     let mut body = String::with_capacity(16 << 10);
-    let encoded = if wants_openmetrics(accept) {
+    let encoded = if wants_openmetrics(&req.accept) {
         prometheus_client::encoding::text::encode(&mut body, registry).map(|()| OPENMETRICS)
     } else {
         prometheus_client::encoding::prometheus_text::encode(&mut body, registry)

@@ -23,6 +23,7 @@ mod address;
 mod device_collector;
 mod endpoint;
 mod families;
+mod http;
 mod negotiation;
 mod process_collector;
 mod shm_collector;
