@@ -38,7 +38,8 @@ fn options() -> Options {
         .within(10u64..=86_400_000)
         .add_optional("get-shmid", Kind::Flag, "Translate given session id and user id to a shmem id")
         .add_optional("list-all", Kind::Flag, "List all sessions found in --list-all-path")
-        .add("list-all-path", Kind::Str, "/dev/shm/", "Directory --list-all looks in")
+        .add("list-all-path", Kind::Str, "/dev/shm/", "Directory --list-all (and --metrics-address) looks in")
+        .add("metrics-address", Kind::Str, "", "Serve Prometheus metrics of every session in --list-all-path at http://HOST:PORT/metrics (port 0: a free port, logged); with it, view mode serves until SIGINT or SIGTERM (fairmq-rs)")
         .add_optional("verbose", Kind::Flag, "Verbose mode (daemon will output to a file)")
         .add("severity", Kind::Str, "info", "Log severity")
         .add("user-id", Kind::Int, -1i64, "User id (used with --get-shmid)")
@@ -123,6 +124,17 @@ fn run(opts: &Options, p: &Properties) -> Result<(), String> {
     }
     let (interactive, mon) = (flag(p, "interactive"), flag(p, "monitor"));
     let view = flag(p, "view") || !(interactive || mon);
+    let metrics: String = p.get("metrics-address").map_err(|e| e.to_string())?;
+    if view && !interactive && !metrics.is_empty() {
+        log_report(&shm_id).map_err(|e| e.to_string())?;
+        let _endpoint = start_metrics(p, &metrics)?;
+        let signal = signals()?;
+        while signal.load(Ordering::Relaxed) == 0 {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        log::info!("signal: {}", signal.load(Ordering::Relaxed));
+        return Ok(());
+    }
     if view && !interactive {
         if !log_report(&shm_id).map_err(|e| e.to_string())? {
             if let Some(hex) = decimal_form(&given) {
@@ -153,10 +165,9 @@ fn run(opts: &Options, p: &Properties) -> Result<(), String> {
             }
         }
     };
-    let signal = Arc::new(AtomicUsize::new(0));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_usize(sig, signal.clone(), sig as usize).map_err(|e| e.to_string())?;
-    }
+    // After daemonizing: the launcher exits at once.
+    let _endpoint = if metrics.is_empty() { None } else { Some(start_metrics(p, &metrics)?) };
+    let signal = signals()?;
     let terminating = || signal.load(Ordering::Relaxed) != 0;
     if interactive {
         let interval = Duration::from_millis(p.get("interval").map_err(|e| e.to_string())?);
@@ -177,6 +188,21 @@ fn run(opts: &Options, p: &Properties) -> Result<(), String> {
     }
     drop(lock);
     Ok(())
+}
+
+/// The number of the signal (SIGINT, SIGTERM) that asks to stop, once one came (0 before).
+fn signals() -> Result<Arc<AtomicUsize>, String> {
+    let signal = Arc::new(AtomicUsize::new(0));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_usize(sig, signal.clone(), sig as usize).map_err(|e| e.to_string())?;
+    }
+    Ok(signal)
+}
+
+/// The metrics endpoint for every session in `--list-all-path`.
+fn start_metrics(p: &Properties, address: &str) -> Result<fairmq::metrics::Endpoint, String> {
+    let dir: String = p.get("list-all-path").map_err(|e| e.to_string())?;
+    fairmq::metrics::start_for_sessions(address, std::path::Path::new(&dir)).map_err(|e| e.to_string())
 }
 
 /// Logs the segment report of the session (FairMQ's `PrintShm`), or that it has none; whether

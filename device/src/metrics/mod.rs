@@ -18,6 +18,13 @@
 //! | `fairmq_shm_allocation_{retries,failures}_total` | counter | `device`, `segment` | allocations that waited, or failed |
 //! | `fairmq_region_size_bytes`, `fairmq_region_pieces_in_flight`, `fairmq_region_acks_pending` | gauge | `device`, `transport`, `region` | the unmanaged regions the device maps |
 //! | `process_*` | | | client_golang's process metrics: CPU, memory, descriptors, threads, start time |
+//!
+//! `fairmq-shmmonitor --metrics-address` exports every session of its host instead (labels
+//! `shmid`, `session`, and `segment` or `region`): `fairmq_shm_sessions`,
+//! `fairmq_shm_session_readable`, `fairmq_shm_session_devices`,
+//! `fairmq_shm_session_attached_processes`, the segment families above and
+//! `fairmq_shm_segment_messages`, `fairmq_shm_region_size_bytes`, `fairmq_shm_region_acks_pending`,
+//! `fairmq_shm_region_destroyed`; and its own `process_*`.
 
 mod address;
 mod device_collector;
@@ -26,6 +33,7 @@ mod families;
 mod http;
 mod negotiation;
 mod process_collector;
+mod session_collector;
 mod shm_collector;
 
 pub use address::{parse as parse_address, AddressError};
@@ -53,6 +61,20 @@ pub enum MetricsError {
         /// Why.
         source: std::io::Error,
     },
+}
+
+/// Starts an endpoint at `given` (`HOST:PORT`) that exports every session whose management
+/// segment is in `dir` (the monitor's); logs the address it serves on.
+pub fn start_for_sessions(given: &str, dir: &std::path::Path) -> Result<Endpoint, MetricsError> {
+    let addr = address::parse(given)?;
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(process_collector::ProcessCollector));
+    let fairmq = registry.sub_registry_with_prefix("fairmq");
+    fairmq.register_collector(Box::new(session_collector::SessionCollector { dir: dir.to_owned() }));
+    let endpoint =
+        Endpoint::start(addr, registry).map_err(|source| MetricsError::Bind { given: given.to_owned(), source })?;
+    log::info!("metrics: serving http://{}/metrics", endpoint.address());
+    Ok(endpoint)
 }
 
 /// Starts the endpoint `--metrics-address` asks for (none when it is empty), logs the address it

@@ -8,9 +8,11 @@
 mod cleanup;
 mod lock;
 mod report;
+mod sessions;
 mod watch;
 
 pub use cleanup::{cleanup, cleanup_full, reset_content};
 pub use lock::{monitor_running, start_daemon, MonitorLock, MONITOR_BINARY};
 pub use report::{debug_info, free_memory, list_all, report, used_blocks, FreeMemoryError, SegmentBlocks, UsedBlock};
+pub use sessions::{session_ids, session_view, RegionView, SegmentView, SessionView};
 pub use watch::{sweep, Step, Sweep, Watcher, WATCH_INTERVAL};

@@ -3,7 +3,6 @@
 
 use crate::error::ShmError;
 use crate::naming::Names;
-use crate::region::ack_queue::AckQueue;
 use crate::segment::Segment;
 use crate::session::management::Management;
 use std::fmt::Write as _;
@@ -22,20 +21,16 @@ pub(super) fn open_if_present(names: &Names) -> Result<Option<Management>, ShmEr
 /// The segment report (FairMQ's `PrintShm`): segments with free and used memory, regions,
 /// attached processes. `None` if the session has no management segment.
 pub fn report(shm_id: &str) -> Result<Option<String>, ShmError> {
-    let names = Names::new(shm_id);
-    let Some(m) = open_if_present(&names)? else { return Ok(None) };
+    let Some(v) = super::sessions::session_view(shm_id)? else { return Ok(None) };
     let mut s = String::new();
     let _ = writeln!(
         s,
         "shm id: {shm_id}, session: {}, creator id: {}, devices: {}, managed segments:",
-        m.session_name(),
-        m.creator_uid(),
-        m.device_count()
+        v.session, v.creator_uid, v.devices
     );
-    for seg in m.segments() {
-        match Segment::open(&Names::path(&names.segment(seg.id)), seg.id) {
-            Ok(sg) => {
-                let st = sg.stats();
+    for seg in &v.segments {
+        match &seg.stats {
+            Ok(st) => {
                 let _ = writeln!(
                     s,
                     "   [{}]: total: {}, msgs: {}, free: {}, used: {}",
@@ -48,18 +43,16 @@ pub fn report(shm_id: &str) -> Result<Option<String>, ShmError> {
         }
     }
     let total = crate::session::management::MANAGEMENT_SIZE;
-    let _ = writeln!(s, "   [m]: total: {total}, heartbeat: {}, events: {}", m.heartbeat_count(), m.event_count());
-    let regions = crate::session::registry::regions(&m);
-    if !regions.is_empty() {
+    let _ = writeln!(s, "   [m]: total: {total}, heartbeat: {}, events: {}", v.heartbeats, v.events);
+    if !v.regions.is_empty() {
         let _ = writeln!(s, "   unmanaged regions:");
-        for r in regions {
+        for r in &v.regions {
             let state = if r.destroyed { "destroyed" } else { "alive" };
-            let pending = AckQueue::open(&Names::path(&names.region_queue(r.id))).map(|q| q.pending()).ok();
             let _ = write!(s, "      [{}]: {state}, size: {}, user flags: {}", r.id, r.size, r.user_flags);
             if !r.path.is_empty() {
                 let _ = write!(s, ", path: '{}'", r.path);
             }
-            match pending {
+            match r.acks_pending {
                 Some(p) => {
                     let _ = writeln!(s, ", acknowledgements pending: {p}");
                 }
@@ -67,8 +60,7 @@ pub fn report(shm_id: &str) -> Result<Option<String>, ShmError> {
             }
         }
     }
-    let procs = crate::session::liveness::attached(&m);
-    let list: Vec<String> = procs.iter().map(|a| a.pid.to_string()).collect();
+    let list: Vec<String> = v.attached.iter().map(u32::to_string).collect();
     let _ = writeln!(s, "   attached processes: {}", if list.is_empty() { "none".into() } else { list.join(", ") });
     Ok(Some(s))
 }
