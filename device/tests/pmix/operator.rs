@@ -134,3 +134,49 @@ fn i19_pmix_operator_command_for_no_job_is_a_clear_error() {
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("serve runs in the job"), "{out}");
 }
+
+/// `--prometheus-targets FILE` (issue 36): the operator writes the job's metrics endpoints as
+/// Prometheus file_sd JSON, one group per device labelled with its id and rank, and each target
+/// serves that device's metrics.
+#[test]
+fn i19_pmix_prometheus_targets_name_every_device_and_each_serves_its_metrics() {
+    let exe = quickstart();
+    let s = Session::new();
+    let dir = rendezvous();
+    let rendezvous = dir.path().to_str().expect("a UTF-8 path");
+    let mut lines = three_stages(&exe, &s, "zeromq", &["--timeout", "60", "serve"]);
+    for device in &mut lines[..3] {
+        device.extend(["--metrics-address".to_owned(), "127.0.0.1:0".to_owned()]);
+    }
+    let mut args = super::strings(&["--allow-run-as-root", "--oversubscribe", "--timeout", "90"]);
+    args.extend(super::strings(&["-x", "FAIRMQ_PMIX_DIR"]));
+    let line = job(args, apps(lines, None));
+    let mut cmd = Command::new("mpirun");
+    cmd.args(&line).env("FAIRMQ_PMIX_DIR", rendezvous);
+    let mut job = Proc::start(&mut cmd, Start::default());
+    let ns = served_namespace(dir.path());
+    let out_dir = tempfile::tempdir().unwrap();
+    let file = out_dir.path().join("targets.json");
+    let file_arg = file.to_str().unwrap();
+    let (code, out) =
+        operator(dir.path(), &["--namespace", &ns, "--timeout", "60", "--prometheus-targets", file_arg, "run"]);
+    assert_eq!(code, Some(0), "{out}");
+    let groups: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let groups = groups.as_array().expect("a list of groups");
+    let mut seen: Vec<(String, String)> = Vec::new();
+    for g in groups {
+        let (device, rank) = (g["labels"]["device"].as_str().unwrap(), g["labels"]["rank"].as_str().unwrap());
+        let target = g["targets"][0].as_str().unwrap();
+        let text = ureq::get(format!("http://{target}/metrics")).call().unwrap().body_mut().read_to_string().unwrap();
+        let running = format!("fairmq_device_state{{device=\"{device}\",state=\"RUNNING\"}} 1");
+        assert!(text.contains(&running), "{device} at {target}:\n{text}");
+        seen.push((device.to_owned(), rank.to_owned()));
+    }
+    seen.sort();
+    let expected = [("processor1", "1"), ("sampler1", "0"), ("sink1", "2")].map(|(d, r)| (d.to_owned(), r.to_owned()));
+    assert_eq!(seen, expected, "one group per device, the command (rank 3) has none");
+    let (code, out) = operator(dir.path(), &["--namespace", &ns, "--timeout", "60", "stop", "state"]);
+    assert_eq!(code, Some(0), "{out}");
+    let code = job.wait().code();
+    check_three_stages(code, &format!("{}\n{out}", job.seen.join("\n")));
+}

@@ -18,9 +18,12 @@ const USAGE: &str = "usage:
   in the job:  mpirun <devices with -P pmix --control none> : -n 1 fairmq-pmix-command [--timeout S] COMMAND...
                mpirun <devices ...> : -n 1 fairmq-pmix-command [--timeout S] serve
   operator:    fairmq-pmix-command --namespace NS [--timeout S] COMMAND...
+               fairmq-pmix-command --namespace NS --prometheus-targets FILE [COMMAND...]
                fairmq-pmix-command --list
-COMMAND: run | stop | state | change-state TRANSITION | wait-for-state STATE
---timeout S: how long the commands may take, 1 s to a day (default 120 s)";
+COMMAND: run | stop | state | change-state TRANSITION | wait-for-state STATE | targets
+--timeout S: how long the commands may take, 1 s to a day (default 120 s)
+--prometheus-targets FILE: after the commands, write the devices' metrics endpoints (those run
+  with --metrics-address) to FILE as Prometheus file_sd JSON (labels device, rank)";
 
 /// Runs `fairmq-pmix-command` with `args` (without the program name); the exit code.
 pub fn main_with_args(args: &[String]) -> u8 {
@@ -40,6 +43,8 @@ pub fn main_with_args(args: &[String]) -> u8 {
 struct Request {
     timeout: Duration,
     namespace: Option<String>,
+    /// Where `--prometheus-targets` writes the targets (the `targets` command is added last).
+    targets_file: Option<std::path::PathBuf>,
     list: bool,
     serve: bool,
     /// The commands as given (an operator sends them) and parsed (all checked before any runs).
@@ -51,6 +56,7 @@ fn parse(args: &[String]) -> Result<Option<Request>, BoxError> {
     let mut r = Request {
         timeout: Duration::from_secs(120),
         namespace: None,
+        targets_file: None,
         list: false,
         serve: false,
         words: Vec::new(),
@@ -62,6 +68,9 @@ fn parse(args: &[String]) -> Result<Option<Request>, BoxError> {
             "--timeout" => r.timeout = steps::timeout(it.next().ok_or("--timeout needs seconds")?)?,
             "--namespace" => r.namespace = Some(it.next().ok_or("--namespace needs the job's PMIx namespace")?.clone()),
             "--list" => r.list = true,
+            "--prometheus-targets" => {
+                r.targets_file = Some(it.next().ok_or("--prometheus-targets needs a file")?.into());
+            }
             "-h" | "--help" => return Ok(None),
             _ => r.words.push(a.clone()),
         }
@@ -75,6 +84,12 @@ fn parse(args: &[String]) -> Result<Option<Request>, BoxError> {
         }
         r.serve = true;
         return Ok(Some(r));
+    }
+    if r.targets_file.is_some() {
+        if r.words.iter().any(|w| w == "serve") {
+            return Err("--prometheus-targets runs commands; serve takes none".into());
+        }
+        r.words.push("targets".into());
     }
     r.steps = steps::parse(&r.words).map_err(|e| format!("{e}\n{USAGE}"))?;
     Ok(Some(r))
@@ -92,14 +107,16 @@ fn run(args: &[String]) -> Result<bool, BoxError> {
         return Ok(true);
     }
     if let Some(ns) = &r.namespace {
-        return operator::send(ns, r.timeout, &r.words);
+        let text = operator::send(ns, r.timeout, &r.words)?;
+        output(&r, &text)?;
+        return Ok(true);
     }
     let (namespace, me) = ffi::init()?;
     let result = Controller::join(me, r.timeout).and_then(|mut c| {
         if r.serve {
             operator::serve(&mut c, &namespace, r.timeout)
         } else {
-            print!("{}", c.execute(&r.steps, r.timeout)?);
+            output(&r, &c.execute(&r.steps, r.timeout)?)?;
             Ok(c.all_exiting())
         }
     });
@@ -107,6 +124,23 @@ fn run(args: &[String]) -> Result<bool, BoxError> {
         log::warn!("pmix: {e}");
     }
     result
+}
+
+/// Prints what the commands printed; with `--prometheus-targets`, the last line (what `targets`
+/// printed) goes to the file instead.
+fn output(r: &Request, text: &str) -> Result<(), BoxError> {
+    let Some(file) = &r.targets_file else {
+        print!("{text}");
+        return Ok(());
+    };
+    let body = text.strip_suffix('\n').unwrap_or(text);
+    let (before, json) = body.rsplit_once('\n').unwrap_or(("", body));
+    if !before.is_empty() {
+        println!("{before}");
+    }
+    super::targets::write(file, json).map_err(|e| format!("writing {}: {e}", file.display()))?;
+    log::info!("pmix command: the targets of the job's metrics endpoints are in {}", file.display());
+    Ok(())
 }
 
 #[cfg(test)]
@@ -125,6 +159,8 @@ mod tests {
             (Duration::from_secs(9), Some("1234"), false, vec![Step::Stop, Step::State])
         );
         assert!(parse(&args(&["serve"])).unwrap().unwrap().serve);
+        let r = parse(&args(&["--namespace", "n", "--prometheus-targets", "/tmp/t.json"])).unwrap().unwrap();
+        assert_eq!((r.words, r.steps), (vec!["targets".to_owned()], vec![Step::Targets]));
         assert!(parse(&args(&["--help"])).unwrap().is_none());
         for bad in [
             &["--timeout", "soon", "run"][..],
@@ -136,6 +172,8 @@ mod tests {
             &["--namespace", "x", "serve"],
             &["run", "stpo"],
             &["serve", "run"],
+            &["--prometheus-targets"],
+            &["--prometheus-targets", "f", "serve"],
         ] {
             assert!(parse(&args(bad)).is_err(), "{bad:?}");
         }

@@ -14,7 +14,7 @@
 //! each device published with its bound addresses.
 
 use super::steps::Step;
-use super::{ffi, reachable, unique_id, BOUND_KEY, CONTROLLER_KEY, ID_KEY, ROLE_KEY};
+use super::{ffi, reachable, unique_id, BOUND_KEY, CONTROLLER_KEY, ID_KEY, METRICS_KEY, ROLE_KEY};
 use crate::state::{State, Transition};
 use crate::BoxError;
 use fairmq_zmq::{AttachOptions, Message, Method, SocketType, Transport};
@@ -30,6 +30,8 @@ struct Peer {
     state: State,
     /// Every state it entered, in order.
     entered: Vec<State>,
+    /// Its metrics endpoint (`host:port`; empty: none).
+    metrics: String,
 }
 
 impl Peer {
@@ -72,6 +74,7 @@ impl Controller {
         let token = new_token()?;
         ffi::put(ID_KEY, "")?;
         ffi::put(CONTROLLER_KEY, &format!("{bound}\t{token}"))?;
+        ffi::put(METRICS_KEY, "")?;
         let fence_timeout = i32::try_from(timeout.as_secs()).unwrap_or(i32::MAX);
         ffi::fence(fence_timeout)?;
         let ids = (0..size).map(|r| if r == me { Ok(String::new()) } else { ffi::get(r, ID_KEY) });
@@ -80,10 +83,10 @@ impl Controller {
         for r in (0..size).filter(|&r| r != me) {
             // The id the device itself took: numbered where several processes share one.
             let id = unique_id(&ids, r as usize).unwrap_or_else(|| ids[r as usize].clone());
-            peers.insert(
-                r,
-                Peer { id, role: String::new(), identity: None, state: State::Undefined, entered: Vec::new() },
-            );
+            // A device of a build that publishes no endpoint has none.
+            let metrics = ffi::get(r, METRICS_KEY).unwrap_or_default();
+            let (role, state, entered) = (String::new(), State::Undefined, Vec::new());
+            peers.insert(r, Peer { id, role, identity: None, state, entered, metrics });
         }
         let deadline = Instant::now() + timeout;
         let mut c = Controller { socket, peers, fenced: false, deadline, fence_timeout, token, transport };
@@ -105,6 +108,11 @@ impl Controller {
                     }
                 }
                 Step::ChangeState(t) => self.request_all(t, |_| true)?,
+                Step::Targets => {
+                    let devices = self.peers.iter().map(|(r, p)| (*r, p.id.as_str(), p.metrics.as_str()));
+                    out.push_str(&super::targets::file_sd(devices));
+                    out.push('\n');
+                }
                 Step::WaitForState(s) => {
                     let marks = self.marks();
                     self.wait(&format!("every device is in {s}"), |c| {
@@ -280,6 +288,7 @@ mod tests {
                 identity: None,
                 state: State::Undefined,
                 entered: Vec::new(),
+                metrics: String::new(),
             },
         );
         for bad in [

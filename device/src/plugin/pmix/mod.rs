@@ -19,6 +19,7 @@ mod ffi;
 mod link;
 mod operator;
 mod steps;
+mod targets;
 
 use super::{builtin_control::crate_version, Plugin, PluginServices, Version};
 use crate::channel::ChannelConfig;
@@ -34,6 +35,8 @@ const ROLE_KEY: &str = "fairmq-rs.role";
 /// The address of a `fairmq-pmix-command` process of the job and the secret its links show,
 /// tab-separated (empty for devices).
 const CONTROLLER_KEY: &str = "fairmq-rs.controller";
+/// The `host:port` of a device's metrics endpoint, reachable from other hosts (empty: none).
+const METRICS_KEY: &str = "fairmq-rs.metrics";
 
 /// Longest frame the command's sockets take: their frames are a few words. A peer's larger frame
 /// ends its connection instead of being buffered, however large it says it is (the controller's
@@ -79,6 +82,10 @@ impl Plugin for PmixPlugin {
         let id = config.get_or::<String>("id", String::new()).unwrap_or_default();
         ffi::put(ID_KEY, &id)?;
         ffi::put(CONTROLLER_KEY, "")?;
+        // Started before the plugins, so bound already (the port chosen when 0 was given).
+        let metrics = config.get_or::<String>(crate::metrics::OPTION, String::new()).unwrap_or_default();
+        let interface = config.get_or::<String>("network-interface", "default".into()).unwrap_or_default();
+        ffi::put(METRICS_KEY, &reachable_endpoint(&metrics, &interface))?;
         ffi::fence(timeout)?;
         let ids = (0..size).map(|r| ffi::get(r, ID_KEY)).collect::<Result<Vec<_>, _>>()?;
         // (The command process, if any, has an empty id: it never shares a device's.)
@@ -206,6 +213,15 @@ fn has_address(c: &ChannelConfig) -> bool {
 
 /// `address` with a wildcard host (`*`, `0.0.0.0`) replaced by the IPv4 address of `interface`
 /// (`default`: the default route's), so that other hosts can connect to it.
+/// A metrics endpoint's `host:port` as other hosts reach it (see [`reachable`]; empty: none).
+fn reachable_endpoint(address: &str, interface: &str) -> String {
+    if address.is_empty() {
+        return String::new();
+    }
+    let tcp = reachable(&format!("tcp://{}", address.replace("[::]", "*")), interface);
+    tcp.strip_prefix("tcp://").unwrap_or(&tcp).to_owned()
+}
+
 fn reachable(address: &str, interface: &str) -> String {
     let Some(rest) = address.strip_prefix("tcp://") else { return address.to_owned() };
     let Some((host, port)) = rest.rsplit_once(':') else { return address.to_owned() };
@@ -223,6 +239,13 @@ fn reachable(address: &str, interface: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn metrics_endpoints_are_published_as_other_hosts_reach_them() {
+        assert_eq!(reachable_endpoint("", "lo"), "");
+        assert_eq!(reachable_endpoint("10.1.2.3:9100", "lo"), "10.1.2.3:9100");
+        assert_eq!(reachable_endpoint("0.0.0.0:9100", "lo"), "127.0.0.1:9100");
+    }
 
     #[test]
     fn shared_ids_are_numbered_by_rank_and_wildcards_become_reachable() {

@@ -177,9 +177,9 @@ fn request(parts: &[Message]) -> Result<(Duration, Vec<String>, Vec<Step>), BoxE
     Ok((timeout, words, steps))
 }
 
-/// Sends `words` to the job `namespace` served on this host and prints the reply; whether the
-/// commands succeeded. `timeout`: how long they may take (the service answers once done).
-pub(super) fn send(namespace: &str, timeout: Duration, words: &[String]) -> Result<bool, BoxError> {
+/// Sends `words` to the job `namespace` served on this host; what the commands printed (an
+/// error when one failed). `timeout`: how long they may take (the service answers once done).
+pub(super) fn send(namespace: &str, timeout: Duration, words: &[String]) -> Result<String, BoxError> {
     let path = socket_path(&directory()?, namespace)?;
     if !listened(&path)? {
         return Err(format!(
@@ -210,10 +210,7 @@ pub(super) fn send(namespace: &str, timeout: Duration, words: &[String]) -> Resu
     })?;
     let text = |i: usize| reply.get(i).map(|m| String::from_utf8_lossy(m.data()).into_owned()).unwrap_or_default();
     match text(0).as_str() {
-        "ok" => {
-            print!("{}", text(1));
-            Ok(true)
-        }
+        "ok" => Ok(text(1)),
         "error" => Err(text(1).into()),
         other => Err(format!("an unknown reply '{other}' from the service of namespace '{namespace}'").into()),
     }

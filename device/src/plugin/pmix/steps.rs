@@ -16,6 +16,8 @@ pub(super) enum Step {
     State,
     ChangeState(Transition),
     WaitForState(State),
+    /// The devices' metrics endpoints as Prometheus' file_sd JSON (one line).
+    Targets,
 }
 
 /// The longest a command may wait for the devices: a day.
@@ -38,6 +40,7 @@ pub(super) fn parse(words: &[String]) -> Result<Vec<Step>, BoxError> {
             "run" => Step::Run,
             "stop" => Step::Stop,
             "state" => Step::State,
+            "targets" => Step::Targets,
             "change-state" => {
                 let t = words.next().ok_or("change-state needs a transition")?;
                 Step::ChangeState(t.parse().map_err(|e| format!("change-state {t}: {e}"))?)
@@ -66,8 +69,16 @@ mod tests {
     #[test]
     fn every_word_is_checked_before_any_command_runs() {
         assert_eq!(
-            parse(&words(&["run", "change-state", "STOP", "wait-for-state", "READY", "state", "stop"])).unwrap(),
-            [Step::Run, Step::ChangeState(Transition::Stop), Step::WaitForState(State::Ready), Step::State, Step::Stop]
+            parse(&words(&["run", "change-state", "STOP", "wait-for-state", "READY", "state", "stop", "targets"]))
+                .unwrap(),
+            [
+                Step::Run,
+                Step::ChangeState(Transition::Stop),
+                Step::WaitForState(State::Ready),
+                Step::State,
+                Step::Stop,
+                Step::Targets
+            ]
         );
         for bad in [&["run", "stpo"][..], &["change-state"], &["change-state", "FLY"], &["wait-for-state", "X"], &[]] {
             assert!(parse(&words(bad)).is_err(), "{bad:?}");
