@@ -125,6 +125,48 @@ for t in zeromq shmem; do
   expect "$work/guide-sink-$t.log" "Received 30 data messages"
 done
 
+# The metrics endpoint of C and C++ devices (they run on the Rust device loop): a C++ sink that
+# takes 5 messages, scraped while it waits for them, and a C sampler whose peer never comes,
+# scraped while it waits to send (and stopped by SIGINT, exit 0); every exposition passes
+# promtool's lint.
+if command -v promtool > /dev/null && command -v curl > /dev/null; then
+  scrape() { # log id state file: scrapes the device that logged its endpoint in log; lints; checks its state
+    await "$1" "metrics: serving http://"
+    local url; url=$(grep -o 'http://[0-9.:]*/metrics' "$1" | head -1)
+    for _ in $(seq 600); do
+      curl -sf "$url" > "$4" && grep -q "fairmq_device_state{device=\"$2\",state=\"$3\"} 1" "$4" && break
+      sleep 0.1
+    done
+    expect "$4" "fairmq_device_state{device=\"$2\",state=\"$3\"} 1"
+    promtool check metrics < "$4" > "$4.lint" 2>&1 || { echo "promtool on $2's metrics:"; cat "$4.lint"; exit 1; }
+  }
+  a="ipc://$work/metrics"
+  "$work/counting-sink" --id cppmetrics $common --transport shmem --max-iterations 5 --metrics-address 127.0.0.1:0 \
+    --channel-config "name=data,type=pull,method=bind,address=$a,rateLogging=0" > "$work/cpp-metrics.log" 2>&1 & sink=$!
+  scrape "$work/cpp-metrics.log" cppmetrics RUNNING "$work/cpp-metrics.txt"
+  expect "$work/cpp-metrics.txt" 'fairmq_channel_received_messages_total{device="cppmetrics",channel="data",index="0",transport="shmem"} 0'
+  "$bin/fairmq-bsampler" --id rsampler $common --transport shmem --msg-size 1000 --max-iterations 4 \
+    --channel-config "name=data,type=push,method=connect,address=$a,rateLogging=0,linger=2000" > /dev/null
+  wait $sink
+  expect "$work/cpp-metrics.log" "C++ sink received 5 messages"
+  # Its queue holds 10 messages; the 11th send waits for a peer that never connects.
+  "$work/c-sampler" --id cmetrics $common --transport zeromq --max-iterations 1000 --metrics-address 127.0.0.1:0 \
+    --channel-config "name=data,type=push,method=connect,address=ipc://$work/nobody,rateLogging=0,sndBufSize=10" \
+    > "$work/c-metrics.log" 2>&1 & csampler=$!
+  scrape "$work/c-metrics.log" cmetrics RUNNING "$work/c-metrics.txt"
+  for _ in $(seq 600); do
+    curl -sf "$(grep -o 'http://[0-9.:]*/metrics' "$work/c-metrics.log" | head -1)" > "$work/c-metrics.txt"
+    grep -q 'fairmq_channel_sent_messages_total{device="cmetrics",channel="data",index="0",transport="zeromq"} 10$' "$work/c-metrics.txt" && break
+    sleep 0.1
+  done
+  expect "$work/c-metrics.txt" 'fairmq_channel_sent_messages_total{device="cmetrics",channel="data",index="0",transport="zeromq"} 10$'
+  kill -INT $csampler
+  wait $csampler
+  echo "C and C++ devices' metrics endpoints: ok"
+else
+  echo "promtool or curl is missing: the C and C++ metrics endpoints are not checked"
+fi
+
 # Region samplers (C with bulk and single callbacks, C++) to the Rust sink: 20 multiparts of 64
 # region pieces; each sampler checks it got exactly 20 * 64 acknowledgements before it exits.
 expect_exit() { # log command...: runs the command, which must succeed

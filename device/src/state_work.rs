@@ -426,6 +426,7 @@ impl Runner<'_> {
                 transport: c.transport().kind(),
                 counters: c.socket().shared_counters(),
                 peers: c.socket().peer_count(),
+                lanes: c.socket().lane_counts(),
             })
         });
         self.sm().telemetry().set_channels(views.collect());

@@ -22,6 +22,8 @@ pub(crate) struct ChannelView {
     pub counters: Arc<Counters>,
     /// Peers connected now (kept by the transport).
     pub peers: Arc<AtomicU64>,
+    /// Shmem: lanes written and read now (see `fairmq_shm::Socket::lane_counts`).
+    pub lanes: Option<(Arc<AtomicU64>, Arc<AtomicU64>)>,
 }
 
 /// A device's telemetry (one per state machine).

@@ -100,6 +100,11 @@ fn topology(transport: &str) {
     }
     assert_eq!(prom.value(r#"fairmq_device_state{device="sink",state="RUNNING"}"#), 1.0);
     assert_eq!(prom.value(r#"fairmq_channel_peers{device="sink"}"#), 1.0);
+    if shm {
+        // PUSH to one PULL goes through a lane: the proxy writes one, the sink reads one.
+        assert_eq!(prom.value(r#"fairmq_shm_lanes{device="proxy",channel="data-out",direction="write"}"#), 1.0);
+        assert_eq!(prom.value(r#"fairmq_shm_lanes{device="sink",channel="data",direction="read"}"#), 1.0);
+    }
     // Prometheus asked for OpenMetrics and got it (only OpenMetrics carries units), on every target.
     for (url, health, err) in prom.targets() {
         assert_eq!((health.as_str(), err.as_str()), ("up", ""), "{url}");

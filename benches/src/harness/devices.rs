@@ -105,6 +105,9 @@ pub struct Chain {
     pub parts: usize,
     /// Messages the sampler sends.
     pub iterations: u64,
+    /// Whether every device serves metrics (`--metrics-address`), scraped every 100 ms while
+    /// the cell runs (see `scraper`).
+    pub scraped: bool,
 }
 
 impl Runner {
@@ -149,8 +152,21 @@ impl Runner {
     fn run_chain(&mut self, cell: &Cell, c: &Chain, session: &str) -> Result<Rate, String> {
         let (first, second) = (self.address("dev1"), self.address("dev2"));
         let multipart = c.parts > 1;
+        let endpoints: Vec<String> = if c.scraped {
+            (0..3).map(|_| super::scraper::free_address()).collect::<Result<_, _>>()?
+        } else {
+            Vec::new()
+        };
+        let endpoint_of = |id: &str| match id {
+            "sink1" => endpoints.first(),
+            "sampler1" => endpoints.get(1),
+            _ => endpoints.get(2),
+        };
         let device = |name: &str, id: &str, extra: Vec<String>| -> Vec<String> {
             let mut a = self.device_args(id, c.transport, session);
+            if let Some(address) = endpoint_of(id) {
+                a.extend(["--metrics-address".into(), address.clone()]);
+            }
             // As the harness's own cells: a sender waits for memory (woken by frees) instead of
             // failing when the messages in flight fill the segment (FairMQ's default throws).
             a.extend(["--shm-throw-bad-alloc".into(), "false".into()]);
@@ -174,6 +190,7 @@ impl Runner {
             _ => ("connect", "bind"),
         };
         let sink_address = if c.topology.middle().is_some() { &second } else { &first };
+        let _scraper = c.scraped.then(|| super::scraper::Scraper::start(endpoints.clone()));
         let sink = device("sink", "sink1", channel("data", "pull", sink_bind, sink_address));
         let mut sink_out = cell.add(self.spawn_device("sink", &sink, Stdio::piped())?);
         if let Some(middle) = c.topology.middle() {

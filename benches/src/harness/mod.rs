@@ -11,11 +11,13 @@
 //! - [`sections`]: the tables: throughput, flatness against size, latency, parts, senders, allocator,
 //!   devices beside the transport.
 //! - [`report`]: summaries and formatting.
+//! - [`scraper`]: a scraper of the devices' metrics endpoints (the `metrics` section's cost).
 
 pub mod device_ping;
 pub mod devices;
 pub mod options;
 pub mod report;
+pub mod scraper;
 pub mod sections;
 pub mod spawn;
 pub mod systems;
@@ -47,6 +49,7 @@ pub fn run(o: &Options) -> Result<(), Box<dyn std::error::Error>> {
             Section::Alloc => sections::alloc::run(o),
             Section::Flat => sections::flat::run(&mut runner, o),
             Section::Devices => sections::devices::run(&mut runner, o, &chosen),
+            Section::Metrics => sections::metrics::run(&mut runner, o, &chosen),
         }
     }
     Ok(())

@@ -110,6 +110,8 @@ pub enum Section {
     Flat,
     /// FairMQ's builtin devices (shmem and zeromq) beside the transport's rate.
     Devices,
+    /// Builtin devices with their metrics endpoints scraped every 100 ms, beside none.
+    Metrics,
 }
 
 /// A system under test.

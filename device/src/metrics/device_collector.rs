@@ -29,6 +29,10 @@ const SEND_ERRORS: Family =
 const RECEIVE_ERRORS: Family =
     Family::counter("channel_receive_errors", "Receives that failed (not timeouts, not interruptions)");
 const PEERS: Family = Family::gauge("channel_peers", "Peers connected to the channel's socket now");
+const LANES: Family = Family::gauge(
+    "shm_lanes",
+    "Lanes (rings in the segment between single peers) the channel's shmem socket writes or reads now",
+);
 
 /// The device's state machine and channels, read at each scrape.
 #[derive(Debug)]
@@ -85,6 +89,15 @@ impl Collector for DeviceCollector {
         RECEIVE_ERRORS.write(&mut enc, each(|c| c.receive_errors))?;
         let peers = channels.iter().map(|c| Value::Int(c.peers.load(Ordering::Relaxed)));
         PEERS.write(&mut enc, labels.iter().cloned().zip(peers))?;
+        let lanes = labels.iter().zip(&channels).filter_map(|(l, c)| c.lanes.as_ref().map(|lanes| (l, lanes)));
+        let lanes = lanes.flat_map(|(l, (write, read))| {
+            [("write", write), ("read", read)].map(|(direction, n)| {
+                let mut l = l.clone();
+                l.push(("direction", direction.to_owned()));
+                (l, Value::Int(n.load(Ordering::Relaxed)))
+            })
+        });
+        LANES.write(&mut enc, lanes)?;
         Ok(())
     }
 }

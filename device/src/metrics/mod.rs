@@ -13,6 +13,7 @@
 //! | `fairmq_channel_{sent,received}_bytes_total` | counter | same | payload bytes moved |
 //! | `fairmq_channel_{send,receive}_{timeouts,errors}_total` | counter | same | transfers that timed out, or failed otherwise |
 //! | `fairmq_channel_peers` | gauge | same | peers connected now |
+//! | `fairmq_shm_lanes` | gauge | same, and `direction` (`write`, `read`) | shmem lanes (rings between single peers) open now |
 //! | `fairmq_shm_segment_{size,free,used,largest_free_block,cached}_bytes` | gauge | `device`, `segment` | the segment the device allocates in |
 //! | `fairmq_shm_messages_in_flight` | gauge | `device`, `segment` | messages handed to sockets, not taken yet |
 //! | `fairmq_shm_allocation_{retries,failures}_total` | counter | `device`, `segment` | allocations that waited, or failed |

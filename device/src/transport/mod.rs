@@ -414,6 +414,15 @@ impl Socket {
         }
     }
 
+    /// A shmem socket's lanes, written and read, readable from other threads (for metrics);
+    /// `None` on zeromq.
+    pub fn lane_counts(&self) -> Option<(Arc<std::sync::atomic::AtomicU64>, Arc<std::sync::atomic::AtomicU64>)> {
+        match self {
+            Socket::Zeromq(_) => None,
+            Socket::Shmem(s) => Some(s.lane_counts()),
+        }
+    }
+
     /// The ZeroMQ socket that carries this socket's frames (payload or metadata).
     pub fn zmq_socket(&self) -> &fairmq_zmq::Socket {
         match self {

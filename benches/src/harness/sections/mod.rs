@@ -7,6 +7,7 @@ pub mod alloc;
 pub mod devices;
 pub mod flat;
 pub mod latency;
+pub mod metrics;
 pub mod scaling;
 pub mod throughput;
 

@@ -472,6 +472,12 @@ impl Socket {
     pub fn shared_counters(&self) -> Arc<Counters> {
         self.z.shared_counters()
     }
+
+    /// Lanes this socket writes and reads now, readable from other threads (for metrics; see
+    /// `lanes`): (written, read).
+    pub fn lane_counts(&self) -> (Arc<std::sync::atomic::AtomicU64>, Arc<std::sync::atomic::AtomicU64>) {
+        (self.lanes.writer.borrow().open_count(), self.lanes.readers.borrow().open_count())
+    }
 }
 
 impl fairmq_zmq::layered::PollHook for Socket {

@@ -20,6 +20,8 @@ pub(crate) struct Readers {
     records: Vec<Record>,
     marking: Marking,
     last_sweep: Option<Instant>,
+    /// How many lanes it reads now, for the metrics (another thread reads it).
+    open: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// What `Readers::take` found.
@@ -48,6 +50,7 @@ impl Readers {
             Claim::Taken => return Ok(()),                  // a repeated offer: ours goes back
         }
         self.lanes.push(lane);
+        self.publish();
         Ok(())
     }
 
@@ -126,6 +129,7 @@ impl Readers {
                 Err(source) => {
                     // A damaged lane cannot be read on: give it up (its writer takes back nothing).
                     let l = self.lanes.remove(i);
+                    self.publish();
                     l.ring().close(READER_CLOSED | WRITER_CLOSED);
                     return Err(ShmError::Lane { socket: socket.to_owned(), source });
                 }
@@ -184,11 +188,22 @@ impl Readers {
             }
             !(closed || dead)
         });
+        self.publish();
+    }
+
+    /// Lanes read now, readable from other threads.
+    pub(crate) fn open_count(&self) -> Arc<std::sync::atomic::AtomicU64> {
+        self.open.clone()
+    }
+
+    fn publish(&self) {
+        self.open.store(self.lanes.len() as u64, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The socket closes: a writer still there takes back what was not read (and sends it again);
     /// otherwise it is released here.
     pub(crate) fn close(&mut self, mgr: &Arc<Attachment>) {
+        self.open.store(0, std::sync::atomic::Ordering::Relaxed);
         for l in self.lanes.drain(..) {
             let ring = l.ring();
             let before = ring.close(READER_CLOSED);

@@ -33,6 +33,8 @@ pub(crate) struct Writer {
     /// The receiver mark the last offer was addressed to (0: not known).
     offered_to: Cell<u32>,
     resend: VecDeque<Resent>,
+    /// Whether a lane is open (1) or not (0), for the metrics (another thread reads it).
+    open: Arc<std::sync::atomic::AtomicU64>,
 }
 
 enum Wait {
@@ -41,6 +43,11 @@ enum Wait {
 }
 
 impl Writer {
+    /// Lanes open for writing now (0 or 1), readable from other threads.
+    pub(crate) fn open_count(&self) -> Arc<std::sync::atomic::AtomicU64> {
+        self.open.clone()
+    }
+
     /// Sends `frame` through the lane (offering a new one first if needed). On error nothing of
     /// `frame` was sent (and `mark` was not called); on success its records belong to the reader.
     /// `mark` marks the frame's blocks in flight: it runs only once the entry is staged in the
@@ -135,6 +142,7 @@ impl Writer {
             self.send_offer(mgr, &lane, link, deadline)?;
         }
         self.lane = Some(lane);
+        self.open.store(1, std::sync::atomic::Ordering::Relaxed);
         Ok(())
     }
 
@@ -264,6 +272,7 @@ impl Writer {
     /// Drops a lane whose reader left or died, keeping what it did not read for the next lane.
     fn retire(&mut self, mgr: &Arc<Attachment>, check_dead: bool) {
         let Some(l) = self.lane.take() else { return };
+        self.open.store(0, std::sync::atomic::Ordering::Relaxed);
         let ring = l.ring();
         let reader = ring.reader();
         // A reader that closed its end dropped its reference itself (and may have exited since).
@@ -311,6 +320,7 @@ impl Writer {
     /// help). A lane with no offer out (none could be made, or the last one was taken back) can
     /// never be claimed: it goes now, with what it holds.
     pub(crate) fn close(&mut self, mgr: &Arc<Attachment>) {
+        self.open.store(0, std::sync::atomic::Ordering::Relaxed);
         if let Some(mut l) = self.lane.take() {
             let ring = l.ring();
             // No reader can come when no offer's ticket is out (`send_offer` takes back one that
