@@ -434,7 +434,10 @@ impl Runner<'_> {
 
     fn reset_device(&mut self) -> Result<(), BoxError> {
         self.sm().telemetry().set_channels(Vec::new());
-        self.ctx.transports.lock().clear();
+        // Dropped outside the lock: leaving may take a moment (a sweep of the dead), and a
+        // metrics scrape waits for the lock meanwhile.
+        let transports = std::mem::take(&mut *self.ctx.transports.lock());
+        drop(transports);
         let (d, c) = (&mut *self.device, &self.ctx);
         let r = hook("Reset", || d.reset(c));
         // Channels close here (linger applies to queued outgoing messages); receive queues are lost.

@@ -36,26 +36,29 @@ fn the_monitor_exports_every_session_of_the_host() {
     let (ida, idb) = (shm_id(&a), shm_id(&b));
     for (id, s) in [(&ida, &a), (&idb, &b)] {
         let l = [("shmid", id.as_str()), ("session", s.name.as_str())];
-        assert_eq!(sample(&text, "fairmq_shm_session_devices", &l), Some(1.0), "{id}: one transport attached");
-        assert_eq!(sample(&text, "fairmq_shm_session_attached_processes", &l), Some(1.0));
-        assert_eq!(sample(&text, "fairmq_shm_session_readable", &[("shmid", id)]), Some(1.0));
+        assert_eq!(sample(&text, "fairmq_shmmonitor_session_devices", &l), Some(1.0), "{id}: one transport attached");
+        assert_eq!(sample(&text, "fairmq_shmmonitor_session_attached_processes", &l), Some(1.0));
+        assert_eq!(sample(&text, "fairmq_shmmonitor_session_readable", &[("shmid", id)]), Some(1.0));
         assert_eq!(
-            sample(&text, "fairmq_shm_segment_size_bytes", &[("shmid", id), ("segment", "0")]),
+            sample(&text, "fairmq_shmmonitor_segment_size_bytes", &[("shmid", id), ("segment", "0")]),
             Some(20_000_000.0)
         );
     }
-    let free = |id: &str, text: &str| sample(text, "fairmq_shm_segment_free_bytes", &[("shmid", id)]).unwrap();
+    let free = |id: &str, text: &str| sample(text, "fairmq_shmmonitor_segment_free_bytes", &[("shmid", id)]).unwrap();
     assert!(
         free(&ida, &text) + (1 << 20) as f64 <= free(&idb, &text),
         "the held message is missing from a's free memory"
     );
     let region_id = region.id().to_string();
     assert_eq!(
-        sample(&text, "fairmq_shm_region_size_bytes", &[("shmid", &idb), ("region", &region_id)]),
+        sample(&text, "fairmq_shmmonitor_region_size_bytes", &[("shmid", &idb), ("region", &region_id)]),
         Some((1 << 20) as f64)
     );
-    assert_eq!(sample(&text, "fairmq_shm_region_destroyed", &[("shmid", &idb), ("region", &region_id)]), Some(0.0));
-    assert!(sample(&text, "fairmq_shm_sessions", &[]).unwrap() >= 2.0);
+    assert_eq!(
+        sample(&text, "fairmq_shmmonitor_region_destroyed", &[("shmid", &idb), ("region", &region_id)]),
+        Some(0.0)
+    );
+    assert!(sample(&text, "fairmq_shmmonitor_sessions", &[]).unwrap() >= 2.0);
     // Scrapes read the sessions as they are now.
     drop(held);
     ta.flush();

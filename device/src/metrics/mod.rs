@@ -21,11 +21,13 @@
 //! | `process_*` | | | client_golang's process metrics: CPU, memory, descriptors, threads, start time |
 //!
 //! `fairmq-shmmonitor --metrics-address` exports every session of its host instead (labels
-//! `shmid`, `session`, and `segment` or `region`): `fairmq_shm_sessions`,
-//! `fairmq_shm_session_readable`, `fairmq_shm_session_devices`,
-//! `fairmq_shm_session_attached_processes`, the segment families above and
-//! `fairmq_shm_segment_messages`, `fairmq_shm_region_size_bytes`, `fairmq_shm_region_acks_pending`,
-//! `fairmq_shm_region_destroyed`; and its own `process_*`.
+//! `shmid`, `session`, and `segment` or `region`), under names of its own so that a sum never
+//! counts a segment twice: `fairmq_shmmonitor_sessions`, `fairmq_shmmonitor_session_readable`,
+//! `fairmq_shmmonitor_session_devices`, `fairmq_shmmonitor_session_attached_processes`,
+//! `fairmq_shmmonitor_segment_{size,free,used,largest_free_block,cached}_bytes`,
+//! `fairmq_shmmonitor_segment_messages`, `fairmq_shmmonitor_region_size_bytes`,
+//! `fairmq_shmmonitor_region_acks_pending`, `fairmq_shmmonitor_region_destroyed`; and its own
+//! `process_*`.
 
 mod address;
 mod device_collector;

@@ -1,6 +1,9 @@
 //! The monitor's metrics: every session of the host (segments, free memory, attached
 //! processes, regions), read from shared memory at each scrape, so that one scrape target per
-//! host covers its shared memory (`fairmq-shmmonitor --metrics-address`).
+//! host covers its shared memory (`fairmq-shmmonitor --metrics-address`). Named
+//! `fairmq_shmmonitor_*`: a device exports its own segment's figures as `fairmq_shm_*`, and a
+//! sum over both would count a segment twice. Sessions are found in the directory given and
+//! read where the transport keeps them (`/dev/shm`), as `--list-all` does.
 
 use super::families::{Family, Labels, Value};
 use fairmq_shm::monitor::{session_ids, session_view, SessionView};
@@ -8,26 +11,32 @@ use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
 use std::path::PathBuf;
 
-const SESSIONS: Family = Family::gauge("shm_sessions", "Sessions found (management segments in the directory watched)");
+const SESSIONS: Family =
+    Family::gauge("shmmonitor_sessions", "Sessions found (management segments in the directory watched)");
 const READABLE: Family =
-    Family::gauge("shm_session_readable", "Whether the session could be read (0: another user's, or damaged)");
-const DEVICES: Family = Family::gauge("shm_session_devices", "Transports attached to the session");
-const ATTACHED: Family = Family::gauge("shm_session_attached_processes", "Processes attached to the session");
-const SIZE: Family = Family::gauge("shm_segment_size", "Size of the managed segment").in_bytes();
-const FREE: Family = Family::gauge("shm_segment_free", "Free memory of the managed segment").in_bytes();
+    Family::gauge("shmmonitor_session_readable", "Whether the session could be read (0: another user's, or damaged)");
+const DEVICES: Family = Family::gauge("shmmonitor_session_devices", "Transports attached to the session");
+const ATTACHED: Family = Family::gauge("shmmonitor_session_attached_processes", "Processes attached to the session");
+const SIZE: Family = Family::gauge("shmmonitor_segment_size", "Size of the managed segment").in_bytes();
+const FREE: Family = Family::gauge("shmmonitor_segment_free", "Free memory of the managed segment").in_bytes();
 const USED: Family =
-    Family::gauge("shm_segment_used", "Used memory of the managed segment (cached blocks included)").in_bytes();
-const LARGEST: Family =
-    Family::gauge("shm_segment_largest_free_block", "The largest free block (the largest message that fits at once)")
-        .in_bytes();
+    Family::gauge("shmmonitor_segment_used", "Used memory of the managed segment (cached blocks included)").in_bytes();
+const LARGEST: Family = Family::gauge(
+    "shmmonitor_segment_largest_free_block",
+    "The largest free block (the largest message that fits at once)",
+)
+.in_bytes();
 const CACHED: Family =
-    Family::gauge("shm_segment_cached", "Freed blocks kept for reuse (counted as used, not as free)").in_bytes();
-const MESSAGES: Family = Family::gauge("shm_segment_messages", "Blocks allocated in the managed segment");
-const REGION_SIZE: Family = Family::gauge("shm_region_size", "Size of an unmanaged region of the session").in_bytes();
-const REGION_ACKS: Family =
-    Family::gauge("shm_region_acks_pending", "Acknowledgements queued for the region's controller, not taken yet");
+    Family::gauge("shmmonitor_segment_cached", "Freed blocks kept for reuse (counted as used, not as free)").in_bytes();
+const MESSAGES: Family = Family::gauge("shmmonitor_segment_messages", "Blocks allocated in the managed segment");
+const REGION_SIZE: Family =
+    Family::gauge("shmmonitor_region_size", "Size of an unmanaged region of the session").in_bytes();
+const REGION_ACKS: Family = Family::gauge(
+    "shmmonitor_region_acks_pending",
+    "Acknowledgements queued for the region's controller, not taken yet",
+);
 const REGION_DESTROYED: Family =
-    Family::gauge("shm_region_destroyed", "Whether the region's controller destroyed it (1) or not (0)");
+    Family::gauge("shmmonitor_region_destroyed", "Whether the region's controller destroyed it (1) or not (0)");
 
 /// Every session in `dir`, read at each scrape.
 #[derive(Debug)]

@@ -17,7 +17,9 @@
 //!
 //! The reference count itself is the block's count word (see `slots`), marked shared.
 
+use crate::meta::{MetaError, RcHandle};
 use crate::region::ack_queue::{Ack, AckQueue};
+use crate::segment::Segment;
 use crate::session::management::Management;
 use crate::Names;
 use std::collections::HashMap;
@@ -51,12 +53,33 @@ pub(crate) fn read(words: &[AtomicU64]) -> Option<(u16, Ack)> {
     Some((head as u16, Ack { offset: load(offset), size: load(size), hint: load(hint) }))
 }
 
+/// The slot of the count block `h` names in `seg`, once it checks out as the count block of the
+/// piece at `offset` of region `region` (a record naming another block, or a block naming
+/// another piece, would have its reader count down what is not the piece's).
+pub(crate) fn checked(seg: &Segment, h: RcHandle, region: u16, offset: u64) -> Result<u32, MetaError> {
+    let delta = u32::from(h.delta);
+    let slot = seg.check_any_block(h.offset, delta, BYTES)?;
+    match seg.block_words(h.offset, delta, BYTES).and_then(read) {
+        Some((r, a)) if (r, a.offset) == (region, offset) => Ok(slot),
+        _ => Err(MetaError::OutOfBounds { segment: h.segment, offset: h.offset, size: BYTES }),
+    }
+}
+
+/// Records that the piece a count block's data words name was shortened to `size` bytes.
+pub(crate) fn set_size(words: &[AtomicU64], size: u64) {
+    if let Some(w) = words.get(2) {
+        w.store(size, Ordering::Relaxed);
+    }
+}
+
 /// Acknowledges, for holders that were killed, the pieces whose last reference a sweep dropped:
 /// each goes to its region's queue, as its holder's release would have sent it. Queues are
 /// opened once per sweep; a piece of a region the session does not list (any more), or outside
 /// it, is dropped with an error.
 pub(crate) struct Orphans<'a> {
     m: &'a Management,
+    /// Each region's queue, once opened; `None`: it cannot be used (not there, or it stayed full
+    /// for [`ROOM_WAIT`]: the region's other pieces are dropped at once, never waited for again).
     queues: HashMap<u16, Option<AckQueue>>,
 }
 
@@ -96,8 +119,9 @@ impl<'a> Orphans<'a> {
                 Ok(_) if Instant::now() < deadline => q.wait_for_space(epoch, Duration::from_millis(50)),
                 Ok(_) => {
                     log::error!(
-                        "region {region}: its acknowledgement queue stays full; a dead process's piece is dropped"
+                        "region {region}: its acknowledgement queue stays full; the pieces dead processes held are dropped"
                     );
+                    self.queues.insert(region, None);
                     return false;
                 }
                 Err(e) => {

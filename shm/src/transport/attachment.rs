@@ -388,6 +388,19 @@ impl Attachment {
         self.segments.get(id).expect("a message's segment is mapped before the message exists and stays mapped")
     }
 
+    /// Allocates a small block of `size` bytes in this transport's segment if there is room now
+    /// (its caches and the depot looked at once), never waiting: for what a receive needs on the
+    /// way (a region piece's count block), which must not hang on a full segment.
+    pub fn allocate_now(&self, size: usize) -> Result<Block, ShmError> {
+        let size64 = size as u64;
+        let need =
+            self.own.needed(size64, 1).ok_or(ShmError::TooLarge { requested: size64, segment: self.own.size() })?;
+        if let Some(b) = self.try_then_drain_depot(size64, 1, need)? {
+            return Ok(b);
+        }
+        Err(ShmError::BadAlloc { size, alignment: 16, free: self.own.stats().free })
+    }
+
     /// Allocates a block for `size` bytes aligned to `align` in this transport's segment, following
     /// the out-of-memory policy.
     pub fn allocate(&self, size: usize, align: usize) -> Result<Block, ShmError> {
@@ -664,6 +677,32 @@ mod tests {
         c.segment_size = 8 << 20;
         let scratch = crate::scratch::Scratch::of_shm_id(&c.resolved_shm_id());
         (scratch, Attachment::new(&c, Arc::new(Interrupter::new().unwrap())).unwrap())
+    }
+
+    /// A record's shared count is taken only from the count block of that very piece: a block
+    /// that names no piece (any other message's), or another piece, is refused (a forged record
+    /// would have its receiver count down a block others hold).
+    #[test]
+    fn a_count_block_is_accepted_only_for_the_piece_it_names() {
+        use crate::region::count;
+        let (_s, a) = live("countcheck");
+        let b = a.allocate_now(count::BYTES as usize).unwrap();
+        let seg = a.own();
+        let delta = u16::try_from(b.delta).unwrap();
+        let h = crate::meta::RcHandle { segment: seg.id(), offset: b.offset, delta };
+        assert!(count::checked(seg, h, 1024, 64).is_err(), "a block that names no piece");
+        let words = seg.block_words(b.offset, b.delta, count::BYTES).unwrap();
+        count::write(words, 1024, crate::region::ack_queue::Ack { offset: 64, size: 100, hint: 7 });
+        assert_eq!(count::checked(seg, h, 1024, 64), Ok(b.slot));
+        assert!(count::checked(seg, h, 1024, 0).is_err(), "another piece of the region");
+        assert!(count::checked(seg, h, 1025, 64).is_err(), "a piece of another region");
+        let small = a.allocate(8, 0).unwrap();
+        let h8 = crate::meta::RcHandle {
+            segment: seg.id(),
+            offset: small.offset,
+            delta: u16::try_from(small.delta).unwrap(),
+        };
+        assert!(count::checked(seg, h8, 1024, 64).is_err(), "a small block of another use");
     }
 
     /// A block of 100 bytes with count word `word`, and its record.

@@ -289,11 +289,17 @@ impl Message {
     /// `region::count`). An error when the segment has no room for the block, or the ledger
     /// none for its entry: the piece stays without one.
     pub(crate) fn share(&self) -> Result<(), ShmError> {
+        self.make_count(false)
+    }
+
+    /// [`Message::share`]; `at_once`: without waiting for memory (a receive's).
+    fn make_count(&self, at_once: bool) -> Result<(), ShmError> {
         let Body::Region(p) = &self.body else { return Ok(()) };
         if p.rc.get().is_some() {
             return Ok(());
         }
-        let b = self.mgr.allocate(crate::region::count::BYTES as usize, 0)?;
+        let bytes = crate::region::count::BYTES as usize;
+        let b = if at_once { self.mgr.allocate_now(bytes)? } else { self.mgr.allocate(bytes, 0)? };
         let own = self.mgr.own();
         let delta = u16::try_from(b.delta).expect("an unaligned small block starts right after its header");
         let words = own.block_words(b.offset, b.delta, crate::region::count::BYTES).expect("a fresh aligned block");
@@ -308,11 +314,13 @@ impl Message {
         }
         // Listed while the block still names this transport as its holder, then marked shared
         // (see `list_before_sharing`); a copy made meanwhile in another thread marked it already.
-        let listed = self.list(false);
+        // Not listed (no room), it stays this transport's: the sweep frees it with what the
+        // process held alone, and the piece is not acknowledged (as before count blocks).
+        self.list(false)?;
         let shared = u64::from(crate::segment::slots::SHARED) << 32 | 1;
         let held = u64::from(self.mgr.owner()) << 32 | 1;
         let _ = own.rc(b.offset, b.slot).compare_exchange(held, shared, Ordering::AcqRel, Ordering::Relaxed);
-        listed
+        Ok(())
     }
 
     /// A message just received takes hold of what it refers to: a shared reference is listed in
@@ -322,7 +330,7 @@ impl Message {
     fn take_hold(&self) {
         match &self.body {
             Body::Region(p) if p.rc.get().is_none() => {
-                if let Err(e) = self.share() {
+                if let Err(e) = self.make_count(true) {
                     log::warn!("a region piece received is not counted (lost if this process is killed): {e}");
                 }
             }
@@ -552,8 +560,17 @@ impl Message {
                 }
                 *size = new;
             }
-            // A region piece only gets shorter: the region's memory is the creator's.
-            Body::Region(p) => p.size = new,
+            // A region piece only gets shorter: the region's memory is the creator's. Its count
+            // block says so too: a sweep acknowledges the size a release would.
+            Body::Region(p) => {
+                p.size = new;
+                if let Some(c) = p.rc.get() {
+                    let seg = mgr.mapped(c.handle.segment);
+                    let words =
+                        seg.block_words(c.handle.offset, u32::from(c.handle.delta), crate::region::count::BYTES);
+                    words.into_iter().for_each(|w| crate::region::count::set_size(w, new as u64));
+                }
+            }
             Body::Empty => {}
         }
         true
@@ -756,9 +773,7 @@ impl Message {
                 map.check(offset, size)?;
                 let count = match rc {
                     Some(h) => {
-                        let count_bytes = crate::region::count::BYTES;
-                        let slot =
-                            mgr.segment(h.segment)?.check_any_block(h.offset, u32::from(h.delta), count_bytes)?;
+                        let slot = crate::region::count::checked(mgr.segment(h.segment)?, h, region, offset)?;
                         OnceLock::from(SharedCount { handle: h, slot })
                     }
                     None => OnceLock::new(),

@@ -82,13 +82,13 @@ fn parse(args: &[String]) -> Result<Option<Request>, BoxError> {
         if r.namespace.is_some() {
             return Err("serve runs in the job, not with --namespace".into());
         }
+        if r.targets_file.is_some() {
+            return Err("--prometheus-targets runs commands; serve takes none".into());
+        }
         r.serve = true;
         return Ok(Some(r));
     }
     if r.targets_file.is_some() {
-        if r.words.iter().any(|w| w == "serve") {
-            return Err("--prometheus-targets runs commands; serve takes none".into());
-        }
         r.words.push("targets".into());
     }
     r.steps = steps::parse(&r.words).map_err(|e| format!("{e}\n{USAGE}"))?;

@@ -17,10 +17,21 @@ pub(super) fn file_sd<'a>(devices: impl IntoIterator<Item = (u32, &'a str, &'a s
 /// Writes `json` to `path` whole: into a file beside it, then renamed over it (Prometheus
 /// watches the file and must never read half of it).
 pub(super) fn write(path: &std::path::Path, json: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    // A name of this process's own: two commands writing at once never mix their files.
     let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    std::fs::write(&tmp, json)?;
-    std::fs::rename(&tmp, path)
+    tmp.push(format!(".{}.tmp", std::process::id()));
+    let written = std::fs::File::create(&tmp).and_then(|mut f| {
+        f.write_all(json.as_bytes())?;
+        f.sync_all()
+    });
+    match written.and_then(|()| std::fs::rename(&tmp, path)) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
 }
 
 #[cfg(test)]

@@ -76,10 +76,18 @@ fn take_all<'a>(
 
 fn drop_shared(by: &(impl Sweeper + ?Sized), owner: u32, orphans: &mut Orphans<'_>, l: &Listed) -> bool {
     let Some(seg) = by.segment(l.segment) else { return false };
-    if seg.check_any_block(l.offset, l.delta, 0).ok() != Some(l.slot) {
+    let least = if l.what == Referent::Piece { count::BYTES } else { 0 };
+    if seg.check_any_block(l.offset, l.delta, least).ok() != Some(l.slot) {
         return false;
     }
     let rc = seg.rc(l.offset, l.slot);
+    if l.what == Referent::Piece {
+        // Listed, then killed before it was marked shared (see `Message::share`): still the dead
+        // transport's alone; shared now, it goes as the last reference below, acknowledged.
+        let alone = u64::from(owner) << 32 | 1;
+        let shared = u64::from(crate::segment::slots::SHARED) << 32 | 1;
+        let _ = rc.compare_exchange(alone, shared, Ordering::AcqRel, Ordering::Relaxed);
+    }
     if !is_shared(rc.load(Ordering::Acquire)) {
         return false;
     }

@@ -24,7 +24,19 @@ impl Resent {
         let mut blocks = Vec::new();
         let mut listed = Vec::new();
         if entry_blocks(mgr, kind, &frame, &mut blocks) {
-            for r in blocks.iter().filter(|r| held(mgr, r) == Held::Shared) {
+            for r in &blocks {
+                // A region piece's count block (its first copy made one): the entry holds one of
+                // its references, listed as the writer's again (see `region::count`).
+                if let Some((segment, offset, delta, slot)) = piece_count(mgr, r) {
+                    let what = crate::session::ledger::Referent::Piece;
+                    if let Ok(i) = mgr.ledger().note(mgr.management(), segment, offset, delta, slot, what) {
+                        listed.push(i);
+                    }
+                    continue;
+                }
+                if held(mgr, r) != Held::Shared {
+                    continue;
+                }
                 let &Record::Block { segment, offset, delta, slot, .. } = r else { continue };
                 // Without room in the ledger (logged there) it waits unlisted.
                 if let Ok(i) = mgr.ledger().note(
@@ -49,6 +61,14 @@ impl Resent {
         unlist(mgr, self.listed);
         (self.kind, self.frame)
     }
+}
+
+/// The count block (segment, offset, delta, slot) a region record names, once it checks out as
+/// that piece's; `None` for other records.
+fn piece_count(mgr: &Attachment, r: &Record) -> Option<(u16, u64, u32, u32)> {
+    let Record::Region { region, offset, rc: Some(h), .. } = *r else { return None };
+    let slot = crate::region::count::checked(mgr.segment(h.segment).ok()?, h, region, offset).ok()?;
+    Some((h.segment, h.offset, u32::from(h.delta), slot))
 }
 
 /// Clears the ledger entries `listed` (their references are handed over, or dropped next).
