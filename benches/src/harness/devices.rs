@@ -94,7 +94,7 @@ impl Topology {
 }
 
 /// One device measurement.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Chain {
     /// FairMQ's transport name: `shmem` or `zeromq`.
     pub transport: &'static str,
@@ -108,6 +108,9 @@ pub struct Chain {
     /// Whether every device serves metrics (`--metrics-address`), scraped every 100 ms while
     /// the cell runs (see `scraper`).
     pub scraped: bool,
+    /// A directory: the sampler and the sink run under callgrind, their counts written there as
+    /// `<id>.callgrind` (see `sections::instructions`).
+    pub profile: Option<std::path::PathBuf>,
 }
 
 impl Runner {
@@ -192,7 +195,8 @@ impl Runner {
         let sink_address = if c.topology.middle().is_some() { &second } else { &first };
         let _scraper = c.scraped.then(|| super::scraper::Scraper::start(endpoints.clone()));
         let sink = device("sink", "sink1", channel("data", "pull", sink_bind, sink_address));
-        let mut sink_out = cell.add(self.spawn_device("sink", &sink, Stdio::piped())?);
+        let mut sink_out =
+            cell.add(self.spawn_profiled("sink", &sink, Stdio::piped(), c.profile.as_deref(), "sink1")?);
         if let Some(middle) = c.topology.middle() {
             let mut links = channel("data-in", "pull", "connect", &first);
             links.extend(channel("data-out", "push", "bind", &second));
@@ -201,7 +205,7 @@ impl Runner {
         }
         let mut sampler = device("bsampler", "sampler1", channel("data", "push", sampler_bind, &first));
         sampler.extend(["--msg-size".into(), c.size.to_string(), "--num-parts".into(), c.parts.to_string()]);
-        cell.add_quiet(self.spawn_device("bsampler", &sampler, Stdio::null())?);
+        cell.add_quiet(self.spawn_profiled("bsampler", &sampler, Stdio::null(), c.profile.as_deref(), "sampler1")?);
         let mut messages = None;
         let mut line = String::new();
         let rate = loop {
@@ -222,6 +226,33 @@ impl Runner {
             return Err(format!("the sink received {messages} of {} messages", c.iterations));
         }
         Ok(Rate { messages: rate, bytes: rate * (c.size * c.parts) as f64 })
+    }
+
+    /// [`Runner::spawn_device`], under callgrind (cache simulation on) when `profile` is a
+    /// directory: its counts go to `<profile>/<id>.callgrind`.
+    fn spawn_profiled(
+        &self,
+        name: &str,
+        args: &[String],
+        stdout: Stdio,
+        profile: Option<&std::path::Path>,
+        id: &str,
+    ) -> Result<std::process::Child, String> {
+        let Some(dir) = profile else { return self.spawn_device(name, args, stdout) };
+        Command::new("valgrind")
+            // Caches given, not taken from this machine: counts compare across machines.
+            .args(["--tool=callgrind", "--cache-sim=yes", "--quiet", "--I1=32768,8,64", "--D1=32768,8,64"])
+            .arg("--LL=33554432,16,64")
+            .arg(format!("--callgrind-out-file={}", dir.join(format!("{id}.callgrind")).display()))
+            .arg(self.exe())
+            .arg("device")
+            .arg(name)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(stdout)
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("could not start device {name} under valgrind: {e}"))
     }
 
     pub(super) fn spawn_device(

@@ -50,6 +50,7 @@ pub fn run(o: &Options) -> Result<(), Box<dyn std::error::Error>> {
             Section::Flat => sections::flat::run(&mut runner, o),
             Section::Devices => sections::devices::run(&mut runner, o, &chosen),
             Section::Metrics => sections::metrics::run(&mut runner, o, &chosen),
+            Section::Instructions => sections::instructions::run(&mut runner, &chosen),
         }
     }
     Ok(())

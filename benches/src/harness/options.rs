@@ -112,6 +112,8 @@ pub enum Section {
     Devices,
     /// Builtin devices with their metrics endpoints scraped every 100 ms, beside none.
     Metrics,
+    /// Instructions and cache misses per message, bsampler -> sink under callgrind.
+    Instructions,
 }
 
 /// A system under test.

@@ -126,7 +126,7 @@ fn measure(
         // As many messages as the transport moves in the cell's time (the devices take at least
         // that long when slower), and a few hundred at least.
         let iterations = ((rate * o.seconds) as u64).max(200);
-        let chain = Chain { transport: name, topology, size, parts, iterations, scraped: false };
+        let chain = Chain { transport: name, topology, size, parts, iterations, scraped: false, profile: None };
         match runner.devices(&chain) {
             Ok(Rate { messages, .. }) => devices.push(messages),
             Err(e) => eprintln!("{name} {} {}: {e}", topology.name(), report::size(size)),

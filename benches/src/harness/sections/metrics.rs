@@ -31,6 +31,7 @@ pub fn run(runner: &mut Runner, o: &Options, systems: &[System]) {
                 parts: 1,
                 iterations,
                 scraped,
+                profile: None,
             };
             // A first run sizes the cells: as many messages as the devices move in the cell's time.
             let iterations = match runner.devices(&chain(if size < 4096 { 200_000 } else { 2_000 }, false)) {

@@ -6,6 +6,7 @@
 pub mod alloc;
 pub mod devices;
 pub mod flat;
+pub mod instructions;
 pub mod latency;
 pub mod metrics;
 pub mod scaling;
