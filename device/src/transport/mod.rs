@@ -311,6 +311,7 @@ impl Socket {
         let r = self.adopt(msg, transport).and_then(|()| match (self, msg) {
             (Socket::Zeromq(s), Message::Zeromq(m)) => s.send(m, timeout_ms),
             (Socket::Shmem(s), Message::Shmem(m)) => s.send(m, timeout_ms),
+            // `adopt` made the message the socket's kind, or failed.
             _ => unreachable!("adopt made the message the socket's kind"),
         });
         self.counted(Direction::Send, r)
@@ -319,6 +320,9 @@ impl Socket {
     /// Receives one message into `msg` (replaced by a message of this socket's transport).
     pub fn receive(&self, msg: &mut Message, timeout_ms: i32, transport: &Transport) -> TransferResult {
         if msg.kind() != self.kind() {
+            if let Err(e) = self.own_kind(transport) {
+                return self.counted(Direction::Receive, Err(e));
+            }
             *msg = transport.new_message();
         }
         let r = match (self, msg) {
@@ -366,9 +370,25 @@ impl Socket {
         r
     }
 
+    /// An error unless `transport` is of this socket's kind (it makes the messages a transfer
+    /// needs in place of another transport's). Before, a zeromq socket handed a shmem transport
+    /// (or the reverse) made a message of the wrong kind and panicked.
+    fn own_kind(&self, transport: &Transport) -> Result<(), fairmq_zmq::TransferError> {
+        if transport.kind() == self.kind() {
+            return Ok(());
+        }
+        let e = format!(
+            "a {} socket was given a {} transport to make its messages with: give it the transport it was made by",
+            self.kind(),
+            transport.kind()
+        );
+        Err(fairmq_zmq::TransferError::Transport(e.into()))
+    }
+
     /// A message of another transport becomes one of ours (a copy; FairMQ wraps it instead).
     fn adopt(&self, msg: &mut Message, transport: &Transport) -> Result<(), fairmq_zmq::TransferError> {
         if msg.kind() != self.kind() {
+            self.own_kind(transport)?;
             let copy = if msg.is_empty() {
                 transport.new_message()
             } else {
@@ -485,5 +505,44 @@ impl fairmq_shm::Part for Message {
             Message::Shmem(m) => Some(m),
             Message::Zeromq(_) => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Properties;
+    use fairmq_zmq::{Method, TransferError};
+
+    /// A socket handed the other transport to make its messages with refuses the transfer with an
+    /// error (before, it made a message of the wrong kind and panicked); handed its own, it copies
+    /// a message of the other kind and sends it.
+    #[test]
+    fn a_socket_refuses_a_transport_that_is_not_its_own() {
+        let config = Properties::new();
+        config.set("session", format!("foreign-transport-{}", std::process::id()));
+        config.set("shm-segment-size", 16u64 << 20);
+        let zmq = create(TransportKind::Zeromq, "z", &config).unwrap();
+        let shm = create(TransportKind::Shmem, "s", &config).unwrap();
+        let (pull, push) = (zmq.socket(SocketType::Pull, "in").unwrap(), zmq.socket(SocketType::Push, "out").unwrap());
+        pull.attach("inproc://foreign-transport", &AttachOptions::new(Some(Method::Bind))).unwrap();
+        push.attach("inproc://foreign-transport", &AttachOptions::new(Some(Method::Connect))).unwrap();
+
+        let mut m = shm.new_simple_message(b"made by shmem").unwrap();
+        let e = push.send(&mut m, 100, &shm).unwrap_err();
+        assert!(matches!(e, TransferError::Transport(_)), "{e}");
+        assert!(e.to_string().contains("a zeromq socket was given a shmem transport"), "{e}");
+        assert_eq!(m.data(), b"made by shmem", "the message is kept");
+        let mut parts = vec![shm.new_simple_message(b"part").unwrap()];
+        assert!(matches!(push.send_parts(&mut parts, 100, &shm), Err(TransferError::Transport(_))));
+        let mut target = shm.new_message();
+        assert!(matches!(pull.receive(&mut target, 100, &shm), Err(TransferError::Transport(_))));
+
+        assert_eq!(push.send(&mut m, 1000, &zmq).unwrap(), 13, "its own transport copies the message");
+        let mut got = shm.new_message();
+        assert_eq!(pull.receive(&mut got, 1000, &zmq).unwrap(), 13);
+        assert_eq!((got.kind(), got.data()), (TransportKind::Zeromq, &b"made by shmem"[..]));
+        let errors = push.counters().send_errors + pull.counters().receive_errors;
+        assert_eq!(errors, 3, "the refusals are counted as transfer errors");
     }
 }
