@@ -477,6 +477,7 @@ impl Attachment {
 
     /// Yields the processor a few hundred times, watching whether `need` bytes became free (in the
     /// heap or the depot); true when they did.
+    #[inline(never)] // a profile tells waiting from work by this name (see `lanes::spin_until`)
     fn spin_for_memory(&self, need: u64) -> bool {
         const SPINS: u32 = 1024;
         for _ in 0..SPINS {
