@@ -67,3 +67,44 @@ fn the_monitor_exports_every_session_of_the_host() {
     mon.signal(Signal::SIGTERM as i32);
     assert_eq!(mon.wait().code(), Some(0), "{:?}", mon.seen);
 }
+
+/// `fairmq-shmmonitor --prometheus-targets FILE`: the metrics endpoints the session's devices
+/// published (in their liveness slots), as file_sd JSON labelled with pid, session and shm id;
+/// each target serves that device's metrics.
+#[test]
+fn the_monitor_names_the_metrics_endpoints_of_a_sessions_devices() {
+    let s = Session::new();
+    let chan = format!("name=data,type=pull,method=bind,address={},rateLogging=0", s.ipc("data"));
+    let args = ["--channel-config", &chan, "--metrics-address", "127.0.0.1:0"];
+    let mut sink =
+        common::launch_device(env!("CARGO_BIN_EXE_fairmq-sink"), "sink1", &s, "shmem", "static", "20000000", &args);
+    sink.expect("---> RUNNING");
+    let line = sink.seen.iter().find(|l| l.contains("metrics: serving http://")).unwrap().clone();
+    let served = line.split("http://").nth(1).unwrap().trim_end_matches("/metrics").to_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("targets.json");
+    let (code, out) = common::process::run_to_end(
+        None,
+        env!("CARGO_BIN_EXE_fairmq-shmmonitor"),
+        &["--session", &s.name, "--prometheus-targets", file.to_str().unwrap()],
+    );
+    assert_eq!(code, Some(0), "{out}");
+    let groups: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let expected = serde_json::json!([{
+        "targets": [served],
+        "labels": {"pid": sink.pid().to_string(), "session": s.name, "shmid": shm_id(&s)}
+    }]);
+    assert_eq!(groups, expected);
+    let (_, text) = scrape(&format!("http://{served}/metrics"), None);
+    assert!(text.contains("fairmq_device_state{device=\"sink1\",state=\"RUNNING\"} 1"), "{text}");
+    sink.signal(Signal::SIGINT as i32);
+    assert_eq!(sink.wait().code(), Some(0));
+    // Once the device left, the session is gone: an empty list.
+    let (code, out) = common::process::run_to_end(
+        None,
+        env!("CARGO_BIN_EXE_fairmq-shmmonitor"),
+        &["--session", &s.name, "--prometheus-targets", file.to_str().unwrap()],
+    );
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "[]");
+}

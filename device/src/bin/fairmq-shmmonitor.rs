@@ -39,6 +39,7 @@ fn options() -> Options {
         .add_optional("get-shmid", Kind::Flag, "Translate given session id and user id to a shmem id")
         .add_optional("list-all", Kind::Flag, "List all sessions found in --list-all-path")
         .add("list-all-path", Kind::Str, "/dev/shm/", "Directory --list-all (and --metrics-address) looks in")
+        .add("prometheus-targets", Kind::Str, "", "Write the metrics endpoints of the session's devices (those run with --metrics-address) to this file as Prometheus file_sd JSON (labels pid, session, shmid), then quit (fairmq-rs)")
         .add("metrics-address", Kind::Str, "", "Serve Prometheus metrics of every session in --list-all-path at http://HOST:PORT/metrics (port 0: a free port, logged); with it, view mode serves until SIGINT or SIGTERM (fairmq-rs)")
         .add_optional("verbose", Kind::Flag, "Verbose mode (daemon will output to a file)")
         .add("severity", Kind::Str, "info", "Log severity")
@@ -116,6 +117,10 @@ fn run(opts: &Options, p: &Properties) -> Result<(), String> {
     if flag(p, "debug") {
         log::info!("{}", monitor::debug_info(&shm_id).map_err(|e| e.to_string())?.trim_end());
         return Ok(());
+    }
+    let targets: String = p.get("prometheus-targets").map_err(|e| e.to_string())?;
+    if !targets.is_empty() {
+        return write_targets(&shm_id, std::path::Path::new(&targets));
     }
     if flag(p, "list-all") {
         let path: String = p.get("list-all-path").map_err(|e| e.to_string())?;
@@ -197,6 +202,23 @@ fn signals() -> Result<Arc<AtomicUsize>, String> {
         signal_hook::flag::register_usize(sig, signal.clone(), sig as usize).map_err(|e| e.to_string())?;
     }
     Ok(signal)
+}
+
+/// Writes the file_sd targets of the devices of session `shm_id` that serve metrics to `file`.
+fn write_targets(shm_id: &str, file: &std::path::Path) -> Result<(), String> {
+    use fairmq::metrics::targets;
+    let view = monitor::session_view(shm_id).map_err(|e| e.to_string())?;
+    let groups = view.iter().flat_map(|v| {
+        v.endpoints.iter().map(|&(pid, endpoint)| {
+            let labels = vec![("pid", pid.to_string()), ("session", v.session.clone()), ("shmid", v.shm_id.clone())];
+            (targets::reachable(endpoint).to_string(), labels)
+        })
+    });
+    let json = targets::file_sd(groups.collect::<Vec<_>>());
+    targets::write(file, &json).map_err(|e| format!("writing {}: {e}", file.display()))?;
+    let n = view.as_ref().map_or(0, |v| v.endpoints.len());
+    log::info!("{n} metrics endpoints of shm id {shm_id} written to {}", file.display());
+    Ok(())
 }
 
 /// The metrics endpoint for every session in `--list-all-path`.

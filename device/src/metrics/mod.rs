@@ -38,6 +38,7 @@ mod negotiation;
 mod process_collector;
 mod session_collector;
 mod shm_collector;
+pub mod targets;
 
 pub use address::{parse as parse_address, AddressError};
 pub use endpoint::Endpoint;

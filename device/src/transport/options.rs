@@ -43,6 +43,8 @@ pub fn shm_config(id: &str, p: &Properties) -> Result<ShmConfig, Error> {
         io_threads: p.get_or::<i32>("io-threads", 1)?,
         monitor: p.get_or("shm-monitor", false)?,
         lanes: p.get_or("shm-lanes", true)?,
+        // Written back as bound once the endpoint started (a value not parsed yet is none).
+        metrics_endpoint: p.get_or::<String>(crate::metrics::OPTION, String::new())?.parse().ok(),
     })
 }
 

@@ -28,6 +28,8 @@ pub struct SessionView {
     pub regions: Vec<RegionView>,
     /// The pids of the processes attached.
     pub attached: Vec<u32>,
+    /// The metrics endpoints the attached processes published (pid, endpoint), once each.
+    pub endpoints: Vec<(u32, std::net::SocketAddr)>,
 }
 
 /// A managed segment of a session.
@@ -98,6 +100,12 @@ pub fn session_view(shm_id: &str) -> Result<Option<SessionView>, ShmError> {
             path: r.path,
         })
         .collect();
+    let attached = crate::session::liveness::attached(&m);
+    // A process with several transports in the session published its endpoint in each slot.
+    let mut endpoints: Vec<(u32, std::net::SocketAddr)> =
+        attached.iter().filter_map(|a| Some((a.pid, a.metrics?))).collect();
+    endpoints.sort_unstable();
+    endpoints.dedup();
     Ok(Some(SessionView {
         shm_id: shm_id.to_owned(),
         session: m.session_name(),
@@ -107,6 +115,7 @@ pub fn session_view(shm_id: &str) -> Result<Option<SessionView>, ShmError> {
         events: m.event_count(),
         segments,
         regions,
-        attached: crate::session::liveness::attached(&m).iter().map(|a| a.pid).collect(),
+        attached: attached.iter().map(|a| a.pid).collect(),
+        endpoints,
     }))
 }

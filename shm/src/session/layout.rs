@@ -17,7 +17,8 @@ use std::sync::atomic::AtomicU64;
 
 /// What a management segment is; the layout version is bumped whenever its layout changes, or
 /// what the session's processes share changes meaning (9: a ledger's header links its overflow
-/// pages; 10: a region piece's count block is 32 bytes and names the piece, and ledgers list it).
+/// pages; 10: a region piece's count block is 32 bytes and names the piece, and ledgers list it,
+/// and a process slot names the process's metrics endpoint).
 pub(crate) const KIND: Kind = Kind { what: "management segment", magic: u64::from_le_bytes(*b"FMQRSMNG"), layout: 10 };
 pub(crate) const SESSION_MAX: usize = 256;
 pub(crate) const SEGMENT_SLOTS: usize = 256;
@@ -77,7 +78,9 @@ shared_layout! {
         /// Of a dead transport's slot: the owner mark of the transport sweeping it (0: none, or one
         /// that holds the session lock throughout, the monitor). See `SessionLock::find_dead`.
         pub(crate) sweeper: AtomicU64,
-        _spare: [AtomicU64; 4],
+        /// The process's metrics endpoint, if it serves one (see `liveness::publish_metrics`).
+        pub(crate) metrics: [AtomicU64; 3],
+        _spare: [AtomicU64; 1],
         /// Held by the transport's heartbeat thread for its whole life.
         pub(crate) mutex: MutexPlace,
     }

@@ -19,7 +19,7 @@ use crate::session::layout::ProcessSlot;
 use crate::session::management::{Management, SessionLock};
 use crate::sys::mapping::Fresh;
 use crate::sys::robust_mutex::{Guard, RobustMutex, TryLock};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -62,6 +62,8 @@ pub struct Attached {
     /// different pid namespaces can share /dev/shm (and a pid can be reused), and a sweep that frees
     /// a dead owner's cached blocks must never free a live one's.
     pub owner: u32,
+    /// Its metrics endpoint (`--metrics-address`), if it published one.
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 /// A transport found dead, to be swept and then counted out (see [`SessionLock::find_dead`]).
@@ -86,6 +88,40 @@ pub(crate) fn live_slots(m: &Management) -> Vec<usize> {
     occupied(m).filter(|&s| liveness(m, s) != Liveness::Dead).collect()
 }
 
+/// Publishes `addr` as the metrics endpoint of the transport in slot `slot` (its own: only it
+/// writes there while it lives): word 0 the port and the family (4 or 6) << 16, words 1 and 2 the
+/// address's 16 bytes (an IPv4 address in the first 4). Readers check what they read.
+pub(crate) fn publish_metrics(m: &Management, slot: usize, addr: std::net::SocketAddr) {
+    let (family, bytes): (u64, [u8; 16]) = match addr.ip() {
+        std::net::IpAddr::V4(a) => {
+            let mut b = [0u8; 16];
+            b[..4].copy_from_slice(&a.octets());
+            (4, b)
+        }
+        std::net::IpAddr::V6(a) => (6, a.octets()),
+    };
+    let words = &slot_of(m, slot).metrics;
+    words[1].store(u64::from_le_bytes(bytes[..8].try_into().unwrap_or_default()), Ordering::Relaxed);
+    words[2].store(u64::from_le_bytes(bytes[8..].try_into().unwrap_or_default()), Ordering::Relaxed);
+    words[0].store(family << 16 | u64::from(addr.port()), Ordering::Release);
+}
+
+/// The endpoint `words` name (see [`publish_metrics`]); `None` for none, or for words that name
+/// no address (another process wrote them).
+fn endpoint_of(words: &[AtomicU64; 3]) -> Option<std::net::SocketAddr> {
+    let head = words[0].load(Ordering::Acquire);
+    let port = (head & 0xffff) as u16;
+    let mut bytes = [0u8; 16];
+    bytes[..8].copy_from_slice(&words[1].load(Ordering::Relaxed).to_le_bytes());
+    bytes[8..].copy_from_slice(&words[2].load(Ordering::Relaxed).to_le_bytes());
+    let ip = match head >> 16 {
+        4 => std::net::IpAddr::from([bytes[0], bytes[1], bytes[2], bytes[3]]),
+        6 => std::net::IpAddr::from(bytes),
+        _ => return None,
+    };
+    (port != 0).then_some(std::net::SocketAddr::new(ip, port))
+}
+
 /// Number of occupied slots: the transports attached to the session.
 pub(crate) fn count(m: &Management) -> u64 {
     (0..SLOTS).filter(|&s| slot_of(m, s).pid.load(Ordering::Acquire) != 0).count() as u64
@@ -100,6 +136,7 @@ pub fn attached(m: &Management) -> Vec<Attached> {
                 pid: pid as u32,
                 since: slot_of(m, s).since.load(Ordering::Relaxed),
                 owner: slot_of(m, s).owner.load(Ordering::Relaxed) as u32,
+                metrics: endpoint_of(&slot_of(m, s).metrics),
             }),
         })
         .collect()
@@ -348,6 +385,7 @@ fn claim<'a>(m: &Management, handles: &[RobustMutex<'a>]) -> Result<(usize, u32,
         let owner = new_owner(m);
         slot_of(m, slot).owner.store(u64::from(owner), Ordering::Relaxed);
         slot_of(m, slot).sweeper.store(0, Ordering::Relaxed);
+        slot_of(m, slot).metrics.iter().for_each(|w| w.store(0, Ordering::Relaxed));
         crate::session::ledger::reset(m, slot);
         slot_of(m, slot).pid.store(u64::from(std::process::id()), Ordering::Release);
         drop(lock);
@@ -433,6 +471,27 @@ mod tests {
     /// A session of its own, removed when the test ends, also when it fails.
     fn scratch(tag: &str) -> Scratch {
         Scratch::new(&format!("liveness-{tag}"))
+    }
+
+    /// A metrics endpoint published in a slot reads back as it was written; words that name no
+    /// address (damaged, or never written) read as none.
+    #[test]
+    fn a_slots_metrics_endpoint_reads_back_and_garbage_reads_as_none() {
+        let s = scratch("metricsslot");
+        let (m, hb) = Management::attach(&s.0, "s").unwrap();
+        let slot = hb.slot();
+        assert_eq!(attached(&m)[0].metrics, None, "none published");
+        for addr in ["127.0.0.1:9100", "[::1]:40123", "10.2.3.4:1"] {
+            let addr: std::net::SocketAddr = addr.parse().unwrap();
+            publish_metrics(&m, slot, addr);
+            assert_eq!(attached(&m)[0].metrics, Some(addr));
+        }
+        let words = &slot_of(&m, slot).metrics;
+        for head in [0, 5 << 16 | 80, 4 << 16] {
+            words[0].store(head, Ordering::Relaxed);
+            assert_eq!(endpoint_of(words), None, "{head:#x}");
+        }
+        m.detach(hb, false).unwrap();
     }
 
     #[test]

@@ -85,6 +85,9 @@ impl Attachment {
         segments.insert(own.clone());
         let cache = Mutex::new(Cache::new(own.size()));
         let ledger = crate::session::ledger::Ledger::new(heartbeat.slot(), heartbeat.owner(), own.clone());
+        if let Some(endpoint) = config.metrics_endpoint {
+            crate::session::liveness::publish_metrics(&mng, heartbeat.slot(), endpoint);
+        }
         let mgr = Attachment {
             names,
             config: config.clone(),

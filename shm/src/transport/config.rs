@@ -81,6 +81,9 @@ pub struct ShmConfig {
     /// ring in the segment instead of one ZeroMQ message each (see the `lane` module). Off: every
     /// record goes through ZeroMQ.
     pub lanes: bool,
+    /// The device's metrics endpoint (`--metrics-address`, as bound), published in its liveness
+    /// slot: `fairmq-shmmonitor --prometheus-targets` lists the session's devices by it.
+    pub metrics_endpoint: Option<std::net::SocketAddr>,
 }
 
 impl Default for ShmConfig {
@@ -101,6 +104,7 @@ impl Default for ShmConfig {
             io_threads: 1,
             monitor: false,
             lanes: true,
+            metrics_endpoint: None,
         }
     }
 }

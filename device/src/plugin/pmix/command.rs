@@ -138,7 +138,7 @@ fn output(r: &Request, text: &str) -> Result<(), BoxError> {
     if !before.is_empty() {
         println!("{before}");
     }
-    super::targets::write(file, json).map_err(|e| format!("writing {}: {e}", file.display()))?;
+    crate::metrics::targets::write(file, json).map_err(|e| format!("writing {}: {e}", file.display()))?;
     log::info!("pmix command: the targets of the job's metrics endpoints are in {}", file.display());
     Ok(())
 }

@@ -109,8 +109,13 @@ impl Controller {
                 }
                 Step::ChangeState(t) => self.request_all(t, |_| true)?,
                 Step::Targets => {
-                    let devices = self.peers.iter().map(|(r, p)| (*r, p.id.as_str(), p.metrics.as_str()));
-                    out.push_str(&super::targets::file_sd(devices));
+                    // One group per device that serves metrics.
+                    let devices = self
+                        .peers
+                        .iter()
+                        .filter(|(_, p)| !p.metrics.is_empty())
+                        .map(|(r, p)| (p.metrics.clone(), vec![("device", p.id.clone()), ("rank", r.to_string())]));
+                    out.push_str(&crate::metrics::targets::file_sd(devices));
                     out.push('\n');
                 }
                 Step::WaitForState(s) => {

@@ -19,7 +19,6 @@ mod ffi;
 mod link;
 mod operator;
 mod steps;
-mod targets;
 
 use super::{builtin_control::crate_version, Plugin, PluginServices, Version};
 use crate::channel::ChannelConfig;
