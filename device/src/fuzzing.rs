@@ -3,7 +3,7 @@
 //! may change at any time.
 //!
 //! Each entry point takes arbitrary bytes, hands them to the code that reads a user's
-//! configuration, and panics only when an invariant breaks. Invalid UTF-8 is skipped: the
+//! configuration (or a scraper's request), and panics only when an invariant breaks. Invalid UTF-8 is skipped: the
 //! configuration arrives as Rust strings.
 
 use crate::channel::ChannelConfig;
@@ -96,4 +96,26 @@ fn check_channels(channels: &[ChannelConfig]) {
         }
     }
     assert_eq!(found, expected.len(), "sub-channels lost or invented on the way through the properties");
+}
+
+/// Target `metrics_request`: what a client sends the metrics endpoint, read as its server reads a
+/// request head. An answer is a whole HTTP response whose `Content-Length` is its body's (none for
+/// HEAD); no answer only while the head may still be incomplete (within the head's limit).
+pub fn metrics_request(data: &[u8]) {
+    use crate::metrics::http::{respond, MAX_HEAD, TEXT};
+    let body = "fairmq_device_state 1\n";
+    let Some(out) = respond(data, &|_| (200, TEXT, body.to_owned())) else {
+        assert!(data.len() <= MAX_HEAD, "a head past the limit is answered (431)");
+        return;
+    };
+    let text = String::from_utf8(out).expect("responses are text");
+    let (head, rest) = text.split_once("\r\n\r\n").expect("a head and a body");
+    assert!(head.starts_with("HTTP/1.1 "), "{head}");
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("Content-Length: "))
+        .expect("a Content-Length")
+        .parse()
+        .expect("a number");
+    assert!(rest.is_empty() || rest.len() == length, "{head}: a body of {} bytes", rest.len());
 }

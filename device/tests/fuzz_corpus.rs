@@ -25,3 +25,23 @@ fn mq_config() {
 fn command_line() {
     replay("command_line", fuzzing::command_line);
 }
+
+#[test]
+fn metrics_request() {
+    replay("metrics_request", fuzzing::metrics_request);
+}
+
+proptest::proptest! {
+    /// Beyond the corpus: arbitrary bytes, and valid requests cut or spliced with arbitrary bytes.
+    #[test]
+    fn metrics_requests_of_any_bytes(
+        junk in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..20_000),
+        cut in 0usize..64,
+    ) {
+        fuzzing::metrics_request(&junk);
+        let mut spliced = b"GET /metrics HTTP/1.1\r\nAccept: text/plain\r\n\r\n".to_vec();
+        spliced.truncate(cut);
+        spliced.extend_from_slice(&junk);
+        fuzzing::metrics_request(&spliced);
+    }
+}

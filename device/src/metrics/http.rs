@@ -199,7 +199,7 @@ fn progress(c: &mut Connection, answer: &impl Fn(&Request) -> Answer) -> bool {
 }
 
 /// The response to the request head read so far; `None` while it is incomplete.
-fn respond(input: &[u8], answer: &impl Fn(&Request) -> Answer) -> Option<Vec<u8>> {
+pub(crate) fn respond(input: &[u8], answer: &impl Fn(&Request) -> Answer) -> Option<Vec<u8>> {
     let mut headers = [httparse::EMPTY_HEADER; 64];
     let mut req = httparse::Request::new(&mut headers);
     let (status, content_type, body, head_only) = match req.parse(input) {

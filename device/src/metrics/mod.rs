@@ -33,7 +33,7 @@ mod address;
 mod device_collector;
 mod endpoint;
 mod families;
-mod http;
+pub(crate) mod http;
 mod negotiation;
 mod process_collector;
 mod session_collector;
