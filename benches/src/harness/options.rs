@@ -88,7 +88,7 @@ pub struct Options {
     #[arg(long, value_parser = parse_size, default_value = "2G")]
     pub segment_size: usize,
     /// Seconds after which a cell's processes are killed and the cell reported as failed
-    /// (default: 30 + 10 x --seconds).
+    /// (default: 30 + 10 x (--seconds + --warmup)).
     #[arg(long)]
     pub timeout: Option<f64>,
 }
