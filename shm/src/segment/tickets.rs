@@ -49,6 +49,14 @@ pub const FACING: u32 = u32::MAX - 1;
 /// directory key then.
 pub const AT_ENDPOINT: u32 = u32::MAX - 2;
 
+/// Owner word of a chunk whose issuer left the session with tickets of it still out: nobody
+/// issues from it, the orphan watch looks at its tickets (see `orphans`), and it is taken again
+/// once all of them are free (no owner mark has this value). A chunk given up with no ticket out
+/// is free (0): the watch, which once a second looks ticket by ticket at every chunk no live
+/// transport holds, skips free chunks (in a large segment almost the whole table) without
+/// reading their tickets.
+pub const LEFT: u32 = u32::MAX;
+
 /// Whether a ticket's receiver mark names one transport (not: none yet, not known, one of several).
 pub fn names_one(receiver: u32) -> bool {
     receiver != 0 && receiver != ELSEWHERE && !names_several(receiver)
@@ -302,7 +310,8 @@ impl<'a> Tickets<'a> {
             for c in 0..chunks {
                 let w = &self.w[self.owners + c as usize];
                 let held = w.load(Ordering::Acquire);
-                if (free_only && held != 0) || (!free_only && (held == 0 || alive(held as u32))) {
+                let gone = held as u32 == LEFT || !alive(held as u32);
+                if (free_only && held != 0) || (!free_only && (held == 0 || !gone)) {
                     continue;
                 }
                 if !(c * CHUNK..(c + 1) * CHUNK).all(|t| self.is_free(t)) {
@@ -316,10 +325,17 @@ impl<'a> Tickets<'a> {
         None
     }
 
-    /// Gives chunk `c` up, if `owner` still holds it.
+    /// Gives chunk `c` up, if `owner` still holds it: free when no ticket of it is out, else
+    /// [`LEFT`].
     fn release_chunk(&self, c: u32, owner: u32) {
-        let _ =
-            self.w[self.owners + c as usize].compare_exchange(u64::from(owner), 0, Ordering::AcqRel, Ordering::Relaxed);
+        let out = !(c * CHUNK..(c + 1) * CHUNK).all(|t| self.is_free(t));
+        let to = if out { u64::from(LEFT) } else { 0 };
+        let _ = self.w[self.owners + c as usize].compare_exchange(
+            u64::from(owner),
+            to,
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        );
     }
 
     /// Forgets every ticket and owner (the heap was formatted: nothing they name exists).
@@ -546,7 +562,15 @@ mod tests {
         let again = b.issue(&t, 0, Kind::Message, &block(), &alive).unwrap();
         assert!(again.ticket >= 64);
         b.release(&t);
-        assert_eq!(w[1].load(Ordering::Relaxed), 0, "b's chunk is free again");
+        assert_eq!(w[1].load(Ordering::Relaxed), u64::from(LEFT), "b left with a ticket out: its chunk says so");
+        let mut d = Issuer::new(4);
+        assert!(d.issue(&t, 0, Kind::Message, &block(), &alive).is_none(), "not while that ticket is out");
+        assert!(t.claim(again.ticket, again.nonce));
+        let from_d = d.issue(&t, 0, Kind::Message, &block(), &alive).unwrap();
+        assert!(from_d.ticket >= 64, "taken again once its tickets are back");
+        assert!(t.claim(from_d.ticket, from_d.nonce));
+        d.release(&t);
+        assert_eq!(w[1].load(Ordering::Relaxed), 0, "given up with no ticket out: free");
     }
 
     #[test]

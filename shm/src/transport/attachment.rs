@@ -709,6 +709,45 @@ mod tests {
         assert!(count::checked(seg, h8, 1024, 64).is_err(), "a small block of another use");
     }
 
+    /// A transport that left the session with tickets out leaves its chunk marked [`LEFT`]: the
+    /// orphan watch finds those tickets there; a chunk given up with none out is free, and the
+    /// watch does not read it (before, every free chunk was read ticket by ticket once a second:
+    /// almost the whole table of a large segment).
+    ///
+    /// [`LEFT`]: crate::segment::tickets::LEFT
+    #[test]
+    fn tickets_of_a_transport_that_left_are_found_and_free_chunks_are_skipped() {
+        use crate::segment::tickets::{Issuer, Kind, LEFT};
+        let (_s, a) = live("leftchunk");
+        let table = a.own().tickets();
+        let (me, socket) = (a.owner(), 5);
+        let mut gone = Issuer::new(0x4242);
+        let sent: Vec<_> = (0..3)
+            .map(|_| {
+                let rec = block_with(&a, u64::from(crate::segment::slots::IN_FLIGHT) << 32 | 1);
+                let t = gone.issue(&table, a.own().id(), Kind::Message, &rec, &|_| true).unwrap();
+                table.address(t.ticket, me, socket);
+                t
+            })
+            .collect();
+        gone.release(&table);
+        let found = crate::transport::socket::orphans::find(&a, |r, s| r == me && s == socket);
+        assert_eq!(found.len(), 3, "the tickets it left out are found");
+        let owners = |c: u32| {
+            table.out_in_chunks(|o| o == LEFT).iter().filter(|x| x.0 / crate::segment::tickets::CHUNK == c).count()
+        };
+        assert_eq!(owners(sent[0].ticket / crate::segment::tickets::CHUNK), 3, "in a chunk marked LEFT");
+        for t in &sent {
+            assert!(table.claim(t.ticket, t.nonce));
+        }
+        let mut idle = Issuer::new(0x4343);
+        let t = idle.issue(&table, a.own().id(), Kind::Message, &block_with(&a, 1 << 32 | 1), &|_| true).unwrap();
+        assert!(table.claim(t.ticket, t.nonce));
+        idle.release(&table);
+        assert!(crate::transport::socket::orphans::find(&a, |_, _| true).is_empty(), "nothing out any more");
+        assert!(table.out_in_chunks(|o| o == 0).is_empty(), "free chunks hold no ticket");
+    }
+
     /// A block of 100 bytes with count word `word`, and its record.
     fn block_with(a: &Attachment, word: u64) -> crate::meta::Record {
         let b = a.allocate(100, 0).unwrap();

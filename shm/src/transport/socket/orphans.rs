@@ -84,15 +84,20 @@ fn members(mgr: &Attachment, set: Set, mine: &[Attached]) -> Option<(Vec<directo
 }
 
 /// Tickets out in every segment of the session whose issuer is gone and whose receiver (owner
-/// mark, socket word; see `tickets`) `wanted` accepts. Only chunks a gone transport holds, or that
-/// nobody holds, are looked at (liveness looked up once per owner).
+/// mark, socket word; see `tickets`) `wanted` accepts. Only chunks a dead transport holds, or that
+/// one that left gave up with tickets out ([`LEFT`]), are looked at (liveness looked up once per
+/// owner); free chunks hold no ticket.
+///
+/// [`LEFT`]: crate::segment::tickets::LEFT
 pub(crate) fn find(mgr: &Attachment, wanted: impl Fn(u32, u64) -> bool) -> Vec<Orphan> {
     let mut alive = crate::segment::tickets::remembered(|owner| owner == mgr.owner() || mgr.owner_alive(owner));
     let mut out = Vec::new();
     for entry in mgr.management().segments() {
         let Ok(seg) = mgr.segment(entry.id) else { continue };
         let tickets = seg.tickets();
-        for (ticket, nonce, issuer, receiver, socket) in tickets.out_in_chunks(|owner| owner == 0 || !alive(owner)) {
+        for (ticket, nonce, issuer, receiver, socket) in
+            tickets.out_in_chunks(|owner| owner == crate::segment::tickets::LEFT || (owner != 0 && !alive(owner)))
+        {
             if !alive(issuer) && wanted(receiver, socket) {
                 out.push(Orphan { segment: entry.id, ticket, nonce, issuer, receiver, socket });
             }
