@@ -228,8 +228,8 @@ impl Runner {
         Ok(Rate { messages: rate, bytes: rate * (c.size * c.parts) as f64 })
     }
 
-    /// [`Runner::spawn_device`], under callgrind (cache simulation on) when `profile` is a
-    /// directory: its counts go to `<profile>/<id>.callgrind`.
+    /// Starts the harness as device `name` (hidden `device` command), under callgrind (cache
+    /// simulation on) when `profile` is a directory: its counts go to `<profile>/<id>.callgrind`.
     fn spawn_profiled(
         &self,
         name: &str,
@@ -238,21 +238,26 @@ impl Runner {
         profile: Option<&std::path::Path>,
         id: &str,
     ) -> Result<std::process::Child, String> {
-        let Some(dir) = profile else { return self.spawn_device(name, args, stdout) };
-        Command::new("valgrind")
-            // Caches given, not taken from this machine: counts compare across machines.
-            .args(["--tool=callgrind", "--cache-sim=yes", "--quiet", "--I1=32768,8,64", "--D1=32768,8,64"])
-            .arg("--LL=33554432,16,64")
-            .arg(format!("--callgrind-out-file={}", dir.join(format!("{id}.callgrind")).display()))
-            .arg(self.exe())
-            .arg("device")
+        let mut cmd = match profile {
+            None => Command::new(self.exe()),
+            Some(dir) => {
+                let mut c = Command::new("valgrind");
+                // Caches given, not taken from this machine: counts compare across machines.
+                c.args(["--tool=callgrind", "--cache-sim=yes", "--quiet", "--I1=32768,8,64", "--D1=32768,8,64"])
+                    .arg("--LL=33554432,16,64")
+                    .arg(format!("--callgrind-out-file={}", dir.join(format!("{id}.callgrind")).display()))
+                    .arg(self.exe());
+                c
+            }
+        };
+        cmd.arg("device")
             .arg(name)
             .args(args)
             .stdin(Stdio::null())
             .stdout(stdout)
             .stderr(Stdio::inherit())
             .spawn()
-            .map_err(|e| format!("could not start device {name} under valgrind: {e}"))
+            .map_err(|e| format!("could not start device {name}: {e}"))
     }
 
     pub(super) fn spawn_device(
@@ -261,15 +266,7 @@ impl Runner {
         args: &[String],
         stdout: Stdio,
     ) -> Result<std::process::Child, String> {
-        Command::new(self.exe())
-            .arg("device")
-            .arg(name)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(stdout)
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| format!("could not start device {name}: {e}"))
+        self.spawn_profiled(name, args, stdout, None, "")
     }
 }
 

@@ -78,14 +78,18 @@ fn i19_pmix_operator_command_outside_the_job_runs_and_stops_it_under_mpirun() {
     let exe = quickstart();
     let s = Session::new();
     let dir = rendezvous();
-    let rendezvous = dir.path().to_str().expect("a UTF-8 path");
     let lines = three_stages(&exe, &s, "shmem", &["--timeout", "60", "serve"]);
+    drive_from_outside(served_job(lines, dir.path()), dir.path());
+}
+
+/// The job of `lines` under mpirun, its rendezvous directory `dir` (the serving command's).
+fn served_job(lines: Vec<Vec<String>>, dir: &Path) -> Proc {
     let mut args = super::strings(&["--allow-run-as-root", "--oversubscribe", "--timeout", "90"]);
     args.extend(super::strings(&["-x", "FAIRMQ_PMIX_DIR"]));
     let line = job(args, apps(lines, None));
     let mut cmd = Command::new("mpirun");
-    cmd.args(&line).env("FAIRMQ_PMIX_DIR", rendezvous);
-    drive_from_outside(Proc::start(&mut cmd, Start::default()), dir.path());
+    cmd.args(&line).env("FAIRMQ_PMIX_DIR", dir);
+    Proc::start(&mut cmd, Start::default())
 }
 
 #[test]
@@ -143,17 +147,11 @@ fn i19_pmix_prometheus_targets_name_every_device_and_each_serves_its_metrics() {
     let exe = quickstart();
     let s = Session::new();
     let dir = rendezvous();
-    let rendezvous = dir.path().to_str().expect("a UTF-8 path");
     let mut lines = three_stages(&exe, &s, "zeromq", &["--timeout", "60", "serve"]);
     for device in &mut lines[..3] {
         device.extend(["--metrics-address".to_owned(), "127.0.0.1:0".to_owned()]);
     }
-    let mut args = super::strings(&["--allow-run-as-root", "--oversubscribe", "--timeout", "90"]);
-    args.extend(super::strings(&["-x", "FAIRMQ_PMIX_DIR"]));
-    let line = job(args, apps(lines, None));
-    let mut cmd = Command::new("mpirun");
-    cmd.args(&line).env("FAIRMQ_PMIX_DIR", rendezvous);
-    let mut job = Proc::start(&mut cmd, Start::default());
+    let mut job = served_job(lines, dir.path());
     let ns = served_namespace(dir.path());
     let out_dir = tempfile::tempdir().unwrap();
     let file = out_dir.path().join("targets.json");
