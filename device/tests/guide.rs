@@ -587,7 +587,7 @@ fn g10_g15_linger_defaults_to_500_and_is_set_from_channel_config_and_json() {
                 Hooks {
                     init_task: Some(Box::new(move |ctx| {
                         // For shmem this is the metadata socket's option.
-                        l.lock().push(ctx.channel("data", 0)?.socket().zmq_socket().linger()?);
+                        l.lock().push(ctx.channel("data", 0)?.socket().options()?.linger);
                         Ok(())
                     })),
                     ..Hooks::default()

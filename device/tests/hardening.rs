@@ -10,6 +10,7 @@ use common::{
 use fairmq::region::{RegionCallback, RegionConfig};
 use fairmq::state_machine::ErrorState;
 use fairmq::{SocketType, State, Transition, TransportKind, UnmanagedRegion};
+use fairmq_zmq::layered::LayeredSocket;
 use fairmq_zmq::Method;
 use nix::sys::signal::Signal;
 use parking_lot::Mutex;
@@ -91,7 +92,7 @@ fn i09_a_panic_while_receiving_for_a_data_callback_never_crashes_the_device() {
         let raw = session_transport(&s, TransportKind::Zeromq, |_| {});
         let rogue = attached_socket(&raw, SocketType::Dealer, &input, Method::Connect);
         let mut frame = fairmq_zmq::Message::from_slice(&[fairmq_shm::testing::meta::VERSION, 5, 0, 0, 0, 0, 0, 0, 0]);
-        rogue.zmq_socket().send(&mut frame, 10_000).expect("rogue frame sent");
+        rogue.as_zeromq().expect("a zeromq socket").send(&mut frame, 10_000).expect("rogue frame sent");
         let push = attached_socket(&peer, SocketType::Push, &input, Method::Connect);
         let mut real = peer.new_simple_message(b"after the rogue frame").unwrap();
         push.send(&mut real, 10_000, &peer).expect("real message sent");
@@ -381,7 +382,7 @@ fn i12_a_flood_of_identical_errors_is_summarised_once_a_second() {
 fn rogue_dealer(s: &Session, address: &str) -> (fairmq::Transport, fairmq::Socket) {
     let raw = session_transport(s, TransportKind::Zeromq, |_| {});
     let rogue = raw.socket(SocketType::Dealer, "rogue").expect("socket");
-    rogue.zmq_socket().require_password(&shm_transport(s, "password").connect_password());
+    rogue.as_zeromq().expect("a zeromq socket").require_password(&shm_transport(s, "password").connect_password());
     rogue.attach(address, &fairmq_zmq::AttachOptions::new(Some(Method::Connect))).expect("attach");
     (raw, rogue)
 }
@@ -402,7 +403,7 @@ fn i12_a_flood_of_bad_frames_from_a_peer_is_summarised() {
         let (_raw, rogue) = rogue_dealer(&s, &address);
         for _ in 0..100_000 {
             let mut m = fairmq_zmq::Message::from_slice(&[0xff; 3]);
-            rogue.zmq_socket().send(&mut m, 10_000).expect("rogue frame sent");
+            rogue.as_zeromq().expect("a zeromq socket").send(&mut m, 10_000).expect("rogue frame sent");
         }
         // Every frame is refused with an error line, written or counted in a summary.
         wait_until("the refusals of every frame", || {
@@ -445,7 +446,7 @@ fn a_flood_of_bad_frames_with_varying_text_is_summarised_by_kind() {
             // An unknown record type, a different one in each frame: each refusal's text differs.
             let tag = 20 + (i % 200) as u8;
             let mut m = fairmq_zmq::Message::from_slice(&[fairmq_shm::testing::meta::VERSION, tag, 0, 0, 0, 0, 0, 0]);
-            rogue.zmq_socket().send(&mut m, 10_000).expect("rogue frame sent");
+            rogue.as_zeromq().expect("a zeromq socket").send(&mut m, 10_000).expect("rogue frame sent");
         }
         wait_until("the refusals of every frame", || {
             sink.drain();

@@ -9,6 +9,7 @@ use common::process::{Proc, GENEROUS};
 use common::{launch_device, session_transport, shm_transport, Session};
 use fairmq::{SocketType, TransportKind};
 use fairmq_shm::testing::meta::{encode_single, Record, VERSION};
+use fairmq_zmq::layered::LayeredSocket;
 use fairmq_zmq::Method;
 use nix::sys::signal::Signal;
 
@@ -70,11 +71,11 @@ fn send_bad_frames(s: &Session, address: &str) -> Rogue {
     let peer = shm_transport(s, "rogue-shm");
     let raw = session_transport(s, TransportKind::Zeromq, |_| {});
     let rogue = raw.socket(SocketType::Dealer, "rogue").expect("socket");
-    rogue.zmq_socket().require_password(&peer.connect_password());
+    rogue.as_zeromq().expect("a zeromq socket").require_password(&peer.connect_password());
     rogue.attach(address, &fairmq_zmq::AttachOptions::new(Some(Method::Connect))).expect("attach");
     for (what, frame) in bad_frames(&peer) {
         let mut m = fairmq_zmq::Message::from_slice(&frame);
-        rogue.zmq_socket().send(&mut m, 10_000).unwrap_or_else(|e| panic!("{what}: {e}"));
+        rogue.as_zeromq().expect("a zeromq socket").send(&mut m, 10_000).unwrap_or_else(|e| panic!("{what}: {e}"));
     }
     (peer, raw, rogue)
 }

@@ -107,6 +107,8 @@ pub use transport::usage::{RegionUsage, Usage};
 pub use transport::Transport;
 
 /// Internals for this crate's tests, benchmarks and fuzz targets and for the tests of the crates
-/// above it: not part of the API (hidden from the documentation; they change without notice).
+/// above it (cargo feature `testing`): not part of the API (hidden from the documentation; they
+/// change without notice).
+#[cfg(feature = "testing")]
 #[doc(hidden)]
 pub mod testing;

@@ -55,6 +55,7 @@ pub const MULTI_LEN: usize = 8;
 /// Size of a handed record.
 pub const HANDED_LEN: usize = 16;
 /// Largest single record.
+#[cfg(any(test, feature = "testing"))]
 pub const MAX_RECORD_LEN: usize = REGION_LEN;
 /// `rc offset` value meaning "no shared reference count".
 pub const NOT_SHARED: u64 = u64::MAX;

@@ -3,6 +3,7 @@
 
 mod common;
 use common::*;
+use fairmq_zmq::layered::LayeredSocket;
 use fairmq_zmq::{AttachOptions, Message as ZMessage, Method, SocketType, TransferCode};
 use std::time::Duration;
 

@@ -5,7 +5,7 @@
 mod common;
 use common::*;
 use fairmq_shm::{Message, Poller, Transport};
-use fairmq_zmq::{AttachOptions, Method, SocketType, TransferCode};
+use fairmq_zmq::{AttachOptions, Method, SocketOptions, SocketType, TransferCode};
 use std::time::{Duration, Instant};
 
 const LONG: i32 = 30_000;
@@ -151,7 +151,7 @@ fn a_lane_holds_as_many_records_as_the_send_queue_is_set_to() {
     let t = s.transport("t");
     let addr = s.ipc("hwm");
     let (pull, push) = linked(&t, SocketType::Pull, SocketType::Push, &addr);
-    push.metadata_socket().set_snd_buf_size(10_000).unwrap();
+    push.set_options(&SocketOptions { snd_buf_size: 10_000, ..push.options().unwrap() }).unwrap();
     push.send(&mut numbered(&t, 0), LONG).unwrap();
     let mut sent = 1;
     while push.send(&mut numbered(&t, sent), 0).is_ok() {
@@ -375,11 +375,11 @@ fn a_bound_push_back_on_its_lane_after_sending_on_the_socket_keeps_the_order() {
     let addr = s.ipc("bound");
     let (push, pull) = push_pull(&t, &t, &addr, true);
     let start = until_on_a_lane(&t, &push, &pull);
-    push.metadata_socket().set_snd_buf_size(100).unwrap(); // too small a queue for a lane
+    push.set_options(&SocketOptions { snd_buf_size: 100, ..push.options().unwrap() }).unwrap(); // too small a queue for a lane
     for seq in start..start + 5 {
         push.send(&mut numbered(&t, seq), LONG).unwrap();
     }
-    push.metadata_socket().set_snd_buf_size(1000).unwrap();
+    push.set_options(&SocketOptions { snd_buf_size: 1000, ..push.options().unwrap() }).unwrap();
     for seq in start + 5..start + 10 {
         push.send(&mut numbered(&t, seq), LONG).unwrap();
     }
@@ -631,7 +631,7 @@ fn a_lane_nobody_can_claim_goes_when_its_sender_closes() {
     let free0 = tx.segment_stats().free;
     let addr = s.ipc("noclaim");
     let push = tx.socket(SocketType::Push, "out").unwrap();
-    push.metadata_socket().set_linger(0).unwrap();
+    push.set_options(&SocketOptions { linger: 0, ..push.options().unwrap() }).unwrap();
     {
         let rx = s.transport("rx");
         let pull = rx.socket(SocketType::Pull, "in").unwrap();

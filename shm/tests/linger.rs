@@ -4,7 +4,7 @@
 
 mod common;
 use common::*;
-use fairmq_zmq::{AttachOptions, Method, SocketType, TransferError};
+use fairmq_zmq::{AttachOptions, Method, SocketOptions, SocketType, TransferError};
 use std::time::Duration;
 
 /// The quickstart's loss: a processor ends (linger 10 s) with more records queued than the sink's
@@ -15,15 +15,14 @@ fn g12_linger_delivers_a_backlog_beyond_the_queues_to_a_slow_peer() {
     let s = Session::new("lingerbacklog");
     let receiver = s.transport("receiver");
     let pull = receiver.socket(SocketType::Pull, "in").unwrap();
-    pull.metadata_socket().set_rcv_buf_size(100).unwrap();
+    pull.set_options(&SocketOptions { rcv_buf_size: 100, ..pull.options().unwrap() }).unwrap();
     pull.attach(&s.ipc("b"), &AttachOptions::new(Some(Method::Bind))).unwrap();
     let (session, addr) = (s.config("sender"), s.ipc("b"));
     let (sent_tx, sent_rx) = std::sync::mpsc::channel();
     let sender = std::thread::spawn(move || {
         let t = fairmq_shm::Transport::new(&session).unwrap();
         let push = t.socket(SocketType::Push, "out").unwrap();
-        push.metadata_socket().set_snd_buf_size(100).unwrap();
-        push.metadata_socket().set_linger(10_000).unwrap();
+        push.set_options(&SocketOptions { snd_buf_size: 100, linger: 10_000, ..push.options().unwrap() }).unwrap();
         push.attach(&addr, &AttachOptions::new(Some(Method::Connect))).unwrap();
         let mut sent = 0u64;
         // Until everything is full (a send waits 1 s in vain): the receiver does not read yet.

@@ -6,6 +6,7 @@ mod common;
 use common::*;
 use fairmq_shm::testing::meta::{self, Record};
 use fairmq_shm::{RegionCallback, RegionConfig, RegionEvent, ShmError, Transport};
+use fairmq_zmq::layered::LayeredSocket;
 use fairmq_zmq::{SocketType, TransferError};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

@@ -1,15 +1,30 @@
-//! What a transport layered on this one needs beyond the API devices use (the shared-memory
-//! transport sends its metadata records as ZeroMQ frames): transfers that leave the socket's
-//! counters to the layered transport, which counts its own payload bytes in
-//! [`Socket::shared_counters`], and hooks that add to a poll the readiness ZeroMQ cannot see. One
-//! narrow interface, imported by the layered transport only.
+//! What a transport layered on this one needs beyond the API devices use. The shared-memory
+//! transport sends its metadata records as ZeroMQ frames through this crate's sockets; to do so it
+//! needs transfers that leave the socket's counters to it, access control, routing ids, a few
+//! ZeroMQ options, and hooks that add to a poll the readiness ZeroMQ cannot see.
+//!
+//! The traits here are sealed: only this crate's [`Socket`] and [`Transport`](crate::Transport) implement them, and
+//! no signature names the `zmq` crate's types. An application never needs them.
 
+use crate::vocabulary::counters::Counters;
+use crate::vocabulary::error::SocketError;
+use crate::vocabulary::interrupt::Interrupter;
 use crate::{Message, Socket, TransferError};
+use std::os::fd::RawFd;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
 
-pub use crate::poller::PollHook;
+pub use crate::poller::{PollEntry, PollHook};
+
+mod sealed {
+    /// Keeps the traits of [`layered`](super) implemented by this crate's types only.
+    pub trait Sealed {}
+    impl Sealed for crate::Socket {}
+    impl Sealed for crate::Transport {}
+}
 
 /// Transfers of frames that the socket does not count.
-pub trait Uncounted {
+pub trait Uncounted: sealed::Sealed {
     /// Sends one frame like [`Socket::send`].
     fn send_uncounted(&self, frame: &mut Message, timeout_ms: i32) -> Result<(), TransferError>;
     /// Receives one frame like [`Socket::receive`].
@@ -36,4 +51,65 @@ impl Uncounted for Socket {
     fn receive_parts_uncounted(&self, parts: &mut Vec<Message>, timeout_ms: i32) -> Result<(), TransferError> {
         self.receive_frames(parts, std::convert::identity, timeout_ms).map(|_| ())
     }
+}
+
+/// A socket's plumbing for a layered transport: access control, peers, routing ids, options.
+pub trait LayeredSocket: sealed::Sealed {
+    /// The count of connected peers as the monitor thread last counted, without waiting for it to
+    /// catch up: cheap enough to look at on every send (a moment late).
+    fn counted_peers(&self) -> u64;
+    /// The count of [`Socket::number_of_connected_peers`], readable from other threads (as the
+    /// monitor thread last counted, a moment late).
+    fn peer_count(&self) -> Arc<AtomicU64>;
+    /// Endpoints bound from now on let in only peers that present `password` (ZeroMQ's PLAIN
+    /// mechanism, checked by the transport's handler: see [`LayeredTransport::serve_password`]);
+    /// endpoints connected from now on present it. A peer without it is refused in the handshake,
+    /// before any frame. libzmq takes a socket's options when an endpoint is made, so one socket
+    /// can bind and connect both ways.
+    fn require_password(&self, password: &str);
+    /// How many endpoints this socket bound and connected (so whether it can have more than one peer).
+    fn endpoint_counts(&self) -> (u32, u32);
+    /// A router names the peer of each endpoint it connects to from now on
+    /// (`ZMQ_CONNECT_ROUTING_ID`): `prefix` and the connection's number, so it can send to that
+    /// peer before the peer says anything (see [`connected_peers`](LayeredSocket::connected_peers)).
+    fn name_connections(&self, prefix: &[u8]);
+    /// The routing ids given to the peers of connected endpoints (see
+    /// [`name_connections`](LayeredSocket::name_connections)).
+    fn connected_peers(&self) -> Vec<Vec<u8>>;
+    /// The counters, borrowed: for a layered transport that records its own transfers (cloning
+    /// the `Arc` per message cost two locked instructions, more than the record itself).
+    fn counters_ref(&self) -> &Counters;
+    /// The endpoint last bound or connected, as libzmq resolved it (a wildcard port made real).
+    fn last_endpoint(&self) -> Option<String>;
+    /// `ZMQ_ROUTING_ID`: the identity this socket presents on connections it makes from now on.
+    fn set_routing_id(&self, id: &[u8]) -> Result<(), SocketError>;
+    /// `ZMQ_ROUTER_MANDATORY`: a router's send to a peer that is not connected fails instead of
+    /// dropping the message.
+    fn set_router_mandatory(&self) -> Result<(), SocketError>;
+    /// `ZMQ_PROBE_ROUTER`: the socket sends an empty probe on every connection it makes.
+    fn set_probe_router(&self) -> Result<(), SocketError>;
+    /// `ZMQ_MAXMSGSIZE`: a peer that sends a larger frame is disconnected.
+    fn set_max_message_size(&self, bytes: i64) -> Result<(), SocketError>;
+    /// Waits up to `ms` until the socket can send or has input, or `wake` (a file descriptor) is
+    /// readable. Returns whether the socket can send.
+    fn wait_writable(&self, wake: RawFd, ms: i64) -> bool;
+}
+
+/// A transport's plumbing for a layered transport.
+pub trait LayeredTransport: sealed::Sealed {
+    /// Lets peers connect to this transport's sockets that ask for a password
+    /// ([`LayeredSocket::require_password`]) when they present `password`, and refuses the others
+    /// in the handshake. The first password served stays (later calls change nothing); the check
+    /// runs in a thread of the transport's own until the transport is dropped.
+    fn serve_password(&self, password: &str) -> Result<(), SocketError>;
+    /// The interrupt flag: a layered transport's own waits must wake on it too.
+    fn interrupter(&self) -> &Arc<Interrupter>;
+}
+
+/// The libzmq socket under a [`Socket`], for the fuzz targets of a layered transport, which write
+/// raw frames on it. Only with the `raw` feature, which no device build enables.
+#[cfg(feature = "raw")]
+pub trait Raw: sealed::Sealed {
+    /// The underlying `zmq` socket.
+    fn as_zmq(&self) -> &zmq::Socket;
 }

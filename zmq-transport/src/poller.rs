@@ -33,6 +33,32 @@ pub trait PollHook {
     fn disarm(&self);
 }
 
+/// One socket of a [`Poller`], with the [`PollHook`] of the transport layered on it if any. A
+/// layered transport makes the entries of its sockets; the socket under one cannot be taken out.
+#[derive(Clone, Copy)]
+pub struct PollEntry<'a> {
+    socket: &'a Socket,
+    hook: Option<&'a dyn PollHook>,
+}
+
+impl<'a> PollEntry<'a> {
+    /// A socket polled as it is.
+    pub fn plain(socket: &'a Socket) -> Self {
+        PollEntry { socket, hook: None }
+    }
+
+    /// A socket whose readiness `hook` completes.
+    pub fn hooked(socket: &'a Socket, hook: &'a dyn PollHook) -> Self {
+        PollEntry { socket, hook: Some(hook) }
+    }
+}
+
+impl std::fmt::Debug for PollEntry<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PollEntry").field("socket", self.socket).field("hooked", &self.hook.is_some()).finish()
+    }
+}
+
 impl std::fmt::Debug for Poller<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Poller").field("sockets", &self.sockets).finish()
@@ -42,13 +68,13 @@ impl std::fmt::Debug for Poller<'_> {
 impl<'a> Poller<'a> {
     /// A poller over `sockets`; index `i` in `check_input`/`check_output` is `sockets[i]`.
     pub fn new(sockets: &[&'a Socket]) -> Self {
-        Self::with_hooks(&sockets.iter().map(|&s| (s, None)).collect::<Vec<_>>())
+        Self::with_entries(&sockets.iter().map(|&s| PollEntry::plain(s)).collect::<Vec<_>>())
     }
 
-    /// A poller over sockets of which some have a [`PollHook`].
-    pub fn with_hooks(entries: &[(&'a Socket, Option<&'a dyn PollHook>)]) -> Self {
-        let sockets: Vec<&'a Socket> = entries.iter().map(|e| e.0).collect();
-        let hooks = entries.iter().map(|e| e.1).collect();
+    /// A poller over sockets of which some have a [`PollHook`] (see [`PollEntry`]).
+    pub fn with_entries(entries: &[PollEntry<'a>]) -> Self {
+        let sockets: Vec<&'a Socket> = entries.iter().map(|e| e.socket).collect();
+        let hooks = entries.iter().map(|e| e.hook).collect();
         let mut items: Vec<_> = sockets.iter().map(|s| s.poll_item()).collect();
         let mut interrupters: Vec<Arc<Interrupter>> = Vec::new();
         for s in &sockets {

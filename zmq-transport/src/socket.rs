@@ -1,5 +1,6 @@
 //! Sockets of the zeromq transport: options, attach, and transfers with timeouts and interruption.
 
+use crate::layered::LayeredSocket;
 use crate::message::Message;
 use crate::monitor::{Monitors, PeerCount};
 use crate::part::{Held, Part};
@@ -154,19 +155,7 @@ impl Socket {
     /// call (a peer whose message was received is counted; one that left a moment ago may still be).
     pub fn number_of_connected_peers(&self) -> u64 {
         self.peers.0.sync();
-        self.counted_peers()
-    }
-
-    /// The count of connected peers as the monitor thread last counted, without waiting for it
-    /// to catch up: a look cheap enough for every send (a moment late).
-    pub fn counted_peers(&self) -> u64 {
         self.peers.2.load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// The count of [`number_of_connected_peers`](Socket::number_of_connected_peers), readable
-    /// from other threads (as the monitor thread last counted, a moment late).
-    pub fn peer_count(&self) -> Arc<std::sync::atomic::AtomicU64> {
-        self.peers.2.clone()
     }
 
     /// `<transport id>.<channel name>.<type>`, also the ZeroMQ identity.
@@ -191,6 +180,17 @@ impl Socket {
             self.set_rcv_kernel_size(o.rcv_kernel_size)?;
         }
         Ok(())
+    }
+
+    /// The options [`set_options`](Socket::set_options) applies, as the socket has them now.
+    pub fn options(&self) -> Result<SocketOptions, SocketError> {
+        Ok(SocketOptions {
+            linger: self.linger()?,
+            snd_buf_size: self.snd_buf_size()?,
+            rcv_buf_size: self.rcv_buf_size()?,
+            snd_kernel_size: self.snd_kernel_size()?,
+            rcv_kernel_size: self.rcv_kernel_size()?,
+        })
     }
 
     /// `ZMQ_LINGER`, ms.
@@ -236,15 +236,6 @@ impl Socket {
         opt("ZMQ_RCVBUF", self.zsock.get_rcvbuf())
     }
 
-    /// Endpoints bound from now on let in only peers that present `password` (ZeroMQ's PLAIN
-    /// mechanism, checked by the transport's handler: see
-    /// [`Transport::serve_password`](crate::Transport::serve_password)); endpoints connected from now
-    /// on present it. A peer without it is refused in the handshake, before any frame. libzmq takes
-    /// a socket's options when an endpoint is made, so one socket can bind and connect both ways.
-    pub fn require_password(&self, password: &str) {
-        *self.password.borrow_mut() = Some(password.to_owned());
-    }
-
     /// Binds one endpoint as given (no auto-bind).
     pub fn bind(&self, address: &str) -> Result<(), SocketError> {
         if self.password.borrow().is_some() {
@@ -258,24 +249,6 @@ impl Socket {
         let (b, c) = self.endpoints.get();
         self.endpoints.set((b + 1, c));
         Ok(())
-    }
-
-    /// How many endpoints this socket bound and connected (so whether it can have more than one peer).
-    pub fn endpoint_counts(&self) -> (u32, u32) {
-        self.endpoints.get()
-    }
-
-    /// A router names the peer of each endpoint it connects to from now on (`ZMQ_CONNECT_ROUTING_ID`):
-    /// `prefix` and the connection's number, so it can send to that peer before the peer says
-    /// anything (see [`connected_peers`](Socket::connected_peers)).
-    pub fn name_connections(&self, prefix: &[u8]) {
-        *self.connect_names.borrow_mut() = Some((prefix.to_vec(), Vec::new()));
-    }
-
-    /// The routing ids given to the peers of connected endpoints (see
-    /// [`name_connections`](Socket::name_connections)).
-    pub fn connected_peers(&self) -> Vec<Vec<u8>> {
-        self.connect_names.borrow().as_ref().map_or_else(Vec::new, |(_, ids)| ids.clone())
     }
 
     /// Connects one endpoint as given.
@@ -667,12 +640,6 @@ impl Socket {
         self.counters.clone()
     }
 
-    /// The counters, borrowed: for a layered transport that records its own transfers (cloning
-    /// the `Arc` per message cost two locked instructions, more than the record itself).
-    pub fn counters_ref(&self) -> &Counters {
-        &self.counters
-    }
-
     /// Poll item for this socket with the events its type supports (for [`Poller`](crate::Poller)).
     pub(crate) fn poll_item(&self) -> zmq::PollItem<'_> {
         let mut events = zmq::PollEvents::empty();
@@ -688,9 +655,67 @@ impl Socket {
     pub(crate) fn interrupter(&self) -> &Arc<Interrupter> {
         &self.interrupter
     }
+}
 
-    /// The underlying `zmq` socket, for options this API does not cover.
-    pub fn as_zmq(&self) -> &zmq::Socket {
+impl LayeredSocket for Socket {
+    fn counted_peers(&self) -> u64 {
+        self.peers.2.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn peer_count(&self) -> Arc<std::sync::atomic::AtomicU64> {
+        self.peers.2.clone()
+    }
+
+    fn require_password(&self, password: &str) {
+        *self.password.borrow_mut() = Some(password.to_owned());
+    }
+
+    fn endpoint_counts(&self) -> (u32, u32) {
+        self.endpoints.get()
+    }
+
+    fn name_connections(&self, prefix: &[u8]) {
+        *self.connect_names.borrow_mut() = Some((prefix.to_vec(), Vec::new()));
+    }
+
+    fn connected_peers(&self) -> Vec<Vec<u8>> {
+        self.connect_names.borrow().as_ref().map_or_else(Vec::new, |(_, ids)| ids.clone())
+    }
+
+    fn counters_ref(&self) -> &Counters {
+        &self.counters
+    }
+
+    fn last_endpoint(&self) -> Option<String> {
+        self.zsock.get_last_endpoint().ok().and_then(Result::ok)
+    }
+
+    fn set_routing_id(&self, id: &[u8]) -> Result<(), SocketError> {
+        opt("ZMQ_ROUTING_ID", self.zsock.set_identity(id))
+    }
+
+    fn set_router_mandatory(&self) -> Result<(), SocketError> {
+        opt("ZMQ_ROUTER_MANDATORY", self.zsock.set_router_mandatory(true))
+    }
+
+    fn set_probe_router(&self) -> Result<(), SocketError> {
+        opt("ZMQ_PROBE_ROUTER", self.zsock.set_probe_router(true))
+    }
+
+    fn set_max_message_size(&self, bytes: i64) -> Result<(), SocketError> {
+        opt("ZMQ_MAXMSGSIZE", self.zsock.set_maxmsgsize(bytes))
+    }
+
+    fn wait_writable(&self, wake: std::os::fd::RawFd, ms: i64) -> bool {
+        let mut items =
+            [self.zsock.as_poll_item(zmq::POLLIN | zmq::POLLOUT), zmq::PollItem::from_fd(wake, zmq::POLLIN)];
+        zmq::poll(&mut items, ms).is_ok_and(|n| n > 0) && items[0].is_writable()
+    }
+}
+
+#[cfg(feature = "raw")]
+impl crate::layered::Raw for Socket {
+    fn as_zmq(&self) -> &zmq::Socket {
         &self.zsock
     }
 }

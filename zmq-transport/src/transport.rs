@@ -63,7 +63,7 @@ struct Inner {
     ctx: zmq::Context,
     interrupter: Arc<Interrupter>,
     regions: Arc<RegionEvents>,
-    /// Who may connect to sockets that ask for a password (see [`Transport::serve_password`]).
+    /// Who may connect to sockets that ask for a password (see [`LayeredTransport::serve_password`](crate::layered::LayeredTransport::serve_password)).
     zap: std::sync::OnceLock<crate::zap::Handler>,
     /// Counts every socket's peers (see `monitor`), started with the first socket.
     monitors: std::sync::Mutex<Option<Arc<crate::monitor::Monitors>>>,
@@ -118,18 +118,6 @@ impl Transport {
             }
         };
         Socket::new(&self.inner.ctx, self.inner.interrupter.clone(), &monitors, ty, id)
-    }
-
-    /// Lets peers connect to this transport's sockets that ask for a password
-    /// ([`Socket::require_password`]) when they present `password`, and refuses the others in the
-    /// handshake. The first password served stays (later calls change nothing); the check runs in
-    /// a thread of the transport's own until the transport is dropped.
-    pub fn serve_password(&self, password: &str) -> Result<(), SocketError> {
-        if self.inner.zap.get().is_none() {
-            let handler = crate::zap::Handler::start(&self.inner.ctx, password.to_owned())?;
-            let _ = self.inner.zap.set(handler);
-        }
-        Ok(())
     }
 
     /// Makes every blocked transfer and poll on this transport's sockets return `Interrupted`, and
@@ -197,9 +185,18 @@ impl Transport {
     pub fn unsubscribe_from_region_events(&self) {
         self.inner.regions.unsubscribe();
     }
+}
 
-    /// The interrupt flag, for transports layered on this one (their own waits must wake on it too).
-    pub fn interrupter(&self) -> &Arc<Interrupter> {
+impl crate::layered::LayeredTransport for Transport {
+    fn serve_password(&self, password: &str) -> Result<(), SocketError> {
+        if self.inner.zap.get().is_none() {
+            let handler = crate::zap::Handler::start(&self.inner.ctx, password.to_owned())?;
+            let _ = self.inner.zap.set(handler);
+        }
+        Ok(())
+    }
+
+    fn interrupter(&self) -> &Arc<Interrupter> {
         &self.inner.interrupter
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! A transport that serves a password answers, in a thread of its own, the requests libzmq makes
 //! when a peer connects to one of its sockets that asks for PLAIN credentials (see
-//! [`Socket::require_password`](crate::Socket::require_password)): the peer is let in when it
+//! [`LayeredSocket::require_password`](crate::layered::LayeredSocket::require_password)): the peer is let in when it
 //! presents the password, and refused otherwise, before it can send or receive a single frame.
 //! Without a handler libzmq refuses every PLAIN peer, so the thread runs as long as the context.
 

@@ -6,6 +6,7 @@ mod options;
 pub use options::{create, shm_config};
 
 use crate::error::Error;
+use fairmq_zmq::layered::{LayeredSocket, PollEntry};
 use fairmq_zmq::{
     AttachOptions, CounterSnapshot, Counters, Direction, SocketOptions, SocketType, TransferResult, TransportKind,
 };
@@ -298,6 +299,14 @@ impl Socket {
         Ok(())
     }
 
+    /// The channel options the socket has now (see [`set_options`](Socket::set_options)).
+    pub fn options(&self) -> Result<SocketOptions, Error> {
+        Ok(match self {
+            Socket::Zeromq(s) => s.options()?,
+            Socket::Shmem(s) => s.options()?,
+        })
+    }
+
     /// Binds/connects a channel address; returns the address as attached.
     pub fn attach(&self, address: &str, o: &AttachOptions) -> Result<String, Error> {
         Ok(match self {
@@ -365,7 +374,11 @@ impl Socket {
     #[inline]
     fn counted(&self, dir: Direction, r: TransferResult) -> TransferResult {
         if let Err(e) = &r {
-            self.zmq_socket().counters_ref().record_failure(dir, e);
+            let counters = match self {
+                Socket::Zeromq(s) => s.counters_ref(),
+                Socket::Shmem(s) => s.counters_ref(),
+            };
+            counters.record_failure(dir, e);
         }
         r
     }
@@ -443,11 +456,12 @@ impl Socket {
         }
     }
 
-    /// The ZeroMQ socket that carries this socket's frames (payload or metadata).
-    pub fn zmq_socket(&self) -> &fairmq_zmq::Socket {
+    /// The socket of the zeromq transport, `None` on shmem (whose ZeroMQ socket carries records
+    /// that only the transport may write).
+    pub fn as_zeromq(&self) -> Option<&fairmq_zmq::Socket> {
         match self {
-            Socket::Zeromq(s) => s,
-            Socket::Shmem(s) => s.metadata_socket(),
+            Socket::Zeromq(s) => Some(s),
+            Socket::Shmem(_) => None,
         }
     }
 }
@@ -459,14 +473,14 @@ pub struct Poller<'a>(fairmq_zmq::Poller<'a>);
 impl<'a> Poller<'a> {
     /// A poller over `sockets` (index `i` is `sockets[i]`).
     pub fn new(sockets: &[&'a Socket]) -> Self {
-        let z: Vec<(&'a fairmq_zmq::Socket, Option<&'a dyn fairmq_zmq::layered::PollHook>)> = sockets
+        let entries: Vec<PollEntry<'a>> = sockets
             .iter()
             .map(|&s| match s {
-                Socket::Zeromq(z) => (z, None),
-                Socket::Shmem(m) => (m.metadata_socket(), Some(m as &dyn fairmq_zmq::layered::PollHook)),
+                Socket::Zeromq(z) => PollEntry::plain(z),
+                Socket::Shmem(m) => m.poll_entry(),
             })
             .collect();
-        Poller(fairmq_zmq::Poller::with_hooks(&z))
+        Poller(fairmq_zmq::Poller::with_entries(&entries))
     }
 
     /// Waits up to `timeout_ms`; returns the number of ready sockets.

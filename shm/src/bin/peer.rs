@@ -38,7 +38,7 @@
 //! references, all listed in its ledger), prints `holding <references>` and sleeps until killed.
 
 use fairmq_shm::{ShmConfig, Transport};
-use fairmq_zmq::{AttachOptions, Method, SocketType};
+use fairmq_zmq::{AttachOptions, Method, SocketOptions, SocketType};
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -89,7 +89,7 @@ fn send(a: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     let (ty, lanes) = socket_type(&a[6..], SocketType::Push);
     let t = transport_with(&format!("sender{sender}"), session, lanes)?;
     let s = t.socket(ty, "data")?;
-    s.metadata_socket().set_linger(-1)?;
+    s.set_options(&SocketOptions { linger: -1, ..s.options()? })?;
     s.attach(address, &AttachOptions::new(Some(m)))?;
     // Count 0: until a send would wait (its peers' queues are full).
     let (count, timeout) = if count == 0 { (u64::MAX, 100) } else { (count, -1) };
@@ -310,7 +310,7 @@ fn regionsrc(a: &[String]) -> Result<(), Box<dyn std::error::Error>> {
         region.write(off, &[region_byte(off as u64)])?;
     }
     let s = t.socket(SocketType::Push, "data")?;
-    s.metadata_socket().set_linger(-1)?;
+    s.set_options(&SocketOptions { linger: -1, ..s.options()? })?;
     s.bind(address)?;
     println!("region {}", region.id());
     std::io::stdout().flush()?;

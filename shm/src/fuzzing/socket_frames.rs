@@ -78,7 +78,7 @@ use crate::transport::attachment::Attachment;
 use crate::transport::message::{Message, Source};
 use crate::transport::socket::lanes::{release_frame, Deadline, Link, Writer};
 use crate::{ShmConfig, ShmError, Socket, Transport};
-use fairmq_zmq::layered::PollHook;
+use fairmq_zmq::layered::{PollHook, Raw};
 use fairmq_zmq::{SocketType, TransferError};
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};

@@ -356,6 +356,7 @@ impl Segment {
     }
 
     /// Largest user size one message may have in this segment.
+    #[cfg(any(test, feature = "testing"))]
     pub fn capacity(&self) -> u64 {
         self.tlsf().capacity()
     }
@@ -707,6 +708,7 @@ impl Segment {
     /// Runs `f` while holding the allocator lock. For fault tests: a process killed inside `f` dies
     /// holding the lock, and the next user must repair the heap.
     #[doc(hidden)]
+    #[cfg(any(test, feature = "testing"))]
     pub fn while_locked(&self, f: impl FnOnce()) -> Result<(), ShmError> {
         self.locked(|_| {
             f();
@@ -715,6 +717,7 @@ impl Segment {
     }
 
     /// Checks every allocator invariant (under the lock).
+    #[cfg(any(test, feature = "testing"))]
     pub fn check(&self) -> Result<(), String> {
         self.locked(|t| Ok(t.check())).map_err(|e| e.to_string())?
     }
@@ -753,6 +756,7 @@ impl Segment {
     }
 
     /// Used blocks whose owner mark is `owner` (see `liveness::Attached::owner`): (count, bytes).
+    #[cfg(any(test, feature = "testing"))]
     pub fn owned_by(&self, owner: u32) -> Result<(u64, u64), ShmError> {
         self.locked(|t| {
             let owned = self.owned_blocks(t, owner);
@@ -887,6 +891,7 @@ impl Segment {
         Ok(())
     }
 
+    #[cfg(any(test, feature = "testing"))]
     fn owned_blocks(&self, t: &Tlsf<'_>, owner: u32) -> Vec<(u64, u64)> {
         t.walk()
             .filter(|&(off, _, free)| !free && (self.block_rc(off).load(Ordering::Acquire) >> 32) as u32 == owner)

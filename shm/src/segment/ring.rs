@@ -407,6 +407,7 @@ impl<'a> Ring<'a> {
 
     /// Every entry from head to tail, without consuming any (for inspection: a reader may consume
     /// them meanwhile, and a writer reuse their room).
+    #[cfg(any(test, feature = "testing"))]
     pub fn entries(&self) -> Result<Vec<Entry>, LaneError> {
         let (head, tail) = self.indices()?;
         let mut out = Vec::new();

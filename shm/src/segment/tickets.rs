@@ -296,6 +296,7 @@ impl<'a> Tickets<'a> {
     }
 
     /// Tickets issued and not yet claimed.
+    #[cfg(any(test, feature = "testing"))]
     pub fn outstanding(&self) -> u32 {
         (0..self.n).filter(|&t| !self.is_free(t)).count() as u32
     }

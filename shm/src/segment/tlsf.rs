@@ -144,6 +144,7 @@ impl<'a> Tlsf<'a> {
     }
 
     /// Largest user size one allocation could ever get here (the whole heap in one block).
+    #[cfg(any(test, feature = "testing"))]
     pub fn capacity(&self) -> u64 {
         self.end - self.start - HDR
     }
@@ -544,6 +545,7 @@ impl<'a> Tlsf<'a> {
     }
 
     /// Walks everything and checks every invariant (tests and the monitor's deep check).
+    #[cfg(any(test, feature = "testing"))]
     pub fn check(&self) -> Result<(), String> {
         let (mut off, mut prev, mut prev_free) = (self.start, 0u64, false);
         let (mut free_bytes, mut free_blocks, mut used) = (0, 0, 0);

@@ -1,13 +1,19 @@
-//! Attaching a transport to its session and detaching it: the management segment is created by
-//! the first, each transport holds a process slot (see `liveness`) while attached, and the last to
-//! detach removes every object of the session. Objects made outside a transport (see `external`)
-//! open or create the session without attaching: they keep no session alive.
+//! Attaching a transport to its session, and detaching it.
+//!
+//! - [`Management::join`] attaches a transport. The first transport of a session creates the
+//!   management segment. Each attached transport holds a process slot (see `liveness`) until it
+//!   detaches.
+//! - [`Management::detach`] detaches it. The last transport to detach removes every object of the
+//!   session ([`remove_objects`]).
+//! - [`Management::with_session`] opens or creates the session for objects made outside a
+//!   transport (see `external`). Such objects do not attach: they hold no slot, so they keep no
+//!   session alive.
 //!
 //! Attaching and detaching happen under the session lock. The last transport to detach marks the
-//! segment *removed* and unlinks every object of the session while still holding the lock; a
-//! process that opened the old management segment just before sees the mark once it gets the lock,
-//! and starts over with a fresh one. So removal is idempotent and never pulls a session from under
-//! a newcomer.
+//! management segment *removed*, and it unlinks every object of the session before it releases
+//! the lock. Another process may have opened the old management segment just before. That
+//! process sees the mark once it gets the lock, and it starts over with a fresh management
+//! segment. So removal is idempotent, and it never removes a session that a newcomer has joined.
 
 use crate::error::ShmError;
 use crate::naming::Names;

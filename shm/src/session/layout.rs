@@ -1,4 +1,5 @@
-//! The management segment's layout: every table of it, at fixed places.
+//! The layout of the management segment. Every table in it has a fixed place, given below;
+//! [`Layout`] is the whole segment as a `#[repr(C)]` struct of atomic words.
 //!
 //! | bytes | content |
 //! |---|---|

@@ -1,18 +1,24 @@
-//! Liveness of a session's processes, two ways.
+//! Liveness: which processes of a session are alive. This module tracks it in two ways.
 //!
-//! - The heartbeat FairMQ's monitor watches: every transport bumps one shared counter every 100 ms.
-//!   It only tells that *someone* is alive.
-//! - A slot per attached transport (pid and a robust mutex) whose mutex the transport's heartbeat
-//!   thread holds for the transport's whole life. When the process dies, however it dies, the kernel
-//!   releases the mutex marked *owner died*; whoever tries it next learns at once, without waiting for
-//!   a heartbeat timeout, that this transport is gone, and counts it out of the session.
+//! - The heartbeat, which FairMQ's monitor watches. Every transport bumps one shared counter every
+//!   [`HEARTBEAT_INTERVAL`] (100 ms). The counter only tells that *some* transport is alive.
+//! - A process slot per attached transport, holding the transport's pid and a robust mutex. The
+//!   transport's heartbeat thread ([`Heartbeat`]) holds the mutex for the transport's whole life.
+//!   When the process dies, however it dies, the kernel releases the mutex and marks it *owner
+//!   died*. The next process that tries the mutex learns at once that this transport is gone,
+//!   without waiting for a heartbeat timeout. That process then counts the transport out of the
+//!   session ([`SessionLock::find_dead`], then [`SessionLock::count_out`] after the sweep).
 //!
 //! The occupied slots *are* the session's count of attached transports. A slot's pid is published
-//! only while its mutex is held, and cleared before the mutex is let go: the heartbeat thread locks
-//! the mutex and then writes the pid, and a leaving transport clears the pid (deciding, in the same
-//! step, whether it was the last) before its thread unlocks. Both steps run under the session lock.
-//! So a process killed at any moment is either counted (its mutex turns owner-died) or already
-//! gone from the count; no moment leaves a slot that nobody can free.
+//! only while the slot's mutex is held, and it is cleared before the mutex is released:
+//!
+//! - When a transport attaches, its heartbeat thread locks the mutex first and then writes the pid.
+//! - When a transport leaves, it clears the pid before its thread unlocks the mutex. In the same
+//!   step it decides whether it was the last transport.
+//!
+//! Both steps run under the session lock. So a process killed at any moment is either still
+//! counted (its mutex turns owner-died) or already gone from the count. No moment leaves a slot
+//! that nobody can free.
 
 use crate::error::ShmError;
 use crate::session::layout::ProcessSlot;

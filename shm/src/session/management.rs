@@ -1,12 +1,23 @@
-//! The management segment of a session: its lock, the registry of segments, the event counter and
-//! the heartbeat. The region registry (`registry`) and the process slots (`liveness`, whose occupied
-//! slots are the count of attached transports) live in it too; `layout` describes it.
+//! The management segment of a session, as one process sees it: [`Management`].
 //!
+//! This module reads and writes these parts of the management segment:
+//!
+//! - the session lock, a robust mutex; [`SessionLock`] holds it;
+//! - the session secret (see `peers`);
+//! - the registry of managed segments ([`SegmentEntry`]);
+//! - the event counter, which is bumped whenever a segment or region is created or destroyed;
+//! - the heartbeat counter that FairMQ's monitor watches.
+//!
+//! The region registry (see `registry`) and the process slots (see `liveness`) live in the
+//! management segment too. The occupied process slots are the count of attached transports.
+//! `layout` gives the place of every table.
 //!
 //! Attaching and detaching happen under the session lock. The last transport to detach marks the
-//! segment *removed* and unlinks every object of the session while still holding the lock; a process
-//! that opened the old management segment just before sees the mark once it gets the lock, and starts
-//! over with a fresh one. So removal is idempotent and never pulls a session from under a newcomer.
+//! management segment *removed* and unlinks every object of the session while it still holds the
+//! lock. Another process may have opened the old management segment just before. That process
+//! sees the mark once it gets the lock, and it starts over with a fresh management segment. So
+//! removal is idempotent, and it never removes a session that a newcomer has joined (see
+//! `attach`).
 
 use crate::error::ShmError;
 use crate::naming::Names;
@@ -228,6 +239,7 @@ fn secret() -> std::io::Result<[u64; 2]> {
 
 /// Removes every object whose name starts with the session's prefix, whatever state it is in (for
 /// tests' guards and benchmarks). Returns the removed names.
+#[cfg(any(test, feature = "testing"))]
 pub fn remove_session(names: &Names) -> Vec<String> {
     session_objects(names).into_iter().filter(|name| std::fs::remove_file(Names::path(name)).is_ok()).collect()
 }

@@ -1,10 +1,13 @@
-//! The region registry in the management segment: what every process of the session knows about
-//! each unmanaged region (size, path of a file-backed one, flags, whether it was destroyed).
+//! The region registry in the management segment. It tells every process of the session what it
+//! needs to know about each unmanaged region: its size, the path of a file-backed region, its
+//! flags, and whether it was destroyed. [`RegionEntry`] is one region's entry.
 //!
-//! A slot is 64 words: `tag` (region id + 1, 0 = free; written last, so a reader never sees a
-//! half-written slot), `state`, `size`, `creation flags`, `user flags`, `rc segment size`, `path length`,
-//! `creator pid`, then the path bytes. Slots are filled under the session lock and never emptied
-//! while the session lives (as in FairMQ: an id is used once per session), so lookups need no lock.
+//! A slot is 64 words: `tag` (region id + 1; 0 means free), `state`, `size`, `creation flags`,
+//! `user flags`, `rc segment size`, `path length`, `creator pid`, then the path bytes. The `tag`
+//! is written last, so a reader never sees a half-written slot.
+//!
+//! Slots are filled under the session lock. They are never emptied while the session lives,
+//! because a region id is used only once per session, as in FairMQ. So lookups need no lock.
 
 use crate::error::ShmError;
 use crate::naming::Names;

@@ -10,6 +10,7 @@ pub(crate) fn exists(pid: u32) -> bool {
 }
 
 /// Sends signal `sig` to process `pid`.
+#[cfg(any(test, feature = "testing"))]
 pub(crate) fn signal(pid: u32, sig: i32) -> std::io::Result<()> {
     let pid = libc::pid_t::try_from(pid).map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
     // SAFETY: kill only reads its two integer arguments.

@@ -1,4 +1,69 @@
-//! The shared-memory transport: a ZeroMQ context for metadata plus the session's shared memory.
+//! The shared-memory transport: the [`Transport`] type, its sockets and its messages.
+//!
+//! This module holds everything that moves a message from one process of a session to another.
+//! The payload stays in shared memory. Only a small metadata record travels over ZeroMQ.
+//!
+//! # Main types
+//!
+//! - [`Transport`] is FairMQ's `shmem::TransportFactory`. Creating one attaches this process to
+//!   the session and opens a ZeroMQ context for the metadata. The first transport of a session
+//!   creates the session's objects; the last one removes them.
+//! - [`Attachment`] is the transport's per-process state in the session: the management segment,
+//!   the segment this transport allocates in, the segments of its peers and its block caches.
+//! - [`Socket`] is a socket of the transport. It wraps a ZeroMQ socket that carries metadata
+//!   records, never payloads.
+//! - [`Message`] holds one reference to a block of a managed segment, or to a piece of an
+//!   unmanaged [`Region`].
+//! - [`ShmConfig`] holds the settings.
+//!
+//! # How a message travels
+//!
+//! 1. The sender makes a [`Message`], for example with [`Transport::new_message_from_slice`].
+//!    The payload is written into a block of the sender's segment, and no send or receive
+//!    copies it.
+//! 2. [`Socket::send`] writes a hand-over *ticket* into the sender's segment for each part. The
+//!    ticket describes the block and holds a fresh random 64-bit nonce (see `segment::tickets`).
+//!    The sent message is left empty: its reference now belongs to the ticket.
+//! 3. The socket sends one ZeroMQ frame with a 16-byte record per part (a multipart adds an
+//!    8-byte header). A record names only the segment, the ticket and the nonce (see `meta`).
+//!    A PUSH or PUB picks the receiving peer itself (see [`socket::peers`]). The other socket
+//!    types let ZeroMQ pick, and the ticket names the receiver where the session's directory of
+//!    endpoints knows it (see [`socket::addressee`]).
+//! 4. Between a sender with a single peer and its receiver, the socket writes an entry into a
+//!    *lane* instead: a ring in the sender's segment (see [`socket::lanes`]). The entry holds the
+//!    block records themselves, without tickets. The ZeroMQ socket then carries only the lane's
+//!    offer and the frames that wake a sleeping reader.
+//! 5. [`Socket::receive`] reads the ticket that the record names and checks what it describes:
+//!    the segment is known, the block is live, and the bounds hold. It then claims the ticket by
+//!    swapping the nonce for 0. Only one claim succeeds, so a forged or repeated record grants
+//!    nothing. A lane reader instead checks each block an entry names and marks it as its own.
+//! 6. The received [`Message`] now holds the reference. Whoever drops the last reference to a
+//!    block frees it, in whatever process that is.
+//!
+//! # When a process dies
+//!
+//! - A *sweep of the dead* frees the blocks that a dead process held alone. It also drops the
+//!   shared references that the dead process listed in its ledger (see `session::ledger`). Every
+//!   transport sweeps when it attaches and when it detaches; [`Transport::sweep_dead_processes`]
+//!   and the monitor sweep too.
+//! - When a receiver dies or goes away, its sender takes back every message the receiver did not
+//!   claim. Depending on the socket type, the sender sends the message again to another peer or
+//!   releases it (see [`socket::peers`], [`socket::addressee`] and [`socket::lanes`]).
+//! - When a sender is killed, the receiver frees the messages that were in flight (see
+//!   [`socket::orphans`]).
+//!
+//! # Submodules
+//!
+//! - [`attachment`]: [`Attachment`], and the out-of-memory policy.
+//! - [`config`]: [`ShmConfig`], named and defaulted as FairMQ's options.
+//! - [`events`]: region events (FairMQ's `SubscribeToRegionEvents` and `GetRegionInfo`).
+//! - [`message`]: [`Message`], and how a message's reference count works.
+//! - [`part`]: the parts a send takes: a [`Message`], or a caller's own message type that holds one.
+//! - [`poller`]: waiting on several sockets at once.
+//! - [`region`]: unmanaged regions ([`Region`]) and the callbacks that hand their pieces back.
+//! - [`socket`]: [`Socket`], with its send and receive paths, lanes, peers, addressees, orphans
+//!   and the session's directory of endpoints.
+//! - [`usage`]: what a transport uses of the session, read for the metrics.
 
 pub(crate) mod attachment;
 pub(crate) mod config;
@@ -18,13 +83,10 @@ use crate::transport::events::{RegionInfo, Subscription};
 use crate::transport::message::Message;
 use crate::transport::region::{Region, RegionCallback, RegionConfig};
 use crate::transport::socket::Socket;
+use fairmq_zmq::layered::{LayeredSocket, LayeredTransport};
 use fairmq_zmq::{SocketType, TransportConfig};
 use std::ffi::c_void;
 use std::sync::Arc;
-
-fn option_error(option: &'static str, source: zmq::Error) -> ShmError {
-    ShmError::Socket(fairmq_zmq::SocketError::Option { option, source })
-}
 
 /// The shared-memory transport (FairMQ's `shmem::TransportFactory`). Cheap to clone.
 ///
@@ -157,12 +219,12 @@ impl Transport {
             // Senders that pick their peers (see `peers`): they must know where each message went.
             SocketType::Pub | SocketType::Push => {
                 let z = self.zmq_socket(SocketType::Router, name)?;
-                z.as_zmq().set_router_mandatory(true).map_err(|source| option_error("ZMQ_ROUTER_MANDATORY", source))?;
+                z.set_router_mandatory()?;
                 // Peers send it nothing but probes and hellos: a larger frame ends the connection
                 // instead of being buffered, however large a peer says it is. The bound applies to
                 // the handshake's READY command too, which carries the peer's routing id (up to
                 // 255 bytes): 1 KiB leaves room for it.
-                z.as_zmq().set_maxmsgsize(1024).map_err(|source| option_error("ZMQ_MAXMSGSIZE", source))?;
+                z.set_max_message_size(1024)?;
                 // A peer we connect to is one by configuration, known at once (a bound DEALER
                 // sends no probe to a router that connects); peers that connect to us present a
                 // token.
@@ -176,7 +238,7 @@ impl Transport {
                 // `Socket::present_token`): ZeroMQ sends a routing id to every peer, also to
                 // whoever connects to a bound socket.
                 let (token, number) = crate::transport::socket::peers::token(&self.inner.mgr);
-                z.as_zmq().set_probe_router(true).map_err(|source| option_error("ZMQ_PROBE_ROUTER", source))?;
+                z.set_probe_router()?;
                 let mut s = Socket::new(z, self.inner.mgr.clone(), ty, id, number);
                 s.keep_token(token);
                 return Ok(s);
@@ -358,11 +420,13 @@ impl Transport {
     }
 
     /// Checks every invariant of the segment's allocator.
+    #[cfg(feature = "testing")]
     pub fn check_segment(&self) -> Result<(), String> {
         self.inner.mgr.own().check()
     }
 
     /// The segment this transport allocates in (statistics, dead-process accounting).
+    #[cfg(any(test, feature = "testing"))]
     pub(crate) fn segment(&self) -> &crate::segment::Segment {
         self.inner.mgr.own()
     }
@@ -373,6 +437,7 @@ impl Transport {
     }
 
     /// The transports attached to the session: pids and the owner marks their blocks carry.
+    #[cfg(feature = "testing")]
     pub fn attached(&self) -> Vec<crate::session::liveness::Attached> {
         crate::session::liveness::attached(self.inner.mgr.management())
     }
@@ -380,12 +445,14 @@ impl Transport {
     /// The blocks (segment id, offset) of shared messages and lanes that live transports of the
     /// session hold references to (their ledgers; a shared block names no holder in its count),
     /// and the messages waiting in those lanes. For inspection: lanes in use may be misread.
+    #[cfg(feature = "testing")]
     pub fn shared_blocks_held(&self) -> Vec<(u16, u64)> {
         let m = self.inner.mgr.management();
         crate::session::ledger::held_by_live(m, &crate::session::liveness::live_slots(m), &*self.inner.mgr)
     }
 
     /// The owner mark of this transport's blocks.
+    #[cfg(feature = "testing")]
     pub fn owner(&self) -> u32 {
         self.inner.mgr.owner()
     }

@@ -10,9 +10,8 @@ pub struct Poller<'a>(fairmq_zmq::Poller<'a>);
 impl<'a> Poller<'a> {
     /// A poller over `sockets`; index `i` is `sockets[i]`.
     pub fn new(sockets: &[&'a Socket]) -> Self {
-        let inner: Vec<(&'a fairmq_zmq::Socket, Option<&'a dyn fairmq_zmq::layered::PollHook>)> =
-            sockets.iter().map(|&s| (s.metadata_socket(), Some(s as &dyn fairmq_zmq::layered::PollHook))).collect();
-        Poller(fairmq_zmq::Poller::with_hooks(&inner))
+        let entries: Vec<_> = sockets.iter().map(|s| s.poll_entry()).collect();
+        Poller(fairmq_zmq::Poller::with_entries(&entries))
     }
 
     /// Waits up to `timeout_ms` for readiness; returns the number of ready sockets.

@@ -10,7 +10,7 @@ type Res<T> = Result<T, Box<dyn std::error::Error>>;
 pub fn receiver(a: &RoleArgs) -> Res<Tally> {
     let t = Transport::new("receiver")?;
     let s = t.socket(SocketType::Pull, "in")?;
-    s.as_zmq().set_rcvhwm(workload::zmq_hwm(a.size, a.parts))?;
+    s.set_rcv_buf_size(workload::zmq_hwm(a.size, a.parts))?;
     s.bind(&a.address)?;
     workload::announce_ready();
     let mode = a.mode;
@@ -40,7 +40,7 @@ pub fn sender(a: &RoleArgs) -> Res<()> {
     let t = Transport::new("sender")?;
     let s = t.socket(SocketType::Push, "out")?;
     s.set_linger(-1)?;
-    s.as_zmq().set_sndhwm(workload::zmq_hwm(a.size, a.parts))?;
+    s.set_snd_buf_size(workload::zmq_hwm(a.size, a.parts))?;
     s.connect(&a.address)?;
     let (mode, size, parts) = (a.mode, a.size, a.parts);
     let fresh = |seq| {
@@ -70,11 +70,11 @@ pub fn sender(a: &RoleArgs) -> Res<()> {
 pub fn forwarder(a: &RoleArgs) -> Res<()> {
     let t = Transport::new("forwarder")?;
     let input = t.socket(SocketType::Pull, "in")?;
-    input.as_zmq().set_rcvhwm(workload::zmq_hwm(a.size, a.parts))?;
+    input.set_rcv_buf_size(workload::zmq_hwm(a.size, a.parts))?;
     input.bind(&a.address)?;
     let output = t.socket(SocketType::Push, "out")?;
     output.set_linger(-1)?;
-    output.as_zmq().set_sndhwm(workload::zmq_hwm(a.size, a.parts))?;
+    output.set_snd_buf_size(workload::zmq_hwm(a.size, a.parts))?;
     output.connect(&a.forward_to)?;
     workload::announce_ready();
     if a.parts == 1 {

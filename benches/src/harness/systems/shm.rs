@@ -7,7 +7,7 @@ use super::super::options::RoleArgs;
 use super::super::workload::{self, Latency, Tally};
 use crate::session::SessionGuard;
 use fairmq_shm::{BadAllocPolicy, Message, ShmConfig, Transport};
-use fairmq_zmq::SocketType;
+use fairmq_zmq::{SocketOptions, SocketType};
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -52,7 +52,7 @@ pub fn sender(a: &RoleArgs) -> Res<()> {
     let _guard = SessionGuard::on_panic(&a.session);
     let t = transport(a, "sender")?;
     let s = t.socket(SocketType::Push, "out")?;
-    s.metadata_socket().set_linger(-1)?;
+    s.set_options(&SocketOptions { linger: -1, ..s.options()? })?;
     s.connect(&a.address)?;
     let (mode, size, parts) = (a.mode, a.size, a.parts);
     let fresh = |seq| {
@@ -86,7 +86,7 @@ pub fn forwarder(a: &RoleArgs) -> Res<()> {
     let input = t.socket(SocketType::Pull, "in")?;
     input.bind(&a.address)?;
     let output = t.socket(SocketType::Push, "out")?;
-    output.metadata_socket().set_linger(-1)?;
+    output.set_options(&SocketOptions { linger: -1, ..output.options()? })?;
     output.connect(&a.forward_to)?;
     workload::announce_ready();
     if a.parts == 1 {
@@ -112,7 +112,7 @@ fn pair(a: &RoleArgs, id: &str, bind: bool) -> Res<(Transport, fairmq_shm::Socke
     let t = transport(a, id)?;
     let s = t.socket(SocketType::Pair, "rt")?;
     // The final empty message must reach the peer even though its sender exits right away.
-    s.metadata_socket().set_linger(-1)?;
+    s.set_options(&SocketOptions { linger: -1, ..s.options()? })?;
     if bind {
         s.bind(&a.address)?;
     } else {

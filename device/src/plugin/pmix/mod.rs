@@ -25,6 +25,7 @@ use crate::channel::ChannelConfig;
 use crate::properties::Properties;
 use crate::state::State;
 use crate::BoxError;
+use fairmq_zmq::layered::LayeredSocket;
 use std::collections::BTreeMap;
 
 const ID_KEY: &str = "fairmq-rs.id";
@@ -49,7 +50,7 @@ fn control_socket(
     name: &str,
 ) -> Result<fairmq_zmq::Socket, BoxError> {
     let socket = transport.socket(ty, name)?;
-    socket.as_zmq().set_maxmsgsize(MAX_CONTROL_FRAME)?;
+    socket.set_max_message_size(MAX_CONTROL_FRAME)?;
     Ok(socket)
 }
 

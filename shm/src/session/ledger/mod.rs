@@ -1,43 +1,77 @@
-//! The references a transport holds to shared blocks (published messages, copies).
+//! Ledgers: each transport's list of the references it holds to shared blocks (published
+//! messages, copies, lanes, the count blocks of region pieces).
 //!
-//! A block held by one transport names it in its count word, so the sweep of the dead frees what a
-//! killed process held alone. A shared block (count above 1) names nobody: before, what a killed
-//! subscriber held of a published message stayed allocated until the session ended. So each
-//! transport lists the shared references it holds in a *ledger*: an area of the management
-//! segment that belongs to its liveness slot, and as many *overflow pages* as it needs beyond
-//! (blocks of its own segment, see `overflow`). The sweep that counts a dead transport out takes
-//! its entries (before the slot can be claimed again; one sweeper at a time, which took the
-//! sweep under the session lock: see `find_dead`) and drops each listed reference, freeing the
-//! block when it was the last; the pages go with the other blocks the dead transport held alone.
+//! # Why ledgers exist
 //!
-//! An entry is written after the reference is taken and cleared before it is dropped: a process
-//! killed in between leaves a reference nobody drops (a block that stays, as before), never one
-//! dropped twice. Only the transport writes its ledger while it lives. There is no limit but the
-//! segment's memory: when no page can be had for one more entry, the reference is refused where
-//! it can be (a copy or a publish fails with [`ShmError::LedgerFull`]) and logged where it cannot
-//! (a message received); a transport that leaves frees its pages itself. Before, references past the area's 1023 entries were not listed (one warning), and
-//! a killed holder of 3000 messages and a copy of each left 2489 blocks for the session's life.
+//! A block held by one transport names that transport in its count word. So the sweep of the dead
+//! can free what a killed process held alone. A shared block (count above 1) names nobody. Before
+//! ledgers, what a killed subscriber held of a published message stayed allocated until the
+//! session ended.
+//!
+//! # What a ledger is
+//!
+//! Each transport lists the shared references it holds in its *ledger*. The ledger starts in an
+//! area of the management segment that belongs to the transport's liveness slot. When the area's
+//! [`ENTRIES`] entries are used, the ledger goes on in *overflow pages*, as many as it needs. The
+//! pages are blocks of the transport's own segment (see `overflow`). Only the transport writes its
+//! ledger while it lives ([`Ledger`]).
+//!
+//! The transport writes an entry after it takes the reference, and clears the entry before it
+//! drops the reference. A process killed in between leaves a reference that nobody drops: the
+//! block stays, as it did before ledgers. No reference is ever dropped twice.
+//!
+//! The ledger has no limit but the segment's memory. When no page can be had for one more entry,
+//! the reference is refused where it can be: a copy or a publish fails with
+//! [`ShmError::LedgerFull`]. Where it cannot be refused (a message received), the missing entry is
+//! logged. A transport that leaves frees its pages itself. Before, references past the area's
+//! 1023 entries were not listed (one warning), and a killed holder of 3000 messages and a copy of
+//! each left 2489 blocks for the session's life.
+//!
+//! # The sweep of a dead transport's ledger
+//!
+//! The sweep that counts a dead transport out takes the entries of its ledger, before the slot
+//! can be claimed again. One sweeper at a time does this: the one that took the sweep under the
+//! session lock (see `find_dead`). The sweep drops each listed reference, and frees the block when
+//! it was the last reference. The pages are freed with the other blocks that the dead transport
+//! held alone.
+//!
+//! Everything read from another process's ledger is checked:
+//!
+//! - An entry drops something only if it names a live block marked shared.
+//! - A link is followed only if it names a page of that ledger: a block held alone by the
+//!   ledger's transport, with the page's header. Otherwise the walk ends there, and it is logged.
+//!
+//! A failed check leaves some references in place. It never causes a crash or a read out of
+//! bounds.
+//!
+//! # Layout
 //!
 //! | words of a slot's ledger (`ledgers` of the management layout, from 1 MiB) | content |
 //! |---|---|
 //! | 0..4 | entries of the area used so far (a high-water mark), 0, the link to the first overflow page (2 words, see `overflow`) |
 //! | 4.. | [`ENTRIES`] entries of 2 words: block offset + 1 (0: free) \| segment id << 48, slot \| data distance << 32 \| 1 << 63 for a lane's block, 1 << 62 for a region piece's count block |
 //!
-//! Pages hold entries of the same form. Everything read from another process's ledger is
-//! checked: an entry names a live block marked shared or it drops nothing, and a link names a
-//! page of that ledger (a block held alone by its transport, with the page's header) or the walk
-//! ends there, logged. Either leaves references that stay, never a crash or a read out of bounds.
+//! Overflow pages hold entries of the same form.
 //!
-//! A lane's block (see `lanes`) is listed by its writer and its reader. The sweep drops a dead
-//! side's reference, except a dead writer's to a lane nobody claimed yet, which it leaves to the
-//! first claimant (as a writer that closes does); whoever drops the last reference, the sweep or
-//! a live side letting go of its lane, releases what the lane still holds.
+//! # Lanes and region pieces
 //!
-//! A region piece's count block (see `region::count`) is listed by every holder of the piece.
-//! The sweep that drops its last reference acknowledges the piece to the region's controller.
+//! A lane's block (see `lanes`) is listed by both its writer and its reader. The sweep drops the
+//! reference of a dead side, with one exception: a dead writer's reference to a lane that nobody
+//! has claimed yet. The sweep leaves that reference to the lane's first claimant, just as a
+//! writer that closes before any claim does. Whoever drops the last reference releases the
+//! messages the lane still holds: a sweep, or a live side that lets go of its lane.
 //!
-//! Here: the area and what reads it; `overflow`, the pages; `sweep`, the sweep of a dead
-//! transport's ledger; `writer`, a live transport's side.
+//! A region piece's count block (see `region::count`) is listed by every holder of the piece. The
+//! sweep that drops the last reference acknowledges the piece to the region's controller.
+//!
+//! # Submodules
+//!
+//! - This module: the area in the management segment, and the code that reads it.
+//! - `overflow`: the overflow pages.
+//! - `sweep`: the sweep of a dead transport's ledger.
+//! - `writer`: the live transport's side ([`Ledger`]).
+//! - `inspect`: reading the ledgers from outside their transports, for the tests and the
+//!   inspection methods of `Transport` (cargo feature `testing`).
 //!
 //! [`ShmError::LedgerFull`]: crate::ShmError::LedgerFull
 
@@ -47,12 +81,18 @@ mod sweep;
 mod tests;
 mod writer;
 
+#[cfg(any(test, feature = "testing"))]
+mod inspect;
+#[cfg(test)]
+pub(crate) use inspect::listed_blocks;
+#[cfg(any(test, feature = "testing"))]
+pub(crate) use inspect::{damage_overflow_link, held_by_live, overflow_pages};
+#[cfg(any(test, feature = "testing"))]
 pub(crate) use overflow::PAGE_BYTES;
 pub(crate) use sweep::{release, Sweeper};
 pub(crate) use writer::Ledger;
 
-use crate::segment::Segment;
-use crate::session::layout::{LEDGER_WORDS, PROCESS_SLOTS};
+use crate::session::layout::LEDGER_WORDS;
 use crate::session::management::Management;
 use overflow::Link;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -169,11 +209,6 @@ pub(crate) fn reset(m: &Management, slot: usize) {
     a[0].store(0, Ordering::Release);
 }
 
-/// The owner mark of slot `slot`'s transport (its pages carry it).
-fn owner_of(m: &Management, slot: usize) -> u32 {
-    m.layout().processes[slot].owner.load(Ordering::Relaxed) as u32
-}
-
 /// The references slot `slot`'s ledger lists (of the transport of owner mark `owner`), read (not
 /// taken); pages in segments `by` maps. A link that does not check ends the list (logged).
 fn listed(by: &(impl Sweeper + ?Sized), m: &Management, slot: usize, owner: u32) -> Vec<Listed> {
@@ -186,61 +221,9 @@ fn listed(by: &(impl Sweeper + ?Sized), m: &Management, slot: usize, owner: u32)
     out
 }
 
-/// The blocks (segment, offset) that live transports list shared references to, and those the
-/// entries of the lanes among them name (for inspection: a shared block, or one waiting in a lane,
-/// names no holder in its count word; a lane read meanwhile may be missed or misread).
-pub(crate) fn held_by_live(m: &Management, live_slots: &[usize], by: &(impl Sweeper + ?Sized)) -> Vec<(u16, u64)> {
-    let mut out = Vec::new();
-    for &slot in live_slots.iter().filter(|&&s| s < PROCESS_SLOTS) {
-        for l in listed(by, m, slot, owner_of(m, slot)) {
-            out.push((l.segment, l.offset));
-            if l.what == Referent::Lane {
-                out.extend(by.segment(l.segment).map(|seg| sweep::in_lane(seg, &l)).unwrap_or_default());
-            }
-        }
-    }
-    out.sort_unstable();
-    out.dedup();
-    out
-}
-
 /// Whether the ledger of slot `slot` (of the transport of owner mark `owner`) lists a reference to
 /// a lane's block (its transport may hold the lane's last reference: see
 /// `Sweeper::release_lane_contents`); pages in segments `by` maps.
 pub(crate) fn lists_a_lane(by: &(impl Sweeper + ?Sized), m: &Management, slot: usize, owner: u32) -> bool {
     listed(by, m, slot, owner).iter().any(|l| l.what == Referent::Lane)
-}
-
-/// The blocks `(segment, offset)` slot `slot`'s ledger lists references to (for tests of what a
-/// killed transport would have dropped for it).
-#[cfg(test)]
-pub(crate) fn listed_blocks(by: &(impl Sweeper + ?Sized), m: &Management, slot: usize) -> Vec<(u16, u64)> {
-    listed(by, m, slot, owner_of(m, slot)).iter().map(|l| (l.segment, l.offset)).collect()
-}
-
-/// The liveness slot of the attached transport of process `pid`, if any.
-fn slot_of_pid(m: &Management, pid: u32) -> Option<usize> {
-    (0..PROCESS_SLOTS).find(|&s| m.layout().processes[s].pid.load(Ordering::Acquire) as u32 == pid && pid != 0)
-}
-
-/// How many overflow pages the ledger of process `pid`'s transport links, checked as a sweep
-/// checks them (segments opened by `segments`); `None` when no transport of that process is
-/// attached (for tests).
-pub(crate) fn overflow_pages(
-    m: &Management,
-    segments: &[Segment],
-    pid: u32,
-) -> Option<Result<usize, crate::error::LedgerError>> {
-    let slot = slot_of_pid(m, pid)?;
-    let mut n = 0;
-    Some(overflow::walk(segments, head(area(m, slot)), owner_of(m, slot), slot, |_| n += 1).map(|()| n))
-}
-
-/// Overwrites the first word of the link to the first overflow page of the ledger of process
-/// `pid`'s transport with `word` (a damaged ledger, for tests of the sweep); false when no
-/// transport of that process is attached.
-pub(crate) fn damage_overflow_link(m: &Management, pid: u32, word: u64) -> bool {
-    let Some(slot) = slot_of_pid(m, pid) else { return false };
-    head(area(m, slot))[0].store(word, Ordering::Release);
-    true
 }

@@ -186,6 +186,7 @@ fn lane_ring<'a>(seg: &'a Segment, l: &Listed) -> Option<Ring<'a>> {
 /// The blocks the entries of the lane `l` names, the one its writer is staging too (its blocks go
 /// in flight before it is published; before, a writer stopped between the two showed them held by
 /// nobody); an indirect entry: the block holding its frame.
+#[cfg(any(test, feature = "testing"))]
 pub(super) fn in_lane(seg: &Segment, l: &Listed) -> Vec<(u16, u64)> {
     let Some(ring) = lane_ring(seg, l) else { return Vec::new() };
     let mut out = Vec::new();

@@ -1,5 +1,6 @@
 use super::*;
 use crate::error::LedgerError;
+use crate::segment::Segment;
 use crate::transport::attachment::Attachment;
 use crate::transport::message::Message;
 use std::sync::Arc;

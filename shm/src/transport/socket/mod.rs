@@ -20,6 +20,7 @@ use crate::transport::part::{Held, Part};
 use crate::transport::socket::addressee::Addressee;
 use crate::transport::socket::lanes::{release_frame, Deadline, Got, Link, Readers, Writer};
 use crate::transport::socket::peers::{Peers, Sent};
+use fairmq_zmq::layered::LayeredSocket;
 use fairmq_zmq::layered::Uncounted;
 use fairmq_zmq::{AttachOptions, CounterSnapshot, Counters, SocketOptions, SocketType, TransferError, TransferResult};
 use std::cell::RefCell;
@@ -294,14 +295,28 @@ impl Socket {
         self.ty
     }
 
-    /// The metadata socket, for its options (linger, queue sizes: a multipart counts once).
-    pub fn metadata_socket(&self) -> &fairmq_zmq::Socket {
+    /// The ZeroMQ socket that carries this socket's records. Crate-private: a raw frame written
+    /// on it would bypass every check a send makes. The fuzz targets write such frames.
+    #[cfg(feature = "fuzzing")]
+    pub(crate) fn metadata_socket(&self) -> &fairmq_zmq::Socket {
         &self.z
     }
 
-    /// Applies a channel's options to the metadata socket.
+    /// Applies a channel's options to the socket that carries the records: linger, and queue
+    /// sizes in messages (a multipart counts once).
     pub fn set_options(&self, o: &SocketOptions) -> Result<(), ShmError> {
         Ok(self.z.set_options(o)?)
+    }
+
+    /// The options [`set_options`](Socket::set_options) applies, as the socket has them now.
+    pub fn options(&self) -> Result<SocketOptions, ShmError> {
+        Ok(self.z.options()?)
+    }
+
+    /// This socket in a [`fairmq_zmq::Poller`], beside sockets of the zeromq transport: its
+    /// readiness is that of its records and its lane.
+    pub fn poll_entry(&self) -> fairmq_zmq::layered::PollEntry<'_> {
+        fairmq_zmq::layered::PollEntry::hooked(&self.z, self)
     }
 
     /// Binds or connects a channel address (see [`fairmq_zmq::Socket::attach`]).
@@ -322,7 +337,7 @@ impl Socket {
     /// Binds one endpoint.
     pub fn bind(&self, address: &str) -> Result<(), ShmError> {
         self.z.bind(address)?;
-        let actual = self.z.as_zmq().get_last_endpoint().ok().and_then(Result::ok);
+        let actual = self.z.last_endpoint();
         self.enter_in_directory(actual.as_deref().unwrap_or(address), true);
         Ok(())
     }
@@ -371,10 +386,7 @@ impl Socket {
         if r.token.is_empty() || r.presented.get() {
             return Ok(());
         }
-        self.z
-            .as_zmq()
-            .set_identity(&r.token)
-            .map_err(|source| ShmError::Socket(fairmq_zmq::SocketError::Option { option: "ZMQ_IDENTITY", source }))?;
+        self.z.set_routing_id(&r.token)?;
         r.presented.set(true);
         Ok(())
     }
@@ -466,6 +478,12 @@ impl Socket {
     /// Messages and payload bytes moved so far.
     pub fn counters(&self) -> CounterSnapshot {
         self.z.counters()
+    }
+
+    /// The counters, borrowed (cheaper than [`shared_counters`](Socket::shared_counters) on
+    /// every transfer).
+    pub fn counters_ref(&self) -> &Counters {
+        self.z.counters_ref()
     }
 
     /// The counters, for reading from another thread.

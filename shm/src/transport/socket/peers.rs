@@ -20,7 +20,7 @@ use crate::segment::tickets::Issued;
 use crate::transport::attachment::Attachment;
 use crate::transport::message::Message;
 use crate::transport::part::Held;
-use fairmq_zmq::layered::Uncounted;
+use fairmq_zmq::layered::{LayeredSocket, Uncounted};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

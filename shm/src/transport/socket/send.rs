@@ -267,11 +267,7 @@ impl Socket {
             Deadline::Never => MOMENT,
             d => i64::from(d.ms_left()).min(MOMENT),
         };
-        let mut items = [
-            self.z.as_zmq().as_poll_item(zmq::POLLIN | zmq::POLLOUT),
-            zmq::PollItem::from_fd(self.mgr.interrupter_fd(), zmq::POLLIN),
-        ];
-        zmq::poll(&mut items, ms).is_ok_and(|n| n > 0) && items[0].is_writable()
+        self.z.wait_writable(self.mgr.interrupter_fd(), ms)
     }
 
     /// Issues a ticket for each non-empty record into `out`, waiting within `deadline` while every

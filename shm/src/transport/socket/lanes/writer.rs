@@ -37,9 +37,22 @@ pub(crate) struct Writer {
     open: Arc<std::sync::atomic::AtomicU64>,
 }
 
+/// How a wait for room in a lane ended.
 enum Wait {
+    /// The entry was written.
     Room,
+    /// The lane's reader closed its end or died; nothing was written.
     ReaderGone,
+}
+
+/// One entry a push writes into a lane.
+#[derive(Clone, Copy)]
+struct Outgoing<'e> {
+    /// `KIND_FRAME` (the records themselves) or `KIND_INDIRECT` (a block that holds them).
+    kind: u32,
+    bytes: &'e [u8],
+    /// Marks the entry's blocks in flight, once the entry is staged in the ring.
+    mark: &'e dyn Fn(),
 }
 
 impl Writer {
@@ -95,7 +108,9 @@ impl Writer {
             let l = self.lane.as_ref().expect("a lane is there");
             let ring = l.ring();
             self.reoffer_if_unclaimed(mgr, l, &ring, link);
-            if let Wait::ReaderGone = self.push(mgr, link, l, &ring, kind, entry, deadline, &mark_all)? {
+            if let Wait::ReaderGone =
+                self.push(mgr, link, l, &ring, Outgoing { kind, bytes: entry, mark: &mark_all }, deadline)?
+            {
                 self.retire(mgr, true);
                 continue;
             }
@@ -217,7 +232,7 @@ impl Writer {
                 remark_entry(mgr, e.kind, &e.frame, mgr.owner(), crate::segment::slots::IN_FLIGHT);
                 super::resent::unlist(mgr, listed.take());
             };
-            match self.push(mgr, link, l, &ring, e.kind, &e.frame, deadline, &mark) {
+            match self.push(mgr, link, l, &ring, Outgoing { kind: e.kind, bytes: &e.frame, mark: &mark }, deadline) {
                 Ok(Wait::Room) => {}
                 other => {
                     // Not staged, so not marked: still listed.
@@ -230,22 +245,20 @@ impl Writer {
         Ok(Wait::Room)
     }
 
-    /// Appends one entry to `l`, waiting for room within `deadline`.
-    #[allow(clippy::too_many_arguments)] // the lane and its ring view, made once per send
+    /// Appends `entry` to `l` (whose ring view `ring` the caller made once for the send),
+    /// waiting for room within `deadline`.
     fn push(
         &self,
         mgr: &Arc<Attachment>,
         link: &dyn Link,
         l: &LaneBlock,
         ring: &Ring<'_>,
-        kind: u32,
-        entry: &[u8],
+        entry: Outgoing<'_>,
         deadline: Deadline,
-        mark: &dyn Fn(),
     ) -> Result<Wait, TransferError> {
         let lane_error = |source: LaneError| ShmError::Lane { socket: "(writer)".into(), source };
         loop {
-            if ring.push_seen(kind, entry, mark, &l.seen).map_err(lane_error)? {
+            if ring.push_seen(entry.kind, entry.bytes, entry.mark, &l.seen).map_err(lane_error)? {
                 return Ok(Wait::Room);
             }
             if mgr.interrupted() {
