@@ -1,0 +1,191 @@
+//! What the tickets of a segment hand over, and what dead processes left in it: claims under
+//! way, blocks in flight, blocks a dead transport held alone or cached. The sweep of the dead
+//! (`session::ledger`, `Attachment::sweep_dead`) and the monitor use these.
+
+use super::{slots, tickets, Segment};
+use crate::error::ShmError;
+use std::sync::atomic::Ordering;
+
+impl Segment {
+    /// Used blocks whose owner mark is `owner` (see `liveness::Attached::owner`): (count, bytes).
+    #[cfg(any(test, feature = "testing"))]
+    pub fn owned_by(&self, owner: u32) -> Result<(u64, u64), ShmError> {
+        self.locked(|t| {
+            let owned = self.owned_blocks(t, owner);
+            Ok((owned.len() as u64, owned.iter().map(|b| b.1).sum()))
+        })
+    }
+
+    /// Claims of this segment's tickets that dead `owners` left under way (killed between claiming
+    /// a ticket and marking its block): the block becomes the dead claimer's, to be freed with what
+    /// it held, and the ticket free. `segment` finds the segment a record names.
+    pub(crate) fn finish_claims<'a>(&self, owners: &[u32], segment: impl Fn(u16) -> Option<&'a Segment> + Copy) {
+        let tickets = self.tickets();
+        for (t, word, claimer) in tickets.claiming_by(owners) {
+            if let Ok((tickets::Kind::Message, rec)) = tickets.resolve(t, word) {
+                let _ = remark(segment, &rec, slots::IN_FLIGHT, claimer);
+            }
+            tickets.claimed(t, claimer);
+        }
+    }
+
+    /// The blocks of this segment's message tickets that a receiver is claiming: they are the
+    /// claimer's (or, once it died, its sweep's), whatever their mark says now.
+    fn being_claimed(&self) -> Vec<(u16, u64)> {
+        let t = self.tickets();
+        t.claiming_all()
+            .into_iter()
+            .filter_map(|(ticket, word)| match t.resolve(ticket, word) {
+                Ok((tickets::Kind::Message, crate::meta::Record::Block { segment, offset, .. })) => {
+                    Some((segment, offset))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Blocks handed over through this segment's tickets and not claimed yet: (segment, block
+    /// offset, issuer's owner mark, receiver's owner mark (0: not sent yet,
+    /// [`crate::segment::tickets::ELSEWHERE`]: not known, [`crate::segment::tickets::FACING`]: one of the sockets
+    /// facing its sender)). For sweeps and fault tests.
+    pub fn in_flight(&self) -> Vec<(u16, u64, u32, u32)> {
+        self.handed(tickets::Kind::Message)
+    }
+
+    /// Whether an offer of the lane whose block is at `offset` of this segment is out (its
+    /// writer's offers are tickets of this segment's table, as the block is its writer's).
+    pub(crate) fn offered(&self, offset: u64) -> bool {
+        self.handed(tickets::Kind::Offer).iter().any(|&(segment, o, ..)| segment == self.id && o == offset)
+    }
+
+    /// The blocks tickets of `kind` out in this segment's table hand over (as [`in_flight`]).
+    ///
+    /// [`in_flight`]: Segment::in_flight
+    fn handed(&self, kind: tickets::Kind) -> Vec<(u16, u64, u32, u32)> {
+        let t = self.tickets();
+        t.out_in_chunks(|_| true)
+            .into_iter()
+            .filter_map(|(ticket, nonce, issuer, receiver, _)| match t.resolve(ticket, nonce) {
+                Ok((k, crate::meta::Record::Block { segment, offset, .. })) if k == kind => {
+                    Some((segment, offset, issuer, receiver))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Every used block: (offset, size, owner mark, reference count), for the monitor's debug view.
+    pub fn used_blocks(&self) -> Result<Vec<(u64, u64, u32, u32)>, ShmError> {
+        self.locked(|t| {
+            Ok(t.walk()
+                .filter(|&(_, _, free)| !free)
+                .map(|(off, size, _)| {
+                    let rc = self.block_rc(off).load(Ordering::Acquire);
+                    (off, size, (rc >> 32) as u32, rc as u32)
+                })
+                .collect())
+        })
+    }
+
+    /// Frees what the dead transport of owner mark `owner` had: blocks in its caches (no
+    /// reference) and blocks it held alone (one reference, named by its mark: see
+    /// `Message::mark_held`). Nobody else can reach either: a block in flight or shared carries
+    /// another mark. Returns (count, bytes).
+    ///
+    /// `ticketed` lists the blocks that tickets out hand over (over every segment's table): such
+    /// a block is in flight, whatever its mark says (its holder was killed between handing it to
+    /// a ticket and marking it), and is left to its ticket.
+    pub(crate) fn reclaim_dead(&self, owner: u32, ticketed: &Ticketed) -> Result<(u64, u64), ShmError> {
+        let (cached, held) = (u64::from(owner) << 32, u64::from(owner) << 32 | 1);
+        let r = self.locked(|t| {
+            let gone: Vec<(u64, u64)> = t
+                .walk()
+                .filter(|&(off, _, free)| !free && [cached, held].contains(&self.block_rc(off).load(Ordering::Acquire)))
+                .filter(|&(off, _, _)| !ticketed.contains(self.id, off))
+                .map(|(off, size, _)| (off, size))
+                .collect();
+            for &(off, _) in &gone {
+                self.free_to_heap(t, off, self.slot_of(off))?;
+            }
+            Ok((gone.len() as u64, gone.iter().map(|b| b.1).sum()))
+        })?;
+        if r.0 > 0 {
+            self.wake_waiters();
+        }
+        Ok(r)
+    }
+
+    #[cfg(any(test, feature = "testing"))]
+    fn owned_blocks(&self, t: &super::tlsf::Tlsf<'_>, owner: u32) -> Vec<(u64, u64)> {
+        t.walk()
+            .filter(|&(off, _, free)| !free && (self.block_rc(off).load(Ordering::Acquire) >> 32) as u32 == owner)
+            .map(|(off, size, _)| (off, size))
+            .collect()
+    }
+}
+
+/// What [`remark`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Remark {
+    /// The block had the mark given and one reference: it has the new mark now.
+    Done,
+    /// Nothing to mark: not a block (a region piece, an empty part), or a shared block (which
+    /// names no holder).
+    NoMark,
+    /// A block with another holder's mark (or freed), or a record that names no block: not the
+    /// caller's to take.
+    Refused,
+}
+
+/// Changes the holder mark of the block `rec` names (in the segment `segment` finds) from
+/// `from` to `to`, if it has one reference and that mark. The record is checked first: it comes
+/// from a lane entry or a ticket, which a faulty peer may have damaged.
+pub(crate) fn remark<'a>(
+    segment: impl Fn(u16) -> Option<&'a Segment>,
+    rec: &crate::meta::Record,
+    from: u32,
+    to: u32,
+) -> Remark {
+    let crate::meta::Record::Block { segment: id, offset, delta, size, slot, generation } = *rec else {
+        return if matches!(rec, crate::meta::Record::Handed { .. }) { Remark::Refused } else { Remark::NoMark };
+    };
+    let Some(seg) = segment(id).filter(|s| s.check_use(offset, delta, size, slot, generation).is_ok()) else {
+        return Remark::Refused;
+    };
+    let current = |s: &Segment| s.check_generation(offset, slot, generation).is_ok();
+    let (from, to) = (u64::from(from) << 32 | 1, u64::from(to) << 32 | 1);
+    let rc = seg.rc(offset, slot);
+    match rc.compare_exchange(from, to, Ordering::AcqRel, Ordering::Relaxed) {
+        Ok(_) if current(seg) => Remark::Done,
+        Ok(_) => {
+            // Freed and handed out again between the check and the swap: another use's, given
+            // back its mark (the generation cannot move while the block carries ours).
+            let _ = rc.compare_exchange(to, from, Ordering::AcqRel, Ordering::Relaxed);
+            Remark::Refused
+        }
+        Err(v) if slots::is_shared(v) => Remark::NoMark,
+        Err(_) => Remark::Refused,
+    }
+}
+
+/// The blocks, `(segment, offset)`, that tickets out in the tables of some segments hand over.
+pub(crate) struct Ticketed(std::collections::HashSet<(u16, u64)>);
+
+impl Ticketed {
+    /// What the tables of `segments` hand over.
+    pub(crate) fn of<'a>(segments: impl IntoIterator<Item = &'a Segment>) -> Ticketed {
+        Ticketed(
+            segments
+                .into_iter()
+                .flat_map(|s| {
+                    let out = s.in_flight().into_iter().map(|(segment, offset, _, _)| (segment, offset));
+                    out.chain(s.being_claimed())
+                })
+                .collect(),
+        )
+    }
+
+    fn contains(&self, segment: u16, offset: u64) -> bool {
+        self.0.contains(&(segment, offset))
+    }
+}
