@@ -1121,14 +1121,6 @@ fmq_result fmq_channel_set_option(fmq_channel *c, const char *name, int32_t valu
 fmq_result fmq_channel_get_option(const fmq_channel *c, const char *name, int32_t *value);
 
 /**
- * The configuration of the running device (borrowed: valid as long as `ctx`).
- *
- * # Safety
- * `ctx` is a valid context or NULL (then NULL is returned).
- */
-const fmq_config *fmq_context_config(const fmq_context *ctx);
-
-/**
  * Property `key` as text into `buf` (see `fmq_context_property`); `FMQ_ERROR_NOT_FOUND` if the
  * configuration has no such key.
  *
@@ -1455,6 +1447,14 @@ fmq_result fmq_context_id(const fmq_context *ctx, char *buf, size_t len, size_t 
 bool fmq_context_error_found(const fmq_context *ctx);
 
 /**
+ * The configuration of the running device (borrowed: valid as long as `ctx`).
+ *
+ * # Safety
+ * `ctx` is a valid context or NULL (then NULL is returned).
+ */
+const fmq_config *fmq_context_config(const fmq_context *ctx);
+
+/**
  * A new device whose state is IDLE, into `*out` (freed with `fmq_device_free`). `hooks` is
  * copied; the hooks and `user` are used from the thread that calls `fmq_device_run` during its
  * call.
@@ -1526,31 +1526,6 @@ fmq_result fmq_debug_panic(void);
 const char *fmq_version(void);
 
 /**
- * Logs `message` through the fairmq-rs logger at FairMQ's `severity` (trace, debug, info, state,
- * warn, error, fatal, and FairLogger's debug1..4, detail, important, alarm), so C and C++ devices'
- * lines look like the Rust devices' lines. An unknown severity logs at info.
- *
- * # Safety
- * `severity` and `message` are NUL-terminated strings (or NULL: nothing is logged).
- */
-void fmq_log(const char *severity, const char *message);
-
-/**
- * [`fmq_log`] naming where the line was logged: the caller's `file` (its last path component is
- * shown), `line` and `function`, as FairLogger's `[file:line:function]` at verbosity veryhigh.
- * The C++ wrapper's `LOG(severity)` passes them.
- *
- * # Safety
- * `severity` and `message` are NUL-terminated strings (or NULL: nothing is logged); `file` and
- * `function` NUL-terminated or NULL (not known).
- */
-void fmq_log_at(const char *severity,
-                const char *file,
-                int line,
-                const char *function,
-                const char *message);
-
-/**
  * Sets the console severity (`--severity`: trace, debug, info, state, warn, error, fatal, nolog,
  * and FairLogger's debug1..4, detail, important, alarm); `FMQ_ERROR_INVALID` for another name.
  *
@@ -1604,6 +1579,31 @@ const char *fmq_log_cycle_verbosity(bool up);
  * The console severity's name (static).
  */
 const char *fmq_log_console_severity(void);
+
+/**
+ * Logs `message` through the fairmq-rs logger at FairMQ's `severity` (trace, debug, info, state,
+ * warn, error, fatal, and FairLogger's debug1..4, detail, important, alarm), so C and C++ devices'
+ * lines look like the Rust devices' lines. An unknown severity logs at info.
+ *
+ * # Safety
+ * `severity` and `message` are NUL-terminated strings (or NULL: nothing is logged).
+ */
+void fmq_log(const char *severity, const char *message);
+
+/**
+ * [`fmq_log`] naming where the line was logged: the caller's `file` (its last path component is
+ * shown), `line` and `function`, as FairLogger's `[file:line:function]` at verbosity veryhigh.
+ * The C++ wrapper's `LOG(severity)` passes them.
+ *
+ * # Safety
+ * `severity` and `message` are NUL-terminated strings (or NULL: nothing is logged); `file` and
+ * `function` NUL-terminated or NULL (not known).
+ */
+void fmq_log_at(const char *severity,
+                const char *file,
+                int line,
+                const char *function,
+                const char *message);
 
 /**
  * An empty message (to receive into). `*out` owns it (free with `fmq_message_free`).

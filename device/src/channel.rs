@@ -1,6 +1,7 @@
 //! Channels: a named configuration record (FairMQ's channel properties, defaults and validation)
 //! plus, once the device is initialised, its socket.
 
+pub use crate::config_error::ChannelError;
 use crate::error::Error;
 use crate::properties::{Properties, Value};
 use crate::transport::{Message, Parts, Socket, Transport};
@@ -28,53 +29,6 @@ pub const PROPERTY_KEYS: [&str; 16] = [
     "autoBind",
     "numSockets",
 ];
-
-/// A channel configuration error (FairMQ's `ChannelConfigurationError`): the device goes to ERROR.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ChannelError {
-    /// Bad socket type.
-    #[error("Invalid channel type: '{0}'")]
-    InvalidType(String),
-    /// Endpoint without modifier and a channel method other than bind/connect.
-    #[error("Invalid endpoint connection method: '{method}' for {endpoint}")]
-    InvalidMethod {
-        /// The method.
-        method: String,
-        /// The endpoint.
-        endpoint: String,
-    },
-    /// A negative size.
-    #[error("invalid channel {what} (cannot be negative): '{value}'")]
-    Negative {
-        /// Which property, in FairMQ's words.
-        what: &'static str,
-        /// The value.
-        value: i64,
-    },
-    /// Unknown transport name.
-    #[error("Unknown transport provided: {0}")]
-    UnknownTransport(String),
-    /// A property has a value of the wrong form.
-    #[error("channel property '{key}' has an invalid value '{value}'")]
-    BadValue {
-        /// Key.
-        key: String,
-        /// Value as text.
-        value: String,
-    },
-    /// An integer property beyond a C++ `int` (FairMQ's type for all of them).
-    #[error("channel property '{key}' is out of range: '{value}', allowed are -2147483648 to 2147483647")]
-    OutOfRange {
-        /// Key.
-        key: String,
-        /// Value as text.
-        value: String,
-    },
-    /// A channel name with characters FairMQ forbids.
-    #[error("channel name contains illegal character: '{0}', allowed characters are: a-z, A-Z, 0-9, -, _, [, ], #")]
-    IllegalName(char),
-}
 
 /// The configuration of one sub-channel, with FairMQ's defaults.
 #[derive(Debug, Clone, PartialEq, Eq)]

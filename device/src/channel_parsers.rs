@@ -1,69 +1,10 @@
 //! Channel configuration sources: `--channel-config` strings and `--mq-config` JSON files, both in
 //! FairMQ's formats, turned into sub-channel configurations.
 
-use crate::channel::{ChannelConfig, ChannelError, PROPERTY_KEYS};
+use crate::channel::{ChannelConfig, PROPERTY_KEYS};
+use crate::config_error::ChannelError;
+pub use crate::config_error::{ConfigError, MAX_DEVICE_SUB_CHANNELS, MAX_SUB_CHANNELS};
 use crate::properties::Value;
-
-/// Why a channel configuration could not be read.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ConfigError {
-    /// A `--channel-config` token without name.
-    #[error("missing channel name in argument of option --channel-config")]
-    MissingName,
-    /// A channel property of the wrong form.
-    #[error(transparent)]
-    Channel(#[from] ChannelError),
-    /// The JSON file could not be read.
-    #[error("could not read '{path}': {source}")]
-    Io {
-        /// File.
-        path: String,
-        /// OS error.
-        source: std::io::Error,
-    },
-    /// The JSON is malformed (serde_json's message: nesting beyond its recursion limit is one) or
-    /// not FairMQ's format.
-    #[error("invalid JSON configuration: {0}")]
-    Json(String),
-    /// No device id to select the JSON entry.
-    #[error("no device ID provided. Provide with `--id` cmd option")]
-    NoDeviceId,
-    /// A channel defined twice: the second definition would silently replace the first (one
-    /// `pull` and one `push` of the same name left a device spinning on errno 95).
-    #[error("channel '{name}' is defined more than once ({place})")]
-    DuplicateChannel {
-        /// Channel name.
-        name: String,
-        /// Where: `in --channel-config`, `in --mq-config` or `in --mq-config and in --channel-config`.
-        place: &'static str,
-    },
-    /// More sub-channels in all than a device may have.
-    #[error("the configuration defines more than the {MAX_DEVICE_SUB_CHANNELS} sub-channels a device may have")]
-    TooManySubChannels,
-    /// No entry of the JSON file is for this device.
-    #[error("no device with key or id '{0}' in the configuration")]
-    NoSuchDevice(String),
-    /// A `numSockets` beyond what a channel can have.
-    #[error(
-        "channel {channel}: numSockets {requested} is more than the {MAX_SUB_CHANNELS} sub-channels a channel may have"
-    )]
-    TooManySockets {
-        /// Channel name.
-        channel: String,
-        /// The `numSockets` given.
-        requested: usize,
-    },
-}
-
-/// Most sub-channels one channel may have. libzmq opens at most 1023 sockets per context by
-/// default, so a channel with more could never be built; refusing it at once turns a typo such as
-/// `numSockets=10000000000` into an error instead of a device that allocates until it is killed.
-pub const MAX_SUB_CHANNELS: usize = 1024;
-
-/// Most sub-channels a device may have in all (each is a socket; libzmq's default context takes
-/// 1023): a configuration of thousands of channels is refused before it is built.
-pub const MAX_DEVICE_SUB_CHANNELS: usize = 4096;
 
 /// Largest `--mq-config` file read: a topology file is kilobytes; `/dev/zero` must not be read
 /// until memory runs out.

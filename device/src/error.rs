@@ -1,7 +1,6 @@
 //! Errors of the device framework.
 
-use crate::channel::ChannelError;
-use crate::channel_parsers::ConfigError;
+use crate::config_error::{ChannelError, ConfigError};
 use crate::properties::PropertyError;
 pub use fairmq_zmq::ErrorKind;
 

@@ -39,6 +39,7 @@
 mod channel;
 pub mod channel_parsers;
 mod channel_rates;
+mod config_error;
 mod console;
 pub mod control;
 mod device;
@@ -51,7 +52,9 @@ mod file_trust;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
+mod handle;
 pub mod iterations;
+mod lifecycle;
 mod log_limiter;
 pub mod logging;
 pub mod metrics;
@@ -65,7 +68,7 @@ mod rate_limiter;
 pub mod region;
 pub mod state;
 pub mod state_machine;
-mod state_work;
+
 mod telemetry;
 pub mod terminal;
 pub mod transport;
@@ -76,11 +79,11 @@ pub use device::{ChannelRegistry, Context, Device};
 pub use error::{BoxError, Error, ErrorKind, HookResult};
 pub use fairmq_zmq::{SocketType, TransferCode, TransferError, TransportKind};
 pub use iterations::Iterations;
+pub use lifecycle::run_state_machine;
 pub use plugin::{Plugin, PluginServices};
 pub use program::{config_from_args, expect_state, process_args, run_role, spawn_device, Program};
 pub use properties::{Properties, Value};
 pub use rate_limiter::RateLimiter;
 pub use region::UnmanagedRegion;
 pub use state::{State, Transition};
-pub use state_work::run_state_machine;
 pub use transport::{Message, Parts, Poller, Socket, Transport};

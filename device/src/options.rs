@@ -389,6 +389,9 @@ pub const MAX_IO_THREADS: i64 = 64;
 /// Largest `--shm-metadata-msg-size`: every send pads its metadata frame to it.
 pub const MAX_METADATA_MSG_SIZE: u64 = 1 << 20;
 
+/// The option that asks for a Prometheus metrics endpoint (see `metrics`).
+pub const METRICS_ADDRESS: &str = "metrics-address";
+
 /// Title of the device options (FairMQ's config plugin's group).
 pub const DEVICE_GROUP: &str = "FairMQ device options";
 /// Title of the builtin controller's options.
@@ -463,7 +466,7 @@ pub fn standard() -> Options {
         .add("rate", Kind::Float, 0.0f32, "Rate for conditional run loop (Hz).")
         .within(0.0..=f64::from(f32::MAX))
         .add("session", Kind::Str, "default", "Session name.")
-        .add("metrics-address", Kind::Str, "", "Serve Prometheus metrics at http://HOST:PORT/metrics (port 0: a free port, logged; empty: no endpoint). Read-only counts, never payload: bind to loopback or a trusted interface (fairmq-rs).")
+        .add(METRICS_ADDRESS, Kind::Str, "", "Serve Prometheus metrics at http://HOST:PORT/metrics (port 0: a free port, logged; empty: no endpoint). Read-only counts, never payload: bind to loopback or a trusted interface (fairmq-rs).")
         .add_optional("config-key", Kind::Str, "Use provided value instead of device id for fetching the configuration from JSON file")
         .add_optional("mq-config", Kind::Str, "JSON input as file.")
         .add_optional("channel-config", Kind::Strings, "Configuration of single or multiple channel(s) by comma separated key=value list");

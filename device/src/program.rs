@@ -3,6 +3,7 @@
 use crate::control::DeviceHandle;
 use crate::device::{ChannelRegistry, Device};
 use crate::error::BoxError;
+use crate::lifecycle::run_state_machine;
 use crate::logging::{self, Severity, Verbosity};
 use crate::options::{self, OptionGroup, Options};
 use crate::panic_boundary;
@@ -10,7 +11,6 @@ use crate::plugin::{self, ControlPlugin, DeviceControl, Plugin, PluginError, Plu
 use crate::properties::Properties;
 use crate::state::State;
 use crate::state_machine::{ErrorState, StateMachine};
-use crate::state_work::run_state_machine;
 use std::sync::Arc;
 
 /// What a device program supplies: its custom options and how to build the device.

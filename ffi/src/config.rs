@@ -1,12 +1,12 @@
 //! A device's configuration (FairMQ's `ProgOptions`): read, set and list its properties, from the
 //! device factory (`getDevice`) on, and from every hook through its context.
 
-use crate::device::{fmq_context, fmq_option_type, option_kind};
-use crate::device::{
-    FMQ_OPTION_BOOL, FMQ_OPTION_FLOAT, FMQ_OPTION_INT, FMQ_OPTION_STRING, FMQ_OPTION_STRINGS, FMQ_OPTION_UINT64,
-};
 use crate::error::*;
 use crate::ptr::*;
+use fairmq::plugin::c_abi::{
+    fmq_option_type, option_kind, FMQ_OPTION_BOOL, FMQ_OPTION_FLOAT, FMQ_OPTION_INT, FMQ_OPTION_STRING,
+    FMQ_OPTION_STRINGS, FMQ_OPTION_UINT64,
+};
 use fairmq::properties::Value;
 use fairmq::Properties;
 use std::ffi::{c_char, c_int, c_void, CString};
@@ -46,18 +46,6 @@ fn with_config(cfg: *const fmq_config, f: impl FnOnce(&Properties) -> fmq_result
             Ok(c) => f(&c.0),
             Err(e) => e,
         }
-    })
-}
-
-/// The configuration of the running device (borrowed: valid as long as `ctx`).
-///
-/// # Safety
-/// `ctx` is a valid context or NULL (then NULL is returned).
-#[no_mangle]
-pub unsafe extern "C" fn fmq_context_config(ctx: *const fmq_context) -> *const fmq_config {
-    guard_value(std::ptr::null(), || {
-        // SAFETY: contract as documented.
-        unsafe { refp(ctx, "context") }.map_or(std::ptr::null(), |c| config_ptr(c.0.shared_config()))
     })
 }
 

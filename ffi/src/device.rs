@@ -535,3 +535,15 @@ pub unsafe extern "C" fn fmq_context_id(
 pub unsafe extern "C" fn fmq_context_error_found(ctx: *const fmq_context) -> bool {
     with_ctx(ctx, false, |c| c.change_state(fairmq::Transition::ErrorFound))
 }
+
+/// The configuration of the running device (borrowed: valid as long as `ctx`).
+///
+/// # Safety
+/// `ctx` is a valid context or NULL (then NULL is returned).
+#[no_mangle]
+pub unsafe extern "C" fn fmq_context_config(ctx: *const fmq_context) -> *const fmq_config {
+    guard_value(std::ptr::null(), || {
+        // SAFETY: contract as documented.
+        unsafe { refp(ctx, "context") }.map_or(std::ptr::null(), |c| config_ptr(c.0.shared_config()))
+    })
+}

@@ -3,7 +3,7 @@
 
 use crate::error::*;
 use fairmq::logging::{self, Severity, Verbosity};
-use std::ffi::c_char;
+use std::ffi::{c_char, c_int, CStr};
 
 /// FairLogger's severity names as the library's: the finer debug levels (debug1..debug4) are below
 /// debug (trace here), `detail` is debug, `important` and `alarm` are warnings.
@@ -146,6 +146,77 @@ fn static_name(name: &'static str) -> *const c_char {
     static NAMES: OnceLock<Mutex<HashMap<&'static str, CString>>> = OnceLock::new();
     let mut names = NAMES.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
     names.entry(name).or_insert_with(|| CString::new(name).unwrap_or_default()).as_ptr()
+}
+
+/// A C string argument that may be NULL (`None`, as for one that is not UTF-8), without setting
+/// the last error.
+///
+/// # Safety
+/// `p` is NULL or NUL-terminated.
+unsafe fn optional_str<'a>(p: *const c_char) -> Option<&'a str> {
+    // SAFETY: non-null and NUL-terminated per the caller's contract.
+    (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_str().ok()).flatten()
+}
+
+/// Logs `message` through the fairmq-rs logger at FairMQ's `severity` (trace, debug, info, state,
+/// warn, error, fatal, and FairLogger's debug1..4, detail, important, alarm), so C and C++ devices'
+/// lines look like the Rust devices' lines. An unknown severity logs at info.
+///
+/// # Safety
+/// `severity` and `message` are NUL-terminated strings (or NULL: nothing is logged).
+#[no_mangle]
+pub unsafe extern "C" fn fmq_log(severity: *const c_char, message: *const c_char) {
+    guard_value((), || {
+        // SAFETY: contract as documented; no origin.
+        unsafe { fmq_log_at(severity, std::ptr::null(), 0, std::ptr::null(), message) }
+    });
+}
+
+/// [`fmq_log`] naming where the line was logged: the caller's `file` (its last path component is
+/// shown), `line` and `function`, as FairLogger's `[file:line:function]` at verbosity veryhigh.
+/// The C++ wrapper's `LOG(severity)` passes them.
+///
+/// # Safety
+/// `severity` and `message` are NUL-terminated strings (or NULL: nothing is logged); `file` and
+/// `function` NUL-terminated or NULL (not known).
+#[no_mangle]
+pub unsafe extern "C" fn fmq_log_at(
+    severity: *const c_char,
+    file: *const c_char,
+    line: c_int,
+    function: *const c_char,
+    message: *const c_char,
+) {
+    guard_value((), || {
+        // SAFETY: contract as documented.
+        let (Ok(sev), Ok(msg)) = (unsafe { str_arg(severity) }, unsafe { str_arg(message) }) else { return };
+        // SAFETY: contract as documented (NULL is allowed: not known).
+        let (file, function) = unsafe { (optional_str(file), optional_str(function)) };
+        let file = file.map(|f| f.rsplit('/').next().unwrap_or(f));
+        let caller = function.unwrap_or("c");
+        use fairmq::logging::Severity;
+        // FairLogger's names (debug1..4, detail, important, alarm) at their own levels.
+        let (level, target) = match self::severity(sev) {
+            Some(Severity::Trace) => (log::Level::Trace, caller),
+            Some(Severity::Debug) => (log::Level::Debug, caller),
+            Some(Severity::State) => (log::Level::Info, fairmq::logging::STATE_TARGET),
+            Some(Severity::Warn) => (log::Level::Warn, caller),
+            Some(Severity::Error) => (log::Level::Error, caller),
+            Some(Severity::Fatal) => (log::Level::Error, fairmq::logging::FATAL_TARGET),
+            Some(Severity::Nolog) => return,
+            _ => (log::Level::Info, caller),
+        };
+        let line = u32::try_from(line).ok().filter(|&l| l > 0);
+        log::logger().log(
+            &log::Record::builder()
+                .level(level)
+                .target(target)
+                .file(file)
+                .line(line)
+                .args(format_args!("{msg}"))
+                .build(),
+        );
+    });
 }
 
 #[cfg(test)]

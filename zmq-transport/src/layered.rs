@@ -9,18 +9,30 @@
 use crate::vocabulary::counters::Counters;
 use crate::vocabulary::error::SocketError;
 use crate::vocabulary::interrupt::Interrupter;
-use crate::{Message, Socket, TransferError};
+use crate::{Message, TransferError};
 use std::os::fd::RawFd;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
-pub use crate::poller::{PollEntry, PollHook};
+/// What a transport layered on a socket adds to its readiness: input that does not pass through
+/// the socket (or frames on it that carry none), and a wait of its own. Used by the shared-memory
+/// transport's lanes, through a [`PollEntry`](crate::PollEntry).
+pub trait PollHook {
+    /// Whether a receive would find input now; may take frames off the socket that carry none.
+    fn input_ready(&self) -> bool;
+    /// Whether a send could go out now, given that the socket could.
+    fn output_ready(&self) -> bool;
+    /// About to wait in the socket: from now on input must wake it. False (and nothing armed) when
+    /// input arrived meanwhile.
+    fn arm(&self) -> bool;
+    /// The wait is over.
+    fn disarm(&self);
+}
 
-mod sealed {
-    /// Keeps the traits of [`layered`](super) implemented by this crate's types only.
+pub(crate) mod sealed {
+    /// Keeps the traits of [`layered`](super) implemented by this crate's types only (the impls
+    /// sit beside the types).
     pub trait Sealed {}
-    impl Sealed for crate::Socket {}
-    impl Sealed for crate::Transport {}
 }
 
 /// Transfers of frames that the socket does not count.
@@ -33,24 +45,6 @@ pub trait Uncounted: sealed::Sealed {
     fn send_parts_uncounted(&self, parts: &mut [Message], timeout_ms: i32) -> Result<(), TransferError>;
     /// Receives a multipart like [`Socket::receive_parts`].
     fn receive_parts_uncounted(&self, parts: &mut Vec<Message>, timeout_ms: i32) -> Result<(), TransferError>;
-}
-
-impl Uncounted for Socket {
-    fn send_uncounted(&self, frame: &mut Message, timeout_ms: i32) -> Result<(), TransferError> {
-        self.send_frame(frame, timeout_ms)
-    }
-
-    fn receive_uncounted(&self, frame: &mut Message, timeout_ms: i32) -> Result<(), TransferError> {
-        self.receive_frame(frame, timeout_ms)
-    }
-
-    fn send_parts_uncounted(&self, parts: &mut [Message], timeout_ms: i32) -> Result<(), TransferError> {
-        self.send_frames(parts, timeout_ms)
-    }
-
-    fn receive_parts_uncounted(&self, parts: &mut Vec<Message>, timeout_ms: i32) -> Result<(), TransferError> {
-        self.receive_frames(parts, std::convert::identity, timeout_ms).map(|_| ())
-    }
 }
 
 /// A socket's plumbing for a layered transport: access control, peers, routing ids, options.

@@ -49,7 +49,7 @@ mod zap;
 
 pub use message::Message;
 pub use part::Part;
-pub use poller::Poller;
+pub use poller::{PollEntry, Poller};
 pub use region::{Region, RegionError};
 pub use socket::Socket;
 pub use sys::FreeFn;

@@ -1,5 +1,6 @@
 //! Waiting on several sockets at once.
 
+use crate::layered::PollHook;
 use crate::socket::Socket;
 use crate::vocabulary::error::PollError;
 use crate::vocabulary::interrupt::Interrupter;
@@ -16,21 +17,6 @@ pub struct Poller<'a> {
     hooks: Vec<Option<&'a dyn PollHook>>,
     /// Readiness of hooked sockets at the last poll: (input, output).
     hooked: Vec<(bool, bool)>,
-}
-
-/// What a transport layered on a socket adds to its readiness: input that does not pass through
-/// the socket (or frames on it that carry none), and a wait of its own. Used by the shared-memory
-/// transport's lanes.
-pub trait PollHook {
-    /// Whether a receive would find input now; may take frames off the socket that carry none.
-    fn input_ready(&self) -> bool;
-    /// Whether a send could go out now, given that the socket could.
-    fn output_ready(&self) -> bool;
-    /// About to wait in the socket: from now on input must wake it. False (and nothing armed) when
-    /// input arrived meanwhile.
-    fn arm(&self) -> bool;
-    /// The wait is over.
-    fn disarm(&self);
 }
 
 /// One socket of a [`Poller`], with the [`PollHook`] of the transport layered on it if any. A

@@ -1,6 +1,6 @@
 //! Sockets of the zeromq transport: options, attach, and transfers with timeouts and interruption.
 
-use crate::layered::LayeredSocket;
+use crate::layered::{sealed::Sealed, LayeredSocket, Uncounted};
 use crate::message::Message;
 use crate::monitor::{Monitors, PeerCount};
 use crate::part::{Held, Part};
@@ -654,6 +654,26 @@ impl Socket {
 
     pub(crate) fn interrupter(&self) -> &Arc<Interrupter> {
         &self.interrupter
+    }
+}
+
+impl Sealed for Socket {}
+
+impl Uncounted for Socket {
+    fn send_uncounted(&self, frame: &mut Message, timeout_ms: i32) -> Result<(), TransferError> {
+        self.send_frame(frame, timeout_ms)
+    }
+
+    fn receive_uncounted(&self, frame: &mut Message, timeout_ms: i32) -> Result<(), TransferError> {
+        self.receive_frame(frame, timeout_ms)
+    }
+
+    fn send_parts_uncounted(&self, parts: &mut [Message], timeout_ms: i32) -> Result<(), TransferError> {
+        self.send_frames(parts, timeout_ms)
+    }
+
+    fn receive_parts_uncounted(&self, parts: &mut Vec<Message>, timeout_ms: i32) -> Result<(), TransferError> {
+        self.receive_frames(parts, std::convert::identity, timeout_ms).map(|_| ())
     }
 }
 

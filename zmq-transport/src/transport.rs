@@ -187,6 +187,8 @@ impl Transport {
     }
 }
 
+impl crate::layered::sealed::Sealed for Transport {}
+
 impl crate::layered::LayeredTransport for Transport {
     fn serve_password(&self, password: &str) -> Result<(), SocketError> {
         if self.inner.zap.get().is_none() {

@@ -49,7 +49,7 @@ use prometheus_client::registry::Registry;
 use std::sync::Arc;
 
 /// The option that asks for an endpoint.
-pub const OPTION: &str = "metrics-address";
+pub const OPTION: &str = crate::options::METRICS_ADDRESS;
 
 /// Why the metrics endpoint could not start.
 #[derive(Debug, thiserror::Error)]

@@ -6,7 +6,6 @@
 
 mod builtin_control;
 pub mod c_abi;
-mod device_control;
 #[allow(unsafe_code)]
 mod dynamic;
 #[allow(unsafe_code)]
@@ -14,7 +13,6 @@ pub mod export;
 pub mod manager;
 #[cfg(feature = "pmix")]
 pub mod pmix;
-mod services;
 
 pub use builtin_control::ControlPlugin;
 
@@ -27,10 +25,10 @@ pub fn builtin(name: &str) -> Option<Box<dyn Plugin>> {
         _ => None,
     }
 }
-pub use device_control::{DeviceControl, DeviceControlError};
+pub use crate::handle::PluginServices;
+pub use crate::handle::{DeviceControl, DeviceControlError};
 pub use dynamic::{add_options, read_option_table, OptionDecl, OptionTableError};
 pub use manager::{PluginError, PluginManager};
-pub use services::PluginServices;
 
 use crate::options::OptionGroup;
 pub use c_abi::fmq_plugin_version as Version;

@@ -6,7 +6,8 @@ mod options;
 pub use options::{create, shm_config};
 
 use crate::error::Error;
-use fairmq_zmq::layered::{LayeredSocket, PollEntry};
+use fairmq_zmq::layered::LayeredSocket;
+use fairmq_zmq::PollEntry;
 use fairmq_zmq::{
     AttachOptions, CounterSnapshot, Counters, Direction, SocketOptions, SocketType, TransferResult, TransportKind,
 };

@@ -44,7 +44,7 @@ pub fn shm_config(id: &str, p: &Properties) -> Result<ShmConfig, Error> {
         monitor: p.get_or("shm-monitor", false)?,
         lanes: p.get_or("shm-lanes", true)?,
         // Written back as bound once the endpoint started (a value not parsed yet is none).
-        metrics_endpoint: p.get_or::<String>(crate::metrics::OPTION, String::new())?.parse().ok(),
+        metrics_endpoint: p.get_or::<String>(crate::options::METRICS_ADDRESS, String::new())?.parse().ok(),
     })
 }
 

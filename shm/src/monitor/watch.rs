@@ -111,9 +111,10 @@ fn sweep_open(m: Management, names: &Names) -> Result<Sweep, ShmError> {
     };
     // A slot with a damaged mark (0) is counted out with nothing freed by it.
     let swept: Vec<_> = dead.iter().filter(|d| d.owner != 0).collect();
+    let mut pieces = crate::region::count::Orphans::new(&m);
     for d in &swept {
         // Shared references it listed (see `ledger`); those to a lane's last reference stay.
-        crate::session::ledger::release(&opened[..], &m, d.slot, d.owner);
+        crate::session::ledger::release(&opened[..], &mut pieces, &m, d.slot, d.owner);
     }
     // Claims they left under way, finished as a transport's sweep finishes them: before, their
     // tickets stayed claimed and their blocks in flight until the session ended.

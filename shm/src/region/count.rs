@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// Bytes of a count block's data.
-pub(crate) const BYTES: u64 = 32;
+pub(crate) const BYTES: u64 = crate::session::ledger::PIECE_COUNT_BYTES;
 /// Marks word 0 of a count block's data (the rest of the word is the region id).
 const TAG: u64 = 0x46_4d51_5043; // "FMQPC"
 /// How long the sweep waits for room in a full acknowledgement queue.
@@ -129,6 +129,19 @@ impl<'a> Orphans<'a> {
                     return false;
                 }
             }
+        }
+    }
+}
+
+impl crate::session::ledger::Pieces for Orphans<'_> {
+    /// A block that names no piece (damaged) is freed all the same: nobody can acknowledge what
+    /// it held.
+    fn last_reference_dropped(&mut self, block: Option<&[AtomicU64]>) {
+        match block.and_then(read) {
+            Some((region, ack)) => {
+                self.acknowledge(region, ack);
+            }
+            None => log::error!("a dead process's region count block names no piece: it is freed unacknowledged"),
         }
     }
 }

@@ -154,7 +154,8 @@ impl Attachment {
     /// killed (for tests of what a killed process leaves); returns how many references.
     #[cfg(test)]
     pub(crate) fn release_ledger_as_if_dead(&self) -> usize {
-        crate::session::ledger::release(self, &self.mng, self.ledger.slot(), self.owner)
+        let mut pieces = crate::region::count::Orphans::new(&self.mng);
+        crate::session::ledger::release(self, &mut pieces, &self.mng, self.ledger.slot(), self.owner)
     }
 
     /// Allocations that found no room at first, and those of them that failed: (retried, failed).
@@ -179,8 +180,9 @@ impl Attachment {
         }
         let segments: Vec<&Segment> = self.mng.segments().iter().filter_map(|e| self.segment(e.id).ok()).collect();
         // The shared references they listed.
+        let mut pieces = crate::region::count::Orphans::new(&self.mng);
         for d in dead {
-            let n = crate::session::ledger::release(self, &self.mng, d.slot, d.owner);
+            let n = crate::session::ledger::release(self, &mut pieces, &self.mng, d.slot, d.owner);
             if n > 0 {
                 log::info!("dropped {n} references dead process {} held to shared messages", d.pid);
             }

@@ -89,7 +89,11 @@ pub(crate) use inspect::listed_blocks;
 pub(crate) use inspect::{damage_overflow_link, held_by_live, overflow_pages};
 #[cfg(any(test, feature = "testing"))]
 pub(crate) use overflow::PAGE_BYTES;
-pub(crate) use sweep::{release, Sweeper};
+pub(crate) use sweep::{release, Pieces, Sweeper};
+
+/// Bytes of the count block of a region piece (see `region::count`), which a ledger lists as a
+/// [`Referent::Piece`].
+pub(crate) const PIECE_COUNT_BYTES: u64 = 32;
 pub(crate) use writer::Ledger;
 
 use crate::session::layout::LEDGER_WORDS;

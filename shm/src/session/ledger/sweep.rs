@@ -1,7 +1,6 @@
 //! The sweep of a dead transport's ledger: each listed reference dropped, checked first.
 
-use super::{area, head, on_page, overflow, used, Link, Listed, Referent};
-use crate::region::count::{self, Orphans};
+use super::{area, head, on_page, overflow, used, Link, Listed, Referent, PIECE_COUNT_BYTES};
 use crate::segment::ring::Ring;
 use crate::segment::slots::is_shared;
 use crate::segment::Segment;
@@ -38,22 +37,36 @@ impl Sweeper for [Segment] {
     }
 }
 
+/// What a sweep does with a region piece whose last reference it dropped: acknowledge it to the
+/// region's controller. The region layer, above this one, implements it (`region::count::Orphans`,
+/// which opens the regions' queues).
+pub(crate) trait Pieces {
+    /// The piece whose count block has the words `block` (`None`: the block is out of bounds)
+    /// lost its last reference; the sweep frees the block next.
+    fn last_reference_dropped(&mut self, block: Option<&[AtomicU64]>);
+}
+
 /// Drops the references the dead transport of slot `slot` and owner mark `owner` listed, in its
 /// area and on its overflow pages; returns how many. Each entry is cleared before its reference
 /// is dropped: a sweeper killed in between loses that one reference (the block stays), and the
 /// sweeper that takes over never drops one twice. Each is checked: only a live block marked
 /// shared, with a reference left, loses one. A region piece whose last reference goes is
-/// acknowledged to its region's controller (see `region::count`). A link to a page that does not check ends the walk
+/// acknowledged to its region's controller through `pieces`. A link to a page that does not check ends the walk
 /// (logged): the references listed past it stay.
 ///
 /// The pages are unlinked once walked, and freed later in the sweep with the other blocks the
 /// dead transport held alone (`Segment::reclaim_dead`): a sweeper that takes over after that
 /// finds no link to a block that went meanwhile (the checks would refuse it, with an error).
-pub(crate) fn release(by: &(impl Sweeper + ?Sized), m: &Management, slot: usize, owner: u32) -> usize {
+pub(crate) fn release(
+    by: &(impl Sweeper + ?Sized),
+    pieces: &mut dyn Pieces,
+    m: &Management,
+    slot: usize,
+    owner: u32,
+) -> usize {
     let a = area(m, slot);
-    let mut orphans = Orphans::new(m);
-    let mut n = take_all(by, owner, &mut orphans, used(a));
-    let walked = overflow::walk(by, head(a), owner, slot, |page| n += take_all(by, owner, &mut orphans, on_page(page)));
+    let mut n = take_all(by, owner, pieces, used(a));
+    let walked = overflow::walk(by, head(a), owner, slot, |page| n += take_all(by, owner, pieces, on_page(page)));
     if let Err(e) = walked {
         log::error!("{e}: the shared references listed past it stay until the session ends");
     }
@@ -65,18 +78,18 @@ pub(crate) fn release(by: &(impl Sweeper + ?Sized), m: &Management, slot: usize,
 fn take_all<'a>(
     by: &(impl Sweeper + ?Sized),
     owner: u32,
-    orphans: &mut Orphans<'_>,
+    pieces: &mut dyn Pieces,
     entries: impl Iterator<Item = &'a [AtomicU64]>,
 ) -> usize {
     entries
         .filter_map(|e| Listed::decode(e[0].swap(0, Ordering::AcqRel), e[1].load(Ordering::Relaxed)))
-        .filter(|l| drop_shared(by, owner, orphans, l))
+        .filter(|l| drop_shared(by, owner, pieces, l))
         .count()
 }
 
-fn drop_shared(by: &(impl Sweeper + ?Sized), owner: u32, orphans: &mut Orphans<'_>, l: &Listed) -> bool {
+fn drop_shared(by: &(impl Sweeper + ?Sized), owner: u32, pieces: &mut dyn Pieces, l: &Listed) -> bool {
     let Some(seg) = by.segment(l.segment) else { return false };
-    let least = if l.what == Referent::Piece { count::BYTES } else { 0 };
+    let least = if l.what == Referent::Piece { PIECE_COUNT_BYTES } else { 0 };
     if seg.check_any_block(l.offset, l.delta, least).ok() != Some(l.slot) {
         return false;
     }
@@ -94,19 +107,9 @@ fn drop_shared(by: &(impl Sweeper + ?Sized), owner: u32, orphans: &mut Orphans<'
     match l.what {
         Referent::Message => drop_one(by, seg, l, || {}),
         Referent::Lane => drop_lane_reference(by, seg, owner, l),
-        Referent::Piece => drop_one(by, seg, l, || acknowledge_piece(seg, orphans, l)),
-    }
-}
-
-/// The region piece whose count block `l` lists lost its last reference: acknowledged to its
-/// region's controller (the block is freed next). A block that names no piece (damaged) is
-/// freed all the same: nobody can acknowledge what it held.
-fn acknowledge_piece(seg: &Segment, orphans: &mut Orphans<'_>, l: &Listed) {
-    match seg.block_words(l.offset, l.delta, count::BYTES).and_then(count::read) {
-        Some((region, ack)) => {
-            orphans.acknowledge(region, ack);
-        }
-        None => log::error!("a dead process's region count block names no piece: it is freed unacknowledged"),
+        Referent::Piece => drop_one(by, seg, l, || {
+            pieces.last_reference_dropped(seg.block_words(l.offset, l.delta, PIECE_COUNT_BYTES));
+        }),
     }
 }
 

@@ -56,14 +56,22 @@ fn the_references_a_dead_transport_listed_are_dropped_once() {
     let first = entry(&area(mng, slot)[HEADER..], 0);
     let good = first[0].load(Ordering::Relaxed);
     first[0].store(good + 8, Ordering::Relaxed);
-    assert_eq!(release(&*mgr, mng, slot, me), 1, "only the good entry dropped its reference");
+    assert_eq!(
+        release(&*mgr, &mut crate::region::count::Orphans::new(mng), mng, slot, me),
+        1,
+        "only the good entry dropped its reference"
+    );
     assert_eq!(count(), u64::from(crate::segment::slots::SHARED) << 32 | 1);
     // The good value back (as if it had been so): dropped, and with it the last reference.
     first[0].store(good, Ordering::Relaxed);
-    assert_eq!(release(&*mgr, mng, slot, me), 1);
+    assert_eq!(release(&*mgr, &mut crate::region::count::Orphans::new(mng), mng, slot, me), 1);
     assert_eq!(count() as u32, 0, "the block was freed with the last one");
     // A sweeper that takes over from one killed after it released finds nothing to drop twice.
-    assert_eq!(release(&*mgr, mng, slot, me), 0, "every entry was cleared as it was released");
+    assert_eq!(
+        release(&*mgr, &mut crate::region::count::Orphans::new(mng), mng, slot, me),
+        0,
+        "every entry was cleared as it was released"
+    );
     assert_eq!(settled_free(&mgr), free0);
     mgr.own().check().unwrap();
 }
@@ -82,7 +90,7 @@ fn references_past_the_area_are_listed_on_pages_and_all_dropped() {
     let mine: &[Segment] = std::slice::from_ref(&**mgr.own());
     assert_eq!(overflow_pages(mng, mine, std::process::id()).unwrap(), Ok(pages));
     assert_eq!(listed_blocks(&*mgr, mng, slot).len(), 3000, "every reference is listed");
-    assert_eq!(release(&*mgr, mng, slot, me), 3000, "and dropped");
+    assert_eq!(release(&*mgr, &mut crate::region::count::Orphans::new(mng), mng, slot, me), 3000, "and dropped");
     for r in records {
         let crate::meta::Record::Block { offset, slot, .. } = r else { panic!("a block") };
         assert_eq!(mgr.own().rc(offset, slot).load(Ordering::Acquire) as u32, 0, "freed with its last reference");
@@ -180,7 +188,11 @@ fn a_link_that_names_no_page_of_the_ledger_ends_the_walk() {
     assert_eq!(walk(word(seg, good.offset), good_b), Ok(1), "the good link back");
     // Damaged, the sweep drops the area's references and refuses the link.
     link[0].store(word(seg, good.offset + 16), Ordering::Relaxed);
-    assert_eq!(release(&*mgr, mng, slot, me), ENTRIES as usize, "the area's, not the page's");
+    assert_eq!(
+        release(&*mgr, &mut crate::region::count::Orphans::new(mng), mng, slot, me),
+        ENTRIES as usize,
+        "the area's, not the page's"
+    );
     // As the dead would: the references the sweep dropped are not dropped again.
     std::mem::forget((copies, m));
     mgr.ledger().leave(mng);
@@ -217,11 +229,11 @@ fn a_dead_writers_unclaimed_lane_waits_for_a_claimant_only_while_an_offer_is_out
     };
     let offered = lane();
     let ticket = mgr.issue(crate::segment::tickets::Kind::Offer, &offered).unwrap();
-    assert_eq!(release(&*mgr, mng, slot, me), 1);
+    assert_eq!(release(&*mgr, &mut crate::region::count::Orphans::new(mng), mng, slot, me), 1);
     assert_eq!(count(offered), u64::from(crate::segment::slots::SHARED) << 32 | 1, "kept for the claimant");
     assert_eq!(reader(offered), ORPHANED, "handed to the first claimant");
     assert!(mgr.take_back(&ticket));
     let alone = lane();
-    assert_eq!(release(&*mgr, mng, slot, me), 1);
+    assert_eq!(release(&*mgr, &mut crate::region::count::Orphans::new(mng), mng, slot, me), 1);
     assert_eq!(count(alone) as u32, 0, "no offer out: the lane was freed");
 }

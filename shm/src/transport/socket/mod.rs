@@ -315,8 +315,8 @@ impl Socket {
 
     /// This socket in a [`fairmq_zmq::Poller`], beside sockets of the zeromq transport: its
     /// readiness is that of its records and its lane.
-    pub fn poll_entry(&self) -> fairmq_zmq::layered::PollEntry<'_> {
-        fairmq_zmq::layered::PollEntry::hooked(&self.z, self)
+    pub fn poll_entry(&self) -> fairmq_zmq::PollEntry<'_> {
+        fairmq_zmq::PollEntry::hooked(&self.z, self)
     }
 
     /// Binds or connects a channel address (see [`fairmq_zmq::Socket::attach`]).

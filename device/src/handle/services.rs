@@ -1,7 +1,7 @@
 //! What the device offers a plugin (FairMQ's `PluginServices`).
 
 use super::device_control::{DeviceControl, DeviceControlError};
-use crate::control::DeviceHandle;
+use super::DeviceHandle;
 use crate::properties::Properties;
 use crate::state::{State, Transition};
 use crate::state_machine::{ErrorState, StateMachine};

@@ -1,5 +1,6 @@
-//! The work of each state (FairMQ's `*Wrapper` functions): building channels, binding,
-//! connecting, running the hooks, and resetting.
+//! A device's lifecycle: the work of each state (FairMQ's `*Wrapper` functions): building
+//! channels, binding, connecting, running the hooks, and resetting. [`run_state_machine`] runs it
+//! on the device's thread, driven by the `state_machine` engine; `state` names the states.
 
 use crate::channel::{Channel, ChannelConfig};
 use crate::channel_parsers;

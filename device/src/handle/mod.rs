@@ -1,0 +1,169 @@
+//! Handles that drive a device from another thread: [`DeviceHandle`] for controllers, and for
+//! plugins [`PluginServices`] with the [`DeviceControl`] that says which plugin may change the
+//! state. Below both the controller (`control`) and the plugins (`plugin`), which use them.
+
+mod device_control;
+mod services;
+
+pub use device_control::{DeviceControl, DeviceControlError};
+pub use services::PluginServices;
+
+use crate::state::{State, Transition};
+use crate::state_machine::{ErrorState, StateMachine, StateQueue};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A handle to drive a device from another thread (FairMQ's custom controllers and plugins).
+/// It keeps its own queue of entered states, so waits never miss a state. A plugin's handle
+/// requests transitions only while its plugin may (see [`DeviceControl`]).
+#[derive(Clone)]
+pub struct DeviceHandle {
+    sm: Arc<StateMachine>,
+    queue: Arc<StateQueue>,
+    key: String,
+    /// For a plugin's handle: the device control and the plugin's name.
+    plugin: Option<(Arc<DeviceControl>, String)>,
+}
+
+impl std::fmt::Debug for DeviceHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceHandle").field("key", &self.key).field("state", &self.sm.current_state()).finish()
+    }
+}
+
+impl DeviceHandle {
+    /// A handle subscribed (as `key`) to the state changes of `sm`, from now on.
+    pub fn new(sm: &Arc<StateMachine>, key: &str) -> DeviceHandle {
+        let queue = Arc::new(StateQueue::default());
+        // Weak: the subscription must not keep the queue alive, or no handle would ever see itself
+        // as the last one and unsubscribe (see Drop).
+        let q = Arc::downgrade(&queue);
+        sm.subscribe_to_state_change(key, move |s| {
+            if let Some(q) = q.upgrade() {
+                q.push(s);
+            }
+        });
+        DeviceHandle { sm: sm.clone(), queue, key: key.to_owned(), plugin: None }
+    }
+
+    /// The handle of plugin `name`: its transitions go through `control`. Its state queue is
+    /// subscribed under a key of its own, so the plugin's own subscriptions (keyed by its name)
+    /// come and go without it.
+    pub fn for_plugin(sm: &Arc<StateMachine>, name: &str, control: Arc<DeviceControl>) -> DeviceHandle {
+        let mut h = DeviceHandle::new(sm, &format!("{name} (plugin handle)"));
+        h.plugin = Some((control, name.to_owned()));
+        h
+    }
+
+    /// Requests a transition; returns whether it was accepted (false also when another plugin
+    /// controls the device: logged).
+    pub fn change_state(&self, t: Transition) -> bool {
+        self.try_change_state(t).unwrap_or_else(|e| {
+            log::debug!("{e}");
+            false
+        })
+    }
+
+    /// Requests a transition; whether the state accepted it, or why this handle's plugin may not
+    /// request it.
+    pub fn try_change_state(&self, t: Transition) -> Result<bool, DeviceControlError> {
+        if let Some((control, name)) = &self.plugin {
+            control.allow_change(name)?;
+        }
+        Ok(self.sm.change_state(t))
+    }
+
+    /// The current state.
+    pub fn current_state(&self) -> State {
+        self.sm.current_state()
+    }
+
+    /// Waits (popping states seen by this handle) until `s` was entered; `Err` if the device is in
+    /// ERROR, `Ok(false)` on timeout.
+    pub fn wait_for_state(&self, s: State, timeout: Option<Duration>) -> Result<bool, ErrorState> {
+        self.queue.wait_for_state(s, timeout)
+    }
+
+    /// Pops the next state this handle saw.
+    pub fn wait_for_next_state(&self, timeout: Option<Duration>) -> Result<Option<State>, ErrorState> {
+        self.queue.wait_for_next(timeout)
+    }
+
+    /// The state machine.
+    pub fn state_machine(&self) -> &Arc<StateMachine> {
+        &self.sm
+    }
+
+    /// Requests `t` and waits until `target` is entered.
+    pub fn transition_to(&self, t: Transition, target: State, timeout: Option<Duration>) -> Result<bool, ErrorState> {
+        if !self.change_state(t) {
+            return Ok(false);
+        }
+        self.wait_for_state(target, timeout)
+    }
+
+    /// FairMQ's startup sequence, up to RUNNING; stops early (false) when `stop` becomes true.
+    pub fn run_startup_sequence(&self, stop: &AtomicBool) -> Result<bool, ErrorState> {
+        let steps = [
+            (Transition::InitDevice, State::InitializingDevice),
+            (Transition::CompleteInit, State::Initialized),
+            (Transition::Bind, State::Bound),
+            (Transition::Connect, State::DeviceReady),
+            (Transition::InitTask, State::Ready),
+            (Transition::Run, State::Running),
+        ];
+        for (t, target) in steps {
+            if stop.load(Ordering::SeqCst) {
+                return Ok(false);
+            }
+            if let Err(e) = self.try_change_state(t) {
+                log::debug!("{e}");
+                return Ok(false);
+            }
+            while !self.wait_for_state(target, Some(Duration::from_millis(100)))? {
+                if stop.load(Ordering::SeqCst) || self.current_state() == State::Error {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// FairMQ's shutdown sequence from whatever the live state is, until EXITING (`Ok(true)`),
+    /// ERROR, or another plugin took control (`Ok(false)`, logged). Each request is derived from
+    /// the current state (so a state entered meanwhile is never missed).
+    pub fn run_shutdown_sequence(&self) -> Result<bool, ErrorState> {
+        loop {
+            let s = self.current_state();
+            let request = match s {
+                State::Exiting => return Ok(true),
+                State::Error => return Err(ErrorState),
+                State::Idle => Some(Transition::End),
+                State::InitializingDevice => Some(Transition::CompleteInit),
+                State::Initialized | State::Bound | State::DeviceReady => Some(Transition::ResetDevice),
+                State::Ready => Some(Transition::ResetTask),
+                State::Running => Some(Transition::Stop),
+                _ => None, // a working state that ends by itself (Auto)
+            };
+            if let Some(t) = request {
+                if !self.sm.new_state_pending() {
+                    if let Err(e) = self.try_change_state(t) {
+                        log::debug!("{e}");
+                        return Ok(false);
+                    }
+                }
+            }
+            // Wait for the state to move on (checked again every 100 ms).
+            let _ = self.wait_for_next_state(Some(Duration::from_millis(100)))?;
+        }
+    }
+}
+
+impl Drop for DeviceHandle {
+    fn drop(&mut self) {
+        if Arc::strong_count(&self.queue) == 1 {
+            self.sm.unsubscribe_from_state_change(&self.key);
+        }
+    }
+}
