@@ -2,6 +2,7 @@
 //! (`src/bin/throughput.rs`, built from the [`harness`] modules) that compares fairmq-shm, fairmq-zmq,
 //! bare libzmq and (with the `iceoryx2` feature) iceoryx2 side by side. See `benches/README.md`.
 
+#![warn(missing_docs, unreachable_pub)]
 pub mod harness;
 pub mod session;
 

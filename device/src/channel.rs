@@ -5,13 +5,14 @@ pub use crate::config_error::ChannelError;
 use crate::error::Error;
 use crate::properties::{Properties, Value};
 use crate::transport::{Message, Parts, Socket, Transport};
+use fairmq_zmq::Timeout;
 use fairmq_zmq::{
     split_endpoints, AttachOptions, CounterSnapshot, Method, SocketOptions, SocketType, TransferResult, TransportKind,
 };
 use std::fmt;
 
 /// Every channel property key, as in `--channel-config`, JSON and `chans.<name>.<i>.<key>`.
-pub const PROPERTY_KEYS: [&str; 16] = [
+pub(crate) const PROPERTY_KEYS: [&str; 16] = [
     "type",
     "method",
     "address",
@@ -362,8 +363,10 @@ impl Channel {
         self.send_timeout(msg, self.config.snd_timeout_ms)
     }
 
-    /// Sends with an explicit timeout (ms; -1 forever, 0 no wait).
-    pub fn send_timeout(&self, msg: &mut Message, timeout_ms: i32) -> TransferResult {
+    /// Sends with an explicit timeout: FairMQ's ms (-1 forever, 0 no wait) or a `Duration` (see
+    /// [`Timeout`]).
+    pub fn send_timeout(&self, msg: &mut Message, timeout: impl Into<Timeout>) -> TransferResult {
+        let timeout_ms = timeout.into().as_ms();
         self.socket.send(msg, timeout_ms, &self.transport)
     }
 
@@ -373,7 +376,8 @@ impl Channel {
     }
 
     /// Receives with an explicit timeout.
-    pub fn receive_timeout(&self, msg: &mut Message, timeout_ms: i32) -> TransferResult {
+    pub fn receive_timeout(&self, msg: &mut Message, timeout: impl Into<Timeout>) -> TransferResult {
+        let timeout_ms = timeout.into().as_ms();
         self.socket.receive(msg, timeout_ms, &self.transport)
     }
 
@@ -383,7 +387,8 @@ impl Channel {
     }
 
     /// Sends a multipart message with an explicit timeout.
-    pub fn send_parts_timeout(&self, parts: &mut Parts, timeout_ms: i32) -> TransferResult {
+    pub fn send_parts_timeout(&self, parts: &mut Parts, timeout: impl Into<Timeout>) -> TransferResult {
+        let timeout_ms = timeout.into().as_ms();
         self.socket.send_parts(parts, timeout_ms, &self.transport)
     }
 
@@ -393,7 +398,8 @@ impl Channel {
     }
 
     /// Receives a multipart message with an explicit timeout.
-    pub fn receive_parts_timeout(&self, parts: &mut Parts, timeout_ms: i32) -> TransferResult {
+    pub fn receive_parts_timeout(&self, parts: &mut Parts, timeout: impl Into<Timeout>) -> TransferResult {
+        let timeout_ms = timeout.into().as_ms();
         self.socket.receive_parts(parts, timeout_ms)
     }
 

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 /// Logs the rates of `chans` (name, interval in seconds, counters) until a transition is pending.
 /// Unlike FairMQ, an interval of N seconds divides by the N seconds it covers.
-pub fn log_rates(sm: &StateMachine, chans: &[(String, i32, Arc<Counters>)]) {
+pub(crate) fn log_rates(sm: &StateMachine, chans: &[(String, i32, Arc<Counters>)]) {
     let width = chans.iter().map(|c| c.0.len()).max().unwrap_or(0);
     let mut last: Vec<_> = chans.iter().map(|c| (c.2.snapshot(), Instant::now(), 0i32)).collect();
     while sm.wait_for(Duration::from_secs(1)) {

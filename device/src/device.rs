@@ -6,6 +6,7 @@ use crate::properties::Properties;
 use crate::state::{State, Transition};
 use crate::state_machine::StateMachine;
 use crate::transport::{Message, Parts, Transport};
+use fairmq_zmq::Timeout;
 use fairmq_zmq::{TransferResult, TransportKind};
 use parking_lot::Mutex;
 use std::cell::RefCell;
@@ -270,8 +271,15 @@ impl Context {
         self.channel(name, index).map_err(boxed)?.send(msg)
     }
 
-    /// Sends with an explicit timeout (ms).
-    pub fn send_timeout(&self, msg: &mut Message, name: &str, index: usize, timeout_ms: i32) -> TransferResult {
+    /// Sends with an explicit timeout (see [`Timeout`](fairmq_zmq::Timeout)).
+    pub fn send_timeout(
+        &self,
+        msg: &mut Message,
+        name: &str,
+        index: usize,
+        timeout: impl Into<Timeout>,
+    ) -> TransferResult {
+        let timeout_ms = timeout.into().as_ms();
         self.channel(name, index).map_err(boxed)?.send_timeout(msg, timeout_ms)
     }
 
@@ -280,8 +288,15 @@ impl Context {
         self.channel(name, index).map_err(boxed)?.receive(msg)
     }
 
-    /// Receives with an explicit timeout (ms).
-    pub fn receive_timeout(&self, msg: &mut Message, name: &str, index: usize, timeout_ms: i32) -> TransferResult {
+    /// Receives with an explicit timeout (see [`Timeout`](fairmq_zmq::Timeout)).
+    pub fn receive_timeout(
+        &self,
+        msg: &mut Message,
+        name: &str,
+        index: usize,
+        timeout: impl Into<Timeout>,
+    ) -> TransferResult {
+        let timeout_ms = timeout.into().as_ms();
         self.channel(name, index).map_err(boxed)?.receive_timeout(msg, timeout_ms)
     }
 
@@ -291,7 +306,14 @@ impl Context {
     }
 
     /// Sends a multipart message with an explicit timeout.
-    pub fn send_parts_timeout(&self, parts: &mut Parts, name: &str, index: usize, timeout_ms: i32) -> TransferResult {
+    pub fn send_parts_timeout(
+        &self,
+        parts: &mut Parts,
+        name: &str,
+        index: usize,
+        timeout: impl Into<Timeout>,
+    ) -> TransferResult {
+        let timeout_ms = timeout.into().as_ms();
         self.channel(name, index).map_err(boxed)?.send_parts_timeout(parts, timeout_ms)
     }
 

@@ -33,6 +33,7 @@
 //!         .run()
 //! }
 //! ```
+#![warn(missing_docs, unreachable_pub)]
 // Unsafe code only where plugins cross their C ABI (`plugin/dynamic.rs`, allowed there alone).
 #![deny(unsafe_code)]
 
@@ -77,7 +78,7 @@ pub use channel::{Channel, ChannelConfig, ChannelError};
 pub use control::{ControlMode, DeviceHandle};
 pub use device::{ChannelRegistry, Context, Device};
 pub use error::{BoxError, Error, ErrorKind, HookResult};
-pub use fairmq_zmq::{SocketType, TransferCode, TransferError, TransportKind};
+pub use fairmq_zmq::{SocketType, Timeout, TransferCode, TransferError, TransportKind};
 pub use iterations::Iterations;
 pub use lifecycle::run_state_machine;
 pub use plugin::{Plugin, PluginServices};

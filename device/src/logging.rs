@@ -33,15 +33,22 @@ pub(crate) use state;
 
 /// FairMQ's severities, lowest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-#[allow(missing_docs)]
 pub enum Severity {
+    /// Finest detail (FairLogger's `trace`, and `debug1`..`debug4`).
     Trace,
+    /// Detail for developers (`debug`, and FairLogger's `detail`).
     Debug,
+    /// Normal operation.
     Info,
+    /// State changes of the device (`IDLE ---> INITIALIZING DEVICE`).
     State,
+    /// Something unexpected that the device survives (and FairLogger's `important`, `alarm`).
     Warn,
+    /// A failure.
     Error,
+    /// A failure that ends the device.
     Fatal,
+    /// Nothing is logged.
     Nolog,
 }
 
@@ -111,12 +118,16 @@ impl FromStr for Severity {
 
 /// How much context each line carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-#[allow(missing_docs)]
 pub enum Verbosity {
+    /// The message only.
     Verylow,
+    /// Severity and message.
     Low,
+    /// Time, severity and message (the default).
     Medium,
+    /// Date and time to the microsecond, severity and message.
     High,
+    /// As `High`, with the file, line and function (or module) that logged it.
     Veryhigh,
 }
 

@@ -30,6 +30,28 @@ pub(crate) fn guarded_callback(callback: RegionCallback, on_panic: impl Fn(Strin
 }
 
 /// A region of either transport.
+///
+/// # Examples
+///
+/// On zeromq a message holds a copy of its piece, so the callback hears of the piece at once; on
+/// shmem it hears once the last holder, in any process, released it.
+///
+/// ```
+/// use fairmq::region::{RegionCallback, RegionConfig};
+/// use fairmq::{transport, Properties, TransportKind};
+///
+/// let t = transport::create(TransportKind::Zeromq, "doc", &Properties::new())?;
+/// let (released, back) = std::sync::mpsc::channel();
+/// let callback = RegionCallback::Single(Box::new(move |b| {
+///     let _ = released.send(b.hint);
+/// }));
+/// let region = t.create_region(1 << 16, callback, &RegionConfig::default())?;
+/// region.write(0, b"timeframe")?;
+/// let msg = t.new_message_from_region(&region, 0, 9, 3)?;
+/// assert_eq!(msg.data(), b"timeframe");
+/// assert_eq!(back.try_recv()?, 3);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub enum UnmanagedRegion {
     /// A private buffer of the zeromq transport.

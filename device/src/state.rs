@@ -6,42 +6,69 @@ use std::str::FromStr;
 /// A device state (FairMQ's `fair::mq::State`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(i32)]
-#[allow(missing_docs)]
 pub enum State {
+    /// No state yet (before the state machine started).
     Undefined = 0,
+    /// FairMQ's `OK`: a state of the machine's own, not entered by devices.
     Ok = 1,
+    /// Something failed; the device stops (`ERROR`).
     Error = 2,
+    /// Started, nothing configured (`IDLE`).
     Idle = 3,
+    /// Reading the configuration (`INITIALIZING DEVICE`); `CompleteInit` ends it.
     InitializingDevice = 4,
+    /// Configured, channels not yet attached (`INITIALIZED`).
     Initialized = 5,
+    /// Binding the channels that bind (`BINDING`).
     Binding = 6,
+    /// Bound (`BOUND`).
     Bound = 7,
+    /// Connecting the channels that connect (`CONNECTING`).
     Connecting = 8,
+    /// Every channel attached (`DEVICE READY`).
     DeviceReady = 9,
+    /// Running the `InitTask` hook (`INITIALIZING TASK`).
     InitializingTask = 10,
+    /// Ready to run (`READY`).
     Ready = 11,
+    /// Running: `Run` or the data callbacks (`RUNNING`).
     Running = 12,
+    /// Running the `ResetTask` hook (`RESETTING TASK`).
     ResettingTask = 13,
+    /// Closing the channels (`RESETTING DEVICE`).
     ResettingDevice = 14,
+    /// Leaving for good (`EXITING`).
     Exiting = 15,
 }
 
 /// A transition (FairMQ's `fair::mq::Transition`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(i32)]
-#[allow(missing_docs)]
 pub enum Transition {
+    /// A working state that moves on by itself (BINDING, CONNECTING, INITIALIZING TASK, RESETTING
+    /// TASK, RESETTING DEVICE) to the next.
     Auto = 0,
+    /// IDLE to INITIALIZING DEVICE.
     InitDevice = 1,
+    /// INITIALIZING DEVICE to INITIALIZED.
     CompleteInit = 2,
+    /// INITIALIZED to BINDING (then BOUND).
     Bind = 3,
+    /// BOUND to CONNECTING (then DEVICE READY).
     Connect = 4,
+    /// DEVICE READY to INITIALIZING TASK (then READY).
     InitTask = 5,
+    /// READY to RUNNING.
     Run = 6,
+    /// RUNNING to READY.
     Stop = 7,
+    /// READY to RESETTING TASK (then DEVICE READY).
     ResetTask = 8,
+    /// INITIALIZED, BOUND or DEVICE READY to RESETTING DEVICE (then IDLE).
     ResetDevice = 9,
+    /// IDLE to EXITING.
     End = 10,
+    /// Any state but ERROR itself to ERROR.
     ErrorFound = 11,
 }
 

@@ -18,6 +18,7 @@
 //!   and pollers are used by one thread at a time; a hook's context only during the hook. Region and
 //!   region-event callbacks run on threads of the library (each function says which).
 
+#![warn(missing_docs, unreachable_pub)]
 #![allow(clippy::missing_safety_doc)] // each unsafe export documents its contract in "# Safety"
 #![allow(missing_debug_implementations)] // handles are opaque to C; Debug would only expose internals
 
@@ -44,6 +45,7 @@ mod transport;
 
 pub use channel::*;
 pub use channel_setup::*;
+pub use config::*;
 pub use config_store::*;
 pub use device::*;
 pub use device_object::*;
@@ -54,6 +56,7 @@ pub use region::*;
 pub use region_events::*;
 pub use shm_external::*;
 pub use shm_monitor::*;
+pub use states::*;
 pub use transport::*;
 
 #[cfg(test)]

@@ -205,7 +205,7 @@ pub enum LaneError {
 /// Why a ledger's overflow pages cannot be followed (see `ledger`): what the link names is not a
 /// page of that ledger.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum LedgerError {
+pub(crate) enum LedgerError {
     #[error("ledger of slot {slot}: an overflow link names segment {segment}, which is not mapped")]
     UnknownSegment { slot: usize, segment: u16 },
     #[error(

@@ -71,6 +71,10 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#![warn(missing_docs)]
+// Checked with the `testing` feature (as every workspace build has it): without it, the internals
+// that `testing` exports for tests are unreachable by design.
+#![cfg_attr(feature = "testing", warn(unreachable_pub))]
 mod error;
 pub mod external;
 /// Entry points of the fuzz targets (`fuzz/`) and of the test replaying their corpora.

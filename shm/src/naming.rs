@@ -7,9 +7,9 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Where POSIX shared memory lives on Linux.
-pub const SHM_DIR: &str = "/dev/shm";
+pub(crate) const SHM_DIR: &str = "/dev/shm";
 /// Prefix of every object of ours.
-pub const PREFIX: &str = "fmqrs_";
+pub(crate) const PREFIX: &str = "fmqrs_";
 
 /// Names of one session's objects.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,8 +3,9 @@
 //! needs transfers that leave the socket's counters to it, access control, routing ids, a few
 //! ZeroMQ options, and hooks that add to a poll the readiness ZeroMQ cannot see.
 //!
-//! The traits here are sealed: only this crate's [`Socket`] and [`Transport`](crate::Transport) implement them, and
-//! no signature names the `zmq` crate's types. An application never needs them.
+//! The traits here are sealed: only this crate's [`Socket`](crate::Socket) and
+//! [`Transport`](crate::Transport) implement them, and no signature names the `zmq` crate's
+//! types. An application never needs them.
 
 use crate::vocabulary::counters::Counters;
 use crate::vocabulary::error::SocketError;
@@ -37,13 +38,14 @@ pub(crate) mod sealed {
 
 /// Transfers of frames that the socket does not count.
 pub trait Uncounted: sealed::Sealed {
-    /// Sends one frame like [`Socket::send`].
+    /// Sends one frame like [`Socket::send`](crate::Socket::send).
     fn send_uncounted(&self, frame: &mut Message, timeout_ms: i32) -> Result<(), TransferError>;
-    /// Receives one frame like [`Socket::receive`].
+    /// Receives one frame like [`Socket::receive`](crate::Socket::receive).
     fn receive_uncounted(&self, frame: &mut Message, timeout_ms: i32) -> Result<(), TransferError>;
-    /// Sends frames as one multipart like [`Socket::send_parts`] (one frame as a plain frame).
+    /// Sends frames as one multipart like [`Socket::send_parts`](crate::Socket::send_parts) (one
+    /// frame as a plain frame).
     fn send_parts_uncounted(&self, parts: &mut [Message], timeout_ms: i32) -> Result<(), TransferError>;
-    /// Receives a multipart like [`Socket::receive_parts`].
+    /// Receives a multipart like [`Socket::receive_parts`](crate::Socket::receive_parts).
     fn receive_parts_uncounted(&self, parts: &mut Vec<Message>, timeout_ms: i32) -> Result<(), TransferError>;
 }
 
@@ -52,8 +54,9 @@ pub trait LayeredSocket: sealed::Sealed {
     /// The count of connected peers as the monitor thread last counted, without waiting for it to
     /// catch up: cheap enough to look at on every send (a moment late).
     fn counted_peers(&self) -> u64;
-    /// The count of [`Socket::number_of_connected_peers`], readable from other threads (as the
-    /// monitor thread last counted, a moment late).
+    /// The count of
+    /// [`Socket::number_of_connected_peers`](crate::Socket::number_of_connected_peers), readable
+    /// from other threads (as the monitor thread last counted, a moment late).
     fn peer_count(&self) -> Arc<AtomicU64>;
     /// Endpoints bound from now on let in only peers that present `password` (ZeroMQ's PLAIN
     /// mechanism, checked by the transport's handler: see [`LayeredTransport::serve_password`]);

@@ -6,7 +6,8 @@
 //! of a tcp or ipc socket understand us.
 //!
 //! - Transfers return the bytes moved or a [`TransferError`] whose [`code`](TransferError::code) is
-//!   FairMQ's (-1 error, -2 timeout, -3 interrupted). Timeouts: -1 forever, 0 no wait, N ms.
+//!   FairMQ's (-1 error, -2 timeout, -3 interrupted). Timeouts ([`Timeout`]): FairMQ's ms (-1
+//!   forever, 0 no wait, N ms) or a `Duration`.
 //! - A failed or timed-out send leaves the message with the caller.
 //! - [`Transport::interrupt`] wakes every blocked call at once (an eventfd that libzmq's own
 //!   blocking wait watches, see `interrupt`);
@@ -35,6 +36,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#![warn(missing_docs, unreachable_pub)]
 pub mod layered;
 mod message;
 mod monitor;
@@ -66,4 +68,5 @@ pub use vocabulary::region::{
     BulkCallback, RegionBlock, RegionCallback, RegionConfig, RegionEvent, RegionInfo, SingleCallback,
 };
 pub use vocabulary::socket_type::SocketType;
+pub use vocabulary::timeout::Timeout;
 pub use vocabulary::transport_kind::TransportKind;

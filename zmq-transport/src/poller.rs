@@ -4,12 +4,33 @@ use crate::layered::PollHook;
 use crate::socket::Socket;
 use crate::vocabulary::error::PollError;
 use crate::vocabulary::interrupt::Interrupter;
+use crate::vocabulary::timeout::Timeout;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Waits for input or output readiness on several sockets (FairMQ's `Poller`). Each socket is watched
 /// for the directions its type supports. Like a transfer, a poll that would wait returns
 /// [`PollError::Interrupted`] while a socket's transport is interrupted, and wakes at once when it is.
+///
+/// # Examples
+///
+/// ```
+/// use fairmq_zmq::{Message, Poller, SocketType, Transport};
+/// use std::time::Duration;
+///
+/// let t = Transport::new("doc")?;
+/// let (a, b) = (t.socket(SocketType::Pull, "a")?, t.socket(SocketType::Pull, "b")?);
+/// a.bind("inproc://doc-poll-a")?;
+/// b.bind("inproc://doc-poll-b")?;
+/// let push = t.socket(SocketType::Push, "to-b")?;
+/// push.connect("inproc://doc-poll-b")?;
+/// push.send(&mut Message::from_slice(b"for b"), 1000)?;
+///
+/// let mut poller = Poller::new(&[&a, &b]);
+/// assert_eq!(poller.poll(Duration::from_secs(1))?, 1, "one socket is ready");
+/// assert!(!poller.check_input(0) && poller.check_input(1));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Poller<'a> {
     items: Vec<zmq::PollItem<'a>>,
     sockets: usize,
@@ -74,9 +95,10 @@ impl<'a> Poller<'a> {
         Poller { items, sockets: sockets.len(), interrupters, hooks, hooked: vec![(false, false); sockets.len()] }
     }
 
-    /// Waits up to `timeout_ms` (-1: forever, 0: no wait) until some socket is ready. Returns the number
+    /// Waits up to `timeout` (a [`Timeout`]; -1: forever, 0: no wait) until some socket is ready. Returns the number
     /// of ready sockets (0 on timeout).
-    pub fn poll(&mut self, timeout_ms: i32) -> Result<usize, PollError> {
+    pub fn poll(&mut self, timeout: impl Into<Timeout>) -> Result<usize, PollError> {
+        let timeout_ms = timeout.into().as_ms();
         if self.items.is_empty() {
             // Nothing can ever become ready (and libzmq would sleep "forever" as -1000 us, wrapped).
             if timeout_ms > 0 {

@@ -90,7 +90,27 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// A region of the zeromq transport.
+/// A region of the zeromq transport: a buffer of this process. A message made from it holds a
+/// copy of its piece, so the region's callback hears of the piece at once (as in FairMQ).
+///
+/// # Examples
+///
+/// ```
+/// use fairmq_zmq::{RegionCallback, RegionConfig, Transport};
+///
+/// let t = Transport::new("doc")?;
+/// let (released, back) = std::sync::mpsc::channel();
+/// let callback = RegionCallback::Single(Box::new(move |b| {
+///     let _ = released.send((b.offset, b.size, b.hint));
+/// }));
+/// let region = t.create_region(4096, callback, &RegionConfig::default())?;
+/// region.write(100, b"pedestal")?;
+///
+/// let msg = t.new_message_from_region(&region, 100, 8, 7)?;
+/// assert_eq!(msg.data(), b"pedestal");
+/// assert_eq!(back.try_recv()?, (100, 8, 7), "the message holds a copy: the piece is back at once");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Region {
     id: u16,
     ptr: usize,

@@ -11,6 +11,7 @@ use crate::vocabulary::error::{SocketError, TransferError, TransferResult};
 use crate::vocabulary::interrupt::{ms_until, Interrupter};
 use crate::vocabulary::options::{AttachOptions, SocketOptions};
 use crate::vocabulary::socket_type::SocketType;
+use crate::vocabulary::timeout::Timeout;
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
@@ -360,10 +361,12 @@ impl Socket {
         address.to_owned()
     }
 
-    /// Sends one message (one ZeroMQ frame). `timeout_ms`: -1 (any negative) waits until done or
-    /// interrupted, 0 does not wait, N waits at most N ms. On success the message is empty and the
+    /// Sends one message (one ZeroMQ frame). `timeout` (a [`Timeout`]: FairMQ's ms or a
+    /// `Duration`): -1 (any negative) waits until done or interrupted, 0 does not wait, N waits at
+    /// most N ms. On success the message is empty and the
     /// result is its size; on any error the caller keeps the message unchanged.
-    pub fn send(&self, msg: &mut Message, timeout_ms: i32) -> TransferResult {
+    pub fn send(&self, msg: &mut Message, timeout: impl Into<Timeout>) -> TransferResult {
+        let timeout_ms = timeout.into().as_ms();
         let size = msg.size();
         self.transfer(Dir::Send, timeout_ms, |flags| sys::msg_send(&mut msg.raw, self.ptr, flags))?;
         msg.after_send();
@@ -373,7 +376,8 @@ impl Socket {
 
     /// Receives one frame into `msg` (its old content is released). Returns the size received.
     /// On any error `msg` is left as it was (libzmq would clear it, so we receive into a fresh frame).
-    pub fn receive(&self, msg: &mut Message, timeout_ms: i32) -> TransferResult {
+    pub fn receive(&self, msg: &mut Message, timeout: impl Into<Timeout>) -> TransferResult {
+        let timeout_ms = timeout.into().as_ms();
         let mut frame = RawMsg::empty();
         self.transfer(Dir::Receive, timeout_ms, |flags| sys::msg_recv(&mut frame, self.ptr, flags))?;
         msg.raw = frame;
@@ -401,14 +405,16 @@ impl Socket {
 
     /// Sends a multipart message: one ZeroMQ multipart, frame for frame. All parts leave atomically:
     /// the call waits (or fails) only before the first frame. Empty multiparts are refused.
-    pub fn send_parts(&self, parts: &mut [Message], timeout_ms: i32) -> TransferResult {
+    pub fn send_parts(&self, parts: &mut [Message], timeout: impl Into<Timeout>) -> TransferResult {
+        let timeout_ms = timeout.into().as_ms();
         self.send_held(parts, timeout_ms)
     }
 
     /// [`send_parts`](Socket::send_parts) of a caller's own messages that hold ours (see
     /// [`Part`]): each part's message is asked for once; a multipart with a part that holds none
     /// is refused whole, with an error.
-    pub fn send_parts_of<P: Part>(&self, parts: &mut [P], timeout_ms: i32) -> TransferResult {
+    pub fn send_parts_of<P: Part>(&self, parts: &mut [P], timeout: impl Into<Timeout>) -> TransferResult {
+        let timeout_ms = timeout.into().as_ms();
         // On the stack for the usual few parts: no allocation per send.
         let mut held: smallvec::SmallVec<[&mut Message; 16]> = smallvec::SmallVec::with_capacity(parts.len());
         for p in parts.iter_mut() {
@@ -508,7 +514,8 @@ impl Socket {
     }
 
     /// Receives a multipart message and appends its parts to `parts`. Returns the total size.
-    pub fn receive_parts(&self, parts: &mut Vec<Message>, timeout_ms: i32) -> TransferResult {
+    pub fn receive_parts(&self, parts: &mut Vec<Message>, timeout: impl Into<Timeout>) -> TransferResult {
+        let timeout_ms = timeout.into().as_ms();
         self.receive_parts_into(parts, std::convert::identity, timeout_ms)
     }
 
@@ -516,7 +523,13 @@ impl Socket {
     /// a caller's own message type (a device's) holds them where they land, with no vector of
     /// ours in between (`wrap` runs inside the receive: it must not use this socket). Returns the
     /// total size. On error `parts` is as it was.
-    pub fn receive_parts_into<T>(&self, parts: &mut Vec<T>, wrap: fn(Message) -> T, timeout_ms: i32) -> TransferResult {
+    pub fn receive_parts_into<T>(
+        &self,
+        parts: &mut Vec<T>,
+        wrap: fn(Message) -> T,
+        timeout: impl Into<Timeout>,
+    ) -> TransferResult {
+        let timeout_ms = timeout.into().as_ms();
         let total = self.receive_frames(parts, wrap, timeout_ms)?;
         self.counters.record_rx(total);
         Ok(total)

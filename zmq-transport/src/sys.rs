@@ -40,7 +40,7 @@ impl RawMsg {
     }
 
     /// An empty frame (size 0).
-    pub fn empty() -> Self {
+    pub(crate) fn empty() -> Self {
         let m = Self::uninit();
         // SAFETY: `m.ptr()` points to writable, aligned storage for a zmq_msg_t; zmq_msg_init cannot fail.
         unsafe { zmq_sys::zmq_msg_init(m.ptr()) };
@@ -50,12 +50,12 @@ impl RawMsg {
     /// A frame of `size` zeroed bytes allocated by libzmq (inline for very small sizes). Zeroed because
     /// Rust may not read uninitialised bytes through `bytes()`; the bare `zmq` crate does the same.
     /// Aborts when the bytes cannot be allocated, as Rust's own allocations do.
-    pub fn with_size(size: usize) -> Self {
+    pub(crate) fn with_size(size: usize) -> Self {
         Self::try_with_size(size).unwrap_or_else(|| std::process::abort())
     }
 
     /// [`RawMsg::with_size`], or `None` when the bytes cannot be allocated.
-    pub fn try_with_size(size: usize) -> Option<Self> {
+    pub(crate) fn try_with_size(size: usize) -> Option<Self> {
         // libzmq adds its header's size to `size` unchecked: a size near usize::MAX would wrap into a
         // small allocation that claims to be huge. No allocation can exceed isize::MAX anyway.
         if size > isize::MAX as usize {
@@ -84,7 +84,7 @@ impl RawMsg {
     /// `ffn` may be called from any thread, including libzmq's I/O threads.
     // SAFETY: unsafe to call because the buffer's lifetime is the caller's promise (above); the body
     // only hands it to libzmq.
-    pub unsafe fn from_raw_parts(data: *mut u8, size: usize, ffn: Option<FreeFn>, hint: *mut c_void) -> Self {
+    pub(crate) unsafe fn from_raw_parts(data: *mut u8, size: usize, ffn: Option<FreeFn>, hint: *mut c_void) -> Self {
         let m = Self::uninit();
         // SAFETY: storage as in `empty`; the buffer contract is the caller's (see above). libzmq only
         // fails here on ENOMEM for its small content header.
@@ -98,7 +98,7 @@ impl RawMsg {
     /// A zero-copy frame over an owned byte container that grants exclusive access (`AsMut`: a
     /// `Vec`, a `Box<[u8]>`, ...): receivers may write to the bytes, even across inproc, so shared
     /// containers such as `Arc<[u8]>` cannot be used. The container is dropped when libzmq is done.
-    pub fn from_owner<T: AsMut<[u8]> + Send + 'static>(owner: T) -> Self {
+    pub(crate) fn from_owner<T: AsMut<[u8]> + Send + 'static>(owner: T) -> Self {
         let mut boxed = Box::new(owner);
         let bytes = (*boxed).as_mut();
         let (data, size) = (bytes.as_mut_ptr(), bytes.len());
@@ -111,7 +111,7 @@ impl RawMsg {
     }
 
     /// A constant frame over static bytes: nothing is freed.
-    pub fn from_static(bytes: &'static [u8]) -> Self {
+    pub(crate) fn from_static(bytes: &'static [u8]) -> Self {
         // SAFETY: static bytes outlive every frame; with no free function libzmq marks the frame constant
         // and never writes to it, and `is_shared` reports it as shared so we never write to it either.
         unsafe { Self::from_raw_parts(bytes.as_ptr() as *mut u8, bytes.len(), None, std::ptr::null_mut()) }
@@ -119,7 +119,7 @@ impl RawMsg {
 
     /// A frame of `size` zeroed bytes whose first byte is aligned to `alignment` (a power of two), or
     /// `None` when the bytes cannot be allocated.
-    pub fn try_with_alignment(size: usize, alignment: usize) -> Option<Self> {
+    pub(crate) fn try_with_alignment(size: usize, alignment: usize) -> Option<Self> {
         if !alignment.is_power_of_two() {
             return None;
         }
@@ -136,19 +136,19 @@ impl RawMsg {
     }
 
     /// Size of the frame in bytes.
-    pub fn size(&self) -> usize {
+    pub(crate) fn size(&self) -> usize {
         // SAFETY: the frame is initialised (module invariant); zmq_msg_size only reads it.
         unsafe { zmq_sys::zmq_msg_size(self.ptr()) }
     }
 
     /// Address of the first byte (inside the frame itself for very small messages).
-    pub fn data_ptr(&self) -> *mut u8 {
+    pub(crate) fn data_ptr(&self) -> *mut u8 {
         // SAFETY: initialised frame; zmq_msg_data only computes an address.
         unsafe { zmq_sys::zmq_msg_data(self.ptr()) }.cast()
     }
 
     /// The frame's bytes.
-    pub fn bytes(&self) -> &[u8] {
+    pub(crate) fn bytes(&self) -> &[u8] {
         let size = self.size();
         if size == 0 {
             return &[];
@@ -161,7 +161,7 @@ impl RawMsg {
 
     /// The frame's bytes, writable. Shared or constant content is first replaced by a private copy
     /// (aligned to `alignment` when non-zero), so no other frame ever sees the write.
-    pub fn bytes_mut(&mut self, alignment: usize) -> &mut [u8] {
+    pub(crate) fn bytes_mut(&mut self, alignment: usize) -> &mut [u8] {
         if self.is_shared() {
             *self = RawMsg::copied(self.bytes(), alignment);
         }
@@ -170,7 +170,7 @@ impl RawMsg {
 
     /// [`RawMsg::bytes_mut`], or `None` (the frame unchanged) when the private copy cannot be
     /// allocated.
-    pub fn try_bytes_mut(&mut self, alignment: usize) -> Option<&mut [u8]> {
+    pub(crate) fn try_bytes_mut(&mut self, alignment: usize) -> Option<&mut [u8]> {
         if self.is_shared() {
             *self = RawMsg::try_copied(self.bytes(), alignment)?;
         }
@@ -190,12 +190,12 @@ impl RawMsg {
 
     /// A fresh private frame holding a copy of `bytes`, aligned to `alignment` when non-zero. Aborts
     /// when it cannot be allocated, as Rust's own allocations do.
-    pub fn copied(bytes: &[u8], alignment: usize) -> RawMsg {
+    pub(crate) fn copied(bytes: &[u8], alignment: usize) -> RawMsg {
         Self::try_copied(bytes, alignment).unwrap_or_else(|| std::process::abort())
     }
 
     /// [`RawMsg::copied`], or `None` when the copy cannot be allocated.
-    pub fn try_copied(bytes: &[u8], alignment: usize) -> Option<RawMsg> {
+    pub(crate) fn try_copied(bytes: &[u8], alignment: usize) -> Option<RawMsg> {
         let fresh = if alignment == 0 {
             let m = Self::uninit();
             // SAFETY: as in `with_size`; the bytes are overwritten below, so they need no zeroing.
@@ -216,13 +216,13 @@ impl RawMsg {
     }
 
     /// Whether the content may be referenced by another frame, or is constant.
-    pub fn is_shared(&self) -> bool {
+    pub(crate) fn is_shared(&self) -> bool {
         // SAFETY: initialised frame; ZMQ_SHARED is a read-only property.
         unsafe { zmq_sys::zmq_msg_get(self.ptr(), zmq_sys::ZMQ_SHARED as i32) == 1 }
     }
 
     /// A new frame sharing this frame's content (reference counted by libzmq, copied when tiny).
-    pub fn share(&self) -> RawMsg {
+    pub(crate) fn share(&self) -> RawMsg {
         let dst = RawMsg::empty();
         // SAFETY: both frames are initialised; zmq_msg_copy closes `dst` (empty) and makes it refer to
         // the source's content, adjusting the source's flags through the pointer (hence UnsafeCell).
@@ -232,7 +232,7 @@ impl RawMsg {
     }
 
     /// A frame of the first `len` bytes of `self` without copying; `self` lives until the view is closed.
-    pub fn into_prefix_view(self, len: usize) -> RawMsg {
+    pub(crate) fn into_prefix_view(self, len: usize) -> RawMsg {
         debug_assert!(len <= self.size());
         // Box first: a very small frame stores its bytes inline, so the address must be taken after the
         // frame has reached its final place.
@@ -246,7 +246,7 @@ impl RawMsg {
     }
 
     /// Whether more frames of the same multipart follow this received frame.
-    pub fn more(&self) -> bool {
+    pub(crate) fn more(&self) -> bool {
         // SAFETY: initialised frame; zmq_msg_more only reads it.
         unsafe { zmq_sys::zmq_msg_more(self.ptr()) == 1 }
     }
@@ -291,7 +291,7 @@ pub(crate) struct SockPtr(*mut c_void);
 unsafe impl Send for SockPtr {}
 
 impl SockPtr {
-    pub fn of(socket: &mut zmq::Socket) -> Self {
+    pub(crate) fn of(socket: &mut zmq::Socket) -> Self {
         SockPtr(socket.as_mut_ptr())
     }
 }

@@ -63,7 +63,8 @@ struct Inner {
     ctx: zmq::Context,
     interrupter: Arc<Interrupter>,
     regions: Arc<RegionEvents>,
-    /// Who may connect to sockets that ask for a password (see [`LayeredTransport::serve_password`](crate::layered::LayeredTransport::serve_password)).
+    /// Who may connect to sockets that ask for a password (see
+    /// [`LayeredTransport::serve_password`](crate::layered::LayeredTransport::serve_password)).
     zap: std::sync::OnceLock<crate::zap::Handler>,
     /// Counts every socket's peers (see `monitor`), started with the first socket.
     monitors: std::sync::Mutex<Option<Arc<crate::monitor::Monitors>>>,

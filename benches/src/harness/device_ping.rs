@@ -58,6 +58,7 @@ pub struct Ping {
 }
 
 impl Ping {
+    /// The ping device's options: the common ones, the message size and the measured times.
     pub fn options(o: &mut OptionGroup) {
         common_options(o);
         o.add("msg-size", Kind::Size, 64u64, "Message size in bytes")
@@ -111,6 +112,7 @@ pub struct Pong {
 }
 
 impl Pong {
+    /// The pong device's options: the common ones.
     pub fn options(o: &mut OptionGroup) {
         common_options(o);
     }

@@ -98,6 +98,7 @@ impl Topology {
 pub struct Chain {
     /// FairMQ's transport name: `shmem` or `zeromq`.
     pub transport: &'static str,
+    /// Which devices, wired how.
     pub topology: Topology,
     /// Bytes per part.
     pub size: usize,

@@ -8,6 +8,7 @@ pub use options::{create, shm_config};
 use crate::error::Error;
 use fairmq_zmq::layered::LayeredSocket;
 use fairmq_zmq::PollEntry;
+use fairmq_zmq::Timeout;
 use fairmq_zmq::{
     AttachOptions, CounterSnapshot, Counters, Direction, SocketOptions, SocketType, TransferResult, TransportKind,
 };
@@ -48,6 +49,24 @@ pub enum Transport {
 }
 
 /// A message of either transport.
+///
+/// # Examples
+///
+/// ```
+/// use fairmq::{transport, Properties, TransportKind};
+///
+/// let t = transport::create(TransportKind::Zeromq, "doc", &Properties::new())?;
+/// let mut msg = t.new_simple_message(b"hit 17")?;
+/// assert_eq!((msg.kind(), msg.size()), (TransportKind::Zeromq, 6));
+/// msg.data_mut()?[4..].copy_from_slice(b"42");
+/// assert!(msg.set_used_size(3), "shrinks in place");
+/// assert_eq!(msg.data(), b"hit");
+///
+/// let mut copy = t.new_message();
+/// copy.copy_from(&msg)?;
+/// assert_eq!(copy.data(), b"hit");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub enum Message {
     /// A zeromq message.
@@ -57,6 +76,34 @@ pub enum Message {
 }
 
 /// A socket of either transport.
+///
+/// # Examples
+///
+/// A request and its reply; a timeout given as a `Duration` or as FairMQ's milliseconds.
+///
+/// ```
+/// use fairmq::{transport, Properties, SocketType, TransferError, TransportKind};
+/// use fairmq_zmq::{AttachOptions, Method};
+/// use std::time::Duration;
+///
+/// let t = transport::create(TransportKind::Zeromq, "doc", &Properties::new())?;
+/// let rep = t.socket(SocketType::Rep, "server")?;
+/// let req = t.socket(SocketType::Req, "client")?;
+/// rep.attach("inproc://doc-device-socket", &AttachOptions::new(Some(Method::Bind)))?;
+/// req.attach("inproc://doc-device-socket", &AttachOptions::new(Some(Method::Connect)))?;
+///
+/// req.send(&mut t.new_simple_message(b"status?")?, 1000, &t)?;
+/// let mut request = t.new_message();
+/// rep.receive(&mut request, Duration::from_secs(1), &t)?;
+/// assert_eq!(request.data(), b"status?");
+/// rep.send(&mut t.new_simple_message(b"running")?, 1000, &t)?;
+/// let mut reply = t.new_message();
+/// assert_eq!(req.receive(&mut reply, 1000, &t)?, 7);
+///
+/// let mut nothing = t.new_message();
+/// assert!(matches!(rep.receive(&mut nothing, 0, &t), Err(TransferError::Timeout)), "no request waits");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub enum Socket {
     /// A zeromq socket.
@@ -317,7 +364,8 @@ impl Socket {
     }
 
     /// Sends one message; a message of the other transport is first copied into one of ours.
-    pub fn send(&self, msg: &mut Message, timeout_ms: i32, transport: &Transport) -> TransferResult {
+    pub fn send(&self, msg: &mut Message, timeout: impl Into<Timeout>, transport: &Transport) -> TransferResult {
+        let timeout_ms = timeout.into().as_ms();
         let r = self.adopt(msg, transport).and_then(|()| match (self, msg) {
             (Socket::Zeromq(s), Message::Zeromq(m)) => s.send(m, timeout_ms),
             (Socket::Shmem(s), Message::Shmem(m)) => s.send(m, timeout_ms),
@@ -328,7 +376,8 @@ impl Socket {
     }
 
     /// Receives one message into `msg` (replaced by a message of this socket's transport).
-    pub fn receive(&self, msg: &mut Message, timeout_ms: i32, transport: &Transport) -> TransferResult {
+    pub fn receive(&self, msg: &mut Message, timeout: impl Into<Timeout>, transport: &Transport) -> TransferResult {
+        let timeout_ms = timeout.into().as_ms();
         if msg.kind() != self.kind() {
             if let Err(e) = self.own_kind(transport) {
                 return self.counted(Direction::Receive, Err(e));
@@ -344,7 +393,8 @@ impl Socket {
     }
 
     /// Sends all parts as one multipart message.
-    pub fn send_parts(&self, parts: &mut Parts, timeout_ms: i32, transport: &Transport) -> TransferResult {
+    pub fn send_parts(&self, parts: &mut Parts, timeout: impl Into<Timeout>, transport: &Transport) -> TransferResult {
+        let timeout_ms = timeout.into().as_ms();
         // Parts of another transport become ours first (usually none: one look at each).
         if parts.iter().any(|p| p.kind() != self.kind()) {
             for p in parts.iter_mut() {
@@ -362,7 +412,8 @@ impl Socket {
     }
 
     /// Receives a multipart message, appending its parts.
-    pub fn receive_parts(&self, parts: &mut Parts, timeout_ms: i32) -> TransferResult {
+    pub fn receive_parts(&self, parts: &mut Parts, timeout: impl Into<Timeout>) -> TransferResult {
+        let timeout_ms = timeout.into().as_ms();
         let r = match self {
             Socket::Zeromq(s) => s.receive_parts_into(parts, Message::Zeromq, timeout_ms),
             Socket::Shmem(s) => s.receive_parts_into(parts, Message::Shmem, timeout_ms),
@@ -468,6 +519,28 @@ impl Socket {
 }
 
 /// Waits on sockets of one or both transports.
+///
+/// # Examples
+///
+/// ```
+/// use fairmq::{transport, Poller, Properties, SocketType, TransportKind};
+/// use fairmq_zmq::{AttachOptions, Method};
+///
+/// let t = transport::create(TransportKind::Zeromq, "doc", &Properties::new())?;
+/// let (bind, connect) = (AttachOptions::new(Some(Method::Bind)), AttachOptions::new(Some(Method::Connect)));
+/// let quiet = t.socket(SocketType::Pull, "quiet")?;
+/// let busy = t.socket(SocketType::Pull, "busy")?;
+/// quiet.attach("inproc://doc-device-poll-quiet", &bind)?;
+/// busy.attach("inproc://doc-device-poll-busy", &bind)?;
+/// let push = t.socket(SocketType::Push, "out")?;
+/// push.attach("inproc://doc-device-poll-busy", &connect)?;
+/// push.send(&mut t.new_simple_message(b"x")?, 1000, &t)?;
+///
+/// let mut poller = Poller::new(&[&quiet, &busy]);
+/// assert_eq!(poller.poll(1000)?, 1);
+/// assert!(!poller.check_input(0) && poller.check_input(1));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct Poller<'a>(fairmq_zmq::Poller<'a>);
 
@@ -484,8 +557,9 @@ impl<'a> Poller<'a> {
         Poller(fairmq_zmq::Poller::with_entries(&entries))
     }
 
-    /// Waits up to `timeout_ms`; returns the number of ready sockets.
-    pub fn poll(&mut self, timeout_ms: i32) -> Result<usize, fairmq_zmq::PollError> {
+    /// Waits up to `timeout` (see [`Timeout`]); returns the number of ready sockets.
+    pub fn poll(&mut self, timeout: impl Into<Timeout>) -> Result<usize, fairmq_zmq::PollError> {
+        let timeout_ms = timeout.into().as_ms();
         self.0.poll(timeout_ms)
     }
 

@@ -24,7 +24,7 @@ use std::time::Duration;
 
 const KIND: Kind = Kind { what: "region queue", magic: u64::from_le_bytes(*b"FMQRSRGQ"), layout: 2 };
 /// Entries the ring holds (24 bytes each; the file is sparse).
-pub const CAPACITY: u64 = 1 << 16;
+pub(crate) const CAPACITY: u64 = 1 << 16;
 
 shared_layout! {
     /// The whole queue: header, lock, and the ring from byte 4096.
@@ -58,7 +58,7 @@ const _: () = assert!(CAPACITY.is_power_of_two(), "slots must stay in order when
 
 /// One released piece of a region, as it travels back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Ack {
+pub(crate) struct Ack {
     /// Offset of the piece in the region.
     pub offset: u64,
     /// Its size.
@@ -80,7 +80,7 @@ impl std::fmt::Debug for AckQueue {
 
 impl AckQueue {
     /// Opens the queue of region `id`, creating it if needed.
-    pub fn open_or_create(names: &Names, id: u16) -> Result<AckQueue, ShmError> {
+    pub(crate) fn open_or_create(names: &Names, id: u16) -> Result<AckQueue, ShmError> {
         let name = names.region_queue(id);
         let path = Names::path(&name);
         for _ in 0..100 {
@@ -98,7 +98,7 @@ impl AckQueue {
     }
 
     /// Opens an existing queue.
-    pub fn open(path: &Path) -> Result<AckQueue, ShmError> {
+    pub(crate) fn open(path: &Path) -> Result<AckQueue, ShmError> {
         let name = path.display().to_string();
         let map = Mapping::open(path).map_err(|e| ShmError::file("opening region queue", e))?;
         KIND.open(
@@ -121,7 +121,7 @@ impl AckQueue {
     /// Registers the transport of owner mark `me` as the consumer unless another transport that
     /// is `alive` (by its mark) is; returns the holder's mark if so. Marks, not pids: a pid can
     /// name another process in another pid namespace sharing /dev/shm.
-    pub fn claim_consumer(&self, me: u32, alive: impl Fn(u32) -> bool) -> Result<(), u32> {
+    pub(crate) fn claim_consumer(&self, me: u32, alive: impl Fn(u32) -> bool) -> Result<(), u32> {
         let w = &self.q().consumer;
         loop {
             let cur = w.load(Ordering::Acquire);
@@ -135,13 +135,13 @@ impl AckQueue {
     }
 
     /// Gives up the consumer role (if mark `me` holds it); later acknowledgements are dropped.
-    pub fn release_consumer(&self, me: u32) {
+    pub(crate) fn release_consumer(&self, me: u32) {
         let _ = self.q().consumer.compare_exchange(u64::from(me), 0, Ordering::AcqRel, Ordering::Relaxed);
         futex::bump_and_wake_all(&self.q().space);
     }
 
     /// The owner mark of the transport that reads this queue, if one registered.
-    pub fn consumer(&self) -> Option<u32> {
+    pub(crate) fn consumer(&self) -> Option<u32> {
         match self.q().consumer.load(Ordering::Acquire) {
             0 => None,
             mark => Some(mark as u32),
@@ -149,7 +149,7 @@ impl AckQueue {
     }
 
     /// Appends as many of `acks` as fit; returns how many did.
-    pub fn push(&self, acks: &[Ack]) -> Result<usize, ShmError> {
+    pub(crate) fn push(&self, acks: &[Ack]) -> Result<usize, ShmError> {
         let n = {
             // Nothing to repair after a dead holder: its entries past `tail` were never published.
             let _g = self.map.mutex(&self.q().lock).lock(|| {
@@ -182,13 +182,13 @@ impl AckQueue {
     }
 
     /// Acknowledgements waiting for the consumer.
-    pub fn pending(&self) -> u64 {
+    pub(crate) fn pending(&self) -> u64 {
         let head = self.q().head.load(Ordering::Acquire);
         self.q().tail.load(Ordering::Acquire).wrapping_sub(head).min(CAPACITY)
     }
 
     /// The consumer: moves up to `max` entries into `out`; returns how many.
-    pub fn pop(&self, max: usize, out: &mut Vec<Ack>) -> usize {
+    pub(crate) fn pop(&self, max: usize, out: &mut Vec<Ack>) -> usize {
         let head = self.q().head.load(Ordering::Relaxed);
         let tail = self.q().tail.load(Ordering::Acquire);
         let avail = tail.wrapping_sub(head);
@@ -222,22 +222,22 @@ impl AckQueue {
     }
 
     /// The value to pass to [`AckQueue::wait_for_data`].
-    pub fn data_epoch(&self) -> u32 {
+    pub(crate) fn data_epoch(&self) -> u32 {
         futex::low32(&self.q().data)
     }
 
     /// Sleeps until entries were pushed after `epoch` was read, at most `timeout`.
-    pub fn wait_for_data(&self, epoch: u32, timeout: Duration) {
+    pub(crate) fn wait_for_data(&self, epoch: u32, timeout: Duration) {
         futex::wait(&self.q().data, epoch, timeout);
     }
 
     /// The value to pass to [`AckQueue::wait_for_space`].
-    pub fn space_epoch(&self) -> u32 {
+    pub(crate) fn space_epoch(&self) -> u32 {
         futex::low32(&self.q().space)
     }
 
     /// Sleeps until the consumer took entries after `epoch` was read, at most `timeout`.
-    pub fn wait_for_space(&self, epoch: u32, timeout: Duration) {
+    pub(crate) fn wait_for_space(&self, epoch: u32, timeout: Duration) {
         futex::wait(&self.q().space, epoch, timeout);
     }
 
@@ -249,7 +249,7 @@ impl AckQueue {
     }
 
     /// Wakes the consumer (to see a stop request).
-    pub fn wake_consumer(&self) {
+    pub(crate) fn wake_consumer(&self) {
         futex::bump_and_wake_all(&self.q().data);
     }
 }

@@ -11,7 +11,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// Longest wait before released pieces are acknowledged (FairMQ: 500 ms).
-pub const ACK_INTERVAL: Duration = Duration::from_millis(500);
+pub(crate) const ACK_INTERVAL: Duration = Duration::from_millis(500);
 /// How long a transport that ends keeps trying to hand over its last acknowledgements.
 const FINAL_FLUSH: Duration = Duration::from_secs(5);
 
@@ -36,13 +36,13 @@ pub(crate) struct Acks {
 
 impl Acks {
     /// The mapping of region `id`, if this transport has one.
-    pub fn get(&self, id: u16) -> Option<Arc<RegionMap>> {
+    pub(crate) fn get(&self, id: u16) -> Option<Arc<RegionMap>> {
         self.shared.regions.read().get(&id).cloned()
     }
 
     /// Adds a mapping (or returns the one another thread added first), starting the thread on the
     /// first region.
-    pub fn insert(&self, map: Arc<RegionMap>) -> Arc<RegionMap> {
+    pub(crate) fn insert(&self, map: Arc<RegionMap>) -> Arc<RegionMap> {
         let map = self.shared.regions.write().entry(map.id()).or_insert(map).clone();
         let mut t = self.thread.lock();
         if t.is_none() {
@@ -56,17 +56,17 @@ impl Acks {
     }
 
     /// Forgets region `id` (destroyed by its controller); messages still holding it keep it mapped.
-    pub fn remove(&self, id: u16) {
+    pub(crate) fn remove(&self, id: u16) {
         self.shared.regions.write().remove(&id);
     }
 
     /// Every mapped region.
-    pub fn all(&self) -> Vec<Arc<RegionMap>> {
+    pub(crate) fn all(&self) -> Vec<Arc<RegionMap>> {
         self.shared.regions.read().values().cloned().collect()
     }
 
     /// A piece of `map` was released by its last holder.
-    pub fn released(&self, map: &RegionMap, ack: Ack) {
+    pub(crate) fn released(&self, map: &RegionMap, ack: Ack) {
         if map.released(ack) {
             self.shared.wake.lock().urgent = true;
             self.shared.cv.notify_one();
@@ -96,7 +96,7 @@ fn run(shared: &Shared) {
 
 impl Acks {
     /// Stops the thread and sends everything still pending (called before the transport detaches).
-    pub fn shutdown(&self) {
+    pub(crate) fn shutdown(&self) {
         if let Some(t) = self.thread.lock().take() {
             self.shared.wake.lock().stop = true;
             self.shared.cv.notify_one();

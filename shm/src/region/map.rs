@@ -101,7 +101,7 @@ impl std::fmt::Debug for RegionMap {
 
 impl RegionMap {
     /// Wraps a mapped region whose size was checked against `entry`.
-    pub fn new(
+    pub(crate) fn new(
         entry: RegionEntry,
         data: Mapping,
         queue: Option<AckQueue>,
@@ -123,7 +123,7 @@ impl RegionMap {
 
     /// Opens the bytes of a registered region, refusing a file shorter than the registry says
     /// (touching past its end would raise SIGBUS).
-    pub fn map_data(entry: &RegionEntry, names: &crate::Names, populate: bool) -> Result<Mapping, ShmError> {
+    pub(crate) fn map_data(entry: &RegionEntry, names: &crate::Names, populate: bool) -> Result<Mapping, ShmError> {
         let path = entry.data_path(names);
         let data = Mapping::open_with(&path, populate).map_err(|e| ShmError::file("opening region", e))?;
         if (data.len() as u64) < entry.size {
@@ -132,29 +132,29 @@ impl RegionMap {
         Ok(data)
     }
 
-    pub fn id(&self) -> u16 {
+    pub(crate) fn id(&self) -> u16 {
         self.entry.id
     }
 
-    pub fn size(&self) -> u64 {
+    pub(crate) fn size(&self) -> u64 {
         self.entry.size
     }
 
-    pub fn queue(&self) -> Option<&AckQueue> {
+    pub(crate) fn queue(&self) -> Option<&AckQueue> {
         self.queue.as_ref()
     }
 
-    pub fn mapping(&self) -> &Mapping {
+    pub(crate) fn mapping(&self) -> &Mapping {
         &self.data
     }
 
     /// Local address of the region's first byte.
-    pub fn base(&self) -> *mut u8 {
+    pub(crate) fn base(&self) -> *mut u8 {
         self.data.base()
     }
 
     /// Checks that `size` bytes at `offset` lie inside the region.
-    pub fn check(&self, offset: u64, size: u64) -> Result<(), MetaError> {
+    pub(crate) fn check(&self, offset: u64, size: u64) -> Result<(), MetaError> {
         match offset.checked_add(size) {
             Some(end) if end <= self.size() => Ok(()),
             _ => Err(MetaError::OutOfBounds { segment: self.id(), offset, size }),
@@ -162,12 +162,12 @@ impl RegionMap {
     }
 
     /// Pointer to `size` bytes at `offset` (checked by `check` before any message exists).
-    pub fn ptr(&self, offset: u64, size: usize) -> *mut u8 {
+    pub(crate) fn ptr(&self, offset: u64, size: usize) -> *mut u8 {
         self.data.range_ptr(offset as usize, size).expect("region range checked before use")
     }
 
     /// Notes a released piece; true when a batch is full and should go out now.
-    pub fn released(&self, ack: Ack) -> bool {
+    pub(crate) fn released(&self, ack: Ack) -> bool {
         let mut p = self.pending.lock();
         p.push(ack);
         p.len() >= BATCH
@@ -176,7 +176,7 @@ impl RegionMap {
     /// Pushes what is pending to the queue, in batches, waiting for room until `deadline`. What did
     /// not fit by then stays pending when `keep` (the next round sends it), else it is dropped with
     /// an error. Without a consumer (a region created without callback) acknowledgements are dropped.
-    pub fn flush(&self, deadline: Instant, keep: bool) {
+    pub(crate) fn flush(&self, deadline: Instant, keep: bool) {
         let mut acks = std::mem::take(&mut *self.pending.lock());
         if acks.is_empty() {
             return;
@@ -238,17 +238,17 @@ impl RegionMap {
     }
 
     /// Counts a message made from the region.
-    pub fn made_message(&self) {
+    pub(crate) fn made_message(&self) {
         self.outstanding.fetch_add(1, Ordering::Relaxed);
     }
 
     /// A message of this process refers to `size` bytes at `offset` from now on.
-    pub fn hold(&self, offset: u64, size: u64) {
+    pub(crate) fn hold(&self, offset: u64, size: u64) {
         *self.held.lock().entry((offset, offset.saturating_add(size))).or_insert(0) += 1;
     }
 
     /// A message of this process no longer refers to the bytes it [held](RegionMap::hold).
-    pub fn unhold(&self, offset: u64, size: u64) {
+    pub(crate) fn unhold(&self, offset: u64, size: u64) {
         let mut held = self.held.lock();
         let key = (offset, offset.saturating_add(size));
         if let Some(n) = held.get_mut(&key) {
@@ -261,7 +261,7 @@ impl RegionMap {
 
     /// Runs `write` unless a message of this process refers to a byte of `offset..offset + size`;
     /// no message can take such a byte while it runs.
-    pub fn write_unheld<T>(&self, offset: u64, size: u64, write: impl FnOnce() -> T) -> Option<T> {
+    pub(crate) fn write_unheld<T>(&self, offset: u64, size: u64, write: impl FnOnce() -> T) -> Option<T> {
         let held = self.held.lock();
         let end = offset.saturating_add(size);
         let overlaps = held.range(..(end, 0)).any(|(&(s, e), _)| e > s && s < end && e > offset);

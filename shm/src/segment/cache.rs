@@ -61,7 +61,7 @@ pub(crate) enum Released {
 impl Cache {
     /// Caches sized for a segment of `segment_size` bytes, so that what a process keeps cached can
     /// never starve the others of a small segment.
-    pub fn new(segment_size: u64) -> Cache {
+    pub(crate) fn new(segment_size: u64) -> Cache {
         Cache {
             magazines: Vec::new(),
             deferred: Vec::new(),
@@ -72,7 +72,7 @@ impl Cache {
     }
 
     /// How many blocks of class `need` a refill takes, if the class is cached at all.
-    pub fn refill_count(&self, need: u64, align: u64) -> Option<usize> {
+    pub(crate) fn refill_count(&self, need: u64, align: u64) -> Option<usize> {
         let cap = ((self.magazine_bytes / need) as usize).min(REFILL_BLOCKS);
         if align > ALIGN || cap < 2 {
             return None;
@@ -82,7 +82,7 @@ impl Cache {
     }
 
     /// A cached block of class `need`, if any.
-    pub fn take(&mut self, need: u64) -> Option<Block> {
+    pub(crate) fn take(&mut self, need: u64) -> Option<Block> {
         let i = self.magazines.iter().position(|m| m.need == need)?;
         let m = &mut self.magazines[i];
         let b = m.blocks.pop();
@@ -94,7 +94,7 @@ impl Cache {
 
     /// Stores refilled blocks of class `need` (the magazine is created if needed; the least recently
     /// used one is evicted and returned for freeing when all slots are taken).
-    pub fn stock(&mut self, need: u64, blocks: impl IntoIterator<Item = Block>) -> Vec<Block> {
+    pub(crate) fn stock(&mut self, need: u64, blocks: impl IntoIterator<Item = Block>) -> Vec<Block> {
         let mut evicted = Vec::new();
         let i = match self.magazines.iter().position(|m| m.need == need) {
             Some(i) => i,
@@ -116,7 +116,7 @@ impl Cache {
     /// the segment this process allocates from.
     /// `wanted`: some process waits for memory, so nothing is kept in a magazine and deferred frees
     /// go back as soon as they make a magazine of this block's size.
-    pub fn release(&mut self, seg: &Segment, block: Block, own: bool, wanted: bool) -> Released {
+    pub(crate) fn release(&mut self, seg: &Segment, block: Block, own: bool, wanted: bool) -> Released {
         if own && !wanted && u64::from(block.delta) == HDR {
             if let Some(m) = self
                 .magazines
@@ -136,18 +136,18 @@ impl Cache {
     }
 
     /// Takes the deferred frees (to be freed outside the cache lock).
-    pub fn take_deferred(&mut self) -> Vec<Freed> {
+    pub(crate) fn take_deferred(&mut self) -> Vec<Freed> {
         self.deferred_bytes = 0;
         std::mem::take(&mut self.deferred)
     }
 
     /// Whether frees are waiting.
-    pub fn has_deferred(&self) -> bool {
+    pub(crate) fn has_deferred(&self) -> bool {
         !self.deferred.is_empty()
     }
 
     /// Everything cached: deferred frees and magazine blocks of `own`.
-    pub fn drain(&mut self, own: u16) -> Vec<Freed> {
+    pub(crate) fn drain(&mut self, own: u16) -> Vec<Freed> {
         let mut all = self.take_deferred();
         for m in self.magazines.drain(..) {
             all.extend(m.blocks.into_iter().map(|b| (own, b.offset, b.slot)));

@@ -15,27 +15,27 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed, Ordering::Release};
 
 /// Slots (magazines) the depot holds.
-pub const SLOTS: usize = 256;
+pub(crate) const SLOTS: usize = 256;
 /// Blocks per magazine, at most.
-pub const BLOCKS: usize = 32;
+pub(crate) const BLOCKS: usize = 32;
 const SLOT_WORDS: usize = 2 + BLOCKS;
 /// How many of the newest magazines a deposit tries to join before it takes a slot of its own.
 const JOIN_WINDOW: usize = 8;
 /// Words the depot occupies.
-pub const WORDS: usize = 2 + SLOTS * SLOT_WORDS;
+pub(crate) const WORDS: usize = 2 + SLOTS * SLOT_WORDS;
 /// Owner recorded in blocks that sit in the depot.
-pub const DEPOT_OWNER: u32 = u32::MAX;
+pub(crate) const DEPOT_OWNER: u32 = u32::MAX;
 
 /// A view of the depot at word index `at`.
 #[derive(Clone, Copy)]
-pub struct Depot<'a> {
+pub(crate) struct Depot<'a> {
     w: &'a [AtomicU64],
     at: usize,
 }
 
 impl<'a> Depot<'a> {
     /// The depot at word `at` of `w`.
-    pub fn new(w: &'a [AtomicU64], at: usize) -> Self {
+    pub(crate) fn new(w: &'a [AtomicU64], at: usize) -> Self {
         debug_assert!(at + WORDS <= w.len());
         Depot { w, at }
     }
@@ -49,17 +49,17 @@ impl<'a> Depot<'a> {
     }
 
     /// Magazines held.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         (self.word(0).load(Relaxed) as usize).min(SLOTS)
     }
 
     /// Whether the depot is empty.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// Bytes held.
-    pub fn bytes(&self) -> u64 {
+    pub(crate) fn bytes(&self) -> u64 {
         self.word(1).load(Relaxed)
     }
 
@@ -69,7 +69,7 @@ impl<'a> Depot<'a> {
     /// last. The depot holds no more than its slots: a stream's blocks then cycle through it however
     /// far the sender runs ahead (blocks that overflowed to the heap had to be carved again, each
     /// touching a cold header page), and an allocation of another size that finds no room empties it.
-    pub fn put(&self, size: u64, offsets: &[u64]) -> bool {
+    pub(crate) fn put(&self, size: u64, offsets: &[u64]) -> bool {
         let n = self.len();
         let bytes = size.saturating_mul(offsets.len() as u64);
         if offsets.is_empty() || offsets.len() > BLOCKS {
@@ -102,7 +102,7 @@ impl<'a> Depot<'a> {
 
     /// Takes a magazine of blocks of at least `need` and less than `need + slack` bytes. Returns the
     /// block size and the offsets.
-    pub fn take(&self, need: u64, slack: u64, out: &mut Vec<u64>) -> Option<u64> {
+    pub(crate) fn take(&self, need: u64, slack: u64, out: &mut Vec<u64>) -> Option<u64> {
         let n = self.len();
         let s = (0..n).rev().find(|&s| {
             let size = self.slot(s, 0).load(Relaxed);
@@ -123,7 +123,7 @@ impl<'a> Depot<'a> {
     }
 
     /// Forgets every magazine (their blocks are the caller's to free).
-    pub fn clear(&self) {
+    pub(crate) fn clear(&self) {
         self.word(0).store(0, Release);
         self.word(1).store(0, Relaxed);
     }

@@ -28,7 +28,7 @@
 //! The header is [`Header`]. Everything in the ring comes from another process: [`Ring::open`] and [`Ring::peek`] check every
 //! field and index before use.
 
-pub use crate::error::LaneError;
+pub(crate) use crate::error::LaneError;
 use crate::sys::layout::{shared_layout, view, Kind, Tag};
 use std::cell::Cell;
 use std::mem::{offset_of, size_of};
@@ -38,7 +38,7 @@ const KIND: Kind = Kind { what: "lane", magic: u64::from_le_bytes(*b"FMQLANE1"),
 
 shared_layout! {
     /// A lane's header (the table above): hot words on cache lines of their own.
-    pub struct Header {
+    pub(crate) struct Header {
         tag: Tag,
         capacity: AtomicU64,
         writer: AtomicU64,
@@ -66,39 +66,39 @@ const _: () = {
     assert!(size_of::<Header>() == HEADER_WORDS * 8);
 };
 /// Words before the ring.
-pub const HEADER_WORDS: usize = 64;
+pub(crate) const HEADER_WORDS: usize = 64;
 /// Reader mark of a lane whose writer closed before any reader claimed it.
-pub const ORPHANED: u32 = u32::MAX;
+pub(crate) const ORPHANED: u32 = u32::MAX;
 /// The writer closed its end.
-pub const WRITER_CLOSED: u64 = 1;
+pub(crate) const WRITER_CLOSED: u64 = 1;
 /// The reader closed its end.
-pub const READER_CLOSED: u64 = 2;
+pub(crate) const READER_CLOSED: u64 = 2;
 /// An entry holding a frame.
-pub const KIND_FRAME: u32 = 1;
+pub(crate) const KIND_FRAME: u32 = 1;
 /// Filler up to the end of the ring.
 const KIND_SKIP: u32 = 2;
 /// An entry holding one record of a block whose bytes are the frame (frames too large for the ring).
-pub const KIND_INDIRECT: u32 = 3;
+pub(crate) const KIND_INDIRECT: u32 = 3;
 /// Smallest and largest ring, in bytes.
-pub const MIN_CAPACITY: u64 = 4096;
-pub const MAX_CAPACITY: u64 = 16 << 20;
+pub(crate) const MIN_CAPACITY: u64 = 4096;
+pub(crate) const MAX_CAPACITY: u64 = 16 << 20;
 
 /// Largest head or tail a sound lane has.
 const MAX_INDEX: u64 = 1 << 62;
 
 /// Bytes a lane with a ring of `capacity` bytes needs.
-pub fn block_bytes(capacity: u64) -> u64 {
+pub(crate) fn block_bytes(capacity: u64) -> u64 {
     HEADER_WORDS as u64 * 8 + capacity
 }
 
 /// The largest frame an entry holds; larger ones travel indirectly.
-pub fn max_inline(capacity: u64) -> usize {
+pub(crate) fn max_inline(capacity: u64) -> usize {
     (capacity / 4) as usize
 }
 
 /// What a reader's claim found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Claim {
+pub(crate) enum Claim {
     /// Claimed while its writer was there.
     Fresh,
     /// Claimed after its writer left (the writer's reference is the reader's now).
@@ -109,7 +109,7 @@ pub enum Claim {
 
 /// One entry taken by the reader: its kind and where its bytes are, until [`Ring::consume`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Entry {
+pub(crate) struct Entry {
     pub kind: u32,
     pub len: usize,
     at: u64,
@@ -118,7 +118,7 @@ pub struct Entry {
 
 /// A view of a lane's words.
 #[derive(Clone, Copy)]
-pub struct Ring<'a> {
+pub(crate) struct Ring<'a> {
     h: &'a Header,
     w: &'a [AtomicU64],
     capacity: u64,
@@ -130,7 +130,7 @@ fn words_for(len: usize) -> u64 {
 
 impl<'a> Ring<'a> {
     /// Lays out a new lane over `w` (its writer's, not yet offered): everything zero but the header.
-    pub fn init(w: &'a [AtomicU64], capacity: u64, writer: u32) -> Ring<'a> {
+    pub(crate) fn init(w: &'a [AtomicU64], capacity: u64, writer: u32) -> Ring<'a> {
         assert!(capacity.is_power_of_two() && w.len() as u64 * 8 >= block_bytes(capacity));
         let h: &Header = view(w).expect("a lane block holds its header");
         for word in &w[..HEADER_WORDS] {
@@ -143,7 +143,7 @@ impl<'a> Ring<'a> {
     }
 
     /// A lane a peer offered, after checking its header against the block that holds it.
-    pub fn open(w: &'a [AtomicU64]) -> Result<Ring<'a>, LaneError> {
+    pub(crate) fn open(w: &'a [AtomicU64]) -> Result<Ring<'a>, LaneError> {
         let mut capacity = 0;
         let h = KIND
             .open(
@@ -165,12 +165,12 @@ impl<'a> Ring<'a> {
 
     /// A lane opened before (by `init` or `open`), with the capacity found then: a peer changing
     /// the header later cannot move any index outside `w`.
-    pub fn reopen(w: &'a [AtomicU64], capacity: u64) -> Ring<'a> {
+    pub(crate) fn reopen(w: &'a [AtomicU64], capacity: u64) -> Ring<'a> {
         debug_assert!(capacity.is_power_of_two() && w.len() as u64 * 8 >= block_bytes(capacity));
         Ring { h: view(w).expect("a lane block holds its header"), w, capacity }
     }
 
-    pub fn capacity(&self) -> u64 {
+    pub(crate) fn capacity(&self) -> u64 {
         self.capacity
     }
 
@@ -184,16 +184,16 @@ impl<'a> Ring<'a> {
         pos & (self.capacity - 1)
     }
 
-    pub fn writer(&self) -> u32 {
+    pub(crate) fn writer(&self) -> u32 {
         self.h.writer.load(Ordering::Relaxed) as u32
     }
 
-    pub fn reader(&self) -> u32 {
+    pub(crate) fn reader(&self) -> u32 {
         self.h.reader.load(Ordering::Acquire) as u32
     }
 
     /// The reader claims the lane.
-    pub fn claim(&self, reader: u32) -> Claim {
+    pub(crate) fn claim(&self, reader: u32) -> Claim {
         let w = &self.h.reader;
         let mark = u64::from(reader);
         match w.compare_exchange(0, mark, Ordering::AcqRel, Ordering::Acquire) {
@@ -209,16 +209,16 @@ impl<'a> Ring<'a> {
     }
 
     /// The writer leaves a lane nobody claimed yet; false when a reader claimed it first.
-    pub fn orphan(&self) -> bool {
+    pub(crate) fn orphan(&self) -> bool {
         self.h.reader.compare_exchange(0, u64::from(ORPHANED), Ordering::AcqRel, Ordering::Acquire).is_ok()
     }
 
     /// Marks one end closed; returns the bits set before.
-    pub fn close(&self, bit: u64) -> u64 {
+    pub(crate) fn close(&self, bit: u64) -> u64 {
         self.h.closed.fetch_or(bit, Ordering::AcqRel)
     }
 
-    pub fn closed(&self) -> u64 {
+    pub(crate) fn closed(&self) -> u64 {
         self.h.closed.load(Ordering::Acquire)
     }
 
@@ -243,7 +243,7 @@ impl<'a> Ring<'a> {
     }
 
     /// Whether nothing is waiting to be read.
-    pub fn is_empty(&self) -> Result<bool, LaneError> {
+    pub(crate) fn is_empty(&self) -> Result<bool, LaneError> {
         self.indices().map(|(h, t)| h == t)
     }
 
@@ -255,13 +255,13 @@ impl<'a> Ring<'a> {
     /// A writer killed in between leaves a staged entry that the reader finishes (see
     /// [`Ring::staged`]): published if its blocks were all marked, else released.
     #[cfg(any(test, feature = "fuzzing"))]
-    pub fn push(&self, kind: u32, frame: &[u8], before_publish: impl FnOnce()) -> Result<bool, LaneError> {
+    pub(crate) fn push(&self, kind: u32, frame: &[u8], before_publish: impl FnOnce()) -> Result<bool, LaneError> {
         self.push_seen(kind, frame, before_publish, &Cell::new(0))
     }
 
     /// [`Ring::push`] by a writer that keeps the head it saw last in `seen`: while that leaves
     /// room, the reader's cache line is not read (it moves between the processors on every read).
-    pub fn push_seen(
+    pub(crate) fn push_seen(
         &self,
         kind: u32,
         frame: &[u8],
@@ -318,7 +318,7 @@ impl<'a> Ring<'a> {
 
     /// Reader, once the writer died: the entry it staged and never published, if any (checked
     /// like any entry).
-    pub fn staged(&self) -> Result<Option<Entry>, LaneError> {
+    pub(crate) fn staged(&self) -> Result<Option<Entry>, LaneError> {
         let (head, tail) = self.indices()?;
         let staged = self.h.staged.load(Ordering::Acquire);
         if staged <= tail {
@@ -336,7 +336,7 @@ impl<'a> Ring<'a> {
 
     /// Writer, after publishing: whether the reader went to sleep and must be woken (the writer that
     /// sees it asleep takes the flag, so one wake per sleep).
-    pub fn reader_needs_wake(&self) -> bool {
+    pub(crate) fn reader_needs_wake(&self) -> bool {
         // Pairs with the fence in `sleep`: either the reader sees the new tail or we see it asleep.
         fence(Ordering::SeqCst);
         let asleep = &self.h.asleep;
@@ -345,14 +345,14 @@ impl<'a> Ring<'a> {
 
     /// Reader: the next entry, if any, skipping filler. The entry's bytes stay valid until `consume`.
     #[cfg(test)]
-    pub fn peek(&self) -> Result<Option<Entry>, LaneError> {
+    pub(crate) fn peek(&self) -> Result<Option<Entry>, LaneError> {
         let (head, tail) = self.indices()?;
         self.entry_between(head, tail)
     }
 
     /// [`Ring::peek`] by a reader that keeps the tail it saw last in `seen`: the writer's cache
     /// line is read again only once everything up to that tail is consumed.
-    pub fn peek_seen(&self, seen: &Cell<u64>) -> Result<Option<Entry>, LaneError> {
+    pub(crate) fn peek_seen(&self, seen: &Cell<u64>) -> Result<Option<Entry>, LaneError> {
         let head = self.h.head.load(Ordering::Relaxed);
         let tail = seen.get();
         // Checked as `indices` checks: what lies before a tail read (with acquire) was published.
@@ -365,13 +365,13 @@ impl<'a> Ring<'a> {
     }
 
     /// The tail now (checked with the head, as every read of them is).
-    pub fn tail(&self) -> Result<u64, LaneError> {
+    pub(crate) fn tail(&self) -> Result<u64, LaneError> {
         Ok(self.indices()?.1)
     }
 
     /// [`Ring::peek`] for an entry that ends by `end`, a tail read before: whoever empties a ring
     /// stops there, also when the other end keeps writing.
-    pub fn peek_before(&self, end: u64) -> Result<Option<Entry>, LaneError> {
+    pub(crate) fn peek_before(&self, end: u64) -> Result<Option<Entry>, LaneError> {
         let (head, tail) = self.indices()?;
         if head >= end {
             return Ok(None);
@@ -408,7 +408,7 @@ impl<'a> Ring<'a> {
     /// Every entry from head to tail, without consuming any (for inspection: a reader may consume
     /// them meanwhile, and a writer reuse their room).
     #[cfg(any(test, feature = "testing"))]
-    pub fn entries(&self) -> Result<Vec<Entry>, LaneError> {
+    pub(crate) fn entries(&self) -> Result<Vec<Entry>, LaneError> {
         let (head, tail) = self.indices()?;
         let mut out = Vec::new();
         let mut at = head;
@@ -420,7 +420,7 @@ impl<'a> Ring<'a> {
     }
 
     /// Reader: copies an entry's bytes into `out` (replacing its content).
-    pub fn read(&self, e: &Entry, out: &mut Vec<u8>) {
+    pub(crate) fn read(&self, e: &Entry, out: &mut Vec<u8>) {
         // Sized once, then filled word by word (appending each word checked the room each time).
         out.clear();
         out.resize(e.len, 0);
@@ -432,7 +432,7 @@ impl<'a> Ring<'a> {
 
     /// Reader: frees an entry's room; wakes a writer that waits for room once the ring is down to
     /// its low-water mark.
-    pub fn consume(&self, e: &Entry) {
+    pub(crate) fn consume(&self, e: &Entry) {
         self.h.head.store(e.next, Ordering::Release);
         // Pairs with the fence in `wait_for_room`.
         fence(Ordering::SeqCst);
@@ -459,7 +459,7 @@ impl<'a> Ring<'a> {
     /// checks what a damaged ring yields: a lane's last holder takes entries back one by one, its
     /// blocks marked first, see `lanes::release_contents`).
     #[cfg(feature = "fuzzing")]
-    pub fn take_all(&self, out: &mut Vec<(u32, Vec<u8>)>) -> Result<(), LaneError> {
+    pub(crate) fn take_all(&self, out: &mut Vec<(u32, Vec<u8>)>) -> Result<(), LaneError> {
         let end = self.tail()?;
         while let Some(e) = self.peek_before(end)? {
             let mut bytes = Vec::new();
@@ -472,7 +472,7 @@ impl<'a> Ring<'a> {
 
     /// Reader, before sleeping in its socket: marks itself asleep; returns false (and stays awake)
     /// when something arrived meanwhile.
-    pub fn sleep(&self) -> Result<bool, LaneError> {
+    pub(crate) fn sleep(&self) -> Result<bool, LaneError> {
         self.h.asleep.store(1, Ordering::Relaxed);
         fence(Ordering::SeqCst);
         if self.is_empty()? {
@@ -484,13 +484,13 @@ impl<'a> Ring<'a> {
 
     /// Reader, awake again. A writer may have taken the flag already and sent a wake frame; the
     /// reader skips such frames.
-    pub fn wake_up(&self) {
+    pub(crate) fn wake_up(&self) {
         self.h.asleep.store(0, Ordering::Relaxed);
     }
 
     /// Writer: announces that it waits for room down to the low-water mark; returns the futex value
     /// to wait on, or `None` when the ring got there meanwhile.
-    pub fn wait_for_room(&self) -> Result<Option<u32>, LaneError> {
+    pub(crate) fn wait_for_room(&self) -> Result<Option<u32>, LaneError> {
         let seen = crate::sys::futex::low32(&self.h.room);
         self.h.waiting.store(1, Ordering::Relaxed);
         fence(Ordering::SeqCst);
@@ -503,17 +503,17 @@ impl<'a> Ring<'a> {
     }
 
     /// Writer: no longer waiting (a reader then does not look at the tail on every consume).
-    pub fn stop_waiting(&self) {
+    pub(crate) fn stop_waiting(&self) {
         self.h.waiting.store(0, Ordering::Relaxed);
     }
 
     /// The word a waiting writer sleeps on.
-    pub fn room_word(&self) -> &'a AtomicU64 {
+    pub(crate) fn room_word(&self) -> &'a AtomicU64 {
         &self.h.room
     }
 
     /// Whether a frame of `frame_len` bytes fits now.
-    pub fn has_room(&self, frame_len: usize) -> Result<bool, LaneError> {
+    pub(crate) fn has_room(&self, frame_len: usize) -> Result<bool, LaneError> {
         Ok(self.room_for(frame_len)?.is_some())
     }
 

@@ -21,10 +21,10 @@
 use std::sync::atomic::{AtomicU64, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
 
 /// Owner value in a block header meaning "the count is in slot (low 32 bits)".
-pub const SLOTTED: u32 = u32::MAX - 1;
+pub(crate) const SLOTTED: u32 = u32::MAX - 1;
 /// Owner mark of a block whose count went above 1 (copies, publishing): no one holder can be
 /// named, so a sweep of dead transports never frees it.
-pub const SHARED: u32 = u32::MAX - 2;
+pub(crate) const SHARED: u32 = u32::MAX - 2;
 
 /// Whether a count word says shared, with a reference left.
 pub(crate) fn is_shared(word: u64) -> bool {
@@ -32,18 +32,18 @@ pub(crate) fn is_shared(word: u64) -> bool {
 }
 /// Owner mark of a block with one reference, handed to a socket or a lane and not yet taken: the
 /// ticket or the lane accounts for it, not a holder.
-pub const IN_FLIGHT: u32 = u32::MAX - 3;
+pub(crate) const IN_FLIGHT: u32 = u32::MAX - 3;
 /// A block without a slot.
-pub const NO_SLOT: u32 = u32::MAX;
+pub(crate) const NO_SLOT: u32 = u32::MAX;
 /// Bytes per slot.
-pub const SLOT_BYTES: u64 = 32;
+pub(crate) const SLOT_BYTES: u64 = 32;
 const SLOT_WORDS: usize = 4;
 /// At most this many slots per segment (32 MiB of table, sparse until used).
 const MAX_SLOTS: u64 = 1 << 20;
 
 /// Slots for a segment of `size` bytes: one per 4 KiB, none below 1 MiB (the table would cost a
 /// noticeable share of a tiny heap).
-pub fn count_for(size: u64) -> u32 {
+pub(crate) fn count_for(size: u64) -> u32 {
     if size < (1 << 20) {
         0
     } else {
@@ -52,13 +52,13 @@ pub fn count_for(size: u64) -> u32 {
 }
 
 /// Bytes the table of a segment of `size` bytes occupies (whole pages).
-pub fn table_bytes(size: u64) -> u64 {
+pub(crate) fn table_bytes(size: u64) -> u64 {
     (u64::from(count_for(size)) * SLOT_BYTES).div_ceil(4096) * 4096
 }
 
 /// What a slot says about its block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Entry {
+pub(crate) struct Entry {
     /// Offset of the block header.
     pub offset: u64,
     /// Block size.
@@ -70,7 +70,7 @@ pub struct Entry {
 /// A view of the slot table: entries from word `at`, `n` of them; free-list head and high-water
 /// mark in the words `head` and `hw` of the segment's header (head holds slot + 1, 0 for none).
 #[derive(Clone, Copy)]
-pub struct Slots<'a> {
+pub(crate) struct Slots<'a> {
     w: &'a [AtomicU64],
     at: usize,
     n: u32,
@@ -80,7 +80,7 @@ pub struct Slots<'a> {
 
 impl<'a> Slots<'a> {
     /// The table over `w`.
-    pub fn new(w: &'a [AtomicU64], at: usize, n: u32, head: &'a AtomicU64, hw: &'a AtomicU64) -> Self {
+    pub(crate) fn new(w: &'a [AtomicU64], at: usize, n: u32, head: &'a AtomicU64, hw: &'a AtomicU64) -> Self {
         debug_assert!(at + n as usize * SLOT_WORDS <= w.len());
         Slots { w, at, n, head, hw }
     }
@@ -90,12 +90,12 @@ impl<'a> Slots<'a> {
     }
 
     /// The count word of `slot` (`slot < len()` checked by the caller).
-    pub fn rc(&self, slot: u32) -> &'a AtomicU64 {
+    pub(crate) fn rc(&self, slot: u32) -> &'a AtomicU64 {
         self.word(slot, 0)
     }
 
     /// The block `slot` describes, if it is in use (`None` also for a slot number out of range).
-    pub fn entry(&self, slot: u32) -> Option<Entry> {
+    pub(crate) fn entry(&self, slot: u32) -> Option<Entry> {
         if slot >= self.n {
             return None;
         }
@@ -108,7 +108,7 @@ impl<'a> Slots<'a> {
     }
 
     /// The generation of the block in `slot` (0 for a slot number out of range).
-    pub fn generation(&self, slot: u32) -> u32 {
+    pub(crate) fn generation(&self, slot: u32) -> u32 {
         if slot >= self.n {
             return 0;
         }
@@ -118,7 +118,7 @@ impl<'a> Slots<'a> {
     /// Moves the generation of the block in `slot` on, as it is handed out for a new use, and
     /// returns the new one. Only the block's holder calls it (nobody else may change the block
     /// then); the record that carries the generation to others is published after it.
-    pub fn next_generation(&self, slot: u32) -> u32 {
+    pub(crate) fn next_generation(&self, slot: u32) -> u32 {
         if slot >= self.n {
             return 0;
         }
@@ -136,7 +136,7 @@ impl<'a> Slots<'a> {
     }
 
     /// Takes a free slot for the block `e` with count word `rc` (under the segment lock).
-    pub fn take(&self, e: Entry, rc: u64) -> Option<u32> {
+    pub(crate) fn take(&self, e: Entry, rc: u64) -> Option<u32> {
         let mut head = self.head.load(Relaxed);
         // A slot out of range or in use (an offset of its own) at the head: a damaged list. It is
         // dropped (its free slots are lost until a heap repair rebuilds the table) and slots come
@@ -169,14 +169,14 @@ impl<'a> Slots<'a> {
     }
 
     /// Records a new size for the block of `slot` (it was shrunk).
-    pub fn resize(&self, slot: u32, size: u64) {
+    pub(crate) fn resize(&self, slot: u32, size: u64) {
         if slot < self.n {
             self.word(slot, 2).store(size, Relaxed);
         }
     }
 
     /// Returns `slot` to the free list (under the segment lock; its block is back in the heap).
-    pub fn give_back(&self, slot: u32) {
+    pub(crate) fn give_back(&self, slot: u32) {
         if slot >= self.n {
             return;
         }
@@ -188,7 +188,7 @@ impl<'a> Slots<'a> {
     /// Empties the table (the heap was formatted). Every slot used so far is marked free (its
     /// offset 0), or `take` would find the first one in use and give no block a slot again; the
     /// generations stay, and go on.
-    pub fn clear(&self) {
+    pub(crate) fn clear(&self) {
         let hw = self.hw.load(Relaxed).min(u64::from(self.n)) as u32;
         for slot in 0..hw {
             self.word(slot, 1).store(0, Release);
@@ -200,7 +200,7 @@ impl<'a> Slots<'a> {
     /// Rebuilds the free list after a process died holding the lock: `in_use` lists the slots that
     /// used blocks point to (already checked against their entries); every other slot below the
     /// high-water mark is free.
-    pub fn rebuild(&self, in_use: &[u32]) {
+    pub(crate) fn rebuild(&self, in_use: &[u32]) {
         let hw = self.hw.load(Relaxed).min(u64::from(self.n)) as u32;
         self.hw.store(u64::from(hw), Relaxed);
         let mut used = vec![false; hw as usize];

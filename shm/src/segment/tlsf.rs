@@ -437,6 +437,8 @@ impl<'a> Tlsf<'a> {
         off == self.end
     }
 
+    /// Every block of the heap in address order: (offset, size, free). Stops at a header that
+    /// does not check (a damaged heap), so a walk never reads out of bounds.
     pub fn walk(&self) -> impl Iterator<Item = (u64, u64, bool)> + '_ {
         let mut off = self.start;
         std::iter::from_fn(move || {

@@ -151,7 +151,7 @@ impl SessionLock<'_> {
 /// Unlinks every object of a session: registered regions (also file-backed ones), registered
 /// segments, the management segment, and temporary files of dead creators. Missing objects are fine
 /// (removal is idempotent). Returns what was removed.
-pub fn remove_objects(names: &Names, segments: &[SegmentEntry], regions: &[RegionEntry]) -> Vec<String> {
+pub(crate) fn remove_objects(names: &Names, segments: &[SegmentEntry], regions: &[RegionEntry]) -> Vec<String> {
     let mut removed = Vec::new();
     for r in regions {
         let data = r.data_path(names);

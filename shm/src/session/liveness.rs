@@ -290,7 +290,7 @@ impl From<ShmError> for StartError {
 impl Heartbeat {
     /// Starts the heartbeat thread, which claims a slot (counting this transport into the session)
     /// and holds its mutex from before the slot names us; returns once it does.
-    pub fn start(mng: Arc<Management>) -> Result<Heartbeat, StartError> {
+    pub(crate) fn start(mng: Arc<Management>) -> Result<Heartbeat, StartError> {
         let (stop_tx, stop_rx) = mpsc::channel::<()>();
         let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<(usize, u32), StartError>>(1);
         let m = mng.clone();
@@ -333,18 +333,18 @@ impl Heartbeat {
 
     /// The owner mark of this transport's blocks (unique among the attached transports).
     /// The transport's liveness slot (its ledger's too, see `ledger`).
-    pub fn slot(&self) -> usize {
+    pub(crate) fn slot(&self) -> usize {
         self.slot
     }
 
-    pub fn owner(&self) -> u32 {
+    pub(crate) fn owner(&self) -> u32 {
         self.owner
     }
 
     /// Gives up the slot, which counts this transport out of the session (under `lock`, so the
     /// caller can decide in the same step whether it was the last). The mutex stays held until the
     /// heartbeat is dropped.
-    pub fn leave(&self, lock: &SessionLock<'_>) {
+    pub(crate) fn leave(&self, lock: &SessionLock<'_>) {
         if !self.left.swap(true, Ordering::AcqRel) {
             slot_of(lock.management(), self.slot).pid.store(0, Ordering::Release);
         }

@@ -192,7 +192,7 @@ impl SessionLock<'_> {
     }
 
     /// Registers segment `id` of `size` bytes (if not yet) and bumps the event counter.
-    pub fn register_segment(&self, id: u16, size: u64) -> Result<(), ShmError> {
+    pub(crate) fn register_segment(&self, id: u16, size: u64) -> Result<(), ShmError> {
         if self.m.segments().iter().any(|s| s.id == id) {
             return Ok(());
         }

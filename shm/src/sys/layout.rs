@@ -108,7 +108,7 @@ impl fmt::Display for Mismatch {
 impl Kind {
     /// Marks a new object, whose other fields are written, as complete: layout, then magic (with
     /// release, so whoever sees the magic sees the rest).
-    pub fn stamp(&self, tag: &Tag) {
+    pub(crate) fn stamp(&self, tag: &Tag) {
         tag.layout.store(self.layout, Ordering::Relaxed);
         tag.magic.store(self.magic, Ordering::Release);
     }
@@ -116,7 +116,7 @@ impl Kind {
     /// Views `words` as an object of this kind whose layout `T` starts with its [`Tag`] (as
     /// `tag_of` returns it): checks the size, the magic and the layout version, then the object's
     /// own fields with `check`.
-    pub fn open<'a, T: Words>(
+    pub(crate) fn open<'a, T: Words>(
         &self,
         words: &'a [AtomicU64],
         tag_of: impl FnOnce(&T) -> &Tag,

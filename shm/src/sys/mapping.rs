@@ -50,7 +50,7 @@ impl std::ops::Deref for Fresh<'_> {
 
 impl Fresh<'_> {
     /// Makes a robust process-shared mutex at `place` (a place of this mapping's layout).
-    pub fn init_mutex(&self, place: &MutexPlace) -> io::Result<()> {
+    pub(crate) fn init_mutex(&self, place: &MutexPlace) -> io::Result<()> {
         let ptr = self.0.mutex_place(place).ok_or_else(|| io::Error::other("mutex outside the mapping"))?;
         // SAFETY: the place is inside the mapping and aligned (checked); the object is not linked
         // under its name yet, so no process uses those bytes as a mutex.
@@ -73,7 +73,7 @@ impl Mapping {
     /// name. `tmp` is a name unique to this process and call, in the same directory. The size is
     /// checked against the file system's free space first, and every page is reserved (see
     /// `files::reserve`).
-    pub fn create(
+    pub(crate) fn create(
         path: &Path,
         tmp: &Path,
         size: usize,
@@ -108,13 +108,13 @@ impl Mapping {
     }
 
     /// Opens an existing object; its size is the file's.
-    pub fn open(path: &Path) -> Result<Mapping, FileError> {
+    pub(crate) fn open(path: &Path) -> Result<Mapping, FileError> {
         Mapping::open_with(path, false)
     }
 
     /// Opens an existing object (this user's regular file, not a link); with `populate`, its pages
     /// are faulted in at once (`MAP_POPULATE`).
-    pub fn open_with(path: &Path, populate: bool) -> Result<Mapping, FileError> {
+    pub(crate) fn open_with(path: &Path, populate: bool) -> Result<Mapping, FileError> {
         Mapping::map(files::open_own(path)?, path, populate)
     }
 
@@ -135,29 +135,29 @@ impl Mapping {
     }
 
     /// Size in bytes.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.map.len()
     }
 
     /// The file this maps.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// Whether the name still refers to the object this maps (not unlinked, not replaced).
-    pub fn still_linked(&self) -> bool {
+    pub(crate) fn still_linked(&self) -> bool {
         names_file(&self._file, &self.path)
     }
 
     /// Address where this process mapped the object (page aligned). Only for local address arithmetic:
     /// never stored in shared memory.
-    pub fn base(&self) -> *mut u8 {
+    pub(crate) fn base(&self) -> *mut u8 {
         self.map.as_mut_ptr()
     }
 
     /// The whole mapping as 64-bit atomic words; every word of shared bookkeeping is accessed this way
     /// (bounds-checked indexing, no plain loads or stores that could race with another process).
-    pub fn words(&self) -> &[AtomicU64] {
+    pub(crate) fn words(&self) -> &[AtomicU64] {
         // SAFETY: the mapping is page aligned (so 8-aligned), `len / 8` whole words lie inside it, and it
         // stays mapped while `self` is borrowed. AtomicU64 has the size and alignment of u64, any bit
         // pattern is valid, and its interior mutability admits concurrent writers (other processes).
@@ -165,7 +165,7 @@ impl Mapping {
     }
 
     /// Pointer to `len` bytes at `offset`, or `None` if that range is not inside the mapping.
-    pub fn range_ptr(&self, offset: usize, len: usize) -> Option<*mut u8> {
+    pub(crate) fn range_ptr(&self, offset: usize, len: usize) -> Option<*mut u8> {
         let end = offset.checked_add(len)?;
         if end > self.len() {
             return None;
@@ -177,7 +177,7 @@ impl Mapping {
     /// The robust mutex at `place` (in this mapping's layout), made when the object was created
     /// (see [`Fresh::init_mutex`]); borrowed from the mapping, so it cannot outlive it. Panics on a
     /// place outside the mapping: callers name places of their own layouts.
-    pub fn mutex(&self, place: &MutexPlace) -> RobustMutex<'_> {
+    pub(crate) fn mutex(&self, place: &MutexPlace) -> RobustMutex<'_> {
         let ptr = self.mutex_place(place).expect("a mutex inside the mapping");
         // SAFETY: the place is inside this mapping and aligned, and the handle borrows the mapping.
         unsafe { RobustMutex::at(ptr) }
@@ -190,12 +190,12 @@ impl Mapping {
     }
 
     /// The mapping viewed as layout `T` from its start, or `None` if it is shorter than `T`.
-    pub fn view<T: super::layout::Words>(&self) -> Option<&T> {
+    pub(crate) fn view<T: super::layout::Words>(&self) -> Option<&T> {
         super::layout::view(self.words())
     }
 
     /// Writes zeros over `len` bytes at `offset` (touching, and so allocating, those pages).
-    pub fn zero(&self, offset: usize, len: usize) -> io::Result<()> {
+    pub(crate) fn zero(&self, offset: usize, len: usize) -> io::Result<()> {
         let p = self.range_ptr(offset, len).ok_or_else(|| io::Error::other("zero: range outside mapping"))?;
         // SAFETY: the range is inside the mapping (checked); callers zero only memory nobody uses yet
         // (free blocks under the allocator lock, or a segment before it is published).
@@ -204,7 +204,7 @@ impl Mapping {
     }
 
     /// Locks the whole mapping into RAM (`mlock`).
-    pub fn lock_in_memory(&self) -> io::Result<()> {
+    pub(crate) fn lock_in_memory(&self) -> io::Result<()> {
         self.map.lock()
     }
 }

@@ -89,7 +89,7 @@ impl<'a> RobustMutex<'a> {
     /// A busy lock is tried again a few times with growing pauses before the thread sleeps on it:
     /// the sections it guards take well under a microsecond, while sleeping costs the waiter a
     /// futex wait and the holder a futex wake (with a page-table walk, the futex being shared).
-    pub fn lock(self, recover: impl FnOnce() -> bool) -> Result<Guard<'a>, LockError> {
+    pub(crate) fn lock(self, recover: impl FnOnce() -> bool) -> Result<Guard<'a>, LockError> {
         const TRIES: u32 = 8;
         for i in 0..TRIES {
             // SAFETY: the pointer targets a live, initialised mutex (contract of `at`).
@@ -145,7 +145,7 @@ pub(crate) enum TryLock<'a> {
 impl<'a> RobustMutex<'a> {
     /// Locks without waiting, telling a live holder from a dead one: the kernel hands the lock of a
     /// thread that ended without unlocking (a killed process) to the next locker, marked owner-died.
-    pub fn try_lock(self) -> Result<TryLock<'a>, LockError> {
+    pub(crate) fn try_lock(self) -> Result<TryLock<'a>, LockError> {
         // SAFETY: the pointer targets a live, initialised mutex (contract of `at`).
         let rc = unsafe { libc::pthread_mutex_trylock(self.0) };
         match rc {

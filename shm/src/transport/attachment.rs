@@ -57,7 +57,7 @@ impl std::fmt::Debug for Attachment {
 impl Attachment {
     /// [`join`](Attachment::join) with `create` (the tests' shorthand).
     #[cfg(test)]
-    pub fn new(config: &ShmConfig, interrupter: Arc<Interrupter>) -> Result<Attachment, ShmError> {
+    pub(crate) fn new(config: &ShmConfig, interrupter: Arc<Interrupter>) -> Result<Attachment, ShmError> {
         Self::join(config, interrupter, true)
     }
 
@@ -111,7 +111,7 @@ impl Attachment {
 
     /// Sweeps dead processes: frees what they held in their caches and listed, then counts them out
     /// of the session (see `liveness::SessionLock::find_dead`); returns their pids.
-    pub fn sweep_dead(&self) -> Vec<u32> {
+    pub(crate) fn sweep_dead(&self) -> Vec<u32> {
         // Two threads of this transport would both find the same dead (the sweep is taken by
         // owner mark), and one could walk the ledger pages the other freed meanwhile.
         let _one_thread = self.sweeping.lock();
@@ -159,12 +159,12 @@ impl Attachment {
     }
 
     /// Allocations that found no room at first, and those of them that failed: (retried, failed).
-    pub fn allocation_counts(&self) -> (u64, u64) {
+    pub(crate) fn allocation_counts(&self) -> (u64, u64) {
         (self.alloc_retries.load(Ordering::Relaxed), self.alloc_failures.load(Ordering::Relaxed))
     }
 
     /// The owner mark of this transport's blocks.
-    pub fn owner(&self) -> u32 {
+    pub(crate) fn owner(&self) -> u32 {
         self.owner
     }
 
@@ -248,26 +248,26 @@ impl Attachment {
 
     /// Issues a ticket for handing the message `rec` describes (or a lane's offer) to a socket;
     /// `None` when every ticket this transport can get is out.
-    pub fn issue(&self, kind: Kind, rec: &crate::meta::Record) -> Option<Issued> {
+    pub(crate) fn issue(&self, kind: Kind, rec: &crate::meta::Record) -> Option<Issued> {
         let table = self.own.tickets();
         self.issuer.lock().issue(&table, self.own.id(), kind, rec, &|owner| self.owner_alive(owner))
     }
 
     /// How many tickets this transport's segment holds, all processes' together: the most parts a
     /// multipart sent from it can have in flight at once.
-    pub fn ticket_capacity(&self) -> u32 {
+    pub(crate) fn ticket_capacity(&self) -> u32 {
         self.own.tickets().capacity()
     }
 
     /// Names the receiver of ticket `t`, whose record is about to go to it (see `peers`).
-    pub fn address(&self, t: &Issued, owner: u32, socket: u64) {
+    pub(crate) fn address(&self, t: &Issued, owner: u32, socket: u64) {
         if let Ok(s) = self.segment(t.segment) {
             s.tickets().address(t.ticket, owner, socket);
         }
     }
 
     /// The descriptor that becomes readable when the transport is interrupted (for polls).
-    pub fn interrupter_fd(&self) -> std::os::fd::RawFd {
+    pub(crate) fn interrupter_fd(&self) -> std::os::fd::RawFd {
         self.interrupter.raw_fd()
     }
 
@@ -275,31 +275,31 @@ impl Attachment {
     /// message about to be taken back from a ticket (see `Message::mark_held`). Done before the
     /// ticket is taken back: a process killed in between leaves a block that a ticket still names
     /// (a sweep leaves it alone), never one in flight that nothing names.
-    pub fn mark_back(&self, rec: &crate::meta::Record) {
+    pub(crate) fn mark_back(&self, rec: &crate::meta::Record) {
         let _ = self.remark(rec, crate::segment::slots::IN_FLIGHT, self.owner);
     }
 
     /// Changes the holder mark of the block `rec` names from `from` to `to`, if it has one
     /// reference and that mark. The record is checked first: it comes from a lane entry or a
     /// ticket, which a faulty peer may have damaged.
-    pub fn remark(&self, rec: &crate::meta::Record, from: u32, to: u32) -> crate::segment::Remark {
+    pub(crate) fn remark(&self, rec: &crate::meta::Record, from: u32, to: u32) -> crate::segment::Remark {
         crate::segment::remark(|id| self.segment(id).ok(), rec, from, to)
     }
 
     /// Whether ticket `t`, still out, was addressed to one transport that is gone: its record is
     /// lost with that transport's queue (as the release of orphans holds, see `orphans`).
-    pub fn addressee_gone(&self, t: &Issued) -> bool {
+    pub(crate) fn addressee_gone(&self, t: &Issued) -> bool {
         let addressee = self.segment(t.segment).ok().and_then(|s| s.tickets().receiver(t.ticket, t.nonce));
         addressee.is_some_and(|r| self.receiver_gone(r))
     }
 
     /// Whether receiver mark `r` names one transport, and it is gone.
-    pub fn receiver_gone(&self, r: u32) -> bool {
+    pub(crate) fn receiver_gone(&self, r: u32) -> bool {
         crate::segment::tickets::names_one(r) && !self.owner_alive(r)
     }
 
     /// Takes back a ticket whose record never left; false when someone claimed it first.
-    pub fn take_back(&self, t: &Issued) -> bool {
+    pub(crate) fn take_back(&self, t: &Issued) -> bool {
         self.segment(t.segment).is_ok_and(|s| s.tickets().claim(t.ticket, t.nonce))
     }
 
@@ -309,7 +309,7 @@ impl Attachment {
     /// finishes (the block is freed as ours); a receiver that claims first keeps the block as it
     /// is. False then. (Marking the block ours before the claim let a receiver claim it
     /// meanwhile, and a sweep of this process, killed then, free the block under the receiver.)
-    pub fn take_back_sent(&self, t: &Issued, rec: &crate::meta::Record) -> bool {
+    pub(crate) fn take_back_sent(&self, t: &Issued, rec: &crate::meta::Record) -> bool {
         let Ok(seg) = self.segment(t.segment) else { return false };
         let tickets = seg.tickets();
         if !tickets.claim_as(t.ticket, t.nonce, self.owner) {
@@ -321,37 +321,37 @@ impl Attachment {
     }
 
     /// Whether the transport is interrupted (a waiting transfer gives up).
-    pub fn interrupted(&self) -> bool {
+    pub(crate) fn interrupted(&self) -> bool {
         self.interrupter.is_interrupted()
     }
 
     /// Whether a transport with this owner mark is attached and alive.
-    pub fn owner_alive(&self, owner: u32) -> bool {
+    pub(crate) fn owner_alive(&self, owner: u32) -> bool {
         crate::session::liveness::owner_alive(&self.mng, owner)
     }
 
-    pub fn names(&self) -> &Names {
+    pub(crate) fn names(&self) -> &Names {
         &self.names
     }
 
-    pub fn config(&self) -> &ShmConfig {
+    pub(crate) fn config(&self) -> &ShmConfig {
         &self.config
     }
 
-    pub fn own(&self) -> &Arc<Segment> {
+    pub(crate) fn own(&self) -> &Arc<Segment> {
         &self.own
     }
 
-    pub fn management(&self) -> &Arc<Management> {
+    pub(crate) fn management(&self) -> &Arc<Management> {
         &self.mng
     }
 
-    pub fn acks(&self) -> &Acks {
+    pub(crate) fn acks(&self) -> &Acks {
         &self.acks
     }
 
     /// Region `id`, mapped as a viewer on first use (a message of it arrived).
-    pub fn region_view(&self, id: u16) -> Result<Arc<RegionMap>, MetaError> {
+    pub(crate) fn region_view(&self, id: u16) -> Result<Arc<RegionMap>, MetaError> {
         if let Some(r) = self.acks.get(id) {
             return Ok(r);
         }
@@ -373,11 +373,11 @@ impl Attachment {
     }
 
     /// The last reference to a piece of region `map` is gone.
-    pub fn release_region_piece(&self, map: &RegionMap, offset: u64, size: u64, hint: u64) {
+    pub(crate) fn release_region_piece(&self, map: &RegionMap, offset: u64, size: u64, hint: u64) {
         self.acks.released(map, Ack { offset, size, hint });
     }
     /// Segment `id`, mapped on first use.
-    pub fn segment(&self, id: u16) -> Result<&Segment, MetaError> {
+    pub(crate) fn segment(&self, id: u16) -> Result<&Segment, MetaError> {
         if let Some(s) = self.segments.get(id) {
             return Ok(s);
         }
@@ -389,14 +389,14 @@ impl Attachment {
     }
 
     /// A segment this attachment has mapped (every message's segment is).
-    pub fn mapped(&self, id: u16) -> &Segment {
+    pub(crate) fn mapped(&self, id: u16) -> &Segment {
         self.segments.get(id).expect("a message's segment is mapped before the message exists and stays mapped")
     }
 
     /// Allocates a small block of `size` bytes in this transport's segment if there is room now
     /// (its caches and the depot looked at once), never waiting: for what a receive needs on the
     /// way (a region piece's count block), which must not hang on a full segment.
-    pub fn allocate_now(&self, size: usize) -> Result<Block, ShmError> {
+    pub(crate) fn allocate_now(&self, size: usize) -> Result<Block, ShmError> {
         let size64 = size as u64;
         let need =
             self.own.needed(size64, 1).ok_or(ShmError::TooLarge { requested: size64, segment: self.own.size() })?;
@@ -408,7 +408,7 @@ impl Attachment {
 
     /// Allocates a block for `size` bytes aligned to `align` in this transport's segment, following
     /// the out-of-memory policy.
-    pub fn allocate(&self, size: usize, align: usize) -> Result<Block, ShmError> {
+    pub(crate) fn allocate(&self, size: usize, align: usize) -> Result<Block, ShmError> {
         let (size64, align64) = (size as u64, (align as u64).max(1).next_power_of_two());
         let need = self.own.needed(size64, align64).ok_or_else(|| ShmError::TooLarge {
             requested: size64.saturating_add(crate::segment::tlsf::HDR + align64),
@@ -549,7 +549,7 @@ impl Attachment {
     }
 
     /// Called when this process dropped the last reference to a block.
-    pub fn release(&self, seg: &Segment, offset: u64, delta: u32, slot: u32) {
+    pub(crate) fn release(&self, seg: &Segment, offset: u64, delta: u32, slot: u32) {
         let size = seg.block_size(offset, slot);
         let block = Block { offset, delta, size, slot, generation: 0 };
         let own = seg.id() == self.own.id();
@@ -567,7 +567,7 @@ impl Attachment {
     }
 
     /// Frees deferred blocks now; with `everything`, magazine blocks too.
-    pub fn flush(&self, everything: bool) {
+    pub(crate) fn flush(&self, everything: bool) {
         let blocks = {
             let mut c = self.cache.lock();
             if everything {
@@ -582,7 +582,7 @@ impl Attachment {
     }
 
     /// Wakes this process's (and others') allocations waiting for memory, so they see an interrupt.
-    pub fn wake_allocators(&self) {
+    pub(crate) fn wake_allocators(&self) {
         self.own.wake_waiters();
     }
 }

@@ -15,7 +15,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// How often a subscription looks at the event counter (FairMQ: 50 ms).
-pub const EVENT_POLL: Duration = Duration::from_millis(50);
+pub(crate) const EVENT_POLL: Duration = Duration::from_millis(50);
 
 /// Every segment and region of the session. Live regions are mapped (as a viewer) to learn their
 /// address, as in FairMQ.
@@ -112,7 +112,7 @@ impl Subscription {
     /// every change after: woken by the session's event counter (any process that creates or
     /// destroys one bumps it), and looking every [`EVENT_POLL`] anyway. What changed before
     /// [`Subscription::finish`] is reported before it returns.
-    pub fn start(
+    pub(crate) fn start(
         mgr: Arc<Attachment>,
         mut callback: Box<dyn FnMut(RegionInfo) + Send>,
     ) -> std::io::Result<Subscription> {
@@ -141,7 +141,7 @@ impl Subscription {
     /// region example destroys its region, then unsubscribes, and expects the destroyed event).
     /// Dropping it without this (the transport goes) reports nothing more: the callback may use
     /// what is being dropped.
-    pub fn finish(self) {
+    pub(crate) fn finish(self) {
         self.last_look.store(true, Ordering::Release);
     }
 }

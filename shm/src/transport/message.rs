@@ -40,6 +40,30 @@ pub(crate) enum Source {
 }
 
 /// A message of the shared-memory transport.
+///
+/// # Examples
+///
+/// A copy shares the block: both messages read the same bytes, and the block counts two
+/// references; the last message dropped, in any process, frees it.
+///
+/// ```
+/// use fairmq_shm::{ShmConfig, Transport};
+///
+/// let mut config = ShmConfig::new("doc", &format!("doc-message-{}", std::process::id()));
+/// config.segment_size = 16 << 20;
+/// let t = Transport::new(&config)?;
+/// let mut original = t.new_message_with_size(5)?;
+/// original.data_mut()?.copy_from_slice(b"event");
+///
+/// let mut copy = t.new_message();
+/// copy.copy_from(&original)?;
+/// assert_eq!(copy.data(), b"event");
+/// assert_eq!(original.data_ptr(), copy.data_ptr(), "one block, not two");
+/// assert_eq!(original.refcount(), 2);
+/// drop(copy);
+/// assert_eq!(original.refcount(), 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Message {
     pub(crate) mgr: Arc<Attachment>,
     body: Body,

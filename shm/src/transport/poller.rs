@@ -2,8 +2,32 @@
 
 use crate::transport::socket::Socket;
 use fairmq_zmq::PollError;
+use fairmq_zmq::Timeout;
 
-/// A poller over shared-memory sockets (see [`fairmq_zmq::Poller`]).
+/// A poller over shared-memory sockets (see [`fairmq_zmq::Poller`]). A socket with input in its
+/// lane is ready as one with a record on its ZeroMQ socket is.
+///
+/// # Examples
+///
+/// ```
+/// use fairmq_shm::{Poller, ShmConfig, Transport};
+/// use fairmq_zmq::SocketType;
+///
+/// let mut config = ShmConfig::new("doc", &format!("doc-poller-{}", std::process::id()));
+/// config.segment_size = 16 << 20;
+/// let t = Transport::new(&config)?;
+/// let (a, b) = (t.socket(SocketType::Pull, "a")?, t.socket(SocketType::Pull, "b")?);
+/// a.bind("inproc://doc-shm-poll-a")?;
+/// b.bind("inproc://doc-shm-poll-b")?;
+/// let push = t.socket(SocketType::Push, "to-a")?;
+/// push.connect("inproc://doc-shm-poll-a")?;
+/// push.send(&mut t.new_message_from_slice(b"for a")?, 1000)?;
+///
+/// let mut poller = Poller::new(&[&a, &b]);
+/// assert_eq!(poller.poll(1000)?, 1);
+/// assert!(poller.check_input(0) && !poller.check_input(1));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct Poller<'a>(fairmq_zmq::Poller<'a>);
 
@@ -14,8 +38,9 @@ impl<'a> Poller<'a> {
         Poller(fairmq_zmq::Poller::with_entries(&entries))
     }
 
-    /// Waits up to `timeout_ms` for readiness; returns the number of ready sockets.
-    pub fn poll(&mut self, timeout_ms: i32) -> Result<usize, PollError> {
+    /// Waits up to `timeout` (see [`fairmq_zmq::Timeout`]) for readiness; returns the number of ready sockets.
+    pub fn poll(&mut self, timeout: impl Into<Timeout>) -> Result<usize, PollError> {
+        let timeout_ms = timeout.into().as_ms();
         self.0.poll(timeout_ms)
     }
 

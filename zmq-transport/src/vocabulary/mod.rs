@@ -10,6 +10,7 @@
 //! | [`options`] | channel properties that become socket options, with FairMQ's defaults |
 //! | [`counters`] | per-socket message and byte counters (successful transfers only) |
 //! | [`interrupt`] | interruption of blocked transfers, and the rest of a timeout |
+//! | [`timeout`] | how long a transfer or poll may wait: FairMQ's milliseconds or a `Duration` |
 //! | [`region`] | unmanaged regions' settings, released pieces and region events |
 //!
 //! A layered transport's own failures travel as [`TransferError::Transport`](error::TransferError::Transport)
@@ -23,4 +24,5 @@ pub mod interrupt;
 pub mod options;
 pub mod region;
 pub mod socket_type;
+pub mod timeout;
 pub mod transport_kind;

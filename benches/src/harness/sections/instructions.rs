@@ -22,7 +22,9 @@ const SIZES: [usize; 4] = [64, 1024, 64 << 10, 1 << 20];
 pub struct Cost {
     /// Outside the waiting functions.
     pub instructions: f64,
+    /// First-level data cache misses, outside the waiting functions.
     pub d1_misses: f64,
+    /// Last-level cache misses, outside the waiting functions.
     pub ll_misses: f64,
     /// Inside them (spinning for the peer or for memory).
     pub waiting: f64,

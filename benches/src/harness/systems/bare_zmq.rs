@@ -24,7 +24,7 @@ fn receive_all(
 }
 
 /// Receives messages (all frames of a multipart) until every sender ended.
-pub fn receiver(a: &RoleArgs) -> Res<Tally> {
+pub(super) fn receiver(a: &RoleArgs) -> Res<Tally> {
     let ctx = zmq::Context::new();
     let s = ctx.socket(zmq::PULL)?;
     s.set_rcvhwm(workload::zmq_hwm(a.size, a.parts))?;
@@ -35,7 +35,7 @@ pub fn receiver(a: &RoleArgs) -> Res<Tally> {
 }
 
 /// Sends fresh (zero-filled) messages or multiparts for `seconds`, then an empty message.
-pub fn sender(a: &RoleArgs) -> Res<()> {
+pub(super) fn sender(a: &RoleArgs) -> Res<()> {
     let ctx = zmq::Context::new();
     let s = ctx.socket(zmq::PUSH)?;
     s.set_linger(-1)?;
@@ -84,7 +84,7 @@ fn receive(s: &zmq::Socket, m: &mut zmq::Message, a: &RoleArgs) -> usize {
 }
 
 /// Answers each message with a fresh one of the same size until an empty message arrives.
-pub fn pong(a: &RoleArgs) -> Res<()> {
+pub(super) fn pong(a: &RoleArgs) -> Res<()> {
     let (_ctx, s) = pair(a, true)?;
     workload::announce_ready();
     let mut m = zmq::Message::new();
@@ -99,7 +99,7 @@ pub fn pong(a: &RoleArgs) -> Res<()> {
 }
 
 /// Times round trips: a fresh message out, the answer in.
-pub fn ping(a: &RoleArgs) -> Res<Latency> {
+pub(super) fn ping(a: &RoleArgs) -> Res<Latency> {
     let (_ctx, s) = pair(a, false)?;
     let mut r = zmq::Message::new();
     let lat = workload::ping_for(a.warmup(), a.duration(), |seq| {

@@ -7,7 +7,7 @@ use fairmq_zmq::{Message, Socket, SocketType, TransferError, Transport};
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
 /// Receives multiparts (single messages when `parts` is 1) until every sender ended.
-pub fn receiver(a: &RoleArgs) -> Res<Tally> {
+pub(super) fn receiver(a: &RoleArgs) -> Res<Tally> {
     let t = Transport::new("receiver")?;
     let s = t.socket(SocketType::Pull, "in")?;
     s.set_rcv_buf_size(workload::zmq_hwm(a.size, a.parts))?;
@@ -36,7 +36,7 @@ pub fn receiver(a: &RoleArgs) -> Res<Tally> {
 }
 
 /// Sends fresh (zero-filled) messages or multiparts for `seconds`, then an empty message.
-pub fn sender(a: &RoleArgs) -> Res<()> {
+pub(super) fn sender(a: &RoleArgs) -> Res<()> {
     let t = Transport::new("sender")?;
     let s = t.socket(SocketType::Push, "out")?;
     s.set_linger(-1)?;
@@ -67,7 +67,7 @@ pub fn sender(a: &RoleArgs) -> Res<()> {
 }
 
 /// The middle of a chain: receives at `--address`, sends on to `--forward-to`, as it came.
-pub fn forwarder(a: &RoleArgs) -> Res<()> {
+pub(super) fn forwarder(a: &RoleArgs) -> Res<()> {
     let t = Transport::new("forwarder")?;
     let input = t.socket(SocketType::Pull, "in")?;
     input.set_rcv_buf_size(workload::zmq_hwm(a.size, a.parts))?;
@@ -125,7 +125,7 @@ fn receive(s: &Socket, m: &mut Message, busy: bool) -> usize {
 }
 
 /// Answers each message with a fresh one of the same size until an empty message arrives.
-pub fn pong(a: &RoleArgs) -> Res<()> {
+pub(super) fn pong(a: &RoleArgs) -> Res<()> {
     let (_t, s) = pair(a, true)?;
     workload::announce_ready();
     let mut seq = 0;
@@ -143,7 +143,7 @@ pub fn pong(a: &RoleArgs) -> Res<()> {
 }
 
 /// Times round trips: a fresh message out, the answer in.
-pub fn ping(a: &RoleArgs) -> Res<Latency> {
+pub(super) fn ping(a: &RoleArgs) -> Res<Latency> {
     let (_t, s) = pair(a, false)?;
     let lat = workload::ping_for(a.warmup(), a.duration(), |seq| {
         let mut m = Message::with_size(a.size);

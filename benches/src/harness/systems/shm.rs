@@ -19,7 +19,7 @@ fn transport(a: &RoleArgs, id: &str) -> Res<Transport> {
 }
 
 /// Receives multiparts (single messages when `parts` is 1) until every sender ended.
-pub fn receiver(a: &RoleArgs) -> Res<Tally> {
+pub(super) fn receiver(a: &RoleArgs) -> Res<Tally> {
     let _guard = SessionGuard::on_panic(&a.session);
     let t = transport(a, "receiver")?;
     let s = t.socket(SocketType::Pull, "in")?;
@@ -48,7 +48,7 @@ pub fn receiver(a: &RoleArgs) -> Res<Tally> {
 }
 
 /// Sends fresh messages (or multiparts of fresh messages) for `seconds`, then an empty message.
-pub fn sender(a: &RoleArgs) -> Res<()> {
+pub(super) fn sender(a: &RoleArgs) -> Res<()> {
     let _guard = SessionGuard::on_panic(&a.session);
     let t = transport(a, "sender")?;
     let s = t.socket(SocketType::Push, "out")?;
@@ -80,7 +80,7 @@ pub fn sender(a: &RoleArgs) -> Res<()> {
 
 /// The middle of a chain: receives at `--address`, sends on to `--forward-to`, as it came
 /// (single messages or multiparts; the payloads stay where they are).
-pub fn forwarder(a: &RoleArgs) -> Res<()> {
+pub(super) fn forwarder(a: &RoleArgs) -> Res<()> {
     let _guard = SessionGuard::on_panic(&a.session);
     let t = transport(a, "forwarder")?;
     let input = t.socket(SocketType::Pull, "in")?;
@@ -137,7 +137,7 @@ fn receive(s: &fairmq_shm::Socket, m: &mut Message, busy: bool) -> usize {
 }
 
 /// Answers each message with a fresh one of the same size until an empty message arrives.
-pub fn pong(a: &RoleArgs) -> Res<()> {
+pub(super) fn pong(a: &RoleArgs) -> Res<()> {
     let _guard = SessionGuard::on_panic(&a.session);
     let (t, s) = pair(a, "pong", true)?;
     workload::announce_ready();
@@ -157,7 +157,7 @@ pub fn pong(a: &RoleArgs) -> Res<()> {
 }
 
 /// Times round trips: a fresh message out, the answer in.
-pub fn ping(a: &RoleArgs) -> Res<Latency> {
+pub(super) fn ping(a: &RoleArgs) -> Res<Latency> {
     let _guard = SessionGuard::on_panic(&a.session);
     let (t, s) = pair(a, "ping", false)?;
     let lat = workload::ping_for(a.warmup(), a.duration(), |seq| {

@@ -16,7 +16,7 @@ extern "C" {
 /// A failed PMIx call: what was called and PMIx's text for the status.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{call} failed: {text} ({status})")]
-pub struct PmixError {
+pub(super) struct PmixError {
     /// The call.
     pub call: &'static str,
     /// PMIx's status code.
@@ -45,7 +45,7 @@ fn c_string(call: &'static str, s: &str) -> Result<CString, PmixError> {
 }
 
 /// This process's namespace and rank (`PMIx_Init`).
-pub fn init() -> Result<(String, u32), PmixError> {
+pub(super) fn init() -> Result<(String, u32), PmixError> {
     let mut ns = [0 as c_char; 512];
     let mut rank = 0u32;
     // SAFETY: a buffer of `ns.len()` bytes (more than PMIx's 256) and a rank slot.
@@ -56,7 +56,7 @@ pub fn init() -> Result<(String, u32), PmixError> {
 }
 
 /// The number of processes of the job.
-pub fn job_size() -> Result<u32, PmixError> {
+pub(super) fn job_size() -> Result<u32, PmixError> {
     let mut size = 0;
     // SAFETY: a slot for the size.
     check("PMIx_Get(PMIX_JOB_SIZE)", unsafe { fmq_pmix_job_size(&mut size) })?;
@@ -64,20 +64,20 @@ pub fn job_size() -> Result<u32, PmixError> {
 }
 
 /// Publishes `text` under `key` for every process of the job (put and commit).
-pub fn put(key: &str, text: &str) -> Result<(), PmixError> {
+pub(super) fn put(key: &str, text: &str) -> Result<(), PmixError> {
     let (k, t) = (c_string("PMIx_Put", key)?, c_string("PMIx_Put", text)?);
     // SAFETY: NUL-terminated strings, copied by PMIx.
     check("PMIx_Put", unsafe { fmq_pmix_put(k.as_ptr(), t.as_ptr()) })
 }
 
 /// Waits until every process of the job got here, collecting what each published.
-pub fn fence(timeout_s: i32) -> Result<(), PmixError> {
+pub(super) fn fence(timeout_s: i32) -> Result<(), PmixError> {
     // SAFETY: no pointers.
     check("PMIx_Fence", unsafe { fmq_pmix_fence(timeout_s) })
 }
 
 /// What process `rank` published under `key`.
-pub fn get(rank: u32, key: &str) -> Result<String, PmixError> {
+pub(super) fn get(rank: u32, key: &str) -> Result<String, PmixError> {
     let k = c_string("PMIx_Get", key)?;
     let mut buf = vec![0u8; 4096];
     loop {
@@ -95,7 +95,7 @@ pub fn get(rank: u32, key: &str) -> Result<String, PmixError> {
 }
 
 /// Ends this process's PMIx session.
-pub fn finalize() -> Result<(), PmixError> {
+pub(super) fn finalize() -> Result<(), PmixError> {
     // SAFETY: no pointers.
     check("PMIx_Finalize", unsafe { fmq_pmix_finalize() })
 }

@@ -2,6 +2,7 @@
 //! (lane offers, wakes), records turned into messages.
 
 use super::*;
+use fairmq_zmq::Timeout;
 
 impl Socket {
     /// Handles a control frame (lane offer, wake); false for a frame that carries messages.
@@ -281,7 +282,8 @@ impl Socket {
 
     /// Receives one message into `msg` (its previous block is released). A multipart frame is an
     /// error here (its blocks are released).
-    pub fn receive(&self, msg: &mut Message, timeout_ms: i32) -> TransferResult {
+    pub fn receive(&self, msg: &mut Message, timeout: impl Into<Timeout>) -> TransferResult {
+        let timeout_ms = timeout.into().as_ms();
         self.check_can_receive()?;
         *msg = self.receive_with(timeout_ms, |received| {
             let mut got: Vec<Message> = Vec::new();
@@ -315,7 +317,8 @@ impl Socket {
     }
 
     /// Receives a multipart (or single) message and appends its parts to `parts`.
-    pub fn receive_parts(&self, parts: &mut Vec<Message>, timeout_ms: i32) -> TransferResult {
+    pub fn receive_parts(&self, parts: &mut Vec<Message>, timeout: impl Into<Timeout>) -> TransferResult {
+        let timeout_ms = timeout.into().as_ms();
         self.receive_parts_into(parts, std::convert::identity, timeout_ms)
     }
 
@@ -323,7 +326,13 @@ impl Socket {
     /// by `wrap`: a caller's own message type (a device's) holds them where they land, with no
     /// vector of ours in between (`wrap` runs inside the receive: it must not use this socket). On
     /// error `parts` is as it was.
-    pub fn receive_parts_into<T>(&self, parts: &mut Vec<T>, wrap: fn(Message) -> T, timeout_ms: i32) -> TransferResult {
+    pub fn receive_parts_into<T>(
+        &self,
+        parts: &mut Vec<T>,
+        wrap: fn(Message) -> T,
+        timeout: impl Into<Timeout>,
+    ) -> TransferResult {
+        let timeout_ms = timeout.into().as_ms();
         self.check_can_receive()?;
         let total = self.receive_with(timeout_ms, |received| {
             let (data, source) = match received {

@@ -2,6 +2,7 @@
 //! each, routed to one peer or published, taken back when they cannot go.
 
 use super::*;
+use fairmq_zmq::Timeout;
 
 /// Parts of a multipart whose messages `send_parts_of` holds without allocating.
 const HELD_ON_STACK: usize = 16;
@@ -316,7 +317,8 @@ impl Socket {
 
     /// Sends one message: only its metadata travels. On success the receiver owns the block and
     /// `msg` is empty; on any error `msg` is unchanged.
-    pub fn send(&self, msg: &mut Message, timeout_ms: i32) -> TransferResult {
+    pub fn send(&self, msg: &mut Message, timeout: impl Into<Timeout>) -> TransferResult {
+        let timeout_ms = timeout.into().as_ms();
         self.check_session(msg)?;
         match self.ty {
             SocketType::Pub => return self.publish(std::slice::from_mut(msg)),
@@ -331,14 +333,16 @@ impl Socket {
     }
 
     /// Sends all parts in one metadata frame. Empty multiparts are refused (as by the zeromq transport).
-    pub fn send_parts(&self, parts: &mut [Message], timeout_ms: i32) -> TransferResult {
+    pub fn send_parts(&self, parts: &mut [Message], timeout: impl Into<Timeout>) -> TransferResult {
+        let timeout_ms = timeout.into().as_ms();
         self.send_held(parts, timeout_ms)
     }
 
     /// [`send_parts`](Socket::send_parts) of a caller's own messages that hold ours (see
     /// [`Part`]): each part's message is asked for once; a multipart with a part that holds none
     /// is refused whole, with an error.
-    pub fn send_parts_of<P: Part>(&self, parts: &mut [P], timeout_ms: i32) -> TransferResult {
+    pub fn send_parts_of<P: Part>(&self, parts: &mut [P], timeout: impl Into<Timeout>) -> TransferResult {
+        let timeout_ms = timeout.into().as_ms();
         // On the stack for the usual few parts: no allocation per send.
         let mut held: smallvec::SmallVec<[&mut Message; HELD_ON_STACK]> =
             smallvec::SmallVec::with_capacity(parts.len());
