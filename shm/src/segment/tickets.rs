@@ -18,16 +18,16 @@
 //! tickets, a cache line each (a receiver claiming one never shares its line with a sender
 //! writing the next):
 //!
-//! | word | content |
+//! | word ([`Ticket`] field) | content |
 //! |---|---|
-//! | 0 | nonce; 0 while the ticket is free |
-//! | 1 | kind (bits 0..8: 1 block, 2 region piece; bit 7: a lane offer), id << 16 (segment or region), aux << 32 (block: data distance; region: shared count's segment, and its data distance << 16) |
-//! | 2 | offset |
-//! | 3 | size |
-//! | 4 | block: slot, and its generation << 32; region: the creator's hint |
-//! | 5 | region: offset of the shared count's block ([`meta::NOT_SHARED`]: none) |
-//! | 6 | the receiving socket's number (see `peers`), 0 while not known; the issuing socket's with receiver [`FACING`], the endpoint's directory key with [`AT_ENDPOINT`] |
-//! | 7 | issuer's owner mark, and the receiving transport's owner mark << 32 (0: not known) |
+//! | 0 (`nonce`) | nonce; 0 while the ticket is free |
+//! | 1 (`record[0]`) | kind (bits 0..8: 1 block, 2 region piece; bit 7: a lane offer), id << 16 (segment or region), aux << 32 (block: data distance; region: shared count's segment, and its data distance << 16) |
+//! | 2 (`record[1]`) | offset |
+//! | 3 (`record[2]`) | size |
+//! | 4 (`record[3]`) | block: slot, and its generation << 32; region: the creator's hint |
+//! | 5 (`record[4]`) | region: offset of the shared count's block ([`meta::NOT_SHARED`]: none) |
+//! | 6 (`socket`) | the receiving socket's number (see `peers`), 0 while not known; the issuing socket's with receiver [`FACING`], the endpoint's directory key with [`AT_ENDPOINT`] |
+//! | 7 (`marks`) | issuer's owner mark, and the receiving transport's owner mark << 32 (0: not known) |
 //!
 //! Words 1..7 are written before word 0 (release), and read after it (acquire); a reader that
 //! then wins the swap knows they were those of its nonce, since a ticket is reused only once its
@@ -35,8 +35,27 @@
 
 use crate::meta::{self, RcHandle, Record};
 pub use crate::meta::{Kind, TicketError};
+use crate::sys::layout::{shared_layout, view};
 use std::hash::BuildHasher;
+use std::mem::offset_of;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+shared_layout! {
+    /// One ticket, a cache line (see the table above).
+    pub(crate) struct Ticket {
+        /// The nonce of the issue; 0 while free; [`CLAIMING`] and the claimer's owner mark
+        /// while a receiver claims it.
+        pub nonce: AtomicU64,
+        /// The record it hands over, encoded.
+        pub record: [AtomicU64; 5],
+        /// The receiving socket's number, or the issuing socket's, or an endpoint's directory key.
+        pub socket: AtomicU64,
+        /// The issuer's owner mark, and the receiving transport's owner mark << 32.
+        pub marks: AtomicU64,
+    }
+}
+const _: () = assert!(offset_of!(Ticket, record) == 8 && offset_of!(Ticket, socket) == 48);
+const _: () = assert!(offset_of!(Ticket, marks) == 56 && size_of::<Ticket>() == 64);
 
 /// Receiver mark of a ticket whose record went to a receiver not known by its transport (a peer a
 /// socket connected to, a pair, request or dealer socket's peer).
@@ -75,7 +94,7 @@ pub const CLAIMING: u64 = 1 << 63;
 const GIVE_BACK_EVERY: u64 = 4096;
 /// Tickets per chunk: what a transport takes for itself at a time.
 pub const CHUNK: u32 = 64;
-const WORDS: usize = 8;
+const WORDS: usize = size_of::<Ticket>() / 8;
 const KIND_BLOCK: u64 = 1;
 const KIND_REGION: u64 = 2;
 const OFFER_BIT: u64 = 0x80;
@@ -127,13 +146,15 @@ impl<'a> Tickets<'a> {
         self.n
     }
 
-    fn word(&self, t: u32, i: usize) -> &'a AtomicU64 {
-        &self.w[self.first + t as usize * WORDS + i]
+    /// Ticket `t` (below `n`: the caller checked).
+    fn ticket(&self, t: u32) -> &'a Ticket {
+        let at = self.first + t as usize * WORDS;
+        view(&self.w[at..at + WORDS]).expect("a ticket's words")
     }
 
     /// Whether ticket `t` is free to issue.
     fn is_free(&self, t: u32) -> bool {
-        self.word(t, 0).load(Ordering::Acquire) == 0
+        self.ticket(t).nonce.load(Ordering::Acquire) == 0
     }
 
     /// Writes ticket `t` (free, and in a chunk the caller owns) for `rec` and publishes `nonce`.
@@ -155,12 +176,13 @@ impl<'a> Tickets<'a> {
             }
             Record::Empty | Record::Handed { .. } => unreachable!("only blocks and region pieces get tickets"),
         };
-        for (i, v) in words.into_iter().enumerate() {
-            self.word(t, 1 + i).store(v, Ordering::Relaxed);
+        let ticket = self.ticket(t);
+        for (word, v) in ticket.record.iter().zip(words) {
+            word.store(v, Ordering::Relaxed);
         }
-        self.word(t, 6).store(0, Ordering::Relaxed);
-        self.word(t, 7).store(u64::from(issuer), Ordering::Relaxed);
-        self.word(t, 0).store(nonce, Ordering::Release);
+        ticket.socket.store(0, Ordering::Relaxed);
+        ticket.marks.store(u64::from(issuer), Ordering::Relaxed);
+        ticket.nonce.store(nonce, Ordering::Release);
     }
 
     /// What ticket `t` hands over, if `nonce` is its nonce now. Not a claim: see [`Tickets::claim`].
@@ -168,26 +190,27 @@ impl<'a> Tickets<'a> {
         if t >= self.n {
             return Err(TicketError::OutOfRange(t));
         }
-        if nonce == 0 || self.word(t, 0).load(Ordering::Acquire) != nonce {
+        if nonce == 0 || self.ticket(t).nonce.load(Ordering::Acquire) != nonce {
             return Err(TicketError::NotIssued(t));
         }
-        let w = |i: usize| self.word(t, i).load(Ordering::Relaxed);
-        let head = w(1);
+        let record = &self.ticket(t).record;
+        let w = |i: usize| record[i].load(Ordering::Relaxed);
+        let head = w(0);
         let kind = if head & OFFER_BIT != 0 { Kind::Offer } else { Kind::Message };
         let id = (head >> 16) as u16;
         let aux = (head >> 32) as u32;
         let rec = match head & 0x7f {
             KIND_BLOCK if head & 0xff00 == 0 => {
-                let (slot, generation) = (w(4) as u32, (w(4) >> 32) as u32);
-                Record::Block { segment: id, offset: w(2), delta: aux, size: w(3), slot, generation }
+                let (slot, generation) = (w(3) as u32, (w(3) >> 32) as u32);
+                Record::Block { segment: id, offset: w(1), delta: aux, size: w(2), slot, generation }
             }
             KIND_REGION if head & 0xff00 == 0 => {
-                let rc = (w(5) != meta::NOT_SHARED).then(|| RcHandle {
+                let rc = (w(4) != meta::NOT_SHARED).then(|| RcHandle {
                     segment: aux as u16,
                     delta: (aux >> 16) as u16,
-                    offset: w(5),
+                    offset: w(4),
                 });
-                Record::Region { region: id, offset: w(2), size: w(3), hint: w(4), rc }
+                Record::Region { region: id, offset: w(1), size: w(2), hint: w(3), rc }
             }
             _ => return Err(TicketError::Damaged(t)),
         };
@@ -200,9 +223,10 @@ impl<'a> Tickets<'a> {
     /// issuer.
     pub fn address(&self, t: u32, owner: u32, socket: u64) {
         let owner = if owner == 0 { ELSEWHERE } else { owner };
-        let issuer = self.word(t, 7).load(Ordering::Relaxed) & 0xffff_ffff;
-        self.word(t, 6).store(socket, Ordering::Relaxed);
-        self.word(t, 7).store(issuer | u64::from(owner) << 32, Ordering::Relaxed);
+        let ticket = self.ticket(t);
+        let issuer = ticket.marks.load(Ordering::Relaxed) & 0xffff_ffff;
+        ticket.socket.store(socket, Ordering::Relaxed);
+        ticket.marks.store(issuer | u64::from(owner) << 32, Ordering::Relaxed);
     }
 
     /// The owner mark of the transport that issued ticket `t`, while it is out with `nonce`.
@@ -210,7 +234,7 @@ impl<'a> Tickets<'a> {
         if !self.issued(t, nonce) {
             return None;
         }
-        let issuer = self.word(t, 7).load(Ordering::Relaxed) as u32;
+        let issuer = self.ticket(t).marks.load(Ordering::Relaxed) as u32;
         // Still the same issue: the word was not that of a ticket reused meanwhile.
         self.issued(t, nonce).then_some(issuer)
     }
@@ -220,13 +244,13 @@ impl<'a> Tickets<'a> {
         if !self.issued(t, nonce) {
             return None;
         }
-        let receiver = (self.word(t, 7).load(Ordering::Relaxed) >> 32) as u32;
+        let receiver = (self.ticket(t).marks.load(Ordering::Relaxed) >> 32) as u32;
         self.issued(t, nonce).then_some(receiver)
     }
 
     /// Whether ticket `t` is still out with `nonce` (not claimed, not taken back).
     pub fn issued(&self, t: u32, nonce: u64) -> bool {
-        t < self.n && nonce != 0 && self.word(t, 0).load(Ordering::Acquire) == nonce
+        t < self.n && nonce != 0 && self.ticket(t).nonce.load(Ordering::Acquire) == nonce
     }
 
     /// Tickets out now in the chunks whose owner (0: none) `chunks` accepts, with their issuer,
@@ -236,9 +260,10 @@ impl<'a> Tickets<'a> {
             .filter(|&c| chunks(self.w[self.owners + c as usize].load(Ordering::Acquire) as u32))
             .flat_map(|c| c * CHUNK..(c + 1) * CHUNK)
             .filter_map(|t| {
-                let nonce = self.word(t, 0).load(Ordering::Acquire);
-                let marks = self.word(t, 7).load(Ordering::Relaxed);
-                let socket = self.word(t, 6).load(Ordering::Relaxed);
+                let ticket = self.ticket(t);
+                let nonce = ticket.nonce.load(Ordering::Acquire);
+                let marks = ticket.marks.load(Ordering::Relaxed);
+                let socket = ticket.socket.load(Ordering::Relaxed);
                 // A claim under way is its receiver's (or, once it died, the sweep's) to finish.
                 (nonce != 0 && nonce & CLAIMING == 0).then_some((t, nonce, marks as u32, (marks >> 32) as u32, socket))
             })
@@ -250,7 +275,7 @@ impl<'a> Tickets<'a> {
     pub fn claim(&self, t: u32, nonce: u64) -> bool {
         t < self.n
             && nonce != 0
-            && self.word(t, 0).compare_exchange(nonce, 0, Ordering::AcqRel, Ordering::Relaxed).is_ok()
+            && self.ticket(t).nonce.compare_exchange(nonce, 0, Ordering::AcqRel, Ordering::Relaxed).is_ok()
     }
 
     /// Starts a receiver's claim of ticket `t` (see [`CLAIMING`]): true for exactly one caller
@@ -261,7 +286,8 @@ impl<'a> Tickets<'a> {
             && nonce != 0
             && nonce & CLAIMING == 0
             && self
-                .word(t, 0)
+                .ticket(t)
+                .nonce
                 .compare_exchange(nonce, CLAIMING | u64::from(owner), Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
     }
@@ -269,8 +295,12 @@ impl<'a> Tickets<'a> {
     /// Ends `owner`'s claim of ticket `t` (the block is marked as its own): the ticket is free.
     pub fn claimed(&self, t: u32, owner: u32) {
         if t < self.n {
-            let _ =
-                self.word(t, 0).compare_exchange(CLAIMING | u64::from(owner), 0, Ordering::AcqRel, Ordering::Relaxed);
+            let _ = self.ticket(t).nonce.compare_exchange(
+                CLAIMING | u64::from(owner),
+                0,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            );
         }
     }
 
@@ -278,7 +308,7 @@ impl<'a> Tickets<'a> {
     pub fn claiming_by(&self, owners: &[u32]) -> Vec<(u32, u64, u32)> {
         (0..self.n)
             .filter_map(|t| {
-                let w = self.word(t, 0).load(Ordering::Acquire);
+                let w = self.ticket(t).nonce.load(Ordering::Acquire);
                 let claimer = w as u32;
                 (w & CLAIMING != 0 && owners.contains(&claimer)).then_some((t, w, claimer))
             })
@@ -289,7 +319,7 @@ impl<'a> Tickets<'a> {
     pub fn claiming_all(&self) -> Vec<(u32, u64)> {
         (0..self.n)
             .filter_map(|t| {
-                let w = self.word(t, 0).load(Ordering::Acquire);
+                let w = self.ticket(t).nonce.load(Ordering::Acquire);
                 (w & CLAIMING != 0).then_some((t, w))
             })
             .collect()
@@ -345,7 +375,7 @@ impl<'a> Tickets<'a> {
             self.w[self.owners + c as usize].store(0, Ordering::Relaxed);
         }
         for t in 0..self.n {
-            self.word(t, 0).store(0, Ordering::Release);
+            self.ticket(t).nonce.store(0, Ordering::Release);
         }
     }
 }

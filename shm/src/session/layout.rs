@@ -46,8 +46,8 @@ shared_layout! {
         pub(crate) lock: MutexPlace,
         pub(crate) secret: [AtomicU64; 2],
         _pad1: [AtomicU64; 6],
-        /// `id + 1` (0: free) and size of each registered segment.
-        pub(crate) segments: [[AtomicU64; 4]; SEGMENT_SLOTS],
+        /// The registered segments.
+        pub(crate) segments: [SegmentSlot; SEGMENT_SLOTS],
         _pad2: [AtomicU64; 960],
         pub(crate) processes: [ProcessSlot; PROCESS_SLOTS],
         _pad3: [AtomicU64; 2048],
@@ -66,6 +66,18 @@ const _: () = {
 /// Size of the management segment: 1 MiB of tables, then the transports' ledgers (see `ledger`).
 pub const MANAGEMENT_SIZE: usize = size_of::<Layout>();
 const _: () = assert!(MANAGEMENT_SIZE == 5 << 20);
+
+shared_layout! {
+    /// A segment's slot of the management segment (32 bytes each, from 512).
+    pub(crate) struct SegmentSlot {
+        /// Segment id + 1 (0: free); written last, so a reader never sees a half-written slot.
+        pub(crate) tagged: AtomicU64,
+        /// The segment's size in bytes.
+        pub(crate) size: AtomicU64,
+        _spare: [AtomicU64; 2],
+    }
+}
+const _: () = assert!(offset_of!(SegmentSlot, size) == 8 && size_of::<SegmentSlot>() == 32);
 
 shared_layout! {
     /// A process slot of the management segment (128 bytes each, from 16 KiB).

@@ -161,10 +161,10 @@ impl Management {
     }
 
     fn segment_slot(&self, i: usize) -> Option<SegmentEntry> {
-        let [tagged, size, ..] = &self.layout().segments[i];
-        match tagged.load(Ordering::Acquire) {
+        let s = &self.layout().segments[i];
+        match s.tagged.load(Ordering::Acquire) {
             0 => None,
-            tagged => Some(SegmentEntry { id: (tagged - 1) as u16, size: size.load(Ordering::Relaxed) }),
+            tagged => Some(SegmentEntry { id: (tagged - 1) as u16, size: s.size.load(Ordering::Relaxed) }),
         }
     }
 }
@@ -198,9 +198,9 @@ impl SessionLock<'_> {
         }
         let slot =
             (0..SEGMENT_SLOTS).find(|&i| self.m.segment_slot(i).is_none()).ok_or(ShmError::TableFull("segment"))?;
-        let [tagged, size_word, ..] = &self.m.layout().segments[slot];
-        size_word.store(size, Ordering::Relaxed);
-        tagged.store(u64::from(id) + 1, Ordering::Release);
+        let s = &self.m.layout().segments[slot];
+        s.size.store(size, Ordering::Relaxed);
+        s.tagged.store(u64::from(id) + 1, Ordering::Release);
         self.bump_events();
         Ok(())
     }

@@ -60,6 +60,6 @@ pub(crate) fn overflow_pages(
 /// transport of that process is attached.
 pub(crate) fn damage_overflow_link(m: &Management, pid: u32, word: u64) -> bool {
     let Some(slot) = slot_of_pid(m, pid) else { return false };
-    head(area(m, slot))[0].store(word, Ordering::Release);
+    head(area(m, slot)).block.store(word, Ordering::Release);
     true
 }

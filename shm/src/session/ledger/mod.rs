@@ -98,8 +98,23 @@ pub(crate) use writer::Ledger;
 
 use crate::session::layout::LEDGER_WORDS;
 use crate::session::management::Management;
+use crate::sys::layout::{shared_layout, view};
 use overflow::Link;
+use std::mem::offset_of;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+shared_layout! {
+    /// One ledger entry: a shared reference its transport holds (see [`Listed`]).
+    pub(crate) struct Entry {
+        /// The block's offset + 1 (0: a free entry), and its segment id << 48. Written last.
+        pub block: AtomicU64,
+        /// The block's slot, and its data distance << 32 with [`LANE_BIT`] or [`PIECE_BIT`].
+        pub place: AtomicU64,
+    }
+}
+const _: () = assert!(offset_of!(Entry, place) == 8 && size_of::<Entry>() == 16);
+/// Words of an entry.
+const ENTRY_WORDS: usize = size_of::<Entry>() / 8;
 
 /// Bit of an entry's data distance word: the block is a lane's (data distances stay far below).
 const LANE_BIT: u32 = 1 << 31;
@@ -121,7 +136,7 @@ pub(crate) const NONE: u32 = u32::MAX;
 /// Words of an area before its entries.
 const HEADER: usize = 4;
 /// Entries in a slot's own area (the rest go to overflow pages).
-const ENTRIES: u32 = ((LEDGER_WORDS - HEADER) / 2) as u32;
+const ENTRIES: u32 = ((LEDGER_WORDS - HEADER) / ENTRY_WORDS) as u32;
 
 /// The words of slot `slot`'s ledger area: header, then entries.
 fn area(m: &Management, slot: usize) -> &[AtomicU64] {
@@ -129,25 +144,25 @@ fn area(m: &Management, slot: usize) -> &[AtomicU64] {
 }
 
 /// The words of an area that link its first overflow page.
-fn head(area: &[AtomicU64]) -> &[AtomicU64] {
-    &area[2..4]
+fn head(area: &[AtomicU64]) -> &overflow::LinkWords {
+    view(&area[2..HEADER]).expect("an area's link words")
 }
 
 /// Entry `i` of `entries` (the entry words of an area or a page).
-fn entry(entries: &[AtomicU64], i: u32) -> &[AtomicU64] {
-    let at = i as usize * 2;
-    &entries[at..at + 2]
+fn entry(entries: &[AtomicU64], i: u32) -> &Entry {
+    let at = i as usize * ENTRY_WORDS;
+    view(&entries[at..at + ENTRY_WORDS]).expect("an entry's words")
 }
 
 /// The entries of `area` used so far.
-fn used(area: &[AtomicU64]) -> impl Iterator<Item = &[AtomicU64]> {
+fn used(area: &[AtomicU64]) -> impl Iterator<Item = &Entry> {
     let n = (area[0].load(Ordering::Acquire) as u32).min(ENTRIES);
     let entries = &area[HEADER..];
     (0..n).map(move |i| entry(entries, i))
 }
 
 /// The entries of a page (all of them: a free one is 0).
-fn on_page(page: &[AtomicU64]) -> impl Iterator<Item = &[AtomicU64]> {
+fn on_page(page: &[AtomicU64]) -> impl Iterator<Item = &Entry> {
     let entries = overflow::entries(page);
     (0..overflow::PAGE_ENTRIES).map(move |i| entry(entries, i))
 }
@@ -186,20 +201,20 @@ impl Listed {
 
     /// Writes this reference into the entry `e` (free): its first word last, so a reader that
     /// sees it sees the second.
-    fn encode(self, e: &[AtomicU64]) {
+    fn encode(self, e: &Entry) {
         let bit = match self.what {
             Referent::Message => 0,
             Referent::Lane => LANE_BIT,
             Referent::Piece => PIECE_BIT,
         };
         let distance = (self.delta & !(LANE_BIT | PIECE_BIT)) | bit;
-        e[1].store(u64::from(self.slot) | u64::from(distance) << 32, Ordering::Relaxed);
-        e[0].store((self.offset + 1) | u64::from(self.segment) << 48, Ordering::Release);
+        e.place.store(u64::from(self.slot) | u64::from(distance) << 32, Ordering::Relaxed);
+        e.block.store((self.offset + 1) | u64::from(self.segment) << 48, Ordering::Release);
     }
 
     /// The entry `e`, read (not taken).
-    fn read(e: &[AtomicU64]) -> Option<Listed> {
-        Listed::decode(e[0].load(Ordering::Acquire), e[1].load(Ordering::Relaxed))
+    fn read(e: &Entry) -> Option<Listed> {
+        Listed::decode(e.block.load(Ordering::Acquire), e.place.load(Ordering::Relaxed))
     }
 }
 
@@ -208,7 +223,7 @@ impl Listed {
 /// lock.
 pub(crate) fn reset(m: &Management, slot: usize) {
     let a = area(m, slot);
-    used(a).for_each(|e| e[0].store(0, Ordering::Relaxed));
+    used(a).for_each(|e| e.block.store(0, Ordering::Relaxed));
     Link::clear(head(a));
     a[0].store(0, Ordering::Release);
 }

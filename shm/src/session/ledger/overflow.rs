@@ -18,11 +18,36 @@
 //! the link names, held alone by the ledger's transport, with this page header. A link that fails
 //! ends the walk ([`LedgerError`]); so does one that leads back to a page already seen.
 
-use super::Sweeper;
+use super::{Entry, Sweeper};
 use crate::error::{LedgerError, ShmError};
 use crate::segment::tlsf::HDR;
 use crate::segment::Segment;
+use crate::sys::layout::{shared_layout, view};
+use std::mem::offset_of;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+shared_layout! {
+    /// The words that link a page: in a ledger's area (its first page) and in a page (the next).
+    pub(super) struct LinkWords {
+        /// Block offset + 1 (0: no page), and segment id << 48. Written last.
+        pub block: AtomicU64,
+        /// The block's slot, and its generation << 32.
+        pub check: AtomicU64,
+    }
+}
+
+shared_layout! {
+    /// The header of a page, before its entries.
+    struct PageHeader {
+        /// [`MAGIC`].
+        magic: AtomicU64,
+        /// The owner mark of the page's transport, and its liveness slot << 32 (see `tag`).
+        tag: AtomicU64,
+        /// The link to the next page.
+        next: LinkWords,
+    }
+}
+const _: () = assert!(offset_of!(PageHeader, next) == 16 && size_of::<PageHeader>() == PAGE_HEADER * 8);
 
 /// Bytes of a page (user bytes of its block).
 pub(crate) const PAGE_BYTES: u64 = 4096;
@@ -30,7 +55,7 @@ const PAGE_WORDS: usize = (PAGE_BYTES / 8) as usize;
 /// Words of a page before its entries.
 const PAGE_HEADER: usize = 4;
 /// Entries per page.
-pub(super) const PAGE_ENTRIES: u32 = ((PAGE_WORDS - PAGE_HEADER) / 2) as u32;
+pub(super) const PAGE_ENTRIES: u32 = ((PAGE_WORDS - PAGE_HEADER) * 8 / size_of::<Entry>()) as u32;
 /// First word of every page.
 const MAGIC: u64 = u64::from_le_bytes(*b"FMQLEDGP");
 /// Offsets a link can name (48 bits, one value taken by "none").
@@ -46,36 +71,41 @@ pub(super) struct Link {
 }
 
 impl Link {
-    /// The link held in `w` (2 words); `None`: none.
-    pub(super) fn read(w: &[AtomicU64]) -> Option<Link> {
-        let w0 = w[0].load(Ordering::Acquire);
+    /// The link held in `w`; `None`: none.
+    pub(super) fn read(w: &LinkWords) -> Option<Link> {
+        let w0 = w.block.load(Ordering::Acquire);
         let offset = (w0 & OFFSET_BITS).checked_sub(1)?;
-        let w1 = w[1].load(Ordering::Relaxed);
+        let w1 = w.check.load(Ordering::Relaxed);
         Some(Link { segment: (w0 >> 48) as u16, offset, slot: w1 as u32, generation: (w1 >> 32) as u32 })
     }
 
     /// Publishes this link in `w`: its second word first, so a reader that sees the first (with
     /// Acquire) sees the second and the page it names, initialised before.
-    pub(super) fn write(self, w: &[AtomicU64]) {
-        w[1].store(u64::from(self.slot) | u64::from(self.generation) << 32, Ordering::Relaxed);
-        w[0].store((self.offset + 1) | u64::from(self.segment) << 48, Ordering::Release);
+    pub(super) fn write(self, w: &LinkWords) {
+        w.check.store(u64::from(self.slot) | u64::from(self.generation) << 32, Ordering::Relaxed);
+        w.block.store((self.offset + 1) | u64::from(self.segment) << 48, Ordering::Release);
     }
 
     /// No page is linked from `w` any more.
-    pub(super) fn clear(w: &[AtomicU64]) {
-        w[0].store(0, Ordering::Release);
-        w[1].store(0, Ordering::Relaxed);
+    pub(super) fn clear(w: &LinkWords) {
+        w.block.store(0, Ordering::Release);
+        w.check.store(0, Ordering::Relaxed);
     }
 }
 
 /// The words of a page's entries.
 pub(super) fn entries(page: &[AtomicU64]) -> &[AtomicU64] {
-    &page[PAGE_HEADER..PAGE_HEADER + 2 * PAGE_ENTRIES as usize]
+    &page[PAGE_HEADER..PAGE_HEADER + size_of::<Entry>() / 8 * PAGE_ENTRIES as usize]
+}
+
+/// The header of a page (whole words of a page's block: checked when it was opened or made).
+fn header(page: &[AtomicU64]) -> &PageHeader {
+    view(page).expect("a page's header")
 }
 
 /// The words of a page that link the next.
-pub(super) fn next(page: &[AtomicU64]) -> &[AtomicU64] {
-    &page[2..4]
+pub(super) fn next(page: &[AtomicU64]) -> &LinkWords {
+    &header(page).next
 }
 
 /// The tag of the pages of slot `slot`'s transport of owner mark `owner`.
@@ -100,7 +130,8 @@ pub(super) fn open(
         return Err(refused("not held alone by the ledger's transport"));
     }
     let words = seg.block_words(offset, HDR as u32, PAGE_BYTES).ok_or(refused("not whole words"))?;
-    if words[0].load(Ordering::Relaxed) != MAGIC || words[1].load(Ordering::Relaxed) != tag(owner, slot) {
+    let h = view::<PageHeader>(words).ok_or(refused("not whole words"))?;
+    if h.magic.load(Ordering::Relaxed) != MAGIC || h.tag.load(Ordering::Relaxed) != tag(owner, slot) {
         return Err(refused("no page header of that ledger"));
     }
     Ok(words)
@@ -110,7 +141,7 @@ pub(super) fn open(
 /// transport has owner mark `owner`), in order; stops at the first link that does not check.
 pub(super) fn walk<'a>(
     by: &'a (impl Sweeper + ?Sized),
-    head: &[AtomicU64],
+    head: &LinkWords,
     owner: u32,
     slot: usize,
     mut each: impl FnMut(&'a [AtomicU64]),
@@ -148,9 +179,10 @@ pub(super) fn make(seg: &Segment, owner: u32, slot: usize) -> Result<Link, ShmEr
         }
     };
     words[PAGE_HEADER..].iter().for_each(|w| w.store(0, Ordering::Relaxed));
-    Link::clear(next(words));
-    words[1].store(tag(owner, slot), Ordering::Relaxed);
-    words[0].store(MAGIC, Ordering::Relaxed);
+    let h = header(words);
+    Link::clear(&h.next);
+    h.tag.store(tag(owner, slot), Ordering::Relaxed);
+    h.magic.store(MAGIC, Ordering::Relaxed);
     Ok(link)
 }
 

@@ -1,6 +1,6 @@
 //! The sweep of a dead transport's ledger: each listed reference dropped, checked first.
 
-use super::{area, head, on_page, overflow, used, Link, Listed, Referent, PIECE_COUNT_BYTES};
+use super::{area, head, on_page, overflow, used, Entry, Link, Listed, Referent, PIECE_COUNT_BYTES};
 use crate::segment::ring::Ring;
 use crate::segment::slots::is_shared;
 use crate::segment::Segment;
@@ -79,10 +79,10 @@ fn take_all<'a>(
     by: &(impl Sweeper + ?Sized),
     owner: u32,
     pieces: &mut dyn Pieces,
-    entries: impl Iterator<Item = &'a [AtomicU64]>,
+    entries: impl Iterator<Item = &'a Entry>,
 ) -> usize {
     entries
-        .filter_map(|e| Listed::decode(e[0].swap(0, Ordering::AcqRel), e[1].load(Ordering::Relaxed)))
+        .filter_map(|e| Listed::decode(e.block.swap(0, Ordering::AcqRel), e.place.load(Ordering::Relaxed)))
         .filter(|l| drop_shared(by, owner, pieces, l))
         .count()
 }

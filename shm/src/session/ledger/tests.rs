@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 /// The entries of slot `slot`'s area that list something.
 fn listing(m: &Management, slot: usize) -> usize {
-    used(area(m, slot)).filter(|e| e[0].load(Ordering::Relaxed) != 0).count()
+    used(area(m, slot)).filter(|e| e.block.load(Ordering::Relaxed) != 0).count()
 }
 
 /// Free bytes of `mgr`'s segment once its caches and the depot went back to the heap.
@@ -54,8 +54,8 @@ fn the_references_a_dead_transport_listed_are_dropped_once() {
     assert_eq!(listing(mng, slot), 2, "both listed");
     // A damaged entry (its offset moved) names no block: it drops nothing, the other its one.
     let first = entry(&area(mng, slot)[HEADER..], 0);
-    let good = first[0].load(Ordering::Relaxed);
-    first[0].store(good + 8, Ordering::Relaxed);
+    let good = first.block.load(Ordering::Relaxed);
+    first.block.store(good + 8, Ordering::Relaxed);
     assert_eq!(
         release(&*mgr, &mut crate::region::count::Orphans::new(mng), mng, slot, me),
         1,
@@ -63,7 +63,7 @@ fn the_references_a_dead_transport_listed_are_dropped_once() {
     );
     assert_eq!(count(), u64::from(crate::segment::slots::SHARED) << 32 | 1);
     // The good value back (as if it had been so): dropped, and with it the last reference.
-    first[0].store(good, Ordering::Relaxed);
+    first.block.store(good, Ordering::Relaxed);
     assert_eq!(release(&*mgr, &mut crate::region::count::Orphans::new(mng), mng, slot, me), 1);
     assert_eq!(count() as u32, 0, "the block was freed with the last one");
     // A sweeper that takes over from one killed after it released finds nothing to drop twice.
@@ -157,8 +157,8 @@ fn a_link_that_names_no_page_of_the_ledger_ends_the_walk() {
     let good = Link::read(link).expect("a page is linked");
     let crate::meta::Record::Block { offset: message, slot: message_slot, .. } = m.record() else { panic!("a block") };
     let walk = |w0: u64, w1: u64| {
-        link[0].store(w0, Ordering::Relaxed);
-        link[1].store(w1, Ordering::Relaxed);
+        link.block.store(w0, Ordering::Relaxed);
+        link.check.store(w1, Ordering::Relaxed);
         overflow_pages(mng, mine, std::process::id()).unwrap()
     };
     let word = |seg: u16, offset: u64| (offset + 1) | u64::from(seg) << 48;
@@ -173,8 +173,8 @@ fn a_link_that_names_no_page_of_the_ledger_ends_the_walk() {
     ));
     assert!(matches!(walk(word(seg, message), at(message_slot, 0)), Err(LedgerError::NotAPage { .. })), "a message");
     // Our page as another slot's ledger: not its transport's.
-    link[0].store(word(seg, good.offset), Ordering::Relaxed);
-    link[1].store(good_b, Ordering::Relaxed);
+    link.block.store(word(seg, good.offset), Ordering::Relaxed);
+    link.check.store(good_b, Ordering::Relaxed);
     let other = head(area(mng, slot + 1));
     Link::read(link).unwrap().write(other);
     let theirs = overflow::walk(mine, other, me, slot + 1, |_| {});
@@ -187,7 +187,7 @@ fn a_link_that_names_no_page_of_the_ledger_ends_the_walk() {
     Link::clear(overflow::next(page));
     assert_eq!(walk(word(seg, good.offset), good_b), Ok(1), "the good link back");
     // Damaged, the sweep drops the area's references and refuses the link.
-    link[0].store(word(seg, good.offset + 16), Ordering::Relaxed);
+    link.block.store(word(seg, good.offset + 16), Ordering::Relaxed);
     assert_eq!(
         release(&*mgr, &mut crate::region::count::Orphans::new(mng), mng, slot, me),
         ENTRIES as usize,

@@ -2,11 +2,11 @@
 //! them as it lets them go.
 
 use super::overflow::{self, Link, PAGE_ENTRIES};
-use super::{area, entry, head, Listed, Referent, ENTRIES, HEADER};
+use super::{area, entry, head, Entry, Listed, Referent, ENTRIES, HEADER};
 use crate::error::ShmError;
 use crate::segment::Segment;
 use crate::session::management::Management;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 /// A transport's ledger: its liveness slot's area, its overflow pages, and which entries are free.
@@ -87,7 +87,7 @@ impl Ledger {
             return;
         }
         if let Some(e) = self.entry(m, &s, i) {
-            e[0].store(0, Ordering::Release);
+            e.block.store(0, Ordering::Release);
             s.free.push(i);
         }
     }
@@ -108,7 +108,7 @@ impl Ledger {
     }
 
     /// The words of entry `i` (below `s.used`).
-    fn entry<'a>(&'a self, m: &'a Management, s: &State, i: u32) -> Option<&'a [AtomicU64]> {
+    fn entry<'a>(&'a self, m: &'a Management, s: &State, i: u32) -> Option<&'a Entry> {
         if i < ENTRIES {
             return Some(entry(&area(m, self.slot)[HEADER..], i));
         }
