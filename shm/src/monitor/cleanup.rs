@@ -1,5 +1,11 @@
-//! Removing a session's objects (FairMQ's `Cleanup`, `CleanupFull`) and forgetting its
-//! allocations (`ResetContent`).
+//! Removing a session's objects, and forgetting its allocations.
+//!
+//! - [`cleanup`] removes every object of the session except the monitor's lock (FairMQ's
+//!   `Cleanup`).
+//! - [`cleanup_full`] removes the monitor's lock too (FairMQ's `CleanupFull`).
+//! - [`reset_content`] forgets every allocation in the session's segments, and removes its
+//!   regions' acknowledgement queues (FairMQ's `ResetContent`). It refuses while a transport that
+//!   is not provably dead is attached.
 
 use super::report::open_if_present;
 use crate::error::ShmError;

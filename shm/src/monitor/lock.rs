@@ -1,4 +1,5 @@
-//! The monitor's lock file, and starting a monitor daemon for a session that has none.
+//! The monitor's lock file ([`MonitorLock`]), which keeps a session to one monitor, and
+//! [`start_daemon`], which starts a monitor daemon for a session that has none.
 
 use crate::error::ShmError;
 use crate::naming::Names;

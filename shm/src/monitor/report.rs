@@ -1,5 +1,6 @@
-//! One-shot views of sessions: the segment report, the list of every session, the debug list of
-//! allocated blocks.
+//! One-shot views of sessions: the segment report ([`report`]), the list of every session
+//! ([`list_all`]), the debug list of allocated blocks ([`debug_info`], [`used_blocks`]), and a
+//! segment's free memory ([`free_memory`]).
 
 use crate::error::ShmError;
 use crate::naming::Names;

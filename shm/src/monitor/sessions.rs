@@ -1,5 +1,5 @@
-//! Sessions as data: what the segment report prints (see `report`), and what the monitor's
-//! metrics export, read from a session's shared memory without attaching to it.
+//! Sessions as data ([`SessionView`]), read from a session's shared memory without attaching to
+//! it. The segment report prints this data (see `report`), and the monitor's metrics export it.
 
 use crate::error::ShmError;
 use crate::naming::Names;

@@ -1,13 +1,23 @@
-//! The monitor mode: watching a session's heartbeats and the liveness of its processes, and
-//! cleaning what the dead left.
+//! The monitor mode ([`Watcher`]): it watches a session's heartbeats and the liveness of its
+//! processes, and cleans up what the dead left.
 //!
-//! Heartbeats follow FairMQ: a session whose heartbeats stopped for the timeout is cleaned. Beyond
-//! FairMQ, every tick also tries the liveness slot of each attached transport (`liveness`): a
-//! process that died is counted out at once and the blocks it held in its caches are freed; when
-//! the last transport of a session died, the session is cleaned without waiting for the timeout.
-//! And a session whose heartbeats stopped is not cleaned while one of its transports is provably
-//! alive (its slot's mutex is held: a process stopped by a signal or a debugger, or busy): the
-//! heartbeats decide alone only for transports whose liveness cannot be seen.
+//! As in FairMQ, the monitor cleans a session whose heartbeats stopped for the timeout. Beyond
+//! FairMQ, every step ([`Watcher::step`]) also tries the liveness slot of each attached transport
+//! (see `liveness`), and sweeps the dead ([`sweep`]):
+//!
+//! - The monitor counts a dead process out of the session at once. It drops the shared references
+//!   that the process's ledger lists, finishes the process's claims under way, and frees the
+//!   blocks that the process held alone or kept in its caches.
+//! - A dead process that listed a lane may hold the lane's last reference. Releasing what a lane
+//!   holds takes a transport, so the monitor then attaches one for a moment instead, and that
+//!   transport's attach sweeps the dead.
+//! - When the last transport of a session died, the monitor cleans the session without waiting
+//!   for the timeout.
+//!
+//! The monitor does not clean a session whose heartbeats stopped while one of its transports is
+//! provably alive, that is, while the transport holds its slot's mutex. Its process may be stopped
+//! by a signal or a debugger, or busy. The heartbeats decide alone only for transports whose
+//! liveness cannot be seen.
 
 use super::cleanup;
 use super::report::open_if_present;

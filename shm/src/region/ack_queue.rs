@@ -1,15 +1,19 @@
-//! A region's acknowledgement queue (`fmqrs_<shmId>_rgq_<r>`): released pieces of the region travel
-//! back to the region's controller through it.
+//! A region's acknowledgement queue ([`AckQueue`]), the file `fmqrs_<shmId>_rgq_<r>`. Released
+//! pieces of the region travel back to the region's controller through it.
 //!
-//! A ring of `(offset, size, hint)` entries. Producers (any process that released pieces) append
-//! under a robust mutex: entries first, then one store of `tail`, so a producer killed half-way
-//! leaves nothing visible. The single consumer (the controller's receiver thread) reads `[head,
-//! tail)` without the lock and advances `head`. Two futex words wake the consumer on new entries
-//! and producers on freed space. Producers drop acknowledgements when no consumer is registered
-//! (a region created without a callback), so a queue never fills with acks nobody will read.
+//! The queue is a ring of `(offset, size, hint)` entries ([`Ack`]), from byte 4096 of the file.
+//! The producers are the processes that released pieces. A producer appends under a robust mutex:
+//! it writes the entries first, then publishes them with one store of `tail`. So a producer killed
+//! half-way leaves nothing visible. The single consumer, the controller's receiver thread, reads
+//! `[head, tail)` without the lock and advances `head`. Two futex words wake the consumer when
+//! entries arrive (`data`) and the producers when space frees up (`space`).
 //!
-//! Everything read here may have been written by a faulty process: indices are checked, and the
-//! consumer validates every entry against the region before use.
+//! The `consumer` word holds the consumer's owner mark. Producers drop acknowledgements when no
+//! consumer is registered (a region created without a callback) or the consumer is dead. So a
+//! queue never fills with acknowledgements that nobody will read.
+//!
+//! Any word read here may have been written by a faulty process. The indices are checked, and the
+//! consumer checks every entry against the region before use.
 
 use crate::error::ShmError;
 use crate::naming::Names;

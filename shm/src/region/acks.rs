@@ -1,6 +1,11 @@
-//! The regions a transport has mapped, and its acknowledgement thread: every 500 ms, or as soon as
-//! a region has a full batch of 256, it pushes released pieces to their regions' queues (FairMQ's
-//! ack sender). When the transport ends, everything still pending is sent before it detaches.
+//! The regions a transport has mapped ([`Acks`]), and the transport's acknowledgement thread
+//! (FairMQ's ack sender).
+//!
+//! The thread starts with the first region. It pushes released pieces to their regions' queues
+//! every 500 ms ([`ACK_INTERVAL`]), and as soon as a region has a full batch of 256. When the
+//! transport ends, [`Acks::shutdown`] stops the thread and sends what is still pending, before the
+//! transport detaches. It waits at most 5 s in all for room in full queues; what does not fit by
+//! then is lost.
 
 use crate::region::ack_queue::Ack;
 use crate::region::map::RegionMap;

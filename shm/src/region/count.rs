@@ -1,12 +1,13 @@
-//! A region piece's count block: the small block of a managed segment that holds the shared
+//! A region piece's count block: a small block of a managed segment that holds the shared
 //! reference count of a piece of an unmanaged region, and names the piece.
 //!
-//! A receiver gives every region piece it takes a count block (the first copy of a piece made
-//! where it was created does too), and lists its reference in its ledger (see `ledger`). When the
-//! receiver is killed, the sweep of the dead drops the reference; the sweep that drops the last
-//! one reads the piece from the block and acknowledges it to the region's controller through the
-//! region's queue, as the last holder's release would have. Before, a killed consumer's pieces
-//! were never acknowledged, and a controller waiting for them waited forever.
+//! A message of a region piece gets a count block when it is first copied or received. Every
+//! holder lists its reference in its ledger (see `session::ledger`). When a holder is killed, the
+//! sweep of the dead drops its reference. The sweep that drops the last reference reads the piece
+//! from the block and acknowledges it to the region's controller through the region's queue
+//! ([`Orphans`]), as the last holder's release would have. Before count blocks, a killed
+//! consumer's pieces were never acknowledged, and a controller that waited for them waited
+//! forever.
 //!
 //! | word of the block's data | content |
 //! |---|---|

@@ -1,12 +1,18 @@
-//! One process's mapping of an unmanaged region: its bytes, its acknowledgement queue, and the
-//! acknowledgements this process collected but has not sent yet.
+//! One process's mapping of an unmanaged region ([`RegionMap`]): the region's bytes, its
+//! acknowledgement queue, and the acknowledgements that this process collected but has not sent
+//! yet.
 //!
-//! The controller (the process that created or adopted the region) and every viewer (a process
-//! that received a message of it) hold one. Pieces released here are batched (FairMQ: up to 256,
-//! sent at least every 500 ms) and pushed to the queue by the transport's ack thread (`acks`).
+//! The region's controller holds one: the process that created or adopted the region. So does
+//! every viewer: a process that received a message of the region. Pieces released in this process
+//! are batched as in FairMQ: up to [`BATCH`] (256) at a time, sent at least every 500 ms. The
+//! transport's acknowledgement thread pushes them to the queue (see `acks`).
 //!
-//! Creating a region's bytes (`create_data`) is here too, for both of its creators: a transport,
-//! and a program outside one (`external`).
+//! A [`RegionMap`] also tracks the byte ranges that this process's messages refer to, so that a
+//! write through the region never touches bytes that a message may borrow
+//! ([`RegionMap::write_unheld`]).
+//!
+//! [`create_data`] makes a region's bytes. Both kinds of creator use it: a transport, and a
+//! program outside one (`external`).
 
 use crate::error::ShmError;
 use crate::meta::MetaError;

@@ -1,15 +1,24 @@
-//! Per-process caches that keep the segment lock off the per-message path.
+//! Per-process block caches, which keep the segment lock off the path of most messages.
 //!
-//! - *Magazines*: small stacks of ready blocks of one size, refilled from the segment many at a time
-//!   under one lock. A sender that allocates the same size again and again (the common case) takes the
-//!   lock once per refill instead of once per message. Blocks this process frees into its own segment
-//!   go back to their magazine without any lock.
-//! - *Deferred frees*: blocks released by this process wait in a short list and are freed in one
-//!   locked batch when the list is long, holds many bytes, or the process is about to wait anyway
-//!   (a receive that would block). So a receiver does not take the lock per message either.
+//! A [`Cache`] belongs to one transport and holds two kinds of cache:
 //!
-//! Cached blocks count as used in the segment; they belong to this process (their owner field says
-//! so) and are returned by [`Cache::drain`] on allocation failure and when the transport ends.
+//! - *Magazines* are small stacks of ready blocks of one size class. A refill takes many blocks
+//!   from the segment under one lock. A sender that allocates the same size again and again (the
+//!   common case) therefore takes the segment lock once per refill, not once per message. A block
+//!   that this process frees in its own segment can go back to its magazine without the segment
+//!   lock.
+//! - *Deferred frees* are blocks that this process released, kept in a short list. The list is
+//!   freed in one locked batch when it is long, when it holds many bytes, or when the process is
+//!   about to wait anyway (a receive or a poll that finds nothing). So a receiver does not take
+//!   the segment lock per message either.
+//!
+//! While some process waits for memory, no block goes into a magazine, and the list is freed as
+//! soon as it holds a magazine's worth of blocks.
+//!
+//! Cached blocks count as used in the segment. Their count word names this transport as their
+//! owner, with no reference, so the sweep of the dead frees them if the process dies.
+//! [`Cache::drain`] returns them all: when an allocation fails, when the transport is flushed, and
+//! when it ends.
 
 use crate::segment::depot::{MAGAZINE_SHARE, REFILL_BLOCKS};
 use crate::segment::tlsf::{Block, ALIGN, HDR, MIN_BLOCK};

@@ -1,16 +1,26 @@
-//! The segment's depot: full magazines of freed blocks, shared by all processes of the session.
+//! The segment's depot: magazines of freed blocks, shared by all processes of the session.
 //!
-//! In a stream the same blocks cycle: the sender allocates, the receiver frees, the sender allocates
-//! again. Instead of freeing a batch of same-size blocks into the heap (merging them) and carving
-//! them out again, the receiver deposits them here as one magazine, and the sender's next refill
-//! takes that magazine whole. Both happen under the segment lock, once per magazine, in O(1) per
-//! block, without touching the heap's lists.
+//! In a stream the same blocks cycle: the sender allocates a block, the receiver frees it, and the
+//! sender allocates it again. Without the depot, the receiver would free a batch of same-size
+//! blocks into the heap, which merges them, and the sender's next refill would carve them out
+//! again. Instead, the receiver deposits the batch here as one magazine, and the sender's next
+//! refill takes that magazine whole. Both steps take the segment lock once per magazine, cost
+//! O(1) per block, and do not touch the heap's lists.
 //!
-//! Blocks in the depot are used blocks of the heap with reference count 0 and owner [`DEPOT_OWNER`].
-//! The depot is a cache: after a process died holding the lock, it is emptied into the heap (see
-//! `Segment`), which also catches blocks of a deposit that was cut short.
+//! A block in the depot is a used block of the heap, with reference count 0 and owner
+//! [`DEPOT_OWNER`]. Only blocks with a slot (see `slots`) go into the depot, and the depot lists
+//! them by slot number. It holds at most [`SLOTS`] magazines; blocks that do not fit go back to
+//! the heap.
 //!
-//! Words: `[magazines, bytes]`, then `SLOTS` slots of `[block size, count, offsets...]`.
+//! The depot is only a cache. When a process dies holding the segment lock, the repair empties the
+//! depot into the heap (see `Segment::repair`). The repair finds the depot's blocks by their owner,
+//! so it also frees the blocks of a deposit that was cut short.
+//!
+//! | word | content |
+//! |---|---|
+//! | 0 | magazines held |
+//! | 1 | bytes held |
+//! | 2.. | [`SLOTS`] magazines of 2 + [`BLOCKS`] words each: block size, block count, then the blocks' slot numbers |
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed, Ordering::Release};
 

@@ -1,20 +1,36 @@
-//! A managed segment: a shared-memory file holding a header, a robust mutex and a TLSF heap that
-//! every process of the session allocates from and frees to.
+//! A managed segment: a shared-memory file with a heap of blocks, which every process of the
+//! session allocates from and frees to.
 //!
-//! | bytes | content |
-//! |---|---|
-//! | 0..128 | header words: magic, layout version, size, heap bounds, id, free epoch (futex), waiters, recoveries, slot table place, slots, free slot list, slots ever used, block size the waiters need, wake issued, ticket table place |
-//! | 128..192 | the robust process-shared mutex guarding the heap |
-//! | 192..200 | the number of the file name it was made under (`files::name_tag`) |
-//! | 200.. | TLSF control words |
-//! | 8192.. | the depot of freed magazines (see `depot`) |
-//! | `HEAP_START`..`heap end` | blocks |
-//! | `heap end`..`tickets` | the slot table (see `slots`; none in segments under 1 MiB) |
-//! | `tickets`..size | the hand-over tickets (see `tickets`) |
+//! [`Segment`] is one process's mapping of a segment. The file starts with a header and a robust
+//! mutex, the *segment lock*, which guards the heap. The heap is a TLSF allocator (see [`tlsf`]).
+//! Two tables after the heap describe its blocks. The layout:
 //!
-//! This file holds the segment's layout and its allocation and freeing. Beside it: `reclaim`
-//! (what tickets hand over, and what dead processes left), `waiting` (processes that wait for
-//! memory, and the frees that wake them), and the parts of the layout above, one module each.
+//! | bytes | [`Header`] field | content |
+//! |---|---|---|
+//! | 0..128 | `tag`, `size`, `heap_start`, `heap_end`, `id`, `epoch`, `waiters`, `recoveries`, `slots_at`, `nslots`, `slot_head`, `slot_hw`, `want`, `wake`, `tickets_at` | magic and layout version, size, heap bounds, id, free epoch (a futex word), waiters, recoveries, slot table place, slots, free slot list, slots ever used, block size the waiters need, wake issued, ticket table place |
+//! | 128..192 | `lock` | the segment lock: a robust process-shared mutex |
+//! | 192..200 | `name_tag` | the number of the file name the segment was made under (`files::name_tag`) |
+//! | 200.. | | TLSF control words |
+//! | 8192.. | | the depot of freed magazines (see [`depot`]) |
+//! | [`HEAP_START`]..heap end | | blocks |
+//! | heap end..`tickets_at` | | the slot table (see [`slots`]); a segment under 1 MiB has none |
+//! | `tickets_at`..size | | the hand-over tickets (see [`tickets`]) |
+//!
+//! When a process dies holding the segment lock, the next process that takes the lock repairs the
+//! heap and counts the repair in `recoveries` (see [`Segment::locked`]).
+//!
+//! This file holds the layout, allocation ([`Segment::allocate`]) and freeing ([`Segment::free`]).
+//! Submodules hold the rest:
+//!
+//! - [`cache`]: each process's block caches, which keep the segment lock off the path of most
+//!   messages.
+//! - [`depot`]: the segment's shared store of freed magazines.
+//! - [`reclaim`]: what the tickets hand over, and what dead processes left in the segment.
+//! - [`ring`]: the ring of a lane, which lives in one block.
+//! - [`slots`]: the slot table.
+//! - [`tickets`]: the hand-over tickets.
+//! - [`tlsf`]: the heap's allocator.
+//! - [`waiting`]: processes that wait for memory, and the frees that wake them.
 
 pub(crate) mod cache;
 pub(crate) mod depot;

@@ -1,6 +1,15 @@
-//! What the tickets of a segment hand over, and what dead processes left in it: claims under
-//! way, blocks in flight, blocks a dead transport held alone or cached. The sweep of the dead
-//! (`session::ledger`, `Attachment::sweep_dead`) and the monitor use these.
+//! What a segment's tickets hand over, and what dead processes left in the segment.
+//!
+//! The sweep of the dead (`session::ledger`, `Attachment::sweep_dead`) and the monitor use these:
+//!
+//! - [`Segment::finish_claims`] finishes the claims that dead receivers left under way.
+//! - [`Segment::in_flight`] lists the blocks that tickets hand over and nobody claimed yet.
+//!   [`Ticketed`] collects those blocks, and the blocks being claimed, over several segments.
+//! - [`Segment::reclaim_dead`] frees the blocks that a dead transport held alone or kept in its
+//!   caches, except those that a ticket hands over.
+//!
+//! [`remark`] changes the holder mark of a block with one reference, for example from a sender's
+//! owner mark to [`slots::IN_FLIGHT`]. Sends, lanes and the release of orphaned tickets use it.
 
 use super::{slots, tickets, Segment};
 use crate::error::ShmError;

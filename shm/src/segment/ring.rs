@@ -1,32 +1,41 @@
-//! A lane: a single-writer, single-reader ring of metadata frames inside one block of the segment.
+//! A lane: a ring of metadata frames with one writer and one reader, inside one block of the
+//! segment ([`Ring`]).
 //!
-//! Through libzmq every record costs a whole libzmq message on both sides and two I/O threads that
-//! compete with the application threads for processors. Between one sender and one receiver the
-//! records go through a lane instead: the writer copies a frame into the ring and publishes it with
-//! one store, the reader takes it with one load. ZeroMQ stays for what it does well: the lane is
-//! offered over the socket (so it reaches the peer libzmq connected, after everything sent before),
-//! and a reader that sleeps in its socket is woken by a small frame there.
+//! Through libzmq, every record costs a whole libzmq message on both sides, and two I/O threads
+//! that compete with the application's threads for processors. Between one sender and one
+//! receiver, the records go through a lane instead. The writer copies a frame into the ring and
+//! publishes it with one store; the reader takes it with one load. ZeroMQ keeps the jobs it does
+//! well. The writer offers the lane over the socket, so the offer reaches the peer that libzmq
+//! connected, after everything sent before it. A reader that sleeps in its socket is woken by a
+//! small frame on that socket.
 //!
-//! Layout, in 64-bit words (hot words on cache lines of their own):
+//! The layout, in 64-bit words. Hot words sit on cache lines of their own.
 //!
-//! | word | content | written by |
-//! |---|---|---|
-//! | 0, 1 | magic, layout version | writer, once |
-//! | 2 | ring capacity in bytes (a power of two) | writer, once |
-//! | 3 | writer's owner mark | writer, once |
-//! | 4 | reader's owner mark, 0 while unclaimed, [`ORPHANED`] when the writer left first | by CAS |
-//! | 5 | closed bits: [`WRITER_CLOSED`], [`READER_CLOSED`] | each side, once |
-//! | 8 | tail: bytes ever published | writer |
-//! | 9 | staged: end of an entry written past the tail, being published (see [`Ring::push`]) | writer |
-//! | 16 | head: bytes ever consumed | reader |
-//! | 24 | reader asleep (1) | reader sets, writer takes |
-//! | 32 | writer waiting for room (1) | writer sets, reader takes |
-//! | 40 | room futex: bumped when a waiting writer may go on | reader |
+//! | word | [`Header`] field | content | written by |
+//! |---|---|---|---|
+//! | 0, 1 | `tag` | magic, layout version | writer, once |
+//! | 2 | `capacity` | ring capacity in bytes (a power of two) | writer, once |
+//! | 3 | `writer` | writer's owner mark | writer, once |
+//! | 4 | `reader` | reader's owner mark; 0 while unclaimed; [`ORPHANED`] when the writer left before any reader claimed the lane | compare-and-swap |
+//! | 5 | `closed` | closed bits: [`WRITER_CLOSED`], [`READER_CLOSED`] | each side, once |
+//! | 8 | `tail` | bytes ever published | writer |
+//! | 9 | `staged` | end of an entry written past the tail, being published | writer |
+//! | 16 | `head` | bytes ever consumed | reader |
+//! | 24 | `asleep` | 1: the reader is asleep | reader sets, writer takes |
+//! | 32 | `waiting` | 1: the writer waits for room | writer sets, reader takes |
+//! | 40 | `room` | room futex: bumped when a waiting writer may go on | reader |
 //!
-//! The ring starts at word [`HEADER_WORDS`]. An entry is a word `length | kind << 32` and the frame's
-//! bytes in whole words. An entry never wraps: a [`KIND_SKIP`] entry fills the end of the ring.
-//! The header is [`Header`]. Everything in the ring comes from another process: [`Ring::open`] and [`Ring::peek`] check every
-//! field and index before use.
+//! The ring starts at word [`HEADER_WORDS`]. An entry is one word `length | kind << 32`, followed
+//! by the frame's bytes in whole words. The kind is [`KIND_FRAME`] (the frame itself) or
+//! [`KIND_INDIRECT`] (the record of a block that holds a frame too large for the ring). An entry
+//! never wraps: a [`KIND_SKIP`] entry fills the end of the ring.
+//!
+//! The writer writes an entry past the tail and stores its end in `staged`. It then marks the
+//! entry's blocks in flight, and publishes the entry by moving the tail ([`Ring::push_seen`]). A
+//! reader finishes the staged entry of a writer that died in between ([`Ring::staged`]).
+//!
+//! Everything in the ring comes from another process. [`Ring::open`] checks the header, and every
+//! read checks the head, the tail and each entry before use.
 
 pub(crate) use crate::error::LaneError;
 use crate::sys::layout::{shared_layout, view, Kind, Tag};
@@ -259,7 +268,7 @@ impl<'a> Ring<'a> {
         self.push_seen(kind, frame, before_publish, &Cell::new(0))
     }
 
-    /// [`Ring::push`] by a writer that keeps the head it saw last in `seen`: while that leaves
+    /// `Ring::push` by a writer that keeps the head it saw last in `seen`: while that leaves
     /// room, the reader's cache line is not read (it moves between the processors on every read).
     pub(crate) fn push_seen(
         &self,
@@ -350,7 +359,7 @@ impl<'a> Ring<'a> {
         self.entry_between(head, tail)
     }
 
-    /// [`Ring::peek`] by a reader that keeps the tail it saw last in `seen`: the writer's cache
+    /// `Ring::peek` by a reader that keeps the tail it saw last in `seen`: the writer's cache
     /// line is read again only once everything up to that tail is consumed.
     pub(crate) fn peek_seen(&self, seen: &Cell<u64>) -> Result<Option<Entry>, LaneError> {
         let head = self.h.head.load(Ordering::Relaxed);
@@ -369,7 +378,7 @@ impl<'a> Ring<'a> {
         Ok(self.indices()?.1)
     }
 
-    /// [`Ring::peek`] for an entry that ends by `end`, a tail read before: whoever empties a ring
+    /// `Ring::peek` for an entry that ends by `end`, a tail read before: whoever empties a ring
     /// stops there, also when the other end keeps writing.
     pub(crate) fn peek_before(&self, end: u64) -> Result<Option<Entry>, LaneError> {
         let (head, tail) = self.indices()?;

@@ -1,22 +1,39 @@
-//! The segment's slot table: reference counts and validation data of used blocks, packed densely.
+//! The segment's slot table ([`Slots`]): the reference counts and validation data of used blocks,
+//! packed densely.
 //!
-//! A block's header sits at the block's start, so for large messages every header is on a page of
-//! its own, and a stream touches a new page (a TLB miss, often a cache miss from the other core) on
-//! every step: allocation, receipt, release, free. A slot keeps what those steps need (the count and
-//! owner, the block's offset, size and data distance) in 32 bytes of one table, and slots are reused
-//! last-freed-first, so a stream cycles through a few pages of it whatever the message size.
+//! A block's header sits at the block's start. For large messages, every header is therefore on a
+//! page of its own, and a stream touches a new page on every step: allocation, receipt, release
+//! and free. Each new page costs a TLB miss, and often a cache miss from the other core. A slot
+//! keeps what those steps need in 32 bytes of one table: the count and owner, and the block's
+//! offset, size and data distance. Slots are reused last-freed-first, so a stream cycles through a
+//! few pages of the table, whatever the message size.
 //!
-//! A block gets a slot when it is carved from the heap (if one is free) and keeps it until it goes
-//! back to the heap; the depot holds slot numbers. The block's header word 2 then holds
-//! [`SLOTTED`]`<< 32 | slot` instead of the count, so a heap walk finds the slot of each block.
-//! Blocks without a slot (table full) keep their count in the header, as before.
+//! A block gets a slot when it is carved from the heap, if a slot is free. It keeps the slot until
+//! it goes back to the heap; the depot lists its blocks by slot number. While a block has a slot,
+//! its header word 2 holds [`SLOTTED`]` << 32 | slot` instead of the count, so a heap walk finds
+//! the slot of each block. A block without a slot (the table was full) keeps its count in its
+//! header, as all blocks did before the table.
 //!
-//! Entry words: `[count | owner << 32, block offset (0: slot free), block size (next free slot + 1
-//! when free), data distance | generation << 32]`. The generation moves on each time the block is
-//! handed out for a new use (see [`Slots::next_generation`]); a record names the generation it was
-//! made in, so a record of an earlier use (its block freed and handed out again meanwhile) no
-//! longer matches the block. The free list and the high-water mark are changed under the segment
-//! lock only; after a process died holding it, [`Slots::rebuild`] derives both from the heap.
+//! The table has one slot per 4 KiB of segment, at most 2^20, and none in a segment under 1 MiB
+//! ([`count_for`]). A slot's words:
+//!
+//! | word | content |
+//! |---|---|
+//! | 0 | count, and owner << 32 (the count word, [`Slots::rc`]) |
+//! | 1 | block offset; 0 while the slot is free |
+//! | 2 | block size; while the slot is free, the next free slot + 1 (0: none) |
+//! | 3 | data distance, and generation << 32 |
+//!
+//! The owner is a transport's owner mark, or a mark for a block with no single holder:
+//! [`SHARED`], [`IN_FLIGHT`], or `depot::DEPOT_OWNER`.
+//!
+//! The generation moves on each time the block is handed out for a new use (see
+//! [`Slots::next_generation`]), and when the slot takes a new block. A record names the generation
+//! it was made in. So a record of an earlier use, whose block was freed and handed out again
+//! since, no longer matches the block.
+//!
+//! Only the holder of the segment lock changes the free list and the high-water mark. After a
+//! process died holding the lock, [`Slots::rebuild`] derives both from the heap.
 
 use std::sync::atomic::{AtomicU64, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
 

@@ -1,37 +1,42 @@
 //! Hand-over tickets: what makes a record on a socket worth a block.
 //!
-//! A record alone never grants anything: it could be forged, or replayed (a peer that saw one
-//! sends it again), and a receiver taking over a reference it was never given frees a block
-//! that others still use. So a sender that hands a message to a socket first writes a *ticket* in
-//! its segment's ticket table: what the message is (its untracked record: block or region piece)
-//! and a fresh random 64-bit nonce. The record on the wire names only the ticket and the nonce.
-//! A receiver reads what the ticket describes, checks it like any record, then claims the ticket
-//! by swapping the nonce for 0; the sender takes back a record that never left (a failed send)
-//! the same way. One swap succeeds, once: a second claim of the same record, or a claim of a
-//! ticket reused since, fails and frees nothing.
+//! A record alone must never grant anything. It could be forged, or replayed: a peer that saw a
+//! record sends it again. A receiver that took over a reference it was never given would free a
+//! block that others still use. So before a sender hands a message to a socket, it writes a
+//! *ticket* into its segment's ticket table. The ticket holds what the message is (its untracked
+//! record: a block or a region piece) and a fresh random 64-bit nonce. The record on the wire
+//! names only the ticket and the nonce.
 //!
-//! A ticket of kind [`Kind::Offer`] carries a lane's offer (see `lanes`): it moves no reference,
-//! it only proves the offer was made by the lane's writer, and that nobody claimed it before.
+//! A receiver reads what the ticket describes and checks it like any record. It then claims the
+//! ticket by swapping the nonce for 0 ([`Tickets::claim_as`]). A sender takes back a ticket the
+//! same way ([`Tickets::claim`]), for example for a record that never left (a failed send). Only
+//! one swap succeeds, and only once. A second claim of the same record fails and frees nothing, and
+//! so does a claim of a ticket that was reused since.
 //!
-//! Layout, from the table's first word: one owner word per chunk of [`CHUNK`] tickets (the owner
-//! mark of the transport that issues from it, 0 when free), padded to a cache line; then the
-//! tickets, a cache line each (a receiver claiming one never shares its line with a sender
-//! writing the next):
+//! A ticket of kind [`Kind::Offer`] carries a lane's offer (see `lanes`). It moves no reference.
+//! It only proves that the lane's writer made the offer, and that nobody claimed it before.
+//!
+//! A transport issues tickets from chunks of [`CHUNK`] tickets that it holds ([`Issuer`]). The
+//! table starts with one owner word per chunk, padded to a cache line. An owner word holds the
+//! owner mark of the transport that issues from the chunk, 0 while the chunk is free, or [`LEFT`]
+//! when its issuer left with tickets of it still out. The tickets follow, one cache line each, so
+//! a receiver that claims a ticket never shares its cache line with a sender that writes the next:
 //!
 //! | word ([`Ticket`] field) | content |
 //! |---|---|
-//! | 0 (`nonce`) | nonce; 0 while the ticket is free |
-//! | 1 (`record[0]`) | kind (bits 0..8: 1 block, 2 region piece; bit 7: a lane offer), id << 16 (segment or region), aux << 32 (block: data distance; region: shared count's segment, and its data distance << 16) |
+//! | 0 (`nonce`) | nonce; 0 while the ticket is free; [`CLAIMING`] \| the claimer's owner mark while a receiver claims it |
+//! | 1 (`record[0]`) | kind (bits 0..7: 1 block, 2 region piece; bit 7: a lane offer), id << 16 (segment or region), aux << 32 (block: data distance; region: shared count's segment, and its data distance << 16) |
 //! | 2 (`record[1]`) | offset |
 //! | 3 (`record[2]`) | size |
 //! | 4 (`record[3]`) | block: slot, and its generation << 32; region: the creator's hint |
 //! | 5 (`record[4]`) | region: offset of the shared count's block ([`meta::NOT_SHARED`]: none) |
-//! | 6 (`socket`) | the receiving socket's number (see `peers`), 0 while not known; the issuing socket's with receiver [`FACING`], the endpoint's directory key with [`AT_ENDPOINT`] |
-//! | 7 (`marks`) | issuer's owner mark, and the receiving transport's owner mark << 32 (0: not known) |
+//! | 6 (`socket`) | the receiving socket's number (see `peers`), 0 while not known; with receiver [`FACING`], the issuing socket's number; with receiver [`AT_ENDPOINT`], the endpoint's directory key |
+//! | 7 (`marks`) | issuer's owner mark, and the receiver mark << 32: 0 until the record is addressed, [`ELSEWHERE`] when the receiving transport is not known, else its owner mark, [`FACING`] or [`AT_ENDPOINT`] |
 //!
-//! Words 1..7 are written before word 0 (release), and read after it (acquire); a reader that
-//! then wins the swap knows they were those of its nonce, since a ticket is reused only once its
-//! word 0 went back to 0.
+//! An issue writes words 1..7 before word 0 (release), and a reader reads them after word 0
+//! (acquire). A reader that then wins the swap knows that they were the words of its nonce: a
+//! ticket is reused only once its word 0 went back to 0. [`Tickets::address`] fills in words 6 and
+//! 7 afterwards, before the record is sent.
 
 use crate::meta::{self, RcHandle, Record};
 pub use crate::meta::{Kind, TicketError};

@@ -1,4 +1,12 @@
 //! Processes that wait for memory in a segment, and the frees that wake them.
+//!
+//! A process that finds no room counts itself in the header's `waiters` word
+//! ([`Segment::start_waiting`]) and sleeps on the free epoch, a futex word ([`Waiting::sleep`]).
+//! A free that finds waiters bumps the epoch and wakes them ([`Segment::wake_waiters`]), at most
+//! once per arming ([`Waiting::arm`]); later frees skip the system call. When all waiters need the
+//! same block size, the `want` word holds it, and frees keep magazines of that size in the depot
+//! for them. While a process waits, frees of any other size go to the heap, whose merged free
+//! space a waiter needs.
 
 use super::{tlsf, Segment};
 use crate::sys::futex;

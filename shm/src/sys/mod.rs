@@ -1,6 +1,18 @@
-//! The operating-system layer: the only unsafe code of the crate besides message data access.
-//! Safe opening and creation of shared-memory files, their mappings, robust process-shared
-//! mutexes, futexes, file locks, the monotonic clock and other processes' existence.
+//! The operating-system layer, behind safe interfaces.
+//!
+//! This module holds the crate's unsafe code. Outside it, unsafe code only makes slices of message
+//! payloads and takes raw user buffers. The submodules:
+//!
+//! - [`files`]: opening, creating and removing shared-memory files safely.
+//! - [`mapping`]: the mappings of those files.
+//! - [`layout`]: typed views of the layouts in shared memory.
+//! - [`robust_mutex`]: robust process-shared mutexes.
+//! - [`futex`]: futex waits and wakes.
+//! - [`flock`]: file locks.
+//! - [`clock`]: the monotonic clock.
+//! - [`process`]: whether other processes exist.
+//!
+//! The crate builds for 64-bit little-endian Linux only.
 
 pub(crate) mod clock;
 pub(crate) mod files;

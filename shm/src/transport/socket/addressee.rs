@@ -1,16 +1,24 @@
-//! The receiver of a socket whose ZeroMQ socket picks where a record goes (PAIR, REQ, REP,
-//! DEALER, ROUTER), as far as it can be named: the one socket at the other end of its endpoints in
-//! the session's directory (see `directory`), or, when several are there, "one of those facing
-//! this socket" ([`FACING`]). A REP names the transport that issued the request it answers, from
-//! that request's ticket.
+//! The receiver that a socket's tickets name ([`Addressee`]), for the socket types whose ZeroMQ
+//! socket picks where a record goes: PAIR, REQ, REP, DEALER and ROUTER.
 //!
-//! What was handed to a named receiver is kept until it claims it: when its transport dies, the
-//! sender takes back what it did not claim, to send again (PAIR, DEALER: the next peer gets it) or
-//! to release (REP, ROUTER: ZeroMQ routes a reply to its requester's connection, gone with it).
-//! What was handed to one of several is taken back once one of them died and every live one found
-//! itself empty well after it was sent: it can only have gone to the dead one. A REQ takes nothing
-//! back while it is open: its request may still wait in its own queue for the peer's successor,
-//! and a REQ cannot send it again; it releases what dead receivers left when it closes.
+//! The socket looks up the sockets at the other end of its endpoints in the session's directory
+//! (see `directory`). When exactly one live socket is there, the tickets name it. When several are
+//! there, the tickets name "one of the sockets facing this socket" ([`FACING`]). A REP names the
+//! transport that issued the request it answers; it reads that transport from the request's
+//! ticket.
+//!
+//! The socket keeps what it handed to a named receiver until the receiver claims it. When the
+//! receiver's transport dies, the sender takes back what the receiver did not claim. A PAIR or
+//! DEALER sends it again, and the next peer gets it. A REP or ROUTER releases it: ZeroMQ routes a
+//! reply to its requester's connection, which went away with the requester.
+//!
+//! A message handed to one of several sockets can only have gone to a dead one when two things
+//! hold: one of them was found dead after the message was sent, and every live one found itself
+//! empty well after it was sent. The socket then takes the message back, as above.
+//!
+//! A REQ takes nothing back while it is open. Its request may still wait in its own queue for the
+//! peer's successor, and a REQ cannot send it again. When a socket closes, it releases what dead
+//! receivers did not claim.
 
 use crate::segment::tickets::FACING;
 use crate::sys::clock::coarse_ns;

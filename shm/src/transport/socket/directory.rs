@@ -1,27 +1,32 @@
-//! The session's directory of endpoints: which socket (its transport's owner mark and its number)
-//! bound or connected each endpoint, for the sockets whose ZeroMQ socket picks the receiver of a
-//! record (PAIR, REQ, REP, DEALER, ROUTER: see `addressee`).
+//! The session's directory of endpoints: which socket bound or connected each endpoint. A socket
+//! is named by its transport's owner mark and its socket number. The directory serves the sockets
+//! whose ZeroMQ socket picks the receiver of a record: PAIR, REQ, REP, DEALER and ROUTER (see
+//! `addressee`).
 //!
 //! Such a sender cannot see whom ZeroMQ hands a record to. When the directory shows exactly one
-//! live socket at the other end of its endpoints, that socket is the receiver and the tickets name
-//! it: what a killed receiver never claimed goes back to its sender, and what a killed sender left
-//! in flight is released by its receiver (see `orphans`). Where several sockets could take it, a
-//! ticket names the sending socket instead ([`crate::segment::tickets::FACING`]), and the sockets facing it
-//! tell when they last found themselves empty: a record still out once every live one of them was
-//! empty well after it was sent went to one that died (its sender takes it back, see
-//! `addressee`), or, its sender dead, was lost with the sender's queue (released, see `orphans`).
+//! live socket at the other end of the sender's endpoints, that socket is the receiver, and the
+//! tickets name it. Then what a killed receiver never claimed goes back to its sender, and the
+//! receiver releases what a killed sender left in flight (see `orphans`).
 //!
-//! Endpoints are keyed so that both ends agree: a tcp endpoint by its port (a session lives on one
-//! host), an ipc one by its absolute path, an inproc one by its name within one transport.
+//! When several sockets could take a record, its ticket names the sending socket instead
+//! (`tickets::FACING`). The sockets facing the sender record here when they last found themselves
+//! empty. A record that is still out once every live one of them was empty well after it was sent
+//! went to a socket that died: its sender takes it back (see `addressee`). If its sender is dead,
+//! the record was lost with the sender's queue, and a receiver releases it (see `orphans`).
 //!
-//! | bytes of `directory` in the management layout (576 KiB) | content |
-//! |---|---|
-//! | 0..8 | generation: bumped by every change, so a sender looks again only when it moved |
-//! | 8..16 | 1 once a socket could not be listed (full): the directory names nobody any more |
-//! | 64.. | [`ENTRIES`] entries of 4 words: key (0: free), owner mark \| role << 32, socket number, when the socket last found itself empty (`CLOCK_MONOTONIC_COARSE` ns, 0: not yet) |
+//! Endpoints are keyed so that both ends agree ([`key`]): a tcp endpoint by its port (a session
+//! lives on one host), an ipc endpoint by its absolute path, and an inproc endpoint by its name
+//! within one transport.
 //!
-//! Entries are written and read under the session lock: binds, connects and closes are rare. Only
-//! the "empty at" word is written without it, by its socket, which owns the entry while it lives.
+//! | bytes of the directory (at 576 KiB in the management segment) | [`Table`] field | content |
+//! |---|---|---|
+//! | 0..8 | `generation` | bumped by every change, so a sender looks again only when it moved |
+//! | 8..16 | `incomplete` | 1 once a socket could not be listed (the directory was full, or its lock could not be had): from then on the directory names nobody |
+//! | 64.. | `entries` | [`ENTRIES`] entries of 4 words: key (0: free), owner mark \| role << 32 ([`Role`]), socket number, when the socket last found itself empty (`CLOCK_MONOTONIC_COARSE` ns, 0: not yet) |
+//!
+//! Entries are written and read under the session lock; binds, connects and closes are rare. Only
+//! the "empty at" word is written without the lock, by its socket, which owns the entry while it
+//! lives.
 
 use crate::session::layout::DIRECTORY_WORDS;
 use crate::session::management::{Management, SessionLock};

@@ -1,7 +1,18 @@
-//! Sockets of the shared-memory transport: a ZeroMQ socket that carries metadata records.
+//! The sockets of the shared-memory transport: [`Socket`] wraps a ZeroMQ socket that carries
+//! metadata records instead of payloads.
 //!
-//! Timeouts, interruption, linger and the poller are those of `fairmq-zmq`; the counters count
-//! payload bytes, not metadata bytes.
+//! Timeouts, interruption, linger and the poller are those of `fairmq-zmq`. The counters count
+//! payload bytes, not the bytes of metadata records.
+//!
+//! # Submodules
+//!
+//! - [`send`] and [`receive`]: the send and receive paths.
+//! - [`peers`]: the peers of a PUSH or PUB, and what each was handed.
+//! - [`addressee`]: the receiver that the tickets of a PAIR, REQ, REP, DEALER or ROUTER name.
+//! - [`directory`]: the session's directory of endpoints, from which those receivers are named.
+//! - [`lanes`]: rings in shared memory that carry the records between a sender with a single peer
+//!   and its receiver.
+//! - [`orphans`]: releasing what senders that are gone left in flight.
 
 pub(crate) mod addressee;
 pub(crate) mod directory;

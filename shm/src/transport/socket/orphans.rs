@@ -1,17 +1,26 @@
-//! Tickets nobody will claim: their issuer is gone (dead, or left the session), so it will never
-//! take them back, and their receiver is gone too, or has seen its socket empty twice since the
-//! issuer went (the record is not on its way any more: it was lost with the issuer's queue). What
-//! they hand over is released here; without this, blocks in flight when a sender was killed stayed
-//! allocated until the session ended.
+//! Tickets that nobody will claim, and the release of what they hand over.
 //!
-//! A ticket addressed to one of several sockets ([`FACING`]: the issuer's ZeroMQ socket picked
-//! one of those facing it; [`AT_ENDPOINT`]: whoever is bound at an endpoint it connected to) is
-//! released once every live one of them found itself empty well after the issuer was first seen
-//! gone (nothing in flight from a dead sender takes that long to arrive), or when none of them
-//! lives any more.
+//! A ticket is an orphan ([`Orphan`]) when its issuer is gone: dead, or left the session. Such an
+//! issuer will never take the ticket back. A transport releases what an orphan hands over in these
+//! cases:
 //!
-//! A ticket whose issuer lives is never taken here: the issuer takes back what its peer did not
-//! claim and sends it again (see `peers`).
+//! - The ticket never left its issuer (it names no receiver), or its receiver is gone too
+//!   ([`release_unreachable`]).
+//! - Its receiving socket found itself empty at two looks, a second or more apart, since it first
+//!   saw the ticket ([`Watch`]). The record is not on its way any more: it was lost with the
+//!   issuer's queue.
+//! - The ticket names one of several sockets, and every live one of them found itself empty well
+//!   after the ticket was first seen orphaned ([`ARRIVAL`]: nothing in flight from a dead sender
+//!   takes that long to arrive), or none of them lives any more. [`FACING`] names the sockets
+//!   facing the issuing socket, of which its ZeroMQ socket picked one. [`AT_ENDPOINT`] names
+//!   whichever socket is bound at an endpoint that the issuer connected to.
+//! - Its receiving socket closes ([`Watch::close`]).
+//!
+//! For a lane's offer, the lane and what it holds are released too. Without this module, the
+//! blocks in flight when a sender was killed stayed allocated until the session ended.
+//!
+//! This module never takes a ticket whose issuer lives. The issuer itself takes back what its peer
+//! did not claim, and sends it again (see `peers`).
 
 use crate::segment::tickets::{names_one, names_several, Kind, AT_ENDPOINT, FACING};
 use crate::transport::attachment::Attachment;

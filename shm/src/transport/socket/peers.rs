@@ -1,19 +1,27 @@
 //! The peers of a socket that hands each message to one peer of its choosing (PUSH) or to every
-//! subscriber (PUB), over a ZeroMQ ROUTER: who they are, and what each was handed and has not
-//! taken yet.
+//! subscriber (PUB), over a ZeroMQ ROUTER ([`Peers`]): who the peers are, and what each was handed
+//! and has not taken yet.
 //!
-//! A receiving socket (PULL, SUB: a ZeroMQ DEALER) presents itself on every connection with its
-//! routing id, a *token*: its transport's owner mark, a random number of the socket, and a MAC of
-//! both keyed with the session secret, which only processes able to map the session know. ZeroMQ
-//! sends it in the connection's handshake, and the DEALER's probe makes it known to the ROUTER at
-//! once. A peer whose token does not verify (a plain ZeroMQ socket, another session, a forger) is
-//! never handed anything.
+//! Only the session's processes can connect at all: every socket asks a peer for a password made
+//! from the session secret ([`password`], ZeroMQ's PLAIN mechanism).
 //!
-//! Every message handed to a peer is kept on its list, with its tickets (addressed to that peer),
-//! until the peer claims them. When the peer goes away (the ROUTER finds it unreachable, it
-//! connects again, or its transport died), what it did not claim is taken back: a PUSH sends it
-//! again to another peer, a PUB releases it (its subscribers miss what they cannot take, as
-//! ZeroMQ's do). A ticket the peer claims first stays claimed: nothing is handed over twice.
+//! A receiving socket (PULL or SUB, a ZeroMQ DEALER) makes a *token* its routing id before its
+//! first connect ([`token`]). The token holds the socket's transport's owner mark, a random number
+//! of the socket, and a MAC of both, keyed with the session secret, which only processes that can
+//! map the session know. ZeroMQ sends the routing id in the connection's handshake, and the
+//! DEALER's probe makes it known to the ROUTER at once. A peer whose token does not verify (a
+//! plain ZeroMQ socket, another session, a forger) is never handed anything. A sending socket that
+//! connects to an endpoint names the socket bound there from the session's directory instead (see
+//! `directory`).
+//!
+//! The socket keeps every message it handed to a peer on that peer's list, with its tickets
+//! (addressed to that peer), until the peer claims them. When the peer goes away, the socket takes
+//! back what the peer did not claim. A peer goes away when the ROUTER finds it unreachable, when it
+//! connects again, or when its transport died. A PUSH sends what it took back again, to another
+//! peer. A PUB releases it: its subscribers miss what they cannot take, as ZeroMQ's do. A peer
+//! takes its messages in order, so a message left behind one that the peer took was lost on the
+//! way (with a dropped connection), and is taken back too. A ticket that the peer claimed first
+//! stays claimed: nothing is handed over twice.
 
 use crate::meta::Record;
 use crate::segment::tickets::Issued;

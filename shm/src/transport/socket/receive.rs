@@ -1,5 +1,12 @@
-//! The receive path of a shmem socket: frames from the lanes or the ZeroMQ socket, control frames
-//! (lane offers, wakes), records turned into messages.
+//! The receive path of a [`Socket`]: it takes frames from the lanes or from the ZeroMQ socket,
+//! handles control frames (lane offers, wakes), and turns records into messages.
+//!
+//! A receive looks at the socket's lanes first, then at the ZeroMQ socket. Before it sleeps, it
+//! spins on its lanes for a moment, frees what this process deferred, says in the directory that
+//! the socket found itself empty, and marks its lanes' reader asleep, so that a writer wakes it
+//! with a frame on the socket. A frame whose records are refused (malformed, forged, repeated, or
+//! taken back by their sender) is skipped, and the receive goes on within its timeout; a REQ
+//! returns the error instead.
 
 use super::*;
 use fairmq_zmq::Timeout;

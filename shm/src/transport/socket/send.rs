@@ -1,5 +1,20 @@
-//! The send path of a shmem socket: records through a lane or on the ZeroMQ socket with a ticket
-//! each, routed to one peer or published, taken back when they cannot go.
+//! The send path of a [`Socket`]: it sends records through a lane, or on the ZeroMQ socket with a
+//! ticket for each. It routes them to one peer or publishes them to all, and takes them back when
+//! they cannot go.
+//!
+//! - A socket with a single peer writes its records into a lane (see `lanes`).
+//! - A PUSH hands each message to one peer in turn, skipping peers whose queue is full
+//!   ([`Socket::route`]).
+//! - A PUB gives every subscriber a reference and a ticket of its own ([`Socket::publish`]).
+//! - A PAIR, REQ, REP, DEALER or ROUTER sends on its ZeroMQ socket, and its tickets name the
+//!   receiver where it can be named (see `addressee`).
+//!
+//! Before a new message, a PUSH, PAIR or DEALER sends again, in order, the messages it took back
+//! from a receiver that left.
+//!
+//! A block goes in flight only once a ticket or a staged lane entry holds its reference. It comes
+//! back to the sender before its ticket is taken back. So a process killed at any point leaves
+//! every block accounted for, by its mark, a ticket or a lane.
 
 use super::*;
 use fairmq_zmq::Timeout;

@@ -1,20 +1,37 @@
-//! The lanes of one socket: the lane it writes (when it has a single peer) and the lanes it reads.
+//! The lanes of one socket: the lane it writes ([`Writer`], when the socket has a single peer),
+//! and the lanes it reads ([`Readers`]). The ring itself is in `segment::ring`.
 //!
-//! Life of a lane: the writer allocates it in its segment and offers it in a frame on the socket
-//! (again if nobody claims it for a while: an offer sent as the peer went away is lost with the
-//! connection). An offer hands over no reference: the reader that claims the lane takes a
-//! reference of its own. Each side drops its reference when it is done, the last one frees the
-//! block; a writer that leaves before any claim leaves its reference to the first claimant. Each
-//! side lists its reference in its transport's ledger (see `ledger`): the reference of a side that
-//! dies is dropped by the sweep that counts it out, never by the other side (which only asks for
-//! that sweep), so it is dropped once; whoever drops the last reference (a sweep, or a side that
-//! lets go of its lane) releases what the lane still holds. A dead writer's reference to a lane nobody claimed yet goes to its first claimant,
-//! or to whoever releases the offer nobody will claim (see `orphans`).
+//! # Life of a lane
 //!
-//! Nothing sent is dropped because a lane ends: when the reader closes its end (or dies), the
-//! writer takes back what it did not read and sends it again first, on a new lane to whichever
-//! peer the socket has then. When the writer closes, the reader still reads what is there; when
-//! both close, the second one releases what is left (as ZeroMQ drops a closed socket's queue).
+//! 1. The writer allocates the lane in its segment and offers it in a frame on the socket. It
+//!    offers the lane again if nobody claims it within [`REOFFER`]: an offer sent just as the peer
+//!    went away is lost with the connection.
+//! 2. An offer hands over no reference. The reader that claims the lane takes a reference of its
+//!    own.
+//! 3. Each side drops its reference when it is done, and the last reference frees the block. A
+//!    writer that leaves before any reader claimed the lane leaves its reference to the first
+//!    claimant.
+//!
+//! # References and deaths
+//!
+//! Each side lists its reference in its transport's ledger (see `session::ledger`). When a side
+//! dies, the sweep that counts it out drops its reference. The other side never drops it: it only
+//! asks for that sweep. So the reference is dropped exactly once. Whoever drops the last
+//! reference, a sweep or a side that lets go of its lane, releases what the lane still holds.
+//!
+//! When a writer dies while an offer of its unclaimed lane is out, the sweep leaves the writer's
+//! reference to the first claimant: a reader, or whoever releases the offer that nobody will claim
+//! (see `orphans`).
+//!
+//! # When a lane ends
+//!
+//! The end of a lane does not drop what was sent. When the reader closes its end (or dies), the
+//! writer takes back what the reader did not read. The writer sends those entries again first, on
+//! a new lane to whichever peer the socket has then. When the writer closes, the reader still reads
+//! what is in the lane. When both close, the second one releases what is left, as ZeroMQ drops a
+//! closed socket's queue. Two things are lost all the same: an entry that a killed reader had begun
+//! to take is lost with the reader, and entries that still wait to go out again when the writer's
+//! socket closes are released.
 
 use crate::error::ShmError;
 use crate::meta::{self, Record};

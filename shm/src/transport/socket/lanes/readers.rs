@@ -1,5 +1,9 @@
-//! The lanes a socket reads: claimed from its peers' offers, taken from in turn, swept of writers
-//! that died.
+//! The lanes a socket reads ([`Readers`]).
+//!
+//! A reader claims a lane from a peer's offer ([`Readers::attach`]), and takes entries from its
+//! lanes in turn ([`Readers::take`]). It marks an entry's blocks as its own before the entry leaves
+//! the ring. Before it sleeps, it drops the idle lanes whose writer closed or died; it first
+//! finishes the entry that a dead writer staged (see `finish_staged`).
 
 use super::*;
 use crate::error::ShmError;

@@ -1,11 +1,12 @@
-//! Entries taken back from a lane whose reader left, waiting to go out again on the writer's next
-//! lane (a writer with no peer waits for one as long as it lives).
+//! Entries taken back from a lane whose reader left ([`Resent`]). They wait to go out again on the
+//! writer's next lane; a writer with no peer keeps them until its socket closes.
 //!
-//! Their blocks were marked the writer's as they were taken back (see `take_back_all`), so a
-//! sweep frees them if the writer is killed meanwhile; a shared part names no holder, so its
-//! reference is listed in the writer's ledger while it waits (see `ledger`), and unlisted as the
-//! entry is published again or released. Before, nothing listed it: a writer killed while such an
-//! entry waited left the block for the session's life.
+//! The writer marked their blocks as its own when it took them back (see `take_back_all`), so a
+//! sweep frees those blocks if the writer is killed meanwhile. A shared part names no holder, so
+//! its reference is listed in the writer's ledger while the entry waits (see `session::ledger`).
+//! So is a region piece's reference to its count block. Both are unlisted when the entry is
+//! published again or released. Before, nothing listed a shared part: a writer killed while such
+//! an entry waited left the block allocated for the session's life.
 
 use super::*;
 

@@ -1,4 +1,4 @@
-//! Lanes with real segments: entries, marks, readers and writers that die.
+//! Tests of lanes over real segments: entries, block marks, and readers and writers that die.
 
 use super::*;
 use crate::segment::ring::KIND_FRAME;

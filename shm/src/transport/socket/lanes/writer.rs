@@ -1,5 +1,10 @@
-//! The lane a socket writes: offered to its single peer, refilled from what a departed reader
-//! left, and its entries staged so that a writer killed at any moment loses nothing.
+//! The lane a socket writes ([`Writer`]).
+//!
+//! The writer offers its lane to the socket's single peer. When the lane's reader leaves, the
+//! writer takes back what the reader did not read, and sends it first on its next lane. The writer
+//! stages each entry in the ring before it marks the entry's blocks in flight and publishes it (see
+//! `Ring::push_seen`). So a writer killed at any moment leaves every block accounted for: by a
+//! ring entry, a staged entry or its own mark.
 
 use super::resent::Resent;
 use super::*;
