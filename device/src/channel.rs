@@ -1,5 +1,17 @@
-//! Channels: a named configuration record (FairMQ's channel properties, defaults and validation)
-//! plus, once the device is initialised, its socket.
+//! Channels: the configuration of a sub-channel ([`ChannelConfig`]), and the sub-channel with
+//! its socket ([`Channel`]).
+//!
+//! A channel has a name (`data`) and one or more sub-channels (`data[0]`, `data[1]`, ...).
+//!
+//! - [`ChannelConfig`] holds FairMQ's channel properties, with FairMQ's defaults: socket type,
+//!   method, address, transport, queue and kernel buffer sizes, timeouts, linger, rate logging
+//!   and the auto-bind port range. [`ChannelConfig::validate`] checks them as FairMQ does. The
+//!   device's [`Properties`] hold the same values under `chans.<name>.<index>.<property>`.
+//! - [`Channel`] is a sub-channel of a running device: its configuration, its [`Transport`] and
+//!   its [`Socket`]. The device makes one per sub-channel in INITIALIZING DEVICE. It binds or
+//!   connects it in BINDING or CONNECTING.
+//!
+//! A property with a bad value is a [`ChannelError`], and the device goes to ERROR.
 
 pub use crate::config_error::ChannelError;
 use crate::error::Error;

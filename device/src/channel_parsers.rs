@@ -1,5 +1,24 @@
-//! Channel configuration sources: `--channel-config` strings and `--mq-config` JSON files, both in
-//! FairMQ's formats, turned into sub-channel configurations.
+//! Reading channel configurations: `--channel-config` tokens and `--mq-config` JSON files, both
+//! in FairMQ's formats.
+//!
+//! Each parser returns one [`ChannelConfig`] per sub-channel. The device writes them into its
+//! properties in INITIALIZING DEVICE.
+//!
+//! - [`parse_channel_config`] reads `--channel-config` tokens, one channel per token:
+//!   `name=data,type=push,method=bind,address=tcp://*:5555`. Each `address=` adds a sub-channel.
+//!   The other keys apply to every sub-channel of the channel.
+//! - [`parse_json`] and [`parse_json_file`] read the entry of `fairMQOptions.devices` whose `key`
+//!   (or `id`) names the device. Each element of a channel's `sockets` list is a sub-channel with
+//!   properties of its own. A `numSockets` gives that many alike sub-channels instead.
+//!
+//! When both options are given, the device reads only `--mq-config`, as FairMQ does. Both parsers
+//! ignore an unknown key with a warning, as FairMQ does. They refuse, with a [`ConfigError`]:
+//!
+//! - a channel defined twice, in one source or in both sources ([`check_disjoint`]);
+//! - a key given twice in one JSON object;
+//! - more than [`MAX_SUB_CHANNELS`] sub-channels in a channel, or more than
+//!   [`MAX_DEVICE_SUB_CHANNELS`] in a device;
+//! - a JSON file larger than 16 MiB.
 
 use crate::channel::{ChannelConfig, PROPERTY_KEYS};
 use crate::config_error::ChannelError;

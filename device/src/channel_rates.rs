@@ -1,5 +1,9 @@
 //! Channel rate logging in RUNNING, in FairMQ's format:
 //! `<name>: in: <msg/s> (<MB/s> MB) out: <msg/s> (<MB/s> MB)`.
+//!
+//! In RUNNING, the device starts a thread that runs [`log_rates`] for every channel whose
+//! `rateLogging` is above 0. The thread logs each such channel every `rateLogging` seconds, until
+//! a transition is pending.
 
 use crate::state_machine::StateMachine;
 use fairmq_zmq::Counters;

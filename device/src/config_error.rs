@@ -1,6 +1,13 @@
-//! The errors of channel configurations, below `error` (which wraps them) and the modules that
-//! read configurations (`channel`, `channel_parsers`), so that none of them imports another in a
-//! circle.
+//! The errors of channel configurations, and the limits on the number of sub-channels.
+//!
+//! - [`ChannelError`] is a channel property with a bad value.
+//! - [`ConfigError`] says why a configuration source could not be read.
+//! - [`MAX_SUB_CHANNELS`] and [`MAX_DEVICE_SUB_CHANNELS`] bound the sub-channels of a channel and
+//!   of a device.
+//!
+//! This module sits below `error` (whose `Error` wraps these errors) and below the modules that
+//! read configurations (`channel`, `channel_parsers`). So none of these modules imports another
+//! in a circle.
 
 /// A channel configuration error (FairMQ's `ChannelConfigurationError`): the device goes to ERROR.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

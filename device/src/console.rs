@@ -1,10 +1,13 @@
-//! Writing to the console without ever failing a device: when stdout is closed or broken (its
-//! reader left a pipe, `| head`), the text is lost from then on, as C++ FairMQ's is (its streams go
-//! bad and stay quiet). A bare `println!` panics there, and the panic's own report, logged to the
-//! same stdout, aborted the process.
+//! Writing to the console without ever failing a device.
 //!
-//! The print macros are kept (the test harness captures what they write); the one panic of a
-//! broken stdout is caught, kept out of the panic hook's log, and ends console output.
+//! Stdout may be closed or broken: its reader may have left a pipe, as `| head` does. The text is
+//! then lost from that point on. C++ FairMQ behaves the same way: its streams go bad and stay
+//! quiet. A bare `println!` panics instead, and the panic's report, written to the same stdout,
+//! aborted the process.
+//!
+//! [`text`] and [`line`] still use the print macros, because the test harness captures what they
+//! write. They catch the one panic of a broken stdout and keep it out of the panic hook's log
+//! (see [`writing`]). After it, they write nothing more.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};

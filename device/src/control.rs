@@ -1,5 +1,35 @@
-//! Driving a device: the controller API ([`DeviceHandle`]), FairMQ's control modes (`--control`),
-//! the startup and shutdown sequences, interactive keys, and signal handling.
+//! Driving a device: the builtin controller, its control modes (`--control`) and its signal
+//! handling.
+//!
+//! - [`DeviceHandle`] drives a device from another thread. Every controller uses one: the builtin
+//!   controller, a plugin, or a program that runs a device in a thread of its own.
+//! - [`ControlMode`] is the mode that `--control` names.
+//! - [`Controller`] is the builtin controller. It runs the mode in one thread and waits for
+//!   signals in another. The builtin plugin `control` starts it, after every other plugin.
+//!
+//! # The modes
+//!
+//! Every mode but `none` first takes control of the device (see `DeviceControl`). If another
+//! plugin already has it, no mode runs. Each mode then runs FairMQ's startup sequence
+//! ([`DeviceHandle::run_startup_sequence`]) up to RUNNING.
+//!
+//! - `static` waits until RUNNING ends, then runs the shutdown sequence
+//!   ([`DeviceHandle::run_shutdown_sequence`]) down to EXITING.
+//! - `dynamic` (the default), `interactive` and `external` read single keys from the terminal:
+//!   `i` init, `b` bind, `x` connect, `j` init task, `r` run, `s` stop, `t` reset task,
+//!   `d` reset device, `q` end, and `h` for the full list. `q` runs the shutdown sequence. When
+//!   the input ends, the device keeps its state until a signal arrives.
+//! - `gui` waits for a signal.
+//! - `none` requests nothing: another plugin drives the device.
+//!
+//! An unknown mode name is logged, and `static` runs instead.
+//!
+//! # Signals
+//!
+//! With `--catch-signals 1` (the default), the first SIGINT or SIGTERM shuts the device down. The
+//! controller tells the state machine that a shutdown was requested, so that work that waits (such
+//! as connecting) ends now. It takes control from whichever plugin has it and runs the shutdown
+//! sequence. A second SIGINT ends the process at once.
 
 pub use crate::handle::DeviceHandle;
 use crate::handle::PluginServices;

@@ -1,4 +1,11 @@
 //! Errors of the device framework.
+//!
+//! - [`Error`] is an error of the framework itself: of a socket, a transport, a channel
+//!   configuration, a property or a transition.
+//! - [`BoxError`] is what a hook returns as its error: any error type. [`HookResult`] is the
+//!   result of a hook.
+//! - [`ErrorKind`] sorts errors the same way for the device and for both transports
+//!   ([`Error::kind`]).
 
 use crate::config_error::{ChannelError, ConfigError};
 use crate::properties::PropertyError;

@@ -1,6 +1,9 @@
-//! The open-files limit of a device program: raised to its hard limit at start. Every connection,
-//! segment and region holds a descriptor, and the common soft default of 1024 is what a flood of
-//! idle connections exhausts first (libzmq then fails to accept, see vendor/zeromq-src/PATCHES.md).
+//! The open-files limit of a device program, raised to its hard limit at start.
+//!
+//! Every connection, segment and region holds a file descriptor. The common soft limit of 1024
+//! is what a flood of idle connections exhausts first, and libzmq then fails to accept (see
+//! `vendor/zeromq-src/PATCHES.md`). [`raise_open_files_limit`] raises the soft limit to the hard
+//! limit, or to the kernel's maximum where the hard limit is unlimited.
 
 use nix::sys::resource::{getrlimit, setrlimit, Resource, RLIM_INFINITY};
 

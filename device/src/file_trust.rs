@@ -1,5 +1,13 @@
-//! Whether another local user could change what a path names: a plugin library the device would
-//! run, a directory a control socket lives in. Such paths are refused, never used.
+//! Whether another local user could change what a path names.
+//!
+//! Two kinds of path need this check: a plugin library that the device would run, and a directory
+//! that a control socket lives in. A path that another user could change is refused, never used.
+//!
+//! - [`check_owned`] checks a path, its symbolic links resolved, and its parents. The plugin
+//!   manager uses it for libraries and search directories.
+//! - [`check_parents`] checks only the parents. A parent that others may write passes only with
+//!   the sticky bit (as `/tmp` has), because then no one may rename or remove what another user
+//!   made.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;

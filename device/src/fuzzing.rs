@@ -1,10 +1,14 @@
-//! Entry points for the fuzz targets in `fuzz/` and for the test that replays their corpora
-//! (`tests/fuzz_corpus.rs`), behind the cargo feature `fuzzing`. Not part of the API: hidden, and
-//! may change at any time.
+//! Entry points for the fuzz targets in `fuzz/`, and for the test that replays their corpora
+//! (`tests/fuzz_corpus.rs`).
 //!
-//! Each entry point takes arbitrary bytes, hands them to the code that reads a user's
-//! configuration (or a scraper's request), and panics only when an invariant breaks. Invalid UTF-8 is skipped: the
-//! configuration arrives as Rust strings.
+//! The module exists only with the cargo feature `fuzzing`. It is not part of the API: it is
+//! hidden, and it may change at any time.
+//!
+//! Each entry point ([`channel_config`], [`mq_config`], [`command_line`], [`metrics_request`])
+//! takes arbitrary bytes. It hands them to the code that reads a user's configuration, or a
+//! scraper's request. It panics only when an invariant breaks. The configuration targets skip
+//! input that is not UTF-8, because a configuration arrives as Rust strings. The request target
+//! takes the bytes as they are.
 
 use crate::channel::ChannelConfig;
 use crate::channel_parsers::{parse_channel_config, parse_json};

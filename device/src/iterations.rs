@@ -1,7 +1,12 @@
-//! The `--max-iterations` limit of FairMQ's examples: a device counts its iterations (messages sent,
-//! received or answered) and leaves RUNNING once it reaches the configured number; 0 means no limit.
-//! (The builtin benchmark sampler and sink count FairMQ's way on their own: they send or receive
-//! `max + 1` messages and report `max`.)
+//! The `--max-iterations` limit of FairMQ's examples.
+//!
+//! A device counts its iterations (messages sent, received or answered) with an [`Iterations`].
+//! It leaves RUNNING once the count reaches the configured number. The number 0 means no limit.
+//! [`Iterations::add_option`] adds the option to a program, and [`Iterations::from_config`]
+//! reads it.
+//!
+//! The builtin benchmark sampler and sink count on their own, as FairMQ's do: they send or
+//! receive `max + 1` messages and report `max`.
 
 use crate::device::Context;
 use crate::error::BoxError;

@@ -1,6 +1,44 @@
-//! A device's lifecycle: the work of each state (FairMQ's `*Wrapper` functions): building
-//! channels, binding, connecting, running the hooks, and resetting. [`run_state_machine`] runs it
-//! on the device's thread, driven by the `state_machine` engine; `state` names the states.
+//! A device's lifecycle: the work that each state does (FairMQ's `*Wrapper` functions).
+//!
+//! [`run_state_machine`] runs a [`Device`] on the calling thread, which becomes the device's
+//! thread. It runs the loop of the [`StateMachine`] and hands it the work of each [`State`]. The
+//! work runs inside the panic boundary (`panic_boundary`): an error or a panic requests
+//! `ErrorFound`, and the device goes to ERROR.
+//!
+//! Every accepted transition interrupts the device's transports, in the thread that requested it.
+//! A blocking send or receive therefore returns at once. Entering the next state resumes the
+//! transports.
+//!
+//! # The work of each state
+//!
+//! - INITIALIZING DEVICE writes the channel configuration of `--mq-config` (or else
+//!   `--channel-config`) into the [`Properties`]. A bad configuration fails the state. (FairMQ
+//!   logs the error and goes on without the channels, to fail later.) The state then waits for
+//!   `CompleteInit`, so that a controller may still change the configuration. It calls
+//!   [`Device::init`], creates one [`Transport`] per transport kind the channels use, and one
+//!   [`Channel`] per sub-channel. A `bind` channel without an address gets one on
+//!   `--network-interface` (see `network`).
+//! - BINDING binds the channels whose method is `bind`. If one fails, the state fails. It then
+//!   calls [`Device::bind`].
+//! - CONNECTING attaches the other channels: those whose method is `connect`, and those whose
+//!   addresses carry their own method (`@`, `+`, `>`). It retries every 50 ms and reads the
+//!   addresses again each time, because a controller may publish an address meanwhile. It stops
+//!   when every channel is attached, when a transition is pending, or when a signal asked for a
+//!   shutdown. After `--init-timeout` seconds it fails. It calls [`Device::connect`] only when
+//!   every channel is attached.
+//! - INITIALIZING TASK and RESETTING TASK call [`Device::init_task`] and [`Device::reset_task`].
+//! - RUNNING calls [`Device::pre_run`], then the run loop, then [`Device::post_run`]. Between
+//!   them it requests `Stop`, so a transition is always pending when `post_run` runs. The loop
+//!   calls [`Device::conditional_run`] and then [`Device::run`], or delivers messages to the data
+//!   handlers. With one input sub-channel, the handler loop receives from it directly. With
+//!   several, a [`Poller`] waits on all of them, and each round takes at most one message from
+//!   each ready sub-channel, in the order of registration. Meanwhile a thread logs the rates of
+//!   every channel whose `rateLogging` is above 0 (see `channel_rates`).
+//! - RESETTING DEVICE calls [`Device::reset`], then closes the channels. The transports end
+//!   with their last channel.
+//!
+//! Every working state but RUNNING ends by requesting `Auto`, unless a transition is already
+//! pending.
 
 use crate::channel::{Channel, ChannelConfig};
 use crate::channel_parsers;

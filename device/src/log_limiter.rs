@@ -1,13 +1,20 @@
-//! Summarising repeated log lines, as mature daemons do (the kernel's printk rate limit, rsyslog's
-//! "message repeated N times", journald's "Suppressed N messages"): a burst of identical lines
-//! passes; after it, a line repeated within the same second is held back and counted, and once the
-//! second is over a single summary says how many more came. While the flood goes on, each second
-//! gives one summary and nothing else; a second without the line ends the limiting, and the next
-//! occurrence starts a new burst. Time comes in as an argument, so tests drive the clock.
+//! Summarising repeated log lines: [`RepeatLimiter`].
 //!
-//! Lines are counted by the kind of event, not by their text: the place in the code that logged
-//! them (a flood of refused frames differs in ticket numbers and segment ids from line to line, yet
-//! is one event repeated). A summary shows the last line it held back.
+//! Mature daemons do the same: the kernel's printk rate limit, rsyslog's "message repeated N
+//! times", journald's "Suppressed N messages". The limiter works in windows of one second
+//! ([`WINDOW`]):
+//!
+//! 1. A burst of [`BURST`] lines of one kind passes.
+//! 2. After the burst, each further line of that kind within the window is held back and counted.
+//! 3. When the window is over, a single [`Summary`] says how many more lines came. It shows the
+//!    last line it held back.
+//! 4. While the flood goes on, each second gives one summary and nothing else. A second without
+//!    the line ends the limiting, and the next line of its kind starts a new burst.
+//!
+//! Lines are counted by the kind of event, not by their text. A [`LineKey`] names the kind: the
+//! severity, the target and the place in the code that logged the line. (A flood of refused
+//! frames differs from line to line in ticket numbers and segment ids, yet is one event
+//! repeated.) The time comes in as an argument, so tests drive the clock.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

@@ -1,16 +1,26 @@
 //! FairLogger-like console and file logging on top of the `log` facade.
 //!
-//! Lines look like FairMQ's: `[HH:MM:SS][STATE] IDLE ---> INITIALIZING DEVICE` (verbosity `medium`).
-//! FairMQ's severities are `trace debug info state warn error fatal nolog`; `state` (between info
-//! and warn) is logged through `log` at info level with the target [`STATE_TARGET`], `fatal` at
-//! error level with [`FATAL_TARGET`]. Library users may install their own `log` backend instead.
+//! [`init`] installs the logger; a device program does so at start. A library user may install
+//! another `log` backend instead. Lines look like FairMQ's, for example
+//! `[HH:MM:SS][STATE] IDLE ---> INITIALIZING DEVICE` at [`Verbosity`] `medium`. A line goes to the
+//! console or, with `--log-to-file`, to the file instead.
 //!
-//! A line the framework repeats more than a few times a second (a peer sending bad frames, a socket
-//! failing on every call) is summarised: after a burst, one line per second says how many more of
-//! that kind came (see `log_limiter`), on the console and in the file. The program's own lines (a
-//! device's, a C or C++ caller's) all appear, as in FairMQ, unless `--log-summary all` asks for
-//! them to be summarised too (`none`: nothing is). State lines are always exempt: controllers and
-//! scripts read them, and the state machine cannot repeat them in a loop.
+//! # Severities
+//!
+//! FairMQ's severities ([`Severity`]) are `trace debug info state warn error fatal nolog`. The
+//! `log` facade has no level for two of them. A `state` line (between info and warn) is logged at
+//! info level with the target [`STATE_TARGET`]. A `fatal` line is logged at error level with the
+//! target [`FATAL_TARGET`].
+//!
+//! # Repeated lines
+//!
+//! The framework may repeat a line more than a few times a second: a peer sends bad frames, or a
+//! socket fails on every call. Such a line is summarised. After a burst, one line per second says
+//! how many more lines of that kind came (see `log_limiter`). The program's own lines (a
+//! device's, or a C or C++ caller's) all appear, as in FairMQ. [`SummaryPolicy`] changes that:
+//! `--log-summary all` summarises the program's lines too, and `none` summarises nothing. State
+//! lines are never summarised: controllers and scripts read them, and the state machine cannot
+//! repeat them in a loop.
 
 use crate::log_limiter::{LineKey, RepeatLimiter, Summary, Verdict};
 use parking_lot::{Mutex, RwLock};

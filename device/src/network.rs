@@ -1,6 +1,9 @@
-//! The address a bind channel without address listens on: FairMQ uses the IPv4 address of
-//! `--network-interface` (`default`: the interface of the default route) and port 1, so that the
-//! bind fails for non-root users and auto-bind picks a free port.
+//! The address that a bind channel without an address listens on: [`default_bind_address`].
+//!
+//! As in FairMQ, the address is the IPv4 address of `--network-interface`, with port 1. The
+//! interface `default` is that of the default route; without a default route, the channel binds
+//! on every interface. Port 1 makes the bind fail for users other than root, so that auto-bind
+//! picks a free port instead.
 
 use std::net::Ipv4Addr;
 

@@ -1,9 +1,23 @@
 //! Command-line options with FairMQ's names, defaults and parsing rules.
 //!
-//! The rules are those of FairMQ's Boost.Program_options set-up: `--key value` and `--key=value`,
-//! short `-h`/`-v`; no abbreviations; unknown options are ignored (logged at debug); a value-taking
-//! option takes the next token as its value even when it starts with `--`; flags like
-//! `--print-options` need no value; `--channel-config` takes several tokens and may repeat.
+//! - [`standard`] returns FairMQ's general, device and control options, with their defaults.
+//! - [`OptionGroup`] is a titled group of options, as `--help` prints it. A program adds its own
+//!   options in a group; each option has a [`Kind`], and a numeric one may have a [`Range`].
+//! - [`Options`] holds the groups. [`Options::parse`] writes the defaults and then the command
+//!   line into the device's [`Properties`].
+//!
+//! # Parsing rules
+//!
+//! The rules are those of FairMQ's set-up of Boost.Program_options:
+//!
+//! - An option is given as `--key value` or `--key=value`. A few have a short form, such as `-h`
+//!   and `-v`. Abbreviations are not accepted.
+//! - An unknown option is ignored and logged at debug level.
+//! - An option that takes a value takes the next token, even when that token starts with `--`.
+//! - A flag such as `--print-options` takes no value.
+//! - `--channel-config` takes every following token up to the next one that starts with `-`, and
+//!   may be given several times. Any other option given twice is an error.
+//! - A value outside its option's range is an error that names the option and the range.
 
 use crate::properties::{Properties, Value};
 use range::Refusal;

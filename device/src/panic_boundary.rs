@@ -1,8 +1,15 @@
-//! The device's panic boundary. FairMQ turns an exception anywhere in a state's work (a hook, a
-//! data callback, a receive inside the framework) into the ERROR state; here a panic takes the same
-//! way: caught where the work of a state, a callback or the whole program runs, logged, and turned
-//! into an error, so the device shuts down through its state machine and releases what it holds
-//! instead of unwinding out of `main` (exit code 101) or killing the thread it ran on.
+//! The device's panic boundary: a panic becomes an error, as an exception does in FairMQ.
+//!
+//! FairMQ turns an exception anywhere in a state's work into the ERROR state: in a hook, in a data
+//! callback, or in a receive inside the framework. A panic here takes the same way. It is caught
+//! where the work of a state, a callback or the whole program runs. It is logged and turned into
+//! an error. The device then shuts down through its state machine and releases what it holds.
+//! Without the boundary, the panic would unwind out of `main` (exit code 101) or kill the thread
+//! it ran on.
+//!
+//! - [`catch`] runs a closure and returns a panic as its message.
+//! - [`guarded`] runs work that may fail, and turns a panic into an error that names the work.
+//! - [`log_panics`] reports every panic of a device program through the device's log.
 
 use crate::error::BoxError;
 use std::any::Any;

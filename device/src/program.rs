@@ -1,4 +1,30 @@
-//! Running a device as a program (FairMQ's `runDevice`), and in a thread of a controlling program.
+//! Running a device as a program (FairMQ's `runDevice`), or in a thread of another program.
+//!
+//! - [`Program`] makes a device program. [`Program::run`] runs the device on the main thread
+//!   until it reaches EXITING or ERROR.
+//! - [`spawn_device`] runs a device on a thread of its own, without the builtin controller and
+//!   without signal handling. [`config_from_args`] makes the device's configuration. The returned
+//!   [`DeviceHandle`] requests the transitions, and [`expect_state`] waits for a state.
+//! - [`run_role`] runs one of several devices that one binary holds, chosen by the first
+//!   argument. [`process_args`] reads the command line and refuses an argument that is not UTF-8.
+//!
+//! # What a program does
+//!
+//! 1. It sets up logging and raises the open-files limit to its hard limit (see `fd_limit`).
+//! 2. It loads the plugins: those that `-P` names, then the program's own, then the builtin
+//!    controller `control`.
+//! 3. It parses the options: FairMQ's, the program's own and every plugin's. A plugin option whose
+//!    name is already taken is an error. `--help`, `--print-options`, `--version` and
+//!    `--print-channels` print their text and end the program with exit code 0.
+//! 4. It builds the device with the program's factory.
+//! 5. It starts the metrics endpoint if `--metrics-address` asks for one, then starts the plugins.
+//!    A plugin that fails to start ends the program before the device runs.
+//! 6. It runs the state machine. Afterwards it waits until no plugin controls the device, stops
+//!    the plugins (the last started first), drops the device, and last stops the metrics endpoint.
+//!
+//! The exit code is 0 after EXITING. It is 1 after ERROR, after bad input, and after a panic
+//! anywhere in the program's thread. Such a panic is logged as FairMQ logs an exception that
+//! reaches `main`.
 
 use crate::control::DeviceHandle;
 use crate::device::{ChannelRegistry, Device};

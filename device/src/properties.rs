@@ -1,9 +1,15 @@
-//! The configuration store (FairMQ's `ProgOptions`): typed values by key, change subscriptions.
+//! The configuration store: [`Properties`] (FairMQ's `ProgOptions`), typed values by key.
 //!
-//! Keys are option names (`id`, `transport`, ...) and channel properties
-//! `chans.<name>.<index>.<property>`. Values keep their type; reading converts between integer
-//! types when the value fits (FairMQ insists on the exact C++ type; a Rust user expects `u64` and
-//! `i32` reads of a small number to work).
+//! The device, its controller and its plugins share one [`Properties`]. Its keys are option
+//! names (`id`, `transport`, ...) and channel properties (`chans.<name>.<index>.<property>`).
+//!
+//! - A [`Value`] keeps the type it was set with.
+//! - [`Properties::get`] reads a value as any type that implements [`FromValue`]. An integer
+//!   converts to another integer type when it fits, and to a floating-point type. (FairMQ
+//!   insists on the exact C++ type, but a Rust user expects a small number to read as `u64` and
+//!   as `i32` alike.) A value that does not convert is a [`PropertyError`].
+//! - [`Properties::subscribe`] calls a callback on every set or update, in the thread that sets
+//!   the value.
 
 use parking_lot::{Mutex, RwLock};
 use std::collections::BTreeMap;

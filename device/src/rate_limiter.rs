@@ -1,5 +1,9 @@
-//! FairMQ's rate limiter for `conditional_run` (`--rate`) and sampler message rates: it measures
-//! only every `k` calls and adjusts one sleep, converging on the requested rate cheaply.
+//! FairMQ's rate limiter: [`RateLimiter`].
+//!
+//! The device uses it to limit the calls of `conditional_run` to `--rate` per second. The
+//! benchmark sampler uses it to limit its message rate. [`RateLimiter::tick`] measures the time
+//! only every `k` calls and adjusts one sleep, so the loop converges on the requested rate
+//! cheaply.
 
 use std::time::{Duration, Instant};
 

@@ -1,7 +1,13 @@
-//! Unmanaged regions over both transports (FairMQ's `UnmanagedRegion`): big buffers the user fills
-//! and sends pieces of as messages. On shmem a piece travels zero-copy and its creator hears of it
-//! when the last holder, in any process, released it; on zeromq the message holds a copy and the
-//! creator hears of the piece at once (as in FairMQ).
+//! Unmanaged regions over both transports: [`UnmanagedRegion`] (FairMQ's `UnmanagedRegion`).
+//!
+//! A region is a big buffer that the user fills and then sends in pieces, each piece as a message.
+//! [`Transport::create_region`] makes a region, and [`Transport::new_message_from_region`] makes
+//! a message of a piece. The region's callback hears of each piece once it is released:
+//!
+//! - On shmem, a piece travels without a copy. The callback hears of it when its last holder, in
+//!   any process, has released it.
+//! - On zeromq, the message holds a copy of the piece. The callback hears of the piece at once,
+//!   as in FairMQ.
 
 use crate::error::Error;
 use crate::transport::{Message, Transport};

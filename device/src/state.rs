@@ -1,4 +1,9 @@
-//! Device states and transitions, with FairMQ's names and legal edges.
+//! Device states ([`State`]) and transitions ([`Transition`]), with FairMQ's names and legal edges.
+//!
+//! [`State::next`] tells where a transition leads from a state, or that the transition is not
+//! legal there. In a *working* state ([`State::is_working`]), the device's thread runs a hook. In
+//! the other states, the device waits for a request. Both types print and parse FairMQ's names:
+//! [`State::DeviceReady`] is `DEVICE READY`, and a name that matches none is an [`UnknownName`].
 
 use std::fmt;
 use std::str::FromStr;

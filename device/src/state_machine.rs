@@ -1,10 +1,24 @@
-//! The state machine engine: one transition pending at a time, requested from any thread; the
-//! state loop, on the device's thread, moves to the pending state and runs its work.
+//! The state machine engine: [`StateMachine`], and the [`StateQueue`] that waiters read.
 //!
-//! As in FairMQ: an accepted transition only marks the next state *pending* (and calls the
-//! new-transition subscribers at once, in the requesting thread: the device interrupts its transports
-//! there); the state changes when the current state's work returns. `ErrorFound` is accepted from
-//! every state, even while another transition is pending.
+//! Any thread may request a transition with [`StateMachine::change_state`]. The *state loop*,
+//! [`StateMachine::run`], runs on the device's thread. It moves to the requested state and runs
+//! that state's work. The module `state` defines the states and which transitions are legal.
+//!
+//! # How a transition happens
+//!
+//! As in FairMQ, an accepted transition does not change the state at once:
+//!
+//! 1. [`StateMachine::change_state`] marks the next state *pending*. While one transition is
+//!    pending, the machine refuses every other request except `ErrorFound`. `ErrorFound` is
+//!    accepted in every state but ERROR, even while another transition is pending.
+//! 2. The same call runs the new-transition subscribers, in the requesting thread. The device
+//!    interrupts its transports there, so that the current state's work ends soon.
+//! 3. When the current state's work returns, the loop enters the pending state. It calls the
+//!    state-change subscribers, records the state in the [`StateQueue`], and runs the state's work.
+//!
+//! The loop ends in EXITING, or in ERROR with [`ErrorState`]. A new-transition subscriber that
+//! panics sends its transition to ERROR instead. A state-change subscriber that panics skips the
+//! state's work and requests `ErrorFound`.
 
 use crate::logging::state as log_state;
 use crate::state::{State, Transition};
@@ -88,7 +102,8 @@ impl StateMachine {
             log_state!("Transition {t} incoming, but another state transition is already ongoing.");
             return false;
         }
-        // The state a pending transition leads to is where the next request applies.
+        // A request applies to the current state: a pending state is not entered yet (only
+        // ErrorFound gets here while one is pending, and it applies from any state).
         let from = g.state;
         let Some(next) = from.next(t) else {
             if from != State::Error {

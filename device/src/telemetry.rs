@@ -1,7 +1,11 @@
-//! What the metrics endpoint reads of a running device: its channels' counters, its transports,
-//! how often it entered each state, and since when it runs. The device's threads publish these
-//! where they already change (a channel set up, a state entered); the endpoint's thread only
-//! reads them, so a scrape never touches a socket (sockets belong to the device's thread).
+//! What the metrics endpoint reads of a running device: [`Telemetry`].
+//!
+//! [`Telemetry`] holds the device's channels ([`ChannelView`]: counters, peers, lanes), its
+//! transports, how often it entered each state, and since when it runs. The device's threads
+//! publish these values where they change anyway: when a channel is set up, when a state is
+//! entered. The endpoint's thread only reads them. A scrape therefore never touches a socket,
+//! because the sockets belong to the device's thread. The interactive control's `[p]` key reads
+//! the channels' peer counts here too.
 
 use crate::state::State;
 use crate::transport::Transport;

@@ -1,4 +1,6 @@
 //! The terminal for interactive control: single keys without Enter, no echo.
+//!
+//! [`RawMode`] switches stdin to this mode while it lives, if stdin is a terminal.
 
 use nix::sys::termios::{self, LocalFlags, SetArg, Termios};
 use std::os::fd::AsFd;

@@ -1,5 +1,11 @@
-//! Which plugin controls the device (FairMQ's `PluginServices` device control): at most one
-//! plugin requests transitions at a time; the others may watch the states but not change them.
+//! Which plugin controls the device: [`DeviceControl`] (FairMQ's device control in
+//! `PluginServices`).
+//!
+//! At most one plugin controls the device at a time. Only that plugin may request transitions;
+//! the others may watch the states but not change them. While no plugin has control, the first
+//! plugin that requests a transition takes it. The builtin controller steals control on a signal,
+//! to shut the device down. After the device's state loop ends, the program waits until no plugin
+//! holds control.
 
 use parking_lot::{Condvar, Mutex};
 use std::time::{Duration, Instant};

@@ -1,6 +1,15 @@
-//! Handles that drive a device from another thread: [`DeviceHandle`] for controllers, and for
-//! plugins [`PluginServices`] with the [`DeviceControl`] that says which plugin may change the
-//! state. Below both the controller (`control`) and the plugins (`plugin`), which use them.
+//! Handles that drive a device from another thread.
+//!
+//! - [`DeviceHandle`] requests transitions and waits for states. It keeps its own queue of the
+//!   states entered since it was made, so a wait never misses a state.
+//! - [`PluginServices`] is what the device offers a plugin: its configuration, its states, and a
+//!   [`DeviceHandle`] of the plugin's own.
+//! - [`DeviceControl`] records which plugin controls the device. Only that plugin may request
+//!   transitions; the others may only watch the states. While no plugin has control, the first
+//!   plugin that requests a transition takes it.
+//!
+//! The builtin controller (`control`) and the plugins (`plugin`) both use these handles. This
+//! module sits below both, so that neither imports the other.
 
 mod device_control;
 mod services;

@@ -1,4 +1,4 @@
-//! What the device offers a plugin (FairMQ's `PluginServices`).
+//! What the device offers a plugin: [`PluginServices`] (FairMQ's `PluginServices`).
 
 use super::device_control::{DeviceControl, DeviceControlError};
 use super::DeviceHandle;

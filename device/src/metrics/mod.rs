@@ -1,7 +1,17 @@
-//! Metrics for Prometheus: a device program started with `--metrics-address HOST:PORT` serves
-//! `GET /metrics` there, in the Prometheus text format (0.0.4), or in OpenMetrics when the
-//! scraper asks for it (Prometheus does). Everything is read at scrape time from what the device
-//! already keeps; without the option there is no endpoint, no thread and no cost.
+//! Metrics for Prometheus: the endpoint that `--metrics-address HOST:PORT` starts.
+//!
+//! A device program started with `--metrics-address HOST:PORT` serves `GET /metrics` there. It
+//! answers in the Prometheus text format (0.0.4), or in OpenMetrics when the scraper asks for it
+//! (Prometheus does). Port 0 picks a free port; the program logs the address and writes it back
+//! into the option. Every value is read at scrape time from what the device keeps anyway. Without
+//! the option there is no endpoint, no thread and no cost. The endpoint is read-only: it exposes
+//! counts and states, never payload. Still, bind it to loopback or to a trusted interface.
+//!
+//! - [`Endpoint`] is a running endpoint. [`start_for_sessions`] starts the one of
+//!   `fairmq-shmmonitor`.
+//! - [`targets`] writes Prometheus' file_sd lists of endpoints.
+//!
+//! A device exports these metrics:
 //!
 //! | metric | type | labels | what |
 //! |---|---|---|---|
@@ -20,10 +30,11 @@
 //! | `fairmq_region_size_bytes`, `fairmq_region_pieces_in_flight`, `fairmq_region_acks_pending` | gauge | `device`, `transport`, `region` | the unmanaged regions the device maps |
 //! | `process_*` | | | client_golang's process metrics: CPU, memory, descriptors, threads, start time |
 //!
-//! `fairmq-shmmonitor --metrics-address` exports every session of its host instead (labels
-//! `shmid`, `session`, and `segment` or `region`), under names of its own so that a sum never
-//! counts a segment twice: `fairmq_shmmonitor_sessions`, `fairmq_shmmonitor_session_readable`,
-//! `fairmq_shmmonitor_session_devices`, `fairmq_shmmonitor_session_attached_processes`,
+//! `fairmq-shmmonitor --metrics-address` exports every session of its host instead, with the
+//! labels `shmid`, `session`, and `segment` or `region`. Its metrics have names of their own, so
+//! that a sum over both never counts a segment twice: `fairmq_shmmonitor_sessions`,
+//! `fairmq_shmmonitor_session_readable`, `fairmq_shmmonitor_session_devices`,
+//! `fairmq_shmmonitor_session_attached_processes`,
 //! `fairmq_shmmonitor_segment_{size,free,used,largest_free_block,cached}_bytes`,
 //! `fairmq_shmmonitor_segment_messages`, `fairmq_shmmonitor_region_size_bytes`,
 //! `fairmq_shmmonitor_region_acks_pending`, `fairmq_shmmonitor_region_destroyed`; and its own

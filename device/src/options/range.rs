@@ -1,8 +1,10 @@
-//! The values a numeric option accepts: those of its kind (a C++ `int` is 32 bits), narrowed per
-//! option where a value beyond would crash or stall a device (`--io-threads 100000000` made libzmq
-//! abort; a segment size beyond `off_t` failed deep inside with "out of range integral type
-//! conversion attempted"). Every option is checked the same way, when the command line is parsed,
-//! and a refusal names the option and the range.
+//! The values a numeric option accepts: [`Range`].
+//!
+//! A numeric option accepts the values of its kind; a C++ `int`, for example, is 32 bits. Some
+//! options accept fewer, where a value beyond would crash or stall a device:
+//! `--io-threads 100000000` made libzmq abort, and a segment size beyond `off_t` failed deep
+//! inside with "out of range integral type conversion attempted". Every option is checked the
+//! same way, when the command line is parsed. A refusal names the option and the range.
 
 use super::Kind;
 use crate::properties::Value;

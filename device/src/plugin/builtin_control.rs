@@ -1,6 +1,8 @@
-//! The builtin controller as a plugin (FairMQ's `control` plugin): `--control` and
-//! `--catch-signals`. Loaded after every other plugin, so a plugin that takes control first
-//! keeps it; signals are handled either way.
+//! The builtin controller as a plugin: [`ControlPlugin`] (FairMQ's `control` plugin).
+//!
+//! The plugin reads `--control` and `--catch-signals`, and starts a [`Controller`] with them.
+//! A program starts it after every other plugin, so a plugin that takes control first keeps it.
+//! Signals are handled either way.
 
 use super::{Plugin, PluginServices, Version};
 use crate::control::{ControlMode, Controller};

@@ -1,8 +1,11 @@
 //! Plugins from shared libraries: loading a library, reading its descriptor, and the device's
-//! side of [`fmq_plugin_services`]. The one module of this crate that crosses a C ABI, so the
-//! only one with unsafe code. Nothing a plugin hands over is trusted beyond what the ABI states:
-//! strings are checked for NULL and UTF-8, numbers for range, and every service call stops panics
-//! at the boundary.
+//! side of [`fmq_plugin_services`].
+//!
+//! This module is the device's side of the plugins' C ABI, so it holds unsafe code. (The only
+//! other modules with unsafe code are `export`, the plugin's side of the same ABI, and the
+//! `pmix` plugin's binding to libpmix.) Nothing a plugin hands over is trusted beyond what the
+//! ABI states. Strings are checked for NULL and UTF-8, and numbers for their range. Every service
+//! call stops panics at the boundary.
 
 use super::c_abi::*;
 use super::{Plugin, PluginServices, Version};

@@ -1,7 +1,17 @@
-//! Which plugins a program loads (FairMQ's `PluginManager`): `-P/--plugin NAME` (repeatable, in
-//! order; `d:NAME` or `NAME` a library `libfairmq-plugin-NAME.so`, `p:NAME` linked into the
-//! program, `s:NAME` a builtin one) found through `-S/--plugin-search-path` and then the system's
-//! library lookup (`LD_LIBRARY_PATH`, RUNPATH, system directories).
+//! Which plugins a program loads: [`PluginManager`] (FairMQ's `PluginManager`).
+//!
+//! `-P`/`--plugin NAME` names a plugin. It may be given several times, and the plugins load in
+//! that order. The prefix of a name says what it is:
+//!
+//! - `d:NAME`, or a bare `NAME`, is a shared library `libfairmq-plugin-NAME.so` (or
+//!   `libFairMQPlugin_NAME.so`). A bare name of a builtin plugin, such as `pmix`, is that plugin.
+//! - `p:NAME` is a plugin linked into the program.
+//! - `s:NAME` is a builtin plugin.
+//!
+//! A library is looked for first in the directories of `-S`/`--plugin-search-path`
+//! ([`search_paths`]), then through the system's library lookup (`LD_LIBRARY_PATH`, RUNPATH,
+//! system directories). A library or search directory that another user could change is refused.
+//! A name the program already has (one of its own plugins, `control`, `config`) loads nothing.
 
 use super::dynamic::DynamicPlugin;
 use super::Plugin;

@@ -1,8 +1,16 @@
-//! Plugins (FairMQ's plugin system): code that runs beside a device and may drive it. A program
-//! loads the plugins `-P/--plugin` names (shared libraries found through `-S/--plugin-search-path`,
-//! see [`manager`]), then those it was built with ([`Program::plugin`](crate::Program::plugin)),
-//! and last the builtin controller `control` (`--control`). Each gets its [`PluginServices`]; at
-//! most one plugin controls the device at a time ([`DeviceControl`]).
+//! Plugins (FairMQ's plugin system): code that runs beside a device and may drive it.
+//!
+//! - [`Plugin`] is the trait of a plugin. [`Plugin::start`] gets the plugin's
+//!   [`PluginServices`] once the device exists. [`Plugin::stop`] runs after the device exited.
+//! - [`PluginManager`] loads the plugins that `-P`/`--plugin` names: shared libraries found
+//!   through `-S`/`--plugin-search-path`, or builtin ones such as `pmix` (see [`manager`]).
+//! - [`DeviceControl`] lets at most one plugin at a time control the device.
+//! - [`ControlPlugin`] is the builtin controller (`--control`, see `control`).
+//! - [`c_abi`] declares the C ABI of plugin libraries. [`export`] writes such a library in Rust.
+//!
+//! A program starts its plugins in this order: those that `-P` names, then those it was built
+//! with (`Program::plugin`), and last the builtin controller. It stops them in the reverse
+//! order.
 
 mod builtin_control;
 pub mod c_abi;

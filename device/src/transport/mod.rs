@@ -1,5 +1,15 @@
-//! One API over both transports: `Transport`, `Message`, `Socket` and `Poller` are enums (no trait
-//! objects on the hot path), so one device may mix zeromq and shmem channels.
+//! One API over both transports: [`Transport`], [`Message`], [`Socket`] and [`Poller`].
+//!
+//! [`Transport`], [`Message`] and [`Socket`] are enums with one variant per transport: `zeromq`
+//! (the crate `fairmq_zmq`) and `shmem` (the crate `fairmq_shm`). Enums need no trait objects on
+//! the hot path. One device may therefore mix zeromq and shmem channels.
+//!
+//! - [`create`] makes a transport from the device's options. [`shm_config`] reads the options of
+//!   the shared-memory transport.
+//! - A [`Socket`] sends a [`Message`] of the other transport by copying it into a message of its
+//!   own transport first. (FairMQ wraps it instead.)
+//! - A [`Poller`] waits on sockets of either transport, or of both at once.
+//! - [`Parts`] is a multipart message: a vector of messages.
 
 mod options;
 
