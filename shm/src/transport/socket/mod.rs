@@ -164,6 +164,8 @@ enum Routed {
     Sent,
     /// Nothing: messages taken back from a peer that left go first.
     TakenBack,
+    /// Nothing: a single peer came while the message waited for one, and a lane carries it.
+    Lane,
 }
 
 /// What a look at the socket found.

@@ -32,28 +32,39 @@ impl Socket {
     pub(super) fn send_records<P: Held>(&self, parts: &[P], timeout_ms: i32) -> Result<(), TransferError> {
         let min = self.mgr.config().metadata_msg_size;
         let deadline = Deadline::new(timeout_ms);
-        if self.uses_lane() {
-            // Lane entries have no tickets: the lane accounts for them once staged (the blocks
-            // are marked in flight then, see `Writer::send`).
-            let sent = {
-                let (buf, _) = &mut *self.scratch.borrow_mut();
-                meta::encode_parts(parts.iter().map(|p| p.msg().record()), min, buf);
-                let mark = || parts.iter().for_each(|p| p.msg().hand_to_lane());
-                self.lanes.writer.borrow_mut().send(&self.mgr, self, buf, deadline, &mark)
-            };
-            if sent.is_err() {
-                parts.iter().map(P::msg).for_each(|p| {
-                    p.mark_in_flight(false);
-                    p.list_if_shared(); // the hand-over did not happen
-                });
+        loop {
+            if self.uses_lane() {
+                return self.send_through_lane(parts, min, deadline);
             }
-            return sent;
-        }
-        if self.ty == SocketType::Push {
-            return self.push_to_peer(parts, deadline);
+            if self.ty != SocketType::Push {
+                break;
+            }
+            match self.push_to_peer(parts, deadline)? {
+                Routed::Lane => continue,
+                Routed::Sent | Routed::TakenBack => return Ok(()),
+            }
         }
         self.resend_to_addressee(deadline)?;
         self.send_addressed(parts, deadline)
+    }
+
+    /// Sends the records of `parts` as one entry of the socket's lane.
+    fn send_through_lane<P: Held>(&self, parts: &[P], min: usize, deadline: Deadline) -> Result<(), TransferError> {
+        // Lane entries have no tickets: the lane accounts for them once staged (the blocks are
+        // marked in flight then, see `Writer::send`).
+        let sent = {
+            let (buf, _) = &mut *self.scratch.borrow_mut();
+            meta::encode_parts(parts.iter().map(|p| p.msg().record()), min, buf);
+            let mark = || parts.iter().for_each(|p| p.msg().hand_to_lane());
+            self.lanes.writer.borrow_mut().send(&self.mgr, self, buf, deadline, &mark)
+        };
+        if sent.is_err() {
+            parts.iter().map(P::msg).for_each(|p| {
+                p.mark_in_flight(false);
+                p.list_if_shared(); // the hand-over did not happen
+            });
+        }
+        sent
     }
 
     /// Sends the records of `parts` on the socket (to whoever ZeroMQ hands them to), their tickets
@@ -167,16 +178,19 @@ impl Socket {
     }
 
     /// A PUSH hands `parts` to one peer: what peers that left did not take goes first, then
-    /// `parts`, then, without waiting, what was taken back meanwhile.
-    pub(super) fn push_to_peer<P: Held>(&self, parts: &[P], deadline: Deadline) -> Result<(), TransferError> {
+    /// `parts`, then, without waiting, what was taken back meanwhile. [`Routed::Lane`]: nothing
+    /// was sent, a lane takes `parts`.
+    pub(super) fn push_to_peer<P: Held>(&self, parts: &[P], deadline: Deadline) -> Result<Routed, TransferError> {
         loop {
             self.resend_taken_back(deadline)?;
-            if let Routed::Sent = self.route(parts, deadline, true)? {
-                break;
+            match self.route(parts, deadline, true)? {
+                Routed::Sent => break,
+                Routed::TakenBack => {}
+                Routed::Lane => return Ok(Routed::Lane),
             }
         }
         let _ = self.resend_taken_back(Deadline::Now);
-        Ok(())
+        Ok(Routed::Sent)
     }
 
     /// Sends again what peers that left did not take, in order, within `deadline`.
@@ -214,6 +228,14 @@ impl Socket {
         loop {
             // Peers are learnt at once when none is known, or after a wait; else now and then.
             self.learn_peers(waited);
+            // A single peer came while the message waited for one (or its queue emptied): with
+            // nothing of ours left to claim on the socket, a lane carries the message. Before, a
+            // stream that started before its receiver connected went through the socket until the
+            // receiver once caught up with all of it: thousands of messages at twice the cost.
+            if waited && after_taken_back && self.uses_lane() {
+                self.take_back_parts(parts, issued);
+                return Ok(Routed::Lane);
+            }
             let mut peers = self.peers.borrow_mut();
             if after_taken_back && !peers.resend.is_empty() {
                 drop(peers);
