@@ -600,6 +600,9 @@ impl Socket {
     }
 
     /// Sets `ZMQ_SNDTIMEO` or `ZMQ_RCVTIMEO` (negative: no limit) unless it already has that value.
+    /// Inlined across crates, as every helper of a transfer: the transfers are generic over their
+    /// timeout, so they are compiled in the caller's crate.
+    #[inline]
     fn set_timeout(&self, dir: Dir, ms: i32) -> Result<(), TransferError> {
         let ms = ms.max(-1);
         let (send, receive) = self.timeouts.get();

@@ -40,6 +40,7 @@ impl RawMsg {
     }
 
     /// An empty frame (size 0).
+    #[inline]
     pub(crate) fn empty() -> Self {
         let m = Self::uninit();
         // SAFETY: `m.ptr()` points to writable, aligned storage for a zmq_msg_t; zmq_msg_init cannot fail.
@@ -136,6 +137,7 @@ impl RawMsg {
     }
 
     /// Size of the frame in bytes.
+    #[inline]
     pub(crate) fn size(&self) -> usize {
         // SAFETY: the frame is initialised (module invariant); zmq_msg_size only reads it.
         unsafe { zmq_sys::zmq_msg_size(self.ptr()) }
@@ -253,6 +255,7 @@ impl RawMsg {
 }
 
 impl Drop for RawMsg {
+    #[inline]
     fn drop(&mut self) {
         // SAFETY: the frame is initialised and closed only here; after this it is never used again.
         unsafe { zmq_sys::zmq_msg_close(self.ptr()) };
@@ -303,6 +306,7 @@ fn last_error() -> zmq::Error {
 
 /// `zmq_msg_send`: on success libzmq takes the content and leaves `msg` empty; on failure `msg` is
 /// untouched, so the caller keeps its message.
+#[inline]
 pub(crate) fn msg_send(msg: &mut RawMsg, sock: SockPtr, flags: i32) -> Result<(), zmq::Error> {
     // SAFETY: `msg` is initialised and exclusively borrowed; `sock` is a live socket handle (the owning
     // zmq::Socket outlives every call, see `Socket`).
@@ -315,6 +319,7 @@ pub(crate) fn msg_send(msg: &mut RawMsg, sock: SockPtr, flags: i32) -> Result<()
 }
 
 /// `zmq_msg_recv`: on success the old content of `msg` is released and replaced by the received frame.
+#[inline]
 pub(crate) fn msg_recv(msg: &mut RawMsg, sock: SockPtr, flags: i32) -> Result<(), zmq::Error> {
     // SAFETY: as in `msg_send`.
     let rc = unsafe { zmq_sys::zmq_msg_recv(msg.ptr(), sock.0, flags) };

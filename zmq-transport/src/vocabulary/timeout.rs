@@ -25,54 +25,55 @@ use std::time::Duration;
 /// assert!(matches!(pull.receive(&mut msg, Duration::from_millis(5)), Err(TransferError::Timeout)));
 /// assert!(matches!(pull.receive(&mut msg, 0), Err(TransferError::Timeout)));
 /// assert!(matches!(pull.receive(&mut msg, Timeout::NO_WAIT), Err(TransferError::Timeout)));
-/// assert_eq!(Timeout::from(None::<Duration>), Timeout::Forever);
+/// assert_eq!(Timeout::from(None::<Duration>), Timeout::FOREVER);
 /// assert_eq!(Timeout::from(-1).as_ms(), -1);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Timeout {
-    /// Waits as long as it takes (FairMQ's -1).
-    Forever,
-    /// Waits at most this long; [`Duration::ZERO`] does not wait.
-    After(Duration),
+pub struct Timeout {
+    /// FairMQ's form, kept as given: every layer a transfer passes converts it again, so the
+    /// common case (an `i32` from FairMQ's API) must cost nothing.
+    ms: i32,
 }
 
 impl Timeout {
+    /// Waits as long as it takes (FairMQ's -1).
+    pub const FOREVER: Timeout = Timeout { ms: -1 };
     /// Does not wait (FairMQ's 0).
-    pub const NO_WAIT: Timeout = Timeout::After(Duration::ZERO);
+    pub const NO_WAIT: Timeout = Timeout { ms: 0 };
 
-    /// FairMQ's milliseconds: -1 for [`Forever`](Timeout::Forever); a duration rounded up to
-    /// whole milliseconds (so a positive one never becomes "no wait"), at most `i32::MAX`.
+    /// FairMQ's milliseconds: -1 waits as long as it takes; a duration is rounded up to whole
+    /// milliseconds (so a positive one never becomes "no wait"), at most `i32::MAX`.
     #[inline]
     pub fn as_ms(self) -> i32 {
-        match self {
-            Timeout::Forever => -1,
-            Timeout::After(d) => i32::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(i32::MAX),
-        }
+        self.ms
+    }
+
+    /// The longest wait, `None` for [`FOREVER`](Timeout::FOREVER).
+    pub fn duration(self) -> Option<Duration> {
+        u64::try_from(self.ms).ok().map(Duration::from_millis)
     }
 }
 
 impl From<i32> for Timeout {
     #[inline]
     fn from(ms: i32) -> Timeout {
-        match u64::try_from(ms) {
-            Ok(ms) => Timeout::After(Duration::from_millis(ms)),
-            Err(_) => Timeout::Forever,
-        }
+        Timeout { ms: ms.max(-1) }
     }
 }
 
 impl From<Duration> for Timeout {
     #[inline]
     fn from(d: Duration) -> Timeout {
-        Timeout::After(d)
+        let ms = d.as_secs().saturating_mul(1000).saturating_add(u64::from(d.subsec_nanos().div_ceil(1_000_000)));
+        Timeout { ms: i32::try_from(ms).unwrap_or(i32::MAX) }
     }
 }
 
 impl From<Option<Duration>> for Timeout {
     #[inline]
     fn from(d: Option<Duration>) -> Timeout {
-        d.map_or(Timeout::Forever, Timeout::After)
+        d.map_or(Timeout::FOREVER, Timeout::from)
     }
 }
 
@@ -85,12 +86,14 @@ mod tests {
         for ms in [0, 1, 500, i32::MAX] {
             assert_eq!(Timeout::from(ms).as_ms(), ms);
         }
-        assert_eq!(Timeout::from(-1), Timeout::Forever);
+        assert_eq!(Timeout::from(-1), Timeout::FOREVER);
         assert_eq!(Timeout::from(-7).as_ms(), -1, "any negative waits forever, as in libzmq");
         assert_eq!(Timeout::from(Duration::from_micros(1)).as_ms(), 1, "a positive wait never becomes no wait");
         assert_eq!(Timeout::from(Duration::from_micros(1500)).as_ms(), 2);
         assert_eq!(Timeout::from(Duration::from_secs(u64::MAX)).as_ms(), i32::MAX);
         assert_eq!(Timeout::from(Some(Duration::ZERO)), Timeout::NO_WAIT);
-        assert_eq!(Timeout::from(None::<Duration>), Timeout::Forever);
+        assert_eq!(Timeout::from(None::<Duration>), Timeout::FOREVER);
+        assert_eq!(Timeout::FOREVER.duration(), None);
+        assert_eq!(Timeout::from(Duration::from_millis(250)).duration(), Some(Duration::from_millis(250)));
     }
 }
