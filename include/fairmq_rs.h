@@ -19,7 +19,7 @@ typedef struct fmq_parts fmq_parts;
 typedef struct fmq_context fmq_context;
 /** A device program's configuration (FairMQ's ProgOptions), borrowed from the running program. */
 typedef struct fmq_config fmq_config;
-/** A running device's state machine, borrowed until fmq_run_device returns; thread-safe. */
+/** A device's state machine, borrowed: from a context, valid until fmq_run_device returns; from fmq_device_states, until fmq_device_free. Thread-safe. */
 typedef struct fmq_states fmq_states;
 
 
@@ -960,8 +960,8 @@ fmq_result fmq_channel_counters(const fmq_channel *c, fmq_counters *out);
 
 /**
  * How many peers the channel's socket has now (FairMQ's `GetNumberOfConnectedPeers`): connections
- * made and accepted, less those that ended, as ZeroMQ's monitor reports them (a moment late; none
- * for inproc). 0 for a NULL channel.
+ * made and accepted, less those that ended, as ZeroMQ's monitor reported them by the time of the
+ * call (none for inproc). 0 for a NULL channel.
  *
  * # Safety
  * `c` is NULL or a valid channel.

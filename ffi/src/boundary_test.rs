@@ -1,6 +1,9 @@
-//! Every export enters the panic boundary before doing anything: its body starts with a guard
-//! call (or a helper whose own body starts with one). Checked on the sources, so that a new export
-//! written without a guard fails the tests instead of waiting for a panic to find it.
+//! A test that every export enters the panic boundary before it does anything.
+//!
+//! The body of every export must start with a guard call (`guard`, `guard_value`,
+//! `guard_transfer`), or with a helper whose own body starts with one. The test checks this on the
+//! sources. So a new export written without a guard fails the tests, instead of waiting for a
+//! panic to find it.
 
 use std::path::Path;
 

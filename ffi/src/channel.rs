@@ -1,4 +1,18 @@
-//! Channels (one sub-channel per handle), transfers, multipart messages, pollers, counters.
+//! Channels, transfers, multipart messages, pollers and counters.
+//!
+//! - An [`fmq_channel`] is one sub-channel with its socket. [`fmq_channel_new`] makes one from a
+//!   FairMQ `--channel-config` token and binds or connects it at once. (`fmq_channel_create` in
+//!   the module `channel_setup` makes one step by step.) A hook's context also lends the device's
+//!   channels; those are not freed.
+//! - [`fmq_channel_send`] and [`fmq_channel_receive`] move one message. They return FairMQ's
+//!   transfer codes.
+//! - An [`fmq_parts`] holds the parts of a multipart message. [`fmq_channel_send_parts`] and
+//!   [`fmq_channel_receive_parts`] move one multipart.
+//! - An [`fmq_poller`] waits on several channels of either transport.
+//! - [`fmq_channel_counters`] reads the messages and bytes that a channel moved.
+//!   [`fmq_channel_connected_peers`] counts its peers.
+//!
+//! Channels, parts and pollers are used by one thread at a time, like ZeroMQ sockets.
 
 use crate::error::*;
 use crate::message::fmq_message;
@@ -209,8 +223,8 @@ pub unsafe extern "C" fn fmq_channel_counters(c: *const fmq_channel, out: *mut f
 }
 
 /// How many peers the channel's socket has now (FairMQ's `GetNumberOfConnectedPeers`): connections
-/// made and accepted, less those that ended, as ZeroMQ's monitor reports them (a moment late; none
-/// for inproc). 0 for a NULL channel.
+/// made and accepted, less those that ended, as ZeroMQ's monitor reported them by the time of the
+/// call (none for inproc). 0 for a NULL channel.
 ///
 /// # Safety
 /// `c` is NULL or a valid channel.

@@ -1,6 +1,14 @@
-//! Channels set up step by step, as FairMQ's `fair::mq::Channel` is: a configuration validated on
-//! its own, a socket made before it binds or connects (so its options can be set and read), then
-//! `Bind(address)` or `Connect(address)`.
+//! Channels set up step by step, as FairMQ's `fair::mq::Channel` is.
+//!
+//! 1. [`fmq_channel_validate`] checks a configuration on its own, as FairMQ's `Channel::Validate`
+//!    does.
+//! 2. [`fmq_channel_create`] makes the channel's socket without binding or connecting it. So its
+//!    options can be set and read first ([`fmq_channel_set_option`], [`fmq_channel_get_option`]).
+//! 3. [`fmq_channel_attach`] binds or connects it, as FairMQ's `Channel::Bind(address)` or
+//!    `Channel::Connect(address)` does.
+//!
+//! Each call takes at most one sub-channel: a `--channel-config` token with at most one
+//! `address=` key.
 
 use crate::channel::fmq_channel;
 use crate::error::*;

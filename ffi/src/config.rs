@@ -1,5 +1,17 @@
-//! A device's configuration (FairMQ's `ProgOptions`): read, set and list its properties, from the
-//! device factory (`getDevice`) on, and from every hook through its context.
+//! The properties of a configuration (FairMQ's `ProgOptions`): [`fmq_config`].
+//!
+//! An [`fmq_config`] handle comes from one of two places:
+//!
+//! - A device program lends its configuration. The device factory of `fmq_run_device_factory`
+//!   gets it (FairMQ's `getDevice`), and every hook reaches it through its context
+//!   (`fmq_context_config`).
+//! - A program owns a store that it made with `fmq_config_new` (see the module `config_store`).
+//!
+//! The calls of this module work on either handle. They read a property as text
+//! ([`fmq_config_property`], [`fmq_config_property_lines`]), check whether a key exists
+//! ([`fmq_config_count`]), set a property ([`fmq_config_set_property`]) and list keys
+//! ([`fmq_config_keys`]). A subscriber hears of every property set from then on
+//! ([`fmq_config_subscribe`]).
 
 use crate::error::*;
 use crate::ptr::*;

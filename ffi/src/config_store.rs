@@ -1,6 +1,18 @@
-//! Configuration stores a program owns (FairMQ's standalone `ProgOptions`): made with FairMQ's
-//! defaults, filled from a command line, values set with their exact kind, keys deleted. A device
-//! run in the program's own thread (`fmq_device_run`) shares the store it is given.
+//! Configuration stores that a program owns (FairMQ's standalone `ProgOptions`).
+//!
+//! - [`fmq_config_new`] makes a store, empty or with the defaults of FairMQ's options.
+//!   [`fmq_config_free`] frees it.
+//! - [`fmq_config_parse`] fills a store from a command line, as FairMQ's `ProgOptions::ParseAll`
+//!   does.
+//! - [`fmq_config_set_value`] sets a value with its exact kind, and [`fmq_config_delete`] deletes
+//!   a key.
+//! - [`fmq_config_value_type`] tells the kind of a value, and [`fmq_option_declared_type`] the
+//!   type that FairMQ declares an option with.
+//! - [`fmq_options_help`] and [`fmq_config_print_options`] give the text of `--help` and
+//!   `--print-options`.
+//!
+//! The calls of the module `config` work on these stores too. A device that a program runs in a
+//! thread of its own (`fmq_device_run`) shares the store that it is given.
 
 use crate::config::fmq_config;
 use crate::device::{fmq_option, fmq_option_type, FMQ_OPTION_BOOL, FMQ_OPTION_FLAG, FMQ_OPTION_FLOAT};

@@ -1,5 +1,15 @@
-//! Devices written in C: hook callbacks plus a user pointer, run by `fmq_run_device` as FairMQ's
-//! `runDevice` would run a C++ device (same options, control modes, signals and exit codes).
+//! Devices written in C, and the context that their hooks get.
+//!
+//! A C device is a table of hook callbacks ([`fmq_device_hooks`]) and a user pointer that every
+//! hook gets. [`fmq_run_device`] runs it as FairMQ's `runDevice` runs a C++ device: with the same
+//! options, control modes, signal handling and exit codes. [`fmq_run_device_factory`] instead
+//! calls a factory ([`fmq_device_factory`], FairMQ's `getDevice`) once the configuration is
+//! parsed, and the factory fills the table.
+//!
+//! A hook gets an [`fmq_context`], valid only during the hook and on the hook's thread. Through
+//! it, the hook registers data handlers ([`fmq_context_on_data`], [`fmq_context_on_data_parts`]),
+//! reaches the device's channels, transport and configuration, and learns whether a transition is
+//! pending ([`fmq_context_new_state_pending`]).
 
 use crate::channel::{fmq_channel, fmq_parts};
 use crate::config::{config_ptr, fmq_config};

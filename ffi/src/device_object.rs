@@ -1,6 +1,12 @@
-//! Devices a program holds and runs in a thread of its own choice (FairMQ's `fair::mq::Device`
-//! used directly: `RunStateMachine()` in one thread, `ChangeState` from others). The state machine
-//! exists from `fmq_device_new` on, so transitions can be requested before the run starts.
+//! Devices that a program holds and runs in a thread of its own choice: [`fmq_device`].
+//!
+//! This is FairMQ's `fair::mq::Device` used directly. One thread runs the state machine
+//! ([`fmq_device_run`], FairMQ's `RunStateMachine()`). Other threads request transitions through
+//! the device's state machine ([`fmq_device_states`], FairMQ's `ChangeState`). No controller runs
+//! and nobody handles signals.
+//!
+//! The state machine exists from [`fmq_device_new`] on, so transitions can be requested before
+//! the run starts. A device runs once.
 
 use crate::config::fmq_config;
 use crate::device::{fmq_device_hooks, CDevice};

@@ -1,4 +1,12 @@
-//! Result codes, the thread's last error text, and the panic boundary every export goes through.
+//! Result codes, the calling thread's last error, and the panic boundary that every export goes
+//! through.
+//!
+//! - [`fmq_result`] is the result of a call that is not a transfer. [`code_of`] is the one place
+//!   where an error's kind becomes a code.
+//! - Each thread keeps the text of its last error. [`fail`] records it, and [`fmq_last_error`]
+//!   copies it out.
+//! - [`guard`], [`guard_transfer`] and [`guard_value`] run an export's body and stop a panic
+//!   there. The panic becomes `FMQ_ERROR_PANIC`, -1, or the call's default value.
 
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, CStr};

@@ -1,22 +1,64 @@
 //! # libfairmq_rs: the C ABI of fairmq-rs
 //!
-//! C and C++ programs use the Rust transports and devices through `include/fairmq_rs.h` (C) and
-//! `include/fairmq_rs.hpp` (header-only C++ over it).
+//! C and C++ programs use the Rust transports and devices through this library. A C program
+//! includes `include/fairmq_rs.h`. A C++ program may include `include/fairmq_rs.hpp`, a
+//! header-only C++ layer over the C header. cbindgen generates `fairmq_rs.h` from the docs of this
+//! crate's exported items.
 //!
-//! Conventions (as rustls-ffi's):
-//! - Every name starts with `fmq_`. Handles are opaque; each `_new` has a `_free`, and `_free`
-//!   accepts NULL.
-//! - Calls that can fail return `fmq_result` (`FMQ_OK` = 0, errors non-zero; `fmq_result_message`
-//!   names them, `fmq_last_error` gives the calling thread's details). Out-parameters are written only
-//!   on success. NULL arguments are checked in every build.
-//! - Transfers return FairMQ's codes: bytes (>= 0), -1 error, -2 timeout, -3 interrupted. A failed
-//!   send leaves the message with the caller.
-//! - No panic crosses the boundary: every export runs inside a guard that turns one into
-//!   `FMQ_ERROR_PANIC` (or -1 for transfers); a test checks each export's body starts with one.
-//!   Callbacks into C (regions, region events) are called through the same kind of guard.
-//! - Thread safety: transports and regions may be shared between threads; channels, messages, parts
-//!   and pollers are used by one thread at a time; a hook's context only during the hook. Region and
-//!   region-event callbacks run on threads of the library (each function says which).
+//! # Conventions
+//!
+//! The conventions follow rustls-ffi's.
+//!
+//! - Every name starts with `fmq_`.
+//! - Handles are opaque. Every handle that the caller owns has a `_free` function, and every
+//!   `_free` accepts NULL. A borrowed handle, such as a channel of a hook's context, is not freed.
+//! - A call that can fail returns an `fmq_result`: `FMQ_OK` (0), or a non-zero error code.
+//!   `fmq_result_message` names a code. `fmq_last_error` gives the details of the calling thread's
+//!   last error.
+//! - A call writes its out-parameters only on success. The one exception is a length
+//!   out-parameter: a call also writes it when the caller's buffer is too small
+//!   (`FMQ_ERROR_BUFFER`).
+//! - Every build checks NULL arguments, release builds included.
+//! - A transfer returns FairMQ's codes: bytes (>= 0), -1 error, -2 timeout, -3 interrupted. A
+//!   failed send leaves the message with the caller.
+//!
+//! # Panics
+//!
+//! No panic crosses the boundary. Every export runs inside a guard (see the module `error`). The
+//! guard turns a panic into `FMQ_ERROR_PANIC`, into -1 for a transfer, or into the documented
+//! default (NULL, 0, false) for a call that returns a value. A test checks that the body of each
+//! export starts with a guard, or with a helper whose body starts with one (`boundary_test`).
+//! Callbacks into C (regions, region events) are called through the same kind of guard, which
+//! stops a panic and logs it.
+//!
+//! # Threads
+//!
+//! - Transports, regions, configurations, state machines and devices (`fmq_device`) may be shared
+//!   between threads.
+//! - Channels, messages, parts and pollers are used by one thread at a time.
+//! - A hook's context is valid only during the hook, on the hook's thread.
+//! - Region and region-event callbacks may run on threads of the library. The function that sets
+//!   a callback says on which thread it runs.
+//!
+//! # Modules
+//!
+//! - `transport`: transports by name.
+//! - `message`: messages of either transport.
+//! - `channel`: channels, transfers, multipart messages, pollers and counters.
+//! - `channel_setup`: channels set up step by step, as FairMQ's `fair::mq::Channel` is.
+//! - `device`: devices written in C, run as FairMQ's `runDevice` runs a device, and the context
+//!   that their hooks get.
+//! - `device_object`: devices that a program runs in a thread of its own choice.
+//! - `states`: a device's state machine.
+//! - `config`: the properties of a configuration.
+//! - `config_store`: configuration stores that a program owns.
+//! - `region`: unmanaged regions.
+//! - `region_events`: region events and the segments and regions that a transport knows of.
+//! - `shm_external`: segments and regions of a shared-memory session, made without a transport.
+//! - `shm_monitor`: shared-memory sessions as FairMQ's monitor sees them.
+//! - `logger`: the logger's settings, and log lines from C and C++.
+//! - `error`: result codes, the last error and the panic boundary.
+//! - `ptr`: checked conversions of C pointers.
 
 #![warn(missing_docs, unreachable_pub)]
 #![allow(clippy::missing_safety_doc)] // each unsafe export documents its contract in "# Safety"

@@ -1,5 +1,12 @@
-//! The logger's settings for C and C++ (FairLogger's static `fair::Logger` API): console and file
-//! severities, verbosity, colour, a log file, cycling through severities and verbosities.
+//! The logger for C and C++: its settings (FairLogger's static `fair::Logger` API), and log lines.
+//!
+//! - The settings are the console and file severities, the verbosity, colour and a log file. The
+//!   console severity and the verbosity can also move one step at a time, as the interactive
+//!   controller's keys move them.
+//! - [`fmq_log`] and [`fmq_log_at`] write a line through the fairmq-rs logger. So the lines of C
+//!   and C++ devices look like the lines of Rust devices.
+//!
+//! The calls take FairMQ's severity names and FairLogger's finer ones (see [`severity`]).
 
 use crate::error::*;
 use fairmq::logging::{self, Severity, Verbosity};

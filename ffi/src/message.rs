@@ -1,4 +1,17 @@
-//! Messages: constructors of both transports, data access, resizing, rebuilding, sharing.
+//! Messages of either transport: [`fmq_message`].
+//!
+//! - The `fmq_message_new*` calls make a message on a transport: empty, of a size, aligned, a
+//!   copy of bytes, over a caller's buffer, or over constant bytes.
+//! - [`fmq_message_size`], [`fmq_message_data`] and [`fmq_message_data_ptr`] give access to the
+//!   bytes.
+//! - [`fmq_message_set_used_size`] shrinks a message. The `fmq_message_rebuild*` calls release
+//!   its content and give it new content.
+//! - [`fmq_message_copy`] makes a message refer to another's content, shared where the transport
+//!   allows. [`fmq_message_ref_count`] tells how many messages share the bytes.
+//!   [`fmq_message_take`] moves the content into a new message.
+//!
+//! Where the transports differ, each call says how. For example, zeromq takes a caller's buffer
+//! without a copy, and shmem copies it into shared memory.
 
 use crate::error::*;
 use crate::ptr::*;

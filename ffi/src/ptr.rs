@@ -1,4 +1,11 @@
-//! Checked conversions of C pointers (checked in release builds too).
+//! Checked conversions of C pointers, checked in release builds too.
+//!
+//! - [`refp`] and [`mutp`] turn a handle pointer into a reference, and refuse NULL with
+//!   `FMQ_ERROR_NULL`.
+//! - [`check_out`] checks an out-parameter before any work is done, so that a call writes it only
+//!   on success.
+//! - [`give`] hands a new handle to the caller through an out-parameter, and [`take`] frees it
+//!   again.
 
 use crate::error::{fail, fmq_result, FMQ_ERROR_NULL};
 

@@ -1,7 +1,15 @@
-//! Unmanaged regions for C (FairMQ's `UnmanagedRegion`): a big buffer the program fills in place
-//! and sends pieces of as messages; the creator's callback hears of every piece released by its
-//! last holder. On shmem a piece travels zero-copy and the callback runs when the last holder, in
-//! any process, released it; on zeromq the message holds a copy and the callback runs at once.
+//! Unmanaged regions for C: [`fmq_region`] (FairMQ's `UnmanagedRegion`).
+//!
+//! A region is a big buffer. The program fills it in place and sends pieces of it as messages
+//! ([`fmq_message_new_region`]). The creator's callback hears of every piece that comes back:
+//!
+//! - On shmem, a piece travels without a copy. The callback runs on the region's own thread, once
+//!   the last holder of the piece, in any process, has released it.
+//! - On zeromq, the message holds a copy. The callback runs at once, on the thread that made the
+//!   message, inside [`fmq_message_new_region`].
+//!
+//! A callback runs through a guard that stops a panic and logs it ([`contain`]). A callback must
+//! not free its own region, so [`fmq_region_free`] frees nothing inside a region callback.
 
 use crate::error::*;
 use crate::message::{fmq_message, new_with};

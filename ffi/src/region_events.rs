@@ -1,5 +1,14 @@
-//! Region events for C (FairMQ's `SubscribeToRegionEvents` and `GetRegionInfo`): which segments and
-//! regions a transport knows of, and a callback when one is created or destroyed.
+//! Region events for C (FairMQ's `SubscribeToRegionEvents` and `GetRegionInfo`).
+//!
+//! - [`fmq_transport_region_info`] lists the segments and regions that a transport knows of, as
+//!   [`fmq_region_info`] entries.
+//! - [`fmq_transport_subscribe_region_events`] calls a callback for every region event of a
+//!   transport: a segment or region created or destroyed, or, on zeromq, the one `local_only`
+//!   event. The callback runs on a thread of the transport's own, through a guard that stops a
+//!   panic and logs it.
+//!
+//! Both transports report events. zeromq knows only its own regions, because they are local to
+//! the process. shmem knows every segment and region of the session.
 
 use crate::error::*;
 use crate::ptr::*;

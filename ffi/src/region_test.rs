@@ -1,5 +1,13 @@
-//! `fmq_message_new_region` through the C ABI: pieces outside the region and regions of another
-//! transport are refused with `FMQ_ERROR_INVALID` (the transports' checks, sorted into codes).
+//! Tests of regions through the C ABI.
+//!
+//! - `fmq_message_new_region` refuses a piece outside the region, and a region of another
+//!   transport, with `FMQ_ERROR_INVALID`. The transports make these checks, and the C ABI sorts
+//!   their errors into codes.
+//! - Inside a zeromq region's callback, freeing the region, or making another message of it, is
+//!   refused.
+//! - A region configuration is refused when a `bool` field holds another byte than 0 or 1, or when
+//!   its `struct_size` is below this version's.
+//! - `fmq_transport_region_info` writes its entries at the caller's stride.
 
 use crate::*;
 use fairmq_shm::testing::session::{unique_session, SessionGuard};

@@ -1,8 +1,15 @@
-//! Managed segments and unmanaged regions of a shared-memory session made without a transport
-//! (FairMQ's `shmem::Segment` and `shmem::UnmanagedRegion`): a program preallocates them, and the
-//! transports that join the session later use them (a region by `fmq_region_config.id`). They are
-//! registered in the session, so its cleanup and its last transport (unless `--shm-no-cleanup`)
-//! remove them.
+//! Managed segments and unmanaged regions of a shared-memory session, made without a transport
+//! (FairMQ's `shmem::Segment` and `shmem::UnmanagedRegion`).
+//!
+//! A program preallocates them, and the transports that join the session later use them.
+//!
+//! - [`fmq_shm_segment_open`] opens or creates a managed segment ([`fmq_shm_segment`]). A
+//!   transport of the session whose segment id matches uses it.
+//! - [`fmq_shm_region_open`] opens or creates an unmanaged region ([`fmq_shm_region`]). A
+//!   transport adopts it with `fmq_region_new` and the same `fmq_region_config.id`.
+//!
+//! Both are registered in the session. So the session's cleanup removes them, and so does its
+//! last transport, unless `--shm-no-cleanup` is given.
 
 use crate::error::*;
 use crate::ptr::*;

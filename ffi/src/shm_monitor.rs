@@ -1,5 +1,14 @@
-//! Shared-memory sessions as FairMQ's static `fair::mq::shmem::Monitor` sees them: the shm id of a
-//! session, free memory of a segment, presence of segments and regions, cleanup.
+//! Shared-memory sessions as FairMQ's static `fair::mq::shmem::Monitor` sees them.
+//!
+//! A session is named by its shm id: 8 hex digits that [`fmq_shm_id_for_session`] derives from
+//! the session name, as devices do. The other calls take that id.
+//!
+//! - [`fmq_shm_free_memory`], [`fmq_shm_segment_present`] and [`fmq_shm_region_present`] look at
+//!   one segment or region.
+//! - [`fmq_shm_report`], [`fmq_shm_debug_info`] and [`fmq_shm_list_all`] describe sessions as
+//!   text.
+//! - [`fmq_shm_cleanup`] removes every object of a session. [`fmq_shm_reset_content`] forgets
+//!   every allocation in its segments.
 
 use crate::error::*;
 use crate::ptr::*;

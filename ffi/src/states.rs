@@ -1,6 +1,16 @@
-//! A running device's state machine for C and C++ (FairMQ's state API on `fair::mq::Device`):
-//! the current state, transitions, and subscriptions to state changes. States and transitions
-//! are FairMQ's numbers (`fair::mq::State`, `fair::mq::Transition`).
+//! A device's state machine for C and C++: [`fmq_states`] (FairMQ's state API on
+//! `fair::mq::Device`).
+//!
+//! A hook gets the state machine of the device that runs it ([`fmq_context_states`]). A program
+//! gets the state machine of a device it holds with `fmq_device_states`. Through either handle, any
+//! thread may:
+//!
+//! - read the current state ([`fmq_states_current`]);
+//! - request a transition ([`fmq_states_change`]);
+//! - learn whether a transition is pending ([`fmq_states_new_state_pending`]);
+//! - subscribe to state changes ([`fmq_states_subscribe`]).
+//!
+//! States and transitions are FairMQ's numbers (`fair::mq::State`, `fair::mq::Transition`).
 
 use crate::device::fmq_context;
 use crate::error::*;
@@ -9,7 +19,8 @@ use fairmq::state_machine::StateMachine;
 use fairmq::{State, Transition};
 use std::ffi::{c_char, c_void};
 
-/// A device's state machine: borrowed, valid until `fmq_run_device` returns; thread-safe.
+/// A device's state machine, borrowed: from a context, valid until `fmq_run_device` returns; from
+/// `fmq_device_states`, until `fmq_device_free`. Thread-safe.
 #[allow(non_camel_case_types)]
 #[repr(transparent)]
 pub struct fmq_states(StateMachine);

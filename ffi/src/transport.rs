@@ -1,4 +1,12 @@
-//! Transports by name, configured with FairMQ's options.
+//! Transports by name, configured with FairMQ's options: [`fmq_transport`].
+//!
+//! - [`fmq_transport_new`] makes a transport of a kind (`"zeromq"` or `"shmem"`) from FairMQ's
+//!   command-line options, such as `--session` and `--shm-segment-size`.
+//! - [`fmq_transport_new_with_config`] makes one from a configuration store instead.
+//! - [`fmq_transport_interrupt`] makes the blocked transfers of a transport return -3, until
+//!   [`fmq_transport_resume`].
+//!
+//! The kind `"default"` stands for zeromq. A transport may be used from several threads at once.
 
 use crate::error::*;
 use crate::ptr::*;

@@ -1,11 +1,23 @@
-//! What a transport layered on this one needs beyond the API devices use. The shared-memory
-//! transport sends its metadata records as ZeroMQ frames through this crate's sockets; to do so it
-//! needs transfers that leave the socket's counters to it, access control, routing ids, a few
-//! ZeroMQ options, and hooks that add to a poll the readiness ZeroMQ cannot see.
+//! What a transport layered on this one needs beyond the API that devices use.
 //!
-//! The traits here are sealed: only this crate's [`Socket`](crate::Socket) and
-//! [`Transport`](crate::Transport) implement them, and no signature names the `zmq` crate's
-//! types. An application never needs them.
+//! The shared-memory transport sends its metadata records as ZeroMQ frames through this crate's
+//! sockets. For that it needs more than a device does:
+//!
+//! - [`Uncounted`]: transfers that leave the socket's counters to the layered transport;
+//! - [`LayeredSocket`]: access control, peer counts, routing ids and a few ZeroMQ options of a
+//!   socket;
+//! - [`LayeredTransport`]: the password handler and the interrupt flag of a transport;
+//! - [`PollHook`]: a hook that adds to a poll the readiness that ZeroMQ cannot see, given to a
+//!   `Poller` through a `PollEntry`.
+//!
+//! [`Uncounted`], [`LayeredSocket`] and [`LayeredTransport`] are sealed: only this crate's
+//! `Socket` and `Transport` implement them. [`PollHook`] is not sealed, because the layered
+//! transport implements it for its own sockets. No signature of these four traits names the `zmq`
+//! crate's types. An application never needs them.
+//!
+//! The sealed trait `Raw` gives the libzmq socket under a `Socket`. It exists only with the cargo
+//! feature `raw`, for the fuzz targets of the shared-memory transport, which write raw frames. No
+//! device build enables that feature.
 
 use crate::vocabulary::counters::Counters;
 use crate::vocabulary::error::SocketError;

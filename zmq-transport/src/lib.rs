@@ -1,23 +1,48 @@
 //! # fairmq-zmq: FairMQ's zeromq transport
 //!
-//! Sockets, messages and pollers with FairMQ's semantics on top of libzmq (bundled and built by
-//! cargo, no system package needed). The payload travels inside ZeroMQ frames: one message is one
-//! frame, a multipart is one ZeroMQ multipart, frame for frame, so C++ FairMQ devices on the other end
-//! of a tcp or ipc socket understand us.
+//! This crate is FairMQ's `zeromq` transport: sockets, messages and pollers with FairMQ's
+//! semantics, on top of libzmq. Cargo builds libzmq from the patched sources in
+//! `vendor/zeromq-src` (see its `PATCHES.md`), so no system package is needed.
 //!
-//! - Transfers return the bytes moved or a [`TransferError`] whose [`code`](TransferError::code) is
-//!   FairMQ's (-1 error, -2 timeout, -3 interrupted). Timeouts ([`Timeout`]): FairMQ's ms (-1
-//!   forever, 0 no wait, N ms) or a `Duration`.
-//! - A failed or timed-out send leaves the message with the caller.
-//! - [`Transport::interrupt`] wakes every blocked call at once (an eventfd that libzmq's own
-//!   blocking wait watches, see `interrupt`);
-//!   a transfer that can complete at once still completes while interrupted.
-//! - Counters count successful transfers; a multipart is one message.
+//! The payload travels inside ZeroMQ frames. One message is one frame, and a multipart is one
+//! ZeroMQ multipart, frame for frame. So a C++ FairMQ device on the other end of a tcp or ipc
+//! socket understands this transport.
 //!
-//! The shared-memory transport (`fairmq-shm`) moves its metadata over these sockets, so timeouts,
-//! interruption and counters are implemented once, here; the [`vocabulary`] both transports share
-//! (transfer results and codes, socket types, transport kinds, endpoints, counters, interruption,
-//! region types) is one module, and what a layered transport needs of a socket is [`layered`].
+//! # Main types
+//!
+//! - [`Transport`] is FairMQ's `zmq::TransportFactory`: one ZeroMQ context, and the sockets and
+//!   regions made from it.
+//! - [`Socket`] is a socket of one [`SocketType`]. It binds or connects, then sends and receives.
+//! - [`Message`] owns one ZeroMQ frame.
+//! - [`Poller`] waits on several sockets at once.
+//! - [`Region`] is an unmanaged region: a buffer whose pieces become messages.
+//!
+//! # Transfers
+//!
+//! - A transfer returns the number of bytes moved, or a [`TransferError`]. The error's
+//!   [`code`](TransferError::code) is FairMQ's: -1 error, -2 timeout, -3 interrupted.
+//! - A [`Timeout`] is FairMQ's milliseconds (-1 waits forever, 0 does not wait, N waits up to
+//!   N ms) or a `Duration`.
+//! - A send that fails or times out leaves the message with the caller.
+//! - [`Transport::interrupt`] wakes every blocked call at once. libzmq's own blocking wait watches
+//!   an eventfd of the transport (see [`vocabulary::interrupt`]). A transfer that can complete at
+//!   once still completes while the transport is interrupted.
+//! - A socket's [`Counters`] count the messages and bytes of successful transfers. A multipart
+//!   counts as one message.
+//!
+//! # What both transports share
+//!
+//! The shared-memory transport (`fairmq-shm`) moves its metadata over this crate's sockets. So
+//! timeouts, interruption and counters are implemented once, here.
+//!
+//! - The module [`vocabulary`] holds the types that both transports share: transfer results and
+//!   codes, socket types, transport kinds, endpoints, counters, interruption and region types.
+//! - The module [`layered`] holds what a transport layered on this one needs of a socket.
+//!
+//! # Example
+//!
+//! A PULL socket binds, a PUSH socket connects to it, and one message goes from the PUSH socket
+//! to the PULL socket:
 //!
 //! ```
 //! use fairmq_zmq::{Message, SocketType, Transport};

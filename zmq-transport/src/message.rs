@@ -1,4 +1,19 @@
-//! Messages of the zeromq transport: one ZeroMQ frame each.
+//! Messages of the zeromq transport: [`Message`], one ZeroMQ frame each.
+//!
+//! A message owns its frame. A send moves the frame into libzmq and leaves the message empty. A
+//! send that fails or times out leaves the message untouched.
+//!
+//! A message's bytes come from one of three places:
+//!
+//! - the message allocates them, zeroed or holding a copy ([`Message::with_size`],
+//!   [`Message::from_slice`], ...);
+//! - a Rust owner gives them, without a copy ([`Message::from_vec`], [`Message::from_owner`]);
+//! - they are static, or a caller's buffer that a free function releases
+//!   ([`Message::from_static`], [`Message::from_raw_parts`]).
+//!
+//! [`Message::copy_from`] shares the bytes instead of copying them, and libzmq counts the
+//! references. A write through [`Message::data_mut`] to shared or constant bytes first makes a
+//! private copy, so no other message sees the change.
 
 use crate::sys::{FreeFn, RawMsg};
 use crate::vocabulary::error::AllocError;

@@ -1,15 +1,24 @@
-//! How many peers each socket has (FairMQ's `GetNumberOfConnectedPeers`): the socket's ZeroMQ
-//! monitor events, counted as FairMQ counts them (connected and accepted add one, disconnected
-//! takes one away), by a thread of the transport.
+//! How many peers each socket has (FairMQ's `GetNumberOfConnectedPeers`).
 //!
-//! libzmq sends monitor events from its I/O thread with a blocking send. A monitor read only when
-//! someone asks for the count (as FairMQ does) must have an unlimited queue, which then grows
-//! without bound under a peer that connects again and again (each attempt refused by the password
-//! is two events). So one thread per transport reads every socket's monitor as events come and
-//! keeps the counts. Asking a socket for its count first lets the thread read the events already
-//! sent (a round trip to it), so a count is never behind a message the socket has received:
-//! ZeroMQ reports a connection before the peer's first message can arrive. Readers on other
-//! threads ([`PeerCount`]) get the count as the thread last left it, for one atomic load.
+//! libzmq reports a socket's connections as monitor events. A thread of the transport
+//! ([`Monitors`]) reads them and counts them as FairMQ does: a connected or an accepted connection
+//! adds one, and a disconnection takes one away.
+//!
+//! # Why a thread
+//!
+//! libzmq sends monitor events from its I/O thread with a blocking send. FairMQ reads a monitor
+//! only when someone asks for the count. Such a monitor needs an unlimited queue. That queue grows
+//! without bound under a peer that connects again and again: each attempt that the password
+//! refuses is two events. So one thread per transport reads every socket's monitor as the events
+//! come, and keeps the counts.
+//!
+//! # Reading a count
+//!
+//! - `Socket::number_of_connected_peers` first asks the thread to read the events already sent,
+//!   and waits for its answer ([`Monitors::sync`]). So the count is never behind a message that the
+//!   socket has received: ZeroMQ reports a connection before the peer's first message can arrive.
+//! - Readers on other threads hold the count itself ([`PeerCount`]). They get it as the thread
+//!   last left it, with one atomic load.
 
 use crate::vocabulary::error::SocketError;
 use std::sync::atomic::{AtomicU64, Ordering};

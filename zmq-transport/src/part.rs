@@ -1,6 +1,14 @@
-//! What a multipart send takes its parts as: this transport's [`Message`], or a caller's own
-//! message type that may hold one. A device's multipart (its messages of either transport, made
-//! zeromq ones before the send) is sent where it lies, not moved into a vector of ours and back.
+//! The parts that a multipart send takes: the trait [`Part`].
+//!
+//! A part is this transport's [`Message`], or a caller's own message type that may hold one.
+//! `Socket::send_parts_of` takes a slice of such parts.
+//!
+//! A device's multipart holds messages of either transport, and the device makes them zeromq
+//! messages before the send. The send then takes the parts where they lie. It does not move them
+//! into a vector of this crate and back.
+//!
+//! Inside the crate, the send path works on a [`Held`]: a message, or the message that a caller's
+//! part gave when the send asked for it.
 
 use crate::message::Message;
 

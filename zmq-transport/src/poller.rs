@@ -1,4 +1,16 @@
-//! Waiting on several sockets at once.
+//! Waiting on several sockets at once: the [`Poller`] (FairMQ's `Poller`).
+//!
+//! A [`Poller`] watches each socket for the directions that its type supports: input, output or
+//! both. [`Poller::poll`] waits until some socket is ready, or until its timeout. Then
+//! [`Poller::check_input`] and [`Poller::check_output`] tell which sockets were ready.
+//!
+//! The poll set also holds the interrupt descriptor of each socket's transport, so an interrupt
+//! wakes a waiting poll at once. While a transport is interrupted, a poll only looks and does not
+//! wait. It reports the sockets that are ready, or else [`PollError::Interrupted`].
+//!
+//! A transport layered on this one makes a [`PollEntry`] for each of its sockets, with its
+//! [`PollHook`]. The hook adds the readiness that ZeroMQ cannot see: input that does not pass
+//! through the socket, and frames on the socket that carry no input.
 
 use crate::layered::PollHook;
 use crate::socket::Socket;

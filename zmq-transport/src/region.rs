@@ -1,11 +1,23 @@
-//! Unmanaged regions of the zeromq transport (FairMQ's `zmq::UnmanagedRegion`): a private heap
-//! buffer per region. A message made from a region copies its bytes into a new frame, and the
-//! creator's callback hears of the piece at once, since nothing refers to the region afterwards.
-//! Acknowledgements are local, so the linger has nothing to wait for.
+//! Unmanaged regions of the zeromq transport: [`Region`] (FairMQ's `zmq::UnmanagedRegion`).
 //!
-//! Region events: every transport keeps a FIFO of events that starts with one `local_only` event
-//! (regions of this transport are invisible to other processes) and grows with each created and
-//! destroyed region; a subscription delivers the queue in order on a thread of its own.
+//! A region is a buffer of this process: an anonymous memory mapping, zeroed when it is made. A
+//! message made from a region copies its piece into a new frame. Nothing refers to the region
+//! afterwards, so the creator's callback hears of the piece at once, before the call that made the
+//! message returns. Acknowledgements are therefore local, and the linger has nothing to wait for.
+//!
+//! The callback runs while the region holds it locked. A message of a region made inside that
+//! region's own callback would wait for itself, so it is refused with
+//! [`RegionError::InsideCallback`].
+//!
+//! # Region events
+//!
+//! Every transport keeps a FIFO of region events ([`RegionEvents`]):
+//!
+//! - The FIFO starts with one `local_only` event: regions of this transport are invisible to other
+//!   processes.
+//! - Each created and each destroyed region adds an event.
+//! - A subscription takes the events from the FIFO in order, on a thread of its own. So it gets
+//!   every event that no earlier subscription took. A new subscription replaces the old one.
 
 use crate::message::Message;
 use crate::vocabulary::region::{RegionBlock, RegionCallback, RegionConfig, RegionEvent, RegionInfo};

@@ -1,4 +1,49 @@
-//! Sockets of the zeromq transport: options, attach, and transfers with timeouts and interruption.
+//! Sockets of the zeromq transport: [`Socket`].
+//!
+//! A [`Socket`] wraps one libzmq socket, made by `Transport::socket`. Its id,
+//! `<transport id>.<channel name>.<type>`, is also its ZeroMQ identity. A new socket gets FairMQ's
+//! creation defaults: a linger of 1000 ms, and a SUB socket subscribes to everything.
+//! [`Socket::set_options`] then applies a channel's own options.
+//!
+//! # Attaching
+//!
+//! [`Socket::bind`] and [`Socket::connect`] take one endpoint as given. [`Socket::attach`] takes a
+//! channel address, as FairMQ does:
+//!
+//! - It validates every endpoint before it attaches any, so a bad list leaves the socket untouched.
+//! - It binds or connects each endpoint by its modifier (`@`, `+`, `>`), or else by the channel's
+//!   method.
+//! - It resolves a tcp host to its first IPv4 address.
+//! - When a tcp bind fails because the port is taken, it retries random ports of the channel's
+//!   range (auto-bind).
+//! - It returns the address as attached, in FairMQ's form. So the caller can write the bound port
+//!   back to its configuration.
+//!
+//! # Transfers
+//!
+//! [`Socket::send`] and [`Socket::receive`] move one frame. [`Socket::send_parts`] and
+//! [`Socket::receive_parts`] move one multipart.
+//!
+//! - A transfer uses libzmq's own blocking call, bounded by the socket's send or receive timeout.
+//!   The vendored libzmq also ends that wait when the transport's interrupt descriptor becomes
+//!   readable (`ZMQ_FAIRMQ_WAKE_FD`). So a blocked call waits in one poll, as libzmq's does, and
+//!   still returns at once on an interrupt.
+//! - libzmq times out by a coarse clock. A wait that ends before the deadline goes on for the time
+//!   that is left, so no transfer gives up early. A signal that ends a wait does the same.
+//! - While the transport is interrupted, a transfer makes one attempt that does not wait.
+//! - A failed send leaves the message with the caller. A failed receive leaves the message as it
+//!   was, because the receive goes into a fresh frame first.
+//! - A multipart leaves whole: the send waits, or fails, only before the first frame. When the
+//!   peer goes away in the middle, the rest of the message is lost, and the socket logs a warning.
+//!
+//! # Counting
+//!
+//! - Each successful transfer adds to the socket's counters ([`Socket::counters`]). A multipart
+//!   counts once.
+//! - [`Socket::number_of_connected_peers`] gets the socket's peer count from the transport's
+//!   monitor thread ([`Monitors`]).
+//!
+//! The socket also implements [`Uncounted`] and [`LayeredSocket`], for a transport layered on it.
 
 use crate::layered::{sealed::Sealed, LayeredSocket, Uncounted};
 use crate::message::Message;

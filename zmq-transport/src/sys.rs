@@ -1,13 +1,23 @@
 //! The only place that touches `zmq_msg_t` and raw socket pointers.
 //!
-//! The safe `zmq` crate cannot build a frame over a user buffer with a free callback, and its `send`
-//! consumes the message even when libzmq refuses it (EAGAIN), which would lose a message on a timed-out
-//! send. So frames, and the send/receive calls on them, are done here with `zmq-sys` directly.
+//! The safe `zmq` crate falls short in two ways:
 //!
-//! Invariants kept by this module:
-//! - a [`RawMsg`] always holds an initialised `zmq_msg_t` (closed exactly once, in `Drop`);
-//! - the bytes of a frame are only handed out mutably when libzmq says the frame is not shared and it
-//!   is not a constant frame (callers check [`RawMsg::is_shared`] first, see [`RawMsg::bytes_mut`]).
+//! - It cannot build a frame over a user's buffer with a free callback.
+//! - Its `send` consumes the message even when libzmq refuses it (EAGAIN). A send that timed out
+//!   would then lose its message.
+//!
+//! So this module builds frames ([`RawMsg`]) and sends and receives them ([`msg_send`],
+//! [`msg_recv`]) with `zmq-sys` directly. Through the raw socket pointer ([`SockPtr`]) it also
+//! sets the vendored libzmq's `ZMQ_FAIRMQ_WAKE_FD` ([`set_wake_fd`]) and `ZMQ_CONNECT_ROUTING_ID`
+//! ([`set_connect_routing_id`]), and stops a socket's monitor ([`stop_monitor`]).
+//!
+//! The module keeps two invariants:
+//!
+//! - A [`RawMsg`] always holds an initialised `zmq_msg_t`. Its `Drop` closes it, exactly once.
+//! - The bytes of a frame are handed out mutably only when libzmq says that the frame is neither
+//!   shared nor constant. [`RawMsg::bytes_mut`] and [`RawMsg::try_bytes_mut`] ask
+//!   [`RawMsg::is_shared`] themselves, and first replace shared or constant bytes by a private
+//!   copy.
 
 use std::cell::UnsafeCell;
 use std::ffi::c_void;

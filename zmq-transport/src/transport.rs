@@ -1,4 +1,17 @@
-//! The zeromq transport: one ZeroMQ context, one interrupt flag, and the sockets made from them.
+//! The zeromq transport: [`Transport`] (FairMQ's `zmq::TransportFactory`).
+//!
+//! A transport holds one ZeroMQ context and one interrupt flag ([`Interrupter`]). Its clones and
+//! the sockets it makes share both. `inproc://` connects only sockets of the same transport.
+//!
+//! A transport also starts a few threads when they are first needed:
+//!
+//! - the monitor thread that counts the peers of every socket, with the first socket (see the
+//!   module `monitor`);
+//! - the handler that checks passwords, with the first `serve_password` (see the module `zap`);
+//! - a thread that delivers region events, for each subscription (see the module `region`).
+//!
+//! The context ends when the transport and all its sockets are dropped. Queued outgoing messages
+//! get their linger time then.
 
 use crate::message::Message;
 use crate::region::{Region, RegionError, RegionEvents};

@@ -1,18 +1,23 @@
-//! Who may connect: a ZAP handler (ZeroMQ's authentication protocol, RFC 27) for the PLAIN
-//! mechanism, accepting the one password a transport was given.
+//! Who may connect: a ZAP [`Handler`] for the PLAIN mechanism, which accepts the one password
+//! that a transport was given. ZAP is ZeroMQ's authentication protocol (RFC 27).
 //!
-//! A transport that serves a password answers, in a thread of its own, the requests libzmq makes
-//! when a peer connects to one of its sockets that asks for PLAIN credentials (see
-//! [`LayeredSocket::require_password`](crate::layered::LayeredSocket::require_password)): the peer is let in when it
-//! presents the password, and refused otherwise, before it can send or receive a single frame.
-//! Without a handler libzmq refuses every PLAIN peer, so the thread runs as long as the context.
+//! A transport serves a password after `LayeredTransport::serve_password`. Its handler then
+//! answers, in a thread of its own, the requests that libzmq makes when a peer connects to one of
+//! the transport's sockets that asks for PLAIN credentials (see
+//! `LayeredSocket::require_password`). The handler lets the peer in when it presents this crate's
+//! user name and the password, and refuses it otherwise. A refused peer never sends or receives a
+//! single frame. The handler compares the password in constant time, so a peer that times its
+//! attempts learns nothing.
+//!
+//! Without a handler, libzmq refuses every PLAIN peer. So the thread retries after any error, and
+//! runs until the transport is dropped.
 
 use crate::vocabulary::error::SocketError;
 use std::thread::JoinHandle;
 
 /// The endpoint RFC 27 reserves for the handler.
 const ZAP_ENDPOINT: &str = "inproc://zeromq.zap.01";
-/// The user name the transport's sockets present; only the password is checked.
+/// The user name the transport's sockets present; the handler checks it with the password.
 pub(crate) const USER: &str = "fairmq-rs";
 
 /// A running handler; stopped and joined on drop (before its context can end).

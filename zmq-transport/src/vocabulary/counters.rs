@@ -1,4 +1,14 @@
-//! Per-socket transfer counters.
+//! Per-socket transfer counters: [`Counters`], read as a [`CounterSnapshot`].
+//!
+//! - Messages and payload bytes count successful transfers only, in each direction. A multipart
+//!   counts as one message, and its bytes are the sum of its parts. The socket records them.
+//! - Timeouts and other failures count apart, by [`Direction`]. Whoever sees the failure records
+//!   it with [`Counters::record_failure`]; the device framework does. An interruption is not
+//!   counted, because it only means that the device changes state.
+//!
+//! Any thread may read the counters, as rate logging does. Only the thread that uses the socket
+//! writes them. So an update is a plain load and store, with no locked read-modify-write on the
+//! per-message path.
 
 use crate::TransferError;
 use std::sync::atomic::{AtomicU64, Ordering};

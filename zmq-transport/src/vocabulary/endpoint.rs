@@ -1,8 +1,15 @@
 //! Endpoint addresses as FairMQ writes them.
 //!
-//! A channel address holds one or more endpoints separated by `,` (FairMQ's attach) or `;` (FairMQ's
-//! validation); we accept both and treat them alike, so what validates is what gets attached. Each
-//! endpoint may carry a modifier: `@` binds, `+` or `>` connects, regardless of the channel's method.
+//! A channel address holds one or more endpoints. FairMQ's attach separates them with `,`, and
+//! FairMQ's validation with `;`. This module accepts both and treats them alike, so what validates
+//! is what gets attached.
+//!
+//! An endpoint may start with a modifier: `@` binds, and `+` or `>` connects, whatever the
+//! channel's [`Method`] is.
+//!
+//! - [`split_endpoints`] splits an address into its [`Endpoint`]s.
+//! - [`Endpoint::validate`] and [`validate_address`] check endpoints as FairMQ's channel
+//!   validation does. An endpoint that passes has a [`Protocol`]: tcp, ipc or inproc.
 
 use crate::vocabulary::error::{AddressProblem, SocketError};
 use std::fmt;

@@ -1,7 +1,16 @@
-//! Error types: one small enum per kind of operation.
+//! Error types: one small type per kind of operation.
 //!
-//! Transfers report [`TransferError`], whose [`code`](TransferError::code) is FairMQ's transfer code
-//! (error -1, timeout -2, interrupted -3). Setting up sockets reports [`SocketError`].
+//! - [`TransferError`] says why a send or receive did not happen. Its
+//!   [`code`](TransferError::code) is FairMQ's transfer code: -1 error, -2 timeout, -3
+//!   interrupted. [`transfer_code`] turns a whole [`TransferResult`] into FairMQ's integer form.
+//! - [`SocketError`] says why creating, configuring, binding or connecting a socket failed.
+//!   [`AddressProblem`] says what is wrong with an endpoint address.
+//! - [`PollError`] says why a poll failed.
+//! - [`AllocError`] says that a message's bytes could not be allocated.
+//!
+//! Every error type of both transports and of the device framework has a `kind()`, an
+//! [`ErrorKind`]. So a caller sorts failures without knowing the variants of three crates. The C
+//! ABI turns the kinds into its result codes this way.
 
 use std::fmt;
 

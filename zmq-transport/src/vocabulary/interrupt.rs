@@ -1,11 +1,18 @@
-//! Interruption of blocked transfers.
+//! Interruption of blocked transfers: the [`Interrupter`] of a transport.
 //!
-//! FairMQ polls an atomic flag every 100 ms. We keep the flag (cheap to read) and add an eventfd:
-//! every socket of the transport hands it to the vendored libzmq (`ZMQ_FAIRMQ_WAKE_FD`), whose
-//! blocking send and receive poll it beside the socket's own descriptor, and the poller puts it in
-//! its poll set. `interrupt` makes it readable, so all waiters wake at once; it stays readable
-//! (level-triggered) until `resume`, so a call that starts waiting while interrupted returns at once
-//! too.
+//! FairMQ polls an atomic flag every 100 ms. This crate keeps the flag, because it is cheap to
+//! read, and adds an eventfd:
+//!
+//! - Every socket of the transport hands the eventfd to the vendored libzmq
+//!   (`ZMQ_FAIRMQ_WAKE_FD`). libzmq's blocking send and receive poll it beside the socket's own
+//!   descriptor.
+//! - Every poller puts the eventfd into its poll set.
+//!
+//! [`Interrupter::interrupt`] makes the eventfd readable, so all waiters wake at once. The eventfd
+//! stays readable (level-triggered) until [`Interrupter::resume`]. So a call that starts waiting
+//! while the transport is interrupted returns at once too.
+//!
+//! [`ms_until`] gives the rest of a timeout, rounded up to whole milliseconds.
 
 use crate::vocabulary::error::SocketError;
 use nix::sys::eventfd::{EfdFlags, EventFd};

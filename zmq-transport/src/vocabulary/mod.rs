@@ -1,5 +1,7 @@
-//! The vocabulary both transports share: what a FairMQ user sees the same way on `zeromq` and on
-//! `shmem`, defined once here and used by `fairmq-shm` and the device framework.
+//! The vocabulary that both transports share.
+//!
+//! A FairMQ user sees these types the same way on `zeromq` and on `shmem`. They are defined once,
+//! here. `fairmq-shm` and the device framework use them.
 //!
 //! | module | what |
 //! |---|---|
@@ -8,14 +10,16 @@
 //! | [`transport_kind`] | transport names (`default`, `zeromq`, `shmem`) |
 //! | [`endpoint`] | channel addresses as FairMQ writes them (`@`/`+`/`>` modifiers, several endpoints) |
 //! | [`options`] | channel properties that become socket options, with FairMQ's defaults |
-//! | [`counters`] | per-socket message and byte counters (successful transfers only) |
+//! | [`counters`] | per-socket counters: messages and bytes of successful transfers, and failed transfers |
 //! | [`interrupt`] | interruption of blocked transfers, and the rest of a timeout |
 //! | [`timeout`] | how long a transfer or poll may wait: FairMQ's milliseconds or a `Duration` |
 //! | [`region`] | unmanaged regions' settings, released pieces and region events |
 //!
-//! A layered transport's own failures travel as [`TransferError::Transport`](error::TransferError::Transport)
-//! (boxed, with its own [`kind`](error::TransferError::kind)); what such a transport needs of a
-//! ZeroMQ socket beyond this vocabulary is the narrow interface of [`crate::layered`].
+//! A layered transport reports its own failures as
+//! [`TransferError::Transport`](error::TransferError::Transport), with the transport's error boxed
+//! inside. A caller downcasts it for details. Its [`kind`](error::TransferError::kind) is
+//! `ErrorKind::Transport`, as for every transfer error. What such a transport needs of a ZeroMQ
+//! socket beyond this vocabulary is the narrow interface of the module `layered`.
 
 pub mod counters;
 pub mod endpoint;

@@ -1,4 +1,9 @@
 //! Channel properties that become ZeroMQ socket options, with FairMQ's channel defaults.
+//!
+//! - [`SocketOptions`] holds the linger, the queue lengths and the kernel buffer sizes that a
+//!   channel sets on its socket.
+//! - [`AttachOptions`] says how a channel address is attached: the channel's method, and the port
+//!   range of auto-bind.
 
 /// Socket options a channel sets (FairMQ's `Channel::Init`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

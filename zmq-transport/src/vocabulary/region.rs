@@ -1,10 +1,16 @@
-//! What both transports' unmanaged regions share: their settings, the released pieces a creator
-//! is told about, and region events (FairMQ's `RegionConfig`, `RegionBlock`, `RegionInfo`).
+//! What the unmanaged regions of both transports share (FairMQ's `RegionConfig`, `RegionBlock`
+//! and `RegionInfo`).
+//!
+//! - [`RegionConfig`] holds the settings of a region.
+//! - [`RegionBlock`] is a released piece of a region. The creator's [`RegionCallback`] hears of the
+//!   pieces one at a time ([`SingleCallback`]) or in batches ([`BulkCallback`]).
+//! - [`RegionInfo`] describes a segment or a region in a region event. Its [`RegionEvent`] says
+//!   what happened to it.
 
 use std::time::Duration;
 
 /// Settings of a region (FairMQ's `RegionConfig`, same defaults). The zeromq transport honours
-/// `lock` and `zero` only: its regions are private heap buffers with ids 1, 2, 3, ...
+/// `lock` and `zero` only: its regions are anonymous mappings of this process with ids 1, 2, 3, ...
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RegionConfig {
     /// Lock the region in RAM after creating or opening it.

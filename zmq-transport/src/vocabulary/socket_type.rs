@@ -1,4 +1,8 @@
-//! Socket patterns by FairMQ's names.
+//! Socket patterns by FairMQ's names: [`SocketType`].
+//!
+//! A channel's `type` names its pattern: `pair`, `push`, `pull`, `pub`, `sub`, `xpub`, `xsub`,
+//! `req`, `rep`, `dealer` or `router`. The names are case-sensitive, as in FairMQ.
+//! [`SocketType::can_receive`] and [`SocketType::can_send`] tell which directions a poller watches.
 
 use crate::vocabulary::error::SocketError;
 use std::fmt;

@@ -1,4 +1,5 @@
-//! How long a transfer or a poll may wait: FairMQ's milliseconds or Rust's durations.
+//! How long a transfer or a poll may wait: [`Timeout`], made from FairMQ's milliseconds or from
+//! Rust's durations.
 
 use std::time::Duration;
 

@@ -1,4 +1,7 @@
-//! Transport names: `"default"`, `"zeromq"`, `"shmem"`.
+//! Transport names: [`TransportKind`], one of `"default"`, `"zeromq"` and `"shmem"`.
+//!
+//! `default` stands for the device's default transport, which the option `--transport` sets.
+//! [`TransportKind::resolve`] replaces it by that transport.
 
 use crate::vocabulary::error::SocketError;
 use std::fmt;

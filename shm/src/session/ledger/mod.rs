@@ -138,14 +138,28 @@ const HEADER: usize = 4;
 /// Entries in a slot's own area (the rest go to overflow pages).
 const ENTRIES: u32 = ((LEDGER_WORDS - HEADER) / ENTRY_WORDS) as u32;
 
-/// The words of slot `slot`'s ledger area: header, then entries.
-fn area(m: &Management, slot: usize) -> &[AtomicU64] {
-    &m.layout().ledgers[slot]
+shared_layout! {
+    /// A slot's ledger area (`ledgers` of the management layout; the table above).
+    struct Area {
+        /// Entries of the area used so far (a high-water mark).
+        used: AtomicU64,
+        _zero: AtomicU64,
+        /// The link to the first overflow page.
+        head: overflow::LinkWords,
+        /// The entries.
+        entries: [Entry; ENTRIES as usize],
+    }
+}
+const _: () = assert!(offset_of!(Area, entries) == HEADER * 8 && size_of::<Area>() == LEDGER_WORDS * 8);
+
+/// Slot `slot`'s ledger area.
+fn area(m: &Management, slot: usize) -> &Area {
+    view(&m.layout().ledgers[slot]).expect("a ledger area's words")
 }
 
 /// The words of an area that link its first overflow page.
-fn head(area: &[AtomicU64]) -> &overflow::LinkWords {
-    view(&area[2..HEADER]).expect("an area's link words")
+fn head(area: &Area) -> &overflow::LinkWords {
+    &area.head
 }
 
 /// Entry `i` of `entries` (the entry words of an area or a page).
@@ -155,10 +169,9 @@ fn entry(entries: &[AtomicU64], i: u32) -> &Entry {
 }
 
 /// The entries of `area` used so far.
-fn used(area: &[AtomicU64]) -> impl Iterator<Item = &Entry> {
-    let n = (area[0].load(Ordering::Acquire) as u32).min(ENTRIES);
-    let entries = &area[HEADER..];
-    (0..n).map(move |i| entry(entries, i))
+fn used(area: &Area) -> impl Iterator<Item = &Entry> {
+    let n = (area.used.load(Ordering::Acquire) as u32).min(ENTRIES);
+    area.entries[..n as usize].iter()
 }
 
 /// The entries of a page (all of them: a free one is 0).
@@ -225,7 +238,7 @@ pub(crate) fn reset(m: &Management, slot: usize) {
     let a = area(m, slot);
     used(a).for_each(|e| e.block.store(0, Ordering::Relaxed));
     Link::clear(head(a));
-    a[0].store(0, Ordering::Release);
+    a.used.store(0, Ordering::Release);
 }
 
 /// The references slot `slot`'s ledger lists (of the transport of owner mark `owner`), read (not

@@ -2,7 +2,7 @@
 //! them as it lets them go.
 
 use super::overflow::{self, Link, PAGE_ENTRIES};
-use super::{area, entry, head, Entry, Listed, Referent, ENTRIES, HEADER};
+use super::{area, entry, head, Entry, Listed, Referent, ENTRIES};
 use crate::error::ShmError;
 use crate::segment::Segment;
 use crate::session::management::Management;
@@ -66,7 +66,7 @@ impl Ledger {
                 }
                 s.used += 1;
                 if s.used <= ENTRIES {
-                    area(m, self.slot)[0].store(u64::from(s.used), Ordering::Release);
+                    area(m, self.slot).used.store(u64::from(s.used), Ordering::Release);
                 }
                 s.used - 1
             }
@@ -110,7 +110,7 @@ impl Ledger {
     /// The words of entry `i` (below `s.used`).
     fn entry<'a>(&'a self, m: &'a Management, s: &State, i: u32) -> Option<&'a Entry> {
         if i < ENTRIES {
-            return Some(entry(&area(m, self.slot)[HEADER..], i));
+            return area(m, self.slot).entries.get(i as usize);
         }
         let (page, at) = ((i - ENTRIES) / PAGE_ENTRIES, (i - ENTRIES) % PAGE_ENTRIES);
         let words = overflow::words(&self.own, *s.pages.get(page as usize)?)?;
