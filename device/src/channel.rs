@@ -378,8 +378,7 @@ impl Channel {
     /// Sends with an explicit timeout: FairMQ's ms (-1 forever, 0 no wait) or a `Duration` (see
     /// [`Timeout`]).
     pub fn send_timeout(&self, msg: &mut Message, timeout: impl Into<Timeout>) -> TransferResult {
-        let timeout_ms = timeout.into().as_ms();
-        self.socket.send(msg, timeout_ms, &self.transport)
+        self.socket.send(msg, timeout, &self.transport)
     }
 
     /// Receives with the channel's default timeout (`rcvTimeoutMs`).
@@ -389,8 +388,7 @@ impl Channel {
 
     /// Receives with an explicit timeout.
     pub fn receive_timeout(&self, msg: &mut Message, timeout: impl Into<Timeout>) -> TransferResult {
-        let timeout_ms = timeout.into().as_ms();
-        self.socket.receive(msg, timeout_ms, &self.transport)
+        self.socket.receive(msg, timeout, &self.transport)
     }
 
     /// Sends a multipart message with the default timeout.
@@ -400,8 +398,7 @@ impl Channel {
 
     /// Sends a multipart message with an explicit timeout.
     pub fn send_parts_timeout(&self, parts: &mut Parts, timeout: impl Into<Timeout>) -> TransferResult {
-        let timeout_ms = timeout.into().as_ms();
-        self.socket.send_parts(parts, timeout_ms, &self.transport)
+        self.socket.send_parts(parts, timeout, &self.transport)
     }
 
     /// Receives a multipart message (appending) with the default timeout.
@@ -411,8 +408,7 @@ impl Channel {
 
     /// Receives a multipart message with an explicit timeout.
     pub fn receive_parts_timeout(&self, parts: &mut Parts, timeout: impl Into<Timeout>) -> TransferResult {
-        let timeout_ms = timeout.into().as_ms();
-        self.socket.receive_parts(parts, timeout_ms)
+        self.socket.receive_parts(parts, timeout)
     }
 
     /// An empty message of this channel's transport.

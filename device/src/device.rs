@@ -285,8 +285,7 @@ impl Context {
         index: usize,
         timeout: impl Into<Timeout>,
     ) -> TransferResult {
-        let timeout_ms = timeout.into().as_ms();
-        self.channel(name, index).map_err(boxed)?.send_timeout(msg, timeout_ms)
+        self.channel(name, index).map_err(boxed)?.send_timeout(msg, timeout)
     }
 
     /// Receives from `name[index]` with the channel's default timeout.
@@ -302,8 +301,7 @@ impl Context {
         index: usize,
         timeout: impl Into<Timeout>,
     ) -> TransferResult {
-        let timeout_ms = timeout.into().as_ms();
-        self.channel(name, index).map_err(boxed)?.receive_timeout(msg, timeout_ms)
+        self.channel(name, index).map_err(boxed)?.receive_timeout(msg, timeout)
     }
 
     /// Sends a multipart message.
@@ -319,8 +317,7 @@ impl Context {
         index: usize,
         timeout: impl Into<Timeout>,
     ) -> TransferResult {
-        let timeout_ms = timeout.into().as_ms();
-        self.channel(name, index).map_err(boxed)?.send_parts_timeout(parts, timeout_ms)
+        self.channel(name, index).map_err(boxed)?.send_parts_timeout(parts, timeout)
     }
 
     /// Receives a multipart message (appending to `parts`).

@@ -76,6 +76,7 @@ pub unsafe extern "C" fn fmq_config_free(cfg: *mut fmq_config) {
 ///
 /// # Safety
 /// `cfg` is a valid handle for the call.
+// SAFETY: unsafe to call because `cfg` is read as the start of an `Arc` (contract above).
 pub(crate) unsafe fn shared(cfg: &fmq_config) -> Arc<Properties> {
     let p: *const Properties = (cfg as *const fmq_config).cast();
     // SAFETY: every handle points into a live Arc (fmq_config's invariant); the count taken here is
@@ -199,6 +200,7 @@ pub unsafe extern "C" fn fmq_option_declared_type(name: *const c_char) -> fmq_op
 ///
 /// # Safety
 /// As for `fmq_run_device`'s `options`.
+// SAFETY: unsafe to call because `options` is read as a C array of `n_options` (contract above).
 unsafe fn with_custom(options: *const fmq_option, n_options: usize) -> Result<Options, fmq_result> {
     // SAFETY: contract as documented.
     let decls = unsafe { read_option_table(options, n_options) }.map_err(|e| match e {

@@ -160,6 +160,7 @@ fn static_name(name: &'static str) -> *const c_char {
 ///
 /// # Safety
 /// `p` is NULL or NUL-terminated.
+// SAFETY: unsafe to call because `p` is read as a C string (contract above).
 unsafe fn optional_str<'a>(p: *const c_char) -> Option<&'a str> {
     // SAFETY: non-null and NUL-terminated per the caller's contract.
     (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_str().ok()).flatten()

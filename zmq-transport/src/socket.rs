@@ -560,8 +560,7 @@ impl Socket {
 
     /// Receives a multipart message and appends its parts to `parts`. Returns the total size.
     pub fn receive_parts(&self, parts: &mut Vec<Message>, timeout: impl Into<Timeout>) -> TransferResult {
-        let timeout_ms = timeout.into().as_ms();
-        self.receive_parts_into(parts, std::convert::identity, timeout_ms)
+        self.receive_parts_into(parts, std::convert::identity, timeout)
     }
 
     /// Receives a multipart message and appends its parts to `parts`, each made a `T` by `wrap`:

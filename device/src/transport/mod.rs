@@ -569,8 +569,7 @@ impl<'a> Poller<'a> {
 
     /// Waits up to `timeout` (see [`Timeout`]); returns the number of ready sockets.
     pub fn poll(&mut self, timeout: impl Into<Timeout>) -> Result<usize, fairmq_zmq::PollError> {
-        let timeout_ms = timeout.into().as_ms();
-        self.0.poll(timeout_ms)
+        self.0.poll(timeout)
     }
 
     /// Whether socket `i` had input at the last poll.

@@ -40,8 +40,7 @@ impl<'a> Poller<'a> {
 
     /// Waits up to `timeout` (see [`fairmq_zmq::Timeout`]) for readiness; returns the number of ready sockets.
     pub fn poll(&mut self, timeout: impl Into<Timeout>) -> Result<usize, PollError> {
-        let timeout_ms = timeout.into().as_ms();
-        self.0.poll(timeout_ms)
+        self.0.poll(timeout)
     }
 
     /// Whether socket `index` had input at the last poll.

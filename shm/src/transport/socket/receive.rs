@@ -325,8 +325,7 @@ impl Socket {
 
     /// Receives a multipart (or single) message and appends its parts to `parts`.
     pub fn receive_parts(&self, parts: &mut Vec<Message>, timeout: impl Into<Timeout>) -> TransferResult {
-        let timeout_ms = timeout.into().as_ms();
-        self.receive_parts_into(parts, std::convert::identity, timeout_ms)
+        self.receive_parts_into(parts, std::convert::identity, timeout)
     }
 
     /// Receives a multipart (or single) message and appends its parts to `parts`, each made a `T`
