@@ -59,6 +59,25 @@ impl Device for Processor {
     }
 }
 
+/// Whose devices run: this crate's builds of `fairmq::devices`, or C++ FairMQ's (`--cpp-fairmq`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Implementation {
+    /// fairmq-rs: the harness started as the device.
+    Rust,
+    /// C++ FairMQ: `fairmq-<name>` from the `--cpp-fairmq` directory.
+    Cpp,
+}
+
+impl Implementation {
+    /// Its name in tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Implementation::Rust => "fairmq-rs",
+            Implementation::Cpp => "C++ FairMQ",
+        }
+    }
+}
+
 /// How the devices are linked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Topology {
@@ -96,6 +115,8 @@ impl Topology {
 /// One device measurement.
 #[derive(Debug, Clone)]
 pub struct Chain {
+    /// Whose devices.
+    pub implementation: Implementation,
     /// FairMQ's transport name: `shmem` or `zeromq`.
     pub transport: &'static str,
     /// Which devices, wired how.
@@ -109,7 +130,7 @@ pub struct Chain {
     /// Whether every device serves metrics (`--metrics-address`), scraped every 100 ms while
     /// the cell runs (see `scraper`).
     pub scraped: bool,
-    /// A directory: the sampler and the sink run under callgrind, their counts written there as
+    /// A directory: every device runs under callgrind, its counts written there as
     /// `<id>.callgrind` (see `sections::instructions`).
     pub profile: Option<std::path::PathBuf>,
 }
@@ -131,6 +152,7 @@ impl Runner {
         let session = unique_session(tag);
         // Declared first, dropped last: after every device of the cell has exited.
         let _session = SessionGuard::new(&session);
+        let _cpp_session = CppSessionGuard(&session);
         let cell = Cell::new(self.timeout());
         let result = measure(self, &cell, &session);
         if result.is_err() {
@@ -168,6 +190,7 @@ impl Runner {
         };
         let device = |name: &str, id: &str, extra: Vec<String>| -> Vec<String> {
             let mut a = self.device_args(id, c.transport, session);
+            a.extend(["--color".into(), "false".into()]);
             if let Some(address) = endpoint_of(id) {
                 a.extend(["--metrics-address".into(), address.clone()]);
             }
@@ -196,63 +219,65 @@ impl Runner {
         let sink_address = if c.topology.middle().is_some() { &second } else { &first };
         let _scraper = c.scraped.then(|| super::scraper::Scraper::start(endpoints.clone()));
         let sink = device("sink", "sink1", channel("data", "pull", sink_bind, sink_address));
-        let mut sink_out =
-            cell.add(self.spawn_profiled("sink", &sink, Stdio::piped(), c.profile.as_deref(), "sink1")?);
+        let spawn = |name: &str, args: &[String], stdout: Stdio, id: &str| {
+            self.spawn_as(c.implementation, name, args, stdout, c.profile.as_deref(), id)
+        };
+        let mut sink_out = cell.add(spawn("sink", &sink, Stdio::piped(), "sink1")?);
         if let Some(middle) = c.topology.middle() {
             let mut links = channel("data-in", "pull", "connect", &first);
             links.extend(channel("data-out", "push", "bind", &second));
             let id = format!("{middle}1");
-            cell.add_quiet(self.spawn_device(middle, &device(middle, &id, links), Stdio::null())?);
+            cell.add_quiet(spawn(middle, &device(middle, &id, links), Stdio::null(), &id)?);
         }
         let mut sampler = device("bsampler", "sampler1", channel("data", "push", sampler_bind, &first));
         sampler.extend(["--msg-size".into(), c.size.to_string(), "--num-parts".into(), c.parts.to_string()]);
-        cell.add_quiet(self.spawn_profiled("bsampler", &sampler, Stdio::null(), c.profile.as_deref(), "sampler1")?);
-        let mut messages = None;
-        let mut line = String::new();
-        let rate = loop {
-            line.clear();
-            if sink_out.read_line(&mut line).map_err(|e| format!("reading the sink: {e}"))? == 0 {
-                return Err("the sink ended without reporting its rate".into());
-            }
-            messages = messages.or_else(|| number_before(&line, " messages in "));
-            if let Some(rate) = number_before(&line, " msg/s") {
-                break rate;
-            }
-        };
+        cell.add_quiet(spawn("bsampler", &sampler, Stdio::null(), "sampler1")?);
+        let report = read_sink_report(&mut sink_out)?;
         // The sink has all it will get: the middle device runs until told to stop.
         cell.terminate_quiet();
         read_to_end(&mut sink_out);
-        let messages = messages.ok_or("the sink did not say how many messages it received")?;
-        if messages as u64 != c.iterations {
+        let (messages, rate) = (report.messages, report.rate);
+        if messages != c.iterations {
             return Err(format!("the sink received {messages} of {} messages", c.iterations));
         }
         Ok(Rate { messages: rate, bytes: rate * (c.size * c.parts) as f64 })
     }
 
-    /// Starts the harness as device `name` (hidden `device` command), under callgrind (cache
-    /// simulation on) when `profile` is a directory: its counts go to `<profile>/<id>.callgrind`.
-    fn spawn_profiled(
+    /// Starts device `name` of `implementation`: the harness itself (hidden `device` command) or
+    /// C++ FairMQ's `fairmq-<name>`; under callgrind (cache simulation on) when `profile` is a
+    /// directory, its counts going to `<profile>/<id>.callgrind`.
+    pub(super) fn spawn_as(
         &self,
+        implementation: Implementation,
         name: &str,
         args: &[String],
         stdout: Stdio,
         profile: Option<&std::path::Path>,
         id: &str,
     ) -> Result<std::process::Child, String> {
+        let (program, command): (std::path::PathBuf, Vec<&str>) = match implementation {
+            Implementation::Rust => (self.exe().to_path_buf(), vec!["device", name]),
+            Implementation::Cpp => {
+                let dir = self.cpp_fairmq().ok_or("C++ FairMQ's devices need --cpp-fairmq <DIR>")?;
+                if !CPP_DEVICES.contains(&name) {
+                    return Err(format!("C++ FairMQ has no {name} device"));
+                }
+                (dir.join(format!("fairmq-{name}")), Vec::new())
+            }
+        };
         let mut cmd = match profile {
-            None => Command::new(self.exe()),
+            None => Command::new(&program),
             Some(dir) => {
                 let mut c = Command::new("valgrind");
                 // Caches given, not taken from this machine: counts compare across machines.
                 c.args(["--tool=callgrind", "--cache-sim=yes", "--quiet", "--I1=32768,8,64", "--D1=32768,8,64"])
                     .arg("--LL=33554432,16,64")
                     .arg(format!("--callgrind-out-file={}", dir.join(format!("{id}.callgrind")).display()))
-                    .arg(self.exe());
+                    .arg(&program);
                 c
             }
         };
-        cmd.arg("device")
-            .arg(name)
+        cmd.args(command)
             .args(args)
             .stdin(Stdio::null())
             .stdout(stdout)
@@ -267,7 +292,63 @@ impl Runner {
         args: &[String],
         stdout: Stdio,
     ) -> Result<std::process::Child, String> {
-        self.spawn_profiled(name, args, stdout, None, "")
+        self.spawn_as(Implementation::Rust, name, args, stdout, None, "")
+    }
+}
+
+/// Removes what C++ FairMQ's shmem devices of a session left in /dev/shm (`fmq_<shmId>_*`, where
+/// fairmq-rs's objects are `fmqrs_<shmId>_*`): a device killed at a cell's timeout removes nothing.
+struct CppSessionGuard<'a>(&'a str);
+
+impl Drop for CppSessionGuard<'_> {
+    fn drop(&mut self) {
+        let prefix = format!("fmq_{}_", fairmq_shm::shm_id(self.0));
+        let Ok(entries) = std::fs::read_dir("/dev/shm") else { return };
+        for entry in entries.flatten() {
+            if entry.file_name().to_str().is_some_and(|n| n.starts_with(&prefix)) {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+}
+
+/// The devices C++ FairMQ builds under these names (`fairmq-<name>`).
+const CPP_DEVICES: [&str; 3] = ["bsampler", "proxy", "sink"];
+
+/// What a sink said at the end of its run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct SinkReport {
+    /// Messages it counted.
+    pub(super) messages: u64,
+    /// Messages per second: its own figure (fairmq-rs), or the count over the time it gave
+    /// (C++ FairMQ's sink reports no rate).
+    pub(super) rate: f64,
+}
+
+/// Reads a sink's log up to its report: `Received <n> messages in <t>ms.`, then fairmq-rs's
+/// `... <r> msg/s ...` line or C++ FairMQ's `Leaving RUNNING state.`
+pub(super) fn read_sink_report(out: &mut impl BufRead) -> Result<SinkReport, String> {
+    let mut counted: Option<(f64, f64)> = None;
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if out.read_line(&mut line).map_err(|e| format!("reading the sink: {e}"))? == 0 {
+            return Err("the sink ended without reporting its rate".into());
+        }
+        if counted.is_none() {
+            if let (Some(n), Some(ms)) = (number_before(&line, " messages in "), number_before(&line, "ms.")) {
+                counted = Some((n, ms));
+                continue;
+            }
+        }
+        let Some((n, ms)) = counted else { continue };
+        if let Some(rate) = number_before(&line, " msg/s") {
+            return Ok(SinkReport { messages: n as u64, rate });
+        }
+        if line.contains("Leaving RUNNING state") {
+            let rate = if ms > 0.0 { n / (ms / 1000.0) } else { 0.0 };
+            return Ok(SinkReport { messages: n as u64, rate });
+        }
     }
 }
 
@@ -288,7 +369,7 @@ pub(super) fn number_before(line: &str, marker: &str) -> Option<f64> {
 
 #[cfg(test)]
 mod tests {
-    use super::number_before;
+    use super::{number_before, read_sink_report, SinkReport};
 
     #[test]
     fn the_sinks_report_is_read() {
@@ -297,5 +378,14 @@ mod tests {
         assert_eq!(number_before(count, " messages in "), Some(1000.0));
         assert_eq!(number_before(rate, " msg/s"), Some(83333.0));
         assert_eq!(number_before(rate, " messages in "), None);
+        let log = format!("[12:00:00][INFO] Starting sink\n{count}\n{rate}\n");
+        assert_eq!(read_sink_report(&mut log.as_bytes()), Ok(SinkReport { messages: 1000, rate: 83333.0 }));
+    }
+
+    #[test]
+    fn a_cpp_sinks_report_gives_its_rate_from_count_and_time() {
+        let log = "[12:00:00][INFO] Received 1000 messages in 12.5ms.\n[12:00:00][INFO] Leaving RUNNING state.\n";
+        assert_eq!(read_sink_report(&mut log.as_bytes()), Ok(SinkReport { messages: 1000, rate: 80000.0 }));
+        assert!(read_sink_report(&mut "[12:00:00][INFO] Received 3 messages in 1ms.\n".as_bytes()).is_err());
     }
 }

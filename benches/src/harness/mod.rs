@@ -10,6 +10,8 @@
 //!   [`device_ping`]: two devices timing round trips.
 //! - [`sections`]: the tables: throughput, flatness against size, latency, parts, senders, allocator,
 //!   devices beside the transport.
+//! - [`topologies`]: multi-peer topologies of builtin devices (fan-out, fan-in, n-m, publish,
+//!   proxy), fairmq-rs's or C++ FairMQ's.
 //! - [`report`]: summaries and formatting.
 //! - [`scraper`]: a scraper of the devices' metrics endpoints (the `metrics` section's cost).
 
@@ -21,6 +23,7 @@ pub mod scraper;
 pub mod sections;
 pub mod spawn;
 pub mod systems;
+pub mod topologies;
 pub mod workload;
 
 use options::{Options, Section, System};
@@ -51,6 +54,7 @@ pub fn run(o: &Options) -> Result<(), Box<dyn std::error::Error>> {
             Section::Devices => sections::devices::run(&mut runner, o, &chosen),
             Section::Metrics => sections::metrics::run(&mut runner, o, &chosen),
             Section::Instructions => sections::instructions::run(&mut runner, &chosen),
+            Section::Topologies => sections::topologies::run(&mut runner, o, &chosen),
         }
     }
     Ok(())

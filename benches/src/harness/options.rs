@@ -63,6 +63,9 @@ pub struct Options {
     /// blocking one.
     #[arg(long)]
     pub busy_poll: bool,
+    /// Payload sizes of the topologies section.
+    #[arg(long, value_delimiter = ',', value_parser = parse_size, default_value = "64,1K")]
+    pub topology_sizes: Vec<usize>,
     /// Payload size of the parts-per-multipart section.
     #[arg(long, value_parser = parse_size, default_value = "64")]
     pub parts_size: usize,
@@ -91,6 +94,11 @@ pub struct Options {
     /// (default: 30 + 10 x (--seconds + --warmup)).
     #[arg(long)]
     pub timeout: Option<f64>,
+    /// A directory holding C++ FairMQ's devices (`fairmq-bsampler`, `fairmq-sink`,
+    /// `fairmq-proxy`): the `instructions` and `topologies` sections then measure them beside
+    /// fairmq-rs's, with the same command lines.
+    #[arg(long, value_name = "DIR")]
+    pub cpp_fairmq: Option<PathBuf>,
 }
 
 /// A section of the output.
@@ -114,6 +122,9 @@ pub enum Section {
     Metrics,
     /// Instructions and cache misses per message, bsampler -> sink under callgrind.
     Instructions,
+    /// Multi-peer topologies (fan-out, fan-in, n-m, publish, proxy): messages/s and instructions
+    /// per delivered message beside the single link.
+    Topologies,
 }
 
 /// A system under test.

@@ -43,6 +43,7 @@ pub struct Runner {
     busy_poll: bool,
     timeout: Duration,
     cells: u64,
+    cpp_fairmq: Option<PathBuf>,
 }
 
 impl Runner {
@@ -58,12 +59,18 @@ impl Runner {
             busy_poll: o.busy_poll,
             timeout: Duration::from_secs_f64(o.timeout.unwrap_or(30.0 + 10.0 * (o.seconds + o.warmup))),
             cells: 0,
+            cpp_fairmq: o.cpp_fairmq.clone(),
         })
     }
 
     /// The harness's own executable (children run it with a hidden command).
     pub(super) fn exe(&self) -> &Path {
         &self.exe
+    }
+
+    /// The directory of C++ FairMQ's devices (`--cpp-fairmq`), if given.
+    pub(super) fn cpp_fairmq(&self) -> Option<&Path> {
+        self.cpp_fairmq.as_deref()
     }
 
     /// How long a cell may take before its processes are killed.

@@ -4,7 +4,7 @@
 //! chain with a forwarder in the middle), measured interleaved run by run; then the round trip of
 //! two devices (see `device_ping`) beside the harness's round trip.
 
-use super::super::devices::{Chain, Topology};
+use super::super::devices::{Chain, Implementation, Topology};
 use super::super::options::{Mode, Options, System};
 use super::super::report::{self, Summary};
 use super::super::spawn::{Rate, Runner};
@@ -126,7 +126,16 @@ fn measure(
         // As many messages as the transport moves in the cell's time (the devices take at least
         // that long when slower), and a few hundred at least.
         let iterations = ((rate * o.seconds) as u64).max(200);
-        let chain = Chain { transport: name, topology, size, parts, iterations, scraped: false, profile: None };
+        let chain = Chain {
+            implementation: Implementation::Rust,
+            transport: name,
+            topology,
+            size,
+            parts,
+            iterations,
+            scraped: false,
+            profile: None,
+        };
         match runner.devices(&chain) {
             Ok(Rate { messages, .. }) => devices.push(messages),
             Err(e) => eprintln!("{name} {} {}: {e}", topology.name(), report::size(size)),

@@ -2,18 +2,23 @@
 //! hide as it hides time: `fairmq-bsampler -> fairmq-sink` (sampler bound, FairMQ's command
 //! lines) with both devices under callgrind (cache simulation on), run twice with different
 //! message counts; the difference of the two runs' totals over the difference of the counts is
-//! the cost per message, start-up and shut-down cancelled out. Send and receive are the two
-//! processes' costs, without the instructions spent spinning for the peer or for memory (the
-//! scheduler's doing, shown apart as waiting); D1 and LL are callgrind's simulated first-level
-//! data and last-level misses,
+//! the cost per message, start-up and shut-down cancelled out. With `--cpp-fairmq`, C++ FairMQ's
+//! devices run the same way beside fairmq-rs's.
+//!
+//! Send and receive are the two processes' costs, without the instructions spent spinning for the
+//! peer or for memory (the scheduler's doing, shown apart as waiting). Callgrind counts what runs
+//! in user space only: the system calls of a transport (C++ FairMQ's shmem sends its metadata
+//! through a ZeroMQ socket per message; fairmq-rs's lanes make none while both sides are busy) are
+//! not in the counts. D1 and LL are callgrind's simulated first-level data and last-level misses,
 //! for caches given on its command line (32 KiB 8-way L1s, a 32 MiB 16-way last level), not this
 //! machine's: the counts compare across machines. A count near 0 may come out slightly negative
 //! (the difference of two runs).
 
-use super::super::devices::{Chain, Topology};
+use super::super::devices::{Chain, Implementation, Topology};
 use super::super::options::System;
 use super::super::report;
 use super::super::spawn::Runner;
+use std::path::Path;
 
 const SIZES: [usize; 4] = [64, 1024, 64 << 10, 1 << 20];
 
@@ -79,44 +84,82 @@ fn waiting_in(annotated: &str) -> f64 {
         .sum()
 }
 
-/// One run of `iterations` messages under callgrind; (sender, receiver) totals, the first being
-/// the instructions outside the waiting functions, with the waiting ones as a fourth figure.
-fn profiled(
-    runner: &mut Runner,
-    transport: &'static str,
-    size: usize,
-    iterations: u64,
-) -> Result<[(f64, f64, f64, f64); 2], String> {
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let path = dir.path();
-    let profile = Some(path.to_path_buf());
-    let chain =
-        Chain { transport, topology: Topology::SamplerBinds, size, parts: 1, iterations, scraped: false, profile };
-    runner.devices(&chain)?;
-    let read = |id: &str| -> Result<(f64, f64, f64, f64), String> {
-        let file = path.join(format!("{id}.callgrind"));
+/// One process's counts in a profiled run: its id, then instructions outside the waiting
+/// functions, D1 misses, LL misses and waiting instructions.
+type Counts = (String, [f64; 4]);
+
+/// The counts of every process profiled into `dir` (`<id>.callgrind`), sorted by id: its
+/// instructions outside the waiting functions, D1 misses, LL misses and waiting instructions.
+fn profiled(dir: &Path) -> Result<Vec<Counts>, String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))? {
+        let file = entry.map_err(|e| e.to_string())?.path();
+        let Some(id) = file.file_name().and_then(|n| n.to_str()?.strip_suffix(".callgrind")) else { continue };
         let text = std::fs::read_to_string(&file).map_err(|e| format!("{id}: {e}"))?;
         let (ir, d1, ll) = totals(&text).ok_or_else(|| format!("{id}: no totals in its callgrind output"))?;
         let wait = waiting(&file)?;
-        Ok((ir - wait, d1, ll, wait))
+        found.push((id.to_owned(), [ir - wait, d1, ll, wait]));
+    }
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(found)
+}
+
+/// The cost per message of every process of a measurement, run twice under callgrind:
+/// `run(runner, count, dir)` runs it with `count` messages (per sink), profiling into `dir`, and
+/// returns how many messages were delivered. The difference of the two runs' counts over the
+/// difference of the delivered messages cancels start-up and shut-down.
+pub fn per_message(
+    runner: &mut Runner,
+    (n1, n2): (u64, u64),
+    mut run: impl FnMut(&mut Runner, u64, &Path) -> Result<u64, String>,
+) -> Result<Vec<(String, Cost)>, String> {
+    let mut once = |n: u64| -> Result<(u64, Vec<Counts>), String> {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let delivered = run(runner, n, dir.path())?;
+        Ok((delivered, profiled(dir.path())?))
     };
-    Ok([read("sampler1")?, read("sink1")?])
+    let ((d1, a), (d2, b)) = (once(n1)?, once(n2)?);
+    if d2 <= d1 || a.len() != b.len() {
+        return Err(format!("runs not comparable: {d1} then {d2} messages, {} then {} processes", a.len(), b.len()));
+    }
+    let n = (d2 - d1) as f64;
+    Ok(a.iter()
+        .zip(&b)
+        .map(|((id, x), (_, y))| {
+            let per = |i: usize| (y[i] - x[i]) / n;
+            (id.clone(), Cost { instructions: per(0), d1_misses: per(1), ll_misses: per(2), waiting: per(3) })
+        })
+        .collect())
 }
 
-/// (sender, receiver) cost per message at `size` on `transport`.
-pub fn per_message(runner: &mut Runner, transport: &'static str, size: usize) -> Result<[Cost; 2], String> {
-    let (n1, n2) = counts(transport, size);
-    let (a, b) = (profiled(runner, transport, size, n1)?, profiled(runner, transport, size, n2)?);
-    let n = (n2 - n1) as f64;
-    Ok([0, 1].map(|i| Cost {
-        instructions: (b[i].0 - a[i].0) / n,
-        d1_misses: (b[i].1 - a[i].1) / n,
-        ll_misses: (b[i].2 - a[i].2) / n,
-        waiting: (b[i].3 - a[i].3) / n,
-    }))
+/// (sender, receiver) cost per message of `implementation`'s bsampler -> sink at `size` on
+/// `transport`.
+pub fn single_link(
+    runner: &mut Runner,
+    implementation: Implementation,
+    transport: &'static str,
+    size: usize,
+) -> Result<[Cost; 2], String> {
+    let costs = per_message(runner, counts(transport, size), |runner, iterations, dir| {
+        let profile = Some(dir.to_path_buf());
+        let topology = Topology::SamplerBinds;
+        let chain = Chain { implementation, transport, topology, size, parts: 1, iterations, scraped: false, profile };
+        runner.devices(&chain).map(|_| iterations)
+    })?;
+    let of = |id: &str| costs.iter().find(|(i, _)| i == id).map(|(_, c)| *c).ok_or(format!("no counts of {id}"));
+    Ok([of("sampler1")?, of("sink1")?])
 }
 
-/// Prints one table.
+/// Implementations to measure: fairmq-rs, and C++ FairMQ when `--cpp-fairmq` names its devices.
+pub fn implementations(runner: &Runner) -> Vec<Implementation> {
+    let mut v = vec![Implementation::Rust];
+    if runner.cpp_fairmq().is_some() {
+        v.push(Implementation::Cpp);
+    }
+    v
+}
+
+/// Prints one table; with C++ FairMQ, its rows beside fairmq-rs's and their ratio.
 pub fn run(runner: &mut Runner, systems: &[System]) {
     println!("\n### Instructions and cache misses per message, bsampler -> sink (sampler binds), callgrind");
     println!();
@@ -124,15 +167,18 @@ pub fn run(runner: &mut Runner, systems: &[System]) {
         &[
             "transport",
             "size",
+            "devices",
             "send instr",
             "receive instr",
             "send + receive instr",
             "D1 misses (send + receive)",
             "LL misses (send + receive)",
             "waiting instr (send + receive)",
+            "fairmq-rs / C++ FairMQ (send + receive)",
         ]
         .map(String::from),
     );
+    let implementations = implementations(runner);
     for &system in systems {
         let transport = match system {
             System::Shm => "shmem",
@@ -140,18 +186,36 @@ pub fn run(runner: &mut Runner, systems: &[System]) {
             _ => continue,
         };
         for size in SIZES {
-            match per_message(runner, transport, size) {
-                Ok([s, r]) => report::row(&[
-                    transport.to_owned(),
-                    report::size(size),
-                    format!("{:.0}", s.instructions),
-                    format!("{:.0}", r.instructions),
-                    format!("{:.0}", s.instructions + r.instructions),
-                    format!("{:.1}", s.d1_misses + r.d1_misses),
-                    format!("{:.1}", s.ll_misses + r.ll_misses),
-                    format!("{:.0}", s.waiting + r.waiting),
-                ]),
-                Err(e) => eprintln!("{transport} {}: {e}", report::size(size)),
+            let measured: Vec<(Implementation, Result<[Cost; 2], String>)> =
+                implementations.iter().map(|&i| (i, single_link(runner, i, transport, size))).collect();
+            let total = |i: Implementation| {
+                measured
+                    .iter()
+                    .find(|(m, _)| *m == i)
+                    .and_then(|(_, r)| r.as_ref().ok())
+                    .map(|[s, r]| s.instructions + r.instructions)
+            };
+            for (implementation, result) in &measured {
+                match result {
+                    Ok([s, r]) => report::row(&[
+                        transport.to_owned(),
+                        report::size(size),
+                        implementation.name().to_owned(),
+                        format!("{:.0}", s.instructions),
+                        format!("{:.0}", r.instructions),
+                        format!("{:.0}", s.instructions + r.instructions),
+                        format!("{:.1}", s.d1_misses + r.d1_misses),
+                        format!("{:.1}", s.ll_misses + r.ll_misses),
+                        format!("{:.0}", s.waiting + r.waiting),
+                        match implementation {
+                            Implementation::Rust if total(Implementation::Cpp).is_some() => {
+                                report::ratio(total(Implementation::Rust), total(Implementation::Cpp))
+                            }
+                            _ => "-".to_owned(),
+                        },
+                    ]),
+                    Err(e) => eprintln!("{} {transport} {}: {e}", implementation.name(), report::size(size)),
+                }
             }
         }
     }

@@ -2,7 +2,7 @@
 //! 100 ms (Prometheus' `Accept` header, so OpenMetrics), beside the same devices without an
 //! endpoint, interleaved run by run; both transports, 64 B and 1 MiB. The target is >= 0.97x.
 
-use super::super::devices::{Chain, Topology};
+use super::super::devices::{Chain, Implementation, Topology};
 use super::super::options::{Options, System};
 use super::super::report::{self, Summary};
 use super::super::spawn::Runner;
@@ -25,6 +25,7 @@ pub fn run(runner: &mut Runner, o: &Options, systems: &[System]) {
         };
         for size in SIZES {
             let chain = |iterations, scraped| Chain {
+                implementation: Implementation::Rust,
                 transport: name,
                 topology: Topology::SamplerBinds,
                 size,

@@ -11,6 +11,7 @@ pub mod latency;
 pub mod metrics;
 pub mod scaling;
 pub mod throughput;
+pub mod topologies;
 
 use super::options::System;
 use super::report::{self, Summary};
