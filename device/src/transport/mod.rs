@@ -461,18 +461,24 @@ impl Socket {
     }
 
     /// A message of another transport becomes one of ours (a copy; FairMQ wraps it instead).
+    /// Inlined: every send asks, and almost every message is already ours.
+    #[inline]
     fn adopt(&self, msg: &mut Message, transport: &Transport) -> Result<(), fairmq_zmq::TransferError> {
-        if msg.kind() != self.kind() {
-            self.own_kind(transport)?;
-            let copy = if msg.is_empty() {
-                transport.new_message()
-            } else {
-                transport
-                    .new_simple_message(msg.data())
-                    .map_err(|e| fairmq_zmq::TransferError::Transport(Box::new(e)))?
-            };
-            *msg = copy;
+        if msg.kind() == self.kind() {
+            return Ok(());
         }
+        self.adopt_foreign(msg, transport)
+    }
+
+    #[cold]
+    fn adopt_foreign(&self, msg: &mut Message, transport: &Transport) -> Result<(), fairmq_zmq::TransferError> {
+        self.own_kind(transport)?;
+        let copy = if msg.is_empty() {
+            transport.new_message()
+        } else {
+            transport.new_simple_message(msg.data()).map_err(|e| fairmq_zmq::TransferError::Transport(Box::new(e)))?
+        };
+        *msg = copy;
         Ok(())
     }
 

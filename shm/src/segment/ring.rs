@@ -297,11 +297,25 @@ impl<'a> Ring<'a> {
             self.ring_word(at).store(u64::from(KIND_SKIP) << 32, Ordering::Relaxed);
             at += skip;
         }
-        self.ring_word(at).store(frame.len() as u64 | u64::from(kind) << 32, Ordering::Relaxed);
-        for (i, chunk) in frame.chunks(8).enumerate() {
+        // The entry never wraps (`room_seen` put a filler before it otherwise): its words are
+        // one run of the ring, checked once here instead of once per word.
+        let first = HEADER_WORDS + (self.in_ring(at) / 8) as usize;
+        let words = self.w.get(first..first + 1 + words_for(frame.len()) as usize).ok_or(LaneError::Entry {
+            at,
+            kind,
+            len: frame.len() as u32,
+        })?;
+        let (head, body) = words.split_first().expect("an entry has its length word");
+        head.store(frame.len() as u64 | u64::from(kind) << 32, Ordering::Relaxed);
+        let mut chunks = frame.chunks_exact(8);
+        for (word, chunk) in body.iter().zip(&mut chunks) {
+            word.store(u64::from_le_bytes(chunk.try_into().expect("chunks of 8 bytes")), Ordering::Relaxed);
+        }
+        let rest = chunks.remainder();
+        if let Some(last) = body.last().filter(|_| !rest.is_empty()) {
             let mut b = [0u8; 8];
-            b[..chunk.len()].copy_from_slice(chunk);
-            self.ring_word(at + 8 + i as u64 * 8).store(u64::from_le_bytes(b), Ordering::Relaxed);
+            b[..rest.len()].copy_from_slice(rest);
+            last.store(u64::from_le_bytes(b), Ordering::Relaxed);
         }
         self.h.staged.store(at + need, Ordering::Release);
         Ok(Some(at + need))
@@ -430,12 +444,24 @@ impl<'a> Ring<'a> {
 
     /// Reader: copies an entry's bytes into `out` (replacing its content).
     pub(crate) fn read(&self, e: &Entry, out: &mut Vec<u8>) {
-        // Sized once, then filled word by word (appending each word checked the room each time).
         out.clear();
-        out.resize(e.len, 0);
-        for (i, chunk) in out.chunks_mut(8).enumerate() {
-            let b = self.ring_word(e.at + i as u64 * 8).load(Ordering::Relaxed).to_le_bytes();
-            chunk.copy_from_slice(&b[..chunk.len()]);
+        out.reserve(e.len);
+        let first = HEADER_WORDS + (self.in_ring(e.at) / 8) as usize;
+        // An entry checked by `entry_between` is one run of the ring; anything else is read word
+        // by word, each index masked into the ring.
+        let Some(words) = self.w.get(first..first + words_for(e.len) as usize) else {
+            for i in 0..words_for(e.len) {
+                out.extend_from_slice(&self.ring_word(e.at + i * 8).load(Ordering::Relaxed).to_le_bytes());
+            }
+            out.truncate(e.len);
+            return;
+        };
+        let (whole, rest) = (e.len / 8, e.len % 8);
+        for word in &words[..whole] {
+            out.extend_from_slice(&word.load(Ordering::Relaxed).to_le_bytes());
+        }
+        if let Some(last) = words.get(whole).filter(|_| rest > 0) {
+            out.extend_from_slice(&last.load(Ordering::Relaxed).to_le_bytes()[..rest]);
         }
     }
 

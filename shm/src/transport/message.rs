@@ -487,6 +487,10 @@ impl Message {
 
     /// Clears this message's ledger entry: its reference is dropped or handed over next.
     fn unlist(&self) {
+        // Most messages are not listed: a load, not a locked exchange, on every send and drop.
+        if self.listed.load(Ordering::Relaxed) == crate::session::ledger::NONE {
+            return;
+        }
         let i = self.listed.swap(crate::session::ledger::NONE, Ordering::Relaxed);
         if i != crate::session::ledger::NONE {
             self.mgr.ledger().forget(self.mgr.management(), i);

@@ -100,19 +100,22 @@ impl Writer {
                 self.offer(mgr, link, deadline)?;
                 continue;
             };
-            if l.ring().closed() & READER_CLOSED != 0 {
+            // The ring's view is made once per turn (it looks the block up in the segment table).
+            let ring = l.ring();
+            if ring.closed() & READER_CLOSED != 0 {
                 self.retire(mgr, false);
                 continue;
             }
             if !self.resend.is_empty() {
                 if let Wait::ReaderGone = self.push_resent(mgr, link, deadline)? {
                     self.retire(mgr, true);
-                    continue;
                 }
+                // Taken back (or sent again) first: the lane is looked at afresh.
+                continue;
             }
-            let l = self.lane.as_ref().expect("a lane is there");
-            let ring = l.ring();
-            self.reoffer_if_unclaimed(mgr, l, &ring, link);
+            if ring.reader() == 0 {
+                self.reoffer_if_unclaimed(mgr, l, &ring, link);
+            }
             if let Wait::ReaderGone =
                 self.push(mgr, link, l, &ring, Outgoing { kind, bytes: entry, mark: &mark_all }, deadline)?
             {
