@@ -376,11 +376,18 @@ impl Attachment {
     pub(crate) fn release_region_piece(&self, map: &RegionMap, offset: u64, size: u64, hint: u64) {
         self.acks.released(map, Ack { offset, size, hint });
     }
-    /// Segment `id`, mapped on first use.
+    /// Segment `id`, mapped on first use. Inlined: every record received looks its segment up,
+    /// and it is nearly always mapped already.
+    #[inline]
     pub(crate) fn segment(&self, id: u16) -> Result<&Segment, MetaError> {
-        if let Some(s) = self.segments.get(id) {
-            return Ok(s);
+        match self.segments.get(id) {
+            Some(s) => Ok(s),
+            None => self.map_segment(id),
         }
+    }
+
+    #[cold]
+    fn map_segment(&self, id: u16) -> Result<&Segment, MetaError> {
         let seg = Segment::open(&Names::path(&self.names.segment(id)), id).map_err(|e| {
             log::error!("Could not get segment with id '{id}': {e}");
             MetaError::Unknown { kind: "segment", id }
@@ -623,6 +630,7 @@ impl Default for SegmentTable {
 }
 
 impl SegmentTable {
+    #[inline]
     fn get(&self, id: u16) -> Option<&Segment> {
         let chunk = self.chunks[usize::from(id >> 8)].get()?;
         chunk[usize::from(id & 0xff)].get().map(|s| &**s)
