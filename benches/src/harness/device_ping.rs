@@ -6,12 +6,13 @@
 //! The ping ends its run once it has measured (an empty message tells the pong to end too) and
 //! reports `Round trip median: <ns> ns, p99: <ns> ns, over <n> round trips.`
 
-use super::devices::{number_before, read_to_end};
+use super::devices::{number_before, read_to_end, Implementation};
 use super::spawn::{Cell, Runner};
 use super::workload::{self, Latency, Spin};
 use fairmq::options::{Kind, OptionGroup};
 use fairmq::{Channel, Context, Device, HookResult, Message, TransferError};
 use std::io::BufRead;
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -55,6 +56,7 @@ pub struct Ping {
     busy: bool,
     warmup: Duration,
     measure: Duration,
+    round_trips: u64,
 }
 
 impl Ping {
@@ -63,7 +65,8 @@ impl Ping {
         common_options(o);
         o.add("msg-size", Kind::Size, 64u64, "Message size in bytes")
             .add("warmup-ms", Kind::U64, 250u64, "Round trips before measuring (ms, at least 100 round trips)")
-            .add("measure-ms", Kind::U64, 1000u64, "Round trips measured (ms)");
+            .add("measure-ms", Kind::U64, 1000u64, "Round trips measured (ms)")
+            .add("round-trips", Kind::U64, 0u64, "Exactly this many round trips, no warm-up (0: by time)");
     }
 }
 
@@ -74,6 +77,7 @@ impl Device for Ping {
         self.busy = c.get("busy-poll")?;
         self.warmup = Duration::from_millis(c.get("warmup-ms")?);
         self.measure = Duration::from_millis(c.get("measure-ms")?);
+        self.round_trips = c.get("round-trips")?;
         Ok(())
     }
 
@@ -90,11 +94,15 @@ impl Device for Ping {
                 None => Err("stopped before the answer came".into()),
             }
         };
-        let lat = workload::ping_for(self.warmup, self.measure, |_| {
+        let once = |_| {
             if failed.is_none() {
                 failed = round_trip().err();
             }
-        });
+        };
+        let lat = match self.round_trips {
+            0 => workload::ping_for(self.warmup, self.measure, once),
+            n => workload::ping_count(n, once),
+        };
         if let Some(e) = failed {
             return Err(e);
         }
@@ -139,14 +147,40 @@ impl Device for Pong {
     }
 }
 
+/// One ping-pong cell.
+struct PingRun<'a> {
+    transport: &'static str,
+    size: usize,
+    /// 0: by time (`--seconds`, after `--warmup`).
+    round_trips: u64,
+    profile: Option<&'a Path>,
+}
+
 impl Runner {
     /// The round trip between a `ping` and a `pong` device on FairMQ's `transport` (`shmem` or
     /// `zeromq`), messages of `size` bytes.
     pub fn device_latency(&mut self, transport: &'static str, size: usize) -> Result<Latency, String> {
-        self.device_cell("fmqbping", |runner, cell, session| runner.run_ping(cell, transport, size, session))
+        self.device_cell("fmqbping", |runner, cell, session| {
+            runner.run_ping(cell, &PingRun { transport, size, round_trips: 0, profile: None }, session)
+        })
     }
 
-    fn run_ping(&mut self, cell: &Cell, transport: &str, size: usize, session: &str) -> Result<Latency, String> {
+    /// Exactly `round_trips` round trips (see [`Runner::device_latency`]), under callgrind when
+    /// `profile` is a directory (as `ping1.callgrind` and `pong1.callgrind`).
+    pub fn device_round_trips(
+        &mut self,
+        transport: &'static str,
+        size: usize,
+        round_trips: u64,
+        profile: Option<&Path>,
+    ) -> Result<Latency, String> {
+        self.device_cell("fmqbping", |runner, cell, session| {
+            runner.run_ping(cell, &PingRun { transport, size, round_trips, profile }, session)
+        })
+    }
+
+    fn run_ping(&mut self, cell: &Cell, r: &PingRun<'_>, session: &str) -> Result<Latency, String> {
+        let (transport, size) = (r.transport, r.size);
         let address = self.address("ping");
         let device = |id: &str, method: &str| -> Vec<String> {
             let mut a = self.device_args(id, transport, session);
@@ -154,13 +188,17 @@ impl Runner {
             a.extend(["--channel-config".into(), format!("name=data,type=pair,method={method},address={address}")]);
             a
         };
+        let spawn = |name: &str, args: &[String], stdout: Stdio, id: &str| {
+            self.spawn_as(Implementation::Rust, name, args, stdout, r.profile, id)
+        };
         let pong = device("pong1", "connect");
-        cell.add_quiet(self.spawn_device("pong", &pong, Stdio::null())?);
+        cell.add_quiet(spawn("pong", &pong, Stdio::null(), "pong1")?);
         let mut ping = device("ping1", "bind");
         let ms = |s: f64| ((s * 1000.0) as u64).max(1).to_string();
         ping.extend(["--msg-size".into(), size.to_string()]);
         ping.extend(["--warmup-ms".into(), ms(self.warmup()), "--measure-ms".into(), ms(self.seconds())]);
-        let mut out = cell.add(self.spawn_device("ping", &ping, Stdio::piped())?);
+        ping.extend(["--round-trips".into(), r.round_trips.to_string()]);
+        let mut out = cell.add(spawn("ping", &ping, Stdio::piped(), "ping1")?);
         let mut line = String::new();
         let latency = loop {
             line.clear();

@@ -285,15 +285,6 @@ impl Runner {
             .spawn()
             .map_err(|e| format!("could not start device {name}: {e}"))
     }
-
-    pub(super) fn spawn_device(
-        &self,
-        name: &str,
-        args: &[String],
-        stdout: Stdio,
-    ) -> Result<std::process::Child, String> {
-        self.spawn_as(Implementation::Rust, name, args, stdout, None, "")
-    }
 }
 
 /// Removes what C++ FairMQ's shmem devices of a session left in /dev/shm (`fmq_<shmId>_*`, where

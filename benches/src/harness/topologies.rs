@@ -13,8 +13,9 @@
 //! sender put in another sink's queue, and a publisher's dropped messages need no counting: what
 //! the table counts is what the sinks received.
 
-use super::devices::{read_sink_report, read_to_end, Implementation};
+use super::devices::{number_before, read_sink_report, read_to_end, Implementation};
 use super::spawn::{Cell, Runner};
+use std::io::BufRead;
 use std::process::Stdio;
 
 /// How the devices are linked.
@@ -80,6 +81,22 @@ pub struct Delivered {
     pub messages: u64,
     /// The sum of the sinks' messages/s (they run at the same time).
     pub rate: f64,
+    /// Messages the samplers sent (their `Done <n> iterations`), if every sampler said.
+    pub sent: Option<u64>,
+}
+
+/// A sampler's count of messages sent, from its last line `Done <n> iterations in <t>ms.`,
+/// reading its log to the end.
+fn read_sampler_count(out: &mut impl BufRead) -> Option<u64> {
+    let mut sent = None;
+    let mut line = String::new();
+    while out.read_line(&mut line).is_ok_and(|n| n > 0) {
+        if let Some(n) = line.split("Done ").nth(1).and_then(|rest| number_before(rest, " iterations")) {
+            sent = Some(n as u64);
+        }
+        line.clear();
+    }
+    sent
 }
 
 /// The `--mq-config` option of a mesh's sampler `id`: one PUSH socket connected to every sink.
@@ -146,6 +163,7 @@ impl Runner {
             links.extend(["--multipart".to_owned(), "false".to_owned()]);
             cell.add_quiet(spawn("proxy", &device("proxy1", links), Stdio::null(), "proxy1")?);
         }
+        let mut sampler_outputs = Vec::new();
         for j in 0..samplers {
             let id = format!("sampler{}", j + 1);
             let link = match g.shape {
@@ -158,9 +176,12 @@ impl Runner {
             // Until stopped: the harness stops the senders once every sink has ended.
             args.extend(["--max-iterations", "0", "--msg-size"].map(String::from));
             args.push(g.size.to_string());
-            cell.add_quiet(spawn("bsampler", &args, Stdio::null(), &id)?);
+            let mut sampler = spawn("bsampler", &args, Stdio::piped(), &id)?;
+            let out = sampler.stdout.take().map(std::io::BufReader::new);
+            cell.add_quiet(sampler);
+            sampler_outputs.extend(out);
         }
-        let mut delivered = Delivered { messages: 0, rate: 0.0 };
+        let mut delivered = Delivered { messages: 0, rate: 0.0, sent: Some(0) };
         for out in &mut outputs {
             let report = read_sink_report(out)?;
             delivered.messages += report.messages;
@@ -168,6 +189,24 @@ impl Runner {
             read_to_end(out);
         }
         cell.terminate_quiet();
+        for mut out in sampler_outputs {
+            let sent = read_sampler_count(&mut out);
+            delivered.sent = delivered.sent.zip(sent).map(|(a, b)| a + b);
+        }
         Ok(delivered)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::read_sampler_count;
+
+    #[test]
+    fn a_samplers_count_is_read_from_either_implementations_log() {
+        let rs = "[12:00:00][INFO] Starting\n[12:00:01][INFO] Done 120000 iterations in 812ms.\n[12:00:01][STATE] x\n";
+        assert_eq!(read_sampler_count(&mut rs.as_bytes()), Some(120_000));
+        let cpp = "[12:00:01][INFO] Done 99 iterations in 812.25ms.\n";
+        assert_eq!(read_sampler_count(&mut cpp.as_bytes()), Some(99));
+        assert_eq!(read_sampler_count(&mut "[12:00:01][INFO] Received device shutdown request\n".as_bytes()), None);
     }
 }

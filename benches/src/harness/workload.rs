@@ -194,6 +194,20 @@ pub fn ping_for(warmup: Duration, duration: Duration, mut round_trip: impl FnMut
     Latency { median_ns: at(0.5), p99_ns: at(0.99), count: times.len() as u64 }
 }
 
+/// Runs `round_trip(seq)` exactly `count` times, timing each one (for a run whose cost is
+/// counted per round trip: the same number of round trips whatever the machine's speed).
+pub fn ping_count(count: u64, mut round_trip: impl FnMut(u64)) -> Latency {
+    let mut times = Vec::with_capacity(count.min(1 << 20) as usize);
+    for seq in 0..count {
+        let t = Instant::now();
+        round_trip(seq);
+        times.push(t.elapsed().as_nanos() as u64);
+    }
+    times.sort_unstable();
+    let at = |q: f64| times.get(((times.len() as f64 - 1.0) * q).round() as usize).copied().unwrap_or(0) as f64;
+    Latency { median_ns: at(0.5), p99_ns: at(0.99), count: times.len() as u64 }
+}
+
 /// Keeps a sender attached until the harness closes our stdin (after the receiver ended): libzmq 4.3
 /// may drop the tail of a stream whose sender closes while the peer's queue is full, even with
 /// linger -1 (libzmq issue #4660), and an iceoryx2 publisher's samples go with it.

@@ -150,6 +150,20 @@ pub fn single_link(
     Ok([of("sampler1")?, of("sink1")?])
 }
 
+/// Instructions per 64 B round trip of fairmq-rs's `ping` and `pong` devices (see
+/// `device_ping`), both processes together (C++ FairMQ has no such devices).
+fn round_trip(runner: &mut Runner, transport: &'static str) -> Result<Cost, String> {
+    let costs = per_message(runner, (2_000, 12_000), |runner, n, dir| {
+        runner.device_round_trips(transport, 64, n, Some(dir)).map(|l| l.count)
+    })?;
+    Ok(costs.iter().fold(Cost::default(), |a, (_, c)| Cost {
+        instructions: a.instructions + c.instructions,
+        d1_misses: a.d1_misses + c.d1_misses,
+        ll_misses: a.ll_misses + c.ll_misses,
+        waiting: a.waiting + c.waiting,
+    }))
+}
+
 /// Implementations to measure: fairmq-rs, and C++ FairMQ when `--cpp-fairmq` names its devices.
 pub fn implementations(runner: &Runner) -> Vec<Implementation> {
     let mut v = vec![Implementation::Rust];
@@ -217,6 +231,26 @@ pub fn run(runner: &mut Runner, systems: &[System]) {
                     Err(e) => eprintln!("{} {transport} {}: {e}", implementation.name(), report::size(size)),
                 }
             }
+        }
+    }
+    println!("\n### Instructions per 64 B round trip, ping -> pong devices (fairmq-rs), callgrind");
+    println!();
+    report::header(&["transport", "ping + pong instr", "D1 misses", "LL misses", "waiting instr"].map(String::from));
+    for &system in systems {
+        let transport = match system {
+            System::Shm => "shmem",
+            System::FmqZmq => "zeromq",
+            _ => continue,
+        };
+        match round_trip(runner, transport) {
+            Ok(c) => report::row(&[
+                transport.to_owned(),
+                format!("{:.0}", c.instructions),
+                format!("{:.1}", c.d1_misses),
+                format!("{:.1}", c.ll_misses),
+                format!("{:.0}", c.waiting),
+            ]),
+            Err(e) => eprintln!("{transport} round trip: {e}"),
         }
     }
 }

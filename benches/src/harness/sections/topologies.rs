@@ -38,6 +38,10 @@ struct Measured {
     /// False when the implementation cannot run the topology on this transport.
     supported: bool,
     rates: Vec<f64>,
+    /// Over the timed runs: messages the sinks received, and what the samplers sent times the
+    /// sinks each message goes to (4 for PUB -> 4, else 1).
+    received: u64,
+    offered: Option<u64>,
     instructions: Option<f64>,
 }
 
@@ -77,10 +81,12 @@ pub fn run(runner: &mut Runner, o: &Options, systems: &[System]) {
                 let mut cells = vec![shape.name(), report::size(size)];
                 for (m, reference) in measured.iter().zip(&single) {
                     if !m.supported {
-                        cells.extend(["not supported", "-", "-"].map(String::from));
+                        cells.extend(["not supported", "-", "-", "-"].map(String::from));
                         continue;
                     }
                     cells.push(Summary::of(&m.rates).map_or("failed".to_owned(), |s| s.show(report::rate)));
+                    let offered = m.offered.filter(|&o| o > 0).map(|o| o as f64);
+                    cells.push(report::ratio(Some(m.received as f64).filter(|_| !m.rates.is_empty()), offered));
                     cells.push(m.instructions.map_or("failed".to_owned(), |i| format!("{i:.0}")));
                     cells.push(report::ratio(m.instructions, *reference));
                 }
@@ -105,14 +111,19 @@ fn measure_row(
 ) -> Vec<Measured> {
     let mut measured: Vec<Measured> = implementations
         .iter()
-        .map(|&i| Measured { supported: supported(i, transport, shape), ..Measured::default() })
+        .map(|&i| Measured { supported: supported(i, transport, shape), offered: Some(0), ..Measured::default() })
         .collect();
     let graph = |implementation, per_sink, profile| Graph { implementation, transport, shape, size, per_sink, profile };
     let label = |i: Implementation| format!("{} {transport} {} {}", i.name(), shape.name(), report::size(size));
     for _ in 0..o.runs {
         for (m, &i) in measured.iter_mut().zip(implementations).filter(|(m, _)| m.supported) {
             match runner.graph(&graph(i, per_sink(shape, TIMED_MESSAGES), None)) {
-                Ok(d) => m.rates.push(d.rate),
+                Ok(d) => {
+                    m.rates.push(d.rate);
+                    m.received += d.messages;
+                    let fan = if let Shape::Publish(n) = shape { n as u64 } else { 1 };
+                    m.offered = m.offered.zip(d.sent).map(|(a, s)| a + s * fan);
+                }
                 Err(e) => eprintln!("{}: {e}", label(i)),
             }
         }
