@@ -63,6 +63,7 @@ pub fn run(runner: &mut Runner, o: &Options, systems: &[System]) {
         for i in &implementations {
             columns.extend([
                 format!("{} msg/s", i.name()),
+                format!("{} received / sent", i.name()),
                 format!("{} instr/msg", i.name()),
                 format!("{} / 1 -> 1", i.name()),
             ]);
