@@ -79,7 +79,8 @@ pub struct Graph {
 pub struct Delivered {
     /// Messages counted by all sinks.
     pub messages: u64,
-    /// The sum of the sinks' messages/s (they run at the same time).
+    /// Messages/s of all sinks together: their messages over the longest sink's time (each sink
+    /// times itself from its first message to its last).
     pub rate: f64,
     /// Messages the samplers sent (their `Done <n> iterations`), if every sampler said.
     pub sent: Option<u64>,
@@ -182,12 +183,18 @@ impl Runner {
             sampler_outputs.extend(out);
         }
         let mut delivered = Delivered { messages: 0, rate: 0.0, sent: Some(0) };
+        // The sinks start together, but need not end together (a PUSH skips a full peer): the
+        // rate is the messages of all over the longest sink's time, not the sum of their rates.
+        let mut longest = 0.0f64;
         for out in &mut outputs {
             let report = read_sink_report(out)?;
             delivered.messages += report.messages;
-            delivered.rate += report.rate;
+            if report.rate > 0.0 {
+                longest = longest.max(report.messages as f64 / report.rate);
+            }
             read_to_end(out);
         }
+        delivered.rate = if longest > 0.0 { delivered.messages as f64 / longest } else { 0.0 };
         cell.terminate_quiet();
         for mut out in sampler_outputs {
             let sent = read_sampler_count(&mut out);

@@ -37,6 +37,9 @@ pub(crate) enum Source {
     /// A lane entry's own copy, taken by its reader, whose block records the reader checked and
     /// marked its own as it took the entry (see `lanes::remark_entry_with`): not checked again.
     Remarked,
+    /// [`Source::Remarked`], each block's mark changed by the reader: one reference, its own, so
+    /// not shared, and nothing to list.
+    RemarkedAlone,
 }
 
 /// A message of the shared-memory transport.
@@ -687,6 +690,7 @@ impl Message {
                 m.list_if_shared();
                 return Ok(m);
             }
+            Record::Block { .. } if source == Source::RemarkedAlone => return Message::of_block(mgr, rec),
             _ if source != Source::Socket => Message::from_record(mgr, rec)?,
             _ => return Err(MetaError::Untracked),
         };
@@ -718,7 +722,7 @@ impl Message {
                 }
                 Err(e) => {
                     out.truncate(start);
-                    if source == Source::Remarked {
+                    if matches!(source, Source::Remarked | Source::RemarkedAlone) {
                         records[i + 1..].iter().for_each(|&r| drop(Message::receive(mgr, r, source)));
                     }
                     return Err(e);

@@ -1,5 +1,5 @@
 //! Multi-peer topologies beside the single link (see `topologies`): for each topology, transport
-//! and size, the sinks' summed messages/s (runs of the implementations interleaved) and the
+//! and size, the sinks' messages/s together (runs of the implementations interleaved) and the
 //! instructions per delivered message summed over every process of the topology (callgrind, as
 //! in `instructions`, without the waiting functions). "/ 1 -> 1" compares a topology's
 //! instructions per message with the single link of the same devices: 1.0 means fan-out or

@@ -296,7 +296,11 @@ impl Socket {
             let mut got: Vec<Message> = Vec::new();
             let (data, source) = match received {
                 Received::Records(&[rec], false) => {
-                    return Message::receive(&self.mgr, rec, Source::Remarked).map_err(meta_error)
+                    let source = match self.lanes.readers.borrow().entry_alone() {
+                        true => Source::RemarkedAlone,
+                        false => Source::Remarked,
+                    };
+                    return Message::receive(&self.mgr, rec, source).map_err(meta_error);
                 }
                 Received::Records(recs, _) => {
                     self.messages(recs, Source::Remarked, &mut got, std::convert::identity)?;

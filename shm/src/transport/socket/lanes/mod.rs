@@ -279,6 +279,9 @@ fn remark_entry(mgr: &Arc<Attachment>, kind: u32, entry: &[u8], from: u32, to: u
 pub(crate) struct Marking {
     blocks: Vec<Record>,
     taken: Vec<Record>,
+    /// Every record of the entry was a block whose mark changed ([`Remark::Done`]): each has one
+    /// reference, the taker's, so none is shared (nobody else can share it now).
+    alone: bool,
 }
 
 /// [`remark_entry`] with the caller's buffers. When a block of the entry is not marked `from`
@@ -288,12 +291,17 @@ pub(crate) struct Marking {
 /// [`release_marked`]). Every block is looked at either way.
 fn remark_entry_with(mgr: &Arc<Attachment>, kind: u32, entry: &[u8], from: u32, to: u32, m: &mut Marking) -> bool {
     m.taken.clear();
+    m.alone = false;
     if !entry_blocks(mgr, kind, entry, &mut m.blocks) {
         return false;
     }
-    let mut whole = true;
+    let (mut whole, mut alone) = (true, true);
     let mut one = |r: &Record| match mgr.remark(r, from, to) {
-        Remark::Done | Remark::NoMark => m.taken.push(*r),
+        Remark::Done => m.taken.push(*r),
+        Remark::NoMark => {
+            alone = false;
+            m.taken.push(*r);
+        }
         Remark::Refused => whole = false,
     };
     if to == crate::segment::slots::IN_FLIGHT {
@@ -301,6 +309,7 @@ fn remark_entry_with(mgr: &Arc<Attachment>, kind: u32, entry: &[u8], from: u32, 
     } else {
         m.blocks.iter().rev().for_each(&mut one);
     }
+    m.alone = whole && alone && kind != KIND_INDIRECT;
     whole
 }
 

@@ -70,6 +70,12 @@ impl Readers {
         &self.marking.blocks
     }
 
+    /// Whether each of [`Readers::entry_records`] is a block of one reference, now ours alone
+    /// (so none needs listing as shared).
+    pub(crate) fn entry_alone(&self) -> bool {
+        self.marking.alone
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.lanes.is_empty()
     }
@@ -85,6 +91,7 @@ impl Readers {
         let got = self.take_entry(mgr, out, socket);
         if !matches!(got, Ok(Some(Got::Frame))) {
             self.marking.blocks.clear();
+            self.marking.alone = false;
         }
         got
     }
