@@ -8,9 +8,10 @@
 //! - proxy: sampler -> proxy -> sink, each sender bound;
 //! - 1 -> 1: one sampler, one sink, as 1 -> N: the reference the others compare with.
 //!
-//! Every sink takes the same number of messages (`--max-iterations`) and ends; the senders send
-//! until the harness stops them, once every sink has ended. So no sink waits for a message a
-//! sender put in another sink's queue, and a publisher's dropped messages need no counting: what
+//! Every sink takes the same number of messages (`--max-iterations`) and ends. With one sink
+//! (1 -> 1, N -> 1, proxy) each sampler sends its share and ends. With several, the samplers send
+//! until the harness stops them, once every sink has its count: so no sink waits for a message a
+//! sender put in another sink's queue, and a publisher's dropped messages need no counting. What
 //! the table counts is what the sinks received.
 
 use super::devices::{number_before, read_sink_report, read_to_end, Implementation};
@@ -141,7 +142,15 @@ impl Runner {
         let spawn = |name: &str, args: &[String], stdout: Stdio, id: &str| {
             self.spawn_as(g.implementation, name, args, stdout, g.profile.as_deref(), id)
         };
-        // Sinks first, as a topology started by hand; each ends after `per_sink` messages.
+        // With one sink, every message the samplers send is the sink's: each sampler sends its
+        // share and ends, and the sink takes them all (`exact`). With several, no sampler knows
+        // which sink takes what: the samplers send until stopped.
+        let exact = (sinks == 1).then(|| g.per_sink.div_ceil(samplers as u64).max(1));
+        let sink_count = match exact {
+            Some(each) => each * samplers as u64,
+            None => g.per_sink.max(2),
+        };
+        // Sinks first, as a topology started by hand.
         let mut outputs = Vec::new();
         for i in 0..sinks {
             let link = match g.shape {
@@ -153,7 +162,7 @@ impl Runner {
             let id = format!("sink{}", i + 1);
             let mut args = device(&id, link);
             // A sink receives one message more than it counts (FairMQ's count).
-            args.extend(["--max-iterations".into(), g.per_sink.saturating_sub(1).max(1).to_string()]);
+            args.extend(["--max-iterations".into(), (sink_count - 1).to_string()]);
             outputs.push(cell.add(spawn("sink", &args, Stdio::piped(), &id)?));
         }
         if g.shape == Shape::Proxy {
@@ -165,17 +174,23 @@ impl Runner {
             cell.add_quiet(spawn("proxy", &device("proxy1", links), Stdio::null(), "proxy1")?);
         }
         let mut sampler_outputs = Vec::new();
+        // A sampler that ends lingers until what it sent is delivered (FairMQ's 500 ms could drop
+        // the tail behind a slower sink); one stopped by the harness does not wait for sinks gone.
+        let linger = if exact.is_some() { ",linger=30000" } else { "" };
         for j in 0..samplers {
             let id = format!("sampler{}", j + 1);
             let link = match g.shape {
-                Shape::FanOut(_) | Shape::Proxy => channel("data", "push", "bind", &addresses[0]),
-                Shape::FanIn(_) => channel("data", "push", "connect", &addresses[0]),
+                Shape::FanOut(_) | Shape::Proxy => {
+                    channel("data", "push", "bind", &format!("{}{linger}", addresses[0]))
+                }
+                Shape::FanIn(_) => channel("data", "push", "connect", &format!("{}{linger}", addresses[0])),
                 Shape::Mesh(..) => mesh_config(&id, &addresses[..sinks])?,
                 Shape::Publish(_) => channel("data", "pub", "bind", &addresses[0]),
             };
             let mut args = device(&id, link);
-            // Until stopped: the harness stops the senders once every sink has ended.
-            args.extend(["--max-iterations", "0", "--msg-size"].map(String::from));
+            // A sampler sends one message more than it counts (FairMQ's count); 0: until stopped.
+            let count = exact.map_or(0, |each| each - 1);
+            args.extend(["--max-iterations".to_owned(), count.to_string(), "--msg-size".to_owned()]);
             args.push(g.size.to_string());
             let mut sampler = spawn("bsampler", &args, Stdio::piped(), &id)?;
             let out = sampler.stdout.take().map(std::io::BufReader::new);
@@ -192,10 +207,12 @@ impl Runner {
             if report.rate > 0.0 {
                 longest = longest.max(report.messages as f64 / report.rate);
             }
-            read_to_end(out);
         }
         delivered.rate = if longest > 0.0 { delivered.messages as f64 / longest } else { 0.0 };
+        // Stopped as soon as every sink has its count: a sampler left sending into full queues
+        // (or to nobody) adds instructions no message needed.
         cell.terminate_quiet();
+        outputs.iter_mut().for_each(read_to_end);
         for mut out in sampler_outputs {
             let sent = read_sampler_count(&mut out);
             delivered.sent = delivered.sent.zip(sent).map(|(a, b)| a + b);
