@@ -142,10 +142,14 @@ impl Runner {
         let spawn = |name: &str, args: &[String], stdout: Stdio, id: &str| {
             self.spawn_as(g.implementation, name, args, stdout, g.profile.as_deref(), id)
         };
-        // With one sink, every message the samplers send is the sink's: each sampler sends its
-        // share and ends, and the sink takes them all (`exact`). With several, no sampler knows
-        // which sink takes what: the samplers send until stopped.
-        let exact = (sinks == 1).then(|| g.per_sink.div_ceil(samplers as u64).max(1));
+        // With one sink, every message the samplers send is the sink's: each of fairmq-rs's
+        // samplers sends its share and ends, and the sink takes them all (`exact`). With several,
+        // no sampler knows which sink takes what: the samplers send until stopped. So do C++
+        // FairMQ's always: one that ends may lose the tail of its stream (libzmq drops what a
+        // closing sender still queues, see `workload::wait_for_stdin_close`), and its sink would
+        // wait for it until the cell's timeout.
+        let exact = (sinks == 1 && g.implementation == Implementation::Rust)
+            .then(|| g.per_sink.div_ceil(samplers as u64).max(1));
         let sink_count = match exact {
             Some(each) => each * samplers as u64,
             None => g.per_sink.max(2),
