@@ -147,6 +147,9 @@ impl Cache {
     /// Takes the deferred frees (to be freed outside the cache lock).
     pub(crate) fn take_deferred(&mut self) -> Vec<Freed> {
         self.deferred_bytes = 0;
+        if self.deferred.is_empty() {
+            return Vec::new();
+        }
         // Sized for a whole batch: a new Vec grew five times on the way to one.
         std::mem::replace(&mut self.deferred, Vec::with_capacity(DEFERRED_BLOCKS))
     }

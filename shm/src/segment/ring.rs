@@ -183,6 +183,12 @@ impl<'a> Ring<'a> {
         self.capacity
     }
 
+    /// The ring's words, after the header and up to its capacity (the block may hold more).
+    fn ring_words(&self) -> &'a [AtomicU64] {
+        let end = HEADER_WORDS.saturating_add((self.capacity / 8) as usize).min(self.w.len());
+        self.w.get(HEADER_WORDS..end).unwrap_or(&[])
+    }
+
     fn ring_word(&self, pos: u64) -> &'a AtomicU64 {
         &self.w[HEADER_WORDS + (self.in_ring(pos) / 8) as usize]
     }
@@ -299,12 +305,11 @@ impl<'a> Ring<'a> {
         }
         // The entry never wraps (`room_seen` put a filler before it otherwise): its words are
         // one run of the ring, checked once here instead of once per word.
-        let first = HEADER_WORDS + (self.in_ring(at) / 8) as usize;
-        let words = self.w.get(first..first + 1 + words_for(frame.len()) as usize).ok_or(LaneError::Entry {
-            at,
-            kind,
-            len: frame.len() as u32,
-        })?;
+        let first = (self.in_ring(at) / 8) as usize;
+        let words = self
+            .ring_words()
+            .get(first..first + 1 + words_for(frame.len()) as usize)
+            .ok_or(LaneError::Entry { at, kind, len: frame.len() as u32 })?;
         let (head, body) = words.split_first().expect("an entry has its length word");
         head.store(frame.len() as u64 | u64::from(kind) << 32, Ordering::Relaxed);
         let mut chunks = frame.chunks_exact(8);
@@ -446,10 +451,10 @@ impl<'a> Ring<'a> {
     pub(crate) fn read(&self, e: &Entry, out: &mut Vec<u8>) {
         out.clear();
         out.reserve(e.len);
-        let first = HEADER_WORDS + (self.in_ring(e.at) / 8) as usize;
-        // An entry checked by `entry_between` is one run of the ring; anything else is read word
-        // by word, each index masked into the ring.
-        let Some(words) = self.w.get(first..first + words_for(e.len) as usize) else {
+        let first = (self.in_ring(e.at) / 8) as usize;
+        // An entry checked by `entry_between` is one run of the ring (it never wraps); should one
+        // reach past the ring's end, it is read word by word, each index masked into the ring.
+        let Some(words) = self.ring_words().get(first..first + words_for(e.len) as usize) else {
             for i in 0..words_for(e.len) {
                 out.extend_from_slice(&self.ring_word(e.at + i * 8).load(Ordering::Relaxed).to_le_bytes());
             }
