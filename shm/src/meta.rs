@@ -208,17 +208,7 @@ impl Record {
             Record::Empty => out.extend_from_slice(&[VERSION, TAG_EMPTY, 0, 0, 0, 0, 0, 0]),
             // Built whole, then appended once: a vector's growth check per field cost more than
             // the encoding (every message of every send).
-            Record::Block { segment, offset, delta, size, slot, generation } => {
-                let mut b = [0u8; BLOCK_LEN];
-                b[..2].copy_from_slice(&[VERSION, TAG_BLOCK]);
-                b[2..4].copy_from_slice(&segment.to_le_bytes());
-                b[4..8].copy_from_slice(&delta.to_le_bytes());
-                b[8..16].copy_from_slice(&offset.to_le_bytes());
-                b[16..24].copy_from_slice(&size.to_le_bytes());
-                b[24..28].copy_from_slice(&slot.to_le_bytes());
-                b[28..32].copy_from_slice(&generation.to_le_bytes());
-                out.extend_from_slice(&b);
-            }
+            Record::Block { .. } => out.extend_from_slice(&self.block_frame().expect("a block record")),
             Record::Region { region, offset, size, hint, rc } => {
                 let (rc_segment, rc_delta, rc_offset) =
                     rc.map_or((0, 0, NOT_SHARED), |r| (r.segment, r.delta, r.offset));
@@ -239,6 +229,23 @@ impl Record {
                 out.extend_from_slice(&b);
             }
         }
+    }
+
+    /// The encoding of a block record, on the stack: also the whole frame of a single message in
+    /// a block (no padding needed when the frame's minimum length is at most [`BLOCK_LEN`]).
+    /// `None` for other records.
+    #[inline]
+    pub fn block_frame(&self) -> Option<[u8; BLOCK_LEN]> {
+        let Record::Block { segment, offset, delta, size, slot, generation } = *self else { return None };
+        let mut b = [0u8; BLOCK_LEN];
+        b[..2].copy_from_slice(&[VERSION, TAG_BLOCK]);
+        b[2..4].copy_from_slice(&segment.to_le_bytes());
+        b[4..8].copy_from_slice(&delta.to_le_bytes());
+        b[8..16].copy_from_slice(&offset.to_le_bytes());
+        b[16..24].copy_from_slice(&size.to_le_bytes());
+        b[24..28].copy_from_slice(&slot.to_le_bytes());
+        b[28..32].copy_from_slice(&generation.to_le_bytes());
+        Some(b)
     }
 
     /// Decodes one record at the start of `buf`; returns it and its length.
@@ -562,6 +569,20 @@ mod tests {
             let want = decode_into(&frame, &mut walked);
             prop_assert_eq!(got, want);
             prop_assert_eq!(fast, walked);
+        }
+
+        /// A block's frame from `block_frame` is the frame `encode_parts` writes for it alone.
+        #[test]
+        fn a_block_frame_is_what_encode_parts_writes(rec in record(), pad in 0usize..=BLOCK_LEN) {
+            let mut buf = Vec::new();
+            encode_parts(std::iter::once(rec), pad, &mut buf);
+            match rec.block_frame() {
+                Some(frame) => prop_assert_eq!(&frame[..], &buf[..]),
+                None => {
+                    let is_block = matches!(rec, Record::Block { .. });
+                    prop_assert!(!is_block);
+                }
+            }
         }
 
         #[test]

@@ -52,11 +52,19 @@ impl Socket {
     fn send_through_lane<P: Held>(&self, parts: &[P], min: usize, deadline: Deadline) -> Result<(), TransferError> {
         // Lane entries have no tickets: the lane accounts for them once staged (the blocks are
         // marked in flight then, see `Writer::send`).
-        let sent = {
-            let (buf, _) = &mut *self.scratch.borrow_mut();
-            meta::encode_parts(parts.iter().map(|p| p.msg().record()), min, buf);
-            let mark = || parts.iter().for_each(|p| p.msg().hand_to_lane());
-            self.lanes.writer.borrow_mut().send(&self.mgr, self, buf, deadline, &mark)
+        let mark = || parts.iter().for_each(|p| p.msg().hand_to_lane());
+        // One message in a block, the usual case: its frame is built on the stack.
+        let single = match parts {
+            [p] if min <= meta::BLOCK_LEN => p.msg().record().block_frame(),
+            _ => None,
+        };
+        let sent = match single {
+            Some(frame) => self.lanes.writer.borrow_mut().send(&self.mgr, self, &frame, deadline, &mark),
+            None => {
+                let (buf, _) = &mut *self.scratch.borrow_mut();
+                meta::encode_parts(parts.iter().map(|p| p.msg().record()), min, buf);
+                self.lanes.writer.borrow_mut().send(&self.mgr, self, buf, deadline, &mark)
+            }
         };
         if sent.is_err() {
             parts.iter().map(P::msg).for_each(|p| {
