@@ -145,6 +145,16 @@ pub enum System {
 }
 
 impl System {
+    /// FairMQ's name of the transport with devices this system is (`shmem` for fairmq-shm,
+    /// `zeromq` for fairmq-zmq); `None` for the systems without devices.
+    pub fn fairmq_transport(self) -> Option<&'static str> {
+        match self {
+            System::Shm => Some("shmem"),
+            System::FmqZmq => Some("zeromq"),
+            _ => None,
+        }
+    }
+
     /// The name used on the command line and in tables.
     pub fn name(self) -> &'static str {
         match self {

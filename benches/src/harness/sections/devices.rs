@@ -10,22 +10,13 @@ use super::super::report::{self, Summary};
 use super::super::spawn::{Rate, Runner};
 use super::super::workload::Latency;
 
-/// Transports with devices: fairmq-shm as `shmem`, fairmq-zmq as `zeromq`.
-fn transport(s: System) -> Option<&'static str> {
-    match s {
-        System::Shm => Some("shmem"),
-        System::FmqZmq => Some("zeromq"),
-        _ => None,
-    }
-}
-
 /// Prints one table per transport.
 pub fn run(runner: &mut Runner, o: &Options, systems: &[System]) {
     let topologies = [Topology::SamplerBinds, Topology::SinkBinds, Topology::ThreeStage, Topology::ThreeStageOnData];
     let mut shapes: Vec<(usize, usize)> = o.sizes.iter().map(|&s| (s, 1)).collect();
     shapes.push((1024, 8));
     for &system in systems {
-        let Some(name) = transport(system) else { continue };
+        let Some(name) = system.fairmq_transport() else { continue };
         println!(
             "\n### Device to device, {name} ({}): messages/s, {} runs of {} s per cell, median (min-max); a multipart counts as one message",
             system.name(),

@@ -194,11 +194,7 @@ pub fn run(runner: &mut Runner, systems: &[System]) {
     );
     let implementations = implementations(runner);
     for &system in systems {
-        let transport = match system {
-            System::Shm => "shmem",
-            System::FmqZmq => "zeromq",
-            _ => continue,
-        };
+        let Some(transport) = system.fairmq_transport() else { continue };
         for size in SIZES {
             let measured: Vec<(Implementation, Result<[Cost; 2], String>)> =
                 implementations.iter().map(|&i| (i, single_link(runner, i, transport, size))).collect();
@@ -237,11 +233,7 @@ pub fn run(runner: &mut Runner, systems: &[System]) {
     println!();
     report::header(&["transport", "ping + pong instr", "D1 misses", "LL misses", "waiting instr"].map(String::from));
     for &system in systems {
-        let transport = match system {
-            System::Shm => "shmem",
-            System::FmqZmq => "zeromq",
-            _ => continue,
-        };
+        let Some(transport) = system.fairmq_transport() else { continue };
         match round_trip(runner, transport) {
             Ok(c) => report::row(&[
                 transport.to_owned(),

@@ -18,11 +18,7 @@ pub fn run(runner: &mut Runner, o: &Options, systems: &[System]) {
     println!();
     report::header(&["transport", "size", "no endpoint msg/s", "scraped msg/s", "scraped / none"].map(String::from));
     for &system in systems {
-        let name = match system {
-            System::Shm => "shmem",
-            System::FmqZmq => "zeromq",
-            _ => continue,
-        };
+        let Some(name) = system.fairmq_transport() else { continue };
         for size in SIZES {
             let chain = |iterations, scraped| Chain {
                 implementation: Implementation::Rust,

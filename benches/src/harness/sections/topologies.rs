@@ -49,11 +49,7 @@ struct Measured {
 pub fn run(runner: &mut Runner, o: &Options, systems: &[System]) {
     let implementations = implementations(runner);
     for &system in systems {
-        let transport = match system {
-            System::Shm => "shmem",
-            System::FmqZmq => "zeromq",
-            _ => continue,
-        };
+        let Some(transport) = system.fairmq_transport() else { continue };
         println!(
             "\n### Topologies, {transport}: sinks' messages/s ({} runs, median (min-max)) and instructions per delivered message (all processes, callgrind)",
             o.runs
