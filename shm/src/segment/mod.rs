@@ -605,8 +605,7 @@ impl Segment {
         slot: u32,
         generation: u32,
     ) -> Result<(), crate::meta::MetaError> {
-        self.check_block(offset, delta, size, slot)?;
-        self.check_generation(offset, slot, generation)
+        self.checked_count(offset, delta, size, slot, Some(generation)).map(|_| ())
     }
 
     /// The count word of a block with a known slot (checked on receipt or set at allocation):
@@ -634,36 +633,61 @@ impl Segment {
         size: u64,
         slot: u32,
     ) -> Result<(), crate::meta::MetaError> {
-        let oob = crate::meta::MetaError::OutOfBounds { segment: self.id, offset, size };
-        let data = offset.checked_add(u64::from(delta)).ok_or(oob.clone())?;
-        let end = data.checked_add(size).ok_or(oob.clone())?;
+        self.checked_count(offset, delta, size, slot, None).map(|_| ())
+    }
+
+    /// [`Segment::check_block`], and with `generation` [`Segment::check_use`]; returns the
+    /// block's count word. A slot's four words are looked up once (one bounds check), as this
+    /// runs for every message received.
+    pub(crate) fn checked_count(
+        &self,
+        offset: u64,
+        delta: u32,
+        size: u64,
+        slot: u32,
+        generation: Option<u32>,
+    ) -> Result<&AtomicU64, crate::meta::MetaError> {
+        let oob = || crate::meta::MetaError::OutOfBounds { segment: self.id, offset, size };
+        let data = offset.checked_add(u64::from(delta)).ok_or_else(oob)?;
+        let end = data.checked_add(size).ok_or_else(oob)?;
         if offset < HEAP_START || offset % tlsf::ALIGN != 0 || u64::from(delta) < tlsf::HDR || end > self.heap_end {
-            return Err(oob);
+            return Err(oob());
         }
-        let not_a_block = crate::meta::MetaError::NotABlock { segment: self.id, offset };
-        let (bsize, bdelta) = if slot == NO_SLOT {
-            let t = self.tlsf();
-            let slotted = || (self.header_word(offset).load(Ordering::Acquire) >> 32) as u32 == SLOTTED;
-            match t.used_block(offset) {
-                Ok(bsize) if !slotted() => (bsize, t.delta(offset).ok()),
-                _ => return Err(not_a_block),
-            }
-        } else {
-            match self.slots().entry(slot) {
-                Some(e) if e.offset == offset => (e.size, Some(e.delta)),
-                _ => return Err(not_a_block),
-            }
-        };
+        let not_a_block = || crate::meta::MetaError::NotABlock { segment: self.id, offset };
         // A record hands over a reference, so the block has at least one: a count of 0 is a block
         // that was freed into a cache or the depot (a stale or repeated record); taking it would
         // alias whatever the block is handed out for next.
-        if self.rc(offset, slot).load(Ordering::Acquire) as u32 == 0 {
-            return Err(not_a_block);
-        }
-        if end <= offset.saturating_add(bsize) && bdelta == Some(u64::from(delta)) {
-            Ok(())
+        let (rc, bsize, bdelta, current) = if slot == NO_SLOT {
+            let t = self.tlsf();
+            let rc = self.header_word(offset);
+            let slotted = || (rc.load(Ordering::Acquire) >> 32) as u32 == SLOTTED;
+            let bsize = match t.used_block(offset) {
+                Ok(bsize) if !slotted() => bsize,
+                _ => return Err(not_a_block()),
+            };
+            (rc, bsize, t.delta(offset).ok(), 0)
         } else {
-            Err(oob)
+            let w = self.slots().words(slot).ok_or_else(not_a_block)?;
+            if w[slots::WORD_OFFSET].load(Ordering::Acquire) != offset {
+                return Err(not_a_block());
+            }
+            let bsize = w[slots::WORD_SIZE].load(Ordering::Relaxed);
+            let rc = &w[slots::WORD_COUNT];
+            if rc.load(Ordering::Acquire) as u32 == 0 {
+                return Err(not_a_block());
+            }
+            let (d, g) = slots::split_delta_generation(w[slots::WORD_DELTA].load(Ordering::Acquire));
+            (rc, bsize, Some(d), g)
+        };
+        if slot == NO_SLOT && rc.load(Ordering::Acquire) as u32 == 0 {
+            return Err(not_a_block());
+        }
+        if end > offset.saturating_add(bsize) || bdelta != Some(u64::from(delta)) {
+            return Err(oob());
+        }
+        match generation {
+            Some(g) if g != current => Err(crate::meta::MetaError::Stale { segment: self.id, offset }),
+            _ => Ok(rc),
         }
     }
 
@@ -696,6 +720,17 @@ impl Segment {
     }
 
     /// Size of a used block (for cache accounting).
+    /// [`Segment::rc`] and [`Segment::block_size`] at once: a slot's words are looked up once.
+    pub(crate) fn count_and_size(&self, offset: u64, slot: u32) -> (&AtomicU64, u64) {
+        match self.slots().words(slot) {
+            Some(w) if w[slots::WORD_OFFSET].load(Ordering::Acquire) == offset => {
+                (&w[slots::WORD_COUNT], w[slots::WORD_SIZE].load(Ordering::Relaxed))
+            }
+            _ => (self.rc(offset, slot), self.block_size(offset, slot)),
+        }
+    }
+
+    /// The size of the used block at `offset` (its slot says, if it has one; 0 for no used block).
     pub(crate) fn block_size(&self, offset: u64, slot: u32) -> u64 {
         match self.slots().entry(slot) {
             Some(e) if e.offset == offset => e.size,

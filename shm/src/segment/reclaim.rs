@@ -158,12 +158,10 @@ pub(crate) fn remark<'a>(
     let crate::meta::Record::Block { segment: id, offset, delta, size, slot, generation } = *rec else {
         return if matches!(rec, crate::meta::Record::Handed { .. }) { Remark::Refused } else { Remark::NoMark };
     };
-    let Some(seg) = segment(id).filter(|s| s.check_use(offset, delta, size, slot, generation).is_ok()) else {
-        return Remark::Refused;
-    };
+    let Some(seg) = segment(id) else { return Remark::Refused };
+    let Ok(rc) = seg.checked_count(offset, delta, size, slot, Some(generation)) else { return Remark::Refused };
     let current = |s: &Segment| s.check_generation(offset, slot, generation).is_ok();
     let (from, to) = (u64::from(from) << 32 | 1, u64::from(to) << 32 | 1);
-    let rc = seg.rc(offset, slot);
     match rc.compare_exchange(from, to, Ordering::AcqRel, Ordering::Relaxed) {
         Ok(_) if current(seg) => Remark::Done,
         Ok(_) => {

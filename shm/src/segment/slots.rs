@@ -55,6 +55,19 @@ pub(crate) const NO_SLOT: u32 = u32::MAX;
 /// Bytes per slot.
 pub(crate) const SLOT_BYTES: u64 = 32;
 const SLOT_WORDS: usize = 4;
+/// Index of the count word in a slot's words (see the table above).
+pub(crate) const WORD_COUNT: usize = 0;
+/// Index of the block offset.
+pub(crate) const WORD_OFFSET: usize = 1;
+/// Index of the block size.
+pub(crate) const WORD_SIZE: usize = 2;
+/// Index of the data distance and generation.
+pub(crate) const WORD_DELTA: usize = 3;
+
+/// Word 3 of a slot: the data distance and the generation.
+pub(crate) fn split_delta_generation(word: u64) -> (u64, u32) {
+    (word & u64::from(u32::MAX), (word >> 32) as u32)
+}
 /// At most this many slots per segment (32 MiB of table, sparse until used).
 const MAX_SLOTS: u64 = 1 << 20;
 
@@ -100,6 +113,16 @@ impl<'a> Slots<'a> {
     pub(crate) fn new(w: &'a [AtomicU64], at: usize, n: u32, head: &'a AtomicU64, hw: &'a AtomicU64) -> Self {
         debug_assert!(at + n as usize * SLOT_WORDS <= w.len());
         Slots { w, at, n, head, hw }
+    }
+
+    /// The words of `slot` at once (one bounds check for all four), if the number is in range;
+    /// indexed by [`WORD_COUNT`], [`WORD_OFFSET`], [`WORD_SIZE`] and [`WORD_DELTA`].
+    pub(crate) fn words(&self, slot: u32) -> Option<&'a [AtomicU64; SLOT_WORDS]> {
+        if slot >= self.n {
+            return None;
+        }
+        let at = self.at + slot as usize * SLOT_WORDS;
+        self.w.get(at..at + SLOT_WORDS)?.try_into().ok()
     }
 
     fn word(&self, slot: u32, i: usize) -> &'a AtomicU64 {

@@ -557,7 +557,12 @@ impl Attachment {
 
     /// Called when this process dropped the last reference to a block.
     pub(crate) fn release(&self, seg: &Segment, offset: u64, delta: u32, slot: u32) {
-        let size = seg.block_size(offset, slot);
+        self.release_sized(seg, offset, delta, slot, seg.block_size(offset, slot));
+    }
+
+    /// [`Attachment::release`] of a block whose size the caller read already (see
+    /// `Segment::count_and_size`).
+    pub(crate) fn release_sized(&self, seg: &Segment, offset: u64, delta: u32, slot: u32, size: u64) {
         let block = Block { offset, delta, size, slot, generation: 0 };
         let own = seg.id() == self.own.id();
         // Record ourselves as owner while the block sits in our cache or deferred list: if we die,

@@ -867,19 +867,20 @@ impl Message {
     /// Drops one reference to a block, freeing it if it was the last; returns whether it was.
     fn drop_block_reference(&self, seg: u16, offset: u64, delta: u32, slot: u32) -> bool {
         let segment = self.mgr.mapped(seg);
-        let rc = segment.rc(offset, slot);
+        // Read at once, while our reference keeps the block (its size cannot change meanwhile).
+        let (rc, size) = segment.count_and_size(offset, slot);
         // The sole holder (the usual case for a received message): nobody else can add a reference
         // (that takes one), so the count needs no locked decrement; `release` overwrites the word.
         // Acquire pairs with the Release decrements of earlier holders, as the fence below does.
         if sole_holder(rc.load(Ordering::Acquire)) {
-            self.mgr.release(segment, offset, delta, slot);
+            self.mgr.release_sized(segment, offset, delta, slot, size);
             return true;
         }
         let prev = rc.fetch_sub(1, Ordering::Release);
         if prev & 0xffff_ffff == 1 {
             // Pairs with the other holders' Release decrements: their accesses happen before the free.
             fence(Ordering::Acquire);
-            self.mgr.release(segment, offset, delta, slot);
+            self.mgr.release_sized(segment, offset, delta, slot, size);
             true
         } else {
             false

@@ -184,6 +184,16 @@ pub(super) enum Received<'a> {
     Records(&'a [Record], bool),
 }
 
+/// What a receive found ready in a lane before it looked further (see `lane_first`).
+enum LaneFirst {
+    /// The usual case: a single message, taken.
+    Message(Message),
+    /// A single message whose record was refused (the error says why).
+    Refused(TransferError),
+    /// Another frame to use first, or none ready.
+    Frame(Option<Frame>),
+}
+
 /// A received metadata frame.
 enum Frame {
     Zmq(fairmq_zmq::Message),

@@ -125,6 +125,56 @@ impl Socket {
         }
     }
 
+    /// A busy socket, which never waits, says hello too (one of its senders may have restarted),
+    /// without reading the clock on every receive.
+    fn count_busy(&self) {
+        let busy = self.receiving.busy.get().wrapping_add(1);
+        self.receiving.busy.set(busy);
+        if busy % 1024 == 0 {
+            self.announce();
+        }
+    }
+
+    /// The first frame of a receive when a lane has one ready (and no frame waits in the stash,
+    /// which goes first), and the message itself when the frame is the usual single message:
+    /// without the general receive's deadline, loop and frame dispatch.
+    fn lane_first(&self) -> Result<LaneFirst, TransferError> {
+        if self.lanes.stash.borrow().is_some() {
+            return Ok(LaneFirst::Frame(None));
+        }
+        let mut readers = self.lanes.readers.borrow_mut();
+        if readers.is_empty() {
+            return Ok(LaneFirst::Frame(None));
+        }
+        let buf = &mut *self.lanes.frame.borrow_mut();
+        let frame = match readers.take(&self.mgr, buf, &self.id) {
+            Ok(None) => return Ok(LaneFirst::Frame(None)),
+            Ok(Some(Got::Frame)) => Frame::Lane,
+            Ok(Some(Got::Indirect(m))) => Frame::Block(m),
+            Err(e) => {
+                log::error!("{e}");
+                return Err(e.into());
+            }
+        };
+        self.count_busy();
+        match (&frame, readers.entry_records()) {
+            // REQ and REP pair each receive with a send, also a refused one's: see `receive_with`.
+            (Frame::Lane, &[rec])
+                if !meta::is_multipart(buf) && !matches!(self.ty, SocketType::Req | SocketType::Rep) =>
+            {
+                let source = match readers.entry_alone() {
+                    true => Source::RemarkedAlone,
+                    false => Source::Remarked,
+                };
+                match Message::receive(&self.mgr, rec, source) {
+                    Ok(m) => Ok(LaneFirst::Message(m)),
+                    Err(e) => Ok(LaneFirst::Refused(meta_error(e))),
+                }
+            }
+            _ => Ok(LaneFirst::Frame(Some(frame))),
+        }
+    }
+
     /// Receives a frame from the lanes or the socket. Before sleeping it looks at the lanes a little
     /// longer, frees what this process deferred (it would wait anyway) and marks its lanes' reader
     /// asleep, so a writer wakes it through the socket.
@@ -133,13 +183,7 @@ impl Socket {
             return Ok(Frame::Zmq(f));
         }
         let deadline = Deadline::new(timeout_ms);
-        // A busy socket, which never waits, says hello too (one of its senders may have
-        // restarted), without reading the clock on every receive.
-        let busy = self.receiving.busy.get().wrapping_add(1);
-        self.receiving.busy.set(busy);
-        if busy % 1024 == 0 {
-            self.announce();
-        }
+        self.count_busy();
         loop {
             if let Some(f) = self.take_from_lanes()? {
                 return Ok(f);
@@ -210,14 +254,20 @@ impl Socket {
     /// receiver. A REP answers a refused request with an empty frame (ZeroMQ counted the request:
     /// only a reply may follow), which its requester refuses in turn; a REQ cannot skip a refused
     /// reply (a request must follow it) and returns the error.
+    /// `first`, when given, is the frame to use first (see `lane_first`).
     pub(super) fn receive_with<T>(
         &self,
         timeout_ms: i32,
+        mut first: Option<Frame>,
         mut use_frame: impl FnMut(Received<'_>) -> Result<T, TransferError>,
     ) -> Result<T, TransferError> {
         let deadline = Deadline::new(timeout_ms);
         loop {
-            let got = match self.receive_frame(deadline.ms_left())? {
+            let frame = match first.take() {
+                Some(f) => f,
+                None => self.receive_frame(deadline.ms_left())?,
+            };
+            let got = match frame {
                 Frame::Zmq(f) => use_frame(Received::Frame(f.data(), Source::Socket)),
                 // The records the reader decoded from the entry's own copy, checked and marked its
                 // own as it took the entry: not decoded again.
@@ -292,7 +342,21 @@ impl Socket {
     pub fn receive(&self, msg: &mut Message, timeout: impl Into<Timeout>) -> TransferResult {
         let timeout_ms = timeout.into().as_ms();
         self.check_can_receive()?;
-        *msg = self.receive_with(timeout_ms, |received| {
+        // The usual case, a single message ready in a lane, taken at once.
+        let first = match self.lane_first()? {
+            LaneFirst::Message(m) => {
+                *msg = m;
+                let size = msg.size();
+                self.z.counters_ref().record_rx(size);
+                return Ok(size);
+            }
+            // Skipped as the general receive skips it (see `receive_with`).
+            LaneFirst::Refused(e) if !refused(&e) => return Err(e),
+            LaneFirst::Refused(_) if timeout_ms == 0 => return Err(TransferError::Timeout),
+            LaneFirst::Refused(_) => None,
+            LaneFirst::Frame(f) => f,
+        };
+        *msg = self.receive_with(timeout_ms, first, |received| {
             let mut got: Vec<Message> = Vec::new();
             let (data, source) = match received {
                 Received::Records(&[rec], false) => {
@@ -344,7 +408,7 @@ impl Socket {
     ) -> TransferResult {
         let timeout_ms = timeout.into().as_ms();
         self.check_can_receive()?;
-        let total = self.receive_with(timeout_ms, |received| {
+        let total = self.receive_with(timeout_ms, None, |received| {
             let (data, source) = match received {
                 Received::Records(recs, _) => return self.messages(recs, Source::Remarked, parts, wrap),
                 Received::Frame(data, source) => (data, source),
