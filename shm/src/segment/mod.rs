@@ -477,16 +477,23 @@ impl Segment {
             let slots = self.slots();
             // A waiter for another size needs the heap's merged free space, not magazines.
             let deposit = |size: u64| !waiting || self.waiters_take(size);
-            // (block size, offset, slot, data distance)
-            let mut sized: Vec<(u64, u64, u32, u64)> = Vec::with_capacity(blocks.len());
+            // (block size, offset, slot, whether it may go to the depot); a slot's words are looked
+            // up once (this loop runs for every message a stream frees).
+            let mut sized: Vec<(u64, u64, u32, bool)> = Vec::with_capacity(blocks.len());
             for &(off, slot) in blocks {
-                let known = if slot == NO_SLOT {
-                    t.used_block(off).ok().zip(t.delta(off).ok())
-                } else {
-                    slots.entry(slot).filter(|e| e.offset == off).map(|e| (e.size, e.delta))
+                let known = match slots.words(slot) {
+                    // (A free slot's offset is 0.)
+                    Some(w) if off != 0 && w[slots::WORD_OFFSET].load(Ordering::Acquire) == off => {
+                        let (delta, _) = slots::split_delta_generation(w[slots::WORD_DELTA].load(Ordering::Relaxed));
+                        Some((w[slots::WORD_SIZE].load(Ordering::Relaxed), delta == tlsf::HDR))
+                    }
+                    None if slot == NO_SLOT => {
+                        t.used_block(off).ok().zip(t.delta(off).ok()).map(|(size, _)| (size, false))
+                    }
+                    _ => None,
                 };
                 match known {
-                    Some((size, delta)) => sized.push((size, off, slot, delta)),
+                    Some((size, depositable)) => sized.push((size, off, slot, depositable)),
                     None => log::error!("segment {}: refusing to free block at {off}: not a used block", self.id),
                 }
             }
@@ -494,27 +501,25 @@ impl Segment {
             if sized.windows(2).any(|w| w[0].0 != w[1].0) {
                 sized.sort_unstable_by_key(|b| b.0);
             }
-            let mut chunk = Vec::with_capacity(depot::BLOCKS);
+            let mut chunk = [0u64; depot::BLOCKS];
             for group in sized.chunk_by(|a, b| a.0 == b.0) {
                 let size = group[0].0;
-                let n = self.magazine_blocks(size);
+                let n = self.magazine_blocks(size).min(depot::BLOCKS);
                 let mut rest = group;
                 // Whole magazines, and the rest of the group as a shorter one (a receiver that is
                 // about to block frees what it has, and the sender's refill takes it as it is).
                 while deposit(size) && n >= 2 && !rest.is_empty() {
                     let (mag, tail) = rest.split_at(n.min(rest.len()));
-                    if mag.iter().any(|&(_, _, slot, delta)| {
-                        // An already deposited block (freed twice) would be handed out twice.
-                        slot == NO_SLOT || delta != tlsf::HDR || slots.rc(slot).load(Ordering::Relaxed) == DEPOSITED
-                    }) {
+                    // An already deposited block (freed twice) would be handed out twice.
+                    let fresh = |slot: u32| slots.rc(slot).load(Ordering::Relaxed) != DEPOSITED;
+                    if !mag.iter().all(|&(_, _, slot, depositable)| depositable && fresh(slot)) {
                         break;
                     }
-                    chunk.clear();
-                    chunk.extend(mag.iter().map(|&(_, _, slot, _)| u64::from(slot)));
-                    for &(_, _, slot, _) in mag {
+                    for (to, &(_, _, slot, _)) in chunk.iter_mut().zip(mag) {
+                        *to = u64::from(slot);
                         slots.rc(slot).store(DEPOSITED, Ordering::Relaxed);
                     }
-                    if !self.depot().put(size, &chunk) {
+                    if !self.depot().put(size, &chunk[..mag.len()]) {
                         break;
                     }
                     rest = tail;

@@ -461,6 +461,16 @@ impl<'a> Ring<'a> {
             out.truncate(e.len);
             return;
         };
+        // The usual entry, one block record (four words), gathered on the stack and appended at
+        // once: about a third of the instructions of a word-by-word append.
+        if let Ok(w) = <&[AtomicU64; 4]>::try_from(words) {
+            let mut b = [0u8; 32];
+            for (to, word) in b.chunks_exact_mut(8).zip(w) {
+                to.copy_from_slice(&word.load(Ordering::Relaxed).to_le_bytes());
+            }
+            out.extend_from_slice(&b[..e.len]);
+            return;
+        }
         let (whole, rest) = (e.len / 8, e.len % 8);
         for word in &words[..whole] {
             out.extend_from_slice(&word.load(Ordering::Relaxed).to_le_bytes());

@@ -380,6 +380,10 @@ impl Attachment {
     /// and it is nearly always mapped already.
     #[inline]
     pub(crate) fn segment(&self, id: u16) -> Result<&Segment, MetaError> {
+        // Its own segment, which holds every message it sends, without the table's two lookups.
+        if id == self.own.id() {
+            return Ok(&self.own);
+        }
         match self.segments.get(id) {
             Some(s) => Ok(s),
             None => self.map_segment(id),
@@ -397,6 +401,9 @@ impl Attachment {
 
     /// A segment this attachment has mapped (every message's segment is).
     pub(crate) fn mapped(&self, id: u16) -> &Segment {
+        if id == self.own.id() {
+            return &self.own;
+        }
         self.segments.get(id).expect("a message's segment is mapped before the message exists and stays mapped")
     }
 
