@@ -419,14 +419,22 @@ pub fn is_multipart(frame: &[u8]) -> bool {
 pub fn decode(frame: &[u8], out: &mut Vec<Record>) -> Result<bool, MetaError> {
     // Nearly every frame is one block's record and nothing else: decoded at once (the general
     // walk below says the same of it, see the test `a_lone_block_record_decodes_as_the_walk_does`).
-    if let [VERSION, TAG_BLOCK, ..] = frame {
-        if frame.len() == BLOCK_LEN {
-            out.push(block_record(frame));
-            return Ok(false);
-        }
+    if let Some(rec) = lone_block(frame) {
+        out.push(rec);
+        return Ok(false);
     }
     let start = out.len();
     decode_into(frame, out).inspect_err(|_| out.truncate(start))
+}
+
+/// The record of a frame that is one block's record and nothing else (nearly every frame), as
+/// [`decode`] reads it; `None` for any other frame.
+#[inline]
+pub(crate) fn lone_block(frame: &[u8]) -> Option<Record> {
+    match frame {
+        [VERSION, TAG_BLOCK, ..] if frame.len() == BLOCK_LEN => Some(block_record(frame)),
+        _ => None,
+    }
 }
 
 /// Records [`decode`] reserves room for before it has read them.

@@ -125,6 +125,7 @@ impl Cache {
     /// the segment this process allocates from.
     /// `wanted`: some process waits for memory, so nothing is kept in a magazine and deferred frees
     /// go back as soon as they make a magazine of this block's size.
+    #[inline]
     pub(crate) fn release(&mut self, seg: &Segment, block: Block, own: bool, wanted: bool) -> Released {
         if own && !wanted && u64::from(block.delta) == HDR {
             if let Some(m) = self

@@ -644,6 +644,7 @@ impl Segment {
     /// [`Segment::check_block`], and with `generation` [`Segment::check_use`]; returns the
     /// block's count word. A slot's four words are looked up once (one bounds check), as this
     /// runs for every message received.
+    #[inline]
     pub(crate) fn checked_count(
         &self,
         offset: u64,

@@ -149,6 +149,7 @@ pub(crate) enum Remark {
 /// Changes the holder mark of the block `rec` names (in the segment `segment` finds) from
 /// `from` to `to`, if it has one reference and that mark. The record is checked first: it comes
 /// from a lane entry or a ticket, which a faulty peer may have damaged.
+#[inline]
 pub(crate) fn remark<'a>(
     segment: impl Fn(u16) -> Option<&'a Segment>,
     rec: &crate::meta::Record,

@@ -664,7 +664,17 @@ impl Message {
     /// The message a received record hands over. On a socket, only a handed record (a ticket)
     /// hands anything over; in a lane, which only the session's processes write, a record describes
     /// its message directly.
+    #[inline]
     pub(crate) fn receive(mgr: &Arc<Attachment>, rec: Record, source: Source) -> Result<Message, MetaError> {
+        // The usual record of a lane entry: a block its reader marked its own, nothing to list.
+        if let (Record::Block { .. }, Source::RemarkedAlone) = (rec, source) {
+            return Message::of_block(mgr, rec);
+        }
+        Message::receive_any(mgr, rec, source)
+    }
+
+    /// [`Message::receive`] of any record, from any source.
+    fn receive_any(mgr: &Arc<Attachment>, rec: Record, source: Source) -> Result<Message, MetaError> {
         let m = match rec {
             Record::Empty => return Ok(Message::empty(mgr.clone())),
             Record::Handed { segment, ticket, nonce } => {
@@ -819,6 +829,7 @@ impl Message {
     }
 
     /// The message of a block record already checked (see `Segment::check_use`).
+    #[inline]
     fn of_block(mgr: &Arc<Attachment>, rec: Record) -> Result<Message, MetaError> {
         let Record::Block { segment, offset, delta, size, slot, generation } = rec else {
             return Err(MetaError::Untracked);

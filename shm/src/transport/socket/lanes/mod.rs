@@ -35,7 +35,7 @@
 
 use crate::error::ShmError;
 use crate::meta::{self, Record};
-use crate::segment::ring::{self, Claim, LaneError, Ring, KIND_INDIRECT, READER_CLOSED};
+use crate::segment::ring::{self, Claim, LaneError, Ring, KIND_FRAME, KIND_INDIRECT, READER_CLOSED};
 use crate::segment::tickets::{Issued, Kind};
 use crate::segment::Remark;
 use crate::transport::attachment::Attachment;
@@ -150,6 +150,7 @@ impl LaneBlock {
         LaneBlock { block, capacity, seen: std::cell::Cell::new(0) }
     }
 
+    #[inline]
     fn ring(&self) -> Ring<'_> {
         Ring::reopen(self.block.words().expect("a lane block is whole words"), self.capacity)
     }
@@ -292,6 +293,17 @@ pub(crate) struct Marking {
 fn remark_entry_with(mgr: &Arc<Attachment>, kind: u32, entry: &[u8], from: u32, to: u32, m: &mut Marking) -> bool {
     m.taken.clear();
     m.alone = false;
+    // The usual entry, one block's record, as the general walk below takes it.
+    if let Some(rec) = meta::lone_block(entry).filter(|_| kind == KIND_FRAME) {
+        m.blocks.clear();
+        m.blocks.push(rec);
+        let remark = mgr.remark(&rec, from, to);
+        if remark != Remark::Refused {
+            m.taken.push(rec);
+        }
+        m.alone = remark == Remark::Done;
+        return remark != Remark::Refused;
+    }
     if !entry_blocks(mgr, kind, entry, &mut m.blocks) {
         return false;
     }
@@ -522,6 +534,7 @@ fn spin_until(mut ready: impl FnMut() -> bool) -> bool {
 
 /// Turns a frame for the lane into an entry: frames too large for the ring travel in a block of
 /// their own whose record is the entry (`Ok(None)` when the frame fits).
+#[inline]
 fn indirect(mgr: &Arc<Attachment>, frame: &[u8], capacity: u64) -> Result<Option<(Message, Vec<u8>)>, ShmError> {
     if frame.len() <= ring::max_inline(capacity) {
         return Ok(None);

@@ -116,9 +116,12 @@ impl Writer {
             if ring.reader() == 0 {
                 self.reoffer_if_unclaimed(mgr, l, &ring, link);
             }
-            if let Wait::ReaderGone =
-                self.push(mgr, link, l, &ring, Outgoing { kind, bytes: entry, mark: &mark_all }, deadline)?
-            {
+            // The usual case, room in the ring, without the call into the waiting loop.
+            let pushed = match ring.push_seen(kind, entry, mark_all, &l.seen) {
+                Ok(true) => Wait::Room,
+                _ => self.push(mgr, link, l, &ring, Outgoing { kind, bytes: entry, mark: &mark_all }, deadline)?,
+            };
+            if let Wait::ReaderGone = pushed {
                 self.retire(mgr, true);
                 continue;
             }
@@ -255,6 +258,7 @@ impl Writer {
 
     /// Appends `entry` to `l` (whose ring view `ring` the caller made once for the send),
     /// waiting for room within `deadline`.
+    #[cold]
     fn push(
         &self,
         mgr: &Arc<Attachment>,
