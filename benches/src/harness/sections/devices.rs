@@ -24,22 +24,32 @@ pub fn run(runner: &mut Runner, o: &Options, systems: &[System]) {
             o.seconds
         );
         println!();
-        report::header(
-            &["topology", "size", "parts", "transport msg/s", "devices msg/s", "devices / transport"].map(String::from),
-        );
+        let cpp = runner.cpp_fairmq().is_some();
+        let mut columns = vec!["topology", "size", "parts", "transport msg/s", "devices msg/s", "devices / transport"];
+        if cpp {
+            columns.extend(["C++ FairMQ devices msg/s", "devices / C++ FairMQ"]);
+        }
+        report::header(&columns.iter().map(|c| c.to_string()).collect::<Vec<_>>());
         for topology in topologies {
             for &(size, parts) in &shapes {
-                let (transport, devices) = measure(runner, o, system, name, topology, size, parts);
+                let m = measure(runner, o, system, name, topology, size, parts);
                 let median = |s: &Option<Summary>| s.as_ref().map(|s| s.median);
                 let show = |s: &Option<Summary>| s.as_ref().map_or("failed".to_owned(), |s| s.show(report::rate));
-                report::row(&[
+                let mut row = vec![
                     topology.name().to_owned(),
                     report::size(size),
                     parts.to_string(),
-                    show(&transport),
-                    show(&devices),
-                    report::ratio(median(&devices), median(&transport)),
-                ]);
+                    show(&m.transport),
+                    show(&m.devices),
+                    report::ratio(median(&m.devices), median(&m.transport)),
+                ];
+                if cpp {
+                    match cpp_runs(topology, parts) {
+                        true => row.extend([show(&m.cpp), report::ratio(median(&m.devices), median(&m.cpp))]),
+                        false => row.extend(["-".to_owned(), "-".to_owned()]),
+                    }
+                }
+                report::row(&row);
             }
         }
         round_trips(runner, o, system, name);
@@ -88,7 +98,24 @@ fn round_trips(runner: &mut Runner, o: &Options, system: System, name: &'static 
     }
 }
 
-/// `o.runs` pairs of a transport cell and a device cell; the medians of each.
+/// Whether C++ FairMQ's devices run a cell: two-device topologies of single messages (its
+/// `fairmq-proxy` aborts on the first single message over shmem with its default `--multipart
+/// true`, and it has no `processor`; its sampler's multipart sends each part as a message of
+/// its own, which its sink counts apart).
+fn cpp_runs(topology: Topology, parts: usize) -> bool {
+    topology.middle().is_none() && parts == 1
+}
+
+/// The medians of one cell's runs.
+struct Measured {
+    transport: Option<Summary>,
+    devices: Option<Summary>,
+    /// C++ FairMQ's devices, with `--cpp-fairmq` (see [`cpp_runs`]).
+    cpp: Option<Summary>,
+}
+
+/// `o.runs` rounds of a transport cell, a device cell and (with `--cpp-fairmq`) a cell of C++
+/// FairMQ's devices, interleaved; the medians of each.
 fn measure(
     runner: &mut Runner,
     o: &Options,
@@ -97,8 +124,9 @@ fn measure(
     topology: Topology,
     size: usize,
     parts: usize,
-) -> (Option<Summary>, Option<Summary>) {
-    let (mut transport, mut devices) = (Vec::new(), Vec::new());
+) -> Measured {
+    let with_cpp = runner.cpp_fairmq().is_some() && cpp_runs(topology, parts);
+    let (mut transport, mut devices, mut cpp) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..o.runs {
         // Three devices against three processes of the transport (a forwarder in the middle):
         // on two cores the chain cannot reach the two-process rate (three busy processes, and
@@ -131,7 +159,13 @@ fn measure(
             Ok(Rate { messages, .. }) => devices.push(messages),
             Err(e) => eprintln!("{name} {} {}: {e}", topology.name(), report::size(size)),
         }
+        if with_cpp {
+            match runner.devices(&Chain { implementation: Implementation::Cpp, ..chain }) {
+                Ok(Rate { messages, .. }) => cpp.push(messages),
+                Err(e) => eprintln!("C++ FairMQ {name} {} {}: {e}", topology.name(), report::size(size)),
+            }
+        }
         transport.push(rate);
     }
-    (Summary::of(&transport), Summary::of(&devices))
+    Measured { transport: Summary::of(&transport), devices: Summary::of(&devices), cpp: Summary::of(&cpp) }
 }
