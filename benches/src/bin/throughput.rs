@@ -13,6 +13,9 @@ use fairmq_benches::harness::{self, options::Cli, options::RoleCommand};
 fn main() {
     // `device <name> <device options>`: one of FairMQ's builtin devices (the devices section).
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if matches!(args.first().map(String::as_str), Some("device" | "role")) {
+        harness::spawn::end_with_harness();
+    }
     if let [command, name, rest @ ..] = &args[..] {
         if command == "device" {
             std::process::exit(harness::devices::run_device(name, rest));

@@ -15,7 +15,7 @@ use crate::session::{unique_session, SessionGuard};
 use fairmq::devices::{BenchmarkSampler, Proxy, Sink};
 use fairmq::{Context, Device, HookResult, Message, Parts, Program};
 use std::io::BufRead;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 /// The devices the hidden `device` command runs.
 pub const DEVICES: [&str; 6] = ["bsampler", "proxy", "processor", "sink", "ping", "pong"];
@@ -266,9 +266,9 @@ impl Runner {
             }
         };
         let mut cmd = match profile {
-            None => Command::new(&program),
+            None => super::spawn::child_command(&program),
             Some(dir) => {
-                let mut c = Command::new("valgrind");
+                let mut c = super::spawn::child_command("valgrind");
                 // Caches given, not taken from this machine: counts compare across machines.
                 c.args(["--tool=callgrind", "--cache-sim=yes", "--quiet", "--I1=32768,8,64", "--D1=32768,8,64"])
                     .arg("--LL=33554432,16,64")

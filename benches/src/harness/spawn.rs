@@ -172,7 +172,7 @@ impl Runner {
     }
 
     fn spawn(&self, a: &RoleArgs, stdin: Stdio) -> Result<Child, String> {
-        Command::new(&self.exe)
+        child_command(&self.exe)
             .arg("role")
             .args(a.to_args())
             .stdin(stdin)
@@ -418,5 +418,33 @@ fn remove_prefixed(dir: &Path, prefix: &str) {
                 let _ = std::fs::remove_file(e.path());
             }
         }
+    }
+}
+
+/// The environment variable in which the harness names its pid to its children.
+const HARNESS_PID: &str = "FAIRMQ_BENCH_HARNESS_PID";
+
+/// A command for a child of the harness: the child ends with the harness (see
+/// [`end_with_harness`]).
+pub(crate) fn child_command(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut c = Command::new(program);
+    c.env(HARNESS_PID, std::process::id().to_string());
+    c
+}
+
+/// In a child of the harness (started by [`child_command`]): asks the kernel for SIGTERM when the
+/// harness dies, so that a harness killed by a signal leaves no process running and holding
+/// shared memory (a device stops on SIGTERM as FairMQ's do, removing its session's files).
+/// Exits when the harness died before the request, which then would never fire. C++ FairMQ's
+/// devices, which the harness also starts, do not make the request.
+pub fn end_with_harness() {
+    let Some(harness) = std::env::var(HARNESS_PID).ok().and_then(|p| p.parse::<i32>().ok()) else { return };
+    if let Err(e) = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM) {
+        eprintln!("could not ask to end with the harness: {e}");
+        return;
+    }
+    if nix::unistd::getppid().as_raw() != harness {
+        eprintln!("the harness (pid {harness}) is gone");
+        std::process::exit(1);
     }
 }
