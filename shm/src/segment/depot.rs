@@ -58,6 +58,12 @@ impl<'a> Depot<'a> {
         self.word(2 + s * SLOT_WORDS + i)
     }
 
+    /// The [`BLOCKS`] block words of magazine `s`, checked once.
+    fn slot_blocks(&self, s: usize) -> &[AtomicU64] {
+        let first = self.at + 2 + s * SLOT_WORDS + 2;
+        &self.w[first..first + BLOCKS]
+    }
+
     /// Magazines held.
     pub(crate) fn len(&self) -> usize {
         (self.word(0).load(Relaxed) as usize).min(SLOTS)
@@ -99,8 +105,8 @@ impl<'a> Depot<'a> {
             }
             None => return false,
         };
-        for (i, &o) in offsets.iter().enumerate() {
-            self.slot(s, 2 + at + i).store(o, Relaxed);
+        for (to, &o) in self.slot_blocks(s)[at..].iter().zip(offsets) {
+            to.store(o, Relaxed);
         }
         self.word(1).fetch_add(bytes, Relaxed);
         self.slot(s, 1).store((at + offsets.len()) as u64, Release);
@@ -120,7 +126,7 @@ impl<'a> Depot<'a> {
         })?;
         let size = self.slot(s, 0).load(Relaxed);
         let count = (self.slot(s, 1).load(Relaxed) as usize).min(BLOCKS);
-        out.extend((0..count).map(|i| self.slot(s, 2 + i).load(Relaxed)));
+        out.extend(self.slot_blocks(s)[..count].iter().map(|b| b.load(Relaxed)));
         // Fill the hole with the last magazine, then commit the shorter depot.
         if s != n - 1 {
             for i in 0..SLOT_WORDS {

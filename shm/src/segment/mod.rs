@@ -425,13 +425,21 @@ impl Segment {
                     if let Some(bsize) = self.depot().take(need, tlsf::MIN_BLOCK, &mut taken) {
                         for slot in taken.into_iter().map(|s| s as u32) {
                             // Deposited blocks all have slots (see `free`) and say so in their
-                            // count word; skip a damaged entry.
-                            let Some(e) = slots.entry(slot) else { continue };
-                            if slots.rc(slot).load(Ordering::Relaxed) != DEPOSITED || !self.deposited(&e, slot, bsize) {
+                            // count word; skip a damaged entry. A slot's words are looked up once.
+                            let Some(w) = slots.words(slot) else { continue };
+                            let offset = w[slots::WORD_OFFSET].load(Ordering::Acquire);
+                            let (delta, _) =
+                                slots::split_delta_generation(w[slots::WORD_DELTA].load(Ordering::Relaxed));
+                            let e = Entry { offset, size: w[slots::WORD_SIZE].load(Ordering::Relaxed), delta };
+                            let count = &w[slots::WORD_COUNT];
+                            if offset == 0
+                                || count.load(Ordering::Relaxed) != DEPOSITED
+                                || !self.deposited(&e, slot, bsize)
+                            {
                                 log::error!("segment {}: the depot lists slot {slot}, not a deposited block", self.id);
                                 continue;
                             }
-                            slots.rc(slot).store(rc, Ordering::Relaxed);
+                            count.store(rc, Ordering::Relaxed);
                             out.push(Block {
                                 offset: e.offset,
                                 delta: tlsf::HDR as u32,
