@@ -10,7 +10,7 @@
 //! walkable and each block is either free or used. Free lists, bitmaps, `prev` links and statistics are
 //! derived data: [`Tlsf::recover`] rebuilds them from the chain (and merges neighbouring free blocks).
 //!
-//! Block layout (offsets are multiples of 16; a block's header is 32 bytes):
+//! Block layout, the type `Header` (offsets are multiples of 16; a header is 32 bytes):
 //!
 //! | word | used block | free block |
 //! |---|---|---|
@@ -23,6 +23,8 @@
 //! instead of treating whatever bytes lie there as a header.
 
 pub use crate::error::Corrupt;
+use crate::sys::layout::{shared_layout, view};
+use std::mem::{offset_of, size_of};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed, Ordering::Release};
 
 /// Granularity and minimum alignment of blocks and user data.
@@ -41,15 +43,74 @@ const FL_SHIFT: u32 = SL_LOG2 + 4;
 const SMALL: u64 = 1 << FL_SHIFT;
 const FL_COUNT: usize = 40;
 
-// Control block word offsets (relative to the control start).
-const C_FL: usize = 0;
-const C_SL: usize = 1;
-const C_HEADS: usize = C_SL + FL_COUNT;
-const C_FREE_BYTES: usize = C_HEADS + FL_COUNT * SL;
-const C_FREE_BLOCKS: usize = C_FREE_BYTES + 1;
-const C_USED_BLOCKS: usize = C_FREE_BLOCKS + 1;
+shared_layout! {
+    /// The heap's control block: the two levels of bitmaps, the free lists' heads and the
+    /// statistics. All of it is derived data (see [`Tlsf::recover`]).
+    pub(crate) struct Control {
+        /// Bit `f` set: some list of first-level class `f` is not empty.
+        fl_map: AtomicU64,
+        /// For each first-level class, bit `s` set: list `(f, s)` is not empty.
+        sl_maps: [AtomicU64; FL_COUNT],
+        /// The first block of each free list (0: empty), by first- then second-level class.
+        heads: [[AtomicU64; SL]; FL_COUNT],
+        /// Bytes in free blocks, headers included.
+        free_bytes: AtomicU64,
+        /// Free blocks.
+        free_blocks: AtomicU64,
+        /// Used blocks.
+        used_blocks: AtomicU64,
+    }
+}
+
 /// Words the control block occupies.
-pub const CONTROL_WORDS: usize = C_USED_BLOCKS + 1;
+pub const CONTROL_WORDS: usize = size_of::<Control>() / 8;
+// The layout the control block had as word indices: a build of either reads the other's heap.
+const _: () = assert!(offset_of!(Control, heads) == (1 + FL_COUNT) * 8 && CONTROL_WORDS == 1 + FL_COUNT * (1 + SL) + 3);
+
+impl Control {
+    /// Every word set to 0 (an empty heap's lists and counts, before they are built).
+    fn clear(&self) {
+        let counts = [&self.fl_map, &self.free_bytes, &self.free_blocks, &self.used_blocks];
+        let maps = self.sl_maps.iter().chain(self.heads.iter().flatten());
+        counts.into_iter().chain(maps).for_each(|w| w.store(0, Relaxed));
+    }
+}
+
+shared_layout! {
+    /// A block's header, at the block's start: words 2 and 3 mean one thing in a free block and
+    /// another in a used one (see the table above).
+    struct Header {
+        /// Offset of the previous physical block (0: first).
+        prev_block: AtomicU64,
+        /// Size in bytes; bit 0 ([`FREE`]) set in a free block. Written last by every change of the
+        /// chain (see `commit`).
+        size_flags: AtomicU64,
+        /// Free block: the next block of its free list (0: none). Used block: its count word.
+        next_or_count: AtomicU64,
+        /// Free block: the previous block of its free list (0: none). Used block: the distance to
+        /// its data (low 32 bits) and the check tag of its offset (high 32).
+        prev_or_delta: AtomicU64,
+    }
+}
+// The words of the table above.
+const _: () = assert!(size_of::<Header>() as u64 == HDR && offset_of!(Header, size_flags) == 8);
+const _: () = assert!(offset_of!(Header, next_or_count) == 16 && offset_of!(Header, prev_or_delta) == 24);
+
+/// A free block's link to a neighbour in its free list.
+#[derive(Debug, Clone, Copy)]
+enum Link {
+    Next,
+    Prev,
+}
+
+impl Link {
+    fn of(self, h: &Header) -> &AtomicU64 {
+        match self {
+            Link::Next => &h.next_or_count,
+            Link::Prev => &h.prev_or_delta,
+        }
+    }
+}
 
 type R<T> = Result<T, Corrupt>;
 
@@ -81,11 +142,11 @@ pub struct Stats {
     pub largest_free: u64,
 }
 
-/// A view of one TLSF heap: control words at `ctl` (a word index), blocks in `[start, end)` (bytes).
+/// A view of one TLSF heap: its control block at a word index, blocks in `[start, end)` (bytes).
 #[derive(Clone, Copy)]
 pub struct Tlsf<'a> {
     w: &'a [AtomicU64],
-    ctl: usize,
+    ctl: &'a Control,
     start: u64,
     end: u64,
 }
@@ -132,7 +193,8 @@ impl<'a> Tlsf<'a> {
     /// A view; `ctl + CONTROL_WORDS` words and the heap must lie inside `w`.
     pub fn new(w: &'a [AtomicU64], ctl: usize, start: u64, end: u64) -> Self {
         debug_assert!(start % ALIGN == 0 && end % ALIGN == 0 && start < end);
-        debug_assert!(ctl + CONTROL_WORDS <= w.len() && (end as usize) <= w.len() * 8);
+        debug_assert!((end as usize) <= w.len() * 8);
+        let ctl = w.get(ctl..).and_then(view).expect("the words hold the heap's control block");
         Tlsf { w, ctl, start, end }
     }
 
@@ -151,33 +213,36 @@ impl<'a> Tlsf<'a> {
 
     /// Formats an empty heap: one free block spanning it.
     pub fn format(&self) {
-        for i in 0..CONTROL_WORDS {
-            self.w[self.ctl + i].store(0, Relaxed);
-        }
-        self.put(self.start, 0, 0);
-        self.put(self.start, 1, (self.end - self.start) | FREE);
+        self.ctl.clear();
+        let first = self.header_at(self.start);
+        first.prev_block.store(0, Relaxed);
+        first.size_flags.store((self.end - self.start) | FREE, Relaxed);
         // Cannot fail: the block was just written inside the heap.
         let _ = self.insert(self.start, self.end - self.start);
     }
 
     // ---- word access -------------------------------------------------------------------------
 
-    fn word(&self, off: u64, i: u64) -> R<&'a AtomicU64> {
-        let idx = (off / 8).checked_add(i).ok_or(Corrupt(off))?;
-        self.w.get(idx as usize).ok_or(Corrupt(off))
+    /// The header at `off`, if its words lie inside the mapping (`off` may come from a peer).
+    fn header(&self, off: u64) -> R<&'a Header> {
+        let at = usize::try_from(off / 8).map_err(|_| Corrupt(off))?;
+        self.w.get(at..).and_then(view).ok_or(Corrupt(off))
     }
-    fn get(&self, off: u64, i: u64) -> R<u64> {
-        Ok(self.word(off, i)?.load(Relaxed))
+    /// The header of a block known to be inside the heap.
+    fn header_at(&self, off: u64) -> &'a Header {
+        self.header(off).expect("a block inside the heap")
     }
-    /// Store into a block known to be inside the heap.
-    fn put(&self, off: u64, i: u64, v: u64) {
-        self.w[(off / 8 + i) as usize].store(v, Relaxed);
-    }
+    /// Commits a change of the chain: the block's size and flags, stored last (see the module doc).
     fn commit(&self, off: u64, size_flags: u64) {
-        self.w[(off / 8 + 1) as usize].store(size_flags, Release);
+        self.header_at(off).size_flags.store(size_flags, Release);
     }
-    fn c(&self, i: usize) -> &AtomicU64 {
-        &self.w[self.ctl + i]
+    /// Points the block at `off` back to its physical predecessor `prev`. A link is derived data
+    /// (see [`Tlsf::recover`]): a header that does not fit the mapping, which only a damaged chain
+    /// names, is left alone.
+    fn link_prev_block(&self, off: u64, prev: u64) {
+        if let Ok(h) = self.header(off) {
+            h.prev_block.store(prev, Relaxed);
+        }
     }
 
     /// Whether `off` could be a block header of this heap.
@@ -190,7 +255,7 @@ impl<'a> Tlsf<'a> {
         if !self.in_heap(off) {
             return Err(Corrupt(off));
         }
-        let sf = self.get(off, 1)?;
+        let sf = self.header(off)?.size_flags.load(Relaxed);
         let size = sf & !(ALIGN - 1);
         if size < HDR || size > self.end - off {
             return Err(Corrupt(off));
@@ -201,16 +266,16 @@ impl<'a> Tlsf<'a> {
     // ---- free lists --------------------------------------------------------------------------
 
     fn head(&self, fl: usize, sl: usize) -> &AtomicU64 {
-        self.c(C_HEADS + fl * SL + sl)
+        &self.ctl.heads[fl][sl]
     }
 
-    /// Whether `link`, read from a free block's list words, is a free block whose word `i` points
+    /// Whether `link`, read from a free block's list words, is a free block whose link `back` points
     /// back at `off` (links are checked before anything is written through them: a message
     /// written past its end damages the next block's words, and an unchecked link then had a
     /// live block's words overwritten).
-    fn links_back(&self, link: u64, i: u64, off: u64) -> R<()> {
+    fn links_back(&self, link: u64, back: Link, off: u64) -> R<()> {
         match self.block(link) {
-            Ok((_, true)) if self.get(link, i)? == off => Ok(()),
+            Ok((_, true)) if back.of(self.header(link)?).load(Relaxed) == off => Ok(()),
             _ => Err(Corrupt(link)),
         }
     }
@@ -220,51 +285,53 @@ impl<'a> Tlsf<'a> {
         let head = self.head(fl, sl).load(Relaxed);
         if head != 0 {
             // The head has no predecessor.
-            self.links_back(head, 3, 0)?;
+            self.links_back(head, Link::Prev, 0)?;
         }
-        self.put(off, 2, head);
-        self.put(off, 3, 0);
+        let h = self.header_at(off);
+        h.next_or_count.store(head, Relaxed);
+        h.prev_or_delta.store(0, Relaxed);
         if head != 0 {
-            self.put(head, 3, off);
+            self.header_at(head).prev_or_delta.store(off, Relaxed);
         }
         self.head(fl, sl).store(off, Relaxed);
-        self.c(C_FL).fetch_or(1 << fl, Relaxed);
-        self.c(C_SL + fl).fetch_or(1 << sl, Relaxed);
-        self.c(C_FREE_BYTES).fetch_add(size, Relaxed);
-        self.c(C_FREE_BLOCKS).fetch_add(1, Relaxed);
+        self.ctl.fl_map.fetch_or(1 << fl, Relaxed);
+        self.ctl.sl_maps[fl].fetch_or(1 << sl, Relaxed);
+        self.ctl.free_bytes.fetch_add(size, Relaxed);
+        self.ctl.free_blocks.fetch_add(1, Relaxed);
         Ok(())
     }
 
     fn remove(&self, off: u64, size: u64) -> R<()> {
         let (fl, sl) = mapping(size);
-        let (next, prev) = (self.get(off, 2)?, self.get(off, 3)?);
+        let h = self.header(off)?;
+        let (next, prev) = (h.next_or_count.load(Relaxed), h.prev_or_delta.load(Relaxed));
         if next != 0 {
-            self.links_back(next, 3, off)?;
+            self.links_back(next, Link::Prev, off)?;
         }
         if prev != 0 {
-            self.links_back(prev, 2, off)?;
+            self.links_back(prev, Link::Next, off)?;
         } else if self.head(fl, sl).load(Relaxed) != off {
             return Err(Corrupt(off));
         }
         if next != 0 {
-            self.put(next, 3, prev);
+            self.header_at(next).prev_or_delta.store(prev, Relaxed);
         }
         if prev != 0 {
-            self.put(prev, 2, next);
+            self.header_at(prev).next_or_count.store(next, Relaxed);
         } else {
             if self.head(fl, sl).load(Relaxed) != off {
                 return Err(Corrupt(off));
             }
             self.head(fl, sl).store(next, Relaxed);
             if next == 0 {
-                let sl_map = self.c(C_SL + fl).fetch_and(!(1 << sl), Relaxed) & !(1 << sl);
+                let sl_map = self.ctl.sl_maps[fl].fetch_and(!(1 << sl), Relaxed) & !(1 << sl);
                 if sl_map == 0 {
-                    self.c(C_FL).fetch_and(!(1 << fl), Relaxed);
+                    self.ctl.fl_map.fetch_and(!(1 << fl), Relaxed);
                 }
             }
         }
-        self.c(C_FREE_BYTES).fetch_sub(size, Relaxed);
-        self.c(C_FREE_BLOCKS).fetch_sub(1, Relaxed);
+        self.ctl.free_bytes.fetch_sub(size, Relaxed);
+        self.ctl.free_blocks.fetch_sub(1, Relaxed);
         Ok(())
     }
 
@@ -278,16 +345,16 @@ impl<'a> Tlsf<'a> {
         if fl >= FL_COUNT {
             return None;
         }
-        let mut sl_map = self.c(C_SL + fl).load(Relaxed) & (u64::MAX << sl);
+        let mut sl_map = self.ctl.sl_maps[fl].load(Relaxed) & (u64::MAX << sl);
         let fl = if sl_map != 0 {
             fl
         } else {
-            let fl_map = self.c(C_FL).load(Relaxed) & u64::MAX.checked_shl(fl as u32 + 1).unwrap_or(0);
+            let fl_map = self.ctl.fl_map.load(Relaxed) & u64::MAX.checked_shl(fl as u32 + 1).unwrap_or(0);
             if fl_map == 0 {
                 return None;
             }
             let f = fl_map.trailing_zeros() as usize;
-            sl_map = self.c(C_SL + f).load(Relaxed);
+            sl_map = self.ctl.sl_maps[f].load(Relaxed);
             f
         };
         let sl = sl_map.trailing_zeros() as usize;
@@ -305,7 +372,7 @@ impl<'a> Tlsf<'a> {
         for _ in 0..16 {
             match self.block(b) {
                 Ok((size, true)) if size >= need => return Some(b),
-                Ok((_, true)) => b = self.get(b, 2).ok()?,
+                Ok((_, true)) => b = self.header(b).ok()?.next_or_count.load(Relaxed),
                 _ => return None,
             }
         }
@@ -329,17 +396,19 @@ impl<'a> Tlsf<'a> {
         let delta = round_up(off + HDR, align).ok_or(Corrupt(off))? - off;
         self.remove(off, bsize)?;
         // Fields of the used block first; the commit below makes them meaningful.
-        self.put(off, 2, (u64::from(owner) << 32) | 1);
-        self.put(off, 3, delta | (tag(off) << 32));
+        let h = self.header_at(off);
+        h.next_or_count.store((u64::from(owner) << 32) | 1, Relaxed);
+        h.prev_or_delta.store(delta | (tag(off) << 32), Relaxed);
         let rest = bsize - need;
         let used = if rest >= MIN_BLOCK {
             let r = off + need;
-            self.put(r, 0, off);
-            self.put(r, 1, rest | FREE);
+            let split = self.header_at(r);
+            split.prev_block.store(off, Relaxed);
+            split.size_flags.store(rest | FREE, Relaxed);
             self.commit(off, need);
             let after = r + rest;
             if after < self.end {
-                self.put(after, 0, r);
+                self.link_prev_block(after, r);
             }
             self.insert(r, rest)?;
             need
@@ -347,7 +416,7 @@ impl<'a> Tlsf<'a> {
             self.commit(off, bsize);
             bsize
         };
-        self.c(C_USED_BLOCKS).fetch_add(1, Relaxed);
+        self.ctl.used_blocks.fetch_add(1, Relaxed);
         Ok(Some(Block {
             offset: off,
             delta: delta as u32,
@@ -360,7 +429,7 @@ impl<'a> Tlsf<'a> {
     /// Validates that `off` is a used block; returns its size.
     pub fn used_block(&self, off: u64) -> R<u64> {
         match self.block(off)? {
-            (size, false) if self.get(off, 3)? >> 32 == tag(off) => Ok(size),
+            (size, false) if self.header(off)?.prev_or_delta.load(Relaxed) >> 32 == tag(off) => Ok(size),
             _ => Err(Corrupt(off)),
         }
     }
@@ -369,9 +438,9 @@ impl<'a> Tlsf<'a> {
     pub fn free(&self, off: u64) -> R<u64> {
         let size = self.used_block(off)?;
         self.commit(off, size | FREE);
-        self.c(C_USED_BLOCKS).fetch_sub(1, Relaxed);
+        self.ctl.used_blocks.fetch_sub(1, Relaxed);
         let (mut start, mut total) = (off, size);
-        let prev = self.get(off, 0)?;
+        let prev = self.header(off)?.prev_block.load(Relaxed);
         if prev != 0 {
             let (psize, pfree) = self.block(prev)?;
             if pfree && prev + psize == off {
@@ -398,7 +467,7 @@ impl<'a> Tlsf<'a> {
             }
         }
         if start + total < self.end {
-            self.put(start + total, 0, start);
+            self.link_prev_block(start + total, start);
         }
         self.insert(start, total)
     }
@@ -412,8 +481,9 @@ impl<'a> Tlsf<'a> {
             _ => return Ok(size),
         };
         let tail = off + keep;
-        self.put(tail, 0, off);
-        self.put(tail, 1, (size - keep) | FREE);
+        let t = self.header_at(tail);
+        t.prev_block.store(off, Relaxed);
+        t.size_flags.store((size - keep) | FREE, Relaxed);
         self.commit(off, keep);
         self.absorb_next_and_insert(tail, size - keep)?;
         Ok(keep)
@@ -430,7 +500,11 @@ impl<'a> Tlsf<'a> {
         while off < self.end {
             match self.block(off) {
                 Ok((size, true)) => off += size,
-                Ok((size, false)) if self.get(off, 3).is_ok_and(|w| w >> 32 == tag(off)) => off += size,
+                Ok((size, false))
+                    if self.header(off).is_ok_and(|h| h.prev_or_delta.load(Relaxed) >> 32 == tag(off)) =>
+                {
+                    off += size
+                }
                 _ => return false,
             }
         }
@@ -454,23 +528,18 @@ impl<'a> Tlsf<'a> {
 
     /// Atomic reference count and owner word of a used block (valid offset assumed checked).
     pub fn refcount_word(&self, off: u64) -> R<&'a AtomicU64> {
-        self.word(off, 2)
+        self.header(off).map(|h| &h.next_or_count)
     }
 
     /// Distance to the user data of a used block.
     pub fn delta(&self, off: u64) -> R<u64> {
-        Ok(self.get(off, 3)? & 0xffff_ffff)
+        Ok(self.header(off)?.prev_or_delta.load(Relaxed) & 0xffff_ffff)
     }
 
     /// Rebuilds free lists, bitmaps, `prev` links and statistics from the block chain, merging
     /// neighbouring free blocks. Run by whoever takes the lock after a holder died.
     pub fn recover(&self) -> R<Stats> {
-        for i in 0..C_FREE_BYTES {
-            self.c(i).store(0, Relaxed);
-        }
-        for i in [C_FREE_BYTES, C_FREE_BLOCKS, C_USED_BLOCKS] {
-            self.c(i).store(0, Relaxed);
-        }
+        self.ctl.clear();
         let (mut off, mut prev) = (self.start, 0u64);
         let mut free_run: Option<(u64, u64)> = None;
         let mut used = 0;
@@ -483,7 +552,7 @@ impl<'a> Tlsf<'a> {
                         (s, t + size)
                     }
                     None => {
-                        self.put(off, 0, prev);
+                        self.header_at(off).prev_block.store(prev, Relaxed);
                         (off, size)
                     }
                 });
@@ -492,7 +561,7 @@ impl<'a> Tlsf<'a> {
                     self.insert(s, t)?;
                     prev = s;
                 }
-                self.put(off, 0, prev);
+                self.header_at(off).prev_block.store(prev, Relaxed);
                 prev = off;
                 used += 1;
             }
@@ -504,13 +573,13 @@ impl<'a> Tlsf<'a> {
         if let Some((s, t)) = free_run {
             self.insert(s, t)?;
         }
-        self.c(C_USED_BLOCKS).store(used, Relaxed);
+        self.ctl.used_blocks.store(used, Relaxed);
         Ok(self.stats())
     }
 
     /// The free-bytes counter (read without the lock by callers that only want a hint).
     pub fn free_bytes_hint(&self) -> u64 {
-        self.c(C_FREE_BYTES).load(Relaxed)
+        self.ctl.free_bytes.load(Relaxed)
     }
 
     /// Current statistics. Read without the lock too (the monitor, an out-of-memory message), while
@@ -518,8 +587,8 @@ impl<'a> Tlsf<'a> {
     /// rough figure, never a panic.
     pub fn stats(&self) -> Stats {
         let highest = |map: u64| (map != 0).then(|| 63 - map.leading_zeros() as usize);
-        let fl = highest(self.c(C_FL).load(Relaxed)).map(|fl| fl.min(FL_COUNT - 1));
-        let sl = fl.and_then(|fl| highest(self.c(C_SL + fl).load(Relaxed)).map(|sl| (fl, sl.min(SL - 1))));
+        let fl = highest(self.ctl.fl_map.load(Relaxed)).map(|fl| fl.min(FL_COUNT - 1));
+        let sl = fl.and_then(|fl| highest(self.ctl.sl_maps[fl].load(Relaxed)).map(|sl| (fl, sl.min(SL - 1))));
         let largest = match sl {
             None => 0,
             Some((fl, sl)) => {
@@ -532,16 +601,16 @@ impl<'a> Tlsf<'a> {
                         Ok((s, true)) => best = best.max(s),
                         _ => break,
                     }
-                    b = self.get(b, 2).unwrap_or(0);
+                    b = self.header(b).map_or(0, |h| h.next_or_count.load(Relaxed));
                     steps += 1;
                 }
                 best
             }
         };
         Stats {
-            free_bytes: self.c(C_FREE_BYTES).load(Relaxed),
-            free_blocks: self.c(C_FREE_BLOCKS).load(Relaxed),
-            used_blocks: self.c(C_USED_BLOCKS).load(Relaxed),
+            free_bytes: self.ctl.free_bytes.load(Relaxed),
+            free_blocks: self.ctl.free_blocks.load(Relaxed),
+            used_blocks: self.ctl.used_blocks.load(Relaxed),
             largest_free: largest,
         }
     }
@@ -554,7 +623,7 @@ impl<'a> Tlsf<'a> {
         let mut free_set = std::collections::HashSet::new();
         while off < self.end {
             let (size, free) = self.block(off).map_err(|e| e.to_string())?;
-            if self.get(off, 0).unwrap_or(u64::MAX) != prev {
+            if self.header(off).map_or(u64::MAX, |h| h.prev_block.load(Relaxed)) != prev {
                 return Err(format!("block {off}: prev link is not {prev}"));
             }
             if free && prev_free {
@@ -578,7 +647,7 @@ impl<'a> Tlsf<'a> {
         for fl in 0..FL_COUNT {
             for sl in 0..SL {
                 let mut b = self.head(fl, sl).load(Relaxed);
-                let bit = self.c(C_SL + fl).load(Relaxed) >> sl & 1 == 1;
+                let bit = self.ctl.sl_maps[fl].load(Relaxed) >> sl & 1 == 1;
                 if bit != (b != 0) {
                     return Err(format!("bitmap of class ({fl},{sl}) disagrees with its list"));
                 }
@@ -588,12 +657,13 @@ impl<'a> Tlsf<'a> {
                         return Err(format!("list ({fl},{sl}) holds {b}, not a free block (or twice)"));
                     }
                     let (size, _) = self.block(b).map_err(|e| e.to_string())?;
-                    if mapping(size) != (fl, sl) || self.get(b, 3).unwrap_or(1) != back {
+                    if mapping(size) != (fl, sl) || self.header(b).map_or(1, |h| h.prev_or_delta.load(Relaxed)) != back
+                    {
                         return Err(format!("block {b} in the wrong list or with a bad back link"));
                     }
                     listed += 1;
                     back = b;
-                    b = self.get(b, 2).unwrap_or(0);
+                    b = self.header(b).map_or(0, |h| h.next_or_count.load(Relaxed));
                 }
             }
         }
@@ -648,11 +718,11 @@ mod tests {
         let free = t.stats().free_bytes;
         // What a reader without the lock can see halfway through another process's change: a first
         // level marked non-empty whose second-level map is already empty, or bits beyond the classes.
-        let fl = 63 - t.c(C_FL).load(Relaxed).leading_zeros() as usize;
-        t.c(C_SL + fl).store(0, Relaxed);
+        let fl = 63 - t.ctl.fl_map.load(Relaxed).leading_zeros() as usize;
+        t.ctl.sl_maps[fl].store(0, Relaxed);
         assert_eq!(t.stats().largest_free, 0);
-        t.c(C_FL).store(u64::MAX, Relaxed);
-        t.c(C_SL + FL_COUNT - 1).store(u64::MAX, Relaxed);
+        t.ctl.fl_map.store(u64::MAX, Relaxed);
+        t.ctl.sl_maps[FL_COUNT - 1].store(u64::MAX, Relaxed);
         assert_eq!(t.stats().free_bytes, free, "the counters are read as they are");
     }
 
@@ -792,7 +862,7 @@ mod tests {
     /// taking the free block off its list wrote into the used block's header.
     #[test]
     fn a_damaged_free_list_link_writes_into_no_used_block() {
-        for word in [2, 3] {
+        for link in [Link::Next, Link::Prev] {
             let w = heap(1 << 14);
             let t = Tlsf::new(&w, CTL, start(), (w.len() * 8) as u64);
             t.format();
@@ -802,12 +872,15 @@ mod tests {
             let _d = t.alloc(1000, 16, 1).unwrap().unwrap();
             t.free(b.offset).unwrap();
             // C's size, count and slot words (word 0, the previous block, is the heap's to fix).
-            let words_of_c = || (1..4).map(|i| t.get(c.offset, i).unwrap()).collect::<Vec<_>>();
+            let words_of_c = || {
+                let h = t.header(c.offset).unwrap();
+                [&h.size_flags, &h.next_or_count, &h.prev_or_delta].map(|w| w.load(Relaxed))
+            };
             let before = words_of_c();
             // B's link names C, a used block; freeing A merges A with B, taking B off its list.
-            t.put(b.offset, word, c.offset);
-            assert!(t.free(a.offset).is_err(), "a damaged link (word {word}) is refused");
-            assert_eq!(words_of_c(), before, "the used block's words are untouched (word {word})");
+            link.of(t.header(b.offset).unwrap()).store(c.offset, Relaxed);
+            assert!(t.free(a.offset).is_err(), "a damaged link ({link:?}) is refused");
+            assert_eq!(words_of_c(), before, "the used block's words are untouched ({link:?})");
             // The free of A was cut short: as one a killed process left, the rebuild finishes it.
             t.recover().unwrap();
             t.check().unwrap();
