@@ -149,6 +149,8 @@ impl Device for Pong {
 
 /// One ping-pong cell.
 struct PingRun<'a> {
+    /// Whose devices: fairmq-rs's, or C++ FairMQ's built from `benches/cpp/pingpong.cxx`.
+    implementation: Implementation,
     transport: &'static str,
     size: usize,
     /// 0: by time (`--seconds`, after `--warmup`).
@@ -157,11 +159,17 @@ struct PingRun<'a> {
 }
 
 impl Runner {
-    /// The round trip between a `ping` and a `pong` device on FairMQ's `transport` (`shmem` or
-    /// `zeromq`), messages of `size` bytes.
-    pub fn device_latency(&mut self, transport: &'static str, size: usize) -> Result<Latency, String> {
+    /// The round trip between `implementation`'s `ping` and `pong` devices on FairMQ's
+    /// `transport` (`shmem` or `zeromq`), messages of `size` bytes.
+    pub fn device_latency(
+        &mut self,
+        implementation: Implementation,
+        transport: &'static str,
+        size: usize,
+    ) -> Result<Latency, String> {
         self.device_cell("fmqbping", |runner, cell, session| {
-            runner.run_ping(cell, &PingRun { transport, size, round_trips: 0, profile: None }, session)
+            let run = PingRun { implementation, transport, size, round_trips: 0, profile: None };
+            runner.run_ping(cell, &run, session)
         })
     }
 
@@ -169,13 +177,14 @@ impl Runner {
     /// `profile` is a directory (as `ping1.callgrind` and `pong1.callgrind`).
     pub fn device_round_trips(
         &mut self,
+        implementation: Implementation,
         transport: &'static str,
         size: usize,
         round_trips: u64,
         profile: Option<&Path>,
     ) -> Result<Latency, String> {
         self.device_cell("fmqbping", |runner, cell, session| {
-            runner.run_ping(cell, &PingRun { transport, size, round_trips, profile }, session)
+            runner.run_ping(cell, &PingRun { implementation, transport, size, round_trips, profile }, session)
         })
     }
 
@@ -189,7 +198,7 @@ impl Runner {
             a
         };
         let spawn = |name: &str, args: &[String], stdout: Stdio, id: &str| {
-            self.spawn_as(Implementation::Rust, name, args, stdout, r.profile, id)
+            self.spawn_as(r.implementation, name, args, stdout, r.profile, id)
         };
         let pong = device("pong1", "connect");
         cell.add_quiet(spawn("pong", &pong, Stdio::null(), "pong1")?);

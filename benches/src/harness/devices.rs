@@ -303,8 +303,9 @@ impl Drop for CppSessionGuard<'_> {
     }
 }
 
-/// The devices C++ FairMQ builds under these names (`fairmq-<name>`).
-const CPP_DEVICES: [&str; 3] = ["bsampler", "proxy", "sink"];
+/// The devices C++ FairMQ builds under these names (`fairmq-<name>`), and the round-trip devices
+/// `benches/cpp/build-pingpong.sh` builds beside them.
+const CPP_DEVICES: [&str; 5] = ["bsampler", "ping", "pong", "proxy", "sink"];
 
 /// What a sink said at the end of its run.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -73,6 +73,12 @@ impl Runner {
         self.cpp_fairmq.as_deref()
     }
 
+    /// Whether `--cpp-fairmq` names a directory holding C++ FairMQ's device `name`
+    /// (`fairmq-<name>`; `ping` and `pong` come from `benches/cpp/build-pingpong.sh`).
+    pub(super) fn has_cpp_device(&self, name: &str) -> bool {
+        self.cpp_fairmq().is_some_and(|d| d.join(format!("fairmq-{name}")).is_file())
+    }
+
     /// How long a cell may take before its processes are killed.
     pub(super) fn timeout(&self) -> Duration {
         self.timeout

@@ -57,7 +57,9 @@ pub fn run(runner: &mut Runner, o: &Options, systems: &[System]) {
 }
 
 /// The round trip of a ping and a pong device beside the harness's ping and pong of the same
-/// transport, `o.runs` pairs interleaved per size: medians of the runs' medians and p99s.
+/// transport, `o.runs` pairs interleaved per size (and C++ FairMQ's ping and pong of
+/// `benches/cpp/pingpong.cxx` as a third cell of each round, when built): medians of the runs'
+/// medians and p99s.
 fn round_trips(runner: &mut Runner, o: &Options, system: System, name: &'static str) {
     let wait = if o.busy_poll { "busy-polling" } else { "blocking" };
     println!(
@@ -67,17 +69,28 @@ fn round_trips(runner: &mut Runner, o: &Options, system: System, name: &'static 
         o.seconds
     );
     println!();
-    report::header(&["size", "transport", "devices", "devices / transport (median)"].map(String::from));
+    let cpp = runner.has_cpp_device("ping") && runner.has_cpp_device("pong");
+    let mut columns = vec!["size", "transport", "devices", "devices / transport (median)"];
+    if cpp {
+        columns.extend(["C++ FairMQ devices", "devices / C++ FairMQ (median)"]);
+    }
+    report::header(&columns.iter().map(|c| c.to_string()).collect::<Vec<_>>());
     for &size in &o.latency_sizes {
-        let (mut transport, mut devices) = (Vec::new(), Vec::new());
+        let (mut transport, mut devices, mut cpp_devices) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..o.runs {
             match runner.latency(system, Mode::Fairmq, size) {
                 Ok(l) => transport.push(l),
                 Err(e) => eprintln!("{} {}: {e}", system.name(), report::size(size)),
             }
-            match runner.device_latency(name, size) {
+            match runner.device_latency(Implementation::Rust, name, size) {
                 Ok(l) => devices.push(l),
                 Err(e) => eprintln!("{name} ping -> pong {}: {e}", report::size(size)),
+            }
+            if cpp {
+                match runner.device_latency(Implementation::Cpp, name, size) {
+                    Ok(l) => cpp_devices.push(l),
+                    Err(e) => eprintln!("C++ FairMQ {name} ping -> pong {}: {e}", report::size(size)),
+                }
             }
         }
         let summary = |ls: &[Latency]| {
@@ -85,16 +98,20 @@ fn round_trips(runner: &mut Runner, o: &Options, system: System, name: &'static 
             let p99s: Vec<f64> = ls.iter().map(|l| l.p99_ns).collect();
             Some((Summary::of(&medians)?.median, Summary::of(&p99s)?.median))
         };
-        let (transport, devices) = (summary(&transport), summary(&devices));
+        let (transport, devices, cpp_devices) = (summary(&transport), summary(&devices), summary(&cpp_devices));
         let show = |s: Option<(f64, f64)>| {
             s.map_or("failed".to_owned(), |(m, p)| format!("{} / {}", report::duration_ns(m), report::duration_ns(p)))
         };
-        report::row(&[
+        let mut row = vec![
             report::size(size),
             show(transport),
             show(devices),
             report::ratio(devices.map(|d| d.0), transport.map(|t| t.0)),
-        ]);
+        ];
+        if cpp {
+            row.extend([show(cpp_devices), report::ratio(devices.map(|d| d.0), cpp_devices.map(|c| c.0))]);
+        }
+        report::row(&row);
     }
 }
 

@@ -150,11 +150,11 @@ pub fn single_link(
     Ok([of("sampler1")?, of("sink1")?])
 }
 
-/// Instructions per 64 B round trip of fairmq-rs's `ping` and `pong` devices (see
-/// `device_ping`), both processes together (C++ FairMQ has no such devices).
-fn round_trip(runner: &mut Runner, transport: &'static str) -> Result<Cost, String> {
+/// Instructions per 64 B round trip of `implementation`'s `ping` and `pong` devices (see
+/// `device_ping`; C++ FairMQ's from `benches/cpp/pingpong.cxx`), both processes together.
+fn round_trip(runner: &mut Runner, implementation: Implementation, transport: &'static str) -> Result<Cost, String> {
     let costs = per_message(runner, (2_000, 12_000), |runner, n, dir| {
-        runner.device_round_trips(transport, 64, n, Some(dir)).map(|l| l.count)
+        runner.device_round_trips(implementation, transport, 64, n, Some(dir)).map(|l| l.count)
     })?;
     Ok(costs.iter().fold(Cost::default(), |a, (_, c)| Cost {
         instructions: a.instructions + c.instructions,
@@ -229,20 +229,50 @@ pub fn run(runner: &mut Runner, systems: &[System]) {
             }
         }
     }
-    println!("\n### Instructions per 64 B round trip, ping -> pong devices (fairmq-rs), callgrind");
+    println!("\n### Instructions per 64 B round trip, ping -> pong devices, callgrind");
     println!();
-    report::header(&["transport", "ping + pong instr", "D1 misses", "LL misses", "waiting instr"].map(String::from));
+    report::header(
+        &[
+            "transport",
+            "devices",
+            "ping + pong instr",
+            "D1 misses",
+            "LL misses",
+            "waiting instr",
+            "fairmq-rs / C++ FairMQ",
+        ]
+        .map(String::from),
+    );
+    // C++ FairMQ's round-trip devices only when `benches/cpp/build-pingpong.sh` built them.
+    let pingers: Vec<Implementation> = implementations
+        .into_iter()
+        .filter(|&i| i == Implementation::Rust || (runner.has_cpp_device("ping") && runner.has_cpp_device("pong")))
+        .collect();
     for &system in systems {
         let Some(transport) = system.fairmq_transport() else { continue };
-        match round_trip(runner, transport) {
-            Ok(c) => report::row(&[
-                transport.to_owned(),
-                format!("{:.0}", c.instructions),
-                format!("{:.1}", c.d1_misses),
-                format!("{:.1}", c.ll_misses),
-                format!("{:.0}", c.waiting),
-            ]),
-            Err(e) => eprintln!("{transport} round trip: {e}"),
+        let measured: Vec<(Implementation, Result<Cost, String>)> =
+            pingers.iter().map(|&i| (i, round_trip(runner, i, transport))).collect();
+        let total = |i: Implementation| {
+            measured.iter().find(|(m, _)| *m == i).and_then(|(_, r)| r.as_ref().ok()).map(|c| c.instructions)
+        };
+        for (implementation, result) in &measured {
+            match result {
+                Ok(c) => report::row(&[
+                    transport.to_owned(),
+                    implementation.name().to_owned(),
+                    format!("{:.0}", c.instructions),
+                    format!("{:.1}", c.d1_misses),
+                    format!("{:.1}", c.ll_misses),
+                    format!("{:.0}", c.waiting),
+                    match implementation {
+                        Implementation::Rust if total(Implementation::Cpp).is_some() => {
+                            report::ratio(total(Implementation::Rust), total(Implementation::Cpp))
+                        }
+                        _ => "-".to_owned(),
+                    },
+                ]),
+                Err(e) => eprintln!("{} {transport} round trip: {e}", implementation.name()),
+            }
         }
     }
 }
