@@ -438,7 +438,7 @@ pub(crate) fn child_command(program: impl AsRef<std::ffi::OsStr>) -> Command {
     c
 }
 
-/// In a child of the harness (started by [`child_command`]): asks the kernel for SIGTERM when the
+/// In a child of the harness (started by `child_command`): asks the kernel for SIGTERM when the
 /// harness dies, so that a harness killed by a signal leaves no process running and holding
 /// shared memory (a device stops on SIGTERM as FairMQ's do, removing its session's files).
 /// Exits when the harness died before the request, which then would never fire. C++ FairMQ's
