@@ -27,18 +27,19 @@ use crate::segment::Segment;
 const MAX_MAGAZINES: usize = 8;
 const MAGAZINE_BLOCKS: usize = 64;
 const DEFERRED_BLOCKS: usize = 64;
-/// Deferred frees are flushed once they hold this share of the segment (or [`DEFERRED_BLOCKS`]
-/// blocks). Only blocks over a few MiB reach it first: a receiver of 16 MiB messages in a 2 GiB
-/// segment then takes the segment lock once per 15 messages, not per 4 (which cost a fifth of the
-/// stream's rate), and the sender's next refill takes those 15 from the depot at once. A process
-/// that waits for memory (also one about to report out of memory) gets blocks back a magazine at
-/// a time (see [`Cache::release`]); a receiver gives back everything when it finds nothing to
-/// receive.
+/// Deferred frees are flushed once their bytes reach 1/`DEFERRED_SHARE` of the segment, or once
+/// they hold [`DEFERRED_BLOCKS`] blocks. Only blocks larger than a few MiB reach the byte limit
+/// first. With this limit, a receiver of 16 MiB messages in a 2 GiB segment takes the segment lock
+/// once per 15 messages instead of once per 4. (Once per 4 cost a fifth of the stream's rate.) The
+/// sender's next refill then takes those 15 blocks from the depot at once. A process that waits for
+/// memory, including one about to report out of memory, gets blocks back a magazine at a time (see
+/// [`Cache::release`]). A receiver gives back everything when it finds nothing to receive.
 const DEFERRED_SHARE: u64 = 8;
 
-/// Blocks the first refill of a size class takes; each later refill of the class takes twice as
-/// many, up to the class's cap. A pattern cycling through more classes than there are magazines
-/// then evicts and refills few blocks per miss, while a steady stream soon refills in bulk.
+/// How many blocks the first refill of a size class takes. Each later refill of the class takes
+/// twice as many, up to the class's cap. A pattern that cycles through more classes than there are
+/// magazines therefore evicts and refills only a few blocks per miss, while a steady stream soon
+/// refills in bulk.
 const FIRST_REFILL: usize = 4;
 
 struct Magazine {
@@ -63,13 +64,13 @@ pub(crate) struct Cache {
 pub(crate) enum Released {
     /// Kept in a magazine (nothing else to do).
     Cached,
-    /// Queued; the caller should flush when `true`.
+    /// Queued in the deferred list; the caller should flush when the value is `true`.
     Deferred(bool),
 }
 
 impl Cache {
-    /// Caches sized for a segment of `segment_size` bytes, so that what a process keeps cached can
-    /// never starve the others of a small segment.
+    /// Creates caches sized for a segment of `segment_size` bytes. The sizes ensure that what one
+    /// process keeps cached can never starve the other processes of a small segment.
     pub(crate) fn new(segment_size: u64) -> Cache {
         Cache {
             magazines: Vec::new(),
@@ -80,7 +81,7 @@ impl Cache {
         }
     }
 
-    /// How many blocks of class `need` a refill takes, if the class is cached at all.
+    /// How many blocks of class `need` a refill takes, or `None` if the class is not cached at all.
     pub(crate) fn refill_count(&self, need: u64, align: u64) -> Option<usize> {
         let cap = ((self.magazine_bytes / need) as usize).min(REFILL_BLOCKS);
         if align > ALIGN || cap < 2 {
@@ -101,8 +102,9 @@ impl Cache {
         b
     }
 
-    /// Stores refilled blocks of class `need` (the magazine is created if needed; the least recently
-    /// used one is evicted and returned for freeing when all slots are taken).
+    /// Stores refilled blocks of class `need`, creating the class's magazine if needed. When all
+    /// magazine slots are taken, `Cache::stock` evicts the least recently used magazine and returns
+    /// its blocks for freeing.
     pub(crate) fn stock(&mut self, need: u64, blocks: impl IntoIterator<Item = Block>) -> Vec<Block> {
         let mut evicted = Vec::new();
         let i = match self.magazines.iter().position(|m| m.need == need) {
@@ -121,10 +123,11 @@ impl Cache {
         evicted
     }
 
-    /// Files a block this process released (reference count reached 0). `own` says whether it lies in
-    /// the segment this process allocates from.
-    /// `wanted`: some process waits for memory, so nothing is kept in a magazine and deferred frees
-    /// go back as soon as they make a magazine of this block's size.
+    /// Files a block that this process released, that is, a block whose reference count reached 0.
+    /// `own` says whether the block lies in the segment this process allocates from.
+    ///
+    /// `wanted` says that some process waits for memory. Then no block is kept in a magazine, and
+    /// the deferred frees go back as soon as they make up a magazine of this block's size.
     #[inline]
     pub(crate) fn release(&mut self, seg: &Segment, block: Block, own: bool, wanted: bool) -> Released {
         if own && !wanted && u64::from(block.delta) == HDR {
@@ -139,28 +142,31 @@ impl Cache {
         }
         self.deferred_bytes = self.deferred_bytes.saturating_add(block.size); // a size word another process damaged
         self.deferred.push((seg.id(), block.offset, block.slot));
-        // A process waits for memory: give back soon, but a whole magazine at a time when blocks
-        // of one size stream through (the waiter's next refill takes it from the depot as it is).
+        // When a process waits for memory, give blocks back soon. When blocks of one size stream
+        // through, give back a whole magazine at a time: the waiter's next refill then takes that
+        // magazine from the depot as it is.
         let soon = wanted && self.deferred.len() >= seg.magazine_blocks(block.size).max(1);
         Released::Deferred(soon || self.deferred.len() >= DEFERRED_BLOCKS || self.deferred_bytes >= self.deferred_limit)
     }
 
-    /// Takes the deferred frees (to be freed outside the cache lock).
+    /// Takes the deferred frees, so that the caller can free them outside the cache lock.
     pub(crate) fn take_deferred(&mut self) -> Vec<Freed> {
         self.deferred_bytes = 0;
         if self.deferred.is_empty() {
             return Vec::new();
         }
-        // Sized for a whole batch: a new Vec grew five times on the way to one.
+        // The new `Vec` is sized for a whole batch. An empty `Vec` grew five times on the way to a
+        // full batch.
         std::mem::replace(&mut self.deferred, Vec::with_capacity(DEFERRED_BLOCKS))
     }
 
-    /// Whether frees are waiting.
+    /// Whether any deferred frees are waiting.
     pub(crate) fn has_deferred(&self) -> bool {
         !self.deferred.is_empty()
     }
 
-    /// Everything cached: deferred frees and magazine blocks of `own`.
+    /// Takes everything cached: the deferred frees, and the magazine blocks, which lie in segment
+    /// `own`.
     pub(crate) fn drain(&mut self, own: u16) -> Vec<Freed> {
         let mut all = self.take_deferred();
         for m in self.magazines.drain(..) {
@@ -172,7 +178,8 @@ impl Cache {
 
 /// Frees blocks grouped by segment, one lock per segment.
 pub(crate) fn free_all<'a>(mut blocks: Vec<Freed>, segment: impl Fn(u16) -> Option<&'a Segment>) {
-    // Usually all in one segment: grouping needs no sort then (it showed in a receiver's profile).
+    // Usually all blocks lie in one segment, and then grouping needs no sort. (The sort showed in a
+    // receiver's profile.)
     if blocks.windows(2).any(|w| w[0].0 != w[1].0) {
         blocks.sort_unstable_by_key(|b| b.0);
     }

@@ -24,14 +24,14 @@
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed, Ordering::Release};
 
-/// Slots (magazines) the depot holds.
+/// How many slots (magazines) the depot holds.
 pub(crate) const SLOTS: usize = 256;
-/// Blocks per magazine, at most.
+/// The most blocks a magazine holds.
 pub(crate) const BLOCKS: usize = 32;
 const SLOT_WORDS: usize = 2 + BLOCKS;
 /// How many of the newest magazines a deposit tries to join before it takes a slot of its own.
 const JOIN_WINDOW: usize = 8;
-/// Words the depot occupies.
+/// How many words the depot occupies.
 pub(crate) const WORDS: usize = 2 + SLOTS * SLOT_WORDS;
 /// Owner recorded in blocks that sit in the depot.
 pub(crate) const DEPOT_OWNER: u32 = u32::MAX;
@@ -58,13 +58,14 @@ impl<'a> Depot<'a> {
         self.word(2 + s * SLOT_WORDS + i)
     }
 
-    /// The [`BLOCKS`] block words of magazine `s`, checked once.
+    /// The [`BLOCKS`] block words of magazine `s`, as one slice, so that the bounds are checked
+    /// once.
     fn slot_blocks(&self, s: usize) -> &[AtomicU64] {
         let first = self.at + 2 + s * SLOT_WORDS + 2;
         &self.w[first..first + BLOCKS]
     }
 
-    /// Magazines held.
+    /// How many magazines the depot holds.
     pub(crate) fn len(&self) -> usize {
         (self.word(0).load(Relaxed) as usize).min(SLOTS)
     }
@@ -74,17 +75,20 @@ impl<'a> Depot<'a> {
         self.len() == 0
     }
 
-    /// Bytes held.
+    /// How many bytes the depot holds.
     pub(crate) fn bytes(&self) -> u64 {
         self.word(1).load(Relaxed)
     }
 
-    /// Stores a magazine of `offsets` (all blocks of `size` bytes): appended to a magazine of the
-    /// same size that has room (short magazines, from a receiver that freed what it had before
-    /// blocking, would otherwise use up the slots), else in a free slot. The count is committed
-    /// last. The depot holds no more than its slots: a stream's blocks then cycle through it however
-    /// far the sender runs ahead (blocks that overflowed to the heap had to be carved again, each
-    /// touching a cold header page), and an allocation of another size that finds no room empties it.
+    /// Stores a magazine of `offsets`, all blocks of `size` bytes. `Depot::put` appends them to a
+    /// magazine of the same size that has room, or else puts them in a free slot. Appending matters
+    /// because a receiver that frees what it has before blocking deposits short magazines, which
+    /// would otherwise use up the slots. The count is committed last.
+    ///
+    /// The depot holds no more magazines than it has slots. With that limit, a stream's blocks
+    /// cycle through the depot however far the sender runs ahead. (Blocks that overflowed to the
+    /// heap had to be carved again, and each one touched a cold header page.) An allocation of
+    /// another size that finds no room empties the depot.
     pub(crate) fn put(&self, size: u64, offsets: &[u64]) -> bool {
         let n = self.len();
         let bytes = size.saturating_mul(offsets.len() as u64);
@@ -92,8 +96,8 @@ impl<'a> Depot<'a> {
             return false;
         }
         let count = |s: usize| (self.slot(s, 1).load(Relaxed) as usize).min(BLOCKS);
-        // Only the newest magazines are tried (a stream's own is at the top): the scan runs under
-        // the segment lock and must not grow with a depot full of other sizes.
+        // Try only the newest magazines; a stream's own magazine is at the top. The scan runs under
+        // the segment lock, so its cost must not grow with a depot full of other sizes.
         let joined = (n.saturating_sub(JOIN_WINDOW)..n)
             .rev()
             .find(|&s| self.slot(s, 0).load(Relaxed) == size && count(s) + offsets.len() <= BLOCKS);
@@ -116,8 +120,8 @@ impl<'a> Depot<'a> {
         true
     }
 
-    /// Takes a magazine of blocks of at least `need` and less than `need + slack` bytes. Returns the
-    /// block size and the offsets.
+    /// Takes a magazine of blocks of at least `need` and less than `need + slack` bytes. Returns
+    /// the block size, and appends the offsets to `out`.
     pub(crate) fn take(&self, need: u64, slack: u64, out: &mut Vec<u64>) -> Option<u64> {
         let n = self.len();
         let s = (0..n).rev().find(|&s| {
@@ -138,18 +142,18 @@ impl<'a> Depot<'a> {
         Some(size)
     }
 
-    /// Forgets every magazine (their blocks are the caller's to free).
+    /// Forgets every magazine. The caller must free their blocks.
     pub(crate) fn clear(&self) {
         self.word(0).store(0, Release);
         self.word(1).store(0, Relaxed);
     }
 }
 
-/// A magazine holds at most this share of the segment, so large messages are cached too (a few
-/// per magazine): without that every large message took the segment lock on both sides. Sizes
-/// whose refill would be fewer than two blocks are not cached.
+/// A magazine holds at most 1/`MAGAZINE_SHARE` of the segment. Large messages are therefore cached
+/// too, a few per magazine. Without this rule, every large message took the segment lock on both
+/// sides. Sizes whose refill would be fewer than two blocks are not cached.
 pub(crate) const MAGAZINE_SHARE: u64 = 32;
-/// Most blocks a magazine is refilled with.
+/// The most blocks a magazine is refilled with.
 pub(crate) const REFILL_BLOCKS: usize = 32;
 
 /// Blocks per magazine for `size`-byte blocks in a segment of `segment_size` bytes; the same rule

@@ -37,18 +37,19 @@
 
 use std::sync::atomic::{AtomicU64, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
 
-/// Owner value in a block header meaning "the count is in slot (low 32 bits)".
+/// Owner value in a block header. It means that the block's count is in a slot, whose number is in
+/// the low 32 bits.
 pub(crate) const SLOTTED: u32 = u32::MAX - 1;
-/// Owner mark of a block whose count went above 1 (copies, publishing): no one holder can be
-/// named, so a sweep of dead transports never frees it.
+/// Owner mark of a block whose count went above 1, through copies or publishing. No single holder
+/// can be named, so a sweep of dead transports never frees such a block.
 pub(crate) const SHARED: u32 = u32::MAX - 2;
 
-/// Whether a count word says shared, with a reference left.
+/// Whether a count word marks its block `SHARED`, with at least one reference left.
 pub(crate) fn is_shared(word: u64) -> bool {
     (word >> 32) as u32 == SHARED && word as u32 > 0
 }
-/// Owner mark of a block with one reference, handed to a socket or a lane and not yet taken: the
-/// ticket or the lane accounts for it, not a holder.
+/// Owner mark of a block with one reference that was handed to a socket or a lane and not taken
+/// yet. The ticket or the lane accounts for the block, not a holder.
 pub(crate) const IN_FLIGHT: u32 = u32::MAX - 3;
 /// A block without a slot.
 pub(crate) const NO_SLOT: u32 = u32::MAX;
@@ -68,11 +69,11 @@ pub(crate) const WORD_DELTA: usize = 3;
 pub(crate) fn split_delta_generation(word: u64) -> (u64, u32) {
     (word & u64::from(u32::MAX), (word >> 32) as u32)
 }
-/// At most this many slots per segment (32 MiB of table, sparse until used).
+/// The most slots a segment has: 32 MiB of table, which stays sparse until used.
 const MAX_SLOTS: u64 = 1 << 20;
 
-/// Slots for a segment of `size` bytes: one per 4 KiB, none below 1 MiB (the table would cost a
-/// noticeable share of a tiny heap).
+/// Number of slots for a segment of `size` bytes: one per 4 KiB. A segment under 1 MiB gets none,
+/// because there the table would cost a noticeable share of the tiny heap.
 pub(crate) fn count_for(size: u64) -> u32 {
     if size < (1 << 20) {
         0
@@ -97,8 +98,9 @@ pub(crate) struct Entry {
     pub delta: u64,
 }
 
-/// A view of the slot table: entries from word `at`, `n` of them; free-list head and high-water
-/// mark in the words `head` and `hw` of the segment's header (head holds slot + 1, 0 for none).
+/// A view of the slot table. The table holds `n` entries, starting at word `at`. The free-list head
+/// and the high-water mark are the words `head` and `hw` of the segment's header. `head` holds the
+/// first free slot + 1, or 0 when the list is empty.
 #[derive(Clone, Copy)]
 pub(crate) struct Slots<'a> {
     w: &'a [AtomicU64],
@@ -115,8 +117,9 @@ impl<'a> Slots<'a> {
         Slots { w, at, n, head, hw }
     }
 
-    /// The words of `slot` at once (one bounds check for all four), if the number is in range;
-    /// indexed by [`WORD_COUNT`], [`WORD_OFFSET`], [`WORD_SIZE`] and [`WORD_DELTA`].
+    /// The four words of `slot` at once, with one bounds check for all four. Returns `None` when
+    /// the slot number is out of range. Index the words with [`WORD_COUNT`], [`WORD_OFFSET`],
+    /// [`WORD_SIZE`] and [`WORD_DELTA`].
     pub(crate) fn words(&self, slot: u32) -> Option<&'a [AtomicU64; SLOT_WORDS]> {
         if slot >= self.n {
             return None;
@@ -129,12 +132,13 @@ impl<'a> Slots<'a> {
         &self.w[self.at + slot as usize * SLOT_WORDS + i]
     }
 
-    /// The count word of `slot` (`slot < len()` checked by the caller).
+    /// The count word of `slot`. The caller has checked `slot < len()`.
     pub(crate) fn rc(&self, slot: u32) -> &'a AtomicU64 {
         self.word(slot, 0)
     }
 
-    /// The block `slot` describes, if it is in use (`None` also for a slot number out of range).
+    /// The block that `slot` describes, if the slot is in use. Returns `None` also for a slot
+    /// number out of range.
     pub(crate) fn entry(&self, slot: u32) -> Option<Entry> {
         if slot >= self.n {
             return None;
@@ -155,9 +159,10 @@ impl<'a> Slots<'a> {
         (self.word(slot, 3).load(Acquire) >> 32) as u32
     }
 
-    /// Moves the generation of the block in `slot` on, as it is handed out for a new use, and
-    /// returns the new one. Only the block's holder calls it (nobody else may change the block
-    /// then); the record that carries the generation to others is published after it.
+    /// Moves the generation of the block in `slot` on, as the block is handed out for a new use,
+    /// and returns the new generation. Only the block's holder calls `Slots::next_generation`, and
+    /// nobody else may change the block at that time. The record that carries the generation to
+    /// others is published after this call.
     pub(crate) fn next_generation(&self, slot: u32) -> u32 {
         if slot >= self.n {
             return 0;
@@ -166,8 +171,8 @@ impl<'a> Slots<'a> {
         self.move_on(slot, delta, Release)
     }
 
-    /// Writes word 3 of `slot`: data distance `delta` and the generation after the one it held;
-    /// returns that generation.
+    /// Writes word 3 of `slot`: the data distance `delta`, and the generation after the one that
+    /// the word held. Returns the new generation.
     fn move_on(&self, slot: u32, delta: u64, order: std::sync::atomic::Ordering) -> u32 {
         let w = self.word(slot, 3);
         let next = ((w.load(Relaxed) >> 32) as u32).wrapping_add(1);
@@ -175,13 +180,15 @@ impl<'a> Slots<'a> {
         next
     }
 
-    /// Takes a free slot for the block `e` with count word `rc` (under the segment lock).
+    /// Takes a free slot for the block `e`, with count word `rc`. The caller holds the segment
+    /// lock.
     pub(crate) fn take(&self, e: Entry, rc: u64) -> Option<u32> {
         let mut head = self.head.load(Relaxed);
-        // A slot out of range or in use (an offset of its own) at the head: a damaged list. It is
-        // dropped (its free slots are lost until a heap repair rebuilds the table) and slots come
-        // from the high-water mark; before, every later block went without a slot (and was never
-        // cached) for the session's life.
+        // A head slot that is out of range or in use (it has an offset of its own) means that the
+        // free list is damaged. `Slots::take` then drops the list, and the list's free slots stay
+        // lost until a heap repair rebuilds the table. New slots come from the high-water mark
+        // instead. Before this fix, every later block went without a slot, and was never cached,
+        // for the rest of the session.
         if head != 0 && ((head - 1) >= u64::from(self.n) || self.word((head - 1) as u32, 1).load(Relaxed) != 0) {
             log::error!("the slot table's free list is damaged (head {head}); new slots come from its unused end");
             self.head.store(0, Relaxed);
@@ -199,8 +206,9 @@ impl<'a> Slots<'a> {
             self.hw.store(hw + 1, Relaxed);
             hw as u32
         };
-        // A new block is a new use: the generation goes on from the slot's last block's (before
-        // the count says the block is held), so no record of that one matches.
+        // A new block is a new use. Its generation goes on from the generation of the slot's last
+        // block, so no record of that last block matches. The generation moves on before the count
+        // word says that the block is held.
         self.move_on(slot, e.delta, Relaxed);
         self.word(slot, 0).store(rc, Release);
         self.word(slot, 2).store(e.size, Relaxed);
@@ -215,7 +223,8 @@ impl<'a> Slots<'a> {
         }
     }
 
-    /// Returns `slot` to the free list (under the segment lock; its block is back in the heap).
+    /// Returns `slot` to the free list. The caller holds the segment lock, and the slot's block is
+    /// back in the heap.
     pub(crate) fn give_back(&self, slot: u32) {
         if slot >= self.n {
             return;
@@ -225,9 +234,9 @@ impl<'a> Slots<'a> {
         self.head.store(u64::from(slot) + 1, Relaxed);
     }
 
-    /// Empties the table (the heap was formatted). Every slot used so far is marked free (its
-    /// offset 0), or `take` would find the first one in use and give no block a slot again; the
-    /// generations stay, and go on.
+    /// Empties the table after the heap was formatted. `Slots::clear` marks every slot used so far
+    /// free, by setting its offset to 0. Otherwise `Slots::take` would find the first slot in use,
+    /// and would never give a block a slot again. The generations stay, and go on from there.
     pub(crate) fn clear(&self) {
         let hw = self.hw.load(Relaxed).min(u64::from(self.n)) as u32;
         for slot in 0..hw {
@@ -237,9 +246,9 @@ impl<'a> Slots<'a> {
         self.hw.store(0, Relaxed);
     }
 
-    /// Rebuilds the free list after a process died holding the lock: `in_use` lists the slots that
-    /// used blocks point to (already checked against their entries); every other slot below the
-    /// high-water mark is free.
+    /// Rebuilds the free list after a process died holding the lock. `in_use` lists the slots that
+    /// used blocks point to; these were already checked against their entries. Every other slot
+    /// below the high-water mark is free.
     pub(crate) fn rebuild(&self, in_use: &[u32]) {
         let hw = self.hw.load(Relaxed).min(u64::from(self.n)) as u32;
         self.hw.store(u64::from(hw), Relaxed);
@@ -283,9 +292,10 @@ mod tests {
         assert_eq!(s.entry(3), None, "out of range");
     }
 
-    /// After a format every slot is free again, and a block taking one is in a later generation
-    /// than the slot's last. Before, `clear` left the slots' offsets, and the first `take` found
-    /// slot 0 in use: no block got a slot after a format (nor a cache).
+    /// After a format, every slot is free again. A block that takes a slot gets a later generation
+    /// than the slot's last block had. Before this fix, `clear` left the slots' offsets in place.
+    /// The first `take` then found slot 0 in use, so no block got a slot (nor a cache) after a
+    /// format.
     #[test]
     fn a_cleared_table_gives_slots_again_in_later_generations() {
         let w = table(2);

@@ -23,28 +23,34 @@ use std::sync::{Arc, OnceLock};
 pub(crate) struct Attachment {
     names: Names,
     config: ShmConfig,
-    /// The owner mark of the blocks this transport allocates or caches (see `liveness::Attached`).
+    /// The owner mark that this transport writes into the blocks it allocates or caches (see
+    /// `liveness::Attached`).
     owner: u32,
     own: Arc<Segment>,
     segments: SegmentTable,
     cache: Mutex<Cache>,
-    /// Tickets of what this transport hands to sockets (in its own segment's table).
+    /// Issues the tickets for what this transport hands to sockets. The tickets live in the ticket
+    /// table of this transport's own segment.
     issuer: Mutex<Issuer>,
     interrupter: Arc<Interrupter>,
     acks: Acks,
     heartbeat: Option<Heartbeat>,
     /// The shared references this transport holds (see `ledger`).
     ledger: crate::session::ledger::Ledger,
-    /// This attachment as shared (set once it is: what releasing messages needs).
+    /// A weak reference to this attachment's own `Arc`, set once the attachment is shared.
+    /// Releasing messages needs it.
     me: OnceLock<std::sync::Weak<Attachment>>,
-    /// Held through a sweep of the dead: the session lock lets one transport sweep a dead one,
-    /// this lets one thread of it. Reentrant: releasing what a lane held may sweep again.
+    /// Held during a sweep of the dead. The session lock lets only one transport sweep a given dead
+    /// transport; `sweeping` lets only one thread of this transport do so. The lock is reentrant
+    /// because releasing what a lane held may start another sweep.
     sweeping: parking_lot::ReentrantMutex<()>,
-    /// Allocations that found no room at first (each waited or retried), and those that failed
-    /// in the end (the metrics read them; written on the slow path only).
+    /// `alloc_retries` counts the allocations that found no room at first (each one waited or
+    /// retried); `alloc_failures` counts those that failed in the end. The metrics read both
+    /// counters. Only the slow path writes them.
     alloc_retries: std::sync::atomic::AtomicU64,
     alloc_failures: std::sync::atomic::AtomicU64,
-    // Last: detaching may remove the session, after everything above is released.
+    // This field comes last: detaching may remove the session, which must happen only after every
+    // field above is released.
     mng: Arc<Management>,
 }
 
@@ -55,14 +61,15 @@ impl std::fmt::Debug for Attachment {
 }
 
 impl Attachment {
-    /// [`join`](Attachment::join) with `create` (the tests' shorthand).
+    /// Shorthand for tests: [`join`](Attachment::join) with `create` set.
     #[cfg(test)]
     pub(crate) fn new(config: &ShmConfig, interrupter: Arc<Interrupter>) -> Result<Attachment, ShmError> {
         Self::join(config, interrupter, true)
     }
 
-    /// Attaches to the session of `config` and opens (with `create`, makes if needed) its segment;
-    /// without `create`, to a session and segment that exist only (see `Management::join`).
+    /// Attaches to the session of `config` and opens this transport's segment in it. With `create`,
+    /// `Attachment::join` creates the segment if it does not exist yet. Without `create`, the
+    /// session and the segment must both exist already (see `Management::join`).
     pub(crate) fn join(
         config: &ShmConfig,
         interrupter: Arc<Interrupter>,
@@ -109,11 +116,13 @@ impl Attachment {
         Ok(mgr)
     }
 
-    /// Sweeps dead processes: frees what they held in their caches and listed, then counts them out
-    /// of the session (see `liveness::SessionLock::find_dead`); returns their pids.
+    /// Sweeps dead processes. `Attachment::sweep_dead` frees what they held in their caches and
+    /// what their ledgers listed, then counts them out of the session (see
+    /// `liveness::SessionLock::find_dead`). Returns the pids of the dead processes.
     pub(crate) fn sweep_dead(&self) -> Vec<u32> {
-        // Two threads of this transport would both find the same dead (the sweep is taken by
-        // owner mark), and one could walk the ledger pages the other freed meanwhile.
+        // Two threads of this transport would both find the same dead processes, because the sweep
+        // is claimed by owner mark. One thread could then walk ledger pages that the other thread
+        // had freed meanwhile.
         let _one_thread = self.sweeping.lock();
         let dead = match self.mng.lock().map(|l| l.find_dead(self.owner)) {
             Ok(d) => d,
@@ -129,18 +138,19 @@ impl Attachment {
         crate::session::attach::remove_tmp_of(self.mng.names(), &dead);
         match self.mng.lock() {
             Ok(lock) => dead.iter().for_each(|d| lock.count_out(d)),
-            // Left to the next sweeper, which finds them again (all it frees is gone already).
+            // The next sweeper finds these dead processes again and counts them out. Everything it
+            // would free is already gone.
             Err(e) => log::error!("could not count dead processes out: {e}"),
         }
         dead.iter().map(|d| d.pid).collect()
     }
 
-    /// Remembers this attachment as shared (once it is in its `Arc`).
+    /// Stores a weak reference to this attachment, once the attachment is in its `Arc`.
     pub(crate) fn set_shared(self: &Arc<Self>) {
         let _ = self.me.set(Arc::downgrade(self));
     }
 
-    /// This attachment as shared, unless it is leaving.
+    /// Returns this attachment's `Arc`, or `None` when the attachment is leaving.
     pub(crate) fn shared(&self) -> Option<Arc<Attachment>> {
         self.me.get().and_then(std::sync::Weak::upgrade)
     }
@@ -150,15 +160,17 @@ impl Attachment {
         &self.ledger
     }
 
-    /// Drops what this transport's ledger lists, as the sweep of the dead would once it were
-    /// killed (for tests of what a killed process leaves); returns how many references.
+    /// Drops the references that this transport's ledger lists, as the sweep of the dead would
+    /// after this process was killed. Tests use it to check what a killed process leaves behind.
+    /// Returns how many references it dropped.
     #[cfg(test)]
     pub(crate) fn release_ledger_as_if_dead(&self) -> usize {
         let mut pieces = crate::region::count::Orphans::new(&self.mng);
         crate::session::ledger::release(self, &mut pieces, &self.mng, self.ledger.slot(), self.owner)
     }
 
-    /// Allocations that found no room at first, and those of them that failed: (retried, failed).
+    /// Returns `(retried, failed)`: how many allocations found no room at first, and how many of
+    /// those failed.
     pub(crate) fn allocation_counts(&self) -> (u64, u64) {
         (self.alloc_retries.load(Ordering::Relaxed), self.alloc_failures.load(Ordering::Relaxed))
     }
@@ -168,18 +180,18 @@ impl Attachment {
         self.owner
     }
 
-    /// Frees what the `dead` transports cached or held alone, in every segment of the session (a
-    /// process caches blocks of its own segment, defers frees into its peers' and holds messages
-    /// of any).
+    /// Frees what the `dead` transports cached or held alone, in every segment of the session.
+    /// Every segment is searched because a process caches blocks of its own segment, defers frees
+    /// into its peers' segments, and holds messages of any segment.
     fn reclaim_dead(&self, dead: &[Dead]) {
-        // A slot with a damaged mark (0) is counted out with nothing freed by it.
+        // A slot whose owner mark is damaged (0) is counted out, but nothing is freed in its name.
         let dead: Vec<Dead> = dead.iter().filter(|d| d.owner != 0).cloned().collect();
         let dead = &dead[..];
         if dead.is_empty() {
             return;
         }
         let segments: Vec<&Segment> = self.mng.segments().iter().filter_map(|e| self.segment(e.id).ok()).collect();
-        // The shared references they listed.
+        // Release the shared references that the dead transports listed in their ledgers.
         let mut pieces = crate::region::count::Orphans::new(&self.mng);
         for d in dead {
             let n = crate::session::ledger::release(self, &mut pieces, &self.mng, d.slot, d.owner);
@@ -224,8 +236,9 @@ impl Attachment {
             (Segment::open(&path, id)?, false)
         };
         if let Err(e) = lock.register_segment(id, seg.size()) {
-            // A segment the registry does not list is removed by nobody: it would outlive the
-            // session (nobody else opened it: that takes this lock too).
+            // Nobody removes a segment that the registry does not list, so the segment would
+            // outlive the session. No other process has opened it yet, because opening it takes
+            // this lock too.
             if created {
                 let _ = std::fs::remove_file(&path);
             }
@@ -246,20 +259,21 @@ impl Attachment {
         Ok(Arc::new(seg))
     }
 
-    /// Issues a ticket for handing the message `rec` describes (or a lane's offer) to a socket;
-    /// `None` when every ticket this transport can get is out.
+    /// Issues a ticket for handing the message that `rec` describes, or a lane's offer, to a
+    /// socket. Returns `None` when every ticket this transport can get is already out.
     pub(crate) fn issue(&self, kind: Kind, rec: &crate::meta::Record) -> Option<Issued> {
         let table = self.own.tickets();
         self.issuer.lock().issue(&table, self.own.id(), kind, rec, &|owner| self.owner_alive(owner))
     }
 
-    /// How many tickets this transport's segment holds, all processes' together: the most parts a
-    /// multipart sent from it can have in flight at once.
+    /// How many tickets this transport's segment holds, for all processes together. This is the
+    /// most parts that a multipart message sent from this segment can have in flight at once.
     pub(crate) fn ticket_capacity(&self) -> u32 {
         self.own.tickets().capacity()
     }
 
-    /// Names the receiver of ticket `t`, whose record is about to go to it (see `peers`).
+    /// Records the receiver (`owner`, `socket`) in ticket `t`, whose record is about to go to that
+    /// receiver (see `peers`).
     pub(crate) fn address(&self, t: &Issued, owner: u32, socket: u64) {
         if let Ok(s) = self.segment(t.segment) {
             s.tickets().address(t.ticket, owner, socket);
@@ -271,44 +285,51 @@ impl Attachment {
         self.interrupter.raw_fd()
     }
 
-    /// Marks the block `rec` names, if it is in flight with one reference, as this transport's: a
-    /// message about to be taken back from a ticket (see `Message::mark_held`). Done before the
-    /// ticket is taken back: a process killed in between leaves a block that a ticket still names
-    /// (a sweep leaves it alone), never one in flight that nothing names.
+    /// Marks the block that `rec` names as this transport's, if the block is in flight with one
+    /// reference. The caller is about to take the message back from a ticket (see
+    /// `Message::mark_held`). The mark is set before the ticket is taken back. A process killed in
+    /// between therefore leaves a block that a ticket still names, and a sweep leaves that block
+    /// alone. The killed process never leaves a block in flight that nothing names.
     pub(crate) fn mark_back(&self, rec: &crate::meta::Record) {
         let _ = self.remark(rec, crate::segment::slots::IN_FLIGHT, self.owner);
     }
 
-    /// Changes the holder mark of the block `rec` names from `from` to `to`, if it has one
-    /// reference and that mark. The record is checked first: it comes from a lane entry or a
-    /// ticket, which a faulty peer may have damaged.
+    /// Changes the holder mark of the block that `rec` names from `from` to `to`, if the block has
+    /// one reference and the mark `from`. `Attachment::remark` checks the record first, because the
+    /// record comes from a lane entry or a ticket, and a faulty peer may have damaged either.
     pub(crate) fn remark(&self, rec: &crate::meta::Record, from: u32, to: u32) -> crate::segment::Remark {
         crate::segment::remark(|id| self.segment(id).ok(), rec, from, to)
     }
 
-    /// Whether ticket `t`, still out, was addressed to one transport that is gone: its record is
-    /// lost with that transport's queue (as the release of orphans holds, see `orphans`).
+    /// Whether ticket `t`, still out, was addressed to a single transport that is gone. If so, the
+    /// ticket's record was lost with that transport's queue. The release of orphans treats such a
+    /// record the same way (see `orphans`).
     pub(crate) fn addressee_gone(&self, t: &Issued) -> bool {
         let addressee = self.segment(t.segment).ok().and_then(|s| s.tickets().receiver(t.ticket, t.nonce));
         addressee.is_some_and(|r| self.receiver_gone(r))
     }
 
-    /// Whether receiver mark `r` names one transport, and it is gone.
+    /// Whether receiver mark `r` names a single transport, and that transport is gone.
     pub(crate) fn receiver_gone(&self, r: u32) -> bool {
         crate::segment::tickets::names_one(r) && !self.owner_alive(r)
     }
 
-    /// Takes back a ticket whose record never left; false when someone claimed it first.
+    /// Takes back a ticket whose record was never sent. Returns false when someone else claimed the
+    /// ticket first.
     pub(crate) fn take_back(&self, t: &Issued) -> bool {
         self.segment(t.segment).is_ok_and(|s| s.tickets().claim(t.ticket, t.nonce))
     }
 
-    /// Takes back a ticket whose record `rec` went out (a receiver may be claiming it right
-    /// now): claimed as a receiver claims, the block marked ours while the claim is under way,
-    /// then the claim ended. Killed on the way, this process leaves a claim the sweep of the dead
-    /// finishes (the block is freed as ours); a receiver that claims first keeps the block as it
-    /// is. False then. (Marking the block ours before the claim let a receiver claim it
-    /// meanwhile, and a sweep of this process, killed then, free the block under the receiver.)
+    /// Takes back a ticket whose record `rec` was already sent, so a receiver may be claiming the
+    /// ticket right now. `Attachment::take_back_sent` claims the ticket as a receiver would, marks
+    /// the block as this transport's while the claim is under way, and then ends the claim. If this
+    /// process is killed on the way, it leaves a claim under way. The sweep of the dead finishes
+    /// that claim and frees the block as this transport's. If a receiver claims the ticket first,
+    /// the receiver keeps the block as it is, and this function returns false.
+    ///
+    /// (An earlier version marked the block before claiming the ticket. A receiver could then claim
+    /// the ticket in between. If this process was killed at that point, the sweep of this process
+    /// freed the block while the receiver held it.)
     pub(crate) fn take_back_sent(&self, t: &Issued, rec: &crate::meta::Record) -> bool {
         let Ok(seg) = self.segment(t.segment) else { return false };
         let tickets = seg.tickets();
@@ -320,7 +341,7 @@ impl Attachment {
         true
     }
 
-    /// Whether the transport is interrupted (a waiting transfer gives up).
+    /// Whether the transport is interrupted. A waiting transfer gives up when it is.
     pub(crate) fn interrupted(&self) -> bool {
         self.interrupter.is_interrupted()
     }
@@ -350,7 +371,8 @@ impl Attachment {
         &self.acks
     }
 
-    /// Region `id`, mapped as a viewer on first use (a message of it arrived).
+    /// Returns region `id`, mapping it as a viewer on first use, that is, when the first message of
+    /// the region arrives.
     pub(crate) fn region_view(&self, id: u16) -> Result<Arc<RegionMap>, MetaError> {
         if let Some(r) = self.acks.get(id) {
             return Ok(r);
@@ -366,21 +388,24 @@ impl Attachment {
             log::error!("Could not get remote region for id '{id}': {e}");
             unknown.clone()
         })?;
-        // Without its queue (a controller gone) pieces can still be read; acknowledgements are dropped.
+        // If the region's queue is missing (its controller is gone), pieces can still be read, but
+        // acknowledgements are dropped.
         let queue = AckQueue::open(&Names::path(&self.names.region_queue(id))).ok();
         log::debug!("Opened unmanaged shared memory region: {} (viewer)", entry.data_path(&self.names).display());
         Ok(self.acks.insert(Arc::new(RegionMap::new(entry, data, queue, false, Some(self.mng.clone())))))
     }
 
-    /// The last reference to a piece of region `map` is gone.
+    /// Called when the last reference to a piece of region `map` is gone.
     pub(crate) fn release_region_piece(&self, map: &RegionMap, offset: u64, size: u64, hint: u64) {
         self.acks.released(map, Ack { offset, size, hint });
     }
-    /// Segment `id`, mapped on first use. Inlined: every record received looks its segment up,
-    /// and it is nearly always mapped already.
+    /// Returns segment `id`, mapping it on first use. `Attachment::segment` is inlined because
+    /// every received record looks up its segment, and that segment is nearly always mapped
+    /// already.
     #[inline]
     pub(crate) fn segment(&self, id: u16) -> Result<&Segment, MetaError> {
-        // Its own segment, which holds every message it sends, without the table's two lookups.
+        // This transport's own segment holds every message it sends. Return it without the table's
+        // two lookups.
         if id == self.own.id() {
             return Ok(&self.own);
         }
@@ -399,7 +424,8 @@ impl Attachment {
         Ok(self.segments.insert(Arc::new(seg)))
     }
 
-    /// A segment this attachment has mapped (every message's segment is).
+    /// Returns segment `id`, which this attachment has mapped already. The segment of every message
+    /// is mapped.
     pub(crate) fn mapped(&self, id: u16) -> &Segment {
         if id == self.own.id() {
             return &self.own;
@@ -407,9 +433,10 @@ impl Attachment {
         self.segments.get(id).expect("a message's segment is mapped before the message exists and stays mapped")
     }
 
-    /// Allocates a small block of `size` bytes in this transport's segment if there is room now
-    /// (its caches and the depot looked at once), never waiting: for what a receive needs on the
-    /// way (a region piece's count block), which must not hang on a full segment.
+    /// Allocates a small block of `size` bytes in this transport's segment if there is room now,
+    /// looking at the caches and the depot once. `Attachment::allocate_now` never waits. A receive
+    /// uses it for what it needs on the way, such as the count block of a region piece, because a
+    /// receive must not hang on a full segment.
     pub(crate) fn allocate_now(&self, size: usize) -> Result<Block, ShmError> {
         let size64 = size as u64;
         let need =
@@ -439,17 +466,18 @@ impl Attachment {
         };
         let mut attempts = 0;
         loop {
-            // What this process holds in its caches, and the depot, are the first places to find
-            // room: a magazine of our size in the depot serves as it is, others go back to the heap.
+            // This process's caches and the depot are the first places to find room. A magazine of
+            // our size in the depot serves as it is; other magazines go back to the heap.
             self.flush(true);
             if let Some(b) = self.try_then_drain_depot(size64, align64, need)? {
                 return Ok(b);
             }
             attempts += 1;
             if policy.max_attempts >= 0 && attempts >= policy.max_attempts {
-                // Other processes may hold freed blocks of this segment in their caches: counted
-                // as waiting, they give them back at their next release. Before the error, give
-                // a busy peer that moment (a retrying policy does so in its sleep below).
+                // Other processes may hold freed blocks of this segment in their caches. While this
+                // process is counted as waiting, they give those blocks back at their next release.
+                // Before returning the error, give a busy peer a moment to do so. A retrying policy
+                // gives that moment in its sleep below.
                 let _waiting = self.own.start_waiting(need);
                 if self.spin_for_memory(need) {
                     if let Some(b) = self.try_then_drain_depot(size64, align64, need)? {
@@ -470,17 +498,18 @@ impl Attachment {
             if self.interrupter.is_interrupted() {
                 return Err(bad_alloc());
             }
-            // A stream of large messages fills the segment often; the receiver frees in batches
-            // within microseconds. Yielding to it for a moment is far cheaper than sleeping on the
-            // futex and being woken (and does not make every free of the receiver wake us).
+            // A stream of large messages often fills the segment, and the receiver frees blocks in
+            // batches within microseconds. Yielding to the receiver for a moment is far cheaper
+            // than sleeping on the futex and being woken. Yielding also does not make every free of
+            // the receiver wake us.
             if self.spin_for_memory(need) {
                 if let Some(b) = self.try_allocate(size64, align64, need)? {
                     return Ok(b);
                 }
             }
-            // Counted as waiting, one more look, then sleep: a free after the count wakes us (or
-            // the interval passes, or an interrupt of this transport comes); one before it, the
-            // look sees.
+            // Count this process as waiting, look once more, then sleep. A free that happens after
+            // the count wakes us, and so do the end of the interval and an interrupt of this
+            // transport. The last look sees a free that happened before the count.
             let waiting = self.own.start_waiting(need);
             let epoch = waiting.arm();
             if let Some(b) = self.try_allocate(size64, align64, need)? {
@@ -494,8 +523,8 @@ impl Attachment {
         }
     }
 
-    /// Yields the processor a few hundred times, watching whether `need` bytes became free (in the
-    /// heap or the depot); true when they did.
+    /// Yields the processor up to `SPINS` (1024) times, checking whether `need` bytes became free
+    /// in the heap or the depot. Returns true when they did.
     #[inline(never)] // a profile tells waiting from work by this name (see `lanes::spin_until`)
     fn spin_for_memory(&self, need: u64) -> bool {
         const SPINS: u32 = 1024;
@@ -511,9 +540,9 @@ impl Attachment {
         false
     }
 
-    /// Tries to allocate; failing that, returns the depot's blocks to the heap and tries again (a
-    /// magazine of our size in the depot serves as it is, but only cache refills take from it:
-    /// other sizes and aligned requests need the heap).
+    /// Tries to allocate. If that fails, returns the depot's blocks to the heap and tries again. A
+    /// magazine of our size in the depot serves as it is, but only cache refills take from the
+    /// depot. Other sizes and aligned requests need the heap.
     fn try_then_drain_depot(&self, size: u64, align: u64, need: u64) -> Result<Option<Block>, ShmError> {
         if let Some(b) = self.try_allocate(size, align, need)? {
             return Ok(Some(b));
@@ -530,8 +559,8 @@ impl Attachment {
 
     fn try_allocate(&self, size: u64, align: u64, need: u64) -> Result<Option<Block>, ShmError> {
         let mut cache = self.cache.lock();
-        // A cached block first: the common case needs nothing else (magazines hold blocks of the
-        // heap's own alignment only).
+        // Try a cached block first; the common case needs nothing else. Magazines hold only blocks
+        // with the heap's own alignment.
         if align <= crate::segment::tlsf::ALIGN {
             if let Some(mut b) = cache.take(need) {
                 drop(cache);
@@ -547,8 +576,8 @@ impl Attachment {
         };
         let mut out = Vec::with_capacity(refill.max(crate::segment::depot::BLOCKS));
         self.own.allocate(size, align, self.owner, refill, &mut out)?;
-        // Refilled blocks carry no reference, only our pid (if we die, a sweep frees exactly
-        // those); the one handed out now gets its reference.
+        // Refilled blocks carry no reference, only our owner mark. If this process dies, a sweep
+        // frees exactly those blocks. The block handed out now gets its reference.
         let mut first = out.pop();
         if let Some(b) = &mut first {
             self.own.hand_out(b, self.owner);
@@ -567,13 +596,14 @@ impl Attachment {
         self.release_sized(seg, offset, delta, slot, seg.block_size(offset, slot));
     }
 
-    /// [`Attachment::release`] of a block whose size the caller read already (see
+    /// Like [`Attachment::release`], for a block whose size the caller has already read (see
     /// `Segment::count_and_size`).
     pub(crate) fn release_sized(&self, seg: &Segment, offset: u64, delta: u32, slot: u32, size: u64) {
         let block = Block { offset, delta, size, slot, generation: 0 };
         let own = seg.id() == self.own.id();
-        // Record ourselves as owner while the block sits in our cache or deferred list: if we die,
-        // the blocks with our pid and no reference are exactly those, and can be freed for us.
+        // Record this transport as the block's owner while the block sits in our cache or deferred
+        // list. If this process dies, the blocks with our owner mark and no reference are exactly
+        // those blocks, and a sweep can free them for us.
         seg.rc(offset, slot).store(u64::from(self.owner) << 32, Ordering::Relaxed);
         let wanted = seg.has_waiters();
         let flush = match self.cache.lock().release(seg, block, own, wanted) {
@@ -585,7 +615,7 @@ impl Attachment {
         }
     }
 
-    /// Frees deferred blocks now; with `everything`, magazine blocks too.
+    /// Frees the deferred blocks now. With `everything`, also frees the magazine blocks.
     pub(crate) fn flush(&self, everything: bool) {
         let blocks = {
             let mut c = self.cache.lock();
@@ -610,15 +640,18 @@ impl Drop for Attachment {
     fn drop(&mut self) {
         self.issuer.get_mut().release(&self.own.tickets());
         self.acks.shutdown();
-        // Nothing is listed any more (every message is gone): its overflow pages go.
+        // Every message is gone, so the ledger lists nothing any more, and its overflow pages can
+        // be freed.
         self.ledger.leave(&self.mng);
         let Some(heartbeat) = self.heartbeat.take() else { return self.flush(true) };
-        // While still attached: what the dead held goes back before a last transport's detach
-        // removes the session, or stays for those that remain.
+        // Sweep while still attached. If this is the last transport, what the dead held goes back
+        // before its detach removes the session. Otherwise that memory stays for the transports
+        // that remain.
         self.sweep_dead();
-        // After the sweep, which frees what the dead held last through our caches. Before, the
-        // caches were emptied first: what a transport swept as it left stayed allocated, marked
-        // with the mark of a transport gone, until the session ended.
+        // Empty the caches after the sweep, because the sweep frees what the dead held last through
+        // this transport's caches. (An earlier version emptied the caches first. What a transport
+        // swept as it left then stayed allocated until the session ended, marked with the mark of a
+        // transport that was gone.)
         self.flush(true);
         match self.mng.detach(heartbeat, self.config.no_cleanup) {
             Ok(_) => {}
@@ -630,7 +663,7 @@ impl Drop for Attachment {
 /// 256 consecutive segment ids.
 type Chunk = Box<[OnceLock<Arc<Segment>>]>;
 
-/// Segments by id: lock-free lookups; entries are added once and never removed.
+/// Segments by id. Lookups are lock-free; entries are added once and never removed.
 struct SegmentTable {
     chunks: Box<[OnceLock<Chunk>]>,
 }
@@ -662,16 +695,18 @@ impl SegmentTable {
 mod tests {
     use super::*;
 
-    /// A receiver killed between claiming a ticket and marking the block its own: the claim stays
-    /// under way, nobody else may take the ticket, and the sweep of the dead finishes it and frees
-    /// the block with what the dead receiver held (before, the block stayed allocated for good).
+    /// A receiver is killed between claiming a ticket and marking the block as its own. The claim
+    /// stays under way, and nobody else may take the ticket. The sweep of the dead finishes the
+    /// claim and frees the block along with what the dead receiver held. (Before, the block stayed
+    /// allocated for good.)
     #[test]
     fn a_claim_its_receiver_left_under_way_is_finished_by_the_sweep() {
         let mut c = ShmConfig::new("live", &format!("mgr-claim-{}", std::process::id()));
         c.segment_size = 8 << 20;
         let _scratch = crate::scratch::Scratch::of_shm_id(&c.resolved_shm_id());
         let live = Attachment::new(&c, Arc::new(Interrupter::new().unwrap())).unwrap();
-        // A block handed over by a ticket, in flight (count 1, marked so), as a sender leaves it.
+        // A block handed over by a ticket and in flight (count 1, marked in flight), as a sender
+        // leaves it.
         let b = live.allocate(100, 0).unwrap();
         let in_flight = u64::from(crate::segment::slots::IN_FLIGHT) << 32 | 1;
         live.own().rc(b.offset, b.slot).store(in_flight, Ordering::Relaxed);
@@ -705,9 +740,10 @@ mod tests {
         (scratch, Attachment::new(&c, Arc::new(Interrupter::new().unwrap())).unwrap())
     }
 
-    /// A record's shared count is taken only from the count block of that very piece: a block
-    /// that names no piece (any other message's), or another piece, is refused (a forged record
-    /// would have its receiver count down a block others hold).
+    /// A record's shared count is taken only from the count block of that very piece. A block that
+    /// names no piece (such as any other message's block) is refused, and so is a block that names
+    /// another piece. Otherwise a forged record would make its receiver count down a block that
+    /// others hold.
     #[test]
     fn a_count_block_is_accepted_only_for_the_piece_it_names() {
         use crate::region::count;
@@ -731,10 +767,10 @@ mod tests {
         assert!(count::checked(seg, h8, 1024, 64).is_err(), "a small block of another use");
     }
 
-    /// A transport that left the session with tickets out leaves its chunk marked [`LEFT`]: the
-    /// orphan watch finds those tickets there; a chunk given up with none out is free, and the
-    /// watch does not read it (before, every free chunk was read ticket by ticket once a second:
-    /// almost the whole table of a large segment).
+    /// A transport that leaves the session with tickets out leaves its chunk marked [`LEFT`], and
+    /// the orphan watch finds those tickets there. A chunk given up with no tickets out is free,
+    /// and the watch does not read it. (Before, the watch read every free chunk ticket by ticket
+    /// once a second, which was almost the whole table of a large segment.)
     ///
     /// [`LEFT`]: crate::segment::tickets::LEFT
     #[test]
@@ -778,11 +814,12 @@ mod tests {
         crate::meta::Record::Block { segment: a.own().id(), offset, delta, size: 100, slot, generation }
     }
 
-    /// A sender killed while taking back a ticket whose record a live receiver is claiming, its
-    /// mark already on the block: the block is the receiver's, and the sweep of the sender leaves
-    /// it. Before, the sweep freed it (tickets under claim were not counted as handing anything
-    /// over), and the receiver went on with a freed block. (Senders now take back by claiming
-    /// first, as receivers do: see `take_back_sent`.)
+    /// A sender is killed while taking back a ticket whose record a live receiver is claiming, and
+    /// the sender's mark is already on the block. The block belongs to the receiver, and the sweep
+    /// of the sender leaves it alone. Before, the sweep freed the block, because tickets under
+    /// claim were not counted as handing anything over. The receiver then went on with a freed
+    /// block. (Senders now take a ticket back by claiming it first, as receivers do: see
+    /// `take_back_sent`.)
     #[test]
     fn a_block_a_live_receiver_is_claiming_is_not_freed_with_its_dead_sender() {
         let (_scratch, live) = live("claiming");
@@ -798,8 +835,9 @@ mod tests {
         live.own().check().unwrap();
     }
 
-    /// The monitor's sweep finishes the claims dead receivers left under way, as a transport's
-    /// does (before, their tickets stayed claimed and their blocks in flight for good).
+    /// The monitor's sweep finishes the claims that dead receivers left under way, as a transport's
+    /// sweep does. (Before, their tickets stayed claimed and their blocks stayed in flight for
+    /// good.)
     #[test]
     fn the_monitor_finishes_claims_dead_receivers_left() {
         let (_scratch, live) = live("monclaim");
@@ -816,8 +854,9 @@ mod tests {
         live.own().check().unwrap();
     }
 
-    /// A segment whose id finds no room in the session's registry: the attach fails, and the
-    /// segment file it created is removed. Before, it stayed in /dev/shm after the session ended.
+    /// The session's registry has no room for a segment's id. The attach fails, and the segment
+    /// file that the attach created is removed. Before, the file stayed in /dev/shm after the
+    /// session ended.
     #[test]
     fn a_segment_the_registry_has_no_room_for_is_removed() {
         let (_scratch, live) = live("segfull");
@@ -835,15 +874,15 @@ mod tests {
         assert!(!path.exists(), "{} was left", path.display());
     }
 
-    /// A process killed while it made a segment or region file, before it linked the file under
-    /// its name, leaves a temporary file with all the room it reserved; the sweep that counts it
-    /// out removes it. Before, it stayed until the session ended (a large segment's worth of the
-    /// tmpfs). A live creator's temporary file stays.
+    /// A process killed while it creates a segment or region file, before it links the file under
+    /// its name, leaves a temporary file that holds all the room it reserved. The sweep that counts
+    /// the process out removes that file. Before, the file stayed until the session ended, taking a
+    /// large segment's worth of the tmpfs. The temporary file of a live creator stays.
     #[test]
     fn the_sweep_of_a_dead_creator_removes_its_temporary_files() {
         let (_scratch, live) = live("tmpfiles");
-        // By owner mark, not pid: the dead transport may have had a live process's pid (another
-        // pid namespace), here our own.
+        // The sweep goes by owner mark, not by pid: the dead transport may have had the pid of a
+        // live process (in another pid namespace). Here the dead transport has our own pid.
         let dead_mark = live.owner() ^ 0x5a5a;
         let theirs = Names::path(&live.names.tmp_for(dead_mark));
         let ours = Names::path(&live.names.tmp_for(live.owner()));
@@ -857,9 +896,9 @@ mod tests {
         std::fs::remove_file(&ours).unwrap();
     }
 
-    /// Processes in different pid namespaces can share /dev/shm, so a dead transport can have a
-    /// live one's pid: the sweep frees the dead one's cached blocks by its owner mark, and leaves
-    /// the live one's alone.
+    /// Processes in different pid namespaces can share /dev/shm, so a dead transport can have the
+    /// same pid as a live one. The sweep frees the dead transport's cached blocks by its owner
+    /// mark, and leaves the live transport's blocks alone.
     #[test]
     fn a_sweep_frees_by_owner_mark_not_by_pid() {
         let mut c = ShmConfig::new("live", &format!("mgr-owner-{}", std::process::id()));

@@ -32,13 +32,15 @@ use std::sync::{Arc, OnceLock};
 pub(crate) enum Source {
     /// A socket: anyone who reached the endpoint could have sent it.
     Socket,
-    /// A lane (or a block a lane entry named): written by a process of the session.
+    /// A lane, or a block that a lane entry named: a process of the session wrote the record.
     Lane,
-    /// A lane entry's own copy, taken by its reader, whose block records the reader checked and
-    /// marked its own as it took the entry (see `lanes::remark_entry_with`): not checked again.
+    /// A lane entry's own copy, taken by the entry's reader. When the reader took the entry, it
+    /// checked the entry's block records and marked the blocks as its own (see
+    /// `lanes::remark_entry_with`). So the records are not checked again.
     Remarked,
-    /// [`Source::Remarked`], each block's mark changed by the reader: one reference, its own, so
-    /// not shared, and nothing to list.
+    /// Like [`Source::Remarked`], and the reader changed the mark of each block. Each block then
+    /// has one reference, the reader's own. So no block is shared, and there is nothing to list in
+    /// the ledger.
     RemarkedAlone,
 }
 
@@ -46,8 +48,8 @@ pub(crate) enum Source {
 ///
 /// # Examples
 ///
-/// A copy shares the block: both messages read the same bytes, and the block counts two
-/// references; the last message dropped, in any process, frees it.
+/// A copy shares the block: both messages read the same bytes, and the block counts two references.
+/// The last message to be dropped, in whichever process, frees the block.
 ///
 /// ```
 /// use fairmq_shm::{ShmConfig, Transport};
@@ -70,14 +72,16 @@ pub(crate) enum Source {
 pub struct Message {
     pub(crate) mgr: Arc<Attachment>,
     body: Body,
-    /// The entry of its reference in this transport's ledger, when the block is shared (see
-    /// `ledger`; [`crate::session::ledger::NONE`]: not listed).
+    /// The entry in this transport's ledger that lists this message's reference, when the block is
+    /// shared (see `ledger`). [`crate::session::ledger::NONE`] means that the reference is not
+    /// listed.
     listed: std::sync::atomic::AtomicU32,
 }
 
 enum Body {
     Empty,
-    /// A block of a managed segment; `generation`: its slot's generation for this use (see `slots`).
+    /// A block of a managed segment. `generation` is the generation of the block's slot for this
+    /// use of the block (see `slots`).
     Block {
         seg: u16,
         offset: u64,
@@ -86,9 +90,9 @@ enum Body {
         slot: u32,
         generation: u32,
     },
-    /// Boxed: a piece is more than twice a block's size, and every message is moved often (into
-    /// and out of vectors, returned in results); a piece's allocation is one per region message
-    /// made, received or copied.
+    /// Boxed because a `Piece` is more than twice the size of the `Block` variant, and every
+    /// message is moved often (into and out of vectors, and returned in results). The box costs one
+    /// allocation per region message made, received or copied.
     Region(Box<Piece>),
 }
 
@@ -99,8 +103,8 @@ struct Piece {
     offset: u64,
     size: usize,
     hint: u64,
-    /// The shared reference count, made by the first copy (set once, hence the `OnceLock`: copying
-    /// takes `&self`).
+    /// The shared reference count, made by the first copy. It is set only once, and copying takes
+    /// `&self`: hence the `OnceLock`.
     rc: OnceLock<SharedCount>,
     /// The size counted as held (`size` may shrink later, through `set_used_size`).
     held: u64,
@@ -119,8 +123,8 @@ impl Drop for Piece {
     }
 }
 
-/// Where a region piece's shared count lives: the block (as records name it) and its slot, looked
-/// up once, so that adding and dropping references touches only the slot.
+/// Where a region piece's shared count lives: the count block, as records name it, and the block's
+/// slot. The slot is looked up once, so that adding or dropping a reference touches only the slot.
 #[derive(Clone, Copy)]
 struct SharedCount {
     handle: RcHandle,
@@ -153,7 +157,8 @@ impl Message {
         Message::with(mgr, Body::Empty)
     }
 
-    /// A message of `size` bytes (their content is whatever the block held) aligned to `align`.
+    /// A message of `size` bytes, aligned to `align`. The bytes are not cleared: they hold whatever
+    /// the block held before.
     pub(crate) fn allocate(mgr: Arc<Attachment>, size: usize, align: usize) -> Result<Message, ShmError> {
         if align as u64 > crate::segment::tlsf::MAX_ALIGN || (align != 0 && !align.is_power_of_two()) {
             return Err(ShmError::Config(format!(
@@ -172,8 +177,8 @@ impl Message {
         ))
     }
 
-    /// A message referring to `size` bytes at `offset` of `region`, zero-copy; `hint` comes back in the
-    /// region's release callback.
+    /// A message that refers to `size` bytes at `offset` of `region`, without copying them. The
+    /// region's release callback gets `hint` back.
     pub(crate) fn from_region(
         mgr: Arc<Attachment>,
         region: &Region,
@@ -230,18 +235,19 @@ impl Message {
             Body::Empty => &[],
             Body::Block { seg, offset, delta, size, .. } => {
                 let p = self.mgr.mapped(*seg).data_ptr(*offset, *delta, *size);
-                // SAFETY: the block is live while we hold our reference, and `p..p+size` lies inside the
-                // mapping (checked when the block was allocated or its record validated). No holder
-                // writes while another reference exists (see `data_mut`), and our own writes need
-                // `&mut self`, so nothing writes these bytes while this borrow lasts.
+                // SAFETY: the block stays live while this message holds its reference. `p..p+size`
+                // lies inside the mapping: this was checked when the block was allocated or its
+                // record validated. No holder writes while another reference exists (see
+                // `data_mut`). This message's own writes need `&mut self`. So nothing writes these
+                // bytes while this borrow lasts.
                 unsafe { std::slice::from_raw_parts(p, *size) }
             }
             Body::Region(p) => {
                 let ptr = p.map.ptr(p.offset, p.size);
                 // SAFETY: the range was checked against the region when the message was made or its
-                // record validated, and the mapping lives as long as `p.map`. The region's creator
-                // does not rewrite a piece before its acknowledgement (FairMQ's contract), which
-                // comes only after this message is gone.
+                // record validated. The mapping lives as long as `p.map`. By FairMQ's contract, the
+                // region's creator does not rewrite a piece before the piece is acknowledged. The
+                // acknowledgement comes only after this message is gone.
                 unsafe { std::slice::from_raw_parts(ptr, p.size) }
             }
         }
@@ -263,8 +269,9 @@ impl Message {
             let mut private = Message::allocate(self.mgr.clone(), self.size(), 0)?;
             if let Body::Block { seg, offset, delta, size, .. } = &private.body {
                 let dst = private.mgr.mapped(*seg).data_ptr(*offset, *delta, *size);
-                // SAFETY: `private` is a fresh block of `size` bytes referenced only by us; the source
-                // is our live block of the same size. Distinct blocks never overlap.
+                // SAFETY: `private` is a fresh block of `size` bytes, and only `private` refers to
+                // it. The source is this message's live block, of the same size. Distinct blocks
+                // never overlap.
                 unsafe { std::ptr::copy_nonoverlapping(self.data().as_ptr(), dst, *size) };
             }
             std::mem::swap(self, &mut private);
@@ -273,8 +280,9 @@ impl Message {
             Body::Empty => Ok(&mut []),
             Body::Block { seg, offset, delta, size, .. } => {
                 let p = self.mgr.mapped(*seg).data_ptr(*offset, *delta, *size);
-                // SAFETY: in bounds as in `data`; we hold the only reference (count 1), so no other
-                // message in any process reads or writes the block, and `&mut self` excludes our own.
+                // SAFETY: the range is in bounds, as in `data`. This message holds the only
+                // reference (the count is 1), so no other message in any process reads or writes
+                // the block. `&mut self` rules out any other access through this message.
                 Ok(unsafe { std::slice::from_raw_parts_mut(p, *size) })
             }
             Body::Region(_) => unreachable!("a region piece was copied into a block of its own above"),
@@ -298,8 +306,8 @@ impl Message {
         }
     }
 
-    /// A block message's bytes as shared words (a lane's ring); `None` for other messages and for
-    /// sizes that are not whole words.
+    /// The bytes of a block message as shared words, as a lane's ring uses them. `None` for other
+    /// messages, and for sizes that are not a whole number of words.
     pub(crate) fn words(&self) -> Option<&[std::sync::atomic::AtomicU64]> {
         match &self.body {
             Body::Block { seg, offset, delta, size, .. } => {
@@ -309,17 +317,23 @@ impl Message {
         }
     }
 
-    /// Makes sure the message has a shared reference count (region pieces get one on first use),
-    /// before references are added for other holders. A region piece's count block names the
-    /// piece and is listed in this transport's ledger, marked shared: if this process is killed,
-    /// the sweep of the dead acknowledges the piece with the last reference (see
-    /// `region::count`). An error when the segment has no room for the block, or the ledger
-    /// none for its entry: the piece stays without one.
+    /// Makes sure that the message has a shared reference count, before references are added for
+    /// other holders. A region piece gets one on first use.
+    ///
+    /// A region piece's count lives in a small count block, which also names the piece. The count
+    /// block is listed in this transport's ledger and marked shared. So if this process is killed,
+    /// the sweep of the dead acknowledges the piece when it drops the last reference (see
+    /// `region::count`).
+    ///
+    /// Returns an error when the segment has no room for the count block (the piece then stays
+    /// without one), or when the ledger has no room for the block's entry (the block then stays
+    /// unlisted).
     pub(crate) fn share(&self) -> Result<(), ShmError> {
         self.make_count(false)
     }
 
-    /// [`Message::share`]; `at_once`: without waiting for memory (a receive's).
+    /// Does what [`Message::share`] does. With `at_once`, it does not wait for memory: a receive
+    /// uses that.
     fn make_count(&self, at_once: bool) -> Result<(), ShmError> {
         let Body::Region(p) = &self.body else { return Ok(()) };
         if p.rc.get().is_some() {
@@ -339,10 +353,11 @@ impl Message {
             self.mgr.release(own, b.offset, b.delta, b.slot);
             return Ok(());
         }
-        // Listed while the block still names this transport as its holder, then marked shared
-        // (see `list_before_sharing`); a copy made meanwhile in another thread marked it already.
-        // Not listed (no room), it stays this transport's: the sweep frees it with what the
-        // process held alone, and the piece is not acknowledged (as before count blocks).
+        // The count block is listed while it still names this transport as its holder, and it is
+        // marked shared after that (see `list_before_sharing`). A copy made meanwhile in another
+        // thread has marked it shared already. If the ledger has no room, the block is not listed
+        // and stays this transport's. The sweep then frees it with the other blocks that the
+        // process held alone, and the piece is not acknowledged (as before count blocks existed).
         self.list(false)?;
         let shared = u64::from(crate::segment::slots::SHARED) << 32 | 1;
         let held = u64::from(self.mgr.owner()) << 32 | 1;
@@ -350,10 +365,11 @@ impl Message {
         Ok(())
     }
 
-    /// A message just received takes hold of what it refers to: a shared reference is listed in
-    /// this transport's ledger, and a region piece without a count block gets one (see
-    /// [`Message::share`]), so that the sweep of the dead releases either if this process is
-    /// killed. Without room for them (logged) the message is kept as it is.
+    /// Makes a message just received take hold of what it refers to. A shared reference is listed
+    /// in this transport's ledger. A region piece without a count block gets one (see
+    /// [`Message::share`]). Either way, the sweep of the dead releases the reference if this
+    /// process is killed. Without room for the entry or the block, the message is kept as it is,
+    /// and the problem is logged.
     fn take_hold(&self) {
         match &self.body {
             Body::Region(p) if p.rc.get().is_none() => {
@@ -365,9 +381,9 @@ impl Message {
         }
     }
 
-    /// One more reference, owned by whoever receives a record of this message (publishing). Call
-    /// [`Message::share`] first. The block is marked shared: from now on no single holder is named
-    /// in its count word (see [`Message::mark_held`]).
+    /// Adds one more reference, owned by whoever receives a record of this message (used when
+    /// publishing). Call [`Message::share`] first. The block is marked shared: from now on, its
+    /// count word names no single holder (see [`Message::mark_held`]).
     pub(crate) fn add_reference(&self) {
         if let Some(w) = self.count_word() {
             let shared = u64::from(crate::segment::slots::SHARED) << 32;
@@ -375,10 +391,12 @@ impl Message {
         }
     }
 
-    /// [`Message::add_reference`] to a block that another process may free meanwhile (a lane's, whose
-    /// offer someone else may be resolving): none is added to a block nobody holds any more
-    /// (false). The message must not be dropped then: it holds no reference.
-    /// Nor to a block freed and handed out again for another use (see `slots`).
+    /// Does what [`Message::add_reference`] does, for a block that another process may free
+    /// meanwhile: a lane's block, whose offer someone else may be resolving.
+    ///
+    /// Returns false, and adds no reference, when nobody holds the block any more, or when the
+    /// block was freed and handed out again for another use (see `slots`). The message must not be
+    /// dropped then, because it holds no reference.
     pub(crate) fn try_add_reference(&self) -> bool {
         let Some(w) = self.count_word() else { return false };
         if !self.is_current_use() {
@@ -393,9 +411,9 @@ impl Message {
         if self.is_current_use() {
             return true;
         }
-        // Freed and handed out again between the check and the update: the other use gets its
-        // count back, and its mark unless it changed meanwhile (then it stays shared, which only
-        // keeps a sweep from freeing it).
+        // The block was freed and handed out again between the check and the update. The other use
+        // gets its count back, and its mark too, unless the word changed meanwhile. In that case
+        // the block stays marked shared, which only keeps a sweep from freeing it.
         let added = shared | u64::from((before as u32) + 1);
         if w.compare_exchange(added, before, Ordering::AcqRel, Ordering::Relaxed).is_err() {
             w.fetch_sub(1, Ordering::AcqRel);
@@ -403,8 +421,8 @@ impl Message {
         false
     }
 
-    /// Whether this message's block is still in the use the message was made for (a region
-    /// piece, an empty message: always).
+    /// Whether this message's block is still in the use that the message was made for. Always true
+    /// for a region piece or an empty message.
     fn is_current_use(&self) -> bool {
         match self.body {
             Body::Block { seg, offset, slot, generation, .. } => {
@@ -414,14 +432,16 @@ impl Message {
         }
     }
 
-    /// Lists this message's reference in the transport's ledger if its block is shared and it is
-    /// not listed yet (see `ledger`): a sweep drops it if this process is killed. Without room
-    /// in the ledger (logged there) it stays unlisted: what holds it cannot refuse it.
+    /// Lists this message's reference in the transport's ledger, if its block is shared and the
+    /// reference is not listed yet (see `ledger`). A sweep then drops the reference if this process
+    /// is killed. Without room in the ledger, the reference stays unlisted (the ledger logs this),
+    /// because whatever holds the reference cannot refuse it.
     pub(crate) fn list_if_shared(&self) {
         let _ = self.list_shared();
     }
 
-    /// [`Message::list_if_shared`], saying when the ledger had no room.
+    /// Does what [`Message::list_if_shared`] does, and returns an error when the ledger had no
+    /// room.
     fn list_shared(&self) -> Result<(), ShmError> {
         match self.count_word() {
             Some(w) if (w.load(Ordering::Relaxed) >> 32) as u32 == crate::segment::slots::SHARED => self.list(false),
@@ -429,24 +449,27 @@ impl Message {
         }
     }
 
-    /// Lists this message's reference in the ledger before its block is shared (by
-    /// [`Message::add_reference`], next): a sweep drops a listed reference only once the block is
-    /// shared (before, the block names its holder and is freed by that), so a process killed
-    /// between the two steps leaves nothing out. Listing after the sharing left a reference that
-    /// nobody dropped. An error when the ledger has no room (logged there).
+    /// Lists this message's reference in the ledger before its block is shared;
+    /// [`Message::add_reference`] shares the block next. A sweep drops a listed reference only once
+    /// the block is shared. Before that, the block names its holder, and the sweep frees it as that
+    /// holder's block. So a process killed between the two steps leaves no reference that nobody
+    /// drops. Listing after the sharing left a reference that nobody dropped.
+    ///
+    /// Returns an error when the ledger has no room; the ledger logs it.
     pub(crate) fn list_before_sharing(&self) -> Result<(), ShmError> {
         self.list(false)
     }
 
-    /// Lists this message's reference to a lane's block in the transport's ledger (see `ledger`):
-    /// a sweep drops it if this process is killed, and releases what the lane holds with the last
-    /// reference. Without room in the ledger (logged there) it stays unlisted.
+    /// Lists this message's reference to a lane's block in the transport's ledger (see `ledger`).
+    /// If this process is killed, a sweep drops the reference. When that is the last reference, the
+    /// sweep also releases what the lane holds. Without room in the ledger, the reference stays
+    /// unlisted, and the ledger logs it.
     pub(crate) fn list_lane(&self) {
         let _ = self.list(true);
     }
 
-    /// An error when the ledger has no room for the entry (logged there): the reference is not
-    /// listed.
+    /// Returns an error when the ledger has no room for the entry; the ledger logs it, and the
+    /// reference is not listed.
     fn list(&self, lane: bool) -> Result<(), ShmError> {
         use crate::session::ledger::Referent;
         let (seg, offset, delta, slot, what) = match &self.body {
@@ -461,7 +484,7 @@ impl Message {
         };
         if self.listed.load(Ordering::Relaxed) == crate::session::ledger::NONE {
             let i = self.mgr.ledger().note(self.mgr.management(), seg, offset, delta, slot, what)?;
-            // Two threads copying the same message at once: one entry is enough.
+            // Two threads may copy the same message at once; one entry is enough.
             if self
                 .listed
                 .compare_exchange(crate::session::ledger::NONE, i, Ordering::AcqRel, Ordering::Relaxed)
@@ -473,24 +496,29 @@ impl Message {
         Ok(())
     }
 
-    /// Its record is about to be published in a lane (the last step before it is): its block goes
-    /// in flight, and a shared reference stops being listed (see [`Message::unlist_for_hand_over`]).
+    /// Call this when the message's record is about to be published in a lane, as the last step
+    /// before publishing. The block is marked in flight, and a shared reference stops being listed
+    /// (see [`Message::unlist_for_hand_over`]).
     pub(crate) fn hand_to_lane(&self) {
         self.mark_in_flight(true);
         self.unlist_for_hand_over();
     }
 
-    /// Its record is about to be handed to a ticket or published in a lane: a shared reference
-    /// stops being listed first, so that once it is handed over only its taker drops it (the
-    /// sweep of this process, killed after the hand-over, would drop it as well). Killed in
-    /// between, this process leaves a reference nobody drops, the ledger's direction.
+    /// Call this when the message's record is about to be handed to a ticket or published in a
+    /// lane. A shared reference stops being listed first, so that once it is handed over, only its
+    /// taker drops it. Otherwise, if this process were killed after the hand-over, the sweep of
+    /// this process would drop the reference as well. If this process is killed between the two
+    /// steps, it leaves a reference that nobody drops. That is the direction the ledger always errs
+    /// in: a leak, never a reference dropped twice.
     pub(crate) fn unlist_for_hand_over(&self) {
         self.unlist();
     }
 
-    /// Clears this message's ledger entry: its reference is dropped or handed over next.
+    /// Clears this message's ledger entry. Call it just before the reference is dropped or handed
+    /// over.
     fn unlist(&self) {
-        // Most messages are not listed: a load, not a locked exchange, on every send and drop.
+        // Most messages are not listed. So every send and drop pays a load here, not a locked
+        // exchange.
         if self.listed.load(Ordering::Relaxed) == crate::session::ledger::NONE {
             return;
         }
@@ -500,24 +528,27 @@ impl Message {
         }
     }
 
-    /// Names `mark` (a transport's owner mark, or [`crate::segment::slots::IN_FLIGHT`]) as the holder of
-    /// this message's block, if it is the block's only reference: a sweep of dead transports frees
-    /// the blocks their transports held alone. A shared block keeps its mark.
+    /// Names `mark` as the holder of this message's block, if this message holds the block's only
+    /// reference. `mark` is a transport's owner mark, or [`crate::segment::slots::IN_FLIGHT`]. The
+    /// mark matters because a sweep of dead transports frees the blocks that those transports held
+    /// alone. A shared block keeps its mark.
     pub(crate) fn mark_held(&self, mark: u32) {
         if let (Body::Block { .. }, Some(w)) = (&self.body, self.count_word()) {
             let v = w.load(Ordering::Relaxed);
-            // Count 1 is our own reference: nobody else changes the word meanwhile.
+            // A count of 1 is this message's own reference, so nobody else changes the word
+            // meanwhile.
             if sole_holder(v) {
-                // Release: who swaps the mark away (see `segment::remark`) then sees the block's
-                // generation as its hand-out wrote it.
+                // Release ordering: whoever later swaps the mark away (see `segment::remark`) sees
+                // the block's generation as the block's hand-out wrote it.
                 w.store(u64::from(mark) << 32 | 1, Ordering::Release);
             }
         }
     }
 
-    /// Marks the block as in flight (handed to a socket or lane, its taker not known yet), or
-    /// back in our hands when the hand-over failed (only if it is still marked in flight: a
-    /// receiver that claimed it first has marked it as its own).
+    /// With `in_flight` true, marks the block as in flight: handed to a socket or lane, with its
+    /// taker not known yet. With `in_flight` false, marks the block as back in our hands after a
+    /// failed hand-over. That happens only if the block is still marked in flight: a receiver that
+    /// claimed it first has marked it as its own.
     pub(crate) fn mark_in_flight(&self, in_flight: bool) {
         if in_flight {
             self.mark_held(crate::segment::slots::IN_FLIGHT);
@@ -526,18 +557,21 @@ impl Message {
         }
     }
 
-    /// Takes back a reference of `add_reference` whose record did not go out; this message still
-    /// holds its own, so the count never reaches 0 here.
+    /// Takes back a reference that `add_reference` added, when its record did not go out. This
+    /// message still holds its own reference, so the count never reaches 0 here.
     pub(crate) fn drop_reference(&self) {
         if let Some(w) = self.count_word() {
             w.fetch_sub(1, Ordering::Relaxed);
         }
     }
 
-    /// Makes this message refer to `other`'s block or region piece (shared, not copied). Fails only
-    /// when the first copy of a region piece finds no room for its reference count, or the
-    /// transport's ledger no room to list the references (see `ledger`; both need a little of the
-    /// segment): this message is then as it was, or empty.
+    /// Makes this message refer to `other`'s block or region piece. The bytes are shared, not
+    /// copied.
+    ///
+    /// Fails only in two cases: the first copy of a region piece finds no room for its reference
+    /// count, or the transport's ledger has no room to list the references (see `ledger`). Both
+    /// need a little memory of the segment. After a failure, this message is either as it was or
+    /// empty.
     pub fn copy_from(&mut self, other: &Message) -> Result<(), ShmError> {
         other.share()?;
         other.list_before_sharing()?;
@@ -553,20 +587,23 @@ impl Message {
         };
         self.release();
         if !Arc::ptr_eq(&self.mgr, &other.mgr) {
-            // The block's segment is mapped by `other`'s attachment; take that one along.
+            // `other`'s attachment maps the block's segment, so this message takes that attachment
+            // along.
             self.mgr = other.mgr.clone();
         }
         self.body = body;
         if let Err(e) = self.list_shared() {
-            // Refused rather than held unlisted: a kill would leave it for the session's life.
+            // Refuse the copy rather than hold an unlisted reference: if this process were killed,
+            // the block would stay allocated for the rest of the session.
             self.release();
             return Err(e);
         }
         Ok(())
     }
 
-    /// Shrinks the message to its first `size` bytes. False (nothing changed) if larger than the
-    /// current size. Size 0 releases the block now; otherwise an unshared block gives its tail back.
+    /// Shrinks the message to its first `new` bytes. Returns false, and changes nothing, if `new`
+    /// is larger than the current size. A size of 0 releases the block at once. Otherwise, a block
+    /// that no other message shares gives its tail back to the segment.
     pub fn set_used_size(&mut self, new: usize) -> bool {
         let current = self.size();
         if new > current {
@@ -591,8 +628,9 @@ impl Message {
                 }
                 *size = new;
             }
-            // A region piece only gets shorter: the region's memory is the creator's. Its count
-            // block says so too: a sweep acknowledges the size a release would.
+            // A region piece only gets shorter, and gives no memory back: the region's memory
+            // belongs to its creator. The piece's count block gets the new size too, so that a
+            // sweep acknowledges the same size that a release would.
             Body::Region(p) => {
                 p.size = new;
                 if let Some(c) = p.rc.get() {
@@ -655,32 +693,35 @@ impl Message {
         Arc::ptr_eq(&self.mgr, mgr) || self.mgr.names() == mgr.names()
     }
 
-    /// After a successful send: the receiver owns our reference now.
+    /// Empties the message after a successful send: the receiver now owns this message's reference,
+    /// so the message frees nothing.
     pub(crate) fn hand_over(&mut self) {
         self.unlist();
         self.body = Body::Empty;
     }
 
-    /// The message a received record hands over. On a socket, only a handed record (a ticket)
-    /// hands anything over; in a lane, which only the session's processes write, a record describes
-    /// its message directly.
+    /// Returns the message that a received record hands over. On a socket, only a handed record (a
+    /// ticket) hands anything over. In a lane, which only the session's processes write, a record
+    /// describes its message directly.
     #[inline]
     pub(crate) fn receive(mgr: &Arc<Attachment>, rec: Record, source: Source) -> Result<Message, MetaError> {
-        // The usual record of a lane entry: a block its reader marked its own, nothing to list.
+        // The usual record of a lane entry: a block that the entry's reader marked as its own, with
+        // nothing to list.
         if let (Record::Block { .. }, Source::RemarkedAlone) = (rec, source) {
             return Message::of_block(mgr, rec);
         }
         Message::receive_any(mgr, rec, source)
     }
 
-    /// [`Message::receive`] of any record, from any source.
+    /// Does what [`Message::receive`] does, for any record from any source.
     fn receive_any(mgr: &Arc<Attachment>, rec: Record, source: Source) -> Result<Message, MetaError> {
         let m = match rec {
             Record::Empty => return Ok(Message::empty(mgr.clone())),
             Record::Handed { segment, ticket, nonce } => {
-                // Marked ours before the claim ends: a process killed in between leaves a claim
-                // under way that the sweep of the dead finishes (see `tickets::CLAIMING`). A
-                // shared reference is listed before the claim ends too: the sweep then drops it.
+                // The block is marked ours before the claim ends. A process killed in between
+                // leaves a claim under way, and the sweep of the dead finishes that claim (see
+                // `tickets::CLAIMING`). A shared reference is also listed before the claim ends, so
+                // the sweep then drops it.
                 let mut m = Message::claim(mgr, segment, ticket, nonce)?;
                 let marked = mgr.remark(&m.record(), crate::segment::slots::IN_FLIGHT, mgr.owner());
                 if marked != crate::segment::Remark::Refused {
@@ -688,8 +729,9 @@ impl Message {
                 }
                 mgr.segment(segment)?.tickets().claimed(ticket, mgr.owner());
                 if marked == crate::segment::Remark::Refused {
-                    // A block its sender did not hand over (still some holder's, or freed): a
-                    // faulty sender's ticket. Never taken, never freed here.
+                    // The sender did not hand this block over: the block is still some holder's, or
+                    // freed. So the ticket comes from a faulty sender. The block was never taken,
+                    // and it is not freed here.
                     m.hand_over();
                     return Err(MetaError::NotHandedOver);
                 }
@@ -709,12 +751,16 @@ impl Message {
         Ok(m)
     }
 
-    /// Turns the records of a frame into messages appended to `out` (each made a `T` by `wrap`:
-    /// a caller's own message type holds them where they land); their payload bytes. If a
-    /// record is bad, the messages made of the others are released (they are ours) and the error
-    /// returned. From a socket, the records after a bad one are not claimed (a sender that won
-    /// such a part takes back the others, see `peers::reclaim`, and a part claimed here would be
-    /// lost to both); those of a lane entry its reader took are ours already, and released too.
+    /// Turns the records of a frame into messages and appends them to `out`. `wrap` makes each
+    /// message a `T`, so that a caller's own message type holds the messages where they land.
+    /// Returns the total of their payload bytes.
+    ///
+    /// If a record is bad, the messages made from the other records are released (they are ours),
+    /// and the error is returned. From a socket, the records after a bad one are not claimed: a
+    /// sender that wins back such a part takes back the other parts too (see `peers::reclaim`), so
+    /// a part claimed here would be lost to both the sender and the receiver. The records of a lane
+    /// entry that its reader took are ours already, so the records after a bad one are released
+    /// too.
     pub(crate) fn receive_all<T>(
         mgr: &Arc<Attachment>,
         records: &[Record],
@@ -742,8 +788,9 @@ impl Message {
         Ok(total)
     }
 
-    /// What ticket `ticket` of segment `segment` hands over, checked like any record, if it was
-    /// issued as `kind`; with the table to claim it from (it stays out until claimed).
+    /// Returns what ticket `ticket` of segment `segment` hands over, checked like any record, if
+    /// the ticket was issued as `kind`. Also returns the ticket table to claim the ticket from. The
+    /// ticket stays issued until it is claimed.
     fn resolve<'a>(
         mgr: &'a Arc<Attachment>,
         segment: u16,
@@ -759,9 +806,10 @@ impl Message {
         Ok((tickets, Message::from_record(mgr, rec)?))
     }
 
-    /// Claims the message ticket `ticket` of segment `segment`: what it describes is checked like
-    /// any record, then the ticket is won or the check undone (it was never ours). The claim stays
-    /// under way until the block is marked ours (see `receive`).
+    /// Claims the message ticket `ticket` of segment `segment`. What the ticket describes is
+    /// checked like any record. Then either the ticket is won, or the check is undone because the
+    /// message was never ours. The claim stays under way until the block is marked ours (see
+    /// `receive`).
     pub(crate) fn claim(mgr: &Arc<Attachment>, segment: u16, ticket: u32, nonce: u64) -> Result<Message, MetaError> {
         let (tickets, mut m) = Message::resolve(mgr, segment, ticket, nonce, Kind::Message)?;
         if !tickets.claim_as(ticket, nonce, mgr.owner()) {
@@ -771,11 +819,13 @@ impl Message {
         Ok(m)
     }
 
-    /// Claims the offer of a lane, ticket `ticket` of segment `segment` (see `lanes`): the lane's
-    /// block, with a reference of our own taken *before* the ticket is won. While an offer is out
-    /// its writer's reference keeps the block; once it is claimed, the claimant holds its own. So
-    /// a sweep that finds no offer out and drops a dead writer's reference never frees a block a
-    /// claimant is about to take one on.
+    /// Claims the offer of a lane: ticket `ticket` of segment `segment` (see `lanes`). Returns the
+    /// lane's block, with a reference of our own that is taken *before* the ticket is won.
+    ///
+    /// While an offer is out, its writer's reference keeps the block allocated. Once the offer is
+    /// claimed, the claimant holds its own reference. So a sweep that finds no offer out, and drops
+    /// a dead writer's reference, never frees a block that a claimant is about to take a reference
+    /// on.
     pub(crate) fn claim_offer(
         mgr: &Arc<Attachment>,
         segment: u16,
@@ -785,23 +835,24 @@ impl Message {
     ) -> Result<Message, MetaError> {
         let (tickets, mut m) = Message::resolve(mgr, segment, ticket, nonce, Kind::Offer)?;
         if !m.try_add_reference() {
-            // Released by whoever claimed the offer first (the block is free): no reference of
-            // ours to drop.
+            // Whoever claimed the offer first has released the block, and the block is free. No
+            // reference of ours is left to drop.
             m.hand_over();
             return Err(TicketError::NotIssued(ticket).into());
         }
         crate::kill_point::here("claim_offer: referenced, not claimed");
         if !tickets.claim(ticket, nonce) {
-            // Taken by another claim meanwhile: our own reference goes, as a holder of the lane
-            // drops it (`lost`: with the last one, what the lane holds).
+            // Another claim took the ticket meanwhile. `lost` drops our own reference the way a
+            // holder of the lane drops it: with the last reference, it also releases what the lane
+            // holds.
             lost(m);
             return Err(TicketError::NotIssued(ticket).into());
         }
         Ok(m)
     }
 
-    /// A message for a record that describes it, after checking it against this process's
-    /// mappings. Takes over the reference the sender handed over.
+    /// Makes the message that `rec` describes, after checking the record against this process's
+    /// mappings. The message takes over the reference that the sender handed over.
     pub(crate) fn from_record(mgr: &Arc<Attachment>, rec: Record) -> Result<Message, MetaError> {
         match rec {
             Record::Empty => Ok(Message::empty(mgr.clone())),
@@ -856,17 +907,20 @@ impl Message {
         }
     }
 
-    /// Drops this message's reference to its block, as a drop does; when it was the last, `last`
-    /// runs first with the block's words, the block still allocated and nobody else's (a lane's
-    /// last holder releases what the lane holds: see `lanes::LaneBlock`). The message is empty
-    /// before `last` runs: if `last` panics, the block stays (a leak, never a count dropped twice).
+    /// Drops this message's reference to its block, as a drop does. When it was the last reference,
+    /// `last` runs first, with the block's words. At that point the block is still allocated and
+    /// nobody else's. A lane's last holder uses this to release what the lane holds (see
+    /// `lanes::LaneBlock`).
+    ///
+    /// The message is empty before `last` runs. So if `last` panics, the block stays allocated: a
+    /// leak, never a count dropped twice.
     pub(crate) fn release_last_with(&mut self, last: impl FnOnce(&Arc<Attachment>, Option<&[AtomicU64]>)) {
         let Body::Block { seg, offset, delta, size, slot, .. } = self.body else { return self.release() };
         self.unlist();
         self.body = Body::Empty;
         let segment = self.mgr.mapped(seg);
-        // No shortcut for a sole holder: another may drop its reference at the same time, and
-        // whoever takes the count to zero is the last.
+        // No shortcut for a sole holder: another holder may drop its reference at the same time,
+        // and whoever takes the count to zero is the last.
         if segment.rc(offset, slot).fetch_sub(1, Ordering::Release) & 0xffff_ffff == 1 {
             // Pairs with the other holders' Release decrements: their accesses happen before ours.
             fence(Ordering::Acquire);
@@ -875,14 +929,17 @@ impl Message {
         }
     }
 
-    /// Drops one reference to a block, freeing it if it was the last; returns whether it was.
+    /// Drops one reference to a block, and frees the block if that was the last reference. Returns
+    /// whether it was the last.
     fn drop_block_reference(&self, seg: u16, offset: u64, delta: u32, slot: u32) -> bool {
         let segment = self.mgr.mapped(seg);
-        // Read at once, while our reference keeps the block (its size cannot change meanwhile).
+        // Read the count and the size at once, while our reference keeps the block: the block's
+        // size cannot change meanwhile.
         let (rc, size) = segment.count_and_size(offset, slot);
-        // The sole holder (the usual case for a received message): nobody else can add a reference
-        // (that takes one), so the count needs no locked decrement; `release` overwrites the word.
-        // Acquire pairs with the Release decrements of earlier holders, as the fence below does.
+        // The sole holder is the usual case for a received message. Nobody else can add a
+        // reference, because adding one takes holding one. So the count needs no locked decrement:
+        // the release (`Attachment::release_sized`) overwrites the word. The Acquire load pairs
+        // with the Release decrements of earlier holders, as the fence below does.
         if sole_holder(rc.load(Ordering::Acquire)) {
             self.mgr.release_sized(segment, offset, delta, slot, size);
             return true;
@@ -899,12 +956,15 @@ impl Message {
     }
 }
 
-/// Whether the holder of one reference to a block whose count word is `word` holds it alone, so
-/// that nobody can add one while it drops it. Not so for a shared block: a lane's block (always
-/// shared) gets a reference from whoever resolves an offer of it, holding none before (see
-/// `Message::try_add_reference`). Its last holder's plain store could overwrite such a reference
-/// (two processes releasing the same orphaned offer), leaving a freed block with a count, or
-/// counting down a block handed out again since; its count goes down atomically.
+/// Whether the holder of one reference to a block, whose count word is `word`, holds the block
+/// alone. Only then can nobody add a reference while the holder drops its own.
+///
+/// A shared block is never held alone in this sense. A lane's block is always shared, and whoever
+/// resolves an offer of the lane adds a reference to the block without holding one before (see
+/// `Message::try_add_reference`). A plain store by the block's last holder could overwrite such a
+/// reference, for example when two processes release the same orphaned offer. That would leave a
+/// freed block with a count, or count down a block that was handed out again since. So the count of
+/// a shared block goes down atomically.
 fn sole_holder(word: u64) -> bool {
     word as u32 == 1 && (word >> 32) as u32 != crate::segment::slots::SHARED
 }
@@ -912,7 +972,8 @@ fn sole_holder(word: u64) -> bool {
 impl Drop for Message {
     #[inline]
     fn drop(&mut self) {
-        // Most drops are of empty messages (sent, or made to receive into): no call for them.
+        // Most drops are of empty messages (sent ones, or ones made to receive into). They skip the
+        // call to `release`.
         if matches!(self.body, Body::Empty) && self.listed.load(Ordering::Relaxed) == crate::session::ledger::NONE {
             return;
         }
@@ -924,9 +985,9 @@ impl Drop for Message {
 mod tests {
     use crate::segment::slots::{IN_FLIGHT, SHARED};
 
-    /// The last reference to a shared block (a lane's, to which a resolver of its offer may add
-    /// one meanwhile) is dropped by an atomic decrement; only a block one holder names takes the
-    /// plain store. Before, any count of 1 did.
+    /// The last reference to a shared block is dropped by an atomic decrement. A lane's block is
+    /// such a block: a resolver of its offer may add a reference meanwhile. Only a block whose
+    /// count word names one holder takes the plain store. Before this change, any count of 1 did.
     #[test]
     fn only_a_block_one_holder_names_is_dropped_without_a_locked_decrement() {
         assert!(super::sole_holder(7 << 32 | 1));

@@ -12,7 +12,8 @@ use super::*;
 use fairmq_zmq::Timeout;
 
 impl Socket {
-    /// Handles a control frame (lane offer, wake); false for a frame that carries messages.
+    /// Handles `frame` if it is a control frame (a lane offer or a wake), and returns true.
+    /// Returns false when `frame` carries messages instead.
     pub(super) fn control(&self, frame: &fairmq_zmq::Message) -> Result<bool, TransferError> {
         match meta::control(frame.data()) {
             None => Ok(false),
@@ -20,21 +21,23 @@ impl Socket {
             Some(Ok(meta::Control::Lane(rec))) => {
                 match self.lanes.readers.borrow_mut().attach(&self.mgr, rec, &self.id) {
                     Ok(()) => Ok(true),
-                    // An offer its writer took back to offer the lane again (it was not claimed
-                    // soon enough): the new offer follows. A forged one grants nothing either.
+                    // The writer withdrew this offer because no reader claimed it soon enough,
+                    // and it offers the lane again: the new offer follows. A forged offer also
+                    // ends up here, and like a withdrawn one it grants nothing.
                     Err(ShmError::Metadata(MetaError::Ticket(TicketError::NotIssued(t)))) => {
                         log::debug!("socket {}: lane offer {t} was withdrawn", self.id);
                         Ok(true)
                     }
-                    // An offer this socket cannot take (forged, damaged): refused and skipped,
-                    // the writer's messages come through the socket meanwhile.
+                    // This socket cannot take the offer, because it is forged or damaged. The
+                    // offer is refused and skipped. Meanwhile, the writer's messages come
+                    // through the ZeroMQ socket.
                     Err(e) => {
                         log::error!("socket {}: lane offer refused: {e}", self.id);
                         Ok(true)
                     }
                 }
             }
-            // A control frame this build cannot read: refused and skipped.
+            // This build cannot read the control frame, so the frame is refused and skipped.
             Some(Err(e)) => {
                 log::error!("socket {}: control frame refused: {e}", self.id);
                 Ok(true)
@@ -55,9 +58,9 @@ impl Socket {
         }
     }
 
-    /// A frame from the socket without waiting.
-    /// Nothing waits for this socket (its lanes and ZeroMQ socket are empty): said in the
-    /// directory (see `addressee`), and the watch for records lost on their way here looks.
+    /// Reports that nothing waits for this socket: its lanes and its ZeroMQ socket are empty.
+    /// `found_empty` says so in the directory (see `addressee`). Then the watch for records lost
+    /// on their way to this socket (`orphans::Watch::idle`) takes a look.
     pub(super) fn found_empty(&self) {
         let mut a = self.addressee.borrow_mut();
         let mut listing = self.receiving.listing.borrow_mut();
@@ -75,6 +78,7 @@ impl Socket {
         self.receiving.orphans.borrow_mut().idle(&self.mgr, self.receiving.number, mine);
     }
 
+    /// Takes a frame from the ZeroMQ socket without waiting.
     pub(super) fn poll_socket(&self) -> Result<Polled, TransferError> {
         let mut frame = fairmq_zmq::Message::new();
         match self.z.receive_uncounted(&mut frame, 0) {
@@ -85,9 +89,10 @@ impl Socket {
         }
     }
 
-    /// Looks at the ZeroMQ socket. A look that found nothing holds the next one back while the
-    /// socket has lanes (see `socket_due`); after a frame, or a control frame (a new lane may have
-    /// input, more control frames may follow), the next look is due at once.
+    /// Looks at the ZeroMQ socket.
+    /// While the socket has lanes, a look that finds nothing delays the next look (see
+    /// `socket_due`). After a frame or a control frame, the next look is due at once: a new lane
+    /// may have input, and more control frames may follow.
     fn look_at_socket(&self) -> Result<Polled, TransferError> {
         let polled = self.poll_socket()?;
         let empty = matches!(polled, Polled::Nothing) && !self.lanes.readers.borrow().is_empty();
@@ -95,20 +100,24 @@ impl Socket {
         Ok(polled)
     }
 
-    /// Whether to look at the ZeroMQ socket now. Always without lanes; with lanes, which carry the
-    /// messages, no sooner than `SOCKET_LOOK_EVERY` after a look that found nothing (the socket
-    /// carries control frames, and messages of peers without a lane): such a look is a system
-    /// call (libzmq polls its mailbox), which took longer than a message on a lane, and a
-    /// receiver polling with timeout 0 paid it on every call.
+    /// Whether to look at the ZeroMQ socket now.
+    /// Without lanes, the answer is always yes. With lanes, the lanes carry the messages, and the
+    /// ZeroMQ socket carries only control frames and the messages of peers without a lane. So
+    /// after a look that found nothing, the next look comes no sooner than `SOCKET_LOOK_EVERY`.
+    /// The reason is cost: a look is a system call (libzmq polls its mailbox). That call took
+    /// longer than a message on a lane, and a receiver that polled with timeout 0 paid it on
+    /// every call.
     fn socket_due(&self) -> bool {
-        /// Longer than a few lane messages, far shorter than a ZeroMQ hop (tens of us).
+        /// Longer than the time a few lane messages take, far shorter than one ZeroMQ hop (tens
+        /// of us).
         const SOCKET_LOOK_EVERY: std::time::Duration = std::time::Duration::from_micros(20);
         self.receiving.socket_looked.get().is_none_or(|t| t.elapsed() >= SOCKET_LOOK_EVERY)
     }
 
-    /// A receiving socket that connected to senders says hello to them once a second: a
-    /// connection to a sender that restarted carries no probe (the DEALER's pipe outlives the
-    /// reconnect), and the sender, which picks whom it sends to, would never learn of us.
+    /// Says hello, once a second, to the senders that this receiving socket connected to.
+    /// The reason: after a sender restarts, the connection to it carries no probe, because the
+    /// DEALER's pipe outlives the reconnect. The sender picks whom it sends to, so without a
+    /// hello it would never learn of this socket.
     pub(super) fn announce(&self) {
         const EVERY: std::time::Duration = std::time::Duration::from_secs(1);
         let connected = self.z.endpoint_counts().1;
@@ -119,14 +128,16 @@ impl Socket {
             return;
         }
         self.receiving.announced.set(Some(std::time::Instant::now()));
-        // One each, as the DEALER takes its connections in turn; a full queue skips one.
+        // Send one hello per connection, since the DEALER takes its connections in turn. A
+        // connection whose queue is full misses its hello.
         for _ in 0..connected {
             let _ = self.z.send_uncounted(&mut fairmq_zmq::Message::from_slice(&meta::HELLO_FRAME), 0);
         }
     }
 
-    /// A busy socket, which never waits, says hello too (one of its senders may have restarted),
-    /// without reading the clock on every receive.
+    /// Lets a busy socket say hello too, because one of its senders may have restarted. A busy
+    /// socket never waits, so `count_busy` counts its receives instead of reading the clock on
+    /// every receive.
     fn count_busy(&self) {
         let busy = self.receiving.busy.get().wrapping_add(1);
         self.receiving.busy.set(busy);
@@ -135,9 +146,10 @@ impl Socket {
         }
     }
 
-    /// The first frame of a receive when a lane has one ready (and no frame waits in the stash,
-    /// which goes first), and the message itself when the frame is the usual single message:
-    /// without the general receive's deadline, loop and frame dispatch.
+    /// Takes the first frame of a receive when a lane has one ready and no frame waits in the
+    /// stash (a stashed frame goes first). When that frame is the usual single message,
+    /// `lane_first` returns the message itself. This fast path skips the deadline, the loop and
+    /// the frame dispatch of the general receive.
     fn lane_first(&self) -> Result<LaneFirst, TransferError> {
         if self.lanes.stash.borrow().is_some() {
             return Ok(LaneFirst::Frame(None));
@@ -158,7 +170,8 @@ impl Socket {
         };
         self.count_busy();
         match (&frame, readers.entry_records()) {
-            // REQ and REP pair each receive with a send, also a refused one's: see `receive_with`.
+            // REQ and REP take the general path: they pair each receive with a send, even a
+            // receive whose record was refused (see `receive_with`).
             (Frame::Lane, &[rec])
                 if !meta::is_multipart(buf) && !matches!(self.ty, SocketType::Req | SocketType::Rep) =>
             {
@@ -175,9 +188,10 @@ impl Socket {
         }
     }
 
-    /// Receives a frame from the lanes or the socket. Before sleeping it looks at the lanes a little
-    /// longer, frees what this process deferred (it would wait anyway) and marks its lanes' reader
-    /// asleep, so a writer wakes it through the socket.
+    /// Receives a frame from the lanes or the ZeroMQ socket.
+    /// Before `receive_frame` sleeps, it looks at the lanes a little longer. It also frees what
+    /// this process deferred, since it would wait anyway. Then it marks its lanes' reader asleep,
+    /// so that a writer wakes it through the ZeroMQ socket.
     pub(super) fn receive_frame(&self, timeout_ms: i32) -> Result<Frame, TransferError> {
         if let Some(f) = self.lanes.stash.borrow_mut().take() {
             return Ok(Frame::Zmq(f));
@@ -188,8 +202,8 @@ impl Socket {
             if let Some(f) = self.take_from_lanes()? {
                 return Ok(f);
             }
-            // Whether the socket was looked at in this pass and found empty: only then may the
-            // directory hear that nothing waits here (see `found_empty`).
+            // True when this pass looked at the ZeroMQ socket and found it empty. Only then may
+            // the directory hear that nothing waits here (see `found_empty`).
             let mut empty = false;
             if self.socket_due() {
                 match self.look_at_socket()? {
@@ -199,8 +213,8 @@ impl Socket {
                 }
             }
             if matches!(deadline, Deadline::Now) {
-                // A receiver that polls gives back what it freed when it finds nothing, as one
-                // that blocks does before it sleeps.
+                // A receiver that polls frees what this process deferred when it finds nothing,
+                // just as a receiver that blocks does before it sleeps.
                 self.mgr.flush(false);
                 if empty {
                     self.found_empty();
@@ -211,8 +225,9 @@ impl Socket {
                 continue;
             }
             if !empty {
-                // Not looked at in this pass (with lanes, it is looked at now and then): a frame
-                // may wait there, and before it says it is empty and sleeps, it looks.
+                // This pass did not look at the ZeroMQ socket (with lanes, `socket_due` allows a
+                // look only now and then). A frame may wait there, so the receiver looks before
+                // it says the socket is empty and sleeps.
                 match self.look_at_socket()? {
                     Polled::Frame(f) => return Ok(Frame::Zmq(f)),
                     Polled::Control => continue,
@@ -225,8 +240,8 @@ impl Socket {
                 continue;
             }
             let mut frame = fairmq_zmq::Message::new();
-            // Records lost in flight are released at the watch's next look, and senders hear our
-            // hello: wake for them.
+            // A sleeping receiver wakes for two things: the watch's next look, which releases
+            // records lost in flight, and its hello, which senders must hear (see `announce`).
             self.announce();
             let look = self.receiving.orphans.borrow().next_look_ms();
             let wait = match deadline.ms_left() {
@@ -246,14 +261,20 @@ impl Socket {
 
     /// Receives a frame and hands its bytes, and where they came from, to `use_frame`.
     ///
-    /// A frame whose metadata is refused is skipped (the error was logged), and the receive goes
-    /// on within its timeout: a malformed, forged or repeated record is a peer's mistake, which
-    /// must not end the application's receive loop. So is a frame whose message its sender took
-    /// back: its receiver died before taking it, and the sender sends it again (see `addressee`),
-    /// while the record still waited in the sender's queue for the connection to the next
-    /// receiver. A REP answers a refused request with an empty frame (ZeroMQ counted the request:
-    /// only a reply may follow), which its requester refuses in turn; a REQ cannot skip a refused
-    /// reply (a request must follow it) and returns the error.
+    /// When a frame's metadata is refused, `receive_with` skips the frame (the error was logged)
+    /// and goes on receiving within its timeout. A malformed, forged or repeated record is a
+    /// peer's mistake, and it must not end the application's receive loop.
+    ///
+    /// A frame whose message its sender took back is skipped the same way. This happens when the
+    /// message's receiver died before taking it. The sender then sends the message again (see
+    /// `addressee`), but the old record was still waiting in the sender's queue, and it went to
+    /// the next receiver over that receiver's connection.
+    ///
+    /// REQ and REP cannot simply skip. A REP answers a refused request with an empty frame,
+    /// because ZeroMQ counted the request and only a reply may follow. The requester then refuses
+    /// that empty reply in turn. A REQ cannot skip a refused reply, because a request must follow
+    /// it, so it returns the error.
+    ///
     /// `first`, when given, is the frame to use first (see `lane_first`).
     pub(super) fn receive_with<T>(
         &self,
@@ -269,8 +290,8 @@ impl Socket {
             };
             let got = match frame {
                 Frame::Zmq(f) => use_frame(Received::Frame(f.data(), Source::Socket)),
-                // The records the reader decoded from the entry's own copy, checked and marked its
-                // own as it took the entry: not decoded again.
+                // The reader already decoded these records from the entry's own copy, checked
+                // them, and marked them its own as it took the entry. They are not decoded again.
                 Frame::Lane => {
                     let multipart = meta::is_multipart(&self.lanes.frame.borrow());
                     use_frame(Received::Records(self.lanes.readers.borrow().entry_records(), multipart))
@@ -292,7 +313,7 @@ impl Socket {
         }
     }
 
-    /// [`Message::receive_all`] on this socket's transport.
+    /// Calls [`Message::receive_all`] with this socket's transport.
     pub(super) fn messages<T>(
         &self,
         records: &[Record],
@@ -303,8 +324,8 @@ impl Socket {
         Message::receive_all(&self.mgr, records, source, out, wrap).map_err(meta_error)
     }
 
-    /// Whether `frame`'s first record names a ticket that hands nothing over any more (REQ and REP
-    /// receive it still: see `receive_with`).
+    /// Whether `frame`'s first record names a ticket that no longer hands anything over.
+    /// Always false for REQ and REP, which still receive such a frame (see `receive_with`).
     pub(super) fn taken_back(&self, frame: &[u8]) -> bool {
         match Record::decode(frame) {
             Ok((Record::Handed { segment, ticket, nonce }, _))
@@ -320,8 +341,9 @@ impl Socket {
         }
     }
 
-    /// A REP notes whose request a frame is (its reply goes there; see `addressee`): the issuer
-    /// of its first ticket, read before the claim frees the ticket.
+    /// For a REP, notes who sent the request in `frame`, because the reply goes there (see
+    /// `addressee`). The requester is the issuer of the frame's first ticket. `note_requester`
+    /// reads it before the claim frees the ticket.
     pub(super) fn note_requester(&self, frame: &[u8]) {
         if self.ty != SocketType::Rep {
             return;
@@ -337,12 +359,12 @@ impl Socket {
         }
     }
 
-    /// Receives one message into `msg` (its previous block is released). A multipart frame is an
-    /// error here (its blocks are released).
+    /// Receives one message into `msg`, and releases the block that `msg` held before.
+    /// A multipart frame is an error here, and its blocks are released.
     pub fn receive(&self, msg: &mut Message, timeout: impl Into<Timeout>) -> TransferResult {
         let timeout_ms = timeout.into().as_ms();
         self.check_can_receive()?;
-        // The usual case, a single message ready in a lane, taken at once.
+        // Fast path for the usual case: a single message ready in a lane is taken at once.
         let first = match self.lane_first()? {
             LaneFirst::Message(m) => {
                 *msg = m;
@@ -350,7 +372,7 @@ impl Socket {
                 self.z.counters_ref().record_rx(size);
                 return Ok(size);
             }
-            // Skipped as the general receive skips it (see `receive_with`).
+            // A refused record is skipped, as the general receive skips one (see `receive_with`).
             LaneFirst::Refused(e) if !refused(&e) => return Err(e),
             LaneFirst::Refused(_) if timeout_ms == 0 => return Err(TransferError::Timeout),
             LaneFirst::Refused(_) => None,
@@ -373,7 +395,8 @@ impl Socket {
                 Received::Frame(data, source) => (data, source),
             };
             self.note_requester(data);
-            // The common case, one record alone in its frame, without the multipart machinery.
+            // Fast path for the common case, one record alone in its frame: it needs none of the
+            // multipart machinery.
             if let Ok((rec, n)) = Record::decode(data) {
                 if data[n..].iter().all(|&b| b == 0) {
                     return Message::receive(&self.mgr, rec, source).map_err(meta_error);
@@ -396,10 +419,11 @@ impl Socket {
         self.receive_parts_into(parts, std::convert::identity, timeout)
     }
 
-    /// Receives a multipart (or single) message and appends its parts to `parts`, each made a `T`
-    /// by `wrap`: a caller's own message type (a device's) holds them where they land, with no
-    /// vector of ours in between (`wrap` runs inside the receive: it must not use this socket). On
-    /// error `parts` is as it was.
+    /// Receives a multipart (or single) message and appends its parts to `parts`, each turned
+    /// into a `T` by `wrap`.
+    /// With `wrap`, a caller's own message type (a device's, for example) holds the parts where
+    /// they land, with no vector of ours in between. `wrap` runs inside the receive, so it must
+    /// not use this socket. On error, `parts` is left as it was.
     pub fn receive_parts_into<T>(
         &self,
         parts: &mut Vec<T>,

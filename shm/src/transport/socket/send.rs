@@ -19,16 +19,18 @@
 use super::*;
 use fairmq_zmq::Timeout;
 
-/// Parts of a multipart whose messages `send_parts_of` holds without allocating.
+/// How many parts of a multipart `send_parts_of` holds on the stack, without allocating.
 const HELD_ON_STACK: usize = 16;
 
 impl Socket {
-    /// Sends the records of `parts` (one message, or the parts of a multipart) in one frame:
-    /// through the lane, or on the socket with a ticket for each. On error nothing was handed over.
+    /// Sends the records of `parts` (one message, or the parts of a multipart) in one frame. The
+    /// frame goes through the lane, or on the ZeroMQ socket with a ticket for each record. On
+    /// error, nothing was handed over.
     ///
-    /// A block goes in flight (marked so; the taker marks it as its own) only once a ticket holds
-    /// its reference, and comes back (marked as ours again) before the ticket is taken back: a
-    /// process killed at any point leaves a block its mark or a ticket accounts for.
+    /// A block goes in flight only once a ticket holds its reference. The block is then marked in
+    /// flight, until its taker marks it as its own. A block comes back, marked as ours again,
+    /// before its ticket is taken back. So a process killed at any point leaves every block
+    /// accounted for, by its mark or by a ticket.
     pub(super) fn send_records<P: Held>(&self, parts: &[P], timeout_ms: i32) -> Result<(), TransferError> {
         let min = self.mgr.config().metadata_msg_size;
         let deadline = Deadline::new(timeout_ms);
@@ -50,10 +52,10 @@ impl Socket {
 
     /// Sends the records of `parts` as one entry of the socket's lane.
     fn send_through_lane<P: Held>(&self, parts: &[P], min: usize, deadline: Deadline) -> Result<(), TransferError> {
-        // Lane entries have no tickets: the lane accounts for them once staged (the blocks are
-        // marked in flight then, see `Writer::send`).
+        // Lane entries have no tickets: once an entry is staged, the lane accounts for it. The
+        // blocks are marked in flight only then (see `Writer::send`).
         let mark = || parts.iter().for_each(|p| p.msg().hand_to_lane());
-        // One message in a block, the usual case: its frame is built on the stack.
+        // In the usual case, one message in a block, the frame is built on the stack.
         let single = match parts {
             [p] if min <= meta::BLOCK_LEN => p.msg().record().block_frame(),
             _ => None,
@@ -75,8 +77,8 @@ impl Socket {
         sent
     }
 
-    /// Sends the records of `parts` on the socket (to whoever ZeroMQ hands them to), their tickets
-    /// naming the receiver where it can be named (see `addressee`).
+    /// Sends the records of `parts` on the ZeroMQ socket, to whichever peer ZeroMQ hands them to.
+    /// Their tickets name the receiver when it can be named (see `addressee`).
     pub(super) fn send_addressed<P: Held>(&self, parts: &[P], deadline: Deadline) -> Result<(), TransferError> {
         let issued = &mut *self.issued.borrow_mut();
         self.issue_for(parts, deadline, issued)?;
@@ -96,7 +98,8 @@ impl Socket {
         sent
     }
 
-    /// Sends again, first and in order, what receivers that died did not claim (see `addressee`).
+    /// Sends again the messages not claimed by receivers that died, in order and before any new
+    /// message (see `addressee`).
     pub(super) fn resend_to_addressee(&self, deadline: Deadline) -> Result<(), TransferError> {
         loop {
             let frame = {
@@ -124,9 +127,9 @@ impl Socket {
         }
     }
 
-    /// Issues the tickets of `parts` into `issued`, then marks their blocks in flight (in that
-    /// order: a block in flight is always one a ticket holds). A shared reference is unlisted
-    /// before its ticket holds it (see `Message::unlist_for_hand_over`).
+    /// Issues the tickets of `parts` into `issued`, then marks their blocks in flight. The order
+    /// matters: a block in flight is always one that a ticket holds. A shared reference is
+    /// unlisted before its ticket holds it (see `Message::unlist_for_hand_over`).
     pub(super) fn issue_for<P: Held>(
         &self,
         parts: &[P],
@@ -142,18 +145,19 @@ impl Socket {
         Ok(())
     }
 
-    /// Takes back the tickets of `parts`, whose records did not leave, marking them ours first
-    /// (and listing shared references again once no ticket holds them).
+    /// Takes back the tickets of `parts`, whose records did not leave. `take_back_parts` first
+    /// marks the blocks as ours again. Once no ticket holds the shared references, it lists them
+    /// again.
     pub(super) fn take_back_parts<P: Held>(&self, parts: &[P], issued: &mut Vec<Issued>) {
         parts.iter().for_each(|p| p.msg().mark_in_flight(false));
         self.take_back(issued);
         parts.iter().for_each(|p| p.msg().list_if_shared());
     }
 
-    /// Closing: waits within `linger` until the peers claimed what they were handed and a reader
-    /// claimed the lane, while the socket still delivers (ZeroMQ's own linger, after the close,
-    /// lost a frame a router had queued for a peer it was still connecting to; see
-    /// [`CLAIM_WAIT_MS`]).
+    /// On close, waits within `linger` until the peers claimed what they were handed and a
+    /// reader claimed the lane. This wait happens while the socket still delivers, because
+    /// ZeroMQ's own linger, after the close, lost a frame that a router had queued for a peer it
+    /// was still connecting to (see [`CLAIM_WAIT_MS`]).
     pub(super) fn linger(&self, linger: Deadline) {
         loop {
             let lane = self.lanes.writer.borrow().unclaimed();
@@ -168,8 +172,9 @@ impl Socket {
         }
     }
 
-    /// Learns the peers that connected (PUSH, PUB; see `peers`): at once with `now` or when none
-    /// is known, else at most every [`LEARN_EVERY`] (reading the socket costs a system call).
+    /// Learns which peers connected (PUSH, PUB; see `peers`). It learns at once with `now` or
+    /// when no peer is known. Otherwise it learns at most every [`LEARN_EVERY`], because reading
+    /// the socket costs a system call.
     pub(super) fn learn_peers(&self, now: bool) {
         let due = now || self.peers.borrow().len() == 0 || self.learnt.get().is_none_or(|t| t.elapsed() >= LEARN_EVERY);
         if due {
@@ -178,16 +183,16 @@ impl Socket {
         }
     }
 
-    /// Sends `frame` to the peer of routing id `id` without waiting: a full queue is a timeout
-    /// (or an interruption), a peer gone `EHOSTUNREACH`.
+    /// Sends `frame` to the peer with routing id `id`, without waiting. A full queue gives a
+    /// timeout (or an interruption). A peer that is gone gives `EHOSTUNREACH`.
     pub(super) fn send_to(&self, id: &[u8], frame: &[u8]) -> Result<(), TransferError> {
         let mut frames = [fairmq_zmq::Message::from_slice(id), fairmq_zmq::Message::from_slice(frame)];
         self.z.send_parts_uncounted(&mut frames, 0)
     }
 
-    /// A PUSH hands `parts` to one peer: what peers that left did not take goes first, then
-    /// `parts`, then, without waiting, what was taken back meanwhile. [`Routed::Lane`]: nothing
-    /// was sent, a lane takes `parts`.
+    /// A PUSH hands `parts` to one peer. The messages not taken by peers that left go first,
+    /// then `parts`, then, without waiting, the messages taken back meanwhile.
+    /// [`Routed::Lane`] means that nothing was sent and a lane takes `parts`.
     pub(super) fn push_to_peer<P: Held>(&self, parts: &[P], deadline: Deadline) -> Result<Routed, TransferError> {
         loop {
             self.resend_taken_back(deadline)?;
@@ -201,7 +206,7 @@ impl Socket {
         Ok(Routed::Sent)
     }
 
-    /// Sends again what peers that left did not take, in order, within `deadline`.
+    /// Sends again, in order and within `deadline`, the messages not taken by peers that left.
     pub(super) fn resend_taken_back(&self, deadline: Deadline) -> Result<(), TransferError> {
         loop {
             let Some(frame) = self.peers.borrow_mut().resend.pop_front() else { return Ok(()) };
@@ -215,17 +220,18 @@ impl Socket {
         }
     }
 
-    /// Hands one message to the peer whose turn it is, skipping peers whose queue is full and
-    /// waiting within `deadline` while none can take it. Its tickets name the peer that took it.
-    /// With `after_taken_back`, a message taken back from a peer that left meanwhile must go
-    /// first: nothing is sent then ([`Routed::TakenBack`]).
+    /// Hands one message to the peer whose turn it is. `route` skips peers whose queue is full,
+    /// and waits within `deadline` while no peer can take the message. The message's tickets name
+    /// the peer that took it. With `after_taken_back`, a message taken back meanwhile from a peer
+    /// that left must go first. Then nothing is sent, and `route` returns [`Routed::TakenBack`].
     pub(super) fn route<P: Held>(
         &self,
         parts: &[P],
         deadline: Deadline,
         after_taken_back: bool,
     ) -> Result<Routed, TransferError> {
-        // Records on the socket: the peer has something to claim before a lane may carry more.
+        // These records go on the socket, so the peer has something to claim there before a lane
+        // may carry more.
         self.lanes.one_peer.set(None);
         let issued = &mut *self.issued.borrow_mut();
         self.issue_for(parts, deadline, issued)?;
@@ -234,12 +240,14 @@ impl Socket {
         let mut false_room = 0;
         let mut waited = false;
         loop {
-            // Peers are learnt at once when none is known, or after a wait; else now and then.
+            // Peers are learnt at once when none is known or after a wait, and otherwise now and
+            // then.
             self.learn_peers(waited);
-            // A single peer came while the message waited for one (or its queue emptied): with
-            // nothing of ours left to claim on the socket, a lane carries the message. Before, a
-            // stream that started before its receiver connected went through the socket until the
-            // receiver once caught up with all of it: thousands of messages at twice the cost.
+            // A single peer came while the message waited for one, or that peer's queue emptied.
+            // With nothing of ours left to claim on the socket, a lane carries the message.
+            // Before this check, a stream that started before its receiver connected went through
+            // the socket until the receiver once caught up with all of it. That meant thousands
+            // of messages at twice the cost.
             if waited && after_taken_back && self.uses_lane() {
                 self.take_back_parts(parts, issued);
                 return Ok(Routed::Lane);
@@ -275,7 +283,8 @@ impl Socket {
             if let Some(i) = took {
                 peers.took(i);
             }
-            // Turns wrap around: highest index first, so the others stay where they are.
+            // Turns wrap around, so `gone` is not in order. Peers are taken back from the highest
+            // index down, so that the other peers stay where they are.
             gone.sort_unstable();
             for &i in gone.iter().rev() {
                 log::debug!("socket {}: a peer left", self.id);
@@ -294,8 +303,8 @@ impl Socket {
                 self.take_back_parts(parts, issued);
                 return Err(TransferError::Timeout);
             }
-            // Writable twice without a peer taking it: a peer that is not the session's keeps
-            // the ROUTER writable; do not spin on it.
+            // The socket was writable twice, yet no peer took the message. A peer that is not of
+            // this session keeps the ROUTER writable, so do not spin on it.
             false_room = if self.wait_for_room(deadline) { false_room + 1 } else { 0 };
             if false_room > 1 {
                 std::thread::sleep(std::time::Duration::from_millis(1));
@@ -304,9 +313,9 @@ impl Socket {
         }
     }
 
-    /// Waits until the socket may take a frame or a peer's probe arrived, the transport is
-    /// interrupted, or `deadline` (at most a moment: peers' liveness is looked at between waits).
-    /// Returns whether the socket said it may take a frame.
+    /// Waits until the socket may take a frame, a peer's probe arrived, the transport is
+    /// interrupted, or `deadline` passed. It waits at most a moment, because the peers' liveness
+    /// is looked at between waits. Returns whether the socket said it may take a frame.
     pub(super) fn wait_for_room(&self, deadline: Deadline) -> bool {
         const MOMENT: i64 = 100;
         let ms = match deadline {
@@ -316,9 +325,9 @@ impl Socket {
         self.z.wait_writable(self.mgr.interrupter_fd(), ms)
     }
 
-    /// Issues a ticket for each non-empty record into `out`, waiting within `deadline` while every
-    /// ticket this transport can get is out (its peers claim them as they receive). On error none
-    /// is left issued.
+    /// Issues a ticket into `out` for each non-empty record. While every ticket this transport
+    /// can get is out, `issue_all` waits within `deadline`: the transport's peers claim tickets
+    /// as they receive. On error, no ticket is left issued.
     pub(super) fn issue_all(
         &self,
         records: impl Iterator<Item = Record>,
@@ -327,8 +336,8 @@ impl Socket {
     ) -> Result<(), TransferError> {
         out.clear();
         let records: smallvec::SmallVec<[Record; 16]> = records.filter(|r| !r.is_empty()).collect();
-        // Every part holds its ticket until received: a multipart of more parts than the segment
-        // has tickets would wait forever.
+        // Every part holds its ticket until it is received. So a multipart with more parts than
+        // the segment has tickets would wait forever.
         let capacity = self.mgr.ticket_capacity();
         if records.len() > capacity as usize {
             return Err(ShmError::Config(format!(
@@ -360,8 +369,8 @@ impl Socket {
         }
     }
 
-    /// Sends one message: only its metadata travels. On success the receiver owns the block and
-    /// `msg` is empty; on any error `msg` is unchanged.
+    /// Sends one message; only its metadata travels. On success, the receiver owns the block and
+    /// `msg` is empty. On any error, `msg` is unchanged.
     pub fn send(&self, msg: &mut Message, timeout: impl Into<Timeout>) -> TransferResult {
         let timeout_ms = timeout.into().as_ms();
         self.check_session(msg)?;
@@ -377,15 +386,16 @@ impl Socket {
         Ok(size)
     }
 
-    /// Sends all parts in one metadata frame. Empty multiparts are refused (as by the zeromq transport).
+    /// Sends all parts in one metadata frame. An empty multipart is refused, as the zeromq
+    /// transport refuses it.
     pub fn send_parts(&self, parts: &mut [Message], timeout: impl Into<Timeout>) -> TransferResult {
         let timeout_ms = timeout.into().as_ms();
         self.send_held(parts, timeout_ms)
     }
 
-    /// [`send_parts`](Socket::send_parts) of a caller's own messages that hold ours (see
-    /// [`Part`]): each part's message is asked for once; a multipart with a part that holds none
-    /// is refused whole, with an error.
+    /// [`send_parts`](Socket::send_parts) for a caller's own messages that hold ours (see
+    /// [`Part`]). Each part is asked for its message once. A multipart with a part that holds no
+    /// message of ours is refused whole, with an error.
     pub fn send_parts_of<P: Part>(&self, parts: &mut [P], timeout: impl Into<Timeout>) -> TransferResult {
         let timeout_ms = timeout.into().as_ms();
         // On the stack for the usual few parts: no allocation per send.
@@ -419,8 +429,8 @@ impl Socket {
         Ok(total)
     }
 
-    /// A publisher's number of known subscribers (those whose probe arrived; FairMQ's
-    /// `GetNumberOfConnectedPeers`); 0 for other socket types.
+    /// The number of subscribers a publisher knows: those whose probe arrived (FairMQ's
+    /// `GetNumberOfConnectedPeers`). Returns 0 for other socket types.
     pub fn connected_subscribers(&self) -> usize {
         if self.ty != SocketType::Pub {
             return 0;
@@ -429,15 +439,16 @@ impl Socket {
         self.peers.borrow().len()
     }
 
-    /// Connections refused so far because the peer was not a shared-memory socket of this session
-    /// (PUSH, PUB).
+    /// How many connections this socket (PUSH, PUB) refused so far because the peer was not a
+    /// shared-memory socket of this session.
     pub fn refused_peers(&self) -> u64 {
         self.learn_peers(true);
         self.peers.borrow().refused()
     }
 
-    /// Sends the parts' records to every subscriber, one reference and one ticket each; the
-    /// publisher's own references are released afterwards (freeing blocks nobody got).
+    /// Sends the records of `parts` to every subscriber, each with a reference and a ticket of its
+    /// own. Afterwards the publisher releases its own references, which frees the blocks that no
+    /// subscriber got.
     pub(super) fn publish<P: Held>(&self, parts: &mut [P]) -> TransferResult {
         for p in parts.iter().map(P::msg) {
             p.share()?;
@@ -453,7 +464,7 @@ impl Socket {
         for i in 0..peers.len() {
             let p = peers.get_mut(i);
             parts.iter().for_each(|p| p.msg().add_reference());
-            // Like a full queue, no free ticket makes this subscriber miss the message.
+            // Without a free ticket, this subscriber misses the message, as with a full queue.
             if self.issue_all(parts.iter().map(|p| p.msg().record()), Deadline::Now, issued).is_err() {
                 parts.iter().for_each(|p| p.msg().drop_reference());
                 continue;
@@ -467,7 +478,8 @@ impl Socket {
                 Err(e) => {
                     self.take_back(issued);
                     parts.iter().for_each(|p| p.msg().drop_reference());
-                    // Gone (ROUTER_MANDATORY says unroutable): forget it; full queue: it misses this one.
+                    // A subscriber that is gone (ROUTER_MANDATORY says unroutable) is forgotten.
+                    // A subscriber whose queue is full misses this message only.
                     if matches!(e, TransferError::Zmq(zmq::Error::EHOSTUNREACH)) {
                         gone.push(i);
                     }
@@ -490,9 +502,9 @@ impl Socket {
 mod tests {
     use super::*;
 
-    /// A PUSH in a session of its own, a message of 100 bytes and a copy of it (a shared block)
-    /// whose ticket was just issued, as a send does; the copy's record and tickets.
-    /// (Fields drop in this order: the session's files go last.)
+    /// A PUSH in a session of its own, a message of 100 bytes, and a copy of it (a shared block)
+    /// whose ticket was just issued, as a send issues it. It also holds the copy's record and
+    /// tickets. The fields drop in the order declared, so the session's files go last.
     struct CopyIssued {
         original: Message,
         copy: Message,
@@ -520,7 +532,7 @@ mod tests {
             CopyIssued { original, copy, rec, issued, s, _t: t, _scratch: scratch }
         }
 
-        /// The shared block was freed, once, and the segment is sound.
+        /// Asserts that the shared block was freed exactly once and that the segment is sound.
         fn assert_freed_once(&self) {
             let Record::Block { offset, slot, .. } = self.rec else { panic!("a block") };
             let count = self.s.mgr.own().rc(offset, slot).load(std::sync::atomic::Ordering::Acquire) as u32;
@@ -529,10 +541,11 @@ mod tests {
         }
     }
 
-    /// A sender killed after a ticket took a shared part's reference (between issuing it and
-    /// forgetting the message) leaves that reference to the ticket (its receiver, or the release
-    /// of orphans) alone: the sweep of the dead must not drop it too. Before, it stayed in the
-    /// sender's ledger until the send returned, and was dropped twice.
+    /// A sender may be killed after a ticket took a shared part's reference, that is, between
+    /// issuing the ticket and forgetting the message. The reference then belongs to the ticket
+    /// alone: the ticket's receiver, or the release of orphans, drops it. The sweep of the dead
+    /// must not drop it too. Before, the reference stayed in the sender's ledger until the send
+    /// returned, and was dropped twice.
     #[test]
     fn a_shared_part_handed_to_a_ticket_is_not_in_its_senders_ledger() {
         let mut f = CopyIssued::new("send-ledger");
@@ -543,10 +556,11 @@ mod tests {
         f.assert_freed_once();
     }
 
-    /// A shared part taken back from a ticket nobody claimed (its receiver died: `reclaim`, for
-    /// the resend queue or for release) is this process's reference again, and is listed again:
-    /// a sender killed while it waits in the resend queue leaves it to the sweep of the dead.
-    /// Before, it was not listed, and the block stayed for the session's life.
+    /// A shared part taken back from a ticket that nobody claimed is this process's reference
+    /// again, and is listed again. The ticket's receiver died, and `reclaim` took the part back,
+    /// for the resend queue or for release. So a sender killed while the part waits in the resend
+    /// queue leaves the reference to the sweep of the dead. Before, the part was not listed, and
+    /// the block stayed for the session's life.
     #[test]
     fn a_shared_part_taken_back_from_its_ticket_is_listed_again() {
         let mut f = CopyIssued::new("send-relist");

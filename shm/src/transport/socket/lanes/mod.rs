@@ -44,16 +44,21 @@ use fairmq_zmq::TransferError;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Smallest ring of a lane: about 1600 single-message entries, more than ZeroMQ's default send
-/// queue (1000) holds.
+/// The smallest ring a lane gets, in bytes. It holds about 1600 single-message entries, more than
+/// ZeroMQ's default send queue holds (1000 messages).
 const CAPACITY: u64 = 64 << 10;
-/// Bytes of an entry holding one single-message record.
+/// The size in bytes of a lane entry that holds one single-message record.
 const SINGLE_ENTRY: u64 = 8 + (meta::BLOCK_LEN as u64).div_ceil(8) * 8;
 
-/// Ring bytes of a lane for a socket whose send queue holds `hwm` messages (ZeroMQ's SNDHWM): room
-/// for at least that many records, as the socket would queue, at least [`CAPACITY`], and beyond
-/// that no more than a sixty-fourth of the segment the lane lives in. No limit (0) gets
-/// [`UNLIMITED`]: a lane cannot grow, and each one stays in the segment as long as its socket.
+/// Returns the ring size in bytes for a lane of a socket whose send queue holds `hwm` messages
+/// (ZeroMQ's SNDHWM).
+///
+/// The ring has room for at least `hwm` records, as many as the socket itself would queue. The ring
+/// is never smaller than [`CAPACITY`]. Above `CAPACITY`, the ring takes no more than a sixty-fourth
+/// of the segment that the lane lives in.
+///
+/// A socket without a limit (0) gets [`UNLIMITED`]. A lane cannot grow, and each lane stays in the
+/// segment for as long as its socket does.
 fn capacity_for(hwm: i32, segment: u64) -> u64 {
     let wanted = match u64::try_from(hwm) {
         Ok(n) if n > 0 => n.saturating_mul(SINGLE_ENTRY).checked_next_power_of_two().unwrap_or(u64::MAX),
@@ -66,37 +71,51 @@ fn capacity_for(hwm: i32, segment: u64) -> u64 {
     wanted.min(share).clamp(CAPACITY, ring::MAX_CAPACITY)
 }
 
-/// Whether a segment of `size` bytes takes lanes: the smallest lane may use at most an eighth of
-/// it (in a smaller segment the lane would crowd out the messages, or not fit at all: records then
-/// travel through the socket), and its blocks have slots, whose generations tell a lane entry's
-/// block from a later use of it (see `take_back_all`).
+/// Returns whether a segment of `size` bytes can hold lanes. Two conditions must hold.
+///
+/// First, the smallest lane may use at most an eighth of the segment. In a smaller segment, the
+/// lane would crowd out the messages, or not fit at all; records then travel through the socket
+/// instead.
+///
+/// Second, the segment's blocks must have slots. The generation of a slot tells the block that a
+/// lane entry names apart from a later use of the same block (see `take_back_all`).
 pub(crate) fn fits_segment(size: u64) -> bool {
     ring::block_bytes(CAPACITY) <= size / 8 && crate::segment::slots::count_for(size) > 0
 }
 
-/// Ring bytes of a lane for a socket without a send-queue limit: about 26 000 records.
+/// The ring size in bytes for a lane of a socket without a send-queue limit. It holds about 26 000
+/// records.
 const UNLIMITED: u64 = 1 << 20;
-/// How long a reader with empty lanes looks again before it sleeps: a wake costs two system calls
-/// and a ZeroMQ message, what the lane saves; a writer busy on another processor usually comes back
-/// sooner. (A writer with a full ring does not spin: see `Writer::push`.)
+/// How long a reader with empty lanes keeps looking at them before it sleeps.
+///
+/// Waking a sleeping reader costs two system calls and a ZeroMQ message, which is the cost that the
+/// lane exists to save. A writer that is busy on another processor usually writes again sooner than
+/// that. (A writer with a full ring does not spin; see `Writer::push`.)
 const SPIN: Duration = Duration::from_micros(40);
-/// How long of `SPIN` a reader spins without giving way: after that it yields its processor between
-/// looks, so a writer (or a third process of a chain) waiting for this processor runs first.
+/// The part of `SPIN` during which a reader spins without giving way. After `SPIN_ALONE`, the
+/// reader yields its processor between looks. So a writer (or a third process of a chain) that
+/// waits for this processor runs first.
 const SPIN_ALONE: Duration = Duration::from_micros(2);
-/// Looks at the lanes between two readings of the clock (a reading costs about 25 ns, a look a few).
+/// The number of looks at the lanes between two readings of the clock. A clock reading costs about
+/// 25 ns, and a look costs a few ns.
 const LOOKS_PER_CLOCK: u32 = 16;
-/// Longest futex sleep of a writer waiting for room, so it notices interruption and a dead reader
-/// (and room short of the low-water mark, when its reader stopped reading before it).
+/// The longest futex sleep of a writer that waits for room in the ring.
+///
+/// The limit lets the writer notice an interruption or a dead reader. It also lets the writer
+/// notice room short of the low-water mark, which happens when its reader stopped reading before it
+/// reached that mark.
 const WAIT_SLICE: Duration = Duration::from_millis(5);
-/// How long a lane may stay unclaimed before it is offered again (ZeroMQ reconnects every 100 ms).
+/// How long a lane may stay unclaimed before its writer offers it again (ZeroMQ reconnects every
+/// 100 ms).
 const REOFFER: Duration = Duration::from_millis(250);
-/// How often a sleeping reader checks that the writers of its idle lanes still live.
+/// How often a sleeping reader checks that the writers of its idle lanes are still alive.
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
-/// An entry taken out of a lane: its kind and frame.
+/// An entry taken out of a lane, as its kind and its frame.
 type Taken = (u32, Vec<u8>);
 
-/// When a transfer must end, from its timeout (-1 for ever, 0 no wait, N ms).
+/// The time by which a transfer must end, made from its timeout: -1 waits for ever, 0 does not
+/// wait, and N waits N ms.
 #[derive(Clone, Copy)]
 pub(crate) enum Deadline {
     Now,
@@ -121,7 +140,8 @@ impl Deadline {
         }
     }
 
-    /// What is left, as a ZeroMQ timeout (-1: for ever, 0: passed).
+    /// Returns the time left as a ZeroMQ timeout: -1 means for ever, and 0 means the deadline
+    /// passed.
     pub(crate) fn ms_left(&self) -> i32 {
         match self {
             Deadline::Now => 0,
@@ -141,7 +161,8 @@ impl Deadline {
 struct LaneBlock {
     block: Message,
     capacity: u64,
-    /// The writer's last view of the head, or the reader's of the tail (see `Ring::push_seen`).
+    /// The head as the writer last saw it, or the tail as the reader last saw it (see
+    /// `Ring::push_seen`).
     seen: std::cell::Cell<u64>,
 }
 
@@ -156,11 +177,15 @@ impl LaneBlock {
     }
 }
 
-/// Whoever drops a lane's last reference releases what the lane still holds: a side that closed
-/// while the other lived left it to the other, and the sweep of a dead side that found another
-/// reference left it to that one (see `ledger::drop_lane_reference`). Before, a side that closed
-/// while its peer lived, its peer then killed and swept before this reference went, freed the lane
-/// with its messages still allocated, for the session's life.
+/// Whoever drops a lane's last reference releases the messages that the lane still holds.
+///
+/// A side that closed while the other side lived left this work to the other side. The sweep of a
+/// dead side that found another reference left this work to the holder of that reference (see
+/// `ledger::drop_lane_reference`).
+///
+/// This fixes an earlier leak. A side closed while its peer lived, and the peer was then killed and
+/// swept before the closing side's reference was dropped. Dropping that last reference freed the
+/// lane, and its messages stayed allocated for the rest of the session.
 impl Drop for LaneBlock {
     fn drop(&mut self) {
         let capacity = self.capacity;
@@ -174,9 +199,9 @@ impl Drop for LaneBlock {
     }
 }
 
-/// Drops a reference to a lane's block as a holder of the lane does: with the last one, what the
-/// lane still holds goes too (see `LaneBlock`'s drop); a block whose ring cannot be read goes as
-/// a plain block.
+/// Drops a reference to a lane's block, the way a holder of the lane drops it. When this is the
+/// last reference, the messages that the lane still holds are released too (see the `Drop` impl of
+/// `LaneBlock`). A block whose ring cannot be read is dropped as a plain block.
 pub(crate) fn drop_lane(block: Message) {
     match block.words().ok_or(LaneError::Header).and_then(Ring::open).map(|r| r.capacity()) {
         Ok(capacity) => drop(LaneBlock::new(block, capacity)),
@@ -184,16 +209,18 @@ pub(crate) fn drop_lane(block: Message) {
     }
 }
 
-/// Frees the blocks of a metadata frame nobody will receive: its messages are dropped (the records
-/// are checked, and their tickets claimed, like received ones). Returns how many.
+/// Frees the blocks of a metadata frame that nobody will receive, by dropping its messages. The
+/// records are checked, and their tickets claimed, as for a received frame. Returns how many
+/// messages were dropped.
 pub(crate) fn release_frame(mgr: &Arc<Attachment>, frame: &[u8], source: Source) -> usize {
     let mut records = Vec::new();
     let _ = meta::decode(frame, &mut records);
     records.into_iter().filter_map(|r| Message::receive(mgr, r, source).ok()).count()
 }
 
-/// A ticket for `rec`, waiting within `deadline` while every ticket this transport can get is out
-/// (its peers give them back as they receive); interruption ends the wait.
+/// Issues a ticket for `rec`. While every ticket this transport can get is out, `issue_waiting`
+/// waits until `deadline`; the peers give tickets back as they receive. An interruption ends the
+/// wait.
 pub(crate) fn issue_waiting(
     mgr: &Attachment,
     kind: Kind,
@@ -219,11 +246,14 @@ pub(crate) fn issue_waiting(
     }
 }
 
-/// Releases the messages of lane entries taken out of their ring, each marked its taker's as it
-/// left (a reader marks what it takes before it leaves the ring, see `Readers::take`, a writer
-/// what it takes back, a last holder what it releases: killed in between, the entry stays in the
-/// ring, or the sweep of the dead frees the blocks by the taker's mark). An indirect entry's
-/// frame is in the block it names, which goes too.
+/// Releases the messages of lane entries that were taken out of their ring.
+///
+/// The blocks of each entry were marked as the taker's before the entry left the ring. A reader
+/// marks what it takes (see `Readers::take`), a writer marks what it takes back, and a last holder
+/// marks what it releases. If the taker is killed in between, either the entry is still in the
+/// ring, or the sweep of the dead frees the blocks by the taker's mark.
+///
+/// The frame of an indirect entry is in the block that the entry names. That block is released too.
 fn release_entries(mgr: &Arc<Attachment>, entries: impl IntoIterator<Item = Taken>) -> usize {
     let mut holders = Vec::new();
     let mut dropped = 0;
@@ -247,8 +277,9 @@ fn release_records(mgr: &Arc<Attachment>, frame: &[u8]) -> usize {
     records.into_iter().filter_map(|r| Message::receive(mgr, r, Source::Lane).ok()).count()
 }
 
-/// The blocks an entry of `kind` names, into `records` (cleared first): the block holding an
-/// indirect frame first, then the parts. False when the entry cannot be read.
+/// Writes the records of the blocks that an entry of `kind` names into `records`, which is cleared
+/// first. For an indirect entry, the block that holds the frame comes first, then the parts.
+/// Returns false when the entry cannot be read.
 fn entry_blocks(mgr: &Arc<Attachment>, kind: u32, entry: &[u8], records: &mut Vec<Record>) -> bool {
     records.clear();
     if meta::decode(entry, records).is_err() {
@@ -264,36 +295,47 @@ fn entry_blocks(mgr: &Arc<Attachment>, kind: u32, entry: &[u8], records: &mut Ve
     read.is_ok()
 }
 
-/// Changes the holder mark of the blocks of a lane entry from `from` to `to` (those with one
-/// reference): in flight when a writer stages it, its own again when it takes it back or a reader
-/// takes it. The block holding an indirect frame goes in flight first and comes back last: a
-/// reader finishing a dead writer's entry reads the parts through it. False when a block was not
-/// `from`'s to give (see [`remark_entry_with`]).
+/// Changes the holder mark of a lane entry's blocks from `from` to `to`. Only blocks with one
+/// reference change.
+///
+/// A writer marks the blocks in flight when it stages the entry. A writer that takes the entry back
+/// marks the blocks as its own again, and so does a reader that takes the entry.
+///
+/// The block that holds an indirect frame goes in flight first and comes back last. The reason is
+/// that a reader which finishes a dead writer's entry reads the parts through that block.
+///
+/// Returns false when a block was not `from`'s to give (see [`remark_entry_with`]).
 fn remark_entry(mgr: &Arc<Attachment>, kind: u32, entry: &[u8], from: u32, to: u32) -> bool {
     remark_entry_with(mgr, kind, entry, from, to, &mut Marking::default())
 }
 
-/// The records of an entry being marked, and those the caller holds the entry's references of:
-/// blocks whose mark changed, shared blocks and region pieces (the caller's buffers: a reader's,
-/// so no allocation per entry).
+/// The records of an entry whose blocks are being marked, and the records whose references the
+/// caller now holds for the entry: blocks whose mark changed, shared blocks and region pieces.
+/// `Marking` holds the caller's buffers. A reader keeps one, so it allocates nothing per entry.
 #[derive(Default)]
 pub(crate) struct Marking {
     blocks: Vec<Record>,
     taken: Vec<Record>,
-    /// Every record of the entry was a block whose mark changed ([`Remark::Done`]): each has one
-    /// reference, the taker's, so none is shared (nobody else can share it now).
+    /// True when every record of the entry was a block whose mark changed ([`Remark::Done`]). Each
+    /// such block has one reference, the taker's. So no block is shared, and nobody else can share
+    /// it now.
     alone: bool,
 }
 
-/// [`remark_entry`] with the caller's buffers. When a block of the entry is not marked `from`
-/// (another holder's, or freed), or the entry cannot be read, the entry is not the caller's to
-/// take: false, and what it did hand over (in `m.taken`: the blocks marked, the shared blocks and
-/// region pieces, whose references no other holder lists) is the caller's to release (see
-/// [`release_marked`]). Every block is looked at either way.
+/// Does what [`remark_entry`] does, with the caller's buffers in `m`.
+///
+/// The entry is not the caller's to take when a block of the entry is not marked `from` (it is
+/// another holder's, or freed), or when the entry cannot be read. `remark_entry_with` then returns
+/// false. What the entry did hand over is then the caller's to release (see [`release_marked`]). It
+/// is in `m.taken`: the blocks whose mark changed, and the shared blocks and region pieces, whose
+/// references no other holder lists.
+///
+/// `remark_entry_with` looks at every block in either case.
 fn remark_entry_with(mgr: &Arc<Attachment>, kind: u32, entry: &[u8], from: u32, to: u32, m: &mut Marking) -> bool {
     m.taken.clear();
     m.alone = false;
-    // The usual entry, one block's record, as the general walk below takes it.
+    // Fast path for the usual entry, the record of one block. It gives the same result as the
+    // general walk below.
     if let Some(rec) = meta::lone_block(entry).filter(|_| kind == KIND_FRAME) {
         m.blocks.clear();
         m.blocks.push(rec);
@@ -325,23 +367,30 @@ fn remark_entry_with(mgr: &Arc<Attachment>, kind: u32, entry: &[u8], from: u32, 
     whole
 }
 
-/// Releases what an entry that was not the caller's to take handed over (see
-/// [`remark_entry_with`]): the message is lost, its other blocks are their holders' to free.
-/// Returns how many parts.
+/// Releases what an entry handed over when the entry was not the caller's to take (see
+/// [`remark_entry_with`]). The entry's message is lost. Its other blocks belong to their holders,
+/// who free them. Returns how many parts were released.
 fn release_marked(mgr: &Arc<Attachment>, taken: &mut Vec<Record>) -> usize {
     taken.drain(..).filter_map(|r| Message::from_record(mgr, r).ok()).count()
 }
 
-/// Writer: takes every entry out of `ring` (its reader left) into `out`, each marked its own again
-/// before it leaves the ring: killed at any moment, the writer leaves blocks that the ring or its
-/// own mark accounts for (the sweep of the dead frees the latter). An entry its reader had begun to
-/// take when it was killed (some of its blocks marked the reader's, freed by the sweep of the dead)
-/// is not sent again: its message went with the reader, and what the writer marked back of it is
-/// freed here. Returns how many such entries.
+/// Takes every entry out of `ring` into `out`, for the writer of a lane whose reader left.
+///
+/// The writer marks the blocks of each entry as its own again before the entry leaves the ring. So
+/// if the writer is killed at any moment, every block it leaves is accounted for by the ring or by
+/// the writer's own mark. The sweep of the dead frees the blocks with the writer's mark.
+///
+/// The reader may have been killed while it was taking an entry. Some blocks of that entry then
+/// carry the reader's mark, and the sweep of the dead frees them. Such an entry is not sent again,
+/// because its message was lost with the reader. `take_back_all` frees the blocks of that entry
+/// that the writer marked back.
+///
+/// Returns how many such entries were lost.
 fn take_back_all(mgr: &Arc<Attachment>, ring: &Ring<'_>, out: &mut Vec<Taken>) -> Result<usize, LaneError> {
     let mut marking = Marking::default();
     let mut lost = 0;
-    // Up to the tail as it is now: a writer the other end cannot outrun.
+    // Take entries only up to the tail as it is now, so that a writer at the other end cannot
+    // outrun this loop.
     let end = ring.tail()?;
     while let Some(e) = ring.peek_before(end)? {
         let mut bytes = Vec::new();
@@ -358,16 +407,19 @@ fn take_back_all(mgr: &Arc<Attachment>, ring: &Ring<'_>, out: &mut Vec<Taken>) -
     Ok(lost)
 }
 
-/// Releases what a lane whose writer is gone holds, as a reader would that claims it and closes at
-/// once: its offer's ticket was just claimed by the caller (see `orphans`), so no reader will.
-/// `block` is the lane's block, with a reference of the caller's own (taken before the claim, see
-/// `Message::claim_offer`). The dead writer's reference is dropped by the sweep that counts it out
-/// (or was handed to us, the first claimant).
+/// Releases what a lane holds when its writer is gone. `release_unclaimed` does what a reader
+/// would do if it claimed the lane and closed it at once. The caller just claimed the ticket of the
+/// lane's offer (see `orphans`), so no reader will claim the lane.
+///
+/// `block` is the lane's block. The caller holds a reference of its own to it, taken before the
+/// claim (see `Message::claim_offer`). The sweep that counts the dead writer out drops the writer's
+/// reference, unless the writer handed that reference to us as the first claimant.
 pub(crate) fn release_unclaimed(mgr: &Arc<Attachment>, block: Message) {
     let opened = block.words().ok_or(LaneError::Header).and_then(Ring::open).map(|r| (r.writer(), r.capacity()));
     let capacity = match opened {
         Ok((writer, capacity)) if !mgr.owner_alive(writer) => capacity,
-        // Its writer lives: its own to offer again (our reference goes with `block`).
+        // The writer lives, so offering the lane again is the writer's job. Our reference is
+        // dropped with `block`.
         Ok(_) => return,
         Err(e) => {
             log::error!("the lane of an offer nobody took is damaged, its messages are lost: {e}");
@@ -390,18 +442,21 @@ pub(crate) fn release_unclaimed(mgr: &Arc<Attachment>, block: Message) {
     mgr.sweep_dead(); // the dead writer's reference, if it was not handed to us
 }
 
-/// Releases what a lane holds that nobody will read (its last holder leaves, or nobody claimed
-/// it): a dead writer's staged entry, then every entry. Returns how many messages were released.
+/// Releases what a lane holds when nobody will read it, because its last holder leaves or nobody
+/// claimed the lane. `release_contents` first finishes a dead writer's staged entry, then releases
+/// every entry. Returns how many messages were released.
 pub(crate) fn release_contents(mgr: &Arc<Attachment>, ring: &Ring<'_>) -> usize {
     finish_staged(mgr, ring);
-    // Each entry's blocks marked ours before the entry leaves the ring: killed before they are
-    // released, this process leaves blocks its own mark names, which the sweep of the dead frees.
-    // (Before, every entry left the ring first, its blocks in flight, named by nothing.)
+    // `take_back` marks the blocks of each entry as ours before the entry leaves the ring. If this
+    // process is killed before the blocks are released, its own mark names them, and the sweep of
+    // the dead frees them. (Earlier code took every entry out of the ring first. The blocks stayed
+    // in flight, and nothing named them.)
     let left = take_back(mgr, ring);
     release_entries(mgr, left)
 }
 
-/// [`take_back_all`], what it cannot take logged: the entries taken, each marked ours.
+/// Calls [`take_back_all`] and logs what it could not take. Returns the entries taken, each with
+/// its blocks marked as ours.
 fn take_back(mgr: &Arc<Attachment>, ring: &Ring<'_>) -> Vec<Taken> {
     let mut taken = Vec::new();
     match take_back_all(mgr, ring, &mut taken) {
@@ -415,13 +470,15 @@ fn take_back(mgr: &Arc<Attachment>, ring: &Ring<'_>) -> Vec<Taken> {
 /// How a block named in a dead writer's staged entry is held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Held {
-    /// Not a block (a region piece, an empty part): nothing to mark.
+    /// The record is not a block (it is a region piece or an empty part), so there is nothing to
+    /// mark.
     NoBlock,
-    /// Marked in flight: the writer handed it over.
+    /// The block is marked in flight: the writer handed it over.
     InFlight,
-    /// Shared: no holder is named, nobody frees it by a mark.
+    /// The block is shared. Its mark names no holder, so nobody frees it by its mark.
     Shared,
-    /// Still its writer's, or freed since, or not a block at all: not to be handed on.
+    /// The block is still its writer's, or was freed since, or the record names no block at all.
+    /// Such a record must not be handed on.
     Otherwise,
 }
 
@@ -443,10 +500,12 @@ fn held(mgr: &Attachment, rec: &Record) -> Held {
     }
 }
 
-/// Finishes the entry a dead writer staged and never published (see `Ring::push`). When it had
-/// marked every block of it in flight, the entry is published and read like any other (true);
-/// when it was killed before or while marking, what it marked is released here and the rest,
-/// still marked its own, is freed by the sweep of the dead.
+/// Finishes the entry that a dead writer staged but never published (see `Ring::push`).
+///
+/// If the writer had marked every block of the entry in flight, `finish_staged` publishes the
+/// entry, which is then read like any other entry, and returns true. If the writer was killed
+/// before or while it marked the blocks, `finish_staged` releases the blocks that the writer
+/// marked. The sweep of the dead frees the rest, which still carry the writer's own mark.
 fn finish_staged(mgr: &Arc<Attachment>, ring: &Ring<'_>) -> bool {
     let e = match ring.staged() {
         Ok(Some(e)) => e,
@@ -464,7 +523,8 @@ fn finish_staged(mgr: &Arc<Attachment>, ring: &Ring<'_>) -> bool {
     }
     let mut parts = Vec::new();
     if e.kind == KIND_INDIRECT {
-        // The block holding the frame is marked before the parts: not in flight, nothing is.
+        // The writer marks the block that holds the frame before the parts. If that block is not in
+        // flight, no block of the entry is.
         let [holder] = records[..] else { return false };
         if held(mgr, &holder) != Held::InFlight {
             return false;
@@ -478,19 +538,24 @@ fn finish_staged(mgr: &Arc<Attachment>, ring: &Ring<'_>) -> bool {
     } else {
         parts.clone_from(&records);
     }
-    // A shared part is never published here: the writer unlists its reference just before it
-    // publishes (see `Message::unlist_for_hand_over`), and whether it got that far cannot be
-    // told; still listed, the sweep of the dead drops it, and a reader must not take it too.
+    // An entry with a shared part is never published here. The writer unlists its reference to a
+    // shared part just before it publishes (see `Message::unlist_for_hand_over`), and nobody can
+    // tell whether it got that far. If the reference is still listed, the sweep of the dead drops
+    // it, so a reader must not take it as well.
     if parts.iter().all(|r| matches!(held(mgr, r), Held::InFlight | Held::NoBlock)) {
         ring.publish_staged(&e);
         return true;
     }
-    // Each block still in flight is marked ours before the entry is given up: killed at any
-    // moment, this process leaves blocks its mark names (the sweep of the dead frees them) or a
-    // staged entry whose blocks a next look finds (those marked ours it skips). Given up before
-    // anything is released: a next look (the sweep that drops the lane's last reference looks
-    // again) must not release blocks that were freed and handed out since. (Before, the entry was
-    // given up first: killed before it marked them, the blocks stayed in flight, named by nothing.)
+    // Mark each block that is still in flight as ours before giving up the entry. If this process
+    // is killed at any moment, it leaves either blocks that its mark names, which the sweep of the
+    // dead frees, or a staged entry whose blocks a later look finds. That later look skips the
+    // blocks marked ours.
+    //
+    // Give up the entry before releasing anything. A later look must not release blocks that were
+    // freed and handed out since. (The sweep that drops the lane's last reference looks again.)
+    //
+    // (Earlier code gave up the entry first. If the process was killed before it marked the blocks,
+    // they stayed in flight and nothing named them.)
     let marked = parts.iter().chain(if e.kind == KIND_INDIRECT { &records[..] } else { &[] });
     let ours: Vec<Record> = marked
         .filter(|r| {
@@ -501,7 +566,8 @@ fn finish_staged(mgr: &Arc<Attachment>, ring: &Ring<'_>) -> bool {
         .collect();
     crate::kill_point::here("finish_staged: marked, not given up");
     ring.unstage(&e);
-    // Ours whether or not this look gave the entry up: nobody else takes what our mark names.
+    // These blocks are ours whether or not this look gave up the entry, because nobody else takes a
+    // block that our mark names.
     for r in ours {
         if let Ok(m) = Message::from_record(mgr, r) {
             drop(m);
@@ -510,8 +576,11 @@ fn finish_staged(mgr: &Arc<Attachment>, ring: &Ring<'_>) -> bool {
     false
 }
 
-/// Looks at `ready` until it holds (true) or `SPIN` passed (false). Never inlined: a profile
-/// (the benchmark's instruction counts) tells the time spent waiting from the work by its name.
+/// Calls `ready` until it returns true (then returns true) or until `SPIN` passed (then returns
+/// false).
+///
+/// `spin_until` is never inlined, so that a profile (such as the benchmark's instruction counts)
+/// can tell the time spent waiting apart from the work by the function's name.
 #[inline(never)]
 fn spin_until(mut ready: impl FnMut() -> bool) -> bool {
     let start = Instant::now();
@@ -532,8 +601,9 @@ fn spin_until(mut ready: impl FnMut() -> bool) -> bool {
     }
 }
 
-/// Turns a frame for the lane into an entry: frames too large for the ring travel in a block of
-/// their own whose record is the entry (`Ok(None)` when the frame fits).
+/// Turns a frame for the lane into an entry. A frame too large for the ring travels in a block of
+/// its own, and the entry is that block's record. Returns the block and the entry, or `Ok(None)`
+/// when the frame fits in the ring.
 #[inline]
 fn indirect(mgr: &Arc<Attachment>, frame: &[u8], capacity: u64) -> Result<Option<(Message, Vec<u8>)>, ShmError> {
     if frame.len() <= ring::max_inline(capacity) {
@@ -545,12 +615,14 @@ fn indirect(mgr: &Arc<Attachment>, frame: &[u8], capacity: u64) -> Result<Option
     Ok(Some((holder, entry)))
 }
 
-/// How a lane's writer reaches its reader's socket: offers and wake frames go there.
+/// How a lane's writer reaches its reader's socket, where it sends offers and wake frames.
 pub(crate) trait Link {
-    /// Sends a control frame to the peer of owner mark `to` (the newest peer when `None`) within
-    /// `deadline`. `Ok(false)`: no peer is known yet (nothing sent).
-    /// `address` is called with the receiver's owner mark and socket number (0, 0: not known)
-    /// before the frame goes out.
+    /// Sends a control frame within `deadline` to the peer whose owner mark is `to`, or to the
+    /// newest peer when `to` is `None`. Returns `Ok(false)` when no peer is known yet; nothing is
+    /// sent then.
+    ///
+    /// Before the frame goes out, `send_control` calls `address` with the receiver's owner mark and
+    /// socket number. Both are 0 when they are not known.
     fn send_control(
         &self,
         frame: &[u8],
@@ -558,13 +630,16 @@ pub(crate) trait Link {
         deadline: Deadline,
         address: &dyn Fn(u32, u64),
     ) -> Result<bool, TransferError>;
-    /// The socket's send queue limit (ZeroMQ's SNDHWM, 0: none), which sizes the ring.
+    /// Returns the socket's send queue limit (ZeroMQ's SNDHWM; 0 means no limit). The limit sets
+    /// the ring's size.
     fn send_queue(&self) -> i32;
 }
 
-/// A transport sweeping the dead (see `ledger`): frees through its caches, and releases a lane's
-/// messages while it is shared (not while it is leaving). Here, not beside the transport's state:
-/// releasing a lane's messages is the lanes' business.
+/// Lets a transport sweep the dead (see `ledger`). The transport frees blocks through its caches.
+/// It releases a lane's messages only while the `Attachment` is shared, not while it is leaving.
+///
+/// This impl lives here and not beside the transport's state, because releasing a lane's messages
+/// is the business of the lanes.
 impl crate::session::ledger::Sweeper for Attachment {
     fn segment(&self, id: u16) -> Option<&crate::segment::Segment> {
         Attachment::segment(self, id).ok()

@@ -19,12 +19,12 @@ use std::time::Instant;
 pub(crate) struct Readers {
     lanes: Vec<LaneBlock>,
     next: usize,
-    /// The records of the entry being taken, and of its blocks being marked (kept: no allocation
-    /// per entry).
+    /// The records of the entry being taken, and of its blocks being marked. The buffer is kept
+    /// between entries, so taking an entry allocates nothing.
     records: Vec<Record>,
     marking: Marking,
     last_sweep: Option<Instant>,
-    /// How many lanes it reads now, for the metrics (another thread reads it).
+    /// How many lanes the socket reads now, for the metrics. Another thread reads this counter.
     open: Arc<std::sync::atomic::AtomicU64>,
 }
 
@@ -35,11 +35,12 @@ pub(crate) enum Got {
 }
 
 impl Readers {
-    /// Claims a lane a peer offered, with a reference of our own (the offer handed over none).
+    /// Claims a lane that a peer offered, and takes a reference of our own to it. The offer handed
+    /// over no reference.
     pub(crate) fn attach(&mut self, mgr: &Arc<Attachment>, rec: Record, socket: &str) -> Result<(), ShmError> {
         let Record::Handed { segment, ticket, nonce } = rec else { return Err(meta::MetaError::Untracked.into()) };
-        // With our own reference (see `Message::claim_offer`), taken before the lane's claim too,
-        // so a claim never holds a block without its reference.
+        // `Message::claim_offer` takes our own reference, and it does so before we claim the lane
+        // too. So a claim never holds a block without a reference to it.
         let block = Message::claim_offer(mgr, segment, ticket, nonce, super::drop_lane)?;
         let opened = block.words().ok_or(LaneError::Header).and_then(|w| Ring::open(w).map(|r| r.capacity()));
         let capacity = match opened {
@@ -58,20 +59,21 @@ impl Readers {
         Ok(())
     }
 
-    /// Readers of one lane, claimed or not (for tests of what a reader takes).
+    /// Makes `Readers` with one lane, claimed or not. Tests use it to check what a reader takes.
     #[cfg(test)]
     pub(crate) fn of(block: Message, capacity: u64) -> Readers {
         Readers { lanes: vec![LaneBlock::new(block, capacity)], ..Readers::default() }
     }
 
-    /// The records of the entry `take` last took whole ([`Got::Frame`]), checked and marked ours
-    /// as it took it (none after any other outcome).
+    /// Returns the records of the entry that `Readers::take` last took whole ([`Got::Frame`]).
+    /// `Readers::take` checked the records and marked their blocks as ours as it took the entry.
+    /// After any other outcome, the slice is empty.
     pub(crate) fn entry_records(&self) -> &[Record] {
         &self.marking.blocks
     }
 
-    /// Whether each of [`Readers::entry_records`] is a block of one reference, now ours alone
-    /// (so none needs listing as shared).
+    /// Returns whether each of [`Readers::entry_records`] is a block with one reference, which is
+    /// now ours alone. If so, no block needs listing as shared.
     pub(crate) fn entry_alone(&self) -> bool {
         self.marking.alone
     }
@@ -80,8 +82,9 @@ impl Readers {
         self.lanes.is_empty()
     }
 
-    /// Takes the next entry of any lane, in turn, into `out`; its records are
-    /// [`Readers::entry_records`] when it is a [`Got::Frame`] (none otherwise).
+    /// Takes the next entry into `out`, taking from the lanes in turn. When the entry is a
+    /// [`Got::Frame`], its records are in [`Readers::entry_records`]; otherwise that slice is
+    /// empty.
     pub(crate) fn take(
         &mut self,
         mgr: &Arc<Attachment>,
@@ -105,8 +108,9 @@ impl Readers {
                 Ok(None) => continue,
                 Ok(Some(e)) => {
                     ring.read(&e, out);
-                    // Ours before it leaves the ring: killed at any moment, this reader leaves
-                    // blocks that the ring or its own mark accounts for (see `release_entries`).
+                    // Mark the entry's blocks as ours before the entry leaves the ring. If this
+                    // reader is killed at any moment, every block it leaves is accounted for by the
+                    // ring or by its own mark (see `release_entries`).
                     let ours = remark_entry_with(
                         mgr,
                         e.kind,
@@ -118,8 +122,9 @@ impl Readers {
                     ring.consume(&e);
                     self.next = i + 1;
                     if !ours {
-                        // A block its writer did not hand over (still another holder's, or freed)
-                        // is never taken: the entry is dropped, what it handed over released.
+                        // A block that its writer did not hand over (it is still another holder's,
+                        // or freed) is never taken. The entry is dropped, and what it did hand over
+                        // is released.
                         release_marked(mgr, &mut self.marking.taken);
                         self.records.clear();
                         meta::decode(out, &mut self.records)?; // a damaged entry says how
@@ -128,8 +133,8 @@ impl Readers {
                     if e.kind == KIND_FRAME {
                         return Ok(Some(Got::Frame));
                     }
-                    // The entry's one record, the block holding the frame (into the kept buffer:
-                    // no allocation per entry).
+                    // The entry's only record names the block that holds the frame. It is decoded
+                    // into the kept buffer, so nothing is allocated per entry.
                     self.records.clear();
                     meta::decode(out, &mut self.records)?;
                     return match self.records[..] {
@@ -138,7 +143,8 @@ impl Readers {
                     };
                 }
                 Err(source) => {
-                    // A damaged lane cannot be read on: give it up (its writer takes back nothing).
+                    // Reading cannot go on in a damaged lane, so give the lane up. Its writer takes
+                    // back nothing.
                     let l = self.lanes.remove(i);
                     self.publish();
                     l.ring().close(READER_CLOSED | WRITER_CLOSED);
@@ -149,18 +155,20 @@ impl Readers {
         Ok(None)
     }
 
-    /// Whether some lane has an entry.
+    /// Returns whether some lane has an entry.
     pub(crate) fn any_ready(&self) -> bool {
         self.lanes.iter().any(|l| !l.ring().is_empty().unwrap_or(false))
     }
 
-    /// Looks at the lanes until `SPIN` passed or one has an entry (at once false without lanes).
+    /// Looks at the lanes until one has an entry (true) or `SPIN` passed (false). Returns false at
+    /// once when there are no lanes.
     pub(crate) fn spin(&self) -> bool {
         !self.lanes.is_empty() && spin_until(|| self.any_ready())
     }
 
-    /// Before sleeping in the socket: marks every lane's reader asleep; false (nothing marked) when
-    /// an entry arrived meanwhile. Drops idle lanes whose writer closed or died.
+    /// Prepares to sleep in the socket by marking the reader asleep in every lane. Returns false,
+    /// with nothing marked, when an entry arrived meanwhile. Also drops idle lanes whose writer
+    /// closed or died.
     pub(crate) fn sleep(&mut self, mgr: &Arc<Attachment>) -> bool {
         self.sweep(mgr);
         for (i, l) in self.lanes.iter().enumerate() {
@@ -202,7 +210,7 @@ impl Readers {
         self.publish();
     }
 
-    /// Lanes read now, readable from other threads.
+    /// Returns the counter of lanes read now. Other threads can read it.
     pub(crate) fn open_count(&self) -> Arc<std::sync::atomic::AtomicU64> {
         self.open.clone()
     }
@@ -211,8 +219,8 @@ impl Readers {
         self.open.store(self.lanes.len() as u64, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// The socket closes: a writer still there takes back what was not read (and sends it again);
-    /// otherwise it is released here.
+    /// Closes the lanes as the socket closes. A writer that is still there takes back what was not
+    /// read, and sends it again. Otherwise, `Readers::close` releases what was not read.
     pub(crate) fn close(&mut self, mgr: &Arc<Attachment>) {
         self.open.store(0, std::sync::atomic::Ordering::Relaxed);
         for l in self.lanes.drain(..) {
@@ -220,7 +228,8 @@ impl Readers {
             let before = ring.close(READER_CLOSED);
             let dead = before & WRITER_CLOSED == 0 && !mgr.owner_alive(ring.writer());
             if before & WRITER_CLOSED != 0 || dead {
-                // A writer that closed staged nothing; a dead one's staged entry goes too.
+                // A writer that closed left no staged entry. A dead writer's staged entry is
+                // released too.
                 release_contents(mgr, &ring);
             }
             if dead {

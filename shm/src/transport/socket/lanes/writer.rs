@@ -20,25 +20,27 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The lane a socket with a single peer writes, and entries taken back from lanes whose reader left.
+/// The lane that a socket with a single peer writes, and the entries taken back from lanes whose
+/// reader left.
 #[derive(Default)]
 pub(crate) struct Writer {
     lane: Option<LaneBlock>,
-    /// Ring bytes of this writer's lanes, fixed at its first send (entries taken back from a lane
-    /// whose reader left must fit the next one).
+    /// The ring size in bytes of this writer's lanes. It is fixed at the first send, because
+    /// entries taken back from a lane whose reader left must fit in the next lane.
     capacity: u64,
-    /// When the lane was last offered, and the offer's ticket (an offer sent just as the peer went
-    /// away is lost with the connection; until a reader claims the lane it is offered again, the
-    /// earlier offer taken back).
+    /// When the lane was last offered, and that offer's ticket. An offer sent just as the peer went
+    /// away is lost with the connection. So until a reader claims the lane, the writer offers it
+    /// again, and takes back the earlier offer.
     offered: Cell<Option<(Instant, Issued)>>,
-    /// An offer of the current lane was claimed by someone who did not claim the lane yet (a
-    /// reader may be about to), and the receiver it was addressed to: while that one lives (or is
-    /// not known), the lane is not released as unclaimable at close.
+    /// Set when someone claimed an offer of the current lane but did not claim the lane yet (a
+    /// reader may be about to). It holds the receiver mark that the offer was addressed to. While
+    /// that receiver lives, or while it is not known, `Writer::close` does not release the lane as
+    /// unclaimable.
     claimed_unseen: Cell<Option<u32>>,
-    /// The receiver mark the last offer was addressed to (0: not known).
+    /// The receiver mark that the last offer was addressed to, or 0 when it is not known.
     offered_to: Cell<u32>,
     resend: VecDeque<Resent>,
-    /// Whether a lane is open (1) or not (0), for the metrics (another thread reads it).
+    /// 1 when a lane is open and 0 when not, for the metrics. Another thread reads this counter.
     open: Arc<std::sync::atomic::AtomicU64>,
 }
 
@@ -50,27 +52,30 @@ enum Wait {
     ReaderGone,
 }
 
-/// One entry a push writes into a lane.
+/// One entry that `Writer::push` writes into a lane.
 #[derive(Clone, Copy)]
 struct Outgoing<'e> {
-    /// `KIND_FRAME` (the records themselves) or `KIND_INDIRECT` (a block that holds them).
+    /// `KIND_FRAME` when the entry holds the records themselves, or `KIND_INDIRECT` when the entry
+    /// names a block that holds them.
     kind: u32,
     bytes: &'e [u8],
-    /// Marks the entry's blocks in flight, once the entry is staged in the ring.
+    /// Marks the entry's blocks in flight. It runs once the entry is staged in the ring.
     mark: &'e dyn Fn(),
 }
 
 impl Writer {
-    /// Lanes open for writing now (0 or 1), readable from other threads.
+    /// Returns the counter of lanes open for writing now (0 or 1). Other threads can read it.
     pub(crate) fn open_count(&self) -> Arc<std::sync::atomic::AtomicU64> {
         self.open.clone()
     }
 
-    /// Sends `frame` through the lane (offering a new one first if needed). On error nothing of
-    /// `frame` was sent (and `mark` was not called); on success its records belong to the reader.
-    /// `mark` marks the frame's blocks in flight: it runs only once the entry is staged in the
-    /// ring (see `Ring::push`), never while a send waits for room, so that a writer killed at any
-    /// moment leaves blocks a ring entry, its own mark or a staged entry accounts for.
+    /// Sends `frame` through the lane, and offers a new lane first if needed. On error, nothing of
+    /// `frame` was sent and `mark` was not called. On success, the records of `frame` belong to the
+    /// reader.
+    ///
+    /// `mark` marks the frame's blocks in flight. It runs only once the entry is staged in the ring
+    /// (see `Ring::push`), and never while a send waits for room. So a writer killed at any moment
+    /// leaves every block accounted for by a ring entry, by its own mark or by a staged entry.
     pub(crate) fn send(
         &mut self,
         mgr: &Arc<Attachment>,
@@ -83,8 +88,9 @@ impl Writer {
             self.capacity = capacity_for(link.send_queue(), mgr.own().size());
         }
         let mut holder = indirect(mgr, frame, self.capacity)?;
-        // A frame too large for the ring travels in a block of its own: marked first, so a reader
-        // finishing a staged entry can read it (a block its dead writer still marks may be freed).
+        // A frame too large for the ring travels in a block of its own. That block is marked in
+        // flight first, so that a reader which finishes a staged entry can read it. (A block that
+        // its dead writer still marks as its own may be freed by the sweep of the dead.)
         let mark_all = || {
             if let Some((h, _)) = &holder {
                 h.mark_in_flight(true);
@@ -100,7 +106,8 @@ impl Writer {
                 self.offer(mgr, link, deadline)?;
                 continue;
             };
-            // The ring's view is made once per turn (it looks the block up in the segment table).
+            // Make the ring's view once per turn, because making it looks the block up in the
+            // segment table.
             let ring = l.ring();
             if ring.closed() & READER_CLOSED != 0 {
                 self.retire(mgr, false);
@@ -110,13 +117,15 @@ impl Writer {
                 if let Wait::ReaderGone = self.push_resent(mgr, link, deadline)? {
                     self.retire(mgr, true);
                 }
-                // Taken back (or sent again) first: the lane is looked at afresh.
+                // The entries that waited were sent again, or taken back again from a reader that
+                // left. Either way, look at the lane afresh.
                 continue;
             }
             if ring.reader() == 0 {
                 self.reoffer_if_unclaimed(mgr, l, &ring, link);
             }
-            // The usual case, room in the ring, without the call into the waiting loop.
+            // The usual case: the ring has room, so the entry goes in without the call into the
+            // waiting loop of `Writer::push`.
             let pushed = match ring.push_seen(kind, entry, mark_all, &l.seen) {
                 Ok(true) => Wait::Room,
                 _ => self.push(mgr, link, l, &ring, Outgoing { kind, bytes: entry, mark: &mark_all }, deadline)?,
@@ -125,8 +134,8 @@ impl Writer {
                 self.retire(mgr, true);
                 continue;
             }
-            // A reader asleep in its socket gets a wake frame (one per sleep). A full queue means
-            // frames wait for it anyway, so a failed wake changes nothing.
+            // A reader asleep in its socket gets one wake frame per sleep. If the send queue is
+            // full, frames wait for the reader anyway, so a failed wake changes nothing.
             if ring.reader_needs_wake() {
                 let _ = link.send_control(&meta::WAKE_FRAME, Some(ring.reader()), Deadline::Now, &|_, _| {});
             }
@@ -141,22 +150,26 @@ impl Writer {
     fn offer(&mut self, mgr: &Arc<Attachment>, link: &dyn Link, deadline: Deadline) -> Result<(), TransferError> {
         let capacity = self.capacity;
         let block = Message::allocate(mgr.clone(), ring::block_bytes(capacity) as usize, 64)?;
-        // The ring written while the block is still ours alone: killed meanwhile, we leave a
-        // block our mark names (the sweep of the dead frees it), not a listed lane it cannot read.
+        // Write the ring while the block is still ours alone. If we are killed meanwhile, we leave
+        // a block that our mark names, which the sweep of the dead frees. We do not leave a listed
+        // lane that the sweep cannot read.
         let words = block.words().ok_or(ShmError::Config("a lane block is not whole words".into()))?;
         Ring::init(words, capacity, mgr.owner());
-        // Writer and reader hold it, or an unclaimed offer still names it: never a dead
-        // transport's alone (see `Message::mark_held`); the writer's reference is listed first.
+        // The writer and the reader hold the block, or an unclaimed offer still names it, so the
+        // block is never a dead transport's alone (see `Message::mark_held`). The writer's
+        // reference is listed first.
         block.list_lane();
         block.mark_held(crate::segment::slots::SHARED);
         let lane = LaneBlock::new(block, capacity);
         self.claimed_unseen.set(None);
         self.send_offer(mgr, &lane, link, deadline)?;
-        // No peer to send it to yet: a push's ZeroMQ socket attaches the connection it made a
-        // moment after the connect. Wait for it within the send's deadline: a message pushed into
-        // a lane nobody heard of would wait for the writer's next send to be offered (a single
-        // message sent after a connect stayed there). On error the lane goes, and the message
-        // stays the caller's.
+        // There may be no peer to send the offer to yet: the ZeroMQ socket of a push attaches the
+        // connection it made a moment after the connect. Wait for the peer within the send's
+        // deadline. A message pushed into a lane that nobody heard of would wait until the writer's
+        // next send offers the lane. (A single message sent after a connect stayed in the lane that
+        // way.)
+        //
+        // On error, the lane is dropped, and the message stays the caller's.
         while self.offered.get().is_none() {
             if mgr.interrupted() {
                 return Err(TransferError::Interrupted);
@@ -172,8 +185,8 @@ impl Writer {
         Ok(())
     }
 
-    /// Sends an offer of `l` to the peer; one that cannot go out yet (no peer known) is remembered
-    /// as not made, and made later.
+    /// Sends an offer of `l` to the peer. When the offer cannot go out yet because no peer is
+    /// known, the writer records the offer as not made, and makes it later.
     fn send_offer(
         &self,
         mgr: &Attachment,
@@ -184,9 +197,9 @@ impl Writer {
         let ticket = issue_waiting(mgr, Kind::Offer, &l.block.record(), deadline)?;
         let mut frame = Vec::with_capacity(40);
         meta::encode_lane_offer(&ticket.record(), &mut frame);
-        // Whoever reads it may claim the lane later, also after this writer is gone. Its receiver
-        // is named where it can be: an offer lost with a killed writer's queue is released then,
-        // and its lane with it (see `orphans`).
+        // Whoever reads the offer may claim the lane later, even after this writer is gone. So the
+        // offer's receiver is recorded where it is known. If the offer is lost with a killed
+        // writer's queue, the offer is then released, and its lane with it (see `orphans`).
         let address = |owner, socket| {
             self.offered_to.set(owner);
             mgr.address(&ticket, owner, socket);
@@ -205,15 +218,20 @@ impl Writer {
         Ok(())
     }
 
-    /// Offers an unclaimed lane again once `REOFFER` passed (at once if it was never offered), the
-    /// earlier offer taken back first. One that somebody claimed without claiming the lane within
-    /// `REOFFER` was claimed by whoever released it as lost (its receiver went away) and left the
-    /// lane to this writer, which lives; or by a reader about to claim the lane, which then finds
-    /// it taken by whoever claims the new offer first and gives its reference back. Offered again
-    /// either way: before, such a lane was never offered again, and a receiver that came back
-    /// got nothing.
+    /// Offers an unclaimed lane again once `REOFFER` passed, or at once if it was never offered.
+    /// The earlier offer is taken back first.
+    ///
+    /// Somebody may have claimed the earlier offer without claiming the lane within `REOFFER`. That
+    /// claimant is one of two. The first is whoever released the offer as lost because its receiver
+    /// went away; it left the lane to this writer, which lives. The second is a reader about to
+    /// claim the lane; that reader then finds the lane taken by whoever claims the new offer first,
+    /// and gives its reference back.
+    ///
+    /// The lane is offered again in either case. (Earlier code never offered such a lane again, and
+    /// a receiver that came back got nothing.)
     fn reoffer_if_unclaimed(&self, mgr: &Attachment, l: &LaneBlock, ring: &Ring<'_>, link: &dyn Link) {
-        // The reader first: a claimed lane (every send of a running link) reads no clock.
+        // Check the reader first, so that a claimed lane reads no clock. Every send of a running
+        // link finds the lane claimed.
         if ring.reader() != 0 || self.offered.get().is_some_and(|(at, _)| at.elapsed() < REOFFER) {
             return;
         }
@@ -234,19 +252,22 @@ impl Writer {
         let l = self.lane.as_ref().expect("a lane was offered");
         let ring = l.ring();
         while let Some(mut e) = self.resend.pop_front() {
-            // Taken back from a lane whose reader left, their blocks marked ours again: in flight
-            // once staged, as any entry's, and the shared parts' references unlisted before the
-            // entry is published (see `Message::hand_to_lane`): once it is, the reader drops them.
+            // These entries were taken back from a lane whose reader left, and their blocks are
+            // marked ours again. Like the blocks of any entry, they are marked in flight once the
+            // entry is staged. The references of the shared parts are unlisted before the entry is
+            // published (see `Message::hand_to_lane`), because once it is published, the reader
+            // drops them.
             let listed = Cell::new(std::mem::take(&mut e.listed));
             let mark = || {
-                // Every block was marked ours as it was taken back (see `take_back_all`).
+                // `take_back_all` marked every block as ours when it took the entry back.
                 remark_entry(mgr, e.kind, &e.frame, mgr.owner(), crate::segment::slots::IN_FLIGHT);
                 super::resent::unlist(mgr, listed.take());
             };
             match self.push(mgr, link, l, &ring, Outgoing { kind: e.kind, bytes: &e.frame, mark: &mark }, deadline) {
                 Ok(Wait::Room) => {}
                 other => {
-                    // Not staged, so not marked: still listed.
+                    // The entry was not staged, so its blocks were not marked, and the shared
+                    // parts' references are still listed.
                     e.listed = listed.take();
                     self.resend.push_front(e);
                     return other;
@@ -256,8 +277,8 @@ impl Writer {
         Ok(Wait::Room)
     }
 
-    /// Appends `entry` to `l` (whose ring view `ring` the caller made once for the send),
-    /// waiting for room within `deadline`.
+    /// Appends `entry` to `l`, waiting for room until `deadline`. `ring` is the view of the ring of
+    /// `l` that the caller made once for the send.
     #[cold]
     fn push(
         &self,
@@ -283,24 +304,26 @@ impl Writer {
             if ring.closed() & READER_CLOSED != 0 || (reader != 0 && !mgr.owner_alive(reader)) {
                 return Ok(Wait::ReaderGone);
             }
-            // No spinning on a full ring: its reader has a ring's worth of work, and sleeping
-            // until half of it is done costs one wake per half ring.
+            // Do not spin on a full ring. Its reader has a ring's worth of work to do, and sleeping
+            // until the reader has done half of it costs one wake per half ring.
             self.reoffer_if_unclaimed(mgr, l, ring, link);
             if let Some(seen) = ring.wait_for_room().map_err(lane_error)? {
                 crate::sys::futex::wait(ring.room_word(), seen, deadline.slice());
-                // Woken or not (a slice ended): the next turn announces itself again.
+                // The writer was woken, or the slice ended. Either way, the next turn announces the
+                // wait again.
                 ring.stop_waiting();
             }
         }
     }
 
-    /// Drops a lane whose reader left or died, keeping what it did not read for the next lane.
+    /// Drops a lane whose reader left or died. What the reader did not read is kept for the next
+    /// lane.
     fn retire(&mut self, mgr: &Arc<Attachment>, check_dead: bool) {
         let Some(l) = self.lane.take() else { return };
         self.open.store(0, std::sync::atomic::Ordering::Relaxed);
         let ring = l.ring();
         let reader = ring.reader();
-        // A reader that closed its end dropped its reference itself (and may have exited since).
+        // A reader that closed its end dropped its reference itself, and may have exited since.
         let closed = ring.closed() & READER_CLOSED != 0;
         let dead = check_dead && !closed && reader != 0 && !mgr.owner_alive(reader);
         let unread = self.take_back_to_resend(mgr, &ring);
@@ -311,8 +334,8 @@ impl Writer {
         log::debug!("lane reader {reader:#x} left; {unread} entries go out again on a new lane");
     }
 
-    /// Takes back what `ring`'s reader did not read, to go out again before anything waiting
-    /// already; returns how many entries.
+    /// Takes back what the reader of `ring` did not read. These entries go out again before any
+    /// entries that already wait. Returns how many entries were taken back.
     fn take_back_to_resend(&mut self, mgr: &Arc<Attachment>, ring: &Ring<'_>) -> usize {
         let unread = take_back(mgr, ring);
         let n = unread.len();
@@ -322,9 +345,9 @@ impl Writer {
         n
     }
 
-    /// Whether messages wait to go out again (taken back from a reader that left), or sit in a lane
-    /// whose reader left or died: they go before any later message, so the next send goes through
-    /// the lane (whose send takes them back and offers them first).
+    /// Returns whether messages wait to go out again: either taken back from a reader that left, or
+    /// still in a lane whose reader left or died. They go before any later message, so the next
+    /// send must go through the lane. That send takes them back and sends them first.
     pub(crate) fn owes(&self, mgr: &Attachment) -> bool {
         !self.resend.is_empty()
             || self.lane.as_ref().is_some_and(|l| {
@@ -340,18 +363,21 @@ impl Writer {
         self.lane.as_ref().is_none_or(|l| l.ring().has_room(meta::BLOCK_LEN).unwrap_or(false))
     }
 
-    /// The socket closes: a reader still reads what is in the lane, also one that claims it later
-    /// (its offer may still wait in ZeroMQ's queue, which linger delivers without the reader's
-    /// help). A lane with no offer out (none could be made, or the last one was taken back) can
-    /// never be claimed: it goes now, with what it holds.
+    /// Closes the writer as the socket closes. A reader still reads what is in the lane, and so
+    /// does a reader that claims the lane later: the offer may still wait in ZeroMQ's queue, which
+    /// linger delivers without the reader's help.
+    ///
+    /// A lane with no offer out can never be claimed; either no offer could be made, or the last
+    /// one was taken back. Such a lane is released now, with what it holds.
     pub(crate) fn close(&mut self, mgr: &Arc<Attachment>) {
         self.open.store(0, std::sync::atomic::Ordering::Relaxed);
         if let Some(mut l) = self.lane.take() {
             let ring = l.ring();
-            // No reader can come when no offer's ticket is out (`send_offer` takes back one that
-            // did not go; a claim wins the ticket before it claims the ring), or when the one out
-            // went to a receiver that is gone (taken back here), and no claim of an earlier offer
-            // may still be on its way to the ring.
+            // No reader can come when two things hold. First, no offer's ticket is out, or the
+            // ticket that is out went to a receiver that is gone (this code takes that ticket
+            // back). `send_offer` takes back a ticket whose offer did not go, and a claim wins the
+            // ticket before it claims the ring. Second, no claim of an earlier offer may still be
+            // on its way to the ring.
             let offer_out = self.offered.get().is_some_and(|(_, t)| !(mgr.addressee_gone(&t) && mgr.take_back(&t)));
             let claim_pending = self.claimed_unseen.get().is_some_and(|r| !mgr.receiver_gone(r));
             if !offer_out && !claim_pending && ring.reader() == 0 {
@@ -377,9 +403,9 @@ impl Writer {
         self.release_resend(mgr);
     }
 
-    /// The socket is about to close with a lane no peer was offered yet (none was known): offers
-    /// it as soon as one is, within `deadline` (the socket's linger), so that ZeroMQ's linger
-    /// delivers the offer as it would have delivered the records.
+    /// Offers the lane before the socket closes, when no peer was known to offer it to yet. The
+    /// lane is offered as soon as a peer is known, within `deadline` (the socket's linger).
+    /// ZeroMQ's linger then delivers the offer, as it would have delivered the records.
     pub(crate) fn offer_before_close(&self, mgr: &Attachment, link: &dyn Link, deadline: Deadline) {
         let Some(l) = &self.lane else { return };
         loop {
@@ -394,12 +420,13 @@ impl Writer {
         }
     }
 
-    /// Whether this writer has a lane no reader claimed yet.
+    /// Returns whether this writer has a lane that no reader claimed yet.
     pub(crate) fn unclaimed(&self) -> bool {
         self.lane.as_ref().is_some_and(|l| l.ring().reader() == 0)
     }
 
-    /// Drops what was taken back from a reader that left and could not go out again.
+    /// Releases the entries that were taken back from a reader that left and could not go out
+    /// again.
     fn release_resend(&mut self, mgr: &Arc<Attachment>) {
         let n = release_entries(mgr, self.resend.drain(..).map(|e| e.into_taken(mgr)));
         if n > 0 {
@@ -408,11 +435,15 @@ impl Writer {
     }
 }
 
-/// Leaves a lane (its block, whose reference this writer lists, and its ring) to its first
-/// claimant, unless a reader claimed it already (false). The reference becomes the claimant's, so
-/// it is unlisted first: the sweep of this process, killed right after the lane was orphaned,
-/// would drop it as well, and free the lane under the reader that took it over. (Killed between
-/// the two steps, the reference is nobody's and the lane stays: a leak, never a double drop.)
+/// Leaves a lane to its first claimant: its block, whose reference this writer lists, and its ring.
+/// Returns false when a reader claimed the lane already.
+///
+/// The writer's reference becomes the claimant's, so the writer unlists it first. Otherwise, if
+/// this process were killed right after the lane was orphaned, the sweep of this process would drop
+/// the reference as well, and free the lane under the reader that took it over.
+///
+/// If the process is killed between the two steps, the reference belongs to nobody and the lane
+/// stays. That is a leak, but never a double drop.
 pub(super) fn leave_to_claimant(block: &Message, ring: &Ring<'_>) -> bool {
     block.unlist_for_hand_over();
     if ring.orphan() {
