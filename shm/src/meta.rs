@@ -60,18 +60,19 @@ pub const MAX_RECORD_LEN: usize = REGION_LEN;
 /// `rc offset` value meaning "no shared reference count".
 pub const NOT_SHARED: u64 = u64::MAX;
 
-/// Where a copied region message keeps its reference count: a block of a managed segment.
+/// Locates the shared reference count of a copied region message. The count lives in a block of
+/// a managed segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RcHandle {
     /// Segment id.
     pub segment: u16,
     /// Offset of the block header.
     pub offset: u64,
-    /// From the block header to its user data.
+    /// Distance from the block header to its user data.
     pub delta: u16,
 }
 
-/// One message's metadata.
+/// The metadata of one message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Record {
     /// A message without a buffer (size 0).
@@ -82,9 +83,9 @@ pub enum Record {
         segment: u16,
         /// Offset of the block header.
         offset: u64,
-        /// From the block header to the user data.
+        /// Distance from the block header to the user data.
         delta: u32,
-        /// User size.
+        /// Size of the user data.
         size: u64,
         /// Slot in the segment's slot table (`u32::MAX`: none).
         slot: u32,
@@ -99,7 +100,7 @@ pub enum Record {
         offset: u64,
         /// Size of the data.
         size: u64,
-        /// The creator's hint, returned in its release callback.
+        /// The hint given by the region's creator; its release callback receives it back.
         hint: u64,
         /// The shared reference count, if the message was copied.
         rc: Option<RcHandle>,
@@ -119,7 +120,7 @@ pub enum Record {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum MetaError {
-    /// Fewer bytes than the record or header needs.
+    /// The frame has fewer bytes than the record or header needs.
     #[error(
         "not a valid shared-memory message: needs {need} bytes, got {got} (is the sender using the zeromq transport?)"
     )]
@@ -141,7 +142,7 @@ pub enum MetaError {
     /// A multipart frame where a single message was expected.
     #[error("received a multipart message ({0} parts) where a single message was expected")]
     Multipart(usize),
-    /// A record that points outside what it refers to.
+    /// A record points outside the segment or region it refers to.
     #[error("shared-memory metadata points outside segment {segment}: offset {offset}, size {size}")]
     OutOfBounds {
         /// Segment or region id.
@@ -151,7 +152,7 @@ pub enum MetaError {
         /// Size given.
         size: u64,
     },
-    /// A record whose offset is not a used block (freed, or never allocated).
+    /// The record's offset does not name a used block: the block was freed or never allocated.
     #[error("shared-memory metadata refers to no live block: segment {segment}, offset {offset}")]
     NotABlock {
         /// Segment id.
@@ -159,7 +160,8 @@ pub enum MetaError {
         /// Offset given.
         offset: u64,
     },
-    /// A record of an earlier use of a block that was freed and handed out again since.
+    /// The record describes an earlier use of a block. The block was freed and handed out again
+    /// since then.
     #[error("shared-memory metadata refers to an earlier use of a block: segment {segment}, offset {offset}")]
     Stale {
         /// Segment id.
@@ -175,19 +177,22 @@ pub enum MetaError {
         /// The id.
         id: u16,
     },
-    /// A handed record whose ticket hands nothing over (forged, repeated, or taken back).
+    /// A handed record whose ticket hands nothing over: the record is forged or repeated, or its
+    /// sender took the ticket back.
     #[error("shared-memory record refused: {0}")]
     Ticket(#[from] TicketError),
-    /// A lane entry naming a block its writer did not hand over (another holder's, or freed).
+    /// A lane entry names a block that its writer did not hand over. The block belongs to another
+    /// holder, or it was freed.
     #[error("a shared-memory lane entry names a block its sender did not hand over; the message is dropped")]
     NotHandedOver,
-    /// A record that describes a message directly where only handed records are valid (a socket).
+    /// A record describes a message directly, but only handed records are valid here (on a
+    /// socket).
     #[error("a shared-memory message arrived without a ticket (only the session's lanes carry such records)")]
     Untracked,
 }
 
 impl Record {
-    /// Encoded size.
+    /// Size of the encoding in bytes.
     pub fn len(&self) -> usize {
         match self {
             Record::Empty => EMPTY_LEN,
@@ -197,7 +202,8 @@ impl Record {
         }
     }
 
-    /// Whether this is the empty record (for clippy's `len` convention: the encoding is never empty).
+    /// Whether this is `Record::Empty`. Clippy expects an `is_empty` next to `len`; the encoding
+    /// itself is never empty.
     pub fn is_empty(&self) -> bool {
         matches!(self, Record::Empty)
     }
@@ -206,8 +212,9 @@ impl Record {
     pub fn encode(&self, out: &mut Vec<u8>) {
         match *self {
             Record::Empty => out.extend_from_slice(&[VERSION, TAG_EMPTY, 0, 0, 0, 0, 0, 0]),
-            // Built whole, then appended once: a vector's growth check per field cost more than
-            // the encoding (every message of every send).
+            // The record is built whole on the stack and appended once. A growth check of the
+            // vector for each field cost more than the encoding itself, and this code runs for
+            // every message of every send.
             Record::Block { .. } => out.extend_from_slice(&self.block_frame().expect("a block record")),
             Record::Region { region, offset, size, hint, rc } => {
                 let (rc_segment, rc_delta, rc_offset) =
@@ -231,9 +238,9 @@ impl Record {
         }
     }
 
-    /// The encoding of a block record, on the stack: also the whole frame of a single message in
-    /// a block (no padding needed when the frame's minimum length is at most [`BLOCK_LEN`]).
-    /// `None` for other records.
+    /// The encoding of a block record, built on the stack. It is also the whole frame of a single
+    /// message in a block when the frame's minimum length is at most [`BLOCK_LEN`], because such
+    /// a frame needs no padding. Returns `None` for other records.
     #[inline]
     pub fn block_frame(&self) -> Option<[u8; BLOCK_LEN]> {
         let Record::Block { segment, offset, delta, size, slot, generation } = *self else { return None };
@@ -296,7 +303,8 @@ impl Record {
         }
     }
 
-    /// Payload size the record describes (0 for a handed record: its ticket says).
+    /// The payload size that the record describes. A handed record gives 0, because only its
+    /// ticket describes the payload.
     pub fn size(&self) -> u64 {
         match self {
             Record::Empty | Record::Handed { .. } => 0,
@@ -309,8 +317,8 @@ fn need(buf: &[u8], n: usize) -> Result<&[u8], MetaError> {
     buf.get(..n).ok_or(MetaError::Truncated { need: n, got: buf.len() })
 }
 
-/// Checks that `buf[range]` holds only zeros (a range beyond `buf` is a truncated frame, never a
-/// panic: frames come from peers).
+/// Checks that `buf[range]` holds only zeros. A range beyond the end of `buf` returns
+/// `MetaError::Truncated` instead of panicking, because frames come from peers.
 fn zeros(buf: &[u8], range: std::ops::Range<usize>) -> Result<(), MetaError> {
     let bytes = buf.get(range.clone()).ok_or(MetaError::Truncated { need: range.end, got: buf.len() })?;
     match bytes.iter().position(|&b| b != 0) {
@@ -319,7 +327,8 @@ fn zeros(buf: &[u8], range: std::ops::Range<usize>) -> Result<(), MetaError> {
     }
 }
 
-/// The block record encoded in `b` (at least [`BLOCK_LEN`] bytes, its tag checked).
+/// Reads the block record encoded in `b`. The caller ensures that `b` holds at least
+/// [`BLOCK_LEN`] bytes and has checked its tag.
 fn block_record(b: &[u8]) -> Record {
     Record::Block {
         segment: u16::from_le_bytes([b[2], b[3]]),
@@ -346,7 +355,8 @@ pub fn encode_single(rec: &Record, min_len: usize, out: &mut Vec<u8>) {
     pad(out, min_len);
 }
 
-/// Encodes a multipart frame (a single record when there is one part), zero-padded to `min_len`.
+/// Encodes a multipart frame, zero-padded to at least `min_len` bytes. A message with one part is
+/// encoded as a single record, without the multipart header.
 pub fn encode_parts(records: impl ExactSizeIterator<Item = Record>, min_len: usize, out: &mut Vec<u8>) {
     out.clear();
     let n = records.len();
@@ -369,7 +379,7 @@ fn pad(out: &mut Vec<u8>, min_len: usize) {
 /// A frame that carries no message: it sets up or wakes a lane.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Control {
-    /// The sender's lane: a handed record whose ticket is a lane offer.
+    /// The sender offers its lane. The handed record names a ticket that is a lane offer.
     Lane(Record),
     /// The reader of a lane went to sleep and has something to read now.
     Wake,
@@ -387,12 +397,13 @@ pub const WAKE_FRAME: [u8; 8] = [VERSION, TAG_WAKE, 0, 0, 0, 0, 0, 0];
 /// A hello frame.
 pub const HELLO_FRAME: [u8; 8] = [VERSION, TAG_HELLO, 0, 0, 0, 0, 0, 0];
 
-/// The control frame `frame` is, `None` when it is a message frame (or not ours: [`decode`] says).
+/// Decodes `frame` as a control frame. Returns `None` when `frame` is a message frame or not ours
+/// at all; [`decode`] then tells which.
 pub fn control(frame: &[u8]) -> Option<Result<Control, MetaError>> {
     match frame {
         [VERSION, TAG_WAKE, ..] => Some((|| {
             need(frame, 8)?;
-            // Padding beyond the 8 bytes is allowed (as for records), if it is zeros.
+            // As with records, padding beyond the 8 bytes is allowed if it is all zeros.
             zeros(frame, 2..frame.len())?;
             Ok(Control::Wake)
         })()),
@@ -409,7 +420,8 @@ pub fn control(frame: &[u8]) -> Option<Result<Control, MetaError>> {
     }
 }
 
-/// Whether `frame` is a multipart's (as [`decode`] says of a frame it decodes).
+/// Whether `frame` is a multipart frame. The answer matches what [`decode`] returns for a frame
+/// it decodes.
 pub fn is_multipart(frame: &[u8]) -> bool {
     matches!(frame, [VERSION, TAG_MULTI, ..])
 }
@@ -417,8 +429,9 @@ pub fn is_multipart(frame: &[u8]) -> bool {
 /// Decodes a frame into its records (one for a single message), appending them to `out`.
 /// Returns whether the frame was a multipart. On error `out` is left as it was.
 pub fn decode(frame: &[u8], out: &mut Vec<Record>) -> Result<bool, MetaError> {
-    // Nearly every frame is one block's record and nothing else: decoded at once (the general
-    // walk below says the same of it, see the test `a_lone_block_record_decodes_as_the_walk_does`).
+    // Nearly every frame is a single block record and nothing else, so such a frame takes a
+    // shortcut. The general walk below gives the same result for it (see the test
+    // `a_lone_block_record_decodes_as_the_walk_does`).
     if let Some(rec) = lone_block(frame) {
         out.push(rec);
         return Ok(false);
@@ -427,8 +440,8 @@ pub fn decode(frame: &[u8], out: &mut Vec<Record>) -> Result<bool, MetaError> {
     decode_into(frame, out).inspect_err(|_| out.truncate(start))
 }
 
-/// The record of a frame that is one block's record and nothing else (nearly every frame), as
-/// [`decode`] reads it; `None` for any other frame.
+/// Decodes a frame that holds one block record and nothing else, as [`decode`] would. Nearly
+/// every frame is such a frame. Returns `None` for any other frame.
 #[inline]
 pub(crate) fn lone_block(frame: &[u8]) -> Option<Record> {
     match frame {
@@ -437,7 +450,7 @@ pub(crate) fn lone_block(frame: &[u8]) -> Option<Record> {
     }
 }
 
-/// Records [`decode`] reserves room for before it has read them.
+/// The largest number of records that [`decode`] reserves room for before it has read them.
 const RESERVE_AT_MOST: usize = 1024;
 
 fn decode_into(frame: &[u8], out: &mut Vec<Record>) -> Result<bool, MetaError> {
@@ -449,7 +462,8 @@ fn decode_into(frame: &[u8], out: &mut Vec<Record>) -> Result<bool, MetaError> {
         let h = need(frame, MULTI_LEN)?;
         zeros(h, 2..4)?;
         let count = u32_at(h, 4) as usize;
-        // Every record takes at least 8 bytes: a count that cannot fit is refused before allocating.
+        // Every record takes at least 8 bytes. A count of records that cannot fit in the frame is
+        // refused before anything is allocated.
         if count > (frame.len() - MULTI_LEN) / EMPTY_LEN {
             return Err(MetaError::Truncated { need: MULTI_LEN + count * EMPTY_LEN, got: frame.len() });
         }
@@ -457,9 +471,10 @@ fn decode_into(frame: &[u8], out: &mut Vec<Record>) -> Result<bool, MetaError> {
     } else {
         (1, 0, false)
     };
-    // Reserved up to a bound: the count is checked against the frame, but a frame in a block
-    // (an indirect lane entry) may be as large as the segment, and records take more room than
-    // their encoding; a frame that is damaged past its start must not have reserved for all.
+    // The reserved room has a bound. The count was checked against the frame's length, but a
+    // frame in a block (an indirect lane entry) may be as large as the segment. Each `Record`
+    // also takes more room than its encoding. A frame whose records go bad after the first ones
+    // must not reserve room for its whole count.
     out.reserve(count.min(RESERVE_AT_MOST));
     for _ in 0..count {
         let (rec, n) = Record::decode(&frame[at..])?;
@@ -473,9 +488,10 @@ fn decode_into(frame: &[u8], out: &mut Vec<Record>) -> Result<bool, MetaError> {
 /// What a ticket hands over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
-    /// A message: the reference of its block, or its region piece.
+    /// A message: the ticket hands over one reference to the message's block, or its piece of a
+    /// region.
     Message,
-    /// A lane's offer (no reference).
+    /// A lane offer. It hands over no reference.
     Offer,
 }
 
@@ -486,14 +502,14 @@ pub enum TicketError {
     /// No such ticket in the table.
     #[error("ticket {0} is beyond the ticket table")]
     OutOfRange(u32),
-    /// The nonce is not the ticket's: claimed already (a repeated record), taken back by its
-    /// sender, or never issued (a forged record).
+    /// The nonce does not match the ticket's. The ticket was claimed already (a repeated record),
+    /// taken back by its sender, or never issued (a forged record).
     #[error("ticket {0} was claimed already, taken back or never issued (a repeated or forged record)")]
     NotIssued(u32),
-    /// The ticket describes something that is no record.
+    /// The ticket's contents do not describe a valid record.
     #[error("ticket {0} is damaged")]
     Damaged(u32),
-    /// A ticket of one kind where the other was expected.
+    /// The ticket is of one `Kind`, but its record was sent as the other.
     #[error("ticket {0} hands over a {1:?}, not what its record was sent as")]
     WrongKind(u32, Kind),
 }
@@ -501,9 +517,10 @@ pub enum TicketError {
 #[cfg(test)]
 mod tests {
 
-    /// A large frame whose records go bad after the first: the room reserved for its records
-    /// is bounded, not what its count says (a frame in a block may be as large as the segment,
-    /// and each record takes several times its encoding). Before, all of it was reserved.
+    /// A large frame whose records go bad after the first one. The room reserved for its records
+    /// has a bound and does not follow the frame's count. A frame in a block may be as large as
+    /// the segment, and each `Record` takes several times the room of its encoding. Before the
+    /// fix, `decode` reserved room for the whole count.
     #[test]
     fn a_damaged_large_frame_reserves_a_bounded_room() {
         let count = 200_000usize;
@@ -566,8 +583,9 @@ mod tests {
             prop_assert_eq!(out, recs);
         }
 
-        /// `decode`'s shortcut for a frame that is one block record says what the general walk
-        /// says, for any 32 bytes after the version and the block tag.
+        /// The shortcut of `decode` for a frame that is one block record gives the same result as
+        /// the general walk. This holds for any 30 bytes after the version and the block tag (a
+        /// 32-byte frame).
         #[test]
         fn a_lone_block_record_decodes_as_the_walk_does(rest in prop::array::uniform30(any::<u8>())) {
             let mut frame = vec![VERSION, TAG_BLOCK];

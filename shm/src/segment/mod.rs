@@ -54,18 +54,19 @@ use std::mem::{offset_of, size_of};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// What a managed segment is; the layout version is bumped whenever its layout changes.
+/// Identifies a managed segment file: its description, magic number and layout version. The layout
+/// version is bumped whenever the segment layout changes.
 const KIND: Kind = Kind { what: "managed segment", magic: u64::from_le_bytes(*b"FMQRSSEG"), layout: 7 };
 
 shared_layout! {
-    /// A segment's header and lock (bytes 0..192; the table at the top of this file).
+    /// A segment's header and lock, bytes 0..200 (see the table in the module doc).
     pub(crate) struct Header {
         tag: Tag,
         size: AtomicU64,
         heap_start: AtomicU64,
         heap_end: AtomicU64,
         id: AtomicU64,
-        /// Free epoch: the futex word that waiters for memory sleep on.
+        /// The free epoch: the futex word that processes waiting for memory sleep on.
         epoch: AtomicU64,
         waiters: AtomicU64,
         recoveries: AtomicU64,
@@ -75,12 +76,14 @@ shared_layout! {
         slot_hw: AtomicU64,
         /// The block size the waiters need.
         want: AtomicU64,
-        /// 1 once a wake was issued since a waiter last armed: later frees skip the system call.
+        /// 1 once a wake was issued since a waiter last armed. While it is 1, later frees skip
+        /// the wake system call.
         wake: AtomicU64,
         tickets_at: AtomicU64,
         /// The robust mutex guarding the heap.
         lock: MutexPlace,
-        /// The number of the file name it was made under (see `files::name_tag`).
+        /// The number of the file name that the segment was created under (see
+        /// `files::name_tag`).
         name_tag: AtomicU64,
     }
 }
@@ -90,18 +93,20 @@ const CTL_WORD: usize = size_of::<Header>() / 8;
 const DEPOT_WORD: usize = 8192 / 8;
 const HEAP_START: u64 = ((DEPOT_WORD + depot::WORDS) * 8).div_ceil(4096) as u64 * 4096;
 const _: () = assert!((CTL_WORD + tlsf::CONTROL_WORDS) <= DEPOT_WORD);
-/// The count word of a block in the depot: no reference, owner [`DEPOT_OWNER`].
+/// The count word of a block in the depot: no reference, and the owner [`DEPOT_OWNER`].
 const DEPOSITED: u64 = (DEPOT_OWNER as u64) << 32;
 
-/// Smallest segment file we create (header, a little heap and the smallest ticket table).
+/// The smallest segment file we create: the header, a small heap and the smallest ticket table.
 pub const MIN_SEGMENT_SIZE: u64 = HEAP_START + 4096 + tickets::MIN_TABLE_BYTES;
-/// The bookkeeping of a segment under 1 MiB: header, allocator control, depot and the smallest
-/// ticket table (such a segment has no slot table).
+/// The bookkeeping of a segment under 1 MiB: the header, the allocator control words, the depot
+/// and the smallest ticket table. Such a segment has no slot table.
 const SMALL_OVERHEAD: u64 = HEAP_START + tickets::MIN_TABLE_BYTES;
 
-/// The file size of a segment asked for as `requested` bytes (`--shm-segment-size`). FairMQ takes
-/// any size; one below [`MIN_SEGMENT_SIZE`] gets a heap of the size asked for on top of the
-/// bookkeeping, so that what was asked for can be allocated (at least the minimum). 0 stays 0.
+/// The file size of a segment requested as `requested` bytes (`--shm-segment-size`).
+///
+/// FairMQ accepts any size. A request below [`MIN_SEGMENT_SIZE`] gets a heap of the requested
+/// size on top of the bookkeeping, so that the requested bytes can really be allocated. The file
+/// is never smaller than [`MIN_SEGMENT_SIZE`]. A request of 0 stays 0.
 pub fn file_size_for(requested: u64) -> u64 {
     if requested == 0 {
         0
@@ -123,11 +128,11 @@ pub struct SegmentStats {
     pub free: u64,
     /// Used bytes (size minus free; headers and bookkeeping included).
     pub used: u64,
-    /// Free blocks.
+    /// Number of free blocks.
     pub free_blocks: u64,
-    /// Used blocks.
+    /// Number of used blocks.
     pub used_blocks: u64,
-    /// 1 - largest free block / free bytes: 0 when all free memory is in one piece.
+    /// 1 - (largest free block / free bytes). It is 0 when all free memory is in one piece.
     pub fragmentation: f64,
     /// How often the allocator was repaired after a process died holding its lock.
     pub recoveries: u64,
@@ -161,8 +166,8 @@ pub(crate) struct SegmentInit {
 }
 
 impl Segment {
-    /// Creates the segment at `path` (race-free), or opens it if another process created it first.
-    /// Returns the segment and whether we created it.
+    /// Creates the segment at `path` without a race, or opens it if another process created it
+    /// first. Returns the segment, and whether this call created it.
     pub(crate) fn open_or_create(path: &Path, tmp: &Path, id: u16, size: u64) -> Result<(Segment, bool), ShmError> {
         if size == 0 {
             return Err(ShmError::Config("segment size 0: a segment needs at least one byte".into()));
@@ -185,7 +190,8 @@ impl Segment {
             }
             m.init_mutex(&h.lock)?;
             Tlsf::new(m.words(), CTL_WORD, HEAP_START, end).format();
-            // Stamped last: a segment is only recognised once it is complete.
+            // The tag is stamped last, so that other processes recognise the segment only once
+            // it is complete.
             KIND.stamp(&h.tag);
             Ok(())
         })
@@ -227,15 +233,16 @@ impl Segment {
             },
         )
         .map_err(|e| ShmError::Layout { name: map.path().display().to_string(), reason: e.to_string() })?;
-        // From the file's size, which the check found the header to agree with: read again, a
-        // word another process changed meanwhile would go unchecked.
+        // Compute the table places from the file's size, which the check found the header to
+        // agree with. Reading the header again instead could pick up a word that another process
+        // changed after the check, and that word would go unchecked.
         let (heap_end, tickets_at) = Self::tables_at(map.len() as u64);
         let ntickets = tickets::count_for(map.len() as u64);
         Ok(Segment { map, id, heap_end, nslots, tickets_at, ntickets })
     }
 
-    /// Where the slot table (the heap's end) and the ticket table of a segment of `size` bytes
-    /// (at least [`MIN_SEGMENT_SIZE`]) begin.
+    /// Where the slot table and the ticket table begin in a segment of `size` bytes (at least
+    /// [`MIN_SEGMENT_SIZE`]). The slot table begins at the heap's end.
     fn tables_at(size: u64) -> (u64, u64) {
         let tickets_at = size - tickets::table_bytes(size);
         (tickets_at - slots::table_bytes(size), tickets_at)
@@ -268,7 +275,7 @@ impl Segment {
         self.map.words()
     }
 
-    /// The header (checked to fit when the segment was opened).
+    /// The segment's header. Opening the segment checked that the header fits.
     fn header(&self) -> &Header {
         self.map.view().expect("a segment holds its header")
     }
@@ -291,7 +298,8 @@ impl Segment {
         Slots::new(self.words(), (self.heap_end / 8) as usize, self.nslots, &h.slot_head, &h.slot_hw)
     }
 
-    /// Blocks per magazine for blocks of `size` bytes in this segment (fewer than 2: not cached).
+    /// The number of blocks per magazine for blocks of `size` bytes in this segment. Below 2,
+    /// blocks of that size are not cached.
     pub(crate) fn magazine_blocks(&self, size: u64) -> usize {
         depot::magazine_blocks(self.size(), size)
     }
@@ -306,16 +314,18 @@ impl Segment {
             repair = self.repair(&t);
             repair.is_ok()
         });
-        // A failed repair leaves the lock not recoverable; its own error says more.
+        // A failed repair leaves the lock unrecoverable. Return the repair's error first: it says
+        // more than the lock's error.
         repair?;
         let _g = locked?;
         let r = f(&t);
         if let Err(ShmError::Corrupt(c)) = &r {
-            // Damaged free-list words (a message written past its end reaches the next block's):
-            // the lists are rebuilt from the blocks themselves when the chain of blocks is sound,
-            // so the next call finds them sound (before, every later allocation of that size
-            // failed for the session's life). A broken chain is left as it is: a rebuild would
-            // empty every list, or take user bytes for headers.
+            // The free-list words are damaged, for example by a message written past its end
+            // into the next block. If the chain of blocks is sound, rebuild the lists from the
+            // blocks themselves, so that the next call finds them sound. (Without the rebuild,
+            // every later allocation of that size failed for the rest of the session.) A broken
+            // chain stays as it is: a rebuild would empty every list, or take user bytes for
+            // headers.
             if t.chain_sound() {
                 log::error!("segment {}: the heap's free lists are damaged at {}; rebuilding them", self.id, c.0);
                 if let Err(e) = self.repair(&t) {
@@ -329,8 +339,10 @@ impl Segment {
     }
 
     /// Rebuilds the heap's derived data and the slot table's free list, and empties the depot into
-    /// the heap (a cut-short deposit or take leaves depot blocks that no slot of it lists; all of
-    /// them carry the depot's owner mark).
+    /// the heap.
+    ///
+    /// A deposit or take that was cut short leaves depot blocks that none of the depot's magazines
+    /// lists. All depot blocks carry the depot's owner mark, so the repair finds them by that mark.
     fn repair(&self, t: &Tlsf<'_>) -> Result<(), ShmError> {
         t.recover()?;
         let mut in_use = Vec::new();
@@ -349,13 +361,13 @@ impl Segment {
         }
         self.slots().rebuild(&in_use);
         self.depot().clear();
-        // Every block goes back even if one cannot (the first error is reported).
+        // Return every block to the heap even if one fails, and report the first error.
         in_depot.into_iter().map(|(off, slot)| self.free_to_heap(t, off, slot)).fold(Ok(()), Result::and)
     }
 
-    /// The slot of the used block at `off` (from its header), `NO_SLOT` if it has no valid one
-    /// (any offset is safe: words outside the mapping read as no slot, and a slot counts only when
-    /// its entry names `off`).
+    /// The slot of the used block at `off`, read from the block's header, or `NO_SLOT` if the
+    /// block has no valid slot. Any offset is safe: words outside the mapping read as no slot, and
+    /// a slot counts only when its entry names `off`.
     pub(crate) fn slot_of(&self, off: u64) -> u32 {
         let Ok(word) = self.tlsf().refcount_word(off) else { return NO_SLOT };
         let h = word.load(Ordering::Acquire);
@@ -369,8 +381,9 @@ impl Segment {
     /// Returns a used block (and its slot) to the heap.
     fn free_to_heap(&self, t: &Tlsf<'_>, off: u64, slot: u32) -> Result<(), ShmError> {
         t.free(off)?;
-        // After the free: a crash in between leaves a slot no used block points to, which a
-        // rebuild frees; the other order could leave a used block pointing to a reused slot.
+        // Give the slot back after the free, not before. A crash between the two then leaves a
+        // slot that no used block points to, and a rebuild frees that slot. The other order could
+        // leave a used block that points to a reused slot.
         if slot != NO_SLOT {
             self.slots().give_back(slot);
         }
@@ -383,10 +396,10 @@ impl Segment {
         self.tlsf().capacity()
     }
 
-    /// Whether slot entry `e` describes a block the depot may hand out as one of `bsize` bytes:
-    /// inside the heap, starting where a block's header names the slot. (A damaged entry handed
-    /// out made a message outside the mapping, a panic at its first access, or one aliasing a
-    /// live block.)
+    /// Whether slot entry `e` describes a block that the depot may hand out as a block of `bsize`
+    /// bytes: the block lies inside the heap, and it starts where a block header names the slot.
+    /// Handing out a damaged entry made a message outside the mapping, a panic at the message's
+    /// first access, or a message that aliased a live block.
     fn deposited(&self, e: &Entry, slot: u32, bsize: u64) -> bool {
         e.delta == tlsf::HDR
             && e.size == bsize
@@ -396,17 +409,19 @@ impl Segment {
             && self.header_word(e.offset).load(Ordering::Acquire) == (u64::from(SLOTTED) << 32) | u64::from(slot)
     }
 
-    /// Bytes of heap a request needs, if it can ever fit.
+    /// The bytes of heap that a request needs, or `None` if the request can never fit.
     pub fn needed(&self, size: u64, align: u64) -> Option<u64> {
         Tlsf::block_size_for(size, align).filter(|&n| n <= self.heap_end - HEAP_START)
     }
 
-    /// Allocates up to `count` blocks for `size` bytes aligned to `align` under one lock, owned by
-    /// `owner`, appended to `out`. A single block gets reference count 1. A cache refill
-    /// (`count >= 2`) gets count 0 on every block (the cache marks the one it hands out), so a sweep
-    /// after the owner's death can tell cached blocks from blocks in use; it takes a whole magazine
-    /// from the depot when one of the right size is there. Each block gets a slot while the table
-    /// has free ones.
+    /// Allocates up to `count` blocks for `size` bytes aligned to `align`, under one lock, and
+    /// appends them to `out`. The blocks carry the owner mark `owner`.
+    ///
+    /// A single block gets reference count 1. A cache refill (`count >= 2`) gets count 0 on every
+    /// block, and the cache marks the block it hands out. So after the owner dies, a sweep can
+    /// tell cached blocks from blocks in use. A refill takes a whole magazine from the depot when
+    /// the depot holds one of the right size. Each block gets a slot while the slot table has
+    /// free ones.
     pub(crate) fn allocate(
         &self,
         size: u64,
@@ -424,8 +439,9 @@ impl Segment {
                     let mut taken = Vec::with_capacity(depot::BLOCKS);
                     if let Some(bsize) = self.depot().take(need, tlsf::MIN_BLOCK, &mut taken) {
                         for slot in taken.into_iter().map(|s| s as u32) {
-                            // Deposited blocks all have slots (see `free`) and say so in their
-                            // count word; skip a damaged entry. A slot's words are looked up once.
+                            // Every deposited block has a slot (see `free`), and its count
+                            // word says `DEPOSITED`. Skip a damaged entry. A slot's words are
+                            // looked up only once.
                             let Some(w) = slots.words(slot) else { continue };
                             let offset = w[slots::WORD_OFFSET].load(Ordering::Acquire);
                             let (delta, _) =
@@ -457,12 +473,14 @@ impl Segment {
                 let entry = Entry { offset: b.offset, size: b.size, delta: u64::from(b.delta) };
                 match slots.take(entry, rc) {
                     Some(slot) => {
-                        // The header line is hot: pointing it to the slot is cheap here.
+                        // The block's header line is in the cache now, so pointing the
+                        // header to the slot costs little here.
                         self.header_word(b.offset)
                             .store((u64::from(SLOTTED) << 32) | u64::from(slot), Ordering::Release);
                         b.slot = slot;
-                        // A single block is handed out now, in the generation its slot took it with
-                        // (refilled ones get the next when a cache hands them out).
+                        // A single block is handed out now, in the generation that its slot
+                        // had when it took the block. Refilled blocks get the next generation
+                        // when a cache hands them out.
                         b.generation = slots.generation(slot);
                     }
                     None => self.header_word(b.offset).store(rc, Ordering::Relaxed),
@@ -473,9 +491,11 @@ impl Segment {
         })
     }
 
-    /// Frees blocks (reference count 0; `(offset, slot)`) under one lock: blocks of a cached size go
-    /// to the depot in magazines for the next refill, the rest back to the heap. Wakes processes waiting for
-    /// memory. Bad offsets are logged and skipped (they come from a damaged or hostile peer).
+    /// Frees `blocks`, given as `(offset, slot)` with reference count 0, under one lock.
+    ///
+    /// Blocks of a cached size go to the depot in magazines, for the next refill. The other blocks
+    /// go back to the heap. Then the processes waiting for memory are woken. Bad offsets are logged
+    /// and skipped: they come from a damaged or hostile peer.
     pub(crate) fn free(&self, blocks: &[(u64, u32)]) -> Result<(), ShmError> {
         if blocks.is_empty() {
             return Ok(());
@@ -483,14 +503,16 @@ impl Segment {
         let waiting = self.has_waiters();
         self.locked(|t| {
             let slots = self.slots();
-            // A waiter for another size needs the heap's merged free space, not magazines.
+            // While processes wait, only blocks of the size they want go to the depot. A waiter
+            // for another size needs the heap's merged free space, not magazines.
             let deposit = |size: u64| !waiting || self.waiters_take(size);
-            // (block size, offset, slot, whether it may go to the depot); a slot's words are looked
-            // up once (this loop runs for every message a stream frees).
+            // Entries: (block size, offset, slot, whether the block may go to the depot). A slot's
+            // words are looked up only once, because this loop runs for every message that a
+            // stream frees.
             let mut sized: Vec<(u64, u64, u32, bool)> = Vec::with_capacity(blocks.len());
             for &(off, slot) in blocks {
                 let known = match slots.words(slot) {
-                    // (A free slot's offset is 0.)
+                    // A free slot's offset is 0, so `off != 0` keeps a free slot from matching.
                     Some(w) if off != 0 && w[slots::WORD_OFFSET].load(Ordering::Acquire) == off => {
                         let (delta, _) = slots::split_delta_generation(w[slots::WORD_DELTA].load(Ordering::Relaxed));
                         Some((w[slots::WORD_SIZE].load(Ordering::Relaxed), delta == tlsf::HDR))
@@ -505,7 +527,8 @@ impl Segment {
                     None => log::error!("segment {}: refusing to free block at {off}: not a used block", self.id),
                 }
             }
-            // Grouped by size; a stream's batch is usually one size already (no sort under the lock).
+            // Group the blocks by size. A stream's batch usually has one size already, and then
+            // no sort runs under the lock.
             if sized.windows(2).any(|w| w[0].0 != w[1].0) {
                 sized.sort_unstable_by_key(|b| b.0);
             }
@@ -514,11 +537,13 @@ impl Segment {
                 let size = group[0].0;
                 let n = self.magazine_blocks(size).min(depot::BLOCKS);
                 let mut rest = group;
-                // Whole magazines, and the rest of the group as a shorter one (a receiver that is
-                // about to block frees what it has, and the sender's refill takes it as it is).
+                // Deposit whole magazines, and the rest of the group as a shorter one. A receiver
+                // that is about to block frees what it has, and the sender's refill takes that
+                // shorter magazine as it is.
                 while deposit(size) && n >= 2 && !rest.is_empty() {
                     let (mag, tail) = rest.split_at(n.min(rest.len()));
-                    // An already deposited block (freed twice) would be handed out twice.
+                    // A block that is already deposited (freed twice) must not go in again: it
+                    // would be handed out twice.
                     let fresh = |slot: u32| slots.rc(slot).load(Ordering::Relaxed) != DEPOSITED;
                     if !mag.iter().all(|&(_, _, slot, depositable)| depositable && fresh(slot)) {
                         break;
@@ -546,8 +571,8 @@ impl Segment {
         Ok(())
     }
 
-    /// Returns every block of the depot to the heap (out of memory, explicit flush, zeroing);
-    /// false when the depot was empty.
+    /// Returns every block of the depot to the heap: when memory runs out, on an explicit flush,
+    /// and before zeroing. Returns false when the depot was empty.
     pub(crate) fn drain_depot(&self) -> Result<bool, ShmError> {
         if self.depot().is_empty() {
             return Ok(false);
@@ -567,7 +592,8 @@ impl Segment {
         Ok(true)
     }
 
-    /// Gives back the tail of a used block beyond `keep` bytes (header included).
+    /// Gives back the tail of a used block beyond its first `keep` bytes. `keep` includes the
+    /// block header.
     pub(crate) fn shrink(&self, offset: u64, slot: u32, keep: u64) -> Result<(), ShmError> {
         self.locked(|t| {
             let size = t.shrink(offset, keep)?;
@@ -583,8 +609,9 @@ impl Segment {
         &self.words()[(offset / 8 + 2) as usize]
     }
 
-    /// Hands out `b` (a block of this segment from a cache or a refill, no reference yet) to
-    /// `owner` with one reference, as a new use: its generation moves on (see `slots`).
+    /// Hands out `b` to `owner` with one reference, as a new use. `b` is a block of this segment
+    /// from a cache or a refill, with no reference yet. A new use moves the block's generation on
+    /// (see `slots`).
     pub(crate) fn hand_out(&self, b: &mut Block, owner: u32) {
         if b.slot != NO_SLOT {
             b.generation = self.slots().next_generation(b.slot);
@@ -593,7 +620,7 @@ impl Segment {
     }
 
     /// Checks that a record of the block at `offset` in `slot` was made in the block's current
-    /// use (see `slots`; a block without a slot has no generation: 0).
+    /// use (see `slots`). A block without a slot has no generation, which counts as 0.
     pub(crate) fn check_generation(
         &self,
         offset: u64,
@@ -608,8 +635,9 @@ impl Segment {
         }
     }
 
-    /// [`Segment::check_block`] and [`Segment::check_generation`]: a record from another process
-    /// names a used block of this segment, in the use it was made for.
+    /// Runs [`Segment::check_block`] and [`Segment::check_generation`]. Together they check that
+    /// a record from another process names a used block of this segment, in the use that the
+    /// record was made for.
     pub(crate) fn check_use(
         &self,
         offset: u64,
@@ -621,8 +649,8 @@ impl Segment {
         self.checked_count(offset, delta, size, slot, Some(generation)).map(|_| ())
     }
 
-    /// The count word of a block with a known slot (checked on receipt or set at allocation):
-    /// low 32 bits the count, high 32 the owner pid.
+    /// The count word of a block whose slot is known, because it was checked on receipt or set at
+    /// allocation. The low 32 bits hold the count, the high 32 bits the owner mark.
     pub(crate) fn rc(&self, offset: u64, slot: u32) -> &AtomicU64 {
         if slot == NO_SLOT {
             self.header_word(offset)
@@ -631,14 +659,16 @@ impl Segment {
         }
     }
 
-    /// The count word of a used block found by its offset alone (heap walks, region counts).
+    /// The count word of a used block known only by its offset, as in heap walks and region
+    /// counts.
     pub(crate) fn block_rc(&self, offset: u64) -> &AtomicU64 {
         self.rc(offset, self.slot_of(offset))
     }
 
-    /// Checks that a peer's record names a used block of this segment whose user bytes lie inside
-    /// it: through its slot when it names one (without touching the block), else through the header
-    /// (and then the block must have no slot: its header word is no count).
+    /// Checks that a peer's record names a used block of this segment, and that the record's user
+    /// bytes lie inside that block. When the record names a slot, the check reads the slot and
+    /// does not touch the block. Otherwise it reads the block header, and the block must then have
+    /// no slot, because a slotted block's header word is not a count.
     pub(crate) fn check_block(
         &self,
         offset: u64,
@@ -649,9 +679,9 @@ impl Segment {
         self.checked_count(offset, delta, size, slot, None).map(|_| ())
     }
 
-    /// [`Segment::check_block`], and with `generation` [`Segment::check_use`]; returns the
-    /// block's count word. A slot's four words are looked up once (one bounds check), as this
-    /// runs for every message received.
+    /// Does the work of [`Segment::check_block`], and with `generation` that of
+    /// [`Segment::check_use`], and returns the block's count word. A slot's four words are looked
+    /// up once, with one bounds check, because this runs for every message received.
     #[inline]
     pub(crate) fn checked_count(
         &self,
@@ -668,9 +698,9 @@ impl Segment {
             return Err(oob());
         }
         let not_a_block = || crate::meta::MetaError::NotABlock { segment: self.id, offset };
-        // A record hands over a reference, so the block has at least one: a count of 0 is a block
-        // that was freed into a cache or the depot (a stale or repeated record); taking it would
-        // alias whatever the block is handed out for next.
+        // A record hands over a reference, so its block has at least one. A count of 0 means that
+        // the block was freed into a cache or the depot, and that the record is stale or repeated.
+        // Taking such a block would alias whatever the block is handed out for next.
         let (rc, bsize, bdelta, current) = if slot == NO_SLOT {
             let t = self.tlsf();
             let rc = self.header_word(offset);
@@ -705,8 +735,8 @@ impl Segment {
         }
     }
 
-    /// [`Segment::check_block`] for a block named by its offset alone (a region message's shared
-    /// count): its slot, if any, is looked up in its header and returned.
+    /// [`Segment::check_block`] for a block named by its offset alone, such as a region message's
+    /// shared count. The block's slot, if any, is looked up in its header and returned.
     pub(crate) fn check_any_block(&self, offset: u64, delta: u32, size: u64) -> Result<u32, crate::meta::MetaError> {
         let slot = self.slot_of(offset);
         self.check_block(offset, delta, size, slot).map(|()| slot)
@@ -717,13 +747,13 @@ impl Segment {
         self.map.base() as usize
     }
 
-    /// Local address of user data (range checked by `check_block` or at allocation).
+    /// The local address of user data. `check_block` or the allocation checked the range.
     pub(crate) fn data_ptr(&self, offset: u64, delta: u32, size: usize) -> *mut u8 {
         self.map.range_ptr((offset + u64::from(delta)) as usize, size).expect("block range checked before use")
     }
 
-    /// The words of a block's user bytes (a lane's ring), `None` when they are not whole words
-    /// inside the mapping (range checked by `check_block` or at allocation).
+    /// The words of a block's user bytes, such as a lane's ring. Returns `None` when the bytes are
+    /// not whole words inside the mapping. `check_block` or the allocation checked the range.
     pub(crate) fn block_words(&self, offset: u64, delta: u32, size: u64) -> Option<&[AtomicU64]> {
         let start = offset.checked_add(u64::from(delta))?;
         if start % 8 != 0 || size % 8 != 0 {
@@ -733,8 +763,8 @@ impl Segment {
         self.words().get(first..first.checked_add(n)?)
     }
 
-    /// Size of a used block (for cache accounting).
-    /// [`Segment::rc`] and [`Segment::block_size`] at once: a slot's words are looked up once.
+    /// [`Segment::rc`] and [`Segment::block_size`] of a used block at once, so that a slot's words
+    /// are looked up once. The size is for cache accounting.
     pub(crate) fn count_and_size(&self, offset: u64, slot: u32) -> (&AtomicU64, u64) {
         match self.slots().words(slot) {
             Some(w) if w[slots::WORD_OFFSET].load(Ordering::Acquire) == offset => {
@@ -744,7 +774,8 @@ impl Segment {
         }
     }
 
-    /// The size of the used block at `offset` (its slot says, if it has one; 0 for no used block).
+    /// The size of the used block at `offset`, taken from its slot if it has one. Returns 0 when
+    /// no used block is there.
     pub(crate) fn block_size(&self, offset: u64, slot: u32) -> u64 {
         match self.slots().entry(slot) {
             Some(e) if e.offset == offset => e.size,
@@ -752,8 +783,8 @@ impl Segment {
         }
     }
 
-    /// Free bytes in the heap plus bytes of freed blocks in the depot, read without the lock (a
-    /// hint for a process waiting for memory, not a promise).
+    /// Free bytes in the heap plus bytes of freed blocks in the depot, read without the lock. The
+    /// figure is a hint for a process waiting for memory, not a promise.
     pub(crate) fn available_hint(&self) -> u64 {
         self.tlsf().free_bytes_hint() + self.depot().bytes()
     }
@@ -776,8 +807,8 @@ impl Segment {
         }
     }
 
-    /// Runs `f` while holding the allocator lock. For fault tests: a process killed inside `f` dies
-    /// holding the lock, and the next user must repair the heap.
+    /// Runs `f` while holding the allocator lock, for fault tests. A process killed inside `f`
+    /// dies holding the lock, and the next user must repair the heap.
     #[doc(hidden)]
     #[cfg(any(test, feature = "testing"))]
     pub fn while_locked(&self, f: impl FnOnce()) -> Result<(), ShmError> {
@@ -793,14 +824,15 @@ impl Segment {
         self.locked(|t| Ok(t.check())).map_err(|e| e.to_string())?
     }
 
-    /// Forgets every allocation: the heap becomes one free block and the depot empty (FairMQ's
-    /// experimental `ResetContent`).
+    /// Forgets every allocation: the heap becomes one free block, and the depot becomes empty.
+    /// This is FairMQ's experimental `ResetContent`.
     ///
     /// # Safety
-    /// No process may use the segment's blocks, now or until this returns: a message alive
-    /// anywhere would see its bytes handed out again (see `monitor::reset_content`, which checks
-    /// that no transport is attached and holds the session lock).
-    // SAFETY: unsafe to call because it frees blocks live messages may still use (contract above).
+    /// No process may use the segment's blocks, now or until this returns. A message alive
+    /// anywhere would see its bytes handed out again. See `monitor::reset_content`, which checks
+    /// that no transport is attached and holds the session lock.
+    // SAFETY: `reset_content` is unsafe to call because it frees blocks that live messages may
+    // still use (see the contract above).
     pub unsafe fn reset_content(&self) -> Result<(), ShmError> {
         self.locked(|t| {
             self.depot().clear();
@@ -813,8 +845,8 @@ impl Segment {
         Ok(())
     }
 
-    /// Frees the used block at `offset` whose last reference is gone (the monitor, which keeps
-    /// no caches, drops a dead process's last references to shared blocks so).
+    /// Frees the used block at `offset`, whose last reference is gone. The monitor keeps no
+    /// caches, so it frees a shared block this way when it drops a dead process's last reference.
     pub(crate) fn free_block(&self, offset: u64) -> Result<(), ShmError> {
         self.locked(|t| self.free_to_heap(t, offset, self.slot_of(offset)))?;
         self.wake_waiters();

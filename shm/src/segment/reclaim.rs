@@ -16,7 +16,8 @@ use crate::error::ShmError;
 use std::sync::atomic::Ordering;
 
 impl Segment {
-    /// Used blocks whose owner mark is `owner` (see `liveness::Attached::owner`): (count, bytes).
+    /// Counts the used blocks whose owner mark is `owner` (see `liveness::Attached::owner`).
+    /// Returns (count, bytes).
     #[cfg(any(test, feature = "testing"))]
     pub fn owned_by(&self, owner: u32) -> Result<(u64, u64), ShmError> {
         self.locked(|t| {
@@ -25,9 +26,10 @@ impl Segment {
         })
     }
 
-    /// Claims of this segment's tickets that dead `owners` left under way (killed between claiming
-    /// a ticket and marking its block): the block becomes the dead claimer's, to be freed with what
-    /// it held, and the ticket free. `segment` finds the segment a record names.
+    /// Finishes the claims of this segment's tickets that the dead `owners` left under way. Such a
+    /// claimer was killed between claiming a ticket and marking the ticket's block as its own.
+    /// The block gets the dead claimer's mark, so that it is freed with what the claimer held, and
+    /// the ticket becomes free. `segment` finds the segment that a record names.
     pub(crate) fn finish_claims<'a>(&self, owners: &[u32], segment: impl Fn(u16) -> Option<&'a Segment> + Copy) {
         let tickets = self.tickets();
         for (t, word, claimer) in tickets.claiming_by(owners) {
@@ -38,8 +40,9 @@ impl Segment {
         }
     }
 
-    /// The blocks of this segment's message tickets that a receiver is claiming: they are the
-    /// claimer's (or, once it died, its sweep's), whatever their mark says now.
+    /// The blocks of this segment's message tickets that a receiver is claiming. Such a block
+    /// belongs to the claimer, or to the claimer's sweep once the claimer died, whatever the
+    /// block's mark says now.
     fn being_claimed(&self) -> Vec<(u16, u64)> {
         let t = self.tickets();
         t.claiming_all()
@@ -53,21 +56,26 @@ impl Segment {
             .collect()
     }
 
-    /// Blocks handed over through this segment's tickets and not claimed yet: (segment, block
-    /// offset, issuer's owner mark, receiver's owner mark (0: not sent yet,
-    /// [`crate::segment::tickets::ELSEWHERE`]: not known, [`crate::segment::tickets::FACING`]: one of the sockets
-    /// facing its sender)). For sweeps and fault tests.
+    /// The blocks handed over through this segment's tickets and not claimed yet, for sweeps and
+    /// fault tests. Each entry is (segment, block offset, issuer's owner mark, receiver's owner
+    /// mark). The receiver's owner mark can also be:
+    ///
+    /// - 0: the record was not sent yet.
+    /// - [`crate::segment::tickets::ELSEWHERE`]: the receiver is not known.
+    /// - [`crate::segment::tickets::FACING`]: one of the sockets facing the sender.
     pub fn in_flight(&self) -> Vec<(u16, u64, u32, u32)> {
         self.handed(tickets::Kind::Message)
     }
 
-    /// Whether an offer of the lane whose block is at `offset` of this segment is out (its
-    /// writer's offers are tickets of this segment's table, as the block is its writer's).
+    /// Whether an offer is out for the lane whose block is at `offset` in this segment. The lane's
+    /// block belongs to the lane's writer, so the writer's offers are tickets of this segment's
+    /// table.
     pub(crate) fn offered(&self, offset: u64) -> bool {
         self.handed(tickets::Kind::Offer).iter().any(|&(segment, o, ..)| segment == self.id && o == offset)
     }
 
-    /// The blocks tickets of `kind` out in this segment's table hand over (as [`in_flight`]).
+    /// The blocks that the tickets of `kind` out in this segment's table hand over, in the form
+    /// of [`in_flight`].
     ///
     /// [`in_flight`]: Segment::in_flight
     fn handed(&self, kind: tickets::Kind) -> Vec<(u16, u64, u32, u32)> {
@@ -96,14 +104,14 @@ impl Segment {
         })
     }
 
-    /// Frees what the dead transport of owner mark `owner` had: blocks in its caches (no
-    /// reference) and blocks it held alone (one reference, named by its mark: see
-    /// `Message::mark_held`). Nobody else can reach either: a block in flight or shared carries
-    /// another mark. Returns (count, bytes).
+    /// Frees what the dead transport with owner mark `owner` had, and returns (count, bytes). The
+    /// transport had blocks in its caches (no reference) and blocks it held alone (one reference
+    /// and its mark, see `Message::mark_held`). Nobody else can reach these blocks: a block in
+    /// flight or a shared block carries another mark.
     ///
-    /// `ticketed` lists the blocks that tickets out hand over (over every segment's table): such
-    /// a block is in flight, whatever its mark says (its holder was killed between handing it to
-    /// a ticket and marking it), and is left to its ticket.
+    /// `ticketed` lists the blocks that the tickets out hand over, across every segment's table.
+    /// Such a block is in flight, whatever its mark says: its holder was killed between handing it
+    /// to a ticket and marking it. `Segment::reclaim_dead` leaves such a block to its ticket.
     pub(crate) fn reclaim_dead(&self, owner: u32, ticketed: &Ticketed) -> Result<(u64, u64), ShmError> {
         let (cached, held) = (u64::from(owner) << 32, u64::from(owner) << 32 | 1);
         let r = self.locked(|t| {
@@ -136,19 +144,20 @@ impl Segment {
 /// What [`remark`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Remark {
-    /// The block had the mark given and one reference: it has the new mark now.
+    /// The block had the expected mark and one reference. It now has the new mark.
     Done,
-    /// Nothing to mark: not a block (a region piece, an empty part), or a shared block (which
-    /// names no holder).
+    /// Nothing to mark: the record names no block (a region piece or an empty part), or the
+    /// record names a shared block, whose mark names no holder.
     NoMark,
-    /// A block with another holder's mark (or freed), or a record that names no block: not the
-    /// caller's to take.
+    /// Not the caller's to take: the block has another holder's mark or was freed, or the record
+    /// names no block.
     Refused,
 }
 
-/// Changes the holder mark of the block `rec` names (in the segment `segment` finds) from
-/// `from` to `to`, if it has one reference and that mark. The record is checked first: it comes
-/// from a lane entry or a ticket, which a faulty peer may have damaged.
+/// Changes the holder mark of the block that `rec` names from `from` to `to`, if the block has
+/// one reference and the mark `from`. `segment` finds the segment that holds the block. The
+/// record is checked first, because it comes from a lane entry or a ticket, which a faulty peer
+/// may have damaged.
 #[inline]
 pub(crate) fn remark<'a>(
     segment: impl Fn(u16) -> Option<&'a Segment>,
@@ -166,8 +175,9 @@ pub(crate) fn remark<'a>(
     match rc.compare_exchange(from, to, Ordering::AcqRel, Ordering::Relaxed) {
         Ok(_) if current(seg) => Remark::Done,
         Ok(_) => {
-            // Freed and handed out again between the check and the swap: another use's, given
-            // back its mark (the generation cannot move while the block carries ours).
+            // The block was freed and handed out again between the check and the swap, so it
+            // belongs to another use: give it back its mark. (The generation cannot move while the
+            // block carries our mark.)
             let _ = rc.compare_exchange(to, from, Ordering::AcqRel, Ordering::Relaxed);
             Remark::Refused
         }
@@ -176,11 +186,12 @@ pub(crate) fn remark<'a>(
     }
 }
 
-/// The blocks, `(segment, offset)`, that tickets out in the tables of some segments hand over.
+/// The blocks, as `(segment, offset)`, that the tickets out in the tables of some segments hand
+/// over, and those whose claim is under way.
 pub(crate) struct Ticketed(std::collections::HashSet<(u16, u64)>);
 
 impl Ticketed {
-    /// What the tables of `segments` hand over.
+    /// What the tables of `segments` hand over, or hand over now (claims under way).
     pub(crate) fn of<'a>(segments: impl IntoIterator<Item = &'a Segment>) -> Ticketed {
         Ticketed(
             segments

@@ -46,12 +46,12 @@ use std::mem::offset_of;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 shared_layout! {
-    /// One ticket, a cache line (see the table above).
+    /// One ticket, which fills one cache line (see the table in the module doc).
     pub(crate) struct Ticket {
-        /// The nonce of the issue; 0 while free; [`CLAIMING`] and the claimer's owner mark
-        /// while a receiver claims it.
+        /// The nonce of the current issue. It is 0 while the ticket is free, and [`CLAIMING`]
+        /// with the claimer's owner mark while a receiver claims the ticket.
         pub nonce: AtomicU64,
-        /// The record it hands over, encoded.
+        /// The encoded record that the ticket hands over.
         pub record: [AtomicU64; 5],
         /// The receiving socket's number, or the issuing socket's, or an endpoint's directory key.
         pub socket: AtomicU64,
@@ -62,26 +62,29 @@ shared_layout! {
 const _: () = assert!(offset_of!(Ticket, record) == 8 && offset_of!(Ticket, socket) == 48);
 const _: () = assert!(offset_of!(Ticket, marks) == 56 && size_of::<Ticket>() == 64);
 
-/// Receiver mark of a ticket whose record went to a receiver not known by its transport (a peer a
-/// socket connected to, a pair, request or dealer socket's peer).
+/// Receiver mark of a ticket whose record went to a receiver whose transport is not known: for
+/// example a peer that a socket connected to, or the peer of a pair, request or dealer socket.
 pub const ELSEWHERE: u32 = u32::MAX;
 /// Receiver mark of a ticket whose record went to one of the sockets facing its issuing socket in
-/// the session's directory (see `directory`); word 6 holds the issuing socket's number then.
+/// the session's directory (see `directory`). Word 6 then holds the issuing socket's number.
 pub const FACING: u32 = u32::MAX - 1;
-/// Receiver mark of a ticket whose record went to whichever socket is bound at an endpoint (one
-/// its sender connected to, where no live socket was listed); word 6 holds the endpoint's
-/// directory key then.
+/// Receiver mark of a ticket whose record went to whichever socket is bound at an endpoint. The
+/// sender connected to that endpoint, and no live socket was listed there. Word 6 then holds the
+/// endpoint's directory key.
 pub const AT_ENDPOINT: u32 = u32::MAX - 2;
 
-/// Owner word of a chunk whose issuer left the session with tickets of it still out: nobody
-/// issues from it, the orphan watch looks at its tickets (see `orphans`), and it is taken again
-/// once all of them are free (no owner mark has this value). A chunk given up with no ticket out
-/// is free (0): the watch, which once a second looks ticket by ticket at every chunk no live
-/// transport holds, skips free chunks (in a large segment almost the whole table) without
-/// reading their tickets.
+/// Owner word of a chunk whose issuer left the session while tickets of the chunk were still out.
+/// No owner mark has this value. Nobody issues from such a chunk, and the orphan watch looks at
+/// its tickets (see `orphans`). The chunk is taken again once all of its tickets are free.
+///
+/// A chunk given up with no ticket out becomes free (0) instead. Once a second, the orphan watch
+/// looks ticket by ticket at every chunk that no live transport holds. It skips free chunks
+/// without reading their tickets, and in a large segment the free chunks are almost the whole
+/// table.
 pub const LEFT: u32 = u32::MAX;
 
-/// Whether a ticket's receiver mark names one transport (not: none yet, not known, one of several).
+/// Whether a ticket's receiver mark names exactly one transport. It does not when the receiver is
+/// not set yet, not known, or one of several.
 pub fn names_one(receiver: u32) -> bool {
     receiver != 0 && receiver != ELSEWHERE && !names_several(receiver)
 }
@@ -91,20 +94,22 @@ pub fn names_one(receiver: u32) -> bool {
 pub fn names_several(receiver: u32) -> bool {
     receiver == FACING || receiver == AT_ENDPOINT
 }
-/// Word 0 of a ticket whose receiver is claiming it: this bit and the receiver's owner mark, until
-/// the receiver marked the block its own (then 0). A receiver killed in between leaves it, and
-/// the sweep of the dead finishes the claim for it (see `Tickets::claiming_by`).
+/// Word 0 of a ticket that a receiver is claiming holds this bit and the receiver's owner mark.
+/// The word keeps that value until the receiver has marked the block as its own, and then becomes
+/// 0. If the receiver is killed in between, the word stays, and the sweep of the dead finishes the
+/// claim for the receiver (see `Tickets::claiming_by`).
 pub const CLAIMING: u64 = 1 << 63;
-/// Every this many tickets issued, an issuer gives back the chunks it does not use.
+/// An issuer gives back the chunks it does not use once every this many tickets it issues.
 const GIVE_BACK_EVERY: u64 = 4096;
-/// Tickets per chunk: what a transport takes for itself at a time.
+/// Tickets per chunk. A transport takes one chunk at a time for itself.
 pub const CHUNK: u32 = 64;
 const WORDS: usize = size_of::<Ticket>() / 8;
 const KIND_BLOCK: u64 = 1;
 const KIND_REGION: u64 = 2;
 const OFFER_BIT: u64 = 0x80;
 
-/// Tickets in a segment of `size` bytes: one per 8 KiB, between 512 and 2^18, in whole chunks.
+/// The number of tickets in a segment of `size` bytes: one per 8 KiB, between 512 and 2^18, in
+/// whole chunks.
 pub fn count_for(size: u64) -> u32 {
     (size / 8192).clamp(512, 1 << 18) as u32 / CHUNK * CHUNK
 }
@@ -139,7 +144,8 @@ impl std::fmt::Debug for Tickets<'_> {
 }
 
 impl<'a> Tickets<'a> {
-    /// The table of `n` tickets at word `at` (inside `w`: checked by the segment's layout).
+    /// The table of `n` tickets at word `at` of `w`. The segment's layout checked that the table
+    /// lies inside `w`.
     pub fn new(w: &'a [AtomicU64], at: usize, n: u32) -> Self {
         let first = at + (owner_bytes(n).div_ceil(64) * 64 / 8) as usize;
         debug_assert!(first + n as usize * WORDS <= w.len());
@@ -151,7 +157,7 @@ impl<'a> Tickets<'a> {
         self.n
     }
 
-    /// Ticket `t` (below `n`: the caller checked).
+    /// Ticket `t`. The caller checked that `t` is below `n`.
     fn ticket(&self, t: u32) -> &'a Ticket {
         let at = self.first + t as usize * WORDS;
         view(&self.w[at..at + WORDS]).expect("a ticket's words")
@@ -162,7 +168,8 @@ impl<'a> Tickets<'a> {
         self.ticket(t).nonce.load(Ordering::Acquire) == 0
     }
 
-    /// Writes ticket `t` (free, and in a chunk the caller owns) for `rec` and publishes `nonce`.
+    /// Writes ticket `t` for `rec` and publishes `nonce`. The ticket must be free and in a chunk
+    /// that the caller owns.
     fn write(&self, t: u32, nonce: u64, kind: Kind, rec: &Record, issuer: u32) {
         let offer = if kind == Kind::Offer { OFFER_BIT } else { 0 };
         let words = match *rec {
@@ -190,7 +197,8 @@ impl<'a> Tickets<'a> {
         ticket.nonce.store(nonce, Ordering::Release);
     }
 
-    /// What ticket `t` hands over, if `nonce` is its nonce now. Not a claim: see [`Tickets::claim`].
+    /// What ticket `t` hands over, if `nonce` is its current nonce. This does not claim the
+    /// ticket: see [`Tickets::claim`].
     pub fn resolve(&self, t: u32, nonce: u64) -> Result<(Kind, Record), TicketError> {
         if t >= self.n {
             return Err(TicketError::OutOfRange(t));
@@ -222,10 +230,10 @@ impl<'a> Tickets<'a> {
         Ok((kind, rec))
     }
 
-    /// Names the receiver of ticket `t` (issued, its record not sent yet): the transport of owner
-    /// mark `owner` (0: one not known, stored as [`ELSEWHERE`]) and its socket numbered `socket`.
-    /// Every record is addressed before it is sent, so a ticket with no receiver never left its
-    /// issuer.
+    /// Names the receiver of ticket `t`, which is issued and whose record is not sent yet. The
+    /// receiver is the transport with owner mark `owner`, and its socket numbered `socket`. An
+    /// `owner` of 0 means a transport not known, and is stored as [`ELSEWHERE`]. Every record is
+    /// addressed before it is sent, so a ticket with no receiver never left its issuer.
     pub fn address(&self, t: u32, owner: u32, socket: u64) {
         let owner = if owner == 0 { ELSEWHERE } else { owner };
         let ticket = self.ticket(t);
@@ -240,7 +248,8 @@ impl<'a> Tickets<'a> {
             return None;
         }
         let issuer = self.ticket(t).marks.load(Ordering::Relaxed) as u32;
-        // Still the same issue: the word was not that of a ticket reused meanwhile.
+        // Check that the issue is still the same, so that the word read was not that of a ticket
+        // reused meanwhile.
         self.issued(t, nonce).then_some(issuer)
     }
 
@@ -258,8 +267,8 @@ impl<'a> Tickets<'a> {
         t < self.n && nonce != 0 && self.ticket(t).nonce.load(Ordering::Acquire) == nonce
     }
 
-    /// Tickets out now in the chunks whose owner (0: none) `chunks` accepts, with their issuer,
-    /// receiver and receiving socket: `(ticket, nonce, issuer, receiver, socket)`.
+    /// The tickets out now in the chunks whose owner word `chunks` accepts (0: no owner), with
+    /// their issuer, receiver and receiving socket: `(ticket, nonce, issuer, receiver, socket)`.
     pub fn out_in_chunks(&self, mut chunks: impl FnMut(u32) -> bool) -> Vec<(u32, u64, u32, u32, u64)> {
         (0..self.n / CHUNK)
             .filter(|&c| chunks(self.w[self.owners + c as usize].load(Ordering::Acquire) as u32))
@@ -269,23 +278,24 @@ impl<'a> Tickets<'a> {
                 let nonce = ticket.nonce.load(Ordering::Acquire);
                 let marks = ticket.marks.load(Ordering::Relaxed);
                 let socket = ticket.socket.load(Ordering::Relaxed);
-                // A claim under way is its receiver's (or, once it died, the sweep's) to finish.
+                // Skip a claim under way: its receiver finishes it, or the sweep does once the
+                // receiver died.
                 (nonce != 0 && nonce & CLAIMING == 0).then_some((t, nonce, marks as u32, (marks >> 32) as u32, socket))
             })
             .collect()
     }
 
-    /// Claims ticket `t`: true for exactly one caller per issue (a receiver, or the sender taking
-    /// it back), which then owns what it hands over.
+    /// Claims ticket `t`. Returns true for exactly one caller per issue: a receiver, or the sender
+    /// that takes the ticket back. That caller then owns what the ticket hands over.
     pub fn claim(&self, t: u32, nonce: u64) -> bool {
         t < self.n
             && nonce != 0
             && self.ticket(t).nonce.compare_exchange(nonce, 0, Ordering::AcqRel, Ordering::Relaxed).is_ok()
     }
 
-    /// Starts a receiver's claim of ticket `t` (see [`CLAIMING`]): true for exactly one caller
-    /// per issue, as [`Tickets::claim`]; the receiver then marks the block its own and calls
-    /// [`Tickets::claimed`].
+    /// Starts a receiver's claim of ticket `t` (see [`CLAIMING`]). Like [`Tickets::claim`], this
+    /// returns true for exactly one caller per issue. The receiver then marks the block as its own
+    /// and calls [`Tickets::claimed`].
     pub fn claim_as(&self, t: u32, nonce: u64, owner: u32) -> bool {
         t < self.n
             && nonce != 0
@@ -297,7 +307,8 @@ impl<'a> Tickets<'a> {
                 .is_ok()
     }
 
-    /// Ends `owner`'s claim of ticket `t` (the block is marked as its own): the ticket is free.
+    /// Ends `owner`'s claim of ticket `t`, once `owner` has marked the block as its own. The
+    /// ticket becomes free.
     pub fn claimed(&self, t: u32, owner: u32) {
         if t < self.n {
             let _ = self.ticket(t).nonce.compare_exchange(
@@ -336,9 +347,10 @@ impl<'a> Tickets<'a> {
         (0..self.n).filter(|&t| !self.is_free(t)).count() as u32
     }
 
-    /// Takes a chunk for `owner`: a free one, else one whose owner `alive` says is gone; only a
-    /// chunk with no ticket out (a gone issuer's tickets out are found by their chunk's owner, see
-    /// `orphans`, until they are claimed or released). `None` when there is none.
+    /// Takes a chunk for `owner`: a free chunk, else a chunk whose owner `alive` says is gone.
+    /// Returns `None` when there is none. Only a chunk with no ticket out is taken, because the
+    /// tickets that a gone issuer left out are found by their chunk's owner (see `orphans`) until
+    /// they are claimed or released.
     fn take_chunk(&self, owner: u32, alive: &dyn Fn(u32) -> bool) -> Option<u32> {
         let chunks = self.n / CHUNK;
         let mut alive = remembered(alive);
@@ -361,8 +373,8 @@ impl<'a> Tickets<'a> {
         None
     }
 
-    /// Gives chunk `c` up, if `owner` still holds it: free when no ticket of it is out, else
-    /// [`LEFT`].
+    /// Gives chunk `c` up, if `owner` still holds it. The chunk becomes free when none of its
+    /// tickets is out, else [`LEFT`].
     fn release_chunk(&self, c: u32, owner: u32) {
         let out = !(c * CHUNK..(c + 1) * CHUNK).all(|t| self.is_free(t));
         let to = if out { u64::from(LEFT) } else { 0 };
@@ -374,7 +386,8 @@ impl<'a> Tickets<'a> {
         );
     }
 
-    /// Forgets every ticket and owner (the heap was formatted: nothing they name exists).
+    /// Forgets every ticket and every chunk owner. The heap was formatted, so nothing that they
+    /// name exists any more.
     pub fn clear(&self) {
         for c in 0..self.n / CHUNK {
             self.w[self.owners + c as usize].store(0, Ordering::Relaxed);
@@ -390,9 +403,9 @@ impl<'a> Tickets<'a> {
 pub struct Issued {
     /// The segment whose table holds it.
     pub segment: u16,
-    /// Its index.
+    /// The ticket's index in the table.
     pub ticket: u32,
-    /// Its nonce.
+    /// The ticket's nonce.
     pub nonce: u64,
 }
 
@@ -403,13 +416,13 @@ impl Issued {
     }
 }
 
-/// The tickets one transport issues from its segment's table: the chunks it holds and where to
-/// look for a free ticket next, and the key of its nonces.
+/// Issues one transport's tickets from its segment's table. An `Issuer` holds the transport's
+/// chunks, where to look for a free ticket next, and the key of its nonces.
 pub(crate) struct Issuer {
     owner: u32,
     chunks: Vec<u32>,
     next: usize,
-    /// `None`: SipHash's fixed key, for reproducible fuzz seeds only.
+    /// `None` means SipHash's fixed key, used only for reproducible fuzz seeds.
     key: Option<std::collections::hash_map::RandomState>,
     counter: u64,
 }
@@ -419,14 +432,15 @@ impl Issuer {
         Issuer { owner, chunks: Vec::new(), next: 0, key: Some(Default::default()), counter: 0 }
     }
 
-    /// An issuer whose nonces are the same in every run (the fuzz fixture's seeds name them).
+    /// An issuer whose nonces are the same in every run, because the fuzz fixture's seeds name
+    /// them.
     #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn reproducible(owner: u32) -> Issuer {
         Issuer { key: None, ..Issuer::new(owner) }
     }
 
-    /// An unpredictable non-zero nonce: a keyed hash (SipHash, a random key per issuer) of a
-    /// counter, so a peer that saw every earlier nonce cannot tell the next.
+    /// An unpredictable non-zero nonce: a keyed hash (SipHash, with a random key per issuer) of a
+    /// counter. A peer that saw every earlier nonce therefore cannot predict the next.
     fn nonce(&mut self) -> u64 {
         loop {
             self.counter += 1;
@@ -443,8 +457,8 @@ impl Issuer {
         }
     }
 
-    /// Issues a ticket of `table` (in segment `segment`) for `rec`. `None` when every ticket this
-    /// transport can get is out.
+    /// Issues a ticket of `table` (in segment `segment`) for `rec`. Returns `None` when every
+    /// ticket this transport can get is out.
     pub(crate) fn issue(
         &mut self,
         table: &Tickets<'_>,
@@ -462,8 +476,8 @@ impl Issuer {
         Some(Issued { segment, ticket, nonce })
     }
 
-    /// Gives back the chunks, but the one in use (`current`), of which no ticket is out: a burst
-    /// must not keep the table from the other transports of the session for good.
+    /// Gives back every chunk with no ticket out, except the chunk in use (`current`). Otherwise a
+    /// burst would keep the table from the session's other transports for good.
     fn give_back_idle(&mut self, table: &Tickets<'_>, current: u32) {
         let before = self.chunks.len();
         self.chunks.retain(|&c| {
@@ -474,14 +488,15 @@ impl Issuer {
             !idle
         });
         if self.chunks.len() != before {
-            // Positions in the held tickets changed: start again at the chunk in use.
+            // The positions of the held tickets changed, so resume the search at the chunk in use.
             let at = self.chunks.iter().position(|&c| c == current).unwrap_or(0);
             self.next = at * CHUNK as usize;
         }
     }
 
-    /// A free ticket of our chunks, looking on from where the last one was found (tickets come
-    /// back in about the order they went out); a new chunk when all of ours are out.
+    /// Finds a free ticket in our chunks. The search goes on from where the last one was found,
+    /// because tickets come back in about the order they went out. When all of our tickets are
+    /// out, `Issuer::free_ticket` takes a new chunk.
     fn free_ticket(&mut self, table: &Tickets<'_>, alive: &dyn Fn(u32) -> bool) -> Option<u32> {
         let held = self.chunks.len() * CHUNK as usize;
         for k in 0..held {
@@ -505,7 +520,7 @@ impl Issuer {
         None
     }
 
-    /// Gives every chunk up (the transport leaves); tickets still out stay claimable.
+    /// Gives every chunk up when the transport leaves. Tickets still out stay claimable.
     pub(crate) fn release(&mut self, table: &Tickets<'_>) {
         for c in self.chunks.drain(..) {
             table.release_chunk(c, self.owner);
@@ -513,7 +528,8 @@ impl Issuer {
     }
 }
 
-/// `alive`, asked once per owner mark (a lookup tries locks: scans of many tickets ask often).
+/// `alive`, asked only once per owner mark. A lookup tries locks, and scans of many tickets ask
+/// often.
 pub(crate) fn remembered(alive: impl Fn(u32) -> bool) -> impl FnMut(u32) -> bool {
     let mut known: Vec<(u32, bool)> = Vec::new();
     move |owner| match known.iter().find(|k| k.0 == owner) {
@@ -582,8 +598,8 @@ mod tests {
         assert!(out.iter().all(|i| i.ticket < 64), "one chunk");
         let from_b = b.issue(&t, 0, Kind::Message, &block(), &alive).unwrap();
         assert!(from_b.ticket >= 64, "the other chunk");
-        // Every chunk is held: the dead issuer 1's chunk is taken only once none of its tickets is
-        // out (its owner mark is how its tickets out are found).
+        // Every chunk is held. The chunk of the dead issuer 1 is taken only once none of its
+        // tickets is out, because its owner mark is how its tickets out are found.
         assert!(c.issue(&t, 0, Kind::Message, &block(), &alive).is_none());
         assert!(t.claim(out[10].ticket, out[10].nonce));
         assert!(c.issue(&t, 0, Kind::Message, &block(), &alive).is_none(), "63 tickets still out");
@@ -622,7 +638,7 @@ mod tests {
         for i in &burst {
             assert!(t.claim(i.ticket, i.nonce));
         }
-        // Issuing on, the idle chunks go back at the next round of giving back.
+        // As `a` issues on, its idle chunks go back at the next round of giving back.
         while a.counter % GIVE_BACK_EVERY != 0 {
             let i = a.issue(&t, 0, Kind::Message, &block(), &|_| true).unwrap();
             assert!(t.claim(i.ticket, i.nonce));

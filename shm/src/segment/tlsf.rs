@@ -33,7 +33,8 @@ pub const ALIGN: u64 = 16;
 pub const HDR: u64 = 32;
 /// Smallest block ever split off (a header plus 16 bytes).
 pub const MIN_BLOCK: u64 = 48;
-/// Largest alignment honoured: mappings are only page aligned in every process.
+/// Largest alignment honoured. In every process a mapping is only page aligned, so a larger
+/// alignment cannot hold for all processes.
 pub const MAX_ALIGN: u64 = 4096;
 
 const FREE: u64 = 1;
@@ -64,11 +65,12 @@ shared_layout! {
 
 /// Words the control block occupies.
 pub const CONTROL_WORDS: usize = size_of::<Control>() / 8;
-// The layout the control block had as word indices: a build of either reads the other's heap.
+// Pins the layout the control block had when it was addressed by word indices, so that a build
+// of either kind reads the heap of the other.
 const _: () = assert!(offset_of!(Control, heads) == (1 + FL_COUNT) * 8 && CONTROL_WORDS == 1 + FL_COUNT * (1 + SL) + 3);
 
 impl Control {
-    /// Every word set to 0 (an empty heap's lists and counts, before they are built).
+    /// Sets every word to 0: the lists and counts of an empty heap, before they are built.
     fn clear(&self) {
         let counts = [&self.fl_map, &self.free_bytes, &self.free_blocks, &self.used_blocks];
         let maps = self.sl_maps.iter().chain(self.heads.iter().flatten());
@@ -77,8 +79,8 @@ impl Control {
 }
 
 shared_layout! {
-    /// A block's header, at the block's start: words 2 and 3 mean one thing in a free block and
-    /// another in a used one (see the table above).
+    /// A block's header, at the block's start. Words 2 and 3 mean one thing in a free block and
+    /// another in a used block (see the table in the module doc).
     struct Header {
         /// Offset of the previous physical block (0: first).
         prev_block: AtomicU64,
@@ -92,7 +94,7 @@ shared_layout! {
         prev_or_delta: AtomicU64,
     }
 }
-// The words of the table above.
+// The header's words sit where the table in the module doc puts them.
 const _: () = assert!(size_of::<Header>() as u64 == HDR && offset_of!(Header, size_flags) == 8);
 const _: () = assert!(offset_of!(Header, next_or_count) == 16 && offset_of!(Header, prev_or_delta) == 24);
 
@@ -123,9 +125,11 @@ pub struct Block {
     pub delta: u32,
     /// Size of the whole block.
     pub size: u64,
-    /// Its slot in the segment's slot table (`slots::NO_SLOT`: none, the count is in the header).
+    /// The block's slot in the segment's slot table. `slots::NO_SLOT` means no slot; the reference
+    /// count is then in the header.
     pub slot: u32,
-    /// The generation of its current use (see `slots`; 0 without a slot, or before it is handed out).
+    /// The slot's generation for the block's current use (see `slots`). It is 0 without a slot, or
+    /// before the block is handed out.
     pub generation: u32,
 }
 
@@ -142,7 +146,8 @@ pub struct Stats {
     pub largest_free: u64,
 }
 
-/// A view of one TLSF heap: its control block at a word index, blocks in `[start, end)` (bytes).
+/// A view of one TLSF heap. Its control block starts at a word index, and its blocks fill the
+/// byte range `[start, end)`.
 #[derive(Clone, Copy)]
 pub struct Tlsf<'a> {
     w: &'a [AtomicU64],
@@ -157,7 +162,7 @@ impl std::fmt::Debug for Tlsf<'_> {
     }
 }
 
-/// Free-list class of a block size.
+/// The free-list class of a block size: a first-level and a second-level index.
 fn mapping(size: u64) -> (usize, usize) {
     if size < SMALL {
         (0, (size / ALIGN) as usize)
@@ -168,7 +173,8 @@ fn mapping(size: u64) -> (usize, usize) {
     }
 }
 
-/// Class to search for a request: rounded up so that every block of the class is big enough.
+/// The class to search for a request of `size` bytes. The size is rounded up so that every block
+/// of the class is big enough.
 fn mapping_search(size: u64) -> (usize, usize) {
     if size < SMALL {
         mapping(size)
@@ -183,14 +189,15 @@ fn tag(off: u64) -> u64 {
     u64::from(((off >> 4) as u32).wrapping_mul(0x9E37_79B1) ^ 0x5AFE_B10C)
 }
 
-/// `v` rounded up to a multiple of `a`, `None` past `u64::MAX` (sizes come from users and peers:
-/// a wrapped one would be a tiny block for a huge request).
+/// Rounds `v` up to a multiple of `a`, or returns `None` past `u64::MAX`. Sizes come from users
+/// and peers, and a wrapped size would give a tiny block for a huge request.
 fn round_up(v: u64, a: u64) -> Option<u64> {
     v.checked_next_multiple_of(a)
 }
 
 impl<'a> Tlsf<'a> {
-    /// A view; `ctl + CONTROL_WORDS` words and the heap must lie inside `w`.
+    /// Creates a view. The control block (`CONTROL_WORDS` words from word index `ctl`) and the
+    /// heap must lie inside `w`.
     pub fn new(w: &'a [AtomicU64], ctl: usize, start: u64, end: u64) -> Self {
         debug_assert!(start % ALIGN == 0 && end % ALIGN == 0 && start < end);
         debug_assert!((end as usize) <= w.len() * 8);
@@ -198,7 +205,8 @@ impl<'a> Tlsf<'a> {
         Tlsf { w, ctl, start, end }
     }
 
-    /// Block size needed for `size` user bytes aligned to `align`, or `None` if it cannot fit any heap.
+    /// The block size needed for `size` user bytes aligned to `align`. Returns `None` if no heap
+    /// could hold such a block.
     pub fn block_size_for(size: u64, align: u64) -> Option<u64> {
         let extra = align.max(ALIGN) - ALIGN;
         let need = HDR.checked_add(round_up(size.checked_add(extra)?, ALIGN)?)?;
@@ -217,13 +225,14 @@ impl<'a> Tlsf<'a> {
         let first = self.header_at(self.start);
         first.prev_block.store(0, Relaxed);
         first.size_flags.store((self.end - self.start) | FREE, Relaxed);
-        // Cannot fail: the block was just written inside the heap.
+        // `insert` cannot fail here: the block was just written inside the heap.
         let _ = self.insert(self.start, self.end - self.start);
     }
 
     // ---- word access -------------------------------------------------------------------------
 
-    /// The header at `off`, if its words lie inside the mapping (`off` may come from a peer).
+    /// The header at `off`, if its words lie inside the mapping. The check matters because `off`
+    /// may come from a peer.
     fn header(&self, off: u64) -> R<&'a Header> {
         let at = usize::try_from(off / 8).map_err(|_| Corrupt(off))?;
         self.w.get(at..).and_then(view).ok_or(Corrupt(off))
@@ -232,13 +241,14 @@ impl<'a> Tlsf<'a> {
     fn header_at(&self, off: u64) -> &'a Header {
         self.header(off).expect("a block inside the heap")
     }
-    /// Commits a change of the chain: the block's size and flags, stored last (see the module doc).
+    /// Commits a change of the block chain by storing the block's size and flags. This store comes
+    /// last (see the module doc).
     fn commit(&self, off: u64, size_flags: u64) {
         self.header_at(off).size_flags.store(size_flags, Release);
     }
-    /// Points the block at `off` back to its physical predecessor `prev`. A link is derived data
-    /// (see [`Tlsf::recover`]): a header that does not fit the mapping, which only a damaged chain
-    /// names, is left alone.
+    /// Points the block at `off` back to its physical predecessor `prev`. The link is derived data
+    /// (see [`Tlsf::recover`]), so a header that does not fit in the mapping is left alone. Only a
+    /// damaged chain names such a header.
     fn link_prev_block(&self, off: u64, prev: u64) {
         if let Ok(h) = self.header(off) {
             h.prev_block.store(prev, Relaxed);
@@ -269,10 +279,10 @@ impl<'a> Tlsf<'a> {
         &self.ctl.heads[fl][sl]
     }
 
-    /// Whether `link`, read from a free block's list words, is a free block whose link `back` points
-    /// back at `off` (links are checked before anything is written through them: a message
-    /// written past its end damages the next block's words, and an unchecked link then had a
-    /// live block's words overwritten).
+    /// Checks that `link`, read from a free block's list words, is a free block whose `back` link
+    /// points back at `off`; otherwise returns `Corrupt(link)`. Links are checked before anything
+    /// is written through them. A message written past its end damages the next block's words.
+    /// Writing through such a damaged link without this check overwrote a live block's words.
     fn links_back(&self, link: u64, back: Link, off: u64) -> R<()> {
         match self.block(link) {
             Ok((_, true)) if back.of(self.header(link)?).load(Relaxed) == off => Ok(()),
@@ -339,7 +349,8 @@ impl<'a> Tlsf<'a> {
         self.find_good_fit(need).or_else(|| self.find_in_own_class(need))
     }
 
-    /// The O(1) search: the first block of the next class whose every block fits.
+    /// The O(1) search: returns the first block of the smallest non-empty class in which every
+    /// block fits.
     fn find_good_fit(&self, need: u64) -> Option<u64> {
         let (fl, sl) = mapping_search(need);
         if fl >= FL_COUNT {
@@ -361,8 +372,9 @@ impl<'a> Tlsf<'a> {
         Some(self.head(fl, sl).load(Relaxed))
     }
 
-    /// When no larger class has a block, the request's own class may still hold one that fits (this
-    /// matters near a full heap, e.g. one request for all of it): look at a few of its blocks.
+    /// Looks at a few blocks of the request's own class. When no larger class has a block, the
+    /// request's own class may still hold one that fits. This matters near a full heap, for
+    /// example for one request for the whole heap.
     fn find_in_own_class(&self, need: u64) -> Option<u64> {
         let (fl, sl) = mapping(need);
         if fl >= FL_COUNT {
@@ -381,8 +393,9 @@ impl<'a> Tlsf<'a> {
 
     // ---- operations --------------------------------------------------------------------------
 
-    /// Allocates `size` user bytes aligned to `align` (a power of two, at most [`MAX_ALIGN`]) for
-    /// `owner`, with reference count 1. `Ok(None)`: no free block is big enough.
+    /// Allocates `size` user bytes aligned to `align` for `owner`, with reference count 1. `align`
+    /// is a power of two, at most [`MAX_ALIGN`]. Returns `Ok(None)` when no free block is big
+    /// enough.
     pub fn alloc(&self, size: u64, align: u64, owner: u32) -> R<Option<Block>> {
         let align = align.clamp(ALIGN, MAX_ALIGN);
         let Some(need) = Self::block_size_for(size, align) else { return Ok(None) };
@@ -391,8 +404,9 @@ impl<'a> Tlsf<'a> {
         if !free || bsize < need {
             return Err(Corrupt(off));
         }
-        // Inside the heap (checked by `block`), so far from overflowing; worked out before the
-        // block leaves the free list, so that an error cannot lose it.
+        // `Tlsf::block` checked that `off` lies inside the heap, so this sum is far from
+        // overflowing. `delta` is computed before the block leaves its free list, so that an
+        // error cannot lose the block.
         let delta = round_up(off + HDR, align).ok_or(Corrupt(off))? - off;
         self.remove(off, bsize)?;
         // Fields of the used block first; the commit below makes them meaningful.
@@ -434,7 +448,8 @@ impl<'a> Tlsf<'a> {
         }
     }
 
-    /// Frees the used block at `off`, merging it with free neighbours. Returns the freed block size.
+    /// Frees the used block at `off` and merges it with its free neighbours. Returns the size of
+    /// the freed block.
     pub fn free(&self, off: u64) -> R<u64> {
         let size = self.used_block(off)?;
         self.commit(off, size | FREE);
@@ -454,8 +469,9 @@ impl<'a> Tlsf<'a> {
         Ok(size)
     }
 
-    /// The free block `[start, start + total)` (already committed free) swallows a free right
-    /// neighbour, fixes the following block's `prev` link, and joins its free list.
+    /// Finishes freeing the block `[start, start + total)`, which is already committed free. The
+    /// block absorbs a free right neighbour, fixes the `prev` link of the block after it, and joins
+    /// its free list.
     fn absorb_next_and_insert(&self, start: u64, mut total: u64) -> R<()> {
         let next = start + total;
         if next < self.end {
@@ -472,7 +488,8 @@ impl<'a> Tlsf<'a> {
         self.insert(start, total)
     }
 
-    /// Gives the tail of the used block at `off` back, keeping `keep` bytes of it (header included).
+    /// Gives the tail of the used block at `off` back to the heap and keeps `keep` bytes of the
+    /// block, header included.
     /// Does nothing when the tail would be too small to be a block. Returns the new block size.
     pub fn shrink(&self, off: u64, keep: u64) -> R<u64> {
         let size = self.used_block(off)?;
@@ -489,12 +506,11 @@ impl<'a> Tlsf<'a> {
         Ok(keep)
     }
 
-    /// The blocks of the heap in address order: (offset, size, free). Stops early at a damaged block.
-    /// Whether [`Tlsf::recover`] can rebuild the lists from the block chain, read without writing:
-    /// every size in range, every used block carrying its check tag, the chain ending exactly at
-    /// the heap's end. (`recover` clears the lists first and stops at the first bad block: on a
-    /// chain a message written past its end broke, it would leave no list at all, or take user
-    /// bytes for headers.)
+    /// Whether [`Tlsf::recover`] can rebuild the lists from the block chain. The check only reads
+    /// the chain. It requires every size to be in range, every used block to carry its check tag,
+    /// and the chain to end exactly at the heap's end. `recover` needs this check because it clears
+    /// the lists first and stops at the first bad block. On a chain that a message written past its
+    /// end has broken, `recover` would leave no list at all, or take user bytes for headers.
     pub fn chain_sound(&self) -> bool {
         let mut off = self.start;
         while off < self.end {
@@ -512,7 +528,7 @@ impl<'a> Tlsf<'a> {
     }
 
     /// Every block of the heap in address order: (offset, size, free). Stops at a header that
-    /// does not check (a damaged heap), so a walk never reads out of bounds.
+    /// fails its checks (a damaged heap), so a walk never reads out of bounds.
     pub fn walk(&self) -> impl Iterator<Item = (u64, u64, bool)> + '_ {
         let mut off = self.start;
         std::iter::from_fn(move || {
@@ -526,7 +542,8 @@ impl<'a> Tlsf<'a> {
         })
     }
 
-    /// Atomic reference count and owner word of a used block (valid offset assumed checked).
+    /// The atomic word of a used block that holds its reference count and owner. The caller must
+    /// already have checked that `off` is a valid block.
     pub fn refcount_word(&self, off: u64) -> R<&'a AtomicU64> {
         self.header(off).map(|h| &h.next_or_count)
     }
@@ -537,7 +554,7 @@ impl<'a> Tlsf<'a> {
     }
 
     /// Rebuilds free lists, bitmaps, `prev` links and statistics from the block chain, merging
-    /// neighbouring free blocks. Run by whoever takes the lock after a holder died.
+    /// neighbouring free blocks. The process that takes the lock after a holder died runs it.
     pub fn recover(&self) -> R<Stats> {
         self.ctl.clear();
         let (mut off, mut prev) = (self.start, 0u64);
@@ -577,14 +594,14 @@ impl<'a> Tlsf<'a> {
         Ok(self.stats())
     }
 
-    /// The free-bytes counter (read without the lock by callers that only want a hint).
+    /// The free-bytes counter. Callers that only want a hint read it without the lock.
     pub fn free_bytes_hint(&self) -> u64 {
         self.ctl.free_bytes.load(Relaxed)
     }
 
-    /// Current statistics. Read without the lock too (the monitor, an out-of-memory message), while
-    /// another process changes the heap: the maps and lists may then disagree, which must give a
-    /// rough figure, never a panic.
+    /// Current statistics. The monitor and out-of-memory messages also read them without the lock,
+    /// while another process changes the heap. The maps and lists may then disagree; the result
+    /// must then be a rough figure, never a panic.
     pub fn stats(&self) -> Stats {
         let highest = |map: u64| (map != 0).then(|| 63 - map.leading_zeros() as usize);
         let fl = highest(self.ctl.fl_map.load(Relaxed)).map(|fl| fl.min(FL_COUNT - 1));
@@ -592,7 +609,8 @@ impl<'a> Tlsf<'a> {
         let largest = match sl {
             None => 0,
             Some((fl, sl)) => {
-                // The largest block is in the highest non-empty list; scan it (lists of the top class are short).
+                // The largest block is in the highest non-empty list, so scan that list. Lists of
+                // the top class are short.
                 let mut best = 0;
                 let mut b = self.head(fl, sl).load(Relaxed);
                 let mut steps = 0;
@@ -716,8 +734,9 @@ mod tests {
         let t = Tlsf::new(&w, CTL, start(), (w.len() * 8) as u64);
         t.format();
         let free = t.stats().free_bytes;
-        // What a reader without the lock can see halfway through another process's change: a first
-        // level marked non-empty whose second-level map is already empty, or bits beyond the classes.
+        // A reader without the lock can see another process's change halfway through. It may find
+        // a first level marked non-empty whose second-level map is already empty, or bits beyond
+        // the classes.
         let fl = 63 - t.ctl.fl_map.load(Relaxed).leading_zeros() as usize;
         t.ctl.sl_maps[fl].store(0, Relaxed);
         assert_eq!(t.stats().largest_free, 0);
@@ -761,7 +780,7 @@ mod tests {
         t.check().unwrap();
     }
 
-    /// Issue 17, item 8: sizes next to `u64::MAX` wrapped to a 48-byte block (or panicked).
+    /// Issue 17, item 8: sizes close to `u64::MAX` used to wrap to a 48-byte block, or to panic.
     #[test]
     fn i08_sizes_that_overflow_are_refused_not_wrapped() {
         for size in [u64::MAX, u64::MAX - 15, u64::MAX - HDR] {
@@ -816,8 +835,8 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
-        /// Random alloc/free (and recovery) sequences: live blocks never overlap, invariants hold, and
-        /// freeing everything restores the initial state.
+        /// Random sequences of alloc, free and recovery. Live blocks never overlap, the invariants
+        /// hold, and freeing everything restores the initial state.
         #[test]
         fn random_sequences_keep_invariants(ops in prop::collection::vec(op(), 1..200)) {
             let w = heap(1 << 17);
@@ -856,10 +875,11 @@ mod tests {
         }
     }
 
-    /// A free block's list words damaged (a message written past its end reaches the next
-    /// block's header): links are checked before anything is written through them, so the used
-    /// block a damaged link names keeps its words, and the rebuilt lists are sound again. Before,
-    /// taking the free block off its list wrote into the used block's header.
+    /// A free block's list words are damaged, as when a message written past its end reaches the
+    /// next block's header. Links are checked before anything is written through them. So the
+    /// used block that a damaged link names keeps its words, and the rebuilt lists are sound
+    /// again. Before the fix, taking the free block off its list wrote into the used block's
+    /// header.
     #[test]
     fn a_damaged_free_list_link_writes_into_no_used_block() {
         for link in [Link::Next, Link::Prev] {
@@ -871,17 +891,20 @@ mod tests {
             let c = t.alloc(1000, 16, 1).unwrap().unwrap();
             let _d = t.alloc(1000, 16, 1).unwrap().unwrap();
             t.free(b.offset).unwrap();
-            // C's size, count and slot words (word 0, the previous block, is the heap's to fix).
+            // Words 1 to 3 of C: its size, its count, and its delta with the check tag. Word 0, the
+            // link to the previous block, is derived data that the heap fixes itself.
             let words_of_c = || {
                 let h = t.header(c.offset).unwrap();
                 [&h.size_flags, &h.next_or_count, &h.prev_or_delta].map(|w| w.load(Relaxed))
             };
             let before = words_of_c();
-            // B's link names C, a used block; freeing A merges A with B, taking B off its list.
+            // Damage B's link so that it names C, a used block. Freeing A merges A with B and takes
+            // B off its free list.
             link.of(t.header(b.offset).unwrap()).store(c.offset, Relaxed);
             assert!(t.free(a.offset).is_err(), "a damaged link ({link:?}) is refused");
             assert_eq!(words_of_c(), before, "the used block's words are untouched ({link:?})");
-            // The free of A was cut short: as one a killed process left, the rebuild finishes it.
+            // The free of A was cut short, like a free that a killed process left unfinished.
+            // `Tlsf::recover` finishes it.
             t.recover().unwrap();
             t.check().unwrap();
             assert_eq!(words_of_c(), before);
@@ -897,8 +920,8 @@ mod tests {
         let b = t.alloc(1000, 16, 1).unwrap().unwrap();
         let _c = t.alloc(1000, 16, 1).unwrap().unwrap();
         t.free(a.offset).unwrap();
-        // Simulate a holder killed right after the commit store of freeing `b`: flagged free, but
-        // neither merged with `a` nor listed.
+        // Simulate a holder killed right after the commit store that frees `b`. Block `b` is
+        // flagged free, but it is neither merged with `a` nor in a free list.
         t.commit(b.offset, b.size | FREE);
         assert!(t.check().is_err());
         t.recover().unwrap();

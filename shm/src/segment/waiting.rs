@@ -14,8 +14,8 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 impl Segment {
-    /// Counts the caller as waiting for `need`-byte blocks until the returned guard drops: frees
-    /// wake it from now on, also between its last look for memory and its sleep.
+    /// Counts the caller as waiting for `need`-byte blocks until the returned guard drops. From now
+    /// on frees wake the caller, also in the gap between its last look for memory and its sleep.
     pub(crate) fn start_waiting(&self, need: u64) -> Waiting<'_> {
         let (waiters, want) = (&self.header().waiters, &self.header().want);
         if waiters.fetch_add(1, Ordering::AcqRel) == 0 {
@@ -27,7 +27,8 @@ impl Segment {
     }
 
     /// Whether a process waiting for memory could use a magazine of `size`-byte blocks from the
-    /// depot (it waits for exactly that size class), so frees may keep them together for it.
+    /// depot. It could when it waits for exactly that size class. Frees may then keep such blocks
+    /// together in magazines for it.
     pub(super) fn waiters_take(&self, size: u64) -> bool {
         let want = self.header().want.load(Ordering::Acquire);
         size >= want && size < want.saturating_add(tlsf::MIN_BLOCK)
@@ -38,9 +39,10 @@ impl Segment {
         self.header().waiters.load(Ordering::Relaxed) > 0
     }
 
-    /// Wakes every process waiting for memory in this segment. Once per arming: a receiver frees
-    /// in small batches, and a woken sender may wait for a processor long enough for dozens more,
-    /// each a system call (with a page-table walk for the shared futex) the receiver paid for.
+    /// Wakes every process waiting for memory in this segment. Only the first call after each
+    /// arming makes the system call. A receiver frees in small batches, and a woken sender may
+    /// wait for a processor long enough for dozens more batches. Without the limit, the receiver
+    /// would pay a system call for each batch, with a page-table walk for the shared futex.
     pub(crate) fn wake_waiters(&self) {
         if self.header().wake.swap(1, Ordering::SeqCst) == 0 {
             futex::bump_and_wake_all(&self.header().epoch);
@@ -54,18 +56,22 @@ pub(crate) struct Waiting<'a> {
 }
 
 impl Waiting<'_> {
-    /// The free epoch, read before a look for memory; then arms the wake, so the first free from
-    /// then on bumps the epoch and the sleep that follows a failed look cannot miss it (a free
-    /// before is seen by the look). The epoch is read first: read after arming, it could already
-    /// include the bump of a free whose memory the look then misses (taken by another process),
-    /// and later frees, seeing the wake issued, would not bump it again.
+    /// Reads the free epoch and then arms the wake. Call it before each look for memory, and pass
+    /// the returned epoch to `Waiting::sleep`. Once the wake is armed, the first free bumps the
+    /// epoch, so the sleep that follows a failed look cannot miss that free. The look itself sees
+    /// any free from before the arming.
+    ///
+    /// The epoch is read before arming for a reason. Read after arming, it could already include
+    /// the bump of a free whose memory the look then misses, because another process took it.
+    /// Later frees would see that the wake was issued and would not bump the epoch again.
     pub(crate) fn arm(&self) -> u32 {
         let epoch = futex::low32(&self.seg.header().epoch);
         self.seg.header().wake.store(0, Ordering::SeqCst);
         epoch
     }
 
-    /// Sleeps until a free after [`arm`](Waiting::arm) returned `epoch`, a wake, or `timeout`.
+    /// Sleeps until a free happens after [`arm`](Waiting::arm) returned `epoch`, until a wake, or
+    /// until `timeout` passes.
     pub(crate) fn sleep(&self, epoch: u32, timeout: Duration) {
         futex::wait(&self.seg.header().epoch, epoch, timeout);
     }

@@ -32,7 +32,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// How often a socket looks whether the receivers of what it handed out still live.
+/// How often a socket checks whether the receivers of the messages it handed out still live.
 const CHECK_EVERY: Duration = Duration::from_secs(1);
 
 /// What a socket does with the messages a dead receiver did not claim.
@@ -40,39 +40,47 @@ const CHECK_EVERY: Duration = Duration::from_secs(1);
 enum OnDeath {
     Resend,
     Release,
-    /// Nothing while the socket is open (REQ).
+    /// Do nothing with them while the socket is open (REQ).
     Keep,
 }
 
-/// A socket's named receiver and what it handed to named receivers.
+/// The receiver that a socket names on its tickets, and the messages that the socket handed to
+/// named receivers and that are not claimed yet.
 pub(crate) struct Addressee {
     on_death: OnDeath,
-    /// This socket in the directory.
+    /// This socket's mark in the directory.
     me: SocketMark,
-    /// Its endpoints in the directory.
+    /// This socket's endpoints and their entries in the directory.
     listing: Listing,
-    /// The directory generation of the last look (`u64::MAX`: none yet), and what it found: the
-    /// one live socket facing this one, whether the sockets facing it are known, and the live ones.
+    /// The directory generation at the last look (`u64::MAX`: no look yet, or a new look is due).
+    /// The next three fields hold what that look found. `peer` is the one live socket facing this
+    /// socket, if exactly one lives. `facing_known` says whether the sockets facing this socket are
+    /// known. `known` lists the live ones.
     seen: u64,
     peer: Option<SocketMark>,
     facing_known: bool,
     known: Vec<SocketMark>,
     /// When a socket facing this one was last found dead (coarse ns; 0: never).
     death_at: u64,
-    /// Messages handed to a named receiver (its owner mark) and not claimed yet, oldest first.
+    /// Messages handed to a single named receiver and not claimed yet, oldest first. Each message
+    /// comes with its receiver's owner mark.
     sent: VecDeque<(u32, Sent)>,
-    /// Messages handed to one of several facing sockets, and when (coarse ns), oldest first.
+    /// Messages handed to one of several facing sockets, oldest first. Each message comes with the
+    /// time it was handed over (coarse ns).
     shared: VecDeque<(u64, Sent)>,
     last_check: Option<Instant>,
-    /// REP: the transport whose request came last (its reply goes there), once one came.
+    /// REP only: the transport whose request came last. The reply goes to that transport. The
+    /// value is `Some(None)` until a request came, and when the last request's issuer is not known.
     requester: Option<Option<u32>>,
-    /// Messages taken back from dead receivers, to go out first (PAIR, DEALER).
+    /// Messages taken back from dead receivers (PAIR, DEALER). They go out again before new
+    /// messages.
     pub resend: VecDeque<Vec<Message>>,
 }
 
 impl Addressee {
-    /// The addressee state of a socket of type `ty`, number `number`, of `mgr`'s transport; `None`
-    /// for types that know their peers otherwise (PUSH, PUB) or only receive (PULL, SUB).
+    /// Creates the addressee state of socket number `number`, of type `ty`, in `mgr`'s transport.
+    /// Returns `None` for the types that learn their peers another way (PUSH, PUB) and for the
+    /// types that only receive (PULL, SUB).
     pub(crate) fn new(mgr: &Attachment, ty: SocketType, number: u64) -> Option<Addressee> {
         let on_death = match ty {
             SocketType::Pair | SocketType::Dealer => OnDeath::Resend,
@@ -97,32 +105,41 @@ impl Addressee {
         })
     }
 
-    /// The socket bound (`bound`) or connected to `endpoint`: recorded in the directory.
+    /// Records in the directory that the socket bound to `endpoint` (`bound` true) or connected
+    /// to it.
     pub(crate) fn attached(&mut self, mgr: &Attachment, endpoint: &str, bound: bool) {
         self.listing.enter(mgr, self.me, endpoint, bound);
         self.seen = u64::MAX;
     }
 
-    /// Its endpoints in the directory (none when one is missing there).
+    /// Returns the socket's endpoints in the directory, or none when one of them is missing there.
     pub(crate) fn endpoints(&self) -> &[Attached] {
         self.listing.endpoints()
     }
 
-    /// The socket found itself empty: said in the directory (see `directory::stamp_empty`).
+    /// Records in the directory that the socket found itself empty, with nothing to receive (see
+    /// `directory::stamp_empty`).
     pub(crate) fn found_empty(&mut self, mgr: &Attachment) {
         self.listing.found_empty(mgr.management(), self.me);
     }
 
-    /// REP: a request came from the transport `issuer` (owner mark of its ticket; 0: not known).
+    /// REP only: records that a request came from the transport `issuer`, so that the reply goes
+    /// there. `issuer` is the owner mark of the transport that issued the request's ticket. The
+    /// value 0 means that the issuer is not known.
     pub(crate) fn heard_from(&mut self, issuer: u32) {
         if let Some(r) = &mut self.requester {
             *r = (issuer != 0).then_some(issuer);
         }
     }
 
-    /// The receiver to name on the tickets of the next message: `(owner mark, socket number)`;
-    /// `(FACING, this socket's number)` for one of several; `(0, 0)` when it cannot be named. A
-    /// REP's reply goes to its requester, whose socket is known when the directory names it.
+    /// Returns the receiver to name on the tickets of the next message:
+    ///
+    /// - one known receiver: `(owner mark, socket number)`;
+    /// - one of several sockets: `(FACING, this socket's number)`;
+    /// - no receiver can be named: `(0, 0)`.
+    ///
+    /// A REP's reply goes to its requester. The requester's socket number is known only when the
+    /// directory names that socket as the one live socket facing this socket; otherwise it is 0.
     pub(crate) fn receiver(&mut self, mgr: &Attachment) -> SocketMark {
         let generation = directory::generation(mgr.management());
         if generation != self.seen {
@@ -136,7 +153,8 @@ impl Addressee {
         }
     }
 
-    /// Looks up who faces this socket; a socket known to live before and gone now is a death.
+    /// Looks up the sockets facing this socket in the directory. A facing socket that was alive at
+    /// the last look and is gone now counts as a death (see `Addressee::note_deaths`).
     fn look(&mut self, mgr: &Attachment) {
         self.note_deaths(mgr);
         let alive = |o| o == mgr.owner() || mgr.owner_alive(o);
@@ -153,18 +171,21 @@ impl Addressee {
         self.known = live;
     }
 
-    /// Notes when a socket known to face this one is found gone with its transport.
+    /// Records the time when a socket known to face this socket is found gone, because its
+    /// transport is gone.
     fn note_deaths(&mut self, mgr: &Attachment) {
         let before = self.known.len();
         self.known.retain(|m| m.0 == mgr.owner() || mgr.owner_alive(m.0));
         if self.known.len() != before {
             self.death_at = coarse_ns();
-            // The receiver named may be the dead one: a death does not move the generation.
+            // The named receiver may be the dead socket. A death does not change the directory's
+            // generation, so a new look must be forced.
             self.seen = u64::MAX;
         }
     }
 
-    /// A message went to the receiver `receiver` (owner mark, or [`FACING`]) with `sent`'s tickets.
+    /// Records that a message with the tickets in `sent` went to `receiver` (an owner mark, or
+    /// [`FACING`]). The socket keeps the message until its receiver claims it.
     pub(crate) fn handed(&mut self, mgr: &Attachment, receiver: u32, sent: Sent) {
         self.forget_claimed(mgr);
         if receiver == FACING {
@@ -174,7 +195,7 @@ impl Addressee {
         }
     }
 
-    /// Forgets the oldest messages, as long as they were claimed.
+    /// Forgets messages from the oldest on, and stops at the first one that is not claimed yet.
     pub(crate) fn forget_claimed(&mut self, mgr: &Attachment) {
         let claimed = |s: &Sent| s.tickets().iter().all(|t| !still_out(mgr, t));
         while self.sent.front().is_some_and(|(_, s)| claimed(s)) {
@@ -185,8 +206,9 @@ impl Addressee {
         }
     }
 
-    /// Every [`CHECK_EVERY`] (or now, with `now`): forgets what was claimed and takes back what
-    /// receivers that died did not claim. Returns how many messages were released.
+    /// Forgets the messages that were claimed, and takes back the messages that dead receivers did
+    /// not claim. The check runs at most once every [`CHECK_EVERY`], unless `now` is true. Returns
+    /// how many messages were released.
     pub(crate) fn check(&mut self, mgr: &Arc<Attachment>, now: bool) -> usize {
         if !now && self.last_check.is_some_and(|t| t.elapsed() < CHECK_EVERY) {
             return 0;
@@ -203,7 +225,8 @@ impl Addressee {
         self.take_back_dead(mgr, resend) + self.take_back_shared(mgr, resend)
     }
 
-    /// Takes back what dead receivers did not claim: to send again (`resend`) or released.
+    /// Takes back the messages that dead named receivers did not claim. The messages are sent
+    /// again if `resend` is true, and released otherwise.
     fn take_back_dead(&mut self, mgr: &Arc<Attachment>, resend: bool) -> usize {
         let mut dead = crate::segment::tickets::remembered(|o| !mgr.owner_alive(o));
         let (gone, kept): (VecDeque<_>, VecDeque<_>) =
@@ -215,9 +238,10 @@ impl Addressee {
         self.give_back(mgr, gone.into_iter().map(|(_, s)| s), resend)
     }
 
-    /// Takes back what went to one of several facing sockets and can only have gone to one that
-    /// died: sent before the last death was noticed, and every live facing socket found itself
-    /// empty since, long enough after it was sent for it to have arrived.
+    /// Takes back the messages handed to one of several facing sockets that can only have gone to
+    /// a socket that died. Such a message meets two conditions. First, it was sent before the last
+    /// death was noticed. Second, every live facing socket found itself empty more than `ARRIVAL`
+    /// after the message was sent, which is long enough for the message to have arrived.
     fn take_back_shared(&mut self, mgr: &Arc<Attachment>, resend: bool) -> usize {
         let mine = self.listing.endpoints();
         if self.death_at == 0 || self.shared.is_empty() || mine.is_empty() {
@@ -236,8 +260,9 @@ impl Addressee {
         self.give_back(mgr, gone.into_iter().map(|(_, s)| s), resend)
     }
 
-    /// Takes back `gone` (what its receivers did not claim): to send again (`resend`) or
-    /// released. Returns how many messages were released.
+    /// Takes back the messages in `gone`, which their receivers did not claim. The messages are
+    /// sent again if `resend` is true, and released otherwise. Returns how many messages were
+    /// released.
     fn give_back(&mut self, mgr: &Arc<Attachment>, gone: impl Iterator<Item = Sent>, resend: bool) -> usize {
         let mut released = 0;
         for s in gone {
@@ -253,9 +278,9 @@ impl Addressee {
         released
     }
 
-    /// The socket closes: what dead receivers did not claim is released, and so is what waited to
-    /// go out again; live ones may still claim theirs. Leaves the directory. Returns how many
-    /// messages were released.
+    /// Runs when the socket closes. It releases the messages that dead receivers did not claim,
+    /// and the messages that waited to be sent again. Live receivers may still claim theirs. The
+    /// socket leaves the directory. Returns how many messages were released.
     pub(crate) fn close(&mut self, mgr: &Arc<Attachment>) -> usize {
         self.note_deaths(mgr);
         let released =

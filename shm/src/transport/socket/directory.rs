@@ -77,14 +77,15 @@ pub(crate) type SocketMark = (u32, u64);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Facing {
     pub mark: SocketMark,
-    /// Its transport lives.
+    /// Whether the socket's transport is alive.
     pub alive: bool,
-    /// When it last found itself empty (see [`stamp_empty`]; 0: not yet).
+    /// When the socket last found itself empty (see [`stamp_empty`]; 0: not yet).
     pub empty_at: u64,
 }
 
-/// The key of `endpoint` (as ZeroMQ was given it, after resolution) for the transport `owner`;
-/// `None` for an endpoint the directory cannot name.
+/// Returns the directory key of `endpoint` for the transport `owner`. `endpoint` is the string
+/// that ZeroMQ was given, after resolution. Returns `None` for an endpoint the directory cannot
+/// name.
 pub(crate) fn key(endpoint: &str, owner: u32) -> Option<u64> {
     let (what, name): (&str, String) = if let Some(rest) = endpoint.strip_prefix("tcp://") {
         ("tcp", rest.rsplit_once(':')?.1.parse::<u16>().ok()?.to_string())
@@ -93,7 +94,8 @@ pub(crate) fn key(endpoint: &str, owner: u32) -> Option<u64> {
         let abs = if p.is_absolute() { p.to_path_buf() } else { std::env::current_dir().ok()?.join(p) };
         ("ipc", abs.to_string_lossy().into_owned())
     } else if let Some(name) = endpoint.strip_prefix("inproc://") {
-        // Inproc names are per ZeroMQ context, which is per transport.
+        // An inproc name holds only within one ZeroMQ context, and each transport has its own
+        // context.
         ("inproc", format!("{owner}/{name}"))
     } else {
         return None;
@@ -115,7 +117,8 @@ fn entry(t: &Table, i: usize) -> &[AtomicU64; 4] {
     &t.entries[i]
 }
 
-/// The directory's generation: a sender whose last look saw this one need not look again.
+/// Returns the directory's generation. A sender whose last look saw this generation need not look
+/// again.
 pub(crate) fn generation(m: &Management) -> u64 {
     table(m).generation.load(Ordering::Acquire)
 }
@@ -124,11 +127,13 @@ fn bump(lock: &SessionLock<'_>) {
     table(lock.management()).generation.fetch_add(1, Ordering::AcqRel);
 }
 
-/// Records that socket `me` is attached to `at`; returns its entry. Entries of transports `alive`
-/// says are gone are reused once no entry is free (what their sockets sent is told apart by them
-/// until then, see `orphans`). `None` when the directory is full or its lock cannot be had: the
-/// directory is then incomplete for the rest of the session (a socket missing from it could be at
-/// the other end of any endpoint), and names nobody any more.
+/// Records that socket `me` is attached to `at`, and returns the index of its entry.
+/// `register` reuses the entries of transports that `alive` says are gone, but only once no entry
+/// is free. Until then, `orphans` uses those entries to find where the gone sockets' records may
+/// have gone.
+/// Returns `None` when the directory is full or its lock cannot be had. The directory is then
+/// incomplete for the rest of the session, and names nobody any more: a socket missing from it
+/// could be at the other end of any endpoint.
 pub(crate) fn register(m: &Management, me: SocketMark, at: Attached, alive: impl Fn(u32) -> bool) -> Option<usize> {
     let listed = m.lock().ok().and_then(|lock| {
         let w = table(m);
@@ -152,9 +157,10 @@ pub(crate) fn register(m: &Management, me: SocketMark, at: Attached, alive: impl
     listed
 }
 
-/// Records that socket `me` of `mgr`'s transport bound (`bound`) or connected to `endpoint`;
-/// returns the endpoint and its entry, `None` when the directory cannot name the endpoint or is
-/// full (logged: the socket's tickets then name no one).
+/// Records that socket `me` of `mgr`'s transport bound to `endpoint` (`bound` true) or connected
+/// to it. Returns the endpoint and the index of its entry.
+/// Returns `None` when the directory cannot name the endpoint or is full. A full directory is
+/// logged, because the socket's tickets then name no receiver.
 pub(crate) fn enter(
     mgr: &crate::transport::attachment::Attachment,
     me: SocketMark,
@@ -169,7 +175,7 @@ pub(crate) fn enter(
     Some((at, entry?))
 }
 
-/// How often a socket that finds itself empty says so, at most (ns).
+/// How often, at most, a socket that finds itself empty records so in the directory (ns).
 const STAMP_EVERY: u64 = 50_000_000;
 
 /// Where one socket is listed: its endpoints and their entries.
@@ -177,14 +183,16 @@ const STAMP_EVERY: u64 = 50_000_000;
 pub(crate) struct Listing {
     attached: Vec<Attached>,
     entries: Vec<usize>,
-    /// An endpoint is missing from the directory: who faces the socket is not known.
+    /// Whether an endpoint is missing from the directory. If so, the sockets facing this socket
+    /// are not known.
     unlisted: bool,
-    /// When the socket last said it was empty (coarse ns).
+    /// When the socket last recorded in the directory that it was empty (coarse ns).
     stamped: u64,
 }
 
 impl Listing {
-    /// Socket `me` of `mgr`'s transport bound (`bound`) or connected to `endpoint`.
+    /// Records that socket `me` of `mgr`'s transport bound to `endpoint` (`bound` true) or
+    /// connected to it.
     pub(crate) fn enter(
         &mut self,
         mgr: &crate::transport::attachment::Attachment,
@@ -201,7 +209,7 @@ impl Listing {
         }
     }
 
-    /// The socket's endpoints, when all of them are listed (else none).
+    /// Returns the socket's endpoints when all of them are listed, and none otherwise.
     pub(crate) fn endpoints(&self) -> &[Attached] {
         if self.unlisted {
             &[]
@@ -215,7 +223,8 @@ impl Listing {
         !self.entries.is_empty()
     }
 
-    /// Socket `me` found itself empty: says so (see [`stamp_empty`]), now and then.
+    /// Records that socket `me` found itself empty (see [`stamp_empty`]). The record is written
+    /// at most once every `STAMP_EVERY`.
     pub(crate) fn found_empty(&mut self, m: &Management, me: SocketMark) {
         if self.entries.is_empty() {
             return;
@@ -228,22 +237,25 @@ impl Listing {
     }
 }
 
-/// Socket `me`, whose entries are `entries`, found itself empty at `now` (see [`coarse_ns`]):
-/// nothing sent to it before `now` (less the time a record takes to arrive) waits in its queue.
+/// Records, in the entries `entries` of socket `me`, that the socket found itself empty at `now`
+/// (see [`coarse_ns`]). The stamp means that nothing sent to the socket before `now`, less the
+/// time a record takes to arrive, waits in its queue.
 ///
 /// [`coarse_ns`]: crate::sys::clock::coarse_ns
 pub(crate) fn stamp_empty(m: &Management, me: SocketMark, entries: &[usize], now: u64) {
     let w = table(m);
     for &i in entries.iter().filter(|&&i| i < ENTRIES) {
         let e = entry(w, i);
-        // Still ours: the entry is not reused while we live, but a stamp costs nothing to guard.
+        // Check that the entry is still this socket's. The entry is not reused while this
+        // socket's transport lives, but the check costs almost nothing.
         if e[1].load(Ordering::Relaxed) as u32 == me.0 && e[2].load(Ordering::Relaxed) == me.1 {
             e[3].store(now, Ordering::Release);
         }
     }
 }
 
-/// The endpoints of socket `them` (a gone one's too, until its entries are reused).
+/// Returns the endpoints of socket `them`. This works for a gone socket too, until its entries
+/// are reused.
 pub(crate) fn endpoints_of(m: &Management, them: SocketMark) -> Vec<Attached> {
     let Ok(_lock) = m.lock() else { return Vec::new() };
     let w = table(m);
@@ -259,9 +271,10 @@ pub(crate) fn endpoints_of(m: &Management, them: SocketMark) -> Vec<Attached> {
         .collect()
 }
 
-/// Every socket at the other end of the endpoints `mine` of socket `me` (bound there when `me`
-/// connects, connected when `me` binds), once each; `None` when the directory is incomplete or its
-/// lock cannot be had (who faces `me` is not known then).
+/// Returns every socket at the other end of the endpoints `mine` of socket `me`, once each.
+/// A socket at the other end is bound there when `me` connects, and connected when `me` binds.
+/// Returns `None` when the directory is incomplete or its lock cannot be had: the sockets facing
+/// `me` are not known then.
 pub(crate) fn facing(
     m: &Management,
     me: SocketMark,
@@ -288,7 +301,8 @@ pub(crate) fn facing(
         }
         let empty_at = e[3].load(Ordering::Acquire);
         match found.iter_mut().find(|f| f.mark == mark) {
-            // Every entry of a socket carries the same stamps; the latest counts.
+            // Every entry of a socket carries the same stamps. The latest stamp among the
+            // socket's entries counts.
             Some(f) => f.empty_at = f.empty_at.max(empty_at),
             None => found.push(Facing { mark, alive: alive(mark.0), empty_at }),
         }
@@ -296,7 +310,7 @@ pub(crate) fn facing(
     Some(found)
 }
 
-/// Forgets every entry of socket `me` (it closes).
+/// Forgets every entry of socket `me`, when the socket closes.
 pub(crate) fn unregister(m: &Management, me: SocketMark) {
     let Ok(lock) = m.lock() else { return };
     let w = table(m);
@@ -312,8 +326,9 @@ pub(crate) fn unregister(m: &Management, me: SocketMark) {
     bump(&lock);
 }
 
-/// The one live socket at the other end of the endpoints `mine` of socket `me`; `None` when there
-/// is none or more than one, or who faces `me` is not known (see [`facing`]).
+/// Returns the one live socket at the other end of the endpoints `mine` of socket `me`.
+/// Returns `None` when there is no such socket or more than one, or when the sockets facing `me`
+/// are not known (see [`facing`]).
 pub(crate) fn counterpart(
     m: &Management,
     me: SocketMark,
@@ -370,9 +385,9 @@ mod tests {
         unregister(&m, a);
         assert_eq!(counterpart(&m, binder, &bound, all), Some(b));
         assert_eq!(counterpart(&m, b, &[ep("tcp://*:7001", Role::Connect)], all), None, "another port");
-        // A dead transport's entries are reused once no entry is free; a socket that finds the
-        // directory full makes it name nobody any more (it could be at the other end of any
-        // endpoint).
+        // A dead transport's entries are reused once no entry is free. A socket that finds the
+        // directory full makes the directory name nobody any more, because that socket could be at
+        // the other end of any endpoint.
         let mine = [ep("tcp://*:7009", Role::Connect)];
         let not_9 = |o| o != 9;
         let mut n = 0;

@@ -37,16 +37,19 @@ use fairmq_zmq::{AttachOptions, CounterSnapshot, Counters, SocketOptions, Socket
 use std::cell::RefCell;
 use std::sync::Arc;
 
-/// A socket of the shared-memory transport. Not `Sync`, like a ZeroMQ socket.
+/// A socket of the shared-memory transport. Like a ZeroMQ socket, it is not `Sync`.
 ///
-/// PUSH and PUB hand messages to peers they know (see `peers`): over a ZeroMQ ROUTER, to
-/// receiving sockets (PULL, SUB: ZeroMQ DEALERs) whose session token the probe of each connection
-/// presented, so a socket that is not one of the session's gets nothing, and what a peer that
-/// went away did not take comes back. A PUSH takes peers in turn, skipping those whose queue is
-/// full, as ZeroMQ's does. PUB/SUB (which FairMQ refuses on shmem) is zero-copy: the record goes
-/// to every subscriber, whose reference the block's count holds, so the last subscriber to drop
-/// its message frees the block. Like ZeroMQ's PUB, a publisher never waits: a subscriber whose
-/// queue is full misses the message.
+/// PUSH and PUB hand messages only to peers they know (see `peers`). They send over a ZeroMQ
+/// ROUTER to receiving sockets (PULL and SUB, which are ZeroMQ DEALERs). A receiving socket
+/// becomes known when the probe of its connection presents a session token. So a socket that is
+/// not one of the session's gets nothing. What a peer did not take before it went away comes
+/// back to the sender.
+///
+/// A PUSH takes its peers in turn and skips those whose queue is full, as ZeroMQ's PUSH does.
+/// PUB/SUB is zero-copy (FairMQ refuses PUB/SUB on shmem): the record goes to every subscriber.
+/// The block's reference count holds one reference for each subscriber, so the last subscriber
+/// to drop its message frees the block. Like ZeroMQ's PUB, a publisher never waits: a subscriber
+/// whose queue is full misses the message.
 ///
 /// # Examples
 ///
@@ -85,16 +88,18 @@ use std::sync::Arc;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Socket {
-    // Declared first: closing it may wait for linger before the attachment can go.
+    // Declared first, so that it is dropped first. Closing it may wait for linger, and the
+    // attachment must stay until then.
     z: fairmq_zmq::Socket,
     mgr: Arc<Attachment>,
     id: String,
     ty: SocketType,
-    /// PUSH, PUB: the receiving sockets known, and what each was handed; when they were last
-    /// looked for.
+    /// PUSH, PUB: the receiving sockets this socket knows, and what it handed to each.
     peers: Box<RefCell<Peers>>,
+    /// PUSH, PUB: when this socket last looked for its peers.
     learnt: std::cell::Cell<Option<std::time::Instant>>,
-    /// PULL, SUB: what a receiving socket keeps about itself (boxed: most sockets send).
+    /// What a receiving socket (PULL, SUB, PAIR, REQ, REP, DEALER, ROUTER) keeps about itself.
+    /// It is boxed, because most sockets send.
     receiving: Box<Receiving>,
     scratch: RefCell<(Vec<u8>, Vec<Record>)>,
     /// The tickets of the frame being sent.
@@ -104,48 +109,54 @@ pub struct Socket {
     addressee: RefCell<Option<Box<Addressee>>>,
 }
 
-/// A receiving socket's number in its token (0: none), when it last announced itself to the
-/// senders it connected to, and its watch for records lost in flight to it (see `orphans`).
+/// What a receiving socket keeps about itself: its number as its token holds it (0: none), when
+/// it last announced itself to the senders it connected to, and its watch for records lost in
+/// flight to it (see `orphans`).
 struct Receiving {
     number: u64,
     /// The token this socket presents on the connections it makes, once it makes one.
     token: Vec<u8>,
     presented: std::cell::Cell<bool>,
     announced: std::cell::Cell<Option<std::time::Instant>>,
-    /// Receives since the last look at the clock for a hello (a busy socket looks now and then).
+    /// Receives since the socket last looked at the clock to see whether a hello is due. A busy
+    /// socket looks at the clock only now and then, not on every receive.
     busy: std::cell::Cell<u32>,
     /// When the ZeroMQ socket was last looked at without waiting (see `Socket::socket_due`).
     socket_looked: std::cell::Cell<Option<std::time::Instant>>,
-    /// PULL, SUB: where it is bound, in the session's endpoint directory (see `directory`).
+    /// PULL, SUB: the endpoints where this socket is bound, as listed in the session's endpoint
+    /// directory (see `directory`).
     listing: RefCell<crate::transport::socket::directory::Listing>,
     orphans: RefCell<crate::transport::socket::orphans::Watch>,
 }
 
-/// The socket's lanes (boxed: most sockets of a device use few of them).
+/// The socket's lanes. They are boxed, because most sockets of a device use few of them.
 #[derive(Default)]
 struct LaneState {
     writer: RefCell<Writer>,
     readers: RefCell<Readers>,
-    /// A frame the poller took off the socket to see whether it carries a message (it did).
+    /// A frame that the poller took off the ZeroMQ socket to see whether it carries a message.
+    /// A frame is kept here only when it does.
     stash: RefCell<Option<fairmq_zmq::Message>>,
     frame: RefCell<Vec<u8>>,
-    /// A bound PUSH found that its one peer took everything (see `Socket::one_peer_took_all`):
-    /// the looks since, and the count of connected peers then. Dropped when a record goes on
-    /// the socket.
+    /// Set when a bound PUSH found that its one peer took everything (see
+    /// `Socket::one_peer_took_all`). It holds the looks made since then, and the count of
+    /// connected peers at that time. It is cleared when a record goes on the ZeroMQ socket.
     one_peer: std::cell::Cell<Option<OnePeer>>,
 }
 
-/// Frames a closing receiving socket takes off its queue at most, to release their messages.
+/// The most frames that a closing receiving socket takes off its queue to release their
+/// messages.
 const CLOSE_DRAIN: usize = 100_000;
 
-/// How often a sending socket looks for new peers and dead ones while it has peers. Read on the
-/// precise clock: the coarse one ticks every few milliseconds, and a message routed meanwhile to
-/// a peer that left waits for the next send to be taken back (a bound PUSH whose second peer
-/// left sometimes kept one from the first).
+/// How often a sending socket looks for new and dead peers while it has peers. The time is read
+/// on the precise clock, because the coarse clock ticks only every few milliseconds. Between two
+/// looks, a message may be routed to a peer that left, and that message is taken back only at
+/// the next send. With the coarse clock, a bound PUSH whose second peer left sometimes withheld a
+/// message from its first peer this way.
 const LEARN_EVERY: std::time::Duration = std::time::Duration::from_millis(1);
 
-/// Looks at its lane a bound PUSH makes before it learns its peers again (see
-/// `Socket::one_peer_took_all`; a change in the count of connected peers makes it learn at once).
+/// How many looks at its lane a bound PUSH makes before it learns its peers again (see
+/// `Socket::one_peer_took_all`). A change in the count of connected peers makes it learn at once.
 const ONE_PEER_LOOKS: u32 = 64;
 
 /// A bound PUSH's finding that its one peer took everything.
@@ -155,49 +166,54 @@ struct OnePeer {
     counted: u64,
 }
 
-/// How long a closing socket waits at most for its peers to take what it sent, while it can still
-/// deliver (ms; no longer than its linger).
+/// The longest time, in ms, that a closing socket waits for its peers to take what it sent. The
+/// socket waits while it can still deliver. The wait is never longer than the socket's linger.
 const CLAIM_WAIT_MS: i32 = 2000;
 
 /// What [`Socket::route`] did.
 enum Routed {
     Sent,
-    /// Nothing: messages taken back from a peer that left go first.
+    /// Nothing was sent: messages taken back from a peer that left must go first.
     TakenBack,
-    /// Nothing: a single peer came while the message waited for one, and a lane carries it.
+    /// Nothing was sent: a single peer came while the message waited for one, so a lane carries
+    /// the message.
     Lane,
 }
 
 /// What a look at the socket found.
 enum Polled {
     Frame(fairmq_zmq::Message),
-    /// A control frame, handled.
+    /// A control frame, which the look already handled.
     Control,
     Nothing,
 }
 
-/// What a receive hands on: a frame's bytes, or a lane entry's records as its reader checked them.
+/// What a receive hands on: a frame's bytes, or the records of a lane entry as the lane's reader
+/// checked them.
 pub(super) enum Received<'a> {
     Frame(&'a [u8], Source),
-    /// Decoded from the entry's own copy, checked and marked ours (see `Source::Remarked`), and
-    /// whether the entry was a multipart (one of one part is still one).
+    /// The entry's records, and whether the entry was a multipart (a multipart of one part is
+    /// still a multipart). The records were decoded from the entry's own copy, checked, and
+    /// marked as ours (see `Source::Remarked`).
     Records(&'a [Record], bool),
 }
 
-/// What a receive found ready in a lane before it looked further (see `lane_first`).
+/// What a receive found ready in a lane before it looked anywhere else (see
+/// `Socket::lane_first`).
 enum LaneFirst {
-    /// The usual case: a single message, taken.
+    /// The usual case: a single message, which the receive took.
     Message(Message),
     /// A single message whose record was refused (the error says why).
     Refused(TransferError),
-    /// Another frame to use first, or none ready.
+    /// Any other frame, which the receive uses first, or `None` when no frame is ready.
     Frame(Option<Frame>),
 }
 
 /// A received metadata frame.
 enum Frame {
     Zmq(fairmq_zmq::Message),
-    /// In `lanes.frame`, its records in the readers' `entry_records`.
+    /// A lane entry. Its bytes are in `lanes.frame`, and its records are in the readers'
+    /// `entry_records`.
     Lane,
     /// A frame too large for a lane, in a block of its own.
     Block(Message),
@@ -207,8 +223,9 @@ impl Drop for Socket {
     fn drop(&mut self) {
         let linger = self.z.linger().unwrap_or(0);
         self.lanes.writer.borrow().offer_before_close(&self.mgr, &*self, Deadline::new(linger));
-        // Waiting for the peers to take what they were sent: a moment at most (ZeroMQ's linger
-        // waits for frames to leave, not for a receiver to read them; it goes on after the close).
+        // Wait a moment at most for the peers to take what they were sent. ZeroMQ's linger does
+        // not do this: it waits only for frames to leave, not for a receiver to read them, and it
+        // goes on after the close.
         let moment = Deadline::new(if linger < 0 { CLAIM_WAIT_MS } else { linger.min(CLAIM_WAIT_MS) });
         self.linger(moment);
         self.receiving.orphans.get_mut().close(&self.mgr, self.receiving.number);
@@ -226,12 +243,14 @@ impl Drop for Socket {
         self.lanes.writer.get_mut().close(&self.mgr);
         self.lanes.readers.get_mut().close(&self.mgr);
         if let Some(f) = self.lanes.stash.get_mut().take() {
-            // Messages received but never taken: their blocks go back (ZeroMQ drops such frames).
+            // The stashed frame's messages were received but never taken, so their blocks go
+            // back. ZeroMQ drops such frames too.
             release_frame(&self.mgr, f.data(), Source::Socket);
         }
         if self.receives() {
-            // So do those still queued: their senders, if they live, would never learn that
-            // nobody will take them (a bounded drain: a flood must not hold the close).
+            // The blocks of the messages still queued go back too. Their senders, if they live,
+            // would never learn that nobody will take them. The drain is bounded, so that a
+            // flood cannot hold up the close.
             let mut f = fairmq_zmq::Message::new();
             for _ in 0..CLOSE_DRAIN {
                 if self.z.receive_uncounted(&mut f, 0).is_err() {
@@ -240,7 +259,8 @@ impl Drop for Socket {
                 release_frame(&self.mgr, f.data(), Source::Socket);
             }
         }
-        // A lane freed here is a large block: back to the segment now, not when the list is long.
+        // A lane freed here is a large block. It goes back to the segment now, not later when
+        // the list of deferred blocks is long.
         self.mgr.flush(false);
     }
 }
@@ -251,7 +271,8 @@ impl std::fmt::Debug for Socket {
     }
 }
 
-/// The records that hand `parts` over with `tickets` (one per non-empty part, in order).
+/// The records that hand `parts` over with `tickets`. `tickets` holds one ticket for each
+/// non-empty part, in order.
 fn handed<'a, P: Held>(parts: &'a [P], tickets: &'a [Issued]) -> impl ExactSizeIterator<Item = Record> + 'a {
     let mut tickets = tickets.iter();
     parts.iter().map(move |p| match p.msg().record() {
@@ -260,15 +281,17 @@ fn handed<'a, P: Held>(parts: &'a [P], tickets: &'a [Issued]) -> impl ExactSizeI
     })
 }
 
-/// What ZeroMQ says of a transfer a socket of this type cannot make (`errno 95`).
+/// The error that ZeroMQ gives for a transfer that a socket of this type cannot make
+/// (`errno 95`).
 fn not_supported() -> TransferError {
     TransferError::Zmq(zmq::Error::ENOTSUP)
 }
 
-/// Whether `e` is the refusal of a frame's metadata (malformed, of another version, naming what
-/// does not exist, forged or repeated, a ticket that hands nothing over): the frame is skipped,
-/// as the peer that sent it, not the application, made the mistake (logged where it was found).
-/// A valid multipart received as a single message is the application's to hear of.
+/// Whether `e` is the refusal of a frame's metadata. Metadata is refused when it is malformed,
+/// of another version, forged or repeated, when it names what does not exist, or when it holds
+/// a ticket that hands nothing over. Such a frame is skipped, because the peer that sent it made
+/// the mistake, not the application. The mistake was logged where it was found. A valid
+/// multipart received as a single message is not a refusal: the application must hear of it.
 fn refused(e: &TransferError) -> bool {
     matches!(e, TransferError::Transport(b) if matches!(
         b.downcast_ref::<ShmError>(),
@@ -308,7 +331,7 @@ impl Socket {
         }
     }
 
-    /// `<transport id>.<channel name>.<type>`.
+    /// The socket's id: `<transport id>.<channel name>.<type>`.
     pub fn id(&self) -> &str {
         &self.id
     }
@@ -318,15 +341,16 @@ impl Socket {
         self.ty
     }
 
-    /// The ZeroMQ socket that carries this socket's records. Crate-private: a raw frame written
-    /// on it would bypass every check a send makes. The fuzz targets write such frames.
+    /// The ZeroMQ socket that carries this socket's records. It is crate-private, because a raw
+    /// frame written on it would bypass every check that a send makes. The fuzz targets write
+    /// such frames.
     #[cfg(feature = "fuzzing")]
     pub(crate) fn metadata_socket(&self) -> &fairmq_zmq::Socket {
         &self.z
     }
 
-    /// Applies a channel's options to the socket that carries the records: linger, and queue
-    /// sizes in messages (a multipart counts once).
+    /// Applies a channel's options to the ZeroMQ socket that carries the records: the linger,
+    /// and the queue sizes in messages. A multipart counts as one message.
     pub fn set_options(&self, o: &SocketOptions) -> Result<(), ShmError> {
         Ok(self.z.set_options(o)?)
     }
@@ -336,8 +360,8 @@ impl Socket {
         Ok(self.z.options()?)
     }
 
-    /// This socket in a [`fairmq_zmq::Poller`], beside sockets of the zeromq transport: its
-    /// readiness is that of its records and its lane.
+    /// This socket as an entry of a [`fairmq_zmq::Poller`], beside sockets of the zeromq
+    /// transport. The entry's readiness is that of the socket's records and of its lane.
     pub fn poll_entry(&self) -> fairmq_zmq::PollEntry<'_> {
         fairmq_zmq::PollEntry::hooked(&self.z, self)
     }
@@ -348,7 +372,8 @@ impl Socket {
             self.present_token()?;
         }
         let attached = self.z.attach(address, o).inspect_err(|_| {
-            // Endpoints connected before the one that failed are not named: keys stay in step.
+            // The endpoints connected before the one that failed are not named: they get key 0.
+            // This keeps the directory keys in step with the connections.
             self.peers.borrow_mut().connected_before(self.z.endpoint_counts().1 as usize);
         })?;
         for ep in fairmq_zmq::split_endpoints(&attached) {
@@ -373,10 +398,10 @@ impl Socket {
         Ok(())
     }
 
-    /// Records an endpoint the socket bound or connected in the session's directory (see
+    /// Records an endpoint that the socket bound or connected, in the session's directory (see
     /// `addressee`).
-    /// A PULL or SUB lists where it binds, so that a PUSH connecting there can name it; a PUSH
-    /// notes where it connects, to look that name up.
+    /// A PULL or SUB lists where it binds, so that a PUSH that connects there can name it. A
+    /// PUSH notes where it connects, so that it can look that name up.
     fn enter_in_directory(&self, endpoint: &str, bound: bool) {
         if let Some(a) = self.addressee.borrow_mut().as_mut() {
             a.attached(&self.mgr, endpoint, bound);
@@ -400,10 +425,11 @@ impl Socket {
         self.receiving.token = token;
     }
 
-    /// Before a receiving socket's first connect: its routing id becomes its token, which the
-    /// senders it connects to check (see `peers`). Only then: ZeroMQ tells every peer a socket's
-    /// routing id, also those that connect to it, and a token told to anyone who can reach a bound
-    /// endpoint would let them pose as this socket to the session's senders.
+    /// Makes a receiving socket's token its routing id, before the socket's first connect. The
+    /// senders that the socket connects to check the token (see `peers`). The token is set only
+    /// then, because ZeroMQ tells a socket's routing id to every peer, including the peers that
+    /// connect to it. A token told to anyone who can reach a bound endpoint would let them pose
+    /// as this socket to the session's senders.
     fn present_token(&self) -> Result<(), ShmError> {
         let r = &self.receiving;
         if r.token.is_empty() || r.presented.get() {
@@ -422,12 +448,13 @@ impl Socket {
         }
     }
 
-    /// Whether records go through a lane: the socket has a single peer (PAIR, a PUSH connected to
-    /// one endpoint and bound to none, or a bound PUSH with one peer), so the lane reaches whoever
-    /// ZeroMQ would have picked.
-    /// A send queue limited below ZeroMQ's default (1000) keeps its limit: the socket, not a lane
-    /// (whose smallest ring holds about 1600 records), carries the records then. A larger limit
-    /// sizes the ring (see `lanes::capacity_for`). A segment too small for a ring has no lanes.
+    /// Whether records go through a lane. They do when the socket has a single peer: a PAIR, a
+    /// PUSH connected to one endpoint and bound to none, or a bound PUSH with one peer. The lane
+    /// then reaches the same peer that ZeroMQ would have picked.
+    /// A send queue limited below ZeroMQ's default (1000) keeps its limit. The ZeroMQ socket then
+    /// carries the records, not a lane, because the smallest ring of a lane holds about 1600
+    /// records. A larger limit sizes the ring (see `lanes::capacity_for`). A segment too small
+    /// for a ring has no lanes.
     fn uses_lane(&self) -> bool {
         self.mgr.config().lanes
             && crate::transport::socket::lanes::fits_segment(self.mgr.own().size())
@@ -443,19 +470,23 @@ impl Socket {
             }
     }
 
-    /// A bound PUSH uses a lane while one peer is connected, nothing waits to go out again and the
-    /// peer took everything it was sent on the socket: its lane's entries never overtake what went
-    /// on the socket before (a receiver reads its lanes first). With a second peer, records go on
-    /// the socket again (the first still reads what its lane holds, before them). What a lane owes
-    /// (taken back from a reader that left) goes through a lane first, whatever the peers.
+    /// Whether a bound PUSH may use a lane. It may while one peer is connected, nothing waits to
+    /// go out again, and the peer took everything it was sent on the ZeroMQ socket. Then the
+    /// lane's entries never overtake what went on the socket before, because a receiver reads
+    /// its lanes first. With a second peer, records go on the socket again. The first peer still
+    /// reads what its lane holds before it reads those records. What a lane owes (messages taken
+    /// back from a reader that left) goes through a lane first, whatever the peers are.
     ///
-    /// Once found, the answer stands for [`ONE_PEER_LOOKS`] looks (sends, and polls for room)
-    /// while the count of connected peers stays and nothing goes on the socket (see `route`,
-    /// which drops it): nothing can be left unclaimed or taken back meanwhile, and a peer that
-    /// connects changes the count (learning peers reads the clock and the socket, which cost more
-    /// than the lane's send). A peer that leaves as another comes between two looks leaves the
-    /// count as it was: the writer finds its reader gone and offers a new lane, and at worst the
-    /// looks left go to that lane before the two peers are learnt.
+    /// Once `one_peer_took_all` finds that the one peer took everything, the answer stands for
+    /// [`ONE_PEER_LOOKS`] looks (sends, and polls for room). It stands only while the count of
+    /// connected peers stays the same and nothing goes on the socket (`Socket::route` drops the
+    /// answer). Meanwhile, nothing can be left unclaimed or taken back, and a peer that connects
+    /// changes the count. The answer is kept because learning the peers reads the clock and the
+    /// socket, which costs more than the lane's send.
+    ///
+    /// A peer may leave while another comes, between two looks. The count then stays as it was.
+    /// The writer finds its reader gone and offers a new lane. At worst, the looks left go to
+    /// that lane before the two peers are learnt.
     fn one_peer_took_all(&self) -> bool {
         let counted = self.z.counted_peers();
         if let Some(o) = self.lanes.one_peer.get() {
@@ -467,14 +498,14 @@ impl Socket {
         self.learn_peers(false);
         let mut peers = self.peers.borrow_mut();
         let yes = peers.len() == 1 && peers.resend.is_empty() && !peers.unclaimed(&self.mgr);
-        // Only while the peers learnt are those counted: a peer whose probe has not come yet is
-        // learnt at the next send.
+        // The answer is kept only while the peers learnt are the peers counted. When they differ,
+        // a peer's probe has not come yet, and the next send learns that peer.
         let settled = yes && counted == 1;
         self.lanes.one_peer.set(settled.then_some(OnePeer { looks: 0, counted }));
         yes
     }
 
-    /// PUSH and PUB cannot receive (their ROUTER only hears peers' probes).
+    /// Fails for PUSH and PUB, which cannot receive: their ROUTER only hears the peers' probes.
     fn check_can_receive(&self) -> Result<(), TransferError> {
         if self.receives() {
             Ok(())
@@ -493,7 +524,7 @@ impl Socket {
         self.z.number_of_connected_peers()
     }
 
-    /// That count, readable from other threads.
+    /// The count of connected peers, readable from other threads.
     pub fn peer_count(&self) -> Arc<std::sync::atomic::AtomicU64> {
         self.z.peer_count()
     }
@@ -514,8 +545,8 @@ impl Socket {
         self.z.shared_counters()
     }
 
-    /// Lanes this socket writes and reads now, readable from other threads (for metrics; see
-    /// `lanes`): (written, read).
+    /// How many lanes this socket writes and reads now, as (written, read). The counts are
+    /// readable from other threads, for metrics (see `lanes`).
     pub fn lane_counts(&self) -> (Arc<std::sync::atomic::AtomicU64>, Arc<std::sync::atomic::AtomicU64>) {
         (self.lanes.writer.borrow().open_count(), self.lanes.readers.borrow().open_count())
     }
@@ -523,8 +554,9 @@ impl Socket {
 
 impl fairmq_zmq::layered::PollHook for Socket {
     fn input_ready(&self) -> bool {
-        // Nothing to receive: a publisher's socket carries only subscribers' probes, and a
-        // receive on a push socket fails (a poller reporting it ready made callers spin on that).
+        // PUB and PUSH have nothing to receive. A publisher's socket carries only the
+        // subscribers' probes, and a receive on a PUSH fails. A poller that reported a PUSH ready
+        // made its callers spin on that failure.
         if !self.receives() {
             return false;
         }
@@ -533,17 +565,18 @@ impl fairmq_zmq::layered::PollHook for Socket {
                 return true;
             }
             match self.poll_socket() {
-                // A frame whose message was taken back would be skipped by the receive, which then
-                // waits: not input.
+                // The receive would skip a frame whose message was taken back, and then wait. So
+                // such a frame is not input.
                 Ok(Polled::Frame(f)) if self.taken_back(f.data()) => {}
                 Ok(Polled::Frame(f)) => {
                     *self.lanes.stash.borrow_mut() = Some(f);
                     return true;
                 }
-                // A bad control frame was logged and dropped: look on.
+                // A bad control frame was logged and dropped, so keep looking.
                 Ok(Polled::Control) | Err(TransferError::Transport(_)) => {}
                 Ok(Polled::Nothing) | Err(TransferError::Interrupted | TransferError::Timeout) => return false,
-                // The socket failed: the receive that follows reports it.
+                // The socket failed. It is reported ready, so that the receive that follows
+                // reports the error.
                 Err(_) => return true,
             }
         }
@@ -562,7 +595,7 @@ impl fairmq_zmq::layered::PollHook for Socket {
     }
 
     fn arm(&self) -> bool {
-        // A poller about to sleep gives back what this process freed, as a receive does.
+        // Before a poller sleeps, it frees what this process deferred, as a receive does.
         self.mgr.flush(false);
         self.announce();
         self.found_empty();
@@ -597,7 +630,8 @@ impl Link for Socket {
         address(owner, socket);
         match self.send_to(&id, frame) {
             Ok(()) => Ok(true),
-            // Gone, or its queue full: the offer is made again later, as if none had been known.
+            // The peer is gone, or its queue is full. The offer is made again later, as if no
+            // peer had been known.
             Err(TransferError::Zmq(zmq::Error::EHOSTUNREACH) | TransferError::Timeout | TransferError::Interrupted) => {
                 Ok(false)
             }

@@ -30,25 +30,26 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// A ticket out whose issuer is gone.
+/// A ticket that is still out and whose issuer is gone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct Orphan {
     segment: u16,
     ticket: u32,
     nonce: u64,
     issuer: u32,
-    /// Its receiver's owner mark and socket word (see `tickets`).
+    /// The ticket's receiver mark (`receiver`) and socket word (`socket`); see `tickets`.
     receiver: u32,
     socket: u64,
 }
 
-/// A set of sockets one of which a ticket names (see [`Orphan::several`]): its receiver mark, and
-/// the issuing transport and socket word.
+/// A set of sockets, one of which a ticket names (see [`Orphan::several`]). The tuple holds the
+/// ticket's receiver mark, the issuing transport (0 for `AT_ENDPOINT`) and the socket word.
 type Set = (u32, u32, u64);
 
 impl Orphan {
-    /// The set of sockets its receiver is one of: those facing its issuing socket, or bound at
-    /// an endpoint (`None` for a ticket that names one receiver, or none).
+    /// Returns the set of sockets that the ticket's receiver is one of. The set is either the
+    /// sockets facing the issuing socket, or the sockets bound at an endpoint. Returns `None` for
+    /// a ticket that names one receiver, or none.
     fn several(&self) -> Option<Set> {
         match self.receiver {
             FACING => Some((FACING, self.issuer, self.socket)),
@@ -58,7 +59,8 @@ impl Orphan {
     }
 }
 
-/// What `look` says of `set`, looked up once per set (a scan of the directory each).
+/// Returns what `look` says of `set`, and remembers it in `known`. Each set is looked up only
+/// once, because each look scans the directory.
 fn looked_up<V>(known: &mut Vec<(Set, V)>, set: Set, look: impl FnOnce() -> V) -> &V {
     let i = match known.iter().position(|(s, _)| *s == set) {
         Some(i) => i,
@@ -70,9 +72,9 @@ fn looked_up<V>(known: &mut Vec<(Set, V)>, set: Set, look: impl FnOnce() -> V) -
     &known[i].1
 }
 
-/// The sockets of a set (see [`Orphan::several`]), and whether the socket at `mine` is one of
-/// them; `None` when they are not known (the directory is incomplete, or a dead sender's entries
-/// were reused).
+/// Returns the sockets of a set (see [`Orphan::several`]), and whether the socket attached at
+/// `mine` is one of them. Returns `None` when the sockets are not known: the directory is
+/// incomplete, or the entries of a dead sender were reused.
 fn members(mgr: &Attachment, set: Set, mine: &[Attached]) -> Option<(Vec<directory::Facing>, bool)> {
     let alive = |o| o == mgr.owner() || mgr.owner_alive(o);
     let m = mgr.management();
@@ -92,10 +94,12 @@ fn members(mgr: &Attachment, set: Set, mine: &[Attached]) -> Option<(Vec<directo
     }
 }
 
-/// Tickets out in every segment of the session whose issuer is gone and whose receiver (owner
-/// mark, socket word; see `tickets`) `wanted` accepts. Only chunks a dead transport holds, or that
-/// one that left gave up with tickets out ([`LEFT`]), are looked at (liveness looked up once per
-/// owner); free chunks hold no ticket.
+/// Returns the tickets still out, in every segment of the session, whose issuer is gone and whose
+/// receiver `wanted` accepts. `wanted` gets the receiver's owner mark and the socket word (see
+/// `tickets`).
+/// `find` looks only at the chunks that a dead transport holds, and at the chunks that a transport
+/// gave up with tickets out when it left ([`LEFT`]). Free chunks hold no ticket. Whether an owner
+/// is alive is looked up once per owner.
 ///
 /// [`LEFT`]: crate::segment::tickets::LEFT
 pub(crate) fn find(mgr: &Attachment, wanted: impl Fn(u32, u64) -> bool) -> Vec<Orphan> {
@@ -115,18 +119,20 @@ pub(crate) fn find(mgr: &Attachment, wanted: impl Fn(u32, u64) -> bool) -> Vec<O
     out
 }
 
-/// Takes `o` back, if it is still out, and releases what it hands over; true when it did.
+/// Takes `o` back if it is still out, and releases what it hands over. Returns true when it took
+/// `o` back.
 pub(crate) fn release(mgr: &Arc<Attachment>, o: &Orphan) -> bool {
     let Ok(seg) = mgr.segment(o.segment) else { return false };
     let tickets = seg.tickets();
-    // What it names is read before the claim: once claimed, the ticket may be issued again.
+    // Read what the ticket names before the claim. Once claimed, the ticket may be issued again.
     let Ok((kind, rec)) = tickets.resolve(o.ticket, o.nonce) else { return false };
-    // An issuer killed between handing the block to the ticket and marking it in flight left its
-    // own mark on it: marked in flight first, so that a sweep that no longer sees the ticket once
-    // it is claimed does not free the block as the dead issuer's as well.
+    // The issuer may have been killed after it handed the block to the ticket and before it
+    // marked the block in flight. The block then still carries the issuer's own mark, so mark it
+    // in flight first. Otherwise, once the ticket is claimed, a sweep no longer sees the ticket.
+    // The sweep would then free the block as the dead issuer's, on top of this release.
     let _ = mgr.remark(&rec, o.issuer, crate::segment::slots::IN_FLIGHT);
     if kind == Kind::Offer {
-        // Claimed, the offer can never be: nobody will claim its lane either.
+        // Nobody can claim this offer any more, so nobody will claim its lane either.
         let Ok(block) =
             Message::claim_offer(mgr, o.segment, o.ticket, o.nonce, crate::transport::socket::lanes::drop_lane)
         else {
@@ -135,15 +141,16 @@ pub(crate) fn release(mgr: &Arc<Attachment>, o: &Orphan) -> bool {
         crate::transport::socket::lanes::release_unclaimed(mgr, block);
         return true;
     }
-    // Claimed as a receiver claims (the block ours before the claim ends): killed on the way, this
-    // process leaves nothing that nobody accounts for.
+    // Claim the ticket the way a receiver does: the block becomes this transport's before the
+    // claim ends. If this process is killed midway, every block is still accounted for.
     if !tickets.claim_as(o.ticket, o.nonce, mgr.owner()) {
         return false;
     }
     let marked = mgr.remark(&rec, crate::segment::slots::IN_FLIGHT, mgr.owner());
     tickets.claimed(o.ticket, mgr.owner());
     if marked == crate::segment::Remark::Refused {
-        // Not in flight: a block some holder keeps (a faulty ticket), not ours to free.
+        // The block was not in flight: some holder keeps it, and the ticket is faulty. The block
+        // is not this transport's to free.
         log::error!("a ticket a dead sender left names a block it did not hand over; left alone");
         return true;
     }
@@ -154,9 +161,10 @@ pub(crate) fn release(mgr: &Arc<Attachment>, o: &Orphan) -> bool {
     true
 }
 
-/// Releases the tickets of gone issuers that never left them (no receiver: the issuer died before
-/// sending) or were addressed to gone receivers (a sweep of the dead), also to several of which
-/// none lives; returns how many.
+/// Releases the tickets of gone issuers that no receiver can claim, and returns how many. These
+/// are the tickets that never left their issuer (no receiver: the issuer died before sending), the
+/// tickets addressed to a gone receiver (found by a sweep of the dead), and the tickets addressed
+/// to one of several sockets of which none lives.
 pub(crate) fn release_unreachable(mgr: &Arc<Attachment>) -> usize {
     let gone = find(mgr, |receiver, _| {
         receiver == 0
@@ -177,28 +185,33 @@ pub(crate) fn release_unreachable(mgr: &Arc<Attachment>) -> usize {
 
 /// How often a receiving socket that found itself empty looks for records lost on their way to it.
 const EVERY: Duration = Duration::from_secs(1);
-/// Longer than any record takes from a ZeroMQ socket to its peer's queue on one host (ns).
+/// A time (ns) longer than any record takes to go from a ZeroMQ socket to its peer's queue on one
+/// host.
 pub(crate) const ARRIVAL: u64 = 1_000_000_000;
 
-/// A receiving socket's watch for tickets addressed to it whose issuer is gone: seen at one look
-/// and still out at the next, a second or more later while the socket was empty again, the record
-/// was lost with its issuer's queue (or it would have arrived), and is released. A ticket
-/// addressed to one of the sockets facing its issuer ([`FACING`]) waits until every live one of
-/// them found itself empty [`ARRIVAL`] after this watch first saw it.
+/// A receiving socket's watch for tickets addressed to it whose issuer is gone.
+/// The watch sees such a ticket at one look. If the ticket is still out at the next look, a second
+/// or more later, while the socket was empty again, then its record was lost with the issuer's
+/// queue: otherwise the record would have arrived. The watch then releases the ticket.
+/// A ticket addressed to one of the sockets facing its issuer ([`FACING`]) waits longer: until
+/// every live one of those sockets found itself empty more than [`ARRIVAL`] after this watch first
+/// saw the ticket.
 #[derive(Default)]
 pub(crate) struct Watch {
     last: Option<Instant>,
-    /// Sets, not lists: a table full of orphans (2^18 tickets a segment) must not cost a look
-    /// time in the square of their number.
+    /// The orphans addressed to this socket alone that the last look saw. `seen` and `shared` are
+    /// hashed sets, not lists: with a table full of orphans (2^18 tickets per segment), a look
+    /// must not take time in the square of their number.
     seen: HashSet<Orphan>,
-    /// Tickets addressed to one of several sockets, this one among them, and when they were first
-    /// seen (coarse ns).
+    /// Tickets addressed to one of several sockets, this socket among them, with the time each
+    /// ticket was first seen (coarse ns).
     shared: HashMap<Orphan, u64>,
 }
 
 impl Watch {
-    /// The socket (`socket`, of this transport, attached to `mine` in the directory; empty when it
-    /// is not listed there) found nothing to receive.
+    /// Runs when the socket found nothing to receive, and releases the records lost on their way
+    /// to it. `socket` is the socket's number in this transport. `mine` holds the socket's
+    /// endpoints in the directory, and is empty when the socket is not listed there.
     pub(crate) fn idle(&mut self, mgr: &Arc<Attachment>, socket: u64, mine: &[Attached]) {
         if socket == 0 || self.last.is_some_and(|t| t.elapsed() < EVERY) {
             return;
@@ -216,9 +229,10 @@ impl Watch {
         }
     }
 
-    /// Of the orphans `found` addressed to one of several sockets, those this socket (at `mine`)
-    /// is one of are released once every live one of them was empty [`ARRIVAL`] after they were
-    /// first seen here; returns how many.
+    /// Releases orphans from `found`, which are addressed to one of several sockets. Only the
+    /// orphans whose set includes this socket (attached at `mine`) count. Such an orphan is
+    /// released once every live socket of its set was empty more than [`ARRIVAL`] after this
+    /// watch first saw the orphan. Returns how many orphans were released.
     fn release_shared(&mut self, mgr: &Arc<Attachment>, found: Vec<Orphan>, mine: &[Attached]) -> usize {
         let now = crate::sys::clock::coarse_ns();
         let mut sets: Vec<(Set, Option<Vec<directory::Facing>>)> = Vec::new();
@@ -240,14 +254,15 @@ impl Watch {
         released
     }
 
-    /// Milliseconds until the next look is due (a receive that waits wakes for it: a sender may
-    /// die while it sleeps, and nothing else would wake it).
+    /// Returns the milliseconds until the next look is due. A receive that waits wakes up for that
+    /// look: a sender may die while the receive sleeps, and nothing else would wake it.
     pub(crate) fn next_look_ms(&self) -> i32 {
         let left = self.last.map_or(Duration::ZERO, |t| EVERY.saturating_sub(t.elapsed()));
         i32::try_from(left.as_millis()).unwrap_or(i32::MAX).max(1)
     }
 
-    /// The socket closes: nothing addressed to it will be claimed any more.
+    /// Runs when the socket closes, and releases the orphans addressed to the socket: nothing
+    /// addressed to it will be claimed any more.
     pub(crate) fn close(&mut self, mgr: &Arc<Attachment>, socket: u64) {
         if socket == 0 {
             return;

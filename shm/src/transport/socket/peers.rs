@@ -36,17 +36,18 @@ use std::time::{Duration, Instant};
 const MAGIC: &[u8; 6] = b"FMQRS3";
 /// The prefix of the routing ids a sending socket gives the peers of endpoints it connects to.
 pub(crate) const CONNECTED: &[u8] = b"fmqrs-connected-";
-/// Bytes of a token.
+/// The length of a token, in bytes.
 pub(crate) const TOKEN_LEN: usize = 6 + 4 + 8 + 8;
-/// Frames a socket reads at most per look for new peers.
+/// The most frames that a socket reads in one look for new peers.
 const LEARN_FRAMES: usize = 1000;
-/// How long taking a message back waits for a peer that claimed its first part to claim the others.
+/// How long `reclaim` waits for a peer that claimed a message's first part to claim the other
+/// parts.
 const PART_CLAIM_WAIT: Duration = Duration::from_millis(200);
-/// How often a socket with peers looks whether their transports still live.
+/// How often a socket with peers checks whether the peers' transports still live.
 const CHECK_EVERY: Duration = Duration::from_secs(1);
 
-/// The routing id of a receiving socket of `mgr`'s transport: `magic, owner u32, socket u64, mac
-/// u64` (the socket's number is returned too).
+/// Makes the routing id of a receiving socket of `mgr`'s transport:
+/// `magic, owner u32, socket u64, mac u64`. Returns the token and the socket's number.
 pub(crate) fn token(mgr: &Attachment) -> (Vec<u8>, u64) {
     let socket = socket_number();
     let owner = mgr.owner();
@@ -58,15 +59,17 @@ pub(crate) fn token(mgr: &Attachment) -> (Vec<u8>, u64) {
     (t, socket)
 }
 
-/// A new socket's number: random, so that a socket's tickets are not taken for another's.
+/// Makes a new socket's number. The number is random, so that one socket's tickets are not taken
+/// for another socket's.
 pub(crate) fn socket_number() -> u64 {
     u64::from(crate::naming::random_u32()) << 32 | u64::from(crate::naming::random_u32())
 }
 
-/// The password every socket of the session asks of a peer that connects to it, and presents
-/// where it connects (ZeroMQ's PLAIN mechanism): only processes that can map the session know it,
-/// so a plain ZeroMQ socket, or one of another session, cannot even connect. Hex, from a hash of
-/// the session secret (never the secret itself).
+/// The session's password for ZeroMQ's PLAIN mechanism. Every socket of the session asks it of a
+/// peer that connects to it, and presents it where it connects. Only processes that can map the
+/// session know the password. So a plain ZeroMQ socket, or a socket of another session, cannot
+/// even connect. The password is in hex, made from a hash of the session secret. It is never the
+/// secret itself.
 pub(crate) fn password(mgr: &Attachment) -> String {
     use sha2::{Digest, Sha256};
     let secret = mgr.management().secret();
@@ -87,7 +90,8 @@ fn mac(secret: [u64; 2], owner: u32, socket: u64) -> u64 {
     u64::from_le_bytes(h.finalize()[..8].try_into().expect("a digest is longer than 8 bytes"))
 }
 
-/// The owner mark and socket number a routing id presents, if it is a token of this session.
+/// The owner mark and socket number that routing id `id` presents, if `id` is a token of this
+/// session.
 pub(crate) fn verify(mgr: &Attachment, id: &[u8]) -> Option<(u32, u64)> {
     if id.len() != TOKEN_LEN || &id[..6] != MAGIC {
         return None;
@@ -98,15 +102,15 @@ pub(crate) fn verify(mgr: &Attachment, id: &[u8]) -> Option<(u32, u64)> {
     (mac(mgr.management().secret(), owner, socket) == tag).then_some((owner, socket))
 }
 
-/// One message handed to a peer: its parts' records (empty parts too) and the tickets of the
-/// non-empty ones, in order. A single part (the common case) costs no allocation.
+/// One message handed to a peer: the records of its parts, empty parts included, and the tickets
+/// of the non-empty parts, in order. A single part, the common case, costs no allocation.
 pub(crate) enum Sent {
     One(Record, Issued),
     Many { records: Vec<Record>, tickets: Vec<Issued> },
 }
 
 impl Sent {
-    /// What `parts` were sent as with `tickets`.
+    /// Builds the `Sent` for `parts`, which were sent with `tickets`.
     pub(crate) fn of<P: Held>(parts: &[P], tickets: &[Issued]) -> Sent {
         match (parts, tickets) {
             ([one], [t]) => Sent::One(one.msg().record(), *t),
@@ -122,21 +126,24 @@ impl Sent {
     }
 }
 
-/// A receiving socket of the session, known by its token.
+/// A receiving socket of the session, known by its token; a peer of an endpoint this socket
+/// connected to is known by the routing id its connection got.
 pub(crate) struct Peer {
     pub id: Vec<u8>,
     /// The receiving transport's owner mark and socket number (0: not known).
     pub owner: u32,
     pub socket: u64,
     sent: VecDeque<Sent>,
-    /// A peer of an endpoint this socket connected to: the endpoint's directory key (0: none). Its
-    /// connection outlives its receivers; the directory names the one bound there now.
+    /// For a peer of an endpoint that this socket connected to: the endpoint's directory key (0:
+    /// none). The connection outlives the receivers bound at the endpoint, so the directory names
+    /// the receiver bound there now.
     endpoint: Option<u64>,
 }
 
 impl Peer {
-    /// What a ticket of a message handed to this peer names as its receiver: its transport and
-    /// socket when known, else the endpoint it connected to (see `tickets`), else nobody (0, 0).
+    /// The receiver that the tickets of a message handed to this peer name. It is the peer's
+    /// transport and socket when they are known, else the endpoint that this socket connected to
+    /// (see `tickets`), else nobody (0, 0).
     pub(crate) fn receiver(&self) -> (u32, u64) {
         match self.endpoint {
             _ if self.owner != 0 => (self.owner, self.socket),
@@ -145,7 +152,8 @@ impl Peer {
         }
     }
 
-    /// Forgets what the peer took already (it takes in order: looking at the oldest is enough).
+    /// Forgets the messages that the peer took already. The peer takes messages in order, so
+    /// `prune` stops at the oldest message not taken yet.
     fn prune(&mut self, mgr: &Attachment) {
         while self.sent.front().is_some_and(|s| s.tickets().iter().all(|t| !still_out(mgr, t))) {
             self.sent.pop_front();
@@ -168,25 +176,27 @@ pub(crate) fn still_out(mgr: &Attachment, t: &Issued) -> bool {
 pub(crate) struct Peers {
     list: Vec<Peer>,
     next: usize,
-    /// Messages taken back from peers that went away, to go out again first (PUSH only).
+    /// PUSH only: messages taken back from peers that went away. They go out again before any
+    /// new message.
     pub resend: VecDeque<Vec<Message>>,
     last_check: Option<Instant>,
     refused: u64,
-    /// Peers of connected endpoints added so far.
+    /// How many peers of connected endpoints were added so far.
     connected: usize,
-    /// The directory keys of the endpoints connected to, in order (0: not one it can name).
+    /// The directory keys of the endpoints this socket connected to, in order (0: an endpoint
+    /// that the directory cannot name).
     keys: Vec<u64>,
-    /// The directory generation the connected peers were named at (`None`: not yet).
+    /// The directory generation at which the connected peers were named (`None`: not yet).
     named_at: Option<u64>,
 }
 
 impl Peers {
-    /// Learns the peers whose probes wait on the ROUTER `z`; a known peer's probe is a new
-    /// connection of it (what its old one held is gone: taken back). Every
-    /// [`CHECK_EVERY`] the peers' transports are checked too.
+    /// Learns the peers whose probes wait on the ROUTER `z`. A probe from a known peer means a
+    /// new connection of that peer. What its old connection held is gone, so `learn` takes it
+    /// back. Every [`CHECK_EVERY`], `learn` also checks the peers' transports.
     pub(crate) fn learn(&mut self, mgr: &Arc<Attachment>, z: &fairmq_zmq::Socket, socket: &str, resend: bool) {
-        // Peers of the endpoints we connected to: whoever listens there (their transport is not
-        // known: they are not looked after by liveness, only by the connection).
+        // The peer of an endpoint we connected to is whoever listens there. Its transport is not
+        // known, so the liveness check does not look after it; only its connection does.
         if z.endpoint_counts().1 as usize > self.connected {
             self.named_at = None;
             for id in z.connected_peers().into_iter().skip(self.connected) {
@@ -195,14 +205,14 @@ impl Peers {
                 self.connected += 1;
             }
         }
-        // Bounded: a peer flooding the socket must not hold a send here.
+        // The loop is bounded, so that a peer flooding the socket cannot hold up a send here.
         for _ in 0..LEARN_FRAMES {
             let mut frames = Vec::new();
             if z.receive_parts_uncounted(&mut frames, 0).is_err() {
                 break;
             }
-            // A probe is the peer's id and an empty frame, a hello its id and a hello frame (see
-            // `announce`); anything else a peer sends is ignored.
+            // A probe is the peer's id and an empty frame. A hello is the peer's id and a hello
+            // frame (see `Socket::announce`). Anything else a peer sends is ignored.
             let [id, frame] = &frames[..] else { continue };
             let hello = frame.data() == crate::meta::HELLO_FRAME;
             if !frame.is_empty() && !hello {
@@ -211,7 +221,8 @@ impl Peers {
             let id = id.data();
             if let Some(i) = self.list.iter().position(|p| p.id == id) {
                 if self.list[i].endpoint.is_some() || hello {
-                    // A peer we connected to: its pipe (and what waits in it) outlives reconnects.
+                    // A peer we connected to keeps its pipe, and what waits in it, across
+                    // reconnects.
                     continue;
                 }
                 log::debug!("socket {socket}: peer {:#x} connected again", self.list[i].owner);
@@ -228,8 +239,8 @@ impl Peers {
                         sent: VecDeque::new(),
                         endpoint: None,
                     });
-                    // Often a replacement: whoever it replaces, if dead, gives back what it had
-                    // before the newcomer gets anything.
+                    // A new peer often replaces a dead one. The liveness check runs now, so the
+                    // dead peer gives back what it had before the newcomer gets anything.
                     self.last_check = None;
                 }
                 None => {
@@ -250,7 +261,8 @@ impl Peers {
                     self.recover_lost(mgr, i, resend);
                     i += 1;
                 } else if self.list[i].endpoint.is_some() {
-                    // The receiver bound there died; the connection stays for the next one.
+                    // The receiver bound at the endpoint died. The connection stays, for the
+                    // next receiver bound there.
                     log::debug!("socket {socket}: peer {owner:#x} died");
                     let p = &mut self.list[i];
                     (p.owner, p.socket) = (0, 0);
@@ -279,9 +291,9 @@ impl Peers {
     }
 
     /// Names the receivers bound at the endpoints this socket connected to, from the session's
-    /// directory (see `directory`), when it changed: tickets then name them, so what a killed
-    /// sender queued for them is released by them, and what they did not take when they died
-    /// comes back.
+    /// directory (see `directory`). It does so only when the directory changed. The tickets then
+    /// name these receivers. So if the sender is killed, each receiver releases what the sender
+    /// queued for it. And if a receiver dies, what it did not take comes back to the sender.
     fn name_connected(&mut self, mgr: &Attachment) {
         let generation = crate::transport::socket::directory::generation(mgr.management());
         if self.keys.iter().all(|&k| k == 0) || self.named_at == Some(generation) {
@@ -301,8 +313,9 @@ impl Peers {
         }
     }
 
-    /// A peer takes what it is handed in order: what it left behind something it took was lost
-    /// on the way (a connection ZeroMQ dropped and made again drops what it queued) and is taken
+    /// Takes back what peer `i` lost on the way. A peer takes what it is handed in order. So a
+    /// message left behind a message that the peer took was lost on the way: when ZeroMQ drops a
+    /// connection and makes it again, it drops what it queued. `recover_lost` takes such messages
     /// back, to be sent again or released.
     fn recover_lost(&mut self, mgr: &Arc<Attachment>, i: usize, resend: bool) {
         let sent = &mut self.list[i].sent;
@@ -314,8 +327,9 @@ impl Peers {
         self.give_back(mgr, lost, resend);
     }
 
-    /// Takes back what `sent` holds that was not claimed: queued to go out again (`resend`) or
-    /// released. Returns how many messages went each way: (again, released).
+    /// Takes back the messages in `sent` that were not claimed. With `resend`, they are queued to
+    /// go out again; otherwise they are released. Returns how many messages went each way, as
+    /// (again, released).
     fn give_back(
         &mut self,
         mgr: &Arc<Attachment>,
@@ -334,12 +348,12 @@ impl Peers {
         (again, released)
     }
 
-    /// Peers known.
+    /// How many peers are known.
     pub(crate) fn len(&self) -> usize {
         self.list.len()
     }
 
-    /// Peers that connected without a valid token so far.
+    /// How many peers connected without a valid token so far.
     pub(crate) fn refused(&self) -> u64 {
         self.refused
     }
@@ -349,18 +363,18 @@ impl Peers {
         &mut self.list[i]
     }
 
-    /// The `k`th peer from the one whose turn it is (`k` below [`Peers::len`]).
+    /// The index of the `k`th peer from the one whose turn it is (`k` is below [`Peers::len`]).
     pub(crate) fn turn(&self, k: usize) -> usize {
         (self.next + k) % self.list.len()
     }
 
-    /// Peer `i` took a message: the next one's turn.
+    /// Records that peer `i` took a message, so that the turn passes to the next peer.
     pub(crate) fn took(&mut self, i: usize) {
         self.next = i + 1;
     }
 
-    /// The peer whose transport has owner mark `owner` (or a peer we connected to, whose
-    /// transport is not known), else the newest.
+    /// With `Some(owner)`: the newest peer whose transport has owner mark `owner`, or a peer we
+    /// connected to, whose transport is not known. With `None`: the newest peer.
     pub(crate) fn find(&self, owner: Option<u32>) -> Option<&Peer> {
         match owner {
             Some(o) => self.list.iter().rev().find(|p| p.owner == o || p.endpoint.is_some()),
@@ -368,8 +382,9 @@ impl Peers {
         }
     }
 
-    /// Removes peer `i` (gone or dead) and takes back what it did not claim: to send again
-    /// (`resend`) or to release. Returns the peer.
+    /// Removes peer `i`, which is gone or dead, and takes back what it did not claim. With
+    /// `resend`, the messages go out again; otherwise they are released. Returns the peer and how
+    /// many messages were released.
     pub(crate) fn take_back(&mut self, mgr: &Arc<Attachment>, i: usize, resend: bool) -> (Peer, usize) {
         let mut peer = self.list.remove(i);
         if self.next > i {
@@ -385,7 +400,7 @@ impl Peers {
         (peer, released)
     }
 
-    /// Whether a peer has not taken everything it was handed yet.
+    /// Whether any peer has not yet taken everything it was handed.
     pub(crate) fn unclaimed(&mut self, mgr: &Attachment) -> bool {
         self.list.iter_mut().any(|p| {
             p.prune(mgr);
@@ -393,9 +408,9 @@ impl Peers {
         })
     }
 
-    /// The socket closes: what peers whose transports died did not take is released; live ones may
-    /// still take what they were sent. Returns how many messages were released, with the resend
-    /// queue's.
+    /// Called when the socket closes. It releases what peers whose transports died did not take.
+    /// Live peers may still take what they were sent. Returns how many messages were released,
+    /// counting those of the resend queue.
     pub(crate) fn close(&mut self, mgr: &Arc<Attachment>) -> usize {
         let mut released = self.resend.drain(..).count();
         let mut i = 0;
@@ -411,9 +426,10 @@ impl Peers {
     }
 }
 
-/// Takes back the tickets of `sent` that were not claimed; returns its message as it was (the
-/// references are ours again) when none was, `None` when the peer took any part (the other parts
-/// taken back are released: a part of a multipart alone is no message).
+/// Takes back the tickets of `sent` that were not claimed. When the peer claimed none of them,
+/// returns the message as it was, and its references are ours again. When the peer took any
+/// part, returns `None`. The other parts taken back are then released, because a part of a
+/// multipart alone is no message.
 pub(crate) fn reclaim(mgr: &Arc<Attachment>, sent: Sent) -> Option<Vec<Message>> {
     let (records, tickets) = match sent {
         Sent::One(r, t) => (vec![r], vec![t]),
@@ -421,7 +437,8 @@ pub(crate) fn reclaim(mgr: &Arc<Attachment>, sent: Sent) -> Option<Vec<Message>>
     };
     let mut tickets = tickets.iter();
     let mut whole = true;
-    // Set once the peer won the first part: until when it may still claim the others.
+    // `peer_claims` is set once the peer won the first part. It holds the time until which the
+    // peer may still claim the other parts.
     let (mut first_part, mut peer_claims) = (true, None);
     let mut frame = Vec::with_capacity(records.len());
     for rec in records {
@@ -431,8 +448,9 @@ pub(crate) fn reclaim(mgr: &Arc<Attachment>, sent: Sent) -> Option<Vec<Message>>
         }
         let t = tickets.next().expect("a ticket per non-empty part");
         if let Some(until) = peer_claims {
-            // The peer won the first part and claims the others right after it: only what it
-            // left after a moment (it died or stopped between two claims) is taken back.
+            // The peer won the first part, and it claims the other parts right after it. So only
+            // a part that it still left after a moment is taken back: the peer died or stopped
+            // between two claims.
             while still_out(mgr, t) && Instant::now() < until {
                 std::thread::sleep(Duration::from_millis(1));
             }
@@ -440,7 +458,7 @@ pub(crate) fn reclaim(mgr: &Arc<Attachment>, sent: Sent) -> Option<Vec<Message>>
         let first = std::mem::replace(&mut first_part, false);
         if !mgr.take_back_sent(t, &rec) {
             // The peer took this part. Its receive claims the parts in order and stops at the
-            // first it does not get, so whoever wins the first part gets the message.
+            // first part it does not get. So whoever wins the first part gets the message.
             if first {
                 peer_claims = Some(Instant::now() + PART_CLAIM_WAIT);
             }
@@ -449,9 +467,10 @@ pub(crate) fn reclaim(mgr: &Arc<Attachment>, sent: Sent) -> Option<Vec<Message>>
         }
         match Message::from_record(mgr, rec) {
             Ok(m) => {
-                // A shared part was unlisted when its ticket took it (see `unlist_for_hand_over`):
-                // ours again, it is listed again, so a sweep drops it if we are killed with it
-                // waiting to go out again (before, the block stayed for the session's life).
+                // A shared part was unlisted when its ticket took it (see
+                // `Message::unlist_for_hand_over`). Now that the part is ours again, it is listed
+                // again. So if we are killed while it waits to go out again, a sweep drops it.
+                // Before this, the block stayed for the life of the session.
                 m.list_if_shared();
                 frame.push(m);
             }
