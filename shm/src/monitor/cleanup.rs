@@ -14,7 +14,8 @@ use crate::segment::Segment;
 use crate::sys::files;
 use std::path::Path;
 
-/// Removals of one cleanup: what was removed, and the first failure (every object is tried).
+/// The removals of one cleanup: what was removed, and the first failure. Every object is tried,
+/// even after a failure.
 #[derive(Default)]
 struct Removals {
     done: Vec<(String, bool)>,
@@ -22,8 +23,8 @@ struct Removals {
 }
 
 impl Removals {
-    /// Removes one object (the name itself, never a link's target), logging as FairMQ does. A
-    /// missing object is fine; any other failure (permission denied, say) is an error.
+    /// Removes one object, and logs as FairMQ does. It removes the name itself, never a link's
+    /// target. A missing object is fine. Any other failure, such as permission denied, is an error.
     fn remove(&mut self, name: &str, path: &Path) {
         let removed = match files::remove(path) {
             Ok(true) => {
@@ -51,11 +52,15 @@ impl Removals {
     }
 }
 
-/// Removes every object of the session the registries know (regions, also file-backed ones, their
-/// queues, segments, the management segment) and leftovers under the session's prefix; the monitor
-/// lock stays. Returns each name and whether it was removed, or the first object that could not be
-/// removed. A management segment that cannot be read (another user's, another layout) is not
-/// trusted for the registries: only what lies under the session's prefix is removed then.
+/// Removes every object of the session that the registries know, and the leftovers under the
+/// session's prefix. The objects that the registries know are the regions (file-backed ones too),
+/// their queues, the segments and the management segment. The monitor lock stays.
+///
+/// Returns each name and whether it was removed, or the error of the first object that could not
+/// be removed.
+///
+/// A management segment that cannot be read (another user's, or one of another layout) is not
+/// trusted for the registries. Only what lies under the session's prefix is removed then.
 pub fn cleanup(shm_id: &str) -> Result<Vec<(String, bool)>, ShmError> {
     let mut r = Removals::default();
     cleanup_into(shm_id, &mut r);
@@ -100,7 +105,7 @@ fn cleanup_into(shm_id: &str, r: &mut Removals) {
     }
 }
 
-/// [`cleanup`] plus the monitor lock (what `fairmq-shmmonitor -c` runs).
+/// [`cleanup`], and also removes the monitor lock. `fairmq-shmmonitor -c` runs this.
 pub fn cleanup_full(shm_id: &str) -> Result<Vec<(String, bool)>, ShmError> {
     let mut r = Removals::default();
     cleanup_into(shm_id, &mut r);
@@ -112,11 +117,13 @@ pub fn cleanup_full(shm_id: &str) -> Result<Vec<(String, bool)>, ShmError> {
     r.finish()
 }
 
-/// Forgets every allocation in the session's segments and removes its regions' acknowledgement
-/// queues (FairMQ's experimental `ResetContent`, for reuse after a crash). Refused while a
-/// transport that is not provably dead is attached; the session lock is held throughout, so none
-/// attaches meanwhile. Each report line goes to `print` as it happens (FairMQ prints them to
-/// stdout); the first failure is returned once everything was tried.
+/// Forgets every allocation in the session's segments, and removes its regions' acknowledgement
+/// queues. This is FairMQ's experimental `ResetContent`, for reuse after a crash.
+///
+/// The reset is refused while a transport that is not provably dead is attached. The session lock
+/// is held throughout, so no transport attaches meanwhile. Each report line goes to `print` as it
+/// happens; FairMQ prints these lines to stdout. The first failure is returned once everything
+/// was tried.
 pub fn reset_content(shm_id: &str, print: &mut dyn FnMut(&str)) -> Result<(), ShmError> {
     let names = Names::new(shm_id);
     print(&format!("Resetting segments content for shared memory id '{shm_id}'..."));

@@ -16,11 +16,13 @@ pub const MONITOR_BINARY: &str = "fairmq-shmmonitor";
 const START_POLL: Duration = Duration::from_millis(10);
 const START_POLLS: u32 = 1000;
 
-/// The lock a running monitor holds for a session (FairMQ's named mutex `fmq_<id>_ms`): it tells
-/// devices that a monitor runs, and keeps a second monitor of the session from starting. The file
-/// is removed when the monitor ends; if the monitor is killed, the kernel drops the lock and the
-/// next monitor takes the file over. It is a private file of the monitor's user (mode 0600), made
-/// without following a link; one of another user, or a link, is refused.
+/// The lock that a running monitor holds for a session (FairMQ's named mutex `fmq_<id>_ms`). The
+/// lock tells devices that a monitor runs, and keeps a second monitor of the session from starting.
+///
+/// The lock file is removed when the monitor ends. If the monitor is killed, the kernel drops the
+/// lock, and the next monitor takes the file over. The file is private to the monitor's user (mode
+/// 0600), and is created without following a link. A lock file of another user, or a link, is
+/// refused.
 #[derive(Debug)]
 pub struct MonitorLock {
     _file: File,
@@ -35,7 +37,8 @@ impl MonitorLock {
         loop {
             let file = match files::create_new(&path) {
                 Ok(f) => f,
-                // Left by a killed monitor, or held by a live one: ours only, never a link.
+                // A killed monitor left the file, or a live monitor holds it. Open it only if it is
+                // our own file, and never through a link.
                 Err(e) if e.kind() == Some(std::io::ErrorKind::AlreadyExists) => match files::open_own(&path) {
                     Ok(f) => f,
                     Err(e) if e.is_not_found() => continue, // its monitor just ended
@@ -46,9 +49,9 @@ impl MonitorLock {
             if !flock::try_exclusive(&file).map_err(|e| ShmError::io("locking the monitor lock", &name, e))? {
                 return Ok(None);
             }
-            // A monitor that ends unlinks the file while still holding it: a file we locked after
-            // that is no longer the session's lock (another monitor may be making a new one), so
-            // take the lock again by name.
+            // A monitor that ends unlinks the file while it still holds the lock. A file locked
+            // after that is no longer the session's lock, and another monitor may be making a new
+            // one. So take the lock again by name.
             if names_file(&file, &path) {
                 return Ok(Some(MonitorLock { _file: file, path }));
             }
@@ -58,8 +61,9 @@ impl MonitorLock {
 
 impl Drop for MonitorLock {
     fn drop(&mut self) {
-        // Only while the name is still our file: `fairmq-shmmonitor -c` may have removed it and a
-        // new monitor made and locked another under the name, which must stay.
+        // Remove the file only while the name still refers to our file. `fairmq-shmmonitor -c`
+        // may have removed our file, and a new monitor may have made and locked another file under
+        // the name. That other file must stay.
         if names_file(&self._file, &self.path) {
             let _ = std::fs::remove_file(&self.path);
         }
@@ -67,7 +71,7 @@ impl Drop for MonitorLock {
 }
 
 /// Whether a monitor runs for the session. A lock file that is not this user's own (another
-/// user's, a link) is an error: no monitor of ours could take it.
+/// user's file, or a link) is an error, because no monitor of this user could take it.
 pub fn monitor_running(names: &Names) -> Result<bool, ShmError> {
     match files::open_own(&Names::path(&names.monitor_lock())) {
         Ok(f) => {
@@ -87,9 +91,9 @@ fn find_monitor_binary() -> Option<PathBuf> {
     dirs.map(|d| d.join(MONITOR_BINARY)).find(|p| p.is_file())
 }
 
-/// Starts `fairmq-shmmonitor -x -m --shmid <id> -d -t 2000` for the session unless a monitor runs
-/// (what `--shm-monitor true` does, as FairMQ's `Manager::StartMonitor`). A missing binary is only a
-/// warning; a daemon that does not take its lock within 10 s is an error.
+/// Starts `fairmq-shmmonitor -x -m --shmid <id> -d -t 2000` for the session, unless a monitor
+/// runs. `--shm-monitor true` does this, as FairMQ's `Manager::StartMonitor` does. A missing
+/// binary is only a warning. A daemon that does not take its lock within 10 s is an error.
 pub fn start_daemon(names: &Names) -> Result<(), ShmError> {
     let shm_id = names.shm_id();
     if monitor_running(names)? {
@@ -112,7 +116,8 @@ pub fn start_daemon(names: &Names) -> Result<(), ShmError> {
         .stderr(Stdio::null())
         .spawn()
         .map_err(|e| ShmError::io("starting", &exe.display().to_string(), e))?;
-    // The launcher exits once it has started the daemon; it is reaped here or by a thread.
+    // The launcher process exits once it has started the daemon. It is reaped here, or by a
+    // thread if it has not exited yet.
     let mut started = Ok(false);
     for _ in 0..START_POLLS {
         started = monitor_running(names);

@@ -9,8 +9,8 @@ use crate::session::management::Management;
 use std::fmt::Write as _;
 use std::path::Path;
 
-/// The session's management segment; `None` if it has none (an existing one that cannot be used
-/// is an error).
+/// Opens the session's management segment, or returns `None` if the session has none. A
+/// management segment that exists but cannot be used is an error.
 pub(super) fn open_if_present(names: &Names) -> Result<Option<Management>, ShmError> {
     match Management::open_existing(names) {
         Ok(m) => Ok(Some(m)),
@@ -19,8 +19,8 @@ pub(super) fn open_if_present(names: &Names) -> Result<Option<Management>, ShmEr
     }
 }
 
-/// The segment report (FairMQ's `PrintShm`): segments with free and used memory, regions,
-/// attached processes. `None` if the session has no management segment.
+/// The segment report (FairMQ's `PrintShm`): the segments with their free and used memory, the
+/// regions, and the attached processes. `None` if the session has no management segment.
 pub fn report(shm_id: &str) -> Result<Option<String>, ShmError> {
     let Some(v) = super::sessions::session_view(shm_id)? else { return Ok(None) };
     let mut s = String::new();
@@ -90,8 +90,8 @@ pub fn free_memory(shm_id: &str, id: u16) -> Result<u64, FreeMemoryError> {
     Ok(Segment::open(&Names::path(&names.segment(id)), id)?.stats().free)
 }
 
-/// Every used block of every segment with its owner (FairMQ's `--debug`, which needs a debug build
-/// there; here owners are always recorded).
+/// Every used block of every segment, with its owner (FairMQ's `--debug`). FairMQ needs a debug
+/// build for this. Here, owners are always recorded.
 pub fn debug_info(shm_id: &str) -> Result<String, ShmError> {
     let Some(segments) = used_blocks(shm_id)? else { return Ok("no segments found".into()) };
     let mut s = String::new();
@@ -121,7 +121,7 @@ pub struct UsedBlock {
     pub size: u64,
     /// The owner mark of the transport that allocated it.
     pub owner: u32,
-    /// That transport's process, while it is attached.
+    /// The pid of that transport's process, while the transport is attached.
     pub pid: Option<u32>,
     /// Messages referring to it.
     pub references: u32,
@@ -130,12 +130,13 @@ pub struct UsedBlock {
 /// The blocks in use of each managed segment, by segment id.
 pub type SegmentBlocks = Vec<(u16, Vec<UsedBlock>)>;
 
-/// Every block in use, per managed segment id (FairMQ's `GetDebugInfo`); `None` when the session
+/// Every block in use, per managed segment id (FairMQ's `GetDebugInfo`). `None` when the session
 /// has no management segment.
 pub fn used_blocks(shm_id: &str) -> Result<Option<SegmentBlocks>, ShmError> {
     let names = Names::new(shm_id);
     let Some(m) = open_if_present(&names)? else { return Ok(None) };
-    // Blocks carry their transport's owner mark; the attached transports tell whose pid that is.
+    // Each block carries the owner mark of its transport. The list of attached transports tells
+    // which pid has that owner mark.
     let attached = crate::session::liveness::attached(&m);
     let mut out = Vec::new();
     for seg in m.segments() {
@@ -161,7 +162,7 @@ pub fn used_blocks(shm_id: &str) -> Result<Option<SegmentBlocks>, ShmError> {
 }
 
 /// Every session found in `dir` (FairMQ's `--list-all`). A directory that cannot be read is an
-/// error; a session that cannot be opened (another user's) is listed with the reason.
+/// error. A session that cannot be opened (another user's, say) is listed with the reason.
 pub fn list_all(dir: &Path) -> Result<String, ShmError> {
     let mut s = String::new();
     let entries = std::fs::read_dir(dir).map_err(|e| ShmError::io("listing", &dir.display().to_string(), e))?;

@@ -16,11 +16,11 @@ pub struct SessionView {
     pub session: String,
     /// The user id of its creator.
     pub creator_uid: u32,
-    /// Transports attached (FairMQ's device count).
+    /// The number of transports attached (FairMQ's device count).
     pub devices: u64,
-    /// Heartbeats of the management segment so far.
+    /// The number of heartbeats of the management segment so far.
     pub heartbeats: u64,
-    /// Region events so far.
+    /// The number of region events so far.
     pub events: u64,
     /// Its managed segments.
     pub segments: Vec<SegmentView>,
@@ -28,7 +28,8 @@ pub struct SessionView {
     pub regions: Vec<RegionView>,
     /// The pids of the processes attached.
     pub attached: Vec<u32>,
-    /// The metrics endpoints the attached processes published (pid, endpoint), once each.
+    /// The metrics endpoints that the attached processes published, as (pid, endpoint). Each
+    /// pair is listed once.
     pub endpoints: Vec<(u32, std::net::SocketAddr)>,
 }
 
@@ -54,9 +55,9 @@ pub struct RegionView {
     pub destroyed: bool,
     /// The creator's user flags.
     pub user_flags: u64,
-    /// Path prefix of a file-backed region (empty: shared memory).
+    /// Path prefix of a file-backed region. It is empty for a region in shared memory.
     pub path: String,
-    /// Acknowledgements waiting for its controller (`None`: its queue cannot be opened).
+    /// Acknowledgements waiting for its controller. `None` if its queue cannot be opened.
     pub acks_pending: Option<u64>,
 }
 

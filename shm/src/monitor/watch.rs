@@ -33,35 +33,41 @@ pub const WATCH_INTERVAL: Duration = Duration::from_millis(100);
 /// What one sweep for dead processes found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Sweep {
-    /// Pids of transports found dead (counted out of the session).
+    /// Pids of the transports found dead. They were counted out of the session.
     pub dead: Vec<u32>,
-    /// Blocks (and bytes) freed from their caches.
+    /// Blocks and bytes freed from the caches of the dead transports.
     pub freed: (u64, u64),
     /// Whether the session was cleaned because no transport is left.
     pub cleaned: bool,
-    /// Whether a transport the monitor attached swept them (some listed lanes; see [`sweep`]).
+    /// Whether a transport that the monitor attached swept the dead transports. This happens when
+    /// some of them listed lanes (see [`sweep`]).
     pub by_transport: bool,
 }
 
-/// Looks for dead processes in the session, counts them out, frees their cached blocks in every
-/// segment and, if they were the last ones, cleans the session.
+/// Looks for dead processes in the session and counts them out. Frees their cached blocks in every
+/// segment. If the dead processes were the session's last ones, cleans the session.
 ///
-/// A dead transport that listed a lane may hold its last reference, and releasing what a lane
-/// still holds (messages, region pieces, each as its reader would drop it) takes a transport: the
-/// monitor then attaches one for a moment, and its attach sweeps every dead transport. Before, the
-/// monitor counted such a transport out and the lane stayed, with its messages, for the session's
-/// life. The monitor does nothing of that sweep itself first: a dead writer's staged lane entry
-/// names blocks still marked its own, and a sweep split in two could free them twice. (A last user
-/// that detaches while that transport is attached leaves the session to the monitor, which cleans
-/// it after the heartbeat timeout.)
+/// A dead transport that listed a lane may hold the lane's last reference. Releasing what a lane
+/// still holds takes a transport: it drops the messages and region pieces, each as the lane's
+/// reader would drop it. So the monitor then attaches a transport for a moment, and the attach of
+/// that transport sweeps every dead transport. Previously, the monitor counted such a dead
+/// transport out, and the lane stayed with its messages for the session's life.
+///
+/// In that case the monitor does no part of the sweep itself first. A dead writer's staged lane
+/// entry names blocks that are still marked as the writer's own, and a sweep split in two could
+/// free them twice.
+///
+/// A last user that detaches while the monitor's transport is attached leaves the session to the
+/// monitor. The monitor then cleans the session after the heartbeat timeout.
 pub fn sweep(shm_id: &str) -> Result<Sweep, ShmError> {
     let names = Names::new(shm_id);
     sweep_open(Management::open_existing(&names)?, &names)
 }
 
-/// Removes the session when no process of it lives (decided and done under the session lock
-/// `lock`, as a last transport's detach does: a process attaching meanwhile either came before
-/// and is counted, or finds the session removed); whether it did.
+/// Removes the session when none of its processes lives, and returns whether it did. The check
+/// and the removal both happen under the session lock `lock`, as in a last transport's detach. So
+/// a process that attaches meanwhile either came first and is counted, or finds the session
+/// removed.
 fn remove_if_nobody_lives(m: &Management, lock: &SessionLock<'_>, dead: &[u32]) -> bool {
     if !crate::session::liveness::live_slots(m).is_empty() {
         return false;
@@ -73,11 +79,13 @@ fn remove_if_nobody_lives(m: &Management, lock: &SessionLock<'_>, dead: &[u32]) 
     true
 }
 
-/// [`sweep`] with the management segment already open (closed before a cleanup).
+/// [`sweep`], with the management segment already open. The management segment is closed before
+/// a cleanup.
 fn sweep_open(m: Management, names: &Names) -> Result<Sweep, ShmError> {
     let shm_id = names.shm_id();
-    // Held until the dead are counted out: the monitor has no slot (no owner mark) to claim
-    // their sweep with, so nobody else may find them meanwhile (see `find_dead`).
+    // Hold the session lock until the dead are counted out. The monitor has no slot, and so no
+    // owner mark, to claim their sweep with. So nobody else may find them dead meanwhile (see
+    // `find_dead`).
     let lock = m.lock()?;
     let dead = lock.find_dead(0);
     let mut out = Sweep { dead: dead.iter().map(|d| d.pid).collect(), ..Sweep::default() };
@@ -99,15 +107,17 @@ fn sweep_open(m: Management, names: &Names) -> Result<Sweep, ShmError> {
         match sweep_by_transport(&m, names) {
             Ok(()) => {
                 out.by_transport = true;
-                // That transport counted out every dead process it found, those that died after
-                // the look above too: with nobody left alive, nobody finds them dead again, and the
-                // session goes here, as the last detach would have removed it (that transport
-                // left it to the monitor). Before, it stayed until the heartbeats timed out.
+                // That transport counted out every dead process it found, including those that
+                // died after the look above. If nobody is left alive, nobody will find them dead
+                // again. So the session goes here, as the last detach would have removed it. (That
+                // transport left the removal to the monitor.) Previously, the session stayed until
+                // the heartbeats timed out.
                 out.cleaned = remove_if_nobody_lives(&m, &m.lock()?, &out.dead);
                 return Ok(out);
             }
             Err(e) => {
-                // Swept here, as before: the lanes whose last reference they held stay.
+                // The monitor sweeps here itself, as it did before. The lanes whose last reference
+                // the dead held then stay.
                 log::warn!(
                     "could not attach a transport to session {shm_id} to release the lanes of dead processes: {e}"
                 );
@@ -119,15 +129,17 @@ fn sweep_open(m: Management, names: &Names) -> Result<Sweep, ShmError> {
     } else {
         (lock, dead)
     };
-    // A slot with a damaged mark (0) is counted out with nothing freed by it.
+    // A slot with a damaged owner mark (0) is counted out, but nothing is freed for it.
     let swept: Vec<_> = dead.iter().filter(|d| d.owner != 0).collect();
     let mut pieces = crate::region::count::Orphans::new(&m);
     for d in &swept {
-        // Shared references it listed (see `ledger`); those to a lane's last reference stay.
+        // Drop the shared references that the dead process listed in its ledger (see `ledger`).
+        // A reference that is a lane's last reference stays.
         crate::session::ledger::release(&opened[..], &mut pieces, &m, d.slot, d.owner);
     }
-    // Claims they left under way, finished as a transport's sweep finishes them: before, their
-    // tickets stayed claimed and their blocks in flight until the session ended.
+    // Finish the claims that the dead left under way, as a transport's sweep finishes them.
+    // Previously, their tickets stayed claimed, and their blocks stayed in flight until the
+    // session ended.
     let owners: Vec<u32> = swept.iter().map(|d| d.owner).collect();
     let segment = |id: u16| opened.iter().find(|s| s.id() == id);
     for sg in &opened {
@@ -147,9 +159,10 @@ fn sweep_open(m: Management, names: &Names) -> Result<Sweep, ShmError> {
     Ok(out)
 }
 
-/// Attaches a transport to the session (one of its segments, as it is; a session or segment
-/// removed meanwhile is not made again) and detaches it, leaving the session in place: the attach
-/// sweeps the dead, releasing what their lanes hold (see [`sweep`]).
+/// Attaches a transport to the session and detaches it again, leaving the session in place. The
+/// attach sweeps the dead and releases what their lanes hold (see [`sweep`]). The transport uses
+/// one of the session's segments, as it is. A session or segment removed meanwhile is not made
+/// again.
 fn sweep_by_transport(m: &Management, names: &Names) -> Result<(), ShmError> {
     let shm_id = names.shm_id();
     let number = crate::shmid::shm_id_number(shm_id)
@@ -160,7 +173,8 @@ fn sweep_by_transport(m: &Management, names: &Names) -> Result<(), ShmError> {
     c.shm_id = Some(number);
     c.segment_id = segment.id;
     c.segment_size = segment.size;
-    // Whether the session goes is the monitor's to decide (its users may keep it: --shm-no-cleanup).
+    // The monitor decides whether the session goes. Its users may keep it with
+    // `--shm-no-cleanup`.
     c.no_cleanup = true;
     drop(crate::Transport::existing(&c)?);
     Ok(())
@@ -187,14 +201,15 @@ pub struct Watcher {
     last_count: u64,
     triggered: bool,
     seen_once: bool,
-    /// The heartbeats timed out but live processes kept the session (said once per stall).
+    /// The heartbeats timed out, but live processes kept the session. The monitor logs this once
+    /// per stall.
     held_back: bool,
 }
 
 impl Watcher {
-    /// Watches `shm_id`: clean after `timeout` without heartbeats (unless a process of the session
-    /// is alive); with `self_destruct`, stop once the session was seen and then went away (or was
-    /// never seen within twice the timeout).
+    /// Watches `shm_id`. The watcher cleans the session after `timeout` without heartbeats, unless
+    /// a process of the session is alive. With `self_destruct`, the watcher stops once the session
+    /// was seen and then went away, or when the session was not seen within twice the timeout.
     pub fn new(shm_id: &str, timeout: Duration, self_destruct: bool) -> Watcher {
         let now = Instant::now();
         Watcher {
@@ -211,8 +226,8 @@ impl Watcher {
         }
     }
 
-    /// One look at the session. An error (a management segment that exists but cannot be used,
-    /// objects that cannot be removed) ends the watch.
+    /// Looks at the session once. An error ends the watch: for example a management segment that
+    /// exists but cannot be used, or objects that cannot be removed.
     pub fn step(&mut self) -> Result<Step, ShmError> {
         let now = Instant::now();
         let Some(m) = open_if_present(&self.names)? else { return self.absent(now) };
@@ -231,7 +246,8 @@ impl Watcher {
                     "processes {:?} died; what they held, their lanes too, was released by a transport's sweep",
                     s.dead
                 );
-                // That transport's heartbeats are not the session's users'.
+                // The sweeping transport's heartbeats do not come from the session's users, so
+                // they are not counted.
                 if let Ok(Some(m)) = open_if_present(&self.names) {
                     self.last_count = m.heartbeat_count();
                 }
@@ -248,7 +264,7 @@ impl Watcher {
         Ok(Step::Continue)
     }
 
-    /// No management segment: FairMQ's self-destruct rules.
+    /// Applies FairMQ's self-destruct rules when the session has no management segment.
     fn absent(&mut self, now: Instant) -> Result<Step, ShmError> {
         self.triggered = false;
         if self.self_destruct {
@@ -265,9 +281,10 @@ impl Watcher {
         Ok(Step::Continue)
     }
 
-    /// No heartbeat for longer than the timeout: the session is removed, under its lock with the
-    /// removed mark as a last detach does (a process attaching at this moment opens a new session
-    /// instead of one being removed), unless a transport of it is alive.
+    /// Handles a session that had no heartbeat for longer than the timeout. The session is
+    /// removed, unless a transport of the session is alive. As in a last detach, the removal
+    /// happens under the session lock and sets the removed mark. So a process that attaches at
+    /// this moment opens a new session instead of one that is being removed.
     fn heartbeats_timed_out(&mut self) -> Result<Step, ShmError> {
         let ms = self.timeout.as_millis();
         let Some(m) = open_if_present(&self.names)? else { return Ok(Step::Continue) };
@@ -311,8 +328,9 @@ mod tests {
     use crate::scratch::Scratch;
     use std::sync::Arc;
 
-    /// A session whose only transport is the one `make` puts into slot 9 (the transport that made
-    /// the session, and beat its heartbeat, has left), and a watcher with a short timeout.
+    /// Makes a session whose only transport is the one that `make` puts into slot 9, and a watcher
+    /// with a short timeout. The transport that made the session, and beat its heartbeat, has
+    /// left.
     fn session_of(tag: &str, make: impl FnOnce(&Arc<Management>)) -> (Scratch, Arc<Management>, Watcher) {
         let scratch = Scratch::new(&format!("watch-{tag}"));
         let names = scratch.0.clone();
@@ -326,8 +344,8 @@ mod tests {
         Instant::now() + Duration::from_secs(60)
     }
 
-    /// Issue 17, item 6: a live process (here a thread holding its slot) that stopped beating
-    /// keeps its session; once it is gone, the session is cleaned.
+    /// Issue 17, item 6: a live process that stopped beating keeps its session. Here, a thread
+    /// that holds the slot plays the process. Once the process is gone, the session is cleaned.
     #[test]
     fn i06_a_live_transport_keeps_its_session_without_heartbeats() {
         let mut live = None;
@@ -347,8 +365,8 @@ mod tests {
         assert!(!m.still_linked());
     }
 
-    /// The monitor's sweeping transport attaches to a session that exists only: one removed
-    /// between the monitor's look and the attach is not made again (nor its segment).
+    /// The monitor's sweeping transport attaches only to a session that exists. A session removed
+    /// between the monitor's look and the attach is not made again, and neither is its segment.
     #[test]
     fn the_sweeping_transport_makes_no_session() {
         let mut c = crate::ShmConfig::new("sweep", &format!("watch-none-{}", std::process::id()));
@@ -363,11 +381,11 @@ mod tests {
         drop(ordinary);
     }
 
-    /// The monitor found one dead process, which listed a lane, and left the sweep to a transport
-    /// of its own; the session's other process died before that transport attached, which counted
-    /// out both: nobody lives, and the session goes at once. Before, nobody found them dead again,
-    /// and the session stayed until the heartbeats timed out (the kill test of the monitor mode
-    /// hung under load).
+    /// The monitor finds one dead process, which listed a lane, and leaves the sweep to a
+    /// transport of its own. The session's other process dies before that transport attaches,
+    /// and the transport counts out both. Nobody lives, so the session goes at once. Previously,
+    /// nobody found them dead again, and the session stayed until the heartbeats timed out. The
+    /// kill test of the monitor mode hung under load because of that.
     #[test]
     fn a_session_whose_last_process_dies_while_a_transport_sweeps_for_the_monitor_is_cleaned_at_once() {
         let mut c = crate::ShmConfig::new("race", &format!("watch-race-{}", std::process::id()));
@@ -378,7 +396,7 @@ mod tests {
         let m = Arc::new(Management::open_existing(&names).unwrap());
         let (end_a, a) = crate::session::liveness::fake_live_transport(&m, 9, 4_000_001, 91);
         let (end_b, b) = crate::session::liveness::fake_live_transport(&m, 10, 4_000_002, 92);
-        // A lists a lane (the entry names no block: the sweep checks it and drops nothing).
+        // A lists a lane. The entry names no block, so the sweep checks it and drops nothing.
         let own = Arc::new(Segment::open(&Names::path(&names.segment(0)), 0).unwrap());
         crate::session::ledger::Ledger::new(9, 91, own)
             .note(&m, 0, 1 << 20, 0, 0, crate::session::ledger::Referent::Lane)

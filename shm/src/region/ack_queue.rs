@@ -27,7 +27,8 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 const KIND: Kind = Kind { what: "region queue", magic: u64::from_le_bytes(*b"FMQRSRGQ"), layout: 2 };
-/// Entries the ring holds (24 bytes each; the file is sparse).
+/// Number of entries the ring holds, 24 bytes each. The file is sparse, so entries that were never
+/// written take no memory.
 pub(crate) const CAPACITY: u64 = 1 << 16;
 
 shared_layout! {
@@ -35,23 +36,24 @@ shared_layout! {
     struct Layout {
         tag: Tag,
         capacity: AtomicU64,
-        /// Entries ever consumed (by the consumer).
+        /// Count of all entries ever consumed. Only the consumer advances it.
         head: AtomicU64,
-        /// Entries ever published (by producers, under the lock).
+        /// Count of all entries ever published. Producers advance it while they hold `lock`.
         tail: AtomicU64,
         /// Futex bumped when entries were pushed.
         data: AtomicU64,
         /// Futex bumped when the consumer took entries.
         space: AtomicU64,
-        /// The consumer's owner mark (0: none).
+        /// The registered consumer's owner mark, or 0 when no consumer is registered.
         consumer: AtomicU64,
-        /// The number of the file name it was made under (see `files::name_tag`).
+        /// A number derived from the file name that the queue was created under (see
+        /// `files::name_tag`).
         name_tag: AtomicU64,
         _spare: [AtomicU64; 7],
-        /// Guards producers.
+        /// The robust mutex that producers hold while they append.
         lock: MutexPlace,
         _pad: [AtomicU64; 488],
-        /// `(offset, size, hint)` of each acknowledgement.
+        /// The ring: one `(offset, size, hint)` entry per acknowledgement.
         entries: [[AtomicU64; 3]; CAPACITY as usize],
     }
 }
@@ -60,14 +62,14 @@ const _: () = assert!(offset_of!(Layout, entries) == 4096);
 const SIZE: usize = size_of::<Layout>();
 const _: () = assert!(CAPACITY.is_power_of_two(), "slots must stay in order when the indices wrap");
 
-/// One released piece of a region, as it travels back.
+/// One released piece of a region, as it travels back to the region's controller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Ack {
     /// Offset of the piece in the region.
     pub offset: u64,
-    /// Its size.
+    /// Size of the piece in bytes.
     pub size: u64,
-    /// The hint given when its message was made.
+    /// The hint that was passed when the piece's message was made.
     pub hint: u64,
 }
 
@@ -117,14 +119,16 @@ impl AckQueue {
         Ok(AckQueue { map })
     }
 
-    /// The queue's words (checked to fit when it was opened).
+    /// The queue's layout. `AckQueue::open` checked that the mapping is large enough for it.
     fn q(&self) -> &Layout {
         self.map.view().expect("a region queue holds its layout")
     }
 
-    /// Registers the transport of owner mark `me` as the consumer unless another transport that
-    /// is `alive` (by its mark) is; returns the holder's mark if so. Marks, not pids: a pid can
-    /// name another process in another pid namespace sharing /dev/shm.
+    /// Registers the transport with owner mark `me` as the consumer. Fails with the holder's mark
+    /// when another transport holds the role and `alive` says that this mark is alive.
+    ///
+    /// The role is held by owner mark, not by pid: a pid can name another process in another pid
+    /// namespace that shares /dev/shm.
     pub(crate) fn claim_consumer(&self, me: u32, alive: impl Fn(u32) -> bool) -> Result<(), u32> {
         let w = &self.q().consumer;
         loop {
@@ -138,7 +142,8 @@ impl AckQueue {
         }
     }
 
-    /// Gives up the consumer role (if mark `me` holds it); later acknowledgements are dropped.
+    /// Gives up the consumer role if mark `me` holds it. Producers then drop later
+    /// acknowledgements.
     pub(crate) fn release_consumer(&self, me: u32) {
         let _ = self.q().consumer.compare_exchange(u64::from(me), 0, Ordering::AcqRel, Ordering::Relaxed);
         futex::bump_and_wake_all(&self.q().space);
@@ -152,10 +157,11 @@ impl AckQueue {
         }
     }
 
-    /// Appends as many of `acks` as fit; returns how many did.
+    /// Appends as many of `acks` as fit in the ring, and returns how many it appended.
     pub(crate) fn push(&self, acks: &[Ack]) -> Result<usize, ShmError> {
         let n = {
-            // Nothing to repair after a dead holder: its entries past `tail` were never published.
+            // If the lock's previous holder died, there is nothing to repair: the entries it wrote
+            // past `tail` were never published.
             let _g = self.map.mutex(&self.q().lock).lock(|| {
                 log::warn!("a process died while acknowledging region blocks");
                 true
@@ -191,7 +197,8 @@ impl AckQueue {
         self.q().tail.load(Ordering::Acquire).wrapping_sub(head).min(CAPACITY)
     }
 
-    /// The consumer: moves up to `max` entries into `out`; returns how many.
+    /// Moves up to `max` entries into `out`, and returns how many it moved. Only the consumer
+    /// calls this.
     pub(crate) fn pop(&self, max: usize, out: &mut Vec<Ack>) -> usize {
         let head = self.q().head.load(Ordering::Relaxed);
         let tail = self.q().tail.load(Ordering::Acquire);
@@ -217,8 +224,8 @@ impl AckQueue {
         n
     }
 
-    /// Overwrites the ring's indices as a faulty producer could (for the fuzzing harness, which
-    /// checks that the queue survives any values there).
+    /// Overwrites the ring's indices, as a faulty producer could. The fuzzing harness uses this to
+    /// check that the queue survives any index values.
     #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn force_indices(&self, head: u64, tail: u64) {
         self.q().head.store(head, Ordering::Release);
@@ -230,7 +237,7 @@ impl AckQueue {
         futex::low32(&self.q().data)
     }
 
-    /// Sleeps until entries were pushed after `epoch` was read, at most `timeout`.
+    /// Sleeps until entries are pushed after `epoch` was read, or until `timeout` has passed.
     pub(crate) fn wait_for_data(&self, epoch: u32, timeout: Duration) {
         futex::wait(&self.q().data, epoch, timeout);
     }
@@ -240,19 +247,20 @@ impl AckQueue {
         futex::low32(&self.q().space)
     }
 
-    /// Sleeps until the consumer took entries after `epoch` was read, at most `timeout`.
+    /// Sleeps until the consumer takes entries after `epoch` was read, or until `timeout` has
+    /// passed.
     pub(crate) fn wait_for_space(&self, epoch: u32, timeout: Duration) {
         futex::wait(&self.q().space, epoch, timeout);
     }
 
-    /// The entry at ring index `index`. Indices only ever grow and wrap around at `u64::MAX` (a
-    /// faulty process may have put them anywhere); `CAPACITY` divides 2^64, so the entries stay in
-    /// order across the wrap.
+    /// The entry at ring index `index`. Indices only ever grow, and they wrap around at
+    /// `u64::MAX`. A faulty process may have set them to any value. Because `CAPACITY` divides
+    /// 2^64, the entries stay in order when an index wraps.
     fn entry(&self, index: u64) -> &[AtomicU64; 3] {
         &self.q().entries[(index % CAPACITY) as usize]
     }
 
-    /// Wakes the consumer (to see a stop request).
+    /// Wakes the consumer so that it sees a stop request.
     pub(crate) fn wake_consumer(&self) {
         futex::bump_and_wake_all(&self.q().data);
     }

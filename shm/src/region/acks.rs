@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// Longest wait before released pieces are acknowledged (FairMQ: 500 ms).
+/// Longest time a released piece waits before it is acknowledged (500 ms, as in FairMQ).
 pub(crate) const ACK_INTERVAL: Duration = Duration::from_millis(500);
 /// How long a transport that ends keeps trying to hand over its last acknowledgements.
 const FINAL_FLUSH: Duration = Duration::from_secs(5);
@@ -45,8 +45,8 @@ impl Acks {
         self.shared.regions.read().get(&id).cloned()
     }
 
-    /// Adds a mapping (or returns the one another thread added first), starting the thread on the
-    /// first region.
+    /// Adds a mapping, or returns the one that another thread added first. Starts the
+    /// acknowledgement thread when the first region is added.
     pub(crate) fn insert(&self, map: Arc<RegionMap>) -> Arc<RegionMap> {
         let map = self.shared.regions.write().entry(map.id()).or_insert(map).clone();
         let mut t = self.thread.lock();
@@ -60,7 +60,8 @@ impl Acks {
         map
     }
 
-    /// Forgets region `id` (destroyed by its controller); messages still holding it keep it mapped.
+    /// Forgets region `id` after its controller destroyed it. Messages that still hold the region
+    /// keep it mapped.
     pub(crate) fn remove(&self, id: u16) {
         self.shared.regions.write().remove(&id);
     }
@@ -70,7 +71,7 @@ impl Acks {
         self.shared.regions.read().values().cloned().collect()
     }
 
-    /// A piece of `map` was released by its last holder.
+    /// Records that the last holder of a piece of `map` released it.
     pub(crate) fn released(&self, map: &RegionMap, ack: Ack) {
         if map.released(ack) {
             self.shared.wake.lock().urgent = true;
@@ -100,7 +101,8 @@ fn run(shared: &Shared) {
 }
 
 impl Acks {
-    /// Stops the thread and sends everything still pending (called before the transport detaches).
+    /// Stops the thread and sends everything still pending. The transport calls this before it
+    /// detaches.
     pub(crate) fn shutdown(&self) {
         if let Some(t) = self.thread.lock().take() {
             self.shared.wake.lock().stop = true;

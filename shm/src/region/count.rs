@@ -27,15 +27,16 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-/// Bytes of a count block's data.
+/// Size in bytes of a count block's data.
 pub(crate) const BYTES: u64 = crate::session::ledger::PIECE_COUNT_BYTES;
-/// Marks word 0 of a count block's data (the rest of the word is the region id).
+/// The tag that marks word 0 of a count block's data. The low 16 bits of that word hold the
+/// region id.
 const TAG: u64 = 0x46_4d51_5043; // "FMQPC"
 /// How long the sweep waits for room in a full acknowledgement queue.
 const ROOM_WAIT: Duration = Duration::from_secs(1);
 
-/// Writes the piece (`region`, `ack`) into the data words of a count block just allocated (no
-/// other process sees it before its reference is handed on).
+/// Writes the piece (`region`, `ack`) into the data words of a newly allocated count block. No
+/// other process can see the block before its reference is handed on.
 pub(crate) fn write(words: &[AtomicU64], region: u16, ack: Ack) {
     let values = [TAG << 16 | u64::from(region), ack.offset, ack.size, ack.hint];
     for (w, v) in words.iter().zip(values) {
@@ -43,7 +44,8 @@ pub(crate) fn write(words: &[AtomicU64], region: u16, ack: Ack) {
     }
 }
 
-/// The piece a count block's data words name; `None` when they are not a count block's.
+/// Reads the piece that a count block's data words name. Returns `None` when the words are not
+/// a count block's.
 pub(crate) fn read(words: &[AtomicU64]) -> Option<(u16, Ack)> {
     let [w0, offset, size, hint] = words else { return None };
     let head = w0.load(Ordering::Acquire);
@@ -54,9 +56,11 @@ pub(crate) fn read(words: &[AtomicU64]) -> Option<(u16, Ack)> {
     Some((head as u16, Ack { offset: load(offset), size: load(size), hint: load(hint) }))
 }
 
-/// The slot of the count block `h` names in `seg`, once it checks out as the count block of the
-/// piece at `offset` of region `region` (a record naming another block, or a block naming
-/// another piece, would have its reader count down what is not the piece's).
+/// Returns the slot of the count block that `h` names in `seg`, after checking that the block is
+/// the count block of the piece at `offset` of region `region`.
+///
+/// The check matters because a record may name another block, or the block may name another
+/// piece. Without the check, the reader would count down a reference that is not the piece's.
 pub(crate) fn checked(seg: &Segment, h: RcHandle, region: u16, offset: u64) -> Result<u32, MetaError> {
     let delta = u32::from(h.delta);
     let slot = seg.check_any_block(h.offset, delta, BYTES)?;
@@ -73,14 +77,17 @@ pub(crate) fn set_size(words: &[AtomicU64], size: u64) {
     }
 }
 
-/// Acknowledges, for holders that were killed, the pieces whose last reference a sweep dropped:
-/// each goes to its region's queue, as its holder's release would have sent it. Queues are
-/// opened once per sweep; a piece of a region the session does not list (any more), or outside
-/// it, is dropped with an error.
+/// Acknowledges pieces on behalf of holders that were killed, once a sweep dropped a piece's last
+/// reference. Each piece goes to its region's queue, as the holder's own release would have sent
+/// it.
+///
+/// Each queue is opened once per sweep. A piece is dropped and logged when the session does not
+/// list its region (or no longer does), or when the piece lies outside its region.
 pub(crate) struct Orphans<'a> {
     m: &'a Management,
-    /// Each region's queue, once opened; `None`: it cannot be used (not there, or it stayed full
-    /// for [`ROOM_WAIT`]: the region's other pieces are dropped at once, never waited for again).
+    /// Each region's queue, once opened. `None` means that the queue cannot be used: it does not
+    /// exist, or it stayed full for [`ROOM_WAIT`]. The region's other pieces are then dropped at
+    /// once, and the sweep never waits for that queue again.
     queues: HashMap<u16, Option<AckQueue>>,
 }
 
@@ -89,7 +96,7 @@ impl<'a> Orphans<'a> {
         Orphans { m, queues: HashMap::new() }
     }
 
-    /// Acknowledges the piece `ack` of region `region`; false when it could not be.
+    /// Acknowledges the piece `ack` of region `region`. Returns false when it could not.
     pub(crate) fn acknowledge(&mut self, region: u16, ack: Ack) -> bool {
         let Some(entry) = crate::session::registry::find(self.m, region) else {
             log::warn!("a dead process held a piece of region {region}, which is gone: not acknowledged");
@@ -109,7 +116,7 @@ impl<'a> Orphans<'a> {
         let Some(q) = queue.as_ref() else { return false };
         match q.consumer() {
             Some(mark) if crate::session::liveness::owner_alive(self.m, mark) => {}
-            // A region without callback, or its controller gone: nobody waits for it.
+            // The region has no callback, or its controller is gone. Nobody waits for the piece.
             _ => return true,
         }
         let deadline = Instant::now() + ROOM_WAIT;
@@ -135,8 +142,8 @@ impl<'a> Orphans<'a> {
 }
 
 impl crate::session::ledger::Pieces for Orphans<'_> {
-    /// A block that names no piece (damaged) is freed all the same: nobody can acknowledge what
-    /// it held.
+    /// A damaged block that names no piece is freed all the same, because nobody can acknowledge
+    /// what it held.
     fn last_reference_dropped(&mut self, block: Option<&[AtomicU64]>) {
         match block.and_then(read) {
             Some((region, ack)) => {

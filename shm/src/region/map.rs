@@ -33,8 +33,8 @@ pub(crate) const BATCH: usize = 256;
 /// The `mmap` flags a region may be created with.
 const SUPPORTED_FLAGS: i32 = libc::MAP_POPULATE | libc::MAP_LOCKED;
 
-/// Refuses creation flags other than MAP_POPULATE and MAP_LOCKED (whoever creates the region:
-/// a transport or a creator outside one).
+/// Refuses creation flags other than `MAP_POPULATE` and `MAP_LOCKED`. The check applies to every
+/// creator of a region: a transport, and a creator outside one.
 pub(crate) fn check_creation_flags(flags: i32) -> Result<(), ShmError> {
     if flags & !SUPPORTED_FLAGS != 0 {
         return Err(ShmError::Config(format!(
@@ -44,10 +44,13 @@ pub(crate) fn check_creation_flags(flags: i32) -> Result<(), ShmError> {
     Ok(())
 }
 
-/// Creates the bytes of region `e` race-free and maps them; `shm_tmp` is the temporary name to
-/// create a shared-memory object under (a file-backed region takes one under its path). Every
-/// creation happens under the session lock and registers at once, so an object that exists but is
-/// not registered is a leftover of a session that was never cleaned: it is replaced.
+/// Creates the bytes of region `e` without races, and maps them. A shared-memory object is created
+/// under the temporary name `shm_tmp`; a file-backed region uses a temporary name under its own
+/// path instead.
+///
+/// Every region is created under the session lock and registered at once. So an object that
+/// exists but is not registered is a leftover of a session that was never cleaned up, and
+/// `create_data` replaces it.
 pub(crate) fn create_data(
     names: &crate::Names,
     e: &RegionEntry,
@@ -68,7 +71,8 @@ pub(crate) fn create_data(
                 return Mapping::open_with(&path, populate).map_err(|err| ShmError::file("opening region", err));
             }
             Ok(Created::Exists) if attempt == 0 => {
-                // Only a file of ours: another user's, or a link, is refused, never removed.
+                // `files::remove_own` removes only a file of ours. It refuses another user's file
+                // or a link, and never removes them.
                 files::remove_own(&path).map_err(|err| ShmError::file("removing leftover region", err))?;
                 log::warn!("removed leftover region object '{name}' of an earlier session");
             }
@@ -89,13 +93,16 @@ pub(crate) struct RegionMap {
     data: Mapping,
     queue: Option<AckQueue>,
     pending: Mutex<Vec<Ack>>,
-    /// Messages made from the region minus pieces acknowledged (controller only).
+    /// Number of messages made from the region minus the number of pieces acknowledged. Only the
+    /// controller keeps this count.
     pub outstanding: AtomicI64,
     pub controlled: AtomicBool,
-    /// Byte ranges that messages of this process refer to now, with how many: a write through the
-    /// region must not touch them while a message's `data()` may borrow them.
+    /// Byte ranges that messages of this process refer to now, each with the number of such
+    /// messages. A write through the region must not touch these bytes, because a message's
+    /// `data()` may borrow them.
     held: Mutex<BTreeMap<(u64, u64), u32>>,
-    /// The session, to tell whether the queue's consumer still lives (`None`: trust its mark).
+    /// The session, used to check whether the queue's consumer is still alive. With `None`, a
+    /// registered consumer mark is trusted to be alive.
     mng: Option<Arc<Management>>,
 }
 
@@ -127,8 +134,8 @@ impl RegionMap {
         }
     }
 
-    /// Opens the bytes of a registered region, refusing a file shorter than the registry says
-    /// (touching past its end would raise SIGBUS).
+    /// Opens the bytes of a registered region. Refuses a file shorter than the registry's size,
+    /// because touching memory past the file's end would raise SIGBUS.
     pub(crate) fn map_data(entry: &RegionEntry, names: &crate::Names, populate: bool) -> Result<Mapping, ShmError> {
         let path = entry.data_path(names);
         let data = Mapping::open_with(&path, populate).map_err(|e| ShmError::file("opening region", e))?;
@@ -167,21 +174,26 @@ impl RegionMap {
         }
     }
 
-    /// Pointer to `size` bytes at `offset` (checked by `check` before any message exists).
+    /// Pointer to `size` bytes at `offset`. The range must have passed `RegionMap::check`, which
+    /// runs before any message of the range exists.
     pub(crate) fn ptr(&self, offset: u64, size: usize) -> *mut u8 {
         self.data.range_ptr(offset as usize, size).expect("region range checked before use")
     }
 
-    /// Notes a released piece; true when a batch is full and should go out now.
+    /// Adds a released piece to the pending acknowledgements. Returns true when a full batch is
+    /// pending and should be sent now.
     pub(crate) fn released(&self, ack: Ack) -> bool {
         let mut p = self.pending.lock();
         p.push(ack);
         p.len() >= BATCH
     }
 
-    /// Pushes what is pending to the queue, in batches, waiting for room until `deadline`. What did
-    /// not fit by then stays pending when `keep` (the next round sends it), else it is dropped with
-    /// an error. Without a consumer (a region created without callback) acknowledgements are dropped.
+    /// Pushes the pending acknowledgements to the queue in batches, and waits for room until
+    /// `deadline`. With `keep`, what did not fit by then stays pending, and the next round sends
+    /// it. Without `keep`, it is dropped and an error is logged.
+    ///
+    /// When the queue has no consumer, or its consumer is dead, the acknowledgements are dropped.
+    /// A region created without a callback has no consumer.
     pub(crate) fn flush(&self, deadline: Instant, keep: bool) {
         let mut acks = std::mem::take(&mut *self.pending.lock());
         if acks.is_empty() {
@@ -233,8 +245,9 @@ impl RegionMap {
         }
     }
 
-    /// Whether the queue's consumer is registered and (as far as the session tells) alive: a
-    /// controller killed without cleanup leaves its mark, and pushes would wait for it in vain.
+    /// Whether the queue's consumer is registered and, as far as the session can tell, alive. A
+    /// registered mark is not enough: a controller killed without cleanup leaves its mark behind,
+    /// and pushes would wait for it in vain.
     fn consumer_alive(&self, q: &AckQueue) -> bool {
         match (q.consumer(), &self.mng) {
             (None, _) => false,
@@ -248,12 +261,13 @@ impl RegionMap {
         self.outstanding.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// A message of this process refers to `size` bytes at `offset` from now on.
+    /// Records that a message of this process refers to `size` bytes at `offset` from now on.
     pub(crate) fn hold(&self, offset: u64, size: u64) {
         *self.held.lock().entry((offset, offset.saturating_add(size))).or_insert(0) += 1;
     }
 
-    /// A message of this process no longer refers to the bytes it [held](RegionMap::hold).
+    /// Records that a message of this process no longer refers to the bytes it
+    /// [held](RegionMap::hold).
     pub(crate) fn unhold(&self, offset: u64, size: u64) {
         let mut held = self.held.lock();
         let key = (offset, offset.saturating_add(size));
@@ -265,8 +279,8 @@ impl RegionMap {
         }
     }
 
-    /// Runs `write` unless a message of this process refers to a byte of `offset..offset + size`;
-    /// no message can take such a byte while it runs.
+    /// Runs `write` unless a message of this process refers to a byte of `offset..offset + size`.
+    /// Returns `None` when one does. While `write` runs, no message can take a byte of the range.
     pub(crate) fn write_unheld<T>(&self, offset: u64, size: u64, write: impl FnOnce() -> T) -> Option<T> {
         let held = self.held.lock();
         let end = offset.saturating_add(size);

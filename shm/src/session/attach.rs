@@ -26,16 +26,20 @@ use crate::sys::mapping::{Created, Mapping};
 use std::sync::Arc;
 
 impl Management {
-    /// [`join`](Management::join) with `create` (the tests' shorthand).
+    /// Calls [`join`](Management::join) with `create` set. Tests use this shorthand.
     #[cfg(test)]
     pub(crate) fn attach(names: &Names, session: &str) -> Result<(Arc<Management>, Heartbeat), ShmError> {
         Self::join(names, session, true)
     }
 
-    /// Attaches to the session, creating its management segment if needed with `create` (without,
-    /// to a session that exists only: the monitor's sweeping transport must not make a new
-    /// session of one removed meanwhile). The returned heartbeat holds a liveness slot, which
-    /// counts this transport in (see `liveness`).
+    /// Attaches this transport to the session.
+    ///
+    /// With `create`, `join` creates the session's management segment if needed. Without `create`,
+    /// `join` attaches only to a session that exists. The monitor's sweeping transport needs this:
+    /// it must not make a new session out of one that was removed meanwhile.
+    ///
+    /// The returned `Heartbeat` holds a liveness slot, which counts this transport into the
+    /// session (see `liveness`).
     pub(crate) fn join(names: &Names, session: &str, create: bool) -> Result<(Arc<Management>, Heartbeat), ShmError> {
         for _ in 0..1000 {
             let Some(m) = open_or_make(names, session, create)? else { continue };
@@ -45,7 +49,7 @@ impl Management {
                     log::debug!("Attached to shared memory session '{session}' (shmid {})", names.shm_id());
                     return Ok((m, hb));
                 }
-                // Removed (and unlinked) by the last user of the previous session.
+                // The last user of the previous session removed (and unlinked) this segment.
                 Err(StartError::Removed) => {
                     finish_removal(&m)?;
                     continue;
@@ -59,13 +63,18 @@ impl Management {
         })
     }
 
-    /// Runs `f` under the session lock of a live (not removed) management segment of the session,
-    /// creating that segment if needed, WITHOUT joining (no liveness slot, no heartbeat): for
-    /// objects made outside a transport (see `external`), which `f` registers. Checking that the
-    /// session is live under the same lock as the registration matters: a last transport detaching
-    /// in between would unlink the session, and objects registered in its dead management segment
-    /// would be found by no cleanup. The last transport to leave removes what `f` registered
-    /// (unless `--shm-no-cleanup`), as in FairMQ.
+    /// Runs `f` under the session lock of a live management segment of the session, that is, one
+    /// not marked removed. `with_session` creates that segment if needed.
+    ///
+    /// `with_session` does NOT join the session: it takes no liveness slot and starts no
+    /// heartbeat. It serves objects made outside a transport (see `external`), which `f` registers.
+    ///
+    /// The check that the session is live must happen under the same lock as the registration.
+    /// Otherwise the last transport could detach in between and unlink the session. No cleanup
+    /// would then find the objects registered in the dead management segment.
+    ///
+    /// As in FairMQ, the last transport to leave removes what `f` registered, unless
+    /// `--shm-no-cleanup` is set.
     pub(crate) fn with_session<T>(
         names: &Names,
         session: &str,
@@ -90,10 +99,14 @@ impl Management {
         })
     }
 
-    /// Counts this transport out (its heartbeat gives up its slot); the last one removes every
-    /// object of the session unless `no_cleanup`. Both happen in one step under the session lock;
-    /// the heartbeat's mutex is let go only afterwards. Dead transports not yet counted out keep
-    /// nothing: the last live one removes the session (the caller swept the dead before).
+    /// Counts this transport out of the session: its `Heartbeat` gives up its slot. If this was
+    /// the last transport, `detach` also removes every object of the session, unless `no_cleanup`
+    /// is set.
+    ///
+    /// Both steps happen together under the session lock. The heartbeat's mutex is released only
+    /// afterwards. Dead transports that are not counted out yet do not keep the session alive: the
+    /// last live transport removes it. The caller has swept the dead transports before.
+    ///
     /// Returns whether this was the last transport and the session's objects were removed.
     pub(crate) fn detach(&self, heartbeat: Heartbeat, no_cleanup: bool) -> Result<bool, ShmError> {
         let lock = self.lock()?;
@@ -113,9 +126,11 @@ impl Management {
     }
 }
 
-/// Opens the session's management segment, creating it first with `create` (without, a missing
-/// one is an error). `Ok(None)`: it was just created (by us or another process), or its creation
-/// raced with a removal; open it again.
+/// Opens the session's management segment. With `create`, `open_or_make` first creates a missing
+/// segment. Without `create`, a missing segment is an error.
+///
+/// `Ok(None)` tells the caller to open the segment again. Either the segment was just created, by
+/// this process or another, or its creation raced with a removal.
 fn open_or_make(names: &Names, session: &str, create: bool) -> Result<Option<Management>, ShmError> {
     let path = Names::path(&names.management());
     let map = match Mapping::open(&path) {
@@ -126,9 +141,9 @@ fn open_or_make(names: &Names, session: &str, create: bool) -> Result<Option<Man
             return match Mapping::create(&path, &tmp, MANAGEMENT_SIZE, |m| {
                 init(m, &path, session).and_then(|()| crate::session::liveness::init_slots(m))
             }) {
-                // Whoever created it, open it by name.
+                // Whichever process created the segment, the next attempt opens it by name.
                 Ok(Created::New(_) | Created::Exists) => Ok(None),
-                // The remover of an old session swept our temporary file: try again.
+                // The remover of an old session removed our temporary file. The caller tries again.
                 Err(e) if e.is_not_found() => Ok(None),
                 Err(e) => Err(ShmError::file("creating management segment", e)),
             };
@@ -139,8 +154,9 @@ fn open_or_make(names: &Names, session: &str, create: bool) -> Result<Option<Man
 }
 
 impl SessionLock<'_> {
-    /// Marks the session removed (a newcomer that opened it will open a new one) and removes its
-    /// objects, in one step under this lock, so nobody attaches in between. Returns their names.
+    /// Marks the session removed and removes its objects, in one step under this lock. A newcomer
+    /// that opened the session will see the mark and open a new one. Doing both under the lock
+    /// keeps anyone from attaching in between. Returns the names of the removed objects.
     pub(crate) fn remove_session(&self) -> Vec<String> {
         self.mark_removed();
         let m = self.management();
@@ -148,9 +164,9 @@ impl SessionLock<'_> {
     }
 }
 
-/// Unlinks every object of a session: registered regions (also file-backed ones), registered
-/// segments, the management segment, and temporary files of dead creators. Missing objects are fine
-/// (removal is idempotent). Returns what was removed.
+/// Unlinks every object of a session: the registered regions (file-backed ones too), the
+/// registered segments, the management segment, and the temporary files of dead creators. Missing
+/// objects are not an error, so removal is idempotent. Returns the names of what was removed.
 pub(crate) fn remove_objects(names: &Names, segments: &[SegmentEntry], regions: &[RegionEntry]) -> Vec<String> {
     let mut removed = Vec::new();
     for r in regions {
@@ -172,10 +188,11 @@ pub(crate) fn remove_objects(names: &Names, segments: &[SegmentEntry], regions: 
     removed
 }
 
-/// Unlinks the temporary files the `dead` transports made in the session, found by their owner
-/// marks (see `Names::tmp_for`): nobody links them under a name any more. A creator killed between
-/// making a segment or region file and linking it left it with all the room it reserved
-/// (gigabytes of the tmpfs) until the session ended. Returns what was removed.
+/// Unlinks the temporary files that the `dead` transports made in the session. The files are found
+/// by their owner marks (see `Names::tmp_for`). Nobody will link these files under a name any
+/// more. Without this, a creator killed between making a segment or region file and linking it
+/// left the file, with all the room it reserved (gigabytes of the tmpfs), until the session ended.
+/// Returns the names of what was removed.
 pub(crate) fn remove_tmp_of(names: &Names, dead: &[Dead]) -> Vec<String> {
     remove_tmp(names, |name| names.tmp_mark(name).is_some_and(|o| o != 0 && dead.iter().any(|d| d.owner == o)))
 }
@@ -189,7 +206,7 @@ fn remove_tmp(names: &Names, gone: impl Fn(&str) -> bool) -> Vec<String> {
     removed
 }
 
-/// Unlinks the session object `name`, noting it in `removed` if it was there.
+/// Unlinks the session object `name`. If the object existed, adds `name` to `removed`.
 fn unlink_into(removed: &mut Vec<String>, name: String) {
     if std::fs::remove_file(Names::path(&name)).is_ok() {
         log::debug!("Removed '{name}'.");
@@ -197,9 +214,10 @@ fn unlink_into(removed: &mut Vec<String>, name: String) {
     }
 }
 
-/// A session marked removed whose objects are still under their names: its remover died between
-/// marking and unlinking (a live remover holds the lock until it is done). Finishes the removal
-/// under the lock, so the next attempt starts anew.
+/// Finishes the removal of a session that is marked removed but whose objects are still under
+/// their names. This state means that the remover died between marking and unlinking: a live
+/// remover holds the lock until it is done. `finish_removal` works under the lock, so that the
+/// caller's next attempt starts anew.
 fn finish_removal(m: &Management) -> Result<(), ShmError> {
     let lock = m.lock()?;
     if lock.removed() && m.still_linked() {

@@ -16,16 +16,19 @@ use crate::sys::layout::{shared_layout, Kind, MutexPlace, Tag};
 use std::mem::{offset_of, size_of};
 use std::sync::atomic::AtomicU64;
 
-/// What a management segment is; the layout version is bumped whenever its layout changes, or
-/// what the session's processes share changes meaning (9: a ledger's header links its overflow
-/// pages; 10: a region piece's count block is 32 bytes and names the piece, and ledgers list it,
-/// and a process slot names the process's metrics endpoint).
+/// What a management segment is. The layout version goes up whenever the layout changes, or
+/// whenever something that the session's processes share changes meaning:
+///
+/// - 9: a ledger's header links its overflow pages.
+/// - 10: a region piece's count block is 32 bytes and names the piece, and ledgers list it. A
+///   process slot names the process's metrics endpoint.
 pub(crate) const KIND: Kind = Kind { what: "management segment", magic: u64::from_le_bytes(*b"FMQRSMNG"), layout: 10 };
 pub(crate) const SESSION_MAX: usize = 256;
 pub(crate) const SEGMENT_SLOTS: usize = 256;
-/// Process slots (see `liveness`); each also has a ledger (see `ledger`).
+/// Number of process slots (see `liveness`). Each slot also has a ledger (see `ledger`).
 pub(crate) const PROCESS_SLOTS: usize = 256;
-/// Words of the endpoint directory (its layout is `directory`'s, a layer above).
+/// Number of words in the endpoint directory. The `directory` module, a layer above, defines
+/// their layout.
 pub(crate) const DIRECTORY_WORDS: usize = 8 + 1024 * 4;
 
 shared_layout! {
@@ -33,8 +36,8 @@ shared_layout! {
     pub(crate) struct Layout {
         pub(crate) tag: Tag,
         pub(crate) state: AtomicU64,
-        /// The number of the file name it was made under (see `files::name_tag`; held a count of
-        /// attached transports up to layout 2).
+        /// The number of the file name that the segment was made under (see `files::name_tag`).
+        /// Up to layout 2, this word held a count of attached transports.
         pub(crate) name_tag: AtomicU64,
         pub(crate) events: AtomicU64,
         pub(crate) heartbeat: AtomicU64,
@@ -68,9 +71,10 @@ pub const MANAGEMENT_SIZE: usize = size_of::<Layout>();
 const _: () = assert!(MANAGEMENT_SIZE == 5 << 20);
 
 shared_layout! {
-    /// A segment's slot of the management segment (32 bytes each, from 512).
+    /// A slot of the segment registry in the management segment (32 bytes each, from byte 512).
     pub(crate) struct SegmentSlot {
-        /// Segment id + 1 (0: free); written last, so a reader never sees a half-written slot.
+        /// Segment id + 1 (0 means free). It is written last, so a reader never sees a
+        /// half-written slot.
         pub(crate) tagged: AtomicU64,
         /// The segment's size in bytes.
         pub(crate) size: AtomicU64,
@@ -82,14 +86,17 @@ const _: () = assert!(offset_of!(SegmentSlot, size) == 8 && size_of::<SegmentSlo
 shared_layout! {
     /// A process slot of the management segment (128 bytes each, from 16 KiB).
     pub(crate) struct ProcessSlot {
-        /// The attached process (0: free); published only while `mutex` is held.
+        /// The pid of the attached process (0 means free). It is published only while `mutex`
+        /// is held.
         pub(crate) pid: AtomicU64,
         /// When it attached (seconds since the epoch).
         pub(crate) since: AtomicU64,
-        /// The attachment's owner mark: what its blocks carry as owner in their count words.
+        /// The attachment's owner mark. The attachment's blocks carry this mark as owner in
+        /// their count words.
         pub(crate) owner: AtomicU64,
-        /// Of a dead transport's slot: the owner mark of the transport sweeping it (0: none, or one
-        /// that holds the session lock throughout, the monitor). See `SessionLock::find_dead`.
+        /// In a dead transport's slot: the owner mark of the transport that sweeps it. 0 means
+        /// no sweeper, or one that holds the session lock throughout (the monitor). See
+        /// `SessionLock::find_dead`.
         pub(crate) sweeper: AtomicU64,
         /// The process's metrics endpoint, if it serves one (see `liveness::publish_metrics`).
         pub(crate) metrics: [AtomicU64; 3],
@@ -99,13 +106,14 @@ shared_layout! {
     }
 }
 const _: () = assert!(offset_of!(ProcessSlot, mutex) == 64 && size_of::<ProcessSlot>() == 128);
-/// Region slots of the management segment (from 64 KiB).
+/// Number of region slots in the management segment (from 64 KiB).
 pub(crate) const REGION_SLOTS: usize = 1024;
 
 shared_layout! {
     /// A region's slot (64 words).
     pub(crate) struct RegionSlot {
-        /// Region id + 1 (0: free); written last, so a reader never sees a half-written slot.
+        /// Region id + 1 (0 means free). It is written last, so a reader never sees a
+        /// half-written slot.
         pub(crate) tag: AtomicU64,
         pub(crate) state: AtomicU64,
         pub(crate) size: AtomicU64,
@@ -118,5 +126,6 @@ shared_layout! {
     }
 }
 const _: () = assert!(offset_of!(RegionSlot, path) == 64 && size_of::<RegionSlot>() == 512);
-/// Words of one transport's ledger area (4 of header, then entries of 2; see `ledger`).
+/// Number of words in one transport's ledger area: 4 header words, then entries of 2 words each
+/// (see `ledger`).
 pub(crate) const LEDGER_WORDS: usize = 1024 * 2;

@@ -32,7 +32,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::session::layout::PROCESS_SLOTS as SLOTS;
 
-/// How often a transport bumps the heartbeat (FairMQ: 100 ms).
+/// How often a transport bumps the heartbeat counter (100 ms, as in FairMQ).
 pub const HEARTBEAT_INTERVAL: Duration = Duration::from_millis(100);
 
 fn slot_of(m: &Management, slot: usize) -> &ProcessSlot {
@@ -43,7 +43,8 @@ fn mutex(m: &Management, slot: usize) -> RobustMutex<'_> {
     m.mutex(&slot_of(m, slot).mutex)
 }
 
-/// Creates the slots' mutexes in a new management segment (still private to its creator).
+/// Creates the process slots' mutexes in a new management segment. The segment is still private
+/// to its creator at this point.
 pub(crate) fn init_slots(map: &Fresh<'_>) -> std::io::Result<()> {
     let l: &crate::session::layout::Layout =
         map.view().ok_or_else(|| std::io::Error::other("management segment smaller than its layout"))?;
@@ -51,40 +52,43 @@ pub(crate) fn init_slots(map: &Fresh<'_>) -> std::io::Result<()> {
 }
 
 impl Management {
-    /// Number of attached transports (their liveness slots).
+    /// Returns the number of attached transports, which is the number of occupied liveness slots.
     pub fn device_count(&self) -> u64 {
         count(self)
     }
 }
 
-/// An attached process as its slot shows it.
+/// An attached transport's process, as its liveness slot describes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Attached {
     /// Process id.
     pub pid: u32,
-    /// When it attached (seconds since the Unix epoch).
+    /// When the transport attached, in seconds since the Unix epoch.
     pub since: u64,
-    /// The owner mark of the blocks this transport allocates or caches. Not the pid: processes in
-    /// different pid namespaces can share /dev/shm (and a pid can be reused), and a sweep that frees
-    /// a dead owner's cached blocks must never free a live one's.
+    /// The owner mark that the blocks this transport allocates or caches carry. The mark is not
+    /// the pid, because processes in different pid namespaces can share /dev/shm, and a pid can be
+    /// reused. A sweep that frees a dead transport's cached blocks must never free the blocks of a
+    /// live transport.
     pub owner: u32,
-    /// Its metrics endpoint (`--metrics-address`), if it published one.
+    /// The transport's metrics endpoint (`--metrics-address`), if the transport published one.
     pub metrics: Option<std::net::SocketAddr>,
 }
 
-/// A transport found dead, to be swept and then counted out (see [`SessionLock::find_dead`]).
+/// A transport found dead. A sweeper first frees what the transport held, and then counts the
+/// transport out of the session (see [`SessionLock::find_dead`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Dead {
-    /// Its process id (for the logs).
+    /// The dead transport's process id, used only in log messages.
     pub pid: u32,
-    /// Its owner mark (for freeing what it cached).
+    /// The dead transport's owner mark, used to free what the transport cached.
     pub owner: u32,
-    /// Its slot (its ledger: see `ledger`).
+    /// The dead transport's liveness slot. The same number selects its ledger (see `ledger`).
     pub slot: usize,
 }
 
-/// Owner marks that blocks can never carry: 0 (none), and the four the segment reserves (a count
-/// kept in a slot, a block in the depot, a shared block, a block in flight).
+/// Whether `o` can be a transport's owner mark. It cannot be 0, which means no owner. It cannot be
+/// one of the four marks that the segment reserves either: a count kept in a slot, a block in the
+/// depot, a shared block, and a block in flight.
 fn usable_owner(o: u32) -> bool {
     o != 0 && o < crate::segment::slots::IN_FLIGHT
 }
@@ -94,9 +98,14 @@ pub(crate) fn live_slots(m: &Management) -> Vec<usize> {
     occupied(m).filter(|&s| liveness(m, s) != Liveness::Dead).collect()
 }
 
-/// Publishes `addr` as the metrics endpoint of the transport in slot `slot` (its own: only it
-/// writes there while it lives): word 0 the port and the family (4 or 6) << 16, words 1 and 2 the
-/// address's 16 bytes (an IPv4 address in the first 4). Readers check what they read.
+/// Publishes `addr` as the metrics endpoint of the transport in slot `slot`. The slot must be the
+/// caller's own: only the slot's transport writes there while it lives. The endpoint takes three
+/// words:
+///
+/// - word 0 holds the port, plus the address family (4 or 6) shifted left by 16;
+/// - words 1 and 2 hold the address's 16 bytes; an IPv4 address fills the first 4.
+///
+/// Readers check what they read.
 pub(crate) fn publish_metrics(m: &Management, slot: usize, addr: std::net::SocketAddr) {
     let (family, bytes): (u64, [u8; 16]) = match addr.ip() {
         std::net::IpAddr::V4(a) => {
@@ -112,8 +121,9 @@ pub(crate) fn publish_metrics(m: &Management, slot: usize, addr: std::net::Socke
     words[0].store(family << 16 | u64::from(addr.port()), Ordering::Release);
 }
 
-/// The endpoint `words` name (see [`publish_metrics`]); `None` for none, or for words that name
-/// no address (another process wrote them).
+/// Reads the endpoint that `words` hold (see [`publish_metrics`]). Returns `None` if no endpoint
+/// was published. Also returns `None` for words that name no address: some other process wrote
+/// them, not `publish_metrics`.
 fn endpoint_of(words: &[AtomicU64; 3]) -> Option<std::net::SocketAddr> {
     let head = words[0].load(Ordering::Acquire);
     let port = (head & 0xffff) as u16;
@@ -128,12 +138,13 @@ fn endpoint_of(words: &[AtomicU64; 3]) -> Option<std::net::SocketAddr> {
     (port != 0).then_some(std::net::SocketAddr::new(ip, port))
 }
 
-/// Number of occupied slots: the transports attached to the session.
+/// Returns the number of occupied slots, which is the number of transports attached to the
+/// session.
 pub(crate) fn count(m: &Management) -> u64 {
     (0..SLOTS).filter(|&s| slot_of(m, s).pid.load(Ordering::Acquire) != 0).count() as u64
 }
 
-/// Transports attached to the session, by their slots.
+/// Lists the transports attached to the session, as their slots describe them, in slot order.
 pub fn attached(m: &Management) -> Vec<Attached> {
     (0..SLOTS)
         .filter_map(|s| match slot_of(m, s).pid.load(Ordering::Acquire) {
@@ -149,13 +160,20 @@ pub fn attached(m: &Management) -> Vec<Attached> {
 }
 
 impl SessionLock<'_> {
-    /// Finds transports whose process died (their slot's mutex is owner-died, or not held at all,
-    /// which a live transport's never is while its pid is published) and takes their sweep for
-    /// `sweeper` (an owner mark; 0 for a sweeper that holds this lock until it counted them out).
-    /// Skipped: those a live transport sweeps. The slots stay occupied until [`count_out`]
-    /// (after the sweep): a sweeper killed before leaves them, with what they held, to the next
-    /// one. Before, finding counted out at once, and a sweeper killed before it freed what the
-    /// dead held left that allocated for the session's life.
+    /// Finds the transports whose process died, and assigns their sweep to `sweeper`.
+    ///
+    /// A transport counts as dead when its slot's mutex is owner-died or not held at all. A live
+    /// transport's mutex is always held while its pid is published.
+    ///
+    /// `sweeper` is the caller's owner mark. It is 0 for a sweeper that holds this lock until it
+    /// has counted the dead transports out. `find_dead` skips a dead transport that a live
+    /// transport already sweeps.
+    ///
+    /// The dead transports' slots stay occupied until [`count_out`], which the caller calls after
+    /// the sweep. If the sweeper is killed before then, the slots pass to the next sweeper, with
+    /// what their transports held. Earlier versions counted a dead transport out as soon as they
+    /// found it. A sweeper killed before it freed what the dead transport held then left those
+    /// blocks allocated for the session's life.
     ///
     /// [`count_out`]: SessionLock::count_out
     pub(crate) fn find_dead(&self, sweeper: u32) -> Vec<Dead> {
@@ -189,9 +207,11 @@ impl SessionLock<'_> {
             }
             slot_of(m, slot).sweeper.store(u64::from(sweeper), Ordering::Relaxed);
             let mut owner = slot_of(m, slot).owner.load(Ordering::Relaxed) as u32;
-            // Sweeps free what carries the dead one's mark: a mark no transport can have, or one
-            // another slot names, is a damaged slot's (claims keep marks unique), and nothing is
-            // freed by it (0). Before, such a slot had a live transport's blocks freed.
+            // A sweep frees what carries the dead transport's owner mark. Two kinds of marks show
+            // a damaged slot: a mark that no transport can have, and a mark that another occupied
+            // slot also names (`claim` keeps marks unique). A damaged mark is replaced by 0, so
+            // the sweep frees nothing by it. Earlier versions used the damaged mark, and freed a
+            // live transport's blocks.
             let named_twice =
                 occupied(m).any(|s| s != slot && slot_of(m, s).owner.load(Ordering::Relaxed) as u32 == owner);
             if !usable_owner(owner) || named_twice {
@@ -204,11 +224,12 @@ impl SessionLock<'_> {
         dead
     }
 
-    /// Counts the swept transport `d` out of the session: its slot can be claimed again.
+    /// Counts the swept transport `d` out of the session. Its slot can then be claimed again.
     pub(crate) fn count_out(&self, d: &Dead) {
         let m = self.management();
-        // Pids are 32-bit: a damaged word's high half must not keep the slot in forever (every
-        // sweep, the monitor's too, walked every heap again for it).
+        // Pids are 32-bit, so only the low half of the pid word is compared. A damaged high half
+        // must not keep the slot occupied forever. When it did, every sweep, the monitor's
+        // included, walked every heap again for that slot.
         let same = slot_of(m, d.slot).pid.load(Ordering::Acquire) as u32 == d.pid
             && slot_of(m, d.slot).owner.load(Ordering::Relaxed) as u32 == d.owner;
         if !same {
@@ -221,15 +242,16 @@ impl SessionLock<'_> {
     }
 }
 
-/// What a slot's mutex tells about its transport.
+/// What a slot's mutex reveals about the slot's transport.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Liveness {
-    /// Held: the process lives (running, stopped or busy; in any pid namespace).
+    /// The mutex is held, so the process is alive. The process may be running, stopped or busy,
+    /// and it may be in any pid namespace.
     Alive,
-    /// Owner-died, or not held at all (a dead holder's turns owner-died; the next sweep counts
-    /// such a slot out).
+    /// The mutex is owner-died, or not held at all. A dead holder's mutex turns owner-died. The
+    /// next sweep counts a slot in this state out.
     Dead,
-    /// The mutex is in a bad state: liveness cannot be seen.
+    /// The mutex is in a bad state, so the process's liveness cannot be determined.
     Unknown,
 }
 
@@ -245,15 +267,16 @@ fn occupied(m: &Management) -> impl Iterator<Item = usize> + '_ {
     (0..SLOTS).filter(|&s| slot_of(m, s).pid.load(Ordering::Acquire) != 0)
 }
 
-/// Whether the transport of owner mark `owner` is attached and alive. Unknown marks are not
-/// alive; a slot in a bad state is taken for alive.
+/// Whether the transport with owner mark `owner` is attached and alive. A mark that no occupied
+/// slot carries counts as not alive. A slot whose mutex is in a bad state counts as alive.
 pub(crate) fn owner_alive(m: &Management, owner: u32) -> bool {
     occupied(m)
         .filter(|&s| slot_of(m, s).owner.load(Ordering::Relaxed) as u32 == owner)
         .any(|s| liveness(m, s) != Liveness::Dead)
 }
 
-/// Pids of the attached transports that are provably alive (whatever their heartbeats say).
+/// Returns the pids of the attached transports that are provably alive. The heartbeat counter
+/// plays no part in this.
 pub(crate) fn alive(m: &Management) -> Vec<u32> {
     occupied(m)
         .filter(|&s| liveness(m, s) == Liveness::Alive)
@@ -275,9 +298,9 @@ pub(crate) struct Heartbeat {
 
 /// Why a heartbeat could not start.
 pub(crate) enum StartError {
-    /// The session was removed since it was opened: open it again.
+    /// The session was removed after the caller opened it. The caller must open it again.
     Removed,
-    /// Anything else.
+    /// Any other error.
     Failed(ShmError),
 }
 
@@ -288,8 +311,9 @@ impl From<ShmError> for StartError {
 }
 
 impl Heartbeat {
-    /// Starts the heartbeat thread, which claims a slot (counting this transport into the session)
-    /// and holds its mutex from before the slot names us; returns once it does.
+    /// Starts the heartbeat thread, and returns once the thread has claimed a slot. Claiming the
+    /// slot counts this transport into the session. The thread locks the slot's mutex before the
+    /// slot names this process, and holds the mutex from then on.
     pub(crate) fn start(mng: Arc<Management>) -> Result<Heartbeat, StartError> {
         let (stop_tx, stop_rx) = mpsc::channel::<()>();
         let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<(usize, u32), StartError>>(1);
@@ -331,19 +355,21 @@ impl Heartbeat {
         }
     }
 
-    /// The owner mark of this transport's blocks (unique among the attached transports).
-    /// The transport's liveness slot (its ledger's too, see `ledger`).
+    /// The transport's liveness slot. The same number selects the transport's ledger (see
+    /// `ledger`).
     pub(crate) fn slot(&self) -> usize {
         self.slot
     }
 
+    /// The owner mark that this transport's blocks carry. No other attached transport has the
+    /// same mark.
     pub(crate) fn owner(&self) -> u32 {
         self.owner
     }
 
-    /// Gives up the slot, which counts this transport out of the session (under `lock`, so the
-    /// caller can decide in the same step whether it was the last). The mutex stays held until the
-    /// heartbeat is dropped.
+    /// Gives up the slot, which counts this transport out of the session. The caller passes the
+    /// session `lock`, so that it can decide in the same step whether this transport was the last.
+    /// The slot's mutex stays held until the `Heartbeat` is dropped.
     pub(crate) fn leave(&self, lock: &SessionLock<'_>) {
         if !self.left.swap(true, Ordering::AcqRel) {
             slot_of(lock.management(), self.slot).pid.store(0, Ordering::Release);
@@ -351,7 +377,8 @@ impl Heartbeat {
     }
 }
 
-/// A new owner mark: random, usable, and unlike every occupied slot's (under the session lock).
+/// Picks a new owner mark at random. The mark is usable, and it differs from every occupied slot's
+/// mark. The caller holds the session lock.
 fn new_owner(m: &Management) -> u32 {
     loop {
         let o = crate::naming::random_u32();
@@ -364,13 +391,16 @@ fn new_owner(m: &Management) -> u32 {
     }
 }
 
-/// Claims a free slot for this process: under the session lock, takes a free slot's mutex (one
-/// whose last holder died after leaving is owner-died: taken as well; one whose holder is still
-/// between leaving and unlocking is busy: skipped) and only then writes the owner mark and the pid.
+/// Claims a free slot for this process, under the session lock. `claim` first locks a free slot's
+/// mutex, and only then writes the owner mark and the pid. A free slot's mutex can be in one of two
+/// special states:
+///
+/// - owner-died: its last holder died after leaving. `claim` takes such a slot as well.
+/// - busy: its holder has left but has not unlocked the mutex yet. `claim` skips such a slot.
 fn claim<'a>(m: &Management, handles: &[RobustMutex<'a>]) -> Result<(usize, u32, Guard<'a>), StartError> {
     let lock = m.lock()?;
     if lock.removed() {
-        // The attacher finishes a removal its remover did not (see `attach`).
+        // The attaching caller finishes the removal if the remover did not (see `attach`).
         return Err(StartError::Removed);
     }
     for (slot, mx) in handles.iter().enumerate() {
@@ -380,7 +410,8 @@ fn claim<'a>(m: &Management, handles: &[RobustMutex<'a>]) -> Result<(usize, u32,
         let guard = match mx.try_lock() {
             Ok(TryLock::Acquired(g) | TryLock::OwnerDied(g)) => g,
             Ok(TryLock::Busy) => continue,
-            // A damaged free slot is skipped (before, it failed every attach to the session).
+            // A free slot with a damaged mutex is skipped. Earlier versions failed every attach to
+            // the session instead.
             Err(e) => {
                 log::error!("liveness slot {slot} is damaged, another is taken: {e}");
                 continue;
@@ -415,17 +446,18 @@ impl Drop for Heartbeat {
     }
 }
 
-/// Makes slot `slot` name process `pid` with owner mark `owner` while nobody holds its mutex: what
-/// a sweep finds of a transport that died (for tests of what sweeps free).
+/// Makes slot `slot` name process `pid` with owner mark `owner`, while nobody holds the slot's
+/// mutex. A sweep sees this as a transport that died. Tests of what sweeps free use it.
 #[cfg(test)]
 pub(crate) fn fake_dead_transport(m: &Management, slot: usize, pid: u32, owner: u32) {
     slot_of(m, slot).owner.store(u64::from(owner), Ordering::Relaxed);
     slot_of(m, slot).pid.store(u64::from(pid), Ordering::Release);
 }
 
-/// Holds slot `slot`'s mutex on a thread of its own until told through the returned sender:
-/// `true` unlocks, `false` ends the thread still holding it (the kernel marks it owner-died). A
-/// live transport's slot, for tests.
+/// Holds slot `slot`'s mutex on a new thread, as a live transport's slot is held (for tests). The
+/// thread waits for a message through the returned sender. `true` makes the thread unlock the
+/// mutex. `false` makes the thread end while it still holds the mutex, so the kernel marks the
+/// mutex owner-died.
 #[cfg(test)]
 pub(crate) fn hold(m: &Arc<Management>, slot: usize) -> (mpsc::Sender<bool>, JoinHandle<()>) {
     let (tx, rx) = mpsc::channel::<bool>();
@@ -443,8 +475,9 @@ pub(crate) fn hold(m: &Arc<Management>, slot: usize) -> (mpsc::Sender<bool>, Joi
     (tx, t)
 }
 
-/// Makes slot `slot` name process `pid` with owner mark `owner` while a thread holds its mutex,
-/// as a live transport's is; the thread lets go (`true`) or dies (`false`) when told.
+/// Makes slot `slot` name process `pid` with owner mark `owner`, while a thread holds the slot's
+/// mutex, as a live transport's is held. When told through the returned sender, the thread
+/// unlocks the mutex (`true`) or dies holding it (`false`).
 #[cfg(test)]
 pub(crate) fn fake_live_transport(
     m: &Arc<Management>,
@@ -457,10 +490,10 @@ pub(crate) fn fake_live_transport(
     held
 }
 
-/// Makes slot `slot` name process `pid` with owner mark `owner` while its mutex is damaged (a
-/// mutex kind no pthread call accepts: glibc's `__kind`, bytes 16..20 of the mutex on 64-bit
-/// Linux), so every try fails: a transport whose liveness cannot be seen (for tests of what the
-/// heartbeats decide).
+/// Makes slot `slot` name process `pid` with owner mark `owner`, and damages the slot's mutex.
+/// The damage is a mutex kind that no pthread call accepts, written to glibc's `__kind` (bytes
+/// 16..20 of the mutex on 64-bit Linux). Every lock attempt then fails, so the transport's liveness
+/// cannot be determined. Tests of what the heartbeats decide use it.
 #[cfg(test)]
 pub(crate) fn fake_unseen_transport(m: &Management, slot: usize, pid: u32, owner: u32) {
     const NO_SUCH_KIND: u64 = 100; // priority-protect, priority-inherit and type 4 at once
@@ -474,13 +507,14 @@ mod tests {
     use super::*;
     use crate::scratch::Scratch;
 
-    /// A session of its own, removed when the test ends, also when it fails.
+    /// Creates a session for one test. The session is removed when the test ends, also when the
+    /// test fails.
     fn scratch(tag: &str) -> Scratch {
         Scratch::new(&format!("liveness-{tag}"))
     }
 
-    /// A metrics endpoint published in a slot reads back as it was written; words that name no
-    /// address (damaged, or never written) read as none.
+    /// A metrics endpoint published in a slot reads back as it was written. Words that name no
+    /// address read as none; such words are damaged, or were never written.
     #[test]
     fn a_slots_metrics_endpoint_reads_back_and_garbage_reads_as_none() {
         let s = scratch("metricsslot");
@@ -506,7 +540,8 @@ mod tests {
         let (m, a) = Management::attach(&s.0, "s").unwrap();
         let (_, b) = Management::attach(&s.0, "s").unwrap();
         assert_eq!(m.device_count(), 2);
-        // One process, two transports: two owner marks (a sweep frees by mark, never by pid).
+        // One process with two transports has two owner marks, because a sweep frees blocks by
+        // mark, never by pid.
         assert_ne!(a.owner(), b.owner());
         assert!(usable_owner(a.owner()) && usable_owner(b.owner()));
         let marks: Vec<u32> = attached(&m).iter().map(|x| x.owner).collect();
@@ -551,9 +586,10 @@ mod tests {
         assert!(m.detach(hb, false).unwrap());
     }
 
-    /// A dead slot whose pid word is no 32-bit pid (a faulty process wrote it) is counted out too.
-    /// Before, `count_out` compared the whole word with the pid found, never equal: the slot was
-    /// found dead again by every sweep, each walking every segment's heap.
+    /// A dead slot whose pid word holds no 32-bit pid is counted out too. A faulty process wrote
+    /// such a word. Earlier versions of `count_out` compared the whole word with the pid found, and
+    /// the two were never equal. Every sweep then found the slot dead again, and each sweep walked
+    /// every segment's heap.
     #[test]
     fn a_dead_slot_with_a_damaged_pid_is_counted_out() {
         let s = scratch("badpid");
@@ -568,8 +604,8 @@ mod tests {
         assert!(m.detach(hb, false).unwrap());
     }
 
-    /// A dead slot whose owner mark no transport can have, or that a live transport has: counted
-    /// out with owner 0, so its sweep frees nothing by that mark.
+    /// A dead slot may carry an owner mark that no transport can have, or a live transport's
+    /// mark. Such a slot is counted out with owner 0, so its sweep frees nothing by that mark.
     #[test]
     fn a_dead_slot_with_a_damaged_owner_mark_frees_nothing_by_it() {
         let s = scratch("badmark");
@@ -587,7 +623,7 @@ mod tests {
         assert!(m.detach(hb, false).unwrap());
     }
 
-    /// A free slot whose mutex is damaged is skipped by a newcomer, which takes the next one.
+    /// A newcomer skips a free slot whose mutex is damaged, and takes the next free slot.
     #[test]
     fn a_newcomer_skips_a_free_slot_whose_mutex_is_damaged() {
         let s = scratch("badfree");
@@ -605,8 +641,8 @@ mod tests {
         let s = scratch("reuse");
         let (m, first) = Management::attach(&s.0, "s").unwrap();
         assert_eq!(first.slot, 0);
-        // Slot 1: a transport that has left (no pid) but whose thread has not let go yet. Slot 2: one
-        // killed in that moment (owner-died).
+        // Slot 1 stands for a transport that has left (no pid) but whose thread still holds the
+        // mutex. Slot 2 stands for a transport killed at that moment (its mutex is owner-died).
         let (busy, busy_thread) = hold(&m, 1);
         let (died, died_thread) = hold(&m, 2);
         died.send(false).unwrap();
@@ -626,7 +662,7 @@ mod tests {
         let s = scratch("twice");
         let (m, keep) = Management::attach(&s.0, "s").unwrap();
         let (_, gone) = Management::attach(&s.0, "s").unwrap();
-        // It gave up its slot; a kill now would leave the mutex owner-died but the slot free.
+        // `gone` gave up its slot. A kill now would leave the mutex owner-died but the slot free.
         gone.leave(&m.lock().unwrap());
         assert_eq!(m.device_count(), 1);
         let mx = mutex(&m, gone.slot);
@@ -638,9 +674,11 @@ mod tests {
         assert!(m.detach(keep, false).unwrap());
     }
 
-    /// A dead transport is swept by one live sweeper at a time, and counted out only when its
-    /// sweep is done; a sweeper killed before leaves it to the next. Before, finding it counted it
-    /// out: a sweeper killed before it freed what the dead held left that for the session's life.
+    /// One live sweeper at a time sweeps a dead transport. The dead transport is counted out only
+    /// when its sweep is done. A sweeper killed before then leaves the dead transport to the next
+    /// sweeper. Earlier versions counted a dead transport out as soon as a sweeper found it. A
+    /// sweeper killed before it freed what the dead transport held then left those blocks
+    /// allocated for the session's life.
     #[test]
     fn a_dead_transport_stays_until_its_sweep_is_done_and_passes_to_the_next_sweeper() {
         let s = scratch("sweepers");
@@ -652,7 +690,8 @@ mod tests {
         assert_eq!(found, [Dead { pid: 4_000_000, owner: 77, slot: 7 }]);
         assert!(m.lock().unwrap().find_dead(b.owner()).is_empty(), "a live sweeper has it");
         assert_eq!(m.lock().unwrap().find_dead(a.owner()), found, "its own sweeper finds it again");
-        // Its sweeper dies (a mark nobody attached carries) before counting it out.
+        // The sweeper dies before it counts the dead transport out. A mark that no attached
+        // transport carries stands for the dead sweeper.
         slot_of(&m, 7).sweeper.store(4242, Ordering::Relaxed);
         assert_eq!(m.lock().unwrap().find_dead(b.owner()), found, "the next sweeper takes it over");
         assert_eq!(m.device_count(), 3, "not counted out yet");

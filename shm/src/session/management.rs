@@ -73,7 +73,8 @@ impl Management {
         [0, 1].map(|i| self.layout().secret[i].load(Ordering::Relaxed))
     }
 
-    /// Opens the management segment without counting as an attached transport (for the monitor).
+    /// Opens the management segment without counting as an attached transport. The monitor uses
+    /// this.
     pub fn open_existing(names: &Names) -> Result<Management, ShmError> {
         let map = Mapping::open(&Names::path(&names.management()))
             .map_err(|e| ShmError::file("opening management segment", e))?;
@@ -91,12 +92,12 @@ impl Management {
         Ok(Management { map, names: names.clone() })
     }
 
-    /// The segment's layout (checked to fit when it was opened).
+    /// The segment's layout. The layout was checked to fit when the segment was opened.
     pub(crate) fn layout(&self) -> &Layout {
         self.map.view().expect("a management segment holds its layout")
     }
 
-    /// The mutex at `place` of the layout (those of process slots).
+    /// The mutex at `place` in the layout. Callers use it for the process slots' mutexes.
     pub(crate) fn mutex(&self, place: &MutexPlace) -> RobustMutex<'_> {
         self.map.mutex(place)
     }
@@ -106,8 +107,8 @@ impl Management {
         &self.names
     }
 
-    /// Takes the session lock. The data it guards is only the registry and counters, each updated by
-    /// single stores, so a holder that died leaves nothing to repair.
+    /// Takes the session lock. The lock guards only the registry and the counters. Each of them is
+    /// updated by single stores, so a holder that died leaves nothing to repair.
     pub(crate) fn lock(&self) -> Result<SessionLock<'_>, ShmError> {
         let g = self.map.mutex(&self.layout().lock).lock(|| {
             log::warn!("a process died holding the session lock of {}", self.names.shm_id());
@@ -121,13 +122,13 @@ impl Management {
         self.layout().events.load(Ordering::Acquire)
     }
 
-    /// Sleeps until the event counter is no longer `seen`, or `timeout` passed (a bump wakes
-    /// every waiter of the session at once).
+    /// Sleeps until the event counter differs from `seen`, or until `timeout` has passed. A bump
+    /// wakes every waiter of the session at once.
     pub(crate) fn wait_for_events(&self, seen: u64, timeout: std::time::Duration) {
         crate::sys::futex::wait(&self.layout().events, seen as u32, timeout);
     }
 
-    /// Wakes whoever waits for events (they look again, and sleep on if nothing changed).
+    /// Wakes every waiter for events. Each waiter looks again, and sleeps on if nothing changed.
     pub(crate) fn wake_event_waiters(&self) {
         crate::sys::futex::wake_all(&self.layout().events);
     }
@@ -175,23 +176,26 @@ impl SessionLock<'_> {
         self.m
     }
 
-    /// Bumps the event counter (segments or regions appeared or went).
+    /// Bumps the event counter, to signal that segments or regions were created or destroyed.
     pub(crate) fn bump_events(&self) {
         crate::sys::futex::bump_and_wake_all(&self.m.layout().events);
     }
 
-    /// Marks the session removed: a newcomer that opened it will open a new one (the first step of
-    /// a removal; alone, what a remover killed between the two steps leaves).
+    /// Marks the session removed, so that a newcomer that opened it will open a new one. Marking
+    /// is the first of a removal's two steps; unlinking the objects is the second. A remover killed
+    /// between the two steps leaves only the mark.
     pub(crate) fn mark_removed(&self) {
         self.m.layout().state.store(REMOVED, Ordering::Release);
     }
 
-    /// Whether the last transport of the session removed it (a newcomer must open a new one).
+    /// Whether the last transport of the session removed it. If so, a newcomer must open a new
+    /// session.
     pub(crate) fn removed(&self) -> bool {
         self.m.layout().state.load(Ordering::Relaxed) == REMOVED
     }
 
-    /// Registers segment `id` of `size` bytes (if not yet) and bumps the event counter.
+    /// Registers segment `id` of `size` bytes and bumps the event counter. A segment that is
+    /// already registered is left as it is, and the counter is not bumped.
     pub(crate) fn register_segment(&self, id: u16, size: u64) -> Result<(), ShmError> {
         if self.m.segments().iter().any(|s| s.id == id) {
             return Ok(());
@@ -206,8 +210,8 @@ impl SessionLock<'_> {
     }
 }
 
-/// Lays out a new management segment (still private to its creator); `attach` adds the process
-/// slots' mutexes.
+/// Lays out a new management segment, which is still private to its creator. `attach` adds the
+/// process slots' mutexes afterwards, through `liveness::init_slots`.
 pub(crate) fn init(m: &Fresh<'_>, path: &std::path::Path, session: &str) -> std::io::Result<()> {
     let l: &Layout = m.view().ok_or_else(|| std::io::Error::other("management segment smaller than its layout"))?;
     l.name_tag.store(crate::sys::files::name_tag(path), Ordering::Relaxed);
@@ -237,8 +241,8 @@ fn secret() -> std::io::Result<[u64; 2]> {
     Ok([0, 8].map(|at| u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))))
 }
 
-/// Removes every object whose name starts with the session's prefix, whatever state it is in (for
-/// tests' guards and benchmarks). Returns the removed names.
+/// Removes every object whose name starts with the session's prefix, whatever state the session
+/// is in. Tests' guards and benchmarks use it. Returns the removed names.
 #[cfg(any(test, feature = "testing"))]
 pub fn remove_session(names: &Names) -> Vec<String> {
     session_objects(names).into_iter().filter(|name| std::fs::remove_file(Names::path(name)).is_ok()).collect()

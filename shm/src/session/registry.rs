@@ -16,7 +16,7 @@ use crate::session::management::{Management, SessionLock};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
-/// Longest path prefix of a file-backed region.
+/// Maximum length, in bytes, of a file-backed region's path prefix.
 pub const PATH_MAX: usize = 56 * 8;
 const LIVE: u64 = 1;
 const DESTROYED: u64 = 2;
@@ -43,8 +43,9 @@ pub struct RegionEntry {
 }
 
 impl RegionEntry {
-    /// Where the region's bytes live: `/dev/shm/<name>`, or `<path><name>` for a file-backed region
-    /// (the path is a plain prefix, as in FairMQ: include the trailing `/`).
+    /// The file that holds the region's bytes: `/dev/shm/<name>`, or `<path><name>` for a
+    /// file-backed region. The path is a plain prefix, as in FairMQ, so it must include the
+    /// trailing `/`.
     pub fn data_path(&self, names: &Names) -> PathBuf {
         if self.path.is_empty() {
             Names::path(&names.region(self.id))
@@ -93,8 +94,8 @@ pub fn find(m: &Management, id: u16) -> Option<RegionEntry> {
 }
 
 impl SessionLock<'_> {
-    /// The next automatic region id (the first is 1024, as in FairMQ), skipping ids already taken
-    /// explicitly.
+    /// Returns the next automatic region id, skipping ids that were already taken explicitly. The
+    /// first automatic id is 1024, as in FairMQ.
     pub(crate) fn next_region_id(&self) -> Result<u16, ShmError> {
         let counter = &self.management().layout().region_counter;
         loop {

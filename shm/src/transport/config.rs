@@ -3,20 +3,21 @@
 use crate::error::ShmError;
 use std::time::Duration;
 
-/// Largest segment: a file's size is a signed 64-bit offset. The free space of `/dev/shm` is
-/// checked when the segment is created.
+/// The largest segment size. A file's size is a signed 64-bit offset, so no segment can be
+/// larger. The free space of `/dev/shm` is checked when the segment is created.
 pub(crate) const MAX_SEGMENT_SIZE: u64 = i64::MAX as u64;
-/// Largest padding of metadata frames: padding exists to give frames one small fixed size; far
-/// larger values could not even be allocated per send.
+/// The largest padding of metadata frames. Padding exists to give frames one small, fixed size.
+/// Far larger values could not even be allocated on every send.
 pub(crate) const MAX_METADATA_MSG_SIZE: usize = 64 << 20;
 
 /// What to do when the segment has no room for a message (FairMQ spec section 7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BadAllocPolicy {
-    /// Attempts before giving up; -1 forever. FairMQ's default is 1: fail at once.
+    /// Attempts before giving up, or -1 to retry forever. FairMQ's default is 1, which fails at
+    /// once.
     pub max_attempts: i32,
-    /// Wait between attempts (`--bad-alloc-attempt-interval`, default 50 ms); a free that makes room
-    /// ends the wait early.
+    /// Wait between attempts (`--bad-alloc-attempt-interval`, default 50 ms). A free that makes
+    /// room ends the wait early.
     pub interval: Duration,
 }
 
@@ -27,8 +28,11 @@ impl Default for BadAllocPolicy {
 }
 
 impl BadAllocPolicy {
-    /// FairMQ's rule: `--shm-throw-bad-alloc false` retries forever (other settings ignored);
-    /// otherwise `--bad-alloc-max-attempts` if given (0 behaves like 1); otherwise 1.
+    /// Builds the policy by FairMQ's rule:
+    ///
+    /// - `--shm-throw-bad-alloc false` retries forever, and the other settings are ignored.
+    /// - Otherwise `--bad-alloc-max-attempts` applies, if given. A value of 0 behaves like 1.
+    /// - Otherwise the policy makes 1 attempt.
     pub fn from_options(throw_bad_alloc: bool, max_attempts: Option<i32>, interval_ms: u64) -> Self {
         let max_attempts = if !throw_bad_alloc {
             -1
@@ -46,25 +50,29 @@ impl BadAllocPolicy {
 /// Settings of one shared-memory transport.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShmConfig {
-    /// Transport id (normally the device id), part of socket ids.
+    /// The transport id, normally the device id. Socket ids include it.
     pub id: String,
-    /// `--session` (default "default"): names the shared-memory objects through the shmId.
+    /// `--session` (default "default"). The session name names the shared-memory objects, through
+    /// the shmId.
     pub session: String,
-    /// `--shmid`: an explicit shmId instead of the hash of uid and session.
+    /// `--shmid`: an explicit shmId, used instead of the hash of the user id and the session.
     pub shm_id: Option<u64>,
-    /// `--shm-segment-size` (default 2 GiB). The creator checks it against the free space of
-    /// `/dev/shm` and reserves every page at once (`posix_fallocate`): a segment that does not fit
-    /// is an error at creation, and one that was created can never raise SIGBUS for want of room.
+    /// `--shm-segment-size` (default 2 GiB). The creator checks the size against the free space of
+    /// `/dev/shm`, and reserves every page at once with `posix_fallocate`. So a segment that does
+    /// not fit is an error at creation. A segment that was created can never raise SIGBUS for lack
+    /// of room.
     pub segment_size: u64,
     /// `--shm-segment-id` (default 0): the segment this transport allocates in.
     pub segment_id: u16,
     /// `--shm-mlock-segment`: lock the segment in RAM after opening or creating it.
     pub mlock_segment: bool,
-    /// `--shm-mlock-segment-on-creation`: lock it only when this transport creates it.
+    /// `--shm-mlock-segment-on-creation`: lock the segment in RAM only when this transport creates
+    /// it.
     pub mlock_segment_on_creation: bool,
-    /// `--shm-zero-segment`: zero its free memory after opening or creating it.
+    /// `--shm-zero-segment`: zero the segment's free memory after opening or creating it.
     pub zero_segment: bool,
-    /// `--shm-zero-segment-on-creation`: zero it only when this transport creates it.
+    /// `--shm-zero-segment-on-creation`: zero the segment's free memory only when this transport
+    /// creates it.
     pub zero_segment_on_creation: bool,
     /// Out-of-memory policy.
     pub bad_alloc: BadAllocPolicy,
@@ -72,17 +80,18 @@ pub struct ShmConfig {
     pub no_cleanup: bool,
     /// `--shm-metadata-msg-size`: pad metadata frames to at least this many bytes.
     pub metadata_msg_size: usize,
-    /// `--io-threads` of the metadata sockets' ZeroMQ context.
+    /// `--io-threads`: the I/O threads of the ZeroMQ context of the metadata sockets.
     pub io_threads: i32,
     /// `--shm-monitor`: start a `fairmq-shmmonitor` daemon for the session if none runs.
     pub monitor: bool,
-    /// `--shm-lanes`: records between a sender with a single peer (PAIR, a PUSH connected to one
-    /// endpoint, or a bound PUSH while one peer is connected) and its receiver travel through a
-    /// ring in the segment instead of one ZeroMQ message each (see the `lane` module). Off: every
-    /// record goes through ZeroMQ.
+    /// `--shm-lanes`: between a sender with a single peer and its receiver, records travel through
+    /// a ring in the segment instead of one ZeroMQ message each (see the `socket::lanes` module).
+    /// A sender has a single peer when it is a PAIR, a PUSH connected to one endpoint, or a bound
+    /// PUSH while one peer is connected. When this is off, every record goes through ZeroMQ.
     pub lanes: bool,
-    /// The device's metrics endpoint (`--metrics-address`, as bound), published in its liveness
-    /// slot: `fairmq-shmmonitor --prometheus-targets` lists the session's devices by it.
+    /// The device's metrics endpoint (`--metrics-address`, as bound). The transport publishes it
+    /// in its liveness slot, and `fairmq-shmmonitor --prometheus-targets` lists the session's
+    /// devices by it.
     pub metrics_endpoint: Option<std::net::SocketAddr>,
 }
 
@@ -152,7 +161,7 @@ impl ShmConfig {
 mod tests {
     use super::*;
 
-    /// Issue 17, item 8: sizes no file or frame can have are configuration errors.
+    /// Issue 17, item 8: a size that no file or frame can have is a configuration error.
     #[test]
     fn i08_sizes_beyond_any_file_or_frame_are_refused() {
         let mut c = ShmConfig::new("t", "s");

@@ -17,14 +17,15 @@ use std::time::Duration;
 /// How often a subscription looks at the event counter (FairMQ: 50 ms).
 pub(crate) const EVENT_POLL: Duration = Duration::from_millis(50);
 
-/// Every segment and region of the session. Live regions are mapped (as a viewer) to learn their
-/// address, as in FairMQ.
+/// Every segment and region of the session. As in FairMQ, each live region is mapped as a viewer
+/// to learn its address.
 pub(crate) fn region_info(mgr: &Attachment) -> Vec<RegionInfo> {
     looked_up(mgr).into_iter().map(|(info, _)| info).collect()
 }
 
-/// [`region_info`], each with whether it is settled: false for a live region that could not be
-/// mapped (yet), reported as destroyed.
+/// [`region_info`], with a flag per entry that says whether the entry is settled. The flag is
+/// false for a live region that could not be mapped (yet). The entry of such a region says
+/// `Destroyed`.
 fn looked_up(mgr: &Attachment) -> Vec<(RegionInfo, bool)> {
     let mut out = Vec::new();
     for s in mgr.management().segments() {
@@ -51,7 +52,8 @@ fn looked_up(mgr: &Attachment) -> Vec<(RegionInfo, bool)> {
                     info.size = map.size();
                     info.event = RegionEvent::Created;
                 }
-                // Destroyed between the two reads, or unreadable: not reported as live.
+                // The region was destroyed between the two reads, or it cannot be read. It is not
+                // reported as live.
                 Err(e) => {
                     log::debug!("region {} not mapped for region info: {e}", r.id);
                     settled = false;
@@ -72,9 +74,9 @@ struct Reported {
 }
 
 impl Reported {
-    /// Calls back once per change since the last look, if the event counter moved. A live region
-    /// that could not be mapped is left for the look after the next event (not taken as
-    /// destroyed: its `Created` would never come).
+    /// If the event counter moved, calls back once per change since the last look. A live region
+    /// that could not be mapped is left for the look after the next event. It is not taken as
+    /// destroyed, because its `Created` event would then never come.
     fn deliver(&mut self, mgr: &Attachment, callback: &mut dyn FnMut(RegionInfo)) {
         let count = mgr.management().event_count();
         if self.seen == Some(count) {
@@ -82,13 +84,15 @@ impl Reported {
         }
         self.seen = Some(count);
         for (info, settled) in looked_up(mgr) {
-            // Looked at again at the next event, never taken as destroyed meanwhile.
+            // An unsettled region is looked at again at the next event. Until then, it is never
+            // taken as destroyed.
             if !settled {
                 continue;
             }
             let before = self.known.insert((info.id, info.managed), info.event);
-            // As FairMQ: whatever is seen first (a region created and destroyed between two looks
-            // is reported destroyed), then a live one's end.
+            // As in FairMQ, report each segment or region in the state it is first seen in. So a
+            // region created and destroyed between two looks is reported as destroyed. After that,
+            // report only the end of one that was seen live.
             let report =
                 matches!((before, info.event), (None, _) | (Some(RegionEvent::Created), RegionEvent::Destroyed));
             if report {
@@ -100,18 +104,20 @@ impl Reported {
 
 /// A running subscription.
 pub(crate) struct Subscription {
-    /// Set to end the thread; `last_look`: whether it looks once more first.
+    /// Set to end the thread.
     stop: Arc<AtomicBool>,
+    /// Whether the thread looks at the session once more before it ends.
     last_look: Arc<AtomicBool>,
     mgr: Arc<Attachment>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl Subscription {
-    /// Calls `callback`, on a thread of its own, for every segment and region known now and for
-    /// every change after: woken by the session's event counter (any process that creates or
-    /// destroys one bumps it), and looking every [`EVENT_POLL`] anyway. What changed before
-    /// [`Subscription::finish`] is reported before it returns.
+    /// Calls `callback`, on a thread of its own, for every segment and region known now, and for
+    /// every change after that. The session's event counter wakes the thread: any process that
+    /// creates or destroys a segment or region bumps the counter. The thread also looks every
+    /// [`EVENT_POLL`] anyway. What changed before a call of [`Subscription::finish`] is reported
+    /// before that call returns.
     pub(crate) fn start(
         mgr: Arc<Attachment>,
         mut callback: Box<dyn FnMut(RegionInfo) + Send>,
@@ -137,10 +143,12 @@ impl Subscription {
         Ok(Subscription { stop, last_look, mgr, thread: Some(thread) })
     }
 
-    /// Ends the subscription after reporting what changed until now (an unsubscription: FairMQ's
-    /// region example destroys its region, then unsubscribes, and expects the destroyed event).
-    /// Dropping it without this (the transport goes) reports nothing more: the callback may use
-    /// what is being dropped.
+    /// Ends the subscription after it reports what changed until now. An unsubscription needs
+    /// this: FairMQ's region example destroys its region, then unsubscribes, and expects the
+    /// destroyed event.
+    ///
+    /// Dropping a `Subscription` without `finish`, as happens when the transport goes, reports
+    /// nothing more, because the callback may use what is being dropped.
     pub(crate) fn finish(self) {
         self.last_look.store(true, Ordering::Release);
     }

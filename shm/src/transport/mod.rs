@@ -88,15 +88,16 @@ use fairmq_zmq::{SocketType, TransportConfig};
 use std::ffi::c_void;
 use std::sync::Arc;
 
-/// The shared-memory transport (FairMQ's `shmem::TransportFactory`). Cheap to clone.
+/// The shared-memory transport (FairMQ's `shmem::TransportFactory`). It is cheap to clone.
 ///
-/// Creating it attaches to the session (creating its objects if it is the first); when the last
-/// transport of the session is gone, the session's objects are removed (unless `no_cleanup`).
+/// Creating a `Transport` attaches this process to the session. The first transport of the
+/// session creates the session's objects. When the last transport of the session is gone, the
+/// session's objects are removed, unless `no_cleanup` is set.
 ///
 /// # Examples
 ///
-/// Two transports of one session (as two devices would have); a message allocated by one is read
-/// by the other without a copy.
+/// Two transports of one session, as two devices would have them. A message that one transport
+/// allocates is read by the other without a copy.
 ///
 /// ```
 /// use fairmq_shm::{ShmConfig, Transport};
@@ -131,7 +132,8 @@ pub struct Transport {
 
 #[derive(Debug)]
 struct Inner {
-    // Declared first: the metadata context ends (with its linger) before the session is detached.
+    // Declared first, because Rust drops fields in declaration order. The ZeroMQ context of the
+    // metadata sockets therefore ends, with its linger, before the session is detached.
     zmq: fairmq_zmq::Transport,
     mgr: Arc<Attachment>,
     events: parking_lot::Mutex<Option<Subscription>>,
@@ -139,8 +141,9 @@ struct Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        // Its thread holds the attachment: stop it before the attachment can go (joined outside the
-        // lock, which its callback may take).
+        // The subscription's thread holds the attachment, so stop the thread before the attachment
+        // can go. The thread is joined outside the `events` lock, because its callback may take
+        // that lock.
         let old = self.events.lock().take();
         drop(old);
     }
@@ -158,8 +161,8 @@ impl Transport {
         Self::join(config, true)
     }
 
-    /// A transport of a session and segment that exist (nothing is created): the monitor's, for
-    /// sweeping what a transport alone can release (see `monitor::sweep`).
+    /// Attaches to a session and a segment that already exist, and creates nothing. The monitor
+    /// uses such a transport to sweep what only a transport can release (see `monitor::sweep`).
     pub(crate) fn existing(config: &ShmConfig) -> Result<Transport, ShmError> {
         Self::join(config, false)
     }
@@ -171,12 +174,12 @@ impl Transport {
         })?;
         let mgr = Arc::new(Attachment::join(config, zmq.interrupter().clone(), create)?);
         mgr.set_shared();
-        // Dead processes are counted out once the attachment is shared: releasing what a lane whose
-        // last holder died still holds needs it so.
+        // Count dead processes out only after `Attachment::set_shared`. A lane whose last holder
+        // died may still hold messages, and releasing them needs the shared attachment.
         mgr.sweep_dead();
         // Only the session's processes may connect to its sockets (see `peers::password`).
         zmq.serve_password(&crate::transport::socket::peers::password(&mgr))?;
-        // What dead senders left in flight to dead receivers (found by the sweep of the attach).
+        // Release what dead senders left in flight to dead receivers. The sweep above found them.
         crate::transport::socket::orphans::release_unreachable(&mgr);
         Ok(Transport { inner: Arc::new(Inner { zmq, mgr, events: parking_lot::Mutex::new(None) }) })
     }
@@ -196,8 +199,9 @@ impl Transport {
         self.inner.mgr.config()
     }
 
-    /// The password a plain ZeroMQ socket must present (PLAIN mechanism, user `fairmq-rs`) to
-    /// connect to this session's sockets: for tests and tools that speak to them as a peer would.
+    /// The password that a plain ZeroMQ socket must present to connect to this session's sockets.
+    /// It is used with the PLAIN mechanism and the user `fairmq-rs`. Tests and tools use it to
+    /// speak to the sockets as a peer would.
     pub fn connect_password(&self) -> String {
         crate::transport::socket::peers::password(&self.inner.mgr)
     }
@@ -209,42 +213,46 @@ impl Transport {
         Ok(z)
     }
 
-    /// A socket for the channel `name`. PUB/SUB is zero-copy (see [`Socket`]); XPUB/XSUB are refused.
+    /// A socket for the channel `name`. PUB/SUB is zero-copy (see [`Socket`]). XPUB and XSUB
+    /// sockets are refused.
     pub fn socket(&self, ty: SocketType, name: &str) -> Result<Socket, ShmError> {
         let id = format!("{}.{name}.{ty}", self.id());
         let z = match ty {
             SocketType::XPub | SocketType::XSub => {
                 return Err(ShmError::Config(format!("{ty} sockets are not supported by the shared memory transport")));
             }
-            // Senders that pick their peers (see `peers`): they must know where each message went.
+            // PUB and PUSH pick their receiving peer themselves (see `peers`), because they must
+            // know where each message went.
             SocketType::Pub | SocketType::Push => {
                 let z = self.zmq_socket(SocketType::Router, name)?;
                 z.set_router_mandatory()?;
-                // Peers send it nothing but probes and hellos: a larger frame ends the connection
-                // instead of being buffered, however large a peer says it is. The bound applies to
-                // the handshake's READY command too, which carries the peer's routing id (up to
-                // 255 bytes): 1 KiB leaves room for it.
+                // Peers send this socket only probes and hellos. A larger frame therefore ends the
+                // connection instead of being buffered, whatever size the peer announces. The
+                // limit also applies to the handshake's READY command, which carries the peer's
+                // routing id (up to 255 bytes). 1 KiB leaves room for that routing id.
                 z.set_max_message_size(1024)?;
-                // A peer we connect to is one by configuration, known at once (a bound DEALER
-                // sends no probe to a router that connects); peers that connect to us present a
-                // token.
+                // A peer that this socket connects to is a peer by configuration, so the socket
+                // knows it at once. This matters because a bound DEALER sends no probe to a ROUTER
+                // that connects to it. Peers that connect to this socket present a token instead.
                 z.name_connections(crate::transport::socket::peers::CONNECTED);
                 z
             }
-            // Their receivers present the session's token on every connection.
+            // SUB and PULL are the receivers of PUB and PUSH. They present the session's token on
+            // every connection.
             SocketType::Sub | SocketType::Pull => {
                 let z = self.zmq_socket(SocketType::Dealer, name)?;
-                // The token is presented only on connections this socket makes (see
-                // `Socket::present_token`): ZeroMQ sends a routing id to every peer, also to
-                // whoever connects to a bound socket.
+                // The socket presents the token only on connections that it makes (see
+                // `Socket::present_token`). The reason is that ZeroMQ sends a socket's routing id
+                // to every peer, including whoever connects to a bound socket.
                 let (token, number) = crate::transport::socket::peers::token(&self.inner.mgr);
                 z.set_probe_router()?;
                 let mut s = Socket::new(z, self.inner.mgr.clone(), ty, id, number);
                 s.keep_token(token);
                 return Ok(s);
             }
-            // Numbered: their tickets name their receiver where the directory knows it (see
-            // `addressee`), so they are receivers a ticket may name.
+            // The other socket types get a socket number. Their tickets name the receiver where
+            // the session's directory of endpoints knows it (see `addressee`). So these sockets
+            // are receivers that a ticket may name.
             _ => {
                 let z = self.zmq_socket(ty, name)?;
                 return Ok(Socket::new(
@@ -259,13 +267,14 @@ impl Transport {
         Ok(Socket::new(z, self.inner.mgr.clone(), ty, id, 0))
     }
 
-    /// An empty message (to receive into).
+    /// An empty message, to receive into.
     pub fn new_message(&self) -> Message {
         Message::empty(self.inner.mgr.clone())
     }
 
-    /// A message of `size` bytes in shared memory; its content is not initialised to anything in
-    /// particular. Fails per the out-of-memory policy.
+    /// A message of `size` bytes in shared memory. Its content is not initialised to anything in
+    /// particular. When the segment has no room, the out-of-memory policy decides whether the
+    /// allocation waits or fails (see `ShmConfig::bad_alloc`).
     pub fn new_message_with_size(&self, size: usize) -> Result<Message, ShmError> {
         Message::allocate(self.inner.mgr.clone(), size, 0)
     }
@@ -280,15 +289,18 @@ impl Transport {
         Message::copy_of(self.inner.mgr.clone(), bytes)
     }
 
-    /// FairMQ's `NewMessage(data, size, ffn, hint)`: the bytes are copied into shared memory and the
-    /// caller's buffer is released at once, by `ffn(data, hint)`, or by `free(data)` when `ffn` is
-    /// `None`. For `size == 0` nothing is allocated and the buffer is released all the same (as in
-    /// FairMQ, whose empty chunk counts as initialised).
+    /// FairMQ's `NewMessage(data, size, ffn, hint)`.
+    ///
+    /// The bytes are copied into shared memory. The caller's buffer is then released at once: by
+    /// `ffn(data, hint)`, or by `free(data)` when `ffn` is `None`. When `size == 0`, nothing is
+    /// allocated, but the buffer is still released. FairMQ does the same, because its empty chunk
+    /// counts as initialised.
     ///
     /// # Safety
-    /// `data` must be valid for reads of `size` bytes, and `ffn` (or `free`) must be the right way to
-    /// release it.
-    // SAFETY: unsafe to call because `data` is read and then released (contract above).
+    /// `data` must be valid for reads of `size` bytes, and `ffn` (or `free`) must be the right way
+    /// to release it.
+    // SAFETY: this function is unsafe to call because it reads `data` and then releases it (see
+    // the contract above).
     pub unsafe fn new_message_from_raw_parts(
         &self,
         data: *mut u8,
@@ -299,10 +311,11 @@ impl Transport {
         let m = if size == 0 {
             self.new_message()
         } else {
-            // SAFETY: readable for `size` bytes (caller's contract).
+            // SAFETY: `data` is valid for reads of `size` bytes (the caller's contract).
             self.new_message_from_slice(unsafe { std::slice::from_raw_parts(data, size) })?
         };
-        // SAFETY: the caller says `ffn`/`free` releases `data`; the copy above was the last use.
+        // SAFETY: the caller guarantees that `ffn` (or `free`) is the right way to release `data`.
+        // The copy above was the last use of `data`.
         unsafe {
             match ffn {
                 Some(f) => f(data.cast(), hint),
@@ -312,8 +325,9 @@ impl Transport {
         Ok(m)
     }
 
-    /// Creates an unmanaged region of `size` bytes (or opens the registered region `config.id` of an
-    /// external creator); `callback` hears of every piece released by its last holder.
+    /// Creates an unmanaged region of `size` bytes, or opens the registered region `config.id` that
+    /// an external creator made. The region calls `callback` for every piece that its last holder
+    /// released.
     pub fn create_region(
         &self,
         size: usize,
@@ -323,8 +337,8 @@ impl Transport {
         Region::create(&self.inner.mgr, size as u64, callback, config)
     }
 
-    /// A message referring to `size` bytes at `offset` of `region`, without copying; `hint` comes
-    /// back in the region's callback once the last holder released it.
+    /// A message that refers to `size` bytes at `offset` in `region`, without copying them. The
+    /// region's callback receives `hint` once the last holder has released the piece.
     pub fn new_message_from_region(
         &self,
         region: &Region,
@@ -340,14 +354,15 @@ impl Transport {
         crate::transport::events::region_info(&self.inner.mgr)
     }
 
-    /// Calls `callback` (on a thread of its own) for every segment and region of the session as it
-    /// appears or is destroyed, starting with those that exist. A second subscription replaces the
-    /// first.
+    /// Calls `callback`, on a thread of its own, whenever a segment or region of the session
+    /// appears or is destroyed. The first calls report the segments and regions that exist
+    /// already. A second subscription replaces the first.
     pub fn subscribe_to_region_events(
         &self,
         callback: impl FnMut(RegionInfo) + Send + 'static,
     ) -> Result<(), ShmError> {
-        // The old subscription's thread is joined outside the lock: its callback may take it.
+        // Join the old subscription's thread outside the `events` lock, because its callback may
+        // take that lock.
         let old = self.inner.events.lock().take();
         if old.is_some() {
             log::warn!("Already subscribed. Overwriting previous subscription.");
@@ -365,18 +380,18 @@ impl Transport {
         self.inner.events.lock().is_some()
     }
 
-    /// Ends the region event subscription (waits for its thread).
+    /// Ends the region event subscription, and waits for its thread.
     pub fn unsubscribe_from_region_events(&self) {
         let old = self.inner.events.lock().take();
-        // Joined outside the lock, which its callback may take; what changed until now is
-        // reported first.
+        // The thread is joined outside the `events` lock, because its callback may take that
+        // lock. `Subscription::finish` first reports what changed until now.
         if let Some(sub) = old {
             sub.finish();
         }
     }
 
-    /// Counts dead processes out of the session now (also done on every attach and detach) and frees
-    /// the blocks they held in their caches; returns their pids.
+    /// Counts dead processes out of the session now, and frees the blocks they held in their
+    /// caches. Every attach and detach does this too. Returns the pids of the dead processes.
     pub fn sweep_dead_processes(&self) -> Vec<u32> {
         let dead = self.inner.mgr.sweep_dead();
         crate::transport::socket::orphans::release_unreachable(&self.inner.mgr);
@@ -389,7 +404,7 @@ impl Transport {
         self.inner.mgr.wake_allocators();
     }
 
-    /// Transfers block again.
+    /// Lets transfers block again, after `Transport::interrupt`.
     pub fn resume(&self) {
         self.inner.zmq.resume();
     }
@@ -405,13 +420,14 @@ impl Transport {
     }
 
     /// What this transport uses of the session now: its segment's memory, messages in flight,
-    /// allocations that waited, its regions (for metrics; read, not counted per message).
+    /// allocations that waited, and its regions. The figures are for metrics. They are read when
+    /// asked for, not counted per message.
     pub fn usage(&self) -> usage::Usage {
         usage::of(&self.inner.mgr)
     }
 
-    /// Returns every block this process caches, and the segment's depot, to the heap (frees
-    /// happen lazily otherwise).
+    /// Returns every block that this process caches, and the segment's depot, to the heap.
+    /// Without this call, frees happen lazily.
     pub fn flush(&self) {
         self.inner.mgr.flush(true);
         if let Err(e) = self.inner.mgr.own().drain_depot() {
@@ -425,7 +441,7 @@ impl Transport {
         self.inner.mgr.own().check()
     }
 
-    /// The segment this transport allocates in (statistics, dead-process accounting).
+    /// The segment this transport allocates in, for statistics and dead-process accounting.
     #[cfg(any(test, feature = "testing"))]
     pub(crate) fn segment(&self) -> &crate::segment::Segment {
         self.inner.mgr.own()
@@ -442,9 +458,10 @@ impl Transport {
         crate::session::liveness::attached(self.inner.mgr.management())
     }
 
-    /// The blocks (segment id, offset) of shared messages and lanes that live transports of the
-    /// session hold references to (their ledgers; a shared block names no holder in its count),
-    /// and the messages waiting in those lanes. For inspection: lanes in use may be misread.
+    /// The blocks, as (segment id, offset), of the shared messages and lanes that live transports
+    /// of the session hold references to, and of the messages waiting in those lanes. The holders
+    /// are read from the transports' ledgers, because a shared block's count names no holder.
+    /// This is for inspection only: a lane in use may be misread.
     #[cfg(feature = "testing")]
     pub fn shared_blocks_held(&self) -> Vec<(u16, u64)> {
         let m = self.inner.mgr.management();

@@ -23,8 +23,8 @@ use std::time::{Duration, Instant};
 ///
 /// # Examples
 ///
-/// Data written once into a region goes out without a copy; the creator hears (through the
-/// region's callback, with the hint it gave) when the receiver released it.
+/// Data written once into a region is sent without a copy. When the receiver releases it, the
+/// region's callback tells the creator, with the hint that the creator gave.
 ///
 /// ```
 /// use fairmq_shm::{RegionCallback, RegionConfig, ShmConfig, Transport};
@@ -66,8 +66,9 @@ impl std::fmt::Debug for Region {
 }
 
 impl Region {
-    /// Creates region `cfg.id` (or the next automatic id) of `size` bytes, or adopts an existing
-    /// registered one of that id (external creator), and starts delivering `callback`.
+    /// Creates region `cfg.id` (or the next automatic id) with `size` bytes. If an external creator
+    /// already registered a region with that id, adopts it instead. Then starts delivering
+    /// acknowledgements to `callback`.
     pub(crate) fn create(
         mgr: &Arc<Attachment>,
         size: u64,
@@ -76,8 +77,9 @@ impl Region {
     ) -> Result<Region, ShmError> {
         crate::region::map::check_creation_flags(cfg.creation_flags)?;
         let map = open_as_controller(mgr, size, cfg)?;
-        // Until the `Region` exists, a failure only gives up control: the region's `Drop` would
-        // remove it, and an adopted region is its creator's (another process may be using it).
+        // Until the `Region` exists, a failure only gives up control of the region. It does not
+        // remove the region, as `Region`'s `Drop` would: an adopted region belongs to its creator,
+        // and another process may be using it.
         let undo = |e: ShmError| {
             map.controlled.store(false, Ordering::Release);
             e
@@ -130,24 +132,27 @@ impl Region {
         self.map.size() as usize
     }
 
-    /// Address of the first byte in this process. Any process of the session may read the region
-    /// at any time; write only pieces that no message currently refers to.
+    /// Address of the region's first byte in this process. Any process of the session may read the
+    /// region at any time. Write only to pieces that no message currently refers to.
     pub fn data_ptr(&self) -> *mut u8 {
         self.map.base()
     }
 
-    /// Copies `bytes` into the region at `offset`. Refused while a message of this process refers
-    /// to any of those bytes (its `data()` could be reading them); messages in other processes are
-    /// FairMQ's contract: write only pieces that were acknowledged or never sent.
+    /// Copies `bytes` into the region at `offset`. The write is refused while a message of this
+    /// process refers to any of those bytes, because the message's `data()` could be reading them.
+    ///
+    /// This check does not cover messages in other processes. For those, FairMQ's contract
+    /// applies: write only to pieces that were acknowledged or never sent.
     pub fn write(&self, offset: usize, bytes: &[u8]) -> Result<(), ShmError> {
         let (off, len) = (offset as u64, bytes.len() as u64);
         self.map.check(off, len)?;
         let dst = self.map.ptr(off, bytes.len());
         self.map
             .write_unheld(off, len, || {
-                // SAFETY: the range lies inside the mapping (checked); no message of this process
-                // refers to it, and none can take it while this runs (the held ranges' lock is
-                // ours), so no `&[u8]` of ours sees the bytes change.
+                // SAFETY: `RegionMap::check` verified that the range lies inside the mapping. No
+                // message of this process refers to the range. No message can take it while this
+                // runs, because this thread holds the lock of the held ranges. So no `&[u8]` of
+                // this process sees the bytes change.
                 unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, bytes.len()) }
             })
             .ok_or(ShmError::RegionPieceInUse { id: self.map.id(), offset: off, size: len })
@@ -181,8 +186,8 @@ fn name_of(mgr: &Attachment, e: &RegionEntry) -> String {
     e.data_path(mgr.names()).display().to_string()
 }
 
-/// Under the session lock: picks the id, creates (and registers) or opens the region's object, and
-/// its queue.
+/// Picks the region's id, creates and registers the region's object or opens the existing one,
+/// and opens or creates its queue. All of this happens under the session lock.
 fn open_as_controller(mgr: &Arc<Attachment>, size: u64, cfg: &RegionConfig) -> Result<Arc<RegionMap>, ShmError> {
     let names = mgr.names();
     let lock = mgr.management().lock()?;
@@ -224,13 +229,14 @@ fn open_as_controller(mgr: &Arc<Attachment>, size: u64, cfg: &RegionConfig) -> R
             };
             let populate = cfg.creation_flags & libc::MAP_POPULATE != 0;
             let data = crate::region::map::create_data(names, &entry, &names.tmp_for(mgr.owner()), populate)?;
-            // The queue exists before the registry names the region: a viewer that finds the
-            // region (an event subscriber can, at once) also finds its queue, or its
-            // acknowledgements would be dropped for good.
+            // Create the queue before the registry names the region. A viewer that finds the
+            // region must also find its queue; otherwise the viewer's acknowledgements would be
+            // dropped for good. An event subscriber can find the region at once.
             let registered = AckQueue::open_or_create(names, id).and_then(|_| lock.register_region(&entry));
             registered.inspect_err(|_| {
                 let _ = std::fs::remove_file(entry.data_path(names));
-                // The queue only if it is ours: another user's is refused, never removed.
+                // Remove the queue only if it is ours. `files::remove_own` refuses another user's
+                // queue and never removes it.
                 let _ = files::remove_own(&crate::Names::path(&names.region_queue(id)));
             })?;
             log::debug!("Created unmanaged shared memory region: {} (controller)", name_of(mgr, &entry));
@@ -241,10 +247,10 @@ fn open_as_controller(mgr: &Arc<Attachment>, size: u64, cfg: &RegionConfig) -> R
     drop(lock);
     let mine = Arc::new(RegionMap::new(entry, data, Some(queue), true, Some(mgr.management().clone())));
     let map = mgr.acks().insert(mine.clone());
-    // Mapped as a viewer meanwhile (an event subscriber of this process looks at a region as soon
-    // as it is registered): this process controls that view now, unless another of its threads
-    // took control of it first. Without this, the creator held a view: its callback never heard
-    // of its pieces.
+    // This process may have mapped the region as a viewer in the meantime, because an event
+    // subscriber of this process looks at a region as soon as it is registered. This process now
+    // controls that view, unless another of its threads took control of it first. Without this
+    // step, the creator would hold a mere view, and its callback would never hear of its pieces.
     if !Arc::ptr_eq(&map, &mine) && map.controlled.swap(true, Ordering::AcqRel) {
         return Err(ShmError::RegionExists { id: map.id() });
     }
@@ -254,7 +260,7 @@ fn open_as_controller(mgr: &Arc<Attachment>, size: u64, cfg: &RegionConfig) -> R
 impl Drop for Region {
     fn drop(&mut self) {
         let id = self.id();
-        // Our own releases first, so the receiver sees them before it stops.
+        // Flush this process's own releases first, so that the receiver sees them before it stops.
         let linger = self.linger();
         self.map.flush(Instant::now() + linger, false);
         if let Some(r) = self.receiver.take() {
@@ -307,7 +313,7 @@ impl Receiver {
         Ok(Receiver { stop, thread, map })
     }
 
-    /// Stops after the outstanding pieces are acknowledged, or after `linger`.
+    /// Stops the thread once the outstanding pieces are acknowledged, or when `linger` has passed.
     fn stop(self, linger: Duration) {
         self.stop.0.store(linger.as_millis() as u64, Ordering::Relaxed);
         self.stop.1.store(true, Ordering::Release);
@@ -346,8 +352,11 @@ fn receive(map: &RegionMap, mut callback: RegionCallback, stop: &(AtomicU64, std
     }
 }
 
-/// Takes up to one batch off `q` into `acks` and delivers its valid pieces; returns how many
-/// acknowledgements it took (0: the queue was empty). What `q` holds was written by other processes.
+/// Takes up to one batch off `q` into `acks`, and delivers the valid pieces among them. Returns how
+/// many acknowledgements it took; 0 means that the queue was empty.
+///
+/// Other processes wrote what `q` holds, so each piece is checked against the region before it
+/// is delivered.
 pub(crate) fn take_batch(
     map: &RegionMap,
     q: &AckQueue,

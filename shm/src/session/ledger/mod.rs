@@ -91,8 +91,8 @@ pub(crate) use inspect::{damage_overflow_link, held_by_live, overflow_pages};
 pub(crate) use overflow::PAGE_BYTES;
 pub(crate) use sweep::{release, Pieces, Sweeper};
 
-/// Bytes of the count block of a region piece (see `region::count`), which a ledger lists as a
-/// [`Referent::Piece`].
+/// Size in bytes of a region piece's count block (see `region::count`). A ledger lists such a
+/// block as a [`Referent::Piece`].
 pub(crate) const PIECE_COUNT_BYTES: u64 = 32;
 pub(crate) use writer::Ledger;
 
@@ -104,11 +104,13 @@ use std::mem::offset_of;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 shared_layout! {
-    /// One ledger entry: a shared reference its transport holds (see [`Listed`]).
+    /// One ledger entry: a shared reference that the ledger's transport holds (see [`Listed`]).
     pub(crate) struct Entry {
-        /// The block's offset + 1 (0: a free entry), and its segment id << 48. Written last.
+        /// The block's offset + 1 (0 means a free entry), ORed with its segment id << 48. This
+        /// word is written last (see `Listed::encode`).
         pub block: AtomicU64,
-        /// The block's slot, and its data distance << 32 with [`LANE_BIT`] or [`PIECE_BIT`].
+        /// The block's slot, ORed with its data distance << 32. The distance may carry
+        /// [`LANE_BIT`] or [`PIECE_BIT`].
         pub place: AtomicU64,
     }
 }
@@ -116,12 +118,13 @@ const _: () = assert!(offset_of!(Entry, place) == 8 && size_of::<Entry>() == 16)
 /// Words of an entry.
 const ENTRY_WORDS: usize = size_of::<Entry>() / 8;
 
-/// Bit of an entry's data distance word: the block is a lane's (data distances stay far below).
+/// Bit set in an entry's data distance when the block is a lane's block. Real data distances
+/// stay far below this bit.
 const LANE_BIT: u32 = 1 << 31;
-/// Bit of an entry's data distance word: the block is a region piece's count block.
+/// Bit set in an entry's data distance when the block is a region piece's count block.
 const PIECE_BIT: u32 = 1 << 30;
 
-/// What a listed block is.
+/// The kind of block that an entry lists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Referent {
     /// A message's block.
@@ -131,17 +134,18 @@ pub(crate) enum Referent {
     /// A region piece's count block (see `region::count`).
     Piece,
 }
-/// An index meaning "not listed".
+/// An entry index that means "not listed".
 pub(crate) const NONE: u32 = u32::MAX;
-/// Words of an area before its entries.
+/// Number of header words in an area, before its entries.
 const HEADER: usize = 4;
-/// Entries in a slot's own area (the rest go to overflow pages).
+/// Number of entries in a slot's own area. Further entries go to overflow pages.
 const ENTRIES: u32 = ((LEDGER_WORDS - HEADER) / ENTRY_WORDS) as u32;
 
 shared_layout! {
-    /// A slot's ledger area (`ledgers` of the management layout; the table above).
+    /// A slot's ledger area: one element of `ledgers` in the management layout. The layout table
+    /// in the module doc shows its words.
     struct Area {
-        /// Entries of the area used so far (a high-water mark).
+        /// Number of the area's entries used so far (a high-water mark).
         used: AtomicU64,
         _zero: AtomicU64,
         /// The link to the first overflow page.
@@ -152,7 +156,7 @@ shared_layout! {
 }
 const _: () = assert!(offset_of!(Area, entries) == HEADER * 8 && size_of::<Area>() == LEDGER_WORDS * 8);
 
-/// Slot `slot`'s ledger area.
+/// The ledger area of liveness slot `slot`.
 fn area(m: &Management, slot: usize) -> &Area {
     view(&m.layout().ledgers[slot]).expect("a ledger area's words")
 }
@@ -162,7 +166,7 @@ fn head(area: &Area) -> &overflow::LinkWords {
     &area.head
 }
 
-/// Entry `i` of `entries` (the entry words of an area or a page).
+/// Entry `i` of `entries`, the entry words of an area or of a page.
 fn entry(entries: &[AtomicU64], i: u32) -> &Entry {
     let at = i as usize * ENTRY_WORDS;
     view(&entries[at..at + ENTRY_WORDS]).expect("an entry's words")
@@ -174,13 +178,15 @@ fn used(area: &Area) -> impl Iterator<Item = &Entry> {
     area.entries[..n as usize].iter()
 }
 
-/// The entries of a page (all of them: a free one is 0).
+/// All the entries of a page, free ones included. A free entry is 0, so `Listed::decode` returns
+/// `None` for it.
 fn on_page(page: &[AtomicU64]) -> impl Iterator<Item = &Entry> {
     let entries = overflow::entries(page);
     (0..overflow::PAGE_ENTRIES).map(move |i| entry(entries, i))
 }
 
-/// A shared reference a dead transport listed.
+/// A shared reference that a ledger entry lists. The sweep reads these from a dead transport's
+/// ledger.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Listed {
     segment: u16,
@@ -191,8 +197,8 @@ pub(crate) struct Listed {
 }
 
 impl Listed {
-    /// The entry whose first word is `w0` (read, or taken, by the caller) and second `w1`; `None`
-    /// for a free one.
+    /// Decodes the entry whose first word is `w0` and whose second word is `w1`. The caller has
+    /// read or taken `w0`. Returns `None` for a free entry.
     fn decode(w0: u64, w1: u64) -> Option<Listed> {
         let offset = (w0 & ((1 << 48) - 1)).checked_sub(1)?;
         let distance = (w1 >> 32) as u32;
@@ -200,7 +206,8 @@ impl Listed {
             (false, false) => Referent::Message,
             (true, false) => Referent::Lane,
             (false, true) => Referent::Piece,
-            // Written by nobody: a damaged entry, which drops nothing (no block has this distance).
+            // No writer sets both bits, so the entry is damaged. It drops nothing, since no block
+            // has such a data distance.
             (true, true) => return None,
         };
         Some(Listed {
@@ -212,8 +219,8 @@ impl Listed {
         })
     }
 
-    /// Writes this reference into the entry `e` (free): its first word last, so a reader that
-    /// sees it sees the second.
+    /// Writes this reference into the entry `e`, which is free. The first word is written last,
+    /// so a reader that sees the first word also sees the second.
     fn encode(self, e: &Entry) {
         let bit = match self.what {
             Referent::Message => 0,
@@ -225,15 +232,16 @@ impl Listed {
         e.block.store((self.offset + 1) | u64::from(self.segment) << 48, Ordering::Release);
     }
 
-    /// The entry `e`, read (not taken).
+    /// Reads the entry `e` without taking it: the entry stays as it is.
     fn read(e: &Entry) -> Option<Listed> {
         Listed::decode(e.block.load(Ordering::Acquire), e.place.load(Ordering::Relaxed))
     }
 }
 
-/// Slot `slot` is claimed by a new transport: what a former holder left is forgotten (its sweep
-/// took it already, and freed its pages; one that left freed them itself). Under the session
-/// lock.
+/// Empties the ledger of slot `slot` for a new transport that claims the slot. Whatever a former
+/// holder of the slot left in the ledger is forgotten. A former holder that died was swept: its
+/// sweep already took its entries and freed its pages. A former holder that left freed its pages
+/// itself. The caller holds the session lock.
 pub(crate) fn reset(m: &Management, slot: usize) {
     let a = area(m, slot);
     used(a).for_each(|e| e.block.store(0, Ordering::Relaxed));
@@ -241,8 +249,9 @@ pub(crate) fn reset(m: &Management, slot: usize) {
     a.used.store(0, Ordering::Release);
 }
 
-/// The references slot `slot`'s ledger lists (of the transport of owner mark `owner`), read (not
-/// taken); pages in segments `by` maps. A link that does not check ends the list (logged).
+/// Reads, without taking them, the references that the ledger of slot `slot` lists. `owner` is
+/// the owner mark of the ledger's transport. The overflow pages are looked up in the segments that
+/// `by` maps. A link that fails its checks ends the list, and the failure is logged.
 fn listed(by: &(impl Sweeper + ?Sized), m: &Management, slot: usize, owner: u32) -> Vec<Listed> {
     let a = area(m, slot);
     let mut out: Vec<Listed> = used(a).filter_map(Listed::read).collect();
@@ -253,9 +262,10 @@ fn listed(by: &(impl Sweeper + ?Sized), m: &Management, slot: usize, owner: u32)
     out
 }
 
-/// Whether the ledger of slot `slot` (of the transport of owner mark `owner`) lists a reference to
-/// a lane's block (its transport may hold the lane's last reference: see
-/// `Sweeper::release_lane_contents`); pages in segments `by` maps.
+/// Whether the ledger of slot `slot` lists a reference to a lane's block. `owner` is the owner
+/// mark of the ledger's transport. If the ledger lists one, its transport may hold the lane's last
+/// reference (see `Sweeper::release_lane_contents`). The overflow pages are looked up in the
+/// segments that `by` maps.
 pub(crate) fn lists_a_lane(by: &(impl Sweeper + ?Sized), m: &Management, slot: usize, owner: u32) -> bool {
     listed(by, m, slot, owner).iter().any(|l| l.what == Referent::Lane)
 }

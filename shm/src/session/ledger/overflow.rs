@@ -27,11 +27,13 @@ use std::mem::offset_of;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 shared_layout! {
-    /// The words that link a page: in a ledger's area (its first page) and in a page (the next).
+    /// The two words that link a page. A ledger's area holds a link to its first page, and each
+    /// page holds a link to the next page.
     pub(super) struct LinkWords {
-        /// Block offset + 1 (0: no page), and segment id << 48. Written last.
+        /// The block's offset + 1 (0 means no page), ORed with its segment id << 48. This word
+        /// is written last (see `Link::write`).
         pub block: AtomicU64,
-        /// The block's slot, and its generation << 32.
+        /// The block's slot, ORed with its generation << 32.
         pub check: AtomicU64,
     }
 }
@@ -41,7 +43,8 @@ shared_layout! {
     struct PageHeader {
         /// [`MAGIC`].
         magic: AtomicU64,
-        /// The owner mark of the page's transport, and its liveness slot << 32 (see `tag`).
+        /// The owner mark of the page's transport, ORed with the transport's liveness slot << 32
+        /// (see `tag`).
         tag: AtomicU64,
         /// The link to the next page.
         next: LinkWords,
@@ -49,19 +52,20 @@ shared_layout! {
 }
 const _: () = assert!(offset_of!(PageHeader, next) == 16 && size_of::<PageHeader>() == PAGE_HEADER * 8);
 
-/// Bytes of a page (user bytes of its block).
+/// Size of a page in bytes: the user bytes of its block.
 pub(crate) const PAGE_BYTES: u64 = 4096;
 const PAGE_WORDS: usize = (PAGE_BYTES / 8) as usize;
-/// Words of a page before its entries.
+/// Number of header words in a page, before its entries.
 const PAGE_HEADER: usize = 4;
 /// Entries per page.
 pub(super) const PAGE_ENTRIES: u32 = ((PAGE_WORDS - PAGE_HEADER) * 8 / size_of::<Entry>()) as u32;
 /// First word of every page.
 const MAGIC: u64 = u64::from_le_bytes(*b"FMQLEDGP");
-/// Offsets a link can name (48 bits, one value taken by "none").
+/// Mask of the 48 bits of a link that hold the offset + 1. The value 0 means "none", so a link
+/// can name only the offsets below `OFFSET_BITS`.
 const OFFSET_BITS: u64 = (1 << 48) - 1;
 
-/// Where a page is: its block.
+/// Where a page is: the block that holds it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Link {
     pub segment: u16,
@@ -71,7 +75,7 @@ pub(super) struct Link {
 }
 
 impl Link {
-    /// The link held in `w`; `None`: none.
+    /// Reads the link held in `w`. Returns `None` when `w` links no page.
     pub(super) fn read(w: &LinkWords) -> Option<Link> {
         let w0 = w.block.load(Ordering::Acquire);
         let offset = (w0 & OFFSET_BITS).checked_sub(1)?;
@@ -79,14 +83,15 @@ impl Link {
         Some(Link { segment: (w0 >> 48) as u16, offset, slot: w1 as u32, generation: (w1 >> 32) as u32 })
     }
 
-    /// Publishes this link in `w`: its second word first, so a reader that sees the first (with
-    /// Acquire) sees the second and the page it names, initialised before.
+    /// Publishes this link in `w`. The second word is written first. So a reader that sees the
+    /// first word (with Acquire) also sees the second word, and the page that the link names,
+    /// which was initialised before.
     pub(super) fn write(self, w: &LinkWords) {
         w.check.store(u64::from(self.slot) | u64::from(self.generation) << 32, Ordering::Relaxed);
         w.block.store((self.offset + 1) | u64::from(self.segment) << 48, Ordering::Release);
     }
 
-    /// No page is linked from `w` any more.
+    /// Clears `w`, so that it links no page any more.
     pub(super) fn clear(w: &LinkWords) {
         w.block.store(0, Ordering::Release);
         w.check.store(0, Ordering::Relaxed);
@@ -98,23 +103,26 @@ pub(super) fn entries(page: &[AtomicU64]) -> &[AtomicU64] {
     &page[PAGE_HEADER..PAGE_HEADER + size_of::<Entry>() / 8 * PAGE_ENTRIES as usize]
 }
 
-/// The header of a page (whole words of a page's block: checked when it was opened or made).
+/// The header of a page. `page` holds the whole words of a page's block, which were checked when
+/// the page was opened or made.
 fn header(page: &[AtomicU64]) -> &PageHeader {
     view(page).expect("a page's header")
 }
 
-/// The words of a page that link the next.
+/// The words of a page that link the next page.
 pub(super) fn next(page: &[AtomicU64]) -> &LinkWords {
     &header(page).next
 }
 
-/// The tag of the pages of slot `slot`'s transport of owner mark `owner`.
+/// The tag of the pages of the transport with owner mark `owner` in liveness slot `slot`.
 fn tag(owner: u32, slot: usize) -> u64 {
     u64::from(owner) | (slot as u64) << 32
 }
 
-/// The page `link` names, checked: a used block of a mapped segment in the use the link names,
-/// held alone by the transport of owner mark `owner` (in slot `slot`), with a page's header.
+/// Opens the page that `link` names, and checks it. The page must be a used block of a mapped
+/// segment, in the use (slot and generation) that the link names. The transport with owner mark
+/// `owner` in slot `slot` must hold the block alone. The block must start with a page header of
+/// that transport's ledger.
 pub(super) fn open(
     by: &(impl Sweeper + ?Sized),
     link: Link,
@@ -137,8 +145,9 @@ pub(super) fn open(
     Ok(words)
 }
 
-/// Calls `each` with every page linked from `head` (the link words of slot `slot`'s area, whose
-/// transport has owner mark `owner`), in order; stops at the first link that does not check.
+/// Calls `each` with every page linked from `head`, in order. `head` holds the link words of the
+/// area of slot `slot`, whose transport has owner mark `owner`. The walk stops at the first link
+/// that fails its checks.
 pub(super) fn walk<'a>(
     by: &'a (impl Sweeper + ?Sized),
     head: &LinkWords,
@@ -159,8 +168,9 @@ pub(super) fn walk<'a>(
     Ok(())
 }
 
-/// A new page in `seg` for the ledger of slot `slot` (owner mark `owner`), empty, not linked yet;
-/// held alone by that transport. Tried again once after the depot went back to the heap.
+/// Makes a new, empty page in `seg` for the ledger of slot `slot`, whose transport has owner mark
+/// `owner`. That transport holds the page alone. The page is not linked yet. If the first
+/// allocation gets no block, `make` returns the depot's blocks to the heap and tries once more.
 pub(super) fn make(seg: &Segment, owner: u32, slot: usize) -> Result<Link, ShmError> {
     let mut out = Vec::with_capacity(1);
     seg.allocate(PAGE_BYTES, 0, owner, 1, &mut out)?;
@@ -172,7 +182,8 @@ pub(super) fn make(seg: &Segment, owner: u32, slot: usize) -> Result<Link, ShmEr
     let link = Link { segment: seg.id(), offset: b.offset, slot: b.slot, generation: b.generation };
     let words = match seg.block_words(b.offset, b.delta, PAGE_BYTES) {
         Some(w) if u64::from(b.delta) == HDR && b.offset < OFFSET_BITS => w,
-        // Not where a link can name it (an unaligned block would not be asked for like this).
+        // A link cannot name this block. (An unaligned request like the one above should not get
+        // such a block.)
         _ => {
             free(seg, owner, link);
             return Err(full());
@@ -186,14 +197,15 @@ pub(super) fn make(seg: &Segment, owner: u32, slot: usize) -> Result<Link, ShmEr
     Ok(link)
 }
 
-/// The words of one of our own pages (checked when it was made).
+/// The words of one of this transport's own pages. `make` checked them when it made the page.
 pub(super) fn words(seg: &Segment, page: Link) -> Option<&[AtomicU64]> {
     seg.block_words(page.offset, HDR as u32, PAGE_BYTES)
 }
 
-/// Frees our page `page` (unlinked first by the caller).
+/// Frees `page`, one of this transport's own pages. The caller unlinks it first.
 pub(super) fn free(seg: &Segment, owner: u32, page: Link) {
-    // No reference left, as any block freed: a heap walk meanwhile sees no holder.
+    // Like any block that is freed, the page first loses its reference (count 0). So a heap
+    // walk meanwhile sees no holder.
     seg.rc(page.offset, page.slot).store(u64::from(owner) << 32, Ordering::Release);
     if let Err(e) = seg.free(&[(page.offset, page.slot)]) {
         log::error!("could not free a ledger page: {e}");

@@ -7,20 +7,24 @@ use crate::segment::Segment;
 use crate::session::management::Management;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Who drops a dead transport's listed references: a transport (see `attachment`) or the monitor.
+/// Drops the references that a dead transport listed. A `Sweeper` is either a transport (see
+/// `attachment`) or the monitor.
 pub(crate) trait Sweeper {
-    /// Segment `id`, mapped.
+    /// Segment `id`, as this sweeper maps it.
     fn segment(&self, id: u16) -> Option<&Segment>;
-    /// The block (offset, delta, slot) of `seg` lost its last reference: freed.
+    /// Frees the block (`offset`, `delta`, `slot`) of `seg`, which lost its last reference.
     fn free(&self, seg: &Segment, offset: u64, delta: u32, slot: u32);
-    /// Releases the messages still in `ring`, a lane whose last reference goes; false when this
-    /// sweeper cannot (the monitor, or a transport that is leaving): such a lane stays. (The
-    /// monitor leaves dead transports that listed lanes to a transport it attaches: see
-    /// `monitor::sweep`; it sweeps them itself only when that attach failed.)
+    /// Releases the messages still in `ring`, a lane whose last reference goes. Returns false
+    /// when this sweeper cannot release them: the monitor cannot, nor can a transport that is
+    /// leaving. Such a lane stays in the segment.
+    ///
+    /// So the monitor leaves dead transports that listed lanes to a transport that it attaches
+    /// (see `monitor::sweep`). The monitor sweeps them itself only when that attach failed.
     fn release_lane_contents(&self, ring: &Ring<'_>) -> bool;
 }
 
-/// The monitor's sweep: the session's segments, opened; blocks go straight back to the heap.
+/// The monitor sweeps with the session's segments, which it opened. A freed block goes straight
+/// back to the heap.
 impl Sweeper for [Segment] {
     fn segment(&self, id: u16) -> Option<&Segment> {
         self.iter().find(|s| s.id() == id)
@@ -37,26 +41,31 @@ impl Sweeper for [Segment] {
     }
 }
 
-/// What a sweep does with a region piece whose last reference it dropped: acknowledge it to the
-/// region's controller. The region layer, above this one, implements it (`region::count::Orphans`,
-/// which opens the regions' queues).
+/// Acknowledges to its region's controller a region piece whose last reference a sweep dropped.
+/// The region layer, above this one, implements `Pieces` (`region::count::Orphans`, which opens
+/// the regions' queues).
 pub(crate) trait Pieces {
-    /// The piece whose count block has the words `block` (`None`: the block is out of bounds)
-    /// lost its last reference; the sweep frees the block next.
+    /// Called when the piece whose count block has the words `block` lost its last reference.
+    /// `block` is `None` when the count block is out of bounds. The sweep frees the count block
+    /// after this call.
     fn last_reference_dropped(&mut self, block: Option<&[AtomicU64]>);
 }
 
-/// Drops the references the dead transport of slot `slot` and owner mark `owner` listed, in its
-/// area and on its overflow pages; returns how many. Each entry is cleared before its reference
-/// is dropped: a sweeper killed in between loses that one reference (the block stays), and the
-/// sweeper that takes over never drops one twice. Each is checked: only a live block marked
-/// shared, with a reference left, loses one. A region piece whose last reference goes is
-/// acknowledged to its region's controller through `pieces`. A link to a page that does not check ends the walk
-/// (logged): the references listed past it stay.
+/// Drops the references that a dead transport listed, in its area and on its overflow pages, and
+/// returns how many it dropped. The dead transport had liveness slot `slot` and owner mark `owner`.
 ///
-/// The pages are unlinked once walked, and freed later in the sweep with the other blocks the
-/// dead transport held alone (`Segment::reclaim_dead`): a sweeper that takes over after that
-/// finds no link to a block that went meanwhile (the checks would refuse it, with an error).
+/// Each entry is cleared before its reference is dropped. A sweeper killed in between loses that
+/// one reference, and the block stays. The sweeper that takes over never drops a reference twice.
+///
+/// Each entry is checked first. Only a live block that is marked shared, and still has a reference
+/// left, loses a reference. When a region piece loses its last reference, `release` acknowledges
+/// the piece to its region's controller through `pieces`. A link to a page that fails its checks
+/// ends the walk, and the failure is logged. The references listed past that link stay.
+///
+/// `release` unlinks the pages once it has walked them. The sweep frees them later, with the other
+/// blocks that the dead transport held alone (`Segment::reclaim_dead`). So a sweeper that takes
+/// over after that finds no link to a block that was freed meanwhile. (The checks would refuse
+/// such a link, but with an error.)
 pub(crate) fn release(
     by: &(impl Sweeper + ?Sized),
     pieces: &mut dyn Pieces,
@@ -74,7 +83,8 @@ pub(crate) fn release(
     n
 }
 
-/// Takes the entries `entries` and drops the references they list; how many it dropped.
+/// Takes each of `entries` (clears it) and drops the reference it lists. Returns how many
+/// references it dropped.
 fn take_all<'a>(
     by: &(impl Sweeper + ?Sized),
     owner: u32,
@@ -95,8 +105,10 @@ fn drop_shared(by: &(impl Sweeper + ?Sized), owner: u32, pieces: &mut dyn Pieces
     }
     let rc = seg.rc(l.offset, l.slot);
     if l.what == Referent::Piece {
-        // Listed, then killed before it was marked shared (see `Message::share`): still the dead
-        // transport's alone; shared now, it goes as the last reference below, acknowledged.
+        // A count block is listed before it is marked shared (see `Message::share`). If the
+        // transport was killed in between, the dead transport still holds the block alone. Once
+        // marked shared here, the block goes below as the last reference, and the piece is
+        // acknowledged.
         let alone = u64::from(owner) << 32 | 1;
         let shared = u64::from(crate::segment::slots::SHARED) << 32 | 1;
         let _ = rc.compare_exchange(alone, shared, Ordering::AcqRel, Ordering::Relaxed);
@@ -113,7 +125,8 @@ fn drop_shared(by: &(impl Sweeper + ?Sized), owner: u32, pieces: &mut dyn Pieces
     }
 }
 
-/// Drops the shared reference `l` lists; with the last one, `last` runs, then the block is freed.
+/// Drops the shared reference that `l` lists. If it was the last reference, `drop_one` runs
+/// `last` and then frees the block.
 fn drop_one(by: &(impl Sweeper + ?Sized), seg: &Segment, l: &Listed, last: impl FnOnce()) -> bool {
     match seg.rc(l.offset, l.slot).fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| is_shared(v).then(|| v - 1)) {
         Ok(prev) if prev as u32 == 1 => {
@@ -126,15 +139,17 @@ fn drop_one(by: &(impl Sweeper + ?Sized), seg: &Segment, l: &Listed, last: impl 
     }
 }
 
-/// A dead side's reference to a lane's block: handed to the first claimant when the dead side is
-/// its writer and nobody claimed the lane; else dropped, and with the last one what the lane holds
-/// is released (that needs a transport: without one, the last reference stays, and the lane).
+/// Handles a dead side's reference to a lane's block. If the dead side is the lane's writer,
+/// nobody has claimed the lane, and an offer of it is out, the reference goes to the lane's first
+/// claimant. Otherwise the reference is dropped. When it was the last reference, the messages that
+/// the lane holds are released. Releasing them needs a transport: without one, the last reference
+/// stays, and so does the lane.
 fn drop_lane_reference(by: &(impl Sweeper + ?Sized), seg: &Segment, owner: u32, l: &Listed) -> bool {
     let Some(ring) = lane_ring(seg, l) else {
-        // Nothing in it can be found: the block goes as any shared block's, with its last
-        // reference (before, it stayed for the session's life); not while an offer of it is out
-        // (its writer's reference keeps it for the offer's claimant), nor once it is not the block
-        // listed any more.
+        // Nothing in the lane can be found. Its block goes like any shared block, with its last
+        // reference. (Before, it stayed for the session's life.) It does not go while an offer of
+        // it is out: its writer's reference keeps it for the offer's claimant. Nor does it go once
+        // the block is no longer the one listed.
         log::error!("a lane a dead process held is damaged: messages it may hold stay in the segment");
         let listed_block = seg.check_any_block(l.offset, l.delta, 0).ok() == Some(l.slot);
         return listed_block && !seg.offered(l.offset) && drop_one(by, seg, l, || {});
@@ -146,24 +161,28 @@ fn drop_lane_reference(by: &(impl Sweeper + ?Sized), seg: &Segment, owner: u32, 
                 return true; // the first claimant's now
             }
         } else if ring.claim(owner) == crate::segment::ring::Claim::Fresh {
-            // Unclaimed, and no offer of it is out: nobody can claim it any more (a reader that
-            // won an offer holds its own reference already, and finds the lane taken). Closed as
-            // a reader that claims and closes at once would; the writer's reference goes below.
-            // Before, it went to a first claimant that never came: the lane stayed.
+            // The lane was unclaimed and no offer of it is out, so nobody can claim it any more.
+            // A reader that won an offer already holds its own reference, and finds the lane
+            // taken. The sweep closes the lane as a reader that claims and closes at once would.
+            // The writer's reference goes below. Before, that reference went to a first claimant
+            // that never came, and the lane stayed.
             ring.close(crate::segment::ring::READER_CLOSED | crate::segment::ring::WRITER_CLOSED);
         }
     }
-    // The reference goes first, and the sweep that took the last one releases what the lane holds
-    // (nobody reads or writes it any more; it is still allocated). A live holder that drops its
-    // own does the same (`LaneBlock`'s drop). Before, the sweep looked at the count and then took
-    // its reference: a live holder that dropped its own in between left the lane's messages to
-    // the sweep, which had left them to that holder, and they stayed for the session's life.
+    // The sweep drops the reference first. If it took the last one, it releases the messages that
+    // the lane holds: nobody reads or writes the lane any more, and its block is still allocated.
+    // A live holder that drops its own reference does the same (`LaneBlock`'s drop).
+    //
+    // Before, the sweep looked at the count and only then took its reference. A live holder that
+    // dropped its own reference in between left the lane's messages to the sweep. The sweep had
+    // left them to that holder, so they stayed for the session's life.
     let rc = seg.rc(l.offset, l.slot);
     crate::kill_point::here("drop_lane_reference: before the reference goes");
     match rc.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| (v as u32 > 0).then(|| v - 1)) {
         Ok(prev) if prev as u32 == 1 => {
             if !by.release_lane_contents(&ring) {
-                // The reference back: the lane stays in the segment, held, as before.
+                // The sweep puts the reference back: the lane stays in the segment, held, as
+                // before.
                 rc.fetch_add(1, Ordering::AcqRel);
                 log::warn!("a lane whose last holder died stays in the segment: no transport to release its messages");
                 return false;
@@ -176,8 +195,8 @@ fn drop_lane_reference(by: &(impl Sweeper + ?Sized), seg: &Segment, owner: u32, 
     true
 }
 
-/// The ring of the lane whose block `l` names in `seg`, once the block checks out as a live one
-/// holding a lane.
+/// Opens the ring of the lane whose block `l` names in `seg`. Returns `None` unless the block
+/// checks out as a live block that holds a lane.
 fn lane_ring<'a>(seg: &'a Segment, l: &Listed) -> Option<Ring<'a>> {
     if seg.check_any_block(l.offset, l.delta, 0).ok() != Some(l.slot) {
         return None;
@@ -186,9 +205,10 @@ fn lane_ring<'a>(seg: &'a Segment, l: &Listed) -> Option<Ring<'a>> {
     Ring::open(seg.block_words(l.offset, l.delta, bytes)?).ok()
 }
 
-/// The blocks the entries of the lane `l` names, the one its writer is staging too (its blocks go
-/// in flight before it is published; before, a writer stopped between the two showed them held by
-/// nobody); an indirect entry: the block holding its frame.
+/// The blocks that the entries of the lane `l` name. The entry that the lane's writer is staging
+/// counts too, because its blocks go in flight before the entry is published. (Before, a writer
+/// stopped between the two showed those blocks as held by nobody.) For an indirect entry, the list
+/// has the block that holds the entry's frame.
 #[cfg(any(test, feature = "testing"))]
 pub(super) fn in_lane(seg: &Segment, l: &Listed) -> Vec<(u16, u64)> {
     let Some(ring) = lane_ring(seg, l) else { return Vec::new() };

@@ -10,10 +10,11 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 /// A transport's ledger: its liveness slot's area, its overflow pages, and which entries are free.
-/// Entries `0..ENTRIES` are the area's, the next `PAGE_ENTRIES` the first page's, and so on.
+/// Entry indices run across the area and the pages: `0..ENTRIES` are the area's, the next
+/// `PAGE_ENTRIES` are the first page's, and so on.
 pub(crate) struct Ledger {
     slot: usize,
-    /// The transport's owner mark: its pages carry it.
+    /// The transport's owner mark. Its pages carry this mark.
     owner: u32,
     /// The transport's own segment, where its pages are.
     own: Arc<Segment>,
@@ -21,12 +22,13 @@ pub(crate) struct Ledger {
 }
 
 struct State {
-    /// Entries below this were used; those above are free.
+    /// A high-water mark: the entries below this index were used, and those above it are free.
     used: u32,
     free: Vec<u32>,
     /// The overflow pages, in the order they are linked.
     pages: Vec<Link>,
-    /// A page could not be had: said once, until one is made again.
+    /// Whether the failure to get a page was logged. The failure is logged once, until a page is
+    /// made again.
     short_logged: bool,
 }
 
@@ -37,17 +39,19 @@ impl Ledger {
         self.slot
     }
 
-    /// The ledger of the transport of owner mark `owner` in liveness slot `slot` (reset when the
-    /// slot was claimed), with its overflow pages in `own`.
+    /// The ledger of the transport with owner mark `owner` in liveness slot `slot`. The slot's
+    /// area was reset when the slot was claimed. The overflow pages go in `own`.
     pub(crate) fn new(slot: usize, owner: u32, own: Arc<Segment>) -> Ledger {
         let state = State { used: 0, free: Vec::new(), pages: Vec::new(), short_logged: false };
         Ledger { slot, owner, own, state: Mutex::new(state) }
     }
 
-    /// Lists a shared reference this transport took to the block (`seg`, `offset`, `delta`,
-    /// `slot`), which is `what`; returns its entry. An error when a page for it could not be had (the segment is
-    /// full; logged once until one is made again): the reference is not listed, and a caller that
-    /// can refuse it does.
+    /// Lists a shared reference that this transport took to the block (`seg`, `offset`, `delta`,
+    /// `slot`) of kind `what`, and returns the entry's index.
+    ///
+    /// Returns an error when no page could be had for the entry because the segment is full. The
+    /// failure is logged once, until a page is made again. The reference is then not listed, and
+    /// a caller that can refuse the reference does.
     pub(crate) fn note(
         &self,
         m: &Management,
@@ -72,7 +76,8 @@ impl Ledger {
             }
         };
         let Some(e) = self.entry(m, &s, i) else {
-            // Our own page, checked when it was made: not reached.
+            // Not reached: the entry is on one of our own pages, which was checked when it was
+            // made.
             s.free.push(i);
             return Err(ShmError::LedgerFull { page: overflow::PAGE_BYTES, free: self.own.stats().free });
         };
@@ -80,7 +85,7 @@ impl Ledger {
         Ok(i)
     }
 
-    /// Clears entry `i` (its reference is about to be dropped or handed over).
+    /// Clears entry `i`. The caller is about to drop or hand over the entry's reference.
     pub(crate) fn forget(&self, m: &Management, i: u32) {
         let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if i >= s.used {
@@ -92,8 +97,9 @@ impl Ledger {
         }
     }
 
-    /// The transport leaves: its pages are unlinked, then freed (nothing is listed any more; a
-    /// process killed in between leaves pages it held alone, which the sweep frees).
+    /// Unlinks the overflow pages of a transport that leaves, then frees them. By then the
+    /// transport lists nothing any more. A process killed between the two steps leaves pages that
+    /// it held alone, and the sweep frees them.
     pub(crate) fn leave(&self, m: &Management) {
         let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if s.pages.is_empty() {
@@ -107,7 +113,7 @@ impl Ledger {
         s.free.retain(|&i| i < ENTRIES);
     }
 
-    /// The words of entry `i` (below `s.used`).
+    /// The words of entry `i`, which is below `s.used`.
     fn entry<'a>(&'a self, m: &'a Management, s: &State, i: u32) -> Option<&'a Entry> {
         if i < ENTRIES {
             return area(m, self.slot).entries.get(i as usize);
@@ -117,7 +123,7 @@ impl Ledger {
         Some(entry(overflow::entries(words), at))
     }
 
-    /// One more page, linked after the last.
+    /// Makes one more page and links it after the last one.
     fn grow(&self, m: &Management, s: &mut State) -> Result<(), ShmError> {
         let page = match overflow::make(&self.own, self.owner, self.slot) {
             Ok(page) => page,
@@ -143,7 +149,8 @@ impl Ledger {
                 }
             },
         };
-        // Linked once written (see `Link::write`): a sweep finds the page whole or not at all.
+        // The page is linked only after it is written (see `Link::write`). So a sweep finds the
+        // page whole or not at all.
         page.write(to);
         s.pages.push(page);
         Ok(())
