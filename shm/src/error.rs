@@ -19,7 +19,8 @@ pub enum ShmError {
         /// The OS error.
         source: io::Error,
     },
-    /// An object of ours has the wrong format (another version, or not ours).
+    /// An object with one of our names has the wrong format: another version made it, or it is
+    /// not ours.
     #[error("shared-memory object '{name}' is not usable: {reason}")]
     Layout {
         /// Object name.
@@ -33,7 +34,8 @@ pub enum ShmError {
     /// Allocator structures are damaged.
     #[error(transparent)]
     Corrupt(#[from] Corrupt),
-    /// No memory for a message, after the configured attempts (FairMQ's `MessageBadAlloc`).
+    /// No memory was free for a message after the configured attempts (FairMQ's
+    /// `MessageBadAlloc`).
     #[error("shmem: could not create a message of size {size}, alignment: {alignment}, free memory: {free}")]
     BadAlloc {
         /// Requested size.
@@ -43,7 +45,7 @@ pub enum ShmError {
         /// Free bytes in the segment when giving up.
         free: u64,
     },
-    /// A message that can never fit the segment.
+    /// A message is too large to ever fit the segment.
     #[error("Requested message size ({requested}) exceeds segment size ({segment})")]
     TooLarge {
         /// Bytes the block would need.
@@ -54,7 +56,7 @@ pub enum ShmError {
     /// Bad metadata from a peer.
     #[error(transparent)]
     Metadata(#[from] MetaError),
-    /// A peer's lane (see `lane`) is damaged; the lane was dropped.
+    /// A peer's lane (see `lane`) is damaged. The lane was dropped.
     #[error("shared-memory lane of socket {socket}: {source}")]
     Lane {
         /// The receiving socket.
@@ -62,8 +64,8 @@ pub enum ShmError {
         /// What is wrong.
         source: LaneError,
     },
-    /// No room in the transport's segment for the ledger page that would list one more shared
-    /// reference (see `ledger`): the reference is not taken.
+    /// The transport's segment has no room for the ledger page that would list one more shared
+    /// reference (see `ledger`). The reference is not taken.
     #[error("shmem: no room for a ledger page ({page} bytes) to list a shared reference, free memory: {free}")]
     LedgerFull {
         /// Bytes of the page.
@@ -77,7 +79,8 @@ pub enum ShmError {
     /// An invalid configuration value.
     #[error("invalid shared-memory configuration: {0}")]
     Config(String),
-    /// An explicit region id this session used before (ids are unique per session, as in FairMQ).
+    /// An explicit region id that this session used before. As in FairMQ, region ids are unique
+    /// per session.
     #[error("Unmanaged Region with id {id} has already been registered. Only unique IDs per session are allowed.")]
     RegionIdTaken {
         /// The id.
@@ -89,7 +92,7 @@ pub enum ShmError {
         /// The id.
         id: u16,
     },
-    /// A region opened by id has another size than asked for.
+    /// A region opened by id has a different size than the one asked for.
     #[error("Created/opened region size ({mapped}) does not match configured size ({configured})")]
     RegionSizeMismatch {
         /// Size of the existing region.
@@ -97,7 +100,7 @@ pub enum ShmError {
         /// Size asked for.
         configured: u64,
     },
-    /// A region message whose bytes are not all inside the region.
+    /// A region message has bytes outside the region.
     #[error("trying to create region message with data from outside the region (offset {offset}, size {size}, region size {region_size})")]
     OutsideRegion {
         /// Offset asked for.
@@ -107,7 +110,7 @@ pub enum ShmError {
         /// The region's size.
         region_size: u64,
     },
-    /// A write through a region to bytes that messages of this process refer to.
+    /// A write through a region targets bytes that messages of this process refer to.
     #[error("region {id}: {size} bytes at offset {offset} are in use by messages; write pieces no message refers to")]
     RegionPieceInUse {
         /// The region.
@@ -129,8 +132,9 @@ pub enum ShmError {
     /// Socket set-up failed.
     #[error(transparent)]
     Socket(#[from] fairmq_zmq::SocketError),
-    /// A shared-memory file could not be opened, created or removed, or must not be used: another
-    /// user's, a symbolic link, no room for it (see [`FileError`]).
+    /// A shared-memory file could not be opened, created or removed, or must not be used: it
+    /// belongs to another user, it is a symbolic link, or there is no room for it (see
+    /// [`FileError`]).
     #[error("{what}: {source}")]
     File {
         /// What was attempted.
@@ -141,10 +145,13 @@ pub enum ShmError {
 }
 
 impl ShmError {
-    /// Its kind (see [`fairmq_zmq::ErrorKind`]): no room for a message, or to list a shared
-    /// reference, is [`Alloc`](fairmq_zmq::ErrorKind::Alloc); a refused configuration, region id or
-    /// size is [`Config`](fairmq_zmq::ErrorKind::Config); a piece outside its region, a region of
-    /// another session or a write over pieces in use is [`Invalid`](fairmq_zmq::ErrorKind::Invalid).
+    /// The kind of this error (see [`fairmq_zmq::ErrorKind`]):
+    ///
+    /// - [`Alloc`](fairmq_zmq::ErrorKind::Alloc): no room for a message, or for listing a shared
+    ///   reference.
+    /// - [`Config`](fairmq_zmq::ErrorKind::Config): a refused configuration, region id or size.
+    /// - [`Invalid`](fairmq_zmq::ErrorKind::Invalid): a piece outside its region, a region of
+    ///   another session, or a write over pieces in use.
     pub fn kind(&self) -> fairmq_zmq::ErrorKind {
         use fairmq_zmq::ErrorKind;
         match self {
@@ -186,7 +193,8 @@ impl From<ShmError> for fairmq_zmq::TransferError {
     }
 }
 
-/// The allocator's structures are damaged (by a process writing where it must not, or a bad offset).
+/// The allocator's structures are damaged, by a process that wrote where it must not or by a bad
+/// offset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("shared-memory allocator structures are corrupt at offset {0}")]
 pub struct Corrupt(pub u64);
@@ -202,8 +210,8 @@ pub enum LaneError {
     Entry { at: u64, kind: u32, len: u32 },
 }
 
-/// Why a ledger's overflow pages cannot be followed (see `ledger`): what the link names is not a
-/// page of that ledger.
+/// Why a ledger's overflow pages cannot be followed (see `ledger`): a link names something that is
+/// not a page of that ledger.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum LedgerError {
     #[error("ledger of slot {slot}: an overflow link names segment {segment}, which is not mapped")]

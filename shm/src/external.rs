@@ -24,13 +24,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// A managed segment of a session, made or opened without a transport (FairMQ's `shmem::Segment`).
-/// Dropping it only unmaps it: the session's removal removes the segment.
+/// A managed segment of a session, created or opened without a transport (FairMQ's
+/// `shmem::Segment`). Dropping an `ExternalSegment` only unmaps the segment. The segment itself
+/// goes when the session is removed.
 ///
 /// # Examples
 ///
-/// Preallocated before any transport exists, the segment is the one a transport of the session
-/// allocates its messages from.
+/// The segment is preallocated before any transport exists. A transport of the session then
+/// allocates its messages from this segment.
 ///
 /// ```
 /// use fairmq_shm::external::ExternalSegment;
@@ -58,8 +59,9 @@ pub struct ExternalSegment {
 
 impl ExternalSegment {
     /// Opens managed segment `id` of session `shm_id` (see [`shm_id`](crate::shm_id)), or creates
-    /// it with `size` bytes (see [`file_size_for`](crate::file_size_for)), and registers it in the
-    /// session (region events: created). An existing segment keeps its size.
+    /// it with `size` bytes (see [`file_size_for`](crate::file_size_for)). Then registers the
+    /// segment in the session, and region events report it as created. An existing segment keeps
+    /// its size.
     pub fn open_or_create(shm_id: &str, id: u16, size: u64) -> Result<ExternalSegment, ShmError> {
         check_shm_id(shm_id)?;
         let names = Names::new(shm_id);
@@ -67,7 +69,8 @@ impl ExternalSegment {
         let (_, (seg, created)) = Management::with_session(&names, shm_id, |lock| {
             let (seg, created) = Segment::open_or_create(&path, &Names::path(&names.tmp()), id, size)?;
             if let Err(e) = lock.register_segment(id, seg.size()) {
-                // Unregistered, nobody would ever remove it.
+                // Nobody would ever remove an unregistered segment, so remove the one this call
+                // created.
                 if created {
                     let _ = std::fs::remove_file(&path);
                 }
@@ -89,47 +92,51 @@ impl ExternalSegment {
         self.seg.id()
     }
 
-    /// Size in bytes (of the file: bookkeeping included).
+    /// Size in bytes of the segment's file, bookkeeping included.
     pub fn size(&self) -> u64 {
         self.seg.size()
     }
 
-    /// Address of the segment's first byte in this process. The segment's allocator owns its
-    /// bytes: use them through messages only.
+    /// Address of the segment's first byte in this process. The segment's allocator owns these
+    /// bytes, so use them only through messages.
     pub fn data_ptr(&self) -> *mut u8 {
         self.seg.base_address() as *mut u8
     }
 
-    /// Free bytes (as [`monitor::free_memory`](crate::monitor::free_memory) tells them).
+    /// Number of free bytes, as [`monitor::free_memory`](crate::monitor::free_memory) reports them.
     pub fn free_memory(&self) -> u64 {
         self.seg.stats().free
     }
 
-    /// Writes zeros over the segment's free memory (under its allocator's lock: safe while
-    /// transports use the segment).
+    /// Writes zeros over the segment's free memory. It does so under the allocator's lock, so it
+    /// is safe while transports use the segment.
     pub fn zero(&self) -> Result<(), ShmError> {
         self.seg.apply(SegmentInit { zero: true, mlock: false })
     }
 
-    /// Locks the segment's pages in RAM (`mlock`; needs the privilege or a large enough
-    /// `RLIMIT_MEMLOCK`).
+    /// Locks the segment's pages in RAM with `mlock`. This needs the privilege to lock memory or a
+    /// large enough `RLIMIT_MEMLOCK`.
     pub fn lock(&self) -> Result<(), ShmError> {
         self.seg.apply(SegmentInit { zero: false, mlock: true })
     }
 
-    /// Unlinks managed segment `id` of session `shm_id` (FairMQ's `Segment::Remove`); false if
-    /// there was none. The registry keeps listing it: a cleanup does no harm.
+    /// Unlinks managed segment `id` of session `shm_id` (FairMQ's `Segment::Remove`). Returns
+    /// false if there was no such segment. The session's registry still lists the segment
+    /// afterwards. This does no harm: a later cleanup only fails to remove it again.
     pub fn remove(shm_id: &str, id: u16) -> Result<bool, ShmError> {
         check_shm_id(shm_id)?;
         files::remove(&Names::path(&Names::new(shm_id).segment(id))).map_err(|e| ShmError::file("removing segment", e))
     }
 }
 
-/// An unmanaged region of a session, made or opened without a transport (FairMQ's
-/// `shmem::UnmanagedRegion`, a controller): a transport of the session adopts it by its id.
-/// Dropping it removes the region unless `remove_on_destruction` is false, also when a transport
-/// still uses it (that is the owner's business, as in FairMQ); nothing of a session that was
-/// removed meanwhile (whatever now has the same names is another session's).
+/// An unmanaged region of a session, created or opened without a transport (FairMQ's
+/// `shmem::UnmanagedRegion`, a controller). A transport of the session adopts the region by its
+/// id.
+///
+/// Dropping an `ExternalRegion` removes the region unless `remove_on_destruction` is false. The
+/// drop removes the region even when a transport still uses it: as in FairMQ, that is the owner's
+/// responsibility. If the session was removed in the meantime, the drop removes nothing, because
+/// whatever now has the same names belongs to another session.
 ///
 /// # Examples
 ///
@@ -165,11 +172,14 @@ impl std::fmt::Debug for ExternalRegion {
 }
 
 impl ExternalRegion {
-    /// Opens region `cfg.id` (required) of session `shm_id`, or creates it with `size` bytes, and
-    /// registers a new one in the session (region events: created). An existing region must have
-    /// `size` bytes (0 takes its size); an id destroyed before in the session is not used again.
-    /// `cfg.lock` (or `MAP_LOCKED`) and `cfg.zero` apply as for a transport's region; callbacks
-    /// are the adopting transport's.
+    /// Opens region `cfg.id` of session `shm_id`, or creates it with `size` bytes. `cfg.id` is
+    /// required. A newly created region is registered in the session, and region events report it
+    /// as created.
+    ///
+    /// An existing region must have `size` bytes; a `size` of 0 takes the existing size. An id that
+    /// was destroyed before in the session is not used again. `cfg.lock` (or `MAP_LOCKED`) and
+    /// `cfg.zero` apply as they do for a transport's region. The callbacks are those of the
+    /// transport that adopts the region.
     pub fn open_or_create(shm_id: &str, size: u64, cfg: &RegionConfig) -> Result<ExternalRegion, ShmError> {
         check_shm_id(shm_id)?;
         let id = cfg.id.ok_or_else(|| ShmError::Config("a region made outside a transport needs an id".into()))?;
@@ -199,8 +209,9 @@ impl ExternalRegion {
                         destroyed: false,
                     };
                     let data = create_data(&names, &entry, &names.tmp(), populate)?;
-                    // The queue exists before the registry names the region (an adopting
-                    // transport's viewers find both).
+                    // Create the acknowledgement queue before the registry lists the region. The
+                    // viewers of the adopting transport's region find the region in the registry,
+                    // and they must find its queue too.
                     let registered = AckQueue::open_or_create(&names, id).and_then(|_| lock.register_region(&entry));
                     registered.inspect_err(|_| {
                         let _ = std::fs::remove_file(entry.data_path(&names));
@@ -233,7 +244,8 @@ impl ExternalRegion {
             Ok(())
         };
         if let Err(e) = init() {
-            // What we created goes again; what we opened stays its creator's.
+            // The drop removes a region that this call created. A region that this call only
+            // opened still belongs to its creator, so the drop leaves it.
             region.remove_on_destruction = created;
             return Err(e);
         }
@@ -255,20 +267,20 @@ impl ExternalRegion {
         self.data.base()
     }
 
-    /// Writes zeros over the whole region (touching every page). Only while no message refers to
-    /// any of its pieces.
+    /// Writes zeros over the whole region, touching every page. Call it only while no message
+    /// refers to any piece of the region.
     pub fn zero(&self) -> Result<(), ShmError> {
         self.data.zero(0, self.size()).map_err(|e| ShmError::io("zeroing region", &self.name(), e))
     }
 
-    /// Locks the region's pages in RAM (`mlock`; needs the privilege or a large enough
-    /// `RLIMIT_MEMLOCK`).
+    /// Locks the region's pages in RAM with `mlock`. This needs the privilege to lock memory or a
+    /// large enough `RLIMIT_MEMLOCK`.
     pub fn lock(&self) -> Result<(), ShmError> {
         self.data.lock_in_memory().map_err(|e| ShmError::io("Could not lock region", &self.name(), e))
     }
 
-    /// The linger of FairMQ's API. Nothing waits for it here: acknowledgements go to the adopting
-    /// transport, whose region has its own.
+    /// The linger setting of FairMQ's API. Nothing here waits for it: acknowledgements go to the
+    /// adopting transport, and that transport's region has its own linger.
     pub fn linger(&self) -> Duration {
         Duration::from_millis(self.linger_ms.load(Ordering::Relaxed))
     }
@@ -305,7 +317,8 @@ impl Drop for ExternalRegion {
                 return;
             }
         };
-        // Removed with its session (a cleanup): the names may be a new session's by now.
+        // A cleanup removed the region with its session. The names may belong to a new session
+        // by now, so remove nothing.
         if !self.mng.still_linked() {
             log::debug!("Region {} went with its session.", names.region(id));
             return;

@@ -13,20 +13,21 @@ thread_local! {
     static MEANWHILE: std::cell::RefCell<Meanwhile> = const { std::cell::RefCell::new(None) };
 }
 
-/// The next time this thread reaches point `name`, `f` runs there first: what another process
-/// does between two steps of this one.
+/// Makes `f` run at point `name` the next time this thread reaches that point, once, before the
+/// thread goes on. `f` stands for what another process does between two steps of this one.
 #[cfg(test)]
 pub(crate) fn meanwhile(name: &'static str, f: impl FnOnce() + 'static) {
     MEANWHILE.with(|m| *m.borrow_mut() = Some((name, Box::new(f))));
 }
 
-/// Arms point `name` on this thread: the next time it is reached, it panics.
+/// Arms point `name` on this thread: the next time this thread reaches the point, `here` panics.
 #[cfg(test)]
 pub(crate) fn arm(name: &'static str) {
     ARMED.with(|a| a.set(Some(name)));
 }
 
-/// Point `name`: panics when a test armed it, or runs what it set to happen meanwhile.
+/// Marks point `name`. Panics if a test armed this point with `arm`. Otherwise runs the closure
+/// that a test set for this point with `meanwhile`, if any.
 #[inline(always)]
 pub(crate) fn here(name: &'static str) {
     #[cfg(test)]

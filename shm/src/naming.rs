@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Where POSIX shared memory lives on Linux.
 pub(crate) const SHM_DIR: &str = "/dev/shm";
-/// Prefix of every object of ours.
+/// Prefix of every object that this crate creates.
 pub(crate) const PREFIX: &str = "fmqrs_";
 
 /// Names of one session's objects.
@@ -30,7 +30,7 @@ impl Names {
         &self.shm_id
     }
 
-    /// `fmqrs_<shmId>_`: every object of the session starts with it.
+    /// `fmqrs_<shmId>_`, the prefix of every object of the session.
     pub fn session_prefix(&self) -> String {
         format!("{PREFIX}{}_", self.shm_id)
     }
@@ -45,7 +45,8 @@ impl Names {
         format!("{}m_{id}", self.session_prefix())
     }
 
-    /// Unmanaged region `id` (as a shared-memory object, or a file name under the region's path).
+    /// Unmanaged region `id`: the name of a shared-memory object, or a file name under the
+    /// region's path.
     pub fn region(&self, id: u16) -> String {
         format!("{}rg_{id}", self.session_prefix())
     }
@@ -60,29 +61,31 @@ impl Names {
         format!("{}ms", self.session_prefix())
     }
 
-    /// A temporary name unique to this process and call, for race-free creation. A random part
-    /// keeps processes apart that share /dev/shm but not a pid namespace (the same pid, the same
-    /// counter).
+    /// A temporary name, unique to this process and this call, for creating objects without
+    /// races. The name also holds a random part. Two processes that share /dev/shm but not a pid
+    /// namespace can have the same pid and the same counter, and the random part keeps their
+    /// names apart.
     pub fn tmp(&self) -> String {
         let n = TMP_COUNTER.fetch_add(1, Ordering::Relaxed);
         format!("{}tmp_{}_{:08x}_{n}", self.session_prefix(), std::process::id(), random_u32())
     }
 
-    /// [`Names::tmp`] for a transport of owner mark `owner` (see `liveness`), which the name
-    /// carries: the sweep that counts that transport out finds what it left by its mark, which
-    /// unlike a pid is the session's own (a pid may be a live process's in another namespace).
+    /// Like [`Names::tmp`], for a transport whose owner mark is `owner` (see `liveness`). The name
+    /// carries the mark. The sweep that counts that transport out finds the objects the transport
+    /// left by this mark. Unlike a pid, the mark belongs to the session: a pid may belong to a live
+    /// process in another pid namespace.
     pub fn tmp_for(&self, owner: u32) -> String {
         format!("{}_o{owner:x}", self.tmp())
     }
 
-    /// The pid in a temporary name of this session, if `name` is one.
+    /// The pid in `name`, if `name` is a temporary name of this session.
     pub fn tmp_owner(&self, name: &str) -> Option<u32> {
         let rest = name.strip_prefix(&self.session_prefix())?.strip_prefix("tmp_")?;
         rest.split('_').next()?.parse().ok()
     }
 
-    /// The owner mark in a temporary name of this session made by [`Names::tmp_for`], if `name`
-    /// is one.
+    /// The owner mark in `name`, if `name` is a temporary name of this session made by
+    /// [`Names::tmp_for`].
     pub fn tmp_mark(&self, name: &str) -> Option<u32> {
         let rest = name.strip_prefix(&self.session_prefix())?.strip_prefix("tmp_")?;
         u32::from_str_radix(rest.rsplit_once("_o")?.1, 16).ok()
@@ -94,7 +97,8 @@ impl Names {
     }
 }
 
-/// A random number, different on every call (std's randomly keyed hasher: no extra dependency).
+/// A random number, different on every call. It comes from std's randomly keyed hasher, which
+/// needs no extra dependency.
 pub(crate) fn random_u32() -> u32 {
     use std::hash::{BuildHasher, Hasher};
     std::collections::hash_map::RandomState::new().build_hasher().finish() as u32

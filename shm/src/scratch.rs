@@ -6,7 +6,7 @@ use crate::naming::Names;
 pub(crate) struct Scratch(pub(crate) Names);
 
 impl Scratch {
-    /// The session of shmId `shm_id`.
+    /// The scratch session with shmId `shm_id`.
     pub(crate) fn of_shm_id(shm_id: &str) -> Scratch {
         Scratch(Names::new(shm_id))
     }
@@ -23,8 +23,9 @@ impl Drop for Scratch {
     }
 }
 
-/// An attachment (a transport's state, without sockets) to a scratch session of its own, with an
-/// 8 MiB segment; drop the attachment before the scratch (bind them in this order).
+/// Creates an attachment (a transport's state, without sockets) to a scratch session of its own,
+/// with an 8 MiB segment. Drop the attachment before the `Scratch`: binding the pair in the order
+/// returned does that.
 pub(crate) fn attachment(tag: &str) -> (Scratch, std::sync::Arc<crate::transport::attachment::Attachment>) {
     let mut c = crate::transport::config::ShmConfig::new(tag, &format!("{tag}-{}", std::process::id()));
     c.segment_size = 8 << 20;

@@ -20,7 +20,8 @@ pub fn shm_id(session: &str) -> String {
     shm_id_for(crate::sys::files::euid(), session)
 }
 
-/// The shmId form of an explicit `--shmid` value (decimal on the command line, hex in names).
+/// The shmId form of an explicit `--shmid` value. The value is decimal on the command line and
+/// hex in object names.
 pub fn shm_id_from_number(n: u64) -> String {
     format!("{n:08x}")
 }
@@ -30,8 +31,8 @@ pub fn shm_id_number(id: &str) -> Option<u64> {
     u64::from_str_radix(id, 16).ok()
 }
 
-/// Refuses what is no shmId (1 to 16 hexadecimal digits): one taken from a caller goes into
-/// object names, where "../x" would be a path.
+/// Refuses a string that is not a shmId (1 to 16 hexadecimal digits). A shmId taken from a caller
+/// goes into object names, where a value such as "../x" would act as a path.
 pub(crate) fn check_shm_id(id: &str) -> Result<(), crate::ShmError> {
     if id.is_empty() || id.len() > 16 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(crate::ShmError::Config(format!("'{id}' is no shm id (up to 16 hexadecimal digits)")));

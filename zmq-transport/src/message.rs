@@ -22,11 +22,12 @@ use std::fmt;
 
 /// A message of the zeromq transport.
 ///
-/// It owns one ZeroMQ frame. Sending moves the frame into libzmq and leaves the message empty (size 0);
-/// a send that fails or times out leaves it untouched. [`copy_from`](Message::copy_from) shares the
-/// bytes (reference counted by libzmq) instead of copying them; writing through
-/// [`data_mut`](Message::data_mut) to shared or constant bytes first makes a private copy, so a copy
-/// never sees the change.
+/// A `Message` owns one ZeroMQ frame. Sending moves the frame into libzmq and leaves the message
+/// empty (size 0). A send that fails or times out leaves the message untouched.
+///
+/// [`copy_from`](Message::copy_from) shares the bytes instead of copying them, and libzmq counts
+/// the references. A write through [`data_mut`](Message::data_mut) to shared or constant bytes
+/// first makes a private copy, so a copy of the message never sees the change.
 ///
 /// # Examples
 ///
@@ -42,8 +43,8 @@ use std::fmt;
 /// ```
 pub struct Message {
     pub(crate) raw: RawMsg,
-    /// Requested alignment of received data (0: none); kept across receives (FairMQ forgets it after
-    /// the first realignment; keeping it is what a user of `Alignment` expects).
+    /// The requested alignment of received data (0: none). The message keeps it across receives.
+    /// FairMQ forgets it after the first realignment, but a user of `Alignment` expects it to stay.
     alignment: usize,
 }
 
@@ -58,8 +59,8 @@ impl Message {
         Message { raw: RawMsg::empty(), alignment: normalized(alignment) }
     }
 
-    /// A message of `size` bytes, zeroed. Aborts when they cannot be allocated, as `Vec` does; see
-    /// [`Message::try_with_size`] for sizes that come from outside.
+    /// A message of `size` zeroed bytes. Aborts when the bytes cannot be allocated, as `Vec` does.
+    /// For sizes that come from outside, use [`Message::try_with_size`].
     pub fn with_size(size: usize) -> Self {
         Message { raw: RawMsg::with_size(size), alignment: 0 }
     }
@@ -69,13 +70,14 @@ impl Message {
         Self::try_with_size_aligned(size, 0)
     }
 
-    /// A message of `size` zeroed bytes whose data starts at a multiple of `alignment` (0: no request).
-    /// Aborts when they cannot be allocated.
+    /// A message of `size` zeroed bytes whose data starts at a multiple of `alignment` (0: no
+    /// request). Aborts when the bytes cannot be allocated.
     pub fn with_size_aligned(size: usize, alignment: usize) -> Self {
         Self::try_with_size_aligned(size, alignment).unwrap_or_else(|_| std::process::abort())
     }
 
-    /// [`Message::with_size_aligned`], or an error when the bytes cannot be allocated.
+    /// Like [`Message::with_size_aligned`], but returns an error when the bytes cannot be
+    /// allocated.
     pub fn try_with_size_aligned(size: usize, alignment: usize) -> Result<Self, AllocError> {
         let alignment = normalized(alignment);
         let raw =
@@ -88,39 +90,45 @@ impl Message {
         Message { raw: RawMsg::copied(bytes, 0), alignment: 0 }
     }
 
-    /// [`Message::from_slice`], or an error when the copy cannot be allocated (the C ABI and
-    /// the device's messages report that instead of aborting).
+    /// Like [`Message::from_slice`], but returns an error when the copy cannot be allocated. The C
+    /// ABI and the device's messages use it to report that error instead of aborting.
     pub fn try_from_slice(bytes: &[u8]) -> Result<Self, AllocError> {
         let raw = RawMsg::try_copied(bytes, 0).ok_or(AllocError { size: bytes.len(), alignment: 0 })?;
         Ok(Message { raw, alignment: 0 })
     }
 
-    /// Zero-copy: the message sends the vector's bytes and drops the vector when libzmq is done.
+    /// A message over the vector's bytes, without a copy. The message drops the vector when libzmq
+    /// is done with the bytes.
     pub fn from_vec(bytes: Vec<u8>) -> Self {
         Message { raw: RawMsg::from_owner(bytes), alignment: 0 }
     }
 
-    /// Zero-copy over owned bytes that the owner grants exclusive access to (`Box<[u8]>`, a `Vec`,
-    /// `bytes::BytesMut`, ...: anything `AsMut<[u8]>`); the owner is dropped, possibly on a ZeroMQ
-    /// I/O thread, when libzmq is done with the frame. Shared bytes (`Arc<[u8]>`): copy them with
-    /// [`Message::from_slice`], since the receiver of a message may write to it.
+    /// A message over owned bytes, without a copy. The owner must grant exclusive access to the
+    /// bytes: it can be anything `AsMut<[u8]>`, such as a `Box<[u8]>`, a `Vec` or a
+    /// `bytes::BytesMut`. The message drops the owner when libzmq is done with the frame, possibly
+    /// on a ZeroMQ I/O thread. Copy shared bytes, such as an `Arc<[u8]>`, with
+    /// [`Message::from_slice`] instead, because the receiver of a message may write to it.
     pub fn from_owner<T: AsMut<[u8]> + Send + 'static>(owner: T) -> Self {
         Message { raw: RawMsg::from_owner(owner), alignment: 0 }
     }
 
-    /// Zero-copy over static bytes, never freed (FairMQ's `NewStaticMessage`).
+    /// A message over static bytes, without a copy (FairMQ's `NewStaticMessage`). The bytes are
+    /// never freed.
     pub fn from_static(bytes: &'static [u8]) -> Self {
         Message { raw: RawMsg::from_static(bytes), alignment: 0 }
     }
 
-    /// Zero-copy over a caller's buffer, released by `ffn(data, hint)` when libzmq is done with it
-    /// (FairMQ's `NewMessage(data, size, ffn, hint)`). With `ffn == None` the buffer is treated as
-    /// constant and never released.
+    /// A message over a caller's buffer, without a copy
+    /// (FairMQ's `NewMessage(data, size, ffn, hint)`). When libzmq is done with the buffer, it
+    /// releases the buffer by calling `ffn(data, hint)`. With `ffn == None`, the buffer is treated
+    /// as constant and is never released.
     ///
     /// # Safety
-    /// `data` must be valid for reads and writes of `size` bytes until `ffn` is called (forever when
-    /// `ffn` is `None`), and nothing else may write it meanwhile. `ffn` may run on any thread.
-    // SAFETY: unsafe to call because the buffer's lifetime is the caller's promise (contract above).
+    /// `data` must be valid for reads and writes of `size` bytes until `ffn` is called, or forever
+    /// when `ffn` is `None`. Nothing else may write to the buffer meanwhile. `ffn` may run on any
+    /// thread.
+    // SAFETY: unsafe to call because the buffer's lifetime is the caller's promise (contract
+    // above).
     pub unsafe fn from_raw_parts(data: *mut u8, size: usize, ffn: Option<FreeFn>, hint: *mut c_void) -> Self {
         // SAFETY: the caller's contract is the one `RawMsg::from_raw_parts` requires.
         Message { raw: unsafe { RawMsg::from_raw_parts(data, size, ffn, hint) }, alignment: 0 }
@@ -152,22 +160,24 @@ impl Message {
         }
     }
 
-    /// The bytes, writable. Shared or constant bytes are first copied into a private frame (with the
-    /// same alignment), so other messages never see the write.
+    /// The bytes, writable. Shared or constant bytes are first copied into a private frame, with
+    /// the same alignment, so other messages never see the write.
     #[inline]
     pub fn data_mut(&mut self) -> &mut [u8] {
         self.raw.bytes_mut(self.alignment)
     }
 
-    /// [`Message::data_mut`], or an error (the message unchanged) when a shared message's private
-    /// copy cannot be allocated.
+    /// Like [`Message::data_mut`], but returns an error when a shared message's private copy
+    /// cannot be allocated. The message is then unchanged.
     pub fn try_data_mut(&mut self) -> Result<&mut [u8], AllocError> {
         let (size, alignment) = (self.size(), self.alignment);
         self.raw.try_bytes_mut(alignment).ok_or(AllocError { size, alignment })
     }
 
-    /// Shrinks the message to its first `size` bytes without copying. Returns false (and changes
-    /// nothing) if `size` is larger than the current size. Size 0 releases the buffer at once.
+    /// Shrinks the message to its first `size` bytes. When the bytes are shared or constant, the
+    /// message copies those first `size` bytes; otherwise it copies nothing. Returns false, and
+    /// changes nothing, if `size` is larger than the current size. Size 0 releases the buffer at
+    /// once.
     pub fn set_used_size(&mut self, size: usize) -> bool {
         let current = self.size();
         if size > current {
@@ -180,8 +190,9 @@ impl Message {
         if size == 0 {
             self.raw = RawMsg::empty();
         } else if self.raw.is_shared() {
-            // A view would be a frame of its own over bytes other frames (or constant memory)
-            // refer to, writable by whoever holds it: copy the prefix instead.
+            // A view would be a frame of its own over bytes that other frames refer to, or over
+            // constant memory. Whoever holds the view could write to those bytes. So the message
+            // copies the prefix instead.
             self.raw = RawMsg::copied(&self.raw.bytes()[..size], self.alignment);
         } else {
             let old = std::mem::replace(&mut self.raw, RawMsg::empty());
@@ -190,7 +201,7 @@ impl Message {
         true
     }
 
-    /// Releases the content; the message becomes empty (and forgets its alignment).
+    /// Releases the content. The message becomes empty and forgets its alignment.
     pub fn rebuild(&mut self) {
         *self = Message::new();
     }
@@ -210,8 +221,8 @@ impl Message {
         *self = Message::with_size_aligned(size, alignment);
     }
 
-    /// [`Message::rebuild_with_size_aligned`], or an error (the message left empty) when the bytes
-    /// cannot be allocated.
+    /// Like [`Message::rebuild_with_size_aligned`], but returns an error when the bytes cannot be
+    /// allocated. The message is then empty.
     pub fn try_rebuild_with_size_aligned(&mut self, size: usize, alignment: usize) -> Result<(), AllocError> {
         *self = Message::new();
         *self = Message::try_with_size_aligned(size, alignment)?;
@@ -227,7 +238,8 @@ impl Message {
     ///
     /// # Safety
     /// As for [`Message::from_raw_parts`].
-    // SAFETY: unsafe to call because the buffer's lifetime is the caller's promise (contract above).
+    // SAFETY: unsafe to call because the buffer's lifetime is the caller's promise (contract
+    // above).
     pub unsafe fn rebuild_from_raw_parts(
         &mut self,
         data: *mut u8,
@@ -239,7 +251,7 @@ impl Message {
         *self = unsafe { Message::from_raw_parts(data, size, ffn, hint) };
     }
 
-    /// Makes this message refer to the same bytes as `other` (shared, not copied).
+    /// Makes this message refer to the same bytes as `other`. The bytes are shared, not copied.
     pub fn copy_from(&mut self, other: &Message) {
         self.raw = other.raw.share();
         self.alignment = other.alignment;
@@ -250,7 +262,8 @@ impl Message {
         self.alignment
     }
 
-    /// Called after a successful receive: realign if the data misses the requested alignment.
+    /// Called after a successful receive. When the data misses the requested alignment, the
+    /// message copies it into an aligned frame.
     pub(crate) fn after_receive(&mut self) {
         let a = self.alignment;
         if a != 0 && self.size() != 0 && self.raw.data_ptr() as usize % a != 0 {
@@ -270,8 +283,9 @@ impl Message {
 fn normalized(alignment: usize) -> usize {
     match alignment {
         0 => 0,
-        // Beyond the largest power of two no allocation can honour it: `usize::MAX` makes the
-        // allocation fail (an error from the `try_` constructors) instead of overflowing here.
+        // No allocation can honour an alignment beyond the largest power of two. `usize::MAX`
+        // makes the allocation fail, with an error from the `try_` constructors, instead of
+        // overflowing here.
         a => a.checked_next_power_of_two().unwrap_or(usize::MAX),
     }
 }

@@ -44,7 +44,7 @@ enum Command {
     Stop,
 }
 
-/// The monitor thread of a transport; stopped and joined on drop.
+/// The monitor thread of a transport. Dropping `Monitors` stops the thread and joins it.
 pub(crate) struct Monitors {
     /// Commands, and the socket that wakes the thread to read them.
     commands: Mutex<(mpsc::Sender<Command>, zmq::Socket)>,
@@ -68,7 +68,8 @@ impl Monitors {
         let woken = ctx.socket(zmq::PAIR).map_err(create)?;
         woken.bind(WAKE_ENDPOINT).map_err(create)?;
         let wake = ctx.socket(zmq::PAIR).map_err(create)?;
-        // Wakes never wait (the thread reads them all at once).
+        // A wake-up send never waits: a high-water mark of 0 means no limit. The thread reads all
+        // queued wake-ups at once.
         wake.set_sndhwm(0).map_err(create)?;
         wake.connect(WAKE_ENDPOINT).map_err(create)?;
         let (tx, rx) = mpsc::channel();
@@ -88,14 +89,16 @@ impl Monitors {
         }
     }
 
-    /// Starts counting the peers of `socket`, before it binds or connects (the reader is connected
-    /// before any event can be sent). Returns its watch id and its count.
+    /// Starts counting the peers of `socket`. Call it before `socket` binds or connects, so that
+    /// the reader is connected before libzmq can send any event. Returns the watch id and the
+    /// count.
     pub(crate) fn watch(&self, ctx: &zmq::Context, socket: &zmq::Socket) -> Result<(u64, PeerCount), SocketError> {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let endpoint = format!("inproc://fairmq-rs-monitor-{id}");
         socket.monitor(&endpoint, i32::from(EVENTS)).map_err(create)?;
         let reader = ctx.socket(zmq::PAIR).map_err(create)?;
-        // Events never wait for the thread (libzmq's I/O thread sends them).
+        // libzmq's I/O thread sends the events, so it must never wait for the monitor thread. A
+        // high-water mark of 0 means no limit.
         reader.set_rcvhwm(0).map_err(create)?;
         reader.connect(&endpoint).map_err(create)?;
         let count = PeerCount::default();
@@ -103,16 +106,17 @@ impl Monitors {
         Ok((id, count))
     }
 
-    /// Waits until the thread has counted every event libzmq had sent when this was called (a
-    /// thread that ended counts no more: then it returns at once).
+    /// Waits until the monitor thread has counted every event that libzmq had sent when `sync` was
+    /// called. A thread that has ended counts no more, so then `sync` returns at once.
     pub(crate) fn sync(&self) {
         let (tx, rx) = mpsc::channel();
         self.send(Command::Sync(tx));
-        // Generous: the thread answers as soon as it is woken; a lost answer must not hang a caller.
+        // The timeout is generous: the thread answers as soon as it is woken. The timeout only
+        // keeps a lost answer from hanging the caller.
         let _ = rx.recv_timeout(std::time::Duration::from_secs(5));
     }
 
-    /// Stops counting the peers of the socket watched as `id` (it closes).
+    /// Stops counting the peers of the socket watched as `id`, when that socket closes.
     pub(crate) fn forget(&self, id: u64) {
         self.send(Command::Forget(id));
     }
@@ -127,7 +131,8 @@ impl Drop for Monitors {
     }
 }
 
-/// Reads events and commands until told to stop, or the context ends.
+/// The body of the monitor thread: reads events and commands until it is told to stop or the
+/// context ends.
 fn run(woken: &zmq::Socket, commands: &mpsc::Receiver<Command>) {
     let mut watched: Vec<(u64, zmq::Socket, PeerCount)> = Vec::new();
     loop {
@@ -141,7 +146,8 @@ fn run(woken: &zmq::Socket, commands: &mpsc::Receiver<Command>) {
                 Ok(_) => items.iter().map(zmq::PollItem::is_readable).collect(),
             }
         };
-        // Events first: the positions of `ready` are those of `watched` before any command.
+        // Read the events first. The positions in `ready` match those in `watched` only until a
+        // command changes `watched`.
         for ((_, reader, count), _) in watched.iter().zip(&ready[1..]).filter(|(_, &r)| r) {
             read_events(reader, count);
         }
@@ -164,8 +170,8 @@ fn run(woken: &zmq::Socket, commands: &mpsc::Receiver<Command>) {
     }
 }
 
-/// Counts the events waiting on `reader`: two frames each, the event (u16) and its value (u32),
-/// then the endpoint.
+/// Counts the events waiting on `reader`. Each event has two frames: first the event (u16) and its
+/// value (u32), then the endpoint.
 fn read_events(reader: &zmq::Socket, count: &AtomicU64) {
     while let Ok(frames) = reader.recv_multipart(zmq::DONTWAIT) {
         let Some(event) = frames.first().and_then(|f| f.get(..2)).map(|b| u16::from_le_bytes([b[0], b[1]])) else {
@@ -175,7 +181,8 @@ fn read_events(reader: &zmq::Socket, count: &AtomicU64) {
             zmq_sys::ZMQ_EVENT_CONNECTED | zmq_sys::ZMQ_EVENT_ACCEPTED => {
                 count.fetch_add(1, Ordering::Relaxed);
             }
-            // Taken away in the guard; only a count already at 0 is reported.
+            // The match guard takes one away. This arm runs, and logs a warning, only when the
+            // count is already 0.
             zmq_sys::ZMQ_EVENT_DISCONNECTED
                 if count.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_err() =>
             {

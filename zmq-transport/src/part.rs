@@ -12,11 +12,13 @@
 
 use crate::message::Message;
 
-/// A part of a multipart to send with [`Socket::send_parts_of`](crate::Socket::send_parts_of):
-/// a zeromq [`Message`], if it holds one (the send refuses the multipart when any part holds
-/// none). The send asks each part once, before it starts.
+/// A part of a multipart to send with [`Socket::send_parts_of`](crate::Socket::send_parts_of).
+///
+/// A part may hold a zeromq [`Message`]. The send refuses the whole multipart when any part holds
+/// none. The send asks each part for its message once, before it starts.
 pub trait Part {
-    /// The message to send, emptied by the send.
+    /// The message to send, or `None` when the part holds no zeromq message. The send empties the
+    /// message.
     fn as_zmq_mut(&mut self) -> Option<&mut Message>;
 }
 
@@ -27,7 +29,8 @@ impl Part for Message {
     }
 }
 
-/// What the send path works on: a message, or a caller's part's message asked for once.
+/// What the send path works on: a message, or the message that a caller's part gave when the send
+/// asked for it (once).
 pub(crate) trait Held {
     fn msg_mut(&mut self) -> &mut Message;
 }

@@ -20,9 +20,11 @@ use crate::vocabulary::timeout::Timeout;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Waits for input or output readiness on several sockets (FairMQ's `Poller`). Each socket is watched
-/// for the directions its type supports. Like a transfer, a poll that would wait returns
-/// [`PollError::Interrupted`] while a socket's transport is interrupted, and wakes at once when it is.
+/// Waits for input or output readiness on several sockets (FairMQ's `Poller`).
+///
+/// The poller watches each socket for the directions its type supports. An interrupt of a socket's
+/// transport wakes a waiting poll at once, as it wakes a transfer. While a socket's transport is
+/// interrupted, a poll that would wait returns [`PollError::Interrupted`].
 ///
 /// # Examples
 ///
@@ -52,8 +54,9 @@ pub struct Poller<'a> {
     hooked: Vec<(bool, bool)>,
 }
 
-/// One socket of a [`Poller`], with the [`PollHook`] of the transport layered on it if any. A
-/// layered transport makes the entries of its sockets; the socket under one cannot be taken out.
+/// One socket of a [`Poller`], with the [`PollHook`] of the transport layered on it, if there is
+/// one. A layered transport makes the entries of its own sockets. An entry does not give out the
+/// socket under it.
 #[derive(Clone, Copy)]
 pub struct PollEntry<'a> {
     socket: &'a Socket,
@@ -107,12 +110,13 @@ impl<'a> Poller<'a> {
         Poller { items, sockets: sockets.len(), interrupters, hooks, hooked: vec![(false, false); sockets.len()] }
     }
 
-    /// Waits up to `timeout` (a [`Timeout`]; -1: forever, 0: no wait) until some socket is ready. Returns the number
-    /// of ready sockets (0 on timeout).
+    /// Waits until some socket is ready, for at most `timeout` (a [`Timeout`]; -1: forever, 0: no
+    /// wait). Returns the number of ready sockets, or 0 on timeout.
     pub fn poll(&mut self, timeout: impl Into<Timeout>) -> Result<usize, PollError> {
         let timeout_ms = timeout.into().as_ms();
         if self.items.is_empty() {
-            // Nothing can ever become ready (and libzmq would sleep "forever" as -1000 us, wrapped).
+            // Nothing can ever become ready. libzmq is not called, because it would sleep
+            // "forever" here: a wait of -1 ms becomes -1000 us, which wraps.
             if timeout_ms > 0 {
                 std::thread::sleep(Duration::from_millis(timeout_ms as u64));
             }
@@ -121,7 +125,8 @@ impl<'a> Poller<'a> {
         let deadline = (timeout_ms > 0).then(|| Instant::now() + Duration::from_millis(timeout_ms as u64));
         loop {
             let interrupted = self.interrupters.iter().any(|i| i.is_interrupted());
-            // While interrupted, only look (do not wait) so ready sockets are still reported.
+            // While a transport is interrupted, the poll only looks and does not wait. So ready
+            // sockets are still reported.
             let wait = match (interrupted, deadline) {
                 (true, _) => 0,
                 (false, None) => i64::from(timeout_ms.max(-1)),
@@ -172,8 +177,9 @@ impl<'a> Poller<'a> {
         }
     }
 
-    /// Hooked sockets: input ready without waiting means no wait; otherwise they are armed.
-    /// Returns whether input was found early and the wait to use.
+    /// Prepares the hooked sockets for a wait. When a hook finds input ready, the poll does not
+    /// wait. Otherwise `Poller::before_wait` arms the hooks. Returns whether input was found
+    /// early, and the wait to use.
     fn before_wait(&mut self, wait: i64) -> (bool, i64) {
         let mut early = false;
         for (i, h) in self.hooks.iter().enumerate() {
@@ -188,7 +194,7 @@ impl<'a> Poller<'a> {
         for (i, h) in self.hooks.iter().enumerate() {
             if let Some(h) = h {
                 if !h.arm() {
-                    // Its input arrived meanwhile.
+                    // This hook's input arrived in the meantime.
                     self.hooked[i].0 = true;
                     self.hooks[..i].iter().flatten().for_each(|h| h.disarm());
                     return (true, 0);
@@ -203,8 +209,8 @@ impl<'a> Poller<'a> {
         let armed = !early && wait != 0;
         for (i, h) in self.hooks.iter().enumerate() {
             if let Some(h) = h {
-                // After a wait the socket's own input may be only wake frames: the hook decides.
-                // Without one, what `before_wait` found stands.
+                // After a wait, the socket's own input may be only wake frames, so the hook
+                // decides. Without a wait, what `before_wait` found stands.
                 if armed {
                     h.disarm();
                     self.hooked[i].0 = h.input_ready();

@@ -39,7 +39,7 @@ pub enum RegionError {
         /// The region's size.
         region_size: usize,
     },
-    /// A region of another transport.
+    /// The region belongs to another transport.
     #[error("region {id} belongs to another zeromq transport")]
     ForeignRegion {
         /// The region's id.
@@ -48,14 +48,14 @@ pub enum RegionError {
     /// The region's memory could not be mapped.
     #[error("could not create the region's memory: {0}")]
     Memory(String),
-    /// No more ids (65535 regions were made by this transport).
+    /// No id is left: this transport has already made 65535 regions.
     #[error("no region id left in this transport")]
     IdsExhausted,
     /// The event thread could not start.
     #[error("could not start the region event thread: {0}")]
     Thread(String),
-    /// A message of a region made inside that region's callback: the callback runs while the
-    /// region holds it, and would wait for itself.
+    /// A message of a region was asked for inside that region's own callback. The region holds
+    /// its callback locked while the callback runs, so the call would wait for itself.
     #[error("region {id}: a message of the region cannot be made inside its own callback")]
     InsideCallback {
         /// The region's id.
@@ -64,8 +64,9 @@ pub enum RegionError {
 }
 
 impl RegionError {
-    /// Its kind (see [`crate::ErrorKind`]): a piece outside the region, or a region of another
-    /// transport, is the caller's mistake.
+    /// The kind of this error (see [`crate::ErrorKind`]). A piece outside the region, a region of
+    /// another transport, or a message made inside the region's own callback is the caller's
+    /// mistake (`ErrorKind::Invalid`).
     pub fn kind(&self) -> crate::ErrorKind {
         match self {
             RegionError::OutsideRegion { .. }
@@ -77,12 +78,13 @@ impl RegionError {
 }
 
 thread_local! {
-    /// The address of the region whose callback this thread runs now (0: none).
+    /// The address of the region whose callback this thread is running now, or 0 for none.
     static IN_CALLBACK: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
-/// Marks this thread as running a region's callback until dropped (also when the callback
-/// panics), restoring what was marked before (a callback making a message of another region).
+/// Marks this thread as running a region's callback until the guard is dropped. The guard is also
+/// dropped when the callback panics. The drop restores the previous mark, which exists when a
+/// callback makes a message of another region.
 struct Running(usize);
 
 impl Running {
@@ -98,12 +100,15 @@ impl Drop for Running {
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A callback that panicked poisons nothing we rely on: the data stays consistent.
+    // A callback that panicked poisons the mutex, but the data it guards stays consistent. So the
+    // poison is ignored.
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// A region of the zeromq transport: a buffer of this process. A message made from it holds a
-/// copy of its piece, so the region's callback hears of the piece at once (as in FairMQ).
+/// A region of the zeromq transport: a buffer of this process.
+///
+/// A message made from a region holds a copy of its piece. So the region's callback hears of the
+/// piece at once, as in FairMQ.
 ///
 /// # Examples
 ///
@@ -146,7 +151,8 @@ impl Region {
         callback: RegionCallback,
         cfg: &RegionConfig,
     ) -> Result<Region, RegionError> {
-        // Anonymous pages arrive zeroed (and only cost memory once touched), so `zero` is free.
+        // Anonymous pages arrive zeroed, and they cost memory only once they are touched. So the
+        // `zero` setting costs nothing.
         let mut buf = memmap2::MmapMut::map_anon(size.max(1)).map_err(|e| RegionError::Memory(e.to_string()))?;
         let id = events.next_id()?;
         let ptr = buf.as_mut_ptr() as usize;
@@ -175,7 +181,7 @@ impl Region {
         Ok(region)
     }
 
-    /// Region id (1, 2, 3, ... per transport).
+    /// The region's id: 1, 2, 3, ... in each transport.
     pub fn id(&self) -> u16 {
         self.id
     }
@@ -206,25 +212,27 @@ impl Region {
         Ok(())
     }
 
-    /// Always zero: acknowledgements are local (FairMQ logs that the option is not implemented).
+    /// Always zero, because acknowledgements are local. FairMQ's version also logs that the option
+    /// is not implemented.
     pub fn linger(&self) -> Duration {
         Duration::ZERO
     }
 
-    /// Ignored, as in FairMQ: there is nothing to wait for.
+    /// Ignores `linger`, as FairMQ does: there is nothing to wait for.
     pub fn set_linger(&self, _linger: Duration) {
         log::debug!("ZeroMQ UnmanagedRegion linger option not implemented. Acknowledgements are local.");
     }
 
-    /// A message holding a copy of `size` bytes at `offset`; the callback hears of the piece now.
+    /// A message that holds a copy of the `size` bytes at `offset`. The region's callback hears of
+    /// the piece before this call returns.
     pub(crate) fn message(&self, offset: usize, size: usize, hint: u64) -> Result<Message, RegionError> {
         let msg = {
             let range = checked(offset, size, self.size)?;
             Message::from_slice(&lock(&self.buf)[range])
         };
         let block = RegionBlock { ptr: (self.ptr + offset) as *mut u8, offset: offset as u64, size, hint };
-        // Not from inside this region's callback on this thread (it holds the lock): an error,
-        // not a thread waiting for itself.
+        // This thread may be inside this region's callback, which holds the callback lock. Locking
+        // it again would make the thread wait for itself, so return an error instead.
         let me = self as *const Region as usize;
         if IN_CALLBACK.get() == me {
             return Err(RegionError::InsideCallback { id: self.id });
@@ -267,7 +275,8 @@ struct EventState {
     next_id: u32,
     live: Vec<RegionInfo>,
     queue: VecDeque<RegionInfo>,
-    /// Bumped by every (un)subscription: a delivery thread of an older generation ends.
+    /// Incremented by every subscription and unsubscription. A delivery thread of an older
+    /// generation ends.
     generation: u64,
     thread: Option<JoinHandle<()>>,
 }
@@ -325,7 +334,8 @@ impl RegionEvents {
         lock(&self.state).live.clone()
     }
 
-    /// Starts delivering queued and future events to `callback`; replaces an earlier subscription.
+    /// Starts delivering queued and future events to `callback`, on a thread of its own. This
+    /// replaces an earlier subscription.
     pub(crate) fn subscribe(
         self: &Arc<Self>,
         mut callback: Box<dyn FnMut(RegionInfo) + Send>,
@@ -355,7 +365,8 @@ impl RegionEvents {
         Ok(())
     }
 
-    /// Ends the subscription, if any (waits for its thread); returns whether there was one.
+    /// Ends the subscription, if there is one, and waits for its thread to end. Returns whether
+    /// there was a subscription.
     pub(crate) fn unsubscribe(&self) -> bool {
         let thread = {
             let mut s = lock(&self.state);

@@ -62,19 +62,20 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The routing id prefix a router gives the peers of its connects, and the ids given so far.
+/// The routing id prefix that a router gives the peers of the endpoints it connects, and the
+/// routing ids given so far.
 type ConnectNames = (Vec<u8>, Vec<Vec<u8>>);
 
 /// A socket of the zeromq transport.
 ///
-/// Not `Sync`: like a ZeroMQ socket it is used by one thread at a time (it may move between threads).
-/// [`counters`](Socket::counters) can be read from other threads through
+/// A `Socket` is not `Sync`. Like a ZeroMQ socket, it is used by one thread at a time, but it may
+/// move between threads. Other threads can read its [`counters`](Socket::counters) through
 /// [`shared_counters`](Socket::shared_counters).
 ///
 /// # Examples
 ///
-/// A request and its reply between REQ and REP sockets, and a send that gives up after its
-/// timeout (a PUSH nobody receives from).
+/// A request and its reply between a REQ and a REP socket. Then a send that gives up after its
+/// timeout, because nobody receives from the PUSH socket.
 ///
 /// ```
 /// use fairmq_zmq::{Message, SocketType, TransferError, Transport};
@@ -102,30 +103,34 @@ type ConnectNames = (Vec<u8>, Vec<Vec<u8>>);
 pub struct Socket {
     zsock: zmq::Socket,
     ptr: SockPtr,
-    /// The send and receive timeouts last set on the libzmq socket (ms, -1: none).
+    /// The send and receive timeouts last set on the libzmq socket, in ms (-1: no limit).
     timeouts: std::cell::Cell<(i32, i32)>,
-    /// Endpoints bound and connected so far.
+    /// How many endpoints the socket has bound and connected so far.
     endpoints: std::cell::Cell<(u32, u32)>,
-    /// A router that names its connected peers: the prefix, and the ids given so far.
+    /// For a router that names the peers of the endpoints it connects: the routing id prefix, and
+    /// the routing ids given so far.
     connect_names: std::cell::RefCell<Option<ConnectNames>>,
-    /// `ZMQ_SNDHWM` as last set (only [`Socket::set_snd_buf_size`] sets it): the shm transport
-    /// asks for it on every send.
+    /// `ZMQ_SNDHWM` as last set. Only [`Socket::set_snd_buf_size`] sets it. The socket keeps this
+    /// copy because the shm transport asks for the value on every send.
     snd_hwm: std::cell::Cell<i32>,
-    /// The password endpoints bound from now on ask of peers, and endpoints connected present.
+    /// The PLAIN password. Endpoints bound from now on ask peers for it. Endpoints connected from
+    /// now on present it.
     password: std::cell::RefCell<Option<String>>,
     id: String,
     ty: SocketType,
     interrupter: Arc<Interrupter>,
     counters: Arc<Counters>,
-    /// Its count of connected peers, kept by the transport's monitor thread (and its watch id).
+    /// The socket's count of connected peers, which the transport's monitor thread keeps: the
+    /// monitors, the socket's watch id, and the count.
     peers: (Arc<Monitors>, u64, PeerCount),
 }
 
 impl Drop for Socket {
     fn drop(&mut self) {
-        // Monitoring stops before the reader goes: libzmq's I/O thread sends monitor events with a
-        // blocking send, and an event for a reader that is gone (the socket's closing
-        // disconnections) stalled the I/O thread, and with it every socket of the transport.
+        // The monitor stops before the monitor thread drops its reader (`Monitors::forget`).
+        // libzmq's I/O thread sends monitor events with a blocking send. An event for a reader
+        // that is gone, such as a disconnection when the socket closes, stalled the I/O thread,
+        // and with it every socket of the transport.
         sys::stop_monitor(self.ptr);
         self.peers.0.forget(self.peers.1);
     }
@@ -137,20 +142,20 @@ impl std::fmt::Debug for Socket {
     }
 }
 
-/// Which way a transfer goes (for its timeout option).
+/// Which way a transfer goes. The direction selects the timeout option that the transfer sets.
 #[derive(Clone, Copy)]
 enum Dir {
     Send,
     Receive,
 }
 
-/// What became of a frame after the first of a multipart.
+/// What became of a frame of a multipart after the first frame.
 enum Rest {
     /// Queued for the peer.
     Sent,
-    /// The peer went away mid-message: libzmq took the frame and dropped it.
+    /// The peer went away in the middle of the message. libzmq took the frame and dropped it.
     Dropped,
-    /// The peer went away mid-message and nothing can be sent any more.
+    /// The peer went away in the middle of the message, and nothing can be sent any more.
     NoPeer,
 }
 
@@ -167,14 +172,16 @@ impl Socket {
         id: String,
     ) -> Result<Socket, SocketError> {
         let mut zsock = ctx.socket(ty.to_zmq()).map_err(|source| SocketError::Create { what: "socket", source })?;
-        // FairMQ's creation defaults; a channel then applies its own options (`set_options`).
+        // FairMQ's creation defaults. A channel then applies its own options with
+        // `Socket::set_options`.
         opt("ZMQ_IDENTITY", zsock.set_identity(id.as_bytes()))?;
         opt("ZMQ_LINGER", zsock.set_linger(1000))?;
         if ty == SocketType::Sub {
             opt("ZMQ_SUBSCRIBE", zsock.set_subscribe(b""))?;
         }
         let ptr = SockPtr::of(&mut zsock);
-        // Blocking calls on this socket end when the transport is interrupted (vendored libzmq).
+        // With this option of the vendored libzmq, blocking calls on this socket end when the
+        // transport is interrupted.
         sys::set_wake_fd(ptr, interrupter.raw_fd())
             .map_err(|source| SocketError::Option { option: "ZMQ_FAIRMQ_WAKE_FD", source })?;
         log::debug!("Created socket {id}");
@@ -196,15 +203,18 @@ impl Socket {
         })
     }
 
-    /// How many peers are connected now (FairMQ's `GetNumberOfConnectedPeers`): connections made
-    /// and accepted, less those that ended, as ZeroMQ's monitor reported them by the time of the
-    /// call (a peer whose message was received is counted; one that left a moment ago may still be).
+    /// How many peers are connected now (FairMQ's `GetNumberOfConnectedPeers`).
+    ///
+    /// The count is the connections made and accepted, less those that ended, as ZeroMQ's monitor
+    /// had reported them by the time of the call. So a peer whose message was received is counted.
+    /// A peer that left a moment ago may still be counted.
     pub fn number_of_connected_peers(&self) -> u64 {
         self.peers.0.sync();
         self.peers.2.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// `<transport id>.<channel name>.<type>`, also the ZeroMQ identity.
+    /// The socket id, `<transport id>.<channel name>.<type>`. It is also the socket's ZeroMQ
+    /// identity.
     pub fn id(&self) -> &str {
         &self.id
     }
@@ -214,7 +224,8 @@ impl Socket {
         self.ty
     }
 
-    /// Applies a channel's options: linger and queue sizes always, kernel sizes only when non-zero.
+    /// Applies a channel's options. The linger and the queue sizes are always set. The kernel
+    /// buffer sizes are set only when they are not zero.
     pub fn set_options(&self, o: &SocketOptions) -> Result<(), SocketError> {
         self.set_linger(o.linger)?;
         self.set_snd_buf_size(o.snd_buf_size)?;
@@ -239,50 +250,50 @@ impl Socket {
         })
     }
 
-    /// `ZMQ_LINGER`, ms.
+    /// Sets `ZMQ_LINGER`, in ms.
     pub fn set_linger(&self, ms: i32) -> Result<(), SocketError> {
         opt("ZMQ_LINGER", self.zsock.set_linger(ms))
     }
-    /// `ZMQ_LINGER`, ms.
+    /// Returns `ZMQ_LINGER`, in ms.
     pub fn linger(&self) -> Result<i32, SocketError> {
         opt("ZMQ_LINGER", self.zsock.get_linger())
     }
-    /// `ZMQ_SNDHWM`, messages.
+    /// Sets `ZMQ_SNDHWM`, the send queue limit in messages.
     pub fn set_snd_buf_size(&self, n: i32) -> Result<(), SocketError> {
         opt("ZMQ_SNDHWM", self.zsock.set_sndhwm(n))?;
         self.snd_hwm.set(n);
         Ok(())
     }
-    /// `ZMQ_SNDHWM`, messages.
+    /// Returns `ZMQ_SNDHWM`, the send queue limit in messages.
     pub fn snd_buf_size(&self) -> Result<i32, SocketError> {
         Ok(self.snd_hwm.get())
     }
-    /// `ZMQ_RCVHWM`, messages.
+    /// Sets `ZMQ_RCVHWM`, the receive queue limit in messages.
     pub fn set_rcv_buf_size(&self, n: i32) -> Result<(), SocketError> {
         opt("ZMQ_RCVHWM", self.zsock.set_rcvhwm(n))
     }
-    /// `ZMQ_RCVHWM`, messages.
+    /// Returns `ZMQ_RCVHWM`, the receive queue limit in messages.
     pub fn rcv_buf_size(&self) -> Result<i32, SocketError> {
         opt("ZMQ_RCVHWM", self.zsock.get_rcvhwm())
     }
-    /// `ZMQ_SNDBUF`, bytes.
+    /// Sets `ZMQ_SNDBUF`, the kernel's send buffer size in bytes.
     pub fn set_snd_kernel_size(&self, n: i32) -> Result<(), SocketError> {
         opt("ZMQ_SNDBUF", self.zsock.set_sndbuf(n))
     }
-    /// `ZMQ_SNDBUF`, bytes.
+    /// Returns `ZMQ_SNDBUF`, the kernel's send buffer size in bytes.
     pub fn snd_kernel_size(&self) -> Result<i32, SocketError> {
         opt("ZMQ_SNDBUF", self.zsock.get_sndbuf())
     }
-    /// `ZMQ_RCVBUF`, bytes.
+    /// Sets `ZMQ_RCVBUF`, the kernel's receive buffer size in bytes.
     pub fn set_rcv_kernel_size(&self, n: i32) -> Result<(), SocketError> {
         opt("ZMQ_RCVBUF", self.zsock.set_rcvbuf(n))
     }
-    /// `ZMQ_RCVBUF`, bytes.
+    /// Returns `ZMQ_RCVBUF`, the kernel's receive buffer size in bytes.
     pub fn rcv_kernel_size(&self) -> Result<i32, SocketError> {
         opt("ZMQ_RCVBUF", self.zsock.get_rcvbuf())
     }
 
-    /// Binds one endpoint as given (no auto-bind).
+    /// Binds one endpoint as given, without auto-bind.
     pub fn bind(&self, address: &str) -> Result<(), SocketError> {
         if self.password.borrow().is_some() {
             opt("ZMQ_PLAIN_SERVER", self.zsock.set_plain_server(true))?;
@@ -326,11 +337,17 @@ impl Socket {
         Ok(())
     }
 
-    /// Attaches a channel address: every endpoint is validated, bound or connected (by its modifier,
-    /// else the channel's method), tcp hosts are resolved to IPv4, and a tcp bind that fails because the
-    /// port is taken retries random ports of the range (auto-bind). Returns the address as attached, in
-    /// FairMQ's form (`@`/`+` kept where the original had a modifier, `,` between endpoints), so the
-    /// caller can write the bound port back to its configuration.
+    /// Attaches a channel address, which may list several endpoints.
+    ///
+    /// - Every endpoint is validated.
+    /// - Each endpoint is bound or connected by its modifier, or else by the channel's method.
+    /// - A tcp host is resolved to IPv4.
+    /// - When a tcp bind fails because the port is taken, random ports of the channel's range are
+    ///   tried (auto-bind).
+    ///
+    /// Returns the address as attached, in FairMQ's form: endpoints are separated by `,`, and an
+    /// endpoint that had a modifier gets `@` (bind) or `+` (connect). So the caller can write the
+    /// bound port back to its configuration.
     pub fn attach(&self, address: &str, o: &AttachOptions) -> Result<String, SocketError> {
         // Check every endpoint before attaching any, so a bad list leaves the socket untouched.
         crate::vocabulary::endpoint::validate_address(address)?;
@@ -391,7 +408,8 @@ impl Socket {
         Err(SocketError::AutoBindExhausted { min, max, attempts: AttachOptions::AUTO_BIND_ATTEMPTS })
     }
 
-    /// For a wildcard port (`*` or 0) the port the kernel chose; otherwise the address as bound.
+    /// The address as bound. For a tcp address with a wildcard port (`*` or 0), the port in the
+    /// result is the one the kernel chose.
     fn bound_address(&self, address: &str) -> String {
         let wildcard = address.ends_with(":*") || address.ends_with(":0");
         if address.starts_with("tcp://") && wildcard {
@@ -406,10 +424,16 @@ impl Socket {
         address.to_owned()
     }
 
-    /// Sends one message (one ZeroMQ frame). `timeout` (a [`Timeout`]: FairMQ's ms or a
-    /// `Duration`): -1 (any negative) waits until done or interrupted, 0 does not wait, N waits at
-    /// most N ms. On success the message is empty and the
-    /// result is its size; on any error the caller keeps the message unchanged.
+    /// Sends one message as one ZeroMQ frame.
+    ///
+    /// `timeout` is a [`Timeout`]: FairMQ's milliseconds or a `Duration`.
+    ///
+    /// - `-1`, or any negative value, waits until the send is done or the transport is interrupted.
+    /// - `0` does not wait.
+    /// - `N` waits at most N ms.
+    ///
+    /// On success the message is empty, and the result is the size the message had. On any error
+    /// the caller keeps the message unchanged.
     pub fn send(&self, msg: &mut Message, timeout: impl Into<Timeout>) -> TransferResult {
         let timeout_ms = timeout.into().as_ms();
         let size = msg.size();
@@ -419,8 +443,9 @@ impl Socket {
         Ok(size)
     }
 
-    /// Receives one frame into `msg` (its old content is released). Returns the size received.
-    /// On any error `msg` is left as it was (libzmq would clear it, so we receive into a fresh frame).
+    /// Receives one frame into `msg`, and releases the old content of `msg`. Returns the size
+    /// received. On any error `msg` is left as it was. (libzmq would clear the message it receives
+    /// into, so the socket receives into a fresh frame first.)
     pub fn receive(&self, msg: &mut Message, timeout: impl Into<Timeout>) -> TransferResult {
         let timeout_ms = timeout.into().as_ms();
         let mut frame = RawMsg::empty();
@@ -448,19 +473,20 @@ impl Socket {
         Ok(())
     }
 
-    /// Sends a multipart message: one ZeroMQ multipart, frame for frame. All parts leave atomically:
-    /// the call waits (or fails) only before the first frame. Empty multiparts are refused.
+    /// Sends a multipart message as one ZeroMQ multipart, one frame per part. All parts leave
+    /// together: the call waits, or fails, only before the first frame. An empty multipart is
+    /// refused.
     pub fn send_parts(&self, parts: &mut [Message], timeout: impl Into<Timeout>) -> TransferResult {
         let timeout_ms = timeout.into().as_ms();
         self.send_held(parts, timeout_ms)
     }
 
-    /// [`send_parts`](Socket::send_parts) of a caller's own messages that hold ours (see
-    /// [`Part`]): each part's message is asked for once; a multipart with a part that holds none
-    /// is refused whole, with an error.
+    /// Like [`send_parts`](Socket::send_parts), for a caller's own message type whose parts hold
+    /// this crate's messages (see [`Part`]). The send asks each part for its message once. When a
+    /// part holds no message, the whole multipart is refused with an error.
     pub fn send_parts_of<P: Part>(&self, parts: &mut [P], timeout: impl Into<Timeout>) -> TransferResult {
         let timeout_ms = timeout.into().as_ms();
-        // On the stack for the usual few parts: no allocation per send.
+        // The usual few parts fit on the stack, so a send allocates nothing.
         let mut held: smallvec::SmallVec<[&mut Message; 16]> = smallvec::SmallVec::with_capacity(parts.len());
         for p in parts.iter_mut() {
             held.push(p.as_zmq_mut().ok_or_else(|| TransferError::Transport("a part is not a zeromq message".into()))?);
@@ -478,7 +504,8 @@ impl Socket {
         Ok(total)
     }
 
-    /// Sends frames as one multipart without counting them; one frame is sent as a plain frame.
+    /// Sends frames as one multipart without counting them. A single frame is sent as a plain
+    /// frame.
     pub(crate) fn send_frames<P: Held>(&self, parts: &mut [P], timeout_ms: i32) -> Result<(), TransferError> {
         let (first, rest) = match parts {
             [] => return Err(TransferError::EmptyMultipart),
@@ -507,12 +534,18 @@ impl Socket {
         Ok(())
     }
 
-    /// Hands a frame after the first of a multipart to libzmq without waiting. Its queue limit
-    /// counts whole messages, so once the first frame went through the rest are taken at once;
-    /// libzmq refuses one only when the peer's pipe died mid-message. A load-balancing socket (push,
-    /// dealer, req) then drops the rest of the message: frames with more to come are taken and
-    /// discarded when offered again, and a refused last frame must not be offered again (it would
-    /// go to another peer as a message of its own). A pair socket has no pipe left at all.
+    /// Hands a frame after the first of a multipart to libzmq without waiting.
+    ///
+    /// libzmq's queue limit counts whole messages. So once the first frame went through, libzmq
+    /// takes the rest at once. libzmq refuses a later frame only when the peer's pipe died in the
+    /// middle of the message. A load-balancing socket (push, dealer, req) then drops the rest of
+    /// the message:
+    ///
+    /// - A refused frame with more to come is taken and discarded when it is offered again.
+    /// - A refused last frame must not be offered again. It would go to another peer as a message
+    ///   of its own.
+    ///
+    /// A pair socket has no pipe left at all.
     fn send_rest(
         &self,
         last: bool,
@@ -531,8 +564,9 @@ impl Socket {
         }
     }
 
-    /// Receives every frame of one multipart without counting them, appended to `parts`.
-    /// Each made a `T` by `wrap` (see [`Socket::receive_parts_into`]); their total size.
+    /// Receives every frame of one multipart without counting them, and appends the frames to
+    /// `parts`. `wrap` makes each frame a `T` (see [`Socket::receive_parts_into`]). Returns the
+    /// total size of the frames.
     pub(crate) fn receive_frames<T>(
         &self,
         parts: &mut Vec<T>,
@@ -551,7 +585,8 @@ impl Socket {
             }
             frame = Message::new();
             if let Err(e) = self.complete(zmq::POLLIN, |flags| sys::msg_recv(&mut frame.raw, self.ptr, flags)) {
-                // Only a socket that is going fails here: what came of the multipart goes too.
+                // Only a socket that is going away fails here. The frames of the multipart that
+                // came so far go too.
                 parts.truncate(start);
                 return Err(e);
             }
@@ -563,10 +598,10 @@ impl Socket {
         self.receive_parts_into(parts, std::convert::identity, timeout)
     }
 
-    /// Receives a multipart message and appends its parts to `parts`, each made a `T` by `wrap`:
-    /// a caller's own message type (a device's) holds them where they land, with no vector of
-    /// ours in between (`wrap` runs inside the receive: it must not use this socket). Returns the
-    /// total size. On error `parts` is as it was.
+    /// Receives a multipart message and appends its parts to `parts`, each made a `T` by `wrap`.
+    /// So a caller's own message type, such as a device's, holds the parts where they land, with
+    /// no vector of this crate's in between. `wrap` runs inside the receive, so it must not use
+    /// this socket. Returns the total size. On error `parts` is as it was.
     pub fn receive_parts_into<T>(
         &self,
         parts: &mut Vec<T>,
@@ -579,11 +614,15 @@ impl Socket {
         Ok(total)
     }
 
-    /// One transfer with FairMQ's timeout semantics. Not interrupted: libzmq's own blocking call,
-    /// bounded by the socket's send or receive timeout (set to `timeout_ms` for this call). The
-    /// vendored libzmq also ends that wait, with EINTR, when the interrupter's descriptor becomes
-    /// readable (`sys::set_wake_fd`), so a blocked call waits exactly as libzmq's does (one poll)
-    /// and still returns promptly on `interrupt()`. Interrupted: one attempt that does not wait.
+    /// One transfer with FairMQ's timeout semantics.
+    ///
+    /// While the transport is not interrupted, the transfer is libzmq's own blocking call. The
+    /// socket's send or receive timeout bounds the call; `Socket::transfer` sets it to
+    /// `timeout_ms` for this call. The vendored libzmq also ends that wait, with EINTR, when the
+    /// interrupter's descriptor becomes readable (`sys::set_wake_fd`). So a blocked call waits
+    /// exactly as libzmq's does, in one poll, and still returns promptly on `interrupt()`.
+    ///
+    /// While the transport is interrupted, the transfer makes one attempt that does not wait.
     #[inline]
     fn transfer(
         &self,
@@ -599,14 +638,14 @@ impl Socket {
         loop {
             match attempt(0) {
                 Ok(()) => return Ok(()),
-                // libzmq times out by a coarse clock (a few ms per tick): a wait that ended before
-                // the deadline goes on for what is left, so no transfer gives up early.
+                // libzmq times out by a coarse clock, a few ms per tick. A wait that ended before
+                // the deadline goes on for the time that is left, so no transfer gives up early.
                 Err(zmq::Error::EAGAIN) => self.wait_until(dir, deadline.ok_or(TransferError::Timeout)?)?,
                 Err(zmq::Error::EINTR) if self.interrupter.is_interrupted() => {
                     // A transfer that can complete at once still completes while interrupted.
                     return self.at_once(timeout_ms, &mut attempt);
                 }
-                // A signal: go on with the time that is left.
+                // A signal ended the wait: go on with the time that is left.
                 Err(zmq::Error::EINTR) => {
                     if let Some(d) = deadline {
                         self.wait_until(dir, d)?;
@@ -617,14 +656,15 @@ impl Socket {
         }
     }
 
-    /// The next wait of a transfer lasts until `deadline` (a timeout once it passed).
+    /// Makes the next wait of a transfer last until `deadline`. Once `deadline` has passed, the
+    /// result is a timeout.
     fn wait_until(&self, dir: Dir, deadline: Instant) -> Result<(), TransferError> {
         let left = ms_until(deadline).ok_or(TransferError::Timeout)?;
         self.set_timeout(dir, i32::try_from(left).unwrap_or(i32::MAX))
     }
 
-    /// One attempt that does not wait: what cannot be done now is a timeout (`timeout_ms` 0) or
-    /// an interruption.
+    /// Makes one attempt that does not wait. When the transfer cannot be done now, the result is a
+    /// timeout (`timeout_ms` 0) or an interruption.
     #[cold]
     fn at_once(
         &self,
@@ -637,15 +677,17 @@ impl Socket {
                 Err(TransferError::Interrupted)
             }
             Err(zmq::Error::EAGAIN | zmq::Error::EINTR) if timeout_ms == 0 => Err(TransferError::Timeout),
-            // Interrupted when the call began, resumed since: still an interruption.
+            // The transport was interrupted when the call began, and has resumed since. The
+            // result is still an interruption.
             Err(zmq::Error::EAGAIN | zmq::Error::EINTR) => Err(TransferError::Interrupted),
             Err(e) => Err(self.failed(e)),
         }
     }
 
-    /// Sets `ZMQ_SNDTIMEO` or `ZMQ_RCVTIMEO` (negative: no limit) unless it already has that value.
-    /// Inlined across crates, as every helper of a transfer: the transfers are generic over their
-    /// timeout, so they are compiled in the caller's crate.
+    /// Sets `ZMQ_SNDTIMEO` or `ZMQ_RCVTIMEO` to `ms` (negative: no limit), unless the option
+    /// already has that value. Like every helper of a transfer, this function is inlined across
+    /// crates. The reason is that the transfers are generic over their timeout, so they are
+    /// compiled in the caller's crate.
     #[inline]
     fn set_timeout(&self, dir: Dir, ms: i32) -> Result<(), TransferError> {
         let ms = ms.max(-1);
@@ -658,8 +700,9 @@ impl Socket {
         r.map_err(|e| self.failed(e))
     }
 
-    /// The remaining frames of a received multipart: libzmq delivers whole messages, so they are
-    /// there once the first frame is; they are taken regardless of timeout or interruption.
+    /// Takes a remaining frame of a received multipart. libzmq delivers whole messages, so the
+    /// remaining frames are there once the first frame is. `Socket::complete` therefore takes
+    /// them regardless of timeout or interruption.
     fn complete(
         &self,
         events: zmq::PollEvents,
@@ -681,8 +724,8 @@ impl Socket {
         if e == zmq::Error::ETERM {
             log::debug!("Terminating socket {}", self.id);
         } else if e == zmq::Error::EHOSTUNREACH {
-            // Only a router that must route (the shared-memory publisher) gets it: its peer left,
-            // an expected event.
+            // Only a router that must route, such as the shared-memory publisher, gets
+            // EHOSTUNREACH. It means that the peer left, which is an expected event.
             log::debug!("socket {}: the peer left (errno {}, {})", self.id, e.to_raw(), e.message());
         } else {
             log::error!("Failed transfer on socket {}, errno: {}, reason: {}", self.id, e.to_raw(), e.message());

@@ -24,7 +24,8 @@ use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::NonNull;
 
-/// `zmq_msg_t` is declared by libzmq with pointer alignment; zmq-sys's `[u8; 64]` has alignment 1.
+/// A `zmq_msg_t` with the alignment libzmq declares. libzmq declares `zmq_msg_t` with pointer
+/// alignment, but zmq-sys declares it as `[u8; 64]`, which has alignment 1.
 #[repr(C, align(8))]
 struct AlignedMsg(zmq_sys::zmq_msg_t);
 
@@ -34,9 +35,9 @@ pub type FreeFn = unsafe extern "C" fn(data: *mut c_void, hint: *mut c_void);
 /// An owned, initialised ZeroMQ frame.
 pub(crate) struct RawMsg(UnsafeCell<AlignedMsg>);
 
-// SAFETY: a zmq_msg_t is plain data plus a pointer to heap content whose reference count is atomic;
-// libzmq allows a frame to be used from any thread as long as one thread uses it at a time, which
-// `Send` without `Sync` expresses.
+// SAFETY: a zmq_msg_t is plain data plus a pointer to heap content whose reference count is
+// atomic. libzmq allows any thread to use a frame, as long as only one thread uses it at a time.
+// `Send` without `Sync` expresses exactly that.
 unsafe impl Send for RawMsg {}
 
 impl RawMsg {
@@ -53,13 +54,16 @@ impl RawMsg {
     #[inline]
     pub(crate) fn empty() -> Self {
         let m = Self::uninit();
-        // SAFETY: `m.ptr()` points to writable, aligned storage for a zmq_msg_t; zmq_msg_init cannot fail.
+        // SAFETY: `m.ptr()` points to writable, aligned storage for a zmq_msg_t. zmq_msg_init
+        // cannot fail.
         unsafe { zmq_sys::zmq_msg_init(m.ptr()) };
         m
     }
 
-    /// A frame of `size` zeroed bytes allocated by libzmq (inline for very small sizes). Zeroed because
-    /// Rust may not read uninitialised bytes through `bytes()`; the bare `zmq` crate does the same.
+    /// A frame of `size` zeroed bytes, allocated by libzmq. A very small frame holds its bytes
+    /// inline. The bytes are zeroed because Rust may not read uninitialised bytes through
+    /// `bytes()`. The bare `zmq` crate zeroes them too.
+    ///
     /// Aborts when the bytes cannot be allocated, as Rust's own allocations do.
     pub(crate) fn with_size(size: usize) -> Self {
         Self::try_with_size(size).unwrap_or_else(|| std::process::abort())
@@ -67,21 +71,24 @@ impl RawMsg {
 
     /// [`RawMsg::with_size`], or `None` when the bytes cannot be allocated.
     pub(crate) fn try_with_size(size: usize) -> Option<Self> {
-        // libzmq adds its header's size to `size` unchecked: a size near usize::MAX would wrap into a
-        // small allocation that claims to be huge. No allocation can exceed isize::MAX anyway.
+        // libzmq adds its header's size to `size` without an overflow check. A size near
+        // usize::MAX would wrap around to a small allocation that claims to be huge. No allocation
+        // can exceed isize::MAX anyway, so such a size is refused here.
         if size > isize::MAX as usize {
             return None;
         }
         let m = Self::uninit();
-        // SAFETY: storage as in `empty`; on failure (ENOMEM) the message is left uninitialised, so it
-        // is forgotten, never returned or closed (its storage is inline: nothing leaks).
+        // SAFETY: the storage is valid as in `empty`. On failure (ENOMEM), the message is left
+        // uninitialised. So it is forgotten, never returned or closed. Its storage is inline, so
+        // nothing leaks.
         let rc = unsafe { zmq_sys::zmq_msg_init_size(m.ptr(), size) };
         if rc != 0 {
             std::mem::forget(m);
             return None;
         }
         if size != 0 {
-            // SAFETY: libzmq just allocated `size` writable bytes at `data_ptr` for this frame only.
+            // SAFETY: libzmq just allocated `size` writable bytes at `data_ptr`, for this frame
+            // only.
             unsafe { std::ptr::write_bytes(m.data_ptr(), 0, size) };
         }
         Some(m)
@@ -90,15 +97,16 @@ impl RawMsg {
     /// A frame over `data[..size]` that libzmq releases by calling `ffn(data, hint)`.
     ///
     /// # Safety
-    /// `data` must be valid for reads (and writes, if the caller later writes through the frame) of
-    /// `size` bytes until `ffn` is called, or forever when `ffn` is `None` (a constant frame).
-    /// `ffn` may be called from any thread, including libzmq's I/O threads.
-    // SAFETY: unsafe to call because the buffer's lifetime is the caller's promise (above); the body
-    // only hands it to libzmq.
+    /// `data` must be valid for reads of `size` bytes until `ffn` is called. If the caller later
+    /// writes through the frame, `data` must be valid for those writes too. When `ffn` is `None`
+    /// (a constant frame), `data` must stay valid forever. libzmq may call `ffn` from any thread,
+    /// including its I/O threads.
+    // SAFETY: the function is unsafe to call because the caller promises the buffer's lifetime
+    // (see above). The body only hands the buffer to libzmq.
     pub(crate) unsafe fn from_raw_parts(data: *mut u8, size: usize, ffn: Option<FreeFn>, hint: *mut c_void) -> Self {
         let m = Self::uninit();
-        // SAFETY: storage as in `empty`; the buffer contract is the caller's (see above). libzmq only
-        // fails here on ENOMEM for its small content header.
+        // SAFETY: the storage is valid as in `empty`. The caller upholds the buffer contract (see
+        // above). libzmq fails here only on ENOMEM, for its small content header.
         let rc = unsafe { zmq_sys::zmq_msg_init_data(m.ptr(), data.cast(), size, ffn, hint) };
         if rc != 0 {
             std::process::abort();
@@ -106,36 +114,39 @@ impl RawMsg {
         m
     }
 
-    /// A zero-copy frame over an owned byte container that grants exclusive access (`AsMut`: a
-    /// `Vec`, a `Box<[u8]>`, ...): receivers may write to the bytes, even across inproc, so shared
-    /// containers such as `Arc<[u8]>` cannot be used. The container is dropped when libzmq is done.
+    /// A zero-copy frame over an owned byte container that grants exclusive access through `AsMut`,
+    /// such as a `Vec` or a `Box<[u8]>`. Receivers may write to the bytes, even across inproc. So
+    /// shared containers such as `Arc<[u8]>` cannot be used. The container is dropped when libzmq
+    /// is done with the frame.
     pub(crate) fn from_owner<T: AsMut<[u8]> + Send + 'static>(owner: T) -> Self {
         let mut boxed = Box::new(owner);
         let bytes = (*boxed).as_mut();
         let (data, size) = (bytes.as_mut_ptr(), bytes.len());
         let hint = Box::into_raw(boxed).cast::<c_void>();
-        // SAFETY: the bytes live inside the boxed owner, which is only dropped by `drop_owner::<T>`,
-        // called by libzmq once the frame and all its copies are closed. T: Send allows that call on an
-        // I/O thread. The owner is the only way to the bytes (AsMut), so whoever holds the frame may
-        // write to them.
+        // SAFETY: the bytes live inside the boxed owner. Only `drop_owner::<T>` drops the owner,
+        // and libzmq calls it once the frame and all its copies are closed. T: Send allows that
+        // call on an I/O thread. The owner is the only way to the bytes (AsMut), so whoever holds
+        // the frame may write to them.
         unsafe { Self::from_raw_parts(data, size, Some(drop_owner::<T>), hint) }
     }
 
     /// A constant frame over static bytes: nothing is freed.
     pub(crate) fn from_static(bytes: &'static [u8]) -> Self {
-        // SAFETY: static bytes outlive every frame; with no free function libzmq marks the frame constant
-        // and never writes to it, and `is_shared` reports it as shared so we never write to it either.
+        // SAFETY: static bytes outlive every frame. With no free function, libzmq marks the frame
+        // constant and never writes to it. `is_shared` reports a constant frame as shared, so this
+        // module never writes to it either.
         unsafe { Self::from_raw_parts(bytes.as_ptr() as *mut u8, bytes.len(), None, std::ptr::null_mut()) }
     }
 
-    /// A frame of `size` zeroed bytes whose first byte is aligned to `alignment` (a power of two), or
-    /// `None` when the bytes cannot be allocated.
+    /// A frame of `size` zeroed bytes whose first byte is aligned to `alignment`, a power of two.
+    /// Returns `None` when the bytes cannot be allocated.
     pub(crate) fn try_with_alignment(size: usize, alignment: usize) -> Option<Self> {
         if !alignment.is_power_of_two() {
             return None;
         }
         let total = size.checked_add(alignment).filter(|&t| t <= isize::MAX as usize)?;
-        // SAFETY: plain calloc (zeroed, so the bytes may be read); checked for NULL below.
+        // SAFETY: a plain calloc. It zeroes the block, so the bytes may be read. `NonNull::new`
+        // checks the result for NULL.
         let base = NonNull::new(unsafe { libc::calloc(total, 1) }.cast::<u8>())?;
         let offset = alignment - (base.as_ptr() as usize % alignment);
         // SAFETY: `offset` is in 1..=alignment, so `data .. data + size` stays inside the `size +
@@ -165,14 +176,14 @@ impl RawMsg {
         if size == 0 {
             return &[];
         }
-        // SAFETY: libzmq guarantees `size` readable bytes at `data_ptr`; they live as long as the frame
-        // (the borrow of `self`). Nobody writes them meanwhile: we only write to unshared frames through
-        // `&mut self`.
+        // SAFETY: libzmq guarantees `size` readable bytes at `data_ptr`. They live as long as the
+        // frame, which the borrow of `self` keeps alive. Nobody writes them meanwhile: this module
+        // writes only to unshared frames, and only through `&mut self`.
         unsafe { std::slice::from_raw_parts(self.data_ptr(), size) }
     }
 
-    /// The frame's bytes, writable. Shared or constant content is first replaced by a private copy
-    /// (aligned to `alignment` when non-zero), so no other frame ever sees the write.
+    /// The frame's bytes, writable. Shared or constant content is first replaced by a private
+    /// copy, aligned to `alignment` when it is non-zero. So no other frame ever sees the write.
     pub(crate) fn bytes_mut(&mut self, alignment: usize) -> &mut [u8] {
         if self.is_shared() {
             *self = RawMsg::copied(self.bytes(), alignment);
@@ -180,8 +191,8 @@ impl RawMsg {
         self.unshared_bytes_mut()
     }
 
-    /// [`RawMsg::bytes_mut`], or `None` (the frame unchanged) when the private copy cannot be
-    /// allocated.
+    /// Like [`RawMsg::bytes_mut`], but returns `None` when the private copy cannot be allocated.
+    /// The frame is then unchanged.
     pub(crate) fn try_bytes_mut(&mut self, alignment: usize) -> Option<&mut [u8]> {
         if self.is_shared() {
             *self = RawMsg::try_copied(self.bytes(), alignment)?;
@@ -195,18 +206,19 @@ impl RawMsg {
         if size == 0 {
             return &mut [];
         }
-        // SAFETY: readable as in `bytes`; exclusive because both callers replaced a shared or
-        // constant frame by a private copy just before, and the frame is borrowed mutably.
+        // SAFETY: the bytes are readable as in `bytes`. Access is exclusive, because both callers
+        // replaced a shared or constant frame by a private copy just before, and the frame is
+        // borrowed mutably.
         unsafe { std::slice::from_raw_parts_mut(self.data_ptr(), size) }
     }
 
-    /// A fresh private frame holding a copy of `bytes`, aligned to `alignment` when non-zero. Aborts
-    /// when it cannot be allocated, as Rust's own allocations do.
+    /// A fresh private frame holding a copy of `bytes`, aligned to `alignment` when it is non-zero.
+    /// Aborts when the frame cannot be allocated, as Rust's own allocations do.
     pub(crate) fn copied(bytes: &[u8], alignment: usize) -> RawMsg {
         Self::try_copied(bytes, alignment).unwrap_or_else(|| std::process::abort())
     }
 
-    /// [`RawMsg::copied`], or `None` when the copy cannot be allocated.
+    /// Like [`RawMsg::copied`], but returns `None` when the copy cannot be allocated.
     pub(crate) fn try_copied(bytes: &[u8], alignment: usize) -> Option<RawMsg> {
         let fresh = if alignment == 0 {
             let m = Self::uninit();
@@ -220,8 +232,8 @@ impl RawMsg {
             RawMsg::try_with_alignment(bytes.len(), alignment)?
         };
         if !bytes.is_empty() {
-            // SAFETY: the fresh frame has exactly `bytes.len()` writable bytes that nobody else refers to;
-            // `bytes` belongs to another frame, so the ranges do not overlap.
+            // SAFETY: the fresh frame has exactly `bytes.len()` writable bytes, and nothing else
+            // refers to them. `bytes` belongs to another frame, so the ranges do not overlap.
             unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), fresh.data_ptr(), bytes.len()) };
         }
         Some(fresh)
@@ -233,27 +245,30 @@ impl RawMsg {
         unsafe { zmq_sys::zmq_msg_get(self.ptr(), zmq_sys::ZMQ_SHARED as i32) == 1 }
     }
 
-    /// A new frame sharing this frame's content (reference counted by libzmq, copied when tiny).
+    /// A new frame that shares this frame's content. libzmq counts the references to the content,
+    /// and copies tiny content instead.
     pub(crate) fn share(&self) -> RawMsg {
         let dst = RawMsg::empty();
-        // SAFETY: both frames are initialised; zmq_msg_copy closes `dst` (empty) and makes it refer to
-        // the source's content, adjusting the source's flags through the pointer (hence UnsafeCell).
+        // SAFETY: both frames are initialised. zmq_msg_copy closes `dst` (empty) and makes it refer
+        // to the source's content. It also adjusts the source's flags through the pointer, which is
+        // why the frame is kept in an UnsafeCell.
         let rc = unsafe { zmq_sys::zmq_msg_copy(dst.ptr(), self.ptr()) };
         debug_assert_eq!(rc, 0);
         dst
     }
 
-    /// A frame of the first `len` bytes of `self` without copying; `self` lives until the view is closed.
+    /// A frame of the first `len` bytes of `self`, without copying. `self` lives until the view is
+    /// closed.
     pub(crate) fn into_prefix_view(self, len: usize) -> RawMsg {
         debug_assert!(len <= self.size());
-        // Box first: a very small frame stores its bytes inline, so the address must be taken after the
-        // frame has reached its final place.
+        // Box the frame first. A very small frame stores its bytes inline, so the address of the
+        // bytes must be taken after the frame has reached its final place.
         let boxed = Box::new(self);
         let data = boxed.data_ptr();
         let hint = Box::into_raw(boxed).cast::<c_void>();
-        // SAFETY: the bytes belong to the boxed original frame, which `drop_owner::<RawMsg>` closes only
-        // when the view is released; `len` is within its size. A view of a very small original points
-        // into the boxed frame itself, whose address is stable.
+        // SAFETY: the bytes belong to the boxed original frame. `drop_owner::<RawMsg>` closes that
+        // frame only when the view is released, and `len` is within its size. A view of a very
+        // small original points into the boxed frame itself, whose address is stable.
         unsafe { Self::from_raw_parts(data, len, Some(drop_owner::<RawMsg>), hint) }
     }
 
@@ -278,20 +293,25 @@ impl std::fmt::Debug for RawMsg {
     }
 }
 
-/// Free callback for boxed owners; runs on whatever thread libzmq releases the frame on.
-// SAFETY: called only by libzmq, once per frame made in this module with `hint` from `Box::into_raw`.
+/// Free callback for boxed owners. It runs on whichever thread libzmq releases the frame on.
+// SAFETY: called only by libzmq, once per frame made in this module with `hint` from
+// `Box::into_raw`.
 unsafe extern "C" fn drop_owner<T>(_data: *mut c_void, hint: *mut c_void) {
-    // A panic must not unwind into libzmq's C++ frames; a drop that panics is abandoned (leaked).
+    // A panic must not unwind into libzmq's C++ frames. So a drop that panics is abandoned, and
+    // what it did not free leaks.
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: `hint` came from `Box::<T>::into_raw` in this module and libzmq calls us exactly once.
+        // SAFETY: `hint` came from `Box::<T>::into_raw` in this module, and libzmq calls this
+        // callback exactly once.
         drop(unsafe { Box::from_raw(hint.cast::<T>()) });
     }));
 }
 
-/// Free callback for blocks from `libc::calloc` (aligned frames); `hint` is the block start.
-// SAFETY: called only by libzmq, once per aligned frame, with the `hint` `try_with_alignment` gave it.
+/// Free callback for blocks from `libc::calloc` (aligned frames). `hint` is the start of the block.
+// SAFETY: called only by libzmq, once per aligned frame, with the `hint` that
+// `try_with_alignment` gave it.
 unsafe extern "C" fn free_malloced(_data: *mut c_void, hint: *mut c_void) {
-    // SAFETY: `hint` is the pointer calloc returned in `try_with_alignment`; libzmq calls us exactly once.
+    // SAFETY: `hint` is the pointer that calloc returned in `try_with_alignment`, and libzmq calls
+    // this callback exactly once.
     unsafe { libc::free(hint) };
 }
 
@@ -299,8 +319,9 @@ unsafe extern "C" fn free_malloced(_data: *mut c_void, hint: *mut c_void) {
 #[derive(Clone, Copy)]
 pub(crate) struct SockPtr(*mut c_void);
 
-// SAFETY: it is only a copy of the owning `zmq::Socket`'s handle, which is `Send`; our `Socket` keeps
-// both together and is itself not `Sync`, so only one thread uses the handle at a time.
+// SAFETY: a SockPtr is only a copy of the handle of the owning `zmq::Socket`, which is `Send`.
+// This crate's `Socket` keeps both together and is itself not `Sync`. So only one thread uses the
+// handle at a time.
 unsafe impl Send for SockPtr {}
 
 impl SockPtr {
@@ -314,12 +335,12 @@ fn last_error() -> zmq::Error {
     zmq::Error::from_raw(unsafe { zmq_sys::zmq_errno() })
 }
 
-/// `zmq_msg_send`: on success libzmq takes the content and leaves `msg` empty; on failure `msg` is
-/// untouched, so the caller keeps its message.
+/// Sends `msg` with `zmq_msg_send`. On success, libzmq takes the content and leaves `msg` empty.
+/// On failure, `msg` is untouched, so the caller keeps its message.
 #[inline]
 pub(crate) fn msg_send(msg: &mut RawMsg, sock: SockPtr, flags: i32) -> Result<(), zmq::Error> {
-    // SAFETY: `msg` is initialised and exclusively borrowed; `sock` is a live socket handle (the owning
-    // zmq::Socket outlives every call, see `Socket`).
+    // SAFETY: `msg` is initialised and exclusively borrowed. `sock` is a live socket handle: the
+    // owning zmq::Socket outlives every call (see `Socket`).
     let rc = unsafe { zmq_sys::zmq_msg_send(msg.ptr(), sock.0, flags) };
     if rc < 0 {
         Err(last_error())
@@ -328,7 +349,8 @@ pub(crate) fn msg_send(msg: &mut RawMsg, sock: SockPtr, flags: i32) -> Result<()
     }
 }
 
-/// `zmq_msg_recv`: on success the old content of `msg` is released and replaced by the received frame.
+/// Receives into `msg` with `zmq_msg_recv`. On success, the old content of `msg` is released and
+/// replaced by the received frame.
 #[inline]
 pub(crate) fn msg_recv(msg: &mut RawMsg, sock: SockPtr, flags: i32) -> Result<(), zmq::Error> {
     // SAFETY: as in `msg_send`.
@@ -340,8 +362,8 @@ pub(crate) fn msg_recv(msg: &mut RawMsg, sock: SockPtr, flags: i32) -> Result<()
     }
 }
 
-/// The vendored libzmq's socket option (see vendor/zeromq-src/PATCHES.md): while this descriptor
-/// is readable, the socket's blocking send and receive fail with EINTR.
+/// A socket option of the vendored libzmq (see vendor/zeromq-src/PATCHES.md). While the descriptor
+/// set with this option is readable, the socket's blocking send and receive fail with EINTR.
 const ZMQ_FAIRMQ_WAKE_FD: i32 = 0x464d57;
 
 /// Makes `fd` interrupt the blocking calls of `sock` (see [`ZMQ_FAIRMQ_WAKE_FD`]).
@@ -358,8 +380,8 @@ pub(crate) fn set_wake_fd(sock: SockPtr, fd: std::os::fd::RawFd) -> Result<(), z
     }
 }
 
-/// Stops the socket monitor of `sock` (`zmq_socket_monitor` with no endpoint): libzmq sends its
-/// last event and closes the monitor's socket while the reader is still connected.
+/// Stops the socket monitor of `sock` by calling `zmq_socket_monitor` with no endpoint. libzmq
+/// sends its last event and closes the monitor's socket while the reader is still connected.
 pub(crate) fn stop_monitor(sock: SockPtr) {
     // SAFETY: `sock` is a live socket handle; a NULL endpoint stops monitoring (documented).
     let _ = unsafe { zmq_sys::zmq_socket_monitor(sock.0, std::ptr::null(), 0) };

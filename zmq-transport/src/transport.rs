@@ -27,9 +27,10 @@ use std::sync::Arc;
 /// Settings of a transport.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TransportConfig {
-    /// Transport id, normally the device id; part of every socket id. Empty: a random id.
+    /// The transport id, normally the device id. It is part of every socket id. When it is empty,
+    /// the transport makes a random id.
     pub id: String,
-    /// ZeroMQ I/O threads (FairMQ option `--io-threads`, default 1).
+    /// The number of ZeroMQ I/O threads (FairMQ option `--io-threads`, default 1).
     pub io_threads: i32,
 }
 
@@ -39,15 +40,17 @@ impl Default for TransportConfig {
     }
 }
 
-/// The zeromq transport (FairMQ's `zmq::TransportFactory`). Cheap to clone; all clones share one
-/// context and one interrupt flag. `inproc://` connects only sockets of the same transport.
+/// The zeromq transport (FairMQ's `zmq::TransportFactory`).
 ///
-/// The context ends when the transport and all its sockets are dropped; that is when queued outgoing
-/// messages get their linger time.
+/// A `Transport` is cheap to clone. All clones share one ZeroMQ context and one interrupt flag.
+/// `inproc://` connects only sockets of the same transport.
+///
+/// The context ends when the transport and all its sockets are dropped. Queued outgoing messages
+/// get their linger time then.
 ///
 /// # Examples
 ///
-/// Interrupting wakes a blocked receive at once, with FairMQ's code -3.
+/// An interrupt wakes a blocked receive at once. The receive fails with FairMQ's code -3.
 ///
 /// ```
 /// use fairmq_zmq::{Message, SocketType, TransferCode, Transport};
@@ -76,10 +79,11 @@ struct Inner {
     ctx: zmq::Context,
     interrupter: Arc<Interrupter>,
     regions: Arc<RegionEvents>,
-    /// Who may connect to sockets that ask for a password (see
+    /// The handler that checks who may connect to sockets that ask for a password (see
     /// [`LayeredTransport::serve_password`](crate::layered::LayeredTransport::serve_password)).
     zap: std::sync::OnceLock<crate::zap::Handler>,
-    /// Counts every socket's peers (see `monitor`), started with the first socket.
+    /// The monitor thread that counts every socket's peers (see the module `monitor`). The first
+    /// socket starts it.
     monitors: std::sync::Mutex<Option<Arc<crate::monitor::Monitors>>>,
 }
 
@@ -121,7 +125,8 @@ impl Transport {
         &self.inner.id
     }
 
-    /// A socket of the given type for the channel `name`; its id is `<transport id>.<name>.<type>`.
+    /// Makes a socket of type `ty` for the channel `name`. The socket's id is
+    /// `<transport id>.<name>.<type>`.
     pub fn socket(&self, ty: SocketType, name: &str) -> Result<Socket, SocketError> {
         let id = format!("{}.{}.{}", self.inner.id, name, ty);
         let monitors = {
@@ -134,13 +139,14 @@ impl Transport {
         Socket::new(&self.inner.ctx, self.inner.interrupter.clone(), &monitors, ty, id)
     }
 
-    /// Makes every blocked transfer and poll on this transport's sockets return `Interrupted`, and
-    /// every later one that would have to wait, until [`resume`](Transport::resume).
+    /// Makes every blocked transfer and poll on this transport's sockets return `Interrupted`.
+    /// Until [`resume`](Transport::resume), every later transfer or poll that would have to wait
+    /// returns `Interrupted` too.
     pub fn interrupt(&self) {
         self.inner.interrupter.interrupt();
     }
 
-    /// Transfers block again.
+    /// Ends the interrupt: transfers and polls wait again.
     pub fn resume(&self) {
         self.inner.interrupter.resume();
     }
@@ -150,8 +156,9 @@ impl Transport {
         self.inner.interrupter.is_interrupted()
     }
 
-    /// Creates an unmanaged region of `size` zeroed bytes; `callback` hears of every piece a message
-    /// was made from (at once: the message holds a copy).
+    /// Creates an unmanaged region of `size` zeroed bytes. `callback` hears of every piece of the
+    /// region that a message was made from. It hears at once, because the message holds a copy of
+    /// the piece.
     pub fn create_region(
         &self,
         size: usize,
@@ -161,8 +168,9 @@ impl Transport {
         Region::create(&self.inner.regions, size, callback, config)
     }
 
-    /// A message holding a copy of `size` bytes at `offset` of `region` (FairMQ's zeromq behaviour);
-    /// the region's callback gets the piece with `hint` before this returns.
+    /// Makes a message holding a copy of `size` bytes at `offset` of `region`, as FairMQ's zeromq
+    /// transport does. The region's callback gets the piece, with `hint`, before this function
+    /// returns.
     pub fn new_message_from_region(
         &self,
         region: &Region,
@@ -181,8 +189,9 @@ impl Transport {
         self.inner.regions.info()
     }
 
-    /// Calls `callback` (on a thread of its own, in order) for every region event of this
-    /// transport, starting with those queued since its creation; replaces an earlier subscription.
+    /// Calls `callback` for every region event of this transport, in order, on a thread of its own.
+    /// Delivery starts with the events queued since the transport's creation. A new subscription
+    /// replaces an earlier one.
     pub fn subscribe_to_region_events(
         &self,
         callback: impl FnMut(RegionInfo) + Send + 'static,
@@ -195,7 +204,7 @@ impl Transport {
         self.inner.regions.subscribed()
     }
 
-    /// Ends the region event subscription (waits for its thread).
+    /// Ends the region event subscription, and waits for its thread to finish.
     pub fn unsubscribe_from_region_events(&self) {
         self.inner.regions.unsubscribe();
     }

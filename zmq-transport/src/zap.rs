@@ -17,12 +17,15 @@ use std::thread::JoinHandle;
 
 /// The endpoint RFC 27 reserves for the handler.
 const ZAP_ENDPOINT: &str = "inproc://zeromq.zap.01";
-/// The user name the transport's sockets present; the handler checks it with the password.
+/// The user name that the transport's sockets present. The handler checks it together with the
+/// password.
 pub(crate) const USER: &str = "fairmq-rs";
 
-/// A running handler; stopped and joined on drop (before its context can end).
+/// A running ZAP handler. Dropping the `Handler` stops its thread and joins it, before the
+/// context can end.
 pub(crate) struct Handler {
-    /// Wakes the thread to stop. Used from the dropping thread only, behind the mutex.
+    /// The socket that wakes the thread to stop. Only the dropping thread uses it, behind the
+    /// mutex.
     stop: std::sync::Mutex<zmq::Socket>,
     thread: Option<JoinHandle<()>>,
 }
@@ -39,7 +42,8 @@ impl Handler {
         let create = |source| SocketError::Create { what: "ZAP handler", source };
         let rep = ctx.socket(zmq::REP).map_err(create)?;
         rep.bind(ZAP_ENDPOINT).map_err(create)?;
-        // One handler per context: inproc names are the context's own.
+        // A fixed name works because a context has only one handler, and inproc names are local
+        // to their context.
         let name = "inproc://fairmq-rs-zap-stop";
         let stop_rx = ctx.socket(zmq::PAIR).map_err(create)?;
         stop_rx.bind(name).map_err(create)?;
@@ -56,7 +60,8 @@ impl Handler {
 impl Drop for Handler {
     fn drop(&mut self) {
         if let Ok(stop) = self.stop.lock() {
-            // Never blocks: a thread that already ended left no peer to take it.
+            // This send never blocks. If the thread has already ended, no peer is left to take
+            // the message, and the send just fails.
             let _ = stop.send("", zmq::DONTWAIT);
         }
         if let Some(t) = self.thread.take() {
@@ -65,8 +70,9 @@ impl Drop for Handler {
     }
 }
 
-/// Answers requests until told to stop, or the context ends. Any other error (a signal
-/// interrupting a call, say) is retried: without the handler every peer would be refused.
+/// Answers requests until it is told to stop or the context ends. Any other error, such as a
+/// signal that interrupts a call, is retried, because without the handler every peer would be
+/// refused.
 fn serve(rep: &zmq::Socket, stop: &zmq::Socket, password: &str) {
     loop {
         let mut items = [rep.as_poll_item(zmq::POLLIN), stop.as_poll_item(zmq::POLLIN)];
@@ -89,15 +95,16 @@ fn serve(rep: &zmq::Socket, stop: &zmq::Socket, password: &str) {
         let (status, text) = verdict(&request, password);
         let request_id = request.get(1).cloned().unwrap_or_default();
         let reply: [&[u8]; 6] = [b"1.0", &request_id, status.as_bytes(), text.as_bytes(), b"", b""];
-        // Over inproc a reply does not wait; a failed one only refuses that peer.
+        // A reply over inproc does not wait. A failed reply only refuses that one peer.
         if let Err(zmq::Error::ETERM) = rep.send_multipart(reply, 0) {
             return;
         }
     }
 }
 
-/// RFC 27's status for a request: its frames are version, request id, domain, address, identity,
-/// mechanism and the mechanism's credentials (PLAIN: user name, password).
+/// RFC 27's status code and status text for a request. The request's frames are the version,
+/// request id, domain, address, identity, mechanism, and the mechanism's credentials (for PLAIN:
+/// user name and password).
 fn verdict(request: &[Vec<u8>], password: &str) -> (&'static str, &'static str) {
     match request {
         [version, _, _, _, _, mechanism, user, given] if version.as_slice() == b"1.0" => {
@@ -114,7 +121,8 @@ fn verdict(request: &[Vec<u8>], password: &str) -> (&'static str, &'static str) 
     }
 }
 
-/// Compares without stopping at the first difference (a peer timing its attempts learns nothing).
+/// Compares `a` and `b` without stopping at the first difference, so that a peer that times its
+/// attempts learns nothing.
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }

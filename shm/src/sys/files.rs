@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum FileError {
-    /// The file belongs to another user: its session is not ours, or someone squats its name.
+    /// The file belongs to another user. It is another user's session, or someone squats its name.
     #[error(
         "{} belongs to uid {owner}, not to this process's uid {ours}: refusing to use it \
          (another user's session, or a squatter)",
@@ -30,12 +30,12 @@ pub enum FileError {
     ForeignOwner {
         /// The file.
         path: PathBuf,
-        /// Its owner.
+        /// The uid of the file's owner.
         owner: u32,
         /// This process's effective uid.
         ours: u32,
     },
-    /// A symbolic link where a shared-memory file should be.
+    /// A symbolic link stands where a shared-memory file should be.
     #[error(
         "{} is a symbolic link: refusing to follow it (shared-memory objects are never links; \
          remove it if it is not a trap)",
@@ -45,8 +45,8 @@ pub enum FileError {
         /// The link.
         path: PathBuf,
     },
-    /// A file of ours that others may write (made 0600; someone changed its mode): whatever it
-    /// holds may have been written by another user.
+    /// The file is ours, but other users may write it. It was created with mode 0600, so someone
+    /// changed its mode since. Another user may have written what it holds.
     #[error(
         "{} may be written by other users (mode {mode:03o}; shared-memory files are 600): refusing to use it",
         path.display()
@@ -57,13 +57,13 @@ pub enum FileError {
         /// Its permission bits.
         mode: u32,
     },
-    /// Something else than a regular file (a directory, a FIFO, a device).
+    /// The object is not a regular file (for example a directory, a FIFO or a device).
     #[error("{} is not a regular file: refusing to use it", path.display())]
     NotAFile {
         /// The object.
         path: PathBuf,
     },
-    /// The system refused access (the file's owner or mode does not let this user in).
+    /// The system refused access, because the file's owner or mode does not let this user in.
     #[error(
         "{}: permission denied (it belongs to uid {owner} with mode {mode:03o}; this process runs as uid {ours})",
         path.display()
@@ -71,7 +71,7 @@ pub enum FileError {
     PermissionDenied {
         /// The file.
         path: PathBuf,
-        /// Its owner.
+        /// The uid of the file's owner.
         owner: u32,
         /// Its permission bits.
         mode: u32,
@@ -87,14 +87,14 @@ pub enum FileError {
     NoSpace {
         /// The file that was to be created.
         path: PathBuf,
-        /// Its size.
+        /// The size of the new file, in bytes.
         size: u64,
         /// Free bytes in the file system.
         available: u64,
-        /// The directory holding it.
+        /// The directory that was to hold the file.
         dir: PathBuf,
     },
-    /// Any other failure of the system.
+    /// Any other error of the operating system.
     #[error("{}: {source}", path.display())]
     Io {
         /// The file.
@@ -105,12 +105,13 @@ pub enum FileError {
 }
 
 impl FileError {
-    /// Whether nothing exists under the name.
+    /// Returns whether nothing exists under the name.
     pub fn is_not_found(&self) -> bool {
         self.kind() == Some(io::ErrorKind::NotFound)
     }
 
-    /// The kind of a plain OS error (`None` for the refusals above).
+    /// Returns the kind of a plain OS error (`FileError::Io`). Returns `None` for the other
+    /// variants, which are refusals.
     pub fn kind(&self) -> Option<io::ErrorKind> {
         match self {
             FileError::Io { source, .. } => Some(source.kind()),
@@ -118,8 +119,11 @@ impl FileError {
         }
     }
 
-    /// An OS error on `path`, told apart: a link met by `O_NOFOLLOW`, or a refused access, whose
-    /// owner and mode say why.
+    /// Converts an OS error on `path` into the variant that explains it.
+    ///
+    /// `ELOOP` means that `O_NOFOLLOW` met a symbolic link, so it becomes `FileError::Symlink`.
+    /// `EACCES` and `EPERM` become `FileError::PermissionDenied`, whose owner and mode say why the
+    /// system refused access.
     pub(crate) fn from_io(path: &Path, source: io::Error) -> FileError {
         let path = path.to_owned();
         match source.raw_os_error() {
@@ -133,14 +137,16 @@ impl FileError {
     }
 }
 
-/// This process's effective uid: the owner of every object it may use.
+/// Returns this process's effective uid. This uid owns every object that the process may use.
 pub(crate) fn euid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() }
 }
 
-/// Opens an existing file for reading and writing, only if it is a regular file of this process's
-/// effective uid, reached without following a link.
+/// Opens an existing file for reading and writing.
+///
+/// `open_own` refuses the file unless it is a regular file owned by this process's effective uid,
+/// which other users may not write. It never follows a symbolic link to reach the file.
 pub(crate) fn open_own(path: &Path) -> Result<File, FileError> {
     let file = OpenOptions::new()
         .read(true)
@@ -152,8 +158,10 @@ pub(crate) fn open_own(path: &Path) -> Result<File, FileError> {
     Ok(file)
 }
 
-/// Creates a new, private file (`O_CREAT|O_EXCL|O_NOFOLLOW`, mode 0600: the umask can only take
-/// bits away). Fails with `AlreadyExists` if anything, a link included, has the name.
+/// Creates a new private file, with `O_CREAT|O_EXCL|O_NOFOLLOW` and mode 0600.
+///
+/// The umask can only take permission bits away, so the file is never more open than 0600.
+/// `create_new` fails with `AlreadyExists` if anything has the name, a symbolic link included.
 pub(crate) fn create_new(path: &Path) -> Result<File, FileError> {
     OpenOptions::new()
         .read(true)
@@ -165,17 +173,19 @@ pub(crate) fn create_new(path: &Path) -> Result<File, FileError> {
         .map_err(|e| FileError::from_io(path, e))
 }
 
-/// A number for the file name of `path` (FNV-1a; never 0), written into a shared-memory object
-/// when it is made and checked when it is opened: the file name holds the session's id, so an
-/// object that another user hard-linked into our session under another name (a link needs no
-/// permission on its target) is told apart from the session's own.
+/// Returns a number for the file name of `path` (an FNV-1a hash, never 0).
+///
+/// The creator of a shared-memory object writes this tag into it, and every opener checks it. The
+/// file name holds the session's id. Another user may hard-link an object into our session under
+/// another name, because a hard link needs no permission on its target. The tag tells such an
+/// object apart from the session's own objects.
 pub(crate) fn name_tag(path: &Path) -> u64 {
     let name = path.file_name().map_or(&b""[..], |n| std::os::unix::ffi::OsStrExt::as_bytes(n));
     name.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)).max(1)
 }
 
-/// Whether `tag`, read from the object mapped from `path`, was made for that name; the reason
-/// otherwise.
+/// Checks that `tag`, read from the object mapped from `path`, was made for that file name.
+/// Returns the reason for refusal otherwise.
 pub(crate) fn check_name_tag(tag: u64, path: &Path) -> Result<(), String> {
     if tag == name_tag(path) {
         Ok(())
@@ -184,19 +194,22 @@ pub(crate) fn check_name_tag(tag: u64, path: &Path) -> Result<(), String> {
     }
 }
 
-/// Refuses `file` (opened from `path`) unless it is a regular file of this process's effective
-/// uid, as the descriptor says (not the name, which may have changed since).
+/// Refuses `file`, opened from `path`, unless it is a regular file owned by this process's
+/// effective uid. The check asks the open descriptor, not the name, because the name may have
+/// changed since the file was opened.
 fn check_own(file: &File, path: &Path) -> Result<(), FileError> {
     let meta = file.metadata().map_err(|e| FileError::from_io(path, e))?;
     check_meta(&meta, path)?;
-    // Ours, but others may write it: its contents are not ours alone (removing it is still fine).
+    // The file is ours, but other users may write it, so its contents are not ours alone.
+    // Removing such a file is still fine.
     if meta.mode() & 0o022 != 0 {
         return Err(FileError::WritableByOthers { path: path.to_owned(), mode: meta.mode() & 0o777 });
     }
     Ok(())
 }
 
-/// Refuses what `meta` describes unless it is a regular file of this process's effective uid.
+/// Refuses what `meta` describes unless it is a regular file owned by this process's effective
+/// uid.
 fn check_meta(meta: &std::fs::Metadata, path: &Path) -> Result<(), FileError> {
     if !meta.file_type().is_file() {
         return Err(FileError::NotAFile { path: path.to_owned() });
@@ -208,8 +221,11 @@ fn check_meta(meta: &std::fs::Metadata, path: &Path) -> Result<(), FileError> {
     Ok(())
 }
 
-/// Refuses the name `path` unless it is this user's regular file, without opening it (before
-/// removing what an earlier session left: never another user's file, never a link's target).
+/// Refuses the name `path` unless it is a regular file owned by this user. The check does not
+/// open the file.
+///
+/// Callers check a name before they remove what an earlier session left. So they never remove
+/// another user's file, and never act on the target of a symbolic link.
 pub(crate) fn check_own_name(path: &Path) -> Result<(), FileError> {
     let meta = std::fs::symlink_metadata(path).map_err(|e| FileError::from_io(path, e))?;
     if meta.file_type().is_symlink() {
@@ -218,7 +234,8 @@ pub(crate) fn check_own_name(path: &Path) -> Result<(), FileError> {
     check_meta(&meta, path)
 }
 
-/// Removes the name `path` (a link itself, never its target); `Ok(false)` if nothing was there.
+/// Removes the name `path`. If `path` is a symbolic link, `remove` removes the link itself,
+/// never its target. Returns `Ok(false)` if nothing had that name.
 pub(crate) fn remove(path: &Path) -> Result<bool, FileError> {
     match std::fs::remove_file(path) {
         Ok(()) => Ok(true),
@@ -227,23 +244,26 @@ pub(crate) fn remove(path: &Path) -> Result<bool, FileError> {
     }
 }
 
-/// Removes the name `path` if it is this user's regular file ([`check_own_name`]): what an earlier
-/// session left. Another user's file, or a link, is refused and stays.
+/// Removes the name `path` if it is a regular file owned by this user ([`check_own_name`]).
+/// Callers use it to remove what an earlier session left. Another user's file, or a link, is
+/// refused and stays in place.
 pub(crate) fn remove_own(path: &Path) -> Result<bool, FileError> {
     check_own_name(path)?;
     remove(path)
 }
 
-/// Bytes an unprivileged user may still write in the file system holding `dir`; `None` when the
-/// file system reports no size at all (tmpfs mounted with `size=0` is unlimited).
+/// Returns how many bytes an unprivileged user may still write in the file system that holds
+/// `dir`. Returns `None` when the file system reports no size at all: a tmpfs mounted with
+/// `size=0` has no limit.
 pub(crate) fn available_space(dir: &Path) -> Result<Option<u64>, FileError> {
     let io_err = |source| FileError::Io { path: dir.to_owned(), source };
     let c =
         CString::new(dir.as_os_str().as_bytes()).map_err(|e| io_err(io::Error::new(io::ErrorKind::InvalidInput, e)))?;
-    // SAFETY: an all-zero statvfs is a valid value of this plain C struct; it is only written by
-    // the call below.
+    // SAFETY: `statvfs` is a plain C struct, for which all-zero bytes are a valid value. Only the
+    // `statvfs` call below writes to `st`.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: `c` is a NUL-terminated path and `st` a writable statvfs, both live across the call.
+    // SAFETY: `c` is a NUL-terminated path and `st` is a writable `statvfs`. Both live across the
+    // call.
     if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
         return Err(FileError::from_io(dir, io::Error::last_os_error()));
     }
@@ -253,7 +273,7 @@ pub(crate) fn available_space(dir: &Path) -> Result<Option<u64>, FileError> {
     Ok(Some(st.f_bavail.saturating_mul(st.f_frsize)))
 }
 
-/// The directory of `path` (where its file system's free space is measured).
+/// Returns the directory of `path`. The free space of the file system is measured there.
 fn dir_of(path: &Path) -> PathBuf {
     match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
@@ -270,10 +290,13 @@ pub(crate) fn check_room(path: &Path, size: u64) -> Result<(), FileError> {
     }
 }
 
-/// Gives `file`, created as `tmp` to become `name` (which errors name), `size` bytes and reserves
-/// every page of them now: a file system that cannot hold them says so here, not later by SIGBUS in
-/// whichever process first touches a page it has no room for. Where the file system cannot
-/// reserve, the file only gets its length (its room was checked before).
+/// Gives `file` a length of `size` bytes and reserves every page of them now.
+///
+/// `file` was created as `tmp` and is to become `name`. Errors name `name` when the size does not
+/// fit, and `tmp` otherwise. A file system that cannot hold the pages says so here. Without the
+/// reservation, the first process to touch a page with no room for it would get a SIGBUS later.
+/// Where the file system cannot reserve pages, `reserve` only sets the length. The caller checked
+/// the room before.
 pub(crate) fn reserve(file: &File, tmp: &Path, name: &Path, size: u64) -> Result<(), FileError> {
     let too_large = || FileError::from_io(name, io::Error::from_raw_os_error(libc::EFBIG));
     let len = libc::off_t::try_from(size).map_err(|_| too_large())?;
@@ -318,7 +341,7 @@ mod tests {
         assert!(!remove(&link).unwrap());
         open_own(&target).unwrap();
         check_own_name(&target).unwrap();
-        // Ours, but made writable by others: not used (it may be removed).
+        // A file of ours that others may write is not used, but it may still be removed.
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o622)).unwrap();
         assert!(matches!(open_own(&target), Err(FileError::WritableByOthers { mode: 0o622, .. })));

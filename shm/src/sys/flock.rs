@@ -5,13 +5,16 @@ use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
 
-/// Takes an exclusive lock without waiting; false if another open file holds a lock.
+/// Takes an exclusive lock on `file` without waiting. Returns false if another open file holds a
+/// lock.
 pub(crate) fn try_exclusive(file: &File) -> io::Result<bool> {
     try_lock(file, libc::LOCK_EX)
 }
 
-/// Whether another open file holds an exclusive lock (probes with a shared lock, released at once
-/// when `file` is closed).
+/// Returns whether another open file holds an exclusive lock.
+///
+/// The probe takes a shared lock on `file`. The kernel releases that lock as soon as `file` is
+/// closed.
 pub(crate) fn held_by_other(file: &File) -> io::Result<bool> {
     try_lock(file, libc::LOCK_SH).map(|got| !got)
 }

@@ -9,21 +9,26 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Types that may be viewed over shared memory: `#[repr(C)]`, aligned to 8, without padding and
-/// made only of [`AtomicU64`] (alone, in arrays or in other such structs). So every bit pattern is
-/// a valid value, and what other processes write is only ever seen through atomics.
+/// Types that may be viewed over shared memory.
+///
+/// Such a type is `#[repr(C)]`, aligned to 8 and without padding. It is made only of
+/// [`AtomicU64`], alone, in arrays or in other such structs. So every bit pattern is a valid
+/// value, and this process reads what other processes write only through atomics.
 ///
 /// # Safety
-/// Implement it only through [`shared_layout!`], which checks all of that at compile time.
+/// Implement `Words` only through [`shared_layout!`], which checks all of these properties at
+/// compile time.
 pub(crate) unsafe trait Words: Sized {}
 
-// SAFETY: one atomic word: 8 bytes, aligned to 8, any bit pattern valid.
+// SAFETY: `AtomicU64` is one atomic word: 8 bytes, aligned to 8, and any bit pattern is valid.
 unsafe impl Words for AtomicU64 {}
-// SAFETY: an array of such types has no padding (their sizes are multiples of their alignment 8).
+// SAFETY: an array of `Words` types has no padding, because their sizes are multiples of their
+// alignment, which is 8.
 unsafe impl<T: Words, const N: usize> Words for [T; N] {}
 
-/// Declares a `#[repr(C)]` struct of [`Words`] fields and implements [`Words`] for it, after
-/// checking at compile time that every field is [`Words`] and that the struct has no padding.
+/// Declares a `#[repr(C)]` struct of [`Words`] fields and implements [`Words`] for it.
+/// `shared_layout!` also checks at compile time that every field is [`Words`] and that the struct
+/// has no padding.
 macro_rules! shared_layout {
     ($(#[$meta:meta])* $vis:vis struct $name:ident {
         $($(#[$fmeta:meta])* $fvis:vis $field:ident: $ty:ty,)*
@@ -33,8 +38,8 @@ macro_rules! shared_layout {
         $vis struct $name {
             $($(#[$fmeta])* $fvis $field: $ty,)*
         }
-        // SAFETY: `#[repr(C)]`, every field is `Words` and the size is the sum of the fields' (so
-        // there is no padding), checked just below.
+        // SAFETY: the struct is `#[repr(C)]` and every field is `Words`. Its size is the sum of its
+        // fields' sizes, so it has no padding. The constant just below checks this.
         unsafe impl $crate::sys::layout::Words for $name {}
         const _: () = {
             const fn words<T: $crate::sys::layout::Words>() {}
@@ -46,51 +51,55 @@ macro_rules! shared_layout {
 }
 pub(crate) use shared_layout;
 
-/// The first `size_of::<T>()` bytes of `words` as a `T`, or `None` if `words` is shorter.
+/// Views the first `size_of::<T>()` bytes of `words` as a `T`. Returns `None` if `words` is
+/// shorter.
 pub(crate) fn view<T: Words>(words: &[AtomicU64]) -> Option<&T> {
     if std::mem::size_of_val(words) < std::mem::size_of::<T>() {
         return None;
     }
-    // SAFETY: `words` is 8-aligned (atomic words) and long enough (checked); `T: Words` is made of
-    // atomic words only, aligned to 8, without padding, so any content is a valid `T`; the result
-    // borrows `words`, so it lives no longer than the memory does.
+    // SAFETY: `words` is 8-aligned, because it holds atomic words, and it is long enough (checked
+    // above). `T: Words` is made only of atomic words, aligned to 8 and without padding, so any
+    // content is a valid `T`. The result borrows `words`, so it lives no longer than the memory.
     Some(unsafe { &*words.as_ptr().cast::<T>() })
 }
 
-/// The bytes of a robust process-shared mutex in a layout (used through `Mapping::mutex`, never
-/// as words).
+/// The bytes of a robust process-shared mutex in a layout. Code uses them only through
+/// `Mapping::mutex`, never as words.
 pub(crate) type MutexPlace = [AtomicU64; 8];
 const _: () = assert!(std::mem::size_of::<MutexPlace>() >= super::robust_mutex::MUTEX_BYTES);
 
 shared_layout! {
-    /// The first two words of every shared object: what it is, and the layout version that made it.
+    /// The first two words of every shared object: what the object is, and the layout version
+    /// that made it.
     pub(crate) struct Tag {
-        /// Says what the object is; stored last, once the rest is complete.
+        /// Says what the object is. The creator stores it last, once the rest is complete.
         pub magic: AtomicU64,
-        /// Bumped whenever the layout changes: builds of different layouts refuse each other's objects.
+        /// The layout version, bumped whenever the layout changes. Builds of different layouts
+        /// refuse each other's objects.
         pub layout: AtomicU64,
     }
 }
 
-/// What a shared object must be.
+/// What a shared object must be: its name in errors, its magic and its layout version.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Kind {
-    /// Its name in errors ("managed segment").
+    /// The object's name in errors, such as "managed segment".
     pub what: &'static str,
     pub magic: u64,
     pub layout: u64,
 }
 
-/// Why an object is not one this build can use.
+/// Why this build cannot use an object.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Mismatch {
-    /// Fewer bytes than the layout needs.
+    /// The object has fewer bytes than the layout needs.
     TooSmall { len: usize, needed: usize },
-    /// Another kind of object, or one not complete yet.
+    /// The magic does not match: the object is of another kind, or it is not complete yet.
     Magic { what: &'static str },
-    /// Made by a build of another layout.
+    /// A build of another layout version made the object.
     Layout { found: u64, ours: u64 },
-    /// The object's own fields disagree (with each other, the file, or what the opener expects).
+    /// The object's own fields disagree with each other, with the file, or with what the opener
+    /// expects.
     Fields(String),
 }
 
@@ -106,16 +115,19 @@ impl fmt::Display for Mismatch {
 }
 
 impl Kind {
-    /// Marks a new object, whose other fields are written, as complete: layout, then magic (with
-    /// release, so whoever sees the magic sees the rest).
+    /// Marks a new object as complete, once its other fields are written.
+    ///
+    /// `stamp` stores the layout version first and the magic last. It stores the magic with release
+    /// ordering, so whoever sees the magic also sees the rest of the object.
     pub(crate) fn stamp(&self, tag: &Tag) {
         tag.layout.store(self.layout, Ordering::Relaxed);
         tag.magic.store(self.magic, Ordering::Release);
     }
 
-    /// Views `words` as an object of this kind whose layout `T` starts with its [`Tag`] (as
-    /// `tag_of` returns it): checks the size, the magic and the layout version, then the object's
-    /// own fields with `check`.
+    /// Views `words` as an object of this kind, with layout `T`.
+    ///
+    /// `T` starts with the object's [`Tag`], which `tag_of` returns. `open` checks the size, the
+    /// magic and the layout version. Then it checks the object's own fields with `check`.
     pub(crate) fn open<'a, T: Words>(
         &self,
         words: &'a [AtomicU64],

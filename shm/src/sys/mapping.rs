@@ -30,14 +30,15 @@ impl std::fmt::Debug for Mapping {
 
 /// Outcome of [`Mapping::create`].
 pub(crate) enum Created {
-    /// We created the object.
+    /// This call created the object.
     New(Mapping),
-    /// Another process had already created it (nothing of ours was left behind).
+    /// Another process had already created the object. This call left no file of its own behind.
     Exists,
 }
 
-/// A mapping being created, still private to its creator (see [`Mapping::create`]): the only
-/// place where mutexes are made, since nobody else can use one yet.
+/// A mapping being created, still private to its creator (see [`Mapping::create`]).
+/// `Fresh` is the only place where mutexes are made, because no other process can use a mutex in
+/// the mapping yet.
 pub(crate) struct Fresh<'a>(&'a Mapping);
 
 impl std::ops::Deref for Fresh<'_> {
@@ -49,17 +50,17 @@ impl std::ops::Deref for Fresh<'_> {
 }
 
 impl Fresh<'_> {
-    /// Makes a robust process-shared mutex at `place` (a place of this mapping's layout).
+    /// Makes a robust process-shared mutex at `place`, a place of this mapping's layout.
     pub(crate) fn init_mutex(&self, place: &MutexPlace) -> io::Result<()> {
         let ptr = self.0.mutex_place(place).ok_or_else(|| io::Error::other("mutex outside the mapping"))?;
-        // SAFETY: the place is inside the mapping and aligned (checked); the object is not linked
-        // under its name yet, so no process uses those bytes as a mutex.
+        // SAFETY: the place is inside the mapping and aligned (checked above). The object is not
+        // linked under its name yet, so no process uses those bytes as a mutex.
         unsafe { RobustMutex::init(ptr) }
     }
 }
 
-/// Whether `path` names the open `file` (it was not unlinked, nor replaced by another file or a
-/// link to it).
+/// Returns whether `path` still names the open `file`. It does not if the name was unlinked, or
+/// replaced by another file or by a symbolic link to `file`.
 pub(crate) fn names_file(file: &File, path: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
     match (file.metadata(), std::fs::symlink_metadata(path)) {
@@ -69,10 +70,12 @@ pub(crate) fn names_file(file: &File, path: &Path) -> bool {
 }
 
 impl Mapping {
-    /// Creates `path` with `size` bytes, initialised by `init` before it becomes visible under its
-    /// name. `tmp` is a name unique to this process and call, in the same directory. The size is
-    /// checked against the file system's free space first, and every page is reserved (see
-    /// `files::reserve`).
+    /// Creates the object `path` with `size` bytes. `init` initialises the object before it
+    /// becomes visible under its name.
+    ///
+    /// `tmp` is a name in the same directory, unique to this process and call. `create` first
+    /// checks the size against the free space of the file system, and then reserves every page
+    /// (see `files::reserve`).
     pub(crate) fn create(
         path: &Path,
         tmp: &Path,
@@ -82,7 +85,8 @@ impl Mapping {
         let result = Mapping::create_as(path, tmp, size, init);
         let _ = files::remove(tmp);
         match result {
-            // No room for a second copy, but the object exists: the caller opens that one.
+            // There is no room for a second copy, but the object already exists. The caller opens
+            // the existing object.
             Err(FileError::NoSpace { .. }) if std::fs::symlink_metadata(path).is_ok() => Ok(Created::Exists),
             other => other,
         }
@@ -107,13 +111,13 @@ impl Mapping {
         }
     }
 
-    /// Opens an existing object; its size is the file's.
+    /// Opens an existing object. The mapping has the size of the file.
     pub(crate) fn open(path: &Path) -> Result<Mapping, FileError> {
         Mapping::open_with(path, false)
     }
 
-    /// Opens an existing object (this user's regular file, not a link); with `populate`, its pages
-    /// are faulted in at once (`MAP_POPULATE`).
+    /// Opens an existing object, which must be this user's regular file and not a link.
+    /// With `populate`, all its pages are faulted in at once (`MAP_POPULATE`).
     pub(crate) fn open_with(path: &Path, populate: bool) -> Result<Mapping, FileError> {
         Mapping::map(files::open_own(path)?, path, populate)
     }
@@ -144,61 +148,74 @@ impl Mapping {
         &self.path
     }
 
-    /// Whether the name still refers to the object this maps (not unlinked, not replaced).
+    /// Returns whether the path still names the mapped object, that is, whether nobody unlinked or
+    /// replaced it.
     pub(crate) fn still_linked(&self) -> bool {
         names_file(&self._file, &self.path)
     }
 
-    /// Address where this process mapped the object (page aligned). Only for local address arithmetic:
-    /// never stored in shared memory.
+    /// The address, page aligned, where this process mapped the object. Use it only for address
+    /// arithmetic in this process, and never store it in shared memory.
     pub(crate) fn base(&self) -> *mut u8 {
         self.map.as_mut_ptr()
     }
 
-    /// The whole mapping as 64-bit atomic words; every word of shared bookkeeping is accessed this way
-    /// (bounds-checked indexing, no plain loads or stores that could race with another process).
+    /// The whole mapping as 64-bit atomic words.
+    ///
+    /// Every word of shared bookkeeping is accessed this way. Indexing is bounds-checked, and no
+    /// plain load or store can race with another process.
     pub(crate) fn words(&self) -> &[AtomicU64] {
-        // SAFETY: the mapping is page aligned (so 8-aligned), `len / 8` whole words lie inside it, and it
-        // stays mapped while `self` is borrowed. AtomicU64 has the size and alignment of u64, any bit
-        // pattern is valid, and its interior mutability admits concurrent writers (other processes).
+        // SAFETY: the mapping is page aligned, so it is 8-aligned. `len / 8` whole words lie inside
+        // it, and it stays mapped while `self` is borrowed. `AtomicU64` has the size and alignment
+        // of `u64`, and any bit pattern is valid. Its interior mutability allows concurrent
+        // writers, such as other processes.
         unsafe { std::slice::from_raw_parts(self.base().cast::<AtomicU64>(), self.len() / 8) }
     }
 
-    /// Pointer to `len` bytes at `offset`, or `None` if that range is not inside the mapping.
+    /// Returns a pointer to `len` bytes at `offset`, or `None` if that range is not inside the
+    /// mapping.
     pub(crate) fn range_ptr(&self, offset: usize, len: usize) -> Option<*mut u8> {
         let end = offset.checked_add(len)?;
         if end > self.len() {
             return None;
         }
-        // SAFETY: `offset <= len()` was just checked, so the result stays inside (or one past) the mapping.
+        // SAFETY: the check above implies `offset <= len()`, so the result stays inside the mapping
+        // or points one byte past its end.
         Some(unsafe { self.base().add(offset) })
     }
 
-    /// The robust mutex at `place` (in this mapping's layout), made when the object was created
-    /// (see [`Fresh::init_mutex`]); borrowed from the mapping, so it cannot outlive it. Panics on a
-    /// place outside the mapping: callers name places of their own layouts.
+    /// Returns the robust mutex at `place`, a place of this mapping's layout.
+    ///
+    /// The mutex was made when the object was created (see [`Fresh::init_mutex`]). The returned
+    /// handle borrows the mapping, so it cannot outlive the mapping.
+    ///
+    /// Panics if `place` lies outside the mapping. Callers only pass places of their own layouts.
     pub(crate) fn mutex(&self, place: &MutexPlace) -> RobustMutex<'_> {
         let ptr = self.mutex_place(place).expect("a mutex inside the mapping");
         // SAFETY: the place is inside this mapping and aligned, and the handle borrows the mapping.
         unsafe { RobustMutex::at(ptr) }
     }
 
-    /// The address of `place` if it lies inside this mapping (places are 8-aligned by type).
+    /// Returns the address of `place` if it lies inside this mapping. Places are 8-aligned by their
+    /// type.
     fn mutex_place(&self, place: &MutexPlace) -> Option<*mut u8> {
         let offset = (place.as_ptr() as usize).checked_sub(self.base() as usize)?;
         self.range_ptr(offset, std::mem::size_of::<MutexPlace>())
     }
 
-    /// The mapping viewed as layout `T` from its start, or `None` if it is shorter than `T`.
+    /// Views the mapping, from its start, as layout `T`. Returns `None` if the mapping is shorter
+    /// than `T`.
     pub(crate) fn view<T: super::layout::Words>(&self) -> Option<&T> {
         super::layout::view(self.words())
     }
 
-    /// Writes zeros over `len` bytes at `offset` (touching, and so allocating, those pages).
+    /// Writes zeros over `len` bytes at `offset`. Writing touches those pages, and so allocates
+    /// them.
     pub(crate) fn zero(&self, offset: usize, len: usize) -> io::Result<()> {
         let p = self.range_ptr(offset, len).ok_or_else(|| io::Error::other("zero: range outside mapping"))?;
-        // SAFETY: the range is inside the mapping (checked); callers zero only memory nobody uses yet
-        // (free blocks under the allocator lock, or a segment before it is published).
+        // SAFETY: the range is inside the mapping (checked above). Callers zero only memory that
+        // nobody uses yet: free blocks under the allocator lock, or a segment before it is
+        // published.
         unsafe { std::ptr::write_bytes(p, 0, len) };
         Ok(())
     }
@@ -242,8 +259,8 @@ mod lock_tests {
     use crate::session::layout::{Layout, MANAGEMENT_SIZE};
     use crate::sys::robust_mutex::{LockError, HOLD_LIMIT};
 
-    /// A live holder that never lets go (stopped by SIGSTOP, a debugger): the next locker gets an
-    /// error after the hold limit instead of waiting for ever.
+    /// A live holder may never let go, for example when SIGSTOP or a debugger stops it. The next
+    /// locker then gets an error after the hold limit, instead of waiting forever.
     #[test]
     fn a_lock_held_past_the_limit_is_an_error_not_a_wait_for_ever() {
         let dir = tempfile::tempdir().unwrap();

@@ -1,7 +1,9 @@
 //! Other processes, by pid.
 
-/// Whether process `pid` exists (signal 0 checks without sending; a process of another user that
-/// we may not signal exists too).
+/// Returns whether process `pid` exists.
+///
+/// Signal 0 checks the process without sending anything. A process of another user, which this
+/// process may not signal, still counts as existing.
 pub(crate) fn exists(pid: u32) -> bool {
     let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
     // SAFETY: kill with signal 0 sends nothing; it only reads the pid.

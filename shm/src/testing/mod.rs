@@ -1,8 +1,8 @@
 //! Internals for this crate's tests, benchmarks and fuzz targets and for the tests of the crates
 //! above it: not part of the API (hidden from the documentation; they change without notice).
 
-/// Entry points of the fuzz targets (`fuzz/`) and of the test replaying their corpora (cargo
-/// feature `fuzzing`).
+/// Entry points of the fuzz targets (`fuzz/`) and of the test that replays their corpora. Needs
+/// the cargo feature `fuzzing`.
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing {
     pub use crate::fuzzing::*;
@@ -16,9 +16,9 @@ pub mod ledger {
     /// Bytes of an overflow page.
     pub const PAGE_BYTES: u64 = crate::session::ledger::PAGE_BYTES;
 
-    /// How many overflow pages the ledger of process `pid`'s transport in session `shm_id` links,
-    /// checked as a sweep checks them (`Err`: the link that does not check); `None` when no
-    /// transport of that process is attached.
+    /// Counts the overflow pages that the ledger of process `pid`'s transport in session `shm_id`
+    /// links. The links are checked as a sweep checks them, and `Err` describes the link that
+    /// fails the check. Returns `None` when no transport of that process is attached.
     pub fn overflow_pages(shm_id: &str, pid: u32) -> Option<Result<usize, String>> {
         let names = Names::new(shm_id);
         let m = Management::open_existing(&names).ok()?;
@@ -27,9 +27,10 @@ pub mod ledger {
         crate::session::ledger::overflow_pages(&m, &segments, pid).map(|r| r.map_err(|e| e.to_string()))
     }
 
-    /// Overwrites the first word of the link to the first overflow page in the ledger of process
-    /// `pid`'s transport in session `shm_id` with `word` (block offset + 1 | segment id << 48), as
-    /// a faulty process could; false when no transport of that process is attached.
+    /// Overwrites, with `word`, the first word of the link to the first overflow page in the
+    /// ledger of process `pid`'s transport in session `shm_id`. A faulty process could do the
+    /// same. `word` holds `block offset + 1 | segment id << 48`. Returns false when no transport of
+    /// that process is attached.
     pub fn damage_overflow_link(shm_id: &str, pid: u32, word: u64) -> bool {
         Management::open_existing(&Names::new(shm_id))
             .is_ok_and(|m| crate::session::ledger::damage_overflow_link(&m, pid, word))

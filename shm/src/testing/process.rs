@@ -17,21 +17,23 @@ pub struct Process {
     lines: Receiver<String>,
     /// Every line read so far (stdout, and stderr where collected).
     pub seen: Vec<String>,
-    /// Its stdin, when piped.
+    /// The process's stdin, when it is piped.
     pub stdin: Option<ChildStdin>,
 }
 
 /// How to start a process.
 #[derive(Debug, Default)]
 pub struct Start {
-    /// Its stdin (a pty, say); `None`: a pipe ([`Process::stdin`]).
+    /// The process's stdin, a pty for example. `None` gives a pipe, available as
+    /// [`Process::stdin`].
     pub stdin: Option<Stdio>,
-    /// Whether stderr goes among the lines (a panic's message, say) rather than to the test's.
+    /// Whether the process's stderr (a panic message, for example) goes among the collected lines
+    /// rather than to the test's stderr.
     pub with_stderr: bool,
 }
 
 impl Process {
-    /// Starts `cmd` with its stdout (and stderr, if asked) read line by line.
+    /// Starts `cmd` and reads its stdout (and its stderr, if asked) line by line.
     pub fn start(cmd: &mut Command, how: Start) -> Process {
         let piped = how.stdin.is_none();
         let mut child = cmd
@@ -62,8 +64,8 @@ impl Process {
         self.child.id()
     }
 
-    /// Reads lines until `found` holds of what was seen (generous timeout; then fails saying `what`
-    /// was missing, with the output).
+    /// Reads lines until `found` returns true for the lines seen. After the `GENEROUS` timeout, it
+    /// panics, saying that `what` was missing and showing the output.
     fn read_until(&mut self, what: &str, mut found: impl FnMut(&[String]) -> bool) {
         let deadline = Instant::now() + GENEROUS;
         while !found(&self.seen) {
@@ -86,14 +88,15 @@ impl Process {
         });
     }
 
-    /// Waits for the next line starting with `prefix` (past the lines already seen); returns it.
-    /// Lines after it stay unread.
+    /// Waits for the next line that starts with `prefix`, past the lines already seen, and
+    /// returns that line. Lines after it stay unread.
     pub fn expect_line(&mut self, prefix: &str) -> String {
         let from = self.seen.len();
         self.read_until(&format!("never printed '{prefix}'"), |seen| {
             seen[from..].iter().any(|l| l.starts_with(prefix))
         });
-        // Lines are read one at a time until the first match: it is the last one read.
+        // `read_until` reads one line at a time and stops at the first match, so the match is
+        // the last line read.
         self.seen.last().expect("a line was read").clone()
     }
 
@@ -109,7 +112,7 @@ impl Process {
         }
     }
 
-    /// How many lines seen contain `text`.
+    /// The number of seen lines that contain `text`.
     pub fn count(&self, text: &str) -> usize {
         self.seen.iter().filter(|l| l.contains(text)).count()
     }
@@ -124,7 +127,7 @@ impl Process {
         crate::sys::process::signal(self.pid(), sig).unwrap_or_else(|e| panic!("signal {sig} to {}: {e}", self.pid()));
     }
 
-    /// Writes `keys` to its stdin.
+    /// Writes `keys` to the process's stdin.
     pub fn send_keys(&mut self, keys: &str) {
         let s = self.stdin.as_mut().expect("piped stdin");
         s.write_all(keys.as_bytes()).expect("write to stdin");
@@ -137,7 +140,8 @@ impl Process {
         self.wait();
     }
 
-    /// Waits for the end (generous timeout) and collects the rest of the output.
+    /// Waits for the process to end, up to the `GENEROUS` timeout, and collects the rest of its
+    /// output.
     pub fn wait(&mut self) -> ExitStatus {
         let deadline = Instant::now() + GENEROUS;
         let status = loop {
@@ -162,15 +166,16 @@ impl Drop for Process {
     }
 }
 
-/// Runs `cmd` to its end (generous timeout; killed after it): its status and everything it
-/// printed, stdout and stderr together.
+/// Runs `cmd` to its end and returns its exit status and everything it printed, stdout and stderr
+/// together. After the `GENEROUS` timeout, the call fails and the process is killed.
 pub fn run(cmd: &mut Command) -> (ExitStatus, String) {
     let mut p = Process::start(cmd, Start { stdin: Some(Stdio::null()), with_stderr: true });
     let status = p.wait();
     (status, p.seen.join("\n"))
 }
 
-/// Polls `done` until it holds (generous timeout, then fails naming `what`).
+/// Polls `done` until it returns true. After the `GENEROUS` timeout, it fails with a message
+/// naming `what`.
 pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + GENEROUS;
     while !done() {

@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 static NEXT: AtomicU64 = AtomicU64::new(0);
 
-/// A session name no other test or benchmark (in this or another process) uses: `prefix`, pid and a
-/// counter.
+/// A session name that no other test or benchmark, in this or another process, uses. The name
+/// joins `prefix`, the pid and a counter.
 pub fn unique_session(prefix: &str) -> String {
     format!("{prefix}-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
 }
@@ -24,14 +24,15 @@ pub struct SessionGuard {
 }
 
 impl SessionGuard {
-    /// A guard for the session `session`, removing it on every drop.
+    /// A guard for session `session` that removes the session on every drop.
     pub fn new(session: &str) -> Self {
         SessionGuard { session: session.to_owned(), only_on_panic: false }
     }
 
-    /// A guard that removes the session only when dropped by a panic: for a process that shares the
-    /// session with others still attached (they would lose it if we removed it on a normal exit; a
-    /// normal exit detaches, and the last transport removes the objects itself).
+    /// A guard that removes the session only when it is dropped during a panic. Use it in a
+    /// process that shares the session with other processes that are still attached. Removing the
+    /// session on a normal exit would take it from them. A normal exit only detaches, and the last
+    /// transport removes the objects itself.
     pub fn on_panic(session: &str) -> Self {
         SessionGuard { session: session.to_owned(), only_on_panic: true }
     }

@@ -13,10 +13,15 @@
 use crate::TransferError;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Messages and bytes moved by one socket, successful transfers only; a multipart counts as one
-/// message and its bytes are the sum of its parts. Readable from any thread (rate logging does);
-/// written only by the thread that uses the socket, so an update is a plain load and store (no
-/// locked read-modify-write on the per-message path).
+/// The transfer counters of one socket.
+///
+/// The message and byte counts include successful transfers only. A multipart counts as one
+/// message, and its bytes are the sum of its parts. Failed transfers are counted apart, by
+/// `Direction`, as timeouts or as other errors.
+///
+/// Any thread may read the counters, as rate logging does. Only the thread that uses the socket
+/// writes them. So an update is a plain load and store, with no locked read-modify-write on the
+/// per-message path.
 #[derive(Debug, Default)]
 pub struct Counters {
     messages_tx: AtomicU64,
@@ -53,31 +58,38 @@ pub struct CounterSnapshot {
     pub send_timeouts: u64,
     /// Receives that timed out.
     pub receive_timeouts: u64,
-    /// Sends that failed otherwise (not interrupted: a state change is no failure).
+    /// Sends that failed for another reason than a timeout. Interrupted sends are not counted,
+    /// because an interruption is a state change, not a failure.
     pub send_errors: u64,
-    /// Receives that failed otherwise (not interrupted).
+    /// Receives that failed for another reason than a timeout. Interrupted receives are not
+    /// counted.
     pub receive_errors: u64,
 }
 
 impl Counters {
-    /// Records one sent message (or multipart) of `bytes` payload bytes. Single writer: call only
-    /// from the thread that uses the socket (the counters are bumped without a locked instruction).
+    /// Records one sent message, or one sent multipart, of `bytes` payload bytes.
+    ///
+    /// Call it only from the thread that uses the socket: the counters are updated without a locked
+    /// instruction, so they allow a single writer only.
     #[inline]
     pub fn record_tx(&self, bytes: usize) {
         bump(&self.messages_tx, 1);
         bump(&self.bytes_tx, bytes as u64);
     }
 
-    /// Records one received message (or multipart) of `bytes` payload bytes (single writer, as
-    /// [`Counters::record_tx`]).
+    /// Records one received message, or one received multipart, of `bytes` payload bytes.
+    ///
+    /// Call it only from the thread that uses the socket, as for [`Counters::record_tx`].
     #[inline]
     pub fn record_rx(&self, bytes: usize) {
         bump(&self.messages_rx, 1);
         bump(&self.bytes_rx, bytes as u64);
     }
 
-    /// Records a transfer that failed with `e` (single writer, as [`Counters::record_tx`]): a
-    /// timeout, or an error; an interruption is not counted (the device changes state).
+    /// Records a transfer that failed with `e`, as a timeout or as an error. An interruption is not
+    /// counted, because it only means that the device changes state.
+    ///
+    /// Call it only from the thread that uses the socket, as for [`Counters::record_tx`].
     #[cold]
     pub fn record_failure(&self, dir: Direction, e: &TransferError) {
         let c = match (dir, e) {
@@ -105,7 +117,7 @@ impl Counters {
     }
 }
 
-/// Single-writer increment: readers see the old or the new value, never a torn one.
+/// Adds `n` to `c`, for a single writer. A reader sees the old or the new value, never a torn one.
 #[inline]
 fn bump(c: &AtomicU64, n: u64) {
     c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);

@@ -74,7 +74,8 @@ pub struct Endpoint<'a> {
 }
 
 impl<'a> Endpoint<'a> {
-    /// Splits off a leading modifier.
+    /// Splits `text` into its leading modifier, if any, and the address. Surrounding whitespace is
+    /// trimmed first.
     pub fn parse(text: &'a str) -> Self {
         let text = text.trim();
         let (modifier, address) = match text.as_bytes().first() {
@@ -85,7 +86,7 @@ impl<'a> Endpoint<'a> {
         Endpoint { modifier, address }
     }
 
-    /// The method for this endpoint: its modifier, else the channel's.
+    /// The method for this endpoint: its modifier if it has one, else `channel_method`.
     pub fn method(&self, channel_method: Option<Method>) -> Option<Method> {
         self.modifier.or(channel_method)
     }
@@ -126,12 +127,13 @@ fn protocol_of(address: &str) -> Result<Protocol, AddressProblem> {
     }
 }
 
-/// The endpoints of a channel address, in order (empty pieces are skipped).
+/// Splits a channel address at `,` and `;` into its endpoints, in order. Empty pieces are skipped.
 pub fn split_endpoints(address: &str) -> impl Iterator<Item = Endpoint<'_>> {
     address.split([',', ';']).filter(|p| !p.trim().is_empty()).map(Endpoint::parse)
 }
 
-/// Validates every endpoint of a channel address; an address with no endpoint is unspecified.
+/// Validates every endpoint of a channel address. An address with no endpoint fails as
+/// `AddressProblem::Unspecified`.
 pub fn validate_address(address: &str) -> Result<(), SocketError> {
     let mut any = false;
     for ep in split_endpoints(address) {
@@ -153,15 +155,17 @@ pub(crate) fn with_port(address: &str, port: u16) -> String {
     }
 }
 
-/// For tcp: the host resolved to its first IPv4 address (as FairMQ does), unless it is `*` (bind to all
-/// interfaces) or already numeric. Other protocols are returned unchanged.
+/// Replaces the host of a tcp address by the host's first IPv4 address, as FairMQ does. A host that
+/// is `*` (bind to all interfaces) or already a numeric IPv4 address stays as it is. Addresses of
+/// other protocols are returned unchanged.
 pub(crate) fn resolve_tcp(address: &str) -> Result<String, SocketError> {
     let Some(rest) = address.strip_prefix("tcp://") else { return Ok(address.to_owned()) };
     let Some((host, port)) = rest.rsplit_once(':') else { return Ok(address.to_owned()) };
     if host == "*" || host.parse::<std::net::Ipv4Addr>().is_ok() {
         return Ok(address.to_owned());
     }
-    // The port only matters to the resolver's API; `*` (any port) resolves like 0.
+    // The resolver's API needs a port, but the port does not change the result. So `*` (any port)
+    // is resolved as port 0.
     let ipv4 = (host, port.parse::<u16>().unwrap_or(0))
         .to_socket_addrs()
         .ok()

@@ -14,11 +14,11 @@
 
 use std::fmt;
 
-/// FairMQ's `TransferCode` values, as returned by the C++ API and our C ABI.
+/// FairMQ's `TransferCode` values, as FairMQ's C++ API and the C ABI of fairmq-rs return them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(i32)]
 pub enum TransferCode {
-    /// Not an error: 0 bytes were moved. Kept for completeness of FairMQ's enum.
+    /// Not an error: 0 bytes were moved. This value exists only because FairMQ's enum has it.
     Success = 0,
     /// The transfer failed.
     Error = -1,
@@ -28,9 +28,11 @@ pub enum TransferCode {
     Interrupted = -3,
 }
 
-/// What kind of failure an error is: the same few kinds for every error type of both transports
-/// and of the device framework (each has a `kind()`), so a caller sorts failures (the C ABI into
-/// its result codes) without knowing the variants of three crates.
+/// What kind of failure an error is.
+///
+/// Every error type of both transports and of the device framework has a `kind()`, which returns
+/// one of these few kinds. So a caller can sort failures without knowing the variants of three
+/// crates. The C ABI sorts failures into its result codes this way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ErrorKind {
@@ -42,8 +44,8 @@ pub enum ErrorKind {
     NotFound,
     /// No memory for a message.
     Alloc,
-    /// The transport or the system failed (including transfers that timed out or were
-    /// interrupted where the framework needed them).
+    /// The transport or the system failed. This kind also covers a transfer that timed out or was
+    /// interrupted where the framework needed it to succeed.
     Transport,
 }
 
@@ -63,14 +65,14 @@ pub enum TransferError {
     /// libzmq refused the transfer (for example `ETERM` after the context was terminated).
     #[error("zeromq error: {0}")]
     Zmq(#[from] zmq::Error),
-    /// A transport built on top of this one failed in its own way (bad metadata, out of memory, ...);
-    /// downcast to the transport's error type for details.
+    /// A transport built on top of this one failed in its own way (bad metadata, out of memory,
+    /// ...). Downcast the boxed error to that transport's error type for details.
     #[error("{0}")]
     Transport(Box<dyn std::error::Error + Send + Sync + 'static>),
 }
 
 impl TransferError {
-    /// Its kind (see [`ErrorKind`]).
+    /// The kind of this error (see [`ErrorKind`]): always `ErrorKind::Transport`.
     pub fn kind(&self) -> ErrorKind {
         ErrorKind::Transport
     }
@@ -85,19 +87,19 @@ impl TransferError {
     }
 }
 
-/// A message's bytes could not be allocated (a size no allocation can hold, or the system is out of
-/// memory). FairMQ's zeromq transport throws with the same words.
+/// A message's bytes could not be allocated: no allocation can hold the size, or the system is out
+/// of memory. The error message uses the same words as FairMQ's zeromq transport.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("failed initializing message with size {size}, alignment {alignment}")]
 pub struct AllocError {
     /// The size asked for.
     pub size: usize,
-    /// The alignment asked for (0: none).
+    /// The alignment asked for, or 0 for none.
     pub alignment: usize,
 }
 
 impl AllocError {
-    /// Its kind (see [`ErrorKind`]).
+    /// The kind of this error (see [`ErrorKind`]): always `ErrorKind::Alloc`.
     pub fn kind(&self) -> ErrorKind {
         ErrorKind::Alloc
     }
@@ -106,7 +108,8 @@ impl AllocError {
 /// Result of a transfer: bytes moved (payload bytes, summed over parts), or why nothing moved.
 pub type TransferResult = Result<usize, TransferError>;
 
-/// FairMQ's integer form of a transfer result: bytes (>= 0) or -1/-2/-3.
+/// Converts a transfer result to FairMQ's integer form: the bytes moved (>= 0), or the error's
+/// code (-1, -2 or -3).
 pub fn transfer_code(result: &TransferResult) -> i64 {
     match result {
         Ok(n) => i64::try_from(*n).unwrap_or(i64::MAX),
@@ -179,7 +182,7 @@ pub enum SocketError {
         /// The host name.
         host: String,
     },
-    /// Auto-bind tried every attempt in the port range and none bound.
+    /// Auto-bind used up all its attempts in the port range, and none of them bound.
     #[error("could not bind to any (TCP) port in the given range {min}-{max} after {attempts} attempts")]
     AutoBindExhausted {
         /// Lower bound of the range.
@@ -189,7 +192,7 @@ pub enum SocketError {
         /// Attempts made.
         attempts: u32,
     },
-    /// `portRangeMin` greater than `portRangeMax`.
+    /// `portRangeMin` is greater than `portRangeMax`.
     #[error("invalid port range: {min} > {max}")]
     InvalidPortRange {
         /// Lower bound given.
@@ -228,7 +231,7 @@ pub enum SocketError {
     /// libzmq could not create a context or socket.
     #[error("failed creating {what}, reason: {source}")]
     Create {
-        /// "context" or "socket".
+        /// What could not be created, such as "context" or "socket".
         what: &'static str,
         /// libzmq's error.
         source: zmq::Error,
@@ -239,8 +242,9 @@ pub enum SocketError {
 }
 
 impl SocketError {
-    /// Its kind (see [`ErrorKind`]): a name, method, address or range the caller gave is
-    /// [`ErrorKind::Invalid`]; what libzmq or the system refused is [`ErrorKind::Transport`].
+    /// The kind of this error (see [`ErrorKind`]). A bad name, method, address or port range from
+    /// the caller is [`ErrorKind::Invalid`]. A refusal by libzmq or by the system is
+    /// [`ErrorKind::Transport`].
     pub fn kind(&self) -> ErrorKind {
         match self {
             SocketError::InvalidSocketType(_)
@@ -266,7 +270,7 @@ pub enum PollError {
 }
 
 impl PollError {
-    /// Its kind (see [`ErrorKind`]).
+    /// The kind of this error (see [`ErrorKind`]): always `ErrorKind::Transport`.
     pub fn kind(&self) -> ErrorKind {
         ErrorKind::Transport
     }

@@ -21,17 +21,19 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// The interrupt flag of one transport, with a file descriptor that is readable while it is set.
+/// The interrupt flag of one transport, with a file descriptor that is readable while the flag is
+/// set.
 #[derive(Debug)]
 pub struct Interrupter {
     flag: AtomicBool,
-    /// Serialises interrupt/resume so the eventfd's counter matches the flag.
+    /// Serialises `Interrupter::interrupt` and `Interrupter::resume`, so that the eventfd's counter
+    /// always matches the flag.
     change: Mutex<()>,
     fd: EventFd,
 }
 
 impl Interrupter {
-    /// A new, not interrupted, interrupter.
+    /// Creates an interrupter that is not interrupted.
     pub fn new() -> Result<Self, SocketError> {
         let fd = EventFd::from_value_and_flags(0, EfdFlags::EFD_NONBLOCK | EfdFlags::EFD_CLOEXEC)?;
         Ok(Interrupter { flag: AtomicBool::new(false), change: Mutex::new(()), fd })
@@ -41,16 +43,18 @@ impl Interrupter {
     pub fn interrupt(&self) {
         let _g = self.change.lock().unwrap_or_else(|p| p.into_inner());
         if !self.flag.swap(true, Ordering::SeqCst) {
-            // Cannot fail: the counter is 0 here (resume drained it), far from overflow.
+            // This write cannot fail. The flag was clear, so the counter is 0 here
+            // (`Interrupter::resume` drained it), far from overflow.
             let _ = self.fd.write(1);
         }
     }
 
-    /// Clears the flag: calls block again.
+    /// Clears the flag, so that calls block again.
     pub fn resume(&self) {
         let _g = self.change.lock().unwrap_or_else(|p| p.into_inner());
         if self.flag.swap(false, Ordering::SeqCst) {
-            // Drains the counter; a spurious EAGAIN (nothing to drain) is harmless.
+            // The read drains the counter. If it fails with EAGAIN because there is nothing to
+            // drain, no harm is done.
             let _ = self.fd.read();
         }
     }
@@ -61,12 +65,13 @@ impl Interrupter {
         self.flag.load(Ordering::Acquire)
     }
 
-    /// The descriptor that is readable while interrupted (for poll sets).
+    /// The file descriptor that is readable while the transport is interrupted, for poll sets.
     pub fn raw_fd(&self) -> RawFd {
         self.fd.as_fd().as_raw_fd()
     }
 
-    /// Sleeps for `duration` or until interrupted; returns true when interrupted.
+    /// Sleeps for `duration`, or until the transport is interrupted. Returns `true` when the sleep
+    /// was interrupted.
     pub fn sleep(&self, duration: Duration) -> bool {
         let deadline = Instant::now().checked_add(duration);
         loop {
@@ -78,15 +83,16 @@ impl Interrupter {
                 Some(None) => return false,
                 None => -1, // beyond the clock's range: for ever
             };
-            // A signal ends the poll early (EINTR): sleep on for the rest.
+            // A signal can end the poll early with EINTR. The loop then sleeps for the rest of the
+            // time.
             let mut items = [zmq::PollItem::from_fd(self.raw_fd(), zmq::POLLIN)];
             let _ = zmq::poll(&mut items, ms);
         }
     }
 }
 
-/// Time left before `deadline`, rounded up to whole ms so a wait never ends just short of it;
-/// `None` once it passed.
+/// The time left before `deadline`, in milliseconds, or `None` once the deadline has passed. The
+/// time is rounded up to whole milliseconds, so that a wait never ends just short of the deadline.
 pub fn ms_until(deadline: Instant) -> Option<i64> {
     let left = deadline.checked_duration_since(Instant::now())?;
     if left.is_zero() {

@@ -8,12 +8,12 @@
 /// Socket options a channel sets (FairMQ's `Channel::Init`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SocketOptions {
-    /// `ZMQ_LINGER` in ms: how long queued outgoing messages may still leave after close
-    /// (-1 forever, 0 drop). FairMQ channel default 500.
+    /// `ZMQ_LINGER` in ms: how long queued outgoing messages may still be sent after the socket
+    /// closes. -1 waits forever, and 0 drops them. FairMQ's channel default is 500.
     pub linger: i32,
-    /// `ZMQ_SNDHWM`: send queue length in messages. Default 1000.
+    /// `ZMQ_SNDHWM`: the send queue length, in messages. The default is 1000.
     pub snd_buf_size: i32,
-    /// `ZMQ_RCVHWM`: receive queue length in messages. Default 1000.
+    /// `ZMQ_RCVHWM`: the receive queue length, in messages. The default is 1000.
     pub rcv_buf_size: i32,
     /// `ZMQ_SNDBUF` in bytes; 0 leaves the kernel default.
     pub snd_kernel_size: i32,
@@ -22,9 +22,9 @@ pub struct SocketOptions {
 }
 
 impl SocketOptions {
-    /// FairMQ's channel default linger, ms.
+    /// FairMQ's channel default linger, in ms.
     pub const DEFAULT_LINGER: i32 = 500;
-    /// FairMQ's channel default queue length, messages.
+    /// FairMQ's channel default queue length, in messages.
     pub const DEFAULT_BUF_SIZE: i32 = 1000;
 }
 
@@ -43,9 +43,10 @@ impl Default for SocketOptions {
 /// How a channel address is attached: the channel's method and auto-bind settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AttachOptions {
-    /// Method for endpoints without `@`/`+`/`>`; `None` when the channel has none.
+    /// The method for endpoints without a `@`, `+` or `>` modifier. `None` when the channel has no
+    /// method.
     pub method: Option<crate::Method>,
-    /// Retry a failed tcp bind on random ports of the range.
+    /// Whether a failed tcp bind is retried on random ports of the range.
     pub auto_bind: bool,
     /// Lowest port auto-bind tries (FairMQ: 22000).
     pub port_range_min: u16,
@@ -54,7 +55,7 @@ pub struct AttachOptions {
 }
 
 impl AttachOptions {
-    /// FairMQ's attempts before auto-bind gives up.
+    /// How many attempts auto-bind makes before it gives up, as in FairMQ.
     pub const AUTO_BIND_ATTEMPTS: u32 = 1000;
 
     /// FairMQ's defaults with the given method.

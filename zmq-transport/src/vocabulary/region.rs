@@ -9,32 +9,38 @@
 
 use std::time::Duration;
 
-/// Settings of a region (FairMQ's `RegionConfig`, same defaults). The zeromq transport honours
-/// `lock` and `zero` only: its regions are anonymous mappings of this process with ids 1, 2, 3, ...
+/// Settings of a region, with the same defaults as FairMQ's `RegionConfig`.
+///
+/// The zeromq transport honours only `lock` and `zero`. Its regions are anonymous mappings of this
+/// process, with ids 1, 2, 3, ...
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RegionConfig {
     /// Lock the region in RAM after creating or opening it.
     pub lock: bool,
     /// Zero the whole region after creating or opening it.
     pub zero: bool,
-    /// The creator removes the region when its handle is dropped (false: it outlives the handle, e.g.
-    /// a region an external process keeps alive).
+    /// Whether the creator removes the region when its handle is dropped. With `false`, the region
+    /// outlives the handle, e.g. a region that an external process keeps alive.
     pub remove_on_destruction: bool,
-    /// `mmap` flags: `MAP_POPULATE` (fault in every page) and `MAP_LOCKED` (like `lock`) are honoured;
-    /// any other flag is refused by the shmem transport. For huge pages, use a path on a hugetlbfs mount.
+    /// `mmap` flags. The shmem transport honours `MAP_POPULATE` (fault in every page) and
+    /// `MAP_LOCKED` (like `lock`), and refuses any other flag. For huge pages, use a `path` on a
+    /// hugetlbfs mount.
     pub creation_flags: i32,
     /// Flags for the user, reported in region events.
     pub user_flags: u64,
-    /// Accepted for FairMQ compatibility and shown by the monitor. Reference counts of copied region
-    /// messages always live in the managed segment (FairMQ's `rcSegmentSize = 0` mode).
+    /// Accepted for compatibility with FairMQ, and shown by the monitor. The reference counts of
+    /// copied region messages always live in the managed segment (FairMQ's `rcSegmentSize = 0`
+    /// mode).
     pub rc_segment_size: u64,
-    /// Non-empty: the region is the file `<path>fmqrs_<shmId>_rg_<id>` (a plain prefix: include the
-    /// trailing `/`).
+    /// When non-empty, the region is the file `<path>fmqrs_<shmId>_rg_<id>`. `path` is a plain
+    /// prefix, so include the trailing `/`.
     pub path: String,
-    /// An explicit id; otherwise the next automatic one (shmem: the first is 1024).
+    /// An explicit id. `None` takes the next automatic id. On shmem, the first automatic id is
+    /// 1024.
     pub id: Option<u16>,
     /// How long the creator keeps waiting for outstanding acknowledgements when the handle is
-    /// dropped (FairMQ: 100 ms). It stops earlier once every piece is acknowledged.
+    /// dropped (FairMQ's default: 100 ms). The creator stops waiting earlier once every piece is
+    /// acknowledged.
     pub linger: Duration,
 }
 
@@ -63,7 +69,7 @@ pub struct RegionBlock {
     pub offset: u64,
     /// Size of the piece.
     pub size: usize,
-    /// The hint given when its message was made.
+    /// The hint given when the piece's message was made.
     pub hint: u64,
 }
 
@@ -72,13 +78,13 @@ pub type SingleCallback = Box<dyn FnMut(&RegionBlock) + Send>;
 /// A callback called once per batch of released pieces.
 pub type BulkCallback = Box<dyn FnMut(&[RegionBlock]) + Send>;
 
-/// What the creator is told when pieces come back.
+/// How the creator is told that released pieces came back.
 pub enum RegionCallback {
-    /// Nothing (acknowledgements are not even sent).
+    /// The creator is not told. Acknowledgements are not even sent.
     None,
-    /// Once per released piece.
+    /// A callback called once per released piece.
     Single(SingleCallback),
-    /// Once per batch of released pieces (up to 256).
+    /// A callback called once per batch of released pieces (up to 256 pieces per batch).
     Bulk(BulkCallback),
 }
 
@@ -95,11 +101,11 @@ impl std::fmt::Debug for RegionCallback {
 /// What happened to a region or segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RegionEvent {
-    /// It exists (first sighting).
+    /// The region or segment exists. This is the first time it is reported.
     Created,
     /// Its creator destroyed it.
     Destroyed,
-    /// Reported by the zeromq transport only: regions are local to the process.
+    /// Only the zeromq transport reports this event: its regions are local to the process.
     LocalOnly,
 }
 
@@ -116,7 +122,7 @@ impl std::fmt::Display for RegionEvent {
 /// A segment or region of the session (FairMQ's `RegionInfo`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RegionInfo {
-    /// A managed segment (true) or an unmanaged region.
+    /// `true` for a managed segment, `false` for an unmanaged region.
     pub managed: bool,
     /// Its id.
     pub id: u16,
@@ -126,7 +132,7 @@ pub struct RegionInfo {
     pub size: u64,
     /// The creator's user flags (0 for segments).
     pub flags: u64,
-    /// Created or destroyed.
+    /// What happened: created or destroyed, or `LocalOnly` from the zeromq transport.
     pub event: RegionEvent,
 }
 

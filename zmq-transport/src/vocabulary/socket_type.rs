@@ -17,7 +17,7 @@ pub enum SocketType {
     Push,
     /// Fair-queuing receiver.
     Pull,
-    /// Publisher (zeromq transport only in FairMQ).
+    /// Publisher. In FairMQ, only the zeromq transport offers it.
     Pub,
     /// Subscriber, subscribed to everything at creation.
     Sub,
@@ -36,7 +36,7 @@ pub enum SocketType {
 }
 
 impl SocketType {
-    /// Every type, in FairMQ's order of its validation list.
+    /// Every type, in the order of FairMQ's validation list.
     pub const ALL: [SocketType; 11] = [
         SocketType::Sub,
         SocketType::Pub,

@@ -7,8 +7,8 @@ use std::time::Duration;
 ///
 /// Every call that waits takes `impl Into<Timeout>`, so each caller writes what it has:
 ///
-/// - FairMQ's `i32` milliseconds: `-1` (any negative) waits as long as it takes, `0` does not
-///   wait, `N` waits up to N ms. The C ABI and code ported from FairMQ pass these.
+/// - FairMQ's `i32` milliseconds: `-1` (or any negative value) waits as long as it takes, `0`
+///   does not wait, and `N` waits up to N ms. The C ABI and code ported from FairMQ pass these.
 /// - a [`Duration`]: waits up to that long; [`Duration::ZERO`] does not wait.
 /// - an `Option<Duration>`: `None` waits as long as it takes.
 ///
@@ -32,8 +32,9 @@ use std::time::Duration;
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Timeout {
-    /// FairMQ's form, kept as given: every layer a transfer passes converts it again, so the
-    /// common case (an `i32` from FairMQ's API) must cost nothing.
+    /// The timeout in FairMQ's form, kept as given. Every layer that a transfer passes through
+    /// converts the timeout again. So the common case, an `i32` from FairMQ's API, must cost
+    /// nothing.
     ms: i32,
 }
 
@@ -43,8 +44,9 @@ impl Timeout {
     /// Does not wait (FairMQ's 0).
     pub const NO_WAIT: Timeout = Timeout { ms: 0 };
 
-    /// FairMQ's milliseconds: -1 waits as long as it takes; a duration is rounded up to whole
-    /// milliseconds (so a positive one never becomes "no wait"), at most `i32::MAX`.
+    /// The timeout in FairMQ's milliseconds, where -1 waits as long as it takes. A `Duration` is
+    /// rounded up to whole milliseconds, so a positive one never becomes "no wait". The value is
+    /// at most `i32::MAX`.
     #[inline]
     pub fn as_ms(self) -> i32 {
         self.ms

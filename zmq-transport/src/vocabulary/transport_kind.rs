@@ -10,7 +10,8 @@ use std::str::FromStr;
 /// Which transport a channel uses (`transport` in FairMQ's channel configuration).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum TransportKind {
-    /// The device's default transport (option `--transport`, itself `zeromq` by default).
+    /// The device's default transport, which the option `--transport` sets. That option is
+    /// `zeromq` by default.
     #[default]
     Default,
     /// Payload inside ZeroMQ frames.
@@ -29,7 +30,7 @@ impl TransportKind {
         }
     }
 
-    /// `Default` replaced by `device_default`.
+    /// Returns `device_default` for `Default`, and any other kind unchanged.
     pub fn resolve(self, device_default: TransportKind) -> TransportKind {
         match self {
             TransportKind::Default => device_default,
