@@ -23,7 +23,8 @@ use fairmq_zmq::{
 };
 use std::fmt;
 
-/// Every channel property key, as in `--channel-config`, JSON and `chans.<name>.<i>.<key>`.
+/// Every channel property key. The same keys appear in `--channel-config`, in JSON files and in
+/// `chans.<name>.<i>.<key>`.
 pub(crate) const PROPERTY_KEYS: [&str; 16] = [
     "type",
     "method",
@@ -46,44 +47,44 @@ pub(crate) const PROPERTY_KEYS: [&str; 16] = [
 /// The configuration of one sub-channel, with FairMQ's defaults.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChannelConfig {
-    /// Channel name without index (`data`).
+    /// The channel name without the index, such as `data`.
     pub prefix: String,
     /// Sub-channel index.
     pub index: usize,
-    /// Socket type (`push`, ...; `unspecified` by default).
+    /// The socket type, such as `push`. The default is `unspecified`.
     pub ty: String,
-    /// `bind`, `connect` or `unspecified`.
+    /// The method: `bind`, `connect` or `unspecified`.
     pub method: String,
-    /// Endpoints (`unspecified` by default).
+    /// The endpoints. The default is `unspecified`.
     pub address: String,
-    /// `default`, `zeromq` or `shmem`.
+    /// The transport: `default`, `zeromq` or `shmem`.
     pub transport: String,
-    /// Send queue length (messages).
+    /// The send queue length, in messages.
     pub snd_buf_size: i32,
-    /// Receive queue length (messages).
+    /// The receive queue length, in messages.
     pub rcv_buf_size: i32,
-    /// Kernel send buffer (bytes, 0 = system default).
+    /// The kernel send buffer size, in bytes. 0 means the system default.
     pub snd_kernel_size: i32,
-    /// Kernel receive buffer (bytes).
+    /// The kernel receive buffer size, in bytes.
     pub rcv_kernel_size: i32,
-    /// Default send timeout (ms, -1 = forever).
+    /// The default send timeout, in milliseconds. -1 means wait forever.
     pub snd_timeout_ms: i32,
-    /// Default receive timeout.
+    /// The default receive timeout, in milliseconds.
     pub rcv_timeout_ms: i32,
-    /// Linger (ms).
+    /// The linger time, in milliseconds.
     pub linger: i32,
-    /// Rate log interval (s, 0 = off).
+    /// The rate logging interval, in seconds. 0 turns rate logging off.
     pub rate_logging: i32,
-    /// Auto-bind port range, low end.
+    /// The low end of the auto-bind port range.
     pub port_range_min: i32,
-    /// Auto-bind port range, high end.
+    /// The high end of the auto-bind port range.
     pub port_range_max: i32,
-    /// Auto-bind on a failed tcp bind.
+    /// Whether a failed tcp bind is retried on random ports of the auto-bind port range.
     pub auto_bind: bool,
 }
 
 impl ChannelConfig {
-    /// A sub-channel with FairMQ's defaults.
+    /// Creates sub-channel `index` of channel `prefix`, with FairMQ's defaults.
     pub fn new(prefix: &str, index: usize) -> Self {
         ChannelConfig {
             prefix: prefix.to_owned(),
@@ -106,17 +107,18 @@ impl ChannelConfig {
         }
     }
 
-    /// Full name `data[0]`.
+    /// The full name, such as `data[0]`.
     pub fn name(&self) -> String {
         format!("{}[{}]", self.prefix, self.index)
     }
 
-    /// Property key of this sub-channel's `key`.
+    /// The device property that holds this sub-channel's property `key`:
+    /// `chans.<prefix>.<index>.<key>`.
     pub fn key(&self, key: &str) -> String {
         format!("chans.{}.{}.{key}", self.prefix, self.index)
     }
 
-    /// Reads `chans.<prefix>.<index>.*` (missing keys keep their defaults).
+    /// Reads the properties `chans.<prefix>.<index>.*`. A missing key keeps its default.
     pub fn from_properties(props: &Properties, prefix: &str, index: usize) -> Result<Self, ChannelError> {
         let mut c = ChannelConfig::new(prefix, index);
         for (k, v) in props.starting_with(&format!("chans.{prefix}.{index}.")) {
@@ -126,7 +128,7 @@ impl ChannelConfig {
         Ok(c)
     }
 
-    /// Sets one property from a value (numbers and booleans may come as text, as in JSON).
+    /// Sets one property from a value. Numbers and booleans may come as text, as they may in JSON.
     pub fn set(&mut self, key: &str, v: &Value) -> Result<(), ChannelError> {
         let bad = || ChannelError::BadValue { key: key.to_owned(), value: v.to_string() };
         let int = || -> Result<i32, ChannelError> {
@@ -166,7 +168,7 @@ impl ChannelConfig {
         Ok(())
     }
 
-    /// Writes every property to `props` (FairMQ's `AddChannel`).
+    /// Writes every property to `props`, as FairMQ's `AddChannel` does.
     pub fn write_to(&self, props: &Properties) {
         let entries: [(&str, Value); 15] = [
             ("type", self.ty.clone().into()),
@@ -190,23 +192,27 @@ impl ChannelConfig {
         }
     }
 
-    /// The socket type (error if invalid).
+    /// Parses the socket type. An invalid type is an error.
     pub fn socket_type(&self) -> Result<SocketType, ChannelError> {
         self.ty.parse().map_err(|_| ChannelError::InvalidType(self.ty.clone()))
     }
 
-    /// The transport (`Default` resolved by the device).
+    /// Parses the transport. The result may be `Default`: the device resolves it, not this method.
     pub fn transport_kind(&self) -> Result<TransportKind, ChannelError> {
         self.transport.parse().map_err(|_| ChannelError::UnknownTransport(self.transport.clone()))
     }
 
-    /// The channel's method, if bind or connect.
+    /// The channel's method, or `None` when the method is neither `bind` nor `connect`.
     pub fn method_kind(&self) -> Option<Method> {
         self.method.parse().ok()
     }
 
-    /// FairMQ's `Validate`: `Ok(true)` valid; `Ok(false)` not attachable yet (address unspecified or
-    /// malformed: logged); `Err` a configuration error.
+    /// Checks the configuration as FairMQ's `Validate` does.
+    ///
+    /// - `Ok(true)`: the configuration is valid.
+    /// - `Ok(false)`: the channel cannot attach yet, because its address is unspecified or
+    ///   malformed. The method logs the reason.
+    /// - `Err`: the configuration has an error.
     pub fn validate(&self) -> Result<bool, ChannelError> {
         let name = self.name();
         if let Some(c) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || "-_[]#".contains(*c))) {
@@ -248,7 +254,7 @@ impl ChannelConfig {
         Ok(true)
     }
 
-    /// Socket options from these properties.
+    /// The socket options that these properties set.
     pub fn socket_options(&self) -> SocketOptions {
         SocketOptions {
             linger: self.linger,
@@ -259,7 +265,7 @@ impl ChannelConfig {
         }
     }
 
-    /// Attach options from these properties.
+    /// The attach options that these properties set.
     pub fn attach_options(&self) -> AttachOptions {
         AttachOptions {
             method: self.method_kind(),
@@ -280,8 +286,9 @@ impl fmt::Display for ChannelConfig {
 ///
 /// # Examples
 ///
-/// Two channels as a device's `--channel-config` would describe them (`name=data,type=push,
-/// method=bind,...`), on the zeromq transport; either transport works alike.
+/// Two channels, as a device's `--channel-config` would describe them
+/// (`name=data,type=push,method=bind,...`). They use the zeromq transport. The shmem transport
+/// works the same way.
 ///
 /// ```
 /// use fairmq::{transport, Channel, ChannelConfig, Properties, TransportKind};
@@ -311,7 +318,8 @@ pub struct Channel {
 }
 
 impl Channel {
-    /// Creates the socket (FairMQ's `Channel::Init`) with the channel's options.
+    /// Creates the channel's socket and applies the channel's socket options, as FairMQ's
+    /// `Channel::Init` does.
     pub fn new(config: ChannelConfig, transport: Transport) -> Result<Channel, Error> {
         let socket = transport.socket(config.socket_type()?, &config.name())?;
         socket.set_options(&config.socket_options())?;
@@ -323,7 +331,7 @@ impl Channel {
         &self.config
     }
 
-    /// Full name `data[0]`.
+    /// The full name, such as `data[0]`.
     pub fn name(&self) -> String {
         self.config.name()
     }
@@ -338,16 +346,18 @@ impl Channel {
         &self.socket
     }
 
-    /// Changes the socket options kept in the configuration (`linger`, the buffer sizes) and applies
-    /// them to the socket (FairMQ's `Socket::SetOption` and setters).
+    /// Lets `f` change the socket options in the configuration (`linger` and the buffer sizes).
+    /// Then applies them to the socket. FairMQ does this with `Socket::SetOption` and its setters.
     pub fn update_socket_options(&mut self, f: impl FnOnce(&mut ChannelConfig)) -> Result<(), Error> {
         f(&mut self.config);
         self.socket.set_options(&self.config.socket_options())
     }
 
-    /// Binds or connects (`method`) to `address` as FairMQ's `Channel::Bind`/`Connect`: the
-    /// configuration takes both, is validated, and the socket attaches; returns the address as
-    /// attached.
+    /// Binds or connects to `address`, as FairMQ's `Channel::Bind` and `Channel::Connect` do.
+    /// `method` says which of the two.
+    ///
+    /// The method stores `method` and `address` in the configuration and validates it. Then the
+    /// socket attaches. Returns the address as attached.
     pub fn attach_to(&mut self, method: &str, address: &str) -> Result<String, Error> {
         self.config.method = method.to_owned();
         self.config.address = address.to_owned();
@@ -362,7 +372,8 @@ impl Channel {
         }
     }
 
-    /// Binds/connects every endpoint; returns the address as attached and records it.
+    /// Binds or connects every endpoint of the address. Returns the address as attached, and
+    /// stores it in the configuration.
     pub fn attach(&mut self) -> Result<String, Error> {
         let attached = self.socket.attach(&self.config.address, &self.config.attach_options())?;
         log::debug!("Attached channel {} to {attached} ({}) ({})", self.name(), self.config.method, self.config.ty);
@@ -375,8 +386,8 @@ impl Channel {
         self.send_timeout(msg, self.config.snd_timeout_ms)
     }
 
-    /// Sends with an explicit timeout: FairMQ's ms (-1 forever, 0 no wait) or a `Duration` (see
-    /// [`Timeout`]).
+    /// Sends with an explicit timeout. The timeout is either FairMQ's milliseconds (-1 waits
+    /// forever, 0 does not wait) or a `Duration` (see [`Timeout`]).
     pub fn send_timeout(&self, msg: &mut Message, timeout: impl Into<Timeout>) -> TransferResult {
         self.socket.send(msg, timeout, &self.transport)
     }
@@ -401,7 +412,7 @@ impl Channel {
         self.socket.send_parts(parts, timeout, &self.transport)
     }
 
-    /// Receives a multipart message (appending) with the default timeout.
+    /// Receives a multipart message with the default timeout, and appends its parts to `parts`.
     pub fn receive_parts(&self, parts: &mut Parts) -> TransferResult {
         self.receive_parts_timeout(parts, self.config.rcv_timeout_ms)
     }
@@ -411,22 +422,22 @@ impl Channel {
         self.socket.receive_parts(parts, timeout)
     }
 
-    /// An empty message of this channel's transport.
+    /// Creates an empty message of this channel's transport.
     pub fn new_message(&self) -> Message {
         self.transport.new_message()
     }
 
-    /// A message of `size` bytes of this channel's transport.
+    /// Creates a message of `size` bytes, of this channel's transport.
     pub fn new_message_with_size(&self, size: usize) -> Result<Message, Error> {
         self.transport.new_message_with_size(size)
     }
 
-    /// A copy of `bytes` as a message of this channel's transport.
+    /// Creates a message of this channel's transport that holds a copy of `bytes`.
     pub fn new_simple_message(&self, bytes: &[u8]) -> Result<Message, Error> {
         self.transport.new_simple_message(bytes)
     }
 
-    /// Messages and bytes moved so far.
+    /// The counts of messages and bytes that the socket moved so far.
     pub fn counters(&self) -> CounterSnapshot {
         self.socket.counters()
     }

@@ -25,8 +25,8 @@ use crate::config_error::ChannelError;
 pub use crate::config_error::{ConfigError, MAX_DEVICE_SUB_CHANNELS, MAX_SUB_CHANNELS};
 use crate::properties::Value;
 
-/// Largest `--mq-config` file read: a topology file is kilobytes; `/dev/zero` must not be read
-/// until memory runs out.
+/// The largest `--mq-config` file that the parser reads. A topology file has a few kilobytes.
+/// The bound keeps a file such as `/dev/zero` from being read until memory runs out.
 const MAX_CONFIG_BYTES: u64 = 16 << 20;
 
 /// Fails when `out` holds more sub-channels than a device may have.
@@ -37,8 +37,8 @@ fn check_total(out: &[ChannelConfig]) -> Result<(), ConfigError> {
     Ok(())
 }
 
-/// Expands one channel (common properties, optional per-socket overrides, `numSockets`) into
-/// its sub-channels, as FairMQ's JSON logic does.
+/// Expands one channel into its sub-channels, as FairMQ's JSON logic does. The channel is given
+/// as its common properties, optional per-socket overrides and `numSockets`.
 fn expand(
     name: &str,
     common: &[(String, Value)],
@@ -75,7 +75,7 @@ fn expand(
         .collect()
 }
 
-/// The channel names one configuration source defined so far.
+/// The channel names that one configuration source has defined so far.
 struct Names {
     seen: std::collections::BTreeSet<String>,
     place: &'static str,
@@ -86,7 +86,7 @@ impl Names {
         Names { seen: Default::default(), place }
     }
 
-    /// Notes a channel definition; a name seen before is an error.
+    /// Records a channel definition. A name seen before is an error.
     fn add(&mut self, name: &str) -> Result<(), ConfigError> {
         if !self.seen.insert(name.to_owned()) {
             return Err(ConfigError::DuplicateChannel { name: name.to_owned(), place: self.place });
@@ -95,8 +95,8 @@ impl Names {
     }
 }
 
-/// Fails when a channel of `first` is defined in `second` too (both given: FairMQ reads only the
-/// first and would drop the other definition without a word).
+/// Fails when a channel of `first` is also defined in `second`. When both sources are given,
+/// FairMQ reads only the first one, so it would silently drop the channel's other definition.
 pub fn check_disjoint(
     first: &[ChannelConfig],
     second: &[ChannelConfig],
@@ -108,9 +108,10 @@ pub fn check_disjoint(
     }
 }
 
-/// Parses `--channel-config` tokens (one channel each): `[name:]key=value,...`; every `address=`
-/// starts a sub-channel, other keys apply to the whole channel; unknown keys are ignored with a
-/// warning; parsing stops at a space.
+/// Parses `--channel-config` tokens, one channel per token: `[name:]key=value,...`.
+///
+/// Each `address=` starts a sub-channel. The other keys apply to the whole channel. An unknown
+/// key is ignored with a warning. The parser reads a token only up to its first space.
 pub fn parse_channel_config(tokens: &[String]) -> Result<Vec<ChannelConfig>, ConfigError> {
     let mut out = Vec::new();
     let mut names = Names::new("in --channel-config");
@@ -159,7 +160,7 @@ fn json_value(v: &serde_json::Value) -> Option<Value> {
     })
 }
 
-/// The channel properties of a JSON object; an unknown key is ignored with a warning, as in
+/// The channel properties of a JSON object. An unknown key is ignored with a warning, as in
 /// `--channel-config`.
 fn properties_of(name: &str, obj: &serde_json::Map<String, serde_json::Value>) -> Vec<(String, Value)> {
     for k in obj.keys().filter(|k| !PROPERTY_KEYS.contains(&k.as_str()) && !matches!(k.as_str(), "sockets" | "name")) {
@@ -171,8 +172,10 @@ fn properties_of(name: &str, obj: &serde_json::Map<String, serde_json::Value>) -
         .collect()
 }
 
-/// A JSON document whose objects have no key twice (serde_json would keep the last one without a
-/// word: `"type": "pull", "type": "push"` is a typo to report, not a choice to make).
+/// A JSON document in which no object has the same key twice.
+///
+/// serde_json alone would silently keep the last value of a repeated key. But a repeated key, as
+/// in `"type": "pull", "type": "push"`, is a typo to report, not a choice to make.
 struct Strict(serde_json::Value);
 
 impl<'de> serde::Deserialize<'de> for Strict {
@@ -223,8 +226,9 @@ impl<'de> serde::Deserialize<'de> for Strict {
     }
 }
 
-/// Reads the channels of device `id` from a FairMQ JSON configuration: every entry of
-/// `fairMQOptions.devices` whose `key` (or, without key, `id`) equals `id`.
+/// Reads the channels of device `id` from a FairMQ JSON configuration. `parse_json` reads every
+/// entry of `fairMQOptions.devices` whose `key` equals `id`. An entry without a `key` matches by
+/// its `id` field instead.
 pub fn parse_json(text: &str, id: &str) -> Result<Vec<ChannelConfig>, ConfigError> {
     if id.is_empty() {
         return Err(ConfigError::NoDeviceId);
@@ -288,11 +292,12 @@ pub fn parse_json(text: &str, id: &str) -> Result<Vec<ChannelConfig>, ConfigErro
     Ok(out)
 }
 
-/// Reads a JSON configuration file (a parser's message names the file).
+/// Reads a JSON configuration file. A parse error's message names the file.
 pub fn parse_json_file(path: &str, id: &str) -> Result<Vec<ChannelConfig>, ConfigError> {
     let io = |source| ConfigError::Io { path: path.to_owned(), source };
     let file = std::fs::File::open(path).map_err(io)?;
-    // A regular file, read up to a bound: not a FIFO that never ends, nor /dev/zero.
+    // Read only a regular file, and only up to a bound. Then neither a FIFO that never ends nor
+    // /dev/zero can keep the parser reading.
     if !file.metadata().map_err(io)?.is_file() {
         return Err(ConfigError::Json(format!("{path}: not a regular file")));
     }
@@ -366,7 +371,7 @@ mod tests {
         assert_eq!(s[0].snd_buf_size, 1000);
         let k = parse_json(EXAMPLE, "sink").unwrap();
         assert_eq!((k.len(), k[0].address.as_str()), (1, "tcp://localhost:5555"));
-        // The key wins over the id: no device is "ignored".
+        // The `key` field takes precedence over `id`, so no device is named "ignored".
         assert!(matches!(parse_json(EXAMPLE, "ignored"), Err(ConfigError::NoSuchDevice(id)) if id == "ignored"));
         let m = parse_json(EXAMPLE, "many").unwrap();
         assert_eq!(m.len(), 2);
@@ -413,7 +418,7 @@ mod tests {
             format!(r#"{{ "fairMQOptions": {{ "devices": [ {{ "id": "d", "channels": {channels} }} ] }} }}"#)
         };
         let err = |text: &str| parse_json(text, "d").unwrap_err().to_string();
-        // A key given twice: serde_json would keep the last.
+        // A key given twice: serde_json alone would keep the last value.
         assert!(err(&json(r#"[ { "name": "data", "type": "pull", "type": "push" } ]"#)).contains("'type' given twice"));
         assert!(err(&json(r#"[ { "name": "" } ]"#)).contains("has no name"));
         assert!(err(&json(r#"{ "name": "data" }"#)).contains("channels is not an array"));

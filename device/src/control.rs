@@ -41,16 +41,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// `--control`.
+/// The control mode that `--control` names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ControlMode {
-    /// Start, run, and shut down by itself when RUNNING ends.
+    /// Starts the device, runs it, and shuts it down by itself when RUNNING ends.
     Static,
-    /// Start, then keys from the terminal (`dynamic`, `interactive`, `external`).
+    /// Starts the device, then acts on keys read from the terminal. The names `dynamic`,
+    /// `interactive` and `external` select this mode.
     Interactive,
-    /// Start, then wait for a signal.
+    /// Starts the device, then waits for a signal.
     Gui,
-    /// Request nothing.
+    /// Requests no transition. Another plugin drives the device.
     None,
 }
 
@@ -72,7 +73,8 @@ impl FromStr for ControlMode {
     }
 }
 
-/// The built-in controller: runs the mode in its own thread and handles signals.
+/// The builtin controller. It runs the control mode in a thread of its own, and it handles
+/// signals.
 pub struct Controller {
     shutdown: Arc<AtomicBool>,
     threads: Vec<std::thread::JoinHandle<()>>,
@@ -84,18 +86,19 @@ impl std::fmt::Debug for Controller {
     }
 }
 
-/// The mode thread and the signal thread of the builtin controller (plugin `control`); the signal
-/// thread steals control when a signal arrives.
+/// The state that the mode thread and the signal thread of the builtin controller (plugin
+/// `control`) share. The signal thread steals control of the device when a signal arrives.
 struct Shared {
     services: PluginServices,
     ended: AtomicBool,
     sequence: parking_lot::Mutex<()>,
-    /// Set when the program stops the controller (after the device exited).
+    /// Set when the program stops the controller with `Controller::join`, after the device
+    /// exited.
     joined: Arc<AtomicBool>,
 }
 
 impl Shared {
-    /// The device, driven through the builtin controller's control.
+    /// Returns the handle that drives the device while the builtin controller has control.
     fn handle(&self) -> &DeviceHandle {
         self.services.device()
     }
@@ -107,8 +110,9 @@ impl Shared {
 }
 
 impl Controller {
-    /// Starts the control mode (after taking control of the device; if another plugin has it,
-    /// no mode runs) and, with `catch_signals`, signal handling.
+    /// Starts the control mode and, with `catch_signals`, the signal handling. Before it starts
+    /// the mode, `Controller::start` takes control of the device. If another plugin has control,
+    /// no mode runs.
     pub fn start(
         services: PluginServices,
         mode: ControlMode,
@@ -128,8 +132,10 @@ impl Controller {
         if catch_signals {
             log::debug!("Plugin 'control' is setting up signal handling for SIGINT and SIGTERM");
             let signalled = Arc::new(AtomicBool::new(false));
-            // A SIGINT after any earlier SIGINT or SIGTERM ends the process at once (the default
-            // action); the first one only sets the flag. Registration order matters.
+            // The first SIGINT or SIGTERM only sets the flag `signalled`. A SIGINT after an earlier
+            // SIGINT or SIGTERM takes the default action, which ends the process at once. The
+            // registration order matters: the conditional default must read the flag before the
+            // first SIGINT sets it.
             signal_hook::flag::register_conditional_default(signal_hook::consts::SIGINT, signalled.clone())?;
             signal_hook::flag::register(signal_hook::consts::SIGINT, signalled.clone())?;
             signal_hook::flag::register(signal_hook::consts::SIGTERM, signalled.clone())?;
@@ -157,7 +163,7 @@ impl Controller {
         Ok(Controller { shutdown: stop, threads })
     }
 
-    /// Stops the controller threads (after the state loop ended).
+    /// Stops the controller threads. Call it after the state loop ended.
     pub fn join(mut self) {
         self.shutdown.store(true, Ordering::SeqCst);
         for t in self.threads.drain(..) {
@@ -168,7 +174,7 @@ impl Controller {
 
 fn mode_thread(s: &Shared, mode: ControlMode, color: bool) {
     let h = s.handle();
-    // Set by the signal thread when a signal arrives.
+    // The signal thread sets this flag when a signal arrives.
     let stop = h.state_machine().shutdown_flag();
     let result = (|| -> Result<(), ErrorState> {
         {
@@ -179,7 +185,7 @@ fn mode_thread(s: &Shared, mode: ControlMode, color: bool) {
         }
         match mode {
             ControlMode::Static => {
-                // RUNNING ends (normally by itself) or a signal arrives.
+                // Wait until RUNNING ends (normally by itself) or a signal arrives.
                 while !stop.load(Ordering::SeqCst) && !s.joined.load(Ordering::SeqCst) {
                     if h.wait_for_next_state(Some(Duration::from_millis(100)))?.is_some() {
                         break;
@@ -187,7 +193,8 @@ fn mode_thread(s: &Shared, mode: ControlMode, color: bool) {
                 }
             }
             ControlMode::Gui => {
-                // Until a signal, or until the device ended some other way (a plugin drove it).
+                // Wait for a signal, or until the device ended some other way: a plugin drove it
+                // to its end.
                 while !stop.load(Ordering::SeqCst) && !s.joined.load(Ordering::SeqCst) {
                     match h.current_state() {
                         State::Error => return Err(ErrorState),
@@ -216,7 +223,8 @@ fn mode_thread(s: &Shared, mode: ControlMode, color: bool) {
     if result.is_err() {
         log::debug!("control: device in ERROR, requesting no more transitions");
     }
-    // Unless a signal arrived: the signal thread has the shutdown (and the control) now.
+    // Release control, unless a signal arrived. After a signal, the signal thread runs the
+    // shutdown and holds the control.
     if !stop.load(Ordering::SeqCst) || result.is_err() {
         s.release();
     }
@@ -261,8 +269,8 @@ const HELP: &str = "Following control commands are available:\n\n \
 [q] end,\n \
 [k] increase log severity, [l] decrease log severity, [n] increase log verbosity, [m] decrease log verbosity\n";
 
-/// The key loop. Returns Ok(true) when `q` asks for the shutdown sequence, Ok(false) when stdin
-/// ended or a signal arrived.
+/// Reads single keys from the terminal and acts on them. Returns `Ok(true)` when `q` asks for
+/// the shutdown sequence, and `Ok(false)` when stdin ended or a signal arrived.
 fn repl(s: &Shared, color: bool) -> Result<bool, ErrorState> {
     let h = s.handle();
     let _raw = crate::terminal::RawMode::enable();
@@ -270,7 +278,7 @@ fn repl(s: &Shared, color: bool) -> Result<bool, ErrorState> {
     loop {
         match h.current_state() {
             State::Error => return Err(ErrorState),
-            // Another plugin took control and ended the device: no more keys.
+            // Another plugin took control and ended the device, so no more keys are read.
             State::Exiting => return Ok(false),
             _ => {}
         }
@@ -283,7 +291,8 @@ fn repl(s: &Shared, color: bool) -> Result<bool, ErrorState> {
         let mut b = [0u8; 1];
         match crate::terminal::read_byte(&mut b) {
             Ok(1) => {}
-            // End of input: no more keys; the device keeps running until a signal.
+            // The input ended, so no more keys are read. The device keeps running until a
+            // signal arrives.
             _ => {
                 while !s.handle().state_machine().shutdown_requested() && !s.joined.load(Ordering::SeqCst) {
                     match h.current_state() {

@@ -20,12 +20,17 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// A FairMQ device: every hook has a default that does nothing (`conditional_run` returns false).
+/// A FairMQ device. Every hook has a default. The defaults do nothing, except that
+/// `conditional_run` returns false and the data handlers, `handle_data` and `handle_parts`, return
+/// an error.
 ///
-/// Hooks run on the device's state-loop thread, one at a time. An `Err` or a panic in any hook takes
-/// the device to `ERROR`. In `RUNNING`, either data handlers are called (for channels registered with
-/// [`Context::on_data`] / [`Context::on_data_parts`]) or `conditional_run` is called in a loop and
-/// `run` once after it.
+/// The hooks run on the device's thread, the thread of the state loop, one at a time. An `Err` or
+/// a panic in any hook takes the device to `ERROR`. In `RUNNING`, the device calls one of two
+/// kinds of hooks:
+///
+/// - If channels are registered with [`Context::on_data`] or [`Context::on_data_parts`], the
+///   device calls the data handlers.
+/// - Otherwise the device calls `conditional_run` in a loop, and `run` once after it.
 ///
 /// # Examples
 ///
@@ -68,7 +73,8 @@ use std::time::Duration;
 /// ```
 #[allow(unused_variables)]
 pub trait Device: Send {
-    /// `INITIALIZING DEVICE`, before channels exist (register data handlers, add channels).
+    /// Called in `INITIALIZING DEVICE`, before the channels exist. Register data handlers and add
+    /// channels here.
     fn init(&mut self, ctx: &Context) -> HookResult {
         Ok(())
     }
@@ -88,15 +94,18 @@ pub trait Device: Send {
     fn pre_run(&mut self, ctx: &Context) -> HookResult {
         Ok(())
     }
-    /// `RUNNING`, repeatedly while it returns true and no transition is pending (no data handlers).
+    /// Called in `RUNNING`, repeatedly, while it returns true and no transition is pending. It is
+    /// not called when data handlers are registered.
     fn conditional_run(&mut self, ctx: &Context) -> HookResult<bool> {
         Ok(false)
     }
-    /// `RUNNING`, once after the `conditional_run` loop (no data handlers).
+    /// Called in `RUNNING`, once after the `conditional_run` loop. It is not called when data
+    /// handlers are registered.
     fn run(&mut self, ctx: &Context) -> HookResult {
         Ok(())
     }
-    /// `RUNNING`, once after the loop; a transition is already pending (transports interrupted).
+    /// Called in `RUNNING`, once after the loop. A transition is then already pending, so the
+    /// transports are interrupted.
     fn post_run(&mut self, ctx: &Context) -> HookResult {
         Ok(())
     }
@@ -108,12 +117,14 @@ pub trait Device: Send {
     fn reset(&mut self, ctx: &Context) -> HookResult {
         Ok(())
     }
-    /// A message arrived on sub-channel `index` of `channel` (registered with `on_data`); false
-    /// ends `RUNNING`.
+    /// Handles a message that arrived on sub-channel `index` of `channel`, a channel registered
+    /// with `on_data`. Returning false ends `RUNNING`. The default returns an error.
     fn handle_data(&mut self, ctx: &Context, channel: &str, msg: &mut Message, index: usize) -> HookResult<bool> {
         Err(format!("no data handler implemented for channel '{channel}'").into())
     }
-    /// A multipart message arrived (registered with `on_data_parts`); false ends `RUNNING`.
+    /// Handles a multipart message that arrived on sub-channel `index` of `channel`, a channel
+    /// registered with `on_data_parts`. Returning false ends `RUNNING`. The default returns an
+    /// error.
     fn handle_parts(&mut self, ctx: &Context, channel: &str, parts: &mut Parts, index: usize) -> HookResult<bool> {
         Err(format!("no multipart data handler implemented for channel '{channel}'").into())
     }
@@ -121,14 +132,15 @@ pub trait Device: Send {
     fn register_channel_endpoints(&self, registry: &mut ChannelRegistry) {}
 }
 
-/// Channels a device declares for `--print-channels` (`<name>:<min>:<max>`).
+/// The channels that a device declares for `--print-channels`, printed as `<name>:<min>:<max>`.
 #[derive(Debug, Default)]
 pub struct ChannelRegistry {
     entries: Vec<(String, u16, u16)>,
 }
 
 impl ChannelRegistry {
-    /// Declares channel `name` with `min..=max` sub-channels; false if already declared.
+    /// Declares channel `name` with `min..=max` sub-channels. Returns false if `name` is already
+    /// declared.
     pub fn register(&mut self, name: &str, min: u16, max: u16) -> bool {
         if self.entries.iter().any(|e| e.0 == name) {
             log::warn!("Registering channel: name already registered: \"{name}\"");
@@ -184,7 +196,8 @@ impl Context {
         }
     }
 
-    /// The device id (read from `--id` when `INITIALIZING DEVICE` completes; empty before).
+    /// The device id, from `--id`. It is empty until `INITIALIZING DEVICE` reads it, just before
+    /// the `init` hook runs.
     pub fn id(&self) -> String {
         self.id.borrow().clone()
     }
@@ -194,17 +207,19 @@ impl Context {
         &self.config
     }
 
-    /// The configuration store as the device shares it (with its plugins and controller).
+    /// The configuration store as an `Arc`, which the device shares with its plugins and
+    /// controller.
     pub fn shared_config(&self) -> &Arc<Properties> {
         &self.config
     }
 
-    /// Whether a transition is pending: loops in hooks should end.
+    /// Whether a transition is pending. If one is, loops in hooks should end.
     pub fn new_state_pending(&self) -> bool {
         self.sm.new_state_pending()
     }
 
-    /// Sleeps up to `d`, returning early (false) when a transition becomes pending.
+    /// Sleeps for up to `d`. Returns false early when a transition becomes pending, and true if
+    /// the full time passed.
     pub fn wait_for(&self, d: Duration) -> bool {
         self.sm.wait_for(d)
     }
@@ -219,17 +234,20 @@ impl Context {
         self.sm.change_state(t)
     }
 
-    /// The device's state machine (thread-safe, for other threads that follow or drive it).
+    /// The device's state machine. It is thread-safe, so other threads can follow or drive the
+    /// device through it.
     pub fn state_machine(&self) -> &Arc<StateMachine> {
         &self.sm
     }
 
-    /// Registers single-message data handling for `channel` (its `handle_data` is called).
+    /// Registers `channel` for single-message data handling: in `RUNNING`, the device's
+    /// `handle_data` gets the channel's messages.
     pub fn on_data(&self, channel: &str) {
         self.register_input(channel, InputKind::Single);
     }
 
-    /// Registers multipart data handling for `channel` (its `handle_parts` is called).
+    /// Registers `channel` for multipart data handling: in `RUNNING`, the device's
+    /// `handle_parts` gets the channel's messages.
     pub fn on_data_parts(&self, channel: &str) {
         self.register_input(channel, InputKind::Parts);
     }
@@ -244,8 +262,9 @@ impl Context {
         }
     }
 
-    /// Adds a sub-channel to the configuration (takes effect at the next `INITIALIZING DEVICE`
-    /// channel creation, i.e. when called from `init`, at once).
+    /// Adds a sub-channel to the configuration, and returns its configuration with its index. The
+    /// sub-channel is created the next time `INITIALIZING DEVICE` creates the channels. So when
+    /// `init` calls `add_channel`, the sub-channel is created in the same state.
     pub fn add_channel(&self, config: &ChannelConfig) -> ChannelConfig {
         let index = self.config.channel_info().get(&config.prefix).copied().unwrap_or(0);
         let c = ChannelConfig { index, ..config.clone() };
@@ -325,7 +344,8 @@ impl Context {
         self.channel(name, index).map_err(boxed)?.receive_parts(parts)
     }
 
-    /// The device's default transport (`--transport`); `None` before `INITIALIZING DEVICE` ends.
+    /// The device's default transport (`--transport`). It is `None` before `INITIALIZING DEVICE`
+    /// ends, and again after `RESETTING DEVICE`.
     pub fn transport(&self) -> Option<&Transport> {
         self.default_transport.as_ref()
     }
@@ -351,13 +371,15 @@ impl Context {
         self.default_transport_or_err()?.new_simple_message(bytes.as_ref())
     }
 
-    /// A message of `size` bytes of the transport of channel `name[index]` (FairMQ's `NewMessageFor`).
+    /// A message of `size` bytes of the transport of channel `name[index]` (FairMQ's
+    /// `NewMessageFor`).
     pub fn new_message_for(&self, name: &str, index: usize, size: usize) -> Result<Message, Error> {
         self.channel(name, index)?.new_message_with_size(size)
     }
 
     /// An unmanaged region of the transport of channel `name[index]` (FairMQ's
-    /// `NewUnmanagedRegionFor`). A panic in `callback` takes the device to ERROR, as one in a hook.
+    /// `NewUnmanagedRegionFor`). A panic in `callback` takes the device to ERROR, as a panic in a
+    /// hook does.
     pub fn new_unmanaged_region_for(
         &self,
         name: &str,

@@ -11,7 +11,7 @@ use crate::config_error::{ChannelError, ConfigError};
 use crate::properties::PropertyError;
 pub use fairmq_zmq::ErrorKind;
 
-/// What user hooks return as an error: anything.
+/// The error type that user hooks return: any error type.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// The result of a hook.
@@ -21,22 +21,22 @@ pub type HookResult<T = ()> = Result<T, BoxError>;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// Socket or address set-up.
+    /// Setting up a socket or an address failed.
     #[error(transparent)]
     Socket(#[from] fairmq_zmq::SocketError),
-    /// Shared-memory transport.
+    /// The shared-memory transport failed.
     #[error(transparent)]
     Shm(#[from] fairmq_shm::ShmError),
     /// A zeromq message's bytes could not be allocated.
     #[error(transparent)]
     Alloc(#[from] fairmq_zmq::AllocError),
-    /// Channel configuration.
+    /// A channel configuration error.
     #[error(transparent)]
     Channel(#[from] ChannelError),
-    /// Configuration sources.
+    /// A configuration source could not be read.
     #[error(transparent)]
     Config(#[from] ConfigError),
-    /// Properties.
+    /// Reading a property failed.
     #[error(transparent)]
     Property(#[from] PropertyError),
     /// A channel that does not exist.
@@ -45,34 +45,35 @@ pub enum Error {
     /// An unknown transport name.
     #[error("invalid transport type provided: {0}")]
     Transport(String),
-    /// Binding channels failed.
+    /// Binding channels failed. The number is how many channels could not bind.
     #[error("{0} of the binding channels could not initialize. Initial configuration incomplete.")]
     Binding(usize),
-    /// Connecting channels timed out (FairMQ's words; FairMQ gives the seconds as the attempts).
+    /// Connecting channels timed out. The message uses FairMQ's words, but FairMQ's own message
+    /// gives the seconds as the number of attempts.
     #[error("could not connect all channels after {attempts} attempts in {seconds} s (--init-timeout)")]
     Connecting {
         /// Attempts made.
         attempts: u64,
-        /// `--init-timeout`.
+        /// The timeout in seconds (`--init-timeout`).
         seconds: u64,
     },
-    /// A channel without bind/connect.
+    /// A channel has no method: neither `bind` nor `connect`.
     #[error("Cannot update configuration. Socket method (bind/connect) for channel '{0}' not specified.")]
     NoMethod(String),
-    /// `--network-interface` names an interface without an IPv4 address (a bind channel without
-    /// address would listen on it).
+    /// `--network-interface` names an interface without an IPv4 address. A bind channel without
+    /// an address would listen on that interface's address.
     #[error("network interface '{0}' has no IPv4 address to bind on")]
     NoInterface(String),
-    /// A transfer failed where the framework needed it.
+    /// A transfer that the framework itself needed failed.
     #[error(transparent)]
     Transfer(#[from] fairmq_zmq::TransferError),
     /// A poll failed.
     #[error(transparent)]
     Poll(#[from] fairmq_zmq::PollError),
-    /// A region operation of the zeromq transport.
+    /// A region operation of the zeromq transport failed.
     #[error(transparent)]
     Region(#[from] fairmq_zmq::RegionError),
-    /// A message asked of one transport for a region of the other.
+    /// A message was asked of one transport for a region of the other transport.
     #[error("region type ({region}) does not match message type ({message})")]
     RegionKind {
         /// The region's transport.
@@ -80,10 +81,10 @@ pub enum Error {
         /// The message's transport.
         message: fairmq_zmq::TransportKind,
     },
-    /// A channel told to bind or connect to an address it cannot use.
+    /// A channel was told to bind or connect to an address that it cannot use.
     #[error("channel {channel} cannot {method} to '{address}' (an invalid or unspecified address)")]
     Unattachable {
-        /// Full channel name.
+        /// The full channel name.
         channel: String,
         /// `bind` or `connect`.
         method: String,
@@ -96,7 +97,8 @@ pub enum Error {
 }
 
 impl Error {
-    /// Its kind (see [`ErrorKind`]), the same sorting as the transports' errors.
+    /// The kind of this error (see [`ErrorKind`]). The transports' errors are sorted into the
+    /// same kinds.
     pub fn kind(&self) -> ErrorKind {
         match self {
             Error::Socket(e) => e.kind(),

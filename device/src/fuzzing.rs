@@ -17,7 +17,7 @@ use crate::options;
 use crate::properties::Properties;
 use std::collections::BTreeMap;
 
-/// Target `channel_config`: `--channel-config` tokens, one per line.
+/// Target `channel_config`: the input holds `--channel-config` tokens, one per line.
 pub fn channel_config(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else { return };
     let tokens: Vec<String> = text.lines().map(str::to_owned).collect();
@@ -26,8 +26,8 @@ pub fn channel_config(data: &[u8]) {
     }
 }
 
-/// Target `mq_config`: a JSON `--mq-config` file; its first line is the device id to look up, the
-/// rest the file's text.
+/// Target `mq_config`: the input is a JSON `--mq-config` file. Its first line is the device id to
+/// look up, and the rest is the file's text.
 pub fn mq_config(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else { return };
     let (id, json) = text.split_once('\n').unwrap_or((text, ""));
@@ -36,9 +36,10 @@ pub fn mq_config(data: &[u8]) {
     }
 }
 
-/// Target `command_line`: a device's arguments (without the program name), separated by NUL bytes,
-/// read with the standard options, then what a device does next with them: its help, option dump
-/// and log settings, and the channels of `--channel-config`.
+/// Target `command_line`: the input holds a device's arguments, without the program name,
+/// separated by NUL bytes. The target parses them with the standard options. Then it does what a
+/// device does next with them: it builds the help and the option dump, reads the log settings, and
+/// parses the channels of `--channel-config`.
 pub fn command_line(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else { return };
     let args: Vec<String> = if text.is_empty() { Vec::new() } else { text.split('\0').map(str::to_owned).collect() };
@@ -62,20 +63,20 @@ pub fn command_line(data: &[u8]) {
     }
 }
 
-/// Most sub-channels whose trip through the properties is checked.
+/// The most sub-channels for which the round trip through the properties is checked.
 const ROUND_TRIP_MAX: usize = 64;
 
-/// What the device does with parsed channels: validates them, and stores them in its properties,
-/// from which it builds them again. The trip through the properties must give back the same
-/// sub-channels (the last one given wins when a name and index repeat).
+/// Does with parsed channels what the device does: validates them, stores them in properties, and
+/// builds them again from there. The round trip through the properties must give back the same
+/// sub-channels. When a name and index repeat, the last one given wins.
 fn check_channels(channels: &[ChannelConfig]) {
     for c in channels {
         let _ = c.validate();
         let _ = (c.socket_options(), c.attach_options());
     }
-    // Under the fuzzer's instrumentation the trip costs ~0.3 ms per sub-channel (every key
-    // comparison is traced): a thousand sub-channels from one `numSockets` would slow fuzzing to a
-    // crawl without reaching any other code.
+    // Under the fuzzer's instrumentation, the round trip costs about 0.3 ms per sub-channel,
+    // because every key comparison is traced. A thousand sub-channels from one `numSockets` would
+    // slow fuzzing to a crawl without reaching any other code.
     if channels.len() > ROUND_TRIP_MAX {
         return;
     }
@@ -85,8 +86,8 @@ fn check_channels(channels: &[ChannelConfig]) {
         c.write_to(&props);
         expected.insert((c.prefix.clone(), c.index), c);
     }
-    // A dot in a name makes one channel's keys a prefix of another's (`a` and `a.0`): such names
-    // are refused by validation before any channel is built, so the trip is not checked for them.
+    // A dot in a name makes one channel's keys a prefix of another's (`a` and `a.0`). Validation
+    // refuses such names before any channel is built, so the round trip is not checked for them.
     let dotted = channels.iter().any(|c| c.prefix.contains('.'));
     let mut found = 0;
     for (name, count) in props.channel_info() {
@@ -102,9 +103,12 @@ fn check_channels(channels: &[ChannelConfig]) {
     assert_eq!(found, expected.len(), "sub-channels lost or invented on the way through the properties");
 }
 
-/// Target `metrics_request`: what a client sends the metrics endpoint, read as its server reads a
-/// request head. An answer is a whole HTTP response whose `Content-Length` is its body's (none for
-/// HEAD); no answer only while the head may still be incomplete (within the head's limit).
+/// Target `metrics_request`: the input is what a client sends the metrics endpoint. The target
+/// reads it as the endpoint's server reads a request head.
+///
+/// Every answer must be a whole HTTP response whose `Content-Length` is the length of its body. A
+/// response to HEAD has no body. The server may give no answer only while the head may still be
+/// incomplete, that is, while the head is within its size limit.
 pub fn metrics_request(data: &[u8]) {
     use crate::metrics::http::{respond, MAX_HEAD, TEXT};
     let body = "fairmq_device_state 1\n";

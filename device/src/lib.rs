@@ -161,8 +161,8 @@
 //! - `device/examples/`: FairMQ's examples in Rust, and `quickstart`, a topology of three
 //!   processes over shared memory.
 #![warn(missing_docs, unreachable_pub)]
-// Unsafe code only where C ABIs are crossed, allowed there alone: loading plugins
-// (`plugin/dynamic.rs`), exporting a Rust plugin (`plugin/export.rs`), and libpmix
+// The crate denies unsafe code. Only the modules that cross C ABIs allow it: loading plugins
+// (`plugin/dynamic.rs`), exporting a Rust plugin (`plugin/export.rs`), and calling libpmix
 // (`plugin/pmix/ffi.rs`).
 #![deny(unsafe_code)]
 
@@ -177,8 +177,8 @@ pub mod devices;
 mod error;
 mod fd_limit;
 mod file_trust;
-/// Entry points of the fuzz targets (`fuzz/`) and of the test replaying their corpora (cargo
-/// feature `fuzzing`, not part of the API).
+/// Entry points of the fuzz targets in `fuzz/` and of the test that replays their corpora. The
+/// module exists only with the cargo feature `fuzzing`, and it is not part of the API.
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;

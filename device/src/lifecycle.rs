@@ -78,8 +78,9 @@ pub fn run_state_machine(
             }
         },
         |state| {
-            // Everything a state does runs inside the boundary, not only the hooks: the framework's
-            // own work (a receive for a data callback, building channels) may panic too.
+            // All of a state's work runs inside the panic boundary, not only the hooks. The
+            // framework's own work may panic too, such as a receive for a data callback or
+            // building the channels.
             if let Err(e) = panic_boundary::guarded(&state, || r.work(state)) {
                 log::error!("{e}");
                 sm.change_state(Transition::ErrorFound);
@@ -98,7 +99,8 @@ struct Runner<'a> {
     connecting: Vec<(String, usize)>,
 }
 
-/// Calls a hook: its error or panic becomes an error naming it (`InitTask() failed: ...`).
+/// Calls a hook. An error or a panic in the hook becomes an error that names the hook
+/// (`InitTask() failed: ...`).
 fn hook<T>(name: &str, f: impl FnOnce() -> HookResult<T>) -> Result<T, BoxError> {
     panic_boundary::guarded(&format_args!("{name}()"), || f().map_err(|e| format!("{name}() failed: {e}").into()))
 }
@@ -137,8 +139,9 @@ impl Runner<'_> {
         self.request_unless_pending(Transition::Auto)
     }
 
-    /// Requests `t` unless a transition is pending; losing the race to another requester (a
-    /// controller's Stop just now) is fine, a refusal without anything pending is an error.
+    /// Requests `t` unless a transition is pending. Another requester may win the race, for
+    /// example a controller that has just requested `Stop`; that is fine. A refusal while no
+    /// transition is pending is an error.
     fn request_unless_pending(&self, t: Transition) -> Result<(), BoxError> {
         let sm = self.sm();
         if !sm.new_state_pending() && !sm.change_state(t) && !sm.new_state_pending() {
@@ -147,15 +150,17 @@ impl Runner<'_> {
         Ok(())
     }
 
-    /// FairMQ's config plugin: at every entry into INITIALIZING DEVICE, the channel configuration
-    /// of `--mq-config` (or else `--channel-config`) is written into the properties. Unlike FairMQ,
-    /// which logs a parser's error and goes on without the channels (to fail later with
-    /// `GetChannel(): 'data[0]' does not exist`), a bad configuration fails INITIALIZING DEVICE.
+    /// Does the work of FairMQ's config plugin. At every entry into INITIALIZING DEVICE,
+    /// `parse_channel_configuration` writes the channel configuration of `--mq-config` (or else
+    /// `--channel-config`) into the properties. A bad configuration fails INITIALIZING DEVICE.
+    /// FairMQ instead logs the parser's error and goes on without the channels. The device then
+    /// fails later, with `GetChannel(): 'data[0]' does not exist`.
     fn parse_channel_configuration(&self) -> Result<(), channel_parsers::ConfigError> {
         let p = self.props();
         let id = p.get::<String>("config-key").or_else(|_| p.get::<String>("id")).unwrap_or_default();
         if id.is_empty() {
-            // A topology file is read by device id: without one it would be skipped in silence.
+            // The parser finds this device's channels in a topology file by its device id.
+            // Without an id, the file would be skipped in silence.
             if p.get::<String>("mq-config").is_ok() {
                 return Err(channel_parsers::ConfigError::NoDeviceId);
             }
@@ -167,7 +172,8 @@ impl Runner<'_> {
             log::debug!("mq-config: Using default JSON parser");
             let chans = channel_parsers::parse_json_file(&path, &id)?;
             if let Some(tokens) = tokens {
-                // FairMQ reads only --mq-config then; a channel in both would lose one definition.
+                // When both options are given, FairMQ reads only `--mq-config`. A channel defined
+                // in both would lose one of its definitions.
                 let ignored = channel_parsers::parse_channel_config(&tokens)?;
                 channel_parsers::check_disjoint(&chans, &ignored, "in --mq-config and in --channel-config")?;
                 log::warn!("--channel-config is ignored: --mq-config is given");
@@ -188,7 +194,8 @@ impl Runner<'_> {
 
     fn init_device(&mut self) -> Result<(), BoxError> {
         self.parse_channel_configuration()?;
-        // Leaving INITIALIZING DEVICE needs CompleteInit; until then controllers may configure.
+        // INITIALIZING DEVICE waits here for `CompleteInit`. Until then, controllers may still
+        // change the configuration.
         self.sm().wait_for_pending(None);
         *self.ctx.id.borrow_mut() = self.props().get_or::<String>("id", String::new())?;
         let (d, c) = (&mut *self.device, &self.ctx);
@@ -204,7 +211,7 @@ impl Runner<'_> {
         self.build_channels(default)
     }
 
-    /// The transport of `kind`, created on first use (one per kind per device).
+    /// The transport of `kind`. It is created on first use; a device has one transport per kind.
     fn transport(&self, kind: TransportKind) -> Result<Transport, Error> {
         let mut list = self.ctx.transports.lock();
         if let Some(t) = list.iter().find(|t| t.kind() == kind) {
@@ -290,9 +297,14 @@ impl Runner<'_> {
         self.auto()
     }
 
-    /// FairMQ's ConnectWrapper: attach, then retry every 50 ms (re-reading the addresses) until
-    /// all are attached, a transition is pending, a shutdown was requested (a signal: retrying would
-    /// hold the device until `--init-timeout`) or `--init-timeout` seconds passed.
+    /// FairMQ's `ConnectWrapper`. It attaches the connecting channels, and retries every 50 ms,
+    /// reading the addresses again each time. It stops when one of these happens:
+    ///
+    /// - Every channel is attached.
+    /// - A transition is pending.
+    /// - A shutdown was requested, as after a signal. Retrying would otherwise hold the device
+    ///   until `--init-timeout`.
+    /// - `--init-timeout` seconds passed.
     fn connect(&mut self) -> Result<(), BoxError> {
         let mut left = std::mem::take(&mut self.connecting);
         let seconds = u64::try_from(self.props().get_or::<i32>("init-timeout", 120)?).unwrap_or(0);
@@ -335,7 +347,8 @@ impl Runner<'_> {
             std::thread::sleep(Duration::from_millis(50));
         }
         if !left.is_empty() {
-            // Stopped early: the Connect hook expects connected channels, and none will come.
+            // The loop stopped early, so the `connect` hook is skipped. The hook expects
+            // connected channels, and the missing ones will not come.
             let why = if self.sm().shutdown_requested() { "the device shuts down" } else { "a transition is pending" };
             log::info!("Stopped connecting with {} channel(s) not connected: {why}", left.len());
             return self.request_unless_pending(Transition::Auto);
@@ -351,7 +364,8 @@ impl Runner<'_> {
     fn running(&mut self) -> Result<(), BoxError> {
         log::info!("fair::mq::Device running...");
         let logger = self.start_rate_logger();
-        // Caught here too, so that the rate logger is joined whatever happens.
+        // Panics are caught here too, so that the rate logger's thread is joined whatever
+        // happens.
         let result = panic_boundary::guarded(&"RUNNING", || self.run_hooks());
         if result.is_err() {
             self.sm().change_state(Transition::ErrorFound);
@@ -384,9 +398,10 @@ impl Runner<'_> {
         hook("PostRun", || d.post_run(c))
     }
 
-    /// Data-callback mode: one input with one sub-channel is read directly; otherwise one poller over
-    /// all input sub-channels (of any transport), at most one message per ready sub-channel per
-    /// round, in registration order. A failed receive or a handler returning false ends RUNNING.
+    /// Delivers messages to the data handlers. With a single input sub-channel, the loop
+    /// receives from it directly. Otherwise one poller waits on all input sub-channels, of any
+    /// transport. Each round takes at most one message from each ready sub-channel, in the order
+    /// of registration. A failed receive, or a handler that returns false, ends RUNNING.
     fn data_loop(&mut self, inputs: &[(String, InputKind)]) -> Result<(), BoxError> {
         let (device, ctx) = (&mut *self.device, &self.ctx);
         let mut items: Vec<(&str, usize, InputKind, &Channel)> = Vec::new();
@@ -438,7 +453,9 @@ impl Runner<'_> {
         Ok(())
     }
 
-    /// Channel rate logging: every second (or `rateLogging` seconds per channel) while RUNNING.
+    /// Starts the thread that logs the channel rates while RUNNING, if a channel's `rateLogging`
+    /// is above 0. The thread wakes every second, and logs each such channel every `rateLogging`
+    /// seconds.
     fn start_rate_logger(&self) -> Option<std::thread::JoinHandle<()>> {
         let chans: Vec<(String, i32, Arc<Counters>)> = self
             .ctx
@@ -455,8 +472,8 @@ impl Runner<'_> {
         Some(std::thread::spawn(move || crate::channel_rates::log_rates(&sm, &chans)))
     }
 
-    /// Publishes the channels for the metrics endpoint and the interactive control's `[p]`
-    /// (every channel's counters and count of connected peers).
+    /// Publishes every channel's counters and count of connected peers, for the metrics endpoint
+    /// and for the interactive control's `[p]`.
     fn publish_channels(&self) {
         let views = self.ctx.channels.iter().flat_map(|(name, v)| {
             v.iter().enumerate().map(move |(index, c)| crate::telemetry::ChannelView {
@@ -473,13 +490,15 @@ impl Runner<'_> {
 
     fn reset_device(&mut self) -> Result<(), BoxError> {
         self.sm().telemetry().set_channels(Vec::new());
-        // Dropped outside the lock: leaving may take a moment (a sweep of the dead), and a
-        // metrics scrape waits for the lock meanwhile.
+        // The transports are dropped outside the lock. Dropping a transport may take a moment,
+        // for example for a sweep of the dead processes, and a metrics scrape waits for the lock
+        // meanwhile.
         let transports = std::mem::take(&mut *self.ctx.transports.lock());
         drop(transports);
         let (d, c) = (&mut *self.device, &self.ctx);
         let r = hook("Reset", || d.reset(c));
-        // Channels close here (linger applies to queued outgoing messages); receive queues are lost.
+        // The channels close here. Linger applies to the queued outgoing messages; the messages
+        // in receive queues are lost.
         self.ctx.channels.clear();
         self.ctx.default_transport = None;
         r?;

@@ -19,16 +19,17 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-/// Identical lines that pass before the limiting starts.
+/// The number of lines of one kind that pass in a window before the limiting starts.
 pub(crate) const BURST: u32 = 10;
 /// The period one summary covers.
 pub(crate) const WINDOW: Duration = Duration::from_secs(1);
-/// Most distinct lines tracked at once; lines beyond pass unlimited (only repeats need tracking,
-/// and a line's entry goes away one window after it was last seen).
+/// The most kinds of line tracked at once. Lines of further kinds pass without limit. This is
+/// enough because only repeated lines need tracking, and the entry of a kind goes away one window
+/// after a line of that kind was last seen.
 const TRACKED: usize = 1024;
 
-/// What makes lines one kind of event: severity (as `log` sees it), target and the place that
-/// logged them (`file:line`; the text when the place is not known).
+/// What makes lines one kind of event: the severity (as `log` sees it), the target, and the place
+/// that logged them. The place is `file:line`, or the line's text when the place is not known.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct LineKey {
     pub level: log::Level,
@@ -38,19 +39,21 @@ pub(crate) struct LineKey {
 
 #[derive(Debug)]
 struct Entry {
-    /// Start of the current window.
+    /// The start of the current window.
     since: Instant,
-    /// Lines passed in the current window.
+    /// The number of lines passed in the current window.
     passed: u32,
-    /// Lines held back in the current window.
+    /// The number of lines held back in the current window.
     held: u64,
-    /// Past the burst: the line passes no more until a window without it.
+    /// Set once the burst is over. Lines of this kind then pass no more, until a whole window
+    /// goes by without one.
     limiting: bool,
-    /// The last line held back (what the summary shows).
+    /// The text of the last line held back, which the summary shows.
     sample: String,
 }
 
-/// A summary of lines held back: their kind, the last of them, how many, and over how long.
+/// A summary of held-back lines: their kind, the text of the last one, their number, and the time
+/// they span.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Summary {
     pub key: LineKey,
@@ -66,14 +69,15 @@ impl Summary {
     }
 }
 
-/// What becomes of a line.
+/// What the limiter decides for a line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Verdict {
-    /// Written.
+    /// The line is written.
     Pass,
-    /// Held back, the first in its window: whoever writes summaries must know one is due.
+    /// The line is held back, and it is the first held back in its window. Whoever writes the
+    /// summaries must learn that one is due.
     HoldFirst,
-    /// Held back, as others before it in its window.
+    /// The line is held back, after others held back in the same window.
     Hold,
 }
 
@@ -81,7 +85,7 @@ pub(crate) enum Verdict {
 #[derive(Debug)]
 pub(crate) struct RepeatLimiter {
     lines: BTreeMap<LineKey, Entry>,
-    /// No window ends before this: `due` has nothing to do until then.
+    /// No window ends before this instant, so `RepeatLimiter::due` has nothing to do until then.
     next_due: Option<Instant>,
 }
 
@@ -90,7 +94,7 @@ impl RepeatLimiter {
         RepeatLimiter { lines: BTreeMap::new(), next_due: None }
     }
 
-    /// Whether the line `text` of kind `key`, logged at `now`, is to be written.
+    /// Decides whether the line `text` of kind `key`, logged at `now`, is written or held back.
     pub(crate) fn admit(&mut self, key: &LineKey, text: &str, now: Instant) -> Verdict {
         if !self.lines.contains_key(key) {
             if self.lines.len() >= TRACKED {
@@ -102,7 +106,7 @@ impl RepeatLimiter {
         }
         let Some(e) = self.lines.get_mut(key) else { return Verdict::Pass };
         if !e.limiting && now >= e.since + WINDOW {
-            // A new window (this entry's old one ended without anything held back).
+            // Start a new window. The entry's previous window ended without any line held back.
             *e = Entry { since: now, passed: 0, held: 0, limiting: false, sample: String::new() };
         }
         if !e.limiting && e.passed < BURST {
@@ -119,8 +123,8 @@ impl RepeatLimiter {
         }
     }
 
-    /// The summaries of windows that ended by `now` (one per line that was held back), and
-    /// forgets lines quiet for a whole window.
+    /// Returns the summaries of the windows that ended by `now`, one per kind of line that was
+    /// held back. Also forgets the kinds of line that were quiet for a whole window.
     pub(crate) fn due(&mut self, now: Instant) -> Vec<Summary> {
         if self.next_due.is_none_or(|d| now < d) {
             return Vec::new();
@@ -146,12 +150,13 @@ impl RepeatLimiter {
         out
     }
 
-    /// When the next window ends (`None`: no line is tracked).
+    /// When the next window ends, or `None` if no line is tracked.
     pub(crate) fn next_due(&self) -> Option<Instant> {
         self.next_due
     }
 
-    /// Every summary not yet given, whether or not its window ended (at exit).
+    /// Returns every summary not yet given, whether or not its window ended. The logger's flush
+    /// calls it at exit.
     pub(crate) fn drain(&mut self, now: Instant) -> Vec<Summary> {
         let out = std::mem::take(&mut self.lines)
             .into_iter()
@@ -176,7 +181,7 @@ mod tests {
         LineKey { level: log::Level::Error, target: "t".into(), site: site.into() }
     }
 
-    /// Logs `key` `n` times at `at` (its site as the text); returns how many passed.
+    /// Logs `key` `n` times at `at`, with its site as the text. Returns how many lines passed.
     fn flood(l: &mut RepeatLimiter, key: &LineKey, n: u32, at: Instant) -> u32 {
         (0..n).filter(|_| l.admit(key, &key.site, at) == Verdict::Pass).count() as u32
     }

@@ -30,9 +30,9 @@ use std::str::FromStr;
 use std::sync::OnceLock;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-/// `log` target of FairMQ's `state` severity.
+/// The `log` target of lines at FairMQ's `state` severity.
 pub const STATE_TARGET: &str = "fairmq::state";
-/// `log` target of FairMQ's `fatal` severity.
+/// The `log` target of lines at FairMQ's `fatal` severity.
 pub const FATAL_TARGET: &str = "fairmq::fatal";
 
 /// Logs at FairMQ's `state` severity.
@@ -44,15 +44,16 @@ pub(crate) use state;
 /// FairMQ's severities, lowest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Severity {
-    /// Finest detail (FairLogger's `trace`, and `debug1`..`debug4`).
+    /// The finest detail. It stands for FairLogger's `trace` and `debug1` to `debug4`.
     Trace,
-    /// Detail for developers (`debug`, and FairLogger's `detail`).
+    /// Detail for developers. It stands for `debug` and for FairLogger's `detail`.
     Debug,
     /// Normal operation.
     Info,
     /// State changes of the device (`IDLE ---> INITIALIZING DEVICE`).
     State,
-    /// Something unexpected that the device survives (and FairLogger's `important`, `alarm`).
+    /// Something unexpected that the device survives. It also stands for FairLogger's
+    /// `important` and `alarm`.
     Warn,
     /// A failure.
     Error,
@@ -63,7 +64,7 @@ pub enum Severity {
 }
 
 impl Severity {
-    /// Every severity, lowest first (the order `k`/`l` cycle through).
+    /// Every severity, lowest first. The `k` and `l` keys cycle through them in this order.
     pub const ALL: [Severity; 8] = [
         Severity::Trace,
         Severity::Debug,
@@ -75,7 +76,7 @@ impl Severity {
         Severity::Nolog,
     ];
 
-    /// The name as printed and as given to `--severity`.
+    /// The name that is printed, and that `--severity` takes.
     pub fn name(self) -> &'static str {
         ["trace", "debug", "info", "state", "warn", "error", "fatal", "nolog"][self as usize]
     }
@@ -102,11 +103,11 @@ impl Severity {
     }
 }
 
-/// An unknown severity or verbosity name.
+/// A name that is not a known severity, verbosity or log-summary policy.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown {kind} '{name}'; known: {known}")]
 pub struct UnknownLogSetting {
-    /// "severity" or "verbosity".
+    /// The setting: `"severity"`, `"verbosity"` or `"log summary"`.
     pub kind: &'static str,
     /// The name given.
     pub name: String,
@@ -137,7 +138,7 @@ pub enum Verbosity {
     Medium,
     /// Date and time to the microsecond, severity and message.
     High,
-    /// As `High`, with the file, line and function (or module) that logged it.
+    /// As `High`, plus the file, line and function (or module) that logged the line.
     Veryhigh,
 }
 
@@ -175,11 +176,11 @@ struct Settings {
 /// Which repeated lines are summarised (`--log-summary`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SummaryPolicy {
-    /// The framework's own lines (the default).
+    /// Only the framework's own lines are summarised (the default).
     Library,
-    /// Every line but state lines.
+    /// Every line except state lines is summarised.
     All,
-    /// None.
+    /// No line is summarised.
     None,
 }
 
@@ -196,12 +197,14 @@ impl FromStr for SummaryPolicy {
 }
 
 impl SummaryPolicy {
-    /// Whether lines of `target` (a module path, or a C caller's function) may be summarised.
+    /// Whether lines of `target` may be summarised. The target is a module path, or the function
+    /// of a C caller.
     fn covers(self, target: &str) -> bool {
         match self {
             SummaryPolicy::All => true,
             SummaryPolicy::None => false,
-            // The framework's crates: fairmq, fairmq_shm, fairmq_zmq, fairmq_rs (the C ABI).
+            // The names of the framework's crates start with `fairmq`: fairmq, fairmq_shm,
+            // fairmq_zmq and fairmq_rs (the C ABI).
             SummaryPolicy::Library => target.starts_with("fairmq"),
         }
     }
@@ -222,7 +225,8 @@ static SETTINGS: RwLock<Settings> = RwLock::new(Settings {
 });
 
 static LIMITER: Mutex<RepeatLimiter> = Mutex::new(RepeatLimiter::new());
-/// Error and fatal records logged by this process, written or not (the metrics' error count).
+/// The number of error and fatal records that this process logged, whether they were written or
+/// not. The metrics report it as the error count.
 static ERRORS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// How many error and fatal records this process logged so far.
@@ -251,7 +255,8 @@ impl log::Log for Logger {
             }
             s.summary
         };
-        // Formatted once, and before any lock is taken: an argument's Display may log itself.
+        // Format the text once, before taking any lock. An argument's `Display` may log a line
+        // itself, which would deadlock under the logger's locks.
         let text = record.args().to_string();
         let site = match (record.file(), record.line()) {
             (Some(f), Some(l)) => format!("{f}:{l}"),
@@ -275,8 +280,9 @@ impl log::Log for Logger {
                 let line = Line { sev, text: &text, target: &key.target, file: record.file(), line: record.line() };
                 write(&s, &line);
             }
-            // Its summary is due within a second, even if nothing else is logged: the writer may
-            // be asleep until woken (later lines of the window find it awake or on a timer).
+            // The summary of this line is due within a second, even if nothing else is logged.
+            // The summary writer may be asleep until it is woken, so wake it. Later lines of the
+            // same window find the writer awake or on a timer.
             Verdict::HoldFirst => summary_writer().unpark(),
             Verdict::Hold => {}
         }
@@ -315,7 +321,8 @@ struct Line<'a> {
     line: Option<u32>,
 }
 
-/// Writes `l` where the settings send it (the console and the file exclude each other).
+/// Writes `l` where the settings send it. A line goes to the console or to the file, never to
+/// both.
 fn write(s: &Settings, l: &Line<'_>) {
     let (to_console, to_file) = (s.to_console(l.sev), s.to_file(l.sev));
     if !to_console && !to_file {
@@ -329,9 +336,9 @@ fn write(s: &Settings, l: &Line<'_>) {
     }
 }
 
-/// The thread that writes summaries when their second is over (lines logged meanwhile write them
-/// too). Started with the first line held back; it sleeps until the next window ends, or until
-/// woken when no line is tracked.
+/// Returns the thread that writes the summaries when their second is over. Lines logged in the
+/// meantime write due summaries too. The first line held back starts the thread. The thread
+/// sleeps until the next window ends or, when no line is tracked, until it is woken.
 fn summary_writer() -> &'static std::thread::Thread {
     static WRITER: OnceLock<std::thread::Thread> = OnceLock::new();
     WRITER.get_or_init(|| {
@@ -349,12 +356,13 @@ fn summary_writer() -> &'static std::thread::Thread {
                 None => std::thread::park(),
             }
         });
-        // Without the thread, summaries still come with the next line logged and at exit.
+        // If the thread cannot start, the summaries are still written with the next line logged
+        // and at exit.
         spawned.map_or_else(|_| std::thread::current(), |h| h.thread().clone())
     })
 }
 
-/// Writes a summary as a line of the summarised line's severity and target.
+/// Writes a summary as a line with the severity and target of the lines it summarises.
 fn write_summary(s: &Settings, summary: &Summary) {
     let text = summary.text();
     let k = &summary.key;
@@ -362,7 +370,7 @@ fn write_summary(s: &Settings, summary: &Summary) {
     write(s, &Line { sev, text: &text, target: &k.target, file: None, line: None });
 }
 
-/// Writes the summaries of lines still held back (call before the process ends).
+/// Writes the summaries of lines still held back. Call it before the process ends.
 pub fn flush() {
     log::logger().flush();
 }
@@ -383,7 +391,8 @@ fn clock(with_date: bool, micros: bool) -> String {
     out
 }
 
-/// Days since 1970-01-01 to (year, month, day) (Howard Hinnant's algorithm).
+/// Converts a number of days since 1970-01-01 to (year, month, day), with Howard Hinnant's
+/// algorithm.
 fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);
@@ -415,8 +424,8 @@ fn format_line(l: &Line<'_>, v: Verbosity, color: bool) -> String {
     }
 }
 
-/// Installs the logger (once per process; later calls only change settings). Returns false if
-/// another `log` backend was installed first.
+/// Installs the logger, once per process. Later calls install nothing; the settings change
+/// through the `set_*` functions. Returns false if another `log` backend was installed first.
 pub fn init() -> bool {
     static INSTALLED: OnceLock<bool> = OnceLock::new();
     *INSTALLED.get_or_init(|| {
@@ -453,15 +462,16 @@ pub fn verbosity() -> Verbosity {
     SETTINGS.read().verbosity
 }
 
-/// Colors on the console (`--color`).
+/// Turns colors on the console on or off (`--color`).
 pub fn set_color(on: bool) {
     SETTINGS.write().color = on;
 }
 
-/// Logs to `<prefix>_<pid>.log` instead of the console (`--log-to-file`). The file is made new,
-/// readable by its user only, and never through a symbolic link: in a shared directory another
-/// user could otherwise have planted the predictable name and had the device write into their
-/// file, or truncate one of the device user's files.
+/// Writes the log to the file `<prefix>_<pid>.log` instead of the console (`--log-to-file`).
+/// The file must not exist yet: `log_to_file` creates it, readable by its user only. It never
+/// opens the file through a symbolic link. The file name is predictable, so in a shared
+/// directory another user could plant that name first. The device would then write into the
+/// other user's file, or truncate one of the device user's files.
 pub fn log_to_file(prefix: &str) -> std::io::Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
     let path = format!("{prefix}_{}.log", std::process::id());
@@ -539,8 +549,8 @@ mod tests {
         assert!("some".parse::<SummaryPolicy>().is_err());
     }
 
-    /// A value whose Display logs: the logger formats it before it takes its locks (it deadlocked
-    /// when the line's text was made under the limiter's lock).
+    /// A value whose `Display` logs a line. The logger formats the value before it takes its
+    /// locks. The logger deadlocked when it made the line's text under the limiter's lock.
     #[test]
     fn a_line_whose_argument_logs_itself_is_written() {
         struct Chatty;

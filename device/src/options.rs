@@ -32,26 +32,26 @@ pub use range::Range;
 pub enum Kind {
     /// Text.
     Str,
-    /// `true/false/1/0/yes/no/on/off`.
+    /// A boolean, written `true`, `false`, `1`, `0`, `yes`, `no`, `on` or `off`.
     Bool,
-    /// Signed integer (C++ `int`).
+    /// A signed integer (C++ `int`).
     Int,
-    /// 16-bit unsigned.
+    /// A 16-bit unsigned integer.
     U16,
-    /// 64-bit unsigned (C++ `uint64_t`).
+    /// A 64-bit unsigned integer (C++ `uint64_t`).
     U64,
-    /// Size (C++ `size_t`).
+    /// A size (C++ `size_t`).
     Size,
-    /// Floating point (C++ `float`).
+    /// A floating-point number (C++ `float`).
     Float,
-    /// Several texts, from several tokens and occurrences.
+    /// A list of texts. The option takes several tokens, and may be given several times.
     Strings,
-    /// No value: present means true.
+    /// A flag without a value. Giving the flag means true.
     Flag,
 }
 
 impl Kind {
-    /// Type label as `--print-options` shows it.
+    /// The name of the type, as `--print-options` shows it.
     pub fn label(self) -> &'static str {
         match self {
             Kind::Str => "string",
@@ -65,13 +65,14 @@ impl Kind {
         }
     }
 
-    /// Converts a command-line text to a value of this kind (within the kind's own range).
+    /// Converts a command-line text to a value of this kind. Returns `None` if the text is invalid
+    /// or the value lies outside the kind's own range.
     pub fn parse(self, text: &str) -> Option<Value> {
         self.parse_within(text, None).ok()
     }
 }
 
-/// Boost's bool words.
+/// Parses Boost's boolean words: `true`, `1`, `yes`, `on` and `false`, `0`, `no`, `off`.
 pub fn parse_bool(text: &str) -> Option<bool> {
     match text {
         "true" | "1" | "yes" | "on" => Some(true),
@@ -80,26 +81,28 @@ pub fn parse_bool(text: &str) -> Option<bool> {
     }
 }
 
-/// One option.
+/// The description of one option.
 #[derive(Debug, Clone)]
 pub struct OptionSpec {
-    /// Long name without dashes.
+    /// The long name, without the leading dashes.
     pub name: String,
-    /// Short alias.
+    /// The one-letter short alias, such as `h` for `-h`.
     pub short: Option<char>,
-    /// Value type.
+    /// The type of the value.
     pub kind: Kind,
-    /// Default value (set before parsing; absent: the key stays unset unless given).
+    /// The default value, which `Options::parse` sets before it reads the command line. Without a
+    /// default, the key stays unset unless the command line gives it.
     pub default: Option<Value>,
     /// Help text.
     pub description: String,
-    /// Must be given.
+    /// Whether the command line must give this option.
     pub required: bool,
-    /// The values a numeric option accepts, narrower than its kind's (`None`: the kind's).
+    /// The values a numeric option accepts, narrower than those of its kind. `None` means the
+    /// kind's own values.
     pub range: Option<Range>,
 }
 
-/// A titled group of options (as `--help` prints them).
+/// A group of options under a title, as `--help` prints them.
 #[derive(Debug, Clone)]
 pub struct OptionGroup {
     /// Title.
@@ -109,7 +112,7 @@ pub struct OptionGroup {
 }
 
 impl OptionGroup {
-    /// An empty group.
+    /// Creates an empty group with the title `title`.
     pub fn new(title: &str) -> Self {
         OptionGroup { title: title.to_owned(), options: Vec::new() }
     }
@@ -119,7 +122,7 @@ impl OptionGroup {
         self.push(name, None, kind, Some(default.into()), description, false)
     }
 
-    /// Adds an option without default (unset unless given).
+    /// Adds an option without a default. The key stays unset unless the command line gives it.
     pub fn add_optional(&mut self, name: &str, kind: Kind, description: &str) -> &mut Self {
         self.push(name, None, kind, None, description, false)
     }
@@ -150,8 +153,9 @@ impl OptionGroup {
         self
     }
 
-    /// Narrows the values the option added last accepts (a numeric one); a value outside is
-    /// refused naming the option and the range.
+    /// Narrows the values that the option added last accepts. That option must be numeric.
+    /// `Options::parse` refuses a value outside `range` with an error that names the option and
+    /// the range.
     pub fn within(&mut self, range: impl Into<Range>) -> &mut Self {
         if let Some(o) = self.options.last_mut() {
             o.range = Some(range.into());
@@ -171,7 +175,8 @@ impl OptionGroup {
         self.push(name, Some(short), kind, Some(default.into()), description, false)
     }
 
-    /// Adds an option with a short alias and no default (unset unless given).
+    /// Adds an option with a short alias and no default. The key stays unset unless the command
+    /// line gives it.
     pub fn add_optional_with_short(&mut self, name: &str, short: char, kind: Kind, description: &str) -> &mut Self {
         self.push(name, Some(short), kind, None, description, false)
     }
@@ -182,37 +187,39 @@ impl OptionGroup {
     }
 }
 
-/// Why the command line was refused.
+/// The reason why `Options::parse` or `Options::check_required` refused the command line.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum OptionsError {
-    /// A value-taking option at the end of the line.
+    /// An option that takes a value has no value after it: it is the last token of the line. An
+    /// option that takes a list also has none when the next token starts with `-`.
     #[error("the required argument for option '--{0}' is missing")]
     MissingValue(String),
-    /// A value of the wrong form.
+    /// A value has the wrong form for its option.
     #[error("the argument ('{value}') for option '--{name}' is invalid")]
     InvalidValue {
-        /// Option.
+        /// The option's name.
         name: String,
-        /// Text given.
+        /// The text given.
         value: String,
     },
-    /// A number outside what the option accepts.
+    /// A number lies outside the range that the option accepts.
     #[error("the argument ('{value}') for option '--{name}' is out of range: allowed are {range}")]
     OutOfRange {
-        /// Option.
+        /// The option's name.
         name: String,
-        /// Text given.
+        /// The text given.
         value: String,
-        /// What it accepts.
+        /// The range that the option accepts.
         range: Range,
     },
     /// A required option was not given.
     #[error("the option '--{0}' is required but missing")]
     Required(String),
-    /// A single-value option given twice (Boost's words).
+    /// An option that takes a single value was given twice. The message uses Boost's words.
     #[error("option '--{0}' cannot be specified more than once")]
     Repeated(String),
-    /// `--name=` with nothing after the sign (Boost's words).
+    /// An option was given as `--name=`, with nothing after the equal sign. The message uses
+    /// Boost's words.
     #[error("the argument for option '--{0}' should follow immediately after the equal sign")]
     EmptyInline(String),
 }
@@ -221,7 +228,7 @@ pub enum OptionsError {
 #[derive(Debug, Clone, Default)]
 pub struct Options {
     groups: Vec<OptionGroup>,
-    /// Tokens that matched no option (ignored, as FairMQ does).
+    /// The tokens that matched no option. `Options::parse` ignores them, as FairMQ does.
     pub unregistered: Vec<String>,
 }
 
@@ -255,7 +262,8 @@ impl Options {
         self.find(Some(name), None).map(|o| o.kind)
     }
 
-    /// Parses `args` (without the program name) into `props`: defaults first, then the line.
+    /// Parses `args` into `props`. `args` does not include the program name. The defaults are set
+    /// first, then the values that the command line gives.
     pub fn parse(&mut self, args: &[String], props: &Properties) -> Result<(), OptionsError> {
         for o in self.groups.iter().flat_map(|g| &g.options) {
             if let Some(d) = &o.default {
@@ -332,7 +340,8 @@ impl Options {
         Ok(())
     }
 
-    /// Checks required options (after `--help` and friends had their chance).
+    /// Checks that every required option is set. Call it after `--help`, `--version` and similar
+    /// options are handled, so that those options work when a required option is missing.
     pub fn check_required(&self, props: &Properties) -> Result<(), OptionsError> {
         match self.groups.iter().flat_map(|g| &g.options).find(|o| o.required && !props.exists(&o.name)) {
             Some(o) => Err(OptionsError::Required(o.name.clone())),
@@ -340,7 +349,7 @@ impl Options {
         }
     }
 
-    /// `--help` text.
+    /// Returns the text that `--help` prints.
     pub fn help(&self) -> String {
         let mut out = String::new();
         for g in &self.groups {
@@ -356,7 +365,7 @@ impl Options {
                         None => left.push_str(" arg"),
                     }
                 }
-                // Continuation lines line up under the first, as Boost prints them.
+                // Boost aligns a description's continuation lines under its first line.
                 let _ = writeln!(out, "{left:<50} {}", o.description.replace('\n', &format!("\n{:51}", "")));
             }
             out.push('\n');
@@ -364,7 +373,8 @@ impl Options {
         out
     }
 
-    /// `--print-options` text: `<option>:<value>:<type>:<description>` per option.
+    /// Returns the text that `--print-options` prints: one line
+    /// `<option>:<value>:<type>:<description>` per option.
     pub fn print_options(&self, props: &Properties) -> String {
         let mut out = String::new();
         for o in self.groups.iter().flat_map(|g| &g.options) {
@@ -377,7 +387,8 @@ impl Options {
         out
     }
 
-    /// The debug dump FairMQ prints at start: `key = value <type> [origin]`.
+    /// Returns the configuration dump that FairMQ logs at debug level at start: one line
+    /// `key = value <type> [origin]` per property.
     pub fn configuration_dump(&self, props: &Properties) -> String {
         let mut out = String::from("Configuration:\n");
         for k in props.keys() {
@@ -395,23 +406,25 @@ impl Options {
     }
 }
 
-/// Most ZeroMQ I/O threads (`--io-threads`). FairMQ sets no limit, but each thread takes two file
-/// descriptors and libzmq aborts the process when it cannot make them; a few are plenty (ZeroMQ's
-/// guide: one per gigabyte per second).
+/// The largest number of ZeroMQ I/O threads that `--io-threads` accepts. FairMQ sets no limit.
+/// But each thread takes two file descriptors, and libzmq aborts the process when it cannot
+/// create them. A few threads are plenty: ZeroMQ's guide advises one thread per gigabyte per
+/// second.
 pub const MAX_IO_THREADS: i64 = 64;
 
-/// Largest `--shm-metadata-msg-size`: every send pads its metadata frame to it.
+/// The largest value that `--shm-metadata-msg-size` accepts. Every send pads its metadata frame
+/// to the size that this option sets.
 pub const MAX_METADATA_MSG_SIZE: u64 = 1 << 20;
 
-/// The option that asks for a Prometheus metrics endpoint (see `metrics`).
+/// The name of the option that asks for a Prometheus metrics endpoint (see the `metrics` module).
 pub const METRICS_ADDRESS: &str = "metrics-address";
 
-/// Title of the device options (FairMQ's config plugin's group).
+/// The title of the group of device options. FairMQ's config plugin has a group of this title.
 pub const DEVICE_GROUP: &str = "FairMQ device options";
-/// Title of the builtin controller's options.
+/// The title of the group of the builtin controller's options.
 pub const CONTROL_GROUP: &str = "Control (builtin) Plugin";
 
-/// FairMQ's general, device and control options with their defaults.
+/// Returns FairMQ's general, device and control options, with their defaults.
 pub fn standard() -> Options {
     let mut o = Options::default();
     let mut general = OptionGroup::new("FairMQ Command Line Options");
@@ -448,7 +461,8 @@ pub fn standard() -> Options {
 
     let mut device = OptionGroup::new(DEVICE_GROUP);
     device
-        // Optional, as in FairMQ: without it the channels come only from a --config-key.
+        // `--id` is optional, as in FairMQ. Without `--id`, the device reads its channel
+        // configuration only when `--config-key` is given.
         .add("id", Kind::Str, "", "Device ID.")
         .add("io-threads", Kind::Int, 1i32, "Number of I/O threads.")
         .within(1i64..=MAX_IO_THREADS)
@@ -458,7 +472,7 @@ pub fn standard() -> Options {
         .within(0..=i64::from(i32::MAX))
         .add_optional("print-channels", Kind::Flag, "Print registered channel endpoints in a machine-readable format (<channel name>:<min num subchannels>:<max num subchannels>)")
         .add("shm-segment-size", Kind::Size, 2u64 << 30, "Shared memory: size of the shared memory segment (in bytes).")
-        // The segment's file is sized with an off_t.
+        // The segment's file is sized with an `off_t`, a signed 64-bit integer.
         .within(1..=i64::MAX as u64)
         .add("shm-allocation", Kind::Str, "rbtree_best_fit", "Shared memory allocation algorithm: rbtree_best_fit/simple_seq_fit (fairmq-rs always uses its TLSF allocator).")
         .add("shm-segment-id", Kind::U16, 0u16, "EXPERIMENTAL: Shared memory segment id for message creation.")

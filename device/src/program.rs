@@ -107,7 +107,8 @@ impl<D: Device + 'static, F: FnOnce(&Arc<Properties>) -> Result<D, BoxError>> Pr
         self
     }
 
-    /// Adds a plugin, started after those `-P` names and before the builtin controller.
+    /// Adds a plugin. It starts after the plugins that `-P` names, and before the builtin
+    /// controller.
     pub fn plugin(mut self, p: impl Plugin + 'static) -> Self {
         self.plugins.push(Box::new(p));
         self
@@ -119,7 +120,8 @@ impl<D: Device + 'static, F: FnOnce(&Arc<Properties>) -> Result<D, BoxError>> Pr
         self
     }
 
-    /// Runs with the process's arguments; returns the exit code (0 EXITING, 1 ERROR or bad input).
+    /// Runs the program with the process's arguments. Returns the exit code: 0 after EXITING, 1
+    /// after ERROR or bad input.
     pub fn run(self) -> std::process::ExitCode {
         match process_args() {
             Ok(args) => std::process::ExitCode::from(self.run_with_args(&args) as u8),
@@ -127,9 +129,10 @@ impl<D: Device + 'static, F: FnOnce(&Arc<Properties>) -> Result<D, BoxError>> Pr
         }
     }
 
-    /// Runs with explicit arguments (without the program name); returns the exit code. A panic
-    /// anywhere in the program's thread (building the device, a plugin, the device's `Drop`) ends
-    /// it as FairMQ ends an exception reaching `main`: logged, exit code 1.
+    /// Runs the program with explicit arguments, without the program name, and returns the exit
+    /// code. A panic anywhere in the program's thread ends the program, as an exception that
+    /// reaches `main` ends a FairMQ program: the panic is logged, and the exit code is 1. Such a
+    /// panic may come from building the device, from a plugin, or from the device's `Drop`.
     pub fn run_with_args(self, args: &[String]) -> i32 {
         logging::init();
         panic_boundary::log_panics();
@@ -138,14 +141,16 @@ impl<D: Device + 'static, F: FnOnce(&Arc<Properties>) -> Result<D, BoxError>> Pr
             log::error!("Uncaught exception reached the top of main: {p}");
             1
         });
-        // Repeated lines still held back are summarised before the process ends.
+        // The logger may still hold back repeated lines. `logging::flush` summarises them before
+        // the process ends.
         logging::flush();
         code
     }
 
     fn run_program(mut self, args: &[String]) -> i32 {
-        // The options known before any plugin is loaded: `-P`/`-S` are read with them (a value of
-        // one is never a plugin), and plugins' options may not clash with them nor each other's.
+        // `known` holds the options known before any plugin is loaded. `-P` and `-S` are read
+        // with these options, so that a known option's value is never taken for a plugin.
+        // The plugins' options may not clash with these options, nor with each other's.
         let mut known = options::standard();
         known.add_group(PluginManager::options());
         if let Some(g) = &self.custom_options {
@@ -168,8 +173,9 @@ impl<D: Device + 'static, F: FnOnce(&Arc<Properties>) -> Result<D, BoxError>> Pr
             }
             known.add_group(g.clone());
         }
-        // FairMQ's order: the general options, the program's own, then every plugin's group by
-        // plugin name (the builtin config and control plugins' too), then the plugin manager's.
+        // The groups follow FairMQ's order: the general options, then the program's own, then
+        // every plugin's group sorted by plugin name, then the plugin manager's. The groups of
+        // the builtin config and control plugins are sorted in with the other plugins' groups.
         let mut opts = options::standard();
         for (plugin, title) in [("config", options::DEVICE_GROUP), ("control", options::CONTROL_GROUP)] {
             if let Some(g) = opts.take_group(title) {
@@ -233,7 +239,8 @@ impl<D: Device + 'static, F: FnOnce(&Arc<Properties>) -> Result<D, BoxError>> Pr
             log::debug!("detected unregistered option: {u}");
         }
         let sm = StateMachine::new();
-        // Before the plugins start: the pmix plugin publishes the address with its first fence.
+        // The metrics endpoint starts before the plugins, because the pmix plugin publishes the
+        // endpoint's address with its first fence.
         let metrics = match crate::metrics::start_for_device(&config, &sm) {
             Ok(m) => m,
             Err(e) => {
@@ -252,7 +259,8 @@ impl<D: Device + 'static, F: FnOnce(&Arc<Properties>) -> Result<D, BoxError>> Pr
             if let Err(e) = started_ok {
                 let e = PluginError::Instantiation { name: p.name().to_owned(), reason: e.to_string() };
                 log::error!("Uncaught exception reached the top of main: {e}");
-                // The device will not run: plugins waiting for its states hear ERROR.
+                // The device will not run. `StateMachine::abandon` tells the plugins that wait
+                // for the device's states that the device is in ERROR.
                 sm.abandon();
                 stop_plugins(started);
                 return 1;
@@ -263,7 +271,7 @@ impl<D: Device + 'static, F: FnOnce(&Arc<Properties>) -> Result<D, BoxError>> Pr
         wait_for_release(&control);
         stop_plugins(started);
         drop(device);
-        // Last: the final states stay readable until here.
+        // The metrics endpoint stops last, so that the final states stay readable until here.
         drop(metrics);
         match result {
             Ok(()) => 0,
@@ -274,8 +282,8 @@ impl<D: Device + 'static, F: FnOnce(&Arc<Properties>) -> Result<D, BoxError>> Pr
         }
     }
 
-    /// The plugins in the order they start: those `-P` names, the program's own, the builtin
-    /// controller.
+    /// The plugins in the order they start: the plugins that `-P` names, then the program's own,
+    /// then the builtin controller.
     fn load_plugins(&mut self, known: &Options, args: &[String]) -> Result<Vec<Box<dyn Plugin>>, PluginError> {
         let manager = PluginManager::from_args_with(known, args)?;
         let own: Vec<String> = self.plugins.iter().map(|p| p.name().to_owned()).collect();
@@ -288,8 +296,9 @@ impl<D: Device + 'static, F: FnOnce(&Arc<Properties>) -> Result<D, BoxError>> Pr
     }
 }
 
-/// A plugin's options may not take a name the program already has (its default would replace
-/// the other's), nor a name no command line can give.
+/// Checks a plugin's option names. A name may not be one that the program or the plugin already
+/// has, because its default would replace the other option's default. A name must also be one that
+/// a command line can give.
 fn check_plugin_options(opts: &Options, g: &OptionGroup) -> Result<(), String> {
     for (i, o) in g.options.iter().enumerate() {
         let n = &o.name;
@@ -303,8 +312,9 @@ fn check_plugin_options(opts: &Options, g: &OptionGroup) -> Result<(), String> {
     Ok(())
 }
 
-/// Waits until no plugin controls the device (FairMQ's runner does, so a controller finishes its
-/// sequence); says who is awaited when it takes long.
+/// Waits until no plugin controls the device. FairMQ's runner waits too, so that a controller
+/// finishes its sequence. If the wait takes more than 2 seconds, `wait_for_release` logs which
+/// plugin it waits for.
 fn wait_for_release(control: &DeviceControl) {
     if !control.wait_for_release(Some(std::time::Duration::from_secs(2))) {
         if let Some(c) = control.controller() {
@@ -324,8 +334,9 @@ fn stop_plugins(mut started: Vec<Box<dyn Plugin>>) {
     }
 }
 
-/// The process's arguments without the program name. `std::env::args` would panic on an argument
-/// that is not UTF-8: it is refused like any bad input (message, exit code 1).
+/// The process's arguments without the program name. An argument that is not UTF-8 is refused
+/// like any bad input: `process_args` prints a message and returns exit code 1. (`std::env::args`
+/// would panic on such an argument.)
 pub fn process_args() -> Result<Vec<String>, std::process::ExitCode> {
     std::env::args_os().skip(1).map(std::ffi::OsString::into_string).collect::<Result<_, _>>().map_err(|bad| {
         eprintln!("error: the argument {bad:?} is not valid UTF-8");
@@ -333,10 +344,10 @@ pub fn process_args() -> Result<Vec<String>, std::process::ExitCode> {
     })
 }
 
-/// Runs one of the devices a program holds, chosen by its first argument
-/// (`<program> <role> <device options>`, as this crate's examples are built): `run` gets the role,
-/// one of `roles`, and the arguments after it, and returns the exit code (usually that of
-/// [`Program::run_with_args`]). A missing or unknown role prints the usage and exits with 1.
+/// Runs one of the devices that a program holds, chosen by the program's first argument:
+/// `<program> <role> <device options>`. This crate's examples are built this way. `run` gets the
+/// role (one of `roles`) and the arguments after it. `run` returns the exit code, usually that of
+/// [`Program::run_with_args`]. A missing or unknown role prints the usage and exits with 1.
 pub fn run_role(program: &str, roles: &[&str], run: impl FnOnce(&str, &[String]) -> i32) -> std::process::ExitCode {
     let args = match process_args() {
         Ok(args) => args,
@@ -353,7 +364,8 @@ pub fn run_role(program: &str, roles: &[&str], run: impl FnOnce(&str, &[String])
     }
 }
 
-/// Applies `--severity` (or `$FAIRMQ_SEVERITY`), `--verbosity`, `--color`, `--log-to-file`.
+/// Applies the logging options: `--severity` (or `$FAIRMQ_SEVERITY`, which takes precedence),
+/// `--verbosity`, `--color`, `--file-severity`, `--log-summary` and `--log-to-file`.
 fn apply_logging(c: &Properties) -> Result<(), BoxError> {
     logging::set_verbosity(c.get_or::<String>("verbosity", "medium".into())?.parse::<Verbosity>()?);
     logging::set_color(c.get_or("color", true)?);
@@ -372,8 +384,8 @@ fn apply_logging(c: &Properties) -> Result<(), BoxError> {
     Ok(())
 }
 
-/// Parses `args` with the standard options (and `extra` groups) into a new configuration, for
-/// devices run inside another program (see [`spawn_device`]).
+/// Parses `args` into a new configuration, with the standard options and the `extra` groups. It
+/// is meant for devices that run inside another program (see [`spawn_device`]).
 pub fn config_from_args(args: &[&str], extra: Vec<OptionGroup>) -> Result<Arc<Properties>, options::OptionsError> {
     let mut opts: Options = options::standard();
     for g in extra {
@@ -385,9 +397,9 @@ pub fn config_from_args(args: &[&str], extra: Vec<OptionGroup>) -> Result<Arc<Pr
     Ok(config)
 }
 
-/// Runs `device` on its own thread with `config`; the returned handle drives it (no builtin
-/// controller, no signal handling: the calling program is the controller). The thread ends when the
-/// device reaches EXITING (Ok) or ERROR.
+/// Runs `device` on its own thread with `config`. The returned `DeviceHandle` drives the device.
+/// There is no builtin controller and no signal handling: the calling program is the controller.
+/// The thread ends when the device reaches EXITING (`Ok`) or ERROR (`Err`).
 pub fn spawn_device<D: Device + 'static>(
     mut device: D,
     config: Arc<Properties>,
@@ -399,7 +411,7 @@ pub fn spawn_device<D: Device + 'static>(
     (handle, t)
 }
 
-/// Waits for `state` with a generous timeout; convenience for controllers.
+/// Waits for `state` with a generous timeout (60 seconds). A convenience for controllers.
 pub fn expect_state(h: &DeviceHandle, state: State) -> Result<(), BoxError> {
     match h.wait_for_state(state, Some(std::time::Duration::from_secs(60))) {
         Ok(true) => Ok(()),

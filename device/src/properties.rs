@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-/// A typed property value.
+/// A property value, which keeps its type.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
     /// Text.
@@ -29,7 +29,7 @@ pub enum Value {
     UInt(u64),
     /// Floating point.
     Float(f64),
-    /// List of texts (e.g. `--channel-config`).
+    /// A list of texts, such as the value of `--channel-config`.
     Strings(Vec<String>),
 }
 
@@ -46,9 +46,9 @@ impl fmt::Display for Value {
     }
 }
 
-/// Types a property can be read as.
+/// A type that `Properties::get` can read a property value as.
 pub trait FromValue: Sized {
-    /// The value as `Self`, if it has (or losslessly converts to) that type.
+    /// Returns the value as `Self`, if the value has that type or converts to it without loss.
     fn from_value(v: &Value) -> Option<Self>;
 }
 
@@ -147,16 +147,16 @@ impl From<Vec<String>> for Value {
     }
 }
 
-/// Reading a property failed.
+/// The reason why reading a property failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum PropertyError {
-    /// No such key.
+    /// The key is not set.
     #[error("Config has no key: {0}")]
     NotFound(String),
-    /// The value has another type.
+    /// The value has a type that does not convert to the type asked for.
     #[error("property '{key}' holds {value:?}, which is not a {wanted}")]
     Type {
-        /// Key.
+        /// The key.
         key: String,
         /// The stored value.
         value: Value,
@@ -167,7 +167,8 @@ pub enum PropertyError {
 
 type Subscriber = Arc<dyn Fn(&str, &Value) + Send + Sync>;
 
-/// The store. Shared (`Arc`) by the device, its controller and plugins; thread-safe.
+/// The configuration store. The device, its controller and its plugins share one store through
+/// an `Arc`. Any thread may use it.
 #[derive(Default)]
 pub struct Properties {
     map: RwLock<BTreeMap<String, Value>>,
@@ -181,12 +182,12 @@ impl fmt::Debug for Properties {
 }
 
 impl Properties {
-    /// An empty store.
+    /// Creates an empty store.
     pub fn new() -> Arc<Properties> {
         Arc::new(Properties::default())
     }
 
-    /// The value of `key` as `T`.
+    /// Returns the value of `key` as `T`.
     pub fn get<T: FromValue>(&self, key: &str) -> Result<T, PropertyError> {
         let map = self.map.read();
         let v = map.get(key).ok_or_else(|| PropertyError::NotFound(key.to_owned()))?;
@@ -197,7 +198,8 @@ impl Properties {
         })
     }
 
-    /// The value of `key` as `T`, or `default` if the key is absent (a type mismatch is still an error).
+    /// Returns the value of `key` as `T`, or `default` if the key is not set. A value that does not
+    /// convert to `T` is still an error.
     pub fn get_or<T: FromValue>(&self, key: &str, default: T) -> Result<T, PropertyError> {
         match self.get(key) {
             Err(PropertyError::NotFound(_)) => Ok(default),
@@ -205,12 +207,12 @@ impl Properties {
         }
     }
 
-    /// The raw value.
+    /// Returns the value of `key` with the type it was set with, or `None` if the key is not set.
     pub fn value(&self, key: &str) -> Option<Value> {
         self.map.read().get(key).cloned()
     }
 
-    /// The value as text.
+    /// Returns the value of `key` as text, whatever its type.
     pub fn get_as_string(&self, key: &str) -> Result<String, PropertyError> {
         self.value(key).map(|v| v.to_string()).ok_or_else(|| PropertyError::NotFound(key.to_owned()))
     }
@@ -220,14 +222,15 @@ impl Properties {
         self.map.read().contains_key(key)
     }
 
-    /// Sets `key` (inserting or replacing) and tells the subscribers.
+    /// Sets `key` to `value`, whether the key exists or not, and calls the subscribers.
     pub fn set(&self, key: &str, value: impl Into<Value>) {
         let value = value.into();
         self.map.write().insert(key.to_owned(), value.clone());
         self.emit(key, &value);
     }
 
-    /// Sets `key` only if it exists; returns whether it did.
+    /// Sets `key` to `value` only if the key exists, and then calls the subscribers. Returns
+    /// whether the key existed.
     pub fn update(&self, key: &str, value: impl Into<Value>) -> bool {
         let value = value.into();
         {
@@ -244,19 +247,19 @@ impl Properties {
         true
     }
 
-    /// Sets many keys.
+    /// Sets many keys, each as `Properties::set` does.
     pub fn set_all(&self, values: impl IntoIterator<Item = (String, Value)>) {
         for (k, v) in values {
             self.set(&k, v);
         }
     }
 
-    /// Removes `key` (no event).
+    /// Removes `key`. The subscribers are not called.
     pub fn delete(&self, key: &str) {
         self.map.write().remove(key);
     }
 
-    /// Removes every key starting with `prefix` (no events).
+    /// Removes every key that starts with `prefix`. The subscribers are not called.
     pub fn delete_starting_with(&self, prefix: &str) {
         self.map.write().retain(|k, _| !k.starts_with(prefix));
     }
@@ -266,7 +269,7 @@ impl Properties {
         self.map.read().keys().cloned().collect()
     }
 
-    /// Every key starting with `prefix`, with its value.
+    /// Returns every key that starts with `prefix`, with its value.
     pub fn starting_with(&self, prefix: &str) -> BTreeMap<String, Value> {
         self.map
             .read()
@@ -276,7 +279,8 @@ impl Properties {
             .collect()
     }
 
-    /// Channel name -> number of sub-channels (`chans.<name>.<i>.type` keys), FairMQ's `GetChannelInfo`.
+    /// Maps each channel name to its number of sub-channels, as FairMQ's `GetChannelInfo` does.
+    /// The count is the number of `chans.<name>.<i>.type` keys.
     pub fn channel_info(&self) -> BTreeMap<String, usize> {
         let mut info = BTreeMap::new();
         for k in self.map.read().keys() {
@@ -290,15 +294,15 @@ impl Properties {
         info
     }
 
-    /// Calls `cb(key, value)` on every set or update, in the setting thread; one callback per
-    /// subscriber name (subscribing again replaces it).
+    /// Calls `cb(key, value)` on every set or update, in the thread that sets the value. Each
+    /// subscriber name has one callback: subscribing again under the same name replaces it.
     pub fn subscribe(&self, subscriber: &str, cb: impl Fn(&str, &Value) + Send + Sync + 'static) {
         let mut subs = self.subscribers.lock();
         subs.retain(|(s, _)| s != subscriber);
         subs.push((subscriber.to_owned(), Arc::new(cb)));
     }
 
-    /// Removes a subscription.
+    /// Removes the callback of `subscriber`.
     pub fn unsubscribe(&self, subscriber: &str) {
         self.subscribers.lock().retain(|(s, _)| s != subscriber);
     }

@@ -20,8 +20,10 @@ pub struct RateLimiter {
 }
 
 impl RateLimiter {
-    /// A limiter for `rate` calls per second (`rate <= 0`: a 1 ns period; below one call an hour,
-    /// one call an hour, so that the period's arithmetic cannot overflow).
+    /// Creates a limiter for `rate` calls per second.
+    ///
+    /// A `rate` of 0 or less gives a period of 1 ns. A rate below one call an hour becomes one call
+    /// an hour, so that the arithmetic on the period cannot overflow.
     pub fn new(rate: f64) -> Self {
         const LONGEST: Duration = Duration::from_secs(3600);
         let period = if rate > 0.0 {
@@ -33,7 +35,7 @@ impl RateLimiter {
         RateLimiter { period, min_k, k: min_k, count: 0, sleep: Duration::ZERO, mean: None, last: Instant::now() }
     }
 
-    /// Call once per iteration; sleeps when the loop runs too fast.
+    /// Call `tick` once per iteration of the loop. It sleeps when the loop runs too fast.
     pub fn tick(&mut self) {
         self.count += 1;
         if self.count < self.k {
@@ -41,12 +43,14 @@ impl RateLimiter {
         }
         let sleep = self.adjust(Instant::now());
         if !sleep.is_zero() {
-            // The next measurement spans the calls and this sleep, so the sleep converges.
+            // The next measurement spans both the calls and this sleep. `RateLimiter::adjust` can
+            // therefore correct the sleep until it converges.
             std::thread::sleep(sleep);
         }
     }
 
-    /// Measures the last `k` calls (ending `now`) and returns the sleep per measurement.
+    /// Measures the time of the last `k` calls, which end at `now`. Returns the sleep to take once
+    /// per measurement, that is once every `k` calls.
     fn adjust(&mut self, now: Instant) -> Duration {
         let w = (now - self.last) / self.k as u32;
         self.last = now;
@@ -93,7 +97,8 @@ mod tests {
 
     #[test]
     fn converges_towards_the_rate() {
-        // 200 Hz for 0.5 s: about 100 ticks (generous bounds: the machine is shared).
+        // 200 Hz for 0.5 s gives about 100 ticks. The bounds are generous because the machine is
+        // shared.
         let mut r = RateLimiter::new(200.0);
         let start = Instant::now();
         let mut n = 0;

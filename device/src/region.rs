@@ -17,8 +17,9 @@ pub use fairmq_zmq::{
 };
 use std::time::Duration;
 
-/// `callback` inside the panic boundary: it runs on a transport's thread, where a panic would end
-/// that thread (and every acknowledgement after it); `on_panic` hears of it instead.
+/// Wraps `callback` in the panic boundary. The callback runs on a transport's thread. A panic
+/// there would end that thread, and with it every later acknowledgement. Instead, `on_panic`
+/// hears of the panic.
 pub(crate) fn guarded_callback(callback: RegionCallback, on_panic: impl Fn(String) + Send + 'static) -> RegionCallback {
     match callback {
         RegionCallback::None => RegionCallback::None,
@@ -39,8 +40,8 @@ pub(crate) fn guarded_callback(callback: RegionCallback, on_panic: impl Fn(Strin
 ///
 /// # Examples
 ///
-/// On zeromq a message holds a copy of its piece, so the callback hears of the piece at once; on
-/// shmem it hears once the last holder, in any process, released it.
+/// On zeromq, a message holds a copy of its piece, so the callback hears of the piece at once. On
+/// shmem, the callback hears of a piece once its last holder, in any process, has released it.
 ///
 /// ```
 /// use fairmq::region::{RegionCallback, RegionConfig};
@@ -67,7 +68,7 @@ pub enum UnmanagedRegion {
 }
 
 impl UnmanagedRegion {
-    /// Which transport made it.
+    /// Which transport made the region.
     pub fn kind(&self) -> TransportKind {
         match self {
             UnmanagedRegion::Zeromq(_) => TransportKind::Zeromq,
@@ -75,7 +76,7 @@ impl UnmanagedRegion {
         }
     }
 
-    /// Region id.
+    /// The region id.
     pub fn id(&self) -> u16 {
         match self {
             UnmanagedRegion::Zeromq(r) => r.id(),
@@ -83,7 +84,7 @@ impl UnmanagedRegion {
         }
     }
 
-    /// Size in bytes.
+    /// The size in bytes.
     pub fn size(&self) -> usize {
         match self {
             UnmanagedRegion::Zeromq(r) => r.size(),
@@ -91,8 +92,8 @@ impl UnmanagedRegion {
         }
     }
 
-    /// Address of the first byte in this process (FairMQ's `GetData`), for code that fills the
-    /// region in place; [`write`](Self::write) is the safe way.
+    /// The address of the region's first byte in this process, like FairMQ's `GetData`. It serves
+    /// code that fills the region in place. [`write`](Self::write) is the safe way to fill it.
     pub fn data_ptr(&self) -> *mut u8 {
         match self {
             UnmanagedRegion::Zeromq(r) => r.data_ptr(),
@@ -100,8 +101,9 @@ impl UnmanagedRegion {
         }
     }
 
-    /// Copies `bytes` into the region at `offset`; shmem refuses bytes a message of this process
-    /// still refers to (write only pieces no message refers to, in any process).
+    /// Copies `bytes` into the region at `offset`. On shmem, the region refuses to overwrite bytes
+    /// that a message of this process still refers to. Write only pieces that no message refers
+    /// to, in any process.
     pub fn write(&self, offset: usize, bytes: &[u8]) -> Result<(), Error> {
         match self {
             UnmanagedRegion::Zeromq(r) => Ok(r.write(offset, bytes)?),
@@ -109,7 +111,7 @@ impl UnmanagedRegion {
         }
     }
 
-    /// How long dropping the region waits for outstanding acknowledgements (zeromq: zero).
+    /// How long dropping the region waits for outstanding acknowledgements. On zeromq it is zero.
     pub fn linger(&self) -> Duration {
         match self {
             UnmanagedRegion::Zeromq(r) => r.linger(),
@@ -117,7 +119,7 @@ impl UnmanagedRegion {
         }
     }
 
-    /// Sets the linger (ignored by zeromq, whose acknowledgements are local).
+    /// Sets the linger. The zeromq transport ignores it, because its acknowledgements are local.
     pub fn set_linger(&self, linger: Duration) {
         match self {
             UnmanagedRegion::Zeromq(r) => r.set_linger(linger),
@@ -127,8 +129,8 @@ impl UnmanagedRegion {
 }
 
 impl Transport {
-    /// Creates an unmanaged region of `size` bytes (FairMQ's `CreateUnmanagedRegion`); `callback`
-    /// hears of every piece released by its last holder.
+    /// Creates an unmanaged region of `size` bytes, like FairMQ's `CreateUnmanagedRegion`.
+    /// `callback` hears of every piece once its last holder has released it.
     pub fn create_region(
         &self,
         size: usize,
@@ -141,8 +143,8 @@ impl Transport {
         })
     }
 
-    /// A message referring to `size` bytes at `offset` of `region` (zeromq: a copy); `hint` comes
-    /// back in the region's callback.
+    /// Creates a message that refers to `size` bytes at `offset` of `region`. On zeromq, the
+    /// message holds a copy of those bytes. The region's callback gets `hint` back.
     pub fn new_message_from_region(
         &self,
         region: &UnmanagedRegion,
@@ -161,8 +163,8 @@ impl Transport {
         })
     }
 
-    /// Segments and regions this transport knows of (zeromq: its live regions; shmem: every segment
-    /// and region of the session).
+    /// The segments and regions that this transport knows of. On zeromq, these are its live
+    /// regions. On shmem, these are every segment and region of the session.
     pub fn region_info(&self) -> Vec<RegionInfo> {
         match self {
             Transport::Zeromq(t) => t.region_info(),
@@ -170,8 +172,8 @@ impl Transport {
         }
     }
 
-    /// Calls `callback` on a thread of its own for every region event; replaces an earlier
-    /// subscription.
+    /// Calls `callback` for every region event, on a thread of its own. The new subscription
+    /// replaces an earlier one.
     pub fn subscribe_to_region_events(&self, callback: impl FnMut(RegionInfo) + Send + 'static) -> Result<(), Error> {
         match self {
             Transport::Zeromq(t) => Ok(t.subscribe_to_region_events(callback)?),
@@ -179,7 +181,7 @@ impl Transport {
         }
     }
 
-    /// Whether a region event subscription runs.
+    /// Whether a region event subscription is running.
     pub fn subscribed_to_region_events(&self) -> bool {
         match self {
             Transport::Zeromq(t) => t.subscribed_to_region_events(),

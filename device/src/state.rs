@@ -14,13 +14,13 @@ use std::str::FromStr;
 pub enum State {
     /// No state yet (before the state machine started).
     Undefined = 0,
-    /// FairMQ's `OK`: a state of the machine's own, not entered by devices.
+    /// FairMQ's `OK`. It is the state machine's own state, and devices never enter it.
     Ok = 1,
-    /// Something failed; the device stops (`ERROR`).
+    /// Something failed, and the device stops (`ERROR`).
     Error = 2,
     /// Started, nothing configured (`IDLE`).
     Idle = 3,
-    /// Reading the configuration (`INITIALIZING DEVICE`); `CompleteInit` ends it.
+    /// Reading the configuration (`INITIALIZING DEVICE`). The transition `CompleteInit` ends it.
     InitializingDevice = 4,
     /// Configured, channels not yet attached (`INITIALIZED`).
     Initialized = 5,
@@ -50,8 +50,8 @@ pub enum State {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(i32)]
 pub enum Transition {
-    /// A working state that moves on by itself (BINDING, CONNECTING, INITIALIZING TASK, RESETTING
-    /// TASK, RESETTING DEVICE) to the next.
+    /// Moves a working state on to the next state by itself. BINDING, CONNECTING,
+    /// INITIALIZING TASK, RESETTING TASK and RESETTING DEVICE end this way.
     Auto = 0,
     /// IDLE to INITIALIZING DEVICE.
     InitDevice = 1,
@@ -125,8 +125,9 @@ impl State {
         self.name().replace(' ', "_")
     }
 
-    /// The state the transition `t` leads to from here, if the edge exists. `ErrorFound` is
-    /// accepted from every state but `ERROR` itself (a terminal state).
+    /// The state that transition `t` leads to from this state, or `None` if there is no such
+    /// edge. `ErrorFound` is accepted in every state but `ERROR`. `ERROR` is terminal: no
+    /// transition leaves it.
     pub fn next(self, t: Transition) -> Option<State> {
         use State::*;
         use Transition as T;
@@ -152,7 +153,7 @@ impl State {
         })
     }
 
-    /// Whether the device works in this state (a hook runs) rather than waits for a request.
+    /// Whether the device works in this state (a hook runs), rather than waiting for a request.
     pub fn is_working(self) -> bool {
         matches!(
             self,
@@ -202,7 +203,7 @@ impl Transition {
         }
     }
 
-    /// The internal name (`"INIT_DEVICE"`).
+    /// The state machine's internal name (`"INIT_DEVICE"`).
     pub fn fsm_name(self) -> String {
         self.name().replace(' ', "_")
     }

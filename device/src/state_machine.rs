@@ -39,7 +39,8 @@ struct Inner {
     transition_subs: Vec<(String, TransitionCallback)>,
 }
 
-/// A device's state machine. Cheap to share (`Arc`); every method may be called from any thread.
+/// A device's state machine. `StateMachine::new` returns it in an `Arc`, which is cheap to share.
+/// Every method may be called from any thread.
 pub struct StateMachine {
     inner: Mutex<Inner>,
     changed: Condvar,
@@ -47,8 +48,8 @@ pub struct StateMachine {
     shutdown: AtomicBool,
     current: AtomicI32,
     queue: StateQueue,
-    /// What the metrics endpoint reads (channels, transports, states entered); the channels' peer
-    /// counts are also what the interactive control's `[p]` prints.
+    /// What the metrics endpoint reads: the channels, the transports and the states entered. The
+    /// interactive control's `[p]` prints the channels' peer counts from here too.
     telemetry: crate::telemetry::Telemetry,
 }
 
@@ -102,8 +103,9 @@ impl StateMachine {
             log_state!("Transition {t} incoming, but another state transition is already ongoing.");
             return false;
         }
-        // A request applies to the current state: a pending state is not entered yet (only
-        // ErrorFound gets here while one is pending, and it applies from any state).
+        // The request applies to the current state, because a pending state is not entered yet.
+        // While a state is pending, only `ErrorFound` gets here, and `ErrorFound` is accepted in
+        // every state but ERROR.
         let from = g.state;
         let Some(next) = from.next(t) else {
             if from != State::Error {
@@ -114,8 +116,8 @@ impl StateMachine {
         g.next = next;
         let subs: Vec<(String, TransitionCallback)> = g.transition_subs.clone();
         for (key, cb) in subs {
-            // A callback that panics makes this transition an ErrorFound (FairMQ: an exception
-            // from a subscriber ends in ERROR).
+            // A callback that panics sends this transition to ERROR, as `ErrorFound` would. FairMQ
+            // does the same: an exception from a subscriber ends in ERROR.
             if let Err(p) = crate::panic_boundary::catch(|| cb(t)) {
                 log::error!("new-transition callback '{key}' panicked on {t}: {p}");
                 g.next = State::Error;
@@ -127,15 +129,16 @@ impl StateMachine {
         true
     }
 
-    /// Whether a transition is pending (the current state's work should end).
+    /// Whether a transition is pending. If one is, the current state's work should end.
     #[inline]
     pub fn new_state_pending(&self) -> bool {
         self.pending.load(Ordering::Acquire)
     }
 
-    /// Marks that the device is to shut down (a signal arrived): work that would otherwise go on
-    /// until a timeout, such as retrying to connect, ends now. The controller still drives the
-    /// states; this only tells working states not to wait for what will not come.
+    /// Marks that the device is to shut down, for example because a signal arrived. Work that
+    /// would otherwise go on until a timeout, such as retrying to connect, then ends at once. The
+    /// controller still drives the states: `request_shutdown` only tells the working states not to
+    /// wait for something that will not come.
     pub fn request_shutdown(&self) {
         self.shutdown.store(true, Ordering::Release);
     }
@@ -146,7 +149,8 @@ impl StateMachine {
         self.shutdown.load(Ordering::Acquire)
     }
 
-    /// The flag `request_shutdown` sets, for loops that take a stop flag (the startup sequence).
+    /// The flag that `request_shutdown` sets. Loops that take a stop flag, such as the startup
+    /// sequence, read it.
     pub fn shutdown_flag(&self) -> &AtomicBool {
         &self.shutdown
     }
@@ -156,7 +160,8 @@ impl StateMachine {
         State::ALL[self.current.load(Ordering::Acquire) as usize]
     }
 
-    /// Waits until a transition is pending, at most `timeout` (`None`: forever); returns whether one is.
+    /// Waits until a transition is pending, for at most `timeout` (`None` waits forever). Returns
+    /// whether a transition is pending.
     pub fn wait_for_pending(&self, timeout: Option<Duration>) -> bool {
         let deadline = timeout.and_then(|t| Instant::now().checked_add(t)); // too far off: no deadline
         let mut g = self.inner.lock();
@@ -173,14 +178,16 @@ impl StateMachine {
         true
     }
 
-    /// FairMQ's `WaitFor`: sleeps `d` unless a transition becomes pending; true if the full time passed.
+    /// FairMQ's `WaitFor`: sleeps for `d`, but wakes early when a transition becomes pending.
+    /// Returns true if the full time passed.
     pub fn wait_for(&self, d: Duration) -> bool {
         !self.wait_for_pending(Some(d))
     }
 
-    /// Calls `cb` for every state the loop enters (before the state's work), keyed by `key`; keys
-    /// with a numeric prefix are called in ascending order of it (others as 0), then in order of
-    /// subscription.
+    /// Calls `cb` for every state that the loop enters, before the state's work. `key` names the
+    /// subscription. The subscribers are called in ascending order of the number that their key
+    /// starts with; a key without a number counts as 0. Subscribers with the same number are
+    /// called in the order they subscribed.
     pub fn subscribe_to_state_change(&self, key: &str, cb: impl Fn(State) + Send + Sync + 'static) {
         let group = leading_number(key);
         let mut g = self.inner.lock();
@@ -188,8 +195,9 @@ impl StateMachine {
         g.state_subs.sort_by_key(|s| s.1);
     }
 
-    /// Ends a state machine that will never run (a plugin failed before the device started): the
-    /// state becomes ERROR and every subscriber and waiter hears of it, so waits on it end.
+    /// Ends a state machine that will never run, for example because a plugin failed before the
+    /// device started. The state becomes ERROR. The state-change subscribers and the waiters on the
+    /// `StateQueue` learn of it, so their waits end.
     pub fn abandon(&self) {
         {
             let mut g = self.inner.lock();
@@ -219,7 +227,8 @@ impl StateMachine {
         }
     }
 
-    /// Calls the state-change subscribers; false if one panicked (logged, ErrorFound requested).
+    /// Calls the state-change subscribers. Returns false if one panicked: the panic is then logged,
+    /// and `ErrorFound` is requested.
     fn notify_state(&self, s: State) -> bool {
         let subs: Vec<(String, StateCallback)> =
             self.inner.lock().state_subs.iter().map(|(k, _, cb)| (k.clone(), cb.clone())).collect();
@@ -236,10 +245,14 @@ impl StateMachine {
         ok
     }
 
-    /// Runs the state loop in this thread until `EXITING` (Ok) or `ERROR` (Err). For each state:
-    /// `prepare(state)` (the device resumes its transports; called under the state lock, before the
-    /// state is published), the state-change subscribers, the device's state queue, then
-    /// `work(state)`, which returns when the state's work is done.
+    /// Runs the state loop in this thread until `EXITING` (`Ok`) or `ERROR` (`Err`). For each
+    /// state, the loop does these steps in order:
+    ///
+    /// 1. It calls `prepare(state)`, in which the device resumes its transports. `prepare` runs
+    ///    under the state lock, before the new state is published.
+    /// 2. It calls the state-change subscribers.
+    /// 3. It pushes the state onto the device's state queue.
+    /// 4. It calls `work(state)`, which returns when the state's work is done.
     pub fn run(&self, mut prepare: impl FnMut(State), mut work: impl FnMut(State)) -> Result<(), ErrorState> {
         log_state!("Starting FairMQ state machine --> IDLE");
         self.telemetry.entered(State::Idle);
@@ -253,9 +266,11 @@ impl StateMachine {
                 let old = g.state;
                 g.state = g.next;
                 g.pending = false;
-                // Resumed under the lock that requests take to interrupt: a transition requested
-                // once the new state is visible interrupts after this resume, never before it (a
-                // Stop that came in between was undone, and post_run ran uninterrupted).
+                // `prepare` resumes the transports under the lock that `change_state` holds while
+                // it interrupts them. So a transition requested once the new state is visible
+                // interrupts after this resume, never before it. Otherwise the resume would undo
+                // the interrupt of a `Stop` that came in between, and `post_run` would run with
+                // the transports not interrupted.
                 prepare(g.state);
                 self.pending.store(false, Ordering::Release);
                 self.current.store(g.state as i32, Ordering::Release);
@@ -263,8 +278,9 @@ impl StateMachine {
                 (old, g.state)
             };
             log_state!("{old} ---> {new}");
-            // As in FairMQ, a subscriber's failure skips the state's work: ERROR comes next (the
-            // last states are still queued: waiters must learn of them).
+            // As in FairMQ, when a subscriber fails, the loop skips the state's work, and ERROR
+            // comes next. The last states, ERROR and EXITING, are still queued (and worked),
+            // because waiters must learn of them.
             if self.notify_state(new) || matches!(new, State::Error | State::Exiting) {
                 self.queue.push(new);
                 work(new);
@@ -280,7 +296,7 @@ impl StateMachine {
         }
     }
 
-    /// The device's own queue of entered states (for `wait_for_state`).
+    /// The device's own queue of the states entered, which `StateQueue::wait_for_state` reads.
     pub fn queue(&self) -> &StateQueue {
         &self.queue
     }
@@ -291,7 +307,7 @@ impl StateMachine {
 #[error("Device transitioned to error state")]
 pub struct ErrorState;
 
-/// The integer prefix of a key (as C's `strtol`), 0 if there is none.
+/// The integer that a key starts with, read as C's `strtol` reads it, or 0 if there is none.
 fn leading_number(key: &str) -> i64 {
     let (sign, rest) = match key.strip_prefix('-') {
         Some(r) => (-1, r),
@@ -321,8 +337,9 @@ impl StateQueue {
         self.cv.notify_all();
     }
 
-    /// Pops the next state, waiting at most `timeout` (`None`: forever). `ERROR` stays at the front
-    /// and is returned as an error by every later call.
+    /// Pops the next state, waiting for at most `timeout` (`None` waits forever). `ERROR` is never
+    /// popped: it stays at the front, and this call and every later call return it as
+    /// `Err(ErrorState)`.
     pub fn wait_for_next(&self, timeout: Option<Duration>) -> Result<Option<State>, ErrorState> {
         let deadline = timeout.and_then(|t| Instant::now().checked_add(t)); // too far off: no deadline
         let mut q = self.q.lock();
@@ -345,7 +362,7 @@ impl StateQueue {
         }
     }
 
-    /// Pops states until `target` was popped (`Ok(false)` on timeout).
+    /// Pops states until it has popped `target`. Returns `Ok(false)` on timeout.
     pub fn wait_for_state(&self, target: State, timeout: Option<Duration>) -> Result<bool, ErrorState> {
         let deadline = timeout.and_then(|t| Instant::now().checked_add(t)); // too far off: no deadline
         loop {
@@ -358,7 +375,7 @@ impl StateQueue {
         }
     }
 
-    /// Forgets queued states (except a queued `ERROR`).
+    /// Forgets the queued states, but keeps a queued `ERROR`.
     pub fn clear(&self) {
         let mut q = self.q.lock();
         if q.front() != Some(&State::Error) {
@@ -440,8 +457,8 @@ mod tests {
     fn a_wait_too_long_for_a_deadline_waits_without_one() {
         let sm = StateMachine::new();
         assert!(sm.change_state(Transition::InitDevice));
-        // Instant + Duration::MAX overflowed (a panic; through the C ABI, `fmq_context_wait_for(ctx,
-        // UINT64_MAX)` answered false at once, again and again).
+        // `Instant + Duration::MAX` used to overflow and panic. Through the C ABI,
+        // `fmq_context_wait_for(ctx, UINT64_MAX)` then returned false at once, on every call.
         assert!(sm.wait_for_pending(Some(Duration::MAX)));
         assert!(sm.wait_for_pending(Some(Duration::from_millis(u64::MAX))));
     }

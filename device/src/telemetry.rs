@@ -24,19 +24,20 @@ pub(crate) struct ChannelView {
     pub index: usize,
     pub transport: TransportKind,
     pub counters: Arc<Counters>,
-    /// Peers connected now (kept by the transport).
+    /// The number of peers connected now. The transport keeps this count up to date.
     pub peers: Arc<AtomicU64>,
-    /// Shmem: lanes written and read now (see `fairmq_shm::Socket::lane_counts`).
+    /// For shmem only: the number of lanes written and read now (see
+    /// `fairmq_shm::Socket::lane_counts`).
     pub lanes: Option<(Arc<AtomicU64>, Arc<AtomicU64>)>,
 }
 
-/// A device's telemetry (one per state machine).
+/// A device's telemetry. Each state machine has one.
 #[derive(Debug)]
 pub(crate) struct Telemetry {
     channels: Mutex<Vec<ChannelView>>,
-    /// The transports the device made (its `Context` holds the same list).
+    /// The transports that the device made. The device's `Context` holds the same list.
     transports: Arc<Mutex<Vec<Transport>>>,
-    /// How often each state was entered, by `State as usize`.
+    /// How often each state was entered, indexed by `State as usize`.
     entered: [AtomicU64; State::ALL.len()],
     started: Instant,
 }
@@ -53,7 +54,8 @@ impl Default for Telemetry {
 }
 
 impl Telemetry {
-    /// The device's channels now (sorted by name and index); empty while it has none.
+    /// Replaces the device's channels with `channels`, sorted by name and index. The list is
+    /// empty while the device has no channels.
     pub(crate) fn set_channels(&self, mut channels: Vec<ChannelView>) {
         channels.sort_by(|a, b| (&a.name, a.index).cmp(&(&b.name, b.index)));
         *self.channels.lock() = channels;
@@ -68,7 +70,7 @@ impl Telemetry {
         &self.transports
     }
 
-    /// `state` was entered (once per state change, never per message).
+    /// Records that `state` was entered. This happens once per state change, never per message.
     pub(crate) fn entered(&self, state: State) {
         self.entered[state as usize].fetch_add(1, Ordering::Relaxed);
     }

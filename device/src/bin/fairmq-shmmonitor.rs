@@ -15,7 +15,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Set in the re-executed daemon so that it does not daemonize again.
+/// Environment variable set in the re-executed daemon, so that the daemon does not daemonize
+/// again.
 const DAEMON_ENV: &str = "FAIRMQ_SHMMONITOR_DAEMON";
 const CONTROLS: &str = "controls: [x] close memory, [b] print a list of allocated messages, [h] help, [q] quit.";
 
@@ -34,7 +35,7 @@ fn options() -> Options {
         .add_flag_with_short("debug", 'b', "Print a list of allocated messages and quit")
         .add_flag_with_short("clean-on-exit", 'e', "Perform cleanup on exit")
         .add("interval", Kind::U64, 1000u64, "Output interval for interactive mode")
-        // 0 would redraw the report without pause, at a full core.
+        // An interval of 0 would redraw the report without pause and keep a full core busy.
         .within(10u64..=86_400_000)
         .add_optional("get-shmid", Kind::Flag, "Translate given session id and user id to a shmem id")
         .add_optional("list-all", Kind::Flag, "List all sessions found in --list-all-path")
@@ -143,7 +144,8 @@ fn run(opts: &Options, p: &Properties) -> Result<(), String> {
     if view && !interactive {
         if !log_report(&shm_id).map_err(|e| e.to_string())? {
             if let Some(hex) = decimal_form(&given) {
-                // Devices take --shmid in decimal, the monitor (as FairMQ's) in hex.
+                // Devices read --shmid as a decimal number. This monitor, like FairMQ's, reads it
+                // as hex.
                 log::warn!(
                     "--shmid '{given}' is read as hex (as --get-shmid prints it); a device's --shmid {given} (decimal) is shm id {hex} here: fairmq-shmmonitor --shmid {hex}"
                 );
@@ -170,7 +172,7 @@ fn run(opts: &Options, p: &Properties) -> Result<(), String> {
             }
         }
     };
-    // After daemonizing: the launcher exits at once.
+    // The metrics endpoint starts only after daemonizing, because the launcher exits at once.
     let _endpoint = if metrics.is_empty() { None } else { Some(start_metrics(p, &metrics)?) };
     let signal = signals()?;
     let terminating = || signal.load(Ordering::Relaxed) != 0;
@@ -195,7 +197,8 @@ fn run(opts: &Options, p: &Properties) -> Result<(), String> {
     Ok(())
 }
 
-/// The number of the signal (SIGINT, SIGTERM) that asks to stop, once one came (0 before).
+/// Registers handlers for SIGINT and SIGTERM. The returned value holds the number of the signal
+/// that asked the program to stop, or 0 while no such signal has come.
 fn signals() -> Result<Arc<AtomicUsize>, String> {
     let signal = Arc::new(AtomicUsize::new(0));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -204,7 +207,8 @@ fn signals() -> Result<Arc<AtomicUsize>, String> {
     Ok(signal)
 }
 
-/// Writes the file_sd targets of the devices of session `shm_id` that serve metrics to `file`.
+/// Writes to `file` the Prometheus file_sd targets of the devices in session `shm_id` that serve
+/// metrics.
 fn write_targets(shm_id: &str, file: &std::path::Path) -> Result<(), String> {
     use fairmq::metrics::targets;
     let view = monitor::session_view(shm_id).map_err(|e| e.to_string())?;
@@ -221,14 +225,14 @@ fn write_targets(shm_id: &str, file: &std::path::Path) -> Result<(), String> {
     Ok(())
 }
 
-/// The metrics endpoint for every session in `--list-all-path`.
+/// Starts a metrics endpoint at `address` that serves every session in `--list-all-path`.
 fn start_metrics(p: &Properties, address: &str) -> Result<fairmq::metrics::Endpoint, String> {
     let dir: String = p.get("list-all-path").map_err(|e| e.to_string())?;
     fairmq::metrics::start_for_sessions(address, std::path::Path::new(&dir)).map_err(|e| e.to_string())
 }
 
-/// Logs the segment report of the session (FairMQ's `PrintShm`), or that it has none; whether
-/// it has one.
+/// Logs the segment report of session `shm_id`, as FairMQ's `PrintShm` does, or logs that the
+/// session has no segments. Returns whether the session has segments.
 fn log_report(shm_id: &str) -> Result<bool, fairmq_shm::ShmError> {
     match monitor::report(shm_id)? {
         Some(r) => {
@@ -242,7 +246,8 @@ fn log_report(shm_id: &str) -> Result<bool, fairmq_shm::ShmError> {
     }
 }
 
-/// The shm id a device's decimal `--shmid` names, if `given` is a decimal number.
+/// Converts a device's decimal `--shmid` into the hex shm id that this monitor uses. Returns
+/// `None` if `given` is not a decimal number.
 fn decimal_form(given: &str) -> Option<String> {
     if given.is_empty() || !given.bytes().all(|b| b.is_ascii_digit()) {
         return None;
@@ -250,7 +255,8 @@ fn decimal_form(given: &str) -> Option<String> {
     given.parse::<u64>().ok().map(fairmq_shm::shm_id_from_number)
 }
 
-/// A shmId from the command line becomes part of file names: only hex digits are accepted.
+/// Checks a shm id given on the command line and returns it in lower case. The shm id becomes
+/// part of file names, so only hex digits (at most 16) are accepted.
 fn checked_shm_id(given: &str) -> Result<String, String> {
     if given.len() <= 16 && given.bytes().all(|b| b.is_ascii_hexdigit()) {
         Ok(given.to_ascii_lowercase())
@@ -259,15 +265,18 @@ fn checked_shm_id(given: &str) -> Result<String, String> {
     }
 }
 
-/// Detaches from the terminal: the program starts itself again in a new session with stdio on
-/// /dev/null and returns false in the launcher (which exits), true in the daemon. Re-executing
-/// instead of forking keeps this program free of unsafe code and of forking a threaded process.
+/// Detaches the monitor from the terminal.
+///
+/// The program starts itself again as a daemon, with stdin, stdout and stderr on /dev/null. The
+/// daemon moves to a new session. `daemonize` returns false in the launcher, which then exits, and
+/// true in the daemon. Re-executing instead of forking keeps this program free of unsafe code. It
+/// also avoids forking a process that has several threads.
 fn daemonize(verbose: bool) -> Result<bool, String> {
     if std::env::var_os(DAEMON_ENV).is_some() {
         let _ = nix::unistd::setsid();
-        // The caller's umask stays (FairMQ clears it): what the daemon creates is private anyway,
-        // and a cleared umask would make any file it creates without an explicit mode writable
-        // by every user.
+        // The daemon keeps the caller's umask, although FairMQ clears it. The files that the daemon
+        // creates are private anyway. A cleared umask would make every file created without an
+        // explicit mode writable by every user.
         if verbose {
             let stamp =
                 std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs();
@@ -292,7 +301,8 @@ fn daemonize(verbose: bool) -> Result<bool, String> {
     Ok(false)
 }
 
-/// The interactive mode: single keys, and the session report after every key or `interval`.
+/// Runs the interactive mode. The user presses single keys. The session report is logged again
+/// after every key and after every `interval` without a key.
 fn interact(shm_id: &str, view: bool, interval: Duration, terminating: impl Fn() -> bool) {
     let _raw = terminal::RawMode::enable();
     log::info!("{CONTROLS}");

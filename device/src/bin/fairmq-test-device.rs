@@ -80,8 +80,9 @@ impl Device for TestDevice {
     }
 }
 
-/// Panics in its state-change callback when the device enters the state `--panic-in state:<STATE>`
-/// names (a plugin's callback runs outside every hook).
+/// A plugin that panics in its state-change callback when the device enters the state named by
+/// `--panic-in state:<STATE>`. A plugin's callback runs outside every hook, so this plugin makes
+/// code outside the hooks panic.
 struct StatePanicker;
 
 impl Plugin for StatePanicker {

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 const HELP: &str = "UUID generator\nOptions:\n  -h [ --hash ] arg      Generates UUID and returns its hash.\n  --help                 Print help\n";
 
-/// A random version-4 UUID from the kernel's random source.
+/// Returns a random version-4 UUID, made from the kernel's random source (`/dev/urandom`).
 fn uuid() -> std::io::Result<String> {
     let mut b = [0u8; 16];
     std::fs::File::open("/dev/urandom")?.read_exact(&mut b)?;
@@ -17,8 +17,9 @@ fn uuid() -> std::io::Result<String> {
     Ok(format!("{}-{}-{}-{}-{}", &hex[0..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..32]))
 }
 
-/// Whether to print the hash, from the command line (`-h`, `--hash`, `--hash=true|false`,
-/// `-h false`); `Err` with the message for a token that is none of these or `--help`.
+/// Parses the command line and returns whether to print the hash. The accepted forms are `-h`,
+/// `--hash`, `--hash=true|false` and `-h false`. Returns `Ok(None)` for `--help`, and `Err` with a
+/// message for any other token.
 fn parse(args: &[String]) -> Result<Option<bool>, String> {
     let mut hash = false;
     let mut i = 0;

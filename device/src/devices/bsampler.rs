@@ -5,9 +5,13 @@ use crate::options::{Kind, OptionGroup};
 use crate::{Context, Device, HookResult, RateLimiter};
 use std::time::Instant;
 
-/// Sends `max-iterations + 1` messages (FairMQ's count; 0 = until stopped) of `msg-size` bytes on
-/// `out-channel[0]`, optionally as multiparts, zeroed, aligned, at `msg-rate`; with `same-msg`,
-/// copies of one message (FairMQ's older `--same-msg`: shmem shares one block, nothing allocated).
+/// Sends messages of `msg-size` bytes on sub-channel 0 of `out-channel`.
+///
+/// The sampler sends `max-iterations + 1` messages, which is FairMQ's count. A `max-iterations` of
+/// 0 sends until the device is stopped. Options make the sampler send multiparts, fill messages
+/// with zeros, align them, and limit the rate to `msg-rate`. With `same-msg`, the sampler sends
+/// copies of one message, like FairMQ's older `--same-msg`. With shared memory, these copies share
+/// one block, so nothing is allocated per message.
 #[derive(Debug, Default)]
 pub struct BenchmarkSampler {
     channel: String,
@@ -22,7 +26,7 @@ pub struct BenchmarkSampler {
 }
 
 impl BenchmarkSampler {
-    /// The device's options with FairMQ's defaults.
+    /// Adds the device's options to `o`, with FairMQ's defaults.
     pub fn options(o: &mut OptionGroup) {
         o.add("out-channel", Kind::Str, "data", "Name of the output channel")
             .add("multipart", Kind::Bool, false, "Handle multipart payloads")
@@ -84,7 +88,7 @@ impl Device for BenchmarkSampler {
                 None => fresh(),
             }
         };
-        // One buffer of parts for the whole run: no allocation per message in the loop.
+        // The whole run reuses one buffer of parts, so the loop allocates no vector per message.
         let mut parts = Vec::with_capacity(self.num_parts.max(1));
         while !ctx.new_state_pending() {
             let ok = if self.multipart {

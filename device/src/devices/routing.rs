@@ -11,7 +11,8 @@ fn io_options(o: &mut OptionGroup) {
         .add("multipart", Kind::Bool, true, "Handle payloads as multipart messages");
 }
 
-/// Registers the data callback for `input`: per multipart or per message.
+/// Registers the data callback for `input`. The callback receives whole multiparts if `multipart`
+/// is true, and single messages otherwise.
 fn on_input(ctx: &Context, input: &str, multipart: bool) {
     if multipart {
         ctx.on_data_parts(input);
@@ -20,11 +21,11 @@ fn on_input(ctx: &Context, input: &str, multipart: bool) {
     }
 }
 
-/// Moves one message (or multipart) from `input` to `out`, as FairMQ's merger and proxy do: false
-/// (logged as FairMQ logs it) when either transfer did not complete.
+/// Moves one message, or one multipart, from `input` to `out`, as FairMQ's merger and proxy do.
+/// Returns false when the receive or the send did not complete, and logs this as FairMQ does.
 fn relay(input: &Channel, out: &Channel, multipart: bool, parts: &mut Parts) -> bool {
     let ok = if multipart {
-        // The caller's buffer, emptied: no allocation per message.
+        // The caller's buffer is emptied and reused, so no vector is allocated per message.
         parts.clear();
         input.receive_parts(parts).is_ok() && out.send_parts(parts).is_ok()
     } else {
@@ -47,7 +48,7 @@ pub struct Splitter {
 }
 
 impl Splitter {
-    /// Options with FairMQ's defaults.
+    /// Adds the device's options to `o`, with FairMQ's defaults.
     pub fn options(o: &mut OptionGroup) {
         io_options(o);
     }
@@ -90,7 +91,7 @@ pub struct Merger {
 }
 
 impl Merger {
-    /// Options with FairMQ's defaults.
+    /// Adds the device's options to `o`, with FairMQ's defaults.
     pub fn options(o: &mut OptionGroup) {
         io_options(o);
     }
@@ -130,8 +131,8 @@ impl Device for Merger {
     }
 }
 
-/// Sends each input message to every sub-channel of every output channel (copies share the
-/// payload where the transport allows).
+/// Sends each input message to every sub-channel of every output channel. The copies share the
+/// payload where the transport allows it.
 #[derive(Debug, Default)]
 pub struct Multiplier {
     outs: Vec<String>,
@@ -139,7 +140,8 @@ pub struct Multiplier {
 }
 
 impl Multiplier {
-    /// Options: `--out-channel` takes several names and has no default (as in FairMQ).
+    /// Adds the device's options to `o`. As in FairMQ, `--out-channel` takes several names and has
+    /// no default.
     pub fn options(o: &mut OptionGroup) {
         o.add("in-channel", Kind::Str, "data-in", "Name of the input channel")
             .add_optional("out-channel", Kind::Strings, "Names of the output channels")
@@ -207,7 +209,7 @@ pub struct Proxy {
 }
 
 impl Proxy {
-    /// Options with FairMQ's defaults.
+    /// Adds the device's options to `o`, with FairMQ's defaults.
     pub fn options(o: &mut OptionGroup) {
         io_options(o);
     }

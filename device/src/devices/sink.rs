@@ -6,9 +6,12 @@ use crate::{Context, Device, HookResult};
 use std::io::Write;
 use std::time::Instant;
 
-/// Receives `max-iterations + 1` messages (0 = until stopped) from `in-channel[0]` and, as FairMQ's
-/// sink, counts and reports `max-iterations` of them: the last one ends the run uncounted (also
-/// the one that reaches the maximum file size).
+/// Receives messages from sub-channel 0 of `in-channel` and counts them, as FairMQ's sink does.
+///
+/// The sink receives `max-iterations + 1` messages. A `max-iterations` of 0 receives until the
+/// device is stopped. The sink counts and reports only `max-iterations` of them: the last message
+/// ends the run and is not counted. The message that reaches the maximum file size also ends the
+/// run without being counted.
 #[derive(Debug, Default)]
 pub struct Sink {
     channel: String,
@@ -23,7 +26,7 @@ pub struct Sink {
 }
 
 impl Sink {
-    /// The device's options with FairMQ's defaults.
+    /// Adds the device's options to `o`, with FairMQ's defaults.
     pub fn options(o: &mut OptionGroup) {
         o.add("in-channel", Kind::Str, "data", "Name of the input channel")
             .add("multipart", Kind::Bool, false, "Handle multipart payloads")
@@ -54,7 +57,7 @@ impl Device for Sink {
         let (mut count, mut bytes, mut written) = (0u64, 0u64, 0u64);
         let mut start = None;
         log::info!("Starting sink and expecting to receive {} messages.", self.max_iterations);
-        // One buffer of parts for the whole run: no allocation per message in the loop.
+        // The whole run reuses one buffer of parts, so the loop allocates no vector per message.
         let mut parts = Vec::new();
         let mut msg = ch.new_message();
         while !ctx.new_state_pending() {
@@ -62,7 +65,8 @@ impl Device for Sink {
                 parts.clear();
                 ch.receive_parts(&mut parts)
             } else {
-                // A fresh message per receive, as FairMQ's sink does: the last one is dropped here.
+                // Each receive gets a fresh message, as in FairMQ's sink. This assignment drops the
+                // previous message.
                 msg = ch.new_message();
                 ch.receive(&mut msg)
             };

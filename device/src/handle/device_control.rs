@@ -10,10 +10,11 @@
 use parking_lot::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-/// A plugin asked for what another plugin's control forbids (FairMQ's `DeviceControlError`).
+/// The error returned when a plugin asks for something that another plugin's control forbids
+/// (FairMQ's `DeviceControlError`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DeviceControlError {
-    /// Taking control while another plugin holds it.
+    /// A plugin tried to take control while another plugin holds it.
     #[error("Plugin '{plugin}' is not allowed to take over control. Currently, plugin '{holder}' has taken control.")]
     Take {
         /// The plugin that asked.
@@ -21,7 +22,7 @@ pub enum DeviceControlError {
         /// The plugin in control.
         holder: String,
     },
-    /// Changing the state while another plugin holds control.
+    /// A plugin tried to change the state while another plugin holds control.
     #[error(
         "Plugin '{plugin}' is not allowed to change device states. Currently, plugin '{holder}' has taken control."
     )]
@@ -41,12 +42,12 @@ pub struct DeviceControl {
 }
 
 impl DeviceControl {
-    /// Nobody in control.
+    /// Creates a `DeviceControl` with no plugin in control.
     pub fn new() -> DeviceControl {
         DeviceControl::default()
     }
 
-    /// Makes `plugin` the controller; an error if another plugin is.
+    /// Makes `plugin` the controller. Returns an error if another plugin is the controller.
     pub fn take(&self, plugin: &str) -> Result<(), DeviceControlError> {
         let mut c = self.controller.lock();
         match c.as_deref() {
@@ -63,14 +64,15 @@ impl DeviceControl {
         }
     }
 
-    /// Makes `plugin` the controller whoever held control (the builtin controller does this on a
-    /// signal, to shut the device down).
+    /// Makes `plugin` the controller, whichever plugin held control before. The builtin controller
+    /// does this on a signal, to shut the device down.
     pub fn steal(&self, plugin: &str) {
         log::trace!("Plugin '{plugin}' steals control!");
         *self.controller.lock() = Some(plugin.to_owned());
     }
 
-    /// Ends `plugin`'s control; a plugin not in control changes nothing (logged).
+    /// Ends `plugin`'s control. If `plugin` is not in control, nothing changes and a debug message
+    /// is logged.
     pub fn release(&self, plugin: &str) {
         let mut c = self.controller.lock();
         if c.as_deref() == Some(plugin) {
@@ -82,13 +84,13 @@ impl DeviceControl {
         self.released.notify_all();
     }
 
-    /// The plugin in control.
+    /// Returns the name of the plugin in control, if any.
     pub fn controller(&self) -> Option<String> {
         self.controller.lock().clone()
     }
 
-    /// Whether `plugin` may request a transition now. With nobody in control, asking makes
-    /// `plugin` the controller (as in FairMQ).
+    /// Checks whether `plugin` may request a transition now, and returns an error if it may not.
+    /// If no plugin is in control, this call makes `plugin` the controller, as in FairMQ.
     pub fn allow_change(&self, plugin: &str) -> Result<(), DeviceControlError> {
         let mut c = self.controller.lock();
         match c.as_deref() {
@@ -101,7 +103,7 @@ impl DeviceControl {
         }
     }
 
-    /// Waits until no plugin is in control; false if `timeout` passed first.
+    /// Waits until no plugin is in control. Returns false if `timeout` passed first.
     pub fn wait_for_release(&self, timeout: Option<Duration>) -> bool {
         let deadline = timeout.and_then(|t| Instant::now().checked_add(t)); // too far off: no deadline
         let mut c = self.controller.lock();

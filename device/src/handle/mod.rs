@@ -23,9 +23,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// A handle to drive a device from another thread (FairMQ's custom controllers and plugins).
-/// It keeps its own queue of entered states, so waits never miss a state. A plugin's handle
-/// requests transitions only while its plugin may (see [`DeviceControl`]).
+/// A handle that drives a device from another thread, as FairMQ's custom controllers and plugins
+/// do. Each handle keeps its own queue of the states that the device entered, so a wait never
+/// misses a state. A plugin's handle requests transitions only while its plugin is allowed to (see
+/// [`DeviceControl`]).
 #[derive(Clone)]
 pub struct DeviceHandle {
     sm: Arc<StateMachine>,
@@ -42,11 +43,13 @@ impl std::fmt::Debug for DeviceHandle {
 }
 
 impl DeviceHandle {
-    /// A handle subscribed (as `key`) to the state changes of `sm`, from now on.
+    /// Creates a handle that subscribes, under `key`, to the state changes of `sm`. The handle sees
+    /// only the states entered from now on.
     pub fn new(sm: &Arc<StateMachine>, key: &str) -> DeviceHandle {
         let queue = Arc::new(StateQueue::default());
-        // Weak: the subscription must not keep the queue alive, or no handle would ever see itself
-        // as the last one and unsubscribe (see Drop).
+        // The subscription holds only a weak reference to the queue. A strong reference would keep
+        // the queue alive, so no handle would ever see itself as the last one and unsubscribe (see
+        // `Drop for DeviceHandle`).
         let q = Arc::downgrade(&queue);
         sm.subscribe_to_state_change(key, move |s| {
             if let Some(q) = q.upgrade() {
@@ -56,17 +59,18 @@ impl DeviceHandle {
         DeviceHandle { sm: sm.clone(), queue, key: key.to_owned(), plugin: None }
     }
 
-    /// The handle of plugin `name`: its transitions go through `control`. Its state queue is
-    /// subscribed under a key of its own, so the plugin's own subscriptions (keyed by its name)
-    /// come and go without it.
+    /// Creates the handle of plugin `name`. The handle's transitions go through `control`.
+    ///
+    /// The handle's state queue subscribes under a key of its own. The plugin's own subscriptions
+    /// use the plugin's name as key, so they can come and go without removing the handle's queue.
     pub fn for_plugin(sm: &Arc<StateMachine>, name: &str, control: Arc<DeviceControl>) -> DeviceHandle {
         let mut h = DeviceHandle::new(sm, &format!("{name} (plugin handle)"));
         h.plugin = Some((control, name.to_owned()));
         h
     }
 
-    /// Requests a transition; returns whether it was accepted (false also when another plugin
-    /// controls the device: logged).
+    /// Requests a transition and returns whether it was accepted. Also returns false, and logs
+    /// why, when another plugin controls the device.
     pub fn change_state(&self, t: Transition) -> bool {
         self.try_change_state(t).unwrap_or_else(|e| {
             log::debug!("{e}");
@@ -74,8 +78,8 @@ impl DeviceHandle {
         })
     }
 
-    /// Requests a transition; whether the state accepted it, or why this handle's plugin may not
-    /// request it.
+    /// Requests a transition. Returns whether the current state accepted it, or an error that says
+    /// why this handle's plugin may not request it.
     pub fn try_change_state(&self, t: Transition) -> Result<bool, DeviceControlError> {
         if let Some((control, name)) = &self.plugin {
             control.allow_change(name)?;
@@ -88,8 +92,8 @@ impl DeviceHandle {
         self.sm.current_state()
     }
 
-    /// Waits (popping states seen by this handle) until `s` was entered; `Err` if the device is in
-    /// ERROR, `Ok(false)` on timeout.
+    /// Waits until the device has entered `s`, and pops the states that this handle saw on the
+    /// way. Returns `Ok(false)` on timeout, and `Err` if the device is in ERROR.
     pub fn wait_for_state(&self, s: State, timeout: Option<Duration>) -> Result<bool, ErrorState> {
         self.queue.wait_for_state(s, timeout)
     }
@@ -112,7 +116,8 @@ impl DeviceHandle {
         self.wait_for_state(target, timeout)
     }
 
-    /// FairMQ's startup sequence, up to RUNNING; stops early (false) when `stop` becomes true.
+    /// Runs FairMQ's startup sequence up to RUNNING. Stops early and returns false when `stop`
+    /// becomes true.
     pub fn run_startup_sequence(&self, stop: &AtomicBool) -> Result<bool, ErrorState> {
         let steps = [
             (Transition::InitDevice, State::InitializingDevice),
@@ -139,9 +144,11 @@ impl DeviceHandle {
         Ok(true)
     }
 
-    /// FairMQ's shutdown sequence from whatever the live state is, until EXITING (`Ok(true)`),
-    /// ERROR, or another plugin took control (`Ok(false)`, logged). Each request is derived from
-    /// the current state (so a state entered meanwhile is never missed).
+    /// Runs FairMQ's shutdown sequence, starting from the current state.
+    ///
+    /// Returns `Ok(true)` when the device reaches EXITING, and `Err` when it reaches ERROR. Returns
+    /// `Ok(false)`, and logs why, when another plugin has taken control. Each request is derived
+    /// from the current state, so a state entered in the meantime is never missed.
     pub fn run_shutdown_sequence(&self) -> Result<bool, ErrorState> {
         loop {
             let s = self.current_state();

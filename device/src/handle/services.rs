@@ -8,8 +8,9 @@ use crate::state_machine::{ErrorState, StateMachine};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// A plugin's access to its device: states, transitions (while it may control the device),
-/// device control, and the configuration. Cloning gives another handle of the same plugin.
+/// A plugin's access to its device. `PluginServices` offers the device's states, transitions
+/// (while the plugin may control the device), device control, and the configuration. A clone is
+/// another handle of the same plugin.
 #[derive(Clone, Debug)]
 pub struct PluginServices {
     name: String,
@@ -19,7 +20,7 @@ pub struct PluginServices {
 }
 
 impl PluginServices {
-    /// The services of plugin `name` for the device of `sm`.
+    /// Creates the services of plugin `name` for the device that `sm` drives.
     pub fn new(name: &str, sm: &Arc<StateMachine>, config: Arc<Properties>, control: Arc<DeviceControl>) -> Self {
         PluginServices {
             name: name.to_owned(),
@@ -39,18 +40,19 @@ impl PluginServices {
         self.device.current_state()
     }
 
-    /// Requests a transition: whether the state accepted it, or an error when another plugin
-    /// controls the device. With nobody in control, this plugin becomes the controller.
+    /// Requests a transition. Returns whether the current state accepted it, or an error when
+    /// another plugin controls the device. If no plugin is in control, this plugin becomes the
+    /// controller.
     pub fn change_state(&self, t: Transition) -> Result<bool, DeviceControlError> {
         self.device.try_change_state(t)
     }
 
-    /// Takes control of the device; an error when another plugin has it.
+    /// Takes control of the device. Returns an error when another plugin has control.
     pub fn take_device_control(&self) -> Result<(), DeviceControlError> {
         self.control.take(&self.name)
     }
 
-    /// Takes control whoever has it.
+    /// Takes control of the device, even when another plugin has it.
     pub fn steal_device_control(&self) {
         self.control.steal(&self.name)
     }
@@ -63,7 +65,7 @@ impl PluginServices {
         }
     }
 
-    /// The controlling plugin.
+    /// Returns the name of the plugin that controls the device, if any.
     pub fn device_controller(&self) -> Option<String> {
         self.control.controller()
     }
@@ -73,13 +75,13 @@ impl PluginServices {
         self.control.controller().is_some()
     }
 
-    /// Waits until no plugin controls the device; false on timeout.
+    /// Waits until no plugin controls the device. Returns false on timeout.
     pub fn wait_for_release_device_control(&self, timeout: Option<Duration>) -> bool {
         self.control.wait_for_release(timeout)
     }
 
-    /// Calls `f` for every state entered from now on, on the state machine's thread (keyed by the
-    /// plugin's name).
+    /// Calls `f` for every state that the device enters from now on. `f` runs on the state
+    /// machine's thread. The subscription's key is the plugin's name.
     pub fn subscribe_to_state_change(&self, f: impl Fn(State) + Send + Sync + 'static) {
         self.device.state_machine().subscribe_to_state_change(&self.name, f);
     }
@@ -89,18 +91,19 @@ impl PluginServices {
         self.device.state_machine().unsubscribe_from_state_change(&self.name);
     }
 
-    /// Waits until `s` was entered since the plugin started; `Ok(false)` on timeout, `Err` in ERROR.
+    /// Waits until the device has entered `s` since the plugin started. Returns `Ok(false)` on
+    /// timeout, and `Err` if the device is in ERROR.
     pub fn wait_for_state(&self, s: State, timeout: Option<Duration>) -> Result<bool, ErrorState> {
         self.device.wait_for_state(s, timeout)
     }
 
-    /// A handle to drive the device with FairMQ's sequences; its transitions go through this
-    /// plugin's control.
+    /// Returns a handle that drives the device with FairMQ's sequences. The handle's transitions
+    /// go through this plugin's device control.
     pub fn device(&self) -> &DeviceHandle {
         &self.device
     }
 
-    /// The configuration (properties: get, set, subscribe).
+    /// Returns the configuration: properties that the plugin can get, set and subscribe to.
     pub fn config(&self) -> &Arc<Properties> {
         &self.config
     }

@@ -3,7 +3,7 @@
 
 use std::net::{SocketAddr, ToSocketAddrs};
 
-/// Why a metrics address is refused.
+/// The error for a refused metrics address, with the reason.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("--metrics-address '{given}': {reason} (expected HOST:PORT, e.g. 127.0.0.1:9100, *:0 or [::1]:0)")]
 pub struct AddressError {
@@ -13,7 +13,8 @@ pub struct AddressError {
     pub reason: String,
 }
 
-/// The socket address `given` names (the first one a name resolves to).
+/// Parses `given` into a socket address. A host name can resolve to several addresses: `parse`
+/// returns the first one.
 pub fn parse(given: &str) -> Result<SocketAddr, AddressError> {
     let refuse = |reason: &str| AddressError { given: given.to_owned(), reason: reason.to_owned() };
     let (host, port) = given.rsplit_once(':').ok_or_else(|| refuse("no port"))?;

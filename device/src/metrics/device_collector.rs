@@ -34,14 +34,15 @@ const LANES: Family = Family::gauge(
     "Lanes (rings in the segment between single peers) the channel's shmem socket writes or reads now",
 );
 
-/// The device's state machine and channels, read at each scrape.
+/// A collector that reads the device's state machine and channels at each scrape.
 #[derive(Debug)]
 pub(crate) struct DeviceCollector {
     pub sm: Arc<StateMachine>,
     pub config: Arc<Properties>,
 }
 
-/// The `device` label: the device's id, read at each scrape (a plugin may rename it).
+/// Returns the value of the `device` label, which is the device's id. The id is read at each
+/// scrape because a plugin may rename the device.
 pub(crate) fn device_label(config: &Properties) -> String {
     config.get_or::<String>("id", String::new()).unwrap_or_default()
 }

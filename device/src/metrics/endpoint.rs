@@ -14,7 +14,7 @@ use std::thread::JoinHandle;
 
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
-/// A running endpoint; dropping it stops it.
+/// A running metrics endpoint. Dropping the `Endpoint` stops it.
 #[derive(Debug)]
 pub struct Endpoint {
     addr: SocketAddr,
@@ -23,7 +23,7 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
-    /// Binds `addr` (port 0: a free one) and serves `registry` there, on a thread of its own.
+    /// Binds `addr` and serves `registry` there, on a thread of its own. Port 0 picks a free port.
     pub fn start(addr: SocketAddr, registry: Registry) -> io::Result<Endpoint> {
         let listener = std::net::TcpListener::bind(addr)?;
         let addr = listener.local_addr()?;
@@ -35,7 +35,8 @@ impl Endpoint {
         Ok(Endpoint { addr, stop, thread: Some(thread) })
     }
 
-    /// The address it listens on (with the port chosen when 0 was asked for).
+    /// Returns the address that the endpoint listens on. If port 0 was asked for, the address
+    /// holds the port that was chosen.
     pub fn address(&self) -> SocketAddr {
         self.addr
     }
@@ -50,7 +51,8 @@ impl Drop for Endpoint {
     }
 }
 
-/// The answer to `req`: the exposition for `GET /metrics`, errors otherwise.
+/// Answers `req`. A `GET` or `HEAD` of `/metrics` gets the exposition; any other request gets an
+/// error.
 fn answer(req: &Request, registry: &Registry) -> http::Answer {
     let path = req.path.split('?').next().unwrap_or("");
     if path != "/metrics" {

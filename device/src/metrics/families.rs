@@ -31,7 +31,8 @@ impl From<f64> for Value {
     }
 }
 
-/// Whether a family counts (only ever grows) or measures.
+/// Whether a family is a counter, which only ever grows, or a gauge, which measures a current
+/// value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
     Counter,
@@ -44,9 +45,9 @@ pub(crate) struct Family {
     pub name: &'static str,
     pub help: &'static str,
     pub kind: Kind,
-    /// In bytes (the name gets `_bytes`).
+    /// Whether the family is in bytes. If so, the name gets `_bytes`.
     pub bytes: bool,
-    /// In seconds (the name gets `_seconds`).
+    /// Whether the family is in seconds. If so, the name gets `_seconds`.
     pub seconds: bool,
 }
 
@@ -69,8 +70,8 @@ impl Family {
         Family { seconds: true, ..self }
     }
 
-    /// Writes the family and its samples (a family without samples is written too: its help and
-    /// type say what would be measured).
+    /// Writes the family's descriptor and its samples. A family without samples is written too,
+    /// because its help and type say what would be measured.
     pub(crate) fn write(
         &self,
         enc: &mut DescriptorEncoder<'_>,

@@ -17,23 +17,25 @@ use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// Largest request head read (request line and headers).
+/// The largest request head that the server reads, request line and headers together.
 pub(crate) const MAX_HEAD: usize = 16 << 10;
-/// Connections kept at once.
+/// The most connections that the server keeps at once.
 pub(crate) const MAX_CONNECTIONS: usize = 64;
 /// How long a connection may make no progress.
 pub(crate) const IDLE: Duration = Duration::from_secs(10);
-/// How long a connection may last in all (one byte every few seconds makes progress).
+/// How long a connection may last in all. A client that sends one byte every few seconds makes
+/// progress, so `IDLE` alone would never end its connection.
 pub(crate) const LIFETIME: Duration = Duration::from_secs(30);
-/// How long an answered connection waits for its client to close (closing on unread input would
-/// reset the connection, and the client could lose the answer).
+/// How long an answered connection waits for its client to close. Closing a socket that still has
+/// unread input would reset the connection, and the client could lose the answer.
 const LINGER: Duration = Duration::from_secs(1);
-/// Connections taken per round of the loop (the others wait in the listener's backlog).
+/// The most connections accepted per round of the loop. The others wait in the listener's
+/// backlog.
 const ACCEPT_PER_ROUND: usize = 64;
-/// How often the loop looks whether it is to stop.
+/// How often, in milliseconds, the loop checks whether it should stop.
 const TICK: u16 = 200;
 
-/// What a request asks for.
+/// The parts of a request that the answer depends on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Request {
     pub method: String,
@@ -44,13 +46,13 @@ pub(crate) struct Request {
 /// An answer: status, content type, body.
 pub(crate) type Answer = (u16, &'static str, String);
 
-/// Where a connection is.
+/// The phase that a connection is in.
 enum Phase {
     /// Reading the request head.
     Reading(Vec<u8>),
-    /// Writing the answer (what, and how much of it went).
+    /// Writing the answer. Holds the answer's bytes and how many of them were written.
     Writing(Vec<u8>, usize),
-    /// Answered: waiting for the client to close, input discarded.
+    /// Answered. The server waits for the client to close, and discards any input.
     Closing,
 }
 
@@ -68,15 +70,16 @@ impl Connection {
     }
 }
 
-/// Serves `listener` until `stop`, answering each request with `answer`.
+/// Serves `listener` until `stop` is set, and answers each request with `answer`.
 pub(crate) fn serve(listener: TcpListener, stop: &AtomicBool, answer: impl Fn(&Request) -> Answer) {
     if let Err(e) = listener.set_nonblocking(true) {
         log::error!("metrics: cannot serve: {e}");
         return;
     }
     let mut conns: Vec<Connection> = Vec::new();
-    // After a failed accept (out of descriptors, say) the listener is left alone for a moment:
-    // the pending connection keeps it readable, and polling it would spin.
+    // After a failed accept (for example, when the process is out of descriptors), the loop leaves
+    // the listener alone for a moment. The pending connection keeps the listener readable, so
+    // polling it would spin.
     let mut accept_after = Instant::now();
     let mut accept_failing = false;
     while !stop.load(Ordering::Relaxed) {
@@ -114,7 +117,7 @@ pub(crate) fn serve(listener: TcpListener, stop: &AtomicBool, answer: impl Fn(&R
             match accept_some(&listener, &mut conns) {
                 Ok(()) => accept_failing = false,
                 Err(e) => {
-                    // Said once per episode, not five times a second.
+                    // Log the failure once per episode of failures, not five times a second.
                     if !std::mem::replace(&mut accept_failing, true) {
                         log::warn!("metrics: cannot accept connections: {e}");
                     }
@@ -125,8 +128,9 @@ pub(crate) fn serve(listener: TcpListener, stop: &AtomicBool, answer: impl Fn(&R
     }
 }
 
-/// Takes up to [`ACCEPT_PER_ROUND`] pending connections; beyond [`MAX_CONNECTIONS`] the oldest
-/// one not being answered makes room (or, when every one is, the new one is closed).
+/// Accepts up to [`ACCEPT_PER_ROUND`] pending connections. Beyond [`MAX_CONNECTIONS`], the oldest
+/// connection that is not being answered is closed to make room. If every connection is being
+/// answered, the new connection is closed instead.
 fn accept_some(listener: &TcpListener, conns: &mut Vec<Connection>) -> io::Result<()> {
     for _ in 0..ACCEPT_PER_ROUND {
         match listener.accept() {
@@ -152,8 +156,8 @@ fn accept_some(listener: &TcpListener, conns: &mut Vec<Connection>) -> io::Resul
     Ok(())
 }
 
-/// Reads or writes what `c` is ready for; false when it is done with (answered and closed by
-/// its client, gone, expired).
+/// Reads or writes what `c` is ready for. Returns false when the connection is finished: answered
+/// and closed by its client, gone, or expired.
 fn progress(c: &mut Connection, answer: &impl Fn(&Request) -> Answer) -> bool {
     let now = Instant::now();
     if c.expired(now) {
@@ -198,7 +202,8 @@ fn progress(c: &mut Connection, answer: &impl Fn(&Request) -> Answer) -> bool {
     }
 }
 
-/// The response to the request head read so far; `None` while it is incomplete.
+/// Returns the response to the request head read so far, or `None` while the head is
+/// incomplete.
 pub(crate) fn respond(input: &[u8], answer: &impl Fn(&Request) -> Answer) -> Option<Vec<u8>> {
     let mut headers = [httparse::EMPTY_HEADER; 64];
     let mut req = httparse::Request::new(&mut headers);
@@ -216,7 +221,7 @@ pub(crate) fn respond(input: &[u8], answer: &impl Fn(&Request) -> Answer) -> Opt
                 path: req.path.unwrap_or_default().to_owned(),
                 accept,
             };
-            // A collector that panics costs this answer, never the endpoint.
+            // A collector that panics loses only this answer. The endpoint keeps running.
             let (status, ct, body) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| answer(&r)))
                 .unwrap_or_else(|_| {
                     log::error!("metrics: answering {} {} panicked", r.method, r.path);
@@ -260,7 +265,8 @@ mod tests {
     use super::*;
     use std::sync::Arc;
 
-    /// A server on a free loopback port answering `hello` to everything; stops when dropped.
+    /// A server on a free loopback port that answers `hello` to every request. Dropping a
+    /// `Running` stops the server.
     struct Running {
         addr: std::net::SocketAddr,
         stop: Arc<AtomicBool>,

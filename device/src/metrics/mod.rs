@@ -62,10 +62,10 @@ use std::sync::Arc;
 /// The option that asks for an endpoint.
 pub const OPTION: &str = crate::options::METRICS_ADDRESS;
 
-/// Why the metrics endpoint could not start.
+/// The error returned when the metrics endpoint could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum MetricsError {
-    /// The address given is not one.
+    /// The given address is not a valid address.
     #[error(transparent)]
     Address(#[from] AddressError),
     /// The address could not be bound.
@@ -73,13 +73,14 @@ pub enum MetricsError {
     Bind {
         /// The address given.
         given: String,
-        /// Why.
+        /// Why binding failed.
         source: std::io::Error,
     },
 }
 
 /// Starts an endpoint at `given` (`HOST:PORT`) that exports every session whose management
-/// segment is in `dir` (the monitor's); logs the address it serves on.
+/// segment is in `dir`. `fairmq-shmmonitor` starts this endpoint, with its `--list-all-path` as
+/// `dir`. Logs the address that the endpoint serves on.
 pub fn start_for_sessions(given: &str, dir: &std::path::Path) -> Result<Endpoint, MetricsError> {
     let addr = address::parse(given)?;
     let mut registry = Registry::default();
@@ -92,8 +93,9 @@ pub fn start_for_sessions(given: &str, dir: &std::path::Path) -> Result<Endpoint
     Ok(endpoint)
 }
 
-/// Starts the endpoint `--metrics-address` asks for (none when it is empty), logs the address it
-/// serves on and writes it back into the option (with the port chosen when 0 was given).
+/// Starts the endpoint that `--metrics-address` asks for, or none when the option is empty. Logs
+/// the address that the endpoint serves on. Writes that address back into the option, so that the
+/// option holds the chosen port when port 0 was given.
 pub(crate) fn start_for_device(
     config: &Arc<Properties>,
     sm: &Arc<StateMachine>,

@@ -2,9 +2,11 @@
 //! prefers OpenMetrics. Prometheus itself asks for OpenMetrics first; `curl` and `promtool` get
 //! the text format, which `promtool check metrics` reads.
 
-/// Whether a scraper whose `Accept` header is `accept` wants OpenMetrics: some
-/// `application/openmetrics-text` range has a weight above 0, and none of `text/plain`, `text/*`
-/// or `*/*` weighs more. No header: the text format.
+/// Returns whether a scraper whose `Accept` header is `accept` wants OpenMetrics.
+///
+/// The scraper wants OpenMetrics when some `application/openmetrics-text` range has a weight above
+/// 0, and none of `text/plain`, `text/*` or `*/*` weighs more. Without an `Accept` header, the
+/// scraper gets the text format.
 pub(crate) fn wants_openmetrics(accept: &str) -> bool {
     let (mut openmetrics, mut text) = (0.0f64, 0.0f64);
     for range in accept.split(',') {

@@ -14,28 +14,29 @@ const THREADS: Family = Family::gauge("process_threads", "Number of OS threads i
 const START: Family =
     Family::gauge("process_start_time", "Start time of the process since the Unix epoch").in_seconds();
 
-/// This process, read at each scrape.
+/// A collector that reads this process's figures at each scrape.
 #[derive(Debug, Default)]
 pub(crate) struct ProcessCollector;
 
-/// What `/proc/self/stat` says (the fields after the command name).
+/// The fields of `/proc/self/stat` that the collector uses, all of them after the command name.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Stat {
     pub cpu_seconds: f64,
     pub threads: u64,
-    /// Clock ticks after boot.
+    /// The process's start time, in clock ticks after boot.
     pub start_ticks: u64,
     pub virtual_bytes: u64,
     pub resident_pages: u64,
 }
 
-/// Parses `/proc/<pid>/stat`: the command name may hold spaces and parentheses, so the fields
-/// are counted from its last `)`.
+/// Parses `/proc/<pid>/stat`. The command name may hold spaces and parentheses, so `parse_stat`
+/// counts the fields from the last `)`.
 pub(crate) fn parse_stat(text: &str, ticks_per_second: f64) -> Option<Stat> {
     let rest = &text[text.rfind(')')? + 1..];
     let f: Vec<&str> = rest.split_whitespace().collect();
-    // Fields from 3 (state) on: utime is field 14, stime 15, num_threads 20, starttime 22,
-    // vsize 23, rss 24 (proc(5)); here index = field - 3.
+    // `f` holds the fields from field 3 (state) on, so an index in `f` is the field number minus 3.
+    // proc(5) numbers the fields: utime is 14, stime 15, num_threads 20, starttime 22, vsize 23
+    // and rss 24.
     let num = |field: usize| f.get(field - 3)?.parse::<u64>().ok();
     Some(Stat {
         cpu_seconds: (num(14)? + num(15)?) as f64 / ticks_per_second,
@@ -46,7 +47,7 @@ pub(crate) fn parse_stat(text: &str, ticks_per_second: f64) -> Option<Stat> {
     })
 }
 
-/// The boot time (seconds since the epoch) from `/proc/stat`'s `btime` line.
+/// Returns the boot time, in seconds since the epoch, from the `btime` line of `/proc/stat`.
 fn boot_time() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/stat").ok()?;
     s.lines().find_map(|l| l.strip_prefix("btime ")).and_then(|v| v.trim().parse().ok())
@@ -72,7 +73,7 @@ impl Collector for ProcessCollector {
             }
         }
         if let Ok(fds) = std::fs::read_dir("/proc/self/fd") {
-            // The directory's own descriptor is among them while it is read.
+            // While the directory is read, its own descriptor is listed too, so it is not counted.
             let n = fds.count().saturating_sub(1) as u64;
             OPEN_FDS.write(&mut enc, [(none(), Value::Int(n))])?;
         }

@@ -38,7 +38,7 @@ const REGION_ACKS: Family = Family::gauge(
 const REGION_DESTROYED: Family =
     Family::gauge("shmmonitor_region_destroyed", "Whether the region's controller destroyed it (1) or not (0)");
 
-/// Every session in `dir`, read at each scrape.
+/// A collector that reads every session in `dir` at each scrape.
 #[derive(Debug)]
 pub(crate) struct SessionCollector {
     pub dir: PathBuf,

@@ -31,7 +31,7 @@ const REGION_OUT: Family =
 const REGION_ACKS: Family =
     Family::gauge("region_acks_pending", "Acknowledgements queued for the region's controller, not taken yet");
 
-/// The device's shared-memory transports, read at each scrape.
+/// A collector that reads the device's shared-memory transports at each scrape.
 #[derive(Debug)]
 pub(crate) struct ShmCollector {
     pub sm: Arc<StateMachine>,
@@ -41,8 +41,9 @@ pub(crate) struct ShmCollector {
 impl Collector for ShmCollector {
     fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let device = device_label(&self.config);
-        // Read under the lock (cheap: a few loads, and the ticket table's scan); no transport is
-        // cloned, so the device's thread still drops them when it resets.
+        // The usage is read while the lock is held. This is cheap: a few loads and a scan of the
+        // ticket table. No transport is cloned, so the device's thread still drops the transports
+        // when the device resets.
         let usages: Vec<fairmq_shm::Usage> = self
             .sm
             .telemetry()
@@ -70,7 +71,8 @@ impl Collector for ShmCollector {
         FAILURES.write(&mut enc, each(|u| u.allocations_failed))?;
 
         let mut regions: Vec<fairmq_shm::RegionUsage> = usages.iter().flat_map(|u| u.regions.iter().copied()).collect();
-        // A region two transports of the device map: its controller's view first.
+        // Two transports of the device can map the same region. The sort puts the view of the
+        // region's controller first, so the dedup keeps that view.
         regions.sort_by_key(|r| (r.id, !r.controlled));
         regions.dedup_by_key(|r| r.id);
         let region = |r: &fairmq_shm::RegionUsage| -> Labels {

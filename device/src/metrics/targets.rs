@@ -5,7 +5,8 @@
 
 use serde_json::json;
 
-/// The file_sd JSON (one line) for `targets`: (`host:port`, labels) each.
+/// Returns the file_sd JSON, on one line, for `targets`. Each target is a pair of `host:port` and
+/// labels.
 pub fn file_sd(targets: impl IntoIterator<Item = (String, Vec<(&'static str, String)>)>) -> String {
     let groups: Vec<serde_json::Value> = targets
         .into_iter()
@@ -18,8 +19,9 @@ pub fn file_sd(targets: impl IntoIterator<Item = (String, Vec<(&'static str, Str
     serde_json::Value::Array(groups).to_string()
 }
 
-/// `addr` as other hosts reach it: a wildcard address becomes the address of the interface of
-/// the default route (127.0.0.1 without one).
+/// Returns `addr` as other hosts reach it. A wildcard address becomes the IPv4 address of the
+/// default route's interface. Without a default route, or without such an address, it becomes
+/// 127.0.0.1.
 pub fn reachable(addr: std::net::SocketAddr) -> std::net::SocketAddr {
     if !addr.ip().is_unspecified() {
         return addr;
@@ -30,9 +32,11 @@ pub fn reachable(addr: std::net::SocketAddr) -> std::net::SocketAddr {
     std::net::SocketAddr::new(ip.into(), addr.port())
 }
 
-/// Writes `json` to `path` whole: into a file of this process's own beside it, synced, then
-/// renamed over it (Prometheus watches the file and must never read half of it; two writers
-/// never mix their files).
+/// Writes `json` to `path` as a whole.
+///
+/// `write` first writes a temporary file beside `path`, named after this process, and syncs it.
+/// Then it renames the temporary file over `path`. Prometheus watches the file and must never read
+/// half of it. Each process writes its own temporary file, so two writers never mix their files.
 pub fn write(path: &std::path::Path, json: &str) -> std::io::Result<()> {
     use std::io::Write;
     let mut tmp = path.as_os_str().to_owned();

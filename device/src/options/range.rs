@@ -14,14 +14,14 @@ use std::ops::RangeInclusive;
 /// Inclusive bounds of a numeric option.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Range {
-    /// Integers (of any integer kind).
+    /// Bounds for integers, of any integer kind.
     Int {
         /// Smallest value.
         min: i128,
         /// Largest value.
         max: i128,
     },
-    /// Floating point.
+    /// Bounds for floating-point numbers.
     Float {
         /// Smallest value.
         min: f64,
@@ -58,7 +58,8 @@ impl fmt::Display for Range {
 }
 
 impl Range {
-    /// The part of `self` within `outer` (a declared range never widens a kind's own).
+    /// Returns the part of `self` that lies within `outer`, so that a declared range never widens
+    /// the kind's own range.
     fn within(self, outer: Range) -> Range {
         match (self, outer) {
             (Range::Int { min, max }, Range::Int { min: lo, max: hi }) => {
@@ -72,17 +73,18 @@ impl Range {
     }
 }
 
-/// Why a text is not a value of an option.
+/// Why a text is not a valid value of an option.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Refusal {
-    /// Not of the option's kind at all (`fast` for a number).
+    /// The text is not of the option's kind at all, such as `fast` for a number.
     Invalid,
-    /// A number, outside what the option accepts.
+    /// The text is a number, but outside the range that the option accepts.
     OutOfRange(Range),
 }
 
 impl Kind {
-    /// The values the kind itself can hold (`None` for texts and booleans).
+    /// Returns the range of values that the kind itself can hold, or `None` for texts and
+    /// booleans.
     pub fn range(self) -> Option<Range> {
         Some(match self {
             Kind::Int => (i64::from(i32::MIN)..=i64::from(i32::MAX)).into(),
@@ -94,7 +96,8 @@ impl Kind {
         })
     }
 
-    /// Converts `text` to a value of this kind within `declared` (narrowing the kind's own range).
+    /// Converts `text` to a value of this kind. A `declared` range narrows the kind's own range:
+    /// the value must lie within both.
     pub(crate) fn parse_within(self, text: &str, declared: Option<Range>) -> Result<Value, Refusal> {
         let Some(own) = self.range() else { return self.parse_other(text).ok_or(Refusal::Invalid) };
         let range = declared.map_or(own, |d| d.within(own));
@@ -104,7 +107,7 @@ impl Kind {
                 if n < min || n > max {
                     return Err(Refusal::OutOfRange(range));
                 }
-                // In range of the kind, so the conversions below are exact.
+                // `n` lies within the kind's range, so the conversions below are exact.
                 Ok(match self {
                     Kind::Int => Value::Int(n as i64),
                     _ => Value::UInt(n as u64),

@@ -19,15 +19,15 @@ use std::ffi::{c_char, c_void, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
-/// An option a C table declares, checked: name, kind, default (of the kind), description,
-/// whether it must be given.
+/// An option that a C option table declares, after `read_option_table` checked it: its name,
+/// kind, default, description, and whether it must be given. The default is a value of the kind.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OptionDecl {
     /// Name without dashes.
     pub name: String,
     /// Value kind.
     pub kind: Kind,
-    /// Default text (a value of `kind`; a list holds one item per line).
+    /// The default as text: a value of `kind`. A list's default holds one item per line.
     pub default: Option<String>,
     /// Help text.
     pub description: String,
@@ -38,7 +38,7 @@ pub struct OptionDecl {
 /// Why an option table was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum OptionTableError {
-    /// A pointer that must not be NULL was.
+    /// A pointer that must not be NULL was NULL.
     #[error("{0} is NULL")]
     Null(&'static str),
     /// A name, type or default was refused.
@@ -49,8 +49,9 @@ pub enum OptionTableError {
 /// Reads and checks `n` entries of an `fmq_option` table.
 ///
 /// # Safety
-/// `options` is NULL (then `n` must be 0 or the table is refused) or points to `n` entries whose
-/// strings are NULL or NUL-terminated, all valid for the call.
+/// `options` is NULL or points to `n` entries. When `options` is NULL, `n` must be 0, or the table
+/// is refused. Each string of an entry is NULL or NUL-terminated. The entries and their strings
+/// are valid for the duration of the call.
 // SAFETY: unsafe to call because it reads through the caller's pointers (contract above).
 pub unsafe fn read_option_table(options: *const fmq_option, n: usize) -> Result<Vec<OptionDecl>, OptionTableError> {
     if options.is_null() {
@@ -58,9 +59,9 @@ pub unsafe fn read_option_table(options: *const fmq_option, n: usize) -> Result<
     }
     let mut decls = Vec::with_capacity(n.min(1024));
     for i in 0..n {
-        // SAFETY: `n` entries per contract.
+        // SAFETY: `options` points to `n` entries (contract above).
         let o = unsafe { &*options.add(i) };
-        // SAFETY: the entry's strings per contract.
+        // SAFETY: the entry's strings are NULL or NUL-terminated and valid (contract above).
         let text = |p: *const c_char, what| unsafe { c_text(p) }.map_err(|e| invalid_text(e, what));
         let name = text(o.name, "option name")?.ok_or(OptionTableError::Null("option name"))?;
         let required = o.ty & FMQ_OPTION_REQUIRED != 0;
@@ -79,7 +80,8 @@ pub unsafe fn read_option_table(options: *const fmq_option, n: usize) -> Result<
 /// Adds checked option declarations to a group.
 pub fn add_options(g: &mut OptionGroup, decls: &[OptionDecl]) {
     for d in decls {
-        // Defaults were checked: `None` here means none was given. A list's holds a line per item.
+        // `read_option_table` checked the defaults, so `None` here means that no default was given.
+        // A list's default holds one item per line.
         let default = d.default.as_deref().and_then(|t| match d.kind {
             Kind::Strings => Some(Value::Strings(t.lines().map(str::to_owned).collect())),
             kind => kind.parse(t),
@@ -98,7 +100,7 @@ fn invalid_text(e: std::str::Utf8Error, what: &str) -> OptionTableError {
     OptionTableError::Invalid(format!("{what} is not UTF-8 ({e})"))
 }
 
-/// An owned copy of a C string; `None` for NULL.
+/// Copies a C string into an owned `String`. Returns `None` for NULL.
 ///
 /// # Safety
 /// `p` is NULL or NUL-terminated and valid for the call.
@@ -111,22 +113,25 @@ unsafe fn c_text(p: *const c_char) -> Result<Option<String>, std::str::Utf8Error
     Ok(Some(unsafe { CStr::from_ptr(p) }.to_str()?.to_owned()))
 }
 
-/// An opened library: closed again if its plugin is refused; kept loaded for the life of the
-/// process once its plugin is accepted (its threads and callbacks may outlive every handle).
+/// An opened shared library.
+///
+/// If the library's plugin is refused, dropping the `Library` closes the library again. Once the
+/// plugin is accepted, the library stays loaded for the life of the process, because the plugin's
+/// threads and callbacks may outlive every handle.
 struct Library(*mut c_void);
 
 impl Drop for Library {
     fn drop(&mut self) {
-        // SAFETY: a handle dlopen gave, closed once; nothing of a refused library was called
-        // but its entry, which returned.
+        // SAFETY: `self.0` is a handle that dlopen gave, and it is closed only once. Of a refused
+        // library, only the entry function was called, and that call has returned.
         unsafe { libc::dlclose(self.0) };
     }
 }
 
-/// The last `dlerror` text.
+/// Returns the text of the last `dlerror`.
 fn dl_error() -> String {
-    // SAFETY: dlerror returns NULL or a NUL-terminated string valid until the next dl* call on
-    // this thread; it is copied at once.
+    // SAFETY: dlerror returns NULL or a NUL-terminated string. The string is valid until the next
+    // dl* call on this thread, and it is copied at once.
     let e = unsafe { libc::dlerror() };
     if e.is_null() {
         "unknown error".into()
@@ -137,13 +142,13 @@ fn dl_error() -> String {
 }
 
 impl Library {
-    /// Opens the library at `path` (a path, or a bare file name for the system's lookup);
-    /// `None` opens the running program (prelinked plugins).
+    /// Opens the library at `path`. `path` is a path, or a bare file name that the system looks
+    /// up. `None` opens the running program itself, which holds the prelinked plugins.
     fn open(path: Option<&str>) -> Result<Library, String> {
         let c = path.map(CString::new).transpose().map_err(|_| "the path holds a NUL byte".to_owned())?;
         let p = c.as_ref().map_or(std::ptr::null(), |c| c.as_ptr());
-        // SAFETY: `p` is NULL or a NUL-terminated path. Loading runs the library's initialisers:
-        // loading a plugin means trusting its code, as with any FairMQ plugin.
+        // SAFETY: `p` is NULL or a NUL-terminated path. Loading runs the library's initialisers,
+        // so loading a plugin means trusting its code, as with any FairMQ plugin.
         let handle = unsafe { libc::dlopen(p, libc::RTLD_NOW | libc::RTLD_GLOBAL) };
         if handle.is_null() {
             Err(dl_error())
@@ -152,7 +157,8 @@ impl Library {
         }
     }
 
-    /// The descriptor the library exports as `fmq_plugin_<name>`, valid while the library is open.
+    /// Returns the descriptor that the library exports as `fmq_plugin_<name>`. The descriptor is
+    /// valid while the library is open.
     fn descriptor(&self, name: &str) -> Result<&fmq_plugin, String> {
         let symbol = format!("fmq_plugin_{name}");
         let c = CString::new(symbol.clone()).map_err(|_| "the name holds a NUL byte".to_owned())?;
@@ -165,16 +171,17 @@ impl Library {
         }
         // SAFETY: the symbol is the plugin's entry, of type `fmq_plugin_entry` per the ABI.
         let entry: fmq_plugin_entry = unsafe { std::mem::transmute::<*mut c_void, fmq_plugin_entry>(f) };
-        // SAFETY: the entry takes nothing and returns the plugin's static descriptor; it is
-        // declared "C-unwind", so an exception from it is caught here, not undefined behaviour.
+        // SAFETY: the entry takes no arguments and returns the plugin's static descriptor. The
+        // entry is declared "C-unwind", so an exception from it is caught here and is not
+        // undefined behaviour.
         let d = catch_unwind(|| unsafe { entry() }).map_err(|_| format!("{symbol} threw an exception"))?;
-        // SAFETY: NULL or the library's static descriptor, valid while the library is open (the
-        // borrow of `self`).
+        // SAFETY: `d` is NULL or the library's static descriptor. The descriptor is valid while
+        // the library is open, and the borrow of `self` keeps the library open.
         unsafe { d.as_ref() }.ok_or_else(|| format!("{symbol} returned NULL"))
     }
 }
 
-/// A plugin of a library: its descriptor, read and checked, and the running instance.
+/// A plugin from a library: its descriptor (read and checked) and its running instance.
 pub(super) struct DynamicPlugin {
     descriptor: &'static fmq_plugin,
     name: String,
@@ -184,16 +191,18 @@ pub(super) struct DynamicPlugin {
     running: Option<Running>,
 }
 
-/// A started instance and the device's side of its services table. The table and the host
-/// are never freed (a plugin thread may call a service after its stop): after stop the host is
-/// emptied and every service answers `FMQ_PLUGIN_ERROR_INVALID`.
+/// A started plugin instance and the device's side of its services table.
+///
+/// The table and the `Host` are never freed, because a plugin thread may call a service after the
+/// plugin's stop. After the stop, the `Host` is emptied, and every service answers
+/// `FMQ_PLUGIN_ERROR_INVALID`.
 struct Running {
     instance: *mut c_void,
     host: &'static Host,
 }
 
-// SAFETY: a plugin instance is started and stopped from the program's main thread, but the
-// program may move its plugins between threads; the ABI requires plugins to be thread-safe.
+// SAFETY: the program starts and stops a plugin instance from its main thread, but the program
+// may move its plugins between threads. The ABI requires plugins to be thread-safe.
 unsafe impl Send for DynamicPlugin {}
 
 impl DynamicPlugin {
@@ -216,7 +225,7 @@ impl DynamicPlugin {
         let maintainer = text(descriptor.maintainer, "its maintainer")?.unwrap_or_default();
         let homepage = text(descriptor.homepage, "its homepage")?.unwrap_or_default();
         let title = text(descriptor.options_title, "its options title")?.unwrap_or_else(|| format!("Plugin '{name}'"));
-        // SAFETY: the table of `n_options` entries, static per the ABI.
+        // SAFETY: per the ABI, `options` is a static table of `n_options` entries.
         let decls =
             unsafe { read_option_table(descriptor.options, descriptor.n_options) }.map_err(|e| e.to_string())?;
         let options = (!decls.is_empty()).then(|| {
@@ -224,7 +233,7 @@ impl DynamicPlugin {
             add_options(&mut g, &decls);
             g
         });
-        // Accepted: the library stays loaded for the life of the process.
+        // The plugin is accepted, so the library stays loaded for the life of the process.
         let descriptor: *const fmq_plugin = descriptor;
         std::mem::forget(lib);
         // SAFETY: the library is never closed now (its handle was forgotten above), so its static
@@ -256,8 +265,8 @@ impl Plugin for DynamicPlugin {
             Box::leak(Box::new(Host { services: parking_lot::Mutex::new(Some(services)), name: self.name.clone() }));
         let table: &'static fmq_plugin_services = Box::leak(Box::new(services_table(host)));
         let mut instance = std::ptr::null_mut();
-        // SAFETY: the plugin's start with a table that is never freed and a place for the
-        // instance pointer.
+        // SAFETY: this calls the plugin's start with a table that is never freed and with a
+        // place for the instance pointer.
         let rc = catch_unwind(AssertUnwindSafe(|| unsafe { start(table, &mut instance) }));
         match rc {
             Ok(0) => {
@@ -277,7 +286,8 @@ impl Plugin for DynamicPlugin {
     fn stop(&mut self) {
         let Some(r) = self.running.take() else { return };
         if let Some(stop) = self.descriptor.stop {
-            // SAFETY: the instance its start gave, stopped once; the table is never freed.
+            // SAFETY: `r.instance` is the instance that the plugin's start gave, and it is
+            // stopped only once. The table is never freed.
             if catch_unwind(AssertUnwindSafe(|| unsafe { stop(r.instance) })).is_err() {
                 log::error!("plugin '{}': its stop threw an exception", self.name);
             }
@@ -290,14 +300,16 @@ impl Plugin for DynamicPlugin {
 
 impl Drop for DynamicPlugin {
     fn drop(&mut self) {
-        // Dropped without stop (a panic unwinding): the plugin's services end here.
+        // The plugin is dropped without `stop` because a panic is unwinding. The plugin's
+        // services end here.
         if let Some(r) = self.running.take() {
             r.host.services.lock().take();
         }
     }
 }
 
-/// The device's side of one plugin's services table: the plugin's services until it stops.
+/// The device's side of one plugin's services table. It holds the plugin's services until the
+/// plugin stops.
 struct Host {
     services: parking_lot::Mutex<Option<PluginServices>>,
     name: String,
@@ -342,17 +354,18 @@ fn fail(code: fmq_plugin_result, text: impl Into<String>) -> fmq_plugin_result {
     code
 }
 
-/// Runs a service with the host behind `host`, stopping panics at the boundary.
+/// Runs the service `f` with the `Host` behind `host`, and stops panics at the boundary.
 ///
 /// # Safety
-/// `host` is the pointer of a services table the device gave, valid until the plugin's stop returns.
+/// `host` is the `host` pointer of a services table that the device gave. It is valid until the
+/// plugin's stop returns.
 // SAFETY: unsafe to call because `host` is dereferenced (contract above).
 unsafe fn serve(host: *mut c_void, f: impl FnOnce(&Served) -> fmq_plugin_result) -> fmq_plugin_result {
     // SAFETY: per contract, `host` points to the `Host` of the table, which is never freed.
     let Some(h) = (unsafe { host.cast::<Host>().as_ref() }) else {
         return fail(fmq_plugin_result::FMQ_PLUGIN_ERROR_INVALID, "host is NULL");
     };
-    // A clone: a long call (a wait) must not hold the lock that stop takes.
+    // Clone the services: a long call, such as a wait, must not hold the lock that `stop` takes.
     let Some(services) = h.services.lock().clone() else {
         return fail(fmq_plugin_result::FMQ_PLUGIN_ERROR_INVALID, "the plugin was stopped");
     };
@@ -361,7 +374,7 @@ unsafe fn serve(host: *mut c_void, f: impl FnOnce(&Served) -> fmq_plugin_result)
         .unwrap_or_else(|_| fail(fmq_plugin_result::FMQ_PLUGIN_ERROR_PANIC, "the device failed inside the call"))
 }
 
-/// A string argument.
+/// Reads the string argument `p`. `what` names the argument in errors.
 ///
 /// # Safety
 /// `p` is NULL or NUL-terminated and valid for the call.
@@ -376,14 +389,15 @@ unsafe fn arg<'a>(p: *const c_char, what: &str) -> Result<&'a str, fmq_plugin_re
         .map_err(|e| fail(fmq_plugin_result::FMQ_PLUGIN_ERROR_INVALID, format!("{what} is not UTF-8 ({e})")))
 }
 
-/// Copies `text` and its NUL into `buf` (`cap` bytes); its length to `len` in any case.
+/// Copies `text` and a terminating NUL into `buf`, which holds `cap` bytes. Writes the length of
+/// `text` to `len` in any case, also when `buf` is too small.
 ///
 /// # Safety
 /// `buf` is NULL or valid for `cap` bytes; `len` is NULL or valid for a write.
 // SAFETY: unsafe to call because it writes through `buf` and `len` (contract above).
 unsafe fn write_text(text: &str, buf: *mut c_char, cap: usize, len: *mut usize) -> fmq_plugin_result {
     if !len.is_null() {
-        // SAFETY: valid per contract.
+        // SAFETY: `len` is not NULL, so it is valid for a write (contract above).
         unsafe { *len = text.len() };
     }
     if buf.is_null() || cap < text.len() + 1 {
@@ -392,7 +406,8 @@ unsafe fn write_text(text: &str, buf: *mut c_char, cap: usize, len: *mut usize) 
             format!("buffer of {cap} bytes, {} needed", text.len() + 1),
         );
     }
-    // SAFETY: room for the text and its NUL (checked above); a fresh copy cannot overlap `buf`.
+    // SAFETY: `buf` has room for the text and its NUL (checked above). `text` is a fresh copy,
+    // so it cannot overlap `buf`.
     unsafe {
         std::ptr::copy_nonoverlapping(text.as_ptr(), buf.cast::<u8>(), text.len());
         *buf.add(text.len()) = 0;
@@ -400,7 +415,7 @@ unsafe fn write_text(text: &str, buf: *mut c_char, cap: usize, len: *mut usize) 
     fmq_plugin_result::FMQ_PLUGIN_OK
 }
 
-/// A wait's timeout: negative means none.
+/// Converts a wait's timeout in milliseconds. A negative timeout means no limit.
 fn timeout(ms: i64) -> Option<Duration> {
     u64::try_from(ms).ok().map(Duration::from_millis)
 }
@@ -527,9 +542,10 @@ unsafe extern "C" fn svc_subscribe(
             let (user, name) = (User(user), h.name.clone());
             h.services.subscribe_to_state_change(move |s| {
                 let u = &user;
-                // The plugin's callback with its `user` (inside this function's unsafe block, whose
-                // SAFETY line covers it). A failure (non-zero, or an exception stopped here) is
-                // raised as a panic, which the state machine turns into ERROR, as for any subscriber.
+                // Call the plugin's callback with its `user` pointer. The call is inside this
+                // function's unsafe block, and that block's SAFETY line covers it. A failure is a
+                // non-zero return, or an exception that is stopped here. A failure is raised as a
+                // panic, and the state machine turns the panic into ERROR, as for any subscriber.
                 match catch_unwind(AssertUnwindSafe(|| f(s as i32, u.0))) {
                     Ok(0) => {}
                     Ok(rc) => panic!("plugin '{name}': its state callback returned {rc} entering {s}"),
@@ -612,7 +628,8 @@ unsafe extern "C" fn svc_set_property(
     }
 }
 
-/// `text` read as a value of the type property `key` has (text for a new property).
+/// Reads `text` as a value of the type that property `key` has. For a new property, the value is
+/// text.
 fn value_like(config: &Properties, key: &str, text: &str) -> Option<Value> {
     match config.value(key) {
         None | Some(Value::Str(_)) => Some(Value::Str(text.to_owned())),

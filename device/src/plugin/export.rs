@@ -10,13 +10,13 @@ use std::ffi::{c_char, c_void, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
-/// A plugin in a library: started with the device's services, stopped after the device exited
-/// and no plugin holds control.
+/// A plugin in a library. The device starts the plugin with the device's services. The device
+/// stops the plugin after the device exited and no plugin holds control.
 pub trait LibraryPlugin: Send + Sized + 'static {
-    /// Starts the plugin (spawn threads here; return promptly). An error ends the program with
+    /// Starts the plugin. Spawn threads here and return promptly. An error ends the program with
     /// exit code 1 before the device starts.
     fn start(services: LibraryServices) -> Result<Self, BoxError>;
-    /// Stops it (join threads here); dropped afterwards.
+    /// Stops the plugin. Join threads here. The plugin is dropped afterwards.
     fn stop(&mut self) {}
 }
 
@@ -30,7 +30,7 @@ pub struct ServiceError {
     pub message: String,
 }
 
-/// The device's services as a plugin library sees them (the table of `fmq_plugin_services`).
+/// The device's services as a plugin library sees them, through the `fmq_plugin_services` table.
 #[derive(Debug, Clone, Copy)]
 pub struct LibraryServices {
     table: &'static fmq_plugin_services,
@@ -47,8 +47,8 @@ impl LibraryServices {
         if code == fmq_plugin_result::FMQ_PLUGIN_OK {
             return Ok(());
         }
-        // SAFETY: last_error returns NULL or a NUL-terminated string of the calling thread, valid
-        // until its next failing call; copied at once.
+        // SAFETY: `last_error` returns NULL or a NUL-terminated string of the calling thread. The
+        // string is valid until the thread's next failing call, and it is copied at once.
         let text = unsafe { (self.table.last_error)() };
         let message = if text.is_null() {
             String::new()
@@ -66,8 +66,8 @@ impl LibraryServices {
         State::ALL.iter().copied().find(|s| *s as i32 == n).unwrap_or(State::Undefined)
     }
 
-    /// Requests a transition: `Ok(false)` when the state does not accept it; an error when
-    /// another plugin controls the device.
+    /// Requests transition `t`. Returns `Ok(false)` when the current state does not accept `t`,
+    /// and an error when another plugin controls the device.
     pub fn change_state(&self, t: Transition) -> Result<bool, ServiceError> {
         // SAFETY: as in current_state.
         match unsafe { (self.table.change_state)(self.table.host, t as i32) } {
@@ -82,7 +82,7 @@ impl LibraryServices {
         self.check(unsafe { (self.table.take_device_control)(self.table.host) })
     }
 
-    /// Takes control whoever has it.
+    /// Takes control of the device, whoever has it.
     pub fn steal_device_control(&self) -> Result<(), ServiceError> {
         // SAFETY: as in current_state.
         self.check(unsafe { (self.table.steal_device_control)(self.table.host) })
@@ -94,16 +94,18 @@ impl LibraryServices {
         self.check(unsafe { (self.table.release_device_control)(self.table.host) })
     }
 
-    /// The controlling plugin, if any.
+    /// The name of the plugin that controls the device, if any.
     pub fn device_controller(&self) -> Result<Option<String>, ServiceError> {
         self.read_text(|buf, cap, len| {
-            // SAFETY: as in current_state, with the buffer and length slot read_text gives.
+            // SAFETY: as in `current_state`, with the buffer and length slot that `read_text`
+            // gives.
             unsafe { (self.table.device_controller)(self.table.host, buf, cap, len) }
         })
     }
 
-    /// Text a service writes into a buffer (grown while the device says it is too small); `None`
-    /// for `FMQ_PLUGIN_ERROR_NOT_FOUND`. A length beyond the buffer is refused, not trusted.
+    /// Reads the text that the service `read` writes into a buffer. The buffer grows while the
+    /// device says it is too small. Returns `None` for `FMQ_PLUGIN_ERROR_NOT_FOUND`. A length
+    /// beyond the buffer is refused, not trusted.
     fn read_text(
         &self,
         read: impl Fn(*mut c_char, usize, &mut usize) -> fmq_plugin_result,
@@ -128,7 +130,8 @@ impl LibraryServices {
         }
     }
 
-    /// Waits until the device entered `s` since the plugin started; `Ok(false)` on timeout.
+    /// Waits until the device has entered `s` since the plugin started. Returns `Ok(false)` on
+    /// timeout.
     pub fn wait_for_state(&self, s: State, timeout: Option<Duration>) -> Result<bool, ServiceError> {
         let ms = timeout.map_or(-1, |t| i64::try_from(t.as_millis()).unwrap_or(i64::MAX));
         // SAFETY: as in current_state.
@@ -138,13 +141,13 @@ impl LibraryServices {
         }
     }
 
-    /// Calls `f` for every state entered from now on, on the state machine's thread (a panic in
-    /// it takes the device to ERROR). The closure lives as long as the process (a call may still
-    /// start after unsubscribing).
+    /// Calls `f` for every state that the device enters from now on. `f` runs on the state
+    /// machine's thread. A panic in `f` takes the device to ERROR. The closure lives as long as
+    /// the process, because a call may still start after unsubscribing.
     pub fn subscribe_to_state_change(&self, f: impl Fn(State) + Send + Sync + 'static) -> Result<(), ServiceError> {
         let boxed: &'static StateFn = Box::leak(Box::new(Box::new(f) as StateFn));
         let user = (boxed as *const StateFn).cast_mut().cast::<c_void>();
-        // SAFETY: as in current_state; `user` points to a closure that is never freed.
+        // SAFETY: as in `current_state`; `user` points to a closure that is never freed.
         self.check(unsafe { (self.table.subscribe_to_state_change)(self.table.host, Some(state_trampoline), user) })
     }
 
@@ -154,24 +157,26 @@ impl LibraryServices {
         self.check(unsafe { (self.table.unsubscribe_from_state_change)(self.table.host) })
     }
 
-    /// Property `key` as text (lists: one item per line); `None` if there is none.
+    /// Reads property `key` as text. A list has one item per line. Returns `None` if there is no
+    /// such property.
     pub fn property(&self, key: &str) -> Result<Option<String>, ServiceError> {
         let key = c_string(key)?;
         self.read_text(|buf, cap, len| {
-            // SAFETY: as in current_state, with a NUL-terminated key and the buffer and length
-            // slot read_text gives.
+            // SAFETY: as in `current_state`, with a NUL-terminated key and the buffer and length
+            // slot that `read_text` gives.
             unsafe { (self.table.get_property)(self.table.host, key.as_ptr(), buf, cap, len) }
         })
     }
 
-    /// Sets property `key` from text (read as the property's type).
+    /// Sets property `key` from the text `value`. The device reads the text as the property's
+    /// type.
     pub fn set_property(&self, key: &str, value: &str) -> Result<(), ServiceError> {
         let (key, value) = (c_string(key)?, c_string(value)?);
-        // SAFETY: as in current_state, with NUL-terminated strings.
+        // SAFETY: as in `current_state`, with NUL-terminated strings.
         self.check(unsafe { (self.table.set_property)(self.table.host, key.as_ptr(), value.as_ptr()) })
     }
 
-    /// Logs through the device's logger.
+    /// Logs `text` at `level` through the device's logger.
     pub fn log(&self, level: log::Level, text: &str) {
         let severity = match level {
             log::Level::Trace => 0,
@@ -181,7 +186,7 @@ impl LibraryServices {
             log::Level::Error => 5,
         };
         if let Ok(t) = CString::new(text.replace('\0', " ")) {
-            // SAFETY: as in current_state, with a NUL-terminated text.
+            // SAFETY: as in `current_state`, with a NUL-terminated text.
             unsafe { (self.table.log)(self.table.host, severity, t.as_ptr()) };
         }
     }
@@ -196,22 +201,22 @@ fn c_string(s: &str) -> Result<CString, ServiceError> {
 
 type StateFn = Box<dyn Fn(State) + Send + Sync>;
 
-/// Longest text read from the device (a property or a name).
+/// The longest text that is read from the device, such as a property or a name.
 const MAX_TEXT: usize = 64 << 20;
 
 unsafe extern "C-unwind" fn state_trampoline(state: i32, user: *mut c_void) -> i32 {
-    // SAFETY: `user` is the leaked closure subscribe_to_state_change registered with this
-    // trampoline; it is never freed.
+    // SAFETY: `user` is the leaked closure that `subscribe_to_state_change` registered with this
+    // trampoline. The closure is never freed.
     let f = unsafe { &*user.cast::<StateFn>() };
     match State::ALL.iter().copied().find(|s| *s as i32 == state) {
-        // A panic must not unwind into the device: it is stopped here, and the device, told the
-        // callback failed, goes to ERROR.
+        // A panic must not unwind into the device, so it is stopped here. The trampoline then
+        // tells the device that the callback failed, and the device goes to ERROR.
         Some(s) => i32::from(catch_unwind(AssertUnwindSafe(|| f(s))).is_err()),
         None => 0,
     }
 }
 
-/// A plugin descriptor that may live in a `static` (its pointers are to static data).
+/// A plugin descriptor that may live in a `static`, because its pointers point to static data.
 #[repr(transparent)]
 #[derive(Debug)]
 pub struct Descriptor(pub fmq_plugin);
@@ -219,10 +224,10 @@ pub struct Descriptor(pub fmq_plugin);
 // SAFETY: every pointer of the descriptor points to static, immutable data.
 unsafe impl Sync for Descriptor {}
 
-/// Starts `P` for the device (the `start` of an exported descriptor).
+/// Starts `P` for the device. This is the `start` function of an exported descriptor.
 ///
 /// # Safety
-/// Called by the device per the ABI: `services` never freed, `instance` writable.
+/// The device calls it as the ABI states: `services` is never freed, and `instance` is writable.
 pub unsafe extern "C-unwind" fn start<P: LibraryPlugin>(
     services: *const fmq_plugin_services,
     instance: *mut *mut c_void,
@@ -247,15 +252,16 @@ pub unsafe extern "C-unwind" fn start<P: LibraryPlugin>(
     }
 }
 
-/// Stops and frees `P` (the `stop` of an exported descriptor).
+/// Stops and frees `P`. This is the `stop` function of an exported descriptor.
 ///
 /// # Safety
-/// `instance` is what `start::<P>` wrote, stopped once.
+/// `instance` is the pointer that `start::<P>` wrote, and it is stopped only once.
 pub unsafe extern "C-unwind" fn stop<P: LibraryPlugin>(instance: *mut c_void) {
     if instance.is_null() {
         return;
     }
-    // SAFETY: per contract, the box start::<P> made, freed once here.
+    // SAFETY: per contract, `instance` is the box that `start::<P>` made. It is freed only once,
+    // here.
     let mut p = unsafe { Box::from_raw(instance.cast::<P>()) };
     let _ = catch_unwind(AssertUnwindSafe(move || {
         p.stop();
@@ -263,9 +269,11 @@ pub unsafe extern "C-unwind" fn stop<P: LibraryPlugin>(instance: *mut c_void) {
     }));
 }
 
-/// Exports a [`LibraryPlugin`] from a `cdylib` as plugin `name` (the library must be named
-/// `libfairmq-plugin-<name>.so`; the symbol is `fmq_plugin_<name>`, given as `symbol`). Options
-/// are (name, `FMQ_OPTION_*` type, default or `c""` for none, help):
+/// Exports a [`LibraryPlugin`] from a `cdylib` as plugin `name`.
+///
+/// The library must be named `libfairmq-plugin-<name>.so`. The exported symbol is
+/// `fmq_plugin_<name>`; pass that name as `symbol`. Each option is a tuple of (name,
+/// `FMQ_OPTION_*` type, default or `c""` for none, help text):
 ///
 /// ```no_run
 /// use fairmq::plugin::c_abi::FMQ_OPTION_STRING;
@@ -330,7 +338,7 @@ pub const fn c_str(s: &'static CStr) -> *const c_char {
     s.as_ptr()
 }
 
-/// [`c_str`], but NULL for an empty string (an option without default).
+/// Like [`c_str`], but returns NULL for an empty string. NULL marks an option without default.
 pub const fn c_str_or_null(s: &'static CStr) -> *const c_char {
     if s.to_bytes().is_empty() {
         std::ptr::null()
@@ -373,7 +381,7 @@ mod tests {
     }
     /// A device that claims to have written 1000 bytes into any buffer.
     unsafe extern "C" fn lying_name(_: *mut c_void, _: *mut c_char, _: usize, len: *mut usize) -> fmq_plugin_result {
-        // SAFETY: read_text passes a valid length slot.
+        // SAFETY: `read_text` passes a valid length slot.
         unsafe { *len = 1000 };
         fmq_plugin_result::FMQ_PLUGIN_OK
     }
@@ -384,7 +392,7 @@ mod tests {
         cap: usize,
         len: *mut usize,
     ) -> fmq_plugin_result {
-        // SAFETY: as lying_name.
+        // SAFETY: as in `lying_name`.
         unsafe { lying_name(h, buf, cap, len) }
     }
 

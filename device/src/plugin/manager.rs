@@ -19,7 +19,7 @@ use crate::options::{Kind, OptionGroup, Options, OptionsError};
 use crate::properties::Properties;
 use std::path::{Path, PathBuf};
 
-/// Why the plugins could not be loaded (FairMQ's texts); the program exits with 1.
+/// Why the plugins could not be loaded. The messages are FairMQ's texts. The program exits with 1.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum PluginError {
     /// `-P`/`-S` could not be read.
@@ -31,8 +31,8 @@ pub enum PluginError {
     /// A search path that exists but is not a directory.
     #[error("{0:?} is not a directory.")]
     NotADirectory(PathBuf),
-    /// A search path or plugin library another local user could change (they could have the
-    /// device run code of theirs).
+    /// A search path or plugin library that another local user could change. That user could
+    /// make the device run their code.
     #[error("plugin search path: {0}")]
     Untrusted(String),
     /// No library of the plugin could be loaded; `reasons` says what was tried and failed.
@@ -43,7 +43,7 @@ pub enum PluginError {
         /// What each attempt found wrong.
         reasons: Vec<String>,
     },
-    /// A `p:` plugin the program does not contain.
+    /// A `p:` plugin that the program does not contain.
     #[error("An error occurred while loading prelinked dynamic plugin {name}: {reason}")]
     Prelinked {
         /// Plugin name.
@@ -91,7 +91,7 @@ pub struct PluginManager {
     pub search_paths: Vec<PathBuf>,
 }
 
-/// FairMQ's help texts (its spacing kept).
+/// FairMQ's help texts, with FairMQ's spacing kept.
 const SEARCH_PATH_HELP: &str = "List of plugin search paths.\n\n* Override default search path, e.g.\n  -S /home/user/lib /lib\n* Append(>) or prepend(<) to default search path, e.g.\n  -S >/lib </home/user/lib\n* If you mix the overriding and appending/prepending syntaxes, the overriding paths act as default search path, e.g.\n  -S /usr/lib >/lib </home/user/lib /usr/local/lib results in /home/user/lib,/usr/local/lib,/usr/lib/,/lib\nIf nothing is found, the default dynamic library lookup is performed, see man ld.so(8) for details.";
 const PLUGIN_HELP: &str = "List of plugin names to load in order,e.g. if the file is called 'libfairmq-plugin-example.so', just list 'example' or 'd:example' here.To load a prelinked plugin, list 'p:example' here.";
 
@@ -108,19 +108,20 @@ impl PluginManager {
         g
     }
 
-    /// Reads `-P` and `-S` from a whole command line (other options are left for later). FairMQ's
-    /// standard options are known here too, so that a value such as `--id -Pfoo` stays the id and
-    /// loads no plugin `foo`.
+    /// Reads `-P` and `-S` from a whole command line, and leaves the other options for later.
+    /// `from_args` also knows FairMQ's standard options. So in `--id -Pfoo`, `-Pfoo` stays the
+    /// value of `--id` and loads no plugin `foo`.
     pub fn from_args(args: &[String]) -> Result<PluginManager, PluginError> {
         let mut opts = crate::options::standard();
         opts.add_group(Self::options());
         Self::from_args_with(&opts, args)
     }
 
-    /// [`PluginManager::from_args`] with the options the program knows (`opts` holds this
-    /// manager's group), so that a value of any of them is never read as `-P`.
+    /// Like [`PluginManager::from_args`], but with the options that the program knows. `opts`
+    /// holds this manager's group. A value of any option in `opts` is then never read as `-P`.
     pub fn from_args_with(opts: &Options, args: &[String]) -> Result<PluginManager, PluginError> {
-        // Parsing notes the tokens it did not know: on a copy, the caller's stays as it was.
+        // Parsing records the tokens that it did not know. Parse a copy, so that the caller's
+        // `opts` stays as it was.
         let mut opts = opts.clone();
         let props = Properties::new();
         opts.parse(args, &props).map_err(PluginError::Options)?;
@@ -128,9 +129,9 @@ impl PluginManager {
         Ok(PluginManager { names: list("plugin"), search_paths: search_paths(&list("plugin-search-path"))? })
     }
 
-    /// Loads the plugins `-P` names, in order, skipping repeats. `present` names the plugins the
-    /// program has already; a name that [`builtin`](super::builtin) makes (bare or `s:`) is that
-    /// builtin plugin, not a library; any other `s:NAME` must be present.
+    /// Loads the plugins that `-P` names, in order, and skips repeats. `present` names the plugins
+    /// that the program has already. A name that [`builtin`](super::builtin) makes (bare or `s:`)
+    /// loads that builtin plugin, not a library. Any other `s:NAME` must be in `present`.
     pub fn load(&self, present: &[&str]) -> Result<Vec<Box<dyn Plugin>>, PluginError> {
         let mut loaded: Vec<Box<dyn Plugin>> = Vec::new();
         for given in &self.names {
@@ -167,8 +168,8 @@ impl PluginManager {
         Ok(loaded)
     }
 
-    /// Plugin `name` from the first library file found in the search paths, or else by the
-    /// system's lookup of the bare file names.
+    /// Loads plugin `name` from the first library file found in the search paths. Otherwise, it
+    /// loads the plugin through the system's lookup of the bare file names.
     fn load_library(&self, name: &str) -> Result<DynamicPlugin, PluginError> {
         let mut reasons = Vec::new();
         if name.is_empty() || name.contains(['/', '\0']) {
@@ -179,8 +180,8 @@ impl PluginManager {
         let found =
             self.search_paths.iter().flat_map(|dir| files.iter().map(move |f| dir.join(f))).find(|p| p.exists());
         if let Some(path) = found {
-            // Found in -S but changeable by another user: refused, and no other library of the
-            // name is looked for instead.
+            // A library found through -S that another user could change is refused. No other
+            // library of that name is looked for instead.
             let euid = nix::unistd::geteuid().as_raw();
             if let Err(why) = crate::file_trust::check_owned(&path, euid) {
                 reasons.push(why);
@@ -201,8 +202,8 @@ impl PluginManager {
     }
 }
 
-/// The search path `-S` values give: plain ones replace the default (empty) list, `<dir` ones
-/// go in front (the last given first), `>dir` ones at the end.
+/// Builds the search path from the `-S` values. Plain values replace the default list, which is
+/// empty. `<dir` values go in front, the last given first. `>dir` values go at the end.
 pub fn search_paths(values: &[String]) -> Result<Vec<PathBuf>, PluginError> {
     let (mut front, mut plain, mut back) = (Vec::new(), Vec::new(), Vec::new());
     for v in values {
@@ -222,7 +223,8 @@ fn valid_search_path(p: &str) -> Result<PathBuf, PluginError> {
         return Err(PluginError::EmptyPath);
     }
     let path = Path::new(p);
-    // A path that does not exist is accepted (FairMQ does): nothing is found there.
+    // FairMQ accepts a path that does not exist, and so does this function: nothing is found
+    // there.
     if path.exists() && !path.is_dir() {
         return Err(PluginError::NotADirectory(path.to_owned()));
     }

@@ -24,8 +24,10 @@ pub mod pmix;
 
 pub use builtin_control::ControlPlugin;
 
-/// A builtin plugin that a program makes only when `-P` names it (`pmix` with the `pmix`
-/// feature).
+/// Makes the builtin plugin `name`, or returns `None` when there is no such plugin.
+///
+/// A program makes a builtin plugin only when `-P` names it. `pmix` is a builtin plugin when the
+/// crate has the `pmix` feature.
 pub fn builtin(name: &str) -> Option<Box<dyn Plugin>> {
     match name {
         #[cfg(feature = "pmix")]
@@ -41,35 +43,39 @@ pub use manager::{PluginError, PluginManager};
 use crate::options::OptionGroup;
 pub use c_abi::fmq_plugin_version as Version;
 
-/// A plugin. Built-in plugins implement it in Rust; plugin libraries (the C ABI of
-/// [`c_abi`], in Rust through [`export`]) are wrapped in one by the [`PluginManager`].
+/// A plugin.
+///
+/// Builtin plugins implement `Plugin` in Rust. A plugin library implements the C ABI of
+/// [`c_abi`] (in Rust, through [`export`]), and the [`PluginManager`] wraps it in a `Plugin`.
 pub trait Plugin: Send {
-    /// Name (`-P NAME`; the key of its subscriptions and its name as a controller).
+    /// The plugin's name: the NAME of `-P NAME`. The name is also the key of the plugin's state
+    /// subscriptions, and the plugin's name as the device's controller.
     fn name(&self) -> &str;
-    /// Version.
+    /// The plugin's version.
     fn version(&self) -> Version {
         Version::default()
     }
-    /// Who maintains it.
+    /// Who maintains the plugin.
     fn maintainer(&self) -> &str {
         ""
     }
-    /// Where to read about it.
+    /// Where to read about the plugin.
     fn homepage(&self) -> &str {
         ""
     }
-    /// The options it reads (shown by `--help`).
+    /// The options that the plugin reads. `--help` shows them.
     fn options(&self) -> Option<OptionGroup> {
         None
     }
-    /// Starts the plugin once the device exists (spawn threads here; return promptly). An error
+    /// Starts the plugin once the device exists. Spawn threads here and return promptly. An error
     /// ends the program with exit code 1 before the device starts.
     fn start(&mut self, services: PluginServices) -> Result<(), crate::BoxError>;
-    /// Called after the device exited and no plugin holds control: join threads here.
+    /// Stops the plugin. The program calls `stop` after the device exited and no plugin holds
+    /// control. Join threads here.
     fn stop(&mut self) {}
 }
 
-/// FairMQ's description of a plugin: `'NAME', version 'M.m.p', maintainer '…', homepage '…'`.
+/// Describes a plugin as FairMQ does: `'NAME', version 'M.m.p', maintainer '…', homepage '…'`.
 pub fn describe(p: &dyn Plugin) -> String {
     let v = p.version();
     format!(

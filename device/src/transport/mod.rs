@@ -28,7 +28,8 @@ use std::sync::Arc;
 ///
 /// # Examples
 ///
-/// Either transport through one type: a push and a pull of the shmem transport in one process.
+/// One type serves either transport. This example connects a push socket and a pull socket of the
+/// shmem transport in one process.
 ///
 /// ```
 /// use fairmq::{transport, Properties, SocketType, TransportKind};
@@ -52,9 +53,9 @@ use std::sync::Arc;
 /// ```
 #[derive(Debug, Clone)]
 pub enum Transport {
-    /// Payload in ZeroMQ frames.
+    /// The zeromq transport: the payload travels in ZeroMQ frames.
     Zeromq(fairmq_zmq::Transport),
-    /// Payload in shared memory.
+    /// The shared-memory transport: the payload lies in shared memory.
     Shmem(fairmq_shm::Transport),
 }
 
@@ -89,7 +90,8 @@ pub enum Message {
 ///
 /// # Examples
 ///
-/// A request and its reply; a timeout given as a `Duration` or as FairMQ's milliseconds.
+/// A request and its reply. The example gives timeouts both as a `Duration` and as FairMQ's
+/// milliseconds.
 ///
 /// ```
 /// use fairmq::{transport, Properties, SocketType, TransferError, TransportKind};
@@ -131,7 +133,7 @@ impl Transport {
         }
     }
 
-    /// A socket of this transport for channel `name`.
+    /// Creates a socket of this transport for channel `name`.
     pub fn socket(&self, ty: SocketType, name: &str) -> Result<Socket, Error> {
         Ok(match self {
             Transport::Zeromq(t) => Socket::Zeromq(t.socket(ty, name)?),
@@ -139,7 +141,7 @@ impl Transport {
         })
     }
 
-    /// An empty message (to receive into).
+    /// Creates an empty message, for example to receive into.
     pub fn new_message(&self) -> Message {
         match self {
             Transport::Zeromq(_) => Message::Zeromq(fairmq_zmq::Message::new()),
@@ -147,7 +149,8 @@ impl Transport {
         }
     }
 
-    /// A message of `size` bytes (zeromq: zeroed; shmem: content not initialised).
+    /// Creates a message of `size` bytes. On zeromq the bytes are zeroed. On shmem their content is
+    /// not initialised.
     pub fn new_message_with_size(&self, size: usize) -> Result<Message, Error> {
         Ok(match self {
             Transport::Zeromq(_) => Message::Zeromq(fairmq_zmq::Message::try_with_size(size)?),
@@ -155,7 +158,8 @@ impl Transport {
         })
     }
 
-    /// A message of `size` bytes aligned to `alignment` (0: no request).
+    /// Creates a message of `size` bytes aligned to `alignment`. An `alignment` of 0 requests no
+    /// alignment.
     pub fn new_message_aligned(&self, size: usize, alignment: usize) -> Result<Message, Error> {
         Ok(match self {
             Transport::Zeromq(_) => Message::Zeromq(fairmq_zmq::Message::try_with_size_aligned(size, alignment)?),
@@ -163,7 +167,7 @@ impl Transport {
         })
     }
 
-    /// A message holding a copy of `bytes` (FairMQ's `NewSimpleMessage`).
+    /// Creates a message that holds a copy of `bytes`, like FairMQ's `NewSimpleMessage`.
     pub fn new_simple_message(&self, bytes: &[u8]) -> Result<Message, Error> {
         Ok(match self {
             Transport::Zeromq(_) => Message::Zeromq(fairmq_zmq::Message::try_from_slice(bytes)?),
@@ -171,7 +175,8 @@ impl Transport {
         })
     }
 
-    /// A message taking `bytes` (zeromq: zero-copy; shmem: copied into shared memory).
+    /// Creates a message from `bytes`. On zeromq the message takes the vector without a copy. On
+    /// shmem the bytes are copied into shared memory.
     pub fn new_message_from_vec(&self, bytes: Vec<u8>) -> Result<Message, Error> {
         Ok(match self {
             Transport::Zeromq(_) => Message::Zeromq(fairmq_zmq::Message::from_vec(bytes)),
@@ -179,7 +184,8 @@ impl Transport {
         })
     }
 
-    /// A message over static bytes (FairMQ's `NewStaticMessage`; zeromq: zero-copy).
+    /// Creates a message over static bytes, like FairMQ's `NewStaticMessage`. On zeromq the message
+    /// refers to the bytes without a copy. On shmem the bytes are copied into shared memory.
     pub fn new_static_message(&self, bytes: &'static [u8]) -> Result<Message, Error> {
         Ok(match self {
             Transport::Zeromq(_) => Message::Zeromq(fairmq_zmq::Message::from_static(bytes)),
@@ -187,7 +193,7 @@ impl Transport {
         })
     }
 
-    /// Makes blocked transfers return `Interrupted`.
+    /// Interrupts the transport: blocked transfers return `Interrupted`.
     pub fn interrupt(&self) {
         match self {
             Transport::Zeromq(t) => t.interrupt(),
@@ -195,7 +201,7 @@ impl Transport {
         }
     }
 
-    /// Transfers block again.
+    /// Ends the interruption, so that transfers block again.
     pub fn resume(&self) {
         match self {
             Transport::Zeromq(t) => t.resume(),
@@ -221,7 +227,7 @@ impl Message {
         }
     }
 
-    /// Size in bytes.
+    /// The size in bytes.
     pub fn size(&self) -> usize {
         match self {
             Message::Zeromq(m) => m.size(),
@@ -242,7 +248,8 @@ impl Message {
         }
     }
 
-    /// Address of the data, null when empty (FairMQ's `GetData`).
+    /// The address of the data, like FairMQ's `GetData`. The address is null when the message is
+    /// empty.
     pub fn data_ptr(&self) -> *const u8 {
         match self {
             Message::Zeromq(m) => m.data_ptr(),
@@ -250,7 +257,8 @@ impl Message {
         }
     }
 
-    /// The bytes, writable (a shared block is copied first, which can fail for lack of memory).
+    /// The bytes, writable. If the bytes are shared with other messages, the message first copies
+    /// them. The copy can fail for lack of memory.
     pub fn data_mut(&mut self) -> Result<&mut [u8], Error> {
         match self {
             Message::Zeromq(m) => Ok(m.try_data_mut()?),
@@ -258,7 +266,8 @@ impl Message {
         }
     }
 
-    /// Shrinks the message (false if `size` is larger than the current size).
+    /// Shrinks the message to `size` bytes. Returns false if `size` is larger than the current
+    /// size.
     pub fn set_used_size(&mut self, size: usize) -> bool {
         match self {
             Message::Zeromq(m) => m.set_used_size(size),
@@ -266,9 +275,9 @@ impl Message {
         }
     }
 
-    /// How many messages (in every process) refer to this message's bytes: shmem counts its
-    /// block's or region piece's references; a zeromq message answers 1 (libzmq keeps its count to
-    /// itself).
+    /// How many messages, in every process, refer to this message's bytes. On shmem, this is the
+    /// reference count of the message's block or region piece. A zeromq message answers 1, because
+    /// libzmq does not expose its count.
     pub fn ref_count(&self) -> u32 {
         match self {
             Message::Zeromq(_) => 1,
@@ -276,7 +285,7 @@ impl Message {
         }
     }
 
-    /// Releases the content; the message becomes empty.
+    /// Releases the content. The message becomes empty.
     pub fn rebuild(&mut self) {
         match self {
             Message::Zeromq(m) => m.rebuild(),
@@ -284,7 +293,7 @@ impl Message {
         }
     }
 
-    /// Moves the content into a new message of the same transport; this one becomes empty.
+    /// Moves the content into a new message of the same transport. This message becomes empty.
     pub fn take(&mut self) -> Message {
         match self {
             Message::Zeromq(m) => Message::Zeromq(std::mem::take(m)),
@@ -297,8 +306,8 @@ impl Message {
         self.rebuild_with_size_aligned(size, 0)
     }
 
-    /// Releases the content and allocates `size` new bytes aligned to `alignment` (a power of two;
-    /// 0: none).
+    /// Releases the content and allocates `size` new bytes aligned to `alignment`. `alignment` is
+    /// a power of two, or 0 for no alignment.
     pub fn rebuild_with_size_aligned(&mut self, size: usize, alignment: usize) -> Result<(), Error> {
         match self {
             Message::Zeromq(m) => m.try_rebuild_with_size_aligned(size, alignment)?,
@@ -307,8 +316,8 @@ impl Message {
         Ok(())
     }
 
-    /// Makes this message refer to `other`'s content: shared when both are of one transport,
-    /// copied otherwise.
+    /// Makes this message refer to `other`'s content. When both messages are of the same
+    /// transport, they share the content. Otherwise this message gets a copy.
     pub fn copy_from(&mut self, other: &Message) -> Result<(), Error> {
         match (self, other) {
             (Message::Zeromq(a), Message::Zeromq(b)) => a.copy_from(b),
@@ -324,7 +333,7 @@ impl Message {
 pub type Parts = Vec<Message>;
 
 impl Socket {
-    /// Socket id `<device id>.<channel>.<type>`.
+    /// The socket id, `<device id>.<channel>.<type>`.
     pub fn id(&self) -> &str {
         match self {
             Socket::Zeromq(s) => s.id(),
@@ -340,7 +349,7 @@ impl Socket {
         }
     }
 
-    /// The socket pattern.
+    /// The socket type, that is, the messaging pattern.
     pub fn socket_type(&self) -> SocketType {
         match self {
             Socket::Zeromq(s) => s.socket_type(),
@@ -348,7 +357,7 @@ impl Socket {
         }
     }
 
-    /// Applies channel options (linger, queue and kernel buffer sizes).
+    /// Applies the channel options: linger, and the queue and kernel buffer sizes.
     pub fn set_options(&self, o: &SocketOptions) -> Result<(), Error> {
         match self {
             Socket::Zeromq(s) => s.set_options(o)?,
@@ -365,7 +374,7 @@ impl Socket {
         })
     }
 
-    /// Binds/connects a channel address; returns the address as attached.
+    /// Binds or connects to a channel address. Returns the address as attached.
     pub fn attach(&self, address: &str, o: &AttachOptions) -> Result<String, Error> {
         Ok(match self {
             Socket::Zeromq(s) => s.attach(address, o)?,
@@ -373,19 +382,21 @@ impl Socket {
         })
     }
 
-    /// Sends one message; a message of the other transport is first copied into one of ours.
+    /// Sends one message. A message of the other transport is first copied into a message of this
+    /// socket's transport.
     pub fn send(&self, msg: &mut Message, timeout: impl Into<Timeout>, transport: &Transport) -> TransferResult {
         let timeout_ms = timeout.into().as_ms();
         let r = self.adopt(msg, transport).and_then(|()| match (self, msg) {
             (Socket::Zeromq(s), Message::Zeromq(m)) => s.send(m, timeout_ms),
             (Socket::Shmem(s), Message::Shmem(m)) => s.send(m, timeout_ms),
-            // `adopt` made the message the socket's kind, or failed.
+            // `Socket::adopt` either made the message the socket's kind or returned an error.
             _ => unreachable!("adopt made the message the socket's kind"),
         });
         self.counted(Direction::Send, r)
     }
 
-    /// Receives one message into `msg` (replaced by a message of this socket's transport).
+    /// Receives one message into `msg`. If `msg` is of the other transport, it is first replaced by
+    /// a message of this socket's transport.
     pub fn receive(&self, msg: &mut Message, timeout: impl Into<Timeout>, transport: &Transport) -> TransferResult {
         let timeout_ms = timeout.into().as_ms();
         if msg.kind() != self.kind() {
@@ -405,7 +416,8 @@ impl Socket {
     /// Sends all parts as one multipart message.
     pub fn send_parts(&self, parts: &mut Parts, timeout: impl Into<Timeout>, transport: &Transport) -> TransferResult {
         let timeout_ms = timeout.into().as_ms();
-        // Parts of another transport become ours first (usually none: one look at each).
+        // Parts of the other transport are first copied into this socket's transport. Usually
+        // there are none, and the check costs one look at each part.
         if parts.iter().any(|p| p.kind() != self.kind()) {
             for p in parts.iter_mut() {
                 if let Err(e) = self.adopt(p, transport) {
@@ -414,14 +426,15 @@ impl Socket {
             }
         }
         let r = match self {
-            // Sent where they lie (see `fairmq_zmq::Part`, `fairmq_shm::Part`).
+            // The parts are sent where they lie, without a move into another vector (see
+            // `fairmq_zmq::Part` and `fairmq_shm::Part`).
             Socket::Zeromq(s) => s.send_parts_of(parts, timeout_ms),
             Socket::Shmem(s) => s.send_parts_of(parts, timeout_ms),
         };
         self.counted(Direction::Send, r)
     }
 
-    /// Receives a multipart message, appending its parts.
+    /// Receives a multipart message and appends its parts to `parts`.
     pub fn receive_parts(&self, parts: &mut Parts, timeout: impl Into<Timeout>) -> TransferResult {
         let timeout_ms = timeout.into().as_ms();
         let r = match self {
@@ -431,8 +444,8 @@ impl Socket {
         self.counted(Direction::Receive, r)
     }
 
-    /// `r`, a failure counted first (timeouts and errors, for the metrics; nothing is added to
-    /// a transfer that succeeds).
+    /// Returns `r`. When `r` is a failure (a timeout or an error), `Socket::counted` first counts
+    /// it for the metrics. A transfer that succeeds gets nothing added here.
     #[inline]
     fn counted(&self, dir: Direction, r: TransferResult) -> TransferResult {
         if let Err(e) = &r {
@@ -445,9 +458,9 @@ impl Socket {
         r
     }
 
-    /// An error unless `transport` is of this socket's kind (it makes the messages a transfer
-    /// needs in place of another transport's). Before, a zeromq socket handed a shmem transport
-    /// (or the reverse) made a message of the wrong kind and panicked.
+    /// Fails unless `transport` is of this socket's kind. A transfer uses `transport` to make the
+    /// messages that replace messages of the other transport. Before this check, a zeromq socket
+    /// given a shmem transport (or the reverse) made a message of the wrong kind and panicked.
     fn own_kind(&self, transport: &Transport) -> Result<(), fairmq_zmq::TransferError> {
         if transport.kind() == self.kind() {
             return Ok(());
@@ -460,8 +473,9 @@ impl Socket {
         Err(fairmq_zmq::TransferError::Transport(e.into()))
     }
 
-    /// A message of another transport becomes one of ours (a copy; FairMQ wraps it instead).
-    /// Inlined: every send asks, and almost every message is already ours.
+    /// Turns a message of the other transport into a copy of this socket's transport. FairMQ wraps
+    /// the message instead. `Socket::adopt` is inlined because every send calls it, and almost
+    /// every message is already of this socket's transport.
     #[inline]
     fn adopt(&self, msg: &mut Message, transport: &Transport) -> Result<(), fairmq_zmq::TransferError> {
         if msg.kind() == self.kind() {
@@ -482,7 +496,7 @@ impl Socket {
         Ok(())
     }
 
-    /// Messages and bytes moved so far.
+    /// The counts of messages and bytes that the socket moved so far.
     pub fn counters(&self) -> CounterSnapshot {
         match self {
             Socket::Zeromq(s) => s.counters(),
@@ -490,8 +504,8 @@ impl Socket {
         }
     }
 
-    /// How many peers are connected now (FairMQ's `GetNumberOfConnectedPeers`; ZeroMQ reports no
-    /// inproc connections, and reports the others a moment late).
+    /// How many peers are connected now, like FairMQ's `GetNumberOfConnectedPeers`. ZeroMQ does not
+    /// report inproc connections. It reports the other connections a moment late.
     pub fn number_of_connected_peers(&self) -> u64 {
         match self {
             Socket::Zeromq(s) => s.number_of_connected_peers(),
@@ -499,7 +513,7 @@ impl Socket {
         }
     }
 
-    /// That count, readable from other threads.
+    /// The count of `Socket::number_of_connected_peers`, readable from other threads.
     pub fn peer_count(&self) -> Arc<std::sync::atomic::AtomicU64> {
         match self {
             Socket::Zeromq(s) => s.peer_count(),
@@ -515,8 +529,8 @@ impl Socket {
         }
     }
 
-    /// A shmem socket's lanes, written and read, readable from other threads (for metrics);
-    /// `None` on zeromq.
+    /// The numbers of lanes that a shmem socket writes and reads now, as (written, read). Other
+    /// threads can read them, for the metrics. Returns `None` on zeromq.
     pub fn lane_counts(&self) -> Option<(Arc<std::sync::atomic::AtomicU64>, Arc<std::sync::atomic::AtomicU64>)> {
         match self {
             Socket::Zeromq(_) => None,
@@ -524,8 +538,8 @@ impl Socket {
         }
     }
 
-    /// The socket of the zeromq transport, `None` on shmem (whose ZeroMQ socket carries records
-    /// that only the transport may write).
+    /// The socket of the zeromq transport. Returns `None` on shmem, because a shmem socket's
+    /// ZeroMQ socket carries records that only the shmem transport may write.
     pub fn as_zeromq(&self) -> Option<&fairmq_zmq::Socket> {
         match self {
             Socket::Zeromq(s) => Some(s),
@@ -561,7 +575,7 @@ impl Socket {
 pub struct Poller<'a>(fairmq_zmq::Poller<'a>);
 
 impl<'a> Poller<'a> {
-    /// A poller over `sockets` (index `i` is `sockets[i]`).
+    /// Creates a poller over `sockets`. Index `i` in the poller's methods means `sockets[i]`.
     pub fn new(sockets: &[&'a Socket]) -> Self {
         let entries: Vec<PollEntry<'a>> = sockets
             .iter()
@@ -573,7 +587,7 @@ impl<'a> Poller<'a> {
         Poller(fairmq_zmq::Poller::with_entries(&entries))
     }
 
-    /// Waits up to `timeout` (see [`Timeout`]); returns the number of ready sockets.
+    /// Waits up to `timeout` (see [`Timeout`]). Returns the number of ready sockets.
     pub fn poll(&mut self, timeout: impl Into<Timeout>) -> Result<usize, fairmq_zmq::PollError> {
         self.0.poll(timeout)
     }
@@ -589,8 +603,9 @@ impl<'a> Poller<'a> {
     }
 }
 
-/// A device's multipart goes to a zeromq socket as it is: the socket takes each part's message
-/// (none for a shmem part, which the socket refuses; the device made every part zeromq before).
+/// Lets a zeromq socket send a device's multipart message as it is. The socket takes each part's
+/// zeromq message. A shmem part has none, and the socket refuses it. But `Socket::send_parts` has
+/// already made every part a zeromq message.
 impl fairmq_zmq::Part for Message {
     #[inline]
     fn as_zmq_mut(&mut self) -> Option<&mut fairmq_zmq::Message> {
@@ -601,7 +616,8 @@ impl fairmq_zmq::Part for Message {
     }
 }
 
-/// The same for a shmem socket (see `fairmq_shm::Part`).
+/// Lets a shmem socket send a device's multipart message as it is, in the same way (see
+/// `fairmq_shm::Part`).
 impl fairmq_shm::Part for Message {
     #[inline]
     fn as_shm_mut(&mut self) -> Option<&mut fairmq_shm::Message> {
@@ -618,9 +634,9 @@ mod tests {
     use crate::Properties;
     use fairmq_zmq::{Method, TransferError};
 
-    /// A socket handed the other transport to make its messages with refuses the transfer with an
-    /// error (before, it made a message of the wrong kind and panicked); handed its own, it copies
-    /// a message of the other kind and sends it.
+    /// A socket given the other transport to make its messages with refuses the transfer with an
+    /// error. Before, it made a message of the wrong kind and panicked. A socket given its own
+    /// transport copies a message of the other kind and sends the copy.
     #[test]
     fn a_socket_refuses_a_transport_that_is_not_its_own() {
         let config = Properties::new();

@@ -6,12 +6,13 @@ use crate::transport::Transport;
 use fairmq_shm::{BadAllocPolicy, ShmConfig};
 use fairmq_zmq::{TransportConfig, TransportKind};
 
-/// Shared-memory settings from the device options (`--session`, `--shm-*`, `--bad-alloc-*`, ...).
+/// Reads the shared-memory settings from the device options (`--session`, `--shm-*`,
+/// `--bad-alloc-*` and others).
 pub fn shm_config(id: &str, p: &Properties) -> Result<ShmConfig, Error> {
     let d = ShmConfig::default();
     let interval = p.get_or::<i32>("bad-alloc-attempt-interval", 50)?;
-    // FairMQ accepts its two Boost allocators and refuses anything else at transport creation;
-    // either name gets our TLSF allocator.
+    // FairMQ accepts the names of its two Boost allocators and refuses any other name when it
+    // creates the transport. Either name selects our TLSF allocator.
     let allocation = p.get_or::<String>("shm-allocation", "rbtree_best_fit".into())?;
     if !matches!(allocation.as_str(), "rbtree_best_fit" | "simple_seq_fit") {
         return Err(fairmq_shm::ShmError::Config(format!(
@@ -43,12 +44,13 @@ pub fn shm_config(id: &str, p: &Properties) -> Result<ShmConfig, Error> {
         io_threads: p.get_or::<i32>("io-threads", 1)?,
         monitor: p.get_or("shm-monitor", false)?,
         lanes: p.get_or("shm-lanes", true)?,
-        // Written back as bound once the endpoint started (a value not parsed yet is none).
+        // The metrics endpoint writes its bound address back into this option once it has
+        // started. Before that, a value that does not parse as an address gives none.
         metrics_endpoint: p.get_or::<String>(crate::options::METRICS_ADDRESS, String::new())?.parse().ok(),
     })
 }
 
-/// A new transport of `kind` for device `id`.
+/// Creates a new transport of `kind` for device `id`.
 pub fn create(kind: TransportKind, id: &str, p: &Properties) -> Result<Transport, Error> {
     Ok(match kind {
         TransportKind::Zeromq | TransportKind::Default => {

@@ -25,7 +25,8 @@ COMMAND: run | stop | state | change-state TRANSITION | wait-for-state STATE | t
 --prometheus-targets FILE: after the commands, write the devices' metrics endpoints (those run
   with --metrics-address) to FILE as Prometheus file_sd JSON (labels device, rank)";
 
-/// Runs `fairmq-pmix-command` with `args` (without the program name); the exit code.
+/// Runs `fairmq-pmix-command` with `args`, which do not include the program name. Returns the
+/// exit code.
 pub fn main_with_args(args: &[String]) -> u8 {
     crate::logging::init();
     match run(args) {
@@ -43,11 +44,13 @@ pub fn main_with_args(args: &[String]) -> u8 {
 struct Request {
     timeout: Duration,
     namespace: Option<String>,
-    /// Where `--prometheus-targets` writes the targets (the `targets` command is added last).
+    /// The file where `--prometheus-targets` writes the targets. The option adds the `targets`
+    /// command last.
     targets_file: Option<std::path::PathBuf>,
     list: bool,
     serve: bool,
-    /// The commands as given (an operator sends them) and parsed (all checked before any runs).
+    /// The commands as given (an operator sends these words) and, in `steps`, as parsed. Every
+    /// command is checked before any runs.
     words: Vec<String>,
     steps: Vec<Step>,
 }
@@ -126,8 +129,8 @@ fn run(args: &[String]) -> Result<bool, BoxError> {
     result
 }
 
-/// Prints what the commands printed; with `--prometheus-targets`, the last line (what `targets`
-/// printed) goes to the file instead.
+/// Prints what the commands printed. With `--prometheus-targets`, the last line, which `targets`
+/// printed, goes to the file instead.
 fn output(r: &Request, text: &str) -> Result<(), BoxError> {
     let Some(file) = &r.targets_file else {
         print!("{text}");

@@ -28,9 +28,9 @@ struct Peer {
     role: String,
     identity: Option<Vec<u8>>,
     state: State,
-    /// Every state it entered, in order.
+    /// Every state that the device entered, in order.
     entered: Vec<State>,
-    /// Its metrics endpoint (`host:port`; empty: none).
+    /// The device's metrics endpoint as `host:port`. It is empty when there is none.
     metrics: String,
 }
 
@@ -48,7 +48,8 @@ pub(super) struct Controller {
     /// When the current command (or the wait for the devices' hellos) gives up.
     deadline: Instant,
     fence_timeout: i32,
-    /// The secret a device's hello must carry: only processes of the job read it (from PMIx).
+    /// The secret that a device's hello must carry. Only processes of the job can read it, from
+    /// PMIx.
     token: String,
     /// The transport owns the socket's context: it must outlive the socket.
     pub(super) transport: Transport,
@@ -63,9 +64,9 @@ fn new_token() -> Result<String, BoxError> {
 }
 
 impl Controller {
-    /// Joins the job as rank `me`: binds the ROUTER (on the address other hosts reach, not on
-    /// every interface), publishes its address and a secret in the first fence and waits (up to
-    /// `timeout`) until every device of the job linked to it.
+    /// Joins the job as rank `me`. Binds the ROUTER on the address that other hosts reach, not on
+    /// every interface. Publishes the ROUTER's address and a secret in the first fence. Then waits,
+    /// up to `timeout`, until every device of the job has linked to the ROUTER.
     pub(super) fn join(me: u32, timeout: Duration) -> Result<Controller, BoxError> {
         let size = ffi::job_size()?;
         let transport = Transport::new("pmix-command")?;
@@ -81,9 +82,10 @@ impl Controller {
         let ids = ids.collect::<Result<Vec<_>, _>>()?;
         let mut peers = BTreeMap::new();
         for r in (0..size).filter(|&r| r != me) {
-            // The id the device itself took: numbered where several processes share one.
+            // Use the id that the device itself took. That id is numbered when several processes
+            // share an id.
             let id = unique_id(&ids, r as usize).unwrap_or_else(|| ids[r as usize].clone());
-            // A device of a build that publishes no endpoint has none.
+            // A device whose build publishes no metrics endpoint gets an empty one.
             let metrics = ffi::get(r, METRICS_KEY).unwrap_or_default();
             let (role, state, entered) = (String::new(), State::Undefined, Vec::new());
             peers.insert(r, Peer { id, role, identity: None, state, entered, metrics });
@@ -94,7 +96,7 @@ impl Controller {
         Ok(c)
     }
 
-    /// Runs `steps` in order, all within `timeout`; what they print (`state`).
+    /// Runs `steps` in order, all within `timeout`. Returns what they print (`state`).
     pub(super) fn execute(&mut self, steps: &[Step], timeout: Duration) -> Result<String, BoxError> {
         self.deadline = Instant::now() + timeout;
         let mut out = String::new();
@@ -135,18 +137,25 @@ impl Controller {
     }
 }
 
-/// Applies a device's report (`hello\t<rank>\t<STATE>\t<token>`, `state\t<STATE>`) from the
-/// router identity `identity`. What another process sends is not trusted: a report that is
-/// malformed, names a rank that is no device of the job, carries a wrong token or comes from an
-/// identity that said no hello is logged (never the token) and ignored, never the end of the
-/// command.
+/// Applies a device's report, received from the router identity `identity`. A report is
+/// `hello\t<rank>\t<STATE>\t<token>` or `state\t<STATE>`.
+///
+/// What another process sends is not trusted. `apply_report` logs and ignores a report that:
+///
+/// - is malformed,
+/// - names a rank that is no device of the job,
+/// - carries a wrong token, or
+/// - comes from an identity that said no hello.
+///
+/// Such a report never ends the command. The log never shows the token.
 fn apply_report(peers: &mut BTreeMap<u32, Peer>, token: &str, identity: &[u8], text: &str) {
     let fields: Vec<&str> = text.split('\t').collect();
     match fields.as_slice() {
         ["hello", rank, state, t] if *t == token => {
             match (rank.parse::<u32>().ok().and_then(|r| peers.get_mut(&r)), state.parse()) {
-                // The first hello of a rank names its link; a later one (another connection that
-                // claims the rank) would take the device's commands away from it.
+                // The first hello of a rank names the rank's link. A later hello comes from
+                // another connection that claims the rank. Accepting it would take the device's
+                // commands away from the first link.
                 (Some(p), Ok(s)) if p.identity.is_none() => {
                     p.identity = Some(identity.to_vec());
                     p.state = s;
@@ -175,13 +184,13 @@ impl Controller {
         self.peers.iter().map(|(r, p)| (*r, p.entered.len())).collect()
     }
 
-    /// Whether device `rank` entered `s` since `marks`.
+    /// Whether device `rank` entered `s` after `marks` were taken.
     fn entered_since(&self, rank: u32, marks: &BTreeMap<u32, usize>, s: State) -> bool {
         let entered = self.peers.get(&rank).map_or(&[][..], |p| &p.entered[..]);
         entered.get(marks.get(&rank).copied().unwrap_or(0)..).is_some_and(|e| e.contains(&s))
     }
 
-    /// Whether each device of `ranks` entered `s` since `marks`.
+    /// Whether each device of `ranks` entered `s` after `marks` were taken.
     fn all_entered_since(&self, ranks: &[u32], marks: &BTreeMap<u32, usize>, s: State) -> bool {
         ranks.iter().all(|&r| self.entered_since(r, marks, s))
     }
@@ -197,7 +206,7 @@ impl Controller {
         Ok(())
     }
 
-    /// Requests `t` of every device and waits until each entered `target`.
+    /// Requests transition `t` of every device, and waits until each has entered `target`.
     fn step(&mut self, t: Transition, target: State) -> Result<(), BoxError> {
         self.step_for(t, target, |_| true)
     }
@@ -221,7 +230,8 @@ impl Controller {
         self.wait("every source left RUNNING", |c| {
             c.peers.values().filter(|p| source(p)).all(|p| p.state != State::Running)
         })?;
-        // A source that was stopped sends its end messages while it resets its task (the guide).
+        // As the guide describes, a stopped source sends its end messages while it resets its
+        // task.
         self.step_for(Transition::ResetTask, State::DeviceReady, |p| source(p) && p.state == State::Ready)?;
         self.wait("every processor and sink left RUNNING after its end messages", |c| {
             c.peers.values().all(|p| p.state != State::Running)
@@ -232,7 +242,8 @@ impl Controller {
         self.step(Transition::End, State::Exiting)
     }
 
-    /// Requests `t` of the devices `which` selects and waits until each of them entered `target`.
+    /// Requests transition `t` of the devices that `which` selects, and waits until each of them
+    /// has entered `target`.
     fn step_for(&mut self, t: Transition, target: State, which: impl Fn(&Peer) -> bool) -> Result<(), BoxError> {
         let chosen: Vec<u32> = self.peers.iter().filter(|(_, p)| which(p)).map(|(r, _)| *r).collect();
         let marks = self.marks();
@@ -240,7 +251,8 @@ impl Controller {
         self.wait(&format!("every chosen device entered {target}"), |c| c.all_entered_since(&chosen, &marks, target))
     }
 
-    /// Handles what devices report until `done` holds; an error after the timeout.
+    /// Handles the devices' reports until `done` holds. Returns an error once the deadline has
+    /// passed.
     fn wait(&mut self, what: &str, done: impl Fn(&Controller) -> bool) -> Result<(), BoxError> {
         while !done(self) {
             if Instant::now() >= self.deadline {
@@ -254,8 +266,8 @@ impl Controller {
         Ok(())
     }
 
-    /// Applies what the devices report within `timeout_ms` (one report at most); joins the second
-    /// fence once every device is BOUND.
+    /// Applies at most one report that the devices send within `timeout_ms`. Joins the second
+    /// fence once every device has entered BOUND.
     pub(super) fn receive_one(&mut self, timeout_ms: i32) -> Result<(), BoxError> {
         let mut parts = Vec::new();
         if self.socket.receive_parts(&mut parts, timeout_ms).is_err() || parts.len() != 2 {
@@ -263,9 +275,11 @@ impl Controller {
         }
         let text = String::from_utf8_lossy(parts[1].data()).into_owned();
         apply_report(&mut self.peers, &self.token, parts[0].data(), &text);
-        // The second fence (addresses) once every device is BOUND: they wait in it too.
+        // Join the second fence, for the addresses, once every device has entered BOUND. The
+        // devices wait in that fence too.
         if !self.fenced && self.peers.values().all(|p| p.entered.contains(&State::Bound)) {
-            // Devices read every process's bound addresses: the command binds none.
+            // Devices read the bound addresses of every process. The command binds none, so it
+            // publishes empty values.
             ffi::put(BOUND_KEY, "")?;
             ffi::put(ROLE_KEY, "")?;
             ffi::fence(self.fence_timeout)?;

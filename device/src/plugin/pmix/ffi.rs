@@ -44,7 +44,7 @@ fn c_string(call: &'static str, s: &str) -> Result<CString, PmixError> {
     CString::new(s).map_err(|_| PmixError { call, status: -1, text: "text holds a NUL byte".into() })
 }
 
-/// This process's namespace and rank (`PMIx_Init`).
+/// Initialises PMIx (`PMIx_Init`) and returns this process's namespace and rank.
 pub(super) fn init() -> Result<(String, u32), PmixError> {
     let mut ns = [0 as c_char; 512];
     let mut rank = 0u32;
@@ -70,7 +70,8 @@ pub(super) fn put(key: &str, text: &str) -> Result<(), PmixError> {
     check("PMIx_Put", unsafe { fmq_pmix_put(k.as_ptr(), t.as_ptr()) })
 }
 
-/// Waits until every process of the job got here, collecting what each published.
+/// Waits until every process of the job has reached this fence, and collects what each one
+/// published.
 pub(super) fn fence(timeout_s: i32) -> Result<(), PmixError> {
     // SAFETY: no pointers.
     check("PMIx_Fence", unsafe { fmq_pmix_fence(timeout_s) })

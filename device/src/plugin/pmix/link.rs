@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 
-/// Runs the link until the device is EXITING (or in ERROR) or `stop` is set; releases control at
-/// the end.
+/// Runs the link until the device is EXITING or in ERROR, or until `stop` is set. Releases
+/// control of the device at the end.
 pub(super) fn run(
     services: &PluginServices,
     command: (&str, &str),
@@ -33,9 +33,9 @@ fn serve(
     states: &Receiver<State>,
     stop: &AtomicBool,
 ) -> Result<(), crate::BoxError> {
-    // The socket's name is its routing id, which the command's router needs unique and which no
-    // process outside the job may guess (one that connected first under it would have this
-    // link refused): the rank and the job's secret.
+    // The socket's name is its routing id. The command's ROUTER needs the id to be unique. No
+    // process outside the job may guess the id: a process that connected first under it would
+    // have this link refused. So the name holds the rank and the job's secret.
     let transport = Transport::new(&format!("pmix-link-{rank}"))?;
     let socket = super::control_socket(&transport, SocketType::Dealer, &format!("rank-{rank}-{token}"))?;
     socket.connect(address)?;

@@ -30,20 +30,24 @@ use std::collections::BTreeMap;
 
 const ID_KEY: &str = "fairmq-rs.id";
 const BOUND_KEY: &str = "fairmq-rs.bound";
-/// The types of a device's channels, comma-separated (sources and sinks for the command).
+/// The key under which a device publishes its channel types, comma-separated. From the types, the
+/// command tells sources from sinks.
 const ROLE_KEY: &str = "fairmq-rs.role";
-/// The address of a `fairmq-pmix-command` process of the job and the secret its links show,
-/// tab-separated (empty for devices).
+/// The key under which a `fairmq-pmix-command` process of the job publishes its address and the
+/// secret that its links show, tab-separated. Devices publish an empty value.
 const CONTROLLER_KEY: &str = "fairmq-rs.controller";
-/// The `host:port` of a device's metrics endpoint, reachable from other hosts (empty: none).
+/// The key under which a device publishes the `host:port` of its metrics endpoint, as other hosts
+/// reach it. An empty value means that the device has no endpoint.
 const METRICS_KEY: &str = "fairmq-rs.metrics";
 
-/// Longest frame the command's sockets take: their frames are a few words. A peer's larger frame
-/// ends its connection instead of being buffered, however large it says it is (the controller's
-/// ROUTER listens on the network).
+/// The longest frame that the command's sockets accept. Their frames hold only a few words.
+/// A larger frame from a peer ends the peer's connection instead of being buffered, however large
+/// the peer says the frame is. This matters because the controller's ROUTER listens on the
+/// network.
 const MAX_CONTROL_FRAME: i64 = 4096;
 
-/// A socket of the command's links (controller, devices' links, operator), its frames bounded.
+/// Makes a socket for the command's links (controller, devices' links, operator). Its frames are
+/// bounded by `MAX_CONTROL_FRAME`.
 fn control_socket(
     transport: &fairmq_zmq::Transport,
     ty: fairmq_zmq::SocketType,
@@ -82,18 +86,19 @@ impl Plugin for PmixPlugin {
         let id = config.get_or::<String>("id", String::new()).unwrap_or_default();
         ffi::put(ID_KEY, &id)?;
         ffi::put(CONTROLLER_KEY, "")?;
-        // Started before the plugins, so bound already (the port chosen when 0 was given).
+        // The metrics endpoint starts before the plugins, so it is bound already. When port 0 was
+        // given, the endpoint holds the port that was chosen.
         let metrics = config.get_or::<String>(crate::metrics::OPTION, String::new()).unwrap_or_default();
         let interface = config.get_or::<String>("network-interface", "default".into()).unwrap_or_default();
         ffi::put(METRICS_KEY, &reachable_endpoint(&metrics, &interface))?;
         ffi::fence(timeout)?;
         let ids = (0..size).map(|r| ffi::get(r, ID_KEY)).collect::<Result<Vec<_>, _>>()?;
-        // (The command process, if any, has an empty id: it never shares a device's.)
+        // The command process, if any, has an empty id, so it never shares a device's id.
         if let Some(unique) = unique_id(&ids, rank as usize) {
             log::info!("pmix: device id '{id}' is given to several processes; this one is '{unique}'");
             config.set("id", unique);
         }
-        // The command's address and the secret its links must show, tab-separated.
+        // Find the command's address and the secret that its links must show (tab-separated).
         let controller = (0..size).find_map(|r| {
             let value = ffi::get(r, CONTROLLER_KEY).ok()?;
             value.split_once('\t').map(|(a, t)| (a.to_owned(), t.to_owned()))
@@ -132,15 +137,17 @@ impl Plugin for PmixPlugin {
     }
 }
 
-/// The id of the process at `index` when `ids` gives its id to several: `<id>_<n>`.
+/// Returns `<id>_<n>` for the process at `index` when `ids` gives its id to several processes.
+/// `n` counts the processes with that id, in rank order.
 fn unique_id(ids: &[String], index: usize) -> Option<String> {
     let mine = ids.get(index)?;
     let same: Vec<usize> = ids.iter().enumerate().filter(|(_, i)| *i == mine).map(|(n, _)| n).collect();
     (same.len() > 1).then(|| format!("{mine}_{}", same.iter().position(|&n| n == index).unwrap_or(0)))
 }
 
-/// Once BOUND: publishes the bound channels' addresses, waits for everyone's, and gives the
-/// connecting channels without an address those bound under their name.
+/// Runs once the device is BOUND. Publishes the addresses of the bound channels and waits for the
+/// addresses of every process. Then gives each connecting channel without an address the
+/// addresses bound under the channel's name.
 fn exchange_addresses(services: &PluginServices, size: u32, timeout: i32) -> Result<(), BoxError> {
     if !services.wait_for_state(State::Bound, None).map_err(|_| "the device went to ERROR before BOUND")? {
         return Ok(());
@@ -154,8 +161,8 @@ fn exchange_addresses(services: &PluginServices, size: u32, timeout: i32) -> Res
         .map(|c| format!("{}\t{}", c.prefix, reachable(&c.address, &interface)))
         .collect();
     ffi::put(BOUND_KEY, &mine.join("\n"))?;
-    // The channels exist once the device initialised: their types tell the command which
-    // devices are sources and sinks.
+    // The channels exist once the device has initialised. Their types tell the command which
+    // devices are sources and which are sinks.
     let types: Vec<&str> = channels.iter().map(|c| c.ty.as_str()).collect();
     ffi::put(ROLE_KEY, &types.join(","))?;
     ffi::fence(timeout)?;
@@ -182,10 +189,13 @@ fn exchange_addresses(services: &PluginServices, size: u32, timeout: i32) -> Res
     Ok(())
 }
 
-/// The bound addresses (in rank order) that sub-channel `i` of a connecting channel with `k`
-/// sub-channels connects to: all of them when it has one; else they are dealt out in turn (one
-/// each when there are as many as sub-channels, the guide's one receiver per sub-channel), and a
-/// sub-channel left over takes one again.
+/// Returns the bound addresses (in rank order) that sub-channel `i` connects to, for a connecting
+/// channel with `k` sub-channels.
+///
+/// A channel with one sub-channel connects to all of the addresses. Otherwise the addresses are
+/// dealt out in turn. With as many addresses as sub-channels, each sub-channel gets one: the
+/// guide's one receiver per sub-channel. With fewer addresses than sub-channels, a sub-channel
+/// that is left over takes one again.
 fn share(bound: &[String], k: usize, i: usize) -> Vec<String> {
     if k <= 1 || bound.is_empty() {
         return bound.to_vec();
@@ -196,7 +206,8 @@ fn share(bound: &[String], k: usize, i: usize) -> Vec<String> {
     bound.iter().skip(i).step_by(k).cloned().collect()
 }
 
-/// Every sub-channel of the device as configured (keys it lacks keep FairMQ's defaults).
+/// Every sub-channel of the device, as configured. A key that the configuration lacks keeps
+/// FairMQ's default.
 fn sub_channels(config: &Properties) -> Vec<ChannelConfig> {
     config
         .channel_info()
@@ -206,14 +217,13 @@ fn sub_channels(config: &Properties) -> Vec<ChannelConfig> {
         .collect()
 }
 
-/// Whether a sub-channel's address was given (or, bound, is known).
+/// Whether a sub-channel's address is known: it was given, or binding the channel set it.
 fn has_address(c: &ChannelConfig) -> bool {
     !matches!(c.address.as_str(), "" | "unspecified")
 }
 
-/// `address` with a wildcard host (`*`, `0.0.0.0`) replaced by the IPv4 address of `interface`
-/// (`default`: the default route's), so that other hosts can connect to it.
-/// A metrics endpoint's `host:port` as other hosts reach it (see [`reachable`]; empty: none).
+/// A metrics endpoint's `host:port` as other hosts reach it (see [`reachable`]). An empty
+/// `address` means no endpoint, and gives an empty text.
 fn reachable_endpoint(address: &str, interface: &str) -> String {
     if address.is_empty() {
         return String::new();
@@ -222,6 +232,8 @@ fn reachable_endpoint(address: &str, interface: &str) -> String {
     tcp.strip_prefix("tcp://").unwrap_or(&tcp).to_owned()
 }
 
+/// Replaces a wildcard host (`*`, `0.0.0.0`) in `address` with the IPv4 address of `interface`,
+/// so that other hosts can connect to it. The interface `default` means the default route's.
 fn reachable(address: &str, interface: &str) -> String {
     let Some(rest) = address.strip_prefix("tcp://") else { return address.to_owned() };
     let Some((host, port)) = rest.rsplit_once(':') else { return address.to_owned() };

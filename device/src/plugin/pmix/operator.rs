@@ -24,11 +24,12 @@ use std::time::Duration;
 
 /// At most this many words in one request.
 const MAX_WORDS: usize = 64;
-/// `sun_path` holds 108 bytes with its terminating zero.
+/// The longest socket path: `sun_path` holds 108 bytes, including the terminating zero.
 const MAX_SOCKET_PATH: usize = 107;
 
-/// The rendezvous directory, created (mode 0700) if missing; an error if it or a parent is not
-/// safe (see [`check_private`] and `file_trust::check_parents`).
+/// Returns the rendezvous directory, and creates it with mode 0700 if it is missing. Returns an
+/// error if the directory or a parent is not safe (see [`check_private`] and
+/// `file_trust::check_parents`).
 fn directory() -> Result<PathBuf, BoxError> {
     let euid = nix::unistd::geteuid().as_raw();
     let dir = match std::env::var_os("FAIRMQ_PMIX_DIR") {
@@ -51,8 +52,8 @@ fn directory() -> Result<PathBuf, BoxError> {
     Ok(dir)
 }
 
-/// Refuses `dir` unless it is a real directory (no symbolic link) owned by `euid` that no one
-/// else may enter or write.
+/// Refuses `dir` unless it is a real directory (not a symbolic link), owned by `euid`, that no
+/// one else may enter or write.
 fn check_private(dir: &Path, euid: u32) -> Result<(), BoxError> {
     let m = fs::symlink_metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     if !m.file_type().is_dir() {
@@ -72,8 +73,9 @@ fn check_private(dir: &Path, euid: u32) -> Result<(), BoxError> {
     Ok(())
 }
 
-/// The socket of `namespace` in `dir`. Namespaces are refused unless made of letters, digits and
-/// `._@+-` without a leading dot (every launcher's are), so that two never share a file.
+/// The path of the socket of `namespace` in `dir`. A namespace is refused unless it is made of
+/// letters, digits and `._@+-`, without a leading dot. Every launcher's namespaces are. The rule
+/// ensures that two namespaces never share a file.
 fn socket_path(dir: &Path, namespace: &str) -> Result<PathBuf, BoxError> {
     let plain = namespace.chars().all(|c| c.is_ascii_alphanumeric() || "._@+-".contains(c));
     if namespace.is_empty() || namespace.starts_with('.') || !plain {
@@ -88,8 +90,8 @@ fn socket_path(dir: &Path, namespace: &str) -> Result<PathBuf, BoxError> {
     Ok(path)
 }
 
-/// Whether a process listens on the socket file `path`: true, false (none: a file left by a
-/// service that was killed, or no file), or an error.
+/// Whether a process listens on the socket file `path`. Returns false when none does: the file
+/// was left by a service that was killed, or there is no file. Other failures are errors.
 fn listened(path: &Path) -> Result<bool, BoxError> {
     match UnixStream::connect(path) {
         Ok(_) => Ok(true),
@@ -98,7 +100,7 @@ fn listened(path: &Path) -> Result<bool, BoxError> {
     }
 }
 
-/// The namespaces served on this host (a process listens on their sockets).
+/// The namespaces served on this host: those whose sockets a process listens on.
 pub(super) fn served_namespaces() -> Result<Vec<String>, BoxError> {
     let dir = directory()?;
     let mut names: Vec<String> = fs::read_dir(&dir)?
@@ -110,8 +112,8 @@ pub(super) fn served_namespaces() -> Result<Vec<String>, BoxError> {
     Ok(names)
 }
 
-/// The socket file this service bound; removed when it ends (also on an error), unless another
-/// file took its place by then.
+/// The socket file that this service bound. The file is removed when the service ends, also on
+/// an error, unless another file took its place by then.
 struct SocketFile {
     path: PathBuf,
     inode: Option<(u64, u64)>,
@@ -126,14 +128,14 @@ impl Drop for SocketFile {
     }
 }
 
-/// Serves operators' requests for the job `namespace` until every device is EXITING; true then.
-/// `timeout`: how long the service may wait for a command to take.
+/// Serves operators' requests for the job `namespace` until every device is EXITING, and then
+/// returns true. `timeout` is the longest that the service waits for a command to take.
 pub(super) fn serve(c: &mut Controller, namespace: &str, timeout: Duration) -> Result<bool, BoxError> {
     let path = socket_path(&directory()?, namespace)?;
     if listened(&path)? {
         return Err(format!("namespace {namespace} is served already (by another `serve` of this job?)").into());
     }
-    // A file left by a killed service: bind would fail on it.
+    // Remove a file left by a killed service, because bind would fail on it.
     let _ = fs::remove_file(&path);
     let socket = super::control_socket(&c.transport, SocketType::Rep, "pmix-operator")?;
     let address = format!("ipc://{}", path.to_str().ok_or("the socket's path is not UTF-8")?);
@@ -161,7 +163,7 @@ pub(super) fn serve(c: &mut Controller, namespace: &str, timeout: Duration) -> R
     Ok(true)
 }
 
-/// The timeout, words and commands of a request, checked.
+/// Reads and checks the timeout, words and commands of a request.
 fn request(parts: &[Message]) -> Result<(Duration, Vec<String>, Vec<Step>), BoxError> {
     let (timeout, words) = parts.split_first().ok_or("an empty request")?;
     if words.is_empty() || words.len() > MAX_WORDS {
@@ -177,8 +179,9 @@ fn request(parts: &[Message]) -> Result<(Duration, Vec<String>, Vec<Step>), BoxE
     Ok((timeout, words, steps))
 }
 
-/// Sends `words` to the job `namespace` served on this host; what the commands printed (an
-/// error when one failed). `timeout`: how long they may take (the service answers once done).
+/// Sends `words` to the job `namespace`, which is served on this host. Returns what the commands
+/// printed, or an error when one of them failed. `timeout` is how long the commands may take. The
+/// service answers once they are done.
 pub(super) fn send(namespace: &str, timeout: Duration, words: &[String]) -> Result<String, BoxError> {
     let path = socket_path(&directory()?, namespace)?;
     if !listened(&path)? {
@@ -190,8 +193,9 @@ pub(super) fn send(namespace: &str, timeout: Duration, words: &[String]) -> Resu
         .into());
     }
     let transport = Transport::new("pmix-operator")?;
-    // The socket's name is its routing id: one of its own, or the service could take it for the
-    // previous operator's connection, not yet closed, and drop the request.
+    // The socket's name is its routing id, so the name must be this socket's own. Otherwise the
+    // service could take this connection for the previous operator's connection, which is not
+    // yet closed, and drop the request.
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
     let name = format!("pmix-operator-{}-{nanos}", std::process::id());
     let socket = super::control_socket(&transport, SocketType::Req, &name)?;
@@ -200,7 +204,7 @@ pub(super) fn send(namespace: &str, timeout: Duration, words: &[String]) -> Resu
     let mut parts = vec![Message::from_slice(timeout_s.to_string().as_bytes())];
     parts.extend(words.iter().map(|w| Message::from_slice(w.as_bytes())));
     socket.send_parts(&mut parts, 10_000).map_err(|e| format!("the service of namespace '{namespace}': {e}"))?;
-    // The commands' own time and some for the answer to travel.
+    // Wait for the commands' own time, plus some time for the answer to travel.
     let wait_s = timeout_s + 10;
     let mut reply = Vec::new();
     socket.receive_parts(&mut reply, i32::try_from(wait_s * 1000).unwrap_or(i32::MAX)).map_err(|e| {
@@ -247,7 +251,8 @@ mod tests {
         let link = base.path().join("link");
         std::os::unix::fs::symlink(&dir, &link).unwrap();
         assert!(check_private(&link, euid).unwrap_err().to_string().contains("not a directory"));
-        // A parent others may write (without the sticky bit) could have the directory swapped.
+        // In a parent that others may write (without the sticky bit), another user could swap
+        // the directory.
         fs::set_permissions(base.path(), fs::Permissions::from_mode(0o777)).unwrap();
         let parents = crate::file_trust::check_parents(&dir, euid);
         assert!(parents.unwrap_err().contains("could be changed by another user"));

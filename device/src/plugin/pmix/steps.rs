@@ -16,14 +16,14 @@ pub(super) enum Step {
     State,
     ChangeState(Transition),
     WaitForState(State),
-    /// The devices' metrics endpoints as Prometheus' file_sd JSON (one line).
+    /// The devices' metrics endpoints as Prometheus file_sd JSON, on one line.
     Targets,
 }
 
 /// The longest a command may wait for the devices: a day.
 pub(super) const MAX_TIMEOUT_S: u64 = 86_400;
 
-/// `--timeout` seconds, 1 to a day.
+/// Reads `--timeout` seconds: a whole number from 1 to a day.
 pub(super) fn timeout(text: &str) -> Result<Duration, BoxError> {
     match text.parse::<u64>() {
         Ok(s) if (1..=MAX_TIMEOUT_S).contains(&s) => Ok(Duration::from_secs(s)),
