@@ -1,7 +1,7 @@
 //! What a device is: the [`Device`] trait, and the [`Context`] that its hooks get.
 //!
-//! - [`Device`] has one hook per working state, and the data handlers of RUNNING. Every hook has
-//!   a default that does nothing.
+//! - [`Device`] has one hook per working state, and the data handlers of RUNNING. Every state
+//!   hook has a default that does nothing; the data handlers' defaults return an error.
 //! - [`Context`] is what a hook works with: the device's channels, messages of its transports,
 //!   its configuration and its state machine. The hooks get it on the device's thread.
 //! - [`ChannelRegistry`] lists the channels that a device expects, for `--print-channels`.

@@ -1,7 +1,7 @@
 //! The `pmix` plugin (`-P pmix`, cargo feature `pmix`): devices started by a PMIx launcher
 //! (OpenMPI's `mpirun`, Slurm's `srun --mpi=pmix`) find each other without written addresses.
 //!
-//! - As it starts, every device publishes its `--id`; a id that several processes of the job share
+//! - As it starts, every device publishes its `--id`; an id that several processes of the job share
 //!   (`-n 2 fairmq-proxy --id proc`) becomes `<id>_<n>`, n counting those processes by rank.
 //! - Once BOUND, every device publishes the addresses its bound channels got (a wildcard host is
 //!   replaced by the address of `--network-interface`), and a fence waits for all of them. A
