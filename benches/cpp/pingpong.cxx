@@ -85,7 +85,8 @@ class Ping : public fair::mq::Device
             times.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count());
         };
         if (fRoundTrips > 0) {
-            times.reserve(fRoundTrips);
+            // A count from the command line: reserved up to a bound, as the harness's own ping does.
+            times.reserve(std::min<uint64_t>(fRoundTrips, uint64_t{1} << 20));
             for (uint64_t i = 0; i < fRoundTrips; ++i) {
                 timed();
             }

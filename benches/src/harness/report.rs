@@ -77,7 +77,8 @@ pub fn ratio(value: Option<f64>, reference: Option<f64>) -> String {
 }
 
 /// Prints a markdown table header.
-pub fn header(columns: &[String]) {
+pub fn header<S: AsRef<str>>(columns: &[S]) {
+    let columns: Vec<&str> = columns.iter().map(AsRef::as_ref).collect();
     println!("| {} |", columns.join(" | "));
     println!("|{}", "---|".repeat(columns.len()));
 }

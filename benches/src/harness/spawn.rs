@@ -75,8 +75,13 @@ impl Runner {
 
     /// Whether `--cpp-fairmq` names a directory holding C++ FairMQ's device `name`
     /// (`fairmq-<name>`; `ping` and `pong` come from `benches/cpp/build-pingpong.sh`).
-    pub(super) fn has_cpp_device(&self, name: &str) -> bool {
+    fn has_cpp_device(&self, name: &str) -> bool {
         self.cpp_fairmq().is_some_and(|d| d.join(format!("fairmq-{name}")).is_file())
+    }
+
+    /// Whether C++ FairMQ's round-trip devices (`ping` and `pong`) are there.
+    pub(super) fn has_cpp_pingpong(&self) -> bool {
+        self.has_cpp_device("ping") && self.has_cpp_device("pong")
     }
 
     /// How long a cell may take before its processes are killed.

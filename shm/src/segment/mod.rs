@@ -440,18 +440,10 @@ impl Segment {
                     if let Some(bsize) = self.depot().take(need, tlsf::MIN_BLOCK, &mut taken) {
                         for slot in taken.into_iter().map(|s| s as u32) {
                             // Every deposited block has a slot (see `free`), and its count
-                            // word says `DEPOSITED`. Skip a damaged entry. A slot's words are
-                            // looked up only once.
-                            let Some(w) = slots.words(slot) else { continue };
-                            let offset = w[slots::WORD_OFFSET].load(Ordering::Acquire);
-                            let (delta, _) =
-                                slots::split_delta_generation(w[slots::WORD_DELTA].load(Ordering::Relaxed));
-                            let e = Entry { offset, size: w[slots::WORD_SIZE].load(Ordering::Relaxed), delta };
-                            let count = &w[slots::WORD_COUNT];
-                            if offset == 0
-                                || count.load(Ordering::Relaxed) != DEPOSITED
-                                || !self.deposited(&e, slot, bsize)
-                            {
+                            // word says `DEPOSITED`. Skip a damaged entry.
+                            let Some(e) = slots.entry(slot) else { continue };
+                            let count = slots.rc(slot);
+                            if count.load(Ordering::Relaxed) != DEPOSITED || !self.deposited(&e, slot, bsize) {
                                 log::error!("segment {}: the depot lists slot {slot}, not a deposited block", self.id);
                                 continue;
                             }
@@ -506,21 +498,13 @@ impl Segment {
             // While processes wait, only blocks of the size they want go to the depot. A waiter
             // for another size needs the heap's merged free space, not magazines.
             let deposit = |size: u64| !waiting || self.waiters_take(size);
-            // Entries: (block size, offset, slot, whether the block may go to the depot). A slot's
-            // words are looked up only once, because this loop runs for every message that a
-            // stream frees.
+            // Entries: (block size, offset, slot, whether the block may go to the depot).
             let mut sized: Vec<(u64, u64, u32, bool)> = Vec::with_capacity(blocks.len());
             for &(off, slot) in blocks {
-                let known = match slots.words(slot) {
-                    // A free slot's offset is 0, so `off != 0` keeps a free slot from matching.
-                    Some(w) if off != 0 && w[slots::WORD_OFFSET].load(Ordering::Acquire) == off => {
-                        let (delta, _) = slots::split_delta_generation(w[slots::WORD_DELTA].load(Ordering::Relaxed));
-                        Some((w[slots::WORD_SIZE].load(Ordering::Relaxed), delta == tlsf::HDR))
-                    }
-                    None if slot == NO_SLOT => {
-                        t.used_block(off).ok().zip(t.delta(off).ok()).map(|(size, _)| (size, false))
-                    }
-                    _ => None,
+                let known = if slot == NO_SLOT {
+                    t.used_block(off).ok().zip(t.delta(off).ok()).map(|(size, _)| (size, false))
+                } else {
+                    slots.entry(slot).filter(|e| e.offset == off).map(|e| (e.size, e.delta == tlsf::HDR))
                 };
                 match known {
                     Some((size, depositable)) => sized.push((size, off, slot, depositable)),
@@ -717,13 +701,10 @@ impl Segment {
             }
             let bsize = w[slots::WORD_SIZE].load(Ordering::Relaxed);
             let rc = &w[slots::WORD_COUNT];
-            if rc.load(Ordering::Acquire) as u32 == 0 {
-                return Err(not_a_block());
-            }
             let (d, g) = slots::split_delta_generation(w[slots::WORD_DELTA].load(Ordering::Acquire));
             (rc, bsize, Some(d), g)
         };
-        if slot == NO_SLOT && rc.load(Ordering::Acquire) as u32 == 0 {
+        if rc.load(Ordering::Acquire) as u32 == 0 {
             return Err(not_a_block());
         }
         if end > offset.saturating_add(bsize) || bdelta != Some(u64::from(delta)) {

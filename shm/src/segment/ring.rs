@@ -488,8 +488,8 @@ impl<'a> Ring<'a> {
             out.truncate(e.len);
             return;
         };
-        // The usual entry is one block record of four words. Gathering it on the stack and
-        // appending it at once takes about a third of the instructions of a word-by-word append.
+        // The usual entry, one block record of four words, gathered on the stack and appended
+        // at once (about ten instructions fewer than a word-by-word append).
         if let Ok(w) = <&[AtomicU64; 4]>::try_from(words) {
             let mut b = [0u8; 32];
             for (to, word) in b.chunks_exact_mut(8).zip(w) {

@@ -140,14 +140,12 @@ impl<'a> Slots<'a> {
     /// The block that `slot` describes, if the slot is in use. Returns `None` also for a slot
     /// number out of range.
     pub(crate) fn entry(&self, slot: u32) -> Option<Entry> {
-        if slot >= self.n {
-            return None;
-        }
-        let offset = self.word(slot, 1).load(Acquire);
+        let w = self.words(slot)?;
+        let offset = w[WORD_OFFSET].load(Acquire);
         (offset != 0).then(|| Entry {
             offset,
-            size: self.word(slot, 2).load(Relaxed),
-            delta: self.word(slot, 3).load(Relaxed) & u64::from(u32::MAX),
+            size: w[WORD_SIZE].load(Relaxed),
+            delta: split_delta_generation(w[WORD_DELTA].load(Relaxed)).0,
         })
     }
 

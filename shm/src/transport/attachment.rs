@@ -404,15 +404,20 @@ impl Attachment {
     /// already.
     #[inline]
     pub(crate) fn segment(&self, id: u16) -> Result<&Segment, MetaError> {
-        // This transport's own segment holds every message it sends. Return it without the table's
-        // two lookups.
-        if id == self.own.id() {
-            return Ok(&self.own);
-        }
-        match self.segments.get(id) {
+        match self.mapped_segment(id) {
             Some(s) => Ok(s),
             None => self.map_segment(id),
         }
+    }
+
+    /// The segment `id` if this process mapped it. This transport's own segment, which holds every
+    /// message it sends, is returned without the table's two lookups.
+    #[inline]
+    fn mapped_segment(&self, id: u16) -> Option<&Segment> {
+        if id == self.own.id() {
+            return Some(&self.own);
+        }
+        self.segments.get(id)
     }
 
     #[cold]
@@ -427,10 +432,7 @@ impl Attachment {
     /// Returns segment `id`, which this attachment has mapped already. The segment of every message
     /// is mapped.
     pub(crate) fn mapped(&self, id: u16) -> &Segment {
-        if id == self.own.id() {
-            return &self.own;
-        }
-        self.segments.get(id).expect("a message's segment is mapped before the message exists and stays mapped")
+        self.mapped_segment(id).expect("a message's segment is mapped before the message exists and stays mapped")
     }
 
     /// Allocates a small block of `size` bytes in this transport's segment if there is room now,
@@ -586,7 +588,9 @@ impl Attachment {
         drop(cache);
         if !evicted.is_empty() {
             let own = self.own.id();
-            cache::free_all(evicted.into_iter().map(|b| (own, b.offset, b.slot)).collect(), |id| self.segments.get(id));
+            cache::free_all(evicted.into_iter().map(|b| (own, b.offset, b.slot)).collect(), |id| {
+                self.mapped_segment(id)
+            });
         }
         Ok(first)
     }
@@ -627,7 +631,7 @@ impl Attachment {
                 return;
             }
         };
-        cache::free_all(blocks, |id| self.segments.get(id));
+        cache::free_all(blocks, |id| self.mapped_segment(id));
     }
 
     /// Wakes this process's (and others') allocations waiting for memory, so they see an interrupt.

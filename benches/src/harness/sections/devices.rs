@@ -29,10 +29,11 @@ pub fn run(runner: &mut Runner, o: &Options, systems: &[System]) {
         if cpp {
             columns.extend(["C++ FairMQ devices msg/s", "devices / C++ FairMQ"]);
         }
-        report::header(&columns.iter().map(|c| c.to_string()).collect::<Vec<_>>());
+        report::header(&columns);
         for topology in topologies {
             for &(size, parts) in &shapes {
-                let m = measure(runner, o, system, name, topology, size, parts);
+                let with_cpp = cpp && cpp_runs(topology, parts);
+                let m = measure(runner, o, system, name, (topology, size, parts), with_cpp);
                 let median = |s: &Option<Summary>| s.as_ref().map(|s| s.median);
                 let show = |s: &Option<Summary>| s.as_ref().map_or("failed".to_owned(), |s| s.show(report::rate));
                 let mut row = vec![
@@ -43,11 +44,10 @@ pub fn run(runner: &mut Runner, o: &Options, systems: &[System]) {
                     show(&m.devices),
                     report::ratio(median(&m.devices), median(&m.transport)),
                 ];
-                if cpp {
-                    match cpp_runs(topology, parts) {
-                        true => row.extend([show(&m.cpp), report::ratio(median(&m.devices), median(&m.cpp))]),
-                        false => row.extend(["-".to_owned(), "-".to_owned()]),
-                    }
+                if with_cpp {
+                    row.extend([show(&m.cpp), report::ratio(median(&m.devices), median(&m.cpp))]);
+                } else if cpp {
+                    row.extend(["-".to_owned(), "-".to_owned()]);
                 }
                 report::row(&row);
             }
@@ -69,12 +69,12 @@ fn round_trips(runner: &mut Runner, o: &Options, system: System, name: &'static 
         o.seconds
     );
     println!();
-    let cpp = runner.has_cpp_device("ping") && runner.has_cpp_device("pong");
+    let cpp = runner.has_cpp_pingpong();
     let mut columns = vec!["size", "transport", "devices", "devices / transport (median)"];
     if cpp {
         columns.extend(["C++ FairMQ devices", "devices / C++ FairMQ (median)"]);
     }
-    report::header(&columns.iter().map(|c| c.to_string()).collect::<Vec<_>>());
+    report::header(&columns);
     for &size in &o.latency_sizes {
         let (mut transport, mut devices, mut cpp_devices) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..o.runs {
@@ -131,18 +131,16 @@ struct Measured {
     cpp: Option<Summary>,
 }
 
-/// `o.runs` rounds of a transport cell, a device cell and (with `--cpp-fairmq`) a cell of C++
-/// FairMQ's devices, interleaved; the medians of each.
+/// `o.runs` rounds of a transport cell, a device cell and (`with_cpp`) a cell of C++ FairMQ's
+/// devices, interleaved, for `(topology, size, parts)`; the medians of each.
 fn measure(
     runner: &mut Runner,
     o: &Options,
     system: System,
     name: &'static str,
-    topology: Topology,
-    size: usize,
-    parts: usize,
+    (topology, size, parts): (Topology, usize, usize),
+    with_cpp: bool,
 ) -> Measured {
-    let with_cpp = runner.cpp_fairmq().is_some() && cpp_runs(topology, parts);
     let (mut transport, mut devices, mut cpp) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..o.runs {
         // Three devices against three processes of the transport (a forwarder in the middle):

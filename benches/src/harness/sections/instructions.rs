@@ -173,6 +173,15 @@ pub fn implementations(runner: &Runner) -> Vec<Implementation> {
     v
 }
 
+/// The ratio column of a row of `implementation`: fairmq-rs's total over C++ FairMQ's, on
+/// fairmq-rs's row ("-" elsewhere, and without a C++ FairMQ figure).
+fn rust_over_cpp(implementation: Implementation, total: impl Fn(Implementation) -> Option<f64>) -> String {
+    match implementation {
+        Implementation::Rust => report::ratio(total(Implementation::Rust), total(Implementation::Cpp)),
+        Implementation::Cpp => "-".to_owned(),
+    }
+}
+
 /// Prints one table; with C++ FairMQ, its rows beside fairmq-rs's and their ratio.
 pub fn run(runner: &mut Runner, systems: &[System]) {
     println!("\n### Instructions and cache misses per message, bsampler -> sink (sampler binds), callgrind");
@@ -217,12 +226,7 @@ pub fn run(runner: &mut Runner, systems: &[System]) {
                         format!("{:.1}", s.d1_misses + r.d1_misses),
                         format!("{:.1}", s.ll_misses + r.ll_misses),
                         format!("{:.0}", s.waiting + r.waiting),
-                        match implementation {
-                            Implementation::Rust if total(Implementation::Cpp).is_some() => {
-                                report::ratio(total(Implementation::Rust), total(Implementation::Cpp))
-                            }
-                            _ => "-".to_owned(),
-                        },
+                        rust_over_cpp(*implementation, total),
                     ]),
                     Err(e) => eprintln!("{} {transport} {}: {e}", implementation.name(), report::size(size)),
                 }
@@ -244,10 +248,8 @@ pub fn run(runner: &mut Runner, systems: &[System]) {
         .map(String::from),
     );
     // C++ FairMQ's round-trip devices only when `benches/cpp/build-pingpong.sh` built them.
-    let pingers: Vec<Implementation> = implementations
-        .into_iter()
-        .filter(|&i| i == Implementation::Rust || (runner.has_cpp_device("ping") && runner.has_cpp_device("pong")))
-        .collect();
+    let pingers: Vec<Implementation> =
+        implementations.into_iter().filter(|&i| i == Implementation::Rust || runner.has_cpp_pingpong()).collect();
     for &system in systems {
         let Some(transport) = system.fairmq_transport() else { continue };
         let measured: Vec<(Implementation, Result<Cost, String>)> =
@@ -264,12 +266,7 @@ pub fn run(runner: &mut Runner, systems: &[System]) {
                     format!("{:.1}", c.d1_misses),
                     format!("{:.1}", c.ll_misses),
                     format!("{:.0}", c.waiting),
-                    match implementation {
-                        Implementation::Rust if total(Implementation::Cpp).is_some() => {
-                            report::ratio(total(Implementation::Rust), total(Implementation::Cpp))
-                        }
-                        _ => "-".to_owned(),
-                    },
+                    rust_over_cpp(*implementation, total),
                 ]),
                 Err(e) => eprintln!("{} {transport} round trip: {e}", implementation.name()),
             }

@@ -219,6 +219,15 @@ enum Frame {
     Block(Message),
 }
 
+impl From<Got> for Frame {
+    fn from(got: Got) -> Frame {
+        match got {
+            Got::Frame => Frame::Lane,
+            Got::Indirect(m) => Frame::Block(m),
+        }
+    }
+}
+
 impl Drop for Socket {
     fn drop(&mut self) {
         let linger = self.z.linger().unwrap_or(0);

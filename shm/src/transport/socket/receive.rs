@@ -51,11 +51,7 @@ impl Socket {
             return Ok(None);
         }
         let got = readers.take(&self.mgr, &mut self.lanes.frame.borrow_mut(), &self.id);
-        match got.inspect_err(|e| log::error!("{e}"))? {
-            None => Ok(None),
-            Some(Got::Frame) => Ok(Some(Frame::Lane)),
-            Some(Got::Indirect(m)) => Ok(Some(Frame::Block(m))),
-        }
+        Ok(got.inspect_err(|e| log::error!("{e}"))?.map(Frame::from))
     }
 
     /// Reports that nothing waits for this socket: its lanes and its ZeroMQ socket are empty.
@@ -154,20 +150,14 @@ impl Socket {
         if self.lanes.stash.borrow().is_some() {
             return Ok(LaneFirst::Frame(None));
         }
+        // As `take_from_lanes`, with the borrows kept for what follows.
         let mut readers = self.lanes.readers.borrow_mut();
         if readers.is_empty() {
             return Ok(LaneFirst::Frame(None));
         }
         let buf = &mut *self.lanes.frame.borrow_mut();
-        let frame = match readers.take(&self.mgr, buf, &self.id) {
-            Ok(None) => return Ok(LaneFirst::Frame(None)),
-            Ok(Some(Got::Frame)) => Frame::Lane,
-            Ok(Some(Got::Indirect(m))) => Frame::Block(m),
-            Err(e) => {
-                log::error!("{e}");
-                return Err(e.into());
-            }
-        };
+        let got = readers.take(&self.mgr, buf, &self.id).inspect_err(|e| log::error!("{e}"))?;
+        let Some(frame) = got.map(Frame::from) else { return Ok(LaneFirst::Frame(None)) };
         self.count_busy();
         match (&frame, readers.entry_records()) {
             // REQ and REP take the general path: they pair each receive with a send, even a
@@ -175,11 +165,7 @@ impl Socket {
             (Frame::Lane, &[rec])
                 if !meta::is_multipart(buf) && !matches!(self.ty, SocketType::Req | SocketType::Rep) =>
             {
-                let source = match readers.entry_alone() {
-                    true => Source::RemarkedAlone,
-                    false => Source::Remarked,
-                };
-                match Message::receive(&self.mgr, rec, source) {
+                match Message::receive(&self.mgr, rec, readers.entry_source()) {
                     Ok(m) => Ok(LaneFirst::Message(m)),
                     Err(e) => Ok(LaneFirst::Refused(meta_error(e))),
                 }
@@ -382,10 +368,7 @@ impl Socket {
             let mut got: Vec<Message> = Vec::new();
             let (data, source) = match received {
                 Received::Records(&[rec], false) => {
-                    let source = match self.lanes.readers.borrow().entry_alone() {
-                        true => Source::RemarkedAlone,
-                        false => Source::Remarked,
-                    };
+                    let source = self.lanes.readers.borrow().entry_source();
                     return Message::receive(&self.mgr, rec, source).map_err(meta_error);
                 }
                 Received::Records(recs, _) => {

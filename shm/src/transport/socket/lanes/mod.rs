@@ -280,8 +280,14 @@ fn release_records(mgr: &Arc<Attachment>, frame: &[u8]) -> usize {
 /// Writes the records of the blocks that an entry of `kind` names into `records`, which is cleared
 /// first. For an indirect entry, the block that holds the frame comes first, then the parts.
 /// Returns false when the entry cannot be read.
+#[inline]
 fn entry_blocks(mgr: &Arc<Attachment>, kind: u32, entry: &[u8], records: &mut Vec<Record>) -> bool {
     records.clear();
+    // The usual entry, one block's record, decoded at once (as `meta::decode` would).
+    if let Some(rec) = meta::lone_block(entry).filter(|_| kind == KIND_FRAME) {
+        records.push(rec);
+        return true;
+    }
     if meta::decode(entry, records).is_err() {
         return false;
     }
@@ -334,18 +340,6 @@ pub(crate) struct Marking {
 fn remark_entry_with(mgr: &Arc<Attachment>, kind: u32, entry: &[u8], from: u32, to: u32, m: &mut Marking) -> bool {
     m.taken.clear();
     m.alone = false;
-    // Fast path for the usual entry, the record of one block. It gives the same result as the
-    // general walk below.
-    if let Some(rec) = meta::lone_block(entry).filter(|_| kind == KIND_FRAME) {
-        m.blocks.clear();
-        m.blocks.push(rec);
-        let remark = mgr.remark(&rec, from, to);
-        if remark != Remark::Refused {
-            m.taken.push(rec);
-        }
-        m.alone = remark == Remark::Done;
-        return remark != Remark::Refused;
-    }
     if !entry_blocks(mgr, kind, entry, &mut m.blocks) {
         return false;
     }

@@ -10,7 +10,7 @@ use crate::error::ShmError;
 use crate::meta::{self, Record};
 use crate::segment::ring::{Claim, LaneError, Ring, KIND_FRAME, READER_CLOSED, WRITER_CLOSED};
 use crate::transport::attachment::Attachment;
-use crate::transport::message::Message;
+use crate::transport::message::{Message, Source};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -72,10 +72,14 @@ impl Readers {
         &self.marking.blocks
     }
 
-    /// Returns whether each of [`Readers::entry_records`] is a block with one reference, which is
-    /// now ours alone. If so, no block needs listing as shared.
-    pub(crate) fn entry_alone(&self) -> bool {
-        self.marking.alone
+    /// Where [`Readers::entry_records`] came from: `Source::RemarkedAlone` when each of them is a
+    /// block with one reference, now ours alone, so that no block needs listing as shared; else
+    /// `Source::Remarked`.
+    pub(crate) fn entry_source(&self) -> Source {
+        match self.marking.alone {
+            true => Source::RemarkedAlone,
+            false => Source::Remarked,
+        }
     }
 
     pub(crate) fn is_empty(&self) -> bool {
